@@ -1,0 +1,157 @@
+"""Named hook points, caches and interventions.
+
+A :class:`HookPoint` is an identity module placed at every place a theory paper talks about (the
+residual stream before/after each sublayer, attention scores and patterns, the input and output of
+every norm, ...). Its name is its module path, in TransformerLens vocabulary::
+
+    hook_embed, hook_pos_embed,
+    blocks.{l}.hook_resid_pre, blocks.{l}.hook_resid_mid, blocks.{l}.hook_resid_post,
+    blocks.{l}.attn.hook_q|hook_k|hook_v, blocks.{l}.attn.hook_scores, blocks.{l}.attn.hook_pattern,
+    blocks.{l}.attn.hook_z, blocks.{l}.hook_attn_out, blocks.{l}.mlp.hook_pre|hook_post,
+    blocks.{l}.hook_mlp_out, blocks.{l}.ln1.hook_in|hook_normalized, ..., ln_final.hook_in|hook_normalized
+
+Hooks are attached only inside the :func:`hooks` context manager, whose ``finally`` removes them even
+when the forward pass raises. With no hook attached a hook point costs one attribute test.
+
+A hook function has the signature ``fn(tensor, name) -> tensor | None``; returning a tensor replaces
+the activation (an intervention), returning ``None`` leaves it unchanged (an observation).
+
+Any model that exposes ``named_hook_points() -> dict[str, HookPoint]`` works with these functions
+(see :class:`analysis.protocol.ProbeModel`), so probes never depend on our own model class.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fnmatch
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
+
+import torch
+from torch import nn
+
+HookFn = Callable[[torch.Tensor, str], torch.Tensor | None]
+
+
+class HookPoint(nn.Module):
+    """Identity module that calls its attached hook functions, in order."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.name: str = ""
+        self._fns: list[HookFn] = []
+
+    @property
+    def active(self) -> bool:
+        return bool(self._fns)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not self._fns:
+            return x
+        for fn in self._fns:
+            out = fn(x, self.name)
+            if out is not None:
+                if out.shape != x.shape:
+                    raise ValueError(
+                        f"hook at {self.name} returned shape {tuple(out.shape)}, expected {tuple(x.shape)}"
+                    )
+                x = out
+        return x
+
+
+def name_hook_points(module: nn.Module) -> dict[str, HookPoint]:
+    """Give every HookPoint inside ``module`` its module-path name and return them by name."""
+    points = {}
+    for name, sub in module.named_modules():
+        if isinstance(sub, HookPoint):
+            sub.name = name
+            points[name] = sub
+    return points
+
+
+def _points(model: Any) -> dict[str, HookPoint]:
+    if hasattr(model, "named_hook_points"):
+        return model.named_hook_points()
+    return name_hook_points(model)
+
+
+def resolve_names(model: Any, names: str | Sequence[str] | Callable[[str], bool] | None) -> list[str]:
+    """Expand ``names`` (exact names, glob patterns such as ``"blocks.*.hook_resid_post"``, or a
+    predicate) into the list of existing hook names, in model order. ``None`` means all of them.
+
+    An exact name or a pattern that matches nothing raises ``ValueError`` listing what exists.
+    """
+    available = list(_points(model))
+    if names is None:
+        return available
+    if callable(names):
+        return [n for n in available if names(n)]
+    if isinstance(names, str):
+        names = [names]
+    chosen: list[str] = []
+    for pattern in names:
+        hits = [n for n in available if fnmatch.fnmatchcase(n, pattern)]
+        if not hits:
+            raise ValueError(
+                f"names: no hook point matches {pattern!r}; available hook points: {available}"
+            )
+        chosen.extend(h for h in hits if h not in chosen)
+    order = {n: i for i, n in enumerate(available)}
+    return sorted(chosen, key=order.__getitem__)
+
+
+@contextlib.contextmanager
+def hooks(model: Any, fwd_hooks: Iterable[tuple[str, HookFn]]) -> Iterator[Any]:
+    """Attach ``(name_or_pattern, fn)`` pairs for the duration of the ``with`` block.
+
+    The hooks are removed in ``finally``, so an exception in the forward pass (or in a hook) never
+    leaves one behind.
+    """
+    points = _points(model)
+    attached: list[tuple[HookPoint, HookFn]] = []
+    try:
+        for pattern, fn in fwd_hooks:
+            for name in resolve_names(model, pattern):
+                points[name]._fns.append(fn)
+                attached.append((points[name], fn))
+        yield model
+    finally:
+        for point, fn in attached:
+            # remove by identity: the same function may be attached at several points
+            for i, f in enumerate(point._fns):
+                if f is fn:
+                    del point._fns[i]
+                    break
+
+
+def run_with_cache(
+    model: Any,
+    inputs: torch.Tensor,
+    names: str | Sequence[str] | Callable[[str], bool] | None = None,
+    *,
+    detach: bool = True,
+    fwd_hooks: Iterable[tuple[str, HookFn]] = (),
+    **forward_kwargs: Any,
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """Run ``model(inputs, **forward_kwargs)`` and return ``(output, cache)``.
+
+    Only the hook points in ``names`` are cached (``None`` caches everything: avoid on long
+    sequences). ``detach=False`` keeps the autograd graph, e.g. to take gradients with respect to a
+    cached activation. ``fwd_hooks`` are interventions applied during the same pass (they run before
+    the caching hook at the same point, so the cache sees the intervened value).
+    """
+    wanted = resolve_names(model, names)
+    cache: dict[str, torch.Tensor] = {}
+
+    def save(x: torch.Tensor, name: str) -> None:
+        cache[name] = x.detach() if detach else x
+
+    all_hooks = list(fwd_hooks) + [(n, save) for n in wanted]
+    with hooks(model, all_hooks):
+        out = model(inputs, **forward_kwargs)
+    return out, cache
+
+
+def active_hook_names(model: Any) -> list[str]:
+    """Names of hook points that currently have a function attached (should be empty outside ``with``)."""
+    return [n for n, p in _points(model).items() if p.active]

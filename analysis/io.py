@@ -1,0 +1,125 @@
+"""Atomic file writes and content hashes.
+
+Nothing the workbench writes is ever half-written: every file goes to a temporary name in the same
+folder, is flushed to disk, then renamed over its destination (``os.replace`` is atomic on POSIX).
+Content hashes are SHA-256 over canonical JSON, so a key depends on values, never on dict order.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+def _to_jsonable(obj: Any) -> Any:
+    """Convert dataclasses, tuples, numpy scalars/arrays and paths to plain JSON values."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: _to_jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, dict):
+        return {str(k): _to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_to_jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return _to_jsonable(obj.tolist())
+    if isinstance(obj, np.generic):
+        return _to_jsonable(obj.item())
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None if math.isnan(obj) else ("inf" if obj > 0 else "-inf")
+    if isinstance(obj, Path):
+        return str(obj)
+    return obj
+
+
+def to_jsonable(obj: Any) -> Any:
+    """Public form of the converter (non-finite floats become ``None``/``"inf"``/``"-inf"``)."""
+    return _to_jsonable(obj)
+
+
+def canonical_json(obj: Any) -> str:
+    """Deterministic JSON text: sorted keys, no whitespace, non-finite floats made explicit."""
+    return json.dumps(_to_jsonable(obj), sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+
+def content_hash(obj: Any, length: int = 16) -> str:
+    """SHA-256 of the canonical JSON of ``obj``, truncated to ``length`` hex digits."""
+    return hashlib.sha256(canonical_json(obj).encode()).hexdigest()[:length]
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
+def atomic_write(path: str | os.PathLike, writer: Callable[[str], None]) -> Path:
+    """Call ``writer(tmp_path)`` then atomically move the result to ``path``.
+
+    ``writer`` receives a temporary file name in the destination folder and must create that file.
+    If it raises, the temporary file is removed and ``path`` is left untouched.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        writer(tmp)
+        with open(tmp, "rb+") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
+    def _w(tmp: str) -> None:
+        with open(tmp, "wb") as f:
+            f.write(data)
+
+    return atomic_write(path, _w)
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
+    return atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_json(path: str | os.PathLike, obj: Any, *, indent: int | None = 2) -> Path:
+    text = json.dumps(_to_jsonable(obj), indent=indent, sort_keys=True, allow_nan=False)
+    return atomic_write_text(path, text + "\n")
+
+
+def atomic_replace_dir(src: str | os.PathLike, dst: str | os.PathLike) -> Path:
+    """Move a fully written folder ``src`` to ``dst``, replacing any previous ``dst``.
+
+    A stale ``dst`` is first renamed aside, so readers never see a folder with mixed contents.
+    """
+    src, dst = Path(src), Path(dst)
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    old = None
+    if dst.exists():
+        old = dst.with_name(f".{dst.name}.old-{os.getpid()}")
+        if old.exists():
+            shutil.rmtree(old)
+        os.replace(dst, old)
+    os.replace(src, dst)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+    return dst

@@ -1,0 +1,591 @@
+"""The tiny-transformer zoo: one decoder-only model whose every theory-relevant knob is a config field.
+
+Read it top to bottom: :class:`ModelConfig` (every field commented), the norms, attention, MLP,
+:class:`Block` (where norm placement lives) and :class:`TinyTransformer`. Shapes are commented as
+``B`` batch, ``T`` sequence, ``H`` heads, ``dh`` head size, ``d`` model width.
+
+Residual block, written once for all placements (``s`` = ``branch_scale``, ``a`` = DeepNorm's alpha,
+``N`` = a norm, ``F`` = attention or MLP)::
+
+    pre   x + s F(N(x))                 peri  x + s N_out(F(N(x)))
+    post  N(a x + s F(x))               none  x + s F(x)
+    mix   post in the first ``mix_post_layers`` layers, pre after (Mix-LN)
+
+With a residual switched off the ``x`` (or ``a x``) term is dropped. Every intermediate value passes
+through a named :class:`~analysis.hooks.HookPoint`; attention patterns are materialised whenever a
+hook watches the attention internals or a bias is passed, otherwise softmax attention may take the
+fused kernel (``model.allow_fused = False`` forbids it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from analysis.hooks import HookPoint, name_hook_points
+from analysis.validation import check_bool, check_choice, check_float, check_int
+
+NORM_PLACEMENTS = ("pre", "post", "peri", "mix", "none")
+NORM_TYPES = ("layernorm", "rmsnorm")
+ATTENTION_KERNELS = ("softmax", "linear", "sigmoid", "ssmax", "uniform")
+POSITIONAL = ("none", "learned", "rope")
+ACTIVATIONS = ("gelu", "relu", "silu", "tanh", "identity")
+INPUTS = ("tokens", "vectors", "embedded")
+OUTPUTS = ("lm", "linear", "none")
+INITS = ("fan_in", "gpt2")
+DTYPES = {
+    "float64": torch.float64,
+    "float32": torch.float32,
+    "bfloat16": torch.bfloat16,
+    "float16": torch.float16,
+}
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    # --- input / output -------------------------------------------------------------------------
+    input: str = "tokens"  # tokens: embed ids | vectors: linear read-in of d_in | embedded: identity (d_in = d_model)
+    vocab_size: int = 64  # token vocabulary (input or output "lm")
+    d_in: int = 0  # width of real-vector inputs (input "vectors"/"embedded")
+    output: str = "lm"  # lm: logits over vocab | linear: read-out of width d_out | none: final residual stream
+    d_out: int = 0  # read-out width (output "linear")
+    # --- shape ----------------------------------------------------------------------------------
+    d_model: int = 64  # residual-stream width d
+    n_layers: int = 2  # depth L
+    n_heads: int = 4  # heads H per layer
+    d_head: int | None = None  # head size dh; None -> d_model // n_heads
+    d_mlp: int | None = None  # MLP hidden width; None -> 4 d_model; 0 -> attention-only
+    activation: str = "gelu"  # MLP nonlinearity
+    bias: bool = False  # biases in linear layers and LayerNorm
+    # --- normalisation --------------------------------------------------------------------------
+    norm: str = "pre"  # placement: pre | post | peri | mix | none
+    mix_post_layers: int | None = None  # mix: number of leading post-LN layers; None -> round(L / 4)
+    norm_type: str = "layernorm"  # layernorm | rmsnorm
+    norm_eps: float = 1e-5
+    ln_scaling: bool = False  # LayerNorm scaling (Curse of Depth): block l's norms output times 1/sqrt(l), l = 1..L
+    deepnorm: bool = False  # DeepNorm (post only): skip times alpha = (2L)^(1/4), init of V, O, MLP times beta = (8L)^(-1/4)
+    qk_norm: bool = False  # normalise queries and keys per head (over dh) before the dot product
+    final_norm: bool | None = None  # norm before the head; None -> on for pre/peri/mix, off for post/none
+    # --- attention ------------------------------------------------------------------------------
+    attention: str = "softmax"  # softmax | linear (unnormalised) | sigmoid | ssmax (logits x s ln n) | uniform (zero logits)
+    logit_scale: float | None = None  # multiplies q.k; None -> 1 / sqrt(dh)
+    ssmax_s: float = 1.0  # SSMax: logits multiplied by ssmax_s * ln(number of visible keys)
+    sigmoid_bias: float = 0.0  # sigmoid attention: weights sigmoid(logit + sigmoid_bias)
+    causal: bool = True  # causal mask (False: every token sees every token)
+    # --- residual stream ------------------------------------------------------------------------
+    attn_residual: bool = True  # skip connection around attention
+    mlp_residual: bool = True  # skip connection around the MLP
+    branch_scale: float = 1.0  # multiplies every sublayer output (e.g. 1/sqrt(L))
+    # --- positions ------------------------------------------------------------------------------
+    pos: str = "none"  # none | learned (absolute, max_len) | rope
+    max_len: int = 1024  # longest sequence for learned positions
+    rope_base: float = 10000.0
+    # --- numerics and initialisation ------------------------------------------------------------
+    init: str = "fan_in"  # fan_in: N(0, 1/fan_in), embeddings N(0, 1) | gpt2: N(0, init_std^2), out-proj / sqrt(2L)
+    init_std: float = 0.02  # gpt2 init only
+    dtype: str = "float32"  # float64 | float32 | bfloat16 | float16
+    seed: int = 0  # the initial weights are a function of this seed only
+
+    def __post_init__(self) -> None:
+        check_choice("input", self.input, INPUTS)
+        check_choice("output", self.output, OUTPUTS)
+        check_int("d_model", self.d_model, minimum=1)
+        check_int("n_layers", self.n_layers, minimum=0)
+        check_int("n_heads", self.n_heads, minimum=1)
+        if self.d_head is not None:
+            check_int("d_head", self.d_head, minimum=1)
+        elif self.d_model % self.n_heads:
+            raise ValueError(
+                f"d_model must be divisible by n_heads when d_head is None, got d_model={self.d_model}, "
+                f"n_heads={self.n_heads}"
+            )
+        if self.d_mlp is not None:
+            check_int("d_mlp", self.d_mlp, minimum=0)
+        if self.input == "tokens" or self.output == "lm":
+            check_int("vocab_size", self.vocab_size, minimum=2)
+        if self.input == "vectors":
+            check_int("d_in", self.d_in, minimum=1)
+        if self.input == "embedded" and self.d_in not in (0, self.d_model):
+            raise ValueError(f"d_in must equal d_model ({self.d_model}) for input 'embedded', got {self.d_in}")
+        if self.output == "linear":
+            check_int("d_out", self.d_out, minimum=1)
+        check_choice("activation", self.activation, ACTIVATIONS)
+        check_bool("bias", self.bias)
+        check_choice("norm", self.norm, NORM_PLACEMENTS)
+        if self.mix_post_layers is not None:
+            check_int("mix_post_layers", self.mix_post_layers, minimum=0, maximum=self.n_layers)
+            if self.norm != "mix":
+                raise ValueError(f"mix_post_layers is only used with norm 'mix', got norm={self.norm!r}")
+        check_choice("norm_type", self.norm_type, NORM_TYPES)
+        check_float("norm_eps", self.norm_eps, minimum=0.0)
+        check_bool("ln_scaling", self.ln_scaling)
+        check_bool("deepnorm", self.deepnorm)
+        if self.deepnorm and self.norm != "post":
+            raise ValueError(f"deepnorm requires norm 'post' (DeepNorm is a Post-LN scheme), got {self.norm!r}")
+        check_bool("qk_norm", self.qk_norm)
+        if self.final_norm is not None:
+            check_bool("final_norm", self.final_norm)
+        check_choice("attention", self.attention, ATTENTION_KERNELS)
+        if self.logit_scale is not None:
+            check_float("logit_scale", self.logit_scale)
+        check_float("ssmax_s", self.ssmax_s)
+        check_float("sigmoid_bias", self.sigmoid_bias)
+        check_bool("causal", self.causal)
+        check_bool("attn_residual", self.attn_residual)
+        check_bool("mlp_residual", self.mlp_residual)
+        check_float("branch_scale", self.branch_scale)
+        check_choice("pos", self.pos, POSITIONAL)
+        check_int("max_len", self.max_len, minimum=1)
+        check_float("rope_base", self.rope_base, minimum=1.0, strict_minimum=True)
+        if self.pos == "rope" and self.head_size % 2:
+            raise ValueError(f"pos 'rope' needs an even head size, got d_head={self.head_size}")
+        check_choice("init", self.init, INITS)
+        check_float("init_std", self.init_std, minimum=0.0, strict_minimum=True)
+        check_choice("dtype", self.dtype, tuple(DTYPES))
+        check_int("seed", self.seed, minimum=0)
+
+    # derived values ------------------------------------------------------------------------------
+    @property
+    def head_size(self) -> int:
+        return self.d_head if self.d_head is not None else self.d_model // self.n_heads
+
+    @property
+    def mlp_width(self) -> int:
+        return 4 * self.d_model if self.d_mlp is None else self.d_mlp
+
+    @property
+    def scale(self) -> float:
+        return self.logit_scale if self.logit_scale is not None else 1.0 / math.sqrt(self.head_size)
+
+    @property
+    def torch_dtype(self) -> torch.dtype:
+        return DTYPES[self.dtype]
+
+    @property
+    def use_final_norm(self) -> bool:
+        if self.final_norm is not None:
+            return self.final_norm
+        return self.norm in ("pre", "peri", "mix")
+
+    @property
+    def n_mix_post(self) -> int:
+        if self.mix_post_layers is not None:
+            return self.mix_post_layers
+        return int(round(self.n_layers / 4))
+
+    def placement(self, layer: int) -> str:
+        """Norm placement of block ``layer`` (0-based): resolves ``mix`` into post/pre."""
+        if self.norm == "mix":
+            return "post" if layer < self.n_mix_post else "pre"
+        return self.norm
+
+    @property
+    def deepnorm_alpha(self) -> float:
+        return (2.0 * self.n_layers) ** 0.25 if self.deepnorm else 1.0
+
+    @property
+    def deepnorm_beta(self) -> float:
+        return (8.0 * self.n_layers) ** -0.25 if self.deepnorm else 1.0
+
+    # serialisation ------------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ModelConfig:
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(d) - names)
+        if unknown:
+            raise ValueError(f"unknown ModelConfig field(s) {unknown}; allowed: {sorted(names)}")
+        return cls(**d)
+
+    def replace(self, **changes: Any) -> ModelConfig:
+        names = {f.name for f in dataclasses.fields(self)}
+        unknown = sorted(set(changes) - names)
+        if unknown:
+            raise ValueError(f"unknown ModelConfig field(s) {unknown}; allowed: {sorted(names)}")
+        return dataclasses.replace(self, **changes)
+
+
+# ------------------------------------------------------------------------------------------------
+# Norms
+# ------------------------------------------------------------------------------------------------
+class Norm(nn.Module):
+    """LayerNorm or RMSNorm over the last axis, with hooks on its input and output.
+
+    ``out_scale`` is a fixed multiplier of the output (LayerNorm scaling uses 1/sqrt(l)).
+    Hooks: ``hook_in`` (the norm's input, e.g. the pre-norm activation whose RMS the prompt-forgetting
+    bound needs away from zero) and ``hook_normalized`` (the output).
+    """
+
+    def __init__(self, width: int, kind: str, eps: float, bias: bool, out_scale: float = 1.0) -> None:
+        super().__init__()
+        self.kind, self.eps, self.out_scale = kind, eps, out_scale
+        self.weight = nn.Parameter(torch.ones(width))
+        self.bias = nn.Parameter(torch.zeros(width)) if (bias and kind == "layernorm") else None
+        self.hook_in = HookPoint()
+        self.hook_normalized = HookPoint()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.hook_in(x)
+        if self.kind == "layernorm":
+            y = F.layer_norm(x, x.shape[-1:], self.weight, self.bias, self.eps)
+        else:
+            y = F.rms_norm(x, x.shape[-1:], self.weight, self.eps)
+        if self.out_scale != 1.0:
+            y = y * self.out_scale
+        return self.hook_normalized(y)
+
+
+def _activation(name: str):
+    return {
+        "gelu": F.gelu,
+        "relu": F.relu,
+        "silu": F.silu,
+        "tanh": torch.tanh,
+        "identity": lambda x: x,
+    }[name]
+
+
+def rope_rotate(x: torch.Tensor, base: float) -> torch.Tensor:
+    """Rotary position embedding of ``x`` (B, T, H, dh): pairs (i, i + dh/2) rotate by angle t * base^(-2i/dh)."""
+    B, T, H, dh = x.shape
+    half = dh // 2
+    inv_freq = base ** (-torch.arange(half, dtype=torch.float64, device=x.device) * 2.0 / dh)  # (dh/2,)
+    angle = torch.arange(T, dtype=torch.float64, device=x.device)[:, None] * inv_freq  # (T, dh/2)
+    cos = angle.cos().to(x.dtype)[None, :, None, :]  # (1, T, 1, dh/2)
+    sin = angle.sin().to(x.dtype)[None, :, None, :]
+    x1, x2 = x[..., :half], x[..., half:]
+    return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)  # (B, T, H, dh)
+
+
+# ------------------------------------------------------------------------------------------------
+# Attention
+# ------------------------------------------------------------------------------------------------
+class Attention(nn.Module):
+    """Multi-head attention with a switchable kernel.
+
+    scores = scale * q k^T (+ ssmax factor) (+ bias), masked entries -inf   -> hook_scores (B, H, T, T)
+    pattern: softmax/ssmax/uniform -> softmax(scores); sigmoid -> sigmoid(scores + b) on the support;
+             linear -> scores on the support, 0 elsewhere (no normalisation)   -> hook_pattern (B, H, T, T)
+    """
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        H, dh, d = cfg.n_heads, cfg.head_size, cfg.d_model
+        self.W_q = nn.Linear(d, H * dh, bias=cfg.bias)
+        self.W_k = nn.Linear(d, H * dh, bias=cfg.bias)
+        self.W_v = nn.Linear(d, H * dh, bias=cfg.bias)
+        self.W_o = nn.Linear(H * dh, d, bias=cfg.bias)
+        if cfg.qk_norm:
+            self.q_norm = Norm(dh, cfg.norm_type, cfg.norm_eps, cfg.bias)
+            self.k_norm = Norm(dh, cfg.norm_type, cfg.norm_eps, cfg.bias)
+        self.hook_q = HookPoint()  # (B, T, H, dh), after QK-norm and RoPE
+        self.hook_k = HookPoint()
+        self.hook_v = HookPoint()
+        self.hook_scores = HookPoint()  # (B, H, T, T), pre-softmax logits, -inf where masked
+        self.hook_pattern = HookPoint()  # (B, H, T, T), the weights that multiply v
+        self.hook_z = HookPoint()  # (B, T, H, dh), pattern @ v
+        self.allow_fused = True
+
+    def _materialise(self, attn_bias: torch.Tensor | None) -> bool:
+        c = self.cfg
+        return (
+            not self.allow_fused
+            or c.attention != "softmax"
+            or attn_bias is not None
+            or self.hook_scores.active
+            or self.hook_pattern.active
+        )
+
+    def forward(self, x: torch.Tensor, attn_bias: torch.Tensor | None = None) -> torch.Tensor:
+        c = self.cfg
+        B, T, _ = x.shape
+        H, dh = c.n_heads, c.head_size
+        q = self.W_q(x).view(B, T, H, dh)  # (B, T, H, dh)
+        k = self.W_k(x).view(B, T, H, dh)
+        v = self.W_v(x).view(B, T, H, dh)
+        if c.qk_norm:
+            q, k = self.q_norm(q), self.k_norm(k)
+        if c.pos == "rope":
+            q, k = rope_rotate(q, c.rope_base), rope_rotate(k, c.rope_base)
+        q, k, v = self.hook_q(q), self.hook_k(k), self.hook_v(v)
+        qh, kh, vh = (t.transpose(1, 2) for t in (q, k, v))  # (B, H, T, dh)
+
+        if not self._materialise(attn_bias):
+            z = F.scaled_dot_product_attention(qh, kh, vh, is_causal=c.causal, scale=c.scale)  # (B, H, T, dh)
+        else:
+            if c.attention == "uniform":
+                scores = torch.zeros(B, H, T, T, dtype=x.dtype, device=x.device)
+            else:
+                scores = (qh @ kh.transpose(-1, -2)) * c.scale  # (B, H, T, T)
+            if c.attention == "ssmax":
+                n_visible = self._n_visible(T, x)  # (T, 1)
+                scores = scores * (c.ssmax_s * torch.log(n_visible))
+            if attn_bias is not None:
+                scores = scores + attn_bias.to(scores.dtype)
+            support = self._support(T, x.device)  # (T, T) bool
+            scores = self.hook_scores(scores.masked_fill(~support, float("-inf")))
+            if c.attention in ("softmax", "ssmax", "uniform"):
+                pattern = torch.softmax(scores, dim=-1)
+            elif c.attention == "sigmoid":
+                pattern = torch.sigmoid(scores + c.sigmoid_bias)  # sigmoid(-inf) = 0 off the support
+            else:  # linear
+                pattern = torch.where(support, scores, torch.zeros((), dtype=scores.dtype, device=x.device))
+            pattern = self.hook_pattern(pattern)
+            z = pattern @ vh  # (B, H, T, dh)
+        z = self.hook_z(z.transpose(1, 2))  # (B, T, H, dh)
+        return self.W_o(z.reshape(B, T, H * dh))  # (B, T, d)
+
+    def _support(self, T: int, device: torch.device) -> torch.Tensor:
+        if self.cfg.causal:
+            return torch.ones(T, T, dtype=torch.bool, device=device).tril()
+        return torch.ones(T, T, dtype=torch.bool, device=device)
+
+    def _n_visible(self, T: int, x: torch.Tensor) -> torch.Tensor:
+        if self.cfg.causal:
+            n = torch.arange(1, T + 1, dtype=torch.float64, device=x.device)
+        else:
+            n = torch.full((T,), float(T), dtype=torch.float64, device=x.device)
+        return n.to(x.dtype)[:, None]  # (T, 1): one factor per query row
+
+
+class MLP(nn.Module):
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.W_in = nn.Linear(cfg.d_model, cfg.mlp_width, bias=cfg.bias)
+        self.W_out = nn.Linear(cfg.mlp_width, cfg.d_model, bias=cfg.bias)
+        self.act = _activation(cfg.activation)
+        self.hook_pre = HookPoint()  # (B, T, d_mlp) pre-activation
+        self.hook_post = HookPoint()  # (B, T, d_mlp) post-activation
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.W_out(self.hook_post(self.act(self.hook_pre(self.W_in(x)))))
+
+
+class Block(nn.Module):
+    def __init__(self, cfg: ModelConfig, layer: int) -> None:
+        super().__init__()
+        self.cfg, self.layer = cfg, layer
+        self.placement = cfg.placement(layer)
+        out_scale = 1.0 / math.sqrt(layer + 1) if cfg.ln_scaling else 1.0
+        has_mlp = cfg.mlp_width > 0
+
+        def norm(scale: float = 1.0) -> Norm:
+            return Norm(cfg.d_model, cfg.norm_type, cfg.norm_eps, cfg.bias, scale)
+
+        # attributes are assigned in execution order, so hook names list in the order they fire
+        self.hook_resid_pre = HookPoint()  # (B, T, d)
+        if self.placement != "none":
+            self.ln1 = norm(out_scale)
+        self.attn = Attention(cfg)
+        if self.placement == "peri":
+            self.ln1_out = norm()
+        self.hook_attn_out = HookPoint()  # (B, T, d), branch output as added to the stream
+        self.hook_resid_mid = HookPoint()
+        if has_mlp:
+            if self.placement != "none":
+                self.ln2 = norm(out_scale)
+            self.mlp = MLP(cfg)
+            if self.placement == "peri":
+                self.ln2_out = norm()
+            self.hook_mlp_out = HookPoint()
+        else:
+            self.mlp = None
+        self.hook_resid_post = HookPoint()
+
+    def _sublayer(self, x, fn, n_in, n_out, hook_out, residual: bool) -> torch.Tensor:
+        c, p = self.cfg, self.placement
+        h = fn(n_in(x) if p in ("pre", "peri") else x)
+        if p == "peri":
+            h = n_out(h)
+        h = hook_out(c.branch_scale * h if c.branch_scale != 1.0 else h)
+        if residual:
+            h = (c.deepnorm_alpha * x if c.deepnorm else x) + h
+        if p == "post":
+            h = n_in(h)
+        return h
+
+    def forward(self, x: torch.Tensor, attn_bias: torch.Tensor | None = None) -> torch.Tensor:
+        c = self.cfg
+        x = self.hook_resid_pre(x)
+        x = self._sublayer(
+            x,
+            lambda h: self.attn(h, attn_bias),
+            getattr(self, "ln1", None),
+            getattr(self, "ln1_out", None),
+            self.hook_attn_out,
+            c.attn_residual,
+        )
+        x = self.hook_resid_mid(x)
+        if self.mlp is not None:
+            x = self._sublayer(
+                x, self.mlp, getattr(self, "ln2", None), getattr(self, "ln2_out", None),
+                self.hook_mlp_out, c.mlp_residual,
+            )
+        return self.hook_resid_post(x)
+
+
+# ------------------------------------------------------------------------------------------------
+# The model
+# ------------------------------------------------------------------------------------------------
+class TinyTransformer(nn.Module):
+    """Decoder-only transformer built from a :class:`ModelConfig`; weights are a function of ``cfg.seed``.
+
+    ``forward(inputs, attn_bias=None)``: ``inputs`` are token ids (B, T) or vectors (B, T, d_in);
+    ``attn_bias`` is an additive logit bias broadcastable to (B, H, T, T), applied in every layer, or
+    a sequence of ``n_layers`` such tensors (``None`` entries for no bias in that layer).
+    Returns logits (B, T, vocab), a read-out (B, T, d_out) or the final residual stream (B, T, d).
+    """
+
+    def __init__(self, cfg: ModelConfig, device: str | torch.device | None = None) -> None:
+        super().__init__()
+        if not isinstance(cfg, ModelConfig):
+            raise ValueError(f"cfg must be a ModelConfig, got {type(cfg).__name__}")
+        self.config = cfg
+        d = cfg.d_model
+        if cfg.input == "tokens":
+            self.embed = nn.Embedding(cfg.vocab_size, d)
+        elif cfg.input == "vectors":
+            self.embed = nn.Linear(cfg.d_in, d, bias=cfg.bias)
+        self.hook_embed = HookPoint()  # (B, T, d)
+        if cfg.pos == "learned":
+            self.pos_embed = nn.Embedding(cfg.max_len, d)
+            self.hook_pos_embed = HookPoint()  # (T, d)
+        self.blocks = nn.ModuleList(Block(cfg, layer) for layer in range(cfg.n_layers))
+        if cfg.use_final_norm:
+            self.ln_final = Norm(d, cfg.norm_type, cfg.norm_eps, cfg.bias)
+        if cfg.output == "lm":
+            self.head = nn.Linear(d, cfg.vocab_size, bias=cfg.bias)
+        elif cfg.output == "linear":
+            self.head = nn.Linear(d, cfg.d_out, bias=cfg.bias)
+        self._hook_points = name_hook_points(self)
+        self._init_weights()
+        self.to(device=device, dtype=cfg.torch_dtype)
+
+    # ---------------------------------------------------------------------------------------------
+    def _init_weights(self) -> None:
+        """Draw every weight from one generator seeded by ``cfg.seed``, in float64, module by module
+        in definition order, so the weights do not depend on the dtype or the device.
+
+        fan_in: ``nn.Linear`` weights N(0, 1/fan_in), embeddings N(0, 1). gpt2: N(0, init_std^2),
+        output projections of the residual branches divided by sqrt(2L). Norm gains 1, biases 0.
+        DeepNorm multiplies the value, output and MLP weights by beta (Wang et al. 2022).
+        """
+        c = self.config
+        gen = torch.Generator().manual_seed(c.seed)
+        beta_names = ("attn.W_v", "attn.W_o", "mlp.W_in", "mlp.W_out")
+        out_proj = ("attn.W_o", "mlp.W_out")
+
+        def draw(p: torch.Tensor, std: float) -> None:
+            p.copy_((torch.randn(p.shape, generator=gen, dtype=torch.float64) * std).to(p.dtype))
+
+        with torch.no_grad():
+            for name, m in self.named_modules():
+                if isinstance(m, Norm):
+                    m.weight.fill_(1.0)
+                    if m.bias is not None:
+                        m.bias.zero_()
+                elif isinstance(m, nn.Embedding):
+                    draw(m.weight, c.init_std if c.init == "gpt2" else 1.0)
+                elif isinstance(m, nn.Linear):
+                    if c.init == "gpt2":
+                        std = c.init_std / (math.sqrt(2 * max(c.n_layers, 1)) if name.endswith(out_proj) else 1.0)
+                    else:
+                        std = 1.0 / math.sqrt(m.in_features)
+                    if c.deepnorm and name.endswith(beta_names):
+                        std *= c.deepnorm_beta
+                    draw(m.weight, std)
+                    if m.bias is not None:
+                        m.bias.zero_()
+
+    # ---------------------------------------------------------------------------------------------
+    @property
+    def n_layers(self) -> int:
+        return self.config.n_layers
+
+    @property
+    def causal(self) -> bool:
+        return self.config.causal
+
+    @property
+    def input_kind(self) -> str:
+        return "tokens" if self.config.input == "tokens" else "vectors"
+
+    @property
+    def allow_fused(self) -> bool:
+        return all(b.attn.allow_fused for b in self.blocks)
+
+    @allow_fused.setter
+    def allow_fused(self, value: bool) -> None:
+        for b in self.blocks:
+            b.attn.allow_fused = bool(value)
+
+    def named_hook_points(self) -> dict[str, HookPoint]:
+        return self._hook_points
+
+    def hook_names(self) -> list[str]:
+        return list(self._hook_points)
+
+    def num_params(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.parameters()).device
+
+    # ---------------------------------------------------------------------------------------------
+    def embed_inputs(self, inputs: torch.Tensor) -> torch.Tensor:
+        c = self.config
+        if c.input == "tokens":
+            if inputs.dtype not in (torch.int64, torch.int32) or inputs.dim() != 2:
+                raise ValueError(f"inputs must be integer token ids of shape (B, T), got {inputs.dtype} {tuple(inputs.shape)}")
+            x = self.embed(inputs)  # (B, T, d)
+        else:
+            width = c.d_in if c.input == "vectors" else c.d_model
+            if not inputs.is_floating_point() or inputs.dim() != 3 or inputs.shape[-1] != width:
+                raise ValueError(
+                    f"inputs must be real vectors of shape (B, T, {width}), got {inputs.dtype} {tuple(inputs.shape)}"
+                )
+            inputs = inputs.to(c.torch_dtype)
+            x = self.embed(inputs) if c.input == "vectors" else inputs
+        x = self.hook_embed(x)
+        if c.pos == "learned":
+            T = x.shape[1]
+            if T > c.max_len:
+                raise ValueError(f"sequence length {T} exceeds max_len={c.max_len} of learned positions")
+            x = x + self.hook_pos_embed(self.pos_embed.weight[:T])  # (T, d) broadcast over B
+        return x
+
+    def forward(
+        self,
+        inputs: torch.Tensor,
+        attn_bias: torch.Tensor | Sequence[torch.Tensor | None] | None = None,
+    ) -> torch.Tensor:
+        c = self.config
+        biases = self._layer_biases(attn_bias)
+        x = self.embed_inputs(inputs)  # (B, T, d)
+        for block, bias in zip(self.blocks, biases, strict=True):
+            x = block(x, bias)
+        if c.use_final_norm:
+            x = self.ln_final(x)
+        if c.output == "none":
+            return x
+        return self.head(x)  # (B, T, vocab) or (B, T, d_out)
+
+    def _layer_biases(self, attn_bias) -> list[torch.Tensor | None]:
+        L = self.config.n_layers
+        if attn_bias is None or isinstance(attn_bias, torch.Tensor):
+            return [attn_bias] * L
+        biases = list(attn_bias)
+        if len(biases) != L:
+            raise ValueError(f"attn_bias must be a tensor or a sequence of n_layers={L} tensors, got {len(biases)}")
+        return biases
