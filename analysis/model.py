@@ -13,8 +13,9 @@ Residual block, written once for all placements (``s`` = ``branch_scale``, ``a``
 
 With a residual switched off the ``x`` (or ``a x``) term is dropped. Every intermediate value passes
 through a named :class:`~analysis.hooks.HookPoint`; attention patterns are materialised whenever a
-hook watches the attention internals or a bias is passed, otherwise softmax attention may take the
-fused kernel (``model.allow_fused = False`` forbids it).
+hook watches the attention internals or a bias is passed. Only where nothing probes (the trainer sets
+``model.allow_fused = True`` while it trains) may softmax attention take the fused kernel, so a cached
+run and a plain forward pass give bit-identical outputs.
 """
 
 from __future__ import annotations
@@ -294,7 +295,7 @@ class Attention(nn.Module):
         self.hook_scores = HookPoint()  # (B, H, T, T), pre-softmax logits, -inf where masked
         self.hook_pattern = HookPoint()  # (B, H, T, T), the weights that multiply v
         self.hook_z = HookPoint()  # (B, T, H, dh), pattern @ v
-        self.allow_fused = True
+        self.allow_fused = False  # the trainer switches this on; probes always see materialised patterns
 
     def _materialise(self, attn_bias: torch.Tensor | None) -> bool:
         c = self.cfg
@@ -452,6 +453,16 @@ class TinyTransformer(nn.Module):
             raise ValueError(f"cfg must be a ModelConfig, got {type(cfg).__name__}")
         self.config = cfg
         d = cfg.d_model
+        # nn.Linear/nn.Embedding draw default weights from the global RNG: build them with the global
+        # state saved and restored, then overwrite every weight from our own generator.
+        with torch.random.fork_rng(devices=[]):
+            self._build(cfg, d)
+        self._hook_points = name_hook_points(self)
+        self.to(dtype=cfg.torch_dtype)  # draw in the target dtype: float64 models get float64 draws
+        self._init_weights()
+        self.to(device=device)
+
+    def _build(self, cfg: ModelConfig, d: int) -> None:
         if cfg.input == "tokens":
             self.embed = nn.Embedding(cfg.vocab_size, d)
         elif cfg.input == "vectors":
@@ -467,9 +478,6 @@ class TinyTransformer(nn.Module):
             self.head = nn.Linear(d, cfg.vocab_size, bias=cfg.bias)
         elif cfg.output == "linear":
             self.head = nn.Linear(d, cfg.d_out, bias=cfg.bias)
-        self._hook_points = name_hook_points(self)
-        self._init_weights()
-        self.to(device=device, dtype=cfg.torch_dtype)
 
     # ---------------------------------------------------------------------------------------------
     def _init_weights(self) -> None:

@@ -1,0 +1,122 @@
+"""Hook points: golden names, caching only what is asked, interventions, clean-up after exceptions."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from analysis.hooks import active_hook_names, hooks, resolve_names, run_with_cache
+from analysis.model import ModelConfig, TinyTransformer
+from analysis.protocol import ProbeModel, describe
+
+ATTN = ["attn.hook_q", "attn.hook_k", "attn.hook_v", "attn.hook_scores", "attn.hook_pattern", "attn.hook_z"]
+
+
+def _block(l, placement, mlp=True):
+    ln = lambda n: [f"blocks.{l}.{n}.hook_in", f"blocks.{l}.{n}.hook_normalized"]
+    names = [f"blocks.{l}.hook_resid_pre"]
+    names += ln("ln1") if placement != "none" else []
+    names += [f"blocks.{l}.{a}" for a in ATTN]
+    names += ln("ln1_out") if placement == "peri" else []
+    names += [f"blocks.{l}.hook_attn_out", f"blocks.{l}.hook_resid_mid"]
+    if mlp:
+        names += ln("ln2") if placement != "none" else []
+        names += [f"blocks.{l}.mlp.hook_pre", f"blocks.{l}.mlp.hook_post"]
+        names += ln("ln2_out") if placement == "peri" else []
+        names += [f"blocks.{l}.hook_mlp_out"]
+    return names + [f"blocks.{l}.hook_resid_post"]
+
+
+GOLDEN = {
+    # pre-LN, learned positions: the TransformerLens vocabulary plus the inputs of every norm
+    "pre": ["hook_embed", "hook_pos_embed"] + _block(0, "pre") + _block(1, "pre") + ["ln_final.hook_in", "ln_final.hook_normalized"],
+    "post": ["hook_embed", "hook_pos_embed"] + _block(0, "post") + _block(1, "post"),
+    "peri": ["hook_embed", "hook_pos_embed"] + _block(0, "peri") + _block(1, "peri") + ["ln_final.hook_in", "ln_final.hook_normalized"],
+    "none": ["hook_embed", "hook_pos_embed"] + _block(0, "none") + _block(1, "none"),
+}
+
+
+@pytest.mark.parametrize("placement", list(GOLDEN))
+def test_golden_hook_names(placement):
+    model = TinyTransformer(ModelConfig(norm=placement, n_layers=2, pos="learned"))
+    assert model.hook_names() == GOLDEN[placement]
+
+
+def test_golden_names_mix_attention_only_qk_norm():
+    model = TinyTransformer(ModelConfig(norm="mix", n_layers=2, mix_post_layers=1, d_mlp=0, qk_norm=True))
+    qk = lambda l: [f"blocks.{l}.attn.{n}_norm.{h}" for n in "qk" for h in ("hook_in", "hook_normalized")]
+    expected = ["hook_embed"]
+    for l in range(2):
+        b = _block(l, "pre", mlp=False)
+        i = b.index(f"blocks.{l}.attn.hook_q")
+        expected += b[:i] + qk(l) + b[i:]
+    expected += ["ln_final.hook_in", "ln_final.hook_normalized"]
+    assert model.hook_names() == expected
+
+
+def test_every_hook_point_fires_exactly_once_per_forward():
+    model = TinyTransformer(ModelConfig(norm="peri", n_layers=2, pos="learned", qk_norm=True))
+    seen: list[str] = []
+    with hooks(model, [("*", lambda x, name: seen.append(name))]):
+        model(torch.zeros(1, 5, dtype=torch.long))
+    assert seen == model.hook_names()
+
+
+def test_cache_holds_only_what_is_asked():
+    model = TinyTransformer(ModelConfig(n_layers=3))
+    x = torch.randint(0, 64, (2, 8), generator=torch.Generator().manual_seed(0))
+    out, cache = run_with_cache(model, x, names=["blocks.1.hook_resid_post", "blocks.*.attn.hook_pattern"])
+    assert list(cache) == ["blocks.0.attn.hook_pattern", "blocks.1.attn.hook_pattern", "blocks.1.hook_resid_post", "blocks.2.attn.hook_pattern"]
+    assert cache["blocks.1.attn.hook_pattern"].shape == (2, 4, 8, 8)
+    assert not cache["blocks.1.hook_resid_post"].requires_grad
+    assert torch.equal(out, model(x))
+    assert active_hook_names(model) == []
+
+
+def test_unknown_names_raise_with_the_available_list():
+    model = TinyTransformer(ModelConfig(n_layers=1))
+    with pytest.raises(ValueError, match=r"names: no hook point matches 'blocks.7.hook_resid_post'"):
+        run_with_cache(model, torch.zeros(1, 2, dtype=torch.long), names=["blocks.7.hook_resid_post"])
+    assert resolve_names(model, lambda n: n.endswith("resid_pre")) == ["blocks.0.hook_resid_pre"]
+
+
+def test_intervention_replaces_the_activation():
+    model = TinyTransformer(ModelConfig(n_layers=2, dtype="float64"))
+    x = torch.randint(0, 64, (1, 6), generator=torch.Generator().manual_seed(0))
+    # zero-ablate the whole stream after block 0's attention: block 1 then sees only what it writes itself
+    zero = lambda t, name: torch.zeros_like(t)
+    out, cache = run_with_cache(model, x, names=["blocks.0.hook_resid_mid"], fwd_hooks=[("blocks.0.hook_resid_mid", zero)])
+    assert torch.count_nonzero(cache["blocks.0.hook_resid_mid"]) == 0
+    assert not torch.allclose(out, model(x))
+    # an identity intervention changes nothing
+    out2, _ = run_with_cache(model, x, names=[], fwd_hooks=[("blocks.*.hook_resid_post", lambda t, n: t.clone())])
+    assert torch.equal(out2, model(x))
+    with pytest.raises(ValueError, match="returned shape"):
+        run_with_cache(model, x, names=[], fwd_hooks=[("hook_embed", lambda t, n: t[:, :1])])
+
+
+def test_hooks_are_removed_when_the_forward_raises():
+    model = TinyTransformer(ModelConfig(n_layers=2))
+
+    def boom(t, name):
+        raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError, match="boom"):
+        run_with_cache(model, torch.zeros(1, 3, dtype=torch.long), names="blocks.*.hook_resid_pre", fwd_hooks=[("blocks.1.hook_resid_mid", boom)])
+    assert active_hook_names(model) == []
+
+
+def test_gradients_through_the_cache():
+    model = TinyTransformer(ModelConfig(n_layers=2, dtype="float64"))
+    x = torch.randint(0, 64, (1, 5), generator=torch.Generator().manual_seed(0))
+    out, cache = run_with_cache(model, x, names="hook_embed", detach=False)
+    (g,) = torch.autograd.grad(out[0, -1].sum(), cache["hook_embed"])
+    assert g.shape == (1, 5, 64) and g[0, 0].abs().sum() > 0
+
+
+def test_model_satisfies_the_probe_protocol():
+    model = TinyTransformer(ModelConfig(n_layers=2, causal=False, input="vectors", d_in=3, output="linear", d_out=1))
+    assert isinstance(model, ProbeModel)
+    assert describe(model) == {"n_layers": 2, "causal": False, "input_kind": "vectors"}
+    with pytest.raises(ValueError, match="ProbeModel"):
+        describe(torch.nn.Linear(2, 2))

@@ -1,0 +1,333 @@
+"""The model zoo: every knob's shape/finiteness, exact identities in float64, determinism, validation."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import pytest
+import torch
+
+from analysis.hooks import run_with_cache
+from analysis.model import (
+    ATTENTION_KERNELS,
+    DTYPES,
+    NORM_PLACEMENTS,
+    POSITIONAL,
+    ModelConfig,
+    TinyTransformer,
+)
+
+F64 = dict(dtype="float64")
+# float64 round-off of a forward pass through a few layers of width <= 64: the exact identities below
+# hold to a small multiple of eps * (number of accumulated terms), far below 1e-10.
+EXACT = dict(rtol=0, atol=1e-10)
+
+
+def tokens(B=2, T=12, V=64, seed=0):
+    return torch.randint(0, V, (B, T), generator=torch.Generator().manual_seed(seed))
+
+
+@pytest.mark.parametrize(
+    "norm,attention,pos",
+    list(itertools.product(NORM_PLACEMENTS, ATTENTION_KERNELS, POSITIONAL)),
+)
+def test_every_knob_combination_runs_and_is_causal(norm, attention, pos):
+    cfg = ModelConfig(norm=norm, attention=attention, pos=pos, n_layers=2, d_model=32, **F64)
+    model = TinyTransformer(cfg)
+    x = tokens(T=10)
+    y = model(x)
+    assert y.shape == (2, 10, 64) and torch.isfinite(y).all()
+    # causality: changing tokens after position t leaves outputs at positions <= t unchanged
+    t = 4
+    x2 = x.clone()
+    x2[:, t + 1 :] = (x2[:, t + 1 :] + 7) % 64
+    y2 = model(x2)
+    torch.testing.assert_close(y[:, : t + 1], y2[:, : t + 1], **EXACT)
+    assert not torch.allclose(y[:, t + 1 :], y2[:, t + 1 :])
+
+
+def test_full_mask_is_not_causal():
+    model = TinyTransformer(ModelConfig(causal=False, **F64))
+    x = tokens()
+    x2 = x.clone()
+    x2[:, -1] = (x2[:, -1] + 1) % 64
+    assert not torch.allclose(model(x)[:, 0], model(x2)[:, 0])
+
+
+@pytest.mark.parametrize("dtype", list(DTYPES))
+@pytest.mark.parametrize(
+    "knobs",
+    [
+        dict(),
+        dict(norm="post", deepnorm=True),
+        dict(norm="peri", norm_type="rmsnorm", qk_norm=True),
+        dict(norm="mix", n_layers=4, mix_post_layers=2, ln_scaling=True),
+        dict(norm="none", branch_scale=0.5, attn_residual=False),
+        dict(attention="ssmax", pos="rope"),
+        dict(attention="sigmoid", sigmoid_bias=-2.0, pos="learned"),
+        dict(attention="linear", d_mlp=0, bias=True),
+        dict(activation="relu", d_head=8, init="gpt2"),
+        dict(input="vectors", d_in=5, output="linear", d_out=3),
+        dict(input="embedded", output="none", d_mlp=0, norm="none", attention="linear"),
+    ],
+)
+def test_shapes_and_finiteness_in_every_dtype(dtype, knobs):
+    cfg = ModelConfig(d_model=32, dtype=dtype, **knobs)
+    model = TinyTransformer(cfg)
+    if cfg.input == "tokens":
+        x = tokens(T=9)
+    else:
+        width = cfg.d_in if cfg.input == "vectors" else cfg.d_model
+        x = torch.randn(2, 9, width, generator=torch.Generator().manual_seed(1))
+    out, cache = run_with_cache(model, x, names=None)
+    width = {"lm": cfg.vocab_size, "linear": cfg.d_out, "none": cfg.d_model}[cfg.output]
+    assert out.shape == (2, 9, width)
+    assert out.dtype == DTYPES[dtype]
+    assert torch.isfinite(out).all()
+    for name, t in cache.items():
+        if name.endswith("hook_scores"):
+            t = t.masked_fill(torch.isinf(t), 0)  # masked logits are -inf by definition
+        assert torch.isfinite(t).all(), name
+        assert t.dtype == DTYPES[dtype], name
+
+
+def test_uniform_attention_is_the_causal_running_mean():
+    cfg = ModelConfig(attention="uniform", n_layers=1, d_model=16, n_heads=2, **F64)
+    model = TinyTransformer(cfg)
+    _, cache = run_with_cache(model, tokens(T=15), names=["blocks.0.attn.hook_v", "blocks.0.attn.hook_z"])
+    v, z = cache["blocks.0.attn.hook_v"], cache["blocks.0.attn.hook_z"]  # (B, T, H, dh)
+    counts = torch.arange(1, 16, dtype=torch.float64)[None, :, None, None]
+    torch.testing.assert_close(z, v.cumsum(dim=1) / counts, **EXACT)
+
+
+def test_pre_layernorm_equals_pre_rmsnorm_once_the_residual_mean_is_removed():
+    """Pre-LN == Pre-RMSNorm (seed 000#7): centre every write into the residual stream (embeddings,
+    positions, the output projections of attention and MLP) so the stream has zero mean over features;
+    LayerNorm then equals RMSNorm, and the LayerNorm model's own output is unchanged because every
+    norm already removed that mean."""
+    kw = dict(norm="pre", pos="learned", n_layers=3, d_model=32, bias=False, **F64)
+    ln_model = TinyTransformer(ModelConfig(norm_type="layernorm", **kw))
+    x = tokens(T=11)
+    before = ln_model(x)
+    with torch.no_grad():
+        ln_model.embed.weight -= ln_model.embed.weight.mean(dim=1, keepdim=True)  # (V, d): centre rows
+        ln_model.pos_embed.weight -= ln_model.pos_embed.weight.mean(dim=1, keepdim=True)
+        for block in ln_model.blocks:
+            for lin in (block.attn.W_o, block.mlp.W_out):  # weight (d, in): centre over the output axis
+                lin.weight -= lin.weight.mean(dim=0, keepdim=True)
+    torch.testing.assert_close(ln_model(x), before, **EXACT)
+
+    rms_model = TinyTransformer(ModelConfig(norm_type="rmsnorm", **kw))
+    rms_model.load_state_dict(ln_model.state_dict())
+    _, cache = run_with_cache(rms_model, x, names="blocks.*.hook_resid_post")
+    for t in cache.values():
+        assert t.mean(dim=-1).abs().max() < 1e-12
+    torch.testing.assert_close(rms_model(x), before, **EXACT)
+    # without centring they differ: the identity is not vacuous
+    plain_rms = TinyTransformer(ModelConfig(norm_type="rmsnorm", **kw))
+    assert not torch.allclose(plain_rms(x), TinyTransformer(ModelConfig(norm_type="layernorm", **kw))(x))
+
+
+def test_fused_and_materialised_softmax_paths_agree():
+    cfg = ModelConfig(n_layers=2, pos="rope", **F64)
+    model = TinyTransformer(cfg)
+    x = tokens()
+    assert not model.allow_fused  # off by default: a cached run equals a plain forward pass bit for bit
+    materialised = model(x)
+    model.allow_fused = True
+    torch.testing.assert_close(model(x), materialised, **EXACT)
+
+
+def _pattern_and_scores(cfg, x):
+    model = TinyTransformer(cfg)
+    _, cache = run_with_cache(model, x, names=["blocks.0.attn.hook_q", "blocks.0.attn.hook_k", "blocks.0.attn.hook_scores", "blocks.0.attn.hook_pattern"])
+    q = cache["blocks.0.attn.hook_q"].transpose(1, 2)  # (B, H, T, dh)
+    k = cache["blocks.0.attn.hook_k"].transpose(1, 2)
+    return q, k, cache["blocks.0.attn.hook_scores"], cache["blocks.0.attn.hook_pattern"]
+
+
+def test_attention_kernels_match_their_definitions():
+    x = tokens(T=8)
+    T = 8
+    causal = torch.ones(T, T, dtype=torch.bool).tril()
+    n = torch.arange(1, T + 1, dtype=torch.float64)[:, None]
+    base = dict(n_layers=1, d_model=16, n_heads=2, logit_scale=0.7, **F64)
+
+    q, k, scores, pattern = _pattern_and_scores(ModelConfig(attention="softmax", **base), x)
+    logits = 0.7 * q @ k.transpose(-1, -2)
+    torch.testing.assert_close(scores[..., causal], logits[..., causal], **EXACT)
+    assert torch.isinf(scores[..., ~causal]).all()
+    torch.testing.assert_close(pattern.sum(-1), torch.ones_like(pattern.sum(-1)), **EXACT)
+
+    q, k, scores, pattern = _pattern_and_scores(ModelConfig(attention="ssmax", ssmax_s=0.8, **base), x)
+    logits = 0.7 * q @ k.transpose(-1, -2) * (0.8 * torch.log(n))
+    expected = torch.softmax(logits.masked_fill(~causal, float("-inf")), -1)
+    torch.testing.assert_close(pattern, expected, **EXACT)
+
+    q, k, scores, pattern = _pattern_and_scores(ModelConfig(attention="sigmoid", sigmoid_bias=-1.5, **base), x)
+    logits = 0.7 * q @ k.transpose(-1, -2)
+    expected = torch.sigmoid(logits - 1.5) * causal
+    torch.testing.assert_close(pattern, expected, **EXACT)
+
+    q, k, scores, pattern = _pattern_and_scores(ModelConfig(attention="linear", **base), x)
+    torch.testing.assert_close(pattern, 0.7 * q @ k.transpose(-1, -2) * causal, **EXACT)
+
+
+def test_attention_bias_is_added_to_the_logits_in_every_layer():
+    cfg = ModelConfig(n_layers=2, **F64)
+    model = TinyTransformer(cfg)
+    x = tokens(T=6)
+    bias = torch.randn(6, 6, generator=torch.Generator().manual_seed(3), dtype=torch.float64)
+    _, plain = run_with_cache(model, x, names="blocks.0.attn.hook_scores")
+    _, biased = run_with_cache(model, x, names="blocks.0.attn.hook_scores", attn_bias=bias)
+    support = torch.ones(6, 6, dtype=torch.bool).tril()
+    diff = biased["blocks.0.attn.hook_scores"] - plain["blocks.0.attn.hook_scores"]
+    torch.testing.assert_close(diff[..., support], bias.expand_as(diff)[..., support], **EXACT)
+    # a bias constant along each query row leaves softmax unchanged
+    row_const = torch.arange(6, dtype=torch.float64)[:, None].expand(6, 6)
+    torch.testing.assert_close(model(x, attn_bias=row_const), model(x), **EXACT)
+    # per-layer biases: a list of n_layers entries
+    out = model(x, attn_bias=[None, bias])
+    assert not torch.allclose(out, model(x)) and not torch.allclose(out, model(x, attn_bias=bias))
+    with pytest.raises(ValueError, match="attn_bias"):
+        model(x, attn_bias=[bias])
+
+
+def _norm_stats(t):
+    mu = t.mean(-1)
+    var = t.var(-1, unbiased=False)
+    return mu, var
+
+
+def test_norm_placements_write_what_their_equations_say():
+    x = tokens(T=7)
+    names = ["blocks.*.hook_resid_pre", "blocks.*.hook_resid_mid", "blocks.*.hook_resid_post", "blocks.*.hook_attn_out", "blocks.*.hook_mlp_out"]
+    # post: the stream after every sublayer is LayerNorm-ed (unit gain, no bias)
+    m = TinyTransformer(ModelConfig(norm="post", n_layers=2, **F64))
+    _, c = run_with_cache(m, x, names=names + ["blocks.*.ln*.hook_in"])
+    for key, norm_in in (("blocks.0.hook_resid_mid", "blocks.0.ln1.hook_in"), ("blocks.1.hook_resid_post", "blocks.1.ln2.hook_in")):
+        mu, var = _norm_stats(c[key])
+        _, var_in = _norm_stats(c[norm_in])
+        torch.testing.assert_close(mu, torch.zeros_like(mu), **EXACT)
+        torch.testing.assert_close(var, var_in / (var_in + 1e-5), **EXACT)  # LayerNorm with eps = 1e-5
+    # peri: the branch output (before it is added) is normalised
+    m = TinyTransformer(ModelConfig(norm="peri", n_layers=1, **F64))
+    _, c = run_with_cache(m, x, names=names)
+    mu, _ = _norm_stats(c["blocks.0.hook_attn_out"])
+    torch.testing.assert_close(mu, torch.zeros_like(mu), **EXACT)
+    torch.testing.assert_close(c["blocks.0.hook_resid_mid"] - c["blocks.0.hook_resid_pre"], c["blocks.0.hook_attn_out"], **EXACT)
+    # mix: first k layers post, the rest pre
+    cfg = ModelConfig(norm="mix", n_layers=4, mix_post_layers=1)
+    assert [cfg.placement(i) for i in range(4)] == ["post", "pre", "pre", "pre"]
+    assert ModelConfig(norm="mix", n_layers=8).n_mix_post == 2  # round(L/4), Mix-LN's 25%
+    # residual off and branch scale
+    m = TinyTransformer(ModelConfig(norm="none", attn_residual=False, branch_scale=0.25, n_layers=1, **F64))
+    _, c = run_with_cache(m, x, names=names)
+    torch.testing.assert_close(c["blocks.0.hook_resid_mid"], c["blocks.0.hook_attn_out"], **EXACT)
+    m.blocks[0].attn.allow_fused = False
+    _, c2 = run_with_cache(m, x, names="blocks.0.attn.hook_z")
+    z = c2["blocks.0.attn.hook_z"].reshape(2, 7, -1)
+    torch.testing.assert_close(c["blocks.0.hook_attn_out"], 0.25 * m.blocks[0].attn.W_o(z), **EXACT)
+
+
+def test_deepnorm_and_layernorm_scaling():
+    L = 6
+    cfg = ModelConfig(norm="post", deepnorm=True, n_layers=L, d_model=64, **F64)
+    assert cfg.deepnorm_alpha == pytest.approx((2 * L) ** 0.25)
+    assert cfg.deepnorm_beta == pytest.approx((8 * L) ** -0.25)
+    m = TinyTransformer(cfg)
+    plain = TinyTransformer(cfg.replace(deepnorm=False))
+    # same draws, value/output/MLP weights scaled by beta, queries/keys untouched
+    torch.testing.assert_close(m.blocks[2].attn.W_v.weight, plain.blocks[2].attn.W_v.weight * cfg.deepnorm_beta, **EXACT)
+    torch.testing.assert_close(m.blocks[2].attn.W_q.weight, plain.blocks[2].attn.W_q.weight, **EXACT)
+    # LayerNorm scaling: block l's input norm outputs 1/sqrt(l) times the plain norm
+    m = TinyTransformer(ModelConfig(ln_scaling=True, n_layers=3, **F64))
+    _, c = run_with_cache(m, tokens(), names=["blocks.2.ln1.hook_in", "blocks.2.ln1.hook_normalized"])
+    h = c["blocks.2.ln1.hook_in"]
+    expected = torch.nn.functional.layer_norm(h, h.shape[-1:], eps=1e-5) / math.sqrt(3)
+    torch.testing.assert_close(c["blocks.2.ln1.hook_normalized"], expected, **EXACT)
+    with pytest.raises(ValueError, match="deepnorm"):
+        ModelConfig(norm="pre", deepnorm=True)
+
+
+def test_initialisation_statistics_follow_the_config():
+    m = TinyTransformer(ModelConfig(d_model=256, n_layers=1, **F64))
+    w = m.blocks[0].attn.W_q.weight
+    # N(0, 1/256): the sample std over 65536 draws has relative SE 1/sqrt(2*65536) ~ 0.3%; allow 5 SE
+    assert abs(w.std().item() * 16 - 1) < 0.015
+    m = TinyTransformer(ModelConfig(d_model=256, n_layers=2, init="gpt2", init_std=0.02, **F64))
+    assert abs(m.blocks[0].attn.W_o.weight.std().item() / (0.02 / 2) - 1) < 0.015
+
+
+def test_determinism_same_seed_same_bits_other_seed_differs():
+    cfg = ModelConfig(n_layers=2, pos="learned", qk_norm=True)
+    a, b = TinyTransformer(cfg), TinyTransformer(cfg)
+    for (na, pa), (nb, pb) in zip(a.state_dict().items(), b.state_dict().items(), strict=True):
+        assert na == nb and torch.equal(pa, pb)
+    x = tokens()
+    assert torch.equal(a(x), b(x))
+    c = TinyTransformer(cfg.replace(seed=1))
+    assert not torch.equal(a.blocks[0].attn.W_q.weight, c.blocks[0].attn.W_q.weight)
+    # the same draws in every dtype: the float32 weights are the float64 draws rounded
+    d64 = TinyTransformer(cfg.replace(dtype="float64"))
+    assert torch.equal(d64.blocks[1].mlp.W_in.weight.float(), a.blocks[1].mlp.W_in.weight)
+
+
+def test_global_rng_is_untouched():
+    state = torch.random.get_rng_state()
+    TinyTransformer(ModelConfig(n_layers=2))
+    assert torch.equal(state, torch.random.get_rng_state())
+
+
+@pytest.mark.parametrize(
+    "field,value,match",
+    [
+        ("norm", "middle", r"norm must be one of \['pre', 'post', 'peri', 'mix', 'none'\]"),
+        ("attention", "relu", r"attention must be one of"),
+        ("pos", "alibi", r"pos must be one of"),
+        ("norm_type", "batchnorm", r"norm_type must be one of"),
+        ("dtype", "float8", r"dtype must be one of"),
+        ("n_layers", -1, r"n_layers must be >= 0"),
+        ("d_model", 2.5, r"d_model must be an integer"),
+        ("n_heads", 3, r"d_model must be divisible by n_heads"),
+        ("branch_scale", float("nan"), r"branch_scale must be a finite number"),
+        ("activation", "swish", r"activation must be one of"),
+        ("input", "image", r"input must be one of"),
+        ("mix_post_layers", 1, r"mix_post_layers is only used with norm 'mix'"),
+        ("causal", "yes", r"causal must be true or false"),
+    ],
+)
+def test_invalid_configs_name_the_field(field, value, match):
+    with pytest.raises(ValueError, match=match):
+        ModelConfig(**{field: value})
+
+
+def test_config_round_trip_and_unknown_fields():
+    cfg = ModelConfig(norm="mix", n_layers=4, mix_post_layers=1, attention="ssmax")
+    assert ModelConfig.from_dict(cfg.to_dict()) == cfg
+    with pytest.raises(ValueError, match="unknown ModelConfig field"):
+        ModelConfig.from_dict({**cfg.to_dict(), "colour": "red"})
+    with pytest.raises(ValueError, match="unknown ModelConfig field"):
+        cfg.replace(depth=3)
+
+
+def test_bad_inputs_are_rejected_with_the_expected_shape():
+    m = TinyTransformer(ModelConfig())
+    with pytest.raises(ValueError, match="token ids"):
+        m(torch.randn(2, 3))
+    v = TinyTransformer(ModelConfig(input="vectors", d_in=4, output="linear", d_out=1))
+    with pytest.raises(ValueError, match=r"\(B, T, 4\)"):
+        v(torch.randn(2, 3, 5))
+    learned = TinyTransformer(ModelConfig(pos="learned", max_len=8))
+    with pytest.raises(ValueError, match="max_len"):
+        learned(tokens(T=9))
+
+
+def test_device_argument():
+    m = TinyTransformer(ModelConfig(n_layers=1), device="cpu")
+    assert m.device.type == "cpu"
+    if torch.cuda.is_available():  # exercised on the accelerator machine only
+        g = TinyTransformer(ModelConfig(n_layers=1), device="cuda")
+        x = tokens()
+        torch.testing.assert_close(g(x.cuda()).cpu(), m(x), rtol=1e-4, atol=1e-4)
