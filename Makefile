@@ -1,0 +1,48 @@
+# Two commands do everything on a fresh machine:  make figures   and   make test
+# Each creates the virtual environment (.venv) if missing and installs the project into it.
+
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   := .venv
+PY     := $(VENV)/bin/python
+PRESET ?= full
+STAMP  := $(VENV)/.installed
+
+# headless, quiet and reproducible wherever make drives the code
+export MPLBACKEND := agg
+export PYTHONHASHSEED := 0
+
+.PHONY: install figures test lab bench lint clean-cache help
+
+help:
+	@echo "make figures [PRESET=smoke|full]  regenerate every figure, its provenance and the claims ledger"
+	@echo "make test                         run the whole test suite (unit, theory, probes, notebooks, figures)"
+	@echo "make lab                          open the notebooks in JupyterLab with the project's kernel"
+	@echo "make bench                        run the benchmarks and record them in bench/results/"
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[dev]"
+	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (workbench)" >/dev/null
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+figures: $(STAMP)
+	$(PY) scripts/make_figures.py --preset $(PRESET)
+
+test: $(STAMP)
+	TQDM_DISABLE=1 $(PY) -m pytest -q tests
+	TQDM_DISABLE=1 WORKBENCH_PRESET=smoke $(PY) -m pytest -q --nbval-lax -p no:cacheprovider notebooks
+
+lab: $(STAMP)
+	$(VENV)/bin/jupyter lab --notebook-dir=notebooks
+
+bench: $(STAMP)
+	$(PY) bench/run.py
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check analysis probes scripts bench tests
+
+clean-cache:
+	rm -rf .cache build

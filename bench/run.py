@@ -1,0 +1,182 @@
+"""Benchmarks: speed and memory are measured here, never in timed tests.
+
+    make bench                      # all benchmarks, results in bench/results/<machine>.json + RESULTS.md
+    python bench/run.py --only forward hooks
+
+Each benchmark reports the median of several repeats after a warm-up, with the spread, and the
+machine it ran on (CPU model, cores torch uses, memory, versions). Results are appended to the
+record for this machine, so the history of a machine's numbers stays in the repository.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from analysis.hooks import run_with_cache  # noqa: E402
+from analysis.io import atomic_write_json, atomic_write_text  # noqa: E402
+from analysis.model import ModelConfig, TinyTransformer  # noqa: E402
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def machine() -> dict:
+    cpu = platform.processor() or ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem_gb = None
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal"):
+                mem_gb = round(int(line.split()[1]) / 2**20, 1)
+    except OSError:
+        pass
+    return {
+        "cpu": cpu,
+        "cores_visible": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "memory_gb": mem_gb,
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+    }
+
+
+def timeit(fn: Callable[[], object], repeats: int = 7, warmup: int = 2) -> dict:
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return {"median_s": statistics.median(times), "min_s": min(times), "max_s": max(times), "repeats": repeats}
+
+
+def bench_forward() -> dict:
+    """Forward tokens/s at 4 layers, width 128, 1024 tokens (batch 4), float32, no grad."""
+    cfg = ModelConfig(n_layers=4, d_model=128, n_heads=4, vocab_size=256, pos="rope")
+    model = TinyTransformer(cfg).eval()
+    x = torch.randint(0, 256, (4, 1024), generator=torch.Generator().manual_seed(0))
+    out = {}
+    with torch.no_grad():
+        for label, fused in (("materialised", False), ("fused", True)):
+            model.allow_fused = fused
+            t = timeit(lambda: model(x))
+            t["tokens_per_s"] = x.numel() / t["median_s"]
+            out[label] = t
+    model.allow_fused = False
+    return {"config": "L=4 d=128 H=4 T=1024 B=4 float32", **out}
+
+
+def bench_hooks() -> dict:
+    """Overhead of the hook machinery: no hooks vs caching the residual stream vs caching everything."""
+    cfg = ModelConfig(n_layers=4, d_model=128, n_heads=4, vocab_size=256)
+    model = TinyTransformer(cfg).eval()
+    x = torch.randint(0, 256, (4, 256), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        plain = timeit(lambda: model(x), repeats=15)
+        resid = timeit(lambda: run_with_cache(model, x, names="blocks.*.hook_resid_post"), repeats=15)
+        every = timeit(lambda: run_with_cache(model, x, names=None), repeats=15)
+    base = plain["median_s"]
+    return {
+        "config": "L=4 d=128 H=4 T=256 B=4 float32",
+        "no_hooks": plain,
+        "cache_resid_post": {**resid, "overhead_ratio": resid["median_s"] / base},
+        "cache_everything": {**every, "overhead_ratio": every["median_s"] / base},
+    }
+
+
+def bench_train() -> dict:
+    """Training steps/s of the tiny LM preset (AdamW, fused attention, batch and width as in the preset)."""
+    from analysis.train import TrainConfig, train, tiny_lm_preset
+
+    model_cfg, task, train_cfg = tiny_lm_preset()
+    steps = 40
+    short = train_cfg.replace(steps=steps, warmup_steps=4, eval_every=0, checkpoint_every=0)
+    t0 = time.perf_counter()
+    res = train(model_cfg, task, short, cache=None, progress=False)
+    wall = time.perf_counter() - t0
+    assert isinstance(short, TrainConfig) and len(res.history["loss"]) == steps
+    return {
+        "config": f"tiny_lm_preset: L={model_cfg.n_layers} d={model_cfg.d_model} batch={short.batch_size} seq={getattr(task, 'seq_len', '?')}",
+        "steps": steps,
+        "wall_s": wall,
+        "steps_per_s": steps / wall,
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
+
+
+def bench_figures() -> dict:
+    """Wall time of `make figures PRESET=smoke` into a scratch folder (retrains through a fresh cache)."""
+    import tempfile
+
+    out = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {**os.environ, "WORKBENCH_CACHE": str(Path(tmp) / "cache"), "TQDM_DISABLE": "1"}
+        t0 = time.perf_counter()
+        subprocess.run(
+            [sys.executable, "scripts/make_figures.py", "--preset", "smoke", "--out", str(Path(tmp) / "fig"), "--force"],
+            check=True, env=env, cwd=Path(__file__).resolve().parent.parent,
+        )
+        out["smoke_cold_cache_s"] = time.perf_counter() - t0
+    return out
+
+
+BENCHES = {"forward": bench_forward, "hooks": bench_hooks, "train": bench_train, "figures": bench_figures}
+
+
+def render_markdown(record: dict) -> str:
+    lines = ["# Benchmark results", "", "Regenerate with `make bench`. One section per machine and run.", ""]
+    for run in record["runs"]:
+        m = run["machine"]
+        lines += [f"## {m['cpu']} ({m['torch_threads']} torch threads, {m['memory_gb']} GB), torch {m['torch']}", ""]
+        lines += [f"commit `{run['commit']}`", ""]
+        for name, res in run["results"].items():
+            lines += [f"### {name}", "", "```json", json.dumps(res, indent=1, sort_keys=True), "```", ""]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", nargs="*", choices=sorted(BENCHES), help="benchmarks to run (default: all)")
+    args = parser.parse_args(argv)
+    torch.manual_seed(0)
+    names = args.only or list(BENCHES)
+    results = {}
+    for name in names:
+        print(f"[bench] {name} ...", flush=True)
+        results[name] = BENCHES[name]()
+        print(json.dumps(results[name], indent=1, sort_keys=True), flush=True)
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    mach = machine()
+    slug = "".join(ch if ch.isalnum() else "-" for ch in f"{mach['cpu']}-{mach['torch_threads']}t").strip("-").lower()
+    path = RESULTS / f"{slug}.json"
+    record = json.loads(path.read_text()) if path.exists() else {"runs": []}
+    record["runs"].append({"machine": mach, "commit": commit, "results": results})
+    atomic_write_json(path, record)
+    atomic_write_text(RESULTS / f"{slug}.md", render_markdown(record))
+    print(f"[bench] recorded in {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
