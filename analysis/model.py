@@ -276,6 +276,7 @@ class Attention(nn.Module):
     scores = scale * q k^T (+ ssmax factor) (+ bias), masked entries -inf   -> hook_scores (B, H, T, T)
     pattern: softmax/ssmax/uniform -> softmax(scores); sigmoid -> sigmoid(scores + b) on the support;
              linear -> scores on the support, 0 elsewhere (no normalisation)   -> hook_pattern (B, H, T, T)
+    For every kernel a bias of -inf hides a key (e.g. the query token from itself in ICL layouts).
     """
 
     def __init__(self, cfg: ModelConfig) -> None:
@@ -339,8 +340,8 @@ class Attention(nn.Module):
                 pattern = torch.softmax(scores, dim=-1)
             elif c.attention == "sigmoid":
                 pattern = torch.sigmoid(scores + c.sigmoid_bias)  # sigmoid(-inf) = 0 off the support
-            else:  # linear
-                pattern = torch.where(support, scores, torch.zeros((), dtype=scores.dtype, device=x.device))
+            else:  # linear: a logit of -inf (the mask, or a -inf bias) means "this key is not seen"
+                pattern = torch.where(scores == float("-inf"), torch.zeros((), dtype=scores.dtype, device=x.device), scores)
             pattern = self.hook_pattern(pattern)
             z = pattern @ vh  # (B, H, T, dh)
         z = self.hook_z(z.transpose(1, 2))  # (B, T, H, dh)

@@ -174,6 +174,17 @@ def test_attention_kernels_match_their_definitions():
     torch.testing.assert_close(pattern, 0.7 * q @ k.transpose(-1, -2) * causal, **EXACT)
 
 
+@pytest.mark.parametrize("attention", ["softmax", "linear", "sigmoid", "ssmax", "uniform"])
+def test_a_minus_infinity_bias_hides_a_key_for_every_kernel(attention):
+    model = TinyTransformer(ModelConfig(attention=attention, n_layers=1, d_model=16, n_heads=2, **F64))
+    bias = torch.zeros(6, 6, dtype=torch.float64)
+    bias[-1, -1] = float("-inf")  # the last token does not see itself
+    _, c = run_with_cache(model, tokens(T=6), names="blocks.0.attn.hook_pattern", attn_bias=bias)
+    pattern = c["blocks.0.attn.hook_pattern"]
+    assert torch.isfinite(pattern).all()
+    assert torch.count_nonzero(pattern[..., -1, -1]) == 0
+
+
 def test_attention_bias_is_added_to_the_logits_in_every_layer():
     cfg = ModelConfig(n_layers=2, **F64)
     model = TinyTransformer(cfg)
