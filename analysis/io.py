@@ -81,6 +81,7 @@ def atomic_write(path: str | os.PathLike, writer: Callable[[str], None]) -> Path
         writer(tmp)
         with open(tmp, "rb+") as f:
             os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp makes files private; results and figures are meant to be read
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

@@ -1,0 +1,238 @@
+"""The command line: ``python -m probes``.
+
+::
+
+    python -m probes list                      # every probe, with its one-line description
+    python -m probes show NAME                 # config fields (type, default, allowed values, help), presets
+    python -m probes run NAME [--preset smoke|full] [--FIELD VALUE ...]
+                              [--json PATH|-] [--save DIR] [--cache] [--no-progress] [--strict]
+
+``run`` builds ``Config.preset(PRESET)`` (default ``full``, i.e. the field defaults), applies every
+``--field-name VALUE`` (underscores become dashes), runs the probe and prints a short summary (the
+scalars and the tally of its claims). Values: booleans ``true``/``false``; lists comma-separated
+(``--layers 0,1,3``; a list starting with a minus sign needs ``--values=-1,2``); ``none`` for a
+field that may be None.
+
+``--json -`` writes the result as JSON to stdout (nothing else goes there); ``--json PATH`` writes
+it to PATH atomically. The JSON holds ``probe``, ``version``, ``preset``, ``config``, ``scalars``,
+``arrays`` (nested lists with their ``dims``), ``coords``, ``checks`` (one dict per claim) and
+``check_summary``. ``--save DIR`` also writes the full result folder (see ``probes.base.Result``);
+``--cache`` reads and writes the content-addressed result cache, as notebooks do.
+
+Exit codes:
+
+* ``0`` -- the run finished, whatever its claims say;
+* ``1`` -- ``--strict`` was given and at least one claim has status ``"fail"`` (deviations and
+  claims not evaluated do not count); also ``list`` when a probe module cannot be imported;
+* ``2`` -- a usage error: unknown command, unknown probe, unknown option, bad value or choice.
+  Exactly one line goes to stderr, naming the option or field and what is allowed.
+
+An exception raised inside a probe's ``run`` is a bug and propagates with its traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import probes
+from analysis.io import atomic_write_json
+from probes.base import ProbeConfig, cached_run, description, run_probe
+
+USAGE = (
+    "usage: python -m probes list\n"
+    "       python -m probes show NAME\n"
+    "       python -m probes run NAME [--preset smoke|full] [--FIELD VALUE ...] "
+    "[--json PATH|-] [--save DIR] [--cache] [--no-progress] [--strict]"
+)
+
+
+class UsageError(Exception):
+    """A mistake in the command line; reported as one line on stderr with exit code 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # argparse would print usage + message and exit 2
+        if "expected one argument" in message:
+            message += " (a value starting with '-' is written --option=VALUE)"
+        raise UsageError(message)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return _dispatch(args)
+    except UsageError as e:
+        print(f"probes: error: {' '.join(str(e).split())}", file=sys.stderr)
+        return 2
+
+
+def _dispatch(args: list[str]) -> int:
+    if not args:
+        print(USAGE, file=sys.stderr)
+        return 2
+    if args[0] in ("-h", "--help", "help"):
+        print(__doc__)
+        return 0
+    command, rest = args[0], args[1:]
+    if command not in ("list", "show", "run"):
+        raise UsageError(f"unknown command {command!r}; allowed: list, show, run")
+    if command == "list":
+        if rest:
+            raise UsageError(f"list takes no arguments, got {' '.join(rest)}")
+        return _list()
+    if not rest or rest[0].startswith("-"):
+        available = ", ".join(probes.available()) or "(none yet)"
+        raise UsageError(f"{command} needs a probe name; available: {available}")
+    name, rest = rest[0], rest[1:]
+    module = _get(name)
+    if command == "show":
+        if rest:
+            raise UsageError(f"show takes one probe name, got extra {' '.join(rest)}")
+        return _show(module, name)
+    return _run(module, name, rest)
+
+
+def _get(name: str) -> Any:
+    try:
+        return probes.get(name)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+
+
+# ---------------------------------------------------------------------- list / show
+
+
+def _list() -> int:
+    rows, status = [], 0
+    for name in probes.available():
+        try:
+            rows.append((name, description(probes.get(name))))
+        except Exception as e:  # one broken probe must not hide the others
+            rows.append((name, f"(cannot load: {type(e).__name__}: {e})"))
+            status = 1
+    if not rows:
+        print("no probes yet")
+    width = max((len(n) for n, _ in rows), default=0)
+    for name, text in rows:
+        print(f"{name:<{width}}  {text}")
+    return status
+
+
+def _show(module: Any, name: str) -> int:
+    config_cls: type[ProbeConfig] = module.Config
+    print(f"{name}: {description(module)}")
+    print(f"version {module.VERSION}; model requirements: {_requires_text(module.REQUIRES)}")
+    print("fields (set with --field-name VALUE):")
+    for spec in config_cls.field_specs():
+        print(f"  {spec.option} {spec.type_name.upper()}  (default {_fmt(spec.default)})")
+        print(f"      {spec.help or '(no help)'}; allowed: {spec.allowed()}")
+    print("presets (--preset NAME; overrides of the defaults):")
+    for preset, overrides in config_cls.presets().items():
+        text = ", ".join(f"{k}={_fmt(v)}" for k, v in overrides.items()) or "(the defaults)"
+        print(f"  {preset}: {text}")
+    return 0
+
+
+def _requires_text(requires: dict | None) -> str:
+    if requires is None:
+        return "takes no model"
+    return ", ".join(f"{k}={v!r}" for k, v in requires.items()) or "any model"
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "none"
+    if isinstance(value, tuple):
+        return ",".join(_fmt(v) for v in value) or '""'
+    return str(value)
+
+
+# ---------------------------------------------------------------------- run
+
+
+def _run_parser(module: Any, name: str) -> _Parser:
+    parser = _Parser(
+        prog=f"python -m probes run {name}",
+        description=description(module),
+        allow_abbrev=False,  # `--n` must not silently mean `--n-layers`
+    )
+    parser.add_argument(
+        "--preset",
+        default="full",
+        metavar="smoke|full",
+        help="smoke | full (default: full, the field defaults)",
+    )
+    parser.add_argument("--json", metavar="PATH|-", help="write the result as JSON to PATH, or stdout for -")
+    parser.add_argument("--save", metavar="DIR", help="also save the full result folder to DIR")
+    parser.add_argument("--cache", action="store_true", help="use the content-addressed result cache")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    parser.add_argument("--strict", action="store_true", help="exit 1 if any claim has status fail")
+    group = parser.add_argument_group("config fields")
+    for spec in module.Config.field_specs():
+        group.add_argument(
+            spec.option,
+            dest=f"field__{spec.name}",
+            metavar=spec.type_name.upper().replace(" ", ""),
+            help=f"{spec.help}; {spec.allowed()} (default {_fmt(spec.default)})".replace("%", "%%"),
+        )
+    return parser
+
+
+def parse_config(module: Any, name: str, args: Sequence[str]) -> tuple[ProbeConfig, argparse.Namespace]:
+    """Parse ``run`` arguments into the probe's config and the remaining options (UsageError on bad input)."""
+    parser = _run_parser(module, name)
+    ns, extra = parser.parse_known_args(list(args))  # --help prints and raises SystemExit(0)
+    if extra:
+        unknown = next((a for a in extra if a.startswith("-")), extra[0])
+        if unknown.startswith("-"):
+            options = ", ".join(s.option for s in module.Config.field_specs())
+            raise UsageError(f"unknown option {unknown.split('=')[0]} for probe {name}; fields: {options}")
+        raise UsageError(f"unexpected argument {unknown!r} for probe {name}")
+    overrides = {}
+    for spec in module.Config.field_specs():
+        text = getattr(ns, f"field__{spec.name}")
+        if text is not None:
+            try:
+                overrides[spec.name] = spec.parse(text)
+            except ValueError as e:
+                raise UsageError(f"probe {name}: {e}") from None
+    try:
+        config = module.Config.preset(ns.preset, **overrides)
+    except ValueError as e:
+        raise UsageError(f"probe {name}: {e}") from None
+    return config, ns
+
+
+def _run(module: Any, name: str, args: list[str]) -> int:
+    try:
+        config, ns = parse_config(module, name, args)
+    except SystemExit as e:  # --help
+        return int(e.code or 0)
+    progress = not ns.no_progress
+    if ns.cache:
+        result = cached_run(module, config, progress=progress)
+    else:
+        result = run_probe(module, config, progress=progress)
+    if ns.save:
+        result.save(ns.save)
+    if ns.json == "-":
+        sys.stdout.write(json.dumps(result.to_json_dict(), indent=2, allow_nan=False) + "\n")
+    else:
+        if ns.json:
+            atomic_write_json(ns.json, result.to_json_dict())
+        print(result.summary())
+        if ns.json:
+            print(f"wrote {ns.json}")
+    failed = result.ledger.failed
+    if ns.strict and failed:
+        print(
+            f"--strict: {len(failed)} claim(s) failed: {', '.join(c.name for c in failed)}", file=sys.stderr
+        )
+        return 1
+    return 0

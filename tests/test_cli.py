@@ -1,0 +1,310 @@
+"""``python -m probes``: parsing of every field type, one-line usage errors (exit 2), JSON output.
+
+The probe used here lives in a file written to a temporary folder and is found through
+``WORKBENCH_PROBES``, so that a subprocess sees it too. Its arithmetic is real: the sum of the first
+n squares (or integers) against Faulhaber's closed forms.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import probes
+from analysis.paths import REPO
+from probes import cli
+from probes.base import Result
+
+PROBE_SOURCE = textwrap.dedent(
+    '''
+    """Sum of the first n squares (or integers) against its closed form."""
+
+    from __future__ import annotations
+
+    from dataclasses import dataclass
+
+    import numpy as np
+    import xarray as xr
+
+    from analysis.ledger import Ledger
+    from probes.base import ProbeConfig, Result, param
+
+    NAME = "clifake"
+    VERSION = "1"
+    REQUIRES = None
+
+
+    @dataclass(frozen=True)
+    class Config(ProbeConfig):
+        PRESETS = {"smoke": {"n": 5}, "full": {}}
+
+        n: int = param(20, "number of terms", minimum=1)
+        scale: float = param(1.0, "multiplies every term", minimum=0.0)
+        squares: bool = param(True, "sum squares (true) or integers (false)")
+        mode: str = param("exact", "how to sum", choices=("exact", "float"))
+        layers: tuple[int, ...] = param((0, 1), "layers to report", minimum=0)
+        lrs: tuple[float, ...] = param((0.1, 0.2), "learning rates")
+        norms: tuple[str, ...] = param(("pre",), "norm placements", choices=("pre", "post", "peri"))
+        seed: int | None = param(None, "optional seed", minimum=0)
+        bias: float | None = param(None, "added to the sum, to make the claim fail on purpose")
+        tag: str = param("run", "free-form label (100% free)")
+
+
+    def run(config: Config, model=None, progress: bool = True) -> Result:
+        n = config.n
+        k = np.arange(1, n + 1, dtype=np.int64 if config.mode == "exact" else np.float64)
+        terms = k**2 if config.squares else k
+        partial = config.scale * np.cumsum(terms).astype(np.float64)  # (n,)
+        total = float(partial[-1]) + (config.bias or 0.0)
+        expected = config.scale * (n * (n + 1) * (2 * n + 1) / 6 if config.squares else n * (n + 1) / 2)
+        led = Ledger(NAME, preset=config.preset_name)
+        # the sums are integers below 2**53, exact in float64; `scale` adds one rounding: 1e-12 is ample
+        led.close("sum", measured=total, expected=expected, rtol=1e-12, source="Faulhaber", why="exact ints")
+        grid = np.outer(np.asarray(config.layers, float), np.asarray(config.lrs))  # (layer, lr)
+        data = xr.Dataset(
+            {"partial_sum": ("k", partial), "grid": (("layer", "lr"), grid)},
+            coords={"k": np.arange(1, n + 1), "layer": list(config.layers), "lr": list(config.lrs)},
+        )
+        scalars = {"total": total, "n": n, "tag": config.tag}
+        return Result(probe=NAME, config=config, data=data, scalars=scalars, ledger=led)
+    '''
+)
+
+
+@pytest.fixture(scope="module")
+def probe_dir(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("cli_probe")
+    (folder / "clifake.py").write_text(PROBE_SOURCE)
+    return folder
+
+
+@pytest.fixture
+def fake(probe_dir, monkeypatch, tmp_path):
+    monkeypatch.syspath_prepend(str(probe_dir))
+    monkeypatch.setenv("WORKBENCH_PROBES", "clifake")
+    monkeypatch.setenv("WORKBENCH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("TQDM_DISABLE", "1")
+    return probes.get("clifake")
+
+
+def run_main(capsys, *args: str) -> tuple[int, str, str]:
+    rc = cli.main(list(args))
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def run_subprocess(probe_dir, tmp_path, *args: str) -> subprocess.CompletedProcess:
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(probe_dir), str(REPO)]),
+        "WORKBENCH_PROBES": "clifake",
+        "WORKBENCH_CACHE": str(tmp_path / "cache"),
+        "TQDM_DISABLE": "1",
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "probes", *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+# ---------------------------------------------------------------------- parsing
+
+
+def test_parse_every_field_type(fake):
+    args = [
+        "--preset", "smoke", "--n", "7", "--scale", "2.5e-1", "--squares", "FALSE", "--mode", "float",
+        "--layers", "0, 2,3", "--lrs=-1e-3,0.5", "--norms", "pre,post", "--seed", "3", "--bias", "none",
+        "--tag", "hello world",
+    ]  # fmt: skip
+    config, ns = cli.parse_config(fake, "clifake", args)
+    assert config == fake.Config.preset(
+        "smoke", n=7, scale=0.25, squares=False, mode="float", layers=(0, 2, 3), lrs=(-1e-3, 0.5),
+        norms=("pre", "post"), seed=3, bias=None, tag="hello world",
+    )  # fmt: skip
+    assert type(config.scale) is float and config.squares is False
+    assert ns.json is None and not ns.strict and not ns.no_progress
+
+
+def test_parse_defaults_and_optional_none(fake):
+    config, _ = cli.parse_config(fake, "clifake", [])
+    assert config == fake.Config() and config.preset_name == "full"
+    config, _ = cli.parse_config(fake, "clifake", ["--seed", "None", "--bias", "0.5", "--squares", "true"])
+    assert config.seed is None and config.bias == 0.5 and config.squares is True
+    config, _ = cli.parse_config(fake, "clifake", ["--n", "3", "--n", "4"])  # the last one wins
+    assert config.n == 4
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["run", "nope"], "unknown probe 'nope'; available: clifake"),
+        (["run", "clifake", "--nn", "3"], "unknown option --nn for probe clifake; fields: --n, --scale"),
+        (["run", "clifake", "--sca", "2"], "unknown option --sca"),  # no abbreviations
+        (["run", "clifake", "--bogus=1"], "unknown option --bogus "),
+        (["run", "clifake", "stray"], "unexpected argument 'stray'"),
+        (["run", "clifake", "--n", "x"], "--n must be an integer >= 1, got 'x'"),
+        (["run", "clifake", "--n", "1.5"], "--n must be an integer"),
+        (["run", "clifake", "--n", "0"], "n must be >= 1, got 0"),
+        (["run", "clifake", "--n", "none"], "--n must be an integer"),
+        (["run", "clifake", "--scale", "abc"], "--scale must be a number >= 0.0, got 'abc'"),
+        (["run", "clifake", "--scale", "-1"], "scale must be >= 0.0, got -1.0"),
+        (["run", "clifake", "--scale", "nan"], "scale must be a finite number"),
+        (["run", "clifake", "--squares", "yes"], "--squares must be true or false, got 'yes'"),
+        (["run", "clifake", "--mode", "fast"], "mode must be one of ['exact', 'float'], got 'fast'"),
+        (["run", "clifake", "--layers", "0,x"], "--layers must be a comma-separated list"),
+        (["run", "clifake", "--layers", ""], "layers must have at least 1 item"),
+        (["run", "clifake", "--layers", "0,-1"], "layers[1] must be >= 0, got -1"),
+        (
+            ["run", "clifake", "--norms", "pre,mid"],
+            "norms[1] must be one of ['pre', 'post', 'peri'], got 'mid'",
+        ),
+        (["run", "clifake", "--seed", "-2"], "seed must be >= 0, got -2"),
+        (["run", "clifake", "--preset", "medium"], "preset must be one of ['smoke', 'full'], got 'medium'"),
+        (
+            ["run", "clifake", "--n"],
+            "argument --n: expected one argument (a value starting with '-' is written --option=VALUE)",
+        ),
+        (["run"], "run needs a probe name; available: clifake"),
+        (["show", "nope"], "unknown probe 'nope'"),
+        (["frobnicate"], "unknown command 'frobnicate'; allowed: list, show, run"),
+    ],
+)
+def test_usage_errors_exit_2_with_one_line(fake, capsys, args, needle):
+    rc, out, err = run_main(capsys, *args)
+    assert rc == 2
+    assert out == ""
+    assert err.endswith("\n") and err.count("\n") == 1, err  # exactly one line
+    assert err.startswith("probes: error: ")
+    assert needle in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["run", "nope"], "unknown probe 'nope'; available: clifake"),
+        (["run", "clifake", "--preset", "smoke", "--width", "3"], "unknown option --width for probe clifake"),
+        (["run", "clifake", "--norms", "pre,mid"], "norms[1] must be one of ['pre', 'post', 'peri']"),
+    ],
+)
+def test_usage_errors_in_a_subprocess(probe_dir, tmp_path, args, needle):
+    proc = run_subprocess(probe_dir, tmp_path, *args)
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    assert proc.stderr.count("\n") == 1 and needle in proc.stderr, proc.stderr
+
+
+# ---------------------------------------------------------------------- running
+
+
+def test_run_prints_summary(fake, capsys):
+    rc, out, err = run_main(capsys, "run", "clifake", "--preset", "smoke", "--no-progress")
+    assert rc == 0, err
+    assert "probe clifake (preset smoke, version 1)" in out
+    assert "total = 55" in out  # 1 + 4 + 9 + 16 + 25
+    assert "checks: 1 claims: 1 pass, 0 fail" in out
+
+
+def test_json_to_stdout_is_only_json(fake, capsys):
+    rc, out, _ = run_main(capsys, "run", "clifake", "--preset", "smoke", "--squares", "false", "--json", "-")
+    assert rc == 0
+    d = json.loads(out)
+    assert d["probe"] == "clifake" and d["preset"] == "smoke" and d["version"] == "1"
+    assert d["config"] == fake.Config.preset("smoke", squares=False).to_dict()
+    assert d["scalars"] == {"total": 15.0, "n": 5, "tag": "run"}  # 5 * 6 / 2
+    assert d["arrays"]["partial_sum"] == {"dims": ["k"], "values": [1.0, 3.0, 6.0, 10.0, 15.0], "attrs": {}}
+    assert d["arrays"]["grid"]["dims"] == ["layer", "lr"]
+    assert d["arrays"]["grid"]["values"] == [[0.0, 0.0], [0.1, 0.2]]
+    assert d["coords"]["lr"]["values"] == [0.1, 0.2]
+    [check] = d["checks"]
+    assert check["name"] == "sum" and check["status"] == "pass" and check["expected"] == 15.0
+
+
+def test_json_to_file_and_save(fake, capsys, tmp_path):
+    target = tmp_path / "out" / "r.json"
+    rc, out, _ = run_main(
+        capsys, "run", "clifake", "--preset", "smoke", "--json", str(target), "--save", str(tmp_path / "res")
+    )
+    assert rc == 0 and f"wrote {target}" in out and "total = 55" in out
+    d = json.loads(target.read_text())
+    assert d["scalars"]["total"] == 55.0 and d["checks"][0]["status"] == "pass"
+    loaded = Result.load(tmp_path / "res")
+    assert loaded.config == fake.Config.preset("smoke") and loaded.scalars["total"] == 55.0
+
+
+def test_strict_exits_1_only_when_a_claim_fails(fake, capsys):
+    failing = ["run", "clifake", "--preset", "smoke", "--bias", "1"]
+    rc, out, err = run_main(capsys, *failing)
+    assert rc == 0 and "1 fail" in out
+    rc, out, err = run_main(capsys, *failing, "--strict")
+    assert rc == 1 and "--strict: 1 claim(s) failed: sum" in err
+    rc, _, _ = run_main(capsys, "run", "clifake", "--preset", "smoke", "--strict")
+    assert rc == 0
+
+
+def test_cache_option(fake, capsys, tmp_path):
+    args = ["run", "clifake", "--preset", "smoke", "--cache"]
+    rc, out, _ = run_main(capsys, *args)
+    assert rc == 0 and "from cache" not in out
+    rc, out, _ = run_main(capsys, *args)
+    assert rc == 0 and "from cache" in out
+    assert (tmp_path / "cache" / "results" / "clifake").is_dir()
+
+
+def test_list_show_and_help(fake, capsys):
+    rc, out, _ = run_main(capsys, "list")
+    assert rc == 0
+    assert "clifake  Sum of the first n squares (or integers) against its closed form." in out.splitlines()
+    rc, out, _ = run_main(capsys, "show", "clifake")
+    assert rc == 0
+    assert "--layers LIST[INT]  (default 0,1)" in out
+    assert "--seed INT | NONE  (default none)" in out
+    assert "how to sum; allowed: one of exact, float" in out
+    assert "layers to report; allowed: a comma-separated list of integers >= 0" in out
+    assert "  smoke: n=5\n  full: (the defaults)" in out
+    assert "model requirements: takes no model" in out
+    rc, out, _ = run_main(capsys, "run", "clifake", "--help")
+    assert rc == 0 and "--norms" in out and "--strict" in out
+
+
+def test_subprocess_end_to_end(probe_dir, tmp_path):
+    proc = run_subprocess(
+        probe_dir, tmp_path, "run", "clifake", "--preset", "smoke", "--n", "4", "--json", "-"
+    )
+    assert proc.returncode == 0, proc.stderr
+    d = json.loads(proc.stdout)
+    assert d["scalars"]["total"] == 30.0 and d["checks"][0]["status"] == "pass"  # 1 + 4 + 9 + 16
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    n=st.integers(1, 10**6),
+    scale=st.floats(0.0, 1e300, allow_nan=False),
+    layers=st.lists(st.integers(0, 99), min_size=1, max_size=4),
+    lrs=st.lists(st.floats(-1e3, 1e3, allow_nan=False), min_size=1, max_size=4),
+    norms=st.lists(st.sampled_from(["pre", "post", "peri"]), min_size=1, max_size=3),
+    seed=st.none() | st.integers(0, 2**31),
+    squares=st.booleans(),
+)
+def test_values_printed_by_show_parse_back_exactly(fake, n, scale, layers, lrs, norms, seed, squares):
+    # `show` prints defaults with cli._fmt; the same text given as --field=TEXT must give the value back
+    want = fake.Config(
+        n=n, scale=scale, layers=tuple(layers), lrs=tuple(lrs), norms=tuple(norms), seed=seed, squares=squares
+    )
+    args = [
+        f"--{k}={cli._fmt(getattr(want, k))}"
+        for k in ("n", "scale", "layers", "lrs", "norms", "seed", "squares")
+    ]
+    config, _ = cli.parse_config(fake, "clifake", args)
+    assert config == want
