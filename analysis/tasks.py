@@ -1,0 +1,715 @@
+"""Training tasks and probe inputs: in-context regression, a Markov language, a text corpus, and the
+sequence families of the representational-collapse probe.
+
+A *task* is the small interface the trainer codes against (:class:`Task`): it draws a batch
+``(inputs, targets)`` from an explicit ``torch.Generator`` and turns the model's outputs into a scalar
+loss. Every task is a frozen dataclass validated on construction; ``config()`` is a JSON-safe dict that
+fully determines it (it goes into checkpoint cache keys) and :func:`task_from_config` rebuilds it.
+
+Randomness: every draw uses the generator it is given (on the generator's device, then moved to
+``device``), never the global torch/numpy RNG, so a seed fixes a batch exactly and the global state is
+untouched. Fixed random structure (a Markov transition matrix, a rotation of the regression inputs)
+comes from a ``numpy.random.Generator`` seeded by a field of the task.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from analysis.corpus import Corpus, CorpusSpec, build_corpus
+from analysis.validation import check_choice, check_float, check_int, check_sequence
+
+
+@runtime_checkable
+class Task(Protocol):
+    name: str  # short, parameter-encoding name (figure labels, file names)
+    input_kind: str  # "tokens" (LongTensor ids) | "vectors" (float features)
+    vocab_size: int  # for tokens (0 otherwise)
+    d_in: int  # for vectors (0 otherwise)
+    d_out: int  # for vectors (0 otherwise)
+
+    def config(self) -> dict: ...
+
+    def sample(
+        self, batch_size: int, generator: torch.Generator, device="cpu", dtype=torch.float32
+    ) -> tuple[Tensor, Tensor]: ...
+
+    def loss(self, outputs: Tensor, targets: Tensor) -> Tensor: ...
+
+
+def _check_batch(batch_size) -> None:
+    check_int("batch_size", batch_size, minimum=1)
+
+
+def _check_generator(generator) -> None:
+    if not isinstance(generator, torch.Generator):
+        raise ValueError(f"generator must be a torch.Generator, got {type(generator).__name__}")
+
+
+def _check_outputs(outputs: Tensor, ndim: int, last: int | None, what: str) -> None:
+    if outputs.ndim != ndim or (last is not None and outputs.shape[-1] != last):
+        raise ValueError(f"outputs must have shape {what}, got {tuple(outputs.shape)}")
+
+
+# ================================================================================================
+# 1. In-context linear regression
+
+
+@dataclass(frozen=True)
+class RegressionBatch:
+    """One batch of regression problems; every row has its own weight vector ``w``."""
+
+    x: Tensor  # (B, N, d) in-context inputs
+    y: Tensor  # (B, N) in-context targets  y_i = w . x_i + noise_std * eps_i
+    w: Tensor  # (B, d) task vectors
+    x_q: Tensor  # (B, d) query input
+    y_q: Tensor  # (B,) query target (noisy, like the context targets)
+
+
+def concat_tokens(x: Tensor, y: Tensor, x_q: Tensor) -> Tensor:
+    """von Oswald et al. (2023) layout: tokens ``e_i = (x_i, y_i)`` and the query ``(x_q, 0)`` last.
+
+    x (B, N, d), y (B, N), x_q (B, d)  ->  (B, N+1, d+1); the last column of the last token is 0.
+    """
+    if x.ndim != 3 or y.shape != x.shape[:2] or x_q.shape != (x.shape[0], x.shape[2]):
+        raise ValueError(
+            f"shapes must be x (B,N,d), y (B,N), x_q (B,d); got {tuple(x.shape)}, {tuple(y.shape)}, {tuple(x_q.shape)}"
+        )
+    context = torch.cat([x, y.unsqueeze(-1)], dim=-1)  # (B, N, d+1)
+    query = torch.cat([x_q, torch.zeros_like(x_q[:, :1])], dim=-1).unsqueeze(1)  # (B, 1, d+1)
+    return torch.cat([context, query], dim=1)  # (B, N+1, d+1)
+
+
+def interleaved_tokens(x: Tensor, y: Tensor) -> Tensor:
+    """Garg et al. (2022) layout: ``(x_1, 0), (0, y_1), (x_2, 0), (0, y_2), ...``.
+
+    x (B, N, d), y (B, N)  ->  (B, 2N, d+1). x-tokens sit at even positions 2i with a 0 in the last
+    column; y-tokens at odd positions 2i+1 are zero except for ``y_i`` in the last column. A causal
+    model reads its prediction of ``y_i`` at position 2i, having seen pairs 0..i-1 and ``x_i``.
+    """
+    if x.ndim != 3 or y.shape != x.shape[:2]:
+        raise ValueError(f"shapes must be x (B,N,d), y (B,N); got {tuple(x.shape)}, {tuple(y.shape)}")
+    B, N, d = x.shape
+    x_tok = torch.cat([x, torch.zeros_like(x[..., :1])], dim=-1)  # (B, N, d+1)
+    y_tok = torch.cat([torch.zeros_like(x), y.unsqueeze(-1)], dim=-1)  # (B, N, d+1)
+    return torch.stack([x_tok, y_tok], dim=2).reshape(B, 2 * N, d + 1)  # (B, N, 2, d+1) -> (B, 2N, d+1)
+
+
+def _haar_orthogonal(d: int, seed: int) -> np.ndarray:
+    """A Haar-random orthogonal (d, d) matrix in float64: QR of a Gaussian matrix, signs fixed."""
+    g = np.random.default_rng(seed).standard_normal((d, d))
+    q, r = np.linalg.qr(g)
+    return q * np.sign(np.diag(r))  # make the factorisation unique, hence the law Haar
+
+
+@dataclass(frozen=True)
+class LinearRegressionTask:
+    """In-context linear regression: ``y = w . x + noise_std * eps``, a fresh ``w`` per sequence.
+
+    Inputs ``x``: ``"uniform"`` U(-1/2, 1/2)^d (von Oswald et al. 2023; E[x x^T] = I/12), ``"gaussian"``
+    N(0, I), or ``"anisotropic"`` N(0, Sigma) with ``Sigma = Q diag(spectrum) Q^T``. ``Q`` is the
+    identity when ``basis_seed`` is None (axis-aligned covariance) and otherwise a fixed Haar-random
+    rotation drawn from ``numpy.random.default_rng(basis_seed)``. Weights ``w ~ N(0, w_std^2 I)``;
+    ``eps ~ N(0, 1)`` independently for every context point and for the query.
+
+    Layouts and what ``sample`` / ``loss`` mean:
+
+    * ``"concat"`` (von Oswald): ``sample`` returns ``(concat_tokens(x, y, x_q), y_q)`` with inputs
+      (B, N+1, d+1) and targets (B,). The model (input="vectors", output="linear", d_in=d+1,
+      d_out=1) is read at the query token: ``loss = 0.5 * mean_b (outputs[b, -1, 0] - y_q[b])^2``,
+      the ``1/2`` squared-error convention of von Oswald et al. (their GD construction's learning rate
+      assumes it). The read-out is learned, so no sign convention on the y-channel is imposed here.
+    * ``"interleaved"`` (Garg): ``sample`` returns ``(interleaved_tokens(x, y), y)`` with inputs
+      (B, 2N, d+1) and targets (B, N). The prediction of ``y_i`` is read at x-token position 2i and the
+      loss is the plain mean squared error over all B*N predictions (Garg et al. train on every
+      prefix, with no factor 1/2): ``loss = mean_{b,i} (outputs[b, 2i, 0] - y[b, i])^2``.
+      The query of :meth:`draw` is not used by this layout.
+
+    Draw order (fixed, so two tasks differing only in ``noise_std`` or ``layout`` see the same x and
+    w for the same seed): all N+1 inputs, then ``w``, then the N+1 noise values.
+    """
+
+    d: int = 10  # input dimension
+    n_points: int = 10  # in-context examples N per sequence
+    x_dist: str = "uniform"  # "uniform" U(-1/2,1/2)^d | "gaussian" N(0,I) | "anisotropic" N(0, Sigma)
+    spectrum: tuple[float, ...] | None = None  # eigenvalues of Sigma (length d); anisotropic only
+    basis_seed: int | None = None  # None: Sigma diagonal; int: Sigma rotated by a Haar Q from this seed
+    noise_std: float = 0.0  # standard deviation of the label noise
+    layout: str = "concat"  # "concat" (von Oswald) | "interleaved" (Garg)
+    w_std: float = 1.0  # w ~ N(0, w_std^2 I)
+
+    def __post_init__(self) -> None:
+        check_int("d", self.d, minimum=1, maximum=4096)
+        check_int("n_points", self.n_points, minimum=1, maximum=100_000)
+        check_choice("x_dist", self.x_dist, ("uniform", "gaussian", "anisotropic"))
+        check_choice("layout", self.layout, ("concat", "interleaved"))
+        check_float("noise_std", self.noise_std, minimum=0.0)
+        check_float("w_std", self.w_std, minimum=0.0, strict_minimum=True)
+        if self.x_dist == "anisotropic":
+            if self.spectrum is None:
+                raise ValueError("spectrum must be given (d positive eigenvalues) when x_dist='anisotropic'")
+            check_sequence(
+                "spectrum",
+                self.spectrum,
+                item_check=lambda n, v: check_float(n, v, minimum=0.0, strict_minimum=True),
+            )
+            if len(self.spectrum) != self.d:
+                raise ValueError(f"spectrum must have length d={self.d}, got {len(self.spectrum)}")
+            object.__setattr__(self, "spectrum", tuple(float(v) for v in self.spectrum))
+            if self.basis_seed is not None:
+                check_int("basis_seed", self.basis_seed, minimum=0)
+        else:
+            if self.spectrum is not None:
+                raise ValueError(
+                    f"spectrum must be None unless x_dist='anisotropic' (x_dist={self.x_dist!r})"
+                )
+            if self.basis_seed is not None:
+                raise ValueError(
+                    f"basis_seed must be None unless x_dist='anisotropic' (x_dist={self.x_dist!r})"
+                )
+
+    # -- interface -------------------------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        noise = f"_noise{self.noise_std:g}" if self.noise_std else ""
+        return f"linreg_d{self.d}_n{self.n_points}_{self.x_dist}{noise}_{self.layout}"
+
+    @property
+    def input_kind(self) -> str:
+        return "vectors"
+
+    @property
+    def vocab_size(self) -> int:
+        return 0
+
+    @property
+    def d_in(self) -> int:
+        return self.d + 1
+
+    @property
+    def d_out(self) -> int:
+        return 1
+
+    @property
+    def seq_len(self) -> int:
+        """Number of tokens in one input sequence."""
+        return self.n_points + 1 if self.layout == "concat" else 2 * self.n_points
+
+    def config(self) -> dict:
+        d = dataclasses.asdict(self)
+        d["spectrum"] = list(self.spectrum) if self.spectrum is not None else None
+        return {"kind": "linear_regression", **d}
+
+    # -- theory ----------------------------------------------------------------------------------
+    @cached_property
+    def basis(self) -> np.ndarray:
+        """(d, d) float64 orthogonal Q of ``Sigma = Q diag(spectrum) Q^T`` (identity if no rotation)."""
+        if self.x_dist == "anisotropic" and self.basis_seed is not None:
+            return _haar_orthogonal(self.d, self.basis_seed)
+        return np.eye(self.d)
+
+    @cached_property
+    def covariance(self) -> np.ndarray:
+        """Exact (d, d) float64 second moment ``E[x x^T]`` of one input (the mean is zero)."""
+        if self.x_dist == "uniform":
+            return np.eye(self.d) / 12.0  # Var U(-1/2, 1/2) = 1/12
+        if self.x_dist == "gaussian":
+            return np.eye(self.d)
+        q = self.basis
+        return (q * np.asarray(self.spectrum)) @ q.T
+
+    # -- sampling --------------------------------------------------------------------------------
+    def _draw_x(self, shape: tuple[int, ...], generator: torch.Generator, dtype) -> Tensor:
+        dev = generator.device
+        if self.x_dist == "uniform":
+            return torch.rand(shape, generator=generator, device=dev, dtype=dtype) - 0.5
+        z = torch.randn(shape, generator=generator, device=dev, dtype=dtype)
+        if self.x_dist == "gaussian":
+            return z
+        # x = Q diag(sqrt(s)) z, i.e. rows x^T = (z * sqrt(s)) Q^T; built in float64 then cast
+        scale = torch.tensor(np.sqrt(self.spectrum), dtype=dtype, device=dev)
+        if self.basis_seed is None:
+            return z * scale
+        q = torch.tensor(self.basis, dtype=dtype, device=dev)
+        return (z * scale) @ q.T
+
+    def draw(self, batch_size: int, generator: torch.Generator, dtype=torch.float32) -> RegressionBatch:
+        """Draw ``batch_size`` independent regression problems on the generator's device."""
+        _check_batch(batch_size)
+        _check_generator(generator)
+        B, N, d = batch_size, self.n_points, self.d
+        dev = generator.device
+        x_all = self._draw_x((B, N + 1, d), generator, dtype)  # (B, N+1, d), query last
+        w = self.w_std * torch.randn((B, d), generator=generator, device=dev, dtype=dtype)  # (B, d)
+        eps = torch.randn((B, N + 1), generator=generator, device=dev, dtype=dtype)  # (B, N+1)
+        y_all = torch.einsum("bnd,bd->bn", x_all, w) + self.noise_std * eps  # (B, N+1)
+        return RegressionBatch(x=x_all[:, :N], y=y_all[:, :N], w=w, x_q=x_all[:, N], y_q=y_all[:, N])
+
+    def sample(
+        self, batch_size: int, generator: torch.Generator, device="cpu", dtype=torch.float32
+    ) -> tuple[Tensor, Tensor]:
+        """``(inputs, targets)``: concat (B, N+1, d+1), (B,) | interleaved (B, 2N, d+1), (B, N)."""
+        b = self.draw(batch_size, generator, dtype=dtype)
+        if self.layout == "concat":
+            inputs, targets = concat_tokens(b.x, b.y, b.x_q), b.y_q
+        else:
+            inputs, targets = interleaved_tokens(b.x, b.y), b.y
+        return inputs.to(device), targets.to(device)
+
+    def predictions(self, outputs: Tensor) -> Tensor:
+        """The model's predictions: (B,) at the query (concat) or (B, N) at the x-tokens (interleaved)."""
+        _check_outputs(outputs, 3, 1, "(B, T, 1)")
+        if outputs.shape[1] != self.seq_len:
+            raise ValueError(f"outputs must have {self.seq_len} positions, got {outputs.shape[1]}")
+        if self.layout == "concat":
+            return outputs[:, -1, 0]  # (B,)
+        return outputs[:, 0::2, 0]  # (B, N)
+
+    def loss(self, outputs: Tensor, targets: Tensor) -> Tensor:
+        """concat: ``0.5 * mean (pred - y_q)^2`` (von Oswald); interleaved: ``mean (pred - y)^2`` (Garg)."""
+        pred = self.predictions(outputs)
+        if pred.shape != targets.shape:
+            raise ValueError(f"targets must have shape {tuple(pred.shape)}, got {tuple(targets.shape)}")
+        sq = (pred - targets).pow(2).mean()
+        return 0.5 * sq if self.layout == "concat" else sq
+
+
+# ================================================================================================
+# 2. An order-1 Markov language with a known entropy rate
+
+
+def _is_primitive(positive: np.ndarray) -> bool:
+    """Whether a nonnegative matrix with this zero pattern is primitive (irreducible and aperiodic).
+
+    Wielandt: an n x n primitive matrix has ``A^k > 0`` for ``k = (n-1)^2 + 1``; since every row of a
+    stochastic matrix has a positive entry, ``A^m > 0`` implies ``A^(m+1) > 0``, so repeated squaring
+    up to any exponent >= that bound decides it.
+    """
+    a = positive.astype(np.float64)
+    n = a.shape[0]
+    bound, exponent = (n - 1) ** 2 + 1, 1
+    while exponent < bound:
+        a = np.minimum(a @ a, 1.0)  # keep 0/1 entries: only the zero pattern matters
+        exponent *= 2
+    return bool((a > 0).all())
+
+
+@dataclass(frozen=True)
+class MarkovLanguage:
+    """Sequences from an order-1 Markov chain ``P(x_{t+1} = j | x_t = i) = P_ij``.
+
+    Each row of ``P`` is drawn from Dirichlet(concentration * 1) with ``numpy.random.default_rng(seed)``
+    (float64): small concentrations give peaked, low-entropy rows. Dirichlet rows are strictly
+    positive almost surely, so the chain is ergodic; because float64 can still underflow to exact
+    zeros at tiny concentrations, primitivity of ``P`` is checked on construction.
+
+    Sequences start from the stationary law ``pi`` (``pi P = pi``), so the chain is stationary and the
+    expected cross-entropy of the true conditional is the entropy rate at *every* position:
+    ``H = -sum_i pi_i sum_j P_ij ln P_ij`` nats (``bayes_loss``). A context-free model can do no better
+    than the unigram entropy ``H(pi)``; conditioning reduces entropy, so ``H <= H(pi)``.
+
+    LM task: ``sample`` draws ``seq_len + 1`` tokens ``s`` and returns ``(s[:, :-1], s[:, 1:])``;
+    ``loss`` is the mean cross-entropy in nats of logits (B, T, V) against the next tokens (B, T).
+    """
+
+    vocab_size: int = 16  # number of states V
+    seq_len: int = 128  # model context length T (each sample has T + 1 tokens)
+    concentration: float = 0.5  # Dirichlet parameter of every row of P
+    seed: int = 0  # seed of the numpy Generator that draws P
+
+    def __post_init__(self) -> None:
+        check_int("vocab_size", self.vocab_size, minimum=2, maximum=4096)
+        check_int("seq_len", self.seq_len, minimum=1)
+        check_float("concentration", self.concentration, minimum=0.0, strict_minimum=True)
+        check_int("seed", self.seed, minimum=0)
+        if not _is_primitive(self.transition > 0):
+            raise ValueError(
+                f"concentration={self.concentration} gave a transition matrix with zeros that is not "
+                "ergodic (float64 underflow); use a larger concentration or another seed"
+            )
+
+    @property
+    def name(self) -> str:
+        return f"markov_v{self.vocab_size}_c{self.concentration:g}_s{self.seed}"
+
+    @property
+    def input_kind(self) -> str:
+        return "tokens"
+
+    @property
+    def d_in(self) -> int:
+        return 0
+
+    @property
+    def d_out(self) -> int:
+        return 0
+
+    def config(self) -> dict:
+        return {"kind": "markov", **dataclasses.asdict(self)}
+
+    # -- exact quantities (float64) --------------------------------------------------------------
+    @cached_property
+    def transition(self) -> np.ndarray:
+        """(V, V) float64 row-stochastic matrix ``P``."""
+        rng = np.random.default_rng(self.seed)
+        p = rng.dirichlet(np.full(self.vocab_size, float(self.concentration)), size=self.vocab_size)
+        return p
+
+    @cached_property
+    def stationary(self) -> np.ndarray:
+        """(V,) float64 ``pi`` with ``pi P = pi``, ``sum pi = 1``: a linear solve of ``(P^T - I) pi = 0``
+        with one (redundant) equation replaced by the normalisation."""
+        V = self.vocab_size
+        a = self.transition.T - np.eye(V)
+        a[-1, :] = 1.0
+        b = np.zeros(V)
+        b[-1] = 1.0
+        pi = np.linalg.solve(a, b)
+        # Nearly reducible chains (tiny concentrations) can give round-off negatives of order 1e-17;
+        # anything larger would mean the solve failed.
+        if pi.min() < -1e-12:
+            raise ValueError(
+                f"stationary distribution is ill-conditioned (min {pi.min():.3g}); raise concentration"
+            )
+        pi = np.clip(pi, 0.0, None)
+        return pi / pi.sum()
+
+    @property
+    def entropy_rate(self) -> float:
+        """``-sum_i pi_i sum_j P_ij ln P_ij`` in nats (0 ln 0 = 0)."""
+        p = self.transition
+        plogp = np.where(p > 0, p * np.log(np.where(p > 0, p, 1.0)), 0.0)
+        return float(-(self.stationary * plogp.sum(axis=1)).sum())
+
+    @property
+    def unigram_entropy(self) -> float:
+        """``H(pi) = -sum_i pi_i ln pi_i`` in nats."""
+        pi = self.stationary
+        return float(-(pi * np.log(np.where(pi > 0, pi, 1.0))).sum())  # 0 ln 0 = 0
+
+    @property
+    def bayes_loss(self) -> float:
+        """Expected next-token cross-entropy of the true conditional: the entropy rate (stationary start)."""
+        return self.entropy_rate
+
+    # -- sampling --------------------------------------------------------------------------------
+    def sample_sequences(self, batch_size: int, length: int, generator: torch.Generator) -> Tensor:
+        """(B, length) LongTensor on the generator's device: ``x_0 ~ pi``, then ``x_{t+1} ~ P[x_t]``."""
+        _check_batch(batch_size)
+        check_int("length", length, minimum=1)
+        _check_generator(generator)
+        dev = generator.device
+        p = torch.tensor(self.transition, dtype=torch.float64, device=dev)  # (V, V)
+        pi = torch.tensor(self.stationary, dtype=torch.float64, device=dev).clamp_min(0.0)  # (V,)
+        out = torch.empty((batch_size, length), dtype=torch.long, device=dev)
+        out[:, 0] = torch.multinomial(pi, batch_size, replacement=True, generator=generator)
+        for t in range(1, length):
+            out[:, t] = torch.multinomial(p[out[:, t - 1]], 1, generator=generator).squeeze(1)  # (B,)
+        return out
+
+    def sample(
+        self, batch_size: int, generator: torch.Generator, device="cpu", dtype=torch.float32
+    ) -> tuple[Tensor, Tensor]:
+        """``(inputs, targets)``, both (B, seq_len) LongTensors; ``dtype`` is unused (token ids)."""
+        s = self.sample_sequences(batch_size, self.seq_len + 1, generator).to(device)
+        return s[:, :-1], s[:, 1:]
+
+    def loss(self, outputs: Tensor, targets: Tensor) -> Tensor:
+        return _lm_loss(outputs, targets, self.vocab_size)
+
+
+def _lm_loss(outputs: Tensor, targets: Tensor, vocab_size: int) -> Tensor:
+    """Mean next-token cross-entropy in nats: logits (B, T, V) against ids (B, T)."""
+    _check_outputs(outputs, 3, vocab_size, f"(B, T, {vocab_size})")
+    if targets.shape != outputs.shape[:2]:
+        raise ValueError(f"targets must have shape {tuple(outputs.shape[:2])}, got {tuple(targets.shape)}")
+    return F.cross_entropy(outputs.reshape(-1, vocab_size), targets.reshape(-1))  # (B*T, V) vs (B*T,)
+
+
+# ================================================================================================
+# 3. Language modelling on the standard-library text corpus
+
+
+@dataclass(frozen=True)
+class CorpusLM:
+    """Next-token prediction on the corpus of :mod:`analysis.corpus` (byte- or char-level).
+
+    ``sample`` draws ``batch_size`` windows of ``seq_len + 1`` tokens from the train split at offsets
+    ``torch.randint(0, n_train - seq_len, (B,), generator)`` and returns ``(w[:, :-1], w[:, 1:])``.
+    ``eval_batches`` walks the validation split deterministically in non-overlapping windows, so every
+    validation token after the first is predicted once (held-out loss). ``loss`` is mean CE in nats.
+    The corpus is built (or loaded from its cache) on first use.
+    """
+
+    seq_len: int = 128  # model context length T
+    corpus: CorpusSpec = field(default_factory=CorpusSpec)  # which text and which encoding
+
+    def __post_init__(self) -> None:
+        check_int("seq_len", self.seq_len, minimum=1)
+        if isinstance(self.corpus, dict):
+            object.__setattr__(self, "corpus", CorpusSpec.from_dict(self.corpus))
+        if not isinstance(self.corpus, CorpusSpec):
+            raise ValueError(f"corpus must be a CorpusSpec, got {type(self.corpus).__name__}")
+
+    @property
+    def name(self) -> str:
+        return f"corpus_{self.corpus.source}_{self.corpus.encoding}_T{self.seq_len}"
+
+    @property
+    def input_kind(self) -> str:
+        return "tokens"
+
+    @property
+    def d_in(self) -> int:
+        return 0
+
+    @property
+    def d_out(self) -> int:
+        return 0
+
+    @cached_property
+    def data(self) -> Corpus:
+        c = build_corpus(self.corpus)
+        if c.n_val < self.seq_len + 1 or c.n_tokens - c.n_val < self.seq_len + 1:
+            raise ValueError(
+                f"seq_len={self.seq_len} is longer than a corpus split; lower it or raise max_bytes"
+            )
+        return c
+
+    @property
+    def vocab_size(self) -> int:
+        return 256 if self.corpus.encoding == "byte" else self.data.vocab_size
+
+    @cached_property
+    def _train(self) -> Tensor:
+        return torch.from_numpy(np.ascontiguousarray(self.data.train_tokens))
+
+    @cached_property
+    def _val(self) -> Tensor:
+        return torch.from_numpy(np.ascontiguousarray(self.data.val_tokens))
+
+    def config(self) -> dict:
+        return {
+            "kind": "corpus_lm",
+            "seq_len": self.seq_len,
+            "corpus": self.corpus.to_dict(),
+            "corpus_sha256": self.data.sha256,  # the text itself, so a changed stdlib changes the key
+            "vocab_size": self.vocab_size,
+        }
+
+    def window_offsets(self, batch_size: int, generator: torch.Generator) -> Tensor:
+        """(B,) start offsets into the train split, uniform on ``[0, n_train - seq_len - 1]``."""
+        _check_batch(batch_size)
+        _check_generator(generator)
+        high = self._train.shape[0] - self.seq_len  # last valid start + 1
+        return torch.randint(0, high, (batch_size,), generator=generator, device=generator.device).cpu()
+
+    def sample(
+        self, batch_size: int, generator: torch.Generator, device="cpu", dtype=torch.float32
+    ) -> tuple[Tensor, Tensor]:
+        """``(inputs, targets)``, both (B, seq_len) LongTensors; ``dtype`` is unused (token ids)."""
+        offsets = self.window_offsets(batch_size, generator)
+        idx = offsets[:, None] + torch.arange(self.seq_len + 1)  # (B, T+1)
+        w = self._train[idx].long().to(device)  # (B, T+1)
+        return w[:, :-1], w[:, 1:]
+
+    @property
+    def n_eval_windows(self) -> int:
+        """Non-overlapping windows of the validation split (stride seq_len, length seq_len + 1)."""
+        return (self._val.shape[0] - 1) // self.seq_len
+
+    def eval_batches(
+        self, batch_size: int = 64, max_batches: int | None = None, device="cpu"
+    ) -> Iterator[tuple[Tensor, Tensor]]:
+        """Deterministic ``(inputs, targets)`` batches over the validation split, in order.
+
+        Window k covers val tokens ``[k T, (k+1) T]``; the last batch may be smaller. ``max_batches``
+        stops early (a cheaper, still deterministic, held-out estimate).
+        """
+        _check_batch(batch_size)
+        if max_batches is not None:
+            check_int("max_batches", max_batches, minimum=1)
+        T, n = self.seq_len, self.n_eval_windows
+        for i, start in enumerate(range(0, n, batch_size)):
+            if max_batches is not None and i >= max_batches:
+                return
+            k = torch.arange(start, min(start + batch_size, n))
+            idx = k[:, None] * T + torch.arange(T + 1)  # (b, T+1)
+            w = self._val[idx].long().to(device)
+            yield w[:, :-1], w[:, 1:]
+
+    def loss(self, outputs: Tensor, targets: Tensor) -> Tensor:
+        return _lm_loss(outputs, targets, self.vocab_size)
+
+
+# ================================================================================================
+# rebuilding a task from its config
+
+
+def task_from_config(config: dict):
+    """Rebuild a task from ``task.config()`` (the inverse used when loading a cached checkpoint)."""
+    if not isinstance(config, dict) or "kind" not in config:
+        raise ValueError("config must be a dict with a 'kind' key")
+    d = dict(config)
+    kind = d.pop("kind")
+    check_choice("kind", kind, ("linear_regression", "markov", "corpus_lm"))
+    cls = {"linear_regression": LinearRegressionTask, "markov": MarkovLanguage, "corpus_lm": CorpusLM}[kind]
+    allowed = {f.name for f in dataclasses.fields(cls)} | (
+        {"corpus_sha256", "vocab_size"} if kind == "corpus_lm" else set()
+    )
+    unknown = sorted(set(d) - allowed)
+    if unknown:
+        raise ValueError(
+            f"config has unknown field(s) {unknown} for kind={kind!r}; allowed: {sorted(allowed)}"
+        )
+    if kind == "linear_regression":
+        if d.get("spectrum") is not None:
+            d["spectrum"] = tuple(d["spectrum"])
+        return LinearRegressionTask(**d)
+    if kind == "markov":
+        return MarkovLanguage(**d)
+    sha = d.pop("corpus_sha256", None)
+    d.pop("vocab_size", None)
+    task = CorpusLM(**d)
+    if sha is not None and task.data.sha256 != sha:
+        warnings.warn(
+            f"corpus text differs from the one in the config (sha256 {task.data.sha256[:12]} != {sha[:12]}); "
+            "a different Python version builds a different corpus",
+            stacklevel=2,
+        )
+    return task
+
+
+# ================================================================================================
+# 4. Sequence families for the representational-collapse probe (Barbero et al. 2024)
+#
+# "Transformers need glasses!" prove (their Theorem 4.2) that a sequence and the same sequence with its
+# last token repeated once more have final-layer last-token representations whose distance goes to 0
+# as the length grows, and illustrate it with prompts made of repeated 1s ending in a 0 (counting):
+# 1...10 with k ones against k+1 ones. Their over-squashing result is about the sensitivity of the last
+# token to an early token. The mitigation they point to is breaking the repetition up, e.g. with a
+# comma every few digits. The functions below build exactly these pairs as 1-D LongTensors; each pair
+# shares its last token, so the probe compares the same read-out position in both. No length cap:
+# lengths of 1024 and more are fine.
+
+
+def _as_sequence(name: str, seq, vocab_size: int | None) -> Tensor:
+    if isinstance(seq, Tensor):
+        if seq.ndim != 1 or seq.dtype.is_floating_point or seq.dtype == torch.bool or seq.is_complex():
+            raise ValueError(f"{name} must be a 1-D integer tensor, got shape {tuple(seq.shape)} {seq.dtype}")
+        t = seq.detach().to("cpu", torch.long)
+    else:
+        check_sequence(name, seq, item_check=lambda n, v: check_int(n, v, minimum=0))
+        t = torch.tensor(list(seq), dtype=torch.long)
+    if t.numel() == 0:
+        raise ValueError(f"{name} must not be empty")
+    if (t < 0).any():
+        raise ValueError(f"{name} must contain token ids >= 0")
+    if vocab_size is not None:
+        check_int("vocab_size", vocab_size, minimum=1)
+        if (t >= vocab_size).any():
+            raise ValueError(f"{name} must contain token ids < vocab_size={vocab_size}")
+    return t
+
+
+def _check_token(name: str, value, vocab_size: int | None) -> None:
+    check_int(name, value, minimum=0, maximum=None if vocab_size is None else vocab_size - 1)
+
+
+def repeat_last_pair(base: Tensor | Sequence[int], *, vocab_size: int | None = None) -> tuple[Tensor, Tensor]:
+    """Theorem 4.2's pair: ``base`` (length n) and ``base`` with its last token repeated (length n+1)."""
+    b = _as_sequence("base", base, vocab_size)
+    return b.clone(), torch.cat([b, b[-1:]])
+
+
+def repeated_token_pair(n: int, token: int, *, vocab_size: int | None = None) -> tuple[Tensor, Tensor]:
+    """``[token] * n`` against ``[token] * (n + 1)``: :func:`repeat_last_pair` of a constant sequence."""
+    check_int("n", n, minimum=1)
+    _check_token("token", token, vocab_size)
+    return repeat_last_pair(torch.full((n,), token, dtype=torch.long))
+
+
+def counting_pair(
+    k: int, one: int = 1, zero: int = 0, *, vocab_size: int | None = None
+) -> tuple[Tensor, Tensor]:
+    """``[one] * k + [zero]`` against ``[one] * (k + 1) + [zero]`` (lengths k+1 and k+2)."""
+    check_int("k", k, minimum=1)
+    _check_token("one", one, vocab_size)
+    _check_token("zero", zero, vocab_size)
+    if one == zero:
+        raise ValueError(f"one and zero must differ, both are {one}")
+    a = torch.cat([torch.full((k,), one, dtype=torch.long), torch.tensor([zero])])
+    b = torch.cat([torch.full((k + 1,), one, dtype=torch.long), torch.tensor([zero])])
+    return a, b
+
+
+def early_token_pair(
+    base: Tensor | Sequence[int], position: int, replacement: int, *, vocab_size: int | None = None
+) -> tuple[Tensor, Tensor]:
+    """``base`` and a copy whose token at ``position`` is ``replacement`` (same length; over-squashing).
+
+    ``position`` must lie before the last token, so both sequences end in the same token.
+    """
+    b = _as_sequence("base", base, vocab_size)
+    check_int("position", position, minimum=0, maximum=b.numel() - 2 if b.numel() >= 2 else -1)
+    _check_token("replacement", replacement, vocab_size)
+    if int(b[position]) == replacement:
+        raise ValueError(f"replacement must differ from base[{position}]={int(b[position])}")
+    c = b.clone()
+    c[position] = replacement
+    return b.clone(), c
+
+
+def with_separators(
+    seq: Tensor | Sequence[int], sep_token: int, every: int, *, vocab_size: int | None = None
+) -> Tensor:
+    """Insert ``sep_token`` after every ``every`` tokens, never at the end (the mitigation).
+
+    ``[1,1,1,1,1,1,1]`` with ``every=3`` -> ``[1,1,1,s,1,1,1,s,1]``; a sequence whose length is a multiple
+    of ``every`` gets no trailing separator, so the last token (the read-out position) is unchanged.
+    Output length: ``n + (n - 1) // every``.
+    """
+    s = _as_sequence("seq", seq, vocab_size)
+    _check_token("sep_token", sep_token, vocab_size)
+    check_int("every", every, minimum=1)
+    n = s.numel()
+    n_sep = (n - 1) // every
+    out = torch.empty(n + n_sep, dtype=torch.long)
+    pos = torch.arange(n)
+    out[pos + pos // every] = s  # token i is shifted right by the separators before it
+    sep_pos = (torch.arange(1, n_sep + 1) * (every + 1)) - 1  # (n_sep,)
+    out[sep_pos] = sep_token
+    return out
+
+
+def apply_to_pair(pair: tuple[Tensor, Tensor], fn, *args, **kwargs) -> tuple[Tensor, Tensor]:
+    """Apply a sequence transform (e.g. :func:`with_separators`) to both members of a pair."""
+    return fn(pair[0], *args, **kwargs), fn(pair[1], *args, **kwargs)
+
+
+__all__ = [
+    "CorpusLM",
+    "LinearRegressionTask",
+    "MarkovLanguage",
+    "RegressionBatch",
+    "Task",
+    "apply_to_pair",
+    "concat_tokens",
+    "counting_pair",
+    "early_token_pair",
+    "interleaved_tokens",
+    "repeat_last_pair",
+    "repeated_token_pair",
+    "task_from_config",
+    "with_separators",
+]

@@ -1,0 +1,445 @@
+"""Tests for analysis/tasks.py: layouts, determinism, exact and statistical properties of the tasks."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from analysis.corpus import CorpusSpec
+from analysis.tasks import (
+    CorpusLM,
+    LinearRegressionTask,
+    MarkovLanguage,
+    Task,
+    _is_primitive,
+    apply_to_pair,
+    concat_tokens,
+    counting_pair,
+    early_token_pair,
+    interleaved_tokens,
+    repeat_last_pair,
+    repeated_token_pair,
+    task_from_config,
+    with_separators,
+)
+
+
+def gen(seed: int) -> torch.Generator:
+    return torch.Generator().manual_seed(seed)
+
+
+# ------------------------------------------------------------------------------------------------
+# linear regression: layouts
+
+
+def test_concat_layout_positions():
+    task = LinearRegressionTask(d=4, n_points=6, layout="concat")
+    b = task.draw(3, gen(0))
+    inputs, targets = task.sample(3, gen(0))
+    N, d = 6, 4
+    assert inputs.shape == (3, N + 1, d + 1) and targets.shape == (3,)
+    assert inputs.dtype == torch.float32
+    assert torch.equal(inputs[:, :N, :d], b.x)  # x_i in the first d columns
+    assert torch.equal(inputs[:, :N, d], b.y)  # y_i in the last column
+    assert torch.equal(inputs[:, N, :d], b.x_q)  # query last ...
+    assert torch.all(inputs[:, N, d] == 0)  # ... with a zero label slot
+    assert torch.equal(targets, b.y_q)
+    assert torch.equal(concat_tokens(b.x, b.y, b.x_q), inputs)
+
+
+def test_interleaved_layout_positions():
+    task = LinearRegressionTask(d=3, n_points=5, layout="interleaved")
+    b = task.draw(2, gen(1))
+    inputs, targets = task.sample(2, gen(1))
+    assert inputs.shape == (2, 10, 4) and targets.shape == (2, 5)
+    assert torch.equal(inputs[:, 0::2, :3], b.x)  # x-tokens at even positions
+    assert torch.all(inputs[:, 0::2, 3] == 0)
+    assert torch.all(inputs[:, 1::2, :3] == 0)  # y-tokens at odd positions: zeros, then y
+    assert torch.equal(inputs[:, 1::2, 3], b.y)
+    assert torch.equal(targets, b.y)
+    assert torch.equal(interleaved_tokens(b.x, b.y), inputs)
+
+
+@pytest.mark.parametrize("layout", ["concat", "interleaved"])
+def test_regression_loss_convention(layout):
+    task = LinearRegressionTask(d=3, n_points=4, layout=layout)
+    inputs, targets = task.sample(5, gen(2), dtype=torch.float64)
+    out = torch.randn(5, task.seq_len, 1, generator=gen(3), dtype=torch.float64)
+    c = 0.7
+    if layout == "concat":
+        out[:, -1, 0] = targets + c  # read-out at the query token
+        expected = 0.5 * c**2  # von Oswald: 1/2 squared error
+    else:
+        out[:, 0::2, 0] = targets + c  # read-out at every x-token
+        expected = c**2  # Garg: plain mean squared error
+    assert task.loss(out, targets).item() == pytest.approx(expected, rel=1e-12)
+    with pytest.raises(ValueError, match="outputs"):
+        task.loss(out[..., :0], targets)
+
+
+def test_regression_targets_are_linear_when_noiseless():
+    task = LinearRegressionTask(d=5, n_points=7, x_dist="gaussian")
+    b = task.draw(4, gen(4), dtype=torch.float64)
+    # float64 round-off of a 5-term dot product of O(1) numbers is ~1e-15
+    assert (b.y - torch.einsum("bnd,bd->bn", b.x, b.w)).abs().max() <= 1e-12
+    assert (b.y_q - (b.x_q * b.w).sum(-1)).abs().max() <= 1e-12
+
+
+def test_noise_and_layout_share_the_stream():
+    # same seed: x and w identical whatever the noise level or layout (paired comparisons)
+    a = LinearRegressionTask(noise_std=0.0).draw(3, gen(5))
+    b = LinearRegressionTask(noise_std=0.5, layout="interleaved").draw(3, gen(5))
+    assert torch.equal(a.x, b.x) and torch.equal(a.w, b.w) and not torch.equal(a.y, b.y)
+
+
+# ------------------------------------------------------------------------------------------------
+# linear regression: moments against theory
+
+
+def _fourth_moment_var(task: LinearRegressionTask) -> np.ndarray:
+    """Var[(x x^T)_ij] for one input, exactly."""
+    s = task.covariance
+    if task.x_dist == "uniform":
+        # U(-1/2,1/2): E x^2 = 1/12, E x^4 = 1/80; Var x_i^2 = 1/80 - 1/144, Var x_i x_j = 1/144
+        v = np.full(s.shape, 1 / 144)
+        np.fill_diagonal(v, 1 / 80 - 1 / 144)
+        return v
+    # Gaussian (Isserlis): E[x_i^2 x_j^2] = S_ii S_jj + 2 S_ij^2, so Var = S_ii S_jj + S_ij^2
+    return np.outer(np.diag(s), np.diag(s)) + s**2
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        dict(x_dist="uniform"),
+        dict(x_dist="gaussian"),
+        dict(x_dist="anisotropic", spectrum=(4.0, 1.0, 0.5, 0.25, 0.1)),
+        dict(x_dist="anisotropic", spectrum=(4.0, 1.0, 0.5, 0.25, 0.1), basis_seed=3),
+    ],
+)
+def test_input_second_moment_matches_theory(kwargs):
+    task = LinearRegressionTask(d=5, n_points=9, **kwargs)
+    b = task.draw(2000, gen(6), dtype=torch.float64)
+    x = torch.cat([b.x.reshape(-1, 5), b.x_q]).numpy()  # all inputs are i.i.d.: n = B (N+1)
+    n = x.shape[0]
+    emp = x.T @ x / n
+    se = np.sqrt(_fourth_moment_var(task) / n)  # standard error of each empirical entry
+    assert np.all(np.abs(emp - task.covariance) <= 5 * se), np.abs(emp - task.covariance) / se
+    # the mean is zero: SE of each coordinate mean is sqrt(S_ii / n)
+    assert np.all(np.abs(x.mean(0)) <= 5 * np.sqrt(np.diag(task.covariance) / n))
+
+
+def test_rotated_covariance_has_the_requested_spectrum():
+    spec = (3.0, 2.0, 1.0, 0.5)
+    task = LinearRegressionTask(d=4, x_dist="anisotropic", spectrum=spec, basis_seed=11)
+    q = task.basis
+    np.testing.assert_allclose(q @ q.T, np.eye(4), atol=1e-14)
+    np.testing.assert_allclose(np.sort(np.linalg.eigvalsh(task.covariance)), np.sort(spec), atol=1e-13)
+    assert not np.allclose(task.covariance, np.diag(spec))  # really rotated
+    plain = LinearRegressionTask(d=4, x_dist="anisotropic", spectrum=spec)
+    np.testing.assert_array_equal(plain.covariance, np.diag(spec))
+
+
+def test_noise_and_weight_moments():
+    sigma, w_std = 0.3, 2.0
+    task = LinearRegressionTask(d=4, n_points=10, x_dist="gaussian", noise_std=sigma, w_std=w_std)
+    b = task.draw(3000, gen(7), dtype=torch.float64)
+    resid = (b.y - torch.einsum("bnd,bd->bn", b.x, b.w)).reshape(-1).numpy()
+    n = resid.size
+    # sample variance of n Gaussians: SE = sigma^2 sqrt(2 / (n - 1))
+    assert abs(resid.var(ddof=1) - sigma**2) <= 5 * sigma**2 * math.sqrt(2 / (n - 1))
+    assert abs(resid.mean()) <= 5 * sigma / math.sqrt(n)
+    w = b.w.numpy()
+    # E[w w^T] = w_std^2 I; entry SEs: diag w_std^2 sqrt(2/B), off-diagonal w_std^2 / sqrt(B)
+    se = w_std**2 * np.where(np.eye(4, dtype=bool), math.sqrt(2), 1.0) / math.sqrt(w.shape[0])
+    assert np.all(np.abs(w.T @ w / w.shape[0] - w_std**2 * np.eye(4)) <= 5 * se)
+
+
+# ------------------------------------------------------------------------------------------------
+# determinism and the global RNG, for every task
+
+
+def _tasks(small_corpus_spec):
+    return [
+        LinearRegressionTask(d=3, n_points=4),
+        LinearRegressionTask(d=3, n_points=4, x_dist="anisotropic", spectrum=(1.0, 2.0, 3.0), basis_seed=0),
+        LinearRegressionTask(d=3, n_points=4, layout="interleaved", noise_std=0.1),
+        MarkovLanguage(vocab_size=5, seq_len=12),
+        CorpusLM(seq_len=16, corpus=small_corpus_spec),
+    ]
+
+
+@pytest.fixture
+def small_corpus_spec(tmp_path, monkeypatch):
+    monkeypatch.setenv("WORKBENCH_CACHE", str(tmp_path / "cache"))
+    return CorpusSpec(max_bytes=40_000)
+
+
+def test_determinism_and_global_rng(small_corpus_spec):
+    for task in _tasks(small_corpus_spec):
+        assert isinstance(task, Task)
+        task.config()  # builds the corpus (if any) before the RNG snapshot
+        torch_state = torch.random.get_rng_state()
+        np_state = np.random.get_state()[1].copy()
+        a = task.sample(4, gen(0))
+        b = task.sample(4, gen(0))
+        c = task.sample(4, gen(1))
+        assert torch.equal(torch.random.get_rng_state(), torch_state), task.name
+        assert np.array_equal(np.random.get_state()[1], np_state), task.name
+        assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1]), task.name
+        assert not torch.equal(a[0], c[0]), task.name
+
+
+def test_task_from_config_round_trip(small_corpus_spec):
+    import json
+
+    for task in _tasks(small_corpus_spec):
+        cfg = json.loads(json.dumps(task.config()))  # JSON-safe
+        again = task_from_config(cfg)
+        assert again.config() == task.config()
+        assert torch.equal(again.sample(2, gen(3))[0], task.sample(2, gen(3))[0])
+    with pytest.raises(ValueError, match="kind"):
+        task_from_config({"kind": "nope"})
+    with pytest.raises(ValueError, match="unknown field"):
+        task_from_config({"kind": "markov", "vocab": 3})
+    with pytest.raises(ValueError, match="unknown field"):
+        CorpusLM(corpus={"encoding": "byte", "size": 3})
+
+
+def test_sample_moves_to_device_and_dtype():
+    task = LinearRegressionTask(d=2, n_points=3)
+    x, y = task.sample(2, gen(0), device="cpu", dtype=torch.float64)
+    assert x.dtype == torch.float64 and y.dtype == torch.float64
+    m = MarkovLanguage(vocab_size=4, seq_len=5)
+    x, y = m.sample(2, gen(0))
+    assert x.dtype == torch.long and x.shape == y.shape == (2, 5)
+
+
+# ------------------------------------------------------------------------------------------------
+# Markov language
+
+
+@pytest.mark.parametrize("vocab_size,concentration,seed", [(16, 0.5, 0), (8, 0.1, 1), (32, 2.0, 2)])
+def test_markov_stationary_and_entropies(vocab_size, concentration, seed):
+    m = MarkovLanguage(vocab_size=vocab_size, concentration=concentration, seed=seed)
+    p, pi = m.transition, m.stationary
+    assert p.dtype == np.float64 and p.shape == (vocab_size, vocab_size)
+    np.testing.assert_allclose(p.sum(1), 1.0, atol=1e-12)
+    assert np.all(p > 0)  # Dirichlet rows are a.s. strictly positive at these concentrations
+    assert np.max(np.abs(pi @ p - pi)) <= 1e-12
+    assert abs(pi.sum() - 1.0) <= 1e-12 and np.all(pi > 0)
+    # conditioning reduces entropy: 0 <= H(X1 | X0) <= H(X1) = H(pi) <= ln V
+    assert 0.0 <= m.entropy_rate <= m.unigram_entropy <= math.log(vocab_size) + 1e-12
+    assert m.bayes_loss == m.entropy_rate
+
+
+def test_markov_bigram_statistics_match_transition():
+    m = MarkovLanguage(vocab_size=6, seq_len=8, concentration=0.7, seed=4)
+    s = m.sample_sequences(200, 600, gen(8)).numpy()
+    prev, nxt = s[:, :-1].ravel(), s[:, 1:].ravel()
+    counts = np.zeros((6, 6))
+    np.add.at(counts, (prev, nxt), 1)
+    n_i = counts.sum(1, keepdims=True)
+    p_hat = counts / n_i
+    p = m.transition
+    # given n_i visits to state i the next states are n_i i.i.d. draws from row i: binomial SE per entry,
+    # plus one count of slack for the discreteness of tiny probabilities
+    tol = 5 * np.sqrt(p * (1 - p) / n_i) + 1 / n_i
+    assert np.all(np.abs(p_hat - p) <= tol), np.abs(p_hat - p) / tol
+
+
+def test_markov_first_token_follows_stationary():
+    m = MarkovLanguage(vocab_size=6, concentration=0.7, seed=4)
+    x0 = m.sample_sequences(20000, 1, gen(9)).numpy().ravel()
+    freq = np.bincount(x0, minlength=6) / x0.size
+    pi = m.stationary
+    assert np.all(np.abs(freq - pi) <= 5 * np.sqrt(pi * (1 - pi) / x0.size))
+
+
+def test_markov_loss_of_true_model_is_the_entropy_rate():
+    m = MarkovLanguage(vocab_size=8, seq_len=64, concentration=0.5, seed=5)
+    x, y = m.sample(400, gen(10), dtype=torch.float64)
+    logp = torch.log(torch.tensor(m.transition))  # (V, V)
+    logits = logp[x]  # (B, T, V): the true conditional as logits
+    loss = m.loss(logits, y).item()
+    # per-sequence mean NLLs are independent across sequences: SE from their spread
+    nll = -logp[x, y].mean(1).numpy()
+    se = nll.std(ddof=1) / math.sqrt(nll.size)
+    assert loss == pytest.approx(nll.mean(), rel=1e-12)
+    assert abs(loss - m.entropy_rate) <= 5 * se
+
+
+def test_markov_near_uniform_limit():
+    # Dirichlet(alpha) rows concentrate on the uniform law as alpha -> inf: H -> ln V (deficit O(1/alpha))
+    m = MarkovLanguage(vocab_size=10, concentration=1e6, seed=0)
+    assert m.entropy_rate == pytest.approx(math.log(10), abs=1e-4)
+
+
+def test_primitivity_check():
+    assert not _is_primitive(np.array([[0, 1], [1, 0]]) > 0)  # periodic
+    assert not _is_primitive(np.eye(3) > 0)  # reducible
+    assert _is_primitive(np.array([[0, 1], [1, 1]]) > 0)
+    # a 3-cycle with one self-loop is primitive, but only from exponent (n-1)^2 + 1 = 5 on
+    assert _is_primitive(np.array([[1, 1, 0], [0, 0, 1], [1, 0, 0]]) > 0)
+
+
+def test_markov_rejects_non_ergodic_underflow():
+    # at concentration 1e-6 float64 Dirichlet draws underflow to exact zeros and the chain breaks apart
+    with pytest.raises(ValueError, match="concentration"):
+        MarkovLanguage(vocab_size=16, concentration=1e-6, seed=0)
+
+
+# ------------------------------------------------------------------------------------------------
+# corpus LM task
+
+
+def test_corpus_lm_windows_and_eval(small_corpus_spec):
+    task = CorpusLM(seq_len=16, corpus=small_corpus_spec)
+    assert task.vocab_size == 256 and task.input_kind == "tokens"
+    x, y = task.sample(8, gen(0))
+    assert x.shape == y.shape == (8, 16) and x.dtype == torch.long
+    assert torch.equal(x[:, 1:], y[:, :-1])  # targets are the inputs shifted by one
+    train = task.data.train_tokens
+    for row, off in zip(x, task.window_offsets(8, gen(0)), strict=True):
+        np.testing.assert_array_equal(row.numpy(), train[int(off) : int(off) + 16])
+    # evaluation: deterministic, only validation tokens, every val token after the first predicted once
+    val = task.data.val_tokens
+    batches = list(task.eval_batches(batch_size=7))
+    assert sum(b[0].shape[0] for b in batches) == task.n_eval_windows
+    targets = torch.cat([b[1] for b in batches]).reshape(-1).numpy()
+    np.testing.assert_array_equal(targets, val[1 : 1 + task.n_eval_windows * 16])
+    again = list(task.eval_batches(batch_size=7, max_batches=2))
+    assert len(again) == 2 and torch.equal(again[1][0], batches[1][0])
+    logits = torch.zeros(8, 16, 256)
+    assert task.loss(logits, y).item() == pytest.approx(math.log(256), rel=1e-6)
+
+
+def test_corpus_lm_char_vocab(small_corpus_spec):
+    task = CorpusLM(seq_len=8, corpus=CorpusSpec(max_bytes=40_000, encoding="char"))
+    x, y = task.sample(4, gen(0))
+    assert task.vocab_size == task.data.vocab_size < 128
+    assert int(x.max()) < task.vocab_size
+
+
+# ------------------------------------------------------------------------------------------------
+# validation
+
+
+@pytest.mark.parametrize(
+    "kwargs,field",
+    [
+        (dict(x_dist="cauchy"), "x_dist"),
+        (dict(layout="stacked"), "layout"),
+        (dict(d=0), "d"),
+        (dict(n_points=0), "n_points"),
+        (dict(noise_std=-0.1), "noise_std"),
+        (dict(w_std=0.0), "w_std"),
+        (dict(x_dist="anisotropic"), "spectrum"),
+        (dict(d=2, x_dist="anisotropic", spectrum=(1.0,)), "spectrum"),
+        (dict(d=2, x_dist="anisotropic", spectrum=(1.0, -1.0)), r"spectrum\[1\]"),
+        (dict(d=2, x_dist="anisotropic", spectrum=(1.0, 1.0), basis_seed=-1), "basis_seed"),
+        (dict(spectrum=(1.0,) * 10), "spectrum"),
+        (dict(basis_seed=0), "basis_seed"),
+    ],
+)
+def test_regression_validation(kwargs, field):
+    with pytest.raises(ValueError, match=field):
+        LinearRegressionTask(**kwargs)
+
+
+@pytest.mark.parametrize(
+    "kwargs,field",
+    [
+        (dict(vocab_size=1), "vocab_size"),
+        (dict(seq_len=0), "seq_len"),
+        (dict(concentration=0.0), "concentration"),
+        (dict(seed=-1), "seed"),
+        (dict(seed=1.5), "seed"),
+    ],
+)
+def test_markov_validation(kwargs, field):
+    with pytest.raises(ValueError, match=field):
+        MarkovLanguage(**kwargs)
+
+
+def test_sample_validation():
+    task = LinearRegressionTask()
+    with pytest.raises(ValueError, match="batch_size"):
+        task.sample(0, gen(0))
+    with pytest.raises(ValueError, match="generator"):
+        task.sample(2, 0)
+    with pytest.raises(ValueError, match="seq_len"):
+        CorpusLM(seq_len=0)
+    with pytest.raises(ValueError, match="corpus"):
+        CorpusLM(corpus="stdlib")
+
+
+# ------------------------------------------------------------------------------------------------
+# sequence families (Barbero et al. 2024)
+
+
+def test_repeat_last_pair():
+    a, b = repeat_last_pair([3, 1, 2])
+    assert a.tolist() == [3, 1, 2] and b.tolist() == [3, 1, 2, 2]
+    a, b = repeated_token_pair(1024, 5)
+    assert a.tolist() == [5] * 1024 and b.tolist() == [5] * 1025
+    assert a.dtype == b.dtype == torch.long
+
+
+def test_counting_pair():
+    a, b = counting_pair(3)
+    assert a.tolist() == [1, 1, 1, 0] and b.tolist() == [1, 1, 1, 1, 0]
+    a, b = counting_pair(1024, one=7, zero=2)
+    assert a.tolist() == [7] * 1024 + [2] and b.tolist() == [7] * 1025 + [2]
+
+
+def test_early_token_pair():
+    base = torch.arange(10)
+    a, b = early_token_pair(base, 2, 42)
+    assert a.tolist() == list(range(10))
+    assert b.tolist() == [0, 1, 42, 3, 4, 5, 6, 7, 8, 9]
+    assert base.tolist() == list(range(10))  # input not modified
+
+
+def test_with_separators():
+    assert with_separators([1] * 7, 9, 3).tolist() == [1, 1, 1, 9, 1, 1, 1, 9, 1]
+    assert with_separators([1] * 6, 9, 3).tolist() == [1, 1, 1, 9, 1, 1, 1]  # no trailing separator
+    assert with_separators([4, 5], 9, 3).tolist() == [4, 5]
+    for n in (1, 2, 5, 12, 1024):
+        seq = torch.arange(n) % 7
+        for every in (1, 2, 5):
+            out = with_separators(seq, 99, every)
+            assert out.numel() == n + (n - 1) // every
+            keep = out != 99
+            assert torch.equal(out[keep], seq) and out[-1] == seq[-1]
+            sep_idx = torch.nonzero(~keep).ravel()
+            assert torch.equal(sep_idx, torch.arange(1, (n - 1) // every + 1) * (every + 1) - 1)
+    a, b = apply_to_pair(counting_pair(5), with_separators, 2, 2)
+    assert a.tolist() == [1, 1, 2, 1, 1, 2, 1, 0]
+    assert b.tolist() == [1, 1, 2, 1, 1, 2, 1, 1, 2, 0]
+
+
+@pytest.mark.parametrize(
+    "call,field",
+    [
+        (lambda: repeat_last_pair([]), "base"),
+        (lambda: repeat_last_pair([1, -2]), "base"),
+        (lambda: repeat_last_pair(torch.ones(3)), "base"),
+        (lambda: repeat_last_pair(torch.ones(2, 2, dtype=torch.long)), "base"),
+        (lambda: repeat_last_pair([1, 5], vocab_size=5), "base"),
+        (lambda: repeated_token_pair(0, 1), "n"),
+        (lambda: counting_pair(0), "k"),
+        (lambda: counting_pair(3, one=1, zero=1), "one and zero"),
+        (lambda: counting_pair(3, one=4, vocab_size=4), "one"),
+        (lambda: early_token_pair([1, 2, 3], 2, 0), "position"),
+        (lambda: early_token_pair([1, 2, 3], 0, 1), "replacement"),
+        (lambda: with_separators([1, 2], 3, 0), "every"),
+        (lambda: with_separators([1, 2], -1, 2), "sep_token"),
+    ],
+)
+def test_family_validation(call, field):
+    with pytest.raises(ValueError, match=field):
+        call()
