@@ -31,9 +31,16 @@ install: $(STAMP)
 figures: $(STAMP)
 	$(PY) scripts/make_figures.py --preset $(PRESET)
 
+# The suite, then every notebook executed by nbval under the smoke preset: papermill writes copies of
+# the notebooks with preset="smoke" injected into build/nbval, nbval runs them (figures into build/),
+# and the last step fails if any claim those runs recorded fails.
 test: $(STAMP)
 	TQDM_DISABLE=1 $(PY) -m pytest -q tests
-	TQDM_DISABLE=1 WORKBENCH_PRESET=smoke $(PY) -m pytest -q --nbval-lax -p no:cacheprovider notebooks
+	rm -rf build/nbval
+	$(PY) scripts/make_figures.py --preset smoke --prepare-only build/nbval
+	TQDM_DISABLE=1 WORKBENCH_FIGURES=$(CURDIR)/build/nbval/figures \
+	  $(PY) -m pytest -q -p no:cacheprovider --nbval-lax --nbval-current-env build/nbval
+	$(PY) scripts/make_figures.py --preset smoke --collect-only --out build/nbval/figures
 
 lab: $(STAMP)
 	$(VENV)/bin/jupyter lab --notebook-dir=notebooks

@@ -1,0 +1,559 @@
+#!/usr/bin/env python
+"""Regenerate every figure: execute ``notebooks/NN_*.ipynb`` with papermill, then gather the claims.
+
+    python scripts/make_figures.py [--preset smoke|full] [-p NAME VALUE ...] [--out DIR] [--force]
+
+For each notebook, in file-name order:
+
+1. **Resume.** The notebook's inputs -- its file hash, the injected parameters (``preset`` plus every
+   ``-p``), the hash of the ``analysis/`` and ``probes/`` source trees, the package versions and the
+   output folder -- are hashed into a key. When ``build/stamps/<notebook>.json`` holds the same key
+   and every file it lists is still in the output folder with the same hash, the notebook is
+   skipped ("up to date"). ``--force`` re-runs it anyway.
+2. **Run.** papermill executes the notebook in its own process (``python -m papermill``; papermill
+   changes the working directory, so never threads) with the ``python3`` kernel of this interpreter's
+   environment (``JUPYTER_PATH`` puts ``<venv>/share/jupyter`` first, and jupyter_client starts a
+   kernelspec whose command is ``python`` with ``sys.executable``). The executed copy goes to
+   ``build/notebooks/``, papermill's log to ``build/logs/``. The notebook writes its figures and
+   ``<notebook>.claims.json`` into a staging folder (``WORKBENCH_FIGURES`` points there); only a
+   notebook that ran to the end has its files moved into the output folder, so a failed or
+   interrupted notebook leaves the previous figures untouched. Files of an earlier run that the
+   notebook no longer writes are removed. ``--timeout`` bounds each notebook's wall time.
+3. **Failures.** A failing notebook is reported as one line naming the cell (its index in the
+   committed notebook and the first line of its source) and the error; the other notebooks still
+   run, and the command exits 1 at the end.
+
+Afterwards every ``<notebook>.claims.json`` in the output folder is gathered into ``claims.json``
+and the gallery ``README.md`` (each figure with its notebook, parameters and claims; the tally per
+status). Any claim with status ``fail`` makes the command exit 1 and is listed; ``deviation`` and
+``not_evaluated`` claims are reported but not fatal. Wall times (per notebook and for the whole run)
+go to ``build/manifest.json``, outside the figures folder, so that the figures folder itself is
+byte-for-byte reproducible.
+
+Other modes: ``--prepare-only DIR`` writes the notebooks with their parameters injected but does not
+execute them (nbval runs those copies); ``--collect-only`` only gathers claims and rewrites the gallery.
+
+Exit status: 0 all notebooks ran and no claim failed; 1 a notebook failed or a claim failed;
+2 bad command line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from analysis.io import atomic_write_bytes, atomic_write_json, atomic_write_text, content_hash, sha256_file
+from analysis.ledger import STATUSES, Claim, Ledger
+from analysis.paths import BUILD, NOTEBOOKS, REPO, figures_dir
+from analysis.provenance import SOURCE_TREES, check_name, package_versions, tree_hash
+
+NOTEBOOK_GLOB = "[0-9][0-9]_*.ipynb"
+PRESETS = ("smoke", "full")
+SKIP_TAGS = {"injected-parameters", "papermill-error-cell-tag"}  # cells papermill adds to the executed copy
+STAMP_VERSION = 1  # bump when the meaning of a stamp changes
+
+
+@dataclass
+class NotebookRun:
+    """What happened to one notebook in this run (one entry of the manifest)."""
+
+    name: str  # e.g. "00_overview"
+    path: str  # the notebook file
+    status: str = "pending"  # "ran" | "up to date" | "failed" | "pending"
+    wall_s: float | None = None  # seconds spent executing (for "up to date": the run that made the stamp)
+    key: str = ""  # resume key (hash of the notebook's inputs)
+    error: str | None = None  # one-line failure message
+    outputs: list[str] = field(default_factory=list)  # files it wrote into the output folder
+    executed: str | None = None  # executed copy under build/notebooks/
+    log: str | None = None  # papermill's log
+
+
+# ----------------------------------------------------------------------------------------------
+# Command line
+# ----------------------------------------------------------------------------------------------
+def parse_value(text: str) -> Any:
+    """A ``-p`` value: JSON when it parses (``1``, ``0.5``, ``true``, ``[1, 2]``), ``True``/``False``/
+    ``None`` as in Python, otherwise the string itself."""
+    python_words = {"True": True, "False": False, "None": None}
+    if text in python_words:
+        return python_words[text]
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="make_figures.py",
+        description="Execute the notebooks with papermill and regenerate figures, claims.json and the gallery.",
+    )
+    p.add_argument(
+        "--preset", choices=PRESETS, default="full", help="injected into every notebook (default full)"
+    )
+    p.add_argument("-p", "--param", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
+                   help="extra parameter injected into every notebook (value parsed as JSON, else a string)")  # fmt: skip
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="figures folder (default: $WORKBENCH_FIGURES or <repo>/figures)",
+    )
+    p.add_argument("--notebooks", type=Path, default=NOTEBOOKS, help="folder of NN_*.ipynb notebooks")
+    p.add_argument("--build", type=Path, default=BUILD, help="folder for executed notebooks, logs, stamps")
+    p.add_argument(
+        "--only", nargs="+", default=None, metavar="NAME", help="run only these notebooks (by name)"
+    )
+    p.add_argument("--force", action="store_true", help="re-run notebooks even when up to date")
+    p.add_argument(
+        "--sources",
+        nargs="+",
+        type=Path,
+        default=[REPO / t for t in SOURCE_TREES],
+        metavar="DIR",
+        help="source trees whose change makes every notebook out of date (default: analysis probes)",
+    )
+    p.add_argument(
+        "--timeout", type=float, default=3600.0, help="seconds allowed per notebook (default 3600)"
+    )
+    p.add_argument("--prepare-only", type=Path, default=None, metavar="DIR",
+                   help="write parameterised copies of the notebooks into DIR without executing them")  # fmt: skip
+    p.add_argument("--collect-only", action="store_true", help="only gather claims and rewrite the gallery")
+    return p
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    params: dict[str, Any] = {"preset": args.preset}
+    for name, value in args.param:
+        if not name.isidentifier():
+            parser.error(f"-p: parameter name must be a Python identifier, got {name!r}")
+        if name == "preset":
+            parser.error("-p: set the preset with --preset smoke|full")
+        params[name] = parse_value(value)
+    args.params = params
+    if args.timeout <= 0:
+        parser.error(f"--timeout must be > 0 seconds, got {args.timeout}")
+    if not args.notebooks.is_dir():
+        parser.error(f"--notebooks: no such folder {args.notebooks}")
+    args.out = (args.out if args.out is not None else figures_dir()).resolve()
+    args.build = args.build.resolve()
+    return args
+
+
+def discover(folder: Path, only: list[str] | None) -> tuple[list[Path], list[Path]]:
+    """All ``NN_*.ipynb`` in ``folder`` (sorted) and the subset selected by ``--only``."""
+    notebooks = sorted(folder.glob(NOTEBOOK_GLOB))
+    if only is None:
+        return notebooks, notebooks
+    by_name = {nb.stem: nb for nb in notebooks}
+    unknown = [n for n in only if n.removesuffix(".ipynb") not in by_name]
+    if unknown:
+        print(f"make_figures.py: error: --only: no notebook named {unknown}; available: {sorted(by_name)}",
+              file=sys.stderr)  # fmt: skip
+        raise SystemExit(2)
+    return notebooks, [by_name[n.removesuffix(".ipynb")] for n in only]
+
+
+# ----------------------------------------------------------------------------------------------
+# Resume stamps
+# ----------------------------------------------------------------------------------------------
+def stamp_inputs(nb: Path, params: dict[str, Any], out: Path, source_hash: str) -> dict[str, Any]:
+    """Everything a notebook's outputs depend on (the resume key is the hash of this dict)."""
+    return {
+        "stamp_version": STAMP_VERSION,
+        "notebook": nb.stem,
+        "notebook_sha256": sha256_file(nb),
+        "params": params,
+        "preset": params["preset"],
+        "source_trees": source_hash,
+        "versions": package_versions(),
+        "out": str(out),
+    }
+
+
+def up_to_date(stamp_path: Path, key: str, out: Path) -> dict[str, Any] | None:
+    """The stamp when it matches ``key`` and every output it lists is unchanged; otherwise None."""
+    try:
+        stamp = json.loads(stamp_path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+    if stamp.get("key") != key:
+        return None
+    for rel, digest in stamp.get("outputs", {}).items():
+        path = out / rel
+        if not path.is_file() or sha256_file(path) != digest:
+            return None
+    return stamp
+
+
+# ----------------------------------------------------------------------------------------------
+# Running one notebook
+# ----------------------------------------------------------------------------------------------
+def kernel_env(staging: Path) -> dict[str, str]:
+    """Environment of the papermill process and its kernel."""
+    env = dict(os.environ)
+    share = Path(sys.prefix) / "share" / "jupyter"  # this venv's kernelspecs come first
+    env["JUPYTER_PATH"] = os.pathsep.join([str(share), *filter(None, [os.environ.get("JUPYTER_PATH")])])
+    env["WORKBENCH_FIGURES"] = str(staging)
+    env["MPLBACKEND"] = "agg"
+    env.setdefault("TQDM_DISABLE", "1")
+    env.setdefault("PYTHONHASHSEED", "0")
+    env.setdefault("JUPYTER_PLATFORM_DIRS", "1")
+    env.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
+    return env
+
+
+def papermill_command(nb: Path, executed: Path, params: dict[str, Any]) -> list[str]:
+    encoded = base64.b64encode(json.dumps(params, sort_keys=True).encode()).decode()
+    return [
+        sys.executable, "-m", "papermill", str(nb), str(executed),
+        "--kernel", "python3", "--cwd", str(nb.parent), "--parameters_base64", encoded,
+        "--no-progress-bar", "--log-output", "--request-save-on-cell-execute",
+    ]  # fmt: skip
+
+
+def execute(cmd: list[str], env: dict[str, str], log: Path, timeout: float) -> tuple[int | None, float]:
+    """Run ``cmd`` in its own process group; return (exit code or None on timeout, wall seconds).
+
+    On timeout or interruption the whole group (papermill and its kernel) is killed.
+    """
+    log.parent.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    with open(log, "wb") as logf:
+        proc = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        try:
+            rc: int | None = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            rc = None
+        except BaseException:  # Ctrl-C: do not leave a kernel behind
+            _kill_group(proc)
+            raise
+    return rc, time.perf_counter() - t0
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
+def describe_failure(nb: Path, executed: Path, log: Path, timed_out: float | None) -> str:
+    """One line: which cell of the committed notebook failed, its first source line, the error."""
+    where, what = None, None
+    try:
+        import nbformat
+
+        ran = nbformat.read(executed, as_version=4)
+    except Exception:  # no executed copy: the kernel never started, or papermill itself failed
+        ran = None
+    if ran is not None:
+        index = -1
+        for cell in ran.cells:
+            if SKIP_TAGS & set(cell.get("metadata", {}).get("tags", [])):
+                continue
+            index += 1
+            state = cell.get("metadata", {}).get("papermill", {}).get("status")
+            errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+            if errors or state in ("failed", "running"):
+                first = next((ln.strip() for ln in cell.source.splitlines() if ln.strip()), "")
+                where = f"cell {index} (`{first[:80]}`)"
+                if errors:
+                    what = f"{errors[0].get('ename', 'Error')}: {errors[0].get('evalue', '')}".strip()
+                break
+    if timed_out is not None:
+        what = f"timed out after {timed_out:g} s" + (" while running it" if where else "")
+    if what is None:
+        what = _log_tail(log)
+    rel = _display(nb)
+    return f"{rel} {where}: {what}" if where else f"{rel}: {what}"
+
+
+def _log_tail(log: Path) -> str:
+    try:
+        lines = [ln.strip() for ln in log.read_text(errors="replace").splitlines() if ln.strip()]
+    except OSError:
+        return "failed (no log)"
+    return (lines[-1] if lines else "failed (empty log)") + f" (log: {_display(log)})"
+
+
+def _display(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(REPO))
+    except ValueError:
+        return str(path)
+
+
+def promote(name: str, staging: Path, out: Path) -> list[str]:
+    """Move a finished notebook's files from ``staging`` into ``out`` and drop its stale files.
+
+    Every file is copied atomically. A figure that another notebook already owns is an error (two
+    notebooks would overwrite each other's figure). Returns the promoted file names, sorted.
+    """
+    produced = sorted(p.name for p in staging.iterdir() if p.is_file())
+    for fname in produced:
+        if fname.endswith(".json") and not fname.endswith(".claims.json"):
+            mine = _read_json(staging / fname)
+            theirs = _read_json(out / fname)
+            if mine.get("kind") == "figure" and mine.get("notebook") != name:
+                raise RuntimeError(f"{name} wrote figure {fname!r} for notebook {mine.get('notebook')!r}")
+            if theirs.get("kind") == "figure" and theirs.get("notebook") not in (None, name):
+                raise RuntimeError(f"figure {fname!r} of {name} is already written by {theirs['notebook']}")
+        if fname.endswith(".claims.json") and fname != f"{name}.claims.json":
+            raise RuntimeError(
+                f"{name} saved its ledger as {fname!r}; use save_ledger(led, notebook={name!r})"
+            )
+    # stale files: figures this notebook wrote before but not now
+    for sidecar in sorted(out.glob("*.json")):
+        meta = _read_json(sidecar)
+        if meta.get("kind") == "figure" and meta.get("notebook") == name and sidecar.name not in produced:
+            for entry in meta.get("files", {}).values():
+                (out / entry["path"]).unlink(missing_ok=True)
+            sidecar.unlink(missing_ok=True)
+    if f"{name}.claims.json" not in produced:
+        (out / f"{name}.claims.json").unlink(missing_ok=True)
+    for fname in produced:
+        atomic_write_bytes(out / fname, (staging / fname).read_bytes())
+    return produced
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        value = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def run_notebook(nb: Path, params: dict[str, Any], args: argparse.Namespace, source_hash: str) -> NotebookRun:
+    name = nb.stem
+    check_name("notebook", name)
+    run = NotebookRun(name=name, path=_display(nb))
+    inputs = stamp_inputs(nb, params, args.out, source_hash)
+    run.key = content_hash(inputs, length=64)
+    stamp_path = args.build / "stamps" / f"{name}.json"
+    if not args.force and (stamp := up_to_date(stamp_path, run.key, args.out)) is not None:
+        run.status, run.wall_s, run.outputs = "up to date", stamp.get("wall_s"), sorted(stamp["outputs"])
+        return run
+    staging = args.build / "staging" / name
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    executed = args.build / "notebooks" / f"{name}.ipynb"
+    executed.parent.mkdir(parents=True, exist_ok=True)
+    executed.unlink(missing_ok=True)
+    log = args.build / "logs" / f"{name}.log"
+    run.executed, run.log = _display(executed), _display(log)
+    rc, run.wall_s = execute(papermill_command(nb, executed, params), kernel_env(staging), log, args.timeout)
+    if rc != 0:
+        run.status = "failed"
+        run.error = describe_failure(nb, executed, log, args.timeout if rc is None else None)
+        return run
+    try:
+        run.outputs = promote(name, staging, args.out)
+    except RuntimeError as err:
+        run.status, run.error = "failed", f"{_display(nb)}: {err}"
+        return run
+    shutil.rmtree(staging, ignore_errors=True)
+    outputs = {f: sha256_file(args.out / f) for f in run.outputs}
+    atomic_write_json(
+        stamp_path, {"key": run.key, "inputs": inputs, "outputs": outputs, "wall_s": run.wall_s}
+    )
+    run.status = "ran"
+    return run
+
+
+# ----------------------------------------------------------------------------------------------
+# Claims and gallery
+# ----------------------------------------------------------------------------------------------
+def collect(notebooks: list[Path], out: Path) -> dict[str, Any]:
+    """Gather each notebook's ledger and figure sidecars from ``out`` (notebook order, then file name)."""
+    figures: dict[str, list[dict[str, Any]]] = {nb.stem: [] for nb in notebooks}
+    for sidecar in sorted(out.glob("*.json")):
+        meta = _read_json(sidecar)
+        if meta.get("kind") == "figure" and meta.get("notebook") in figures:
+            figures[meta["notebook"]].append(meta)
+    ledgers: dict[str, Ledger | None] = {}
+    for nb in notebooks:
+        path = out / f"{nb.stem}.claims.json"
+        ledgers[nb.stem] = Ledger.load(path) if path.is_file() else None
+    return {"figures": figures, "ledgers": ledgers}
+
+
+def tally(ledgers: dict[str, Ledger | None]) -> dict[str, int]:
+    counts = dict.fromkeys(STATUSES, 0)
+    for led in ledgers.values():
+        if led is None:
+            continue
+        for status, n in led.summary().items():
+            counts[status] += n
+    return counts
+
+
+def claims_document(ledgers: dict[str, Ledger | None]) -> dict[str, Any]:
+    failing = [f"{c.context}/{c.name}" for led in ledgers.values() if led for c in led.failed]
+    return {
+        "summary": tally(ledgers),
+        "failing": failing,
+        "notebooks": {name: led.to_dict() for name, led in ledgers.items() if led is not None},
+    }
+
+
+def _cell(text: Any) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _claims_table(claims: list[Claim]) -> list[str]:
+    rows = ["| status | claim | statement | measured | source |", "|---|---|---|---|---|"]
+    for c in claims:
+        measured = "" if c.measured is None else f"{c.measured:.6g}"
+        statement = c.statement + (f" (deviation: {c.deviation_reason})" if c.status == "deviation" else "")
+        rows.append(f"| {c.status} | `{_cell(c.context)}/{_cell(c.name)}` | {_cell(statement)} | {measured} "
+                    f"| {_cell(c.source)} |")  # fmt: skip
+    return rows
+
+
+def _tally_text(counts: dict[str, int]) -> str:
+    return ", ".join(f"{n} {status.replace('_', ' ')}" for status, n in counts.items())
+
+
+def gallery(notebooks: list[Path], collected: dict[str, Any]) -> str:
+    """The ``README.md`` of the figures folder. Deterministic: no dates, no wall times."""
+    ledgers, figures = collected["ledgers"], collected["figures"]
+    lines = [
+        "# Figures",
+        "",
+        "Generated by `make figures` (`python scripts/make_figures.py`); do not edit by hand.",
+        "Each figure has a JSON sidecar with its provenance (commit, parameters, package versions, inputs);",
+        "`claims.json` holds every claim checked by the notebooks.",
+        "",
+        f"**Claims: {_tally_text(tally(ledgers))}.**",
+        "",
+    ]
+    for nb in notebooks:
+        name = nb.stem
+        led, figs = ledgers[name], figures[name]
+        lines += [f"## {name}", ""]
+        if led is None and not figs:
+            lines += ["_Not rendered yet._", ""]
+            continue
+        params = figs[0]["params"] if figs else ({"preset": led.preset} if led else {})
+        shown = ", ".join(f"`{k}={json.dumps(v)}`" for k, v in sorted(params.items()))
+        lines += [f"Notebook `{_display(nb)}`; parameters: {shown}.", ""]
+        if led is not None:
+            lines += [f"Claims: {_tally_text(led.summary())}.", ""]
+        else:
+            lines += ["_No claims ledger saved (call `save_ledger`)._", ""]
+        claims = led.claims if led is not None else []
+        for meta in figs:
+            fig = meta["figure"]
+            image = meta["files"].get("png", next(iter(meta["files"].values()), {})).get("path", "")
+            lines += [f"### {fig}", "", f"![{fig}]({image})", ""]
+            if meta.get("caption"):
+                lines += [meta["caption"], ""]
+            mine = [c for c in claims if c.figure == fig]
+            if mine:
+                lines += [*_claims_table(mine), ""]
+        shown_figs = {m["figure"] for m in figs}
+        rest = [c for c in claims if c.figure not in shown_figs]
+        if rest:
+            lines += [f"### Other claims of {name}", "", *_claims_table(rest), ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def write_collection(notebooks: list[Path], out: Path) -> list[Claim]:
+    """Write ``claims.json`` and ``README.md`` into ``out``; return the failing claims."""
+    collected = collect(notebooks, out)
+    atomic_write_json(out / "claims.json", claims_document(collected["ledgers"]))
+    atomic_write_text(out / "README.md", gallery(notebooks, collected))
+    led_values = [led for led in collected["ledgers"].values() if led is not None]
+    counts = tally(collected["ledgers"])
+    print(f"claims: {_tally_text(counts)}")
+    for led in led_values:
+        for c in led.claims:
+            if c.status in ("deviation", "not_evaluated"):
+                print("  " + c.line())
+    return [c for led in led_values for c in led.failed]
+
+
+# ----------------------------------------------------------------------------------------------
+# Modes
+# ----------------------------------------------------------------------------------------------
+def prepare_only(notebooks: list[Path], params: dict[str, Any], dest: Path) -> int:
+    """Write each notebook with ``params`` injected (papermill's prepare-only) into ``dest``."""
+    import papermill
+
+    dest.mkdir(parents=True, exist_ok=True)
+    for nb in notebooks:
+        papermill.execute_notebook(
+            str(nb), str(dest / nb.name), parameters=params, prepare_only=True,
+            kernel_name="python3", progress_bar=False, log_output=False,
+        )  # fmt: skip
+        print(f"prepared {dest / nb.name}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    notebooks, selected = discover(args.notebooks, args.only)
+    if args.prepare_only is not None:
+        return prepare_only(selected, args.params, args.prepare_only.resolve())
+    args.out.mkdir(parents=True, exist_ok=True)
+    if args.collect_only:
+        failing = write_collection(notebooks, args.out)
+        return _report_failures([], failing)
+
+    t0 = time.perf_counter()
+    source_hash = tree_hash(args.sources)
+    runs: list[NotebookRun] = []
+    params_text = " ".join(f"{k}={json.dumps(v)}" for k, v in sorted(args.params.items()))
+    print(f"make_figures: {len(selected)} notebook(s), {params_text}, out {args.out}")
+    for i, nb in enumerate(selected, 1):
+        print(f"[{i}/{len(selected)}] {nb.stem} ... ", end="", flush=True)
+        run = run_notebook(nb, args.params, args, source_hash)
+        runs.append(run)
+        wall = f" ({run.wall_s:.1f} s)" if run.status != "up to date" and run.wall_s is not None else ""
+        print(f"{run.status}{wall}" if run.status != "failed" else f"FAILED{wall}", flush=True)
+    failing = write_collection(notebooks, args.out)
+    total = time.perf_counter() - t0
+    manifest = {
+        "params": args.params,
+        "out": str(args.out),
+        "notebooks_dir": str(args.notebooks.resolve()),
+        "total_wall_s": total,
+        "notebooks": {r.name: r.__dict__ for r in runs},
+        "failing_claims": [f"{c.context}/{c.name}" for c in failing],
+    }
+    atomic_write_json(args.build / "manifest.json", manifest)
+    print(f"wall time {total:.1f} s; manifest {_display(args.build / 'manifest.json')}")
+    return _report_failures(runs, failing)
+
+
+def _report_failures(runs: list[NotebookRun], failing: list[Claim]) -> int:
+    broken = [r for r in runs if r.status == "failed"]
+    for r in broken:
+        print(f"error: {r.error}", file=sys.stderr)
+        if r.executed:
+            print(f"       executed copy: {r.executed}; log: {r.log}", file=sys.stderr)
+    if failing:
+        print(f"error: {len(failing)} claim(s) failed:", file=sys.stderr)
+        for c in failing:
+            print("  " + c.line(), file=sys.stderr)
+    return 1 if (broken or failing) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,270 @@
+"""`scripts/make_figures.py` end to end: rendering, failing claims, failing cells, resume, timeouts.
+
+Every run writes into pytest's temporary folders (``--out`` and ``--build``); the committed
+``figures/`` folder is never touched.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from analysis.ledger import Ledger
+from analysis.paths import REPO
+
+SCRIPT = REPO / "scripts" / "make_figures.py"
+# one BLAS/OpenMP thread per notebook: on a shared 2-core machine spinning threads double the run time
+ENV = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
+
+
+def make_figures(*args, timeout: float = 900) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=REPO,
+        env=ENV,
+    )
+
+
+def write_notebook(path: Path, params: str, *cells: str) -> Path:
+    """A notebook whose first code cell (tagged ``parameters``) is ``params``, then ``cells``."""
+    nb = nbformat.v4.new_notebook()
+    first = nbformat.v4.new_code_cell(params)
+    first.metadata["tags"] = ["parameters"]
+    nb.cells = [
+        nbformat.v4.new_markdown_cell(f"# {path.stem}"),
+        first,
+        *map(nbformat.v4.new_code_cell, cells),
+    ]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, path)
+    return path
+
+
+PARAMS = 'preset: str = "full"  # smoke | full\nexpected_prefix: str = ""  # sys.prefix the kernel must have'
+
+OK = """\
+import sys
+# the kernel is this environment's python (make_figures injects our sys.prefix)
+assert sys.prefix == expected_prefix, (sys.prefix, expected_prefix)
+import matplotlib.pyplot as plt
+from analysis.ledger import Ledger
+from analysis.plotting import save_figure, save_ledger
+led = Ledger("01_ok", preset=preset)
+led.close("one", measured=1.0, expected=1.0, source="arithmetic", figure="ok_line")
+fig, ax = plt.subplots()
+ax.plot([0, 1], [0, 1])
+save_figure(fig, "ok_line", notebook="01_ok", params={"preset": preset}, ledger=led)
+save_ledger(led, notebook="01_ok")"""
+
+BAD_CLAIM = """\
+from analysis.ledger import Ledger
+from analysis.plotting import save_ledger
+led = Ledger("02_badclaim", preset=preset)
+led.close("wrong", measured=2.0, expected=1.0, rtol=0.1, source="arithmetic")
+led.close("known_gap", measured=2.0, expected=1.0, source="arithmetic", deviation="tiny model")
+led.close("big_only", measured=2.0, expected=1.0, source="arithmetic", requires_full=True)
+save_ledger(led, notebook="02_badclaim")"""
+
+
+@pytest.fixture(scope="module")
+def throwaway(tmp_path_factory):
+    """Three notebooks: one fine, one with a failing claim, one whose fourth cell raises."""
+    root = tmp_path_factory.mktemp("pipeline")
+    nbs = root / "notebooks"
+    nbs.mkdir()
+    # stamps depend on this stand-in for analysis/ and probes/, so edits there cannot disturb the test
+    (root / "src").mkdir()
+    (root / "src" / "lib.py").write_text("x = 1\n")
+    write_notebook(nbs / "01_ok.ipynb", PARAMS, OK)
+    write_notebook(nbs / "02_badclaim.ipynb", PARAMS, BAD_CLAIM)
+    write_notebook(nbs / "03_raises.ipynb", PARAMS, "x = 1", "y = x / 0  # deliberate\nprint(y)")
+    return root
+
+
+def _args(root: Path, *extra) -> list:
+    return ["--preset", "smoke", "--notebooks", root / "notebooks", "--out", root / "figs",
+            "--build", root / "build", "--sources", root / "src", "-p", "expected_prefix", sys.prefix,
+            *extra]  # fmt: skip
+
+
+@pytest.mark.slow
+def test_failures_are_reported_and_resume_skips_finished(throwaway):
+    root = throwaway
+    first = make_figures(*_args(root))
+    assert first.returncode == 1, first.stdout + first.stderr
+    err = first.stderr
+    # the failing cell is named by its index in the committed notebook and its first line
+    assert "03_raises.ipynb cell 3 (`y = x / 0  # deliberate`): ZeroDivisionError: division by zero" in err
+    # the failing claim is listed; deviations and not-evaluated claims are not fatal
+    assert "02_badclaim/wrong" in err
+    assert "known_gap" not in err and "big_only" not in err
+    assert "[DEVN] 02_badclaim/known_gap" in first.stdout and "[N/E ] 02_badclaim/big_only" in first.stdout
+
+    figs = root / "figs"
+    for name in ("ok_line.png", "ok_line.svg", "ok_line.json", "01_ok.claims.json", "02_badclaim.claims.json",
+                 "claims.json", "README.md"):  # fmt: skip
+        assert (figs / name).is_file(), name
+    claims = json.loads((figs / "claims.json").read_text())
+    assert claims["failing"] == ["02_badclaim/wrong"]
+    assert claims["summary"] == {"pass": 1, "fail": 1, "deviation": 1, "not_evaluated": 1}
+    gallery = (figs / "README.md").read_text()
+    assert "1 pass, 1 fail, 1 deviation, 1 not evaluated" in gallery
+    assert "![ok_line](ok_line.png)" in gallery and "## 03_raises" in gallery
+    manifest = json.loads((root / "build" / "manifest.json").read_text())
+    assert manifest["total_wall_s"] > 0
+    assert {n: r["status"] for n, r in manifest["notebooks"].items()} == {
+        "01_ok": "ran", "02_badclaim": "ran", "03_raises": "failed"}  # fmt: skip
+    assert all(r["wall_s"] > 0 for r in manifest["notebooks"].values())
+    assert (root / "build" / "notebooks" / "03_raises.ipynb").is_file()  # executed copy, with the traceback
+
+    # resume: finished notebooks are skipped, the failed one runs again
+    before = (figs / "ok_line.png").stat().st_mtime_ns
+    second = make_figures(*_args(root))
+    assert second.returncode == 1
+    assert "01_ok ... up to date" in second.stdout and "02_badclaim ... up to date" in second.stdout
+    assert "03_raises ... FAILED" in second.stdout
+    assert (figs / "ok_line.png").stat().st_mtime_ns == before
+
+    # --force re-runs; a changed parameter re-runs too
+    # --force re-runs; so does an edited output (see test_resume_key for what else invalidates a stamp)
+    third = make_figures(*_args(root, "--only", "01_ok", "--force"))
+    assert "01_ok ... ran" in third.stdout, third.stdout + third.stderr
+    (figs / "ok_line.svg").write_text("<svg/>")
+    fourth = make_figures(*_args(root, "--only", "01_ok"))
+    assert "01_ok ... ran" in fourth.stdout
+    assert (figs / "ok_line.svg").read_text() != "<svg/>"
+    # a change in the library sources makes it out of date
+    (root / "src" / "lib.py").write_text("x = 2\n")
+    fifth = make_figures(*_args(root, "--only", "01_ok"))
+    assert "01_ok ... ran" in fifth.stdout
+
+
+@pytest.mark.slow
+def test_timeout_kills_the_notebook(tmp_path):
+    nbs = tmp_path / "notebooks"
+    nbs.mkdir()
+    write_notebook(
+        nbs / "01_sleep.ipynb", 'preset: str = "full"  # smoke | full', "import time\ntime.sleep(600)"
+    )
+    t0 = time.perf_counter()
+    res = make_figures("--notebooks", nbs, "--out", tmp_path / "figs", "--build", tmp_path / "build",
+                       "--preset", "smoke", "--timeout", "3")  # fmt: skip
+    assert time.perf_counter() - t0 < 60
+    assert res.returncode == 1
+    assert "01_sleep.ipynb" in res.stderr and "timed out after 3 s" in res.stderr
+
+
+@pytest.mark.slow
+def test_smoke_preset_renders_every_committed_notebook(tmp_path):
+    """The committed notebooks regenerate their figures, sidecars, ledgers, claims.json and gallery."""
+    committed = REPO / "figures"
+    snapshot = (
+        sorted((p.name, p.stat().st_mtime_ns) for p in committed.iterdir()) if committed.exists() else None
+    )
+    out, build = tmp_path / "figs", tmp_path / "build"
+    res = make_figures("--preset", "smoke", "--out", out, "--build", build)
+    assert res.returncode == 0, res.stdout + res.stderr
+    notebooks = sorted((REPO / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    assert notebooks
+    claims = json.loads((out / "claims.json").read_text())
+    assert set(claims["notebooks"]) == {nb.stem for nb in notebooks}
+    assert claims["failing"] == []
+    gallery = (out / "README.md").read_text()
+    sidecars = [json.loads(p.read_text()) for p in out.glob("*.json") if not p.name.endswith("claims.json")]
+    sidecars = [s for s in sidecars if s.get("kind") == "figure"]
+    for nb in notebooks:
+        assert Ledger.load(out / f"{nb.stem}.claims.json").preset == "smoke"
+        assert f"## {nb.stem}" in gallery
+    for side in sidecars:
+        assert side["preset"] == "smoke"
+        for entry in side["files"].values():
+            assert (out / entry["path"]).is_file()
+        assert f"![{side['figure']}]({side['figure']}.png)" in gallery
+    assert {s["notebook"] for s in sidecars} <= {nb.stem for nb in notebooks}
+    manifest = json.loads((build / "manifest.json").read_text())
+    assert set(manifest["notebooks"]) == {nb.stem for nb in notebooks}
+    after = (
+        sorted((p.name, p.stat().st_mtime_ns) for p in committed.iterdir()) if committed.exists() else None
+    )
+    assert after == snapshot, "the committed figures/ folder must not change"
+
+
+def test_prepare_only_injects_parameters(tmp_path):
+    """The copies nbval executes carry the injected preset (and any -p) after the parameters cell."""
+    res = make_figures(
+        "--preset", "smoke", "--only", "00_overview", "-p", "seed", "3", "--prepare-only", tmp_path
+    )
+    assert res.returncode == 0, res.stderr
+    nb = nbformat.read(tmp_path / "00_overview.ipynb", as_version=4)
+    tags = [c.metadata.get("tags", []) for c in nb.cells]
+    i = next(i for i, t in enumerate(tags) if "parameters" in t)
+    assert "injected-parameters" in tags[i + 1]
+    assert 'preset = "smoke"' in nb.cells[i + 1].source and "seed = 3" in nb.cells[i + 1].source
+    assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--preset", "huge"],
+        ["-p", "preset", "full"],
+        ["-p", "1x", "2"],
+        ["--timeout", "0"],
+        ["--only", "99_nope"],
+    ],
+)
+def test_bad_command_line(args, tmp_path):
+    res = make_figures(*args, "--out", tmp_path / "figs", "--build", tmp_path / "build")
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert not (tmp_path / "build").exists()
+
+
+@pytest.fixture(scope="module")
+def script():
+    """scripts/make_figures.py imported as a module (it is not part of a package)."""
+    spec = importlib.util.spec_from_file_location("make_figures_under_test", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up here
+    try:
+        spec.loader.exec_module(module)
+        yield module
+    finally:
+        sys.modules.pop(spec.name, None)
+
+
+def test_resume_key(script, tmp_path):
+    """The key changes with the notebook, the parameters, the preset, the sources and the output folder."""
+    nb = write_notebook(tmp_path / "01_a.ipynb", PARAMS, "x = 1")
+
+    def key(params=None, out=tmp_path / "figs", source="src"):
+        inputs = script.stamp_inputs(nb, params or {"preset": "smoke"}, out, source)
+        return script.content_hash(inputs, length=64)
+
+    k = key()
+    assert key() == k
+    assert key({"preset": "full"}) != k
+    assert key({"preset": "smoke", "seed": 1}) != k
+    assert key(source="other") != k
+    assert key(out=tmp_path / "elsewhere") != k
+    write_notebook(nb, PARAMS, "x = 2")
+    assert key() != k
+
+
+def test_parameter_values_are_typed(script):
+    parse = script.parse_value
+    assert parse("3") == 3 and isinstance(parse("3"), int)
+    assert parse("0.5") == 0.5
+    assert parse("true") is True and parse("False") is False and parse("None") is None
+    assert parse("[1, 2]") == [1, 2]
+    assert parse("softmax") == "softmax"

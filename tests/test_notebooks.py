@@ -1,0 +1,104 @@
+"""Committed notebooks: clean (no outputs), a proper `parameters` cell, and parameters that matter.
+
+Executing the notebooks as tests is nbval's job (see the Makefile target ``nbval``); here the overview
+notebook is executed through papermill (via ``scripts/make_figures.py``) with two injected values of
+``n_layers`` to prove that injected parameters change what a notebook computes.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import json
+import os
+import subprocess
+import sys
+import tokenize
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from analysis.ledger import Ledger
+from analysis.paths import NOTEBOOKS, REPO
+
+ALL = sorted(NOTEBOOKS.glob("*.ipynb"))
+NUMBERED = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+# one BLAS/OpenMP thread per notebook: on a shared 2-core machine spinning threads double the run time
+ENV = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
+
+
+def test_there_are_notebooks():
+    assert (NOTEBOOKS / "00_overview.ipynb") in NUMBERED
+    assert ALL == NUMBERED, "notebooks must be named NN_name.ipynb so make figures finds them"
+
+
+@pytest.mark.parametrize("path", ALL, ids=lambda p: p.stem)
+def test_committed_without_outputs(path):
+    nb = nbformat.read(path, as_version=4)
+    nbformat.validate(nb)
+    assert "papermill" not in nb.metadata, "strip papermill metadata before committing"
+    assert "widgets" not in nb.metadata
+    for i, cell in enumerate(nb.cells):
+        assert "papermill" not in cell.metadata and "execution" not in cell.metadata, f"cell {i} metadata"
+        assert not {"injected-parameters", "papermill-error-cell-tag"} & set(cell.metadata.get("tags", []))
+        if cell.cell_type == "code":
+            assert cell.outputs == [], f"cell {i} has outputs"
+            assert cell.execution_count is None, f"cell {i} has an execution count"
+
+
+def _parameters_cell(nb):
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert code, "a notebook needs code cells"
+    return code[0]
+
+
+@pytest.mark.parametrize("path", ALL, ids=lambda p: p.stem)
+def test_parameters_cell(path):
+    """First code cell tagged `parameters`: only `name: type = literal  # comment` lines, incl. preset."""
+    cell = _parameters_cell(nbformat.read(path, as_version=4))
+    assert "parameters" in cell.metadata.get("tags", []), "first code cell must be tagged 'parameters'"
+    tree = ast.parse(cell.source)
+    names = {}
+    for stmt in tree.body:
+        assert isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name), (
+            f"parameters cell: line {stmt.lineno} must be `name: type = value`; derived values go in the next cell"
+        )
+        names[stmt.target.id] = ast.literal_eval(stmt.value)  # a literal, so papermill can override it
+    comments = {tok.start[0] for tok in tokenize.generate_tokens(io.StringIO(cell.source).readline)
+                if tok.type == tokenize.COMMENT}  # fmt: skip
+    for stmt in tree.body:
+        assert stmt.lineno in comments, f"parameter {stmt.target.id!r} needs a comment saying what it is"
+    assert names.get("preset") == "full", 'every notebook has `preset: str = "full"  # smoke | full`'
+
+
+def _render_overview(tmp_path: Path, n_layers: int) -> Path:
+    out = tmp_path / f"figs_{n_layers}"
+    res = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "make_figures.py"), "--preset", "smoke", "--only", "00_overview",
+         "-p", "n_layers", str(n_layers), "--out", str(out), "--build", str(tmp_path / f"build_{n_layers}")],
+        capture_output=True, text=True, timeout=600, cwd=REPO, env=ENV,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stdout + res.stderr
+    return out
+
+
+@pytest.mark.slow
+def test_injected_parameters_change_the_results(tmp_path):
+    """n_layers injected by papermill sets the depth: one identity claim pair per layer, one RMS per block."""
+    results = {}
+    for n_layers in (1, 3):
+        out = _render_overview(tmp_path, n_layers)
+        led = Ledger.load(out / "00_overview.claims.json")
+        side = json.loads((out / "overview_residual_rms.json").read_text())
+        results[n_layers] = (led, side, (out / "overview_residual_rms.png").read_bytes())
+    for n_layers, (led, side, _) in results.items():
+        assert led.preset == "smoke" and side["params"]["n_layers"] == n_layers and side["preset"] == "smoke"
+        layers = sorted(c.name.removeprefix("uniform_pattern_L") for c in led.claims
+                        if c.name.startswith("uniform_pattern_L"))  # fmt: skip
+        assert layers == [str(i) for i in range(n_layers)]
+        assert all(c.status == "pass" for c in led.claims), led.report()
+    # the residual stream of a 3-block Pre-LN model grows further than that of a 1-block model
+    growth = {n: led["pre_ln_rms_grows"].measured for n, (led, _, _) in results.items()}
+    assert growth[3] > growth[1] > 1.0
+    assert results[1][2] != results[3][2]
