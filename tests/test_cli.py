@@ -265,7 +265,8 @@ def test_cache_option(fake, capsys, tmp_path):
 def test_list_show_and_help(fake, capsys):
     rc, out, _ = run_main(capsys, "list")
     assert rc == 0
-    assert "clifake  Sum of the first n squares (or integers) against its closed form." in out.splitlines()
+    rows = {line.split(maxsplit=1)[0]: line.split(maxsplit=1)[1] for line in out.splitlines()}
+    assert rows["clifake"] == "Sum of the first n squares (or integers) against its closed form."
     rc, out, _ = run_main(capsys, "show", "clifake")
     assert rc == 0
     assert "--layers LIST[INT]  (default 0,1)" in out

@@ -1035,6 +1035,27 @@ def eta_from_lsa_weights(
     }
 
 
+def lsa_linear_part(weights: Mapping[str, ArrayLike], N: int) -> np.ndarray:
+    r"""The whole y-linear part G of one LSA layer's prediction, yhat_lin = x_q^T G h.
+
+    :func:`eta_from_lsa_weights` reads G from the GD path r_y M_xx only. With U = P W_V (y-row
+    r = (r_x, r_y)), M = W_K^T W_Q and the query (x_q, 0), the prediction -sum_i (r.e_i)(e_i^T M e_q)
+    has two terms linear in the labels:
+        r_y y_i x_i^T M_xx x_q   and   y_i (r_x.x_i)(M_yx x_q) = y_i x_i^T (r_x M_yx) x_q,
+    with M_yx the y-row of M restricted to x. Hence, with h = (1/N) sum_i y_i x_i,
+        G = -N (r_y M_xx + r_x M_yx)^T.
+    Every other term of the layer is even in the labels (and of the query's own key/value, when the
+    query is visible: y-slot 0 there), so it is uncorrelated with any y-odd predictor.
+    """
+    check_int("N", N, minimum=1)
+    WK, WQ, WV, P = (np.asarray(weights[k], dtype=np.float64) for k in ("W_K", "W_Q", "W_V", "P"))
+    U = P @ WV  # (D, D)
+    M = WK.T @ WQ  # (D, D)
+    d = M.shape[0] - 1
+    r_x, r_y = U[d, :d], U[d, d]
+    return -N * (r_y * M[:d, :d] + np.outer(r_x, M[d, :d])).T
+
+
 __all__ = [
     "X_DISTS",
     "UNIFORM_V",
@@ -1077,4 +1098,5 @@ __all__ = [
     "fit_eta",
     "fit_preconditioner",
     "eta_from_lsa_weights",
+    "lsa_linear_part",
 ]

@@ -1,0 +1,239 @@
+r"""Signal propagation at initialisation: closed forms for our ``fan_in`` initialisation, and the metrics.
+
+Everything here is float64 and model-free: it is the theory side of the ``signal_propagation`` probe
+(issue 6). Notation: ``d`` model width, ``x_l`` the residual stream after block ``l`` (``x_0`` the
+embedding), ``m_l = E[x_l^2]`` its second moment per coordinate (the "residual variance": every
+coordinate has mean zero over the weight draw), ``N`` a LayerNorm with gain 1 and no bias, so that
+``|N(x)|^2 = d sigma^2 / (sigma^2 + eps)`` exactly, with ``sigma^2`` the variance of ``x`` over its features.
+
+Initialisation (``ModelConfig(init="fan_in")``): every ``nn.Linear`` weight is ``N(0, 1/fan_in)``, token
+embeddings ``N(0, 1)``, so ``m_0 = 1``.
+
+1. Branches are uncorrelated with the stream. Every branch ends in a weight matrix (``W_o`` or
+   ``W_out``) that is drawn independently of everything before it and enters the branch output
+   *oddly* (flipping its sign flips the output, also after Peri-LN's output norm). So
+   ``E[x . F(x)] = 0`` and the second moments add: ``m_{l+1} = m_l + E|F_attn|^2/d + E|F_mlp|^2/d``.
+
+2. MLP branch of a Pre-LN block. Its input ``u = s N(x)`` (``s = 1`` or LayerNorm scaling's
+   ``1/sqrt(l)``) has ``|u|^2/d = s^2`` (up to eps), so each hidden pre-activation ``h_i = (W_in u)_i``
+   is exactly ``N(0, s^2)`` over the draw of ``W_in``, and ``W_out`` (fan-in ``4d``) averages:
+   ``E|F_mlp|^2/d = E[gelu(s z)^2]``, ``z ~ N(0, 1)``. With ``gelu(x) = x Phi(x)`` (exact erf GELU),
+   integrating by parts (:func:`gelu_second_moment`)::
+
+       E[gelu(s z)^2] = s^2 [ 1/4 + arcsin(s^2/(1+s^2)) / (2 pi) + s^2 / (pi (1+s^2) sqrt(1+2 s^2)) ]
+
+   which at ``s = 1`` is ``1/3 + 1/(2 pi sqrt 3)``.
+
+3. Attention branch. Over the draw of ``W_v`` (fan-in ``d``) and ``W_o`` (fan-in ``H dh``), given the
+   pattern ``A^h`` (which depends on ``W_q, W_k`` only) and the normalised inputs ``u_j``::
+
+       E|F_attn,t|^2 / d = (1/H) sum_h |sum_j A^h_tj u_j|^2 / d  =: a_t      (:func:`attention_branch_moment`)
+
+   ``a_t`` lies in ``[0, s^2]`` (a convex combination of vectors of squared norm ``s^2 d``): it is ``s^2``
+   when all tokens coincide, and ``s^2 sum_j (A_tj)^2`` for orthogonal tokens. It depends on the
+   token correlations, which grow with depth, so it is not a constant: the probe measures it from
+   the pattern and inputs and checks the *sum rule* ``E[m_L] = m_0 + sum_l (a_l + g_l)``
+   (:func:`pre_ln_moment`), plus the closed-form envelope ``m_0 + L g <= m_L <= m_0 + L (1 + g)``.
+   Hence Pre-LN residual variance grows **linearly** in depth at initialisation, not exponentially.
+
+4. Peri-LN: both branch outputs are LayerNorm outputs, ``|.|^2/d = 1`` each (up to eps), so
+   ``E[m_L] = m_0 + 2 L`` (``m_0 + L`` without MLP) exactly (:func:`peri_ln_moment`).
+   Post-LN: the stream is a LayerNorm output, ``m_l = sigma^2/(sigma^2+eps)`` per token, i.e. 1.
+
+5. Last-layer gradient (Xiong et al. 2020, adapted). For Pre-LN the loss sees ``x_L`` only through
+   the final LayerNorm, whose Jacobian is ``(I - 11^T/d - n n^T/d) / sigma_L`` with ``sigma_L ~ sqrt(m_L)``;
+   the last MLP's input is normalised, so its weights' gradients scale as ``m_L^{-1/2}``
+   (:func:`pre_ln_last_layer_gradient_scale`): ``~ L^{-1/2}`` once ``m_L`` is linear in ``L``. In Post-LN
+   the last block's output norm sees a stream of fixed variance whatever ``L``: the last layer's
+   gradient is ``O(1)`` in ``L`` (exponent 0).
+
+6. Jacobian of a Pre-LN block: ``J_l - I`` is the branch Jacobian, which carries the input norm's
+   ``1/sigma_l``, so ``|J_l - I|_F ~ m_l^{-1/2}``: deep Pre-LN blocks approach the identity because
+   the stream grows (the "Curse of Depth" mechanism, here at initialisation and polynomially).
+
+7. Rank collapse (Dong et al. 2021). ``res(X) = X - 1 mean(X)`` (mean over tokens), measured in the
+   composite norm ``|M|_{1,inf} = sqrt(|M|_1 |M|_inf)`` (max column sum times max row sum), relative to
+   ``|X|_{1,inf}`` (:func:`rank_residual`). For pure attention (no skip, MLP or norm) Dong et al. bound
+   ``r_{l+1} <= c r_l^3``, so ``r_l <= c^{(3^l - 1)/2} r_0^{3^l}`` (:func:`dong_bound`): doubly
+   exponential. Its signature is a log-decrement ``log(r_l / r_{l+1})`` that *grows* with ``l``
+   (:func:`log_decrement_growth`); an exponential decay has a constant one.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+from scipy import integrate, stats
+
+# ------------------------------------------------------------------------------------------------
+# MLP and norm closed forms
+# ------------------------------------------------------------------------------------------------
+
+
+def gelu_second_moment(scale: float = 1.0) -> float:
+    r"""``E[gelu(s z)^2]`` for ``z ~ N(0, 1)``, ``gelu(x) = x Phi(x)``, in closed form.
+
+    Derivation: ``E[gelu(sz)^2] = s^2 E[z . z Phi(sz)^2]``; Stein's identity ``E[z f(z)] = E[f'(z)]``
+    gives ``s^2 (E[Phi(sz)^2] + 2 s E[z Phi(sz) phi(sz)])``. ``E[Phi(sz)^2] = P(X_1 <= sZ, X_2 <= sZ)``
+    is a bivariate normal orthant with correlation ``s^2/(1+s^2)``: ``1/4 + arcsin(.)/(2 pi)``.
+    ``phi(sz) phi(z)`` is a Gaussian in ``z`` of variance ``1/(1+s^2)``, and Stein once more gives
+    ``2 s E[z Phi(sz) phi(sz)] = s^2 / (pi (1+s^2) sqrt(1+2 s^2))``.
+    """
+    s2 = float(scale) ** 2
+    return s2 * (
+        0.25 + math.asin(s2 / (1 + s2)) / (2 * math.pi) + s2 / (math.pi * (1 + s2) * math.sqrt(1 + 2 * s2))
+    )
+
+
+def gelu_second_moment_quad(scale: float = 1.0) -> float:
+    """``E[gelu(s z)^2]`` by adaptive quadrature (independent check of :func:`gelu_second_moment`)."""
+
+    def f(z: float) -> float:
+        x = scale * z
+        return (x * stats.norm.cdf(x)) ** 2 * stats.norm.pdf(z)
+
+    value, _ = integrate.quad(f, -np.inf, np.inf, epsabs=1e-14, epsrel=1e-13)
+    return float(value)
+
+
+def layernorm_square_mean(var: np.ndarray | float, eps: float) -> np.ndarray:
+    """``|N(x)|^2 / d = sigma^2 / (sigma^2 + eps)`` for a LayerNorm with gain 1, bias 0."""
+    var = np.asarray(var, dtype=np.float64)
+    return var / (var + eps)
+
+
+def ln_scaling_factor(layer: int) -> float:
+    """LayerNorm scaling (Sun et al. 2025): block ``layer`` (1-based) multiplies its norms' output by 1/sqrt(l)."""
+    if layer < 1:
+        raise ValueError(f"layer must be >= 1 (1-based), got {layer}")
+    return 1.0 / math.sqrt(layer)
+
+
+# ------------------------------------------------------------------------------------------------
+# Residual-variance laws
+# ------------------------------------------------------------------------------------------------
+
+
+def attention_branch_moment(pattern: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+    r"""Conditional second moment per coordinate of the attention branch, ``a_t`` (section 3).
+
+    ``pattern`` (B, H, T, T) attention weights, ``u`` (B, T, d) the attention's input (the norm's
+    output). Returns (B, T): ``(1/H) sum_h |sum_j A^h_tj u_j|^2 / d``, the expectation over ``W_v, W_o``
+    of ``|F_attn,t|^2 / d`` for our fan-in initialisation.
+    """
+    pattern, u = pattern.to(torch.float64), u.to(torch.float64)
+    mixed = torch.einsum("bhtj,bjd->bhtd", pattern, u)  # (B, H, T, d)
+    return mixed.pow(2).sum(-1).mean(1) / u.shape[-1]  # (B, T)
+
+
+def pre_ln_moment(m0: float, attn_terms: np.ndarray, mlp_terms: np.ndarray) -> np.ndarray:
+    """``E[m_l] = m_0 + sum_{k<=l} (a_k + g_k)`` for l = 0..L (section 1): the Pre-LN sum rule.
+
+    ``attn_terms`` (L,) the attention moments ``a_k`` (0 for no attention), ``mlp_terms`` (L,) the MLP
+    moments ``g_k`` (0 without MLP). Returns (L + 1,).
+    """
+    inc = np.asarray(attn_terms, dtype=np.float64) + np.asarray(mlp_terms, dtype=np.float64)
+    return float(m0) + np.concatenate([[0.0], np.cumsum(inc)])
+
+
+def pre_ln_envelope(
+    m0: float, depth: int, mlp: bool = True, ln_scaling: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
+    """Closed-form envelope of the Pre-LN second moment, l = 0..depth: ``a_l`` in ``[0, s_l^2]``.
+
+    Returns ``(lower, upper)`` with ``lower_l = m0 + sum g(s_k)``, ``upper_l = lower_l + sum s_k^2``.
+    """
+    s = np.array([ln_scaling_factor(k) if ln_scaling else 1.0 for k in range(1, depth + 1)])
+    g = np.array([gelu_second_moment(v) if mlp else 0.0 for v in s])
+    lower = float(m0) + np.concatenate([[0.0], np.cumsum(g)])
+    upper = lower + np.concatenate([[0.0], np.cumsum(s**2)])
+    return lower, upper
+
+
+def peri_ln_moment(m0: float, depth: int, mlp: bool = True) -> np.ndarray:
+    """``E[m_l] = m_0 + (sublayers per block) l`` for Peri-LN, l = 0..depth (section 4)."""
+    return float(m0) + (2.0 if mlp else 1.0) * np.arange(depth + 1, dtype=np.float64)
+
+
+def pre_ln_last_layer_gradient_scale(m_last: np.ndarray | float) -> np.ndarray:
+    """Predicted Pre-LN last-layer gradient up to a depth-independent constant: ``m_L^{-1/2}`` (section 5)."""
+    return np.asarray(m_last, dtype=np.float64) ** -0.5
+
+
+POST_LN_LAST_LAYER_EXPONENT = 0.0  # Post-LN: the last layer's gradient does not depend on depth (section 5)
+PRE_LN_GRADIENT_VS_MOMENT_EXPONENT = -0.5  # Pre-LN: gradient ~ m_L^(-1/2) (section 5)
+PRE_LN_JACOBIAN_VS_MOMENT_EXPONENT = -0.5  # Pre-LN: |J_l - I| ~ m_l^(-1/2) (section 6)
+
+
+def loglog_slope(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """Least-squares slope of ``log y`` on ``log x`` and its standard error (needs >= 3 points)."""
+    lx, ly = np.log(np.asarray(x, dtype=np.float64)), np.log(np.asarray(y, dtype=np.float64))
+    if lx.size < 3:
+        raise ValueError(f"need at least 3 points for a slope and its error, got {lx.size}")
+    fit = stats.linregress(lx, ly)
+    return float(fit.slope), float(fit.stderr)
+
+
+# ------------------------------------------------------------------------------------------------
+# Metrics (definitions shared by the probe and its tests)
+# ------------------------------------------------------------------------------------------------
+
+
+def composite_norm(m: torch.Tensor) -> torch.Tensor:
+    """Dong et al.'s ``|M|_{1,inf} = sqrt(|M|_1 |M|_inf)`` of (..., T, d) matrices: max column abs sum
+    times max row abs sum, square-rooted. Returns (...)."""
+    col = m.abs().sum(-2).amax(-1)  # |M|_1: max over columns of the column sums
+    row = m.abs().sum(-1).amax(-1)  # |M|_inf: max over rows of the row sums
+    return (col * row).sqrt()
+
+
+def rank_residual(x: torch.Tensor) -> torch.Tensor:
+    """``|X - 1 mean(X)|_{1,inf} / |X|_{1,inf}`` per sequence of (..., T, d); mean over the T tokens."""
+    x = x.to(torch.float64)
+    res = x - x.mean(-2, keepdim=True)  # (..., T, d)
+    return composite_norm(res) / composite_norm(x)
+
+
+def mean_token_cosine(x: torch.Tensor) -> torch.Tensor:
+    """Mean pairwise cosine similarity between distinct tokens of (..., T, d); returns (...)."""
+    x = x.to(torch.float64)
+    n = x / x.norm(dim=-1, keepdim=True).clamp_min(1e-300)
+    gram = n @ n.transpose(-1, -2)  # (..., T, T)
+    T = x.shape[-2]
+    if T < 2:
+        raise ValueError("mean_token_cosine needs at least 2 tokens")
+    return (gram.sum((-1, -2)) - gram.diagonal(dim1=-2, dim2=-1).sum(-1)) / (T * (T - 1))
+
+
+def angular_distance(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``arccos(cos(a, b)) / pi`` per vector over the last axis (Gromov et al.; Sun et al. 2025), in [0, 1]."""
+    a, b = a.to(torch.float64), b.to(torch.float64)
+    cos = (a * b).sum(-1) / (a.norm(dim=-1) * b.norm(dim=-1)).clamp_min(1e-300)
+    return torch.arccos(cos.clamp(-1.0, 1.0)) / math.pi
+
+
+def dong_bound(r0: float, c: float, layers: np.ndarray) -> np.ndarray:
+    """Shape of Dong et al.'s bound iterated from ``r_{l+1} = c r_l^3``: ``c^{(3^l - 1)/2} r0^{3^l}``."""
+    layers = np.asarray(layers, dtype=np.float64)
+    log_r = ((3.0**layers - 1) / 2) * math.log(c) + (3.0**layers) * math.log(r0)
+    return np.exp(np.maximum(log_r, -745.0))  # below the float64 range: 0
+
+
+def log_decrement_growth(r: np.ndarray, floor: float = 1e-12) -> tuple[float, int]:
+    """Mean of ``log(delta_{l+1} / delta_l)`` with ``delta_l = log(r_l / r_{l+1})`` the log-decrement.
+
+    0 for an exponential decay, > 0 when the decay accelerates (``log 3`` for ``r_{l+1} = c r_l^3``
+    once ``r`` is small). Only steps where both ``r`` values exceed ``floor`` (float64 round-off of a
+    collapsed stream sits near 1e-16) and the decrement is positive are used. Returns (mean, count).
+    """
+    r = np.asarray(r, dtype=np.float64)
+    ok = (r[:-1] > floor) & (r[1:] > floor)
+    delta = np.where(ok, np.log(r[:-1] / np.where(ok, r[1:], 1.0)), np.nan)
+    pairs = [
+        math.log(delta[i + 1] / delta[i])
+        for i in range(delta.size - 1)
+        if np.isfinite(delta[i]) and np.isfinite(delta[i + 1]) and delta[i] > 0 and delta[i + 1] > 0
+    ]
+    return (float(np.mean(pairs)) if pairs else float("nan")), len(pairs)

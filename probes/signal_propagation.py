@@ -1,0 +1,712 @@
+"""Activation, gradient and Jacobian statistics across depth for every norm placement; rank collapse.
+
+For each norm placement and depth the probe builds ``n_samples`` TinyTransformers (weight seeds
+``seed + i``; trained on a Markov language through the checkpoint cache when ``trained``) and
+measures, in float64, on Markov-language token batches:
+
+* ``resid_var`` / ``resid_rms``: second moment per coordinate ``mean(x^2)`` (= variance: the
+  coordinates have mean zero over the weight draw) and its square root, after the embedding
+  (``pos = 0``) and after every block;
+* ``branch_ratio``: mean over tokens of ``|F(x)| / |x|`` for the attention and MLP sublayers;
+* ``grad_norm``: Frobenius norm of the gradient of every weight matrix (``W_q .. W_out``) per layer
+  under the LM cross-entropy of the batch (next-token targets);
+* ``angular_distance``: ``arccos(cos(x_{l-1,t}, x_{l,t})) / pi`` between consecutive streams;
+* ``jacobian_identity_gap``: ``|J_l - I|_F / sqrt(d)`` with ``J_l = d x_{l,t} / d x_{l-1,t}`` the
+  block's Jacobian at the last position ``t = T - 1`` (other positions held fixed). It is computed
+  **exactly**: every block's input is made a separate autograd leaf by a hook, so one backward pass
+  per output coordinate (``d`` of them, ``d <= 64``) gives row ``i`` of every block's Jacobian at
+  once. At this width the exact matrix costs less than a Hutchinson estimate of useful accuracy
+  and has no sampling error, which the comparison with ``m_l^{-1/2}`` needs;
+* ``token_cosine`` (mean pairwise cosine of distinct tokens) and ``rank_residual`` (Dong et al.'s
+  ``|X - 1 mean(X)|_{1,inf} / |X|_{1,inf}``) per stream position;
+* ``attn_moment``: the attention branch's conditional second moment ``a_l`` (theory section 3),
+  from the measured pattern and the attention input, for the Pre-LN sum rule.
+
+Separately (at initialisation only), rank collapse at depth ``collapse_depth`` for pure attention
+(no skip, MLP or norm) and for variants that add skips, MLPs, Pre-LN or 1/sqrt(L) branch scaling,
+under causal and full masks. The theory is :mod:`analysis.theory.signal_propagation`.
+
+Model-specific access is limited to hook names and ``named_parameters`` names
+(``blocks.{l}.attn.W_q.weight`` ...).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import xarray as xr
+from scipy import stats
+from tqdm.auto import tqdm
+
+from analysis.hooks import hooks, run_with_cache
+from analysis.ledger import Ledger
+from analysis.model import ATTENTION_KERNELS, ModelConfig, TinyTransformer
+from analysis.tasks import MarkovLanguage
+from analysis.theory import signal_propagation as th
+from probes.base import ProbeConfig, Result, param
+
+NAME = "signal_propagation"
+DESCRIPTION = (
+    "Residual variance, gradients, block Jacobians and rank collapse across depth for every norm placement."
+)
+VERSION = "1"
+REQUIRES = None  # builds (and trains) its own models from the config
+
+# norm variant -> ModelConfig overrides
+NORM_VARIANTS: dict[str, dict] = {
+    "pre": {"norm": "pre"},
+    "post": {"norm": "post"},
+    "peri": {"norm": "peri"},
+    "mix": {"norm": "mix"},
+    "none": {"norm": "none"},
+    "ln_scaling": {"norm": "pre", "ln_scaling": True},
+    "deepnorm": {"norm": "post", "deepnorm": True},
+    "qk_norm": {"norm": "pre", "qk_norm": True},
+}
+PRE_LIKE = ("pre", "ln_scaling", "qk_norm")  # every block normalises its branch inputs and nothing else
+PARAMS = ("W_q", "W_k", "W_v", "W_o", "W_in", "W_out")
+SUBLAYERS = ("attn", "mlp")
+# rank-collapse variants: name -> ModelConfig overrides (branch_scale None -> 1/sqrt(L))
+COLLAPSE_VARIANTS: dict[str, dict] = {
+    "pure_attention": {"norm": "none", "d_mlp": 0, "attn_residual": False},
+    "attention_mlp": {"norm": "none", "attn_residual": False, "mlp_residual": False},
+    "skip": {"norm": "none", "d_mlp": 0},
+    "skip_scaled": {"norm": "none", "d_mlp": 0, "branch_scale": None},
+    "pre_ln": {"norm": "pre"},
+}
+MASKS = ("causal", "full")
+_PARAM_RE = re.compile(r"^blocks\.(\d+)\.(?:attn|mlp)\.(W_\w+)\.weight$")
+
+JACOBIAN_SEQUENCES = (
+    2  # sequences whose last position's block Jacobians are computed (d backward passes each)
+)
+JACOBIAN_SAMPLES = 2  # initialisations with Jacobians (the costliest statistic); NaN for the others
+Z = 4.0  # tolerance of least-squares slopes in standard errors (normal: a correct law fails w.p. ~6e-5)
+ALPHA = 1e-3  # two-sided level of the Student-t tolerances of sample means over few initialisations
+
+
+@dataclass(frozen=True)
+class Config(ProbeConfig):
+    PRESETS = {
+        "smoke": {"norms": ("pre", "post", "peri"), "depths": (1, 2, 4), "n_samples": 2, "seq_len": 8,
+                  "batch_size": 4, "collapse_depth": 5, "train_steps": 20},
+        "full": {},
+    }  # fmt: skip
+
+    norms: tuple[str, ...] = param(
+        tuple(NORM_VARIANTS), "norm variants to measure", choices=tuple(NORM_VARIANTS)
+    )
+    depths: tuple[int, ...] = param((1, 2, 4, 8, 16, 32, 48), "numbers of blocks L", minimum=1, maximum=256)
+    d_model: int = param(32, "residual-stream width d", minimum=2, maximum=128)
+    heads: int = param(4, "attention heads per layer (must divide d_model)", minimum=1)
+    mlp: bool = param(True, "blocks have a GELU MLP of width 4 d")
+    attention: str = param("softmax", "attention kernel", choices=ATTENTION_KERNELS)
+    skip: bool = param(True, "skip connections around both sublayers")
+    mask: str = param("causal", "attention mask of the depth sweep", choices=MASKS)
+    seq_len: int = param(16, "tokens per sequence T", minimum=2)
+    batch_size: int = param(8, "sequences per measurement batch", minimum=1)
+    n_samples: int = param(6, "initialisations (weight seeds seed + i) per (norm, depth)", minimum=2)
+    vocab_size: int = param(64, "vocabulary of the Markov language", minimum=2)
+    trained: bool = param(False, "measure after training on the Markov language (cached)")
+    train_steps: int = param(300, "optimiser updates when trained", minimum=1)
+    collapse_depth: int = param(12, "depth of the rank-collapse sweep (at initialisation)", minimum=2)
+    seed: int = param(0, "first weight seed; also seeds the token batches", minimum=0)
+
+    def validate(self) -> None:
+        super().validate()
+        if self.d_model % self.heads:
+            raise ValueError(f"heads must divide d_model={self.d_model}, got heads={self.heads}")
+        if len(set(self.norms)) != len(self.norms):
+            raise ValueError(f"norms must not repeat, got {list(self.norms)}")
+        if len(set(self.depths)) != len(self.depths):
+            raise ValueError(f"depths must not repeat, got {list(self.depths)}")
+
+
+# ================================================================================================
+# models and data
+# ================================================================================================
+
+
+def model_config(cfg: Config, norm: str, depth: int, seed: int) -> ModelConfig:
+    """The float64 TinyTransformer of one (norm variant, depth, weight seed)."""
+    return ModelConfig(
+        input="tokens", vocab_size=cfg.vocab_size, output="lm", d_model=cfg.d_model, n_layers=depth,
+        n_heads=cfg.heads, d_mlp=None if cfg.mlp else 0, attention=cfg.attention, causal=cfg.mask == "causal",
+        attn_residual=cfg.skip, mlp_residual=cfg.skip, dtype="float64", seed=seed, **NORM_VARIANTS[norm],
+    )  # fmt: skip
+
+
+def task(cfg: Config) -> MarkovLanguage:
+    return MarkovLanguage(vocab_size=cfg.vocab_size, seq_len=cfg.seq_len, seed=cfg.seed)
+
+
+def train_config(cfg: Config):
+    from analysis.train import TrainConfig
+
+    return TrainConfig(steps=cfg.train_steps, batch_size=32, lr=3e-3, warmup_steps=min(30, cfg.train_steps),
+                       weight_decay=0.0, seed=cfg.seed)  # fmt: skip
+
+
+def build(cfg: Config, norm: str, depth: int, seed: int, progress: bool = False) -> TinyTransformer:
+    mcfg = model_config(cfg, norm, depth, seed)
+    if not cfg.trained:
+        return TinyTransformer(mcfg)
+    from analysis.train import train
+
+    return train(mcfg, task(cfg), train_config(cfg), cache="default", progress=progress).model
+
+
+def batch(cfg: Config, sample: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(inputs, targets) (B, T) Markov sequences for sample ``sample``: the same for every norm and depth."""
+    gen = torch.Generator().manual_seed(cfg.seed * 1_000_003 + sample + 17)
+    return task(cfg).sample(cfg.batch_size, gen)
+
+
+# ================================================================================================
+# measurements of one model
+# ================================================================================================
+
+
+def measure(
+    model, inputs: torch.Tensor, targets: torch.Tensor, mlp: bool, pre_like: bool, jacobian: bool = True
+) -> dict[str, np.ndarray]:
+    """Every per-layer statistic of one model on one batch (see the module docstring)."""
+    L = model.n_layers
+    names = [
+        "blocks.0.hook_resid_pre",
+        "blocks.*.hook_resid_post",
+        "blocks.*.hook_resid_mid",
+        "blocks.*.hook_attn_out",
+    ]
+    if mlp:
+        names.append("blocks.*.hook_mlp_out")
+    if pre_like:
+        names += ["blocks.*.attn.hook_pattern", "blocks.*.ln1.hook_normalized"]
+    model.zero_grad(set_to_none=True)
+    logits, c = run_with_cache(model, inputs, names=names)
+    loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+    loss.backward()
+
+    streams = [c["blocks.0.hook_resid_pre"]] + [
+        c[f"blocks.{l}.hook_resid_post"] for l in range(L)
+    ]  # (B, T, d) each
+    out: dict[str, np.ndarray] = {}
+    out["resid_var"] = np.array([x.pow(2).mean().item() for x in streams])
+    out["resid_rms"] = np.sqrt(out["resid_var"])
+    out["resid_rms_min"] = np.array([x.pow(2).mean(-1).sqrt().min().item() for x in streams])
+    out["token_cosine"] = np.array([th.mean_token_cosine(x).mean().item() for x in streams])
+    out["rank_residual"] = np.array([th.rank_residual(x).mean().item() for x in streams])
+    out["angular_distance"] = np.array(
+        [th.angular_distance(streams[l], streams[l + 1]).mean().item() for l in range(L)]
+    )
+    ratio = np.full((L, 2), np.nan)
+    for l in range(L):
+        ratio[l, 0] = (c[f"blocks.{l}.hook_attn_out"].norm(dim=-1) / streams[l].norm(dim=-1)).mean().item()
+        if mlp:
+            mid = c[f"blocks.{l}.hook_resid_mid"]
+            ratio[l, 1] = (c[f"blocks.{l}.hook_mlp_out"].norm(dim=-1) / mid.norm(dim=-1)).mean().item()
+    out["branch_ratio"] = ratio
+    attn = np.full(L, np.nan)
+    if pre_like:
+        for l in range(L):
+            a = th.attention_branch_moment(
+                c[f"blocks.{l}.attn.hook_pattern"], c[f"blocks.{l}.ln1.hook_normalized"]
+            )
+            attn[l] = a.mean().item()
+    out["attn_moment"] = attn
+    grads = np.full((L, len(PARAMS)), np.nan)
+    for pname, p in model.named_parameters():
+        m = _PARAM_RE.match(pname)
+        if m and m.group(2) in PARAMS and p.grad is not None:
+            grads[int(m.group(1)), PARAMS.index(m.group(2))] = p.grad.norm().item()
+    model.zero_grad(set_to_none=True)
+    out["grad_norm"] = grads
+    out["loss"] = np.array(loss.item())
+    out["jacobian_identity_gap"] = (
+        jacobian_identity_gaps(model, inputs[:JACOBIAN_SEQUENCES]) if jacobian else np.full(L, np.nan)
+    )
+    return out
+
+
+def jacobian_identity_gaps(model, inputs: torch.Tensor) -> np.ndarray:
+    """``|J_l - I|_F / sqrt(d)`` per block at the last position, mean over the batch (exact Jacobians).
+
+    A hook makes every block's input a fresh leaf, so block ``l``'s output depends on its own leaf
+    only; backward from ``sum_l sum_b x_{l, b, T-1, i}`` then yields row ``i`` of all blocks' Jacobians.
+    """
+    L = model.n_layers
+    leaves: list[torch.Tensor] = []
+
+    def detach(x: torch.Tensor, name: str) -> torch.Tensor:
+        leaf = x.detach().requires_grad_(True)
+        leaves.append(leaf)
+        return leaf
+
+    outs: dict[str, torch.Tensor] = {}
+    with torch.enable_grad(), hooks(model, [("blocks.*.hook_resid_pre", detach)]):
+        _, outs = run_with_cache(model, inputs, names="blocks.*.hook_resid_post", detach=False)
+    posts = torch.stack([outs[f"blocks.{l}.hook_resid_post"][:, -1] for l in range(L)])  # (L, B, d)
+    L_, B, d = posts.shape
+    J = torch.empty(L, B, d, d, dtype=torch.float64)
+    for i in range(d):
+        rows = torch.autograd.grad(posts[:, :, i].sum(), leaves, retain_graph=i < d - 1)
+        for l in range(L):
+            J[l, :, i, :] = rows[l][:, -1]  # (B, d): d x_{l,T-1,i} / d x_{l-1,T-1,:}
+    eye = torch.eye(d, dtype=torch.float64)
+    return ((J - eye).pow(2).sum((-1, -2)).sqrt() / math.sqrt(d)).mean(1).numpy()  # (L,)
+
+
+def collapse_curve(cfg: Config, variant: str, mask: str, sample: int) -> np.ndarray:
+    """Rank residual of the stream after the embedding and each block of a collapse variant (L + 1,)."""
+    L = cfg.collapse_depth
+    overrides = dict(COLLAPSE_VARIANTS[variant])
+    if "branch_scale" in overrides:
+        overrides["branch_scale"] = 1.0 / math.sqrt(L)
+    mcfg = ModelConfig(
+        input="tokens", vocab_size=cfg.vocab_size, output="none", d_model=cfg.d_model, n_layers=L,
+        n_heads=cfg.heads, attention=cfg.attention, causal=mask == "causal", dtype="float64",
+        seed=cfg.seed + sample, **overrides,
+    )  # fmt: skip
+    inputs, _ = batch(cfg, sample)
+    with torch.no_grad():
+        _, c = run_with_cache(
+            TinyTransformer(mcfg), inputs, names=["blocks.0.hook_resid_pre", "blocks.*.hook_resid_post"]
+        )
+    streams = [c["blocks.0.hook_resid_pre"]] + [c[f"blocks.{l}.hook_resid_post"] for l in range(L)]
+    return np.array([th.rank_residual(x).mean().item() for x in streams])
+
+
+# ================================================================================================
+# the run
+# ================================================================================================
+
+
+def run(config: Config, model=None, progress: bool = True) -> Result:
+    if model is not None:
+        raise ValueError("signal_propagation builds its own models from the config; pass model=None")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # these models are tiny: one thread is faster, and the machine is shared
+    try:
+        return _run(config, progress)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _run(config: Config, progress: bool) -> Result:
+    cfg = config
+    norms, depths = list(cfg.norms), sorted(cfg.depths)
+    S, Lmax = cfg.n_samples, max(depths)
+    shape_pos = (len(norms), len(depths), Lmax + 1, S)
+    shape_layer = (len(norms), len(depths), Lmax, S)
+    arrays = {
+        k: np.full(shape_pos, np.nan)
+        for k in ("resid_var", "resid_rms", "resid_rms_min", "token_cosine", "rank_residual")
+    }
+    arrays |= {
+        k: np.full(shape_layer, np.nan) for k in ("angular_distance", "jacobian_identity_gap", "attn_moment")
+    }
+    branch = np.full((len(norms), len(depths), Lmax, 2, S), np.nan)
+    grads = np.full((len(norms), len(depths), Lmax, len(PARAMS), S), np.nan)
+    loss = np.full((len(norms), len(depths), S), np.nan)
+
+    jobs = [(i, n, j, L, s) for i, n in enumerate(norms) for j, L in enumerate(depths) for s in range(S)]
+    batches = [batch(cfg, s) for s in range(S)]
+    for i, norm, j, L, s in tqdm(jobs, desc=NAME, disable=not progress):
+        model_ = build(cfg, norm, L, cfg.seed + s, progress=False)
+        inputs, targets = batches[s]
+        m = measure(
+            model_, inputs, targets, mlp=cfg.mlp, pre_like=norm in PRE_LIKE, jacobian=s < JACOBIAN_SAMPLES
+        )
+        for k in ("resid_var", "resid_rms", "resid_rms_min", "token_cosine", "rank_residual"):
+            arrays[k][i, j, : L + 1, s] = m[k]
+        for k in ("angular_distance", "jacobian_identity_gap", "attn_moment"):
+            arrays[k][i, j, :L, s] = m[k]
+        branch[i, j, :L, :, s] = m["branch_ratio"]
+        grads[i, j, :L, :, s] = m["grad_norm"]
+        loss[i, j, s] = m["loss"]
+
+    collapse = np.full((len(COLLAPSE_VARIANTS), len(MASKS), cfg.collapse_depth + 1, S), np.nan)
+    if not cfg.trained:
+        for v, variant in enumerate(COLLAPSE_VARIANTS):
+            for k, mask in enumerate(MASKS):
+                for s in range(S):
+                    collapse[v, k, :, s] = collapse_curve(cfg, variant, mask, s)
+
+    coords = {"norm": norms, "depth": depths, "pos": np.arange(Lmax + 1), "layer": np.arange(Lmax),
+              "sample": np.arange(S), "param": list(PARAMS), "sublayer": list(SUBLAYERS),
+              "variant": list(COLLAPSE_VARIANTS), "mask": list(MASKS), "cpos": np.arange(cfg.collapse_depth + 1)}  # fmt: skip
+    dp, dl = ("norm", "depth", "pos", "sample"), ("norm", "depth", "layer", "sample")
+    data = xr.Dataset(
+        {
+            k: (dp, v)
+            for k, v in arrays.items()
+            if k in ("resid_var", "resid_rms", "resid_rms_min", "token_cosine", "rank_residual")
+        }
+        | {
+            k: (dl, v)
+            for k, v in arrays.items()
+            if k in ("angular_distance", "jacobian_identity_gap", "attn_moment")
+        }
+        | {
+            "branch_ratio": (("norm", "depth", "layer", "sublayer", "sample"), branch),
+            "grad_norm": (("norm", "depth", "layer", "param", "sample"), grads),
+            "loss": (("norm", "depth", "sample"), loss),
+            "collapse_residual": (("variant", "mask", "cpos", "sample"), collapse),
+        },
+        coords=coords,
+    )
+    data.attrs["gelu_second_moment"] = th.gelu_second_moment(1.0)
+    data.attrs["trained"] = int(cfg.trained)
+    led = Ledger(NAME, preset=cfg.preset_name)
+    scalars = check_claims(cfg, data, led)
+    return Result(probe=NAME, config=cfg, data=data, scalars=scalars, ledger=led)
+
+
+# ================================================================================================
+# claims
+# ================================================================================================
+
+
+def t_factor(n: int) -> float:
+    """Student-t quantile for a two-sided level ``ALPHA`` with ``n - 1`` degrees of freedom: with only a
+    few initialisations the sample SE is itself uncertain, and a normal 4 SE would be too tight."""
+    return float(stats.t.ppf(1 - ALPHA / 2, n - 1))
+
+
+def _mean_se(v: np.ndarray) -> tuple[float, float]:
+    v = np.asarray(v, dtype=np.float64)
+    return float(v.mean()), float(v.std(ddof=1) / math.sqrt(v.size))
+
+
+def last_layer_grad(data: xr.Dataset, norm: str) -> np.ndarray:
+    """(depth, sample) gradient norm of the last block's MLP read-out (W_out; W_o without MLP)."""
+    g = data["grad_norm"].sel(norm=norm)
+    p = "W_out" if np.isfinite(g.sel(param="W_out")).any() else "W_o"
+    return np.stack([g.sel(depth=L, layer=L - 1, param=p).values for L in data.depth.values])
+
+
+def final_moment(data: xr.Dataset, norm: str) -> np.ndarray:
+    """(depth, sample) residual second moment after the last block."""
+    v = data["resid_var"].sel(norm=norm)
+    return np.stack([v.sel(depth=L, pos=L).values for L in data.depth.values])
+
+
+def check_claims(cfg: Config, data: xr.Dataset, led: Ledger) -> dict:
+    """Record every comparison with theory or a paper in ``led``; returns the probe's scalars."""
+    scalars: dict = {"gelu_second_moment": th.gelu_second_moment(1.0)}
+    norms, depths = list(data.norm.values), list(data.depth.values)
+    tag = "trained" if cfg.trained else "init"
+    gelu_g = th.gelu_second_moment(1.0) if cfg.mlp else 0.0
+    deep = max(depths)
+    tk = t_factor(cfg.n_samples)
+
+    # -- residual-variance laws (initialisation only: the derivation uses the random weights) ------------
+    if not cfg.trained and cfg.skip:
+        for norm in [n for n in norms if n in PRE_LIKE]:
+            v = data["resid_var"].sel(norm=norm, depth=deep).values  # (pos, sample)
+            a = data["attn_moment"].sel(norm=norm, depth=deep).values[:deep]  # (layer, sample)
+            if norm == "ln_scaling":
+                g = np.array(
+                    [
+                        th.gelu_second_moment(th.ln_scaling_factor(k)) if cfg.mlp else 0.0
+                        for k in range(1, deep + 1)
+                    ]
+                )
+            else:
+                g = np.full(deep, gelu_g)
+            pred = np.stack([th.pre_ln_moment(v[0, s], a[:, s], g) for s in range(v.shape[1])], axis=1)
+            diff_mean, diff_se = _mean_se(v[deep] - pred[deep])
+            pm = float(pred[deep].mean())
+            led.close(
+                f"{norm}_variance_sum_rule",
+                measured=float(v[deep].mean()),
+                expected=pm,
+                atol=tk * diff_se + 1e-12,
+                source="derivation (theory sections 1-3): E m_L = m_0 + sum_l (a_l + E gelu(s_l z)^2)",
+                why=f"Student-t ({tk:.3g} SE, two-sided {ALPHA:g}) of the per-initialisation difference measured - predicted over {v.shape[1]} samples",
+                statement=f"{norm}, L={deep}: residual second moment = m_0 + sum(a_l + g_l)",
+                figure="signal_variance_profiles",
+            )
+            lower, upper = th.pre_ln_envelope(float(v[0].mean()), deep, cfg.mlp, norm == "ln_scaling")
+            led.within(
+                f"{norm}_variance_envelope",
+                measured=float(v[deep].mean()),
+                lo=lower[-1] - tk * _mean_se(v[deep])[1],
+                hi=upper[-1] + tk * _mean_se(v[deep])[1],
+                source="derivation: attention moment a_l in [0, s_l^2], MLP moment closed form",
+                why=f"closed-form envelope widened by Student-t {tk:.3g} SE of the mean over samples",
+                statement=f"{norm}, L={deep}: m_0 + L g <= m_L <= m_0 + L (1 + g)",
+                figure="signal_variance_profiles",
+            )
+        if "peri" in norms:
+            v = data["resid_var"].sel(norm="peri", depth=deep).values
+            pred = np.stack([th.peri_ln_moment(v[0, s], deep, cfg.mlp) for s in range(v.shape[1])], axis=1)
+            _, se = _mean_se(v[deep] - pred[deep])
+            led.close(
+                "peri_variance_linear",
+                measured=float(v[deep].mean()),
+                expected=float(pred[deep].mean()),
+                atol=tk * se + 1e-12,
+                source="derivation (theory section 4): Peri-LN E m_L = m_0 + 2L",
+                why=f"Student-t {tk:.3g} SE of measured - predicted over samples (cross terms have mean zero)",
+                statement=f"peri, L={deep}: m_L = m_0 + {'2' if cfg.mlp else '1'} L",
+                figure="signal_variance_profiles",
+            )
+        if "pre" in norms and len(depths) >= 3 and deep >= 8:
+            # GPAS / Curse of Depth: exponential growth. An exponential through the two middle depths
+            # predicts m_deep = m_b (m_b / m_a)^((deep - b)/(b - a)); linear growth lands far below.
+            v = data["resid_var"].sel(norm="pre")
+            a_, b_ = depths[-3], depths[-2]
+            ma, mb, md = (float(v.sel(depth=L, pos=L).mean()) for L in (a_, b_, deep))
+            expo = mb * (mb / ma) ** ((deep - b_) / (b_ - a_))
+            slope, se = th.loglog_slope(
+                depths[1:],
+                final_moment(data, "pre").mean(1)[1:] - float(v.sel(depth=depths[0], pos=0).mean()),
+            )
+            scalars["pre_variance_loglog_slope"] = slope
+            led.bound(
+                "pre_variance_exponential_growth",
+                measured=md,
+                bound=expo,
+                relation=">=",
+                source="000#2 GPAS / 000#50 Curse of Depth: Pre-LN variance grows exponentially with depth",
+                why="an exponential through the two preceding depths is the paper's law; linear growth falls below it",
+                statement=f"pre, init: m_{deep} >= exponential extrapolation from L={a_}, {b_}",
+                deviation="at initialisation our fan-in Pre-LN adds a bounded moment per block (theory sections 2-3): "
+                f"growth is linear (log-log slope {slope:.2f}); the papers' exponential growth is a trained-model effect",
+                figure="signal_variance_profiles",
+            )
+        if "post" in norms:
+            v = data["resid_var"].sel(norm="post")
+            worst = max(float(np.nanmax(np.abs(v.sel(depth=L).values[1 : L + 1] - 1.0))) for L in depths)
+            led.close(
+                "post_variance_unit",
+                measured=worst,
+                expected=0.0,
+                atol=1e-3,
+                source="derivation: Post-LN stream is a LayerNorm output, mean x^2 = sigma^2/(sigma^2+eps) per token",
+                why="eps/sigma^2 ~ 1e-5 plus float64 round-off; 1e-3 leaves room for tokens with small variance",
+                statement="post: |m_l - 1| <= 1e-3 at every block",
+                figure="signal_variance_profiles",
+            )
+
+    # -- Xiong et al.: last-layer gradient vs depth -------------------------------------------------------
+    big = [L for L in depths if L >= 2]
+    if not cfg.trained and len(big) >= 3:
+        idx = [depths.index(L) for L in big]
+        if "pre" in norms:
+            g = last_layer_grad(data, "pre")[idx]  # (depth, sample)
+            m = final_moment(data, "pre")[idx]
+            slope, se = th.loglog_slope(np.repeat(m.mean(1), 1), g.mean(1))
+            slope_L, se_L = th.loglog_slope(np.array(big, float), g.mean(1))
+            scalars["pre_last_grad_vs_depth_exponent"] = slope_L
+            scalars["pre_last_grad_vs_moment_exponent"] = slope
+            led.close(
+                "pre_last_grad_vs_moment",
+                measured=slope,
+                expected=th.PRE_LN_GRADIENT_VS_MOMENT_EXPONENT,
+                atol=max(Z * se, 0.1),
+                source="Xiong et al. 2020 adapted (theory section 5): grad ~ m_L^(-1/2)",
+                why=f"{Z:g} SE of the log-log fit over depths, at least 0.1 for the weak l-dependence of the "
+                "attention moment and of the token correlations that the leading-order law ignores",
+                statement="pre: log-log slope of last-layer W_out gradient on m_L = -1/2",
+                requires_full=True,
+                figure="signal_last_layer_gradient",
+            )
+        if "post" in norms:
+            g = last_layer_grad(data, "post")[idx]
+            slope, se = th.loglog_slope(np.array(big, float), g.mean(1))
+            scalars["post_last_grad_vs_depth_exponent"] = slope
+            led.close(
+                "post_last_grad_depth_independent",
+                measured=slope,
+                expected=th.POST_LN_LAST_LAYER_EXPONENT,
+                atol=max(Z * se, 0.1),
+                source="Xiong et al. 2020: Post-LN last-layer gradient O(1) in L",
+                why=f"{Z:g} SE of the fit, at least 0.1 (a depth-independent law against the Pre-LN -1/2)",
+                statement="post: last-layer gradient exponent in L = 0",
+                requires_full=True,
+                deviation="Xiong et al.'s statement is a depth-free upper bound; our last-layer gradient grows weakly "
+                "with L (token correlations of deep Post-LN stacks change the read-out's backward signal; not derived here)",
+                figure="signal_last_layer_gradient",
+            )
+            if "pre" in norms:
+                ratio = float(
+                    last_layer_grad(data, "post")[depths.index(deep)].mean()
+                    / last_layer_grad(data, "pre")[depths.index(deep)].mean()
+                )
+                scalars["post_over_pre_last_grad_deepest"] = ratio
+                led.bound(
+                    "post_larger_last_grad_than_pre",
+                    measured=ratio,
+                    bound=1.0,
+                    relation=">",
+                    source="000#4 Xiong et al.: Post-LN gradients near the output are large, Pre-LN well-behaved",
+                    why="the claim is an ordering at the deepest model",
+                    statement=f"L={deep}: grad(post)/grad(pre) > 1",
+                    requires_full=True,
+                    figure="signal_last_layer_gradient",
+                )
+
+    # -- Jacobian gap: Pre-LN ~ m_l^(-1/2) at init; Curse of Depth after training -------------------------
+    if "pre" in norms and deep >= 4:
+        gap = np.nanmean(data["jacobian_identity_gap"].sel(norm="pre", depth=deep).values[:deep], axis=1)
+        mom = data["resid_var"].sel(norm="pre", depth=deep).values[:deep].mean(1)  # input moment of block l
+        if not cfg.trained and cfg.skip:
+            sl = slice(1, None)  # skip block 0, whose input is the raw embedding
+            slope, se = th.loglog_slope(mom[sl], gap[sl])
+            scalars["pre_jacobian_gap_vs_moment_exponent"] = slope
+            led.close(
+                "pre_jacobian_gap_vs_moment",
+                measured=slope,
+                expected=th.PRE_LN_JACOBIAN_VS_MOMENT_EXPONENT,
+                atol=max(Z * se, 0.1),
+                source="derivation (theory section 6): |J_l - I| ~ m_l^(-1/2)",
+                why=f"{Z:g} SE of the log-log fit over layers, at least 0.1 for the ignored l-dependence of attention",
+                statement=f"pre, L={deep}: slope of log |J_l - I| on log m_l = -1/2",
+                requires_full=True,
+                figure="signal_jacobian_gap",
+            )
+        half = deep // 2
+        early, late = float(gap[:half].mean()), float(gap[half:].mean())
+        scalars[f"pre_jacobian_gap_late_over_early_{tag}"] = late / early
+        led.bound(
+            f"pre_deep_blocks_near_identity_{tag}",
+            measured=late / early,
+            bound=1.0,
+            relation="<",
+            source="000#50 Curse of Depth: deep Pre-LN blocks' Jacobians approach the identity",
+            why="ordering: mean gap of the deeper half below that of the shallower half",
+            statement=f"pre ({tag}), L={deep}: gap(deep half) / gap(shallow half) < 1",
+            requires_full=True,
+            figure="signal_jacobian_gap",
+        )
+        if "ln_scaling" in norms:
+            gs = np.nanmean(
+                data["jacobian_identity_gap"].sel(norm="ln_scaling", depth=deep).values[:deep], axis=1
+            )
+            r = float(gs[half:].mean() / late)
+            scalars[f"ln_scaling_over_pre_deep_gap_{tag}"] = r
+            led.bound(
+                f"ln_scaling_moves_deep_blocks_from_identity_{tag}",
+                measured=r,
+                bound=1.0,
+                relation=">",
+                source="000#50 Curse of Depth: LayerNorm scaling makes deep blocks less identity-like",
+                why="ordering of the deep-half mean gap, LN scaling against Pre-LN",
+                statement=f"{tag}, L={deep}: gap(ln_scaling)/gap(pre) over the deep half > 1",
+                requires_full=True,
+                deviation=None
+                if cfg.trained
+                else "at initialisation 1/sqrt(l) shrinks every branch, so the blocks "
+                "start even closer to the identity; the paper's claim concerns trained models",
+                figure="signal_jacobian_gap",
+            )
+
+    # -- gradient profiles: NormFormer / Mix-LN ------------------------------------------------------------
+    if deep >= 8:
+        prof = {}
+        for norm in [n for n in ("pre", "post", "mix") if n in norms]:
+            g = data["grad_norm"].sel(norm=norm, depth=deep).values[:deep]  # (layer, param, sample)
+            per_layer = np.sqrt(np.nansum(g**2, axis=1)).mean(-1)  # (layer,)
+            q = max(1, deep // 4)
+            prof[norm] = per_layer
+            scalars[f"{norm}_grad_first_over_last_quarter_{tag}"] = float(
+                per_layer[:q].mean() / per_layer[-q:].mean()
+            )
+        if "pre" in prof:
+            r = scalars[f"pre_grad_first_over_last_quarter_{tag}"]
+            led.bound(
+                f"pre_early_gradients_larger_{tag}",
+                measured=r,
+                bound=1.0,
+                relation=">",
+                source="000#94 NormFormer / 000#62 Mix-LN: Pre-LN gradients shrink in deeper layers",
+                why="ordering of mean per-layer gradient norms, first vs last quarter",
+                statement=f"pre ({tag}): grad(first quarter)/grad(last quarter) > 1",
+                requires_full=True,
+                figure="signal_gradient_profiles",
+            )
+        if "post" in prof:
+            r = scalars[f"post_grad_first_over_last_quarter_{tag}"]
+            led.bound(
+                f"post_early_gradients_smaller_{tag}",
+                measured=r,
+                bound=1.0,
+                relation="<",
+                source="000#62 Mix-LN: Post-LN gradients vanish in earlier layers",
+                why="ordering of mean per-layer gradient norms, first vs last quarter",
+                statement=f"post ({tag}): grad(first quarter)/grad(last quarter) < 1",
+                requires_full=True,
+                deviation=None
+                if cfg.trained
+                else "Mix-LN measures trained LLMs; at initialisation our Post-LN "
+                "stack has larger early-layer gradients, like Pre-LN",
+                figure="signal_gradient_profiles",
+            )
+        if {"pre", "post", "mix"} <= set(prof):
+            cv = {n: float(p.std() / p.mean()) for n, p in prof.items()}
+            for n, v in cv.items():
+                scalars[f"{n}_grad_cv_{tag}"] = v
+            led.bound(
+                f"mix_most_uniform_gradients_{tag}",
+                measured=cv["mix"],
+                bound=min(cv["pre"], cv["post"]),
+                relation="<",
+                source="000#62 Mix-LN: Post-LN early + Pre-LN deep gives more uniform layer gradients",
+                why="coefficient of variation of per-layer gradient norms across layers, against the best of pre/post",
+                statement=f"mix ({tag}): CV of per-layer gradient norm < min(CV pre, CV post)",
+                requires_full=True,
+                deviation=None
+                if cfg.trained
+                else "at initialisation the Post-LN first quarter of Mix-LN adds "
+                "large early-layer gradients on top of the Pre-LN profile; the paper's claim concerns training",
+                figure="signal_gradient_profiles",
+            )
+
+    # -- rank collapse (Dong et al.) ---------------------------------------------------------------------
+    if not cfg.trained:
+        col = data["collapse_residual"]
+        for mask in MASKS:
+            pure = col.sel(variant="pure_attention", mask=mask).mean("sample").values
+            growth, n = th.log_decrement_growth(pure)
+            scalars[f"pure_attention_decrement_growth_{mask}"] = growth
+            scalars[f"pure_attention_final_residual_{mask}"] = float(pure[-1])
+            led.bound(
+                f"pure_attention_doubly_exponential_{mask}",
+                measured=growth,
+                bound=0.0,
+                relation=">",
+                source="Dong et al. 2021: pure attention loses rank doubly exponentially (r_{l+1} <= c r_l^3)",
+                why="a super-exponential decay has a growing log-decrement (mean log ratio > 0; log 3 asymptotically); "
+                "an exponential has 0",
+                statement=f"pure attention ({mask} mask): log-decrement of the residual ratio grows with depth",
+                requires_full=True,
+                figure="signal_rank_collapse",
+                deviation=None
+                if mask == "full"
+                else "under a causal mask the first token attends only to itself, "
+                "so the stream collapses towards it at an exponential, not doubly exponential, rate",
+            )
+            skip = col.sel(variant="skip", mask=mask).mean("sample").values
+            r = float(skip[-1] / skip[0])
+            scalars[f"skip_residual_kept_{mask}"] = r
+            led.bound(
+                f"skip_prevents_collapse_{mask}",
+                measured=r,
+                bound=0.1,
+                relation=">=",
+                source="Dong et al. 2021: skip connections stop rank collapse",
+                why="collapse means orders of magnitude (pure attention reaches float64 round-off); "
+                "keeping 10% of the initial residual ratio over the whole depth is no collapse",
+                statement=f"attention + skip ({mask} mask): r_L / r_0 >= 0.1",
+                figure="signal_rank_collapse",
+            )
+    for norm in norms:
+        for L in depths:
+            scalars[f"loss_{norm}_L{L}"] = float(data["loss"].sel(norm=norm, depth=L).mean())
+    return scalars

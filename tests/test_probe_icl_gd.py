@@ -1,0 +1,183 @@
+"""Probe icl_gd: the smoke run end to end, and the exact identities its measurements rely on."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import probes
+from analysis.theory import icl_gd as th
+from probes import icl_gd as P
+
+EPS = float(np.finfo(np.float64).eps)
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory):
+    """One smoke run per module, training into a private checkpoint cache."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("WORKBENCH_CACHE", str(tmp_path_factory.mktemp("cache")))
+    try:
+        yield probes.run_probe("icl_gd", "smoke", progress=False)
+    finally:
+        mp.undo()
+
+
+def _batch(cfg, n=64, N=None, seed=1):
+    return th.sample_regression(n, cfg.d, N or cfg.n_context, cfg.x_dist, cfg.noise, np.random.default_rng(seed))
+
+
+# ---------------------------------------------------------------------- exact identities (float64)
+
+
+@pytest.mark.parametrize("K", [1, 2, 3])
+def test_construction_in_tinytransformer_is_k_gd_steps(K):
+    cfg = P.Config.preset("smoke")
+    b = _batch(cfg)
+    eta = 0.7 * th.one_step_gd_theory(cfg.d, cfg.n_context, cfg.x_dist, 0.0)["eta_star"] / K
+    model = P.model_from_lsa_weights(cfg, th.gd_lsa_stack(cfg.d, eta, cfg.n_context, K))
+    with torch.no_grad():
+        got = P.ModelPredictor(model, hide_query=True)(b.x_ctx, b.y_ctx, b.x_q)
+        want = th.GD(eta=eta, steps=K)(b.x_ctx, b.y_ctx, b.x_q)
+    # K layers of sums over N + D terms of size <= eta |x|^2 |y| (|x|^2 <= d/4 for uniform inputs)
+    tol = 8 * K * (cfg.n_context + cfg.d + 1) * EPS * float(np.abs(b.y_ctx).max()) * (1 + eta * cfg.d / 4) ** K
+    assert float((got - want).abs().max()) <= tol
+
+
+def test_construction_needs_the_query_hidden_beyond_one_layer():
+    """Without the -inf bias the query's running prediction feeds back: 2 layers are no longer GD."""
+    cfg = P.Config.preset("smoke")
+    b = _batch(cfg)
+    eta = th.one_step_gd_theory(cfg.d, cfg.n_context, cfg.x_dist, 0.0)["eta_star"] / 2
+    model = P.model_from_lsa_weights(cfg, th.gd_lsa_stack(cfg.d, eta, cfg.n_context, 2))
+    with torch.no_grad():
+        seen = P.ModelPredictor(model, hide_query=False)(b.x_ctx, b.y_ctx, b.x_q)
+        want = th.GD(eta=eta, steps=2)(b.x_ctx, b.y_ctx, b.x_q)
+    assert float((seen - want).abs().max()) > 1e-3 * float(want.abs().max())
+
+
+@pytest.mark.parametrize("n_layers", [1, 2])
+def test_weights_read_off_a_model_reproduce_it(n_layers):
+    cfg = P.Config.preset("smoke")
+    model = P.as_float64(P.TinyTransformer(P.model_config(cfg, n_layers).replace(seed=3)))
+    stack = P.lsa_weights_from_model(model)
+    b = _batch(cfg)
+    with torch.no_grad():
+        got = th.LinearSelfAttention(stack, include_query=True)(b.x_ctx, b.y_ctx, b.x_q)
+        want = P.ModelPredictor(model)(b.x_ctx, b.y_ctx, b.x_q)
+    # same float64 sums (N + D terms per product) in another association order
+    assert float((got - want).abs().max()) <= 64 * n_layers * (cfg.n_context + cfg.d + 1) * EPS * float(
+        want.abs().max()
+    )
+
+
+def test_lsa_linear_part_is_the_label_odd_part_of_one_layer():
+    """(yhat(y) - yhat(-y)) / 2 = x_q^T G h for random weights: every other term is even in the labels."""
+    cfg = P.Config.preset("smoke")
+    rng = np.random.default_rng(5)
+    D = cfg.d + 1
+    W = {k: rng.standard_normal((D, D)) for k in ("W_K", "W_Q", "W_V", "P")}
+    b = _batch(cfg)
+    f = th.LinearSelfAttention(W, include_query=True)
+    with torch.no_grad():
+        odd = 0.5 * (f(b.x_ctx, b.y_ctx, b.x_q) - f(b.x_ctx, -b.y_ctx, b.x_q))
+    G = th.lsa_linear_part(W, cfg.n_context)
+    h = np.einsum("bnd,bn->bd", b.x_ctx, b.y_ctx) / cfg.n_context
+    lin = np.einsum("bd,de,be->b", b.x_q, G, h)
+    scale = float(np.abs(lin).max() + np.abs(odd.numpy()).max())
+    assert np.abs(odd.numpy() - lin).max() <= 1e3 * EPS * scale  # cancellation of two O(scale) sums
+    # its trace part is eta_from_lsa_weights' eta when the extra rank-one term vanishes
+    W0 = dict(W)
+    W0["W_K"] = W0["W_K"].copy()
+    W0["W_K"][:, -1] = 0.0  # M_yx = 0
+    assert math.isclose(
+        np.trace(th.lsa_linear_part(W0, cfg.n_context)) / cfg.d,
+        th.eta_from_lsa_weights(W0, cfg.n_context)["eta"],
+        rel_tol=1e-12,
+    )
+
+
+def test_training_task_is_half_mse_of_minus_query_y_slot():
+    task = P.NegYReadoutTask(P.regression_task(P.Config.preset("smoke")))
+    x, y = task.sample(8, torch.Generator().manual_seed(0))
+    out = torch.randn(x.shape, generator=torch.Generator().manual_seed(1))
+    assert torch.equal(task.loss(out, y), 0.5 * ((-out[:, -1, -1]) - y).pow(2).mean())
+    assert task.config() != task.inner.config()  # its own checkpoint-cache key
+
+
+def test_query_key_bias_hides_only_the_last_key():
+    bias = P.query_key_bias(4)
+    assert torch.isinf(bias[:, -1]).all() and (bias[:, :-1] == 0).all()
+
+
+def test_config_validation():
+    with pytest.raises(ValueError, match="x_dist"):
+        P.Config(x_dist="laplace")
+    with pytest.raises(ValueError, match="n_eval"):
+        P.Config(x_dist="anisotropic", d=10, n_eval=50)
+    assert P.Config.preset("full") == P.Config()
+
+
+# ---------------------------------------------------------------------- the smoke run
+
+
+def test_smoke_result_fields_and_ledger(smoke):
+    s = smoke.scalars
+    for key in ("eta_fit", "eta_theory", "loss_model", "loss_gd", "loss_ols", "loss_ridge", "cos_sensitivity",
+                "preds_diff", "model_diff", "eta_fit_weights"):  # fmt: skip
+        assert key in s and math.isfinite(s[key]), key
+    assert s["eta_theory"] == pytest.approx(
+        th.one_step_gd_theory(4, 6, "uniform", 0.0)["eta_star"], rel=1e-15
+    )
+    ds = smoke.data
+    assert ds["loss_model_k"].dims == ("K", "k") and list(ds["k"].values) == [1, 3, 6]
+    assert list(ds["baseline"].values)[:2] == ["gd_star", "least_squares"]
+    status = {c.name: c.status for c in smoke.checks}
+    assert smoke.ledger.ok, smoke.ledger.report()
+    h = ds["train_loss_K1"].values
+    assert h[-20:].mean() < h[:20].mean()  # training moved towards GD
+    for K in (1, 2, 3):
+        assert status[f"construction_equals_gd_K{K}"] == "pass"
+    assert status["eta_star_mc"] == "pass" and status["weights_map_exact"] == "pass"
+    for name in ("trained_loss_vs_gd_star", "cos_sensitivity_vs_gd_star", "eta_fit_vs_eta_star"):
+        assert status[name] == "not_evaluated"  # precision claims need the full preset
+
+
+def test_smoke_json_round_trip(smoke):
+    d = smoke.to_json_dict()
+    assert d["probe"] == "icl_gd" and d["preset"] == "smoke"
+    assert "loss_model_k" in d["arrays"] and "eta_fit" in d["scalars"]
+
+
+def test_anisotropic_softmax_variant_runs(tmp_path, monkeypatch):
+    """The preconditioner fields and checks, and a softmax model (no weight read-out: NaN, no claim)."""
+    monkeypatch.setenv("WORKBENCH_CACHE", str(tmp_path))
+    cfg = P.Config.preset(
+        "smoke", x_dist="anisotropic", cond=5.0, attention="softmax", layers=(1,), steps=20, batch=64,
+        n_eval=400, n_mc=4000, k_values=(3,), construction_layers=1,
+    )  # fmt: skip
+    r = probes.run_probe("icl_gd", cfg, progress=False)
+    assert r.data["preconditioner_fit"].shape == (4, 4) and math.isfinite(r.scalars["preconditioner_rel_error"])
+    assert math.isnan(r.scalars["eta_fit_weights"])
+    status = {c.name: c.status for c in r.checks}
+    assert status["preconditioner_loss_star_mc"] == "pass"
+    assert status["preconditioner_excess_loss"] == "not_evaluated"
+    assert r.ledger.ok, r.ledger.report()
+
+
+def test_measurements_on_the_construction_are_exact():
+    """Passing the one-step construction as the 'trained' model: every metric must say "this is GD at eta*"."""
+    cfg = P.Config.preset("smoke", n_eval=400, n_mc=2000, k_values=(3, 6), construction_layers=1)
+    eta = th.one_step_gd_theory(cfg.d, cfg.n_context, cfg.x_dist, 0.0)["eta_star"]
+    model = P.model_from_lsa_weights(cfg, th.gd_lsa_stack(cfg.d, eta, cfg.n_context, 1))
+    r = probes.run_probe("icl_gd", cfg, model=model, progress=False)
+    s = r.scalars
+    # one layer: the query's own value W_V (x_q, 0) is 0 in the construction, so seeing it changes nothing
+    assert s["eta_fit"] == pytest.approx(eta, rel=1e-12)
+    assert s["eta_fit_weights"] == pytest.approx(eta, rel=1e-12)
+    assert s["cos_sensitivity"] == pytest.approx(1.0, abs=1e-12)
+    assert s["preds_diff"] <= 1e-12 * eta and s["model_diff"] <= 1e-12 * eta
+    assert np.abs(r.data["excess_model_k"].values).max() <= 1e-12

@@ -1,0 +1,141 @@
+"""Theory of signal propagation (analysis/theory/signal_propagation.py): closed forms and metrics.
+
+Exact identities are checked to float64 round-off; Monte Carlo checks use |mc - theory| <= 4 SE (SE
+the sample standard error, fixed seeds, so deterministic; a correct formula fails a fresh seed with
+probability ~6e-5).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from analysis.theory import signal_propagation as th
+
+Z = 4.0
+
+
+@pytest.mark.parametrize("scale", [1.0, 0.5, 1 / math.sqrt(7), 0.1, 2.0])
+def test_gelu_second_moment_closed_form_matches_quadrature(scale):
+    # quadrature with epsrel 1e-13 on a smooth integrand: agreement to 1e-10 relative is ample
+    assert th.gelu_second_moment(scale) == pytest.approx(th.gelu_second_moment_quad(scale), rel=1e-10)
+
+
+def test_gelu_second_moment_at_unit_scale_is_one_third_plus():
+    # s = 1: 1/4 + arcsin(1/2)/(2 pi) = 1/3, last term 1/(2 pi sqrt 3); a few ulps of round-off
+    assert th.gelu_second_moment(1.0) == pytest.approx(1 / 3 + 1 / (2 * math.pi * math.sqrt(3)), rel=1e-14)
+
+
+def test_gelu_second_moment_monte_carlo_with_torch_gelu():
+    # the closed form is for the exact (erf) GELU that the model uses (F.gelu default)
+    z = torch.randn(400_000, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    for s in (1.0, 0.5):
+        v = F.gelu(s * z).pow(2)
+        mc, se = v.mean().item(), v.std().item() / math.sqrt(v.numel())
+        assert abs(mc - th.gelu_second_moment(s)) <= Z * se
+
+
+def test_attention_branch_moment_limits():
+    B, H, T, d = 2, 3, 5, 8
+    # orthogonal tokens of squared norm d and uniform causal attention: a_t = 1/(t+1)
+    u = (torch.eye(d, dtype=torch.float64)[:T] * math.sqrt(d)).expand(B, T, d)
+    t1 = torch.arange(1, T + 1, dtype=torch.float64)
+    pattern = (torch.ones(T, T, dtype=torch.float64).tril() / t1[:, None]).expand(B, H, T, T)
+    a = th.attention_branch_moment(pattern, u)
+    torch.testing.assert_close(a, (1 / t1).expand(B, T), rtol=0, atol=1e-15)
+    # identical tokens: a_t = |u|^2/d = 1 for any pattern (rows sum to one)
+    same = torch.full((B, T, d), 1.0, dtype=torch.float64)
+    rnd = torch.softmax(
+        torch.randn(B, H, T, T, generator=torch.Generator().manual_seed(1), dtype=torch.float64), -1
+    )
+    torch.testing.assert_close(th.attention_branch_moment(rnd, same), torch.ones(B, T, dtype=torch.float64))
+
+
+def test_attention_branch_moment_is_the_expectation_over_value_and_output_weights():
+    # Monte Carlo over W_v ~ N(0, 1/d), W_o ~ N(0, 1/(H dh)) with the pattern and inputs fixed
+    gen = torch.Generator().manual_seed(2)
+    T, d, H = 4, 8, 2
+    dh = d // H
+    u = torch.randn(1, T, d, generator=gen, dtype=torch.float64)
+    u = (u - u.mean(-1, keepdim=True)) / u.std(-1, unbiased=False, keepdim=True)  # LayerNorm output
+    pattern = torch.softmax(torch.randn(1, H, T, T, generator=gen, dtype=torch.float64), -1)
+    n = 20_000
+    Wv = torch.randn(n, H * dh, d, generator=gen, dtype=torch.float64) / math.sqrt(d)
+    Wo = torch.randn(n, d, H * dh, generator=gen, dtype=torch.float64) / math.sqrt(H * dh)
+    v = torch.einsum("nkd,td->ntk", Wv, u[0]).view(n, T, H, dh)  # (n, T, H, dh)
+    z = torch.einsum("htj,njhe->nthe", pattern[0], v).reshape(n, T, H * dh)  # (n, T, H dh)
+    out = torch.einsum("ndk,ntk->ntd", Wo, z)  # (n, T, d)
+    sq = out.pow(2).mean(-1)  # (n, T)
+    mc, se = sq.mean(0), sq.std(0) / math.sqrt(n)
+    theory = th.attention_branch_moment(pattern, u)[0]
+    assert ((mc - theory).abs() <= Z * se).all()
+
+
+def test_moment_laws_and_envelope():
+    lower, upper = th.pre_ln_envelope(1.0, 10)
+    g = th.gelu_second_moment(1.0)
+    np.testing.assert_allclose(lower, 1 + g * np.arange(11), rtol=1e-15)
+    np.testing.assert_allclose(upper, 1 + (1 + g) * np.arange(11), rtol=1e-15)
+    lo_s, up_s = th.pre_ln_envelope(1.0, 4, ln_scaling=True)
+    assert np.all(np.diff(lo_s) < np.diff(lower)[:4] + 1e-15) and np.all(up_s >= lo_s)
+    np.testing.assert_allclose(np.diff(up_s - lo_s), [1, 1 / 2, 1 / 3, 1 / 4], rtol=1e-14)
+    np.testing.assert_array_equal(th.peri_ln_moment(1.0, 3), [1, 3, 5, 7])
+    np.testing.assert_array_equal(th.peri_ln_moment(0.5, 2, mlp=False), [0.5, 1.5, 2.5])
+    np.testing.assert_allclose(th.pre_ln_moment(2.0, [0.5, 0.25], [1.0, 1.0]), [2.0, 3.5, 4.75])
+    with pytest.raises(ValueError, match="layer"):
+        th.ln_scaling_factor(0)
+
+
+def test_layernorm_square_mean_matches_torch():
+    x = torch.randn(16, 32, generator=torch.Generator().manual_seed(3), dtype=torch.float64) * 0.01
+    y = F.layer_norm(x, (32,), eps=1e-5)
+    expect = th.layernorm_square_mean(x.var(-1, unbiased=False).numpy(), 1e-5)
+    np.testing.assert_allclose(y.pow(2).mean(-1).numpy(), expect, rtol=1e-12)
+
+
+def test_rank_residual_and_composite_norm():
+    gen = torch.Generator().manual_seed(4)
+    x = torch.randn(3, 6, 5, generator=gen, dtype=torch.float64)
+    m = torch.tensor([[1.0, -2.0], [3.0, 4.0]], dtype=torch.float64)
+    # |M|_1 = max col sum = 6, |M|_inf = max row sum = 7
+    assert th.composite_norm(m).item() == pytest.approx(math.sqrt(42), rel=1e-15)
+    rank_one = torch.ones(6, 1, dtype=torch.float64) * torch.randn(1, 5, generator=gen, dtype=torch.float64)
+    assert th.rank_residual(rank_one).item() <= 1e-15
+    torch.testing.assert_close(th.rank_residual(7.5 * x), th.rank_residual(x), rtol=1e-13, atol=0)
+    assert (th.rank_residual(x) > 0.1).all()
+
+
+def test_token_cosine_and_angular_distance():
+    a = torch.tensor([1.0, 0.0], dtype=torch.float64)
+    b = torch.tensor([0.0, 2.0], dtype=torch.float64)
+    assert th.angular_distance(a, a).item() == pytest.approx(0.0, abs=1e-7)  # arccos near 1: sqrt(eps)
+    assert th.angular_distance(a, -a).item() == pytest.approx(1.0, rel=1e-15)
+    assert th.angular_distance(a, b).item() == pytest.approx(0.5, rel=1e-15)
+    same = torch.ones(2, 4, 3, dtype=torch.float64)
+    torch.testing.assert_close(th.mean_token_cosine(same), torch.ones(2, dtype=torch.float64))
+    ortho = torch.eye(3, dtype=torch.float64)[None]
+    torch.testing.assert_close(th.mean_token_cosine(ortho), torch.zeros(1, dtype=torch.float64))
+
+
+def test_dong_bound_recursion_and_decrement_growth():
+    layers = np.arange(5)
+    r = th.dong_bound(0.8, 0.9, layers)
+    np.testing.assert_allclose(r[1:], 0.9 * r[:-1] ** 3, rtol=1e-12)
+    growth, n = th.log_decrement_growth(r)
+    assert n >= 1 and growth > 0
+    expo = 0.8 * 0.5 ** np.arange(10)  # exponential decay: constant log-decrement
+    g, n = th.log_decrement_growth(expo)
+    assert n == 8 and abs(g) < 1e-12
+    assert math.isnan(th.log_decrement_growth(np.full(5, 1e-16))[0])
+
+
+def test_loglog_slope_exact_power_law():
+    x = np.array([1.0, 2.0, 4.0, 8.0])
+    slope, se = th.loglog_slope(x, 3 * x**-0.5)
+    assert slope == pytest.approx(-0.5, abs=1e-12) and se < 1e-12
+    with pytest.raises(ValueError):
+        th.loglog_slope(x[:2], x[:2])
