@@ -107,7 +107,7 @@ def bench_hooks() -> dict:
 
 def bench_train() -> dict:
     """Training steps/s of the tiny LM preset (AdamW, fused attention, batch and width as in the preset)."""
-    from analysis.train import TrainConfig, train, tiny_lm_preset
+    from analysis.train import TrainConfig, tiny_lm_preset, train
 
     model_cfg, task, train_cfg = tiny_lm_preset()
     steps = 40
