@@ -53,7 +53,7 @@ NAME = "signal_propagation"
 DESCRIPTION = (
     "Residual variance, gradients, block Jacobians and rank collapse across depth for every norm placement."
 )
-VERSION = "1"
+VERSION = "2"
 REQUIRES = None  # builds (and trains) its own models from the config
 
 # norm variant -> ModelConfig overrides
@@ -600,7 +600,13 @@ def check_claims(cfg: Config, data: xr.Dataset, led: Ledger) -> dict:
                 why="ordering of the deep-half mean gap, LN scaling against Pre-LN",
                 statement=f"{tag}, L={deep}: gap(ln_scaling)/gap(pre) over the deep half > 1",
                 requires_full=True,
-                deviation=None
+                deviation=(
+                    "not reproduced at tiny scale: after our short training run (width "
+                    f"{cfg.d_model}, {cfg.train_steps} steps on an order-1 Markov language) LayerNorm "
+                    "scaling still leaves the deep blocks closer to the identity than Pre-LN, as at "
+                    "initialisation; the paper measures 130M-1B LLMs trained on billions of tokens, and "
+                    "whether longer training or a harder task flips the ordering is not tested here"
+                )
                 if cfg.trained
                 else "at initialisation 1/sqrt(l) shrinks every branch, so the blocks "
                 "start even closer to the identity; the paper's claim concerns trained models",
@@ -661,7 +667,12 @@ def check_claims(cfg: Config, data: xr.Dataset, led: Ledger) -> dict:
                 why="coefficient of variation of per-layer gradient norms across layers, against the best of pre/post",
                 statement=f"mix ({tag}): CV of per-layer gradient norm < min(CV pre, CV post)",
                 requires_full=True,
-                deviation=None
+                deviation=(
+                    "not reproduced at tiny scale: after our short training run (width "
+                    f"{cfg.d_model}, {cfg.train_steps} steps on an order-1 Markov language) Mix-LN's "
+                    "per-layer gradient norms are not more uniform than the better of Pre-LN and Post-LN; "
+                    "the paper measures 70M-7B LLMs, and longer training is not tested here"
+                )
                 if cfg.trained
                 else "at initialisation the Post-LN first quarter of Mix-LN adds "
                 "large early-layer gradients on top of the Pre-LN profile; the paper's claim concerns training",
@@ -687,10 +698,6 @@ def check_claims(cfg: Config, data: xr.Dataset, led: Ledger) -> dict:
                 statement=f"pure attention ({mask} mask): log-decrement of the residual ratio grows with depth",
                 requires_full=True,
                 figure="signal_rank_collapse",
-                deviation=None
-                if mask == "full"
-                else "under a causal mask the first token attends only to itself, "
-                "so the stream collapses towards it at an exponential, not doubly exponential, rate",
             )
             skip = col.sel(variant="skip", mask=mask).mean("sample").values
             r = float(skip[-1] / skip[0])

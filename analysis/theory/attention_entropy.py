@@ -1,0 +1,260 @@
+"""Attention entropy: softmax over many logits, its dilution, SSMax, sigmoid and entropy bounds (float64).
+
+Notation. One attention row has ``n`` visible keys with logits ``x_1..x_n`` and weights
+``p_j = e^{x_j} / Z``, ``Z = sum_j e^{x_j}``. Its entropy is
+
+    H = -sum_j p_j ln p_j = ln Z - sum_j p_j x_j,      0 <= H <= ln n.
+
+1. Gaussian logits, large n (law of large numbers). Let ``x_j = s z_j`` with ``z_j`` i.i.d. N(0, 1).
+Write ``Z = n A`` and ``sum_j x_j e^{x_j} = n B`` with the sample means ``A``, ``B``. Then exactly
+``H = ln n + ln A - B / A``. For a Gaussian, ``E[e^{sz}] = e^{s^2/2}`` and, differentiating in ``s``,
+``E[s z e^{sz}] = s^2 e^{s^2/2}``. As ``n -> oo`` with ``s`` fixed, ``A -> e^{s^2/2}`` and ``B -> s^2 e^{s^2/2}``,
+so
+
+    H  ->  ln n + s^2/2 - s^2  =  ln n - s^2/2                                     (LLN law)
+
+Second order (delta method on f(A, B) = ln A - B/A, with ``Var A = (e^{2s^2} - e^{s^2})/n`` and
+``Cov(A, B) = (E[sz e^{2sz}] - E[e^{sz}] E[sz e^{sz}])/n = (2 s^2 e^{2s^2} - s^2 e^{s^2})/n``;
+``f_AA = -(1 + 2 s^2) e^{-s^2}``, ``f_AB = e^{-s^2}``, ``f_BB = 0`` at the limit point):
+
+    E[H] = ln n - s^2/2 + (s^2 e^{s^2} - (e^{s^2} - 1)/2) / n + o(1/n)
+
+At small ``s`` the correction is ``s^2/(2n)``: the familiar ``H ~ ln n - (1/2) * sample variance`` with
+the sample variance's mean ``s^2 (n-1)/n``.
+
+Breakdown. The expansion is in powers of the relative fluctuation of the partition sum,
+
+    eps(n, s) = Var(Z) / E[Z]^2 = (e^{s^2} - 1) / n,
+
+so the LLN law needs ``n >> e^{s^2}``; for ``n e^{-s^2} <~ 1`` the sum is dominated by its few largest
+terms. At ``n = e^{s^2/2}`` (``s = sqrt(2 ln n)``, the largest of n Gaussians) the LLN law predicts
+``H = 0``: this is the freezing point of the random-energy model. Beyond it (``s^2 > 2 ln n``) the
+weight condenses on O(1) keys and ``E[H] = O(1)``, not the negative value of the LLN law. Between
+``e^{s^2/2}`` and ``e^{s^2}`` the leading term survives but the 1/n corrections are O(1).
+
+Exact reference for finite n (quadrature, :func:`gaussian_entropy_exact`). With Frullani's integral
+``ln Z = int_0^oo (e^{-t} - e^{-tZ}) dt/t`` and ``1/Z = int_0^oo e^{-tZ} dt``, and independence,
+
+    E[ln Z]         = int_0^oo (e^{-t} - phi(t)^n) dt / t,          phi(t) = E[exp(-t e^{sz})]
+    E[sum p_j x_j]  = n int_0^oo psi(t) phi(t)^{n-1} dt,            psi(t) = E[sz e^{sz} exp(-t e^{sz})]
+
+``phi`` and ``psi`` are one-dimensional Gaussian integrals (trapezoid on a wide z grid, spectrally
+accurate for these smooth, Gaussian-weighted integrands); the t integrals run over ``u = ln t``.
+:func:`gaussian_entropy_mc` is the independent Monte Carlo check (mean and standard error).
+
+2. Dilution. Logits bounded, ``|x_j| <= M``: every weight is at most
+``e^M / (e^M + (n-1) e^{-M})``, which fades like ``e^{2M}/n``. A planted key with gap ``g`` above
+``n - 1`` zeros has weight ``w_soft = e^g / (e^g + n - 1)``.
+SSMax multiplies logits by ``s ln n``: ``w_ssmax = n^{sg} / (n^{sg} + n - 1)``. As ``n -> oo``:
+``n^{sg-1} -> oo`` if ``sg > 1`` (w -> 1), ``n/(2n-1) -> 1/2`` if ``sg = 1``, and ``w ~ n^{sg-1} -> 0`` if
+``sg < 1``: the fading stops iff ``s g >= 1``. Sigmoid attention (bias ``b``) does not normalise:
+``w_sigmoid = sigma(g + b)`` for every n.
+
+3. Entropy lower bound for bounded logits. Shannon entropy is at least the min-entropy ``-ln max_j p_j``.
+With logits in a range ``R = max_j x_j - min_j x_j`` (softmax is shift invariant, so ``|x_j| <= M`` gives
+``R <= 2M``), ``max_j p_j <= 1 / (1 + (n-1) e^{-R})``, hence
+
+    H >= ln(1 + (n - 1) e^{-R})  >=  ln n - R  (>= ln n - 2M).
+
+4. Spectral norm of ``W_Q W_K^T`` (after Zhai et al. 2023). In one head the logit of query ``i`` and key
+``j`` is ``c x_i^T W x_j`` with ``W = W_q^T W_k`` (rows of the per-head projections, ``c`` the logit
+scale) and ``x`` the attention input. Cauchy-Schwarz gives ``|c x_i^T W x_j| <= c sigma |x_i| |x_j|``,
+``sigma = ||W||_2``; so the row range is at most ``R_i = 2 c sigma |x_i| max_j |x_j|`` and by 3.
+
+    H_i >= ln(1 + (n - 1) exp(-2 c sigma |x_i| max_j |x_j|)),
+
+a lower bound that decreases with ``sigma |x|^2``: a small spectral norm forbids entropy collapse.
+(Zhai et al.'s Theorem is of this kind, with constants from their own assumptions; this is the form
+derived here and checked by the probe on random and trained models.)
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+# ---------------------------------------------------------------------------------------------
+# 1. Gaussian logits
+# ---------------------------------------------------------------------------------------------
+
+
+def entropy(p: np.ndarray, axis: int = -1) -> np.ndarray:
+    """Shannon entropy ``-sum p ln p`` along ``axis`` (0 ln 0 = 0), float64."""
+    p = np.asarray(p, dtype=np.float64)
+    safe = np.where(p > 0, p, 1.0)
+    return -np.sum(np.where(p > 0, p * np.log(safe), 0.0), axis=axis)
+
+
+def softmax_entropy_from_logits(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    """``H = logsumexp(x) - sum softmax(x) x`` along ``axis`` (stable, float64; ``-inf`` entries are hidden)."""
+    x = np.asarray(x, dtype=np.float64)
+    m = np.max(x, axis=axis, keepdims=True)
+    e = np.exp(x - m)
+    Z = e.sum(axis=axis, keepdims=True)
+    p = e / Z
+    xm = np.where(p > 0, x - m, 0.0)
+    return np.squeeze(np.log(Z), axis) - np.sum(p * xm, axis=axis)
+
+
+def lln_entropy(n, s) -> np.ndarray:
+    """Leading LLN law ``ln n - s^2 / 2`` for ``n`` i.i.d. N(0, s^2) logits."""
+    n, s = np.asarray(n, dtype=np.float64), np.asarray(s, dtype=np.float64)
+    return np.log(n) - 0.5 * s**2
+
+
+def lln_entropy_second_order(n, s) -> np.ndarray:
+    """``ln n - s^2/2 + (s^2 e^{s^2} - (e^{s^2} - 1)/2) / n`` (delta method; see the module docstring)."""
+    n, s = np.asarray(n, dtype=np.float64), np.asarray(s, dtype=np.float64)
+    s2 = s**2
+    return np.log(n) - 0.5 * s2 + (s2 * np.exp(s2) - 0.5 * np.expm1(s2)) / n
+
+
+def partition_fluctuation(n, s) -> np.ndarray:
+    """``eps = Var(Z) / E[Z]^2 = (e^{s^2} - 1) / n``: the LLN law needs eps << 1."""
+    n, s = np.asarray(n, dtype=np.float64), np.asarray(s, dtype=np.float64)
+    return np.expm1(s**2) / n
+
+
+def breakdown_scale(n) -> np.ndarray:
+    """Logit std at which ``n e^{-s^2} = 1``: ``s = sqrt(ln n)`` (LLN corrections become O(1))."""
+    return np.sqrt(np.log(np.asarray(n, dtype=np.float64)))
+
+
+def freezing_scale(n) -> np.ndarray:
+    """Logit std ``sqrt(2 ln n)`` where the LLN law reaches H = 0 (random-energy-model freezing)."""
+    return np.sqrt(2.0 * np.log(np.asarray(n, dtype=np.float64)))
+
+
+_Z = np.linspace(-12.0, 12.0, 961)  # z grid of the Gaussian integrals (tails below e^{-72})
+_WZ = np.exp(-0.5 * _Z**2) / math.sqrt(2.0 * math.pi) * (_Z[1] - _Z[0])  # trapezoid weights (ends ~0)
+
+
+def _phi_psi(t: np.ndarray, s: float) -> tuple[np.ndarray, np.ndarray]:
+    """``phi(t) = E[exp(-t e^{sz})]`` and ``psi(t) = E[sz e^{sz} exp(-t e^{sz})]`` on a t vector."""
+    x = s * _Z  # (Nz,)
+    log_arg = np.log(t)[:, None] + x[None, :]  # ln(t e^x), (Nt, Nz)
+    kern = np.exp(-np.exp(np.minimum(log_arg, 700.0)))  # exp(-t e^x)
+    phi = kern @ _WZ
+    psi = (kern * (x * np.exp(x))[None, :]) @ _WZ
+    return phi, psi
+
+
+def gaussian_entropy_exact(n: int, s: float, n_u: int = 1201) -> float:
+    """``E[H]`` for ``n`` i.i.d. N(0, s^2) logits by the Frullani/Laplace quadrature (float64).
+
+    Accuracy: the integrands are smooth in ``u = ln t`` and decay like ``e^{u}`` for small t and
+    (at least) like a Gaussian in ``u / s`` for large t; the u range covers both tails, and the
+    trapezoid rule on such integrands converges geometrically. Checked in the tests against
+    Monte Carlo, against ``s = 0`` (``ln n``), ``n = 1`` (0) and ``n = 2`` (a 1-D integral).
+    """
+    n, s = int(n), float(s)
+    if n < 1:
+        raise ValueError(f"n must be >= 1, got {n}")
+    if s < 0:
+        raise ValueError(f"s must be >= 0, got {s}")
+    if s == 0.0 or n == 1:
+        return math.log(n)
+    # t below e^{u_lo}: e^{-t} - phi^n ~ t (n E e^x - 1) ~ n e^{s^2/2 + u}; above e^{u_hi}: phi^n tiny
+    u_lo = -(s * s / 2 + math.log(n) + 40.0)
+    u_hi = 14.0 * s + 40.0
+    u = np.linspace(u_lo, u_hi, n_u)
+    t = np.exp(u)
+    phi, psi = _phi_psi(t, s)
+    du = u[1] - u[0]
+    ln_z = np.sum(np.exp(-t) - phi**n) * du  # dt/t = du
+    mean_px = n * np.sum(psi * phi ** (n - 1) * t) * du  # dt = t du
+    return float(ln_z - mean_px)
+
+
+def gaussian_entropy_mc(n: int, s: float, reps: int, rng: np.random.Generator, batch: int = 256) -> tuple[float, float]:
+    """Monte Carlo ``(mean, standard error)`` of the entropy of softmax over n i.i.d. N(0, s^2) logits."""
+    vals = []
+    left = int(reps)
+    while left > 0:
+        k = min(batch, left)
+        x = s * rng.standard_normal((k, int(n)))  # (k, n)
+        vals.append(softmax_entropy_from_logits(x))
+        left -= k
+    h = np.concatenate(vals)
+    return float(h.mean()), float(h.std(ddof=1) / math.sqrt(len(h)))
+
+
+def two_key_entropy(s: float, n_z: int = 4001) -> float:
+    """``E[H]`` for n = 2: the gap ``d = x_1 - x_2 ~ N(0, 2 s^2)`` and H = binary entropy of sigmoid(d)."""
+    z = np.linspace(-14.0, 14.0, n_z)
+    d = math.sqrt(2.0) * s * z
+    p = 0.5 * (1.0 + np.tanh(0.5 * d))  # sigmoid(d), stable
+    h = entropy(np.stack([p, 1.0 - p]), axis=0)
+    w = np.exp(-0.5 * z**2) / math.sqrt(2.0 * math.pi) * (z[1] - z[0])
+    return float(np.sum(h * w))
+
+
+# ---------------------------------------------------------------------------------------------
+# 2. Dilution, planted key, SSMax, sigmoid
+# ---------------------------------------------------------------------------------------------
+
+
+def max_weight_bound(n, M) -> np.ndarray:
+    """Largest possible softmax weight when every logit lies in [-M, M]: ``e^M / (e^M + (n-1) e^{-M})``."""
+    n, M = np.asarray(n, dtype=np.float64), np.asarray(M, dtype=np.float64)
+    return 1.0 / (1.0 + (n - 1.0) * np.exp(-2.0 * M))
+
+
+def planted_weight_softmax(n, g) -> np.ndarray:
+    """Weight of one key with logit ``g`` among ``n - 1`` zero logits: ``e^g / (e^g + n - 1)``."""
+    n, g = np.asarray(n, dtype=np.float64), np.asarray(g, dtype=np.float64)
+    return 1.0 / (1.0 + (n - 1.0) * np.exp(-g))
+
+
+def planted_weight_ssmax(n, g, s: float = 1.0) -> np.ndarray:
+    """SSMax (logits times ``s ln n``): ``n^{sg} / (n^{sg} + n - 1) = 1 / (1 + (n-1) n^{-sg})``."""
+    n, g = np.asarray(n, dtype=np.float64), np.asarray(g, dtype=np.float64)
+    return 1.0 / (1.0 + (n - 1.0) * np.exp(-s * g * np.log(n)))
+
+
+def planted_weight_ssmax_limit(g, s: float = 1.0) -> float:
+    """``lim_{n->oo}`` of the SSMax planted weight: 0 if ``sg < 1``, 1/2 if ``sg = 1``, 1 if ``sg > 1``."""
+    sg = float(s) * float(g)
+    return 0.0 if sg < 1.0 else (0.5 if sg == 1.0 else 1.0)
+
+
+def planted_weight_sigmoid(n, g, b: float = 0.0) -> np.ndarray:
+    """Sigmoid attention: ``sigma(g + b)``, the same for every n."""
+    n = np.asarray(n, dtype=np.float64)
+    return np.broadcast_to(1.0 / (1.0 + np.exp(-(float(g) + float(b)))), n.shape).copy()
+
+
+def planted_weight(kernel: str, n, g, *, ssmax_s: float = 1.0, sigmoid_bias: float = 0.0) -> np.ndarray:
+    """Closed-form planted-key weight for ``kernel`` in softmax | ssmax | sigmoid."""
+    if kernel == "softmax":
+        return planted_weight_softmax(n, g)
+    if kernel == "ssmax":
+        return planted_weight_ssmax(n, g, ssmax_s)
+    if kernel == "sigmoid":
+        return planted_weight_sigmoid(n, g, sigmoid_bias)
+    raise ValueError(f"kernel must be one of softmax, ssmax, sigmoid, got {kernel!r}")
+
+
+# ---------------------------------------------------------------------------------------------
+# 3-4. Entropy lower bounds
+# ---------------------------------------------------------------------------------------------
+
+
+def entropy_lower_bound_range(n, R) -> np.ndarray:
+    """``H >= ln(1 + (n-1) e^{-R})`` for logits whose range (max - min) is at most R."""
+    n, R = np.asarray(n, dtype=np.float64), np.asarray(R, dtype=np.float64)
+    return np.log1p((n - 1.0) * np.exp(-R))
+
+
+def entropy_lower_bound_elementary(n, M) -> np.ndarray:
+    """The weaker elementary form ``ln n - 2M`` for ``|x_j| <= M`` (may be negative, then vacuous)."""
+    return np.log(np.asarray(n, dtype=np.float64)) - 2.0 * np.asarray(M, dtype=np.float64)
+
+
+def spectral_entropy_bound(n, sigma, scale, x_norm_query, x_norm_max) -> np.ndarray:
+    """``ln(1 + (n-1) exp(-2 c sigma |x_i| max_j |x_j|))``: the entropy floor set by ``||W_q^T W_k||_2``."""
+    R = 2.0 * np.asarray(scale, dtype=np.float64) * np.asarray(sigma, dtype=np.float64) * np.asarray(
+        x_norm_query, dtype=np.float64
+    ) * np.asarray(x_norm_max, dtype=np.float64)
+    return entropy_lower_bound_range(n, R)

@@ -1,0 +1,131 @@
+"""Probe attention_entropy (smoke-sized): interface, exact planted-key weights, bounds, validation, CLI."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import probes
+from analysis.model import TinyTransformer
+from analysis.paths import REPO
+from analysis.theory import attention_entropy as th
+from probes.base import run_probe
+
+mod = probes.get("attention_entropy")
+UNTRAINED = dict(trained=False, ctx_lens=(8, 32, 128), sweep_len=128, scale_factors=(1.0, 16.0), d_model=16)
+
+
+@pytest.fixture(scope="module")
+def smoke():
+    return run_probe(mod, mod.Config.preset("smoke"), progress=False)
+
+
+def test_smoke_result_has_the_interface_fields(smoke):
+    r, cfg = smoke, smoke.config
+    L, H, N = cfg.layers, cfg.heads, len(cfg.ctx_lens)
+    for name in ("entropy", "entropy_norm", "max_weight", "logit_std", "theory_entropy"):
+        assert r.data[name].dims == ("layer", "head", "n") and r.data[name].shape == (L, H, N)
+        assert np.all(np.isfinite(r.data[name].values))
+    np.testing.assert_array_equal(r.data["n"].values, cfg.ctx_lens)
+    assert r.data["planted_weight"].dims == ("kernel", "n_planted")
+    for name in ("trace_max_logit", "trace_min_ent_norm"):
+        assert r.data[name].shape == (len(cfg.qk_norm), len(cfg.lr), cfg.train_steps)
+        assert np.all(np.isfinite(r.data[name].values))
+    ent, n = r.data["entropy"].values, r.data["n"].values
+    assert np.all(ent <= np.log(n) + 1e-9) and np.all(ent >= 0)
+    np.testing.assert_allclose(r.data["entropy_norm"].values, ent / np.log(n), rtol=1e-12)
+    assert np.all(r.data["max_weight"].values >= 1 / n - 1e-12)
+    assert np.all(r.data["trace_min_ent_norm"].values <= 1 + 1e-9)
+    assert not r.ledger.failed, r.ledger.report()
+    for name in ("planted_softmax_exact", "planted_ssmax_exact", "planted_sigmoid_exact", "range_bound_holds",
+                 "spectral_bound_holds"):
+        assert r.ledger[name].status == "pass", r.ledger[name].line()
+    assert r.ledger["collapse_at_high_lr_without_qknorm"].status == "not_evaluated"  # requires the full preset
+
+
+def test_planted_network_matches_closed_forms_and_detects_a_wrong_kernel():
+    cfg = mod.Config.preset("smoke", **UNTRAINED)
+    ns = np.array([1, 2, 5, 40, 128])
+    for kernel in ("softmax", "ssmax", "sigmoid"):
+        w = mod.measure_planted(kernel, ns, cfg)
+        expected = th.planted_weight(kernel, ns, cfg.planted_gap, ssmax_s=cfg.ssmax_s, sigmoid_bias=cfg.sigmoid_bias)
+        np.testing.assert_allclose(w, expected, rtol=1e-13, atol=1e-15)
+    # ssmax is not softmax: the check can fail
+    wrong = th.planted_weight_softmax(ns, cfg.planted_gap)
+    assert np.max(np.abs(mod.measure_planted("ssmax", ns, cfg) - wrong)) > 1e-3
+
+
+def test_row_statistics_match_a_plain_forward_pass():
+    """Entropies reduced inside the hook equal the entropies of the pattern of an ordinary cached pass."""
+    from analysis.hooks import run_with_cache
+
+    cfg = mod.Config.preset("smoke", **UNTRAINED)
+    model = TinyTransformer(mod.model_config(cfg, vocab=128)).eval()
+    tokens = mod.distinct_tokens(64, 0)
+    rows = mod.measure_rows(model, tokens, normalised=True)
+    _, cache = run_with_cache(model, tokens, names=["blocks.1.attn.hook_pattern"])
+    p = cache["blocks.1.attn.hook_pattern"][0].double().numpy()  # (H, T, T)
+    # float32 pattern vs float64 recomputation from float32 logits: ~T * 1e-7
+    np.testing.assert_allclose(rows["entropy"][1], th.entropy(p), atol=64 * 1.2e-7 * 10)
+    np.testing.assert_allclose(rows["max_weight"][1], p.max(-1), atol=1e-6)
+    np.testing.assert_array_equal(rows["n"][1, 0], np.arange(1, 65))
+
+
+def test_model_passed_in_skips_the_sweep_and_sigmoid_keeps_only_logits():
+    cfg = mod.Config.preset("smoke", **UNTRAINED)
+    model = TinyTransformer(mod.model_config(cfg, vocab=256)).eval()
+    r = run_probe(mod, cfg, model=model, progress=False)
+    assert np.all(np.isnan(r.data["sweep_entropy"].values)) and not r.ledger.failed
+    sig = run_probe(mod, cfg.replace(attention="sigmoid"), progress=False)
+    assert np.all(np.isnan(sig.data["entropy"].values)) and np.all(np.isfinite(sig.data["logit_std"].values))
+    assert not sig.ledger.failed
+    with pytest.raises(ValueError, match="vocabulary"):
+        run_probe(mod, cfg, model=TinyTransformer(mod.model_config(cfg, vocab=16)).eval(), progress=False)
+
+
+def test_large_scale_breaks_the_lln_law():
+    cfg = mod.Config.preset("smoke", **UNTRAINED)
+    r = run_probe(mod, cfg, progress=False)
+    s = r.data["sweep_logit_std"].values[-1, 0]  # largest factor, layer 0: (H,)
+    assert np.all(s**2 > 2 * math.log(cfg.sweep_len))  # past freezing for this test to mean anything
+    assert r.ledger["lln_fails_beyond_freezing"].status == "pass"
+    assert np.all(r.data["sweep_entropy"].values[-1, 0] > 0)
+
+
+def test_loss_spikes_counts_rises_above_the_running_minimum():
+    loss = np.array([3.0, 2.0, 2.6, 1.5, 1.9, 2.1, 1.4])
+    assert mod.loss_spikes(loss, 0.5) == 2  # 2.6 (> 2.0 + 0.5) and 2.1 (> 1.5 + 0.5)
+    assert mod.loss_spikes(np.linspace(3, 1, 10), 0.0) == 0
+
+
+@pytest.mark.parametrize(
+    ("over", "match"),
+    [
+        ({"heads": 3}, "divisible"),
+        ({"ctx_lens": (64, 16)}, "increasing"),
+        ({"rows_per_n": 32, "ctx_lens": (16, 64)}, "rows_per_n"),
+        ({"attention": "linear"}, "attention"),
+        ({"lr": (0.0,)}, "lr"),
+    ],
+)
+def test_config_validation(over, match):
+    with pytest.raises(ValueError, match=match):
+        mod.Config.preset("smoke", **over)
+
+
+def test_command_line_json():
+    proc = subprocess.run(
+        [sys.executable, "-m", "probes", "run", "attention_entropy", "--preset", "smoke", "--trained", "false",
+         "--ctx-lens", "8,32", "--sweep-len", "32", "--scale-factors", "1", "--json", "-", "--no-progress"],
+        cwd=REPO, capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    out = json.loads(proc.stdout)
+    assert out["probe"] == "attention_entropy"
+    assert set(out["arrays"]) >= {"entropy", "entropy_norm", "max_weight", "logit_std", "theory_entropy",
+                                  "planted_weight"}  # fmt: skip
+    assert out["arrays"]["entropy"]["dims"] == ["layer", "head", "n"]

@@ -1,0 +1,153 @@
+"""Theory of attention entropy (float64): Gaussian-logit entropy, dilution, SSMax, sigmoid, entropy bounds."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from analysis.theory import attention_entropy as th
+
+QUAD_TOL = 1e-7  # trapezoid quadrature: errors measured ~1e-8 at n <= 4096, s <= 6 (see the docstring)
+
+
+def _softmax(x):
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def test_entropy_from_logits_equals_entropy_of_softmax():
+    rng = np.random.default_rng(0)
+    x = 3.0 * rng.standard_normal((5, 40))
+    np.testing.assert_allclose(th.softmax_entropy_from_logits(x), th.entropy(_softmax(x)), rtol=1e-12, atol=1e-12)
+    x[:, 10:] = -np.inf  # hidden keys: the entropy of the first 10
+    np.testing.assert_allclose(th.softmax_entropy_from_logits(x), th.entropy(_softmax(x[:, :10])), rtol=1e-12)
+
+
+@pytest.mark.parametrize("n", [1, 2, 17, 1000])
+def test_exact_gaussian_entropy_special_cases(n):
+    assert th.gaussian_entropy_exact(n, 0.0) == pytest.approx(math.log(n), abs=1e-15)
+    if n == 1:
+        assert th.gaussian_entropy_exact(1, 2.0) == 0.0
+    if n == 2:  # independent route: one-dimensional integral over the gap
+        for s in (0.3, 1.0, 3.0):
+            assert th.gaussian_entropy_exact(2, s) == pytest.approx(th.two_key_entropy(s), abs=QUAD_TOL)
+
+
+@pytest.mark.parametrize(("n", "s"), [(8, 0.7), (64, 2.0), (512, 3.0), (32, 5.0)])
+def test_exact_gaussian_entropy_matches_monte_carlo(n, s):
+    rng = np.random.default_rng(n)
+    mean, se = th.gaussian_entropy_mc(n, s, reps=600, rng=rng)
+    # 5 standard errors: a false failure has probability ~6e-7; the quadrature error is far below SE
+    assert abs(th.gaussian_entropy_exact(n, s) - mean) <= 5 * se + QUAD_TOL
+
+
+def test_small_scale_expansion():
+    # H = ln n - (1/2) * sample variance + O(s^4) (third cumulant of a Gaussian is 0); E[sample var] = s^2 (n-1)/n
+    for n in (4, 100):
+        s = 0.02
+        expected = math.log(n) - 0.5 * s**2 * (n - 1) / n
+        assert th.gaussian_entropy_exact(n, s) == pytest.approx(expected, abs=10 * s**4 + QUAD_TOL)
+
+
+def test_lln_law_and_its_first_correction():
+    s = 0.6
+    c1 = s**2 * math.exp(s**2) - 0.5 * math.expm1(s**2)  # coefficient of 1/n (delta method)
+    errs = []
+    for n in (256, 1024, 4096):
+        ex = th.gaussian_entropy_exact(n, s)
+        errs.append(abs(ex - th.lln_entropy(n, s)))
+        # next order is O(e^{2 s^2} / n^2): n * (exact - lln) -> c1 with relative error ~ e^{s^2} / n
+        assert n * (ex - th.lln_entropy(n, s)) == pytest.approx(c1, rel=8 * math.exp(s**2) / n)
+        assert abs(ex - th.lln_entropy_second_order(n, s)) < abs(ex - th.lln_entropy(n, s))
+    assert errs[0] > errs[1] > errs[2]  # the LLN law is approached as n grows
+
+
+def test_breakdown_and_freezing():
+    n = 1024
+    s_b, s_f = float(th.breakdown_scale(n)), float(th.freezing_scale(n))
+    assert th.partition_fluctuation(n, s_b) == pytest.approx(1 - 1 / n)  # (e^{ln n} - 1)/n
+    assert th.lln_entropy(n, s_f) == pytest.approx(0.0, abs=1e-12)  # the LLN law hits 0 at freezing
+    h_f = th.gaussian_entropy_exact(n, s_f)
+    assert h_f > 0.5  # ... where the true entropy is still O(1), not 0
+    # deep past freezing: the LLN law is negative, the exact entropy stays in (0, ln n)
+    h = [th.gaussian_entropy_exact(n, s) for s in (0.5, 1.0, 2.0, s_b, s_f, 2 * s_f)]
+    assert all(0 < a < math.log(n) for a in h)
+    assert all(a > b for a, b in zip(h, h[1:], strict=False))  # entropy decreases with the logit scale
+    # in the LLN regime (eps << 1) the law is accurate to O(eps)
+    assert abs(th.gaussian_entropy_exact(n, 0.5) - th.lln_entropy(n, 0.5)) < 2 * th.partition_fluctuation(n, 0.5)
+    # at the breakdown the leading law is off by O(1)
+    assert abs(th.gaussian_entropy_exact(n, s_f) - th.lln_entropy(n, s_f)) > 0.5
+
+
+def test_planted_weights_are_softmax_of_the_planted_vector():
+    g = 1.3
+    for n in (1, 2, 7, 300):
+        x = np.zeros(n)
+        x[0] = g
+        assert th.planted_weight_softmax(n, g) == pytest.approx(_softmax(x)[0], rel=1e-13)
+        x_ss = x * 0.8 * math.log(n)
+        assert th.planted_weight_ssmax(n, g, 0.8) == pytest.approx(_softmax(x_ss)[0], rel=1e-13)
+    assert th.planted_weight_softmax(50, 0.0) == pytest.approx(1 / 50)
+    assert th.planted_weight_ssmax(50, 3.0, 0.0) == pytest.approx(1 / 50)
+
+
+def test_ssmax_fading_stops_iff_sg_at_least_one():
+    n = np.array([1e2, 1e4, 1e8, 1e16])
+    # s g = 1: n / (2n - 1) exactly, -> 1/2
+    np.testing.assert_allclose(th.planted_weight_ssmax(n, 2.0, 0.5), n / (2 * n - 1), rtol=1e-12)
+    assert th.planted_weight_ssmax_limit(2.0, 0.5) == 0.5
+    below, above = th.planted_weight_ssmax(n, 1.8, 0.5), th.planted_weight_ssmax(n, 2.2, 0.5)
+    assert np.all(np.diff(below) < 0) and below[-1] < 1e-1 and th.planted_weight_ssmax_limit(1.8, 0.5) == 0.0
+    assert np.all(np.diff(above) > 0) and above[-1] > 0.9 and th.planted_weight_ssmax_limit(2.2, 0.5) == 1.0
+    # below the threshold it fades like n^{sg - 1}, with relative correction n^{sg - 1} (from the 1 in 1 + ...)
+    assert np.all(np.abs(below * n ** (1 - 0.9) - 1.0) <= 2 * n ** (0.9 - 1))
+    # softmax fades like e^g / n whatever g
+    # relative correction (e^g - 1)/n from e^g + n - 1
+    assert np.all(np.abs(th.planted_weight_softmax(n, 2.0) * n / math.exp(2.0) - 1) <= 2 * math.exp(2.0) / n)
+
+
+def test_sigmoid_weight_is_independent_of_n():
+    w = th.planted_weight_sigmoid(np.array([1, 10, 1e6]), 1.5, -0.5)
+    np.testing.assert_allclose(w, 1 / (1 + math.exp(-1.0)), rtol=1e-15)
+    with pytest.raises(ValueError, match="kernel"):
+        th.planted_weight("linear", 3, 1.0)
+
+
+def test_max_weight_bound_and_its_equality_case():
+    rng = np.random.default_rng(1)
+    M, n = 1.5, 64
+    x = rng.uniform(-M, M, (200, n))
+    assert np.all(_softmax(x).max(-1) <= th.max_weight_bound(n, M) * (1 + 1e-12))
+    x_eq = np.full(n, -M)
+    x_eq[0] = M  # one key at +M, the rest at -M: equality
+    assert _softmax(x_eq)[0] == pytest.approx(th.max_weight_bound(n, M), rel=1e-13)
+
+
+def test_entropy_lower_bounds_hold():
+    rng = np.random.default_rng(2)
+    for n in (2, 30, 500):
+        x = rng.standard_normal((100, n)) * rng.uniform(0.1, 6.0, (100, 1))
+        R = x.max(-1) - x.min(-1)
+        H = th.softmax_entropy_from_logits(x)
+        b = th.entropy_lower_bound_range(n, R)
+        assert np.all(H >= b - 1e-12)
+        assert np.all(b >= th.entropy_lower_bound_elementary(n, R / 2) - 1e-12)  # sharper than ln n - 2M
+    # equality of the min-entropy step: two keys
+    x = np.array([0.0, 2.0])
+    assert th.entropy_lower_bound_range(2, 2.0) == pytest.approx(-math.log(_softmax(x).max()), rel=1e-13)
+
+
+def test_spectral_bound_holds_on_random_projections():
+    rng = np.random.default_rng(3)
+    d, dh, n, c = 16, 4, 200, 0.5
+    for scale in (0.3, 1.0, 3.0):
+        Wq, Wk = scale * rng.standard_normal((dh, d)), scale * rng.standard_normal((dh, d))
+        x = rng.standard_normal((n, d))
+        logits = c * (x @ Wq.T) @ (x @ Wk.T).T  # (n, n)
+        sigma = np.linalg.norm(Wq.T @ Wk, 2)
+        xn = np.linalg.norm(x, axis=-1)
+        H = th.softmax_entropy_from_logits(logits)
+        bound = th.spectral_entropy_bound(n, sigma, c, xn, xn.max())
+        assert np.all(H >= bound - 1e-12)
