@@ -1,0 +1,129 @@
+"""Probe representational_collapse (smoke-sized): interface, exact uniform checks, rates, precision, validation."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import probes
+from analysis.model import TinyTransformer
+from analysis.paths import REPO
+from probes.base import run_probe
+
+mod = probes.get("representational_collapse")
+UNIFORM = dict(attention="uniform", norm="none", mlp=0)
+
+
+def _run(**over):
+    return run_probe(mod, mod.Config.preset("smoke", **over), progress=False)
+
+
+def test_smoke_result_has_the_interface_fields():
+    r = _run(family="counting")
+    cfg = r.config
+    ns = r.data["n"].values
+    assert ns[0] == cfg.min_len and ns[-1] == cfg.max_len and np.all(np.diff(ns) > 0)
+    assert list(r.data["dtype"].values) == ["float64", *cfg.dtypes]
+    assert r.data["distance"].dims == ("dtype", "n")
+    assert r.data["sensitivity"].shape == (cfg.layers, cfg.sens_len)
+    assert r.data["rank_residual"].shape == (cfg.layers + 1,)
+    assert r.data["collapse_n"].dims == ("dtype",)
+    lo, hi = r.data["slope_ci"].values
+    assert lo <= r.scalars["slope"] <= hi
+    assert np.all(r.data["distance"].values[0] > 0)
+    assert not r.ledger.failed, r.ledger.report()
+    # the geometric mean really is over samples
+    gm = np.exp(np.log(r.data["distance_samples"].values[:, 0]).mean(axis=0))
+    np.testing.assert_allclose(r.data["distance"].values[0], gm, rtol=1e-12)
+
+
+@pytest.mark.parametrize("family", ["repeat_last", "counting"])
+def test_uniform_stack_is_exact_and_rates_match(family):
+    r = _run(family=family, **UNIFORM)
+    for name in ("uniform_equals_linear_stack", "sensitivity_equals_path_sum", "slope_matches_prediction"):
+        assert r.ledger[name].status == "pass", r.ledger[name].line()
+    assert r.scalars["predicted_slope"] == (2.0 if family == "counting" else 1.0)
+
+
+def test_exact_check_detects_a_broken_model():
+    """A model passed in with an MLP is not the linear stack: its states must differ from the stack's."""
+    cfg = mod.Config.preset("smoke", family="counting", **UNIFORM)
+    model = TinyTransformer(mod.model_config(cfg).replace(d_mlp=8, dtype="float64")).eval()
+    models = {"float64": model}
+    m = mod.measure_distances(models, cfg, mod.lengths(cfg)[:2], progress=False)
+    (h0, idx), h_last = m["exact"]["h0"][0], m["exact"]["last"][0]
+    from analysis.theory import representational_collapse as theory
+
+    pred = theory.linear_stack(h0[0, : idx[0] + 1], mod.uniform_matrices(model))[-1]
+    assert np.abs(pred - h_last[0]).max() > 1e-6
+
+
+def test_counting_decays_faster_than_repeat_and_learned_positions_do_not_collapse():
+    rep = _run(family="repeat_last")
+    cnt = _run(family="counting")
+    assert cnt.scalars["slope_ci_lo"] > rep.scalars["slope_ci_hi"]
+    learned = _run(family="counting", pos="learned")
+    assert learned.ledger["learned_positions_no_collapse"].status == "pass"
+
+
+def test_precision_collapse_is_consistent():
+    r = _run(family="counting", **UNIFORM)
+    c = dict(zip(r.data["dtype"].values, r.data["collapse_n"].values, strict=True))
+    # coarser formats collapse no later than finer ones
+    assert c["float16"] <= c.get("float32", math.inf) or math.isnan(c["float32"])
+    assert c["bfloat16"] <= c["float16"]
+    assert math.isnan(c["float64"])
+    assert r.ledger["collapse_float16_outputs_coincide"].status == "pass"
+    assert r.ledger["collapse_float16_unresolved"].status == "pass"
+    # where the float64 distance is far above the resolution, float32 tracks it
+    res = r.data["resolution"].sel(dtype="float32").values
+    far = r.data["distance"].values[0] > 1e3 * res
+    assert np.all(r.data["rel_error"].sel(dtype="float32").values[far] < 0.05)
+
+
+def test_separators_turn_the_counting_rate_from_two_to_one():
+    r = _run(family="counting", separator_every=3, **UNIFORM)
+    assert r.scalars["predicted_slope"] == 1.0
+    assert r.ledger["slope_matches_prediction"].status == "pass", r.ledger["slope_matches_prediction"].line()
+
+
+def test_model_passed_in_must_be_causal():
+    cfg = mod.Config.preset("smoke")
+    with pytest.raises(ValueError, match="causal"):
+        run_probe(mod, cfg, model=TinyTransformer(mod.model_config(cfg).replace(causal=False)), progress=False)
+
+
+@pytest.mark.parametrize(
+    ("over", "match"),
+    [
+        ({"family": "other"}, "family"),
+        ({"dtypes": ("int8",)}, "dtypes"),
+        ({"dtypes": ("float16", "float16")}, "dtypes"),
+        ({"heads": 3}, "divisible"),
+        ({"min_len": 200}, "min_len"),
+        ({"fit_lo": 100.0}, "fit_lo"),
+        ({"family": "early_token", "early_position": 10}, "early_position"),
+        ({"pos": "alibi"}, "pos"),
+    ],
+)
+def test_config_validation(over, match):
+    with pytest.raises(ValueError, match=match):
+        mod.Config.preset("smoke", **over)
+
+
+def test_command_line_json():
+    proc = subprocess.run(
+        [sys.executable, "-m", "probes", "run", "representational_collapse", "--preset", "smoke", "--family",
+         "counting", "--max-len", "64", "--dtypes", "float16", "--json", "-", "--no-progress"],
+        cwd=REPO, capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    out = json.loads(proc.stdout)
+    assert out["probe"] == "representational_collapse"
+    assert set(out["arrays"]) >= {"distance", "collapse_n", "sensitivity", "rank_residual", "slope_ci"}
+    assert out["arrays"]["distance"]["dims"] == ["dtype", "n"]
+    assert "slope" in out["scalars"]

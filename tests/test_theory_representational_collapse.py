@@ -1,0 +1,137 @@
+"""Closed forms of representational collapse and over-squashing, against direct float64 computation."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from analysis.theory import representational_collapse as rc
+
+# float64 closed forms against direct sums of <= a few thousand terms: relative error <= n * eps ~ 1e-12
+RTOL = 1e-10
+
+
+def _rng(seed=0):
+    return np.random.default_rng(seed)
+
+
+def test_repeat_last_uniform_and_softmax_gap_are_exact():
+    rng = _rng()
+    for n in (1, 5, 300):
+        v = rng.normal(size=(n, 4))
+        direct = np.vstack([v, v[-1:]]).mean(0) - v.mean(0)
+        np.testing.assert_allclose(rc.repeat_last_gap_uniform(v), direct, rtol=RTOL, atol=1e-15)
+        s = rng.normal(size=n)
+        s2 = np.append(s, s[-1])  # same query, a copy of the last key: same logit
+
+        def soft(logits, vals):
+            w = np.exp(logits - logits.max())
+            return w @ vals / w.sum()
+
+        direct = soft(s2, np.vstack([v, v[-1:]])) - soft(s, v)
+        np.testing.assert_allclose(rc.repeat_last_gap_softmax(s, v), direct, rtol=1e-9, atol=1e-15)
+
+
+def test_repeat_last_gap_is_order_one_over_n_for_bounded_logits():
+    """|gap| * (n+1) stays within [e^-2B, e^2B] |v_n - y|: the Theta(1/n) claim with its constant."""
+    rng = _rng(1)
+    B = 1.0
+    for n in (10, 100, 1000):
+        s = rng.uniform(-B, B, size=n)
+        v = rng.normal(size=(n, 3))
+        gap = np.linalg.norm(rc.repeat_last_gap_softmax(s, v)) * (n + 1)
+        w = np.exp(s - s.max())
+        y = w @ v / w.sum()
+        base = np.linalg.norm(v[-1] - y)
+        assert math.exp(-2 * B) * base * (n + 1) / (n + math.exp(2 * B)) <= gap <= math.exp(2 * B) * base
+
+
+def test_counting_and_early_token_uniform_gaps():
+    rng = _rng(2)
+    u, z = rng.normal(size=3), rng.normal(size=3)
+    for k in (1, 7, 500):
+        a = np.vstack([np.tile(u, (k, 1)), z])
+        b = np.vstack([np.tile(u, (k + 1, 1)), z])
+        np.testing.assert_allclose(rc.counting_gap_uniform(k, u, z), b.mean(0) - a.mean(0), rtol=1e-8, atol=1e-16)
+    v = rng.normal(size=(50, 3))
+    v2 = v.copy()
+    v2[3] += np.array([1.0, -2.0, 0.5])
+    np.testing.assert_allclose(rc.early_gap_uniform(50, v[3] - v2[3]), v.mean(0) - v2.mean(0), rtol=RTOL)
+
+
+@pytest.mark.parametrize("L", [1, 2, 3])
+def test_counting_two_state_equals_the_linear_stack_and_decays_as_k_minus_2(L):
+    rng = _rng(3)
+    d = 4
+    mats = [rng.normal(size=(d, d)) / math.sqrt(d) for _ in range(L)]
+    u, z = rng.normal(size=d), rng.normal(size=d)
+    for k in (1, 4, 33):
+        seq = np.vstack([np.tile(u, (k, 1)), z])
+        np.testing.assert_allclose(rc.counting_two_state(k, u, z, mats), rc.linear_stack(seq, mats)[-1], rtol=1e-9)
+    c = rc.counting_leading_constant(u, z, mats)
+    errs = []
+    for k in (1000, 2000, 4000):
+        gap = rc.counting_two_state(k + 1, u, z, mats) - rc.counting_two_state(k, u, z, mats)
+        errs.append(abs(np.linalg.norm(gap) * (k + 1) * (k + 2) / c - 1))
+    if L == 1:
+        # linear in p: (k+1)(k+2)|gap| = |G'(0)| exactly; the gap is a difference of O(1) states, so its
+        # rounding error is ~ eps |Z| (k+1)(k+2) ~ 1e-16 * 1.6e7 relative
+        assert max(errs) < 1e-7
+        return
+    # the polynomial in p = 1/(k+1) gives a relative error O(1/k): doubling k halves it (within 10%:
+    # the next order is O(1/k^2), i.e. a 1e-3 relative change of the ratio at k = 1000)
+    assert errs[0] < 0.05
+    for e0, e1 in zip(errs[:-1], errs[1:], strict=True):
+        assert 0.45 < e1 / e0 < 0.55
+
+
+@pytest.mark.parametrize("L", [1, 2, 3, 4])
+def test_path_count_closed_form_equals_matrix_power(L):
+    n = 40
+    np.testing.assert_allclose(rc.path_sensitivity(n, L), rc.path_sensitivity_matrix(n, L), rtol=1e-11)
+
+
+def test_path_count_profile_flat_for_one_layer_and_decreasing_for_deeper():
+    n = 200
+    s1 = rc.path_sensitivity(n, 1)
+    np.testing.assert_allclose(s1[:-1], 1.0 / n, rtol=1e-14)
+    for L in (2, 3):
+        s = rc.path_sensitivity(n, L)[:-1]
+        assert np.all(np.diff(s) < 0), "earlier tokens have more paths"
+        # leading behaviour: (1/n) (L + C(L,2) ln(n/i) + ...) >= (1/n) L
+        assert np.all(s >= L / n * (1 - 1e-12))
+
+
+def test_linear_stack_sensitivity_equals_autograd():
+    rng = _rng(4)
+    n, d, L = 30, 3, 3
+    mats = [rng.normal(size=(d, d)) / math.sqrt(d) for _ in range(L)]
+    h0 = torch.tensor(rng.normal(size=(n, d)), requires_grad=True)
+    h = h0
+    t = torch.arange(1, n + 1, dtype=torch.float64)[:, None]
+    for A in mats:
+        h = h + (torch.cumsum(h, 0) / t) @ torch.tensor(A).T
+    J = torch.stack([torch.autograd.grad(h[-1, j], h0, retain_graph=True)[0] for j in range(d)])  # (d, n, d)
+    R = rc.linear_stack_sensitivity(n, mats)  # (n, d, d)
+    np.testing.assert_allclose(R, J.permute(1, 0, 2).numpy(), rtol=1e-10, atol=1e-14)
+    # with A = I the blocks are the path count times I
+    R_id = rc.linear_stack_sensitivity(n, [np.eye(d)] * L)
+    np.testing.assert_allclose(R_id[:, 0, 0], rc.path_sensitivity(n, L), rtol=1e-12)
+
+
+def test_resolution_and_collapse_length():
+    n = np.array([1, 2, 4, 8, 16])
+    dist = np.array([1.0, 1e-3, 1e-5, 1e-9, 1e-12])
+    norm = np.ones(5)
+    assert rc.collapse_length(n, dist, norm, "float16") == 4  # eps16 = 2^-10 ~ 9.8e-4
+    assert rc.collapse_length(n, dist, norm, "float32") == 8
+    assert math.isnan(rc.collapse_length(n, dist, norm, "float64"))
+    assert rc.collapse_length(n, np.array([1e-9, 1.0, 1e-9, 1e-9, 1e-9]), norm, "float32") == 4  # must stay below
+    with pytest.raises(ValueError, match="dtype"):
+        rc.resolution("int8", 1.0)
+    assert rc.predicted_slope("counting", "none") == 2.0
+    assert rc.predicted_slope("counting", "rope", separators=True) == 1.0
+    assert math.isnan(rc.predicted_slope("repeat_last", "learned"))
