@@ -39,7 +39,7 @@ import json
 import math
 import os
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -274,10 +274,19 @@ class Ledger:
         self._claims[(claim.context, claim.name)] = claim
         return claim
 
-    def extend(self, other: Ledger | Iterable[Claim]) -> Ledger:
-        """Add every claim of another ledger (or an iterable of claims), keeping their contexts."""
+    def extend(self, other: Ledger | Iterable[Claim], *, tag: str | None = None) -> Ledger:
+        """Add every claim of another ledger (or an iterable of claims), keeping their contexts.
+
+        A notebook that runs the same probe several times (two models, with and without a bias...)
+        passes a ``tag`` per run: the claims' contexts become ``"<context>[<tag>]"``, so runs that
+        record claims of the same name do not replace one another.
+        """
+        if tag is not None:
+            _check_name("tag", tag)
         claims = other.claims if isinstance(other, Ledger) else list(other)
         for claim in claims:
+            if tag is not None:
+                claim = replace(claim, context=f"{claim.context}[{tag}]")
             self.add(claim)
         return self
 

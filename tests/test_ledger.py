@@ -250,3 +250,17 @@ def test_claims_are_frozen():
     claim = _mixed_ledger().claims[0]
     with pytest.raises(AttributeError):
         claim.status = "pass"
+
+
+def test_extend_with_tags_keeps_runs_apart():
+    a = Ledger("probe", preset="full")
+    a.close("x", measured=1.0, expected=1.0, source="s")
+    b = Ledger("probe", preset="full")
+    b.close("x", measured=2.0, expected=1.0, source="s")
+    nb = Ledger("notebook", preset="full")
+    nb.extend(a, tag="run_a").extend(b, tag="run_b")
+    assert [(c.context, c.status) for c in nb.claims] == [("probe[run_a]", "pass"), ("probe[run_b]", "fail")]
+    untagged = Ledger("notebook", preset="full").extend(a).extend(b)
+    assert len(untagged.claims) == 1  # same (context, name): the second run replaces the first
+    with pytest.raises(ValueError, match="tag"):
+        nb.extend(a, tag=" ")
