@@ -125,23 +125,57 @@ def bench_train() -> dict:
     }
 
 
-def bench_figures() -> dict:
-    """Wall time of `make figures PRESET=smoke` into a scratch folder (retrains through a fresh cache)."""
+def _figures(preset: str) -> dict:
+    """Wall time of the figure pipeline for one preset, into a scratch folder with a cold cache
+    (every model is trained, every probe computed), plus the per-notebook times of its manifest."""
     import tempfile
 
-    out = {}
+    repo = Path(__file__).resolve().parent.parent
     with tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ, "WORKBENCH_CACHE": str(Path(tmp) / "cache"), "TQDM_DISABLE": "1"}
         t0 = time.perf_counter()
-        subprocess.run(
-            [sys.executable, "scripts/make_figures.py", "--preset", "smoke", "--out", str(Path(tmp) / "fig"), "--force"],
-            check=True, env=env, cwd=Path(__file__).resolve().parent.parent,
+        proc = subprocess.run(
+            [sys.executable, "scripts/make_figures.py", "--preset", preset, "--out", str(Path(tmp) / "fig"),
+             "--build", str(Path(tmp) / "build"), "--force"],
+            env=env, cwd=repo, capture_output=True, text=True,
         )
-        out["smoke_cold_cache_s"] = time.perf_counter() - t0
-    return out
+        wall = time.perf_counter() - t0
+        manifest_path = Path(tmp) / "build" / "manifest.json"
+        per_nb = {}
+        if manifest_path.exists():
+            manifest = json.loads(manifest_path.read_text())
+            per_nb = {k: round(v.get("wall_s") or 0.0, 1) for k, v in manifest.get("notebooks", {}).items()}
+    return {"preset": preset, "cold_cache_wall_s": wall, "exit_code": proc.returncode, "per_notebook_s": per_nb}
 
 
-BENCHES = {"forward": bench_forward, "hooks": bench_hooks, "train": bench_train, "figures": bench_figures}
+def bench_figures() -> dict:
+    """`make figures PRESET=smoke` and `PRESET=full` from a cold cache (goals: 3 and 20 minutes on 2 cores)."""
+    return {"smoke": _figures("smoke"), "full": _figures("full")}
+
+
+def bench_figures_smoke() -> dict:
+    return _figures("smoke")
+
+
+def bench_tests() -> dict:
+    """Wall time of the pytest part of `make test` (the notebooks' nbval run comes on top)."""
+    repo = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "TQDM_DISABLE": "1", "MPLBACKEND": "agg"}
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"],
+                          env=env, cwd=repo, capture_output=True, text=True)
+    return {"pytest_wall_s": time.perf_counter() - t0, "exit_code": proc.returncode,
+            "summary": proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else ""}
+
+
+BENCHES = {
+    "forward": bench_forward,
+    "hooks": bench_hooks,
+    "train": bench_train,
+    "tests": bench_tests,
+    "figures_smoke": bench_figures_smoke,
+    "figures": bench_figures,
+}
 
 
 def render_markdown(record: dict) -> str:
