@@ -148,7 +148,7 @@ def test_parse_defaults_and_optional_none(fake):
 @pytest.mark.parametrize(
     ("args", "needle"),
     [
-        (["run", "nope"], "unknown probe 'nope'; available: clifake"),
+        (["run", "nope"], "unknown probe 'nope'; available: "),
         (["run", "clifake", "--nn", "3"], "unknown option --nn for probe clifake; fields: --n, --scale"),
         (["run", "clifake", "--sca", "2"], "unknown option --sca"),  # no abbreviations
         (["run", "clifake", "--bogus=1"], "unknown option --bogus "),
@@ -175,7 +175,7 @@ def test_parse_defaults_and_optional_none(fake):
             ["run", "clifake", "--n"],
             "argument --n: expected one argument (a value starting with '-' is written --option=VALUE)",
         ),
-        (["run"], "run needs a probe name; available: clifake"),
+        (["run"], "run needs a probe name; available: "),
         (["show", "nope"], "unknown probe 'nope'"),
         (["frobnicate"], "unknown command 'frobnicate'; allowed: list, show, run"),
     ],
@@ -188,12 +188,14 @@ def test_usage_errors_exit_2_with_one_line(fake, capsys, args, needle):
     assert err.startswith("probes: error: ")
     assert needle in err
     assert "Traceback" not in err
+    if needle.endswith("available: "):  # the list names every probe, the test's own among them
+        assert "clifake" in err.split("available: ", 1)[1].strip().split(", ")
 
 
 @pytest.mark.parametrize(
     ("args", "needle"),
     [
-        (["run", "nope"], "unknown probe 'nope'; available: clifake"),
+        (["run", "nope"], "unknown probe 'nope'; available: "),
         (["run", "clifake", "--preset", "smoke", "--width", "3"], "unknown option --width for probe clifake"),
         (["run", "clifake", "--norms", "pre,mid"], "norms[1] must be one of ['pre', 'post', 'peri']"),
     ],
@@ -203,6 +205,8 @@ def test_usage_errors_in_a_subprocess(probe_dir, tmp_path, args, needle):
     assert proc.returncode == 2
     assert proc.stdout == ""
     assert proc.stderr.count("\n") == 1 and needle in proc.stderr, proc.stderr
+    if needle.endswith("available: "):  # the list names every probe, the test's own among them
+        assert "clifake" in proc.stderr.split("available: ", 1)[1].strip().split(", ")
 
 
 # ---------------------------------------------------------------------- running
