@@ -88,21 +88,43 @@ def bench_forward() -> dict:
 
 
 def bench_hooks() -> dict:
-    """Overhead of the hook machinery: no hooks vs caching the residual stream vs caching everything."""
+    """Overhead of the hook machinery: no hooks vs caching the residual stream vs caching everything.
+
+    The three variants are interleaved round by round (so drifts in machine load hit all of them
+    alike) and each is summarised by its median over the rounds.
+    """
     cfg = ModelConfig(n_layers=4, d_model=128, n_heads=4, vocab_size=256)
     model = TinyTransformer(cfg).eval()
     x = torch.randint(0, 256, (4, 256), generator=torch.Generator().manual_seed(0))
-    with torch.no_grad():
-        plain = timeit(lambda: model(x), repeats=15)
-        resid = timeit(lambda: run_with_cache(model, x, names="blocks.*.hook_resid_post"), repeats=15)
-        every = timeit(lambda: run_with_cache(model, x, names=None), repeats=15)
-    base = plain["median_s"]
-    return {
-        "config": "L=4 d=128 H=4 T=256 B=4 float32",
-        "no_hooks": plain,
-        "cache_resid_post": {**resid, "overhead_ratio": resid["median_s"] / base},
-        "cache_everything": {**every, "overhead_ratio": every["median_s"] / base},
+    variants = {
+        "no_hooks": lambda: model(x),
+        "cache_resid_post": lambda: run_with_cache(model, x, names="blocks.*.hook_resid_post"),
+        "cache_everything": lambda: run_with_cache(model, x, names=None),
     }
+    times: dict[str, list[float]] = {k: [] for k in variants}
+    with torch.no_grad():
+        for fn in variants.values():
+            fn()  # warm-up
+        for _ in range(25):
+            for name, fn in variants.items():
+                t0 = time.perf_counter()
+                fn()
+                times[name].append(time.perf_counter() - t0)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    out = {"config": "L=4 d=128 H=4 T=256 B=4 float32, 25 interleaved rounds"}
+    for name, v in times.items():
+        out[name] = {"median_s": med[name], "min_s": min(v), "max_s": max(v), "overhead_ratio": med[name] / med["no_hooks"]}
+    # the cost of one idle hook point: a forward pass calls every hook point once
+    n_points = len(model.hook_names())
+    point = model.blocks[0].hook_resid_pre
+    t = torch.zeros(1)
+    t0 = time.perf_counter()
+    for _ in range(100_000):
+        point(t)
+    out["idle_hook_point_us"] = (time.perf_counter() - t0) / 100_000 * 1e6
+    out["hook_points_per_forward"] = n_points
+    out["idle_hook_share_of_forward"] = out["idle_hook_point_us"] * 1e-6 * n_points / med["no_hooks"]
+    return out
 
 
 def bench_train() -> dict:
