@@ -200,21 +200,57 @@ BENCHES = {
 }
 
 
+def _headline(results: dict) -> list[str]:
+    """One row per measured quantity, for the summary table of a run."""
+    rows = []
+    if "forward" in results:
+        f = results["forward"]
+        rows.append(("forward, materialised patterns (tokens/s)", f"{f['materialised']['tokens_per_s']:.0f}", f["config"]))
+        rows.append(("forward, fused kernel (tokens/s)", f"{f['fused']['tokens_per_s']:.0f}", f["config"]))
+    if "hooks" in results:
+        h = results["hooks"]
+        rows.append(("cache resid_post / no hooks (time ratio)", f"{h['cache_resid_post']['overhead_ratio']:.2f}", h["config"]))
+        rows.append(("cache everything / no hooks (time ratio)", f"{h['cache_everything']['overhead_ratio']:.2f}", h["config"]))
+        if "idle_hook_share_of_forward" in h:
+            rows.append(("idle hook points, share of a forward", f"{100 * h['idle_hook_share_of_forward']:.2f}%",
+                         f"{h['hook_points_per_forward']} points x {h['idle_hook_point_us']:.2f} us"))
+    if "train" in results:
+        t = results["train"]
+        rows.append(("training (steps/s)", f"{t['steps_per_s']:.1f}", t["config"]))
+    if "tests" in results:
+        rows.append(("pytest tests/ (s)", f"{results['tests']['pytest_wall_s']:.0f}", results["tests"]["summary"]))
+    for key in ("figures_smoke", "figures"):
+        if key in results:
+            r = results[key]
+            for sub in ([r] if "preset" in r else [r["smoke"], r["full"]]):
+                rows.append((f"make figures PRESET={sub['preset']}, cold cache (s)", f"{sub['cold_cache_wall_s']:.0f}",
+                             f"exit {sub['exit_code']}"))
+    return [f"| {a} | {b} | {c} |" for a, b, c in rows]
+
+
 def render_markdown(record: dict) -> str:
-    lines = ["# Benchmark results", "", "Regenerate with `make bench`. One section per machine and run.", ""]
+    lines = ["# Benchmark results", "", "Regenerate with `make bench` (`python bench/run.py --only NAME ...` for a part).",
+             "One section per run, newest last; the JSON beside this file holds every number.", ""]
     for run in record["runs"]:
         m = run["machine"]
         lines += [f"## {m['cpu']} ({m['torch_threads']} torch threads, {m['memory_gb']} GB), torch {m['torch']}", ""]
-        lines += [f"commit `{run['commit']}`", ""]
+        lines += [f"commit `{run['commit']}`, benchmarks: {', '.join(run['results'])}", ""]
+        lines += ["| quantity | value | setting |", "|---|---|---|", *_headline(run["results"]), ""]
         for name, res in run["results"].items():
-            lines += [f"### {name}", "", "```json", json.dumps(res, indent=1, sort_keys=True), "```", ""]
+            lines += [f"<details><summary>{name}</summary>", "", "```json", json.dumps(res, indent=1, sort_keys=True),
+                      "```", "", "</details>", ""]
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", nargs="*", choices=sorted(BENCHES), help="benchmarks to run (default: all)")
+    parser.add_argument("--render", action="store_true", help="only rewrite the Markdown from the JSON records")
     args = parser.parse_args(argv)
+    if args.render:
+        for path in sorted(RESULTS.glob("*.json")):
+            atomic_write_text(path.with_suffix(".md"), render_markdown(json.loads(path.read_text())))
+        return 0
     torch.manual_seed(0)
     names = args.only or list(BENCHES)
     results = {}
