@@ -108,6 +108,30 @@ def test_training_task_is_half_mse_of_minus_query_y_slot():
     assert task.config() != task.inner.config()  # its own checkpoint-cache key
 
 
+def test_hide_query_task_bias_reaches_the_trainer_and_the_cache_key():
+    """With hide_query the trainer's forward runs the construction exactly as K GD steps."""
+    from analysis.train import forward
+
+    cfg = P.Config.preset("smoke")
+    assert P.Config().hide_query and cfg.hide_query
+    hidden = P.NegYReadoutTask(P.regression_task(cfg), hide_query=True)
+    visible = P.NegYReadoutTask(P.regression_task(cfg), hide_query=False)
+    assert hidden.config() != visible.config()  # a different checkpoint
+    assert visible.attn_bias(cfg.n_context + 1) is None
+    x, y = hidden.sample(16, torch.Generator().manual_seed(0), dtype=torch.float64)
+    eta = th.one_step_gd_theory(cfg.d, cfg.n_context, cfg.x_dist, 0.0)["eta_star"] / 2
+    model = P.model_from_lsa_weights(cfg, th.gd_lsa_stack(cfg.d, eta, cfg.n_context, 2))
+    with torch.no_grad():
+        got = -forward(model, hidden, x)[:, -1, -1]
+        seen = -forward(model, visible, x)[:, -1, -1]
+    xs, ys, xq = x[:, :-1, :-1].numpy(), x[:, :-1, -1].numpy(), x[:, -1, :-1].numpy()
+    want = th.GD(eta=eta, steps=2)(xs, ys, xq)
+    # 2 layers of float64 sums of N + D terms, each <= eta |x|^2 |y| (|x|^2 <= d/4 for uniform inputs)
+    tol = 16 * (cfg.n_context + cfg.d + 1) * EPS * float(np.abs(ys).max()) * (1 + eta * cfg.d / 4) ** 2
+    assert float((got - want).abs().max()) <= tol
+    assert float((seen - want).abs().max()) > 1e-3 * float(want.abs().max())
+
+
 def test_query_key_bias_hides_only_the_last_key():
     bias = P.query_key_bias(4)
     assert torch.isinf(bias[:, -1]).all() and (bias[:, :-1] == 0).all()
@@ -146,6 +170,34 @@ def test_smoke_result_fields_and_ledger(smoke):
         assert status[name] == "not_evaluated"  # precision claims need the full preset
 
 
+def test_smoke_interleaved_curves(smoke):
+    """The interleaved-layout curves: dims, the k = 0 column (every baseline predicts 0) and the claims."""
+    cfg = P.Config.preset("smoke")
+    ds = smoke.data
+    assert ds["garg_loss_k"].dims == ("garg_curve", "garg_k")
+    assert list(ds["garg_curve"].values) == ["model", *P.GARG_BASELINES]
+    assert list(ds["garg_k"].values) == list(range(cfg.garg_n_points))
+    base0 = ds["garg_loss_k"].values[1:, 0]
+    assert np.all(base0 == base0[0])  # the same tasks, the same zero prediction
+    # noiseless least squares interpolates once k >= d: zero error up to float64 rounding of pinv
+    ls = ds["garg_loss_k"].sel(garg_curve="least_squares").values[cfg.garg_d :]
+    assert ls.max() <= 1e6 * EPS * base0[0]
+    status = {c.name: c.status for c in smoke.checks}
+    assert status["garg_beats_averaging_knn"] == "not_evaluated"
+    assert status["garg_close_to_least_squares"] == "not_evaluated"
+    assert math.isfinite(smoke.scalars["garg_excess_over_ls"])
+
+
+def test_interleaved_task_and_model_shapes():
+    cfg = P.Config.preset("smoke")
+    task = P.garg_task(cfg)
+    x, y = task.sample(4, torch.Generator().manual_seed(0))
+    model = P.TinyTransformer(P.garg_model_config(cfg))
+    out = model(x)
+    assert x.shape == (4, 2 * cfg.garg_n_points, cfg.garg_d + 1) and out.shape[:2] == x.shape[:2]
+    assert task.loss(out, y).ndim == 0 and model.config.causal  # causal: y_k is not visible at x_k
+
+
 def test_smoke_json_round_trip(smoke):
     d = smoke.to_json_dict()
     assert d["probe"] == "icl_gd" and d["preset"] == "smoke"
@@ -153,13 +205,15 @@ def test_smoke_json_round_trip(smoke):
 
 
 def test_anisotropic_softmax_variant_runs(tmp_path, monkeypatch):
-    """The preconditioner fields and checks, and a softmax model (no weight read-out: NaN, no claim)."""
+    """The preconditioner fields and checks, a softmax model (no weight read-out: NaN, no claim), the
+    query visible, no interleaved model."""
     monkeypatch.setenv("WORKBENCH_CACHE", str(tmp_path))
     cfg = P.Config.preset(
         "smoke", x_dist="anisotropic", cond=5.0, attention="softmax", layers=(1,), steps=20, batch=64,
-        n_eval=400, n_mc=4000, k_values=(3,), construction_layers=1,
+        n_eval=400, n_mc=4000, k_values=(3,), construction_layers=1, hide_query=False, garg=False,
     )  # fmt: skip
     r = probes.run_probe("icl_gd", cfg, progress=False)
+    assert "garg_loss_k" not in r.data
     assert r.data["preconditioner_fit"].shape == (4, 4) and math.isfinite(r.scalars["preconditioner_rel_error"])
     assert math.isnan(r.scalars["eta_fit_weights"])
     status = {c.name: c.status for c in r.checks}
