@@ -44,7 +44,7 @@ from probes.base import ProbeConfig, Result, param
 
 NAME = "prompt_forgetting"
 DESCRIPTION = "Prompt-forgetting exponent: offset of two prompts' hidden states under one continuation vs t."
-VERSION = "1"
+VERSION = "3"  # 2: relay_matrix (exact matrix relay) stored for uniform models; 3: deviation text names the size
 REQUIRES = {"causal": True, "input": "tokens"}
 
 SEED_SOURCE = "seed paper (seeds/000, first abstract)"
@@ -275,12 +275,16 @@ def run(config: Config, model=None, progress: bool = True) -> Result:
     bound_loc = np.stack([theory.bound_local_exponent(int(k), t_loc) for k in depth])
     bound_ratio = gm / np.stack([theory.bound_shape(P, int(k), t) for k in depth])
 
+    exact_relay = config.attention == "uniform" and config.norm == "none" and config.mlp == 0
+    relay_pred = None
+    if exact_relay and own_model and config.logit_bias == "none":
+        relay_pred = relay_prediction(model, m["embed_delta"], N)[:, :, P:]  # (n, L, T) per pair
     share = np.nanmean(m["share"], axis=0) if np.isfinite(m["share"]).any() else np.full((L, T), np.nan)
     max_logit = float(np.max(m["max_logit"]))
     min_rms = float(np.min(m["min_rms"]))
 
     led = Ledger(NAME, preset=config.preset_name)
-    _claims(led, config, model, own_model, m, t, gm, fits, share, max_logit, alpha_loc, relay_loc, bound_ratio, N)
+    _claims(led, config, relay_pred, m, t, fits, share, max_logit, alpha_loc, N)
 
     coords = {"layer": np.arange(L), "t": t, "pair": np.arange(config.n_pairs), "t_local": t_loc,
               "end": ["lo", "hi"]}  # fmt: skip
@@ -305,6 +309,8 @@ def run(config: Config, model=None, progress: bool = True) -> Result:
         },
         coords=coords,
     )
+    if relay_pred is not None:  # the exact matrix relay prediction, averaged over pairs like `distance`
+        data["relay_matrix"] = (("layer", "t"), np.exp(np.log(relay_pred).mean(axis=0)))
     last = fits[-1]
     scalars = {
         "alpha": last.alpha, "alpha_ci_lo": last.alpha_ci[0], "alpha_ci_hi": last.alpha_ci[1],
@@ -319,12 +325,11 @@ def run(config: Config, model=None, progress: bool = True) -> Result:
     return Result(probe=NAME, config=config, data=data, scalars=scalars, ledger=led, meta=meta)
 
 
-def _claims(led, config, model, own_model, m, t, gm, fits, share, max_logit, alpha_loc, relay_loc, bound_ratio, N):
+def _claims(led, config, relay_pred, m, t, fits, share, max_logit, alpha_loc, N):
     P, L = config.prompt_len, len(fits)
     eps = float(torch.finfo(torch.float64 if config.dtype == "float64" else torch.float32).eps)
-    exact_relay = config.attention == "uniform" and config.norm == "none" and config.mlp == 0
-    if exact_relay and own_model and config.logit_bias == "none":
-        pred = relay_prediction(model, m["embed_delta"], N)[:, :, P:]  # (n, L, T)
+    if relay_pred is not None:
+        pred = relay_pred
         scale = float(m["norm"].max())
         dev = float(np.max(np.abs(m["distance"] - pred))) / scale
         # each layer's running mean sums <= N terms (error <= N eps |h| per coordinate), over L layers
@@ -374,7 +379,7 @@ def _claims(led, config, model, own_model, m, t, gm, fits, share, max_logit, alp
 
 def _seed_deviation(config: Config) -> str:
     if config.trained:
-        return ("tiny model (d=64, 2 layers) trained for a few hundred steps at context "
-                f"{config.train_seq_len}, measured out to {config.prompt_len + config.cont_len}: far from the seed's LMs")  # fmt: skip
+        return (f"tiny model (d={config.d_model}, {config.layers} layers) trained for {config.train_steps} steps "
+                f"at context {config.train_seq_len}, measured out to {config.prompt_len + config.cont_len}: far from the seed's LMs")  # fmt: skip
     return ("shallow random-init model with small logits behaves like the relay model, whose local exponent "
             "1 - (L-1)/ln t is near 1 at L = 2, t ~ 4e3; the seed's networks are deeper (see notebook)")

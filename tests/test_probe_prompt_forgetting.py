@@ -37,6 +37,7 @@ def test_smoke_result_has_the_interface_fields():
     assert r.scalars["min_prenorm_rms"] > 0 and r.scalars["max_logit"] > 0
     assert not r.ledger.failed
     assert r.ledger["alpha_untrained_seed_range"].status == "not_evaluated"  # requires the full preset
+    assert "relay_matrix" not in r.data  # softmax with LN and MLP is not the matrix relay model
     # the geometric mean really is over pairs
     gm = np.exp(np.log(r.data["distance_pairs"].values).mean(axis=0))
     np.testing.assert_allclose(r.data["distance"].values, gm, rtol=1e-12)
@@ -47,6 +48,10 @@ def test_uniform_network_is_the_matrix_relay_model(layers):
     r = _run(**SMALL, layers=layers, attention="uniform", norm="none", dtype="float64")
     claim = r.ledger["uniform_equals_matrix_relay"]
     assert claim.status == "pass", claim.line()
+    # the stored exact prediction is the one the claim checked (pair-averaged like `distance`)
+    scale = r.data["distance"].values.max()
+    # float64 rounding is ~N L sqrt(d) eps ~ 1e-12 of scale here; 1e-9 still fails any non-relay model (>1e-6)
+    np.testing.assert_allclose(r.data["relay_matrix"].values, r.data["distance"].values, rtol=0, atol=1e-9 * scale)
     if layers == 1:
         assert r.ledger["uniform_one_layer_alpha_is_1"].status == "pass"
         assert abs(r.scalars["alpha"] - 1.0) < 1e-9
@@ -67,6 +72,7 @@ def test_cancel_bias_keeps_share_and_slows_forgetting():
     plain = _run(**base)
     biased = _run(**base, logit_bias="cancel")
     assert biased.ledger["cancel_bias_share_constant"].status == "pass"
+    assert "relay_matrix" not in biased.data  # the bias breaks the relay identity: no prediction stored
     share = plain.data["prompt_share"].values
     P = plain.config.prompt_len
     np.testing.assert_allclose(share[0], P / plain.data["t"].values, rtol=1e-12)  # dilution: P / t

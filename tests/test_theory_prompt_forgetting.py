@@ -133,3 +133,21 @@ def test_prompt_share_bound_and_bound_shape():
     np.testing.assert_allclose(pf.bound_shape(P, 3, t), P * np.log(t) ** 2 / t, rtol=4 * EPS)
     with pytest.raises(ValueError, match="L"):
         pf.bound_shape(P, 0, t)
+
+
+def test_window_alpha_of_relay_and_bound():
+    """L = 1 is exactly 1/t; the bound's OLS slope lies between its end-point local exponents; depth lowers it."""
+    P, lo, hi = 8, 24.0, 2000
+    # Delta^1_t = P/t and P/t exactly: a pure power law, float64 fit error only
+    assert abs(pf.relay_alpha_window(P, 1, lo, hi) - 1.0) < 1e-12
+    assert abs(pf.bound_alpha_window(P, 1, lo, hi) - 1.0) < 1e-12
+    prev = 1.0
+    for L in (2, 3, 4):
+        a_bound = pf.bound_alpha_window(P, L, lo, hi)
+        # OLS slope = positively weighted mean of the local slope, which increases with t
+        assert pf.bound_local_exponent(L, lo) <= a_bound <= pf.bound_local_exponent(L, hi)
+        a_relay = pf.relay_alpha_window(P, L, lo, hi)
+        assert a_relay < prev  # each layer adds a power of ln t: the window exponent falls
+        prev = a_relay
+    with pytest.raises(ValueError, match="t_lo"):
+        pf.relay_alpha_window(P, 2, float(P), hi)  # the window must start in the continuation

@@ -343,6 +343,38 @@ def bound_local_exponent(L: int, t) -> np.ndarray:
     return 1.0 - (L - 1) / np.log(t)
 
 
+def _window_alpha(y: np.ndarray, t_lo: float, t_hi: int, n_points: int) -> float:
+    from analysis.fitting import fit_power_law
+
+    t = np.arange(1, t_hi + 1, dtype=np.float64)
+    return fit_power_law(t, y, (t_lo, float(t_hi)), n_points=n_points).alpha
+
+
+def relay_alpha_window(P: int, L: int, t_lo: float, t_hi: int, n_points: int = 64) -> float:
+    """The relay model's fitted exponent over the window ``[t_lo, t_hi]``.
+
+    The least-squares slope of ``-ln Delta^L_t`` against ``ln t`` on the same log grid of ``n_points``
+    positions that :func:`analysis.fitting.bootstrap_power_law` uses, so it is the number a measured
+    ``alpha`` over that window is to be compared with. ``L = 1`` gives exactly 1 (``Delta^1_t = P/t``);
+    each further layer lowers it by roughly ``1/ln t`` of the window (the ``(ln t)^(L-1)`` factor).
+    """
+    check_int("t_hi", t_hi, minimum=2)
+    check_float("t_lo", t_lo, minimum=P + 1.0)
+    return _window_alpha(relay_offsets(P, L, t_hi), t_lo, t_hi, n_points)
+
+
+def bound_alpha_window(P: int, L: int, t_lo: float, t_hi: int, n_points: int = 64) -> float:
+    """The bound shape's fitted exponent over ``[t_lo, t_hi]`` (same grid as :func:`relay_alpha_window`).
+
+    An OLS slope is a positively weighted mean of the local slope, so it lies between the local
+    exponents ``1 - (L-1)/ln t`` at the two ends of the window.
+    """
+    check_int("t_hi", t_hi, minimum=2)
+    check_float("t_lo", t_lo, minimum=2.0)
+    t = np.arange(1, t_hi + 1, dtype=np.float64)
+    return _window_alpha(bound_shape(P, L, t), t_lo, t_hi, n_points)
+
+
 def prompt_share_bound(P: int, t, max_logit: float) -> np.ndarray:
     """Largest prompt share of a softmax row at position ``t > P`` when every ``|logit| <= max_logit``."""
     check_int("P", P, minimum=1)
