@@ -304,8 +304,27 @@ def _is_primitive(positive: np.ndarray) -> bool:
     return bool((a > 0).all())
 
 
+class _TokenLM:
+    """What every next-token language task shares: token inputs, LM logits out, cross-entropy."""
+
+    @property
+    def input_kind(self) -> str:
+        return "tokens"
+
+    @property
+    def d_in(self) -> int:
+        return 0
+
+    @property
+    def d_out(self) -> int:
+        return 0
+
+    def loss(self, outputs: Tensor, targets: Tensor) -> Tensor:
+        return _lm_loss(outputs, targets, self.vocab_size)
+
+
 @dataclass(frozen=True)
-class MarkovLanguage:
+class MarkovLanguage(_TokenLM):
     """Sequences from an order-1 Markov chain ``P(x_{t+1} = j | x_t = i) = P_ij``.
 
     Each row of ``P`` is drawn from Dirichlet(concentration * 1) with ``numpy.random.default_rng(seed)``
@@ -341,18 +360,6 @@ class MarkovLanguage:
     @property
     def name(self) -> str:
         return f"markov_v{self.vocab_size}_c{self.concentration:g}_s{self.seed}"
-
-    @property
-    def input_kind(self) -> str:
-        return "tokens"
-
-    @property
-    def d_in(self) -> int:
-        return 0
-
-    @property
-    def d_out(self) -> int:
-        return 0
 
     def config(self) -> dict:
         return {"kind": "markov", **dataclasses.asdict(self)}
@@ -424,9 +431,6 @@ class MarkovLanguage:
         s = self.sample_sequences(batch_size, self.seq_len + 1, generator).to(device)
         return s[:, :-1], s[:, 1:]
 
-    def loss(self, outputs: Tensor, targets: Tensor) -> Tensor:
-        return _lm_loss(outputs, targets, self.vocab_size)
-
 
 def _lm_loss(outputs: Tensor, targets: Tensor, vocab_size: int) -> Tensor:
     """Mean next-token cross-entropy in nats: logits (B, T, V) against ids (B, T)."""
@@ -441,7 +445,7 @@ def _lm_loss(outputs: Tensor, targets: Tensor, vocab_size: int) -> Tensor:
 
 
 @dataclass(frozen=True)
-class CorpusLM:
+class CorpusLM(_TokenLM):
     """Next-token prediction on the corpus of :mod:`analysis.corpus` (byte- or char-level).
 
     ``sample`` draws ``batch_size`` windows of ``seq_len + 1`` tokens from the train split at offsets
@@ -464,18 +468,6 @@ class CorpusLM:
     @property
     def name(self) -> str:
         return f"corpus_{self.corpus.source}_{self.corpus.encoding}_T{self.seq_len}"
-
-    @property
-    def input_kind(self) -> str:
-        return "tokens"
-
-    @property
-    def d_in(self) -> int:
-        return 0
-
-    @property
-    def d_out(self) -> int:
-        return 0
 
     @cached_property
     def data(self) -> Corpus:
@@ -547,9 +539,6 @@ class CorpusLM:
             idx = k[:, None] * T + torch.arange(T + 1)  # (b, T+1)
             w = self._val[idx].long().to(device)
             yield w[:, :-1], w[:, 1:]
-
-    def loss(self, outputs: Tensor, targets: Tensor) -> Tensor:
-        return _lm_loss(outputs, targets, self.vocab_size)
 
 
 # ================================================================================================
