@@ -22,7 +22,7 @@ help:
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[dev]"
+	$(PY) -m pip install --quiet -e ".[dev,hf]"
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (workbench)" >/dev/null
 	@touch $(STAMP)
 

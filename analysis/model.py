@@ -37,7 +37,7 @@ NORM_PLACEMENTS = ("pre", "post", "peri", "mix", "none")
 NORM_TYPES = ("layernorm", "rmsnorm")
 ATTENTION_KERNELS = ("softmax", "linear", "sigmoid", "ssmax", "uniform")
 POSITIONAL = ("none", "learned", "rope")
-ACTIVATIONS = ("gelu", "relu", "silu", "tanh", "identity")
+ACTIVATIONS = ("gelu", "gelu_tanh", "relu", "silu", "tanh", "identity")
 INPUTS = ("tokens", "vectors", "embedded")
 OUTPUTS = ("lm", "linear", "none")
 INITS = ("fan_in", "gpt2")
@@ -248,6 +248,7 @@ class Norm(nn.Module):
 def _activation(name: str):
     return {
         "gelu": F.gelu,
+        "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"),  # GPT-2's "gelu_new"
         "relu": F.relu,
         "silu": F.silu,
         "tanh": torch.tanh,

@@ -190,9 +190,45 @@ def bench_tests() -> dict:
             "summary": proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else ""}
 
 
+def bench_hf() -> dict:
+    """The Hugging Face adapter on the pretrained MiniLM encoder (float32, no grad): tokens/s of our
+    hook-carrying eager attention against transformers' own eager and SDPA attention, interleaved."""
+    import transformers
+
+    from analysis.hf import HFModel, minilm_dir
+
+    ours = HFModel.from_pretrained(minilm_dir())
+    stock = {
+        impl: transformers.AutoModel.from_pretrained(minilm_dir(), local_files_only=True, attn_implementation=impl).eval()
+        for impl in ("eager", "sdpa")
+    }
+    x = torch.randint(1000, 20000, (4, 512), generator=torch.Generator().manual_seed(0))
+    variants = {
+        "adapter_no_hooks": lambda: ours(x),
+        "adapter_cache_patterns": lambda: run_with_cache(ours, x, names="blocks.*.attn.hook_pattern"),
+        "transformers_eager": lambda: stock["eager"](input_ids=x),
+        "transformers_sdpa": lambda: stock["sdpa"](input_ids=x),
+    }
+    times: dict[str, list[float]] = {k: [] for k in variants}
+    with torch.no_grad():
+        for fn in variants.values():
+            fn()
+        for _ in range(7):
+            for name, fn in variants.items():
+                t0 = time.perf_counter()
+                fn()
+                times[name].append(time.perf_counter() - t0)
+    out = {"config": "all-MiniLM-L6-v2, T=512 B=4 float32"}
+    for name, v in times.items():
+        med = statistics.median(v)
+        out[name] = {"median_s": med, "min_s": min(v), "max_s": max(v), "tokens_per_s": x.numel() / med}
+    return out
+
+
 BENCHES = {
     "forward": bench_forward,
     "hooks": bench_hooks,
+    "hf": bench_hf,
     "train": bench_train,
     "tests": bench_tests,
     "figures_smoke": bench_figures_smoke,
@@ -214,6 +250,10 @@ def _headline(results: dict) -> list[str]:
         if "idle_hook_share_of_forward" in h:
             rows.append(("idle hook points, share of a forward", f"{100 * h['idle_hook_share_of_forward']:.2f}%",
                          f"{h['hook_points_per_forward']} points x {h['idle_hook_point_us']:.2f} us"))
+    if "hf" in results:
+        h = results["hf"]
+        for key in ("adapter_no_hooks", "adapter_cache_patterns", "transformers_eager", "transformers_sdpa"):
+            rows.append((f"MiniLM forward, {key.replace('_', ' ')} (tokens/s)", f"{h[key]['tokens_per_s']:.0f}", h["config"]))
     if "train" in results:
         t = results["train"]
         rows.append(("training (steps/s)", f"{t['steps_per_s']:.1f}", t["config"]))

