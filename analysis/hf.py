@@ -284,6 +284,18 @@ class HFModel(nn.Module):
         fresh.to(dtype=next(self.hf.parameters()).dtype)
         return HFModel(fresh, tokenizer=self.tokenizer, residual=residual)
 
+    def __deepcopy__(self, memo: dict) -> HFModel:
+        """A copy with its own hooks: ``copy.deepcopy`` of the wrapped model would keep hook closures
+        that fire this adapter's hook points, so copies are rebuilt from the weights instead."""
+        return self.with_residual(self.residual)
+
+    def reinitialised(self, seed: int) -> HFModel:
+        """The same architecture (and tokenizer) with fresh ``transformers`` initial weights from ``seed``."""
+        dtype = {v: k for k, v in _DTYPES.items()}[next(self.hf.parameters()).dtype]
+        return HFModel.from_config(
+            copy.deepcopy(self.hf.config), seed=seed, residual=self.residual, dtype=dtype, tokenizer=self.tokenizer
+        )
+
     def _layers(self) -> Sequence[nn.Module]:
         if self.kind == "gpt2":
             return self._backbone().h
@@ -502,11 +514,13 @@ def _quiet_length_warning(tokenizer):
             tokenizer.model_max_length = old
 
 
+_DTYPES = {"float64": torch.float64, "float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
 def _torch_dtype(name: str) -> torch.dtype:
-    table = {"float64": torch.float64, "float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
-    if name not in table:
-        raise ValueError(f"dtype must be one of {list(table)}, got {name!r}")
-    return table[name]
+    if name not in _DTYPES:
+        raise ValueError(f"dtype must be one of {list(_DTYPES)}, got {name!r}")
+    return _DTYPES[name]
 
 
 # ------------------------------------------------------------------------------------------------

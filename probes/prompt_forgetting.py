@@ -23,6 +23,24 @@ which keeps a uniform row's prompt share at ``P/(P+1)``.
 
 With ``attention="uniform"``, ``norm="none"`` and ``mlp=0`` the network *is* the matrix relay model
 (``h^l = h^(l-1) + M h^(l-1) (W_o W_v)^T``): the measured offsets are checked against it exactly.
+
+The bound's constant. ``bound_ratio`` is ``D_l(t) / (P (ln t)^l' / t)`` with ``l'`` = depth - 1; its
+plateau over the last octave ``[N/2, N]`` (``bound_plateau``) estimates the constant ``C`` of
+``D <= C P (ln t)^(L-1) / t`` and ``bound_constant`` is the smallest ``C`` that holds on the whole fit
+window. For the matrix relay model the limit is exact: the ``k = L`` term of the closed form dominates,
+``t D_L(t) / (P (ln t)^(L-1)) -> |A_L .. A_1 sum_{s<=P} delta_s| / (P (L-1)!)`` (``relay_matrix_limit``),
+reached only like ``1/ln t``; for the first layer it holds at every ``t > P``.
+
+Passed-in models. ``run(config, model)`` takes any causal token :class:`analysis.protocol.ProbeModel`
+(our zoo or the Hugging Face adapter). The config's architecture and training fields (``layers``,
+``d_model``, ``heads``, ``norm``, ``norm_type``, ``mlp``, ``pos``, ``dtype``, ``trained``...) then
+describe nothing and are ignored, except ``attention``, read as the kernel the model is declared to
+have (only the softmax dilution-bound claim uses it). Tokens are drawn within the model's own
+vocabulary (:func:`analysis.protocol.vocab_size`); ``data="corpus"`` encodes the corpus's validation
+text with the model's tokenizer (:func:`analysis.protocol.encode_text`); ``P + T`` must fit the model's
+positions. Only hook names the model lists are asked for: a statistic whose hooks are missing (the
+pre-norm inputs of ``min_prenorm_rms``, the attention scores of ``max_logit``) is NaN and its
+theorem-condition claim ``not_evaluated`` with the reason.
 """
 
 from __future__ import annotations
@@ -35,8 +53,9 @@ import torch
 import xarray as xr
 from tqdm.auto import tqdm
 
+from analysis import protocol
 from analysis.fitting import bootstrap_power_law, local_exponent
-from analysis.hooks import hooks, resolve_names, run_with_cache
+from analysis.hooks import hooks, run_with_cache
 from analysis.ledger import Ledger
 from analysis.model import ModelConfig, TinyTransformer
 from analysis.theory import prompt_forgetting as theory
@@ -44,10 +63,14 @@ from probes.base import ProbeConfig, Result, param
 
 NAME = "prompt_forgetting"
 DESCRIPTION = "Prompt-forgetting exponent: offset of two prompts' hidden states under one continuation vs t."
-VERSION = "3"  # 2: relay_matrix (exact matrix relay) stored for uniform models; 3: deviation text names the size
+VERSION = "5"  # 2: relay_matrix stored for uniform models; 3: deviation text names the size;
+# 4: norm_type field, bound constants/plateaus and the theorem-condition claims; 5: the untrained deviation
+# text computes the relay exponent at the run's own depth and length (max |logit| now blockwise, same value)
 REQUIRES = {"causal": True, "input": "tokens"}
 
 SEED_SOURCE = "seed paper (seeds/000, first abstract)"
+# the norms' epsilon of the zoo (ModelConfig.norm_eps default); the RMS condition is read against it
+NORM_EPS = 1e-5
 
 
 @dataclass(frozen=True)
@@ -64,6 +87,7 @@ class Config(ProbeConfig):
     heads: int = param(2, "attention heads per layer", minimum=1)
     attention: str = param("softmax", "attention kernel", choices=("softmax", "uniform", "ssmax", "sigmoid", "linear"))
     norm: str = param("pre", "norm placement", choices=("pre", "post", "peri", "mix", "none"))
+    norm_type: str = param("layernorm", "norm kind", choices=("layernorm", "rmsnorm"))
     mlp: int = param(256, "MLP hidden width (0 = attention only)", minimum=0)
     pos: str = param("none", "positions (exist at every t)", choices=("none", "rope"))
     dtype: str = param("float32", "model dtype", choices=("float32", "float64"))
@@ -112,8 +136,8 @@ def model_config(config: Config) -> ModelConfig:
     """The TinyTransformer this config measures (untrained weights from ``seed``)."""
     return ModelConfig(
         input="tokens", vocab_size=_vocab(config), output="lm", d_model=config.d_model, n_layers=config.layers,
-        n_heads=config.heads, d_mlp=config.mlp, norm=config.norm, attention=config.attention, pos=config.pos,
-        dtype=config.dtype, seed=config.seed,
+        n_heads=config.heads, d_mlp=config.mlp, norm=config.norm, norm_type=config.norm_type,
+        attention=config.attention, pos=config.pos, dtype=config.dtype, seed=config.seed,
     )  # fmt: skip
 
 
@@ -143,17 +167,51 @@ def build_model(config: Config, progress: bool = True):
     return res.model, {"train_loss": res.final_loss, "checkpoint": res.key, "from_cache": res.from_cache}
 
 
-def draw_pairs(config: Config) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Prompts ``A``, ``B`` (n, P) and continuations ``c`` (n, T) from ``data`` with generator ``seed``."""
+def corpus_ids(model, chunk_chars: int = 20_000) -> torch.Tensor:
+    """The corpus's validation text in ``model``'s own tokens (1-D LongTensor).
+
+    The text is cut at line ends into chunks of about ``chunk_chars`` characters, each encoded with
+    :func:`analysis.protocol.encode_text` (a tokenizer, or UTF-8 bytes for byte-level zoo models) and
+    concatenated. For a byte model this is the validation split itself (the corpus is ASCII).
+    """
+    from analysis.corpus import build_corpus
+
+    corpus = build_corpus()
+    text = corpus.decode(corpus.val_tokens)
+    pieces, start = [], 0
+    while start < len(text):
+        stop = text.rfind("\n", start, start + chunk_chars) + 1 if start + chunk_chars < len(text) else len(text)
+        stop = stop if stop > start else min(start + chunk_chars, len(text))
+        pieces.append(protocol.encode_text(model, text[start:stop]).long().reshape(-1))
+        start = stop
+    return torch.cat(pieces)
+
+
+def draw_pairs(config: Config, model=None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Prompts ``A``, ``B`` (n, P) and continuations ``c`` (n, T) from ``data`` with generator ``seed``.
+
+    Token ids lie in the vocabulary of ``model`` (:func:`analysis.protocol.vocab_size`); ``None`` means
+    the model this config builds. ``data="markov"`` needs a model vocabulary at least the language's;
+    ``data="corpus"`` encodes the corpus's validation text with the model (:func:`corpus_ids`).
+    """
     n, P, T = config.n_pairs, config.prompt_len, config.cont_len
+    vocab = _vocab(config) if model is None else protocol.vocab_size(model)
+    if vocab is None or vocab < 2:
+        raise ValueError(f"prompt_forgetting needs a token model with a vocabulary (vocab_size >= 2), got {vocab}")
     gen = torch.Generator().manual_seed(config.seed + 7919)  # prompts/continuations only
     if config.data == "random":
-        draw = lambda k, m: torch.randint(0, config.vocab_size, (k, m), generator=gen)  # noqa: E731
+        draw = lambda k, m: torch.randint(0, vocab, (k, m), generator=gen)  # noqa: E731
     elif config.data == "markov":
+        if vocab < config.vocab_size:
+            raise ValueError(f"data 'markov' draws ids below vocab_size={config.vocab_size}, but the model's "
+                             f"vocab is {vocab}; set vocab_size <= {vocab}")  # fmt: skip
         lang = _task(config, 1)
         draw = lambda k, m: lang.sample_sequences(k, m, gen)  # noqa: E731
     else:
-        val = _task(config, 1)._val
+        val = corpus_ids(model) if model is not None else _task(config, 1)._val.long()
+        if val.shape[0] <= P + T:
+            raise ValueError(f"the encoded validation text has {val.shape[0]} tokens, fewer than prompt_len + "
+                             f"cont_len = {P + T}")  # fmt: skip
 
         def draw(k: int, m: int) -> torch.Tensor:
             start = torch.randint(0, val.shape[0] - m, (k,), generator=gen)
@@ -161,7 +219,7 @@ def draw_pairs(config: Config) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor
 
     a, b, c = draw(n, P), draw(n, P), draw(n, T)
     same = (a == b).all(dim=1)
-    b[same, -1] = (a[same, -1] + 1) % _vocab(config)  # a pair must differ somewhere
+    b[same, -1] = (a[same, -1] + 1) % vocab  # a pair must differ somewhere
     return a, b, c
 
 
@@ -178,13 +236,35 @@ def cancel_bias_matrix(P: int, n_tokens: int, dtype: torch.dtype) -> torch.Tenso
 # Measurement
 
 
+def max_abs_logit(scores: torch.Tensor, attn_bias: torch.Tensor | None = None, rows: int = 1024) -> float:
+    """Largest finite ``|logit|`` of ``scores`` (B, H, N, N) with ``attn_bias`` (N, N) removed (0 if none are finite).
+
+    The model's own logits: the intervention's bias is subtracted first. Masked keys are ``-inf`` and
+    are skipped. Row blocks of ``rows`` queries over their keys ``<= `` the block's last query (the
+    probe needs a causal model, so later keys are masked) keep the temporaries a few MB instead of
+    copying the whole (B, H, N, N) tensor; the value is the same as over the full matrix.
+    """
+    N = scores.shape[-1]
+    best = 0.0
+    for r0 in range(0, N, rows):
+        r1 = min(r0 + rows, N)
+        blk = scores[..., r0:r1, :r1]  # (B, H, r, r1)
+        if attn_bias is not None:
+            blk = blk - attn_bias[r0:r1, :r1].to(blk.dtype)
+        lo, hi = torch.aminmax(torch.nan_to_num(blk, nan=0.0, posinf=0.0, neginf=0.0))  # non-finite -> 0
+        best = max(best, float(hi), -float(lo))
+    return best
+
+
 def measure(model, a, b, c, *, attn_bias=None, progress: bool = True) -> dict[str, np.ndarray]:
     """One forward pass per pair over ``[prompt; continuation]``; returns per pair, layer and continuation t:
 
     ``distance`` (n, L, T), ``norm`` (n, L, T) the mean |h| of the two states, ``share`` (n, L, T) the
     prompt's attention share averaged over heads and both sequences (NaN where no pattern hook exists),
-    ``share_max`` (n, L, T) its largest head value, ``max_logit`` (n,) and ``min_rms`` (n,), and
-    ``embed_delta`` (n, P, d) the input offset (float64).
+    ``share_max`` (n, L, T) its largest head value, ``max_logit`` (n,) and ``min_rms`` (n,) (NaN where the
+    model exposes no ``attn.hook_scores`` / no pre-norm input ``ln1|ln2.hook_in``), and ``embed_delta``
+    (n, P, d) the input offset (float64; width 0 where the model has no ``hook_embed``). Only hook names
+    the model lists are asked for; ``blocks.{l}.hook_resid_post`` is the one the probe cannot do without.
     """
     n, P = a.shape
     L = model.n_layers
@@ -193,17 +273,17 @@ def measure(model, a, b, c, *, attn_bias=None, progress: bool = True) -> dict[st
     pre_norm = [h for h in names if h.endswith((".ln1.hook_in", ".ln2.hook_in"))]
     scores = [h for h in names if h.endswith("attn.hook_scores")]
     patterns = [h for h in names if h.endswith("attn.hook_pattern")]
-    resolve_names(model, resid)
+    missing = [r for r in resid if r not in names]
+    if missing:
+        raise ValueError(f"prompt_forgetting needs the residual hooks blocks.{{l}}.hook_resid_post; the model lacks {missing}")
+    embed = ["hook_embed"] if "hook_embed" in names else []
     out: dict[str, list] = {k: [] for k in ("distance", "norm", "share", "share_max", "max_logit", "min_rms", "embed_delta")}
     for i in tqdm(range(n), disable=not progress, desc="pairs", leave=False):
         x = torch.cat([torch.stack([a[i], b[i]]), c[i].expand(2, -1)], dim=1)  # (2, P + T)
         stats = {"max_logit": 0.0, "min_rms": math.inf, "share": {}, "share_max": {}}
 
         def on_scores(s: torch.Tensor, name: str, stats=stats) -> None:  # (2, H, N, N), -inf where masked
-            if attn_bias is not None:
-                s = s - attn_bias.to(s.dtype)  # the model's own logits (the bias is the intervention)
-            finite = torch.isfinite(s)
-            stats["max_logit"] = max(stats["max_logit"], float(torch.where(finite, s.abs(), 0).amax()))
+            stats["max_logit"] = max(stats["max_logit"], max_abs_logit(s, attn_bias))
 
         def on_pattern(p: torch.Tensor, name: str, stats=stats) -> None:  # (2, H, N, N)
             share = p[..., :P].sum(-1).double()  # (2, H, N) prompt share of each row
@@ -215,12 +295,15 @@ def measure(model, a, b, c, *, attn_bias=None, progress: bool = True) -> dict[st
 
         fwd = [(s, on_scores) for s in scores] + [(p, on_pattern) for p in patterns] + [(h, on_norm_in) for h in pre_norm]
         with torch.no_grad(), hooks(model, fwd):
-            _, cache = run_with_cache(model, x, names=resid + ["hook_embed"], attn_bias=attn_bias)
+            _, cache = run_with_cache(model, x, names=resid + embed, attn_bias=attn_bias)
         hs = torch.stack([cache[r] for r in resid]).double()  # (L, 2, N, d)
         out["distance"].append((hs[:, 0, P:] - hs[:, 1, P:]).norm(dim=-1).numpy())  # (L, T)
         out["norm"].append((0.5 * (hs[:, 0, P:].norm(dim=-1) + hs[:, 1, P:].norm(dim=-1))).numpy())
-        emb = cache["hook_embed"].double()
-        out["embed_delta"].append((emb[0, :P] - emb[1, :P]).numpy())
+        if embed:
+            emb = cache["hook_embed"].double()
+            out["embed_delta"].append((emb[0, :P] - emb[1, :P]).numpy())
+        else:
+            out["embed_delta"].append(np.zeros((P, 0)))
         T = x.shape[1] - P
         for key in ("share", "share_max"):
             rows = [stats[key].get(f"blocks.{layer}.attn.hook_pattern") for layer in range(L)]
@@ -230,12 +313,47 @@ def measure(model, a, b, c, *, attn_bias=None, progress: bool = True) -> dict[st
     return {k: np.asarray(v) for k, v in out.items()}
 
 
+def relay_matrices(model: TinyTransformer) -> list[np.ndarray]:
+    """``A_l = W_o W_v`` of every block (float64): the matrix relay model's weights."""
+    return [(blk.attn.W_o.weight.double() @ blk.attn.W_v.weight.double()).detach().numpy() for blk in model.blocks]
+
+
 def relay_prediction(model: TinyTransformer, embed_delta: np.ndarray, T_total: int) -> np.ndarray:
     """Offsets (n, L, T_total) of the matrix relay model with ``A_l = W_o W_v`` of our own model (float64)."""
-    mats = [
-        (blk.attn.W_o.weight.double() @ blk.attn.W_v.weight.double()).detach().numpy() for blk in model.blocks
-    ]
+    mats = relay_matrices(model)
     return np.stack([np.linalg.norm(theory.relay_vector_offsets(d0, mats, T_total), axis=-1) for d0 in embed_delta])
+
+
+def relay_matrix_limit(model: TinyTransformer, embed_delta: np.ndarray) -> np.ndarray:
+    """(n, L): ``lim_t t D_l(t) / (P (ln t)^(l-1)) = |A_l .. A_1 sum_s delta_s| / (P (l-1)!)`` per pair and layer.
+
+    In the closed form ``delta^l_t = (1/t) sum_s sum_k h_(k-1)(1/s..1/t) E_k delta_s`` the ``k = l`` term
+    grows like ``(ln t)^(l-1)/(l-1)!`` and every other like a lower power, and ``E_l = A_l .. A_1``.
+    """
+    mats = relay_matrices(model)
+    P = embed_delta.shape[1]
+    out = []
+    for d0 in embed_delta:
+        v, row = d0.sum(axis=0), []
+        for layer, A in enumerate(mats):
+            v = A @ v
+            row.append(np.linalg.norm(v) / (P * math.factorial(layer)))
+        out.append(row)
+    return np.asarray(out)
+
+
+def bound_constants(t: np.ndarray, ratio: np.ndarray, fit_lo: float) -> dict[str, np.ndarray]:
+    """Per layer: the smallest ``C`` with ``D <= C P (ln t)^(l-1)/t`` on ``[fit_lo, N]`` (``bound_constant``),
+    the ratio's geometric mean over the last octave ``[N/2, N]`` (``bound_plateau``) and the OLS slope of
+    ``ln ratio`` on ``ln t`` over that octave (``bound_plateau_slope``; 0 for a true plateau).
+    """
+    win = t >= fit_lo
+    last = t >= t[-1] / 2
+    lt = np.log(t[last])
+    lr = np.log(ratio[:, last])  # (L, n_last)
+    slope = ((lr - lr.mean(axis=1, keepdims=True)) * (lt - lt.mean())).sum(axis=1) / ((lt - lt.mean()) ** 2).sum()
+    return {"bound_constant": ratio[:, win].max(axis=1), "bound_plateau": np.exp(lr.mean(axis=1)),
+            "bound_plateau_slope": slope}  # fmt: skip
 
 
 # ================================================================================================
@@ -249,7 +367,8 @@ def run(config: Config, model=None, progress: bool = True) -> Result:
         model, info = build_model(config, progress=progress)
     L, P, T = model.n_layers, config.prompt_len, config.cont_len
     N = P + T
-    a, b, c = draw_pairs(config)
+    protocol.check_length(model, N, f"prompt_len + cont_len = {P} + {T} =")
+    a, b, c = draw_pairs(config, None if own_model else model)
     dtype = next(model.parameters()).dtype if hasattr(model, "parameters") else torch.float32
     bias = cancel_bias_matrix(P, N, dtype) if config.logit_bias == "cancel" else None
     m = measure(model, a, b, c, attn_bias=bias, progress=progress)
@@ -273,18 +392,23 @@ def run(config: Config, model=None, progress: bool = True) -> Result:
     relay = np.stack([theory.relay_offsets(P, int(k), N)[P:] for k in depth])  # (L, T)
     relay_loc = np.stack([local_exponent(t, r, n_grid=40, half_width=0.3, t_range=t_loc_range)[1] for r in relay])
     bound_loc = np.stack([theory.bound_local_exponent(int(k), t_loc) for k in depth])
-    bound_ratio = gm / np.stack([theory.bound_shape(P, int(k), t) for k in depth])
+    shape = np.stack([theory.bound_shape(P, int(k), t) for k in depth])  # (L, T)
+    bound_ratio = gm / shape
+    consts = bound_constants(t, bound_ratio, config.fit_lo)
+    relay_consts = bound_constants(t, relay / shape, config.fit_lo)
 
-    exact_relay = config.attention == "uniform" and config.norm == "none" and config.mlp == 0
-    relay_pred = None
-    if exact_relay and own_model and config.logit_bias == "none":
+    exact_relay = own_model and config.attention == "uniform" and config.norm == "none" and config.mlp == 0
+    relay_pred = limit = None
+    if exact_relay and config.logit_bias == "none":
         relay_pred = relay_prediction(model, m["embed_delta"], N)[:, :, P:]  # (n, L, T) per pair
+        limit = np.exp(np.log(relay_matrix_limit(model, m["embed_delta"])).mean(axis=0))  # (L,) like `distance`
     share = np.nanmean(m["share"], axis=0) if np.isfinite(m["share"]).any() else np.full((L, T), np.nan)
     max_logit = float(np.max(m["max_logit"]))
     min_rms = float(np.min(m["min_rms"]))
 
     led = Ledger(NAME, preset=config.preset_name)
-    _claims(led, config, relay_pred, m, t, fits, share, max_logit, alpha_loc, N)
+    _claims(led, config, own_model, model.hook_names(), relay_pred, m, t, fits, share, max_logit, min_rms,
+            alpha_loc, N, bound_ratio, limit)  # fmt: skip
 
     coords = {"layer": np.arange(L), "t": t, "pair": np.arange(config.n_pairs), "t_local": t_loc,
               "end": ["lo", "hi"]}  # fmt: skip
@@ -303,6 +427,9 @@ def run(config: Config, model=None, progress: bool = True) -> Result:
             "relay_local": (("layer", "t_local"), relay_loc),
             "bound_local": (("layer", "t_local"), bound_loc),
             "bound_ratio": (("layer", "t"), bound_ratio),
+            **{k: (("layer",), v) for k, v in consts.items()},
+            "relay_bound_plateau": (("layer",), relay_consts["bound_plateau"]),
+            "relay_limit": (("layer",), np.array([theory.relay_limit(int(k)) for k in depth])),
             "prompt_share": (("layer", "t"), share),
             "max_logit_pairs": (("pair",), m["max_logit"]),
             "min_prenorm_rms_pairs": (("pair",), m["min_rms"]),
@@ -311,6 +438,7 @@ def run(config: Config, model=None, progress: bool = True) -> Result:
     )
     if relay_pred is not None:  # the exact matrix relay prediction, averaged over pairs like `distance`
         data["relay_matrix"] = (("layer", "t"), np.exp(np.log(relay_pred).mean(axis=0)))
+        data["relay_matrix_limit"] = (("layer",), limit)
     last = fits[-1]
     scalars = {
         "alpha": last.alpha, "alpha_ci_lo": last.alpha_ci[0], "alpha_ci_hi": last.alpha_ci[1],
@@ -318,14 +446,21 @@ def run(config: Config, model=None, progress: bool = True) -> Result:
         "fit_rms_residual": last.rms_residual, "max_logit": max_logit, "min_prenorm_rms": min_rms,
         "alpha_local_end": float(alpha_loc[-1][np.isfinite(alpha_loc[-1])][-1]),
         "bound_local_end": float(bound_loc[-1][-1]),
+        "bound_constant": float(consts["bound_constant"][-1]), "bound_plateau": float(consts["bound_plateau"][-1]),
+        "bound_plateau_slope": float(consts["bound_plateau_slope"][-1]),
     }  # fmt: skip
     if "train_loss" in info:
         scalars["train_loss"] = float(info["train_loss"])
     meta = {k: v for k, v in info.items() if k != "train_loss"}
+    meta["model"] = "built from config" if own_model else f"passed in: {type(model).__name__}"
+    if not own_model:
+        meta["model_vocab_size"] = protocol.vocab_size(model)
+        meta["model_max_positions"] = protocol.max_positions(model)
     return Result(probe=NAME, config=config, data=data, scalars=scalars, ledger=led, meta=meta)
 
 
-def _claims(led, config, relay_pred, m, t, fits, share, max_logit, alpha_loc, N):
+def _claims(led, config, own_model, hook_names, relay_pred, m, t, fits, share, max_logit, min_rms, alpha_loc, N,
+            bound_ratio, limit):  # fmt: skip
     P, L = config.prompt_len, len(fits)
     eps = float(torch.finfo(torch.float64 if config.dtype == "float64" else torch.float32).eps)
     if relay_pred is not None:
@@ -340,32 +475,41 @@ def _claims(led, config, relay_pred, m, t, fits, share, max_logit, alpha_loc, N)
                   why="summation error of N-term running means over L layers in the model dtype",
                   statement="uniform/no-norm/no-MLP network offsets equal the matrix relay model's "
                             "(max |D - D_relay| / max|h|)", figure="pf_distance")  # fmt: skip
+        # first layer: t D_1(t) / P = |A_1 sum_s delta_s| / P at every t > P, i.e. the bound's ratio is
+        # already its limit; relative rounding of D is <= N eps (running mean), of the limit d eps
+        led.close("uniform_layer1_bound_ratio_is_limit",
+                  measured=float(np.max(np.abs(bound_ratio[0] / limit[0] - 1.0))), expected=0.0,
+                  atol=4.0 * (N + config.d_model) * eps,
+                  source="derivation: one uniform layer gives D(t) = |A_1 sum_s delta_s| / t exactly",
+                  why="relative rounding of an N-term running mean plus a d-term matrix product",
+                  statement="uniform network, layer 1: D t / P equals its limit |A_1 sum delta| / P at every t",
+                  figure="pf_bound_constant")  # fmt: skip
         if L == 1:
             led.close("uniform_one_layer_alpha_is_1", measured=fits[0].alpha, expected=1.0,
                       atol=8.0 * N * eps / math.log(N / config.fit_lo),
                       source="derivation: one uniform layer gives D(t) = |A sum_s delta_s| / t exactly",
                       why="relative errors <= N eps in D, divided by the log-range of the fit window",
                       statement="one uniform layer: fitted alpha = 1")  # fmt: skip
-    if config.attention == "uniform" and config.logit_bias == "cancel":
+    if config.attention == "uniform" and config.logit_bias == "cancel" and own_model:
         dev = float(np.nanmax(np.abs(share - theory.default_share(P))))
         led.close("cancel_bias_share_constant", measured=dev, expected=0.0, atol=16 * P * eps,
                   source="derivation: b_t = ln(t - P) keeps a uniform row's prompt share at P/(P+1)",
                   why="softmax of P equal logits and t-P equal logits: a few roundings per row",
                   statement="uniform attention with the cancelling bias: prompt share = P/(P+1) at every t")  # fmt: skip
-    if config.attention in ("softmax", "ssmax") and config.logit_bias == "none" and config.attention == "softmax":
-        ratio = float(np.nanmax(m["share_max"] / theory.prompt_share_bound(P, t, max_logit)[None, None]))
-        led.bound("prompt_share_dilution_bound", measured=ratio, bound=1.0 + 1e3 * eps,
-                  source="derivation: |logit| <= B gives prompt share <= P e^2B / (P e^2B + t - P)",
-                  why="exact inequality; slack for the float rounding of softmax and of the measured B",
-                  statement="prompt share / dilution bound with the measured max |logit| <= 1 at every t, head, pair")  # fmt: skip
-    if config.logit_bias == "none" and config.attention == "softmax" and config.norm == "pre":
+    _condition_claims(led, config, own_model, hook_names, m, t, share, max_logit, min_rms, eps)
+    if config.logit_bias == "none" and config.attention == "softmax" and (config.norm == "pre" or not own_model):
         fam = "trained" if config.trained else "untrained"
         lo, hi = (0.55, 0.7) if config.trained else (0.2, 0.5)
-        led.within(f"alpha_{fam}_seed_range", measured=fits[-1].alpha, lo=lo, hi=hi, source=SEED_SOURCE,
-                   why="the seed's reported range for this family (large LMs, long contexts)",
-                   requires_full=True, deviation=_seed_deviation(config),
-                   statement=f"{fam} pre-LN softmax: last-layer alpha in the seed's range [{lo}, {hi}]",
-                   figure="pf_alpha_summary")  # fmt: skip
+        if own_model:
+            led.within(f"alpha_{fam}_seed_range", measured=fits[-1].alpha, lo=lo, hi=hi, source=SEED_SOURCE,
+                       why="the seed's reported range for this family (large LMs, long contexts)",
+                       requires_full=True, deviation=_seed_deviation(config),
+                       statement=f"{fam} pre-LN softmax: last-layer alpha in the seed's range [{lo}, {hi}]",
+                       figure="pf_alpha_summary")  # fmt: skip
+        else:
+            led.not_evaluated("alpha_seed_range", source=SEED_SOURCE,
+                              reason="passed-in model: the probe does not know whether it is trained or pre-LN; "
+                                     "its alpha is a measurement to place against the seed's ranges by hand")  # fmt: skip
         # the bound D <= C P (ln t)^(L-1)/t: at finite t only its consequence alpha_fit <= ... cannot be
         # checked; what is checked is that the measured local exponent never exceeds the bound's by more
         # than the fit noise would, i.e. the decay is not faster than the relay model allows asymptotically
@@ -377,9 +521,50 @@ def _claims(led, config, relay_pred, m, t, fits, share, max_logit, alpha_loc, N)
                   statement="local exponent of the last layer at t = P + T is <= 1")  # fmt: skip
 
 
+def _condition_claims(led, config, own_model, hook_names, m, t, share, max_logit, min_rms, eps):
+    """The theorem's hypotheses measured on the same passes (bounded logits, pre-norm RMS away from 0)."""
+    P = config.prompt_len
+    softmax = config.attention == "softmax" and config.logit_bias == "none"
+    has_scores = any(h.endswith("attn.hook_scores") for h in hook_names)
+    has_patterns = any(h.endswith("attn.hook_pattern") for h in hook_names)
+    has_norm_in = any(h.endswith((".ln1.hook_in", ".ln2.hook_in")) for h in hook_names)
+    src = "seed theorem's hypotheses (pre-LN softmax, bounded logits, pre-norm RMS away from zero)"
+    if not softmax:
+        return
+    if not (has_scores and has_patterns):
+        for name in ("prompt_share_dilution_bound", "condition_dilution_regime"):
+            led.not_evaluated(name, source=src, reason="the model exposes no attn.hook_scores/attn.hook_pattern "
+                                                       "hooks: max |logit| and the prompt share are not measured")  # fmt: skip
+    else:
+        ratio = float(np.nanmax(m["share_max"] / theory.prompt_share_bound(P, t, max_logit)[None, None]))
+        led.bound("prompt_share_dilution_bound", measured=ratio, bound=1.0 + 1e3 * eps,
+                  source="derivation: |logit| <= B gives prompt share <= P e^2B / (P e^2B + t - P)",
+                  why="exact inequality; slack for the float rounding of softmax and of the measured B",
+                  statement="prompt share / dilution bound with the measured max |logit| <= 1 at every t, head, pair")  # fmt: skip
+        # the dilution bound P e^2B / (P e^2B + T) falls below 1/2 inside the window iff B < ln(T/P)/2: only
+        # then do the measured positions reach the regime where the theorem's 1/t dilution acts
+        led.bound("condition_dilution_regime", measured=max_logit, bound=0.5 * math.log((t[-1] - P) / P),
+                  relation="<", source=src,
+                  why="P e^(2B) < T - P: the dilution bound on the prompt share drops below 1/2 within the window",
+                  deviation="logits too large for the window: the bound's 1/t regime starts after t = P + T",
+                  statement="max |attention logit| B < ln(T/P)/2 (the window reaches the dilution regime)")  # fmt: skip
+    if not (config.norm == "pre" or not own_model):
+        return
+    if not has_norm_in or not np.isfinite(min_rms):
+        led.not_evaluated("condition_prenorm_rms", source=src,
+                          reason="the model exposes no pre-norm input hooks (ln1/ln2.hook_in): min_prenorm_rms is NaN")
+    else:
+        # the norm's Jacobian is ~ 1/sqrt(rms^2 + eps): the theorem needs it set by the activations, not eps
+        led.bound("condition_prenorm_rms", measured=min_rms, bound=math.sqrt(NORM_EPS), relation=">", source=src,
+                  why=f"RMS above sqrt(norm eps = {NORM_EPS}): the norm's gain 1/RMS is bounded by the activations",
+                  statement="smallest RMS of a pre-norm input over all positions, layers and pairs > sqrt(eps)")  # fmt: skip
+
+
 def _seed_deviation(config: Config) -> str:
     if config.trained:
         return (f"tiny model (d={config.d_model}, {config.layers} layers) trained for {config.train_steps} steps "
                 f"at context {config.train_seq_len}, measured out to {config.prompt_len + config.cont_len}: far from the seed's LMs")  # fmt: skip
-    return ("shallow random-init model with small logits behaves like the relay model, whose local exponent "
-            "1 - (L-1)/ln t is near 1 at L = 2, t ~ 4e3; the seed's networks are deeper (see notebook)")
+    N, L = config.prompt_len + config.cont_len, config.layers
+    return (f"shallow random-init model (L = {L}) with small logits behaves like the relay model, whose local "
+            f"exponent 1 - (L-1)/ln t is {float(theory.bound_local_exponent(L, N)):.2f} at t = {N}; "
+            "the seed's networks are deeper (see notebook)")  # fmt: skip

@@ -32,6 +32,23 @@ uniform layers with identity value maps (theory, a multiple of sqrt(d)) and, for
 without norm or MLP, the exact Jacobian of the linear stack with the model's own ``W_o W_v``.
 ``rank_residual[depth]``: Dong et al.'s ratio ``|X - 1 mean X|_{1,inf} / |X|_{1,inf}`` of the float64
 states of the longest first sample, depth 0 = the input of block 0.
+
+Depth: ``layer_distance[layer, n]`` (float64, every block's ``hook_resid_post``) and its fitted exponent
+per layer against the prediction the one-layer rates give at that depth (theory module, item 6).
+Effective float floor: ``divergence[dtype, n]`` = median over samples of ``|(h~_a - h~_b) - (h_a - h_b)|``
+(the dtype's pair difference against float64's); its exponent against ``n`` is compared with the
+rounding model of the theory module (``n``-independent for random bases, ``a + b sqrt(n)`` for the
+coherent counting prefix). A format whose ``eps |h|`` the float64 distance never reaches within
+``max_len`` is reported as a bound ("no collapse up to max_len") with the collapse length the fitted
+power law extrapolates to.
+
+Passed-in models (any token :class:`analysis.protocol.ProbeModel`, e.g. the Hugging Face adapter): the
+model is copied and cast per dtype; token ids are drawn below ``vocab_size(model)`` (the last id is the
+separator); sequences longer than ``max_positions(model)`` are refused; only the guaranteed hook names
+(``hook_embed``, ``blocks.{l}.hook_resid_pre/post``) are used. A bidirectional model is measured the same
+way (padding keys hidden by a ``-inf`` attention bias), but the claims derived for causal softmax
+(predicted slopes, depth rates, path counting) are recorded as not evaluated. The positional encoding
+of a passed model is taken as learned absolute when it has a position limit, else ``config.pos``.
 """
 
 from __future__ import annotations
@@ -45,7 +62,7 @@ import torch
 import xarray as xr
 from tqdm.auto import tqdm
 
-from analysis import tasks
+from analysis import protocol, tasks
 from analysis.fitting import bootstrap_power_law
 from analysis.hooks import resolve_names, run_with_cache
 from analysis.ledger import Ledger
@@ -56,8 +73,9 @@ from probes.base import ProbeConfig, Result, param
 
 NAME = "representational_collapse"
 DESCRIPTION = "Representational collapse: last-token distance of near-identical sequences vs length, precision, over-squashing."
-VERSION = "2"
-REQUIRES = {"causal": True, "input": "tokens"}
+VERSION = "3"
+REQUIRES = {"input": "tokens"}
+BIDIRECTIONAL = "bidirectional model: the causal derivation does not apply"
 
 SOURCE = "Barbero et al. 2024, Transformers need glasses! (ANCHORS.md 4)"
 LOW_DTYPES = ("float32", "bfloat16", "float16")
@@ -88,8 +106,9 @@ class Config(ProbeConfig):
     attention: str = param("softmax", "attention kernel", choices=("softmax", "uniform"))
     norm: str = param("pre", "norm placement", choices=("pre", "post", "none"))
     mlp: int = param(256, "MLP hidden width (0 = attention only)", minimum=0)
-    pos: str = param("none", "positional encoding", choices=("none", "rope", "learned"))
-    vocab_size: int = param(64, "vocabulary (the last id is the separator)", minimum=4)
+    pos: str = param("none", "positional encoding (a passed model without a position limit: the one it uses)",
+                     choices=("none", "rope", "learned"))
+    vocab_size: int = param(64, "vocabulary (the last id is the separator; a passed model's own is used)", minimum=4)
     # --- training -------------------------------------------------------------------------------
     trained: bool = param(False, "train the model on a Markov language first (analysis.train, cached)")
     train_steps: int = param(400, "optimiser updates when trained", minimum=1)
@@ -161,7 +180,40 @@ def build_models(config: Config, model=None, progress: bool = True) -> tuple[dic
         res = train(model_config(config), task, train_config(config), progress=progress)
         model = res.model
         info = {"train_loss": res.final_loss, "checkpoint": res.key, "from_cache": res.from_cache}
-    return {dt: copy.deepcopy(model).to(dtype=DTYPES[dt]).eval() for dt in names}, info
+    else:
+        info = {"model": protocol.describe(model)}
+        check_length(config, model)
+    return {dt: copy.deepcopy(model).to(DTYPES[dt]).eval() for dt in names}, info
+
+
+def check_length(config: Config, model) -> None:
+    """``ValueError`` naming ``max_len`` (and ``sens_len``) if the model's position limit is shorter."""
+    limit, n = protocol.max_positions(model), seq_bound(config)
+    if limit is not None and n > limit:
+        raise ValueError(f"max_len={config.max_len} builds sequences of {n} tokens but the model has {limit} positions; "
+                         f"use max_len <= {config.max_len - (n - limit)}")  # fmt: skip
+    protocol.check_length(model, config.sens_len, "sens_len")
+
+
+def model_vocab(config: Config, model=None) -> int:
+    """Token ids the pairs draw from: ``config.vocab_size`` for own models, else the model's own."""
+    v = protocol.vocab_size(model) if model is not None else config.vocab_size
+    if not isinstance(v, int) or v < 4:
+        raise ValueError(f"the model must embed at least 4 token ids, got vocab_size={v}")
+    return v
+
+
+def model_pos(config: Config, model=None) -> str:
+    """Positional encoding the predictions use: ``config.pos`` for own models; a passed model with a
+    position limit has learned absolute positions, one without is taken to use ``config.pos``."""
+    if model is not None and protocol.max_positions(model) is not None:
+        return "learned"
+    return config.pos
+
+
+def _device(model) -> torch.device:
+    p = next(iter(model.parameters()), None) if hasattr(model, "parameters") else None
+    return p.device if p is not None else torch.device("cpu")
 
 
 def lengths(config: Config) -> np.ndarray:
@@ -169,16 +221,18 @@ def lengths(config: Config) -> np.ndarray:
     return np.unique(np.round(np.geomspace(config.min_len, config.max_len, config.n_lengths)).astype(int))
 
 
-def draw_samples(config: Config) -> dict[str, torch.Tensor]:
-    """Per sample: a random base of ``max_len`` tokens (prefixes give every n), (one, zero) and a replacement."""
+def draw_samples(config: Config, vocab: int | None = None) -> dict[str, torch.Tensor]:
+    """Per sample: a random base of ``max_len`` tokens (prefixes give every n), (one, zero) and a replacement.
+
+    Ids lie in ``[0, vocab - 1)`` (``vocab`` defaults to ``config.vocab_size``; the last id is the separator)."""
     gen = torch.Generator().manual_seed(config.seed + 7919)  # data only
-    V = config.vocab_size - 1  # the last id is reserved for separators
+    V = (vocab or config.vocab_size) - 1  # the last id is reserved for separators
     S = config.n_bases
     base = torch.randint(0, V, (S, config.max_len), generator=gen)
     one = torch.randint(0, V, (S,), generator=gen)
     zero = (one + torch.randint(1, V, (S,), generator=gen)) % V  # differs from one
     repl = (base[:, config.early_position] + torch.randint(1, V, (S,), generator=gen)) % V
-    return {"base": base, "one": one, "zero": zero, "replacement": repl}
+    return {"base": base, "one": one, "zero": zero, "replacement": repl, "separator": V}
 
 
 def make_pair(config: Config, samples: dict, s: int, n: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -190,7 +244,8 @@ def make_pair(config: Config, samples: dict, s: int, n: int) -> tuple[torch.Tens
     else:
         pair = tasks.early_token_pair(samples["base"][s, :n], config.early_position, int(samples["replacement"][s]))
     if config.separator_every:
-        pair = tasks.apply_to_pair(pair, tasks.with_separators, config.vocab_size - 1, config.separator_every)
+        pair = tasks.apply_to_pair(pair, tasks.with_separators, int(samples.get("separator", config.vocab_size - 1)),
+                                   config.separator_every)
     return pair
 
 
@@ -203,62 +258,92 @@ def _batch(seqs: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
     return ids, torch.tensor([len(x) - 1 for x in seqs])
 
 
-# ================================================================================================
-# Measurement
+def pad_bias(idx: torch.Tensor, T: int) -> torch.Tensor:
+    """(B, 1, 1, T) attention bias, ``-inf`` on the padding keys of each row (after its last index).
+
+    A causal model needs none (the read-out query never sees later keys); a bidirectional one does.
+    """
+    pad = torch.arange(T)[None, :] > idx[:, None]  # (B, T)
+    return torch.zeros(pad.shape, dtype=torch.float64).masked_fill(pad, float("-inf"))[:, None, None, :]
 
 
-def measure_distances(models: dict, config: Config, ns: np.ndarray, progress: bool = True) -> dict[str, np.ndarray]:
+def measure_distances(models: dict, config: Config, ns: np.ndarray, progress: bool = True,
+                      vocab: int | None = None) -> dict[str, np.ndarray]:
     """Per dtype, sample and n: ``distance`` |h_a - h_b| (float64 of the dtype's states), ``norm`` (mean |h|),
-    ``argmax_equal`` and ``identical`` (bool); plus the float64 ``h0`` inputs of block 0 and final states
+    ``argmax_equal`` and ``identical`` (bool), ``divergence`` |(h_a - h_b) - (h_a - h_b)_float64|; the float64
+    ``layer_distance`` (S, L, N) of every block; plus the float64 ``h0`` inputs of block 0 and final states
     ``hL`` of the pairs (for the exact uniform check): lists over n of (2S, T, d) and (2S, d)."""
-    samples = draw_samples(config)
-    S, L = config.n_bases, config.layers
-    last = f"blocks.{L - 1}.hook_resid_post"
-    out = {dt: {k: np.zeros((S, len(ns))) for k in ("distance", "norm", "argmax_equal", "identical")} for dt in models}
+    samples = draw_samples(config, vocab)
+    ref = models["float64"]
+    S, L = config.n_bases, ref.n_layers
+    causal = bool(ref.causal)
+    dev = _device(ref)
+    resid = [f"blocks.{layer}.hook_resid_post" for layer in range(L)]
+    last = resid[-1]
+    out = {dt: {k: np.zeros((S, len(ns))) for k in ("distance", "norm", "argmax_equal", "identical", "divergence")}
+           for dt in models}  # fmt: skip
+    layer_distance = np.zeros((S, L, len(ns)))
     exact: dict[str, list] = {"h0": [], "last": []}
     for j, n in enumerate(tqdm(ns, disable=not progress, desc="lengths", leave=False)):
         pairs = [make_pair(config, samples, s, int(n)) for s in range(S)]
         ids, idx = _batch([x for p in pairs for x in p])  # rows: a_0, b_0, a_1, b_1, ...
+        bias = None if causal else pad_bias(idx, ids.shape[1]).to(dev)
         rows = torch.arange(ids.shape[0])
+        diff64 = None
         for dt, model in models.items():
-            names = [last] + (["blocks.0.hook_resid_pre"] if dt == "float64" else [])
+            names = [last] if dt != "float64" else resid + ["blocks.0.hook_resid_pre"]
+            kw = {} if bias is None else {"attn_bias": bias.to(DTYPES[dt])}
             with torch.no_grad():
-                logits, cache = run_with_cache(model, ids, names=names)
+                logits, cache = run_with_cache(model, ids.to(dev), names=names, **kw)
+            cache = {k: v.cpu() for k, v in cache.items()}
             h = cache[last][rows, idx].double()  # (2S, d)
-            am = logits[rows, idx].argmax(-1)  # (2S,)
+            am = logits.cpu()[rows, idx].argmax(-1)  # (2S,)
             ha, hb = h[0::2], h[1::2]
+            if dt == "float64":
+                diff64 = ha - hb
+                for layer, r in enumerate(resid):
+                    hl = cache[r][rows, idx]
+                    layer_distance[:, layer, j] = (hl[0::2] - hl[1::2]).norm(dim=-1).numpy()
             out[dt]["distance"][:, j] = (ha - hb).norm(dim=-1).numpy()
+            out[dt]["divergence"][:, j] = ((ha - hb) - diff64).norm(dim=-1).numpy()
             out[dt]["norm"][:, j] = (0.5 * (ha.norm(dim=-1) + hb.norm(dim=-1))).numpy()
             out[dt]["argmax_equal"][:, j] = (am[0::2] == am[1::2]).numpy()
             out[dt]["identical"][:, j] = (cache[last][rows, idx][0::2] == cache[last][rows, idx][1::2]).all(-1).numpy()
             if dt == "float64":
                 exact["h0"].append((cache["blocks.0.hook_resid_pre"].numpy(), idx.numpy()))
                 exact["last"].append(h.numpy())
-    return {"per_dtype": out, "exact": exact}
+    return {"per_dtype": out, "exact": exact, "layer_distance": layer_distance}
 
 
-def sensitivity(model, config: Config) -> np.ndarray:
-    """``|d h^l_last / d x_i|_F`` (L, T) by autograd w.r.t. ``hook_embed``, float64 model, one random base."""
+def sensitivity(model, config: Config, vocab: int | None = None, chunk: int = 64) -> np.ndarray:
+    """``|d h^l_last / d x_i|_F`` (L, T) by autograd w.r.t. ``hook_embed``, float64 model, one random base.
+
+    The Frobenius norm needs one backward pass per output coordinate: the batch holds one copy of the
+    sequence per coordinate, ``chunk`` coordinates at a time (the squared norms add over chunks).
+    """
     gen = torch.Generator().manual_seed(config.seed + 15485863)  # sensitivity base only
     T = config.sens_len
-    seq = torch.randint(0, config.vocab_size - 1, (T,), generator=gen)
+    seq = torch.randint(0, (vocab or config.vocab_size) - 1, (T,), generator=gen)
+    dev = _device(model)
     resid = [f"blocks.{layer}.hook_resid_post" for layer in range(model.n_layers)]
-    resolve_names(model, resid)
-    d = None
-    out = []
+    names = ["hook_embed"] + resid
+    resolve_names(model, names)
+    with torch.no_grad():
+        _, cache = run_with_cache(model, seq[None].to(dev), names=["hook_embed"])
+    d = cache["hook_embed"].shape[-1]
+    sq = np.zeros((len(resid), T))
     with torch.enable_grad():
-        probe_out, cache = run_with_cache(model, seq[None], names=["hook_embed"] + resid, detach=False)
-        d = cache["hook_embed"].shape[-1]
-        ids = seq[None].expand(d, T)  # (d, T): one copy per output coordinate
-        _, cache = run_with_cache(model, ids, names=["hook_embed"] + resid, detach=False)
-        x = cache["hook_embed"]
-        eye = torch.eye(d, dtype=x.dtype)
-        for layer, r in enumerate(resid):
-            y = (cache[r][:, -1, :] * eye).sum()  # row b picks coordinate b of the last state
-            (g,) = torch.autograd.grad(y, x, retain_graph=layer < len(resid) - 1)  # (d, T, d)
-            out.append(g.double().pow(2).sum(dim=(0, 2)).sqrt().numpy())
-    del probe_out
-    return np.stack(out)
+        for c0 in range(0, d, chunk):
+            c1 = min(d, c0 + chunk)
+            ids = seq[None].expand(c1 - c0, T).to(dev)  # (c, T): one copy per output coordinate
+            _, cache = run_with_cache(model, ids, names=names, detach=False)
+            x = cache["hook_embed"]
+            pick = torch.eye(d, dtype=x.dtype, device=x.device)[c0:c1]  # (c, d): row b picks coordinate c0 + b
+            for layer, r in enumerate(resid):
+                y = (cache[r][:, -1, :] * pick).sum()
+                (g,) = torch.autograd.grad(y, x, retain_graph=layer < len(resid) - 1)  # (c, T, d)
+                sq[layer] += g.double().pow(2).sum(dim=(0, 2)).cpu().numpy()
+    return np.sqrt(sq)
 
 
 def uniform_matrices(model) -> list[np.ndarray]:
@@ -272,11 +357,14 @@ def uniform_matrices(model) -> list[np.ndarray]:
 
 def run(config: Config, model=None, progress: bool = True) -> Result:
     own_model = model is None
+    vocab = model_vocab(config, model)
+    pos = model_pos(config, model)
     models, info = build_models(config, model, progress=progress)
     ref = models["float64"]
     L = ref.n_layers
+    causal = bool(ref.causal)
     ns = lengths(config)
-    m = measure_distances(models, config, ns, progress=progress)
+    m = measure_distances(models, config, ns, progress=progress, vocab=vocab)
     per = m["per_dtype"]
     dts = list(models)
     D64 = per["float64"]["distance"]  # (S, N)
@@ -289,25 +377,49 @@ def run(config: Config, model=None, progress: bool = True) -> Result:
     dist = np.stack([gmean(per[dt]["distance"]) for dt in dts])  # (dtype, N)
     rng = np.random.default_rng(config.seed + 104729)
     nf = ns.astype(np.float64)
+    window = (config.fit_lo, float(config.max_len))
     fit = None
     if np.all(D64 > 0):
-        fit = bootstrap_power_law(nf, D64, (config.fit_lo, float(config.max_len)), n_boot=config.n_boot, rng=rng,
-                                  n_points=len(ns))  # fmt: skip
+        fit = bootstrap_power_law(nf, D64, window, n_boot=config.n_boot, rng=rng, n_points=len(ns))
     slope = fit.alpha if fit else math.nan
     slope_ci = fit.alpha_ci if fit else (math.nan, math.nan)
-    predicted = theory.predicted_slope(config.family, config.pos, separators=config.separator_every > 0)
+    attention = config.attention if own_model else "softmax"
+    predicted = theory.predicted_slope(config.family, pos, separators=config.separator_every > 0, attention=attention)
+    # depth: a fit per layer on its own bootstrap stream (the main fit's stream is unchanged)
+    LD = m["layer_distance"]  # (S, L, N)
+    depth_fits = []
+    for layer in range(L):
+        ok = np.all(LD[:, layer] > 0)
+        depth_fits.append(bootstrap_power_law(nf, LD[:, layer], window, n_boot=config.n_boot, n_points=len(ns),
+                                              rng=np.random.default_rng([config.seed, 7, layer])) if ok else None)
+    grid = nf[(nf >= window[0]) & (nf <= window[1])]
+    depth_pred = theory.predicted_depth_slopes(config.family, pos, L, grid, config.separator_every > 0, attention,
+                                               config.early_position)  # fmt: skip
+    # effective float floor: exponent of the dtype's divergence from float64 against n, bootstrap over samples
+    floor_fits = {}
+    for i, dt in enumerate(dts[1:], start=1):
+        Dv = per[dt]["divergence"]
+        if np.all(Dv[:, nf >= window[0]] > 0):
+            floor_fits[dt] = bootstrap_power_law(nf, Dv / norm, window, n_boot=config.n_boot, n_points=len(ns),
+                                                 rng=np.random.default_rng([config.seed, 11, i]))  # fmt: skip
     collapse = np.array([theory.collapse_length(ns, dist[0], norm, dt) for dt in dts])
+    # where the fitted power law crosses eps |h| (|h| at max_len): the extrapolated collapse length
+    extrap = np.array([math.nan] + [
+        float(ns[-1] * (dist[0, -1] / theory.resolution(dt, norm[-1])) ** (1.0 / slope)) if fit and slope > 0
+        else math.nan for dt in dts[1:]])  # fmt: skip
     # how far each dtype's distance is from the float64 one (median over samples): ~0 while resolved
     rel_error = np.stack([np.median(np.abs(per[dt]["distance"] - D64) / D64, axis=0) for dt in dts])
-    sens = sensitivity(ref, config)  # (L, T)
-    path = theory.path_sensitivity(config.sens_len, L) * math.sqrt(config.d_model)  # A = I: |I|_F = sqrt(d)
+    divergence = np.stack([np.median(per[dt]["divergence"], axis=0) for dt in dts])
+    sens = sensitivity(ref, config, vocab)  # (L, T)
+    d_model = int(protocol_width(ref))
+    path = theory.path_sensitivity(config.sens_len, L) * math.sqrt(d_model)  # A = I: |I|_F = sqrt(d)
 
     # rank residual of the longest first sample's float64 states (sequence a)
-    seq = make_pair(config, draw_samples(config), 0, int(ns[-1]))[0]
+    seq = make_pair(config, draw_samples(config, vocab), 0, int(ns[-1]))[0]
     names = ["blocks.0.hook_resid_pre"] + [f"blocks.{layer}.hook_resid_post" for layer in range(L)]
     with torch.no_grad():
-        _, cache = run_with_cache(ref, seq[None], names=names)
-    rr = np.array([float(rank_residual(cache[k][0])) for k in names])
+        _, cache = run_with_cache(ref, seq[None].to(_device(ref)), names=names)
+    rr = np.array([float(rank_residual(cache[k][0].cpu())) for k in names])
 
     led = Ledger(NAME, preset=config.preset_name)
     exact_uniform = config.attention == "uniform" and config.norm == "none" and config.mlp == 0 and own_model
@@ -316,19 +428,26 @@ def run(config: Config, model=None, progress: bool = True) -> Result:
     if exact_uniform:
         R = theory.linear_stack_sensitivity(config.sens_len, mats)
         sens_exact = np.sqrt((R**2).sum(axis=(1, 2)))
-    _claims(led, config, m, ns, dts, rel_error, fit, predicted, collapse, sens, mats, sens_exact)
+    ctx = {"own_model": own_model, "causal": causal, "pos": pos, "L": L, "depth_fits": depth_fits,
+           "depth_pred": depth_pred, "floor_fits": floor_fits, "extrap": extrap, "norm": norm, "dist": dist}
+    _claims(led, config, m, ns, dts, rel_error, fit, predicted, collapse, sens, mats, sens_exact, ctx)
 
     data = xr.Dataset(
         {
             "distance": (("dtype", "n"), dist),
             "distance_samples": (("sample", "dtype", "n"), np.stack([per[dt]["distance"] for dt in dts], axis=1)),
+            "layer_distance": (("layer", "n"), gmean(LD)),
             "norm": (("n",), norm),
             "resolution": (("dtype", "n"), np.stack([theory.resolution(dt, norm) for dt in dts])),
+            "divergence": (("dtype", "n"), divergence),
             "argmax_equal": (("dtype", "n"), np.stack([per[dt]["argmax_equal"].mean(0) for dt in dts])),
             "identical": (("dtype", "n"), np.stack([per[dt]["identical"].mean(0) for dt in dts])),
             "rel_error": (("dtype", "n"), rel_error),
             "collapse_n": (("dtype",), collapse),
+            "collapse_n_extrapolated": (("dtype",), extrap),
             "slope_ci": (("end",), np.array(slope_ci)),
+            "layer_slope": (("layer",), np.array([f.alpha if f else math.nan for f in depth_fits])),
+            "layer_slope_predicted": (("layer",), depth_pred),
             "sensitivity": (("layer", "position"), sens),
             "path_count": (("position",), path),
             "rank_residual": (("depth",), rr),
@@ -344,18 +463,37 @@ def run(config: Config, model=None, progress: bool = True) -> Result:
         "fit_rms_residual": fit.rms_residual if fit else math.nan,
         "distance_at_max_len": float(dist[0, -1]),
         "sens_first_over_middle": float(sens[-1, 0] / sens[-1, config.sens_len // 2]),
+        "causal": float(causal),
     }  # fmt: skip
-    for dt, c in zip(dts, collapse, strict=True):
+    for dt, c, e in zip(dts, collapse, extrap, strict=True):
         scalars[f"collapse_n_{dt}"] = float(c)
+        if dt != "float64":
+            scalars[f"collapse_n_extrapolated_{dt}"] = float(e)
+    for dt, f in floor_fits.items():
+        scalars[f"floor_exponent_{dt}"] = -f.alpha  # divergence ~ n^(+beta)
     if "train_loss" in info:
         scalars["train_loss"] = float(info["train_loss"])
     meta = {k: v for k, v in info.items() if k != "train_loss"}
+    meta["pos_assumed"] = pos
     return Result(probe=NAME, config=config, data=data, scalars=scalars, ledger=led, meta=meta)
 
 
-def _claims(led, config, m, ns, dts, rel_error, fit, predicted, collapse, sens, mats, sens_exact):
-    per, L = m["per_dtype"], config.layers
+def protocol_width(model) -> int:
+    """Residual width ``d``: the last axis of ``hook_embed`` on a one-token input."""
+    with torch.no_grad():
+        _, cache = run_with_cache(model, torch.zeros(1, 1, dtype=torch.long, device=_device(model)), names=["hook_embed"])
+    return int(cache["hook_embed"].shape[-1])
+
+
+def _claims(led, config, m, ns, dts, rel_error, fit, predicted, collapse, sens, mats, sens_exact, ctx):
+    per, L = m["per_dtype"], ctx["L"]
+    own, causal = ctx["own_model"], ctx["causal"]
     eps64 = theory.EPS["float64"]
+    # the softmax predictions are asymptotic; anything but our own uniform stack carries O(1) corrections
+    softmax_dev = None
+    if config.norm != "none" or config.mlp or config.attention != "uniform" or config.trained or not own:
+        softmax_dev = ("softmax logits, norms and MLPs add O(1) corrections at finite n; the prediction is "
+                       "asymptotic for bounded logits")  # fmt: skip
     if mats is not None:
         # the network is the linear stack h <- h + M h A^T: recompute every pair's last states from the
         # block-0 inputs the network saw (pads sit after the read-out index, causal: no effect)
@@ -376,65 +514,105 @@ def _claims(led, config, m, ns, dts, rel_error, fit, predicted, collapse, sens, 
                   why="float64 rounding of the autograd and of the recursion, as above",
                   statement="autograd |dh_last/dx_i|_F == exact path sum with the model's W_o W_v, every i",
                   figure="rc_sensitivity")  # fmt: skip
-    if fit is not None and math.isfinite(predicted):
+    causal_claims = ["slope_matches_prediction"] + [f"slope_depth{layer}" for layer in range(1, L + 1)]
+    if L >= 2:
+        causal_claims.append("sensitivity_first_exceeds_middle")
+    if not causal:
+        for name in causal_claims:
+            led.not_evaluated(name, source=f"{SOURCE}; derivation (theory module)", reason=BIDIRECTIONAL)
+    if causal and fit is not None and math.isfinite(predicted):
         # finite-n corrections: the next order in the counting/repeat expansions is relative O(L/n) at the
         # window start, and the early-token relay factor (ln n)^(L-1) lowers the local exponent by
         # (L-1)/ln n; allow that plus three bootstrap standard errors
         n0 = config.fit_lo
         corr = (L - 1) / math.log(n0) if config.family == "early_token" else L / n0 + 0.1 * (L - 1)
         tol = 3.0 * (fit.alpha_boot_se or 0.0) + corr
-        deviation = None
-        if config.norm != "none" or config.mlp or config.attention != "uniform" or config.trained:
-            deviation = ("softmax logits, norms and MLPs add O(1) corrections at finite n; the prediction is "
-                         "asymptotic for bounded logits")  # fmt: skip
         led.close("slope_matches_prediction", measured=fit.alpha, expected=predicted, atol=tol,
-                  source=f"{SOURCE}; derivation (theory module, items 1-3)",
-                  why="finite-n correction of the expansion plus 3 bootstrap SE", deviation=deviation,
-                  requires_full=config.attention != "uniform",
-                  statement=f"{config.family} (pos {config.pos}, sep {config.separator_every}): fitted decay "
+                  source=f"{SOURCE}; derivation (theory module, items 1-3, 7)",
+                  why="finite-n correction of the expansion plus 3 bootstrap SE", deviation=softmax_dev,
+                  requires_full=config.attention != "uniform" or not own,
+                  statement=f"{config.family} (pos {ctx['pos']}, sep {config.separator_every}): fitted decay "
                             f"exponent = predicted {predicted}", figure="rc_distance")  # fmt: skip
-    elif config.pos == "learned" and fit is not None:
+        for layer, (f, want) in enumerate(zip(ctx["depth_fits"], ctx["depth_pred"], strict=True), start=1):
+            if f is None:
+                led.not_evaluated(f"slope_depth{layer}", source=SOURCE, reason="a zero distance (bitwise-equal states)")
+                continue
+            # the early-token prediction already is the exponent fitted to the depth-l path count on this
+            # window; the O(1/n) next order of the one-layer expansions adds layer/n0 at the window start
+            tol_l = 3.0 * (f.alpha_boot_se or 0.0) + layer / n0
+            led.close(f"slope_depth{layer}", measured=f.alpha, expected=float(want), atol=tol_l,
+                      source="derivation: the one-layer rates carried through depth (theory module, item 6)",
+                      why="3 bootstrap SE plus the O(layer/n) next order at the window start",
+                      deviation=softmax_dev, requires_full=config.attention != "uniform" or not own,
+                      statement=f"layer {layer}: fitted exponent of the float64 pair distance = {float(want):.3f}, "
+                                "the single-layer rate carried to this depth", figure="rc_depth")  # fmt: skip
+    elif causal and ctx["pos"] == "learned" and fit is not None:
         led.bound("learned_positions_no_collapse", measured=fit.alpha, bound=0.5, relation="<",
                   source="derivation: the read-out position differs between the two sequences (theory module, item 2)",
                   why="no decay is predicted: an exponent well below the repeat family's 1",
-                  deviation="trained models may learn smooth position embeddings" if config.trained else None,
+                  deviation="trained models may learn smooth position embeddings" if config.trained or not own else None,
                   statement=f"{config.family} with learned absolute positions: distance does not decay (alpha < 0.5)",
                   figure="rc_pos")  # fmt: skip
     for i, dt in enumerate(dts[1:], start=1):
-        c = collapse[i]
-        if not math.isfinite(c):
-            for what in ("outputs_coincide", "unresolved"):
-                led.not_evaluated(f"collapse_{dt}_{what}", source=SOURCE,
-                                  reason=f"the float64 distance never falls below eps({dt}) |h| up to n = {ns[-1]}",
-                                  statement=f"beyond collapse_n({dt}): {what.replace('_', ' ')}")  # fmt: skip
-            continue
-        after = ns >= c
-        frac = float(per[dt]["argmax_equal"][:, after].mean())
-        led.close(f"collapse_{dt}_outputs_coincide", measured=frac, expected=1.0, atol=0.0,
-                  source=SOURCE, requires_full=dt != "float16",
-                  why="below the format's resolution the two states differ by rounding only; one flipped "
-                      "argmax among the samples would show the format still separates them",
-                  deviation="a near-tie of the two largest logits can still flip on rounding noise",
-                  statement=f"for n >= collapse_n({dt}) the next-token argmax of the two sequences coincides "
-                            f"(fraction of samples x lengths)", figure="rc_precision")  # fmt: skip
-        err = float(np.median(rel_error[i, after]))
-        led.bound(f"collapse_{dt}_unresolved", measured=err, bound=0.1, relation=">=", source=SOURCE,
-                  requires_full=dt != "float16",
-                  deviation="the two states share their prefix and almost all their arithmetic, so their "
-                            "rounding errors can be correlated and cancel in the difference (seen in a "
-                            "one-layer uniform stack in bfloat16)",
-                  why="below eps|h| the final rounding of each state alone (half an ulp per coordinate, "
-                      "independent for the two states unless they round identically, which gives error 1) "
-                      "is comparable to the distance; 0.1 leaves a factor ~3 below that typical size",
-                  statement=f"for n >= collapse_n({dt}) the {dt} distance no longer tracks the float64 one "
-                            "(median |D_dtype - D_64| / D_64 >= 0.1)", figure="rc_precision")  # fmt: skip
-    if L >= 2:
+        _precision_claims(led, config, per, ns, dt, i, collapse[i], rel_error, ctx)
+    if L >= 2 and causal:
         # path counting: with L >= 2 early positions have more paths, so the first token's sensitivity
         # exceeds a middle token's (theory: strictly decreasing profile for A = I)
         ratio = float(sens[-1, 0] / sens[-1, config.sens_len // 2])
         led.bound("sensitivity_first_exceeds_middle", measured=ratio, bound=1.0, relation=">",
                   source=f"{SOURCE}; path counting (theory module, item 4)",
                   why="the path count of L >= 2 uniform layers is strictly decreasing in i",
-                  deviation=None if config.attention == "uniform" and config.norm == "none" else
+                  deviation=None if config.attention == "uniform" and config.norm == "none" and own else
                   "softmax logits, norms and MLPs reweight paths; the count is a qualitative guide only",
                   statement="|dh_last/dx_1| > |dh_last/dx_(T/2)| (last layer)", figure="rc_sensitivity")  # fmt: skip
+
+
+def _precision_claims(led, config, per, ns, dt, i, c, rel_error, ctx):
+    """Collapse (or its absence up to max_len) and the effective floor of format ``dt``."""
+    f = ctx["floor_fits"].get(dt) if dt == "float32" else None  # coarser formats collapse inside the window
+    if f is not None:
+        # rounding model (theory module, precision): random bases give an n-independent floor; the counting
+        # prefix is coherent (k copies of one value), a + b sqrt(n): local exponent in (0, 1/2)
+        coherent = config.family == "counting"  # with separators the prefix is two-state: still coherent
+        lo, hi = theory.floor_exponent(coherent)
+        beta, se = -f.alpha, f.alpha_boot_se or 0.0
+        why = ("3 bootstrap SE of the fitted exponent plus 0.1 for the next order; the rounding model fixes "
+               "the exponent, not the constant (the number of roundings per state), so the exponent is compared")
+        stmt = (f"{dt}: |(h_a - h_b) - (h_a - h_b)_64| / |h| grows like n^beta, beta in [{lo}, {hi}] "
+                f"({'coherent counting prefix: a + b sqrt(n)' if coherent else 'random bases: n-independent'})")
+        # margin 0.1: the model fixes the leading order only (n-independent against sqrt(n)); sources of
+        # different n-dependence mix at the next order, and +-0.1 over the window's decade and more of n is
+        # a change of the floor by under a factor 1.6, against a factor 4-6 for a sqrt(n) growth
+        led.within(f"floor_{dt}_exponent", measured=beta, lo=lo - 3 * se - 0.1, hi=hi + 3 * se + 0.1,
+                   source="derivation: probabilistic rounding of n-term attention sums (theory module, precision)",
+                   why=why, statement=stmt, figure="rc_precision")  # fmt: skip
+    if not math.isfinite(c):
+        # never below eps|h| up to max_len: a measured bound, and where the fitted power law says it would be
+        ratio = float(ctx["dist"][0, -1] / theory.resolution(dt, ctx["norm"][-1]))
+        n_star = float(ctx["extrap"][i])
+        led.bound(f"collapse_{dt}_beyond_max_len", measured=ratio, bound=1.0, relation=">", source=SOURCE,
+                  why="a measured bound in place of the collapse claims: the float64 distance at max_len is still "
+                      f"above the resolution eps({dt}) |h|; the fitted power law puts the crossing at n ~ {n_star:.3g}",
+                  statement=f"no collapse in {dt} up to n = {int(ns[-1])} (distance / (eps |h|) at max_len > 1)",
+                  figure="rc_precision")  # fmt: skip
+        return
+    after = ns >= c
+    frac = float(per[dt]["argmax_equal"][:, after].mean())
+    led.close(f"collapse_{dt}_outputs_coincide", measured=frac, expected=1.0, atol=0.0,
+              source=SOURCE, requires_full=dt != "float16",
+              why="below the format's resolution the two states differ by rounding only; one flipped "
+                  "argmax among the samples would show the format still separates them",
+              deviation="a near-tie of the two largest logits can still flip on rounding noise",
+              statement=f"for n >= collapse_n({dt}) the output argmax of the two sequences coincides "
+                        f"(fraction of samples x lengths)", figure="rc_precision")  # fmt: skip
+    err = float(np.median(rel_error[i, after]))
+    led.bound(f"collapse_{dt}_unresolved", measured=err, bound=0.1, relation=">=", source=SOURCE,
+              requires_full=dt != "float16",
+              deviation="the two states share their prefix and almost all their arithmetic, so their "
+                        "rounding errors can be correlated and cancel in the difference (seen in a "
+                        "one-layer uniform stack in bfloat16)",
+              why="below eps|h| the final rounding of each state alone (half an ulp per coordinate, "
+                  "independent for the two states unless they round identically, which gives error 1) "
+                  "is comparable to the distance; 0.1 leaves a factor ~3 below that typical size",
+              statement=f"for n >= collapse_n({dt}) the {dt} distance no longer tracks the float64 one "
+                        "(median |D_dtype - D_64| / D_64 >= 0.1)", figure="rc_precision")  # fmt: skip

@@ -507,6 +507,11 @@ def prepare_only(notebooks: list[Path], params: dict[str, Any], dest: Path) -> i
 
 
 def main(argv: list[str] | None = None) -> int:
+    # notebooks run with notebooks/ as working directory: a relative cache or figures folder given in
+    # the environment must mean the same folder there as here
+    for var in ("WORKBENCH_CACHE", "WORKBENCH_FIGURES"):
+        if os.environ.get(var):
+            os.environ[var] = str(Path(os.environ[var]).resolve())
     args = parse_args(argv)
     notebooks, selected = discover(args.notebooks, args.only)
     if args.prepare_only is not None:

@@ -213,5 +213,5 @@ def test_cli_runs_a_probe_on_a_local_gpt2_folder(tmp_path):
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     assert out["probe"] == "attention_entropy"
-    ent = np.array(out["arrays"]["entropy"]["data"], dtype=float)
+    ent = np.array(out["arrays"]["entropy"]["values"], dtype=float)
     assert ent.shape[0] == 2 and np.isfinite(ent).any()

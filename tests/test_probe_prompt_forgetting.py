@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 
 import numpy as np
 import pytest
+import torch
 
 import probes
 from analysis.model import TinyTransformer
@@ -55,6 +57,13 @@ def test_uniform_network_is_the_matrix_relay_model(layers):
     if layers == 1:
         assert r.ledger["uniform_one_layer_alpha_is_1"].status == "pass"
         assert abs(r.scalars["alpha"] - 1.0) < 1e-9
+    # the first layer's bound ratio is its exact limit |A_1 sum delta| / P at every t
+    assert r.ledger["uniform_layer1_bound_ratio_is_limit"].status == "pass"
+    limit = r.data["relay_matrix_limit"].values
+    np.testing.assert_allclose(r.data["bound_ratio"].values[0], limit[0], rtol=1e-9)
+    # the smallest constant valid on the window is at least the plateau inside it (fit_lo < N/2 here)
+    assert np.all(r.data["bound_constant"].values >= r.data["bound_plateau"].values)
+    np.testing.assert_allclose(r.data["relay_limit"].values, [1 / math.factorial(k) for k in range(layers)])
 
 
 def test_relay_check_detects_a_broken_model():
@@ -86,6 +95,96 @@ def test_model_passed_in_and_softmax_share_bound():
     assert r.ledger["prompt_share_dilution_bound"].status == "pass"
     with pytest.raises(ValueError, match="causal"):
         run_probe(mod, cfg, model=TinyTransformer(mod.model_config(cfg).replace(causal=False)), progress=False)
+
+
+def test_max_abs_logit_blocks_equal_the_full_matrix():
+    """The row-blocked max |logit| equals the direct one over the whole masked matrix, bias removed."""
+    gen = torch.Generator().manual_seed(3)
+    N, P = 37, 5
+    s = torch.randn(2, 3, N, N, generator=gen) * 4  # (B, H, N, N)
+    s = s.masked_fill(~torch.ones(N, N, dtype=torch.bool).tril(), float("-inf"))
+    bias = mod.cancel_bias_matrix(P, N, s.dtype)
+    for biased, b in ((s, None), (s + bias, bias)):
+        own = biased - b if b is not None else biased
+        direct = float(torch.where(torch.isfinite(own), own.abs(), 0).amax())
+        for rows in (1, 8, 64):  # blocks smaller than, not dividing, and larger than N
+            assert mod.max_abs_logit(biased, b, rows=rows) == direct
+    # the largest entry may be negative, and a fully masked matrix gives 0
+    s[0, 0, -1, 0] = -100.0
+    assert mod.max_abs_logit(s, rows=8) == 100.0
+    assert mod.max_abs_logit(torch.full((1, 1, 4, 4), float("-inf"))) == 0.0
+
+
+class _NoOptionalHooks(TinyTransformer):
+    """A zoo model that, like the Hugging Face adapter, lists no norm or attention-internal hooks."""
+
+    def hook_names(self) -> list[str]:
+        drop = (".hook_in", ".hook_normalized", "attn.hook_scores", "attn.hook_pattern")
+        return [n for n in super().hook_names() if not n.endswith(drop)]
+
+
+def _external(cfg, **over):
+    """A zoo model standing in for a passed-in one: learned positions, a larger vocabulary than cfg's."""
+    changes = dict(pos="learned", max_len=cfg.prompt_len + cfg.cont_len, vocab_size=2 * cfg.vocab_size, seed=5)
+    return mod.model_config(cfg).replace(**{**changes, **over})
+
+
+def test_passed_model_with_learned_positions_and_its_own_vocabulary():
+    cfg = mod.Config.preset("smoke", **SMALL)
+    model = TinyTransformer(_external(cfg)).eval()
+    a, b, c = mod.draw_pairs(cfg, model)
+    # ids are drawn from the model's vocabulary (2x the config's), not the config's
+    assert int(torch.cat([a, b, c], dim=1).max()) >= cfg.vocab_size
+    assert int(torch.cat([a, b, c], dim=1).max()) < 2 * cfg.vocab_size
+    r = run_probe(mod, cfg, model=model, progress=False)
+    assert r.data["distance"].shape == (model.n_layers, cfg.cont_len)
+    assert np.isfinite(r.scalars["alpha"]) and not r.ledger.failed
+    assert r.ledger["condition_prenorm_rms"].status == "pass"  # the zoo lists its norm inputs
+    assert r.ledger["alpha_seed_range"].status == "not_evaluated"  # untrained/trained unknown to the probe
+    assert r.meta["model_vocab_size"] == 2 * cfg.vocab_size
+    # P + T beyond the model's positions, and a Markov language larger than the model's vocabulary
+    short = TinyTransformer(_external(cfg, max_len=cfg.prompt_len + cfg.cont_len - 1)).eval()
+    with pytest.raises(ValueError, match="prompt_len \\+ cont_len"):
+        run_probe(mod, cfg, model=short, progress=False)
+    small_vocab = TinyTransformer(_external(cfg, vocab_size=cfg.vocab_size // 2)).eval()
+    with pytest.raises(ValueError, match="vocab"):
+        run_probe(mod, cfg.replace(data="markov"), model=small_vocab, progress=False)
+    # a bidirectional encoder is refused before anything runs
+    with pytest.raises(ValueError, match="causal"):
+        run_probe(mod, cfg, model=TinyTransformer(_external(cfg, causal=False)), progress=False)
+
+
+def test_passed_model_without_optional_hooks_degrades_to_nan():
+    cfg = mod.Config.preset("smoke", **SMALL)
+    model = _NoOptionalHooks(_external(cfg)).eval()
+    r = run_probe(mod, cfg, model=model, progress=False)
+    assert np.isnan(r.scalars["min_prenorm_rms"]) and np.isnan(r.scalars["max_logit"])
+    assert np.isfinite(r.scalars["alpha"]) and np.all(np.isnan(r.data["prompt_share"].values))
+    for name in ("condition_prenorm_rms", "prompt_share_dilution_bound", "condition_dilution_regime"):
+        claim = r.ledger[name]
+        assert claim.status == "not_evaluated" and "hook" in claim.why, claim
+    # the measured offsets do not depend on which hooks are listed
+    full = run_probe(mod, cfg, model=TinyTransformer(_external(cfg)).eval(), progress=False)
+    np.testing.assert_array_equal(r.data["distance"].values, full.data["distance"].values)
+
+
+def test_corpus_text_is_encoded_by_the_model():
+    """A byte-level passed model gets exactly the validation bytes the probe's own corpus model gets."""
+    cfg = mod.Config.preset("smoke", **SMALL, data="corpus")
+    model = TinyTransformer(_external(cfg, vocab_size=256)).eval()
+    for own, passed in zip(mod.draw_pairs(cfg), mod.draw_pairs(cfg, model), strict=True):
+        assert torch.equal(own, passed)
+
+
+def test_corpus_trained_model_with_cancelling_bias():
+    over = dict(SMALL, data="corpus", trained=True, d_model=32, mlp=64)
+    plain = _run(**over)
+    biased = _run(**over, logit_bias="cancel")
+    assert plain.meta["checkpoint"] == biased.meta["checkpoint"]  # one trained model, two measurements
+    assert np.isfinite(biased.scalars["alpha"]) and not biased.ledger.failed
+    # the bias ln(t - P) on the prompt keys raises the prompt's attention share late in the continuation
+    late = plain.data["t"].values > plain.data["t"].values[-1] / 2
+    assert biased.data["prompt_share"].values[:, late].mean() > plain.data["prompt_share"].values[:, late].mean()
 
 
 @pytest.mark.parametrize(

@@ -9,6 +9,7 @@ import sys
 
 import numpy as np
 import pytest
+import torch
 
 import probes
 from analysis.model import TinyTransformer
@@ -92,10 +93,73 @@ def test_separators_turn_the_counting_rate_from_two_to_one():
     assert r.ledger["slope_matches_prediction"].status == "pass", r.ledger["slope_matches_prediction"].line()
 
 
-def test_model_passed_in_must_be_causal():
-    cfg = mod.Config.preset("smoke")
-    with pytest.raises(ValueError, match="causal"):
-        run_probe(mod, cfg, model=TinyTransformer(mod.model_config(cfg).replace(causal=False)), progress=False)
+def _zoo(**over):
+    from analysis.model import ModelConfig
+
+    base = dict(vocab_size=300, d_model=24, n_layers=2, n_heads=2, d_mlp=48, seed=3)
+    return TinyTransformer(ModelConfig(**{**base, **over})).eval()
+
+
+PASSED = dict(max_len=48, n_lengths=5, n_bases=2, sens_len=12, n_boot=20, fit_lo=8.0, dtypes=("float32",))
+
+
+def test_bidirectional_model_is_measured_and_causal_claims_not_evaluated():
+    cfg = mod.Config.preset("smoke", **PASSED)
+    r = run_probe(mod, cfg, model=_zoo(causal=False), progress=False)
+    assert r.scalars["causal"] == 0.0
+    assert np.all(r.data["distance"].sel(dtype="float64").values > 0)
+    assert r.data["sensitivity"].shape == (2, cfg.sens_len) and np.all(np.isfinite(r.data["sensitivity"].values))
+    for name in ("slope_matches_prediction", "slope_depth1", "slope_depth2", "sensitivity_first_exceeds_middle"):
+        c = r.ledger[name]
+        assert c.status == "not_evaluated" and c.why == mod.BIDIRECTIONAL, c.line()
+    assert not r.ledger.failed, r.ledger.report()
+
+
+def test_bidirectional_padding_is_hidden_exactly():
+    """Padded keys are hidden by the -inf bias: each member's state equals the one of running it alone."""
+    cfg = mod.Config.preset("smoke", family="repeat_last", **PASSED)
+    model = _zoo(causal=False, dtype="float64")
+    ns = mod.lengths(cfg)[:2]
+    m = mod.measure_distances({"float64": model}, cfg, ns, progress=False, vocab=300)
+    a, b = mod.make_pair(cfg, mod.draw_samples(cfg, 300), 0, int(ns[-1]))
+    from analysis.hooks import run_with_cache
+
+    last = "blocks.1.hook_resid_post"
+    ha, hb = (run_with_cache(model, x[None], names=[last])[1][last][0, -1] for x in (a, b))
+    # same arithmetic up to the order of the masked (zero-weight) terms: float64 rounding only
+    np.testing.assert_allclose(m["per_dtype"]["float64"]["distance"][0, -1], float((ha - hb).norm()), rtol=1e-10)
+    # without the bias the padding would leak into the shorter member: the distances would differ
+    assert float((ha - hb).norm()) > 0
+
+
+def test_passed_model_with_too_few_positions_is_refused():
+    cfg = mod.Config.preset("smoke", **PASSED)
+    with pytest.raises(ValueError, match=r"max_len=48.*40 positions"):
+        run_probe(mod, cfg, model=_zoo(pos="learned", max_len=40), progress=False)
+
+
+def test_token_ids_follow_the_model_vocabulary():
+    cfg = mod.Config.preset("smoke", separator_every=3, family="counting")
+    s1, s2 = mod.draw_samples(cfg, 1000), mod.draw_samples(cfg, 1000)
+    assert all(torch.equal(s1[k], s2[k]) for k in ("base", "one", "zero", "replacement"))  # seeded
+    assert s1["separator"] == 999 and int(s1["base"].max()) < 999 and int(s1["one"].max()) < 999
+    a, b = mod.make_pair(cfg, s1, 0, 10)
+    assert int(a.max()) == 999 and int(b.max()) == 999  # the separator is the model's last id
+    # a causal model with a larger vocabulary runs end to end; learned positions -> no-decay claim
+    r = run_probe(mod, mod.Config.preset("smoke", **PASSED), model=_zoo(vocab_size=1000, pos="learned", max_len=64),
+                  progress=False)  # fmt: skip
+    assert r.meta["pos_assumed"] == "learned" and "learned_positions_no_collapse" in [c.name for c in r.ledger.claims]
+
+
+def test_rope_repeat_prediction_and_depth_claims():
+    assert mod.theory.predicted_slope("repeat_last", "rope") == 0.5
+    assert mod.theory.predicted_slope("repeat_last", "rope", attention="uniform") == 1.0
+    r = _run(family="early_token", max_len=64, n_lengths=6, sens_len=8)
+    pred = r.data["layer_slope_predicted"].values
+    assert pred[0] == pytest.approx(1.0) and pred[1] < pred[0]  # the relay lowers the exponent with depth
+    for layer in (1, 2):
+        assert r.ledger[f"slope_depth{layer}"].status == "not_evaluated"  # softmax: requires the full preset
+    assert "floor_float32_exponent" in [c.name for c in r.ledger.claims]
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from analysis.model import TinyTransformer
+from analysis.model import ModelConfig, TinyTransformer
 from probes import base, cli
 from probes import signal_propagation as sp
 
@@ -88,8 +88,13 @@ def test_config_validation():
         sp.Config(d_model=30, heads=4)
     with pytest.raises(ValueError, match="depths"):
         sp.Config(depths=(2, 2))
-    with pytest.raises(ValueError, match="model"):
-        sp.run(sp.Config.preset("smoke"), model=TinyTransformer(sp.model_config(sp.Config(), "pre", 1, 0)))
+    with pytest.raises(ValueError, match="data"):
+        sp.Config(data="wiki")
+    with pytest.raises(ValueError, match="input"):  # a vector-input model is refused by REQUIRES
+        vec = TinyTransformer(
+            ModelConfig(input="vectors", d_in=4, output="linear", d_out=4, d_model=8, n_heads=2)
+        )
+        base.run_probe(sp, "smoke", model=vec, progress=False)
 
 
 def test_cli_json(capsys):
@@ -100,3 +105,105 @@ def test_cli_json(capsys):
     assert out["probe"] == "signal_propagation"
     for name in FIELDS:
         assert name in out["arrays"], name
+
+
+# ------------------------------------------------------------------------------------------------
+# passed-in models (the Hugging Face adapter's path, exercised with zoo models)
+# ------------------------------------------------------------------------------------------------
+PASSED = dict(n_samples=2, batch_size=4, seq_len=8)
+
+
+def zoo(**kw) -> TinyTransformer:
+    base_cfg = dict(input="tokens", vocab_size=64, output="lm", d_model=16, n_layers=4, n_heads=2, seed=1)
+    return TinyTransformer(ModelConfig(**(base_cfg | kw)))
+
+
+def test_passed_bidirectional_model_without_skips_collapses_faster():
+    # Dong et al.'s experiment, in miniature: the same weights with and without skip connections
+    cfg = sp.Config.preset("smoke", **PASSED)
+    runs = {
+        name: base.run_probe(sp, cfg, model=zoo(causal=False, **kw), progress=False)
+        for name, kw in (("skip", {}), ("noskip", {"attn_residual": False, "mlp_residual": False}))
+    }
+    for r in runs.values():
+        assert list(r.data.norm.values) == ["model"] and list(r.data.depth.values) == [4]
+        for name in FIELDS:
+            assert np.isfinite(r.data[name].values).all(), name
+        assert r.data.attrs["loss_kind"] == "next_token_cross_entropy"
+        assert list(r.data.param.values) == list(sp.PARAMS)  # our names: per weight matrix
+        assert r.ledger.claims == []  # measurements only: no claim about a passed model
+    skip = runs["skip"].scalars["rank_residual_last_over_first"]
+    noskip = runs["noskip"].scalars["rank_residual_last_over_first"]
+    # measured comparison: without skips the residual ratio loses at least twice as many e-folds
+    assert math.log(noskip) < 2 * math.log(skip) < 0
+
+
+def test_passed_model_with_short_learned_positions_is_refused():
+    model = zoo(pos="learned", max_len=4)
+    with pytest.raises(ValueError, match="seq_len"):
+        sp.run(sp.Config.preset("smoke", **PASSED), model=model, progress=False)
+
+
+class Wrapped(torch.nn.Module):
+    """A foreign model: parameter names not ours (``inner.blocks.{l}...``), no optional hooks."""
+
+    DROP = ("hook_attn_out", "hook_mlp_out", "hook_resid_mid")
+
+    def __init__(self, inner: TinyTransformer) -> None:
+        super().__init__()
+        self.inner = inner
+        self.n_layers, self.causal, self.input_kind = inner.n_layers, inner.causal, "tokens"
+        self.vocab_size = inner.config.vocab_size
+
+    def named_hook_points(self):
+        return {k: v for k, v in self.inner.named_hook_points().items() if not k.endswith(self.DROP)}
+
+    def hook_names(self):
+        return list(self.named_hook_points())
+
+    def forward(self, inputs, attn_bias=None):
+        return self.inner(inputs, attn_bias)
+
+
+def test_passed_foreign_encoder_degrades_gracefully():
+    # hidden-state output (an encoder) -> the fixed projection loss; missing hooks -> NaN branch ratios;
+    # foreign names -> one per-layer total gradient norm, equal to the norm over that layer's parameters
+    inner = zoo(causal=False, output="none", vocab_size=32)
+    model = Wrapped(inner)
+    cfg = sp.Config.preset("smoke", **PASSED)
+    r = base.run_probe(sp, cfg, model=model, progress=False)
+    assert r.data.attrs["loss_kind"] == "hidden_projection_mse"
+    assert np.isnan(r.data["branch_ratio"].values).all()
+    assert (
+        np.isfinite(r.data["resid_var"].values).all() and np.isfinite(r.data["jacobian_identity_gap"]).all()
+    )
+    assert list(r.data.param.values) == ["total"]
+    inputs, targets = sp.batch(cfg, 0, vocab=32)
+    model.zero_grad()
+    loss, _ = sp.fixed_loss(model(inputs), targets, 32, cfg.seed)
+    loss.backward()
+    for layer in range(4):
+        sq = sum(
+            p.grad.pow(2).sum().item()
+            for n, p in inner.named_parameters()
+            if n.startswith(f"blocks.{layer}.")
+        )
+        got = float(r.data["grad_norm"].sel(layer=layer, param="total", sample=0).item())
+        assert got == pytest.approx(math.sqrt(sq), rel=1e-6)  # float32 model: summation order only
+
+
+def test_layer_index_of_foreign_parameter_names():
+    assert sp.layer_index("encoder.layer.3.attention.self.query.weight") == 3
+    assert sp.layer_index("transformer.h.11.mlp.c_fc.weight") == 11
+    assert sp.layer_index("model.layers.0.self_attn.q_proj.weight") == 0
+    assert sp.layer_index("embeddings.word_embeddings.weight") is None
+    assert sp.layer_index("h.x.3") is None
+
+
+def test_passed_byte_model_on_corpus_text():
+    model = zoo(vocab_size=256)
+    r = base.run_probe(sp, sp.Config.preset("smoke", data="corpus", **PASSED), model=model, progress=False)
+    assert r.data.attrs["data"] == "corpus"
+    assert np.isfinite(r.data["rank_residual"].values).all()
+    with pytest.raises(ValueError, match="vocab_size"):  # 64 ids cannot encode bytes
+        base.run_probe(sp, sp.Config.preset("smoke", data="corpus", **PASSED), model=zoo(), progress=False)

@@ -151,3 +151,29 @@ def test_spectral_bound_holds_on_random_projections():
         H = th.softmax_entropy_from_logits(logits)
         bound = th.spectral_entropy_bound(n, sigma, c, xn, xn.max())
         assert np.all(H >= bound - 1e-12)
+
+
+def test_planted_log_slope_is_the_derivative_and_tends_to_the_fading_rate():
+    n = np.geomspace(3, 1e7, 30)
+    h = 1e-5  # central difference in ln n: error O(h^2 * third derivative) ~ 1e-10
+    for kernel, s_ in (("softmax", 1.0), ("ssmax", 0.3), ("ssmax", 0.5), ("ssmax", 0.8), ("sigmoid", 1.0)):
+        w = lambda m, k=kernel, s_=s_: th.planted_weight(k, m, 2.0, ssmax_s=s_)  # noqa: E731
+        numeric = (np.log(w(n * math.exp(h))) - np.log(w(n * math.exp(-h)))) / (2 * h)
+        np.testing.assert_allclose(th.planted_log_slope(kernel, n, 2.0, ssmax_s=s_), numeric, atol=1e-8)
+    for sg in (0.4, 0.7, 1.0, 1.3, 2.0):
+        local = th.planted_log_slope("ssmax", np.array([1e12]), 2.0, ssmax_s=sg / 2.0)[0]
+        # correction of relative size n^{-|sg-1|} (1/(2n) at sg = 1)
+        assert abs(local - th.ssmax_fade_rate(sg)) <= abs(sg - 1) * 1e12 ** (-abs(sg - 1)) + 1e-11
+    assert th.planted_log_slope("softmax", np.array([1e9]), 2.0)[0] == pytest.approx(-1.0, abs=2 * math.exp(2) / 1e9)
+    with pytest.raises(ValueError, match="kernel"):
+        th.planted_log_slope("linear", 3, 1.0)
+
+
+def test_least_squares_slope_lies_within_the_local_slopes():
+    """The probe's fitted fading rate is judged by the range of the exact local slope over the window."""
+    n = np.unique(np.geomspace(40, 4096, 25).round())
+    for sg in (0.5, 0.9, 1.0, 1.5):
+        w = th.planted_weight_ssmax(n, 2.0, sg / 2.0)
+        fit = np.polyfit(np.log(n), np.log(w), 1)[0]
+        local = th.planted_log_slope("ssmax", n, 2.0, ssmax_s=sg / 2.0)
+        assert local.min() - 1e-12 <= fit <= local.max() + 1e-12

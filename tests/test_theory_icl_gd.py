@@ -17,6 +17,7 @@ import torch
 from analysis.theory import icl_gd as T
 
 Z = 4.0  # Monte Carlo tolerance in standard errors
+EPS64 = float(np.finfo(np.float64).eps)
 
 
 def _mc_squared_errors(predictors, batch, query_noise=True):
@@ -426,3 +427,116 @@ def test_eta_from_lsa_weights():
     assert [
         x["eta"] for x in T.eta_from_lsa_weights(T.gd_lsa_stack(d, [0.5, 0.25], N, 2), N)
     ] == pytest.approx([0.5, 0.25])
+
+
+# ------------------------------------------------------------------------------------------------
+# GD++ (von Oswald et al. 2023 Sec. 3) and the fitted K-step schedules
+# ------------------------------------------------------------------------------------------------
+
+
+def test_gdpp_with_zero_gamma_is_plain_gd():
+    b = T.sample_regression(64, 4, 6, "gaussian", 0.3, np.random.default_rng(11))
+    etas = (0.4, 0.9, 0.6)
+    pp = T.GDPlusPlus(eta=etas, gamma=(0.0, 0.0, 0.0))
+    gd = T.GD(eta=etas, steps=3)
+    with torch.no_grad():
+        got, want = pp(b.x_ctx, b.y_ctx, b.x_q), gd(b.x_ctx, b.y_ctx, b.x_q)
+    # residual form against weight form: 3 steps of sums of N + d terms of size <= eta |x|^2 |y|
+    scale = float(np.abs(b.y_ctx).max()) * (1 + max(etas) * float((b.x_ctx**2).sum(-1).max())) ** 3
+    assert float((got - want).abs().max()) <= 3 * 8 * (6 + 4) * EPS64 * scale
+    np.testing.assert_allclose(pp.linear_map(b.x_ctx).numpy(), gd.linear_map(b.x_ctx).numpy(), rtol=0,
+                               atol=3 * 8 * (6 + 4) * EPS64 * scale)
+
+
+def test_gdpp_linear_map_recursion_and_lsa_stack_agree():
+    """Three independent implementations: the token recursion, the linear map A(X), the LSA weights."""
+    d, N = 3, 5
+    b = T.sample_regression(32, d, N, "uniform", 0.1, np.random.default_rng(2))
+    eta, gamma = (1.2, 0.7, 0.9), (3.0, -2.0, 0.5)
+    pp = T.GDPlusPlus(eta=eta, gamma=gamma)
+    stack = T.gdpp_lsa_stack(d, eta, gamma, N)
+    with torch.no_grad():
+        rec = pp(b.x_ctx, b.y_ctx, b.x_q)
+        lin = T.LinearInY.__call__(pp, b.x_ctx, b.y_ctx, b.x_q)
+        lsa = T.LinearSelfAttention(stack)(b.x_ctx, b.y_ctx, b.x_q)
+    tol = 1e3 * EPS64 * float(rec.abs().max())  # three layers of O(N + d)-term sums in different orders
+    assert float((rec - lin).abs().max()) <= tol and float((rec - lsa).abs().max()) <= tol
+    # gamma changes the prediction from the second layer on, and the last layer's gamma never does
+    assert float((rec - T.GD(eta=eta, steps=3)(b.x_ctx, b.y_ctx, b.x_q)).abs().max()) > 1e-3
+    last = T.GDPlusPlus(eta=eta, gamma=gamma[:2] + (-7.0,))(b.x_ctx, b.y_ctx, b.x_q)
+    assert torch.equal(last, rec)
+    with pytest.raises(ValueError, match="gamma"):
+        T.GDPlusPlus(eta=(1.0, 1.0), gamma=(0.0,))
+
+
+def test_fit_gd_schedule_gdpp_at_least_as_good_and_generalises():
+    d, N, K = 4, 6, 2
+    S = np.eye(d)
+    fit = T.sample_regression(500, d, N, "gaussian", 0.0, np.random.default_rng(3))
+    gd = T.fit_gd_schedule(fit.x_ctx, S, 0.0, K, eta0=0.5)
+    pp = T.fit_gd_schedule(fit.x_ctx, S, 0.0, K, plus_plus=True, eta0=0.5)
+    assert gd["gamma"] == (0.0, 0.0) and pp["gamma"][-1] == 0.0
+    assert pp["loss"] <= gd["loss"] * (1 + 1e-9)  # GD is GD++ at gamma = 0: a superset optimised from it
+    # the fitted per-step GD is no worse than the best single learning rate (a superset too)
+    single = T.fit_gd_schedule(fit.x_ctx, S, 0.0, 1, eta0=0.5)  # sanity: one step has one eta
+    assert len(single["eta"]) == 1
+    # on fresh tasks (Monte Carlo, paired) GD++ keeps its advantage beyond 4 SE
+    held = np.random.default_rng(4)
+    diff = []
+    for _ in range(1):
+        bx = T.sample_regression(4000, d, N, "gaussian", 0.0, held).x_ctx
+        a_pp = T.conditional_loss_linear(pp["predictor"].linear_map(bx), bx, S, 0.0, 1.0)
+        a_gd = T.conditional_loss_linear(T.GD(eta=gd["eta"], steps=K).linear_map(bx), bx, S, 0.0, 1.0)
+        diff.append((a_pp - a_gd).numpy())
+    m, se = _mean_se(np.concatenate(diff))
+    assert m + Z * se < 0
+
+
+# ------------------------------------------------------------------------------------------------
+# Bayes-optimal ridge against k
+# ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("x_dist", ["gaussian", "uniform"])
+def test_ridge_bayes_noiseless_is_exact(x_dist):
+    """sigma = 0: min-norm least squares, loss = w^2 v max(d - k, 0); conditional on X it is exact too."""
+    d = 5
+    v = T.second_moment(d, x_dist)[0, 0]
+    for k in (1, 3, 5, 8):
+        want = T.ridge_bayes_loss_theory(d, k, 0.0, w_std=1.5, v=v)
+        assert want["method"] == "exact"
+        b = T.sample_regression(200, d, k, x_dist, 0.0, np.random.default_rng(k), w_std=1.5)
+        A = T.Ridge(lam=0.0).linear_map(b.x_ctx)
+        got = T.conditional_loss_linear(A, b.x_ctx, v * np.eye(d), 0.0, 1.5).numpy()
+        # tr(I - P) with P = pinv(X) X: rank k projection up to pinv round-off ~ eps cond(X)^2
+        np.testing.assert_allclose(got, want["loss"], rtol=0, atol=1e-8 * 1.5**2 * v * d)
+
+
+def test_wishart_trace_inverse_against_monte_carlo():
+    d, k = 3, 9
+    X = np.random.default_rng(5).standard_normal((20000, k, d))
+    tr = np.trace(np.linalg.inv(X.transpose(0, 2, 1) @ X), axis1=1, axis2=2)  # finite variance: k - d - 3 > 0
+    m, se = _mean_se(tr)
+    assert abs(m - T.wishart_trace_inverse(d, k)) <= Z * se
+    assert T.wishart_trace_inverse(3, 4) == math.inf
+
+
+def test_ridge_bayes_noisy_marchenko_pastur_limit():
+    """sigma > 0: the MP value approaches the Monte Carlo Bayes risk as d, k grow at fixed d/k and
+    sigma^2/k (relative error O(1/d): 4x the size, well under half the error), and the Bayes risk is
+    below least squares' exact finite-k risk."""
+    rng = np.random.default_rng(6)
+    errs = []
+    for d, k, n in ((5, 10, 4000), (20, 40, 1000)):
+        sigma = math.sqrt(0.05 * k)  # keeps lam/k = sigma^2/k fixed
+        th = T.ridge_bayes_loss_theory(d, k, sigma)
+        assert th["method"] == "marchenko_pastur"
+        mc = T.expected_loss_mc(T.Ridge.bayes_optimal(sigma), d, k, "gaussian", sigma, rng, n_tasks=n)
+        errs.append((abs(mc["loss"] - th["loss"]) / th["loss"], mc["se"] / th["loss"]))
+        ls = T.least_squares_theory(d, k, "gaussian", sigma)
+        assert mc["loss"] + Z * mc["se"] < ls  # the posterior mean beats least squares
+    (e1, s1), (e2, s2) = errs
+    assert e2 + Z * s2 < 0.5 * (e1 - Z * s1)
+    # s -> 0 the MP trace tends to d/(k - d), the exact inverse-Wishart mean being d/(k - d - 1)
+    assert T.marchenko_pastur_trace_inverse(4, 10, 0.0) == pytest.approx(4 / 6, rel=1e-15)
+    assert T.marchenko_pastur_trace_inverse(4, 10, 1e-9) == pytest.approx(4 / 6, rel=1e-6)

@@ -135,3 +135,51 @@ def test_resolution_and_collapse_length():
     assert rc.predicted_slope("counting", "none") == 2.0
     assert rc.predicted_slope("counting", "rope", separators=True) == 1.0
     assert math.isnan(rc.predicted_slope("repeat_last", "learned"))
+
+
+def test_rope_shifts_every_offset_so_the_repeat_gap_decays_as_n_to_minus_one_half():
+    """Item 7: geometric mean over 16 draws of |y' - y| on n = 32..2048, fitted exponent near 1/2.
+
+    ln|gap| of one draw has an O(1) spread (a sum of ~n random terms: chi-like), so the mean of 16 logs
+    has SE ~0.25 per point; over ln(64) = 4.2 of range the fitted exponent's SE is ~0.05: 0.15 is 3 SE.
+    """
+    rng = _rng(5)
+    ns = np.array([32, 128, 512, 2048])
+    dh = 16
+    gaps = []
+    for n in ns:
+        logs = [math.log(rc.rope_repeat_gap(rng.normal(size=dh), rng.normal(size=(n, dh)), rng.normal(size=(n, dh))))
+                for _ in range(16)]
+        gaps.append(math.exp(np.mean(logs)))
+    assert abs(rc.fitted_exponent(ns, gaps) - 0.5) < 0.15
+    # one draw against a direct float64 computation of the two softmax outputs (the formula's own pieces)
+    q, k, v = rng.normal(size=4), rng.normal(size=(3, 4)), rng.normal(size=(3, 4))
+
+    def rot(x, m):  # RoPE by hand for dh = 4: pairs (0,1) angle m, (2,3) angle m / 100
+        out = x.copy()
+        for j, f in ((0, 1.0), (2, 0.01)):
+            c, s_ = math.cos(m * f), math.sin(m * f)
+            out[j], out[j + 1] = x[j] * c - x[j + 1] * s_, x[j] * s_ + x[j + 1] * c
+        return out
+
+    def attend(m):
+        kk, vv = np.vstack([k, k[-1:]])[:m], np.vstack([v, v[-1:]])[:m]
+        logit = np.array([rot(kk[i], i + 1) @ rot(q, m) for i in range(m)]) / 2.0
+        w = np.exp(logit - logit.max())
+        return w @ vv / w.sum()
+
+    assert rc.rope_repeat_gap(q, k, v) == pytest.approx(float(np.linalg.norm(attend(4) - attend(3))), rel=1e-12)
+
+
+def test_depth_predictions_follow_the_path_count():
+    grid = np.array([16, 32, 64, 128, 256, 512, 1024])
+    for fam, one in (("repeat_last", 1.0), ("counting", 2.0)):
+        np.testing.assert_array_equal(rc.predicted_depth_slopes(fam, "none", 3, grid), one)
+    p = rc.predicted_depth_slopes("early_token", "none", 3, grid)
+    assert p[0] == pytest.approx(1.0, abs=1e-12)  # one layer: exactly 1/n
+    assert np.all(np.diff(p) < 0)  # each layer relays the offset: (ln n)^(l-1)/n decays more slowly
+    # the depth-2 path count is (2 + H_n - H_{p}) / n for p = 0: its fitted exponent, directly
+    H = np.array([np.sum(1.0 / np.arange(1, n + 1)) for n in grid])
+    assert p[1] == pytest.approx(rc.fitted_exponent(grid, (2 + H) / grid), rel=1e-12)
+    assert math.isnan(rc.predicted_depth_slopes("counting", "learned", 2, grid)[0])
+    assert rc.floor_exponent(True) == (0.0, 0.5) and rc.floor_exponent(False) == (0.0, 0.0)

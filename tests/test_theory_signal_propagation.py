@@ -139,3 +139,81 @@ def test_loglog_slope_exact_power_law():
     assert slope == pytest.approx(-0.5, abs=1e-12) and se < 1e-12
     with pytest.raises(ValueError):
         th.loglog_slope(x[:2], x[:2])
+
+
+# ------------------------------------------------------------------------------------------------
+# no norm (section 8) and DeepNorm (section 9)
+# ------------------------------------------------------------------------------------------------
+
+
+def test_no_norm_mlp_moment_is_gelu_moment_at_sqrt_q_and_tends_to_half():
+    for q in (1e-3, 0.5, 1.0, 7.0, 1e4):
+        # same closed form, vectorised: a few ulps
+        assert th.no_norm_mlp_moment(q) == pytest.approx(th.gelu_second_moment(math.sqrt(q)), rel=1e-13)
+    # G(q)/q -> 1/2 with a q^(-3/2) correction (the q^(-1/2) and q^(-1) terms cancel): ten times q, the gap
+    # shrinks by 10^(-3/2); 2% covers the next order (relative q^(-1/2) = 1e-2 at q = 1e4); larger q would
+    # drown the gap in the arcsine's round-off near 1 (~ sqrt(q) * 1e-16)
+    gaps = [abs(th.no_norm_mlp_moment(q) / q - 0.5) for q in (1e4, 1e5)]
+    assert gaps[1] / gaps[0] == pytest.approx(10**-1.5, rel=0.02)
+    # G(q)/q increases from 1/4 to 1/2 (what the rigorous lower bound needs), on a log grid
+    q = np.logspace(-6, 4, 400)
+    ratio = th.no_norm_mlp_moment(q) / q
+    assert np.all(np.diff(ratio) > 0) and ratio[0] > 0.25 and ratio[-1] < 0.5
+
+
+def test_no_norm_growth_factor_is_the_asymptotic_ratio_of_the_iterate():
+    m = th.no_norm_moment(1.0, 60)  # reaches q ~ 1e10: correction ~ 1/q
+    assert m[-1] / m[-2] == pytest.approx(th.no_norm_growth_factor(0.0), rel=1e-6)
+    m1 = th.no_norm_moment(1.0, 40, kappa=1.0)
+    assert m1[-1] / m1[-2] == pytest.approx(th.no_norm_growth_factor(1.0), rel=1e-6)
+    m0 = th.no_norm_moment(2.0, 30, mlp=False, kappa=0.5)
+    np.testing.assert_allclose(m0, 2.0 * 1.5 ** np.arange(31), rtol=1e-13)
+
+
+def test_no_norm_mlp_block_monte_carlo():
+    # one skip + MLP block without norm at our fan-in init: E|x + W_out gelu(W_in x)|^2/d = q + G(q)
+    # exactly for fixed x (cross term has mean zero over W_out); float64 Monte Carlo over the weights
+    gen = torch.Generator().manual_seed(5)
+    d, n = 16, 8000
+    for q in (0.3, 4.0):
+        x = torch.randn(d, generator=gen, dtype=torch.float64)
+        x = x / x.norm() * math.sqrt(q * d)  # |x|^2 / d = q
+        W_in = torch.randn(n, 4 * d, d, generator=gen, dtype=torch.float64) / math.sqrt(d)
+        W_out = torch.randn(n, d, 4 * d, generator=gen, dtype=torch.float64) / math.sqrt(4 * d)
+        y = x + torch.einsum("nij,nj->ni", W_out, F.gelu(W_in @ x))  # (n, d)
+        sq = y.pow(2).mean(-1)
+        mc, se = sq.mean().item(), sq.std().item() / math.sqrt(n)
+        assert abs(mc - float(th.no_norm_block_step(q))) <= Z * se
+
+
+def test_no_norm_lower_bound_holds_for_a_deep_mlp_stack():
+    # an L-block MLP-only stack without norm: E m_L >= (5/4)^L m_0 at any width, and at width 64 the
+    # mean-field iterate is within 4 SE + 5% of the Monte Carlo (fluctuations of q are O(1/sqrt(d)) per block;
+    # 5% is their second-order effect over 4 blocks, ~ L * 2/d)
+    gen = torch.Generator().manual_seed(6)
+    L, n, d = 4, 400, 64
+    x = torch.randn(n, d, generator=gen, dtype=torch.float64)
+    m0 = x.pow(2).mean().item()
+    for _ in range(L):
+        W_in = torch.randn(n, 4 * d, d, generator=gen, dtype=torch.float64) / math.sqrt(d)
+        W_out = torch.randn(n, d, 4 * d, generator=gen, dtype=torch.float64) / math.sqrt(4 * d)
+        x = x + torch.einsum("nij,nj->ni", W_out, F.gelu(torch.einsum("nij,nj->ni", W_in, x)))
+    sq = x.pow(2).mean(-1)
+    mc, se = sq.mean().item(), sq.std().item() / math.sqrt(n)
+    assert mc >= float(th.no_norm_lower_bound(m0, L)[-1]) - Z * se
+    mf = float(th.no_norm_moment(m0, L)[-1])
+    assert abs(mc - mf) <= Z * se + 0.05 * mf
+
+
+def test_deepnorm_angle_scale_uses_the_model_constants():
+    from analysis.model import ModelConfig
+
+    for L in (1, 6, 48):
+        c = ModelConfig(norm="post", deepnorm=True, n_layers=L, vocab_size=8, d_model=8, n_heads=2)
+        assert float(th.deepnorm_angle_scale(L)) == pytest.approx(
+            c.deepnorm_beta**2 / c.deepnorm_alpha, rel=1e-14
+        )
+    slope, _ = th.loglog_slope(
+        np.array([2.0, 8.0, 32.0]), th.deepnorm_angle_scale(np.array([2.0, 8.0, 32.0]))
+    )
+    assert slope == pytest.approx(th.DEEPNORM_ANGLE_EXPONENT, abs=1e-12)

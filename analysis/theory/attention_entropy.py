@@ -50,6 +50,16 @@ SSMax multiplies logits by ``s ln n``: ``w_ssmax = n^{sg} / (n^{sg} + n - 1)``. 
 ``sg < 1``: the fading stops iff ``s g >= 1``. Sigmoid attention (bias ``b``) does not normalise:
 ``w_sigmoid = sigma(g + b)`` for every n.
 
+Fading rate. Write ``w = 1 / (1 + u)`` with ``u = (n - 1) e^{-a(n)}``, ``a = g`` (softmax) or
+``a = s g ln n`` (SSMax, ``a' = da / d ln n = s g``). Then exactly
+
+    d ln w / d ln n = -(n - a' (n - 1)) e^{-a} / (1 + u),
+
+which for SSMax tends to ``min(sg - 1, 0)`` (``sg - 1`` if ``sg < 1``, else 0) with a correction of
+relative size ``n^{-|sg - 1|}``, and for softmax to -1 with a correction ``e^g / n``. A least-squares
+fit of ``ln w`` on ``ln n`` over a window is a convex combination of the secant slopes, so it lies
+within the range of this local slope over the window: the finite-window tolerance of a fitted rate.
+
 3. Entropy lower bound for bounded logits. Shannon entropy is at least the min-entropy ``-ln max_j p_j``.
 With logits in a range ``R = max_j x_j - min_j x_j`` (softmax is shift invariant, so ``|x_j| <= M`` gives
 ``R <= 2M``), ``max_j p_j <= 1 / (1 + (n-1) e^{-R})``, hence
@@ -223,6 +233,26 @@ def planted_weight_sigmoid(n, g, b: float = 0.0) -> np.ndarray:
     """Sigmoid attention: ``sigma(g + b)``, the same for every n."""
     n = np.asarray(n, dtype=np.float64)
     return np.broadcast_to(1.0 / (1.0 + np.exp(-(float(g) + float(b)))), n.shape).copy()
+
+
+def planted_log_slope(kernel: str, n, g, *, ssmax_s: float = 1.0) -> np.ndarray:
+    """Exact local fading rate ``d ln w / d ln n`` of the planted weight (see the module docstring)."""
+    n, g = np.asarray(n, dtype=np.float64), float(g)
+    if kernel == "sigmoid":
+        return np.zeros_like(n)
+    if kernel == "softmax":
+        a, da = np.full_like(n, g), 0.0
+    elif kernel == "ssmax":
+        a, da = ssmax_s * g * np.log(n), ssmax_s * g
+    else:
+        raise ValueError(f"kernel must be one of softmax, ssmax, sigmoid, got {kernel!r}")
+    e = np.exp(-a)
+    return -(n - da * (n - 1.0)) * e / (1.0 + (n - 1.0) * e)
+
+
+def ssmax_fade_rate(sg: float) -> float:
+    """Asymptotic rate ``lim d ln w / d ln n = min(sg - 1, 0)`` of the SSMax planted weight."""
+    return min(float(sg) - 1.0, 0.0)
 
 
 def planted_weight(kernel: str, n, g, *, ssmax_s: float = 1.0, sigmoid_bias: float = 0.0) -> np.ndarray:

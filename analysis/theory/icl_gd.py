@@ -799,6 +799,238 @@ def baseline_theory(
 
 
 # ================================================================================================
+# GD++ (von Oswald et al. 2023, Sec. 3): GD with a curvature correction of the inputs per layer
+# ================================================================================================
+
+
+@dataclass(frozen=True, eq=False)
+class GDPlusPlus(LinearInY):
+    r"""K layers of "GD++": each layer takes a GD step on the labels *and* contracts every input.
+
+    State per layer k: inputs x_i^{(k)}, x_q^{(k)} (x^{(0)} = x) and residuals r^{(k)} in the context
+    y-slots (r^{(0)} = y), query slot s_k (s_0 = 0), S_k = (1/N) sum_i x_i^{(k)} x_i^{(k)T}. One layer,
+    all updates computed from the layer's input (one LSA layer: von Oswald's GD++ construction with
+    W_K^T W_Q = diag(I, 0) and P W_V = -diag(gamma_k I, eta_k) / N):
+        r_j <- r_j - (eta_k / N) sum_i r_i x_i^T x_j        (the GD step; j = query: s_k <- s_k - ...)
+        x_j <- (I - gamma_k S_k) x_j                        (the curvature correction, context and query)
+    and yhat = -s_K. gamma = 0 is plain K-step GD with learning rates eta_k (:class:`GD`): the
+    residual recursion is GD's r^{(k+1)} = y - X w_{k+1}. The last layer's gamma never reaches the
+    prediction (the inputs it corrects are not read again).
+
+    Linear in y: with row matrices X^{(k)} (N, d), M_k = prod_{l<k} (I - gamma_l S_l) (so x_q^{(k)} = M_k x_q)
+    and R_k = prod_{l<k} (I - (eta_l/N) X^{(l)} X^{(l)T}) (so r^{(k)} = R_k y),
+        yhat = x_q^T A y,   A = sum_k (eta_k / N) M_k^T X^{(k)T} R_k   (d, N).
+    """
+
+    eta: tuple[float, ...] = (1.0,)  # learning rate of the GD step of each layer (length K)
+    gamma: tuple[float, ...] = (0.0,)  # curvature-correction strength of each layer (length K)
+
+    def __post_init__(self) -> None:
+        eta = tuple(float(e) for e in (self.eta if isinstance(self.eta, Sequence) else (self.eta,)))
+        gamma = tuple(float(g) for g in (self.gamma if isinstance(self.gamma, Sequence) else (self.gamma,)))
+        if not eta:
+            raise ValueError("eta must hold one learning rate per layer (at least one)")
+        if len(gamma) != len(eta):
+            raise ValueError(f"gamma must have one entry per layer ({len(eta)}), got {len(gamma)}")
+        for k, (e, g) in enumerate(zip(eta, gamma, strict=True)):
+            check_float(f"eta[{k}]", e)
+            check_float(f"gamma[{k}]", g)
+        object.__setattr__(self, "eta", eta)
+        object.__setattr__(self, "gamma", gamma)
+
+    @property
+    def steps(self) -> int:
+        return len(self.eta)
+
+    @property
+    def name(self) -> str:
+        return f"gdpp{self.steps}"
+
+    def linear_map(self, x_ctx: ArrayLike, eta: Any = None, gamma: Any = None) -> torch.Tensor:
+        """A (B, d, N) with yhat = x_q^T A y; ``eta``/``gamma`` override the fields (tensors keep autograd)."""
+        xc = _t(x_ctx)
+        B, N, d = xc.shape
+        etas = self.eta if eta is None else eta
+        gammas = self.gamma if gamma is None else gamma
+        eye_d = torch.eye(d, dtype=torch.float64)
+        X = xc  # (B, N, d) current inputs
+        M = eye_d.expand(B, d, d)  # (B, d, d) x_q^{(k)} = M x_q
+        R = torch.eye(N, dtype=torch.float64).expand(B, N, N)  # (B, N, N) r^{(k)} = R y
+        A = torch.zeros(B, d, N, dtype=torch.float64)
+        for e, g in zip(etas, gammas, strict=True):
+            XtR = X.transpose(1, 2) @ R  # (B, d, N): sum_i x_i r_i as a map of y
+            A = A + (e / N) * (M.transpose(1, 2) @ XtR)
+            R = R - (e / N) * (X @ XtR)  # r_j <- r_j - (eta/N) sum_i r_i x_i.x_j
+            C = eye_d - g * (X.transpose(1, 2) @ X) / N  # (B, d, d) I - gamma S_k (symmetric)
+            X = X @ C  # rows x_j^T C = (C x_j)^T
+            M = C @ M
+        return A
+
+    def __call__(self, x_ctx: ArrayLike, y_ctx: ArrayLike, x_q: ArrayLike) -> torch.Tensor:
+        """The token recursion itself (not via ``linear_map``): an independent implementation."""
+        xc, yc, xq = _batch(x_ctx, y_ctx, x_q)
+        N = xc.shape[1]
+        X, r, q = xc, yc, xq
+        s = torch.zeros_like(yc[:, 0])  # (B,) query y-slot
+        for e, g in zip(self.eta, self.gamma, strict=True):
+            h = torch.einsum("bnd,bn->bd", X, r) / N  # (1/N) sum_i r_i x_i
+            s = s - e * (h * q).sum(-1)
+            r_new = r - e * torch.einsum("bd,bnd->bn", h, X)
+            S = X.transpose(1, 2) @ X / N  # (B, d, d)
+            X = X - g * (X @ S)  # rows: x_j - gamma S x_j
+            q = q - g * (S @ q.unsqueeze(-1)).squeeze(-1)
+            r = r_new
+        return -s
+
+
+def gdpp_lsa_stack(d: int, eta: Sequence[float], gamma: Sequence[float], N: int) -> list[dict[str, np.ndarray]]:
+    r"""LSA weights of :class:`GDPlusPlus`: per layer W_K = W_Q = diag(I, 0), W_V = -I, P = diag(gamma I, eta)/N.
+
+    Then score_ij = x_i^T x_j, P W_V e_i = -(gamma x_i, eta r_i)/N, so e_j gains
+    -(1/N) sum_i (gamma x_i, eta r_i) x_i^T x_j = -(gamma S x_j, (eta/N) sum_i r_i x_i^T x_j): exactly one
+    GD++ layer (context-only keys, as for :func:`gd_lsa_stack`).
+    """
+    check_int("d", d, minimum=1)
+    check_int("N", N, minimum=1)
+    if len(eta) != len(gamma) or not eta:
+        raise ValueError(f"eta and gamma must have the same non-zero length, got {len(eta)} and {len(gamma)}")
+    D = d + 1
+    out = []
+    for e, g in zip(eta, gamma, strict=True):
+        WK = np.zeros((D, D))
+        WK[:d, :d] = np.eye(d)
+        P = np.diag(np.r_[np.full(d, float(g)), float(e)]) / N
+        out.append({"W_K": WK, "W_Q": WK.copy(), "W_V": -np.eye(D), "P": P})
+    return out
+
+
+def fit_gd_schedule(
+    x_ctx: ArrayLike,
+    Sigma: ArrayLike,
+    sigma: float,
+    steps: int,
+    *,
+    plus_plus: bool = False,
+    w_std: float = 1.0,
+    eta0: float | Sequence[float] = 0.5,
+    query_noise: bool = True,
+) -> dict[str, Any]:
+    r"""Per-layer learning rates (and GD++ gammas) minimising the expected loss on a fixed batch of contexts.
+
+    The objective is the Rao-Blackwellised mean of :func:`conditional_loss_linear` over the given
+    contexts X (exact in w, the noise and x_q), a smooth function of (eta, gamma); it is minimised in
+    float64 by L-BFGS with autograd gradients, from plain GD at ``eta0`` (gamma = 0). ``plus_plus=False``
+    keeps gamma = 0: K-step GD at its best per-step learning rates. The last layer's gamma does not
+    enter the prediction and is kept at 0. Returns dict(eta, gamma, loss, predictor).
+    """
+    from scipy.optimize import minimize
+
+    check_int("steps", steps, minimum=1)
+    check_bool("plus_plus", plus_plus)
+    xc = _t(x_ctx).detach()
+    S = _t(Sigma)
+    e0 = [float(eta0)] * steps if not isinstance(eta0, Sequence) else [float(e) for e in eta0]
+    if len(e0) != steps:
+        raise ValueError(f"eta0 must be a float or have {steps} entries, got {len(e0)}")
+    n_g = steps - 1 if plus_plus else 0
+    base = GDPlusPlus(eta=tuple(e0), gamma=(0.0,) * steps)
+
+    def objective(theta: np.ndarray) -> tuple[float, np.ndarray]:
+        t = torch.as_tensor(theta, dtype=torch.float64).requires_grad_(True)
+        etas = list(t[:steps])
+        gammas = list(t[steps:]) + [torch.zeros((), dtype=torch.float64)] * (steps - n_g)
+        A = base.linear_map(xc, eta=etas, gamma=gammas)
+        loss = conditional_loss_linear(A, xc, S, sigma, w_std, query_noise).mean()
+        (g,) = torch.autograd.grad(loss, t)
+        return float(loss.detach()), g.numpy()
+
+    theta0 = np.r_[e0, np.zeros(n_g)]
+    res = minimize(objective, theta0, jac=True, method="L-BFGS-B", options={"maxiter": 200, "gtol": 1e-8})
+    eta = tuple(float(v) for v in res.x[:steps])
+    gamma = tuple(float(v) for v in res.x[steps:]) + (0.0,) * (steps - n_g)
+    return {"eta": eta, "gamma": gamma, "loss": float(res.fun), "predictor": GDPlusPlus(eta=eta, gamma=gamma)}
+
+
+# ================================================================================================
+# Bayes-optimal ridge against the context length (Gaussian isotropic inputs)
+# ================================================================================================
+
+
+def wishart_trace_inverse(d: int, k: int) -> float:
+    r"""E tr((X^T X)^{-1}) for X (k, d) with i.i.d. N(0, 1) entries: the inverse-Wishart mean.
+
+    X^T X ~ Wishart_d(k, I), E (X^T X)^{-1} = I / (k - d - 1) for k >= d + 2, so the trace is
+    d / (k - d - 1); infinite for k < d + 2 (k in {d, d + 1}: the mean diverges; k < d: singular).
+    This is the exact finite-k case of the ridge trace below (s = 0); for s > 0 the real Wishart
+    ensemble has no elementary closed form (the one-point density of the Laguerre *orthogonal*
+    ensemble is not a finite sum), so :func:`ridge_bayes_loss_theory` uses the Marchenko-Pastur limit.
+    """
+    check_int("d", d, minimum=1)
+    check_int("k", k, minimum=0)
+    return d / (k - d - 1) if k >= d + 2 else math.inf
+
+
+def marchenko_pastur_trace_inverse(d: int, k: int, s: float) -> float:
+    r"""The Marchenko-Pastur approximation of E tr((X^T X + s I)^{-1}) (d, k -> inf, d/k = c fixed).
+
+    tr((X^T X + s I)^{-1}) = (d/k) (1/d) tr((X^T X/k + lam I)^{-1}), lam = s/k, and the normalised trace
+    tends to the MP Stieltjes transform at -lam (ratio c):
+        m(-lam) = [sqrt((1 - c + lam)^2 + 4 c lam) - (1 - c + lam)] / (2 c lam).
+    s = 0, c < 1: the limit d/(k - d) (the exact finite value is d/(k - d - 1)).
+    """
+    check_int("d", d, minimum=1)
+    check_int("k", k, minimum=1)
+    check_float("s", s, minimum=0.0)
+    c = d / k
+    if s == 0.0:
+        return d / (k - d) if k > d else math.inf
+    lam = s / k
+    b = 1.0 - c + lam
+    m = (math.sqrt(b * b + 4.0 * c * lam) - b) / (2.0 * c * lam)
+    return d / k * m
+
+
+def ridge_bayes_loss_theory(
+    d: int,
+    k: int,
+    sigma: float,
+    w_std: float = 1.0,
+    v: float = 1.0,
+    query_noise: bool = True,
+) -> dict[str, Any]:
+    r"""Expected loss of the Bayes-optimal predictor (ridge at lam* = sigma^2/w_std^2) with k examples.
+
+    Isotropic inputs with E x x^T = v I (Gaussian N(0, v I) for sigma > 0), w ~ N(0, w_std^2 I). The
+    posterior of w given the context is N(w_hat, sigma^2 (X^T X + lam* I)^{-1}) whatever the law of x
+    (w_hat the ridge solution), and x_q is independent of the context, so with q = sigma^2 (query noise)
+        loss(k) = q + v E |w_hat - w|^2 = q + v sigma^2 E tr((X^T X + lam* I)^{-1})
+                = q + sigma^2 E tr((Z^T Z + (lam*/v) I)^{-1}),   X = sqrt(v) Z.
+    * sigma = 0 (exact, any isotropic law whose X has rank min(k, d) a.s.): lam* -> 0 is min-norm least
+      squares, which recovers w for k >= d and leaves the d - k unseen directions:
+      loss = w_std^2 v max(d - k, 0).
+    * sigma > 0: the trace by its Marchenko-Pastur limit :func:`marchenko_pastur_trace_inverse` (exact as
+      d, k -> inf at fixed d/k, O(1/d) relative error at finite size, universal for i.i.d. entries); the
+      exact finite-k value at lam* -> 0 is the inverse-Wishart mean (:func:`least_squares_theory`).
+    No predictor using the same k examples has a lower expected loss (it is the posterior mean).
+    Returns dict(loss, method) with method "exact" or "marchenko_pastur".
+    """
+    check_int("d", d, minimum=1)
+    check_int("k", k, minimum=0)
+    check_float("sigma", sigma, minimum=0.0)
+    check_float("w_std", w_std, minimum=0.0, strict_minimum=True)
+    check_float("v", v, minimum=0.0, strict_minimum=True)
+    check_bool("query_noise", query_noise)
+    s2, w2, v = float(sigma) ** 2, float(w_std) ** 2, float(v)
+    q = s2 * float(query_noise)
+    if s2 == 0.0:
+        return {"loss": w2 * v * max(d - k, 0), "method": "exact"}
+    if k == 0:
+        return {"loss": q + w2 * v * d, "method": "exact"}  # predicts 0: the prior variance
+    tr = marchenko_pastur_trace_inverse(d, k, s2 / (w2 * v))
+    return {"loss": q + s2 * tr, "method": "marchenko_pastur"}
+
+
+# ================================================================================================
 # Sympy: brute-force expectations that check the closed forms
 # ================================================================================================
 
@@ -1086,6 +1318,12 @@ __all__ = [
     "expected_loss_mc",
     "least_squares_theory",
     "baseline_theory",
+    "GDPlusPlus",
+    "gdpp_lsa_stack",
+    "fit_gd_schedule",
+    "wishart_trace_inverse",
+    "marchenko_pastur_trace_inverse",
+    "ridge_bayes_loss_theory",
     "sympy_symbols",
     "sympy_one_step_loss_bruteforce",
     "sympy_one_step_loss_closed_form",

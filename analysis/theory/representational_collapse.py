@@ -43,12 +43,41 @@ mean, ``M[t, s] = 1/t`` for ``s <= t``).
    the blocks exactly (:func:`linear_stack_sensitivity`).
 5. Depth, exactly: a uniform stack without norm or MLP is linear in its inputs, and
    :func:`linear_stack` evaluates it in float64; the probe checks the network against it.
+6. What the one-layer rates predict at depth ``l`` (:func:`predicted_depth_slopes`). Repeat and counting:
+   the two sequences share every state of their common causal prefix at every depth, so at layer ``l``
+   the last query sees the same keys except O(1) positions whose states differ by the previous layer's
+   gap; by item 1 (2) each layer adds a gap of the same order and carries the old one with an O(1)
+   factor: the exponent is the same at every depth. Early token: the offset reaches every later position
+   (weight ``~1/t``), and the next layer averages those offsets, ``(1/n) sum_t 1/t ~ ln n / n``: the path
+   count of item 4 at ``i = p + 1``. The prediction at depth ``l`` is the exponent that a least-squares
+   line fits to ``path_sensitivity(n, l)[p]`` over the probe's own window and grid (``1`` for ``l = 1``).
+7. RoPE and the repeat family (softmax only). The repeated copy sits one position further right, so the
+   last query's relative offset to *every* earlier key grows by one: each logit changes by
+   ``q^T (R(m+1) - R(m)) k = O(1)`` (oscillatory in ``m``, not decaying), each weight by ``O(1/n)``, and with
+   i.i.d. random values the output changes by ``|sum_s dw_s (v_s - y)| ~ sqrt(n) / n``: **n^-1/2**
+   (:func:`rope_repeat_gap`). Uniform attention ignores the logits (rate 1). Counting keeps ``k^-2``:
+   the ones all carry one value, so only the mass on the zero matters, and one more one adds one O(1)
+   term to an O(k) normaliser.
 
 Precision. A format with machine epsilon ``eps`` (spacing of 1.0) represents a coordinate ``x`` on a grid
 of spacing ``ulp(x)`` with ``eps |x| / 2 < ulp(x) <= eps |x|``; the Euclidean norm of the spacing vector of
 ``h`` therefore lies in ``(eps/2, 1] * eps^-1 * eps |h|``. We take ``resolution = eps |h|``
 (:func:`resolution`): two states closer than that are separated by at most about one grid step per
 coordinate, so rounding decides whether they differ.
+
+The effective floor depends on ``n`` (:func:`floor_exponent`). Each computed state carries the rounding
+errors of all the operations before it, and the two states' errors are not shared (different last
+queries, different key counts). The attention output at the last position is a sum over ``n`` terms
+``w_s v_s``; recursive summation commits an error ``<= u |partial sum_k|`` at step ``k`` (``u = eps/2``),
+independent and zero-mean in the probabilistic model (Higham & Mary 2019), so the error has RMS
+``u sqrt(sum_k |S_k|^2)``. Random (i.i.d.) values: ``|S_k| ~ sqrt(k)/n |v|``, so the error is
+``u |v| sqrt(sum_k k)/n = O(u |v|)``: an ``n``-independent floor ``c eps |h|``. Coherent values (the
+counting prefix, ``k`` copies of one value, and its softmax normaliser, ``k`` equal terms):
+``|S_k| = (k/n) |v|``, error ``u |v| sqrt(n/3)``: the floor grows as ``eps |h| (a + b sqrt(n))``, local
+exponent in ``(0, 1/2)`` approaching ``1/2``. The worst case (all errors aligned) is linear in ``n``.
+The divergence of the low-precision pair difference from the float64 one, ``|(h~_a - h~_b) - (h_a - h_b)|``,
+is the floor the format resolves against; the two states stop being resolved when the distance
+falls under it.
 """
 
 from __future__ import annotations
@@ -98,12 +127,13 @@ def early_gap_uniform(n: int | np.ndarray, delta: np.ndarray) -> np.ndarray:
     return np.asarray(delta, np.float64) / n
 
 
-def predicted_slope(family: str, pos: str, separators: bool = False) -> float:
+def predicted_slope(family: str, pos: str, separators: bool = False, attention: str = "softmax") -> float:
     """Decay exponent ``alpha`` (distance ~ n^-alpha) a causal softmax stack predicts (module docstring).
 
     ``nan`` where no power-law decay is predicted (learned absolute positions shift the read-out
     position in the repeat and counting families). Counting with separators: the prefix is no longer
     one repeated state, the added ``1`` moves the mean by ``O(1/k)``, so the rate falls back to 1.
+    Repeat with RoPE and softmax: every relative offset of the last query shifts by one, 1/2 (item 7).
     """
     if family not in FAMILIES:
         raise ValueError(f"family must be one of {FAMILIES}, got {family!r}")
@@ -111,7 +141,63 @@ def predicted_slope(family: str, pos: str, separators: bool = False) -> float:
         return math.nan
     if family == "counting":
         return 1.0 if separators else 2.0
+    if family == "repeat_last" and pos == "rope" and attention != "uniform":
+        return 0.5
     return 1.0
+
+
+def fitted_exponent(n: np.ndarray, y: np.ndarray) -> float:
+    """``-slope`` of the least-squares line of ``ln y`` on ``ln n`` (the exponent a power-law fit reports)."""
+    x, ly = np.log(np.asarray(n, np.float64)), np.log(np.asarray(y, np.float64))
+    return float(-np.polyfit(x, ly, 1)[0])
+
+
+def predicted_depth_slopes(family: str, pos: str, L: int, n_grid: np.ndarray, separators: bool = False,
+                           attention: str = "softmax", early_position: int = 0) -> np.ndarray:
+    """Exponent predicted at depths ``1..L`` (item 6) for a fit on the points ``n_grid``.
+
+    Repeat and counting: :func:`predicted_slope` at every depth. Early token: the fitted exponent of
+    the path count ``path_sensitivity(n, l)[early_position]`` over ``n_grid`` (exactly 1 at ``l = 1``).
+    """
+    one = predicted_slope(family, pos, separators, attention)
+    if family != "early_token" or not math.isfinite(one):
+        return np.full(L, one)
+    grid = np.asarray(n_grid, dtype=np.int64)
+    curve = np.array([[path_sensitivity(int(n), depth)[early_position] for n in grid] for depth in range(1, L + 1)])
+    return np.array([fitted_exponent(grid, c) for c in curve])
+
+
+def rope_repeat_gap(q: np.ndarray, keys: np.ndarray, values: np.ndarray, base: float = 10000.0) -> float:
+    """``|y' - y|`` of one causal RoPE softmax layer: query ``q`` (dh,) at position ``n`` over ``keys`` and
+    ``values`` (n, dh) at positions ``1..n``, against the same at position ``n + 1`` with the last key and
+    value repeated at ``n + 1`` (item 7). Scale ``1/sqrt(dh)``; RoPE pairs ``(2j, 2j+1)``, angle ``m base^(-2j/dh)``."""
+    k = np.asarray(keys, np.float64)
+    v = np.asarray(values, np.float64)
+    n, dh = k.shape
+    freqs = base ** (-np.arange(0, dh, 2) / dh)  # (dh/2,)
+
+    def rot(x, pos):  # x (m, dh) rotated by angle pos * freqs per pair
+        ang = np.asarray(pos, np.float64)[:, None] * freqs  # (m, dh/2)
+        c, s = np.cos(ang), np.sin(ang)
+        x0, x1 = x[:, 0::2], x[:, 1::2]
+        out = np.empty_like(x)
+        out[:, 0::2], out[:, 1::2] = x0 * c - x1 * s, x0 * s + x1 * c
+        return out
+
+    def attend(m):  # query at position m over keys 1..m (the first n given, then the repeated one)
+        kk = np.vstack([k, k[-1:]])[:m]
+        vv = np.vstack([v, v[-1:]])[:m]
+        logits = rot(kk, np.arange(1, m + 1)) @ rot(np.asarray(q, np.float64)[None], [m])[0] / math.sqrt(dh)
+        w = np.exp(logits - logits.max())
+        return w @ vv / w.sum()
+
+    return float(np.linalg.norm(attend(n + 1) - attend(n)))
+
+
+def floor_exponent(coherent: bool) -> tuple[float, float]:
+    """Range of the local exponent of the effective float floor against ``n`` (module docstring, precision):
+    ``(0, 0)`` for i.i.d. random values (n-independent), ``(0, 1/2)`` for coherent values (``a + b sqrt(n)``)."""
+    return (0.0, 0.5) if coherent else (0.0, 0.0)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -57,6 +57,28 @@ embeddings ``N(0, 1)``, so ``m_0 = 1``.
    ``r_{l+1} <= c r_l^3``, so ``r_l <= c^{(3^l - 1)/2} r_0^{3^l}`` (:func:`dong_bound`): doubly
    exponential. Its signature is a log-decrement ``log(r_l / r_{l+1})`` that *grows* with ``l``
    (:func:`log_decrement_growth`); an exponential decay has a constant one.
+
+8. No norm: exponential growth. Without norms the branches read the raw stream. Given the block input
+   with per-token moments ``q_t = |x_t|^2/d`` and the pattern, section 3 (with ``u = x``) gives the
+   attention moment ``a_t = (1/H) sum_h |sum_j A^h_tj x_j|^2/d``, and section 2 with ``s^2 = q`` gives the
+   MLP moment ``G(q) = E[gelu(sqrt(q) z)^2]`` exactly (:func:`no_norm_mlp_moment`). Cross terms vanish
+   as in section 1, so ``E[m_{l+1} | x_l, x_mid] = m_l + a_l + mean_t G(q_mid,t)`` (the probe's sum rule,
+   a martingale identity that holds summed over blocks). Writing ``a = kappa q``, the mean-field map is
+   ``q -> q(1+kappa) + G(q(1+kappa))`` (:func:`no_norm_block_step`), exact as ``d -> inf`` (the per-token
+   moments concentrate). ``G(q)/q`` increases from 1/4 to 1/2, so ``G(q) >= q/4`` and, with ``a_l >= 0``
+   and linearity of expectation, ``E m_L >= (5/4)^L m_0`` rigorously at any width
+   (:func:`no_norm_lower_bound`; the map itself is convex only up to ``q ~ 3``, so the iterate is not a
+   Jensen bound). The growth is exponential:
+   ``m_{l+1}/m_l -> (1 + kappa)(1 + 1/2)``, a factor between 3/2 (orthogonal tokens) and 3
+   (identical tokens) per block (:func:`no_norm_growth_factor`; 1 to 2 without MLP).
+
+9. DeepNorm (Wang et al. 2022): ``x_{l+1} = LN(alpha x_l + F(x_l))`` with ``alpha = (2L)^{1/4}`` and the
+   value, output and MLP weights' init multiplied by ``beta = (8L)^{-1/4}``. Both of a branch's
+   matrices carry ``beta``, so ``|F| ~ beta^2 |x|`` (exactly for attention; for the MLP to leading order,
+   ``gelu(x) ~ x/2``). As ``F`` is uncorrelated with ``x`` (section 1) the sublayer turns the stream by
+   ``theta ~ arctan(|F| / (alpha |x|)) ~ beta^2/alpha ~ L^{-3/4}`` (:func:`deepnorm_angle_scale`): the
+   per-layer change of the stream shrinks as alpha grows, which is DeepNorm's bounded-update
+   mechanism at initialisation. Post-LN (``alpha = beta = 1``): ``theta`` does not depend on ``L``.
 """
 
 from __future__ import annotations
@@ -237,3 +259,74 @@ def log_decrement_growth(r: np.ndarray, floor: float = 1e-12) -> tuple[float, in
         if np.isfinite(delta[i]) and np.isfinite(delta[i + 1]) and delta[i] > 0 and delta[i + 1] > 0
     ]
     return (float(np.mean(pairs)) if pairs else float("nan")), len(pairs)
+
+
+# ------------------------------------------------------------------------------------------------
+# No norm: exponential growth of the residual variance (section 8)
+# ------------------------------------------------------------------------------------------------
+
+
+def no_norm_mlp_moment(q: np.ndarray | float) -> np.ndarray:
+    r"""``E|MLP(x)|^2 / d`` given ``|x|^2/d = q``, for an un-normalised input (section 8), vectorised.
+
+    ``W_in ~ N(0, 1/d)`` makes every hidden pre-activation exactly ``N(0, q)``, so the moment is
+    :func:`gelu_second_moment` at ``s = sqrt(q)``::
+
+        G(q) = q [ 1/4 + arcsin(q/(1+q)) / (2 pi) + q / (pi (1+q) sqrt(1+2q)) ]
+
+    ``G(q)/q`` rises from ``1/4`` (``q -> 0``) to ``1/2`` (``q -> inf``, with a ``q^{-3/2}`` correction:
+    the ``q^{-1/2}`` and ``q^{-1}`` terms of the arcsine and of the last term cancel).
+    """
+    q = np.asarray(q, dtype=np.float64)
+    return q * (0.25 + np.arcsin(q / (1 + q)) / (2 * np.pi) + q / (np.pi * (1 + q) * np.sqrt(1 + 2 * q)))
+
+
+def no_norm_block_step(q: np.ndarray | float, kappa: float = 0.0, mlp: bool = True) -> np.ndarray:
+    """Mean-field map of one no-norm block: ``q -> q (1 + kappa) + G(q (1 + kappa))`` (section 8).
+
+    ``kappa = a / q`` is the attention branch's moment relative to the stream (0 for orthogonal tokens
+    attended uniformly over many positions, 1 for identical tokens); ``G`` is :func:`no_norm_mlp_moment`.
+    """
+    q_mid = np.asarray(q, dtype=np.float64) * (1.0 + kappa)
+    return q_mid + (no_norm_mlp_moment(q_mid) if mlp else 0.0)
+
+
+def no_norm_moment(m0: float, depth: int, kappa: float | np.ndarray = 0.0, mlp: bool = True) -> np.ndarray:
+    """Iterate :func:`no_norm_block_step` from ``m0``: (depth + 1,) values, l = 0..depth.
+
+    The mean-field (``d -> inf``) moment for a given attention ratio ``kappa`` (section 8).
+    """
+    kappas = np.broadcast_to(np.asarray(kappa, dtype=np.float64), (depth,))
+    m = [float(m0)]
+    for k in kappas:
+        m.append(float(no_norm_block_step(m[-1], k, mlp)))
+    return np.array(m)
+
+
+def no_norm_lower_bound(m0: float, depth: int, mlp: bool = True) -> np.ndarray:
+    """Rigorous lower bound ``E m_l >= (5/4)^l m_0`` (``m_0`` without MLP), l = 0..depth (section 8):
+    ``G(q) >= q/4`` and the attention adds ``a_l >= 0``; both are linear, so no Jensen step is needed."""
+    return float(m0) * (1.25 if mlp else 1.0) ** np.arange(depth + 1, dtype=np.float64)
+
+
+def no_norm_growth_factor(kappa: float = 0.0, mlp: bool = True) -> float:
+    """Asymptotic growth factor per block, ``lim m_{l+1}/m_l = (1 + kappa) (1 + G(q)/q -> 3/2)``.
+
+    So ``m_L ~ C rho^L`` with ``rho`` in ``[3/2, 3]`` (``kappa`` in [0, 1]) with the MLP, ``[1, 2]`` without.
+    """
+    return (1.0 + kappa) * (1.5 if mlp else 1.0)
+
+
+# ------------------------------------------------------------------------------------------------
+# DeepNorm (section 9)
+# ------------------------------------------------------------------------------------------------
+
+DEEPNORM_ANGLE_EXPONENT = -0.75  # DeepNorm at init: per-layer angular change ~ beta^2 / alpha ~ L^(-3/4)
+POST_LN_ANGLE_EXPONENT = 0.0  # Post-LN at init: the per-layer angular change does not depend on L
+
+
+def deepnorm_angle_scale(depth: np.ndarray | float) -> np.ndarray:
+    """``beta^2 / alpha`` with DeepNorm's ``alpha = (2L)^{1/4}``, ``beta = (8L)^{-1/4}``: the predicted
+    per-layer rotation of the stream at initialisation up to a depth-free constant (section 9)."""
+    L = np.asarray(depth, dtype=np.float64)
+    return (8.0 * L) ** -0.5 / (2.0 * L) ** 0.25
