@@ -65,12 +65,13 @@ import time
 import types
 import typing
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any, ClassVar
 
+import numpy as np
 import xarray as xr
 
 from analysis.io import atomic_replace_dir, atomic_write_json, content_hash, sha256_file, to_jsonable
@@ -797,3 +798,30 @@ def cached_run(
     result.meta["cache_key"] = key
     result.save(folder)
     return result
+
+
+def result_difference(a: Result, b: Result, names: Sequence[str], select: Mapping[str, Any] | None = None) -> dict[str, float]:
+    """Largest relative difference ``max|a - b| / max(max|b|, tiny)`` of each named array of two results.
+
+    Used to show that a probe measures the same numbers on two models that compute the same function
+    (e.g. a Hugging Face GPT-2 and our zoo model carrying its weights). ``select`` picks coordinates
+    first (``{"dtype": "float64"}``). NaN must sit at the same places in both, else the difference is inf.
+    """
+    out = {}
+    for name in names:
+        if name not in a.data or name not in b.data:
+            raise ValueError(f"array {name!r} is not in both results (have {sorted(a.data.data_vars)})")
+        xa, xb = a.data[name], b.data[name]
+        if select:
+            keys = {k: v for k, v in select.items() if k in xa.dims}
+            xa, xb = xa.sel(keys), xb.sel(keys)
+        va, vb = np.asarray(xa.values, dtype=np.float64), np.asarray(xb.values, dtype=np.float64)
+        if va.shape != vb.shape:
+            raise ValueError(f"array {name!r} has shape {va.shape} in one result and {vb.shape} in the other")
+        fa, fb = np.isfinite(va), np.isfinite(vb)
+        if not np.array_equal(fa, fb) or not np.array_equal(va[~fa], vb[~fb], equal_nan=True):
+            out[name] = math.inf
+            continue
+        scale = max(float(np.max(np.abs(vb[fb]))) if fb.any() else 0.0, np.finfo(np.float64).tiny)
+        out[name] = float(np.max(np.abs(va[fa] - vb[fb]))) / scale if fa.any() else 0.0
+    return out

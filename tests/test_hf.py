@@ -215,3 +215,43 @@ def test_cli_runs_a_probe_on_a_local_gpt2_folder(tmp_path):
     assert out["probe"] == "attention_entropy"
     ent = np.array(out["arrays"]["entropy"]["values"], dtype=float)
     assert ent.shape[0] == 2 and np.isfinite(ent).any()
+
+
+# ---- every probe measures the same numbers on a GPT-2 and on its zoo equivalent ----------------------
+# (float64; the two models agree to ~1e-15 relative at every hook point, see above. A probe's statistics
+# are smooth functions of those activations (fits, logs and bootstrap CIs included), so they agree to
+# rounding too; 1e-12 leaves three orders of magnitude for the amplification through fits and logs.)
+PROBE_CASES = {
+    "attention_entropy": ({"ctx_lens": (16, 64, 256)}, ("entropy", "entropy_norm", "max_weight", "logit_std"), None),
+    "signal_propagation": (
+        {"seq_len": 16, "n_samples": 2, "batch_size": 4},
+        ("resid_var", "token_cosine", "rank_residual", "angular_distance", "jacobian_identity_gap"),
+        None,
+    ),
+    "prompt_forgetting": ({}, ("distance", "alpha_local"), None),
+    "representational_collapse": ({"dtypes": ("float32",)}, ("distance", "sensitivity"), {"dtype": "float64"}),
+}
+
+
+@pytest.fixture(scope="module")
+def gpt2_pair():
+    hf = HFModel.from_config(
+        gpt2_config(vocab_size=1024, n_positions=512, n_layer=2, n_embd=32, n_head=2), seed=11, dtype="float64"
+    )
+    return hf, zoo_from_gpt2(hf)
+
+
+@pytest.mark.parametrize("probe", sorted(PROBE_CASES))
+def test_probe_numbers_agree_between_gpt2_and_its_zoo_equivalent(probe, gpt2_pair):
+    from probes.base import result_difference, run_probe
+
+    overrides, names, select = PROBE_CASES[probe]
+    hf, zoo = gpt2_pair
+    module = __import__(f"probes.{probe}", fromlist=["Config"])
+    config = module.Config.preset("smoke", **overrides)
+    a = run_probe(probe, config, model=hf, progress=False)
+    b = run_probe(probe, config, model=zoo, progress=False)
+    diff = result_difference(a, b, names, select)
+    assert max(diff.values()) <= 1e-12, diff
+    for name in names:  # and the compared arrays hold real measurements
+        assert np.isfinite(np.asarray(b.data[name].values, dtype=float)).any(), name
