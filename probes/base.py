@@ -805,7 +805,8 @@ def result_difference(a: Result, b: Result, names: Sequence[str], select: Mappin
 
     Used to show that a probe measures the same numbers on two models that compute the same function
     (e.g. a Hugging Face GPT-2 and our zoo model carrying its weights). ``select`` picks coordinates
-    first (``{"dtype": "float64"}``). NaN must sit at the same places in both, else the difference is inf.
+    first (``{"dtype": "float64"}``). NaN must sit at the same places in both, else the difference is inf;
+    an array with no finite entry at all gives NaN (nothing was compared).
     """
     out = {}
     for name in names:
@@ -823,5 +824,5 @@ def result_difference(a: Result, b: Result, names: Sequence[str], select: Mappin
             out[name] = math.inf
             continue
         scale = max(float(np.max(np.abs(vb[fb]))) if fb.any() else 0.0, np.finfo(np.float64).tiny)
-        out[name] = float(np.max(np.abs(va[fa] - vb[fb]))) / scale if fa.any() else 0.0
+        out[name] = float(np.max(np.abs(va[fa] - vb[fb]))) / scale if fa.any() else math.nan
     return out

@@ -99,6 +99,7 @@ class Config(ProbeConfig):
     separator_every: int = param(0, "insert a separator after every this many tokens (0 = none)", minimum=0)
     dtypes: tuple[str, ...] = param(LOW_DTYPES, "dtypes to run besides the float64 reference", choices=LOW_DTYPES)
     sens_len: int = param(256, "sequence length of the over-squashing sensitivity", minimum=4)
+    sensitivity: bool = param(True, "measure the sensitivity (one backward pass per model coordinate and layer)")
     # --- model ----------------------------------------------------------------------------------
     layers: int = param(2, "transformer blocks L", minimum=1)
     d_model: int = param(64, "residual width d", minimum=2)
@@ -410,7 +411,7 @@ def run(config: Config, model=None, progress: bool = True) -> Result:
     # how far each dtype's distance is from the float64 one (median over samples): ~0 while resolved
     rel_error = np.stack([np.median(np.abs(per[dt]["distance"] - D64) / D64, axis=0) for dt in dts])
     divergence = np.stack([np.median(per[dt]["divergence"], axis=0) for dt in dts])
-    sens = sensitivity(ref, config, vocab)  # (L, T)
+    sens = sensitivity(ref, config, vocab) if config.sensitivity else np.full((L, config.sens_len), np.nan)  # (L, T)
     d_model = int(protocol_width(ref))
     path = theory.path_sensitivity(config.sens_len, L) * math.sqrt(d_model)  # A = I: |I|_F = sqrt(d)
 
@@ -508,6 +509,10 @@ def _claims(led, config, m, ns, dts, rel_error, fit, predicted, collapse, sens, 
                   why="float64 summation error of T-term running means and d-term products over L layers",
                   statement="network last-token states == exact linear stack (max abs error / max |h|)",
                   figure="rc_distance")  # fmt: skip
+    if mats is not None and not config.sensitivity:
+        led.not_evaluated("sensitivity_equals_path_sum", source="derivation (theory module, item 4)",
+                          reason="sensitivity=False: not measured")
+    elif mats is not None:
         dev = float(np.max(np.abs(sens[-1] - sens_exact) / sens_exact.max()))
         led.close("sensitivity_equals_path_sum", measured=dev, expected=0.0, atol=tol,
                   source="derivation: backward path recursion of the linear stack (theory module, item 4)",
@@ -555,7 +560,10 @@ def _claims(led, config, m, ns, dts, rel_error, fit, predicted, collapse, sens, 
                   figure="rc_pos")  # fmt: skip
     for i, dt in enumerate(dts[1:], start=1):
         _precision_claims(led, config, per, ns, dt, i, collapse[i], rel_error, ctx)
-    if L >= 2 and causal:
+    if L >= 2 and causal and not config.sensitivity:
+        led.not_evaluated("sensitivity_first_exceeds_middle", source=f"{SOURCE}; path counting (theory module, item 4)",
+                          reason="sensitivity=False: not measured")
+    elif L >= 2 and causal:
         # path counting: with L >= 2 early positions have more paths, so the first token's sensitivity
         # exceeds a middle token's (theory: strictly decreasing profile for A = I)
         ratio = float(sens[-1, 0] / sens[-1, config.sens_len // 2])

@@ -191,3 +191,16 @@ def test_command_line_json():
     assert set(out["arrays"]) >= {"distance", "collapse_n", "sensitivity", "rank_residual", "slope_ci"}
     assert out["arrays"]["distance"]["dims"] == ["dtype", "n"]
     assert "slope" in out["scalars"]
+
+
+def test_sensitivity_can_be_switched_off():
+    """Large real models skip the one-backward-per-coordinate sensitivity; its claims then say so."""
+    import probes.representational_collapse as rc
+    from probes.base import run_probe
+
+    cfg = rc.Config.preset("smoke", sensitivity=False, dtypes=("float32",), max_len=32, n_lengths=4, n_boot=20)
+    r = run_probe("representational_collapse", cfg, progress=False)
+    assert np.isnan(r.data["sensitivity"].values).all()
+    by_name = {c.name: c for c in r.ledger.claims}
+    assert by_name["sensitivity_first_exceeds_middle"].status == "not_evaluated"
+    assert np.isfinite(r.data["distance"].values).any()
