@@ -78,7 +78,7 @@ class Config(ProbeConfig):
         "smoke": {
             "d": 4, "n_context": 6, "layers": (1, 2), "steps": 300, "batch": 256, "depth_steps": 150, "depth_batch": 256,
             "depth_warmup": 15, "lr": 1e-2,
-            "n_eval": 4000, "n_mc": 20000, "k_values": (1, 3, 6), "construction_layers": 3,
+            "n_eval": 4000, "n_mc": 20000, "n_fit": 1000, "k_values": (1, 3, 6), "construction_layers": 3,
             "garg_n_points": 6, "garg_steps": 40, "garg_batch": 32,
         },
         "full": {},
@@ -104,6 +104,7 @@ class Config(ProbeConfig):
     seed: int = param(0, "seed of the weights, the data stream and the evaluation draws", minimum=0)
     n_eval: int = param(20000, "evaluation tasks per context length", minimum=16)
     n_mc: int = param(200000, "Monte Carlo tasks for the eta* / loss* checks", minimum=16)
+    n_fit: int = param(2000, "tasks on which K-step GD and GD++ schedules are fitted (L-BFGS, float64)", minimum=16)
     k_values: tuple[int, ...] = param((1, 2, 3, 4, 5, 6, 7, 8, 9, 10), "context lengths k of the loss curves", minimum=1)
     construction_layers: int = param(4, "check the exact construction for K = 1..this", minimum=1, maximum=8)
     garg: bool = param(True, "also train a small softmax transformer on the interleaved (Garg et al. 2022) layout")
@@ -496,7 +497,7 @@ def run(config: Config, model: Any = None, progress: bool = True) -> Result:
         "eta_gd_steps", "cos_steps", "preds_diff_steps", "model_diff_steps", "train_time_s", "map_error",
         "loss_gd_perstep", "excess_over_gd_perstep", "excess_over_gd_perstep_se", "loss_gdpp", "excess_over_gdpp",
         "excess_over_gdpp_se", "cos_gdpp")}  # fmt: skip
-    fit_batch = _sample(cfg, min(cfg.n_eval, 4000), N, "gd_schedule_fit")
+    fit_batch = _sample(cfg, cfg.n_fit, N, "gd_schedule_fit")
     Kmax = max(trained)
     sched = {n: np.full((len(trained), Kmax), np.nan) for n in ("eta_gd_perstep", "eta_gdpp", "gamma_gdpp")}
     sq_by_K: dict[int, np.ndarray] = {}

@@ -132,6 +132,16 @@ def test_hide_query_task_bias_reaches_the_trainer_and_the_cache_key():
     assert float((seen - want).abs().max()) > 1e-3 * float(want.abs().max())
 
 
+def test_train_config_one_layer_vs_deep_stacks():
+    """One layer: von Oswald's plain Adam (no warm-up, no clipping); K >= 2: the depth_* schedule."""
+    cfg = P.Config()
+    one, deep = P.train_config(cfg, 1), P.train_config(cfg, 3)
+    assert (one.steps, one.batch_size, one.lr, one.warmup_steps, one.grad_clip) == (cfg.steps, cfg.batch, cfg.lr, 0, 0.0)
+    assert (deep.steps, deep.batch_size, deep.lr) == (cfg.depth_steps, cfg.depth_batch, cfg.depth_lr)
+    assert deep.warmup_steps == cfg.depth_warmup and deep.grad_clip == cfg.depth_clip
+    assert P.train_config(cfg.replace(depth_steps=5), 2).warmup_steps == 5  # warm-up never longer than the run
+
+
 def test_query_key_bias_hides_only_the_last_key():
     bias = P.query_key_bias(4)
     assert torch.isinf(bias[:, -1]).all() and (bias[:, :-1] == 0).all()
@@ -215,7 +225,7 @@ def test_anisotropic_softmax_variant_runs(tmp_path, monkeypatch):
     monkeypatch.setenv("WORKBENCH_CACHE", str(tmp_path))
     cfg = P.Config.preset(
         "smoke", x_dist="anisotropic", cond=5.0, attention="softmax", layers=(1,), steps=20, batch=64,
-        n_eval=400, n_mc=4000, k_values=(3,), construction_layers=1, hide_query=False, garg=False,
+        n_eval=400, n_mc=4000, n_fit=200, k_values=(3,), construction_layers=1, hide_query=False, garg=False,
     )  # fmt: skip
     r = probes.run_probe("icl_gd", cfg, progress=False)
     assert "garg_loss_k" not in r.data
@@ -229,7 +239,7 @@ def test_anisotropic_softmax_variant_runs(tmp_path, monkeypatch):
 
 def test_measurements_on_the_construction_are_exact():
     """Passing the one-step construction as the 'trained' model: every metric must say "this is GD at eta*"."""
-    cfg = P.Config.preset("smoke", n_eval=400, n_mc=2000, k_values=(3, 6), construction_layers=1)
+    cfg = P.Config.preset("smoke", n_eval=400, n_mc=2000, n_fit=200, k_values=(3, 6), construction_layers=1)
     eta = th.one_step_gd_theory(cfg.d, cfg.n_context, cfg.x_dist, 0.0)["eta_star"]
     model = P.model_from_lsa_weights(cfg, th.gd_lsa_stack(cfg.d, eta, cfg.n_context, 1))
     r = probes.run_probe("icl_gd", cfg, model=model, progress=False)

@@ -212,3 +212,12 @@ def test_command_line_json():
     assert out["probe"] == "prompt_forgetting"
     assert set(out["arrays"]) >= {"distance", "alpha", "alpha_ci", "alpha_local", "bound_ratio"}
     assert out["arrays"]["distance"]["dims"] == ["layer", "t"]
+
+
+def test_untrained_deviation_text_uses_the_runs_own_depth_and_length():
+    for layers, T in ((2, 1024), (3, 4096)):
+        cfg = mod.Config.preset("full", layers=layers, cont_len=T, fit_lo=32.0)
+        N = cfg.prompt_len + T
+        text = mod._seed_deviation(cfg)
+        assert f"L = {layers}" in text and f"t = {N}" in text
+        assert f"{1 - (layers - 1) / math.log(N):.2f}" in text  # the bound's local exponent at the window end
