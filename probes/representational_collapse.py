@@ -405,9 +405,10 @@ def run(config: Config, model=None, progress: bool = True) -> Result:
                                                  rng=np.random.default_rng([config.seed, 11, i]))  # fmt: skip
     collapse = np.array([theory.collapse_length(ns, dist[0], norm, dt) for dt in dts])
     # where the fitted power law crosses eps |h| (|h| at max_len): the extrapolated collapse length
+    # (in logs, capped at e^709 ~ the largest float64: a near-zero slope extrapolates beyond any length)
     extrap = np.array([math.nan] + [
-        float(ns[-1] * (dist[0, -1] / theory.resolution(dt, norm[-1])) ** (1.0 / slope)) if fit and slope > 0
-        else math.nan for dt in dts[1:]])  # fmt: skip
+        float(np.exp(min(np.log(ns[-1]) + np.log(dist[0, -1] / theory.resolution(dt, norm[-1])) / slope, 709.0)))
+        if fit and slope > 0 else math.nan for dt in dts[1:]])  # fmt: skip
     # how far each dtype's distance is from the float64 one (median over samples): ~0 while resolved
     rel_error = np.stack([np.median(np.abs(per[dt]["distance"] - D64) / D64, axis=0) for dt in dts])
     divergence = np.stack([np.median(per[dt]["divergence"], axis=0) for dt in dts])
