@@ -147,6 +147,30 @@ def bench_train() -> dict:
     }
 
 
+def bench_icl() -> dict:
+    """von Oswald et al.'s default ICL-as-GD training (d = 10, N = 10, one LSA layer, Adam, batch 2048):
+    updates/s over a slice of the run, extrapolated to their 5000 updates (their public code takes about
+    a minute on 2 CPU cores for the same run)."""
+    import probes.icl_gd as icl
+    from analysis.train import train
+
+    cfg = icl.Config()
+    steps = 200
+    tcfg = icl.train_config(cfg, 1).replace(steps=steps)
+    t0 = time.perf_counter()
+    res = train(icl.model_config(cfg, 1), icl.regression_task(cfg), tcfg, cache=None, progress=False)
+    wall = time.perf_counter() - t0
+    assert len(res.history["loss"]) == steps
+    return {
+        "config": f"d={cfg.d} N={cfg.n_context} batch={cfg.batch} {cfg.x_dist} one LSA layer, Adam, float32",
+        "steps": steps,
+        "wall_s": wall,
+        "ms_per_step": 1000 * wall / steps,
+        "extrapolated_5000_steps_s": 5000 * wall / steps,
+        "probe_steps": cfg.steps,  # what the probe trains (the paper: about 5000)
+    }
+
+
 def _figures(preset: str) -> dict:
     """Wall time of the figure pipeline for one preset, into a scratch folder with a cold cache
     (every model is trained, every probe computed), plus the per-notebook times of its manifest."""
@@ -229,6 +253,7 @@ BENCHES = {
     "forward": bench_forward,
     "hooks": bench_hooks,
     "hf": bench_hf,
+    "icl": bench_icl,
     "train": bench_train,
     "tests": bench_tests,
     "figures_smoke": bench_figures_smoke,
@@ -254,6 +279,10 @@ def _headline(results: dict) -> list[str]:
         h = results["hf"]
         for key in ("adapter_no_hooks", "adapter_cache_patterns", "transformers_eager", "transformers_sdpa"):
             rows.append((f"MiniLM forward, {key.replace('_', ' ')} (tokens/s)", f"{h[key]['tokens_per_s']:.0f}", h["config"]))
+    if "icl" in results:
+        r = results["icl"]
+        rows.append(("ICL-as-GD training, 5000 updates (s, extrapolated)", f"{r['extrapolated_5000_steps_s']:.0f}",
+                     f"{r['config']}; {r['ms_per_step']:.1f} ms/update"))
     if "train" in results:
         t = results["train"]
         rows.append(("training (steps/s)", f"{t['steps_per_s']:.1f}", t["config"]))

@@ -73,7 +73,7 @@ from probes.base import ProbeConfig, Result, param
 
 NAME = "representational_collapse"
 DESCRIPTION = "Representational collapse: last-token distance of near-identical sequences vs length, precision, over-squashing."
-VERSION = "3"
+VERSION = "4"
 REQUIRES = {"input": "tokens"}
 BIDIRECTIONAL = "bidirectional model: the causal derivation does not apply"
 
@@ -471,6 +471,10 @@ def run(config: Config, model=None, progress: bool = True) -> Result:
         scalars[f"collapse_n_{dt}"] = float(c)
         if dt != "float64":
             scalars[f"collapse_n_extrapolated_{dt}"] = float(e)
+        if dt != "float64" and math.isfinite(c):  # the outputs in that dtype once collapsed (samples x lengths)
+            after = ns >= c
+            scalars[f"argmax_equal_after_collapse_{dt}"] = float(per[dt]["argmax_equal"][:, after].mean())
+            scalars[f"identical_after_collapse_{dt}"] = float(per[dt]["identical"][:, after].mean())
     for dt, f in floor_fits.items():
         scalars[f"floor_exponent_{dt}"] = -f.alpha  # divergence ~ n^(+beta)
     if "train_loss" in info:
@@ -478,6 +482,26 @@ def run(config: Config, model=None, progress: bool = True) -> Result:
     meta = {k: v for k, v in info.items() if k != "train_loss"}
     meta["pos_assumed"] = pos
     return Result(probe=NAME, config=config, data=data, scalars=scalars, ledger=led, meta=meta)
+
+
+def collapse_prediction(result: Result, dtype: str, grid_ratio: float = 1.0, k: float = 3.0) -> dict[str, float]:
+    """Where ``result``'s float64 power law puts the collapse of ``dtype``, with an interval for a measurement.
+
+    Anchored at the run's longest length ``n_a`` (the probe's ``collapse_n_extrapolated``):
+    ``n* = n_a (D(n_a) / eps|h(n_a)|)^(1/alpha)``. The interval
+    (:func:`analysis.theory.representational_collapse.collapse_interval`) takes ``alpha`` over the fit's
+    bootstrap CI, the level ``ln D(n_a)`` within ``k`` standard errors of its mean over the ``S`` samples
+    (``std_s ln D_s(n_a) / sqrt(S)``; counted twice in variance, ``sqrt(2)``, because a second run that measures
+    the collapse draws its own samples) and one step ``grid_ratio`` of the measuring run's length grid.
+    """
+    d, s = result.data, result.scalars
+    ln_d = np.log(d["distance_samples"].sel(dtype="float64").values[:, -1])  # (S,)
+    log_se = float(ln_d.std(ddof=1) / math.sqrt(ln_d.size)) * math.sqrt(2.0)
+    ratio = float(d["distance"].sel(dtype="float64")[-1] / d["resolution"].sel(dtype=dtype)[-1])
+    n_a = float(d["n"].values[-1])
+    lo, hi = theory.collapse_interval(n_a, ratio, (s["slope_ci_lo"], s["slope_ci_hi"]), log_se, grid_ratio, k)
+    n_star = float(theory.extrapolated_collapse(n_a, ratio, s["slope"]))
+    return {"n_star": n_star, "lo": lo, "hi": hi, "ratio": ratio, "log_se": log_se}
 
 
 def protocol_width(model) -> int:

@@ -81,6 +81,13 @@ def test_precision_collapse_is_consistent():
     assert math.isnan(c["float64"])
     assert r.ledger["collapse_float16_outputs_coincide"].status == "pass"
     assert r.ledger["collapse_float16_unresolved"].status == "pass"
+    # the outputs once collapsed are reported as scalars, the same fraction the ledger checks
+    assert r.scalars["argmax_equal_after_collapse_float16"] == r.ledger["collapse_float16_outputs_coincide"].measured
+    assert 0.0 <= r.scalars["identical_after_collapse_float16"] <= 1.0
+    # the fit's collapse prediction is the probe's extrapolation, inside its own interval
+    pred = mod.collapse_prediction(r, "float16", grid_ratio=1.5)
+    assert pred["n_star"] == pytest.approx(r.scalars["collapse_n_extrapolated_float16"], rel=1e-9)
+    assert pred["lo"] <= pred["n_star"] <= pred["hi"] / 1.5 * (1 + 1e-12)
     # where the float64 distance is far above the resolution, float32 tracks it
     res = r.data["resolution"].sel(dtype="float32").values
     far = r.data["distance"].values[0] > 1e3 * res

@@ -183,3 +183,25 @@ def test_depth_predictions_follow_the_path_count():
     assert p[1] == pytest.approx(rc.fitted_exponent(grid, (2 + H) / grid), rel=1e-12)
     assert math.isnan(rc.predicted_depth_slopes("counting", "learned", 2, grid)[0])
     assert rc.floor_exponent(True) == (0.0, 0.5) and rc.floor_exponent(False) == (0.0, 0.0)
+
+
+def test_extrapolated_collapse_inverts_the_power_law_and_interval_brackets_it():
+    """n* solves D(n_a) (n*/n_a)^-alpha = eps|h| exactly; the interval holds n* for every alpha in the CI."""
+    n_a, alpha = 1024.0, 1.3
+    for ratio in (0.2, 1.01, 40.0):
+        n_star = float(rc.extrapolated_collapse(n_a, ratio, alpha))
+        np.testing.assert_allclose(ratio * (n_star / n_a) ** -alpha, 1.0, rtol=1e-12)
+        ci = (1.1, 1.5)
+        lo, hi = rc.collapse_interval(n_a, ratio, ci)
+        inside = rc.extrapolated_collapse(n_a, ratio, np.linspace(*ci, 41))
+        assert lo <= inside.min() * (1 + 1e-12) and inside.max() <= hi * (1 + 1e-12)
+        np.testing.assert_allclose([lo, hi], [inside.min(), inside.max()], rtol=1e-12)
+        # a level uncertainty widens the interval on both sides; the grid step only upwards
+        lo2, hi2 = rc.collapse_interval(n_a, ratio, ci, log_se=0.1, grid_ratio=1.5)
+        assert lo2 < lo and hi2 > 1.5 * hi
+        np.testing.assert_allclose(rc.collapse_interval(n_a, ratio, ci, grid_ratio=1.5)[1], 1.5 * hi, rtol=1e-12)
+    assert float(rc.extrapolated_collapse(2.0, 10.0, 1e-9)) == pytest.approx(math.exp(709.0))  # capped, finite
+    with pytest.raises(ValueError, match="alpha_ci"):
+        rc.collapse_interval(n_a, 2.0, (1.5, 1.1))
+    with pytest.raises(ValueError, match="positive"):
+        rc.extrapolated_collapse(n_a, 2.0, 0.0)

@@ -316,3 +316,37 @@ def collapse_length(n: np.ndarray, distance: np.ndarray, norm: np.ndarray, dtype
         return math.nan
     first = len(below) - int(np.argmin(below[::-1])) if not below.all() else 0
     return float(np.asarray(n)[first])
+
+
+def extrapolated_collapse(n_anchor: float, ratio: float, alpha: float | np.ndarray) -> np.ndarray:
+    r"""Where a power law ``D(n) = D(n_a) (n / n_a)^-alpha`` meets the resolution: ``n* = n_a ratio^(1/alpha)``.
+
+    ``ratio = D(n_a) / (eps |h|)`` at the anchor ``n_a`` (``|h|`` taken constant beyond it). Decreasing in
+    ``alpha`` for ``ratio > 1`` (a faster decay crosses sooner), so an interval of ``alpha`` maps to an
+    interval of ``n*`` with its ends swapped. Computed in logs and capped at ``e^709`` (float64's range).
+    """
+    alpha = np.asarray(alpha, dtype=np.float64)
+    if n_anchor <= 0 or ratio <= 0 or np.any(alpha <= 0):
+        raise ValueError(f"n_anchor, ratio and alpha must be positive, got {n_anchor}, {ratio}, {alpha}")
+    return np.exp(np.minimum(math.log(n_anchor) + math.log(ratio) / alpha, 709.0))
+
+
+def collapse_interval(n_anchor: float, ratio: float, alpha_ci: tuple[float, float], log_se: float = 0.0,
+                      grid_ratio: float = 1.0, k: float = 3.0) -> tuple[float, float]:
+    r"""Range of the first grid length at which the distance stays below the resolution, from the fit.
+
+    Three sources, combined in ``ln n``: the decay exponent anywhere in ``alpha_ci`` (the fit's bootstrap
+    interval); the level ``ln D(n_a)`` uncertain by ``k`` standard errors ``log_se`` (a sample mean over
+    bases: shifts ``ln n*`` by ``k log_se / alpha``); and the measurement grid: the measured collapse
+    length is the first grid point at or after the crossing, so it can exceed ``n*`` by one grid step
+    ``grid_ratio`` (ratio of neighbouring lengths) but not fall below it.
+    """
+    lo_a, hi_a = float(alpha_ci[0]), float(alpha_ci[1])
+    if not 0 < lo_a <= hi_a:
+        raise ValueError(f"alpha_ci must be a positive interval, got {alpha_ci}")
+    if log_se < 0 or grid_ratio < 1:
+        raise ValueError(f"log_se must be >= 0 and grid_ratio >= 1, got {log_se}, {grid_ratio}")
+    shift_lo, shift_hi = -k * log_se, k * log_se  # ln D(n_a) at its lower / upper end
+    lo = extrapolated_collapse(n_anchor, ratio * math.exp(shift_lo), hi_a if ratio * math.exp(shift_lo) > 1 else lo_a)
+    hi = extrapolated_collapse(n_anchor, ratio * math.exp(shift_hi), lo_a if ratio * math.exp(shift_hi) > 1 else hi_a)
+    return float(lo), float(hi) * grid_ratio
