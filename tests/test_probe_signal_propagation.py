@@ -207,3 +207,25 @@ def test_passed_byte_model_on_corpus_text():
     assert np.isfinite(r.data["rank_residual"].values).all()
     with pytest.raises(ValueError, match="vocab_size"):  # 64 ids cannot encode bytes
         base.run_probe(sp, sp.Config.preset("smoke", data="corpus", **PASSED), model=zoo(), progress=False)
+
+
+def test_smoke_update_sizes_and_attention_ln_variant(smoke):
+    u = smoke.data["update_size"]  # (update_norm, depth, optimiser, usample)
+    assert list(u.update_norm.values) == list(sp.UPDATE_NORMS)
+    assert np.isfinite(u.values).all() and (u.values > 0).all()
+    assert "attention_ln" in smoke.data["collapse_residual"].variant.values
+    # the LN variant's stream is a LayerNorm output at every layer: its residual ratio stays finite
+    assert np.isfinite(smoke.data["collapse_residual"].sel(variant="attention_ln").values).all()
+
+
+def test_update_size_is_first_order_in_the_learning_rate(monkeypatch):
+    # at UPDATE_LR the step is in the linear regime: halving the rate halves the update; the O(lr^2)
+    # remainder is lr times the relative update (~1e-4 here), so 1% is generous and still sensitive
+    cfg = sp.Config.preset("smoke")
+    for norm in ("post", "deepnorm"):
+        full = sp.update_size(cfg, norm, 4, 0, "sgd")
+        assert sp.update_size(cfg, norm, 4, 0, "sgd") == full  # deterministic
+        monkeypatch.setitem(sp.UPDATE_LR, "sgd", sp.UPDATE_LR["sgd"] / 2)
+        half = sp.update_size(cfg, norm, 4, 0, "sgd")
+        monkeypatch.setitem(sp.UPDATE_LR, "sgd", sp.UPDATE_LR["sgd"] * 2)
+        assert half == pytest.approx(full / 2, rel=1e-2)

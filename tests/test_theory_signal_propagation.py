@@ -217,3 +217,53 @@ def test_deepnorm_angle_scale_uses_the_model_constants():
         np.array([2.0, 8.0, 32.0]), th.deepnorm_angle_scale(np.array([2.0, 8.0, 32.0]))
     )
     assert slope == pytest.approx(th.DEEPNORM_ANGLE_EXPONENT, abs=1e-12)
+
+
+# ------------------------------------------------------------------------------------------------
+# DeepNorm's update bound (section 10) and LayerNorm on a collapsed stream (section 11)
+# ------------------------------------------------------------------------------------------------
+
+
+def test_deepnorm_update_bound_factors():
+    L = np.array([1.0, 2.0, 6.0, 48.0, 1000.0])
+    # DeepNorm's design condition: 4 N beta^2 / alpha^2 = 1 at every depth (round-off only)
+    np.testing.assert_allclose(th.deepnorm_update_bound(L, True, "sgd"), 1.0, rtol=1e-13)
+    np.testing.assert_allclose(th.deepnorm_update_bound(L, False, "sgd"), 4 * L, rtol=1e-13)
+    np.testing.assert_allclose(th.deepnorm_update_bound(L, True, "adam"), np.sqrt(2 * L), rtol=1e-13)
+    np.testing.assert_allclose(th.deepnorm_update_bound(L, False, "adam"), 2 * math.sqrt(2) * L, rtol=1e-13)
+    # the tabulated exponents are the log-log slopes of these factors (exact power laws)
+    for (norm, opt), expo in th.UPDATE_BOUND_EXPONENT.items():
+        slope, _ = th.loglog_slope(L, th.deepnorm_update_bound(L, norm == "deepnorm", opt))
+        assert slope == pytest.approx(expo, abs=1e-12)
+    with pytest.raises(ValueError, match="optimiser"):
+        th.deepnorm_update_bound(L, True, "lion")
+
+
+def _layernorm(x: torch.Tensor) -> torch.Tensor:
+    return (x - x.mean(-1, keepdim=True)) / x.var(-1, unbiased=False, keepdim=True).sqrt()
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_layernorm_residual_gain_is_the_first_order_limit(seed):
+    g = torch.Generator().manual_seed(seed)
+    xbar = torch.randn(32, generator=g, dtype=torch.float64) + 0.5
+    E = torch.randn(8, 32, generator=g, dtype=torch.float64)
+    gain = th.layernorm_residual_gain(xbar, E)
+    assert 0 < gain < math.inf
+    errs = []
+    for e in (1e-3, 1e-5):
+        X = xbar + e * E  # (T, d) nearly collapsed
+        errs.append(abs(float(th.rank_residual(_layernorm(X)) / th.rank_residual(X)) - gain))
+    # the remainder is O(e): shrinking e 100-fold shrinks it ~100-fold (>= 30 leaves room for the
+    # kinks of the max in the composite norm); at e = 1e-5 it is below 1e-3 relative
+    assert errs[1] < errs[0] / 30 + 1e-12
+    assert errs[1] < 1e-3 * gain
+
+
+def test_rank_residual_is_invariant_to_a_global_scale_not_per_token():
+    g = torch.Generator().manual_seed(3)
+    X = torch.randn(6, 16, generator=g, dtype=torch.float64)
+    r = float(th.rank_residual(X))
+    assert float(th.rank_residual(7.5 * X)) == pytest.approx(r, rel=1e-14)
+    scales = torch.linspace(0.5, 3.0, 6, dtype=torch.float64)[:, None]  # (T, 1) per-token rescaling
+    assert abs(float(th.rank_residual(scales * X)) - r) > 1e-3

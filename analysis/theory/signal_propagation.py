@@ -79,6 +79,19 @@ embeddings ``N(0, 1)``, so ``m_0 = 1``.
    ``theta ~ arctan(|F| / (alpha |x|)) ~ beta^2/alpha ~ L^{-3/4}`` (:func:`deepnorm_angle_scale`): the
    per-layer change of the stream shrinks as alpha grows, which is DeepNorm's bounded-update
    mechanism at initialisation. Post-LN (``alpha = beta = 1``): ``theta`` does not depend on ``L``.
+
+10. DeepNorm's actual claim: the model update after an optimiser step. Wang et al.'s Theorem bounds
+   ``|F(x; theta + dtheta) - F(x; theta)|`` by ``sum_i sqrt(v_i^2 + w_i^2)/alpha |dtheta_i|`` over the
+   ``2N`` sublayers. With SGD the depth factor is ``4 N beta^2/alpha^2``: exactly 1 for DeepNorm's alpha,
+   beta (O(1) in depth), ``4N`` for Post-LN; with Adam (``|dtheta_i|`` depth-free) it is ``sqrt(2N)``
+   against ``2 sqrt 2 N`` (:func:`deepnorm_update_bound`). The bound holds the attention pattern and
+   the LayerNorm gains fixed; the probe steps the sublayers' weight matrices.
+
+11. LayerNorm without skips (pure attention + LN). A LayerNorm maps a nearly collapsed
+   ``X = 1 xbar^T + e E`` to ``1 n^T + e res(E) P / sigma + O(e^2)``: it rescales the residual and the
+   stream alike and projects out two directions, so ``r(LN X) / r(X)`` tends to a finite, nonzero
+   constant (:func:`layernorm_residual_gain`). The recursion ``r_{l+1} <= c r_l^3`` keeps its cube:
+   the norm changes ``c``, not the doubly exponential collapse.
 """
 
 from __future__ import annotations
@@ -330,3 +343,76 @@ def deepnorm_angle_scale(depth: np.ndarray | float) -> np.ndarray:
     per-layer rotation of the stream at initialisation up to a depth-free constant (section 9)."""
     L = np.asarray(depth, dtype=np.float64)
     return (8.0 * L) ** -0.5 / (2.0 * L) ** 0.25
+
+
+# ------------------------------------------------------------------------------------------------
+# DeepNorm: the model update after one optimiser step (section 10)
+# ------------------------------------------------------------------------------------------------
+
+OPTIMISERS = ("sgd", "adam")
+# exponents in L of the update bound (section 10): DeepNorm's design makes the SGD factor exactly 1
+UPDATE_BOUND_EXPONENT = {("deepnorm", "sgd"): 0.0, ("post", "sgd"): 1.0,
+                         ("deepnorm", "adam"): 0.5, ("post", "adam"): 1.0}  # fmt: skip
+
+
+def deepnorm_update_bound(depth: np.ndarray | float, deepnorm: bool, optimiser: str) -> np.ndarray:
+    r"""Depth factor of Wang et al.'s bound on the model update ``|F(x; theta*) - F(x; theta)|`` (section 10).
+
+    Their Theorem: for ``N`` Post-LN blocks ``x_{l+1} = LN(alpha x_l + G_l(x_l))`` whose ``2N`` sublayers
+    have value/output (resp. MLP) weight scales ``v_i, w_i``,
+    ``|dF| <= sum_i sqrt(v_i^2 + w_i^2) / alpha |theta*_i - theta_i|``. One step of
+
+    * SGD moves ``theta_i`` by ``eta |dL/dtheta_i| <= eta sqrt(v_i^2 + w_i^2)/alpha |dL/dF|``, so the factor
+      is ``sum_i (v_i^2 + w_i^2)/alpha^2 = 4 N beta^2 / alpha^2``: with ``alpha = (2N)^{1/4}``,
+      ``beta = (8N)^{-1/4}`` exactly ``1`` at every depth (DeepNorm's design condition), ``4N`` for
+      Post-LN (``alpha = beta = 1``);
+    * Adam moves every coordinate by about ``eta`` (the first step is ``eta sign(g)``), so
+      ``|theta*_i - theta_i|`` does not depend on ``N`` and the factor is
+      ``sum_i sqrt(v_i^2 + w_i^2)/alpha = 2 sqrt 2 N beta / alpha = sqrt(2N)`` for DeepNorm, ``2 sqrt 2 N``
+      for Post-LN.
+
+    Returns the factor (the constant in front, ``eta |dL/dF|`` or ``eta sqrt(params)``, is depth-free).
+    The bound treats the attention pattern and the LayerNorm affine parameters as fixed: only the
+    sublayers' weight matrices move.
+    """
+    if optimiser not in OPTIMISERS:
+        raise ValueError(f"optimiser must be one of {OPTIMISERS}, got {optimiser!r}")
+    N = np.asarray(depth, dtype=np.float64)
+    alpha = (2.0 * N) ** 0.25 if deepnorm else np.ones_like(N)
+    beta = (8.0 * N) ** -0.25 if deepnorm else np.ones_like(N)
+    vw = 2.0 * beta**2  # v_i^2 + w_i^2 with v_i = w_i = beta
+    if optimiser == "sgd":
+        return 2.0 * N * vw / alpha**2
+    return 2.0 * N * np.sqrt(vw) / alpha
+
+
+# ------------------------------------------------------------------------------------------------
+# LayerNorm and rank collapse (section 11)
+# ------------------------------------------------------------------------------------------------
+
+
+def layernorm_residual_gain(xbar: torch.Tensor, E: torch.Tensor) -> float:
+    r"""First-order effect of a LayerNorm (gain 1, no bias, eps 0) on the rank residual (section 11).
+
+    For a nearly collapsed ``X = 1 xbar^T + e E`` (T, d), ``e -> 0``, returns
+    ``lim r(LN X) / r(X)`` with ``r`` = :func:`rank_residual`. Per token ``LN(xbar + e E_t) = n + e E_t P /
+    sigma + O(e^2)`` with ``n = LN(xbar)`` (``|n|^2 = d``), ``sigma`` the std of ``xbar`` over features and
+    ``P = I - 1 1^T/d - n n^T/d`` the symmetric projection of the LN Jacobian. Hence
+    ``res(LN X) = e res(E) P / sigma`` and ``LN X -> 1 n^T``::
+
+        gain = [|res(E) P|_{1,inf} / (sigma |1 n^T|_{1,inf})] / [|res(E)|_{1,inf} / |1 xbar^T|_{1,inf}]
+
+    finite and nonzero: the norm rescales the residual by an O(1) factor (``P`` only removes two
+    directions) and cannot restore rank lost to averaging. Iterated with ``r_{l+1} <= c r_l^3`` this
+    changes the constant ``c``, not the doubly exponential rate.
+    """
+    xbar, E = xbar.to(torch.float64), E.to(torch.float64)
+    d = xbar.numel()
+    mu, sigma = xbar.mean(), xbar.var(unbiased=False).sqrt()
+    n = (xbar - mu) / sigma  # (d,)
+    P = torch.eye(d, dtype=torch.float64) - torch.ones(d, d, dtype=torch.float64) / d - torch.outer(n, n) / d
+    res = E - E.mean(0, keepdim=True)  # (T, d)
+    ones = torch.ones(E.shape[0], 1, dtype=torch.float64)
+    num = composite_norm(res @ P) / (sigma * composite_norm(ones * n))
+    den = composite_norm(res) / composite_norm(ones * xbar)
+    return float(num / den)
