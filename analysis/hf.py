@@ -64,6 +64,7 @@ import torch  # noqa: E402
 from torch import nn  # noqa: E402
 
 from analysis.hooks import HookPoint, name_hook_points  # noqa: E402
+from analysis.model import layer_biases  # noqa: E402
 
 ATTN_IMPLEMENTATION = "workbench"
 SUPPORTED = ("gpt2", "bert")  # model_type values whose module layout is mapped below
@@ -477,13 +478,7 @@ class HFModel(nn.Module):
         return out.logits if hasattr(out, "logits") else out.last_hidden_state
 
     def _layer_biases(self, attn_bias) -> list[torch.Tensor | None]:
-        L = self.n_layers
-        if attn_bias is None or isinstance(attn_bias, torch.Tensor):
-            return [attn_bias] * L
-        biases = list(attn_bias)
-        if len(biases) != L:
-            raise ValueError(f"attn_bias must be a tensor or a sequence of n_layers={L} tensors, got {len(biases)}")
-        return biases
+        return layer_biases(attn_bias, self.n_layers)
 
     def _bias_for(self, module_id: int) -> torch.Tensor | None:
         if self._bias is None or module_id not in self._attn_layer:

@@ -592,10 +592,15 @@ class TinyTransformer(nn.Module):
         return self.head(x)  # (B, T, vocab) or (B, T, d_out)
 
     def _layer_biases(self, attn_bias) -> list[torch.Tensor | None]:
-        L = self.config.n_layers
-        if attn_bias is None or isinstance(attn_bias, torch.Tensor):
-            return [attn_bias] * L
-        biases = list(attn_bias)
-        if len(biases) != L:
-            raise ValueError(f"attn_bias must be a tensor or a sequence of n_layers={L} tensors, got {len(biases)}")
-        return biases
+        return layer_biases(attn_bias, self.config.n_layers)
+
+
+def layer_biases(attn_bias, n_layers: int) -> list[torch.Tensor | None]:
+    """One additive logit bias (or None) per layer from a forward's ``attn_bias`` argument: ``None`` or
+    one tensor for every layer, or a sequence of ``n_layers`` entries (shared by the adapters)."""
+    if attn_bias is None or isinstance(attn_bias, torch.Tensor):
+        return [attn_bias] * n_layers
+    biases = list(attn_bias)
+    if len(biases) != n_layers:
+        raise ValueError(f"attn_bias must be a tensor or a sequence of n_layers={n_layers} tensors, got {len(biases)}")
+    return biases
