@@ -158,7 +158,9 @@ def bench_icl() -> dict:
     steps = 200
     tcfg = icl.train_config(cfg, 1).replace(steps=steps)
     t0 = time.perf_counter()
-    res = train(icl.model_config(cfg, 1), icl.regression_task(cfg), tcfg, cache=None, progress=False)
+    task = icl.NegYReadoutTask(icl.regression_task(cfg), hide_query=cfg.hide_query)  # what the probe trains on
+    with icl.torch_threads(cfg.threads):
+        res = train(icl.model_config(cfg, 1), task, tcfg, cache=None, progress=False)
     wall = time.perf_counter() - t0
     assert len(res.history["loss"]) == steps
     return {
