@@ -243,3 +243,19 @@ def test_probe_numbers_agree_between_gpt2_and_its_zoo_equivalent(probe, gpt2_pai
     diff = probe_agreement(probe, hf, zoo)
     assert set(diff) == set(PROBE_AGREEMENT[probe][1])
     assert all(v <= 1e-12 for v in diff.values()), diff  # NaN (an all-NaN array) fails too
+
+
+def test_loading_never_touches_the_network(monkeypatch):
+    """Loading the pretrained encoder and its tokenizer, building GPT-2 and running it: no socket opens."""
+    import socket
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("network access attempted")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    enc = HFModel.from_pretrained(minilm_dir())
+    ids = enc.encode("no network at run time")
+    assert enc(ids[None]).shape == (1, ids.numel(), 384)
+    g = HFModel.from_config(gpt2_config(n_layer=1), seed=0)
+    assert g(torch.zeros(1, 4, dtype=torch.long)).shape == (1, 4, 256)
