@@ -643,20 +643,16 @@ PROBE_AGREEMENT: dict[str, tuple[dict[str, Any], tuple[str, ...], dict[str, Any]
 
 def probe_agreement(probe: str, model_a: nn.Module, model_b: nn.Module) -> dict[str, float]:
     """Largest relative difference of each array in :data:`PROBE_AGREEMENT` between two models' results."""
+    import probes
     from probes.base import result_difference, run_probe
 
     if probe not in PROBE_AGREEMENT:
         raise ValueError(f"probe must be one of {sorted(PROBE_AGREEMENT)}, got {probe!r}")
     overrides, names, select = PROBE_AGREEMENT[probe]
-    a = run_probe(probe, {**_smoke(probe), **overrides}, model=model_a, progress=False)
-    b = run_probe(probe, {**_smoke(probe), **overrides}, model=model_b, progress=False)
+    config = probes.get(probe).Config.preset("smoke", **overrides)
+    a = run_probe(probe, config, model=model_a, progress=False)
+    b = run_probe(probe, config, model=model_b, progress=False)
     return result_difference(a, b, names, select)
-
-
-def _smoke(probe: str) -> dict[str, Any]:
-    import probes
-
-    return dict(probes.get(probe).Config.PRESETS["smoke"])
 
 
 def load_model(spec: str, *, dtype: str = "float32") -> nn.Module:
