@@ -485,6 +485,13 @@ def _train_loop(model_cfg, task, cfg: TrainConfig, device, cache, key, progress,
 # ------------------------------------------------------------------------------------------------
 # Presets
 # ------------------------------------------------------------------------------------------------
+def probe_lm_train_config(steps: int, seed: int) -> TrainConfig:
+    """The short LM training the probes give their own tiny models (prompt forgetting, representational
+    collapse): AdamW, batch 16, peak lr 3e-3 after a warm-up of min(50, steps/5), weight decay 0.01."""
+    return TrainConfig(steps=steps, batch_size=16, lr=3e-3, warmup_steps=min(50, steps // 5), weight_decay=0.01,
+                       seed=seed)  # fmt: skip
+
+
 def tiny_lm_preset(seed: int = 0) -> tuple[ModelConfig, Any, TrainConfig]:
     """``(model_cfg, task, train_cfg)`` of a small character-level LM on the standard-library corpus.
 

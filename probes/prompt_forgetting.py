@@ -150,10 +150,9 @@ def _task(config: Config, seq_len: int):
 
 
 def train_config(config: Config):
-    from analysis.train import TrainConfig
+    from analysis.train import probe_lm_train_config
 
-    return TrainConfig(steps=config.train_steps, batch_size=16, lr=3e-3, warmup_steps=min(50, config.train_steps // 5),
-                       weight_decay=0.01, seed=config.seed)  # fmt: skip
+    return probe_lm_train_config(config.train_steps, config.seed)
 
 
 def build_model(config: Config, progress: bool = True):

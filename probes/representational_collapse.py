@@ -156,10 +156,9 @@ def model_config(config: Config) -> ModelConfig:
 
 
 def train_config(config: Config):
-    from analysis.train import TrainConfig
+    from analysis.train import probe_lm_train_config
 
-    return TrainConfig(steps=config.train_steps, batch_size=16, lr=3e-3, warmup_steps=min(50, config.train_steps // 5),
-                       weight_decay=0.01, seed=config.seed)  # fmt: skip
+    return probe_lm_train_config(config.train_steps, config.seed)
 
 
 def build_models(config: Config, model=None, progress: bool = True) -> tuple[dict, dict]:
