@@ -1,36 +1,47 @@
 """The claims ledger: every comparison between a measurement and what theory (or a paper) predicts.
 
-A probe or notebook records each check it makes in a :class:`Ledger`; the ledger is saved beside the
-result and gathered into ``figures/claims.json``. A check is one of
+A probe records each check it makes in a :class:`Ledger`; the ledger is saved beside the result and
+gathered into ``figures/claims.json``. Notebooks never make claims: they plot a probe's result and
+save the probe's ledger (:func:`collect`).
 
-* ``close``  -- ``|measured - expected| <= atol + rtol * |expected|`` (the ``numpy.isclose`` rule,
-  asymmetric: the tolerance scales with the *expected* value, which is the theory's number);
-* ``bound``  -- ``measured <relation> bound`` with ``relation`` one of ``<=``, ``<``, ``>=``, ``>``;
-* ``within`` -- ``lo <= measured <= hi`` (both ends included);
-* ``manual`` -- a qualitative check decided by the caller (``passed=True/False``), or a claim that
-  was not evaluated at all (:meth:`Ledger.not_evaluated`).
+**Roles.** Every claim says what kind of evidence it is:
 
-Every comparison is made in float64 and every boundary is inclusive, so ``measured == expected +
-atol`` passes. (For ``close`` the difference ``measured - expected`` is itself rounded to float64, so
-a value within one rounding step of the boundary may land on either side; tolerances are never that
-tight in practice.)
+* ``identity`` -- exact algebra or a software equality (a closed form against its recursion, the zoo
+  against its Hugging Face copy). Tolerance is float precision with the reason. It shows the code is
+  right, not that a theory holds; a failing identity is a bug (``make figures`` and ``make test`` fail).
+* ``prediction`` -- a number we derive compared with a measurement. The tolerance is the
+  measurement's own uncertainty (``k`` standard errors, or a bootstrap CI), and the claim names an
+  **alternative**: the value a competing hypothesis predicts. The measurement is also judged against
+  the alternative with the same uncertainty; when it is consistent with both, the claim is
+  ``inconclusive``: neither pass nor fail.
+* ``bound`` -- a measured value against a proven or derived bound. ``tightness`` is measured / bound
+  for an upper bound and bound / measured for a lower one (when both are positive); a bound that holds
+  with tightness below :data:`LOOSE_BELOW` is ``loose``: true, but not evidence.
+* ``paper`` -- a number a paper measured in another setting (a published range).
 
-Status of a claim, decided in this order:
+**Kinds of comparison** (float64, inclusive boundaries): ``close`` (``|m - e| <= atol + rtol |e|``),
+``bound`` (``m <relation> b``), ``within`` (``lo <= m <= hi``) and ``manual`` (a qualitative verdict
+the caller decided; identities and paper claims only).
 
-1. ``requires_full=True`` under preset ``"smoke"`` -> ``"not_evaluated"``. A smoke run is too small
-   for the claim to mean anything, so it is never reported as ``"pass"`` (the measurement, if given,
-   is still recorded for information).
-2. A non-finite (or missing) measurement -> ``"fail"``, even when a deviation was declared: a NaN
-   is a bug, not an expected disagreement with theory.
-3. The check passes -> ``"pass"``.
-4. The check fails and ``deviation="reason"`` was given -> ``"deviation"`` (expected, reported,
-   not fatal). Otherwise -> ``"fail"``.
+**Status**, decided in this order:
 
-A declared deviation reason is stored on the claim whether or not the check failed, so a claim that
-was expected to deviate but now passes can be spotted (status ``"pass"``, ``deviation_reason`` set).
+1. ``requires_full=True`` under preset ``"smoke"`` -> ``not_evaluated``; so is a claim recorded with
+   :meth:`Ledger.not_evaluated`.
+2. A non-finite or missing measurement -> ``fail``.
+3. The comparison holds -> ``pass``, except a prediction whose measurement is also consistent with
+   its alternative (or whose alternative lies inside the band) -> ``inconclusive``, and a bound with
+   tightness below 0.1 -> ``loose``. A predicted sign (:meth:`Ledger.direction`) whose uncertainty
+   straddles the alternative is ``inconclusive`` too.
+4. The comparison fails -> ``deviation`` only when the claim names, in ``diagnosed_by``, claims of
+   the same ledger that measure its cause, each evaluated and with the status the diagnosis
+   requires (a theorem's condition measured to fail; the same quantity passing where the paper
+   measured it). Otherwise ``fail``. A reason written before the run cannot make a claim unfailable:
+   if a diagnosing claim is missing, unevaluated, or comes out otherwise, the miss is a ``fail``.
 
 A claim is identified by ``(context, name)``: recording the same name again in the same context
-replaces the earlier claim in place (re-running a notebook cell must not duplicate its claims).
+replaces the earlier claim in place. Counts (:meth:`Ledger.summary`, :func:`headline`) count each
+measurement once: claims of one name with the same measured and expected values under several tags
+of one context are one claim.
 """
 
 from __future__ import annotations
@@ -38,7 +49,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -46,10 +57,14 @@ from typing import Any
 from analysis.io import atomic_write_json
 from analysis.validation import check_choice, check_float
 
-STATUSES = ("pass", "fail", "deviation", "not_evaluated")
+ROLES = ("identity", "prediction", "bound", "paper")
+STATUSES = ("pass", "fail", "deviation", "inconclusive", "loose", "not_evaluated")
+EVALUATED = ("pass", "fail", "deviation", "inconclusive", "loose")
 KINDS = ("close", "bound", "within", "manual")
 PRESETS = ("smoke", "full")
 RELATIONS = ("<=", "<", ">=", ">")
+LOOSE_BELOW = 0.1  # a bound holding with tightness below this is "loose": true, but not evidence
+FAR = 1e300  # the open end of a one-sided prediction's band (JSON has no infinity)
 
 _RELATION_OPS = {
     "<=": lambda a, b: a <= b,
@@ -64,26 +79,45 @@ class Claim:
     """One recorded check. Plain values only, so it converts to JSON and back without loss."""
 
     name: str  # unique within `context`, e.g. "eta_star_mc"
-    context: str  # the probe or notebook that made the check, e.g. "icl_gd"
+    context: str  # the probe that made the check, e.g. "icl_gd" ("icl_gd[tag]" for a tagged run)
+    role: str  # "identity" | "prediction" | "bound" | "paper"
     source: str  # where the expected value comes from: a derivation, a paper, a seed
-    statement: str  # the claim in words, e.g. "eta_star = 0.1 (rtol 0.05, atol 0)" when not given
+    statement: str  # the claim in words
     kind: str  # "close" | "bound" | "within" | "manual"
     expected: float | list[float] | None  # the theory value; [lo, hi] for "within"; None for "manual"
     measured: float | None  # what the run measured (float64); None when nothing was measured
-    tolerance: dict[str, Any] = field(default_factory=dict)  # {"rtol","atol"} | {"relation"} | {}
+    tolerance: dict[str, Any] = field(default_factory=dict)  # {"rtol","atol"[,"k","se"]} | {"relation"} | {"ci"}
     why: str = ""  # why this tolerance / bound / range is the right one
-    status: str = "not_evaluated"  # "pass" | "fail" | "deviation" | "not_evaluated"
-    deviation_reason: str | None = None  # declared reason a failure is expected (see module docstring)
+    status: str = "not_evaluated"
+    seed: str | None = None  # the seed paper's key, e.g. "000#1" (see REFERENCES.md)
+    alternative: dict[str, Any] | None = None  # predictions: {"value", "hypothesis", "consistent"}
+    tightness: float | None = None  # bounds: measured / bound (upper) or bound / measured (lower)
+    diagnosed_by: list[str] = field(default_factory=list)  # claims of the same ledger measuring a miss's cause
+    diagnosis_requires: dict[str, str] = field(default_factory=dict)  # their statuses the diagnosis needs
+    diagnosis: str = ""  # what the diagnosing claims show, in words
+    outcome: bool | None = None  # the comparison itself (None: not evaluated or non-finite)
     figure: str | None = None  # the figure that shows this claim, if any
 
     @property
     def passed(self) -> bool:
         return self.status == "pass"
 
+    @property
+    def base_context(self) -> str:
+        """The context without a run tag: ``"probe[tag]"`` -> ``"probe"``."""
+        return self.context.split("[", 1)[0]
+
+    def key(self) -> tuple:
+        """What makes two records one measurement (tags that rerun a computation share it). A claim
+        without a measurement is told apart by its full context: nothing shows the runs agree."""
+        context = self.context if self.measured is None else self.base_context
+        return (context, self.name, _float_to_json(self.measured), json.dumps(self.expected))
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe dict; a non-finite measurement is written as the string "nan", "inf" or "-inf"."""
         d = asdict(self)
         d["measured"] = _float_to_json(self.measured)
+        d["tightness"] = _float_to_json(self.tightness)
         d["tolerance"] = dict(self.tolerance)
         d["expected"] = list(self.expected) if isinstance(self.expected, list | tuple) else self.expected
         return d
@@ -96,32 +130,56 @@ class Claim:
             raise ValueError(f"claim has unknown field(s) {sorted(unknown)}; allowed: {sorted(known)}")
         d = dict(d)
         d["measured"] = _float_from_json(d.get("measured"))
+        d["tightness"] = _float_from_json(d.get("tightness"))
         expected = d.get("expected")
         if isinstance(expected, list | tuple):
             d["expected"] = [float(v) for v in expected]
         elif expected is not None:
             d["expected"] = float(expected)
         d["tolerance"] = dict(d.get("tolerance") or {})
+        d["diagnosed_by"] = list(d.get("diagnosed_by") or [])
+        d["diagnosis_requires"] = dict(d.get("diagnosis_requires") or {})
         check_choice("status", d.get("status"), STATUSES)
         check_choice("kind", d.get("kind"), KINDS)
+        check_choice("role", d.get("role"), ROLES)
         return cls(**d)
 
+    def against_alternative(self) -> Claim:
+        """This claim re-judged against its alternative instead of its expected value.
+
+        An evaluated prediction becomes ``pass`` when the measurement is consistent with the
+        alternative (within the same uncertainty) and ``fail`` otherwise; every other claim is
+        returned unchanged. The ledger's own mutation test: a prediction that passes against its
+        expected value must fail here.
+        """
+        if self.role != "prediction" or self.status == "not_evaluated" or not self.alternative:
+            return self
+        consistent = self.alternative.get("consistent")
+        status = "pass" if consistent else "fail"
+        return replace(self, status=status, statement=f"[against alternative {_fmt(self.alternative['value'])}: "
+                       f"{self.alternative['hypothesis']}] {self.statement}")  # fmt: skip
+
     def line(self) -> str:
-        """One human-readable line: status, context/name and the numbers behind the verdict."""
-        mark = {"pass": "PASS", "fail": "FAIL", "deviation": "DEVN", "not_evaluated": "N/E "}[self.status]
-        text = f"[{mark}] {self.context}/{self.name}: {self.statement}"
+        """One human-readable line: status, role, context/name and the numbers behind the verdict."""
+        mark = {"pass": "PASS", "fail": "FAIL", "deviation": "DEVN", "inconclusive": "INCL", "loose": "LOOS",
+                "not_evaluated": "N/E "}[self.status]  # fmt: skip
+        text = f"[{mark}] {self.role}: {self.context}/{self.name}: {self.statement}"
         if self.measured is not None:
             text += f"; measured {_fmt(self.measured)}"
-        if self.status == "deviation" and self.deviation_reason:
-            text += f" (deviation: {self.deviation_reason})"
+        if self.alternative:
+            text += f"; alternative {_fmt(self.alternative['value'])} ({self.alternative['hypothesis']})"
+        if self.tightness is not None:
+            text += f"; tightness {_fmt(self.tightness)}"
+        if self.status == "deviation":
+            text += f" (deviation, diagnosed by {', '.join(self.diagnosed_by)}: {self.diagnosis})"
         return text
 
 
 class Ledger:
-    """An ordered collection of :class:`Claim` s made by one probe or notebook.
+    """An ordered collection of :class:`Claim` s made by one probe (or gathered for one notebook).
 
-    ``context`` names the probe or notebook; ``preset`` (``"smoke"`` or ``"full"``) decides whether
-    claims marked ``requires_full`` are evaluated.
+    ``context`` names the probe; ``preset`` (``"smoke"`` or ``"full"``) decides whether claims marked
+    ``requires_full`` are evaluated.
     """
 
     def __init__(self, context: str, preset: str = "full", claims: Iterable[Claim] = ()):
@@ -132,154 +190,242 @@ class Ledger:
         self._claims: dict[tuple[str, str], Claim] = {}
         self.extend(claims)
 
-    # ------------------------------------------------------------------ recording checks
+    # ------------------------------------------------------------------ the four roles
 
-    def close(
-        self,
-        name: str,
-        *,
-        measured: Any,
-        expected: Any,
-        rtol: float = 0.0,
-        atol: float = 0.0,
-        source: str,
-        why: str = "",
-        requires_full: bool = False,
-        deviation: str | None = None,
-        statement: str | None = None,
-        figure: str | None = None,
-    ) -> Claim:
-        """Check ``|measured - expected| <= atol + rtol * |expected|`` (float64, inclusive)."""
-        expected_f = _as_finite_float("expected", expected)
-        check_float("rtol", rtol, minimum=0.0)
-        check_float("atol", atol, minimum=0.0)
+    def identity(self, name: str, *, measured: Any, expected: Any = 0.0, atol: float = 0.0, rtol: float = 0.0,
+                 source: str, why: str, seed: str | None = None, requires_full: bool = False,
+                 statement: str | None = None, figure: str | None = None) -> Claim:  # fmt: skip
+        """Exact algebra or a software equality: ``|measured - expected| <= atol + rtol |expected|``,
+        the tolerance being float precision (``why`` says which roundings it covers)."""
+        return self.close(name, role="identity", measured=measured, expected=expected, atol=atol, rtol=rtol,
+                          source=source, why=why, seed=seed, requires_full=requires_full, statement=statement,
+                          figure=figure)  # fmt: skip
+
+    def predict(self, name: str, *, measured: Any, expected: Any, alternative: Any, hypothesis: str,
+                se: Any = None, k: float | None = None, ci: Any = None, atol: float | None = None,
+                rtol: float = 0.0, source: str, why: str, seed: str | None = None,
+                requires_full: bool = False, diagnosed_by: Mapping[str, str] | None = None,
+                diagnosis: str = "", statement: str | None = None, figure: str | None = None) -> Claim:  # fmt: skip
+        """A derived number against a measurement, with the measurement's own uncertainty.
+
+        The uncertainty is given as exactly one of: ``se`` and ``k`` (band ``expected ± k se``), ``ci``
+        (a confidence interval ``(lo, hi)`` of the measurement: pass iff it contains ``expected``) or
+        ``atol``/``rtol`` (a band whose origin ``why`` states, e.g. a bootstrap half-width).
+        ``alternative`` is the value the competing ``hypothesis`` predicts; the measurement is judged
+        against it with the same uncertainty, and a claim consistent with both is ``inconclusive``.
+        """
+        given = sum(x is not None for x in (se, ci, atol))
+        if given != 1:
+            raise ValueError("predict needs exactly one of se (with k), ci or atol for the measurement's uncertainty")
+        alt = _alternative(alternative, hypothesis)
         m = _as_measured(measured)
-        passed = None if not _finite(m) else abs(m - expected_f) <= atol + rtol * abs(expected_f)
+        e = _as_finite_float("expected", expected)
+        if ci is not None:
+            lo, hi = _ci(ci)
+            ok = _finite(m) and math.isfinite(lo) and math.isfinite(hi)
+            band = [e - (hi - m), e + (m - lo)] if ok else [e, e]
+            outcome = (lo <= e <= hi) if ok else None
+            alt["consistent"] = (lo <= alt["value"] <= hi) if ok else None
+            statement = statement or f"{name}: {_fmt(e)} inside the measurement's CI"
+            return self._record(name, role="prediction", kind="within", expected=band, measured=m,
+                                tolerance={"center": e, "ci": [_float_to_json(lo), _float_to_json(hi)]},
+                                outcome=outcome, alternative=alt, source=source, why=why, seed=seed,
+                                requires_full=requires_full, diagnosed_by=diagnosed_by, diagnosis=diagnosis,
+                                statement=statement, figure=figure)  # fmt: skip
+        tol: dict[str, Any] = {}
+        if se is not None:
+            if k is None:
+                raise ValueError("k (how many standard errors) must be given with se")
+            check_float("k", k, minimum=0.0)
+            se_f = _to_float("se", se)
+            tol = {"k": float(k), "se": _float_to_json(se_f)}
+            atol = k * se_f if math.isfinite(se_f) and se_f >= 0 else math.nan
+            rtol = 0.0
+        return self.close(name, role="prediction", measured=m, expected=e, atol=atol, rtol=rtol,
+                          alternative=alt, source=source, why=why, seed=seed, requires_full=requires_full,
+                          diagnosed_by=diagnosed_by, diagnosis=diagnosis, statement=statement, figure=figure,
+                          _extra_tolerance=tol)  # fmt: skip
+
+    def direction(self, name: str, *, measured: Any, sign: int, hypothesis: str, alternative: float = 0.0,
+                  se: Any = None, k: float | None = None, ci: Any = None, source: str, why: str,
+                  seed: str | None = None, requires_full: bool = False,
+                  diagnosed_by: Mapping[str, str] | None = None, diagnosis: str = "",
+                  statement: str | None = None, figure: str | None = None) -> Claim:  # fmt: skip
+        """A predicted sign: the measurement lies on the ``sign`` side (+1 above, -1 below) of the
+        alternative (default 0, "no effect"), its uncertainty (``k`` SE or a CI) excluding it.
+
+        Use it where theory fixes a direction but not a number (a slope's sign, a ratio above 1 with
+        ``alternative=1``); where it fixes a number, use :meth:`predict`.
+        """
+        if sign not in (1, -1):
+            raise ValueError(f"sign must be 1 or -1, got {sign!r}")
+        if (se is None) == (ci is None):
+            raise ValueError("direction needs exactly one of se (with k) or ci")
+        alt = _alternative(alternative, hypothesis)
+        a = alt["value"]
+        m = _as_measured(measured)
+        if ci is not None:
+            lo, hi = _ci(ci)
+            near = (m - lo) if sign > 0 else (hi - m)  # distance from the estimate to the CI's end facing a
+            tol: dict[str, Any] = {"ci": [_float_to_json(lo), _float_to_json(hi)]}
+            consistent = lo <= a <= hi
+        else:
+            if k is None:
+                raise ValueError("k (how many standard errors) must be given with se")
+            check_float("k", k, minimum=0.0)
+            se_f = _to_float("se", se)
+            near = k * se_f
+            tol = {"k": float(k), "se": _float_to_json(se_f)}
+            consistent = _finite(m) and abs(m - a) <= near
+        ok = _finite(m) and math.isfinite(near) and near >= 0
+        edge = a + sign * near if ok else a
+        band = [edge, FAR] if sign > 0 else [-FAR, edge]
+        outcome = (band[0] <= m <= band[1]) if ok else None
+        alt["consistent"] = bool(consistent) if ok else None
+        alt["one_sided"] = True  # a measurement whose uncertainty straddles the alternative is inconclusive
+        statement = statement or f"{name} {'>' if sign > 0 else '<'} {_fmt(a)} beyond its uncertainty"
+        return self._record(name, role="prediction", kind="within", expected=band, measured=m,
+                            tolerance={**tol, "sign": sign}, outcome=outcome, alternative=alt, source=source,
+                            why=why, seed=seed, requires_full=requires_full, diagnosed_by=diagnosed_by,
+                            diagnosis=diagnosis, statement=statement, figure=figure)  # fmt: skip
+
+    def paper(self, name: str, *, measured: Any, lo: Any, hi: Any, source: str, why: str = "",
+              seed: str | None = None, requires_full: bool = False,
+              diagnosed_by: Mapping[str, str] | None = None, diagnosis: str = "",
+              statement: str | None = None, figure: str | None = None) -> Claim:  # fmt: skip
+        """A measurement against a range a paper measured in another setting."""
+        return self.within(name, role="paper", measured=measured, lo=lo, hi=hi, source=source, why=why, seed=seed,
+                           requires_full=requires_full, diagnosed_by=diagnosed_by, diagnosis=diagnosis,
+                           statement=statement, figure=figure)  # fmt: skip
+
+    # ------------------------------------------------------------------ the comparisons
+
+    def close(self, name: str, *, role: str, measured: Any, expected: Any, rtol: float = 0.0, atol: float = 0.0,
+              alternative: Any = None, hypothesis: str | None = None, source: str, why: str = "",
+              seed: str | None = None, requires_full: bool = False,
+              diagnosed_by: Mapping[str, str] | None = None, diagnosis: str = "",
+              statement: str | None = None, figure: str | None = None,
+              _extra_tolerance: dict | None = None) -> Claim:  # fmt: skip
+        """Check ``|measured - expected| <= atol + rtol * |expected|`` (float64, inclusive)."""
+        check_choice("role", role, ROLES)
+        expected_f = _as_finite_float("expected", expected)
+        m = _as_measured(measured)
+        atol_f = _to_float("atol", atol)
+        if math.isfinite(atol_f) or role != "prediction":  # a prediction's NaN se is a failed measurement
+            check_float("atol", atol_f, minimum=0.0)
+        check_float("rtol", rtol, minimum=0.0)
+        width = atol_f + rtol * abs(expected_f)
+        ok = _finite(m) and math.isfinite(width)
+        outcome = abs(m - expected_f) <= width if ok else None
+        alt = None
+        if isinstance(alternative, dict):
+            alt = dict(alternative)
+        elif alternative is not None or hypothesis is not None:
+            alt = _alternative(alternative, hypothesis)
+        if alt is not None:
+            alt["consistent"] = bool(abs(m - alt["value"]) <= width) if ok else None
+            if ok and abs(alt["value"] - expected_f) <= width:  # the band cannot tell the two apart
+                alt["consistent"] = True
         if statement is None:
-            statement = f"{name} = {_fmt(expected_f)} (rtol {_fmt(rtol)}, atol {_fmt(atol)})"
+            statement = f"{name} = {_fmt(expected_f)} (rtol {_fmt(rtol)}, atol {_fmt(atol_f)})"
         return self._record(
-            name, kind="close", expected=expected_f, measured=m,
-            tolerance={"rtol": float(rtol), "atol": float(atol)}, passed=passed, source=source, why=why,
-            requires_full=requires_full, deviation=deviation, statement=statement, figure=figure,
+            name, role=role, kind="close", expected=expected_f, measured=m,
+            tolerance={"rtol": float(rtol), "atol": _float_to_json(atol_f), **(_extra_tolerance or {})},
+            outcome=outcome, alternative=alt, source=source, why=why, seed=seed, requires_full=requires_full,
+            diagnosed_by=diagnosed_by, diagnosis=diagnosis, statement=statement, figure=figure,
         )  # fmt: skip
 
-    def bound(
-        self,
-        name: str,
-        *,
-        measured: Any,
-        bound: Any,
-        relation: str = "<=",
-        source: str,
-        why: str = "",
-        requires_full: bool = False,
-        deviation: str | None = None,
-        statement: str | None = None,
-        figure: str | None = None,
-    ) -> Claim:
-        """Check ``measured <relation> bound`` with ``relation`` in ``<=, <, >=, >`` (float64)."""
+    def bound(self, name: str, *, measured: Any, bound: Any, relation: str = "<=", role: str = "bound",
+              tightness: float | None = None, source: str, why: str = "", seed: str | None = None,
+              requires_full: bool = False, diagnosed_by: Mapping[str, str] | None = None,
+              diagnosis: str = "", statement: str | None = None, figure: str | None = None) -> Claim:  # fmt: skip
+        """Check ``measured <relation> bound`` (float64). For role ``bound`` the tightness is
+        measured / bound (``<=``, ``<``) or bound / measured (``>=``, ``>``) when both are positive;
+        pass ``tightness`` where another ratio is the meaningful one (``why`` says which)."""
+        check_choice("role", role, ROLES)
+        if role == "prediction":
+            raise ValueError("role 'prediction' needs an alternative: use Ledger.predict or Ledger.direction")
         bound_f = _as_finite_float("bound", bound)
         check_choice("relation", relation, RELATIONS)
         m = _as_measured(measured)
-        passed = None if not _finite(m) else _RELATION_OPS[relation](m, bound_f)
+        outcome = None if not _finite(m) else _RELATION_OPS[relation](m, bound_f)
+        if role == "bound" and tightness is None and _finite(m) and m > 0 and bound_f > 0:
+            tightness = m / bound_f if relation in ("<=", "<") else bound_f / m
         if statement is None:
             statement = f"{name} {relation} {_fmt(bound_f)}"
         return self._record(
-            name, kind="bound", expected=bound_f, measured=m, tolerance={"relation": relation},
-            passed=passed, source=source, why=why, requires_full=requires_full, deviation=deviation,
+            name, role=role, kind="bound", expected=bound_f, measured=m, tolerance={"relation": relation},
+            outcome=outcome, tightness=None if tightness is None else float(tightness), source=source, why=why,
+            seed=seed, requires_full=requires_full, diagnosed_by=diagnosed_by, diagnosis=diagnosis,
             statement=statement, figure=figure,
         )  # fmt: skip
 
-    def within(
-        self,
-        name: str,
-        *,
-        measured: Any,
-        lo: Any,
-        hi: Any,
-        source: str,
-        why: str = "",
-        requires_full: bool = False,
-        deviation: str | None = None,
-        statement: str | None = None,
-        figure: str | None = None,
-    ) -> Claim:
+    def within(self, name: str, *, role: str, measured: Any, lo: Any, hi: Any, source: str, why: str = "",
+               seed: str | None = None, requires_full: bool = False,
+               diagnosed_by: Mapping[str, str] | None = None, diagnosis: str = "",
+               statement: str | None = None, figure: str | None = None) -> Claim:  # fmt: skip
         """Check ``lo <= measured <= hi`` (float64, both ends included)."""
+        check_choice("role", role, ROLES)
+        if role == "prediction":
+            raise ValueError("role 'prediction' needs an alternative: use Ledger.predict or Ledger.direction")
         lo_f = _as_finite_float("lo", lo)
         hi_f = _as_finite_float("hi", hi)
         if lo_f > hi_f:
             raise ValueError(f"lo must be <= hi, got lo={lo_f!r}, hi={hi_f!r}")
         m = _as_measured(measured)
-        passed = None if not _finite(m) else lo_f <= m <= hi_f
+        outcome = None if not _finite(m) else lo_f <= m <= hi_f
         if statement is None:
             statement = f"{name} in [{_fmt(lo_f)}, {_fmt(hi_f)}]"
         return self._record(
-            name, kind="within", expected=[lo_f, hi_f], measured=m, tolerance={}, passed=passed,
-            source=source, why=why, requires_full=requires_full, deviation=deviation,
-            statement=statement, figure=figure,
+            name, role=role, kind="within", expected=[lo_f, hi_f], measured=m, tolerance={}, outcome=outcome,
+            source=source, why=why, seed=seed, requires_full=requires_full, diagnosed_by=diagnosed_by,
+            diagnosis=diagnosis, statement=statement, figure=figure,
         )  # fmt: skip
 
-    def manual(
-        self,
-        name: str,
-        *,
-        passed: bool,
-        source: str,
-        statement: str,
-        measured: Any = None,
-        why: str = "",
-        requires_full: bool = False,
-        deviation: str | None = None,
-        figure: str | None = None,
-    ) -> Claim:
-        """Record a qualitative check whose verdict the caller decided (e.g. "the curve is monotone").
-
-        ``measured`` is optional here (a summary number shown beside the verdict); when given it
-        must be finite, like every other measurement.
-        """
+    def manual(self, name: str, *, role: str, passed: bool, source: str, statement: str, measured: Any = None,
+               why: str = "", seed: str | None = None, requires_full: bool = False,
+               figure: str | None = None) -> Claim:  # fmt: skip
+        """A qualitative verdict the caller decided: identities (a structural equality) and paper
+        claims only; a prediction or bound must be a number compared with a number."""
+        check_choice("role", role, ("identity", "paper"))
         if not isinstance(passed, bool):
             raise ValueError(f"passed must be true or false, got {passed!r}")
         m = None if measured is None else _as_measured(measured)
-        verdict = None if (m is not None and not _finite(m)) else passed
+        outcome = None if (m is not None and not _finite(m)) else passed
         return self._record(
-            name, kind="manual", expected=None, measured=m, tolerance={}, passed=verdict, source=source,
-            why=why, requires_full=requires_full, deviation=deviation, statement=statement, figure=figure,
+            name, role=role, kind="manual", expected=None, measured=m, tolerance={}, outcome=outcome,
+            source=source, why=why, seed=seed, requires_full=requires_full, diagnosed_by=None, diagnosis="",
+            statement=statement, figure=figure,
         )  # fmt: skip
 
-    def not_evaluated(
-        self,
-        name: str,
-        *,
-        source: str,
-        reason: str,
-        statement: str | None = None,
-        figure: str | None = None,
-    ) -> Claim:
+    def not_evaluated(self, name: str, *, role: str, source: str, reason: str, seed: str | None = None,
+                      statement: str | None = None, figure: str | None = None) -> Claim:  # fmt: skip
         """Record a claim this run does not check (``reason`` says why); status ``not_evaluated``."""
+        check_choice("role", role, ROLES)
         if not isinstance(reason, str) or not reason.strip():
             raise ValueError(f"reason must be a non-empty string, got {reason!r}")
-        claim = self._make(
-            name, kind="manual", expected=None, measured=None, tolerance={}, status="not_evaluated",
-            source=source, why=reason, deviation=None, statement=statement or f"not evaluated: {reason}",
-            figure=figure,
-        )  # fmt: skip
+        claim = self._make(name, role=role, kind="manual", expected=None, measured=None, tolerance={},
+                           status="not_evaluated", outcome=None, source=source, why=reason, seed=seed,
+                           statement=statement or f"not evaluated: {reason}", figure=figure)  # fmt: skip
         return self.add(claim)
 
     # ------------------------------------------------------------------ collection
 
     def add(self, claim: Claim) -> Claim:
-        """Insert ``claim``; one with the same ``(context, name)`` is replaced in place."""
+        """Insert ``claim``; one with the same ``(context, name)`` is replaced in place. Deviations are
+        re-resolved against the claims now present (a diagnosis may be recorded after its claim)."""
         if not isinstance(claim, Claim):
             raise ValueError(f"claim must be a Claim, got {type(claim).__name__}")
         self._claims[(claim.context, claim.name)] = claim
-        return claim
+        self._resolve()
+        return self._claims[(claim.context, claim.name)]
 
     def extend(self, other: Ledger | Iterable[Claim], *, tag: str | None = None) -> Ledger:
         """Add every claim of another ledger (or an iterable of claims), keeping their contexts.
 
-        A notebook that runs the same probe several times (two models, with and without a bias...)
-        passes a ``tag`` per run: the claims' contexts become ``"<context>[<tag>]"``, so runs that
-        record claims of the same name do not replace one another.
+        A notebook that shows several runs of a probe passes a ``tag`` per run: the claims' contexts
+        become ``"<context>[<tag>]"``, so runs recording claims of the same name do not replace one
+        another (and counts still count a repeated measurement once).
         """
         if tag is not None:
             _check_name("tag", tag)
@@ -287,7 +433,8 @@ class Ledger:
         for claim in claims:
             if tag is not None:
                 claim = replace(claim, context=f"{claim.context}[{tag}]")
-            self.add(claim)
+            self._claims[(claim.context, claim.name)] = claim
+        self._resolve()
         return self
 
     @property
@@ -296,12 +443,18 @@ class Ledger:
 
     @property
     def failed(self) -> list[Claim]:
+        """Every claim with status ``fail`` (findings and bugs alike)."""
         return [c for c in self._claims.values() if c.status == "fail"]
 
     @property
+    def broken(self) -> list[Claim]:
+        """Failing identities: bugs, which fail ``make figures`` and ``make test``."""
+        return [c for c in self.failed if c.role == "identity"]
+
+    @property
     def ok(self) -> bool:
-        """True when no claim has status ``"fail"`` (deviations and not-evaluated claims are fine)."""
-        return not self.failed
+        """True when no identity fails (a failing prediction or bound is a finding, not a bug)."""
+        return not self.broken
 
     def get(self, name: str, context: str | None = None) -> Claim:
         key = (context or self.context, name)
@@ -331,17 +484,31 @@ class Ledger:
         counts = ", ".join(f"{k}={v}" for k, v in self.summary().items())
         return f"Ledger(context={self.context!r}, preset={self.preset!r}, {counts})"
 
+    def unique(self) -> list[Claim]:
+        """The claims with repeated measurements (same name, values and untagged context) counted once."""
+        return unique_claims(self.claims)
+
     def summary(self) -> dict[str, int]:
-        """Number of claims per status (every status present, zeros included)."""
+        """Number of unique claims per status (every status present, zeros included)."""
         counts = dict.fromkeys(STATUSES, 0)
-        for claim in self._claims.values():
+        for claim in self.unique():
             counts[claim.status] += 1
         return counts
 
+    def by_role(self) -> dict[str, dict[str, int]]:
+        """Unique claims counted by role, then status."""
+        return count_by_role(self.claims)
+
+    def headline(self) -> str:
+        return headline(self.claims)
+
+    def against_alternatives(self) -> Ledger:
+        """A copy in which every evaluated prediction is judged against its alternative."""
+        return Ledger(self.context, self.preset, [c.against_alternative() for c in self.claims])
+
     def report(self) -> str:
-        """Multi-line text: the tally, then one line per claim."""
-        counts = ", ".join(f"{v} {k}" for k, v in self.summary().items())
-        lines = [f"{self.context} ({self.preset}): {len(self)} claims: {counts}"]
+        """Multi-line text: the headline, then one line per claim."""
+        lines = [f"{self.context} ({self.preset}): {len(self.unique())} claims: {self.headline()}"]
         lines += ["  " + c.line() for c in self.claims]
         return "\n".join(lines)
 
@@ -352,6 +519,7 @@ class Ledger:
             "context": self.context,
             "preset": self.preset,
             "summary": self.summary(),
+            "by_role": self.by_role(),
             "claims": [c.to_dict() for c in self.claims],
         }
 
@@ -373,44 +541,166 @@ class Ledger:
 
     # ------------------------------------------------------------------ internals
 
-    def _record(
-        self, name, *, passed: bool | None, requires_full: bool, deviation: str | None, **kw
-    ) -> Claim:
-        """Decide the status (see module docstring for the order of the rules) and store the claim."""
+    def _record(self, name, *, role: str, outcome: bool | None, requires_full: bool,
+                diagnosed_by: Mapping[str, str] | None, diagnosis: str, alternative=None, tightness=None,
+                **kw) -> Claim:  # fmt: skip
+        """Decide the status (module docstring) and store the claim."""
         if not isinstance(requires_full, bool):
             raise ValueError(f"requires_full must be true or false, got {requires_full!r}")
-        if deviation is not None and (not isinstance(deviation, str) or not deviation.strip()):
-            raise ValueError(f"deviation must be a non-empty reason string or None, got {deviation!r}")
-        if requires_full and self.preset == "smoke":
-            status = "not_evaluated"
-        elif passed is None:  # non-finite or missing measurement
-            status = "fail"
-        elif passed:
-            status = "pass"
-        else:
-            status = "deviation" if deviation else "fail"
-        return self.add(self._make(name, status=status, deviation=deviation, **kw))
+        if role == "prediction" and not alternative:
+            raise ValueError(f"prediction {name!r} must name an alternative (value and hypothesis)")
+        diag = _diagnosis(name, role, diagnosed_by, diagnosis)
+        skipped = requires_full and self.preset == "smoke"
+        status = "not_evaluated" if skipped else _status(role, outcome, alternative, tightness)
+        claim = self._make(name, role=role, status=status, outcome=None if skipped else outcome,
+                           alternative=alternative, tightness=tightness, **diag, **kw)  # fmt: skip
+        return self.add(claim)
 
-    def _make(self, name, *, kind, expected, measured, tolerance, status, source, why, deviation,
-              statement, figure) -> Claim:  # fmt: skip
+    def _make(self, name, *, role, kind, expected, measured, tolerance, status, outcome, source, why, seed,
+              statement, figure, alternative=None, tightness=None, diagnosed_by=(), diagnosis_requires=None,
+              diagnosis="") -> Claim:  # fmt: skip
         _check_name("name", name)
         if not isinstance(source, str) or not source.strip():
-            raise ValueError(
-                f"source must be a non-empty string (a derivation, paper or seed), got {source!r}"
-            )
+            raise ValueError(f"source must be a non-empty string (a derivation, paper or seed), got {source!r}")
         for fname, value in (("why", why), ("statement", statement)):
             if not isinstance(value, str):
                 raise ValueError(f"{fname} must be a string, got {value!r}")
+        if seed is not None and (not isinstance(seed, str) or "#" not in seed):
+            raise ValueError(f"seed must be a seed paper key like '000#1', got {seed!r}")
         if figure is not None and not isinstance(figure, str):
             raise ValueError(f"figure must be a string or None, got {figure!r}")
         return Claim(
-            name=name, context=self.context, source=source, statement=statement, kind=kind,
-            expected=expected, measured=measured, tolerance=tolerance, why=why, status=status,
-            deviation_reason=deviation, figure=figure,
+            name=name, context=self.context, role=role, source=source, statement=statement, kind=kind,
+            expected=expected, measured=measured, tolerance=tolerance, why=why, status=status, seed=seed,
+            alternative=alternative, tightness=tightness, diagnosed_by=list(diagnosed_by),
+            diagnosis_requires=dict(diagnosis_requires or {}), diagnosis=diagnosis, outcome=outcome, figure=figure,
         )  # fmt: skip
+
+    def _resolve(self) -> None:
+        """Decide every failed, diagnosed claim: ``deviation`` when each diagnosing claim of its
+        context is present, evaluated and has the required status, else ``fail`` (to a fixed point:
+        a diagnosing claim may itself be a deviation)."""
+        for _ in range(len(self._claims) + 1):
+            changed = False
+            for key, c in self._claims.items():
+                if c.outcome is not False or not c.diagnosed_by or c.status in ("not_evaluated", "inconclusive"):
+                    continue
+                ok = all(
+                    (c.context, ref) in self._claims and self._claims[(c.context, ref)].status == need
+                    for ref, need in c.diagnosis_requires.items()
+                )
+                status = "deviation" if ok else "fail"
+                if status != c.status:
+                    self._claims[key] = replace(c, status=status)
+                    changed = True
+            if not changed:
+                return
+
+
+# ---------------------------------------------------------------------- counting
+
+
+def unique_claims(claims: Iterable[Claim]) -> list[Claim]:
+    """``claims`` with repeated measurements (same :meth:`Claim.key`) kept once, first seen."""
+    seen: dict[tuple, Claim] = {}
+    for c in claims:
+        seen.setdefault(c.key(), c)
+    return list(seen.values())
+
+
+def count_by_role(claims: Iterable[Claim]) -> dict[str, dict[str, int]]:
+    """Unique claims counted by role, then status (every role and status present)."""
+    counts = {role: dict.fromkeys(STATUSES, 0) for role in ROLES}
+    for c in unique_claims(claims):
+        counts[c.role][c.status] += 1
+    return counts
+
+
+def headline(claims: Iterable[Claim]) -> str:
+    """The tally a reader should see first, unique claims by role and status, e.g. "142 predictions
+    pass (alternative excluded), 38 tight bounds, 71 identities, 6 diagnosed deviations, 3
+    inconclusive, 4 loose, 0 fail"."""
+    by = count_by_role(claims)
+    parts = [
+        f"{by['prediction']['pass']} predictions pass (alternative excluded)",
+        f"{by['bound']['pass']} tight bounds",
+        f"{by['identity']['pass']} identities",
+        f"{by['paper']['pass']} paper ranges met",
+        f"{sum(r['deviation'] for r in by.values())} diagnosed deviations",
+        f"{sum(r['inconclusive'] for r in by.values())} inconclusive",
+        f"{sum(r['loose'] for r in by.values())} loose",
+        f"{sum(r['fail'] for r in by.values())} fail",
+    ]
+    if by["identity"]["fail"]:
+        parts[-1] += f" ({by['identity']['fail']} identities: bugs)"
+    n_e = sum(r["not_evaluated"] for r in by.values())
+    if n_e:
+        parts.append(f"{n_e} not evaluated")
+    return ", ".join(parts)
+
+
+def collect(context: str, preset: str, parts: Mapping[str | None, Ledger | Iterable[Claim]]) -> Ledger:
+    """One ledger gathering probe ledgers for a notebook: ``parts`` maps a tag (``None`` for untagged)
+    to a probe's ledger (or its result's ``.ledger``). Notebooks save this; they make no claims."""
+    led = Ledger(context, preset=preset)
+    for tag, part in parts.items():
+        part = getattr(part, "ledger", part)
+        led.extend(part, tag=tag)
+    return led
 
 
 # ---------------------------------------------------------------------- helpers
+
+
+def _status(role: str, outcome: bool | None, alternative: dict | None, tightness: float | None) -> str:
+    if outcome is None:
+        return "fail"
+    if not outcome:
+        if role == "prediction" and alternative and alternative.get("one_sided") and alternative.get("consistent"):
+            return "inconclusive"  # a predicted sign whose uncertainty straddles the alternative
+        return "fail"  # made a deviation by _resolve when its diagnosis holds
+    if role == "prediction" and alternative and alternative.get("consistent"):
+        return "inconclusive"
+    if role == "bound" and tightness is not None and math.isfinite(tightness) and tightness < LOOSE_BELOW:
+        return "loose"
+    return "pass"
+
+
+def _diagnosis(name: str, role: str, diagnosed_by: Mapping[str, str] | None, diagnosis: str) -> dict[str, Any]:
+    if not diagnosed_by:
+        if diagnosis:
+            raise ValueError(f"{name}: a diagnosis text needs diagnosed_by (the claims that measure the cause)")
+        return {"diagnosed_by": [], "diagnosis_requires": {}, "diagnosis": ""}
+    if role == "identity":
+        raise ValueError(f"{name}: an identity cannot deviate (a failing identity is a bug); drop diagnosed_by")
+    if not isinstance(diagnosed_by, Mapping):
+        raise ValueError(f"diagnosed_by must map claim names to the status the diagnosis needs, got {diagnosed_by!r}")
+    for ref, need in diagnosed_by.items():
+        _check_name("diagnosed_by", ref)
+        check_choice(f"diagnosed_by[{ref!r}]", need, EVALUATED)
+        if ref == name:
+            raise ValueError(f"{name}: a claim cannot diagnose itself")
+    if not isinstance(diagnosis, str) or not diagnosis.strip():
+        raise ValueError(f"{name}: diagnosed_by needs a diagnosis text (what the diagnosing claims show)")
+    return {"diagnosed_by": list(diagnosed_by), "diagnosis_requires": dict(diagnosed_by), "diagnosis": diagnosis}
+
+
+def _alternative(value: Any, hypothesis: Any) -> dict[str, Any]:
+    v = _as_finite_float("alternative", value)
+    if not isinstance(hypothesis, str) or not hypothesis.strip():
+        raise ValueError(f"hypothesis must name the competing hypothesis behind the alternative, got {hypothesis!r}")
+    return {"value": v, "hypothesis": hypothesis, "consistent": None}
+
+
+def _ci(ci: Any) -> tuple[float, float]:
+    try:
+        lo, hi = ci
+    except (TypeError, ValueError):
+        raise ValueError(f"ci must be a pair (lo, hi), got {ci!r}") from None
+    lo_f, hi_f = _to_float("ci lo", lo), _to_float("ci hi", hi)
+    if math.isfinite(lo_f) and math.isfinite(hi_f) and lo_f > hi_f:
+        raise ValueError(f"ci must have lo <= hi, got {ci!r}")
+    return lo_f, hi_f
 
 
 def _check_name(field_name: str, value: Any) -> None:

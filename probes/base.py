@@ -34,7 +34,8 @@ A minimal probe module::
         rng = np.random.default_rng(config.seed)
         ...
         led = Ledger(NAME, preset=config.preset_name)
-        led.close("mean", measured=m, expected=0.5, atol=5 / np.sqrt(12 * config.n), source="...", why="5 SE")
+        led.predict("mean", measured=m, expected=0.5, se=1 / np.sqrt(12 * config.n), k=5, alternative=0.0,
+                    hypothesis="draws from a distribution centred at 0", source="...", why="5 SE of n draws")
         return Result(probe=NAME, config=config, data=xr.Dataset(...), scalars={"mean": m}, ledger=led)
 
 Config rules. Every field has a default, and **the defaults are the full experiment**: ``PRESETS``
@@ -80,10 +81,12 @@ from analysis.ledger import Claim, Ledger
 from analysis.paths import cache_dir
 from analysis.validation import check_bool, check_choice, check_float, check_int, check_sequence
 
-FORMAT_VERSION = 1  # layout of a saved Result folder; part of every cache key
+FORMAT_VERSION = 2  # layout of a saved Result folder; part of every cache key
 NETCDF_ENGINE = "netcdf4"
 # Option names the command line keeps for itself; no Config field may use them.
-RESERVED_FIELDS = frozenset({"preset", "json", "no_progress", "strict", "cache", "save", "help"})
+RESERVED_FIELDS = frozenset(
+    {"preset", "json", "no_progress", "strict", "against_alternatives", "cache", "save", "help"}
+)
 
 _MISSING = dataclasses.MISSING
 

@@ -6,6 +6,7 @@
     python -m probes show NAME                 # config fields (type, default, allowed values, help), presets
     python -m probes run NAME [--preset smoke|full] [--FIELD VALUE ...] [--model zoo|minilm|DIR]
                               [--json PATH|-] [--save DIR] [--cache] [--no-progress] [--strict]
+                              [--against-alternatives]
 
 ``run`` builds ``Config.preset(PRESET)`` (default ``full``, i.e. the field defaults), applies every
 ``--field-name VALUE`` (underscores become dashes), runs the probe and prints a short summary (the
@@ -24,11 +25,16 @@ all-MiniLM-L6-v2 encoder shipped by the PyPI package of the ``hf`` extra) or a l
 folder (GPT-2 or BERT-style; loaded with ``local_files_only``, never downloaded). A probe whose
 requirements the model does not meet (e.g. ``prompt_forgetting`` needs causal attention) exits 2.
 
+``--against-alternatives`` re-judges every prediction against its alternative (the value a competing
+hypothesis predicts) instead of its expected value: the ledger's own mutation test. A prediction that
+passes against its expected value must fail here; the summary and JSON then show the re-judged claims.
+
 Exit codes:
 
-* ``0`` -- the run finished, whatever its claims say;
-* ``1`` -- ``--strict`` was given and at least one claim has status ``"fail"`` (deviations and
-  claims not evaluated do not count); also ``list`` when a probe module cannot be imported;
+* ``0`` -- the run finished; failing predictions, bounds and paper claims are findings, reported;
+* ``1`` -- an identity failed (exact algebra or a software equality: a bug), or ``--strict`` was
+  given and at least one claim has status ``"fail"``; also ``list`` when a probe module cannot be
+  imported;
 * ``2`` -- a usage error: unknown command, unknown probe, unknown option, bad value or choice.
   Exactly one line goes to stderr, naming the option or field and what is allowed.
 
@@ -51,7 +57,8 @@ USAGE = (
     "usage: python -m probes list\n"
     "       python -m probes show NAME\n"
     "       python -m probes run NAME [--preset smoke|full] [--FIELD VALUE ...] "
-    "[--model zoo|minilm|DIR] [--json PATH|-] [--save DIR] [--cache] [--no-progress] [--strict]"
+    "[--model zoo|minilm|DIR] [--json PATH|-] [--save DIR] [--cache] [--no-progress] [--strict] "
+    "[--against-alternatives]"
 )
 
 
@@ -185,6 +192,10 @@ def _run_parser(module: Any, name: str) -> _Parser:
     parser.add_argument("--cache", action="store_true", help="use the content-addressed result cache")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     parser.add_argument("--strict", action="store_true", help="exit 1 if any claim has status fail")
+    parser.add_argument(
+        "--against-alternatives", action="store_true",
+        help="re-judge every prediction against its alternative instead of its expected value",
+    )
     group = parser.add_argument_group("config fields")
     for spec in module.Config.field_specs():
         group.add_argument(
@@ -262,6 +273,8 @@ def _run(module: Any, name: str, args: list[str]) -> int:
             result.meta["model"] = model.describe() if hasattr(model, "describe") else type(model).__name__
     if ns.save:
         result.save(ns.save)
+    if ns.against_alternatives:
+        result.ledger = result.ledger.against_alternatives()
     if ns.json == "-":
         sys.stdout.write(json.dumps(result.to_json_dict(), indent=2, allow_nan=False) + "\n")
     else:
@@ -270,7 +283,10 @@ def _run(module: Any, name: str, args: list[str]) -> int:
         print(result.summary())
         if ns.json:
             print(f"wrote {ns.json}")
-    failed = result.ledger.failed
+    broken, failed = result.ledger.broken, result.ledger.failed
+    if broken and not ns.against_alternatives:
+        print(f"{len(broken)} identity claim(s) failed (a bug): {', '.join(c.name for c in broken)}", file=sys.stderr)
+        return 1
     if ns.strict and failed:
         print(
             f"--strict: {len(failed)} claim(s) failed: {', '.join(c.name for c in failed)}", file=sys.stderr

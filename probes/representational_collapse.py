@@ -73,7 +73,7 @@ from probes.base import ProbeConfig, Result, param
 
 NAME = "representational_collapse"
 DESCRIPTION = "Representational collapse: last-token distance of near-identical sequences vs length, precision, over-squashing."
-VERSION = "4"
+VERSION = "6"
 REQUIRES = {"input": "tokens"}
 BIDIRECTIONAL = "bidirectional model: the causal derivation does not apply"
 
@@ -85,7 +85,7 @@ LOW_DTYPES = ("float32", "bfloat16", "float16")
 class Config(ProbeConfig):
     PRESETS = {
         "smoke": {"max_len": 128, "n_lengths": 8, "n_bases": 3, "d_model": 32, "mlp": 64, "sens_len": 32,
-                  "n_boot": 100, "fit_lo": 8.0, "train_steps": 30, "train_seq_len": 64},
+                  "n_boot": 100, "fit_lo": 8.0, "train_steps": 30, "train_seq_len": 64, "sens_bases": 3},
         "full": {},
     }  # fmt: skip
 
@@ -100,6 +100,14 @@ class Config(ProbeConfig):
     dtypes: tuple[str, ...] = param(LOW_DTYPES, "dtypes to run besides the float64 reference", choices=LOW_DTYPES)
     sens_len: int = param(256, "sequence length of the over-squashing sensitivity", minimum=4)
     sensitivity: bool = param(True, "measure the sensitivity (one backward pass per model coordinate and layer)")
+    sens_bases: int = param(4, "random bases of the sensitivity (the first/middle ratio's SE is over them)", minimum=2)
+    # --- collapse beyond max_len ----------------------------------------------------------------
+    extend_dtype: str = param("", "measure this format's collapse on lengths beyond the main grid ('' = not)",
+                              choices=("",) + LOW_DTYPES)
+    extend_lo: float = param(0.5, "extension: shortest length, in units of max_len", minimum=0.01)
+    extend_hi: float = param(2.0, "extension: longest length, in units of max_len", minimum=0.02)
+    extend_lengths: int = param(5, "extension: lengths on a log grid", minimum=2)
+    extend_bases: int = param(0, "extension: samples per length (0 = n_bases)", minimum=0)
     # --- model ----------------------------------------------------------------------------------
     layers: int = param(2, "transformer blocks L", minimum=1)
     d_model: int = param(64, "residual width d", minimum=2)
@@ -131,6 +139,10 @@ class Config(ProbeConfig):
             raise ValueError(f"fit_lo must lie in [min_len, max_len/2] = [{self.min_len}, {self.max_len / 2}], got {self.fit_lo}")
         if self.family == "early_token" and self.early_position >= self.min_len - 1:
             raise ValueError(f"early_position must be below min_len - 1 = {self.min_len - 1}")
+        if self.extend_dtype and not self.extend_hi >= 2 * self.extend_lo:
+            raise ValueError(f"extend_hi must be at least 2 extend_lo, got {self.extend_lo}, {self.extend_hi}")
+        if self.extend_dtype and self.pos == "learned":
+            raise ValueError("extend_dtype needs a model without learned positions (the extension reuses the model)")
         if len(set(self.dtypes)) != len(self.dtypes):
             raise ValueError(f"dtypes must not repeat, got {self.dtypes}")
 
@@ -316,39 +328,100 @@ def measure_distances(models: dict, config: Config, ns: np.ndarray, progress: bo
 
 
 def sensitivity(model, config: Config, vocab: int | None = None, chunk: int = 64) -> np.ndarray:
-    """``|d h^l_last / d x_i|_F`` (L, T) by autograd w.r.t. ``hook_embed``, float64 model, one random base.
+    """``|d h^l_last / d x_i|_F`` (B, L, T) by autograd w.r.t. ``hook_embed``, float64 model, ``sens_bases`` random bases.
 
     The Frobenius norm needs one backward pass per output coordinate: the batch holds one copy of the
     sequence per coordinate, ``chunk`` coordinates at a time (the squared norms add over chunks).
     """
-    gen = torch.Generator().manual_seed(config.seed + 15485863)  # sensitivity base only
+    gen = torch.Generator().manual_seed(config.seed + 15485863)  # sensitivity bases only
     T = config.sens_len
-    seq = torch.randint(0, (vocab or config.vocab_size) - 1, (T,), generator=gen)
+    seqs = torch.randint(0, (vocab or config.vocab_size) - 1, (config.sens_bases, T), generator=gen)
     dev = _device(model)
     resid = [f"blocks.{layer}.hook_resid_post" for layer in range(model.n_layers)]
     names = ["hook_embed"] + resid
     resolve_names(model, names)
     with torch.no_grad():
-        _, cache = run_with_cache(model, seq[None].to(dev), names=["hook_embed"])
+        _, cache = run_with_cache(model, seqs[:1].to(dev), names=["hook_embed"])
     d = cache["hook_embed"].shape[-1]
-    sq = np.zeros((len(resid), T))
+    sq = np.zeros((config.sens_bases, len(resid), T))
     with torch.enable_grad():
-        for c0 in range(0, d, chunk):
-            c1 = min(d, c0 + chunk)
-            ids = seq[None].expand(c1 - c0, T).to(dev)  # (c, T): one copy per output coordinate
-            _, cache = run_with_cache(model, ids, names=names, detach=False)
-            x = cache["hook_embed"]
-            pick = torch.eye(d, dtype=x.dtype, device=x.device)[c0:c1]  # (c, d): row b picks coordinate c0 + b
-            for layer, r in enumerate(resid):
-                y = (cache[r][:, -1, :] * pick).sum()
-                (g,) = torch.autograd.grad(y, x, retain_graph=layer < len(resid) - 1)  # (c, T, d)
-                sq[layer] += g.double().pow(2).sum(dim=(0, 2)).cpu().numpy()
+        for b, seq in enumerate(seqs):
+            for c0 in range(0, d, chunk):
+                c1 = min(d, c0 + chunk)
+                ids = seq[None].expand(c1 - c0, T).to(dev)  # (c, T): one copy per output coordinate
+                _, cache = run_with_cache(model, ids, names=names, detach=False)
+                x = cache["hook_embed"]
+                pick = torch.eye(d, dtype=x.dtype, device=x.device)[c0:c1]  # (c, d): row picks coordinate c0 + row
+                for layer, r in enumerate(resid):
+                    y = (cache[r][:, -1, :] * pick).sum()
+                    (g,) = torch.autograd.grad(y, x, retain_graph=layer < len(resid) - 1)  # (c, T, d)
+                    sq[b, layer] += g.double().pow(2).sum(dim=(0, 2)).cpu().numpy()
     return np.sqrt(sq)
 
 
 def uniform_matrices(model) -> list[np.ndarray]:
     """``A_l = W_o W_v`` (d, d) per layer (uniform heads share one pattern, so the heads combine)."""
     return [(blk.attn.W_o.weight.double() @ blk.attn.W_v.weight.double()).detach().numpy() for blk in model.blocks]
+
+
+# ================================================================================================
+# Measurements beyond the distances
+
+
+def half_window_drift(n: np.ndarray, Y: np.ndarray, window: tuple[float, float], n_boot: int,
+                      rng: np.random.Generator) -> tuple[float, float]:
+    """``(alpha_upper - alpha_lower, bootstrap SE)``: the exponent fitted on the upper half of ``window``
+    (in ``ln n``) minus the lower half's, on the geometric mean over the rows of ``Y`` (samples, n); the
+    SE from replicates that draw the rows once for both halves. ``nan`` with fewer than 2 points a half."""
+    mid = math.sqrt(window[0] * window[1])
+    lower = (n >= window[0]) & (n <= mid)
+    upper = (n >= mid) & (n <= window[1])
+    if lower.sum() < 2 or upper.sum() < 2 or not np.all(Y > 0):
+        return math.nan, math.nan
+    logY = np.log(Y)
+    draws = rng.integers(0, Y.shape[0], size=(n_boot, Y.shape[0]))
+    Z = np.concatenate([logY.mean(0)[None], logY[draws].mean(axis=1)])  # (1 + n_boot, N)
+
+    def alpha(mask):
+        x = np.log(n[mask])
+        dx = x - x.mean()
+        return -(Z[:, mask] - Z[:, mask].mean(1, keepdims=True)) @ dx / (dx @ dx)
+
+    drift = alpha(upper) - alpha(lower)
+    return float(drift[0]), float(drift[1:].std(ddof=1))
+
+
+def measure_extension(config: Config, models: dict, model, vocab: int, progress: bool) -> dict:
+    """The collapse of ``extend_dtype`` on lengths ``extend_lo .. extend_hi`` x ``max_len`` (new bases):
+    float64 and that format's distances, the resolution, the first collapsed length and the outputs after it."""
+    dt = config.extend_dtype
+    lo, hi = max(2, round(config.extend_lo * config.max_len)), round(config.extend_hi * config.max_len)
+    sub = config.replace(dtypes=(dt,), max_len=hi, min_len=lo, n_lengths=config.extend_lengths, fit_lo=float(lo),
+                         n_bases=config.extend_bases or config.n_bases, sensitivity=False, extend_dtype="")  # fmt: skip
+    if model is not None:
+        check_length(sub, model)
+    ext_models = {"float64": models["float64"]}
+    ext_models[dt] = models[dt] if dt in models else build_models(sub.replace(dtypes=(dt,)), model, progress)[0][dt]
+    ns = lengths(sub)
+    per = measure_distances(ext_models, sub, ns, progress=progress, vocab=vocab)["per_dtype"]
+    norm = np.exp(np.log(per["float64"]["norm"]).mean(0))
+    dist = np.stack([np.exp(np.log(per[k]["distance"]).mean(0)) for k in ("float64", dt)])
+    c = theory.collapse_length(ns, dist[0], norm, dt)
+    after = ns >= c if math.isfinite(c) else np.zeros(ns.size, bool)
+    frac = {k: float(per[dt][k][:, after].mean()) if after.any() else math.nan for k in ("argmax_equal", "identical")}
+    return {"n": ns, "distance": dist, "resolution": theory.resolution(dt, norm), "collapse_n": float(c),
+            "grid_ratio": float(np.max(ns[1:] / ns[:-1])), **frac}  # fmt: skip
+
+
+def uniform_stack_error(m: dict, mats: list[np.ndarray]) -> float:
+    """Max over pairs of ``|h_last - linear_stack(h0)|`` / max ``|h_last|``: the network against the exact
+    linear stack ``h <- h + M h A^T`` recomputed from the block-0 inputs it saw (pads sit after the read-out
+    index; causal: no effect)."""
+    worst = 0.0
+    for (h0, idx), h_last in zip(m["exact"]["h0"], m["exact"]["last"], strict=True):
+        pred = np.stack([theory.linear_stack(h0[r, : idx[r] + 1], mats)[-1] for r in range(h0.shape[0])])
+        worst = max(worst, float(np.abs(pred - h_last).max() / np.abs(h_last).max()))
+    return worst
 
 
 # ================================================================================================
@@ -385,13 +458,15 @@ def run(config: Config, model=None, progress: bool = True) -> Result:
     slope_ci = fit.alpha_ci if fit else (math.nan, math.nan)
     attention = config.attention if own_model else "softmax"
     predicted = theory.predicted_slope(config.family, pos, separators=config.separator_every > 0, attention=attention)
-    # depth: a fit per layer on its own bootstrap stream (the main fit's stream is unchanged)
+    # depth: a fit per layer on its own bootstrap stream (the main fit's stream is unchanged), and the drift of
+    # the exponent from the lower to the upper half of the window (a finite-n correction shrinks with n)
     LD = m["layer_distance"]  # (S, L, N)
-    depth_fits = []
+    depth_fits, drift = [], np.full((L, 2), math.nan)
     for layer in range(L):
         ok = np.all(LD[:, layer] > 0)
         depth_fits.append(bootstrap_power_law(nf, LD[:, layer], window, n_boot=config.n_boot, n_points=len(ns),
                                               rng=np.random.default_rng([config.seed, 7, layer])) if ok else None)
+        drift[layer] = half_window_drift(nf, LD[:, layer], window, config.n_boot, np.random.default_rng([config.seed, 13, layer]))
     grid = nf[(nf >= window[0]) & (nf <= window[1])]
     depth_pred = theory.predicted_depth_slopes(config.family, pos, L, grid, config.separator_every > 0, attention,
                                                config.early_position)  # fmt: skip
@@ -411,7 +486,9 @@ def run(config: Config, model=None, progress: bool = True) -> Result:
     # how far each dtype's distance is from the float64 one (median over samples): ~0 while resolved
     rel_error = np.stack([np.median(np.abs(per[dt]["distance"] - D64) / D64, axis=0) for dt in dts])
     divergence = np.stack([np.median(per[dt]["divergence"], axis=0) for dt in dts])
-    sens = sensitivity(ref, config, vocab) if config.sensitivity else np.full((L, config.sens_len), np.nan)  # (L, T)
+    B = config.sens_bases
+    sens_b = sensitivity(ref, config, vocab) if config.sensitivity else np.full((B, L, config.sens_len), np.nan)
+    sens = np.exp(np.log(sens_b).mean(0))  # (L, T) geometric mean over bases
     d_model = int(protocol_width(ref))
     path = theory.path_sensitivity(config.sens_len, L) * math.sqrt(d_model)  # A = I: |I|_F = sqrt(d)
 
@@ -422,16 +499,16 @@ def run(config: Config, model=None, progress: bool = True) -> Result:
         _, cache = run_with_cache(ref, seq[None].to(_device(ref)), names=names)
     rr = np.array([float(rank_residual(cache[k][0].cpu())) for k in names])
 
-    led = Ledger(NAME, preset=config.preset_name)
     exact_uniform = config.attention == "uniform" and config.norm == "none" and config.mlp == 0 and own_model
-    mats = uniform_matrices(ref) if exact_uniform else None
-    sens_exact = None
+    sens_exact = stack_error = sens_error = None
     if exact_uniform:
+        mats = uniform_matrices(ref)
         R = theory.linear_stack_sensitivity(config.sens_len, mats)
         sens_exact = np.sqrt((R**2).sum(axis=(1, 2)))
-    ctx = {"own_model": own_model, "causal": causal, "pos": pos, "L": L, "depth_fits": depth_fits,
-           "depth_pred": depth_pred, "floor_fits": floor_fits, "extrap": extrap, "norm": norm, "dist": dist}
-    _claims(led, config, m, ns, dts, rel_error, fit, predicted, collapse, sens, mats, sens_exact, ctx)
+        stack_error = uniform_stack_error(m, mats)
+        if config.sensitivity:
+            sens_error = float(np.max(np.abs(sens_b[:, -1] - sens_exact) / sens_exact.max()))
+    ext = measure_extension(config, models, model, vocab, progress) if config.extend_dtype else None
 
     data = xr.Dataset(
         {
@@ -448,24 +525,39 @@ def run(config: Config, model=None, progress: bool = True) -> Result:
             "collapse_n_extrapolated": (("dtype",), extrap),
             "slope_ci": (("end",), np.array(slope_ci)),
             "layer_slope": (("layer",), np.array([f.alpha if f else math.nan for f in depth_fits])),
+            "layer_slope_se": (("layer",), np.array([(f.alpha_boot_se or 0.0) if f else math.nan for f in depth_fits])),
             "layer_slope_predicted": (("layer",), depth_pred),
+            "layer_drift": (("layer",), drift[:, 0]),
+            "layer_drift_se": (("layer",), drift[:, 1]),
             "sensitivity": (("layer", "position"), sens),
+            "sensitivity_samples": (("sens_base", "layer", "position"), sens_b),
             "path_count": (("position",), path),
             "rank_residual": (("depth",), rr),
         },
         coords={"dtype": dts, "n": ns, "sample": np.arange(config.n_bases), "end": ["lo", "hi"],
-                "layer": np.arange(1, L + 1), "position": np.arange(1, config.sens_len + 1), "depth": np.arange(L + 1)},
+                "layer": np.arange(1, L + 1), "position": np.arange(1, config.sens_len + 1), "depth": np.arange(L + 1),
+                "sens_base": np.arange(B)},
     )  # fmt: skip
     if sens_exact is not None:
         data["sensitivity_exact"] = (("position",), sens_exact)
+    if ext is not None:
+        data = data.assign_coords(n_ext=ext["n"], ext_dtype=["float64", config.extend_dtype])
+        data["ext_distance"] = (("ext_dtype", "n_ext"), ext["distance"])
+        data["ext_resolution"] = (("n_ext",), ext["resolution"])
+    mid = config.sens_len // 2
     scalars = {
         "slope": slope, "slope_ci_lo": slope_ci[0], "slope_ci_hi": slope_ci[1], "predicted_slope": predicted,
+        "slope_se": (fit.alpha_boot_se or 0.0) if fit else math.nan,
         "fit_lo": float(config.fit_lo), "fit_hi": float(config.max_len),
         "fit_rms_residual": fit.rms_residual if fit else math.nan,
         "distance_at_max_len": float(dist[0, -1]),
-        "sens_first_over_middle": float(sens[-1, 0] / sens[-1, config.sens_len // 2]),
+        "sens_first_over_middle": float(np.exp(np.log(sens_b[:, -1, 0] / sens_b[:, -1, mid]).mean())),
         "causal": float(causal),
     }  # fmt: skip
+    if stack_error is not None:
+        scalars["uniform_stack_error"] = stack_error
+    if sens_error is not None:
+        scalars["sensitivity_path_error"] = sens_error
     for dt, c, e in zip(dts, collapse, extrap, strict=True):
         scalars[f"collapse_n_{dt}"] = float(c)
         if dt != "float64":
@@ -476,11 +568,18 @@ def run(config: Config, model=None, progress: bool = True) -> Result:
             scalars[f"identical_after_collapse_{dt}"] = float(per[dt]["identical"][:, after].mean())
     for dt, f in floor_fits.items():
         scalars[f"floor_exponent_{dt}"] = -f.alpha  # divergence ~ n^(+beta)
+        scalars[f"floor_exponent_se_{dt}"] = f.alpha_boot_se or 0.0
+    if ext is not None:
+        for k in ("collapse_n", "argmax_equal", "identical", "grid_ratio"):
+            scalars[f"ext_{k}"] = ext[k]
     if "train_loss" in info:
         scalars["train_loss"] = float(info["train_loss"])
     meta = {k: v for k, v in info.items() if k != "train_loss"}
     meta["pos_assumed"] = pos
-    return Result(probe=NAME, config=config, data=data, scalars=scalars, ledger=led, meta=meta)
+    meta["own_model"] = own_model
+    result = Result(probe=NAME, config=config, data=data, scalars=scalars, meta=meta)
+    result.ledger = check_claims(result)
+    return result
 
 
 def collapse_prediction(result: Result, dtype: str, grid_ratio: float = 1.0, k: float = 3.0) -> dict[str, float]:
@@ -500,7 +599,7 @@ def collapse_prediction(result: Result, dtype: str, grid_ratio: float = 1.0, k: 
     n_a = float(d["n"].values[-1])
     lo, hi = theory.collapse_interval(n_a, ratio, (s["slope_ci_lo"], s["slope_ci_hi"]), log_se, grid_ratio, k)
     n_star = float(theory.extrapolated_collapse(n_a, ratio, s["slope"]))
-    return {"n_star": n_star, "lo": lo, "hi": hi, "ratio": ratio, "log_se": log_se}
+    return {"n_star": n_star, "lo": lo, "hi": hi, "ratio": ratio, "log_se": log_se, "n_a": n_a}
 
 
 def protocol_width(model) -> int:
@@ -510,141 +609,236 @@ def protocol_width(model) -> int:
     return int(cache["hook_embed"].shape[-1])
 
 
-def _claims(led, config, m, ns, dts, rel_error, fit, predicted, collapse, sens, mats, sens_exact, ctx):
-    per, L = m["per_dtype"], ctx["L"]
-    own, causal = ctx["own_model"], ctx["causal"]
-    eps64 = theory.EPS["float64"]
-    # the softmax predictions are asymptotic; anything but our own uniform stack carries O(1) corrections
-    softmax_dev = None
-    if config.norm != "none" or config.mlp or config.attention != "uniform" or config.trained or not own:
-        softmax_dev = ("softmax logits, norms and MLPs add O(1) corrections at finite n; the prediction is "
-                       "asymptotic for bounded logits")  # fmt: skip
-    if mats is not None:
-        # the network is the linear stack h <- h + M h A^T: recompute every pair's last states from the
-        # block-0 inputs the network saw (pads sit after the read-out index, causal: no effect)
-        worst = 0.0
-        for (h0, idx), h_last in zip(m["exact"]["h0"], m["exact"]["last"], strict=True):
-            pred = np.stack([theory.linear_stack(h0[r, : idx[r] + 1], mats)[-1] for r in range(h0.shape[0])])
-            worst = max(worst, float(np.abs(pred - h_last).max() / np.abs(h_last).max()))
-        T = int(ns[-1]) + 2
-        tol = 8.0 * L * T * math.sqrt(config.d_model) * eps64  # <= T-term running means per layer, d-term products
-        led.close("uniform_equals_linear_stack", measured=worst, expected=0.0, atol=tol,
-                  source="derivation: uniform attention without norm or MLP is exactly linear (theory module, item 5)",
-                  why="float64 summation error of T-term running means and d-term products over L layers",
-                  statement="network last-token states == exact linear stack (max abs error / max |h|)",
-                  figure="rc_distance")  # fmt: skip
-    if mats is not None and not config.sensitivity:
-        led.not_evaluated("sensitivity_equals_path_sum", source="derivation (theory module, item 4)",
-                          reason="sensitivity=False: not measured")
-    elif mats is not None:
-        dev = float(np.max(np.abs(sens[-1] - sens_exact) / sens_exact.max()))
-        led.close("sensitivity_equals_path_sum", measured=dev, expected=0.0, atol=tol,
-                  source="derivation: backward path recursion of the linear stack (theory module, item 4)",
-                  why="float64 rounding of the autograd and of the recursion, as above",
-                  statement="autograd |dh_last/dx_i|_F == exact path sum with the model's W_o W_v, every i",
-                  figure="rc_sensitivity")  # fmt: skip
-    causal_claims = ["slope_matches_prediction"] + [f"slope_depth{layer}" for layer in range(1, L + 1)]
+# ================================================================================================
+# Claims: one function per theorem, reading only the result
+
+SEED = "004#81"  # Barbero et al. 2024, Transformers need glasses! (seed catalogue 1.4)
+K = 3.0  # standard errors of every SE-based band
+
+
+def check_claims(result: Result) -> Ledger:
+    """The ledger of ``result``: every claim below, recorded from the result's data, scalars and config."""
+    led = Ledger(NAME, preset=result.config.preset_name)
+    claim_exact_uniform(led, result)
+    claim_rate(led, result)
+    claim_learned_positions(led, result)
+    claim_sensitivity(led, result)
+    for dt in result.data["dtype"].values[1:]:
+        claim_floor(led, result, str(dt))
+        claim_unresolved(led, result, str(dt))
+    claim_collapse_length(led, result)
+    return led
+
+
+def rate_alternative(config: Config, pos: str, attention: str, L: int) -> tuple[float, str]:
+    """The competing decay law for the distance at depth ``L`` (an exponent and its hypothesis)."""
+    if config.family == "counting" and config.separator_every:
+        return 2.0, "separators change nothing: the counting rate k^-2 of one repeated prefix state"
+    if config.family == "counting":
+        return 1.0, "the added '1' moves the mean by O(1/k) as in the repeat family: k^-1"
+    if config.family == "repeat_last" and pos == "rope":
+        return ((0.5, "RoPE's shifted offsets dominate as under softmax: n^-1/2") if attention == "uniform" else
+                (1.0, "RoPE leaves the position-free rate n^-1"))  # fmt: skip
+    if config.family == "repeat_last":
+        return 2.0, "the counting family's rate n^-2"
     if L >= 2:
-        causal_claims.append("sensitivity_first_exceeds_middle")
-    if not causal:
-        for name in causal_claims:
-            led.not_evaluated(name, source=f"{SOURCE}; derivation (theory module)", reason=BIDIRECTIONAL)
-    if causal and fit is not None and math.isfinite(predicted):
-        # finite-n corrections: the next order in the counting/repeat expansions is relative O(L/n) at the
-        # window start, and the early-token relay factor (ln n)^(L-1) lowers the local exponent by
-        # (L-1)/ln n; allow that plus three bootstrap standard errors
-        n0 = config.fit_lo
-        corr = (L - 1) / math.log(n0) if config.family == "early_token" else L / n0 + 0.1 * (L - 1)
-        tol = 3.0 * (fit.alpha_boot_se or 0.0) + corr
-        led.close("slope_matches_prediction", measured=fit.alpha, expected=predicted, atol=tol,
-                  source=f"{SOURCE}; derivation (theory module, items 1-3, 7)",
-                  why="finite-n correction of the expansion plus 3 bootstrap SE", deviation=softmax_dev,
-                  requires_full=config.attention != "uniform" or not own,
-                  statement=f"{config.family} (pos {ctx['pos']}, sep {config.separator_every}): fitted decay "
-                            f"exponent = predicted {predicted}", figure="rc_distance")  # fmt: skip
-        for layer, (f, want) in enumerate(zip(ctx["depth_fits"], ctx["depth_pred"], strict=True), start=1):
-            if f is None:
-                led.not_evaluated(f"slope_depth{layer}", source=SOURCE, reason="a zero distance (bitwise-equal states)")
-                continue
-            # the early-token prediction already is the exponent fitted to the depth-l path count on this
-            # window; the O(1/n) next order of the one-layer expansions adds layer/n0 at the window start
-            tol_l = 3.0 * (f.alpha_boot_se or 0.0) + layer / n0
-            led.close(f"slope_depth{layer}", measured=f.alpha, expected=float(want), atol=tol_l,
-                      source="derivation: the one-layer rates carried through depth (theory module, item 6)",
-                      why="3 bootstrap SE plus the O(layer/n) next order at the window start",
-                      deviation=softmax_dev, requires_full=config.attention != "uniform" or not own,
-                      statement=f"layer {layer}: fitted exponent of the float64 pair distance = {float(want):.3f}, "
-                                "the single-layer rate carried to this depth", figure="rc_depth")  # fmt: skip
-    elif causal and ctx["pos"] == "learned" and fit is not None:
-        led.bound("learned_positions_no_collapse", measured=fit.alpha, bound=0.5, relation="<",
-                  source="derivation: the read-out position differs between the two sequences (theory module, item 2)",
-                  why="no decay is predicted: an exponent well below the repeat family's 1",
-                  deviation="trained models may learn smooth position embeddings" if config.trained or not own else None,
-                  statement=f"{config.family} with learned absolute positions: distance does not decay (alpha < 0.5)",
-                  figure="rc_pos")  # fmt: skip
-    for i, dt in enumerate(dts[1:], start=1):
-        _precision_claims(led, config, per, ns, dt, i, collapse[i], rel_error, ctx)
-    if L >= 2 and causal and not config.sensitivity:
-        led.not_evaluated("sensitivity_first_exceeds_middle", source=f"{SOURCE}; path counting (theory module, item 4)",
-                          reason="sensitivity=False: not measured")
-    elif L >= 2 and causal:
-        # path counting: with L >= 2 early positions have more paths, so the first token's sensitivity
-        # exceeds a middle token's (theory: strictly decreasing profile for A = I)
-        ratio = float(sens[-1, 0] / sens[-1, config.sens_len // 2])
-        led.bound("sensitivity_first_exceeds_middle", measured=ratio, bound=1.0, relation=">",
-                  source=f"{SOURCE}; path counting (theory module, item 4)",
-                  why="the path count of L >= 2 uniform layers is strictly decreasing in i",
-                  deviation=None if config.attention == "uniform" and config.norm == "none" and own else
-                  "softmax logits, norms and MLPs reweight paths; the count is a qualitative guide only",
-                  statement="|dh_last/dx_1| > |dh_last/dx_(T/2)| (last layer)", figure="rc_sensitivity")  # fmt: skip
+        return 1.0, "no relay through depth: the one-layer rate n^-1 at every depth"
+    return 0.0, "no decay: an early token keeps its influence on the last position"
 
 
-def _precision_claims(led, config, per, ns, dt, i, c, rel_error, ctx):
-    """Collapse (or its absence up to max_len) and the effective floor of format ``dt``."""
-    f = ctx["floor_fits"].get(dt) if dt == "float32" else None  # coarser formats collapse inside the window
-    if f is not None:
-        # rounding model (theory module, precision): random bases give an n-independent floor; the counting
-        # prefix is coherent (k copies of one value), a + b sqrt(n): local exponent in (0, 1/2)
-        coherent = config.family == "counting"  # with separators the prefix is two-state: still coherent
-        lo, hi = theory.floor_exponent(coherent)
-        beta, se = -f.alpha, f.alpha_boot_se or 0.0
-        why = ("3 bootstrap SE of the fitted exponent plus 0.1 for the next order; the rounding model fixes "
-               "the exponent, not the constant (the number of roundings per state), so the exponent is compared")
-        stmt = (f"{dt}: |(h_a - h_b) - (h_a - h_b)_64| / |h| grows like n^beta, beta in [{lo}, {hi}] "
-                f"({'coherent counting prefix: a + b sqrt(n)' if coherent else 'random bases: n-independent'})")
-        # margin 0.1: the model fixes the leading order only (n-independent against sqrt(n)); sources of
-        # different n-dependence mix at the next order, and +-0.1 over the window's decade and more of n is
-        # a change of the floor by under a factor 1.6, against a factor 4-6 for a sqrt(n) growth
-        led.within(f"floor_{dt}_exponent", measured=beta, lo=lo - 3 * se - 0.1, hi=hi + 3 * se + 0.1,
-                   source="derivation: probabilistic rounding of n-term attention sums (theory module, precision)",
-                   why=why, statement=stmt, figure="rc_precision")  # fmt: skip
-    if not math.isfinite(c):
-        # never below eps|h| up to max_len: a measured bound, and where the fitted power law says it would be
-        ratio = float(ctx["dist"][0, -1] / theory.resolution(dt, ctx["norm"][-1]))
-        n_star = float(ctx["extrap"][i])
-        led.bound(f"collapse_{dt}_beyond_max_len", measured=ratio, bound=1.0, relation=">", source=SOURCE,
-                  why="a measured bound in place of the collapse claims: the float64 distance at max_len is still "
-                      f"above the resolution eps({dt}) |h|; the fitted power law puts the crossing at n ~ {n_star:.3g}",
-                  statement=f"no collapse in {dt} up to n = {int(ns[-1])} (distance / (eps |h|) at max_len > 1)",
-                  figure="rc_precision")  # fmt: skip
+def claim_exact_uniform(led: Ledger, r: Result) -> None:
+    """Uniform attention without norm or MLP is exactly the linear stack (theory module, items 4, 5)."""
+    s, config, L = r.scalars, r.config, int(r.data["layer"].size)
+    if "uniform_stack_error" not in s:
         return
-    after = ns >= c
-    frac = float(per[dt]["argmax_equal"][:, after].mean())
-    led.close(f"collapse_{dt}_outputs_coincide", measured=frac, expected=1.0, atol=0.0,
-              source=SOURCE, requires_full=dt != "float16",
-              why="below the format's resolution the two states differ by rounding only; one flipped "
-                  "argmax among the samples would show the format still separates them",
-              deviation="a near-tie of the two largest logits can still flip on rounding noise",
-              statement=f"for n >= collapse_n({dt}) the output argmax of the two sequences coincides "
-                        f"(fraction of samples x lengths)", figure="rc_precision")  # fmt: skip
-    err = float(np.median(rel_error[i, after]))
-    led.bound(f"collapse_{dt}_unresolved", measured=err, bound=0.1, relation=">=", source=SOURCE,
-              requires_full=dt != "float16",
-              deviation="the two states share their prefix and almost all their arithmetic, so their "
-                        "rounding errors can be correlated and cancel in the difference (seen in a "
-                        "one-layer uniform stack in bfloat16)",
-              why="below eps|h| the final rounding of each state alone (half an ulp per coordinate, "
-                  "independent for the two states unless they round identically, which gives error 1) "
-                  "is comparable to the distance; 0.1 leaves a factor ~3 below that typical size",
-              statement=f"for n >= collapse_n({dt}) the {dt} distance no longer tracks the float64 one "
-                        "(median |D_dtype - D_64| / D_64 >= 0.1)", figure="rc_precision")  # fmt: skip
+    T = int(r.data["n"].values[-1]) + 2
+    tol = 8.0 * L * max(T, config.sens_len) * math.sqrt(config.d_model) * theory.EPS["float64"]
+    why = "float64 summation error of T-term running means and d-term products over L layers (8 L T sqrt(d) eps)"
+    led.identity("uniform_equals_linear_stack", measured=s["uniform_stack_error"], atol=tol, why=why,
+                 source="derivation: uniform attention without norm or MLP is exactly linear (theory module, item 5)",
+                 statement="network last-token states == exact linear stack (max abs error / max |h|)",
+                 figure="rc_distance")  # fmt: skip
+    if not config.sensitivity:
+        led.not_evaluated("sensitivity_equals_path_sum", role="identity", source="derivation (theory module, item 4)",
+                          reason="sensitivity=False: not measured")  # fmt: skip
+        return
+    led.identity("sensitivity_equals_path_sum", measured=s["sensitivity_path_error"], atol=tol, why=why,
+                 source="derivation: backward path recursion of the linear stack (theory module, item 4)",
+                 statement="autograd |dh_last/dx_i|_F == exact path sum with the model's W_o W_v, every i and base",
+                 figure="rc_sensitivity")  # fmt: skip
+
+
+def _slope_claim(led: Ledger, r: Result, name: str, layer: int, alt: tuple[float, str], requires_full: bool) -> None:
+    """The fitted exponent at ``layer`` against the predicted one (``K`` bootstrap SE), and where it misses,
+    the drift of the exponent across the window that diagnoses a finite-n correction."""
+    d, config = r.data, r.config
+    sel = {"layer": layer}
+    measured, se = float(d["layer_slope"].sel(sel)), float(d["layer_slope_se"].sel(sel))
+    want = float(d["layer_slope_predicted"].sel(sel))
+    drift, drift_se = float(d["layer_drift"].sel(sel)), float(d["layer_drift_se"].sel(sel))
+    if not math.isfinite(measured):
+        led.not_evaluated(name, role="prediction", source=SOURCE, seed=SEED,
+                          reason=f"a zero distance at layer {layer} (bitwise-equal float64 states): no power law to fit")
+        return
+    missed = abs(measured - want) > K * se
+    diag = f"{name}_drifts_toward_prediction"
+    if missed and math.isfinite(drift):
+        led.direction(diag, measured=drift, sign=1 if want > measured else -1, se=drift_se, k=K, seed=SEED,
+                      hypothesis="a constant exponent across the window: the miss is not a finite-n transient",
+                      source="derivation: the expansions' next order decays with n (theory module, items 1-3)",
+                      why=f"{K:g} bootstrap SE of the difference (one draw of the samples for both halves)",
+                      requires_full=requires_full, figure="rc_depth",
+                      statement=f"layer {layer}: the exponent fitted on the window's upper half is nearer the "
+                                f"prediction {want:.3g} than the lower half's (upper - lower, toward it)")  # fmt: skip
+    where = (f"{config.family} (pos {r.meta.get('pos_assumed')}, sep {config.separator_every}), layer {layer}: "
+             f"decay exponent of the float64 pair distance = {want:.3g}")
+    led.predict(name, measured=measured, expected=want, se=se, k=K, alternative=alt[0], hypothesis=alt[1],
+                source=f"{SOURCE}; derivation (theory module, items 1-3, 6, 7)", seed=SEED,
+                why=f"{K:g} bootstrap SE of the fitted exponent (resampling the bases)",
+                requires_full=requires_full, statement=where, figure="rc_depth" if layer == 1 else "rc_distance",
+                diagnosed_by={diag: "pass"} if diag in led else None,
+                diagnosis="the exponent moves toward the prediction as n grows: the window is pre-asymptotic"
+                if diag in led else "")  # fmt: skip
+
+
+def claim_rate(led: Ledger, r: Result) -> None:
+    """Barbero et al.: the last-token distance decays as a power of n, at the predicted rate at every depth."""
+    config, s, L = r.config, r.scalars, int(r.data["layer"].size)
+    names = ["slope_matches_prediction"] + (["slope_layer1"] if L >= 2 else [])
+    if not s["causal"]:
+        for name in names:
+            led.not_evaluated(name, role="prediction", source=f"{SOURCE}; derivation (theory module)",
+                              reason=BIDIRECTIONAL, seed=SEED)  # fmt: skip
+        return
+    if not math.isfinite(s["predicted_slope"]):
+        return  # learned positions: claim_learned_positions
+    own = r.meta.get("own_model", True)
+    attention = config.attention if own else "softmax"
+    pos = r.meta.get("pos_assumed", config.pos)
+    requires_full = config.attention != "uniform" or not own  # the softmax rates are asymptotic: the long window
+    _slope_claim(led, r, names[0], L, rate_alternative(config, pos, attention, L), requires_full)
+    if L >= 2:
+        _slope_claim(led, r, names[1], 1, rate_alternative(config, pos, attention, 1), requires_full)
+
+
+def claim_learned_positions(led: Ledger, r: Result) -> None:
+    """Learned absolute positions: the read-out position differs between the two sequences: no decay."""
+    config, s = r.config, r.scalars
+    pos = r.meta.get("pos_assumed", config.pos)
+    if not (s["causal"] and pos == "learned" and config.family != "early_token" and math.isfinite(s["slope"])):
+        return
+    free = theory.predicted_slope(config.family, "none", config.separator_every > 0, config.attention)
+    led.predict("learned_positions_no_collapse", measured=s["slope"], expected=0.0, se=s["slope_se"], k=K,
+                alternative=free, hypothesis=f"positions do not matter: the position-free rate {free:g}",
+                source="derivation: the read-out position differs between the two sequences (theory module, item 2)",
+                why=f"{K:g} bootstrap SE of the fitted exponent", seed=SEED,
+                requires_full=config.trained or not r.meta.get("own_model", True),
+                statement=f"{config.family} with learned absolute positions: the distance does not decay (alpha = 0)",
+                figure="rc_pos")  # fmt: skip
+
+
+def claim_sensitivity(led: Ledger, r: Result) -> None:
+    """Over-squashing by path counting: with L >= 2 early tokens have more paths to the last position, so
+    the last state is more sensitive to the first token than to a middle one (theory module, item 4)."""
+    config, L = r.config, int(r.data["layer"].size)
+    name, source = "sensitivity_first_exceeds_middle", f"{SOURCE}; path counting (theory module, item 4)"
+    if L < 2:
+        return
+    if not r.scalars["causal"] or not config.sensitivity:
+        reason = BIDIRECTIONAL if not r.scalars["causal"] else "sensitivity=False: not measured"
+        led.not_evaluated(name, role="prediction", source=source, reason=reason, seed=SEED)
+        return
+    S = r.data["sensitivity_samples"].sel(layer=L).values  # (bases, T)
+    x = np.log(S[:, 0] / S[:, config.sens_len // 2])  # per base
+    floor = 64 * theory.EPS["float64"]  # a linear stack's profile is input-independent: bases agree to rounding
+    se = max(float(x.std(ddof=1) / math.sqrt(x.size)), floor)
+    led.direction(name, measured=float(x.mean()), sign=1, se=se, k=K,
+                  hypothesis="no position preference: a flat profile, as for one layer (ln ratio 0)",
+                  source=source, seed=SEED, figure="rc_sensitivity",
+                  why=f"{K:g} standard errors of the mean over {x.size} random bases (at least 64 eps64: the "
+                      "uniform linear stack's profile does not depend on the base, its spread is rounding)",
+                  statement="ln(|dh_last/dx_1| / |dh_last/dx_(T/2)|) > 0 at the last layer (mean over bases)")  # fmt: skip
+
+
+def claim_floor(led: Ledger, r: Result, dt: str) -> None:
+    """The effective float32 floor (rounding model of the theory module): the dtype's pair difference
+    against float64's is n-independent for random bases and grows (a + b sqrt(n)) for the coherent counting prefix."""
+    s, config = r.scalars, r.config
+    if dt != "float32" or f"floor_exponent_{dt}" not in s:
+        return  # coarser formats collapse inside the window
+    beta, se = s[f"floor_exponent_{dt}"], s[f"floor_exponent_se_{dt}"]
+    source = "derivation: probabilistic rounding of n-term attention sums (theory module, precision)"
+    why = f"{K:g} bootstrap SE of the fitted exponent of |(h_a - h_b) - (h_a - h_b)_64| / |h| against n"
+    if config.family == "counting":  # with separators the prefix is two-state: still coherent
+        led.direction(f"floor_{dt}_exponent", measured=beta, sign=1, se=se, k=K, source=source, why=why,
+                      hypothesis="independent roundings: an n-independent floor (beta = 0)", figure="rc_depth",
+                      statement=f"{dt}, coherent counting prefix: the floor grows with n (a + b sqrt(n): beta > 0)")
+        return
+    led.predict(f"floor_{dt}_exponent", measured=beta, expected=0.0, se=se, k=K, alternative=0.5,
+                hypothesis="coherent roundings as for the counting prefix: a + b sqrt(n), local beta up to 1/2",
+                source=source, why=why, figure="rc_depth",
+                statement=f"{dt}, random bases: the floor is n-independent (beta = 0)")  # fmt: skip
+
+
+def claim_unresolved(led: Ledger, r: Result, dt: str) -> None:
+    """Barbero et al.: below the format's resolution eps|h| the format no longer resolves the pair: its
+    distance stops tracking float64's (relative error after the crossing above the error before it)."""
+    d = r.data
+    c = float(d["collapse_n"].sel(dtype=dt))
+    name = f"collapse_{dt}_unresolved"
+    n = d["n"].values
+    if not math.isfinite(c):
+        ratio = float(d["distance"].sel(dtype="float64")[-1] / d["resolution"].sel(dtype=dt)[-1])
+        n_star = float(d["collapse_n_extrapolated"].sel(dtype=dt))
+        led.not_evaluated(name, role="prediction", source=SOURCE, seed=SEED, figure="rc_precision",
+                          reason=f"no collapse in {dt} up to n = {int(n[-1])}: the float64 distance there is {ratio:.3g} "
+                                 f"eps|h|; the fitted power law puts the crossing at n ~ {n_star:.3g}")  # fmt: skip
+        return
+    after = n >= c
+    if after.all():
+        led.not_evaluated(name, role="prediction", source=SOURCE, seed=SEED,
+                          reason="collapsed from the shortest length on: no resolved length to compare with")
+        return
+    D = d["distance_samples"]
+    err = np.abs(D.sel(dtype=dt).values - D.sel(dtype="float64").values) / D.sel(dtype="float64").values
+    le = np.log(np.maximum(err, 1e-300))  # (samples, n); an exact match counts as a tiny error
+    x = le[:, after].mean(1) - le[:, ~after].mean(1)  # per sample
+    led.direction(name, measured=float(x.mean()), sign=1, se=float(x.std(ddof=1) / math.sqrt(x.size)), k=K,
+                  hypothesis="the format resolves the pair past eps|h| as before it (no change of relative error)",
+                  source=SOURCE, seed=SEED, figure="rc_precision",
+                  why=f"{K:g} standard errors of the mean over samples of the per-sample shift",
+                  statement=f"{dt}: mean ln(|D_{dt} - D_64| / D_64) over n >= collapse_n minus over n < collapse_n "
+                            "is positive")  # fmt: skip
+
+
+def claim_collapse_length(led: Ledger, r: Result) -> None:
+    """Barbero et al. with the float64 power law: the format collapses where the fitted law meets eps|h|,
+    measured on the extension beyond max_len against the interval the main fit predicts."""
+    config, s = r.config, r.scalars
+    dt = config.extend_dtype
+    if not dt:
+        return
+    name, source = f"collapse_length_{dt}", f"{SOURCE}; the main run's float64 power law (collapse_prediction)"
+    if not s["causal"] or not math.isfinite(s["slope_ci_lo"]) or s["slope_ci_lo"] <= 0:
+        led.not_evaluated(name, role="prediction", source=source, seed=SEED,
+                          reason="no decaying power law: the slope CI reaches 0 (or the model is bidirectional)")
+        return
+    p = collapse_prediction(r, dt, grid_ratio=s["ext_grid_ratio"])
+    own = r.meta.get("own_model", True)
+    alt_slope, alt_h = rate_alternative(config, r.meta.get("pos_assumed", config.pos),
+                                        config.attention if own else "softmax", int(r.data["layer"].size))
+    if alt_slope > 0:
+        alt = float(theory.extrapolated_collapse(p["n_a"], p["ratio"], alt_slope))
+        alt_h = f"{alt_h}, which crosses eps|h| at n = n_a ratio^(1/{alt_slope:g})"
+    else:
+        alt, alt_h = float(r.data["n_ext"].values[-1]) * s["ext_grid_ratio"], "no decay: no collapse in the extension"
+    m = s["ext_collapse_n"]
+    # the predicted interval [lo, hi] around n*, written as the measurement's interval (see Ledger.predict)
+    ci = (m - (p["hi"] - p["n_star"]), m + (p["n_star"] - p["lo"]))
+    led.predict(name, measured=m, expected=p["n_star"], ci=ci, alternative=alt, hypothesis=alt_h,
+                source=source, seed=SEED, requires_full=True, figure="rc_long_collapse",
+                why="alpha over the fit's 95% bootstrap CI, ln D(max_len) within 3 SE of its mean over the bases of "
+                    "two independent sample sets, plus one step of the extension's grid (theory: collapse_interval)",
+                statement=f"{config.family}, {dt}: the first length from which the float64 distance stays below "
+                          f"eps({dt}) |h| (measured on lengths up to {int(r.data['n_ext'].values[-1])}) is where the "
+                          "main run's power law puts it")  # fmt: skip

@@ -24,7 +24,9 @@ measures, in float64, on Markov-language token batches:
 
 Separately (at initialisation only), ``update_size``: DeepNorm's model update (theory section 10),
 ``|x_L(theta + dtheta) - x_L(theta)| / |x_L(theta)|`` of the final stream after one SGD or Adam step on
-the fixed loss, for Pre-LN, Post-LN and DeepNorm at every depth; and rank collapse at depth ``collapse_depth`` for pure attention
+the fixed loss, for Pre-LN, Post-LN and DeepNorm at every depth, with its pieces per sublayer
+(``update_step`` = ``|dtheta_i|``, ``update_effect`` = the relative change of ``x_L`` when only sublayer ``i``
+moves; :func:`update_pieces`); and rank collapse at depth ``collapse_depth`` for pure attention
 (no skip, MLP or norm) and for variants that add a LayerNorm after each attention (no skip), skips,
 MLPs, Pre-LN or 1/sqrt(L) branch scaling,
 under causal and full masks. The theory is :mod:`analysis.theory.signal_propagation`.
@@ -35,6 +37,11 @@ under causal and full masks. The theory is :mod:`analysis.theory.signal_propagat
 A **passed model** (``run(config, model)``; any token :class:`analysis.protocol.ProbeModel`, causal or
 bidirectional, e.g. the Hugging Face adapter) is measured alone with the same statistics on Markov ids
 within its vocabulary or on corpus text in its own tokenizer (``data``); see :func:`run_model`.
+
+**Claims** are small functions, one per theorem or paper (:data:`CLAIMS`), that read only the result
+Dataset and the config. A prediction's band is ``K`` standard errors of its measurement (over
+initialisations, over the blocks' martingale increments, or of a fitted slope) and names the value a
+competing hypothesis predicts.
 
 Model-specific access is limited to hook names and ``named_parameters`` names
 (``blocks.{l}.attn.W_q.weight`` ..., or any path with a layer index after ``layers``/``layer``/``h``/``blocks``).
@@ -64,7 +71,7 @@ NAME = "signal_propagation"
 DESCRIPTION = (
     "Residual variance, gradients, block Jacobians and rank collapse across depth for every norm placement."
 )
-VERSION = "4"
+VERSION = "6"
 REQUIRES = {"input": "tokens"}  # a passed model (causal or not) is measured alone; None -> the zoo sweep
 
 # norm variant -> ModelConfig overrides
@@ -107,8 +114,7 @@ JACOBIAN_SEQUENCES = (
     2  # sequences whose last position's block Jacobians are computed (d backward passes each)
 )
 JACOBIAN_SAMPLES = 2  # initialisations with Jacobians (the costliest statistic); NaN for the others
-Z = 4.0  # tolerance of least-squares slopes in standard errors (normal: a correct law fails w.p. ~6e-5)
-ALPHA = 1e-3  # two-sided level of the Student-t tolerances of sample means over few initialisations
+K = 3.0  # a prediction's band in standard errors of its measurement (normal: a correct law fails w.p. 0.3%)
 
 
 @dataclass(frozen=True)
@@ -141,7 +147,9 @@ class Config(ProbeConfig):
     vocab_size: int = param(64, "vocabulary of the Markov language", minimum=2)
     trained: bool = param(False, "measure after training on the Markov language (cached)")
     train_steps: int = param(300, "optimiser updates when trained", minimum=1)
-    jacobian: bool = param(True, "exact block Jacobians (d backward passes per batch; the costliest statistic)")
+    jacobian: bool = param(
+        True, "exact block Jacobians (d backward passes per batch; the costliest statistic)"
+    )
     collapse_depth: int = param(12, "depth of the rank-collapse sweep (at initialisation)", minimum=2)
     seed: int = param(0, "first weight seed; also seeds the token batches", minimum=0)
 
@@ -404,29 +412,59 @@ def jacobian_identity_gaps(model, inputs: torch.Tensor) -> np.ndarray:
 
 
 def update_size(cfg: Config, norm: str, depth: int, sample: int, optimiser: str) -> float:
-    """Relative change of the final residual stream after one optimiser step from initialisation.
+    """Relative change of the final residual stream after one optimiser step from initialisation
+    (:func:`update_pieces` without the per-sublayer decomposition)."""
+    return update_pieces(cfg, norm, depth, sample, optimiser, pieces=False)[0]
+
+
+def update_pieces(
+    cfg: Config, norm: str, depth: int, sample: int, optimiser: str, pieces: bool = True
+) -> tuple[float, np.ndarray, np.ndarray]:
+    """One optimiser step from initialisation: the model update and its decomposition per sublayer.
 
     One step of SGD or Adam (learning rate ``UPDATE_LR[optimiser]``) on :func:`fixed_loss` of the
     sample's batch, moving only the sublayers' weight matrices (``W_q .. W_out``): the parameters of
     Wang et al.'s Theorem, which holds the LayerNorm gains fixed (theory section 10). Returns
-    ``|x_L(theta + dtheta) - x_L(theta)|_F / |x_L(theta)|_F`` on the same batch (float64, deterministic).
+    ``(u, step, effect)``: ``u = |x_L(theta + dtheta) - x_L(theta)|_F / |x_L(theta)|_F`` on the same
+    batch (float64, deterministic); ``step[l, j] = |dtheta_{l,j}|_F`` over the matrices of sublayer ``j``
+    (attention, MLP) of block ``l``; ``effect[l, j]`` the relative change of ``x_L`` when only that
+    sublayer moves (the Theorem's terms: ``effect / step`` is the output's sensitivity along the step).
+    The Theorem bounds ``u <= sum effect``. NaN arrays when ``pieces`` is False.
     """
     model = TinyTransformer(model_config(cfg, norm, depth, cfg.seed + sample))
     inputs, targets = batch(cfg, sample)
     name = f"blocks.{depth - 1}.hook_resid_post"
-    with torch.no_grad():
-        _, c0 = run_with_cache(model, inputs, names=[name])
-    params = [p for n, p in model.named_parameters() if _PARAM_RE.match(n)]
+
+    def final() -> torch.Tensor:
+        with torch.no_grad():
+            return run_with_cache(model, inputs, names=[name])[1][name].double()
+
+    x0 = final()
+    named = [(n, p) for n, p in model.named_parameters() if _PARAM_RE.match(n)]
+    params = [p for _, p in named]
+    before = [p.detach().clone() for p in params]
     lr = UPDATE_LR[optimiser]
     opt = torch.optim.SGD(params, lr=lr) if optimiser == "sgd" else torch.optim.Adam(params, lr=lr)
     opt.zero_grad(set_to_none=True)
     loss, _ = fixed_loss(model(inputs), targets, cfg.vocab_size, cfg.seed)
     loss.backward()
     opt.step()
+    after = [p.detach().clone() for p in params]
+    u = float((final() - x0).norm() / x0.norm())
+    step, effect = np.full((depth, 2), np.nan), np.full((depth, 2), np.nan)
+    if not pieces:
+        return u, step, effect
+    groups: dict[tuple[int, int], list[int]] = {}
+    for i, (n, _) in enumerate(named):
+        layer, sub = int(n.split(".")[1]), SUBLAYERS.index(n.split(".")[2])
+        groups.setdefault((layer, sub), []).append(i)
     with torch.no_grad():
-        _, c1 = run_with_cache(model, inputs, names=[name])
-    x0, x1 = c0[name].double(), c1[name].double()  # (B, T, d)
-    return float((x1 - x0).norm() / x0.norm())
+        for (layer, sub), idx in groups.items():
+            step[layer, sub] = math.sqrt(sum(float((after[i] - before[i]).pow(2).sum()) for i in idx))
+            for i, p in enumerate(params):
+                p.copy_(after[i] if i in idx else before[i])
+            effect[layer, sub] = float((final() - x0).norm() / x0.norm())
+    return u, step, effect
 
 
 def collapse_curve(cfg: Config, variant: str, mask: str, sample: int) -> np.ndarray:
@@ -536,18 +574,26 @@ def _run(config: Config, progress: bool) -> Result:
                 "sample": np.arange(S)},
     )  # fmt: skip
     SU = min(UPDATE_SAMPLES, S)
+    Lmax = max(depths)
     upd = np.full((len(UPDATE_NORMS), len(depths), len(th.OPTIMISERS), SU), np.nan)
+    step = np.full((len(UPDATE_NORMS), len(depths), len(th.OPTIMISERS), Lmax, 2, SU), np.nan)
+    effect = np.full_like(step, np.nan)
     if not cfg.trained:
         for i, norm in enumerate(UPDATE_NORMS):
             for j, L in enumerate(depths):
                 for k, opt in enumerate(th.OPTIMISERS):
                     for s in range(SU):
-                        upd[i, j, k, s] = update_size(cfg, norm, L, s, opt)
+                        upd[i, j, k, s], step[i, j, k, :L, :, s], effect[i, j, k, :L, :, s] = update_pieces(
+                            cfg, norm, L, s, opt
+                        )
+    ucoords = {"update_norm": list(UPDATE_NORMS), "depth": depths, "optimiser": list(th.OPTIMISERS),
+               "usample": np.arange(SU)}  # fmt: skip
     data["update_size"] = xr.DataArray(
-        upd, dims=("update_norm", "depth", "optimiser", "usample"),
-        coords={"update_norm": list(UPDATE_NORMS), "depth": depths, "optimiser": list(th.OPTIMISERS),
-                "usample": np.arange(SU)},
-    )  # fmt: skip
+        upd, dims=("update_norm", "depth", "optimiser", "usample"), coords=ucoords
+    )
+    udims = ("update_norm", "depth", "optimiser", "layer", "sublayer", "usample")
+    data["update_step"] = xr.DataArray(step, dims=udims, coords=ucoords)
+    data["update_effect"] = xr.DataArray(effect, dims=udims, coords=ucoords)
     data.attrs["gelu_second_moment"] = th.gelu_second_moment(1.0)
     data.attrs["trained"] = int(cfg.trained)
     data.attrs["source"] = "zoo"
@@ -590,7 +636,13 @@ def run_model(config: Config, model, progress: bool = True) -> Result:
     try:
         for s, (inputs, targets) in enumerate(tqdm(batches, desc=NAME, disable=not progress)):
             m = measure(
-                model, inputs, targets, mlp=mlp, pre_like=False, jacobian=cfg.jacobian and s < JACOBIAN_SAMPLES, seed=cfg.seed
+                model,
+                inputs,
+                targets,
+                mlp=mlp,
+                pre_like=False,
+                jacobian=cfg.jacobian and s < JACOBIAN_SAMPLES,
+                seed=cfg.seed,
             )
             measured[0, 0, s] = m
         with torch.no_grad():
@@ -615,17 +667,34 @@ def run_model(config: Config, model, progress: bool = True) -> Result:
 # ================================================================================================
 # claims
 # ================================================================================================
+#
+# One function per theorem or paper, each reading only the result (the Dataset, the config and the
+# scalars dict it adds to). Tolerances come from the measurement's own uncertainty: K standard errors of
+# a mean over initialisations (or over the martingale increments of the blocks), or of a least-squares
+# slope; every prediction names the value a competing hypothesis predicts.
 
 
-def t_factor(n: int) -> float:
-    """Student-t quantile for a two-sided level ``ALPHA`` with ``n - 1`` degrees of freedom: with only a
-    few initialisations the sample SE is itself uncertain, and a normal 4 SE would be too tight."""
-    return float(stats.t.ppf(1 - ALPHA / 2, n - 1))
+def _se(v: np.ndarray) -> float:
+    """Standard error of the mean of the finite entries of ``v`` (NaN with fewer than 2)."""
+    v = np.asarray(v, dtype=np.float64)
+    v = v[np.isfinite(v)]
+    return float(v.std(ddof=1) / math.sqrt(v.size)) if v.size >= 2 else math.nan
 
 
 def _mean_se(v: np.ndarray) -> tuple[float, float]:
     v = np.asarray(v, dtype=np.float64)
-    return float(v.mean()), float(v.std(ddof=1) / math.sqrt(v.size))
+    return float(np.nanmean(v)) if np.isfinite(v).any() else math.nan, _se(v)
+
+
+def _welch(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
+    """Difference of the means of the finite entries of ``a`` and ``b`` and its Welch standard error."""
+    a, b = (np.asarray(x, dtype=np.float64).ravel() for x in (a, b))
+    a, b = a[np.isfinite(a)], b[np.isfinite(b)]
+    if a.size < 2 or b.size < 2:
+        return math.nan, math.nan
+    return float(a.mean() - b.mean()), float(
+        math.hypot(a.std(ddof=1) / math.sqrt(a.size), b.std(ddof=1) / math.sqrt(b.size))
+    )
 
 
 def last_layer_grad(data: xr.Dataset, norm: str) -> np.ndarray:
@@ -641,598 +710,571 @@ def final_moment(data: xr.Dataset, norm: str) -> np.ndarray:
     return np.stack([v.sel(depth=L, pos=L).values for L in data.depth.values])
 
 
-def check_claims(cfg: Config, data: xr.Dataset, led: Ledger) -> dict:
-    """Record every comparison with theory or a paper in ``led``; returns the probe's scalars."""
-    scalars: dict = {"gelu_second_moment": th.gelu_second_moment(1.0)}
-    norms, depths = list(data.norm.values), list(data.depth.values)
-    tag = "trained" if cfg.trained else "init"
-    gelu_g = th.gelu_second_moment(1.0) if cfg.mlp else 0.0
-    deep = max(depths)
-    tk = t_factor(cfg.n_samples)
+def _stream(data: xr.Dataset, norm: str) -> tuple[int, np.ndarray, np.ndarray]:
+    """Deepest model of ``norm``: (L, moments m_l (L + 1, sample), per-block increments (L, sample))."""
+    L = int(max(data.depth.values))
+    v = data["resid_var"].sel(norm=norm, depth=L).values[: L + 1]
+    return L, v, np.diff(v, axis=0)
 
-    # -- residual-variance laws (initialisation only: the derivation uses the random weights) ------------
-    if not cfg.trained and cfg.skip:
-        for norm in [n for n in norms if n in PRE_LIKE]:
-            v = data["resid_var"].sel(norm=norm, depth=deep).values  # (pos, sample)
-            a = data["attn_moment"].sel(norm=norm, depth=deep).values[:deep]  # (layer, sample)
-            if norm == "ln_scaling":
-                g = np.array(
-                    [
-                        th.gelu_second_moment(th.ln_scaling_factor(k)) if cfg.mlp else 0.0
-                        for k in range(1, deep + 1)
-                    ]
-                )
-            else:
-                g = np.full(deep, gelu_g)
-            pred = np.stack([th.pre_ln_moment(v[0, s], a[:, s], g) for s in range(v.shape[1])], axis=1)
-            diff_mean, diff_se = _mean_se(v[deep] - pred[deep])
-            pm = float(pred[deep].mean())
-            led.close(
-                f"{norm}_variance_sum_rule",
-                measured=float(v[deep].mean()),
-                expected=pm,
-                atol=tk * diff_se + 1e-12,
-                source="derivation (theory sections 1-3): E m_L = m_0 + sum_l (a_l + E gelu(s_l z)^2)",
-                why=f"Student-t ({tk:.3g} SE, two-sided {ALPHA:g}) of the per-initialisation difference measured - predicted over {v.shape[1]} samples",
-                statement=f"{norm}, L={deep}: residual second moment = m_0 + sum(a_l + g_l)",
-                figure="signal_variance_profiles",
-            )
-            lower, upper = th.pre_ln_envelope(float(v[0].mean()), deep, cfg.mlp, norm == "ln_scaling")
-            led.within(
-                f"{norm}_variance_envelope",
-                measured=float(v[deep].mean()),
-                lo=lower[-1] - tk * _mean_se(v[deep])[1],
-                hi=upper[-1] + tk * _mean_se(v[deep])[1],
-                source="derivation: attention moment a_l in [0, s_l^2], MLP moment closed form",
-                why=f"closed-form envelope widened by Student-t {tk:.3g} SE of the mean over samples",
-                statement=f"{norm}, L={deep}: m_0 + L g <= m_L <= m_0 + L (1 + g)",
-                figure="signal_variance_profiles",
-            )
-        if "peri" in norms:
-            v = data["resid_var"].sel(norm="peri", depth=deep).values
-            pred = np.stack([th.peri_ln_moment(v[0, s], deep, cfg.mlp) for s in range(v.shape[1])], axis=1)
-            _, se = _mean_se(v[deep] - pred[deep])
-            led.close(
-                "peri_variance_linear",
-                measured=float(v[deep].mean()),
-                expected=float(pred[deep].mean()),
-                atol=tk * se + 1e-12,
-                source="derivation (theory section 4): Peri-LN E m_L = m_0 + 2L",
-                why=f"Student-t {tk:.3g} SE of measured - predicted over samples (cross terms have mean zero)",
-                statement=f"peri, L={deep}: m_L = m_0 + {'2' if cfg.mlp else '1'} L",
-                figure="signal_variance_profiles",
-            )
-        if "pre" in norms and len(depths) >= 3 and deep >= 8:
-            # GPAS / Curse of Depth: exponential growth. An exponential through the two middle depths
-            # predicts m_deep = m_b (m_b / m_a)^((deep - b)/(b - a)); linear growth lands far below.
-            v = data["resid_var"].sel(norm="pre")
-            a_, b_ = depths[-3], depths[-2]
-            ma, mb, md = (float(v.sel(depth=L, pos=L).mean()) for L in (a_, b_, deep))
-            expo = mb * (mb / ma) ** ((deep - b_) / (b_ - a_))
-            slope, se = th.loglog_slope(
-                depths[1:],
-                final_moment(data, "pre").mean(1)[1:] - float(v.sel(depth=depths[0], pos=0).mean()),
-            )
-            scalars["pre_variance_loglog_slope"] = slope
-            led.bound(
-                "pre_variance_exponential_growth",
-                measured=md,
-                bound=expo,
-                relation=">=",
-                source="000#2 GPAS / 000#50 Curse of Depth: Pre-LN variance grows exponentially with depth",
-                why="an exponential through the two preceding depths is the paper's law; linear growth falls below it",
-                statement=f"pre, init: m_{deep} >= exponential extrapolation from L={a_}, {b_}",
-                deviation="at initialisation our fan-in Pre-LN adds a bounded moment per block (theory sections 2-3): "
-                f"growth is linear (log-log slope {slope:.2f}); the papers' exponential growth is a trained-model effect",
-                figure="signal_variance_profiles",
-            )
-        if "post" in norms:
-            v = data["resid_var"].sel(norm="post")
-            worst = max(float(np.nanmax(np.abs(v.sel(depth=L).values[1 : L + 1] - 1.0))) for L in depths)
-            led.close(
-                "post_variance_unit",
-                measured=worst,
-                expected=0.0,
-                atol=1e-3,
-                source="derivation: Post-LN stream is a LayerNorm output, mean x^2 = sigma^2/(sigma^2+eps) per token",
-                why="eps/sigma^2 ~ 1e-5 plus float64 round-off; 1e-3 leaves room for tokens with small variance",
-                statement="post: |m_l - 1| <= 1e-3 at every block",
-                figure="signal_variance_profiles",
-            )
 
-    # -- no norm: exponential growth (theory section 8) ----------------------------------------------------
-    if not cfg.trained and cfg.skip and "none" in norms:
-        v = data["resid_var"].sel(norm="none", depth=deep).values  # (pos, sample)
-        a = data["attn_moment"].sel(norm="none", depth=deep).values[:deep]  # (layer, sample)
-        gm = data["mlp_moment"].sel(norm="none", depth=deep).values[:deep] if cfg.mlp else np.zeros_like(a)
-        pred = v[0] + (a + gm).sum(0)  # (sample,) the conditional sum rule summed over blocks
-        _, se = _mean_se(v[deep] - pred)
-        led.close(
-            "none_variance_sum_rule",
-            measured=float(v[deep].mean()),
-            expected=float(pred.mean()),
-            atol=tk * se + 1e-12,
-            source="derivation (theory section 8): E m_L = m_0 + sum_l (a_l + mean_t G(q_mid,t))",
-            why=f"Student-t ({tk:.3g} SE) of the per-initialisation difference measured - predicted; each "
-            "block's difference has conditional mean zero (a martingale), so the sum does too",
-            statement=f"none, L={deep}: m_L = m_0 + sum of measured attention and closed-form MLP moments",
+def _mlp_terms(cfg: Config, norm: str, L: int) -> np.ndarray:
+    """(L,) the Pre-LN MLP moments g_l = E gelu(s_l z)^2 (s_l = 1/sqrt(l) under LayerNorm scaling)."""
+    if not cfg.mlp:
+        return np.zeros(L)
+    s = [th.ln_scaling_factor(k) if norm == "ln_scaling" else 1.0 for k in range(1, L + 1)]
+    return np.array([th.gelu_second_moment(x) for x in s])
+
+
+INCREMENT_WHY = (
+    f"{K:g} SE of the mean of the per-block residuals (increment - prediction) pooled over blocks and "
+    "initialisations: each block's residual has conditional mean zero given the stream before it (the "
+    "branch's last weight matrix is sign-symmetric and independent of it), so the residuals are martingale "
+    "differences, uncorrelated across blocks and independent across initialisations"
+)
+
+
+def claim_pre_ln_sum_rule(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict) -> None:
+    """Theory sections 1-3: a Pre-LN block adds a_l + g_l to the stream's second moment; the closed-form
+    envelope a_l in [0, s_l^2] bounds the mean increment per block."""
+    if cfg.trained or not cfg.skip:
+        return
+    for norm in [n for n in data.norm.values if n in PRE_LIKE]:
+        L, v, inc = _stream(data, norm)
+        a = data["attn_moment"].sel(norm=norm, depth=L).values[:L]  # (layer, sample)
+        g = _mlp_terms(cfg, norm, L)[:, None]
+        resid = inc - a - g
+        sc[f"{norm}_increment_per_block"] = float(inc.mean())
+        led.predict(
+            f"{norm}_variance_sum_rule", measured=float(inc.mean()), expected=float((a + g).mean()),
+            se=_se(resid), k=K, alternative=float(g.mean()),
+            hypothesis="the attention branch adds no second moment (a_l = 0): only the MLP's g_l",
+            source="derivation (theory sections 1-3): E[m_{l+1} - m_l | stream] = a_l + g_l, summed: "
+            "E m_L = m_0 + sum_l (a_l + g_l)",
+            why=INCREMENT_WHY, statement=f"{norm}, L={L}: mean increment of m_l per block = mean (a_l + g_l)",
             figure="signal_variance_profiles",
-        )
-        lower = float(th.no_norm_lower_bound(float(v[0].mean()), deep, cfg.mlp)[-1])
+        )  # fmt: skip
+        lower, upper = th.pre_ln_envelope(0.0, L, cfg.mlp, norm == "ln_scaling")
+        src = "derivation (theory sections 2-3): 0 <= a_l <= s_l^2 for any attention pattern"
         led.bound(
-            "none_variance_lower_bound",
-            measured=float(v[deep].mean()),
-            bound=lower,
-            relation=">=",
-            source="derivation (theory section 8): G(q) >= q/4 and a_l >= 0 give E m_L >= (5/4)^L m_0",
-            why="rigorous bound on E m_L (linear in the moments); the sample mean is compared without SE "
-            "widening, since the exponential growth makes its SE heavy-tailed and a widened bound vacuous",
-            statement=f"none, L={deep}: m_L >= (5/4)^L m_0",
+            f"{norm}_increment_above_mlp_floor", measured=float(inc.mean()), bound=float(lower[-1] / L),
+            relation=">=", source=src, why="the envelope's lower end (a_l = 0) per block; the point estimate "
+            "of the mean increment, not widened", statement=f"{norm}, L={L}: mean increment >= mean g_l",
             figure="signal_variance_profiles",
-        )
-        if deep >= 8:
-            half = deep // 2
-            ls = np.log(v[half : deep + 1].mean(1))  # (deep - half + 1,)
-            fit = stats.linregress(np.arange(half, deep + 1), ls)
-            kappa = np.nanmean(a[half:] / v[half:deep], axis=1)  # (layer,) a_l / m_l, mean over samples
-            lo, hi = (
-                th.no_norm_growth_factor(float(kappa.min()), cfg.mlp),
-                th.no_norm_growth_factor(float(kappa.max()), cfg.mlp),
-            )
-            growth = float(np.exp(fit.slope))
-            scalars["none_growth_factor_per_block"] = growth
-            scalars["none_kappa_deep_mean"] = float(kappa.mean())
-            led.within(
-                "none_exponential_growth_factor",
-                measured=growth,
-                lo=lo * math.exp(-Z * fit.stderr),
-                hi=hi * math.exp(Z * fit.stderr),
-                source="derivation (theory section 8): m_{l+1}/m_l -> (1 + kappa) 3/2, kappa = a_l/m_l",
-                why=f"asymptotic factor over the range of the measured kappa in the deep half, widened by {Z:g} SE "
-                "of the fitted log-slope",
-                statement=f"none, L={deep}: per-block growth factor of m_l in the deep half = (1 + kappa) 3/2",
-                requires_full=True,
-                figure="signal_variance_profiles",
-            )
-
-    # -- DeepNorm: the per-layer change of the stream shrinks as alpha grows (theory section 9) ---------
-    big4 = [L for L in depths if L >= 4]
-    if not cfg.trained and len(big4) >= 3:
-        for norm, expo, src in (
-            (
-                "deepnorm",
-                th.DEEPNORM_ANGLE_EXPONENT,
-                "Wang et al. 2022 (DeepNet): alpha = (2L)^(1/4), beta = (8L)^(-1/4) bound the model update",
-            ),
-            ("post", th.POST_LN_ANGLE_EXPONENT, "derivation (theory section 9) with alpha = beta = 1"),
-        ):
-            if norm not in norms:
-                continue
-            ad = np.array(
-                [np.nanmean(data["angular_distance"].sel(norm=norm, depth=L).values[:L]) for L in big4]
-            )
-            slope, se = th.loglog_slope(np.array(big4, float), ad)
-            scalars[f"{norm}_angle_vs_depth_exponent"] = slope
-            led.close(
-                f"{norm}_layer_change_vs_depth",
-                measured=slope,
-                expected=expo,
-                atol=max(Z * se, 0.1),
-                source=src,
-                why=f"{Z:g} SE of the log-log fit over depths >= 4, at least 0.1 for the GELU and arctan "
-                "corrections to the leading order beta^2/alpha",
-                statement=f"{norm}, init: mean per-layer angular distance ~ L^{expo:g}",
-                requires_full=True,
-                figure="signal_deepnorm_update",
-            )
-        if {"deepnorm", "post"} <= set(norms):
-            r = float(np.nanmean(data["angular_distance"].sel(norm="deepnorm", depth=deep).values[:deep])
-                      / np.nanmean(data["angular_distance"].sel(norm="post", depth=deep).values[:deep]))  # fmt: skip
-            scalars["deepnorm_over_post_layer_change_deepest"] = r
-            led.bound(
-                "deepnorm_smaller_layer_change_than_post",
-                measured=r,
-                bound=1.0,
-                relation="<",
-                source="Wang et al. 2022: DeepNorm bounds the per-layer update that Post-LN lets grow",
-                why="ordering of the mean per-layer angular distance at the deepest model",
-                statement=f"L={deep}: angle(deepnorm) / angle(post) < 1",
-                figure="signal_deepnorm_update",
-            )
-
-    # -- DeepNorm's claim: the model update after one step is O(1) in depth (theory section 10) -----------
-    ud = [L for L in depths if L >= 2]
-    if not cfg.trained and len(ud) >= 3:
-        x = np.array(ud, float)
-        for opt in th.OPTIMISERS:
-            fits = {}
-            for norm in UPDATE_NORMS:
-                u = data["update_size"].sel(update_norm=norm, optimiser=opt, depth=ud).mean("usample").values
-                fits[norm] = th.loglog_slope(x, u)
-                scalars[f"{norm}_update_vs_depth_exponent_{opt}"] = fits[norm][0]
-                scalars[f"{norm}_update_deepest_{opt}"] = float(u[-1])
-            slope, se = fits["deepnorm"]
-            expo = th.UPDATE_BOUND_EXPONENT["deepnorm", opt]
-            led.close(
-                f"deepnorm_update_vs_depth_{opt}",
-                measured=slope,
-                expected=expo,
-                atol=max(Z * se, 0.1),
-                source="Wang et al. 2022 (DeepNet) Theorem: with alpha = (2N)^(1/4), beta = (8N)^(-1/4) the "
-                "model update is bounded independently of depth; theory section 10 for the factor per optimiser",
-                why=f"{Z:g} SE of the log-log fit over depths >= 2, at least 0.1: the Theorem gives the depth "
-                "factor of a bound (sum (v^2 + w^2)/alpha^2 = 1 for SGD, sqrt(2N) for Adam), and the "
-                "attention-pattern and gradient-norm factors it treats as depth-free carry weak depth trends",
-                statement=f"deepnorm, one {opt} step from init: |dx_L|/|x_L| ~ L^{expo:g}",
-                requires_full=True,
-                figure="signal_deepnorm_step",
-            )
-            ps, pse = fits["post"]
-            margin = Z * math.hypot(se, pse)
-            led.bound(
-                f"post_update_grows_faster_than_deepnorm_{opt}",
-                measured=ps,
-                bound=slope + margin,
-                relation=">",
-                source="Wang et al. 2022: Post-LN accumulates the sublayers' updates (factor 4N for SGD, "
-                "2 sqrt 2 N for Adam), which destabilises early training; DeepNorm does not",
-                why=f"exponent of Post-LN above DeepNorm's by more than {Z:g} combined SE of the two fits",
-                statement=f"one {opt} step from init: update exponent in L, post > deepnorm",
-                requires_full=True,
-                figure="signal_deepnorm_step",
-            )
-            led.bound(
-                f"post_update_at_most_linear_{opt}",
-                measured=ps,
-                bound=th.UPDATE_BOUND_EXPONENT["post", opt] + Z * pse,
-                relation="<=",
-                source="Wang et al. 2022 Theorem with alpha = beta = 1: Post-LN's update bound grows as N",
-                why=f"the bound's exponent 1 plus {Z:g} SE of the fit",
-                statement=f"post, one {opt} step from init: update exponent in L <= 1",
-                requires_full=True,
-                deviation=f"our Post-LN update grows faster than the bound's N (exponent {ps:.2f}): the O(N) "
-                "takes each sublayer's step |dtheta_i| and the backward factors as depth-free, but at our init "
-                "deep Post-LN's per-layer gradients and forward sensitivity grow with depth (not derived here)",
-                figure="signal_deepnorm_step",
-            )
-        if len(depths) >= 2:
-            r = float(data["update_size"].sel(update_norm="post", optimiser="sgd", depth=deep).mean()
-                      / data["update_size"].sel(update_norm="deepnorm", optimiser="sgd", depth=deep).mean())  # fmt: skip
-            scalars["post_over_deepnorm_update_deepest_sgd"] = r
-
-    # -- Noci et al. 2022: token correlation grows with depth in Pre-LN at init -----------------------------
-    if not cfg.trained and "pre" in norms and deep >= 4:
-        cos = data["token_cosine"].sel(norm="pre", depth=deep).values[: deep + 1]  # (pos, sample)
-        grow = cos[deep] - cos[0]
-        m_, se_ = _mean_se(grow)
-        scalars["pre_token_cosine_growth"] = m_
-        scalars["pre_token_cosine_growth_se"] = se_
-        scalars["pre_token_cosine_spearman"] = float(
-            stats.spearmanr(np.arange(deep + 1), cos.mean(1)).statistic
-        )
+        )  # fmt: skip
         led.bound(
-            "pre_token_correlation_grows",
-            measured=m_,
-            bound=0.0,
-            relation=">",
-            source="Noci et al. 2022: at initialisation the tokens' correlation increases with depth (Pre-LN)",
-            why="ordering: mean over initialisations of cos(x_L) - cos(x_0) (its SE is kept as a scalar)",
-            requires_full=True,
-            statement=f"pre, L={deep}: mean pairwise token cosine after the last block exceeds the embedding's",
-            figure="signal_init_vs_trained",
-        )
+            f"{norm}_increment_below_envelope", measured=float(inc.mean()), bound=float(upper[-1] / L),
+            relation="<=", source=src, why="the envelope's upper end (a_l = s_l^2) per block; the point "
+            "estimate of the mean increment, not widened", statement=f"{norm}, L={L}: mean increment <= "
+            "mean (s_l^2 + g_l)", figure="signal_variance_profiles",
+        )  # fmt: skip
 
-    # -- Xiong et al.: last-layer gradient vs depth -------------------------------------------------------
+
+def claim_peri_ln_linear(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict) -> None:
+    """Theory section 4: each Peri-LN sublayer adds exactly one unit (its output is a LayerNorm output)."""
+    if cfg.trained or not cfg.skip or "peri" not in data.norm.values:
+        return
+    L, v, inc = _stream(data, "peri")
+    per = 2.0 if cfg.mlp else 1.0
+    g = th.gelu_second_moment(1.0) if cfg.mlp else 0.0
+    led.predict(
+        "peri_variance_linear", measured=float(inc.mean()), expected=per, se=_se(inc - per), k=K,
+        alternative=1.0 + g, hypothesis="no output LayerNorm: a block adds at most s^2 + g (the Pre-LN envelope)",
+        source="derivation (theory section 4, 000#11 Peri-LN): E m_L = m_0 + (sublayers per block) L",
+        why=INCREMENT_WHY, seed="000#11", statement=f"peri, L={L}: mean increment of m_l per block = {per:g}",
+        figure="signal_variance_profiles",
+    )  # fmt: skip
+
+
+def claim_pre_ln_growth_law(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict) -> None:
+    """GPAS (000#2) / Curse of Depth (000#50): Pre-LN variance grows exponentially with depth. At
+    initialisation our sum rule makes it linear; the papers' exponential is the alternative."""
+    depths = sorted(int(L) for L in data.depth.values)
+    if cfg.trained or not cfg.skip or "pre" not in data.norm.values or len(depths) < 3 or depths[-1] < 8:
+        return
+    a_, b_, deep = depths[-3:]
+    ma, mb, md = (
+        data["resid_var"].sel(norm="pre", depth=L, pos=L).values for L in (a_, b_, deep)
+    )  # (sample,)
+    lin = mb + (mb - ma) * (deep - b_) / (b_ - a_)
+    expo = mb * (mb / ma) ** ((deep - b_) / (b_ - a_))
+    sc["pre_variance_linear_extrapolation"] = float(lin.mean())
+    sc["pre_variance_exponential_extrapolation"] = float(expo.mean())
+    led.predict(
+        "pre_variance_growth_linear", measured=float(md.mean()), expected=float(lin.mean()), se=_se(md - lin),
+        k=K, alternative=float(expo.mean()),
+        hypothesis="000#2 GPAS / 000#50 Curse of Depth: exponential growth, m_L extrapolated geometrically",
+        source="derivation (theory sections 1-3): a bounded moment per block, so m_L grows linearly at init",
+        why=f"{K:g} SE over initialisations of m_{deep} minus the straight line through m_{a_}, m_{b_} of the "
+        "same initialisation", seed="000#2",
+        statement=f"pre, init: m_{deep} on the line through L={a_}, {b_} (not on the exponential)",
+        figure="signal_variance_profiles",
+    )  # fmt: skip
+
+
+def claim_post_ln_unit(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict) -> None:
+    """A Post-LN stream is a LayerNorm output: its second moment is sigma^2 / (sigma^2 + eps) per token
+    (at initialisation, where the LayerNorm's gain is 1 and its bias 0)."""
+    if cfg.trained or "post" not in data.norm.values:
+        return
+    v = data["resid_var"].sel(norm="post")
+    worst = max(float(np.nanmax(np.abs(v.sel(depth=L).values[1 : L + 1] - 1.0))) for L in data.depth.values)
+    led.identity(
+        "post_variance_unit", measured=worst, expected=0.0, atol=1e-3,
+        source="construction: every Post-LN block ends in a LayerNorm (unit gain, zero bias)",
+        why="LayerNorm's eps = 1e-5 leaves 1 - eps / (sigma^2 + eps) per token, < 1e-3 for token variances "
+        "above 1e-2 (a block's pre-norm input is a unit stream plus a branch), plus float64 round-off",
+        statement="post: |m_l - 1| <= 1e-3 at every block and depth", figure="signal_variance_profiles",
+    )  # fmt: skip
+
+
+def claim_no_norm_growth(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict) -> None:
+    """Theory section 8: without norms each block adds a_l + mean_t G(q_mid,t): exponential growth."""
+    if cfg.trained or not cfg.skip or "none" not in data.norm.values:
+        return
+    L, v, inc = _stream(data, "none")
+    a = data["attn_moment"].sel(norm="none", depth=L).values[:L]
+    gm = data["mlp_moment"].sel(norm="none", depth=L).values[:L] if cfg.mlp else np.zeros_like(a)
+    m = v[:L]  # the block's input moment: relative increments have comparable spread at every depth
+    led.predict(
+        "none_variance_sum_rule", measured=float((inc / m).mean()), expected=float(((a + gm) / m).mean()),
+        se=_se((inc - a - gm) / m), k=K, alternative=float((gm / m).mean()),
+        hypothesis="the attention branch adds no second moment (a_l = 0): only the MLP's G",
+        source="derivation (theory section 8): E[m_{l+1} - m_l | stream] = a_l + mean_t G(q_mid,t)",
+        why=INCREMENT_WHY + "; each residual is divided by the block's input moment m_l (known given the past)",
+        statement=f"none, L={L}: mean relative increment (m_{{l+1}} - m_l)/m_l = mean (a_l + G_l)/m_l",
+        figure="signal_variance_profiles",
+    )  # fmt: skip
+    m0 = float(v[0].mean())
+    lower = float(th.no_norm_lower_bound(m0, L, cfg.mlp)[-1])
+    sc["none_variance_lower_bound"] = lower
+    led.bound(
+        "none_variance_lower_bound", measured=float(v[L].mean()), bound=lower, relation=">=",
+        source="derivation (theory section 8): G(q) >= q/4 and a_l >= 0, both linear, give E m_L >= (5/4)^L m_0",
+        why="rigorous for E m_L at any width; the sample mean is compared unwidened. A tighter closed form needs "
+        "a lower bound on the attention ratio kappa (not derived) or a convex minorant of G (the mean-field "
+        "iterate is no bound: G is not convex at large q); the tight law is none_exponential_growth_factor",
+        statement=f"none, L={L}: m_L >= (5/4)^L m_0", figure="signal_variance_profiles",
+    )  # fmt: skip
+    if L < 8:
+        return
+    half = L // 2
+    fit = stats.linregress(np.arange(half, L + 1), np.log(v[half : L + 1].mean(1)))
+    kappa = float(np.nanmean(a[half:] / v[half:L]))
+    growth = float(np.exp(fit.slope))
+    sc["none_growth_factor_per_block"] = growth
+    sc["none_kappa_deep_mean"] = kappa
+    led.predict(
+        "none_exponential_growth_factor", measured=growth, expected=th.no_norm_growth_factor(kappa, cfg.mlp),
+        se=growth * float(fit.stderr), k=K, alternative=th.no_norm_growth_factor(0.0, cfg.mlp),
+        hypothesis="the attention adds nothing (kappa = 0): factor 3/2 from the MLP alone",
+        source="derivation (theory section 8): m_{l+1}/m_l -> (1 + kappa) 3/2, kappa = a_l/m_l measured",
+        why=f"{K:g} SE of exp(slope) of log m_l on l over the deep half (delta method)",
+        statement=f"none, L={L}: per-block growth factor of m_l in the deep half = (1 + kappa) 3/2",
+        requires_full=True, figure="signal_variance_profiles",
+    )  # fmt: skip
+
+
+def claim_deepnorm_layer_change(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict) -> None:
+    """Theory section 9 / DeepNet (000#65): a DeepNorm block turns the stream by beta^2/alpha ~ L^(-3/4);
+    a Post-LN block by a depth-free angle."""
+    big = [int(L) for L in data.depth.values if L >= 4]
+    if cfg.trained or len(big) < 3:
+        return
+    norms = list(data.norm.values)
+    ang = {n: np.stack([np.nanmean(data["angular_distance"].sel(norm=n, depth=L).values[:L], axis=0) for L in big])
+           for n in ("deepnorm", "post") if n in norms}  # (depth, sample) mean per-layer angle  # fmt: skip
+    rows = (("deepnorm", th.DEEPNORM_ANGLE_EXPONENT, th.POST_LN_ANGLE_EXPONENT,
+             "Post-LN's depth-free angle (alpha = beta = 1)"),
+            ("post", th.POST_LN_ANGLE_EXPONENT, -0.5, "the stream grows as in Pre-LN, each block turning it by m^-1/2 ~ L^-1/2"))  # fmt: skip
+    for norm, expo, alt, hyp in rows:
+        if norm not in ang:
+            continue
+        slope, se = th.loglog_slope(np.array(big, float), ang[norm].mean(1))
+        sc[f"{norm}_angle_vs_depth_exponent"] = slope
+        led.predict(
+            f"{norm}_layer_change_vs_depth", measured=slope, expected=expo, se=se, k=K, alternative=alt,
+            hypothesis=hyp, source="derivation (theory section 9) of Wang et al. 2022's DeepNorm init",
+            why=f"{K:g} SE of the log-log slope over depths >= 4", seed="000#65",
+            statement=f"{norm}, init: mean per-layer angular distance ~ L^{expo:g}", requires_full=True,
+            figure="signal_deepnorm_update",
+        )  # fmt: skip
+    if len(ang) == 2:
+        lr = np.log(ang["deepnorm"][-1] / ang["post"][-1])  # (sample,) same seeds
+        m, se = _mean_se(lr)
+        sc["deepnorm_over_post_layer_change_deepest"] = float(np.exp(m))
+        led.direction(
+            "deepnorm_smaller_layer_change_than_post", measured=m, sign=-1, se=se, k=K, alternative=0.0,
+            hypothesis="DeepNorm's alpha, beta change nothing: the same angle as Post-LN",
+            source="000#65 Wang et al. 2022: DeepNorm bounds the per-layer update that Post-LN lets grow",
+            why=f"{K:g} SE over initialisations of log(angle deepnorm / angle post) at L = {big[-1]}", seed="000#65",
+            statement=f"L={big[-1]}: log(angle(deepnorm) / angle(post)) < 0", figure="signal_deepnorm_update",
+        )  # fmt: skip
+
+
+def claim_deepnorm_update(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict) -> None:
+    """Wang et al. 2022 (DeepNet, 000#65) Theorem: the model update after one step is bounded by a depth
+    factor (theory section 10): 1 (SGD) or sqrt(2N) (Adam) for DeepNorm, 4N or 2 sqrt 2 N for Post-LN."""
+    ud = [int(L) for L in data.depth.values if L >= 2]
+    if cfg.trained or len(ud) < 3:
+        return
+    x = np.array(ud, float)
+    for opt in th.OPTIMISERS:
+        fits = {}
+        for norm in UPDATE_NORMS:
+            u = data["update_size"].sel(update_norm=norm, optimiser=opt, depth=ud).mean("usample").values
+            fits[norm] = th.loglog_slope(x, u)
+            sc[f"{norm}_update_vs_depth_exponent_{opt}"] = fits[norm][0]
+            sc[f"{norm}_update_deepest_{opt}"] = float(u[-1])
+        (ds, dse), (ps, pse) = fits["deepnorm"], fits["post"]
+        led.predict(
+            f"deepnorm_update_vs_depth_{opt}", measured=ds, expected=th.UPDATE_BOUND_EXPONENT["deepnorm", opt],
+            se=dse, k=K, alternative=th.UPDATE_BOUND_EXPONENT["post", opt],
+            hypothesis="Post-LN's bound (alpha = beta = 1): the update grows as N",
+            source="Wang et al. 2022 (DeepNet) Theorem with alpha = (2N)^(1/4), beta = (8N)^(-1/4); theory "
+            "section 10 for the depth factor per optimiser",
+            why=f"{K:g} SE of the log-log slope over depths >= 2", seed="000#65",
+            statement=f"deepnorm, one {opt} step from init: |dx_L|/|x_L| ~ L^{th.UPDATE_BOUND_EXPONENT['deepnorm', opt]:g}",
+            requires_full=True, figure="signal_deepnorm_step",
+        )  # fmt: skip
+        led.direction(
+            f"post_update_grows_faster_than_deepnorm_{opt}", measured=ps - ds, sign=1, se=math.hypot(dse, pse),
+            k=K, alternative=0.0, hypothesis="DeepNorm's init changes nothing: the same depth exponent",
+            source="Wang et al. 2022: Post-LN accumulates the sublayers' updates, DeepNorm does not",
+            why=f"{K:g} combined SE of the two log-log slopes", seed="000#65",
+            statement=f"one {opt} step from init: update exponent in L, post minus deepnorm > 0",
+            requires_full=True, figure="signal_deepnorm_step",
+        )  # fmt: skip
+        led.bound(
+            f"post_update_at_most_linear_{opt}", measured=ps, bound=th.UPDATE_BOUND_EXPONENT["post", opt],
+            relation="<=", source="Wang et al. 2022 Theorem with alpha = beta = 1: Post-LN's update bound grows as N",
+            why="the bound's depth exponent; the fitted exponent is compared unwidened. A miss is a fail until "
+            "the growth is derived (the decomposition arrays update_step / update_effect hold its pieces)",
+            seed="000#65", statement=f"post, one {opt} step from init: update exponent in L <= 1",
+            requires_full=True, figure="signal_deepnorm_step",
+        )  # fmt: skip
+    if "update_effect" in data:
+        _update_decomposition_scalars(data, ud, sc)
+
+
+def _update_decomposition_scalars(data: xr.Dataset, ud: list[int], sc: dict) -> None:
+    """Depth exponents of the pieces of the one-step update (see :func:`update_pieces`): the total step
+    ``|dtheta|``, the mean per-sublayer effect and sensitivity (effect / step), their sum, and the
+    coherence ``u / sum effect`` (1: the sublayers' changes of x_L add up aligned; << 1: they cancel)."""
+    x = np.array(ud, float)
+    for opt in data.optimiser.values:
+        for norm in data.update_norm.values:
+            sel = dict(update_norm=norm, optimiser=opt)
+            pieces: dict[str, list[float]] = {"step_total": [], "effect_per_sublayer": [], "gain_per_sublayer": [],
+                                              "effect_sum": []}  # fmt: skip
+            for L in ud:
+                st = data["update_step"].sel(**sel, depth=L).values[:L]  # (layer, sublayer, usample)
+                ef = data["update_effect"].sel(**sel, depth=L).values[:L]
+                pieces["step_total"].append(float(np.sqrt((st**2).sum((0, 1))).mean()))
+                pieces["effect_per_sublayer"].append(float(ef.mean()))
+                pieces["gain_per_sublayer"].append(float((ef / st).mean()))
+                pieces["effect_sum"].append(float(ef.sum((0, 1)).mean()))
+            for key, y in pieces.items():
+                sc[f"{norm}_update_{key}_exponent_{opt}"] = th.loglog_slope(x, np.array(y))[0]
+            u = float(data["update_size"].sel(**sel, depth=ud[-1]).mean())
+            sc[f"{norm}_update_coherence_deepest_{opt}"] = u / pieces["effect_sum"][-1]
+
+
+def claim_token_correlation(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict) -> None:
+    """Noci et al. 2022: at initialisation the tokens' correlation grows with depth (Pre-LN)."""
+    L = int(max(data.depth.values))
+    if cfg.trained or "pre" not in data.norm.values or L < 4:
+        return
+    cos = data["token_cosine"].sel(norm="pre", depth=L).values[: L + 1]  # (pos, sample)
+    m, se = _mean_se(cos[L] - cos[0])
+    sc["pre_token_cosine_growth"], sc["pre_token_cosine_growth_se"] = m, se
+    sc["pre_token_cosine_spearman"] = float(stats.spearmanr(np.arange(L + 1), cos.mean(1)).statistic)
+    led.direction(
+        "pre_token_correlation_grows", measured=m, sign=1, se=se, k=K, alternative=0.0,
+        hypothesis="depth leaves the tokens' mean cosine unchanged",
+        source="Noci et al. 2022: at initialisation the tokens' correlation increases with depth (Pre-LN)",
+        why=f"{K:g} SE over initialisations of cos(x_L) - cos(x_0)", requires_full=True,
+        statement=f"pre, L={L}: mean pairwise token cosine after the last block exceeds the embedding's",
+        figure="signal_init_vs_trained",
+    )  # fmt: skip
+
+
+def claim_last_layer_gradient(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict) -> None:
+    """Xiong et al. 2020 (000#4), theory section 5: the last layer's gradient ~ m_L^(-1/2) in Pre-LN,
+    depth-free in Post-LN; Post-LN's is the larger."""
+    depths = [int(L) for L in data.depth.values]
     big = [L for L in depths if L >= 2]
-    if not cfg.trained and len(big) >= 3:
-        idx = [depths.index(L) for L in big]
-        if "pre" in norms:
-            g = last_layer_grad(data, "pre")[idx]  # (depth, sample)
-            m = final_moment(data, "pre")[idx]
-            slope, se = th.loglog_slope(np.repeat(m.mean(1), 1), g.mean(1))
-            slope_L, se_L = th.loglog_slope(np.array(big, float), g.mean(1))
-            scalars["pre_last_grad_vs_depth_exponent"] = slope_L
-            scalars["pre_last_grad_vs_moment_exponent"] = slope
-            led.close(
-                "pre_last_grad_vs_moment",
-                measured=slope,
-                expected=th.PRE_LN_GRADIENT_VS_MOMENT_EXPONENT,
-                atol=max(Z * se, 0.1),
-                source="Xiong et al. 2020 adapted (theory section 5): grad ~ m_L^(-1/2)",
-                why=f"{Z:g} SE of the log-log fit over depths, at least 0.1 for the weak l-dependence of the "
-                "attention moment and of the token correlations that the leading-order law ignores",
-                statement="pre: log-log slope of last-layer W_out gradient on m_L = -1/2",
-                requires_full=True,
-                figure="signal_last_layer_gradient",
-            )
-        if "post" in norms:
-            g = last_layer_grad(data, "post")[idx]
-            slope, se = th.loglog_slope(np.array(big, float), g.mean(1))
-            scalars["post_last_grad_vs_depth_exponent"] = slope
-            led.close(
-                "post_last_grad_depth_independent",
-                measured=slope,
-                expected=th.POST_LN_LAST_LAYER_EXPONENT,
-                atol=max(Z * se, 0.1),
-                source="Xiong et al. 2020: Post-LN last-layer gradient O(1) in L",
-                why=f"{Z:g} SE of the fit, at least 0.1 (a depth-independent law against the Pre-LN -1/2)",
-                statement="post: last-layer gradient exponent in L = 0",
-                requires_full=True,
-                deviation="Xiong et al.'s statement is a depth-free upper bound; our last-layer gradient grows weakly "
-                "with L (token correlations of deep Post-LN stacks change the read-out's backward signal; not derived here)",
-                figure="signal_last_layer_gradient",
-            )
-            if "pre" in norms:
-                ratio = float(
-                    last_layer_grad(data, "post")[depths.index(deep)].mean()
-                    / last_layer_grad(data, "pre")[depths.index(deep)].mean()
-                )
-                scalars["post_over_pre_last_grad_deepest"] = ratio
-                led.bound(
-                    "post_larger_last_grad_than_pre",
-                    measured=ratio,
-                    bound=1.0,
-                    relation=">",
-                    source="000#4 Xiong et al.: Post-LN gradients near the output are large, Pre-LN well-behaved",
-                    why="the claim is an ordering at the deepest model",
-                    statement=f"L={deep}: grad(post)/grad(pre) > 1",
-                    requires_full=True,
-                    figure="signal_last_layer_gradient",
-                )
+    norms = list(data.norm.values)
+    if cfg.trained or len(big) < 3:
+        return
+    idx = [depths.index(L) for L in big]
+    if "pre" in norms:
+        g, m = last_layer_grad(data, "pre")[idx], final_moment(data, "pre")[idx]
+        slope, se = th.loglog_slope(m.mean(1), g.mean(1))
+        sc["pre_last_grad_vs_depth_exponent"] = th.loglog_slope(np.array(big, float), g.mean(1))[0]
+        sc["pre_last_grad_vs_moment_exponent"] = slope
+        led.predict(
+            "pre_last_grad_vs_moment", measured=slope, expected=th.PRE_LN_GRADIENT_VS_MOMENT_EXPONENT, se=se,
+            k=K, alternative=0.0, hypothesis="the final LayerNorm's 1/sqrt(m_L) does not reach the gradient",
+            source="Xiong et al. 2020 adapted (theory section 5): grad ~ m_L^(-1/2)", seed="000#4",
+            why=f"{K:g} SE of the log-log slope over depths >= 2",
+            statement="pre: log-log slope of last-layer W_out gradient on m_L = -1/2", requires_full=True,
+            figure="signal_last_layer_gradient",
+        )  # fmt: skip
+    if "post" in norms:
+        g = last_layer_grad(data, "post")[idx]
+        slope, se = th.loglog_slope(np.array(big, float), g.mean(1))
+        sc["post_last_grad_vs_depth_exponent"] = slope
+        led.predict(
+            "post_last_grad_depth_independent", measured=slope, expected=th.POST_LN_LAST_LAYER_EXPONENT, se=se,
+            k=K, alternative=-0.5, hypothesis="Pre-LN's law: m_L^(-1/2) ~ L^(-1/2)",
+            source="Xiong et al. 2020: Post-LN last-layer gradient O(1) in L", seed="000#4",
+            why=f"{K:g} SE of the log-log slope over depths >= 2", statement="post: last-layer gradient exponent in L = 0",
+            requires_full=True, figure="signal_last_layer_gradient",
+        )  # fmt: skip
+    if {"pre", "post"} <= set(norms):
+        j = depths.index(max(depths))
+        lr = np.log(
+            last_layer_grad(data, "post")[j] / last_layer_grad(data, "pre")[j]
+        )  # (sample,) same seeds
+        m, se = _mean_se(lr)
+        sc["post_over_pre_last_grad_deepest"] = float(np.exp(m))
+        led.direction(
+            "post_larger_last_grad_than_pre", measured=m, sign=1, se=se, k=K, alternative=0.0,
+            hypothesis="the norm placement does not change the last layer's gradient",
+            source="000#4 Xiong et al.: Post-LN gradients near the output are large, Pre-LN well-behaved",
+            why=f"{K:g} SE over initialisations of log(grad post / grad pre) at the deepest model", seed="000#4",
+            statement=f"L={max(depths)}: log(grad(post) / grad(pre)) > 0", requires_full=True,
+            figure="signal_last_layer_gradient",
+        )  # fmt: skip
 
-    # -- Jacobian gap: Pre-LN ~ m_l^(-1/2) at init; Curse of Depth after training -------------------------
-    if "pre" in norms and deep >= 4:
-        gap = np.nanmean(data["jacobian_identity_gap"].sel(norm="pre", depth=deep).values[:deep], axis=1)
-        mom = data["resid_var"].sel(norm="pre", depth=deep).values[:deep].mean(1)  # input moment of block l
-        if not cfg.trained and cfg.skip:
-            sl = slice(1, None)  # skip block 0, whose input is the raw embedding
-            slope, se = th.loglog_slope(mom[sl], gap[sl])
-            scalars["pre_jacobian_gap_vs_moment_exponent"] = slope
-            led.close(
-                "pre_jacobian_gap_vs_moment",
-                measured=slope,
-                expected=th.PRE_LN_JACOBIAN_VS_MOMENT_EXPONENT,
-                atol=max(Z * se, 0.1),
-                source="derivation (theory section 6): |J_l - I| ~ m_l^(-1/2)",
-                why=f"{Z:g} SE of the log-log fit over layers, at least 0.1 for the ignored l-dependence of attention",
-                statement=f"pre, L={deep}: slope of log |J_l - I| on log m_l = -1/2",
-                requires_full=True,
-                figure="signal_jacobian_gap",
-            )
-        half = deep // 2
-        early, late = float(gap[:half].mean()), float(gap[half:].mean())
-        scalars[f"pre_jacobian_gap_late_over_early_{tag}"] = late / early
-        led.bound(
-            f"pre_deep_blocks_near_identity_{tag}",
-            measured=late / early,
-            bound=1.0,
-            relation="<",
-            source="000#50 Curse of Depth: deep Pre-LN blocks' Jacobians approach the identity",
-            why="ordering: mean gap of the deeper half below that of the shallower half",
-            statement=f"pre ({tag}), L={deep}: gap(deep half) / gap(shallow half) < 1",
-            requires_full=True,
+
+def _gaps(data: xr.Dataset, norm: str, L: int) -> np.ndarray:
+    """(layer, sample) log Jacobian gap of the depth-L model (NaN where not computed)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.log(data["jacobian_identity_gap"].sel(norm=norm, depth=L).values[:L])
+
+
+def claim_jacobian_gap(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict) -> None:
+    """Theory section 6 and Curse of Depth (000#50): Pre-LN blocks' Jacobians approach the identity with
+    depth (|J_l - I| ~ m_l^(-1/2) at init); LayerNorm scaling's effect on the deep blocks."""
+    L = int(max(data.depth.values))
+    norms = list(data.norm.values)
+    if "pre" not in norms or L < 4:
+        return
+    tag = "trained" if cfg.trained else "init"
+    lg = _gaps(data, "pre", L)
+    if not cfg.trained and cfg.skip:
+        mom = data["resid_var"].sel(norm="pre", depth=L).values[:L].mean(1)  # input moment of block l
+        slope, se = th.loglog_slope(
+            mom[1:], np.exp(np.nanmean(lg, axis=1))[1:]
+        )  # block 0 reads the embedding
+        sc["pre_jacobian_gap_vs_moment_exponent"] = slope
+        led.predict(
+            "pre_jacobian_gap_vs_moment", measured=slope, expected=th.PRE_LN_JACOBIAN_VS_MOMENT_EXPONENT, se=se,
+            k=K, alternative=0.0, hypothesis="the blocks' distance from the identity does not depend on the stream",
+            source="derivation (theory section 6): |J_l - I| ~ m_l^(-1/2)", seed="000#50",
+            why=f"{K:g} SE of the log-log slope over layers 1..L-1",
+            statement=f"pre, L={L}: slope of log |J_l - I| on log m_l = -1/2", requires_full=True,
             figure="signal_jacobian_gap",
-        )
-        if "ln_scaling" in norms:
-            gs = np.nanmean(
-                data["jacobian_identity_gap"].sel(norm="ln_scaling", depth=deep).values[:deep], axis=1
-            )
-            r = float(gs[half:].mean() / late)
-            scalars[f"ln_scaling_over_pre_deep_gap_{tag}"] = r
-            led.bound(
-                f"ln_scaling_moves_deep_blocks_from_identity_{tag}",
-                measured=r,
-                bound=1.0,
-                relation=">",
-                source="000#50 Curse of Depth: LayerNorm scaling makes deep blocks less identity-like",
-                why="ordering of the deep-half mean gap, LN scaling against Pre-LN",
-                statement=f"{tag}, L={deep}: gap(ln_scaling)/gap(pre) over the deep half > 1",
-                requires_full=True,
-                deviation=(
-                    "not reproduced at tiny scale: after our short training run (width "
-                    f"{cfg.d_model}, {cfg.train_steps} steps on an order-1 Markov language) LayerNorm "
-                    "scaling still leaves the deep blocks closer to the identity than Pre-LN, as at "
-                    "initialisation; the paper measures 130M-1B LLMs trained on billions of tokens, and "
-                    "whether longer training or a harder task flips the ordering is not tested here"
-                )
-                if cfg.trained
-                else "at initialisation 1/sqrt(l) shrinks every branch, so the blocks "
-                "start even closer to the identity; the paper's claim concerns trained models",
-                figure="signal_jacobian_gap",
-            )
+        )  # fmt: skip
+    half = L // 2
+    d, se = _welch(lg[half:], lg[:half])
+    sc[f"pre_jacobian_gap_late_over_early_{tag}"] = float(np.exp(d))
+    led.direction(
+        f"pre_deep_blocks_near_identity_{tag}", measured=d, sign=-1, se=se, k=K, alternative=0.0,
+        hypothesis="every block equally far from the identity", seed="000#50",
+        source="000#50 Curse of Depth: deep Pre-LN blocks' Jacobians approach the identity"
+        + ("" if cfg.trained else "; at init theory section 6 (m_l grows)"),
+        why=f"{K:g} Welch SE of the difference of mean log gaps, deep half minus shallow half, over (layer, "
+        "initialisation) entries", statement=f"pre ({tag}), L={L}: mean log gap, deep half < shallow half",
+        requires_full=True, figure="signal_jacobian_gap",
+    )  # fmt: skip
+    if "ln_scaling" not in norms:
+        return
+    d, se = _welch(_gaps(data, "ln_scaling", L)[half:], lg[half:])
+    sc[f"ln_scaling_over_pre_deep_gap_{tag}"] = float(np.exp(d))
+    if cfg.trained:
+        led.direction(
+            "ln_scaling_moves_deep_blocks_from_identity", measured=d, sign=1, se=se, k=K, alternative=0.0,
+            hypothesis="LayerNorm scaling leaves the deep blocks' distance from the identity unchanged",
+            source="000#50 Curse of Depth: LayerNorm scaling makes deep blocks less identity-like (trained LLMs)",
+            why=f"{K:g} Welch SE over (layer, initialisation) entries of the deep half's log gaps",
+            seed="000#50", statement=f"trained, L={L}: mean log gap over the deep half, ln_scaling > pre",
+            requires_full=True, figure="signal_jacobian_gap",
+        )  # fmt: skip
+    else:
+        led.direction(
+            "ln_scaling_deep_blocks_closer_to_identity_at_init", measured=d, sign=-1, se=se, k=K,
+            alternative=0.0, hypothesis="the 1/sqrt(l) branch scaling leaves the gap unchanged",
+            source="derivation (theory section 6): 1/sqrt(l) shrinks every branch, so at init the blocks start "
+            "closer to the identity (the opposite of the trained-model claim of 000#50)",
+            why=f"{K:g} Welch SE over (layer, initialisation) entries of the deep half's log gaps",
+            statement=f"init, L={L}: mean log gap over the deep half, ln_scaling < pre", requires_full=True,
+            figure="signal_jacobian_gap",
+        )  # fmt: skip
 
-    # -- gradient profiles: NormFormer / Mix-LN ------------------------------------------------------------
-    if deep >= 8:
-        prof = {}
-        for norm in [n for n in ("pre", "post", "mix") if n in norms]:
-            g = data["grad_norm"].sel(norm=norm, depth=deep).values[:deep]  # (layer, param, sample)
-            per_layer = np.sqrt(np.nansum(g**2, axis=1)).mean(-1)  # (layer,)
-            q = max(1, deep // 4)
-            prof[norm] = per_layer
-            scalars[f"{norm}_grad_first_over_last_quarter_{tag}"] = float(
-                per_layer[:q].mean() / per_layer[-q:].mean()
-            )
-        if "pre" in prof:
-            r = scalars[f"pre_grad_first_over_last_quarter_{tag}"]
-            led.bound(
-                f"pre_early_gradients_larger_{tag}",
-                measured=r,
-                bound=1.0,
-                relation=">",
-                source="000#94 NormFormer / 000#62 Mix-LN: Pre-LN gradients shrink in deeper layers",
-                why="ordering of mean per-layer gradient norms, first vs last quarter",
-                statement=f"pre ({tag}): grad(first quarter)/grad(last quarter) > 1",
-                requires_full=True,
-                figure="signal_gradient_profiles",
-            )
-        if "post" in prof:
-            r = scalars[f"post_grad_first_over_last_quarter_{tag}"]
-            led.bound(
-                f"post_early_gradients_smaller_{tag}",
-                measured=r,
-                bound=1.0,
-                relation="<",
-                source="000#62 Mix-LN: Post-LN gradients vanish in earlier layers",
-                why="ordering of mean per-layer gradient norms, first vs last quarter",
-                statement=f"post ({tag}): grad(first quarter)/grad(last quarter) < 1",
-                requires_full=True,
-                deviation=None
-                if cfg.trained
-                else "Mix-LN measures trained LLMs; at initialisation our Post-LN "
-                "stack has larger early-layer gradients, like Pre-LN",
-                figure="signal_gradient_profiles",
-            )
-        if {"pre", "post", "mix"} <= set(prof):
-            cv = {n: float(p.std() / p.mean()) for n, p in prof.items()}
-            for n, v in cv.items():
-                scalars[f"{n}_grad_cv_{tag}"] = v
-            led.bound(
-                f"mix_most_uniform_gradients_{tag}",
-                measured=cv["mix"],
-                bound=min(cv["pre"], cv["post"]),
-                relation="<",
-                source="000#62 Mix-LN: Post-LN early + Pre-LN deep gives more uniform layer gradients",
-                why="coefficient of variation of per-layer gradient norms across layers, against the best of pre/post",
-                statement=f"mix ({tag}): CV of per-layer gradient norm < min(CV pre, CV post)",
-                requires_full=True,
-                deviation=(
-                    "not reproduced at tiny scale: after our short training run (width "
-                    f"{cfg.d_model}, {cfg.train_steps} steps on an order-1 Markov language) Mix-LN's "
-                    "per-layer gradient norms are not more uniform than the better of Pre-LN and Post-LN; "
-                    "the paper measures 70M-7B LLMs, and longer training is not tested here"
-                )
-                if cfg.trained
-                else "at initialisation the Post-LN first quarter of Mix-LN adds "
-                "large early-layer gradients on top of the Pre-LN profile; the paper's claim concerns training",
-                figure="signal_gradient_profiles",
-            )
 
-    # -- rank collapse (Dong et al.) ---------------------------------------------------------------------
+def claim_gradient_profiles(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict) -> None:
+    """NormFormer (000#94) / Mix-LN (000#62), claims about trained models (evaluated on a trained run;
+    at initialisation only the scalars are kept): Pre-LN's early layers get larger gradients, Post-LN's
+    smaller; Mix-LN's are the most uniform."""
+    L = int(max(data.depth.values))
+    if L < 8:
+        return
+    tag = "trained" if cfg.trained else "init"
+    q = max(1, L // 4)
+    lr, cv = {}, {}
+    for norm in [n for n in ("pre", "post", "mix") if n in data.norm.values]:
+        g = data["grad_norm"].sel(norm=norm, depth=L).values[:L]  # (layer, param, sample)
+        per = np.sqrt(np.nansum(g**2, axis=1))  # (layer, sample)
+        lr[norm] = np.log(per[:q].mean(0) / per[-q:].mean(0))  # (sample,)
+        cv[norm] = per.std(0) / per.mean(0)
+        sc[f"{norm}_grad_first_over_last_quarter_{tag}"] = float(np.exp(lr[norm].mean()))
+        sc[f"{norm}_grad_cv_{tag}"] = float(cv[norm].mean())
     if not cfg.trained:
-        col = data["collapse_residual"]
-        for mask in MASKS:
-            pure = col.sel(variant="pure_attention", mask=mask).mean("sample").values
-            growth, n = th.log_decrement_growth(pure)
-            scalars[f"pure_attention_decrement_growth_{mask}"] = growth
-            scalars[f"pure_attention_final_residual_{mask}"] = float(pure[-1])
-            led.bound(
-                f"pure_attention_doubly_exponential_{mask}",
-                measured=growth,
-                bound=0.0,
-                relation=">",
-                source="Dong et al. 2021: pure attention loses rank doubly exponentially (r_{l+1} <= c r_l^3)",
-                why="a super-exponential decay has a growing log-decrement (mean log ratio > 0; log 3 asymptotically); "
-                "an exponential has 0",
-                statement=f"pure attention ({mask} mask): log-decrement of the residual ratio grows with depth",
-                requires_full=True,
+        return
+    why = f"{K:g} SE over initialisations of log(mean grad, first quarter / last quarter)"
+    for norm, sign, src, seed in (("pre", 1, "000#94 NormFormer: Pre-LN early-layer gradients exceed late ones", "000#94"),
+                                  ("post", -1, "000#62 Mix-LN: Post-LN gradients vanish in earlier layers", "000#62")):  # fmt: skip
+        if norm in lr:
+            m, se = _mean_se(lr[norm])
+            led.direction(
+                f"{norm}_early_gradients_{'larger' if sign > 0 else 'smaller'}", measured=m, sign=sign, se=se,
+                k=K, alternative=0.0, hypothesis="gradient norms uniform across layers", source=src, seed=seed,
+                why=why, statement=f"{norm} (trained), L={L}: log grad(first quarter)/grad(last quarter) "
+                f"{'>' if sign > 0 else '<'} 0", requires_full=True, figure="signal_gradient_profiles",
+            )  # fmt: skip
+    if {"pre", "post", "mix"} <= set(cv):
+        best = "pre" if cv["pre"].mean() < cv["post"].mean() else "post"
+        m, se = _mean_se(cv["mix"] - cv[best])  # same seeds: paired
+        led.direction(
+            "mix_most_uniform_gradients", measured=m, sign=-1, se=se, k=K, alternative=0.0,
+            hypothesis=f"Mix-LN no more uniform than the better of Pre-/Post-LN ({best})",
+            source="000#62 Mix-LN: Post-LN early + Pre-LN deep gives more uniform layer gradients", seed="000#62",
+            why=f"{K:g} SE over initialisations of CV(mix) - CV({best}) of per-layer gradient norms",
+            statement=f"mix (trained), L={L}: CV of per-layer gradient norm below {best}'s", requires_full=True,
+            figure="signal_gradient_profiles",
+        )  # fmt: skip
+
+
+ROUNDOFF = 1e-16  # float64 round-off of a collapsed stream's residual ratio: logs are taken above it
+
+
+def _collapse(data: xr.Dataset, variant: str, mask: str) -> np.ndarray:
+    """(cpos, sample) residual ratio of a rank-collapse variant."""
+    return data["collapse_residual"].sel(variant=variant, mask=mask).values
+
+
+def _decrement_growth(r: np.ndarray) -> np.ndarray:
+    """(sample,) mean log-decrement growth of each initialisation's curve (NaN with too few steps)."""
+    return np.array([th.log_decrement_growth(r[:, s])[0] for s in range(r.shape[1])])
+
+
+def _log10_kept(r: np.ndarray) -> np.ndarray:
+    """(sample,) log10 (r_L / r_0), floored at float64 round-off."""
+    return np.log10(np.maximum(r[-1], ROUNDOFF) / r[0])
+
+
+DOUBLY = "exponential collapse (constant log-decrement) or none: no acceleration"
+
+
+def claim_dong_doubly_exponential(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict) -> None:
+    """Dong et al. 2021: pure attention, and attention + MLP without skips, lose rank doubly exponentially
+    (r_{l+1} <= c r_l^3); theory section 11: a LayerNorm after each attention changes c, not the cube."""
+    if cfg.trained:
+        return
+    src = {"pure_attention": "Dong et al. 2021: pure attention loses rank doubly exponentially",
+           "attention_mlp": "Dong et al. 2021: without skips an MLP enters the bound's constant, not its exponent",
+           "attention_ln": "derivation (theory section 11): r(LN X)/r(X) -> const, so r_{l+1} <= c' r_l^3 persists"}  # fmt: skip
+    for mask in MASKS:
+        for variant, source in src.items():
+            m, se = _mean_se(_decrement_growth(_collapse(data, variant, mask)))
+            sc[f"{variant}_decrement_growth_{mask}"] = m
+            led.direction(
+                f"{variant}_doubly_exponential_{mask}", measured=m, sign=1, se=se, k=K, alternative=0.0,
+                hypothesis=DOUBLY, source=source,
+                why=f"{K:g} SE over initialisations of the mean log(delta_(l+1)/delta_l) of the log-decrements "
+                "delta_l = log(r_l/r_(l+1)) above round-off (log 3 for r -> c r^3 once r is small, 0 for an "
+                "exponential)", statement=f"{variant} ({mask} mask): the log-decrement grows with depth",
+                requires_full=True, figure="signal_rank_collapse",
+            )  # fmt: skip
+
+
+def claim_dong_mlp_slows(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict) -> None:
+    """Dong et al. 2021: MLPs (a large Lipschitz constant) slow down rank collapse."""
+    if cfg.trained:
+        return
+    for mask in MASKS:
+        pure, mlp = _collapse(data, "pure_attention", mask), _collapse(data, "attention_mlp", mask)
+        ok = (pure > 1e-12) & (mlp > 1e-12)  # both above round-off
+        with np.errstate(divide="ignore", invalid="ignore"):
+            per = np.array([np.log10(mlp[ok[:, s], s] / pure[ok[:, s], s]).mean() if ok[:, s].any() else np.nan
+                            for s in range(pure.shape[1])])  # fmt: skip
+        m, se = _mean_se(per)
+        sc[f"mlp_over_pure_log10_residual_{mask}"] = m
+        led.direction(
+            f"mlp_slows_collapse_{mask}", measured=m, sign=1, se=se, k=K, alternative=0.0,
+            hypothesis="the MLP does not change the residual ratio", source="Dong et al. 2021: MLPs slow down rank "
+            "collapse (our skip-free fan-in GELU MLP has gain sqrt(G(q)/q) in [1/2, 1/sqrt 2], theory section 8)",
+            why=f"{K:g} SE over initialisations of the mean log10 ratio of the residuals, attention + MLP over "
+            "pure attention, over the layers where both are above round-off",
+            statement=f"attention + MLP ({mask} mask): mean log10 residual ratio above pure attention's",
+            figure="signal_rank_collapse",
+        )  # fmt: skip
+
+
+def claim_collapse_prevented(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict) -> None:
+    """Dong et al. 2021 / Noci et al. 2022: skips (with or without Pre-LN) keep the rank that pure attention
+    loses, 1/sqrt(L) branch scaling keeps more; a LayerNorm without skips does not (theory section 11)."""
+    if cfg.trained:
+        return
+    for mask in MASKS:
+        kept = {v: _log10_kept(_collapse(data, v, mask)) for v in COLLAPSE_VARIANTS}  # (sample,) each
+        for v, k_ in kept.items():
+            sc[f"{v}_residual_kept_{mask}"] = float(10 ** np.mean(k_))
+        rows = (
+            ("skip_prevents_collapse", "skip", "pure_attention", "Dong et al. 2021: skip connections stop rank collapse"),
+            ("pre_ln_prevents_collapse", "pre_ln", "pure_attention", "Dong et al. 2021 / Noci et al. 2022: skips with "
+             "norms (Pre-LN, with MLPs) keep the rank"),
+            ("branch_scaling_keeps_more_rank", "skip_scaled", "skip", "Noci et al. 2022: scaling the residual "
+             "branches by 1/sqrt(L) keeps the rank at depth"),
+        )  # fmt: skip
+        for name, better, worse, source in rows:
+            m, se = _mean_se(kept[better] - kept[worse])  # same seeds and tokens: paired
+            led.direction(
+                f"{name}_{mask}", measured=m, sign=1, se=se, k=K, alternative=0.0,
+                hypothesis=f"{better} keeps no more rank than {worse}", source=source,
+                why=f"{K:g} SE over initialisations of the paired difference of log10(r_L/r_0) (floored at "
+                "float64 round-off)", statement=f"{better} over {worse} ({mask} mask): log10(r_L/r_0) larger",
                 figure="signal_rank_collapse",
-            )
-            skip = col.sel(variant="skip", mask=mask).mean("sample").values
-            r = float(skip[-1] / skip[0])
-            scalars[f"skip_residual_kept_{mask}"] = r
-            led.bound(
-                f"skip_prevents_collapse_{mask}",
-                measured=r,
-                bound=0.1,
-                relation=">=",
-                source="Dong et al. 2021: skip connections stop rank collapse",
-                why="collapse means orders of magnitude (pure attention reaches float64 round-off); "
-                "keeping 10% of the initial residual ratio over the whole depth is no collapse",
-                statement=f"attention + skip ({mask} mask): r_L / r_0 >= 0.1",
-                figure="signal_rank_collapse",
-            )
-            # what each addition changes, against pure attention (Dong et al. 2021, section 7)
-            mlp_ = col.sel(variant="attention_mlp", mask=mask).mean("sample").values
-            growth_mlp, _ = th.log_decrement_growth(mlp_)
-            scalars[f"attention_mlp_decrement_growth_{mask}"] = growth_mlp
-            led.bound(
-                f"attention_mlp_still_collapses_{mask}",
-                measured=growth_mlp,
-                bound=0.0,
-                relation=">",
-                source="Dong et al. 2021: attention + MLP without skips still loses rank doubly exponentially "
-                "(the MLP's Lipschitz constant enters the constant of the bound, not its exponent)",
-                why="as for pure attention: a growing log-decrement is the doubly exponential signature",
-                statement=f"attention + MLP, no skip ({mask} mask): log-decrement grows with depth",
-                requires_full=True,
-                figure="signal_rank_collapse",
-            )
-            ok = (pure > 1e-12) & (mlp_ > 1e-12)  # above float64 round-off of a collapsed stream
-            slow = float(np.mean(np.log10(mlp_[ok] / pure[ok]))) if ok.any() else math.nan
-            scalars[f"mlp_over_pure_log10_residual_{mask}"] = slow
-            led.bound(
-                f"mlp_slows_collapse_{mask}",
-                measured=slow,
-                bound=0.0,
-                relation=">",
-                source="Dong et al. 2021: MLPs (large Lipschitz constant) slow down rank collapse",
-                why="sign of the mean log10 ratio of the residuals, attention + MLP over pure attention, "
-                "over the layers where both are above round-off",
-                statement=f"attention + MLP ({mask} mask): residual ratio above pure attention's",
-                deviation="at our fan-in init a skip-free GELU MLP shrinks the stream (its gain "
-                "sqrt(G(q)/q) is between 1/2 and 1/sqrt 2, theory section 8): its Lipschitz factor is "
-                "below 1 and does not slow the collapse; Dong et al.'s remark needs large-Lipschitz MLPs",
-                figure="signal_rank_collapse",
-            )
-            # pure attention + LayerNorm (theory section 11): the norm changes c, not the cubic rate
-            ln_ = col.sel(variant="attention_ln", mask=mask).mean("sample").values
-            growth_ln, _ = th.log_decrement_growth(ln_)
-            scalars[f"attention_ln_decrement_growth_{mask}"] = growth_ln
-            scalars[f"attention_ln_final_residual_{mask}"] = float(ln_[-1])
-            scalars[f"attention_ln_residual_kept_{mask}"] = float(ln_[-1] / ln_[0])
-            ok = (pure > 1e-12) & (ln_ > 1e-12)
-            scalars[f"ln_over_pure_log10_residual_{mask}"] = (
-                float(np.mean(np.log10(ln_[ok] / pure[ok]))) if ok.any() else math.nan
-            )
-            led.bound(
-                f"attention_ln_still_collapses_{mask}",
-                measured=float(ln_[-1] / ln_[0]),
-                bound=0.1,
-                relation="<",
-                source="derivation (theory section 11): a LayerNorm rescales a nearly collapsed stream's "
-                "residual by a finite factor and cannot restore the rank lost to averaging",
-                why="the complement of the no-collapse criterion used for skips (r_L / r_0 >= 0.1); under a "
-                "causal mask the first token sees only itself and collapse is slow, so that case needs the full "
-                "preset's depth (as pure attention does: the smoke depth leaves both near 0.1)",
-                statement=f"attention + LayerNorm, no skip ({mask} mask): r_L / r_0 < 0.1",
-                requires_full=mask == "causal",
-                figure="signal_rank_collapse",
-            )
-            led.bound(
-                f"attention_ln_doubly_exponential_{mask}",
-                measured=growth_ln,
-                bound=0.0,
-                relation=">",
-                source="derivation (theory section 11): r(LN X) / r(X) -> const, so r_{l+1} <= c' r_l^3 persists",
-                why="as for pure attention: a growing log-decrement is the doubly exponential signature",
-                statement=f"attention + LayerNorm, no skip ({mask} mask): log-decrement grows with depth",
-                requires_full=True,
-                figure="signal_rank_collapse",
-            )
-            for variant in ("pre_ln", "skip_scaled"):
-                kept = col.sel(variant=variant, mask=mask).mean("sample").values
-                scalars[f"{variant}_residual_kept_{mask}"] = float(kept[-1] / kept[0])
-            led.bound(
-                f"pre_ln_prevents_collapse_{mask}",
-                measured=scalars[f"pre_ln_residual_kept_{mask}"],
-                bound=0.1,
-                relation=">=",
-                source="Dong et al. 2021 / Noci et al. 2022: skip connections (with norms) keep the rank",
-                why="as for plain skips: keeping 10% of the initial residual ratio is no collapse",
-                statement=f"Pre-LN with MLP ({mask} mask): r_L / r_0 >= 0.1",
-                figure="signal_rank_collapse",
-            )
-            led.bound(
-                f"branch_scaling_keeps_more_rank_{mask}",
-                measured=scalars[f"skip_scaled_residual_kept_{mask}"],
-                bound=r,
-                relation=">",
-                source="Noci et al. 2022: scaling the residual branches by 1/sqrt(L) prevents rank collapse at depth",
-                why="ordering at the same depth and weights: r_L / r_0 with 1/sqrt(L) branches against unscaled skips",
-                statement=f"attention + skip ({mask} mask): r_L/r_0 with branches x 1/sqrt(L) > without",
-                figure="signal_rank_collapse",
-            )
-    for norm in norms:
-        for L in depths:
+            )  # fmt: skip
+        m, se = _mean_se(kept["attention_ln"])
+        led.direction(
+            f"attention_ln_still_collapses_{mask}", measured=m, sign=-1, se=se, k=K, alternative=0.0,
+            hypothesis="the LayerNorm restores the rank: no net loss over the depth",
+            source="derivation (theory section 11): a LayerNorm rescales a nearly collapsed stream's residual "
+            "by a finite factor and cannot restore the rank lost to averaging",
+            why=f"{K:g} SE over initialisations of log10(r_L/r_0)",
+            statement=f"attention + LayerNorm, no skip ({mask} mask): log10(r_L/r_0) < 0",
+            figure="signal_rank_collapse",
+        )  # fmt: skip
+
+
+CLAIMS = (
+    claim_pre_ln_sum_rule, claim_peri_ln_linear, claim_pre_ln_growth_law, claim_post_ln_unit, claim_no_norm_growth,
+    claim_deepnorm_layer_change, claim_deepnorm_update, claim_token_correlation, claim_last_layer_gradient,
+    claim_jacobian_gap, claim_gradient_profiles, claim_dong_doubly_exponential, claim_dong_mlp_slows,
+    claim_collapse_prevented,
+)  # fmt: skip
+
+
+def check_claims(cfg: Config, data: xr.Dataset, led: Ledger) -> dict:
+    """Record every comparison with theory or a paper in ``led`` (one function per theorem or paper,
+    :data:`CLAIMS`); returns the probe's scalars."""
+    scalars: dict = {"gelu_second_moment": th.gelu_second_moment(1.0)}
+    for claim in CLAIMS:
+        claim(cfg, data, led, scalars)
+    for norm in data.norm.values:
+        for L in data.depth.values:
             scalars[f"loss_{norm}_L{L}"] = float(data["loss"].sel(norm=norm, depth=L).mean())
     return scalars

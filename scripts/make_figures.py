@@ -25,16 +25,18 @@ For each notebook, in file-name order:
 
 Afterwards every ``<notebook>.claims.json`` in the output folder is gathered into ``claims.json``
 and the gallery ``README.md`` (each figure with its notebook, parameters and claims; the tally per
-status). Any claim with status ``fail`` makes the command exit 1 and is listed; ``deviation`` and
-``not_evaluated`` claims are reported but not fatal. Wall times (per notebook and for the whole run)
+role and status, unique claims counted once). A failing ``identity`` (exact algebra or a software
+equality) is a bug: it makes the command exit 1. A failing prediction, bound or paper claim is a
+finding: it is listed at the top of the gallery with its numbers, the figures are still built and the
+command exits 0 (``--strict`` makes any failing claim exit 1). Wall times (per notebook and for the whole run)
 go to ``build/manifest.json``, outside the figures folder, so that the figures folder itself is
 byte-for-byte reproducible.
 
 Other modes: ``--prepare-only DIR`` writes the notebooks with their parameters injected but does not
 execute them (nbval runs those copies); ``--collect-only`` only gathers claims and rewrites the gallery.
 
-Exit status: 0 all notebooks ran and no claim failed; 1 a notebook failed or a claim failed;
-2 bad command line.
+Exit status: 0 all notebooks ran and no identity failed; 1 a notebook failed, an identity failed, or
+(with ``--strict``) any claim failed; 2 bad command line.
 """
 
 from __future__ import annotations
@@ -53,7 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis.io import atomic_write_bytes, atomic_write_json, atomic_write_text, content_hash, sha256_file
-from analysis.ledger import STATUSES, Claim, Ledger
+from analysis.ledger import STATUSES, Claim, Ledger, count_by_role, headline, unique_claims
 from analysis.paths import BUILD, NOTEBOOKS, REPO, figures_dir
 from analysis.provenance import SOURCE_TREES, check_name, package_versions, tree_hash
 
@@ -129,6 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--prepare-only", type=Path, default=None, metavar="DIR",
                    help="write parameterised copies of the notebooks into DIR without executing them")  # fmt: skip
     p.add_argument("--collect-only", action="store_true", help="only gather claims and rewrite the gallery")
+    p.add_argument("--strict", action="store_true", help="exit 1 if any claim fails (default: only identities)")
     return p
 
 
@@ -393,21 +396,26 @@ def collect(notebooks: list[Path], out: Path) -> dict[str, Any]:
     return {"figures": figures, "ledgers": ledgers}
 
 
+def _all_claims(ledgers: dict[str, Ledger | None]) -> list[Claim]:
+    return [c for led in ledgers.values() if led is not None for c in led.claims]
+
+
 def tally(ledgers: dict[str, Ledger | None]) -> dict[str, int]:
+    """Unique claims per status over every notebook (a measurement shown in two places counts once)."""
     counts = dict.fromkeys(STATUSES, 0)
-    for led in ledgers.values():
-        if led is None:
-            continue
-        for status, n in led.summary().items():
-            counts[status] += n
+    for c in unique_claims(_all_claims(ledgers)):
+        counts[c.status] += 1
     return counts
 
 
 def claims_document(ledgers: dict[str, Ledger | None]) -> dict[str, Any]:
-    failing = [f"{c.context}/{c.name}" for led in ledgers.values() if led for c in led.failed]
+    claims = unique_claims(_all_claims(ledgers))
     return {
+        "headline": headline(claims),
         "summary": tally(ledgers),
-        "failing": failing,
+        "by_role": count_by_role(claims),
+        "failing": [f"{c.context}/{c.name}" for c in claims if c.status == "fail"],
+        "broken_identities": [f"{c.context}/{c.name}" for c in claims if c.status == "fail" and c.role == "identity"],
         "notebooks": {name: led.to_dict() for name, led in ledgers.items() if led is not None},
     }
 
@@ -416,18 +424,35 @@ def _cell(text: Any) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
+def _against(c: Claim) -> str:
+    """What the measurement is judged against: the band, the bound with its tightness, the alternative."""
+    if c.kind == "close" and isinstance(c.expected, float):
+        text = f"{c.expected:.6g} ± {float(c.tolerance.get('atol') or 0) + float(c.tolerance.get('rtol') or 0) * abs(c.expected):.3g}"
+    elif c.kind == "within" and isinstance(c.expected, list):
+        lo, hi = (f"{v:.6g}" if abs(v) < 1e299 else ("-∞" if v < 0 else "∞") for v in c.expected)
+        text = f"[{lo}, {hi}]"
+    elif c.kind == "bound":
+        text = f"{c.tolerance.get('relation', '')} {c.expected:.6g}"
+    else:
+        text = ""
+    if c.tightness is not None:
+        text += f"; tightness {c.tightness:.3g}"
+    if c.alternative:
+        text += f"; alternative {c.alternative['value']:.6g} ({c.alternative['hypothesis']})"
+    if c.status == "deviation":
+        text += f"; diagnosed by {', '.join(f'`{d}`' for d in c.diagnosed_by)}: {c.diagnosis}"
+    return text
+
+
 def _claims_table(claims: list[Claim]) -> list[str]:
-    rows = ["| status | claim | statement | measured | source |", "|---|---|---|---|---|"]
+    rows = ["| status | role | claim | statement | measured | against | source |", "|---|---|---|---|---|---|---|"]
     for c in claims:
         measured = "" if c.measured is None else f"{c.measured:.6g}"
-        statement = c.statement + (f" (deviation: {c.deviation_reason})" if c.status == "deviation" else "")
-        rows.append(f"| {c.status} | `{_cell(c.context)}/{_cell(c.name)}` | {_cell(statement)} | {measured} "
-                    f"| {_cell(c.source)} |")  # fmt: skip
+        source = c.source + (f" [{c.seed}]" if c.seed else "")
+        rows.append(f"| {c.status} | {c.role} | `{_cell(c.context)}/{_cell(c.name)}` | {_cell(c.statement)} "
+                    f"| {measured} | {_cell(_against(c))} | {_cell(source)} |")  # fmt: skip
     return rows
 
-
-def _tally_text(counts: dict[str, int]) -> str:
-    return ", ".join(f"{n} {status.replace('_', ' ')}" for status, n in counts.items())
 
 
 def gallery(notebooks: list[Path], collected: dict[str, Any]) -> str:
@@ -438,11 +463,19 @@ def gallery(notebooks: list[Path], collected: dict[str, Any]) -> str:
         "",
         "Generated by `make figures` (`python scripts/make_figures.py`); do not edit by hand.",
         "Each figure has a JSON sidecar with its provenance (commit, parameters, package versions, inputs);",
-        "`claims.json` holds every claim checked by the notebooks.",
+        "`claims.json` holds every claim checked by the probes. Roles: `identity` (exact algebra or a software",
+        "equality), `prediction` (a derived number against a measurement, with the alternative a competing",
+        "hypothesis predicts), `bound` (with its tightness; `loose` below 0.1), `paper` (a published range).",
+        "Unique claims are counted once.",
         "",
-        f"**Claims: {_tally_text(tally(ledgers))}.**",
+        f"**Claims: {headline(_all_claims(ledgers))}.**",
         "",
     ]
+    failing = [c for c in unique_claims(_all_claims(ledgers)) if c.status == "fail"]
+    if failing:
+        lines += ["## Failing claims", "",
+                  "Findings (and, for identities, bugs), reported with their numbers; the figures are still built.", "",
+                  *_claims_table(failing), ""]  # fmt: skip
     for nb in notebooks:
         name = nb.stem
         led, figs = ledgers[name], figures[name]
@@ -454,7 +487,7 @@ def gallery(notebooks: list[Path], collected: dict[str, Any]) -> str:
         shown = ", ".join(f"`{k}={json.dumps(v)}`" for k, v in sorted(params.items()))
         lines += [f"Notebook `{_display(nb)}`; parameters: {shown}.", ""]
         if led is not None:
-            lines += [f"Claims: {_tally_text(led.summary())}.", ""]
+            lines += [f"Claims: {led.headline()}.", ""]
         else:
             lines += ["_No claims ledger saved (call `save_ledger`)._", ""]
         claims = led.claims if led is not None else []
@@ -475,18 +508,17 @@ def gallery(notebooks: list[Path], collected: dict[str, Any]) -> str:
 
 
 def write_collection(notebooks: list[Path], out: Path) -> list[Claim]:
-    """Write ``claims.json`` and ``README.md`` into ``out``; return the failing claims."""
+    """Write ``claims.json`` and ``README.md`` into ``out``; return the failing claims (unique)."""
     collected = collect(notebooks, out)
     atomic_write_json(out / "claims.json", claims_document(collected["ledgers"]))
     atomic_write_text(out / "README.md", gallery(notebooks, collected))
     led_values = [led for led in collected["ledgers"].values() if led is not None]
-    counts = tally(collected["ledgers"])
-    print(f"claims: {_tally_text(counts)}")
-    for led in led_values:
-        for c in led.claims:
-            if c.status in ("deviation", "not_evaluated"):
-                print("  " + c.line())
-    return [c for led in led_values for c in led.failed]
+    claims = unique_claims(c for led in led_values for c in led.claims)
+    print(f"claims: {headline(claims)}")
+    for c in claims:
+        if c.status in ("deviation", "not_evaluated", "inconclusive", "loose"):
+            print("  " + c.line())
+    return [c for c in claims if c.status == "fail"]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -519,7 +551,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     if args.collect_only:
         failing = write_collection(notebooks, args.out)
-        return _report_failures([], failing)
+        return _report_failures([], failing, strict=args.strict)
 
     t0 = time.perf_counter()
     source_hash = tree_hash(args.sources)
@@ -544,20 +576,26 @@ def main(argv: list[str] | None = None) -> int:
     }
     atomic_write_json(args.build / "manifest.json", manifest)
     print(f"wall time {total:.1f} s; manifest {_display(args.build / 'manifest.json')}")
-    return _report_failures(runs, failing)
+    return _report_failures(runs, failing, strict=args.strict)
 
 
-def _report_failures(runs: list[NotebookRun], failing: list[Claim]) -> int:
+def _report_failures(runs: list[NotebookRun], failing: list[Claim], strict: bool = False) -> int:
     broken = [r for r in runs if r.status == "failed"]
     for r in broken:
         print(f"error: {r.error}", file=sys.stderr)
         if r.executed:
             print(f"       executed copy: {r.executed}; log: {r.log}", file=sys.stderr)
-    if failing:
-        print(f"error: {len(failing)} claim(s) failed:", file=sys.stderr)
-        for c in failing:
+    bugs = [c for c in failing if c.role == "identity"]
+    findings = [c for c in failing if c.role != "identity"]
+    if findings:
+        print(f"{len(findings)} claim(s) failed (findings, reported in the gallery):", file=sys.stderr)
+        for c in findings:
             print("  " + c.line(), file=sys.stderr)
-    return 1 if (broken or failing) else 0
+    if bugs:
+        print(f"error: {len(bugs)} identity claim(s) failed (bugs):", file=sys.stderr)
+        for c in bugs:
+            print("  " + c.line(), file=sys.stderr)
+    return 1 if (broken or bugs or (strict and failing)) else 0
 
 
 if __name__ == "__main__":

@@ -65,8 +65,11 @@ PROBE_SOURCE = textwrap.dedent(
         total = float(partial[-1]) + (config.bias or 0.0)
         expected = config.scale * (n * (n + 1) * (2 * n + 1) / 6 if config.squares else n * (n + 1) / 2)
         led = Ledger(NAME, preset=config.preset_name)
-        # the sums are integers below 2**53, exact in float64; `scale` adds one rounding: 1e-12 is ample
-        led.close("sum", measured=total, expected=expected, rtol=1e-12, source="Faulhaber", why="exact ints")
+        # the sums are integers below 2**53, exact in float64; `scale` adds one rounding: 1e-12 is ample.
+        # The competing hypothesis: the other sum (squares <-> plain integers).
+        other = config.scale * (n * (n + 1) / 2 if config.squares else n * (n + 1) * (2 * n + 1) / 6)
+        led.predict("sum", measured=total, expected=expected, atol=1e-12 * abs(expected), alternative=other,
+                    hypothesis="the other Faulhaber sum", source="Faulhaber", why="exact ints, one rounding")
         grid = np.outer(np.asarray(config.layers, float), np.asarray(config.lrs))  # (layer, lr)
         data = xr.Dataset(
             {"partial_sum": ("k", partial), "grid": (("layer", "lr"), grid)},
@@ -217,7 +220,7 @@ def test_run_prints_summary(fake, capsys):
     assert rc == 0, err
     assert "probe clifake (preset smoke, version 1)" in out
     assert "total = 55" in out  # 1 + 4 + 9 + 16 + 25
-    assert "checks: 1 claims: 1 pass, 0 fail" in out
+    assert "checks: 1 claims: 1 predictions pass (alternative excluded)" in out and "0 fail" in out
 
 
 def test_json_to_stdout_is_only_json(fake, capsys):
@@ -255,6 +258,30 @@ def test_strict_exits_1_only_when_a_claim_fails(fake, capsys):
     assert rc == 1 and "--strict: 1 claim(s) failed: sum" in err
     rc, _, _ = run_main(capsys, "run", "clifake", "--preset", "smoke", "--strict")
     assert rc == 0
+
+
+def test_against_alternatives_rejudges_predictions(fake, capsys):
+    rc, out, _ = run_main(capsys, "run", "clifake", "--preset", "smoke", "--against-alternatives", "--json", "-")
+    assert rc == 0
+    [check] = json.loads(out)["checks"]
+    assert check["status"] == "fail" and check["statement"].startswith("[against alternative 15:")
+    # measured at the alternative (the plain sum 15 = the squares' 55 - 40), it passes against it
+    rc, out, _ = run_main(capsys, "run", "clifake", "--preset", "smoke", "--bias", "-40", "--against-alternatives",
+                          "--json", "-")
+    assert json.loads(out)["checks"][0]["status"] == "pass"
+
+
+def test_failing_identity_exits_1_without_strict(fake, capsys, monkeypatch):
+    real_run = fake.run
+
+    def broken_run(config, model=None, progress=True):
+        result = real_run(config, model=model, progress=progress)
+        result.ledger.identity("cumsum", measured=1.0, source="arithmetic", why="exact")  # |1 - 0| > 0: a bug
+        return result
+
+    monkeypatch.setattr(fake, "run", broken_run)
+    rc, _, err = run_main(capsys, "run", "clifake", "--preset", "smoke", "--no-progress")
+    assert rc == 1 and "1 identity claim(s) failed (a bug): cumsum" in err
 
 
 def test_cache_option(fake, capsys, tmp_path):

@@ -61,7 +61,7 @@ import matplotlib.pyplot as plt
 from analysis.ledger import Ledger
 from analysis.plotting import save_figure, save_ledger
 led = Ledger("01_ok", preset=preset)
-led.close("one", measured=1.0, expected=1.0, source="arithmetic", figure="ok_line")
+led.identity("one", measured=1.0, expected=1.0, source="arithmetic", why="exact", figure="ok_line")
 fig, ax = plt.subplots()
 ax.plot([0, 1], [0, 1])
 save_figure(fig, "ok_line", notebook="01_ok", params={"preset": preset}, ledger=led)
@@ -71,9 +71,12 @@ BAD_CLAIM = """\
 from analysis.ledger import Ledger
 from analysis.plotting import save_ledger
 led = Ledger("02_badclaim", preset=preset)
-led.close("wrong", measured=2.0, expected=1.0, rtol=0.1, source="arithmetic")
-led.close("known_gap", measured=2.0, expected=1.0, source="arithmetic", deviation="tiny model")
-led.close("big_only", measured=2.0, expected=1.0, source="arithmetic", requires_full=True)
+led.bound("condition", measured=3.0, bound=1.0, source="theorem")
+led.predict("wrong", measured=2.0, expected=1.0, se=0.05, k=2, alternative=2.0, hypothesis="doubling",
+            source="arithmetic", why="2 SE")
+led.paper("known_gap", measured=2.0, lo=0.9, hi=1.1, source="paper", diagnosed_by={"condition": "fail"},
+          diagnosis="outside the theorem's regime")
+led.identity("big_only", measured=2.0, expected=1.0, source="arithmetic", why="exact", requires_full=True)
 save_ledger(led, notebook="02_badclaim")"""
 
 
@@ -106,20 +109,28 @@ def test_failures_are_reported_and_resume_skips_finished(throwaway):
     err = first.stderr
     # the failing cell is named by its index in the committed notebook and its first line
     assert "03_raises.ipynb cell 3 (`y = x / 0  # deliberate`): ZeroDivisionError: division by zero" in err
-    # the failing claim is listed; deviations and not-evaluated claims are not fatal
-    assert "02_badclaim/wrong" in err
+    # failing claims are listed as findings; deviations and not-evaluated claims are reported on stdout
+    assert "02_badclaim/wrong" in err and "02_badclaim/condition" in err and "findings" in err
     assert "known_gap" not in err and "big_only" not in err
-    assert "[DEVN] 02_badclaim/known_gap" in first.stdout and "[N/E ] 02_badclaim/big_only" in first.stdout
+    assert "[DEVN] paper: 02_badclaim/known_gap" in first.stdout
+    assert "[N/E ] identity: 02_badclaim/big_only" in first.stdout
 
     figs = root / "figs"
     for name in ("ok_line.png", "ok_line.svg", "ok_line.json", "01_ok.claims.json", "02_badclaim.claims.json",
                  "claims.json", "README.md"):  # fmt: skip
         assert (figs / name).is_file(), name
     claims = json.loads((figs / "claims.json").read_text())
-    assert claims["failing"] == ["02_badclaim/wrong"]
-    assert claims["summary"] == {"pass": 1, "fail": 1, "deviation": 1, "not_evaluated": 1}
+    assert claims["failing"] == ["02_badclaim/condition", "02_badclaim/wrong"] and claims["broken_identities"] == []
+    assert claims["summary"] == {"pass": 1, "fail": 2, "deviation": 1, "inconclusive": 0, "loose": 0,
+                                 "not_evaluated": 1}
+    assert claims["by_role"]["prediction"]["fail"] == 1
     gallery = (figs / "README.md").read_text()
-    assert "1 pass, 1 fail, 1 deviation, 1 not evaluated" in gallery
+    assert ("0 predictions pass (alternative excluded), 0 tight bounds, 1 identities, 0 paper ranges met, "
+            "1 diagnosed deviations, 0 inconclusive, 0 loose, 2 fail, 1 not evaluated") in gallery
+    assert gallery.index("## Failing claims") < gallery.index("## 01_ok")
+    # failing predictions, bounds and paper claims are findings: collecting exits 0 unless --strict
+    assert make_figures(*_args(root, "--collect-only")).returncode == 0
+    assert make_figures(*_args(root, "--collect-only", "--strict")).returncode == 1
     assert "![ok_line](ok_line.png)" in gallery and "## 03_raises" in gallery
     manifest = json.loads((root / "build" / "manifest.json").read_text())
     assert manifest["total_wall_s"] > 0
@@ -179,7 +190,7 @@ def test_smoke_preset_renders_every_committed_notebook(tmp_path):
     assert notebooks
     claims = json.loads((out / "claims.json").read_text())
     assert set(claims["notebooks"]) == {nb.stem for nb in notebooks}
-    assert claims["failing"] == []
+    assert claims["broken_identities"] == []  # failing predictions are findings; identities must hold
     gallery = (out / "README.md").read_text()
     sidecars = [json.loads(p.read_text()) for p in out.glob("*.json") if not p.name.endswith("claims.json")]
     sidecars = [s for s in sidecars if s.get("kind") == "figure"]

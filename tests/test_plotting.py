@@ -39,8 +39,8 @@ def _render(out, params=PARAMS, name="decay", formats=("png", "svg")):
         ax.set_xlabel("t")
         ax.legend()
         led = Ledger("nb_test", preset="smoke")
-        led.close("alpha", measured=0.6, expected=0.6, rtol=0.01, source="test", figure=name)
-        led.close("other", measured=1.0, expected=1.0, source="test")
+        led.close("alpha", role="identity", measured=0.6, expected=0.6, rtol=0.01, source="test", figure=name)
+        led.close("other", role="identity", measured=1.0, expected=1.0, source="test")
         paths = plotting.save_figure(fig, name, notebook="nb_test", params=params, ledger=led, inputs=INPUTS,
                                      caption="a power law", formats=formats, out_dir=out)  # fmt: skip
         plt.close(fig)
@@ -121,7 +121,7 @@ def test_pdf_is_reproducible_too(tmp_path):
 
 def test_save_ledger(tmp_path):
     led = Ledger("nb_test", preset="smoke")
-    led.close("x", measured=2.0, expected=1.0, source="test")
+    led.close("x", role="identity", measured=2.0, expected=1.0, source="test")
     path = plotting.save_ledger(led, notebook="nb_test", out_dir=tmp_path)
     assert path == tmp_path / "nb_test.claims.json"
     assert Ledger.load(path) == led

@@ -72,13 +72,14 @@ def mean_run(config: MeanConfig, model=None, progress: bool = True) -> Result:
     tol = 4 * config.n * np.finfo(np.float64).eps * (abs(config.offset) + abs(config.slope) * config.n)
     err = np.abs(running - theory)
     led = Ledger("running_mean", preset=config.preset_name)
-    led.close(
+    led.identity(
         "final_mean", measured=running[-1], expected=theory[-1], atol=tol,
         source="closed form a + b(n+1)/2", why="float64 summation bound, 4 n u max|x|",
     )  # fmt: skip
-    led.bound("max_abs_error", measured=err.max(), bound=tol, source="closed form", why="same bound, every t")
+    led.bound("max_abs_error", measured=err.max(), bound=tol, role="identity", source="closed form",
+              why="same bound, every t")
     led.bound(
-        "max_abs_error_full", measured=err.max(), bound=tol, source="closed form", why="as above",
+        "max_abs_error_full", measured=err.max(), bound=tol, role="identity", source="closed form", why="as above",
         requires_full=True,
     )  # fmt: skip
     idx = np.asarray(config.checkpoints) - 1
@@ -365,7 +366,7 @@ def test_result_to_json_dict(probe):
     assert d["arrays"]["running_mean"]["attrs"] == {"long_name": "running mean"}
     assert d["coords"]["checkpoint"]["values"] == [1, 64]
     assert [c["name"] for c in d["checks"]] == ["final_mean", "max_abs_error", "max_abs_error_full"]
-    assert d["check_summary"] == {"pass": 0, "fail": 2, "deviation": 0, "not_evaluated": 1}
+    assert d["check_summary"] == {"pass": 0, "fail": 2, "deviation": 0, "inconclusive": 0, "loose": 0, "not_evaluated": 1}
 
 
 def test_result_summary_and_validation(probe):
@@ -373,7 +374,8 @@ def test_result_summary_and_validation(probe):
     text = result.summary()
     assert "probe running_mean (preset smoke, version 1)" in text
     assert "final_mean" in text and "running_mean(t=64)" in text
-    assert "2 pass, 0 fail, 0 deviation, 1 not_evaluated" in text
+    assert "checks: 3 claims: 0 predictions pass (alternative excluded), 0 tight bounds, 2 identities" in text
+    assert "0 fail, 1 not evaluated" in text
     with pytest.raises(ValueError, match="ledger preset 'full' must match config.preset_name 'smoke'"):
         Result(probe="running_mean", config=MeanConfig.preset("smoke"), ledger=Ledger("running_mean"))
     with pytest.raises(ValueError, match="scalar 'v' must be a number or a string"):

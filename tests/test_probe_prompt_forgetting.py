@@ -6,6 +6,7 @@ import json
 import math
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -37,8 +38,27 @@ def test_smoke_result_has_the_interface_fields():
     lo, hi = r.data["alpha_ci"].values[-1]
     assert lo <= r.scalars["alpha"] <= hi
     assert r.scalars["min_prenorm_rms"] > 0 and r.scalars["max_logit"] > 0
-    assert not r.ledger.failed
-    assert r.ledger["alpha_untrained_seed_range"].status == "not_evaluated"  # requires the full preset
+    assert r.ledger.ok  # no identity fails (predictions and bounds may: findings)
+    seed_range = r.ledger["alpha_untrained_seed_range"]
+    assert seed_range.role == "paper" and seed_range.status == "not_evaluated"  # requires the full preset
+    assert seed_range.diagnosed_by == ["alpha_matches_relay"]
+    relay = r.ledger["alpha_matches_relay"]
+    assert relay.role == "prediction" and relay.alternative["value"] == 1.0
+    assert relay.tolerance["ci"] == [r.scalars["alpha_ci_lo"], r.scalars["alpha_ci_hi"]]
+    bound = r.ledger["bound_ratio_not_growing"]
+    assert bound.role == "bound" and bound.diagnosed_by == ["condition_dilution_regime"]
+    assert bound.measured == 2.0 ** r.data["bound_plateau_slope_ci"].sel(end="lo").values.max()
+    assert "alpha_local_below_one" not in r.ledger  # read the theorem backwards (issue 13)
+    for claim in r.ledger:
+        assert claim.seed == "000#1", claim.line()
+    # the plateau slope is the mean of the pairs' own slopes (it is linear in ln D), and its CI is ordered
+    t, D = r.data["t"].values, r.data["distance_pairs"].values
+    last = t >= t[-1] / 2
+    shape = np.stack([mod.theory.bound_shape(cfg.prompt_len, k, t) for k in range(1, L + 1)])
+    per_pair = [np.polyfit(np.log(t[last]), np.log(D[i][:, last] / shape[:, last]).T, 1)[0] for i in range(len(D))]
+    np.testing.assert_allclose(np.mean(per_pair, axis=0), r.data["bound_plateau_slope"].values, rtol=1e-9, atol=1e-12)
+    ci = r.data["bound_plateau_slope_ci"].values
+    assert np.all(ci[:, 0] <= ci[:, 1])
     assert "relay_matrix" not in r.data  # softmax with LN and MLP is not the matrix relay model
     # the geometric mean really is over pairs
     gm = np.exp(np.log(r.data["distance_pairs"].values).mean(axis=0))
@@ -86,6 +106,10 @@ def test_cancel_bias_keeps_share_and_slows_forgetting():
     P = plain.config.prompt_len
     np.testing.assert_allclose(share[0], P / plain.data["t"].values, rtol=1e-12)  # dilution: P / t
     assert biased.scalars["alpha"] < plain.scalars["alpha"] - 0.3  # the bias removes most of the decay
+    const = biased.ledger["uniform_bias_offset_constant"]
+    assert const.role == "identity" and const.status == "pass", const.line()
+    with pytest.raises(ValueError, match="exact"):  # the relay network's bias claim is that identity
+        mod.bias_claims(plain, biased)
 
 
 def test_model_passed_in_and_softmax_share_bound():
@@ -138,9 +162,11 @@ def test_passed_model_with_learned_positions_and_its_own_vocabulary():
     assert int(torch.cat([a, b, c], dim=1).max()) < 2 * cfg.vocab_size
     r = run_probe(mod, cfg, model=model, progress=False)
     assert r.data["distance"].shape == (model.n_layers, cfg.cont_len)
-    assert np.isfinite(r.scalars["alpha"]) and not r.ledger.failed
-    assert r.ledger["condition_prenorm_rms"].status == "pass"  # the zoo lists its norm inputs
-    assert r.ledger["alpha_seed_range"].status == "not_evaluated"  # untrained/trained unknown to the probe
+    assert np.isfinite(r.scalars["alpha"]) and r.ledger.ok
+    assert r.ledger["condition_prenorm_rms"].status in ("pass", "loose")  # evaluated: the zoo lists its norm inputs
+    seed_range = r.ledger["alpha_seed_range"]
+    assert seed_range.role == "paper" and seed_range.status == "not_evaluated"  # trained or not: unknown to the probe
+    assert "alpha_matches_relay" not in r.ledger  # the relay prediction is for the probe's own untrained model
     assert r.meta["model_vocab_size"] == 2 * cfg.vocab_size
     # P + T beyond the model's positions, and a Markov language larger than the model's vocabulary
     short = TinyTransformer(_external(cfg, max_len=cfg.prompt_len + cfg.cont_len - 1)).eval()
@@ -181,7 +207,7 @@ def test_corpus_trained_model_with_cancelling_bias():
     plain = _run(**over)
     biased = _run(**over, logit_bias="cancel")
     assert plain.meta["checkpoint"] == biased.meta["checkpoint"]  # one trained model, two measurements
-    assert np.isfinite(biased.scalars["alpha"]) and not biased.ledger.failed
+    assert np.isfinite(biased.scalars["alpha"]) and biased.ledger.ok
     # the bias ln(t - P) on the prompt keys raises the prompt's attention share late in the continuation
     late = plain.data["t"].values > plain.data["t"].values[-1] / 2
     assert biased.data["prompt_share"].values[:, late].mean() > plain.data["prompt_share"].values[:, late].mean()
@@ -214,10 +240,129 @@ def test_command_line_json():
     assert out["arrays"]["distance"]["dims"] == ["layer", "t"]
 
 
-def test_untrained_deviation_text_uses_the_runs_own_depth_and_length():
+def test_untrained_diagnosis_uses_the_runs_own_depth_and_length():
     for layers, T in ((2, 1024), (3, 4096)):
         cfg = mod.Config.preset("full", layers=layers, cont_len=T, fit_lo=32.0)
         N = cfg.prompt_len + T
-        text = mod._seed_deviation(cfg)
+        text = mod._untrained_diagnosis(cfg, {"fit_lo": 32.0})
         assert f"L = {layers}" in text and f"t = {N}" in text
         assert f"{1 - (layers - 1) / math.log(N):.2f}" in text  # the bound's local exponent at the window end
+        assert f"{mod.theory.relay_alpha_window(cfg.prompt_len, layers, 32.0, N):.2f}" in text
+
+
+# ------------------------------------------------------------------ claims on planted inputs
+
+
+@pytest.fixture(scope="module")
+def smoke_run():
+    return run_probe(mod, mod.Config.preset("smoke", **SMALL), progress=False)
+
+
+def _planted(r, preset="smoke", **scalars):
+    """The run's data with some scalars replaced, judged again by the probe's claim functions."""
+    cfg = r.config.replace(preset_name=preset)
+    return mod.claims(cfg, r.data, {**r.scalars, **scalars}, own_model=True)
+
+
+def test_relay_prediction_fails_on_a_planted_alpha(smoke_run):
+    r = smoke_run
+    relay = mod.theory.relay_alpha_window(r.config.prompt_len, r.config.layers, r.scalars["fit_lo"],
+                                          int(r.scalars["fit_hi"]))  # fmt: skip
+    good = _planted(r, alpha=relay, alpha_ci_lo=relay - 0.01, alpha_ci_hi=relay + 0.01)["alpha_matches_relay"]
+    assert good.status == "pass" and good.alternative["consistent"] is False
+    bad = _planted(r, alpha=relay - 0.3, alpha_ci_lo=relay - 0.31, alpha_ci_hi=relay - 0.29)["alpha_matches_relay"]
+    assert bad.status == "fail"
+    near_one = _planted(r, alpha=0.99, alpha_ci_lo=0.9, alpha_ci_hi=1.1)["alpha_matches_relay"]
+    assert near_one.status in ("inconclusive", "fail")  # consistent with the alternative alpha = 1: never a pass
+
+
+def test_seed_range_deviates_only_when_the_relay_claim_passes(smoke_run):
+    r = smoke_run
+    relay = mod.theory.relay_alpha_window(r.config.prompt_len, r.config.layers, r.scalars["fit_lo"],
+                                          int(r.scalars["fit_hi"]))  # fmt: skip
+    led = _planted(r, "full", alpha=relay, alpha_ci_lo=relay - 0.01, alpha_ci_hi=relay + 0.01)
+    claim = led["alpha_untrained_seed_range"]
+    expected = "deviation" if not 0.2 <= relay <= 0.5 else "pass"
+    assert claim.status == expected and claim.role == "paper"
+    led = _planted(r, "full", alpha=0.9, alpha_ci_lo=0.89, alpha_ci_hi=0.91)  # outside, relay claim fails
+    assert led["alpha_matches_relay"].status == "fail" and led["alpha_untrained_seed_range"].status == "fail"
+    trained = mod.claims(r.config.replace(preset_name="full", data="markov", trained=True), r.data,
+                         {**r.scalars, "alpha": 0.9}, own_model=True)  # fmt: skip
+    claim = trained["alpha_trained_seed_range"]
+    assert claim.status == "fail" and not claim.diagnosed_by  # no measured cause: an honest fail
+
+
+def test_bound_ratio_claim_fails_when_the_ratio_grows(smoke_run):
+    r = smoke_run
+    data = r.data.copy()
+    data["bound_plateau_slope_ci"] = data["bound_plateau_slope_ci"] * 0 + np.array([0.2, 0.3])  # growing like t^0.2
+    P, T = r.config.prompt_len, r.config.cont_len
+    inside = 0.25 * math.log(T / P)  # the window reaches the dilution regime: the condition holds
+    led = mod.claims(r.config, data, {**r.scalars, "max_logit": inside}, own_model=True)
+    assert led["condition_dilution_regime"].status in ("pass", "loose")
+    assert led["bound_ratio_not_growing"].status == "fail"
+    led = mod.claims(r.config, data, {**r.scalars, "max_logit": 4 * inside}, own_model=True)
+    assert led["condition_dilution_regime"].status == "fail"
+    assert led["bound_ratio_not_growing"].status == "deviation"  # diagnosed by the failing condition
+    data["bound_plateau_slope_ci"] = data["bound_plateau_slope_ci"] * 0 + np.array([-0.1, 0.05])
+    led = mod.claims(r.config, data, {**r.scalars, "max_logit": inside}, own_model=True)
+    assert led["bound_ratio_not_growing"].status == "pass"
+    assert led["bound_ratio_not_growing"].tightness == pytest.approx(2**-0.1)
+
+
+def _fake(preset="smoke", alpha=0.5, half=0.05, **over):
+    cfg = mod.Config.preset(preset, **over)
+    return SimpleNamespace(config=cfg, scalars={"alpha": alpha, "alpha_ci_lo": alpha - half, "alpha_ci_hi": alpha + half,
+                                                "fit_lo": cfg.fit_lo, "fit_hi": float(cfg.prompt_len + cfg.cont_len)})
+
+
+def test_bias_claims_judge_the_sign():
+    plain = _fake(alpha=0.8)
+    stops = mod.bias_claims(plain, _fake(alpha=0.01, logit_bias="cancel"))["bias_stops_decay"]
+    assert stops.role == "prediction" and stops.status == "pass" and stops.alternative["value"] == 0.8
+    assert mod.bias_claims(plain, _fake(alpha=0.78, logit_bias="cancel"))["bias_stops_decay"].status == "fail"
+    assert mod.bias_claims(plain, _fake(alpha=0.3, logit_bias="cancel"))["bias_stops_decay"].status == "fail"
+    tr = dict(preset="full", data="markov", trained=True)
+    rev = mod.bias_claims(_fake(**tr, alpha=0.8), _fake(**tr, alpha=-0.2, logit_bias="cancel"))["bias_reverses_decay"]
+    assert rev.role == "prediction" and rev.status == "pass" and rev.alternative["value"] == 0.0
+    stop = mod.bias_claims(_fake(**tr, alpha=0.8), _fake(**tr, alpha=-0.01, logit_bias="cancel"))
+    assert stop["bias_reverses_decay"].status == "inconclusive"  # alpha = 0 within its CI: not shown reversed
+    up = mod.bias_claims(_fake(**tr, alpha=0.8), _fake(**tr, alpha=0.3, logit_bias="cancel"))
+    assert up["bias_reverses_decay"].status == "fail"  # still decaying
+    with pytest.raises(ValueError, match="differ only"):
+        mod.bias_claims(plain, _fake(alpha=0.0, logit_bias="cancel", layers=3))
+
+
+def test_trained_vs_untrained_direction():
+    un = _fake("full", alpha=0.5, data="markov")
+    faster = mod.trained_vs_untrained_claims(un, _fake("full", alpha=0.8, data="markov", trained=True))
+    claim = faster["trained_forgets_faster"]
+    assert claim.role == "prediction" and claim.status == "pass" and claim.alternative["value"] == 0.0
+    assert claim.tolerance["se"] == pytest.approx(math.hypot(0.05, 0.05) / 1.959964)
+    slower = mod.trained_vs_untrained_claims(un, _fake("full", alpha=0.3, data="markov", trained=True))
+    assert slower["trained_forgets_faster"].status == "fail"
+    same = mod.trained_vs_untrained_claims(un, _fake("full", alpha=0.52, data="markov", trained=True))
+    assert same["trained_forgets_faster"].status == "inconclusive"  # within the uncertainty of no effect
+    with pytest.raises(ValueError, match="differ only"):
+        mod.trained_vs_untrained_claims(un, _fake("full", alpha=0.8, data="corpus", trained=True))
+
+
+def test_depth_sweep_slope_against_the_relay_model():
+    def at(L, alpha):
+        return _fake(alpha=alpha, half=0.02, layers=L)
+
+    relay = [mod.theory.relay_alpha_window(16, L, 24.0, 16 + 192) for L in (1, 2, 3)]
+    good = mod.depth_sweep_claims([at(L, a) for L, a in zip((1, 2, 3), relay, strict=True)])
+    claim = good["alpha_depth_slope_matches_relay"]
+    assert claim.role == "prediction" and claim.status == "pass" and claim.alternative["value"] == 0.0
+    flat = mod.depth_sweep_claims([at(L, 0.8) for L in (1, 2, 3)])
+    assert flat["alpha_depth_slope_matches_relay"].status == "fail"
+    with pytest.raises(ValueError, match="differ only"):
+        mod.depth_sweep_claims([at(1, 0.9), _fake(alpha=0.8, layers=2, prompt_len=8)])
+
+
+def test_relay_model_claims():
+    led = mod.relay_model_claims(16, 10**4, "smoke")
+    assert led["relay_closed_form_exact"].role == "identity" and led["relay_closed_form_exact"].status == "pass"
+    rate = led["relay_asymptotic_rate"]
+    assert rate.role == "bound" and rate.outcome is True and rate.tightness == rate.measured

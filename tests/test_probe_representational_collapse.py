@@ -37,7 +37,13 @@ def test_smoke_result_has_the_interface_fields():
     lo, hi = r.data["slope_ci"].values
     assert lo <= r.scalars["slope"] <= hi
     assert np.all(r.data["distance"].values[0] > 0)
-    assert not r.ledger.failed, r.ledger.report()
+    assert r.ledger.ok, r.ledger.report()  # no identity fails; predictions may (findings)
+    for c in r.ledger.claims:
+        assert c.role in ("identity", "prediction", "bound", "paper")
+        if c.role == "prediction" and c.status != "not_evaluated":
+            assert c.alternative and c.alternative["hypothesis"], c.line()
+        for ref in c.diagnosed_by:
+            assert ref in r.ledger, c.line()
     # the geometric mean really is over samples
     gm = np.exp(np.log(r.data["distance_samples"].values[:, 0]).mean(axis=0))
     np.testing.assert_allclose(r.data["distance"].values[0], gm, rtol=1e-12)
@@ -46,9 +52,64 @@ def test_smoke_result_has_the_interface_fields():
 @pytest.mark.parametrize("family", ["repeat_last", "counting"])
 def test_uniform_stack_is_exact_and_rates_match(family):
     r = _run(family=family, **UNIFORM)
-    for name in ("uniform_equals_linear_stack", "sensitivity_equals_path_sum", "slope_matches_prediction"):
-        assert r.ledger[name].status == "pass", r.ledger[name].line()
+    for name in ("uniform_equals_linear_stack", "sensitivity_equals_path_sum"):
+        assert r.ledger[name].role == "identity" and r.ledger[name].status == "pass", r.ledger[name].line()
     assert r.scalars["predicted_slope"] == (2.0 if family == "counting" else 1.0)
+    c = r.ledger["slope_matches_prediction"]
+    assert c.role == "prediction" and c.status != "not_evaluated" and c.expected == r.scalars["predicted_slope"]
+    assert c.alternative["value"] == (1.0 if family == "counting" else 2.0)  # n^-1 against n^-2
+    assert c.tolerance["k"] == 3.0 and c.tolerance["se"] == pytest.approx(float(r.data["layer_slope_se"][-1]))
+
+
+def _rejudge(r, preset="full", **planted):
+    """The claims of ``r`` re-made from its data with ``planted`` arrays/scalars replaced (preset ``full``)."""
+    data, scalars = r.data.copy(), dict(r.scalars)
+    for k, v in planted.items():
+        if k in data:
+            data[k] = (data[k].dims, np.broadcast_to(v, data[k].shape).copy())
+        else:
+            scalars[k] = v
+    res = type(r)(probe=r.probe, config=r.config.replace(preset_name=preset), data=data, scalars=scalars, meta=r.meta)
+    return mod.check_claims(res)
+
+
+def test_a_planted_wrong_slope_fails_and_the_alternative_is_named():
+    r = _run(family="repeat_last", **UNIFORM)
+    led = _rejudge(r, layer_slope=2.0, layer_drift=0.0)  # the counting law, no drift to diagnose a miss
+    c = led["slope_matches_prediction"]
+    assert c.status == "fail", c.line()
+    assert c.against_alternative().status == "pass"  # the measurement sits on the alternative
+    # a miss whose drift toward the prediction is measured is a deviation naming that claim
+    led = _rejudge(r, layer_slope=0.5, layer_drift=5.0, layer_drift_se=0.01)
+    c = led["slope_matches_prediction"]
+    assert c.status == "deviation" and c.diagnosed_by == ["slope_matches_prediction_drifts_toward_prediction"]
+    # the drift against the prediction does not diagnose it
+    assert _rejudge(r, layer_slope=0.5, layer_drift=-5.0, layer_drift_se=0.01)["slope_matches_prediction"].status == "fail"
+
+
+def test_sensitivity_claim_is_recorded_once_and_a_flat_profile_fails():
+    r = _run(family="counting")
+    c = r.ledger["sensitivity_first_exceeds_middle"]
+    assert c.role == "prediction" and c.alternative["value"] == 0.0 and c.tolerance["sign"] == 1
+    x = np.log(r.data["sensitivity_samples"].values[:, -1, 0] / r.data["sensitivity_samples"].values[:, -1, 16])
+    assert c.measured == pytest.approx(x.mean())
+    assert [k.name for k in r.ledger.claims].count("sensitivity_first_exceeds_middle") == 1
+    flat = _rejudge(r, sensitivity_samples=1.0)["sensitivity_first_exceeds_middle"]
+    assert flat.status in ("fail", "inconclusive"), flat.line()
+
+
+def test_collapse_length_prediction_beyond_max_len():
+    r = _run(family="counting", dtypes=("float32",), extend_dtype="float32", extend_lo=3.0, extend_hi=6.0,
+             extend_lengths=4, extend_bases=2)  # fmt: skip
+    assert r.ledger["collapse_length_float32"].status == "not_evaluated"  # requires the full preset
+    assert r.data["ext_distance"].dims == ("ext_dtype", "n_ext") and r.data["n_ext"].values[-1] == 6 * 128
+    p = mod.collapse_prediction(r, "float32", grid_ratio=r.scalars["ext_grid_ratio"])
+    good = _rejudge(r, ext_collapse_n=p["n_star"])["collapse_length_float32"]
+    assert good.role == "prediction" and good.status in ("pass", "inconclusive"), good.line()
+    # the competing law (k^-1 from the same anchor) crosses later, at n_a ratio^(1/1)
+    assert good.alternative["value"] == pytest.approx(p["n_a"] * p["ratio"])
+    assert _rejudge(r, ext_collapse_n=p["hi"] * 10)["collapse_length_float32"].status == "fail"
+    assert _rejudge(r, ext_collapse_n=math.nan)["collapse_length_float32"].status == "fail"  # no collapse measured
 
 
 def test_exact_check_detects_a_broken_model():
@@ -69,7 +130,9 @@ def test_counting_decays_faster_than_repeat_and_learned_positions_do_not_collaps
     cnt = _run(family="counting")
     assert cnt.scalars["slope_ci_lo"] > rep.scalars["slope_ci_hi"]
     learned = _run(family="counting", pos="learned")
-    assert learned.ledger["learned_positions_no_collapse"].status == "pass"
+    c = learned.ledger["learned_positions_no_collapse"]
+    assert c.role == "prediction" and c.expected == 0.0 and c.alternative["value"] == 2.0
+    assert "slope_matches_prediction" not in learned.ledger
 
 
 def test_precision_collapse_is_consistent():
@@ -79,10 +142,13 @@ def test_precision_collapse_is_consistent():
     assert c["float16"] <= c.get("float32", math.inf) or math.isnan(c["float32"])
     assert c["bfloat16"] <= c["float16"]
     assert math.isnan(c["float64"])
-    assert r.ledger["collapse_float16_outputs_coincide"].status == "pass"
-    assert r.ledger["collapse_float16_unresolved"].status == "pass"
-    # the outputs once collapsed are reported as scalars, the same fraction the ledger checks
-    assert r.scalars["argmax_equal_after_collapse_float16"] == r.ledger["collapse_float16_outputs_coincide"].measured
+    c = r.ledger["collapse_float16_unresolved"]
+    assert c.role == "prediction" and c.tolerance["sign"] == 1 and c.alternative["value"] == 0.0
+    # a format that tracked float64 past the crossing (planted: equal distances) does not pass
+    D = r.data["distance_samples"].values.copy()
+    noise = np.random.default_rng(0).uniform(0.5, 1.5, size=D[:, 0].shape)  # same error law before and after
+    D[:, list(r.data["dtype"].values).index("float16")] = D[:, 0] * (1 + 1e-3 * noise)
+    assert _rejudge(r, distance_samples=D)["collapse_float16_unresolved"].status in ("fail", "inconclusive")
     assert 0.0 <= r.scalars["identical_after_collapse_float16"] <= 1.0
     # the fit's collapse prediction is the probe's extrapolation, inside its own interval
     pred = mod.collapse_prediction(r, "float16", grid_ratio=1.5)
@@ -97,7 +163,8 @@ def test_precision_collapse_is_consistent():
 def test_separators_turn_the_counting_rate_from_two_to_one():
     r = _run(family="counting", separator_every=3, **UNIFORM)
     assert r.scalars["predicted_slope"] == 1.0
-    assert r.ledger["slope_matches_prediction"].status == "pass", r.ledger["slope_matches_prediction"].line()
+    c = r.ledger["slope_matches_prediction"]
+    assert c.expected == 1.0 and c.alternative["value"] == 2.0, c.line()  # against the no-separator rate
 
 
 def _zoo(**over):
@@ -116,10 +183,10 @@ def test_bidirectional_model_is_measured_and_causal_claims_not_evaluated():
     assert r.scalars["causal"] == 0.0
     assert np.all(r.data["distance"].sel(dtype="float64").values > 0)
     assert r.data["sensitivity"].shape == (2, cfg.sens_len) and np.all(np.isfinite(r.data["sensitivity"].values))
-    for name in ("slope_matches_prediction", "slope_depth1", "slope_depth2", "sensitivity_first_exceeds_middle"):
+    for name in ("slope_matches_prediction", "slope_layer1", "sensitivity_first_exceeds_middle"):
         c = r.ledger[name]
         assert c.status == "not_evaluated" and c.why == mod.BIDIRECTIONAL, c.line()
-    assert not r.ledger.failed, r.ledger.report()
+    assert r.ledger.ok, r.ledger.report()
 
 
 def test_bidirectional_padding_is_hidden_exactly():
@@ -164,8 +231,10 @@ def test_rope_repeat_prediction_and_depth_claims():
     r = _run(family="early_token", max_len=64, n_lengths=6, sens_len=8)
     pred = r.data["layer_slope_predicted"].values
     assert pred[0] == pytest.approx(1.0) and pred[1] < pred[0]  # the relay lowers the exponent with depth
-    for layer in (1, 2):
-        assert r.ledger[f"slope_depth{layer}"].status == "not_evaluated"  # softmax: requires the full preset
+    for name in ("slope_matches_prediction", "slope_layer1"):
+        assert r.ledger[name].status == "not_evaluated"  # softmax: requires the full preset
+    assert r.ledger["slope_matches_prediction"].expected == pytest.approx(pred[1])  # the relay at depth 2
+    assert r.ledger["slope_matches_prediction"].alternative["value"] == 1.0  # no relay
     assert "floor_float32_exponent" in [c.name for c in r.ledger.claims]
 
 
@@ -180,6 +249,8 @@ def test_rope_repeat_prediction_and_depth_claims():
         ({"fit_lo": 100.0}, "fit_lo"),
         ({"family": "early_token", "early_position": 10}, "early_position"),
         ({"pos": "alibi"}, "pos"),
+        ({"extend_dtype": "float16", "extend_lo": 1.0, "extend_hi": 1.5}, "extend_hi"),
+        ({"extend_dtype": "float16", "pos": "learned"}, "learned"),
     ],
 )
 def test_config_validation(over, match):

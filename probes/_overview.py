@@ -1,0 +1,145 @@
+"""The claims of ``00_overview``: an untrained ``TinyTransformer``'s exact identities and its residual RMS.
+
+Not a probe (the registry skips modules whose name starts with an underscore): the overview notebook
+calls these functions, plots what they measured and saves their ledgers. Each function measures one
+thing and records the claims about it in a :class:`Ledger` of context :data:`CONTEXT`; it returns a
+:class:`Measured` (the arrays and the ledger).
+
+* :func:`uniform_attention` -- with zero logits, attention weights are 1/(t+1) on the causal support and
+  the head output is the running mean of the values (two identities, worst layer each);
+* :func:`residual_rms` -- the residual-stream RMS after each block, Pre-LN and Post-LN, over several
+  initialisations: Post-LN's per-token RMS equals LayerNorm's closed form (identity) and Pre-LN's grows
+  with depth (a direction, with the spread over initialisations as its uncertainty).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from scipy import stats
+
+from analysis.hooks import run_with_cache
+from analysis.ledger import Ledger
+from analysis.model import ModelConfig, TinyTransformer
+
+CONTEXT = "overview"
+EPS = float(torch.finfo(torch.float64).eps)  # float64 machine epsilon
+CONFIDENCE = 0.99  # two-sided level of the Student-t multiplier k applied to a standard error
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What one function measured (``data``: named arrays and numbers) and the claims it recorded."""
+
+    data: dict[str, Any]
+    ledger: Ledger
+
+
+def t_multiplier(n: int, confidence: float = CONFIDENCE) -> float:
+    """k such that mean ± k SE is a two-sided ``confidence`` interval from ``n`` draws (Student t, n - 1 dof)."""
+    if n < 2:
+        raise ValueError(f"a standard error needs at least 2 draws, got {n}")
+    return float(stats.t.ppf(0.5 + confidence / 2, n - 1))
+
+
+def uniform_attention(base: ModelConfig, tokens: torch.Tensor, preset: str) -> Measured:
+    """Uniform attention (all logits zero) is a causal running mean: weights 1/(t+1), output mean of v.
+
+    Both are exact up to float64 rounding; one identity each, measured at the worst layer.
+    """
+    model = TinyTransformer(base.replace(attention="uniform"))
+    _, cache = run_with_cache(model, tokens, names=["blocks.*.attn.hook_pattern", "blocks.*.attn.hook_v",
+                                                    "blocks.*.attn.hook_z"])  # fmt: skip
+    T = tokens.shape[1]
+    t1 = torch.arange(1, T + 1, dtype=torch.float64)  # t + 1 = number of visible keys
+    expected = torch.ones(T, T, dtype=torch.float64).tril() / t1[:, None]  # (T, T)
+    pattern_dev, mean_dev = [], []
+    for layer in range(base.n_layers):
+        A = cache[f"blocks.{layer}.attn.hook_pattern"]  # (B, H, T, T)
+        v = cache[f"blocks.{layer}.attn.hook_v"]  # (B, T, H, dh)
+        z = cache[f"blocks.{layer}.attn.hook_z"]  # (B, T, H, dh)
+        # |A (t+1) - 1| on the support, |A| (t+1) off it: in units of one row weight
+        pattern_dev.append(((A - expected).abs() * t1[:, None]).max().item())
+        running_mean = v.cumsum(dim=1) / t1[None, :, None, None]  # (B, T, H, dh)
+        # per position, in units of (t+1) max|v|: the scale of the summation error bound
+        mean_dev.append(((z - running_mean).abs() / (t1[None, :, None, None] * v.abs().max())).max().item())
+    led = Ledger(CONTEXT, preset=preset)
+    led.identity("uniform_pattern", measured=max(pattern_dev), expected=0.0, atol=2 * EPS,
+                 source="derivation: softmax of zero logits on the causal support",
+                 why="e^0 = 1 and t + 1 are exact: one rounded reciprocal or quotient per weight, <= 2 eps relative",
+                 statement=f"uniform attention weights equal 1/(t+1) on the causal support (worst of "
+                           f"{base.n_layers} layers, in units of one weight)")  # fmt: skip
+    led.identity("uniform_running_mean", measured=max(mean_dev), expected=0.0, atol=4 * EPS,
+                 source="derivation: z_t = (1/(t+1)) sum_{j<=t} v_j",
+                 why="sums of t+1 terms on both sides err by <= (t+1) eps max|v| each; x2 for the division",
+                 statement=f"uniform-attention output equals the causal running mean of the values (worst of "
+                           f"{base.n_layers} layers, in units of (t+1) max|v|)")  # fmt: skip
+    return Measured({"pattern_dev": np.array(pattern_dev), "mean_dev": np.array(mean_dev)}, led)
+
+
+def measure_residual_rms(base: ModelConfig, tokens: torch.Tensor, n_inits: int) -> dict[str, Any]:
+    """RMS of the residual stream after the embedding and each block, per norm and initialisation.
+
+    Returns ``{"pre", "post"}`` -> (n_inits, n_layers + 1) arrays, and ``post_dev``: the largest per-token
+    deviation |RMS(y) - sqrt(var/(var + eps))| of a Post-LN block output y = LayerNorm(h) (h its input).
+    """
+    L = base.n_layers
+    out: dict[str, Any] = {"post_dev": 0.0}
+    for norm in ("pre", "post"):
+        runs = []
+        for i in range(n_inits):
+            cfg = base.replace(norm=norm, seed=base.seed + i)
+            names = ["blocks.0.hook_resid_pre", "blocks.*.hook_resid_post"]
+            names += ["blocks.*.ln2.hook_in"] if norm == "post" else []
+            _, c = run_with_cache(TinyTransformer(cfg), tokens, names=names)
+            streams = [c["blocks.0.hook_resid_pre"]] + [c[f"blocks.{l}.hook_resid_post"] for l in range(L)]
+            runs.append([x.pow(2).mean().sqrt().item() for x in streams])
+            if norm == "post":
+                for l in range(L):
+                    h, y = c[f"blocks.{l}.ln2.hook_in"], c[f"blocks.{l}.hook_resid_post"]  # (B, T, d)
+                    var = h.var(dim=-1, unbiased=False)  # (B, T)
+                    rms_dev = y.pow(2).mean(dim=-1).sqrt() - (var / (var + cfg.norm_eps)).sqrt()  # (B, T)
+                    out["post_dev"] = max(out["post_dev"], rms_dev.abs().max().item())
+        out[norm] = np.array(runs)  # (n_inits, L + 1)
+    return out
+
+
+def post_ln_rms_claim(led: Ledger, data: dict[str, Any], d_model: int) -> None:
+    """LayerNorm algebra: a Post-LN block output (unit gain, zero bias) has RMS sqrt(var/(var + eps))."""
+    led.identity("post_ln_block_rms", measured=data["post_dev"], expected=0.0, atol=2 * d_model * EPS,
+                 source="derivation: LayerNorm with unit gain, zero bias", figure="overview_residual_rms",
+                 why="the norm's variance and our mean of squares each sum d terms: <= d eps relative error each",
+                 statement="Post-LN: per-token RMS of every block output equals sqrt(var/(var + eps)) of its input")  # fmt: skip
+
+
+def pre_ln_growth_claim(led: Ledger, data: dict[str, Any]) -> None:
+    """Pre-LN: every block adds a branch to an un-normalised stream, so its RMS grows with depth.
+
+    Measured: the final / embedding RMS ratio, averaged over initialisations; its uncertainty is the
+    standard error over them (k from Student t). Alternative: ratio 1, a stream that keeps its scale.
+    """
+    ratio = data["pre"][:, -1] / data["pre"][:, 0]  # (n_inits,)
+    n = len(ratio)
+    k = t_multiplier(n)
+    led.direction("pre_ln_rms_grows", measured=float(ratio.mean()), sign=1, alternative=1.0,
+                  se=float(ratio.std(ddof=1) / np.sqrt(n)), k=k, seed="000#12", figure="overview_residual_rms",
+                  hypothesis="no growth: the residual stream keeps the embedding's RMS, as a normalised (Post-LN) "
+                             "stream does",
+                  source="Xiong et al. 2020 (Pre-LN hidden-state norm grows with depth at initialisation); seed "
+                         "000#12 (hidden-state magnitude escalates with depth under Pre-LN)",
+                  why=f"SE over {n} initialisations; k = {k:.3g} is the two-sided {CONFIDENCE:.0%} Student-t "
+                      f"multiplier for {n - 1} degrees of freedom",
+                  statement="Pre-LN: final / embedding residual RMS exceeds 1 beyond its spread over "
+                            "initialisations")  # fmt: skip
+
+
+def residual_rms(base: ModelConfig, tokens: torch.Tensor, n_inits: int, preset: str) -> Measured:
+    """Residual RMS across depth for Pre-LN and Post-LN, with the Post-LN identity and Pre-LN growth."""
+    data = measure_residual_rms(base, tokens, n_inits)
+    led = Ledger(CONTEXT, preset=preset)
+    post_ln_rms_claim(led, data, base.d_model)
+    pre_ln_growth_claim(led, data)
+    return Measured(data, led)

@@ -1,0 +1,199 @@
+"""The claims of ``06_real_models``: the probes on real networks through :class:`analysis.hf.HFModel`.
+
+Not a probe (the registry skips modules whose name starts with an underscore): ``06_real_models``
+calls these functions, plots what they measured and saves their ledgers (with the ledgers of the probe
+runs they made, which the notebook includes by role). Each function measures one thing and records
+the claims about it in a :class:`Ledger` of context :data:`CONTEXT`; it returns a :class:`Measured`.
+
+* :func:`gpt2_zoo_agreement` -- a random GPT-2 and our zoo copy of it compute the same function:
+  identities at every hook point and in every probe (:data:`analysis.hf.PROBE_AGREEMENT`);
+* :func:`no_skip_collapse` -- Dong et al. 2021: without skip connections the token representations
+  collapse (relative residual falls), with them they do not; a direction per model, with the spread
+  over text batches as its uncertainty;
+* :func:`entropy_vs_gaussian` (claims: :func:`entropy_claims`) -- the attention-entropy deficit ln n - H of a model against the
+  i.i.d.-Gaussian-logit theory at each head's measured logit std (worst layer; spread over heads).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+import probes
+from analysis.hf import PROBE_AGREEMENT, probe_agreement
+from analysis.hooks import run_with_cache
+from analysis.ledger import Claim, Ledger
+from probes._overview import t_multiplier
+from probes.base import Result, run_probe
+
+CONTEXT = "real_models"
+RESOLUTION = 1e-9  # floor of a relative residual before its log: far below float32's ~1e-7 resolution
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What one function measured (``data``), the claims it recorded, and the probe runs it made."""
+
+    data: dict[str, Any]
+    ledger: Ledger
+    runs: dict[str, Result] = field(default_factory=dict)
+
+
+def gpt2_label(model: Any) -> str:
+    """A name that says what the GPT-2 is: ``gpt2_random_L2_d64`` (random weights, 2 blocks, width 64)."""
+    cfg = model.config
+    return f"gpt2_random_L{cfg.n_layer}_d{cfg.n_embd}"
+
+
+def probe_claims(result: Result, roles: Iterable[str] = ("identity", "bound")) -> list[Claim]:
+    """The claims of a probe run with the given roles (by role, never by name: names may change)."""
+    roles = tuple(roles)
+    return [c for c in result.ledger.claims if c.role in roles]
+
+
+def gpt2_zoo_agreement(gpt2: Any, zoo: Any, tokens: torch.Tensor, preset: str) -> Measured:
+    """The random GPT-2 and its zoo copy agree at every hook point and in every probe (float64 identities)."""
+    label = gpt2_label(gpt2)
+    _, cache_hf = run_with_cache(gpt2, tokens)
+    _, cache_zoo = run_with_cache(zoo, tokens)
+    worst, finite_match = 0.0, True
+    for name, ref in cache_zoo.items():
+        fin = torch.isfinite(ref)
+        finite_match &= bool(torch.equal(fin, torch.isfinite(cache_hf[name])))
+        diff = (cache_hf[name] - ref)[fin].abs().max() / ref[fin].abs().max().clamp_min(1.0)
+        worst = max(worst, diff.item())
+    led = Ledger(CONTEXT, preset=preset)
+    model = f"GPT-2 with random weights, {gpt2.config.n_layer} blocks, width {gpt2.config.n_embd} ({label})"
+    led.identity(f"{label}_zoo_hook_points", measured=worst if finite_match else float("nan"), expected=0.0,
+                 atol=1e-12, source="identity: the same weights in two implementations (float64)",
+                 why="rounding only: ~1e-16 per operation, amplified by depth and the softmax; 1e-12 leaves 10^3 room",
+                 statement=f"{model} and its zoo copy agree at all {len(cache_zoo)} hook points (max "
+                           "relative difference; non-finite entries in the same places)")  # fmt: skip
+    agreement = {p: probe_agreement(p, gpt2, zoo) for p in PROBE_AGREEMENT}
+    for p, diffs in agreement.items():
+        led.identity(f"{label}_zoo_probe_{p}", measured=max(diffs.values()), expected=0.0, atol=1e-12,
+                     source="identity: a probe's numbers are functions of the activations",
+                     why="as for the hook points: rounding amplified by fits and logs stays far below 1e-12",
+                     statement=f"{p} measures the same {', '.join(diffs)} on {model} and on its zoo copy")  # fmt: skip
+    return Measured({"worst_hook": worst, "n_hooks": len(cache_zoo), "agreement": agreement}, led)
+
+
+def measure_rank(pairs: Mapping[str, tuple[Any, Any]], sp_config: Mapping[str, Any], preset: str
+                 ) -> tuple[dict[str, Any], dict[str, Result]]:  # fmt: skip
+    """Run ``signal_propagation`` on each (with skips, without skips) pair of models.
+
+    Returns ``rank[(name, skip)]`` and ``cosine[(name, skip)]``: (L + 1, batches) arrays of Dong et al.'s
+    relative residual and the mean token cosine after the embedding and each block, and the runs.
+    """
+    config = probes.get("signal_propagation").Config.preset(preset, **sp_config)
+    S = config.n_samples
+    rank, cosine, runs = {}, {}, {}
+    for name, pair in pairs.items():
+        for skip, m in zip((True, False), pair, strict=True):
+            r = run_probe("signal_propagation", config, model=m, progress=False)
+            rank[name, skip] = r.data["rank_residual"].values.reshape(-1, S)
+            cosine[name, skip] = r.data["token_cosine"].values.reshape(-1, S)
+            runs[name, skip] = r
+    return {"rank": rank, "cosine": cosine}, runs
+
+
+def dong_claims(led: Ledger, rank: Mapping[tuple[str, bool], np.ndarray], tags: Mapping[str, str]) -> None:
+    """Dong et al. 2021: removing the skips collapses the tokens (the relative residual falls).
+
+    Per model: the log10 ratio, no skips over skips, of the last block's relative residual, paired by
+    text batch (both runs read the same batches). Collapse predicts it negative; the alternative "no
+    collapse" is the with-skip residual itself (ratio 1, log 0). Uncertainty: SE over batches.
+    """
+    for name, tag in tags.items():
+        with_skip, without = rank[name, True][-1], rank[name, False][-1]  # (batches,)
+        logratio = np.log10(np.maximum(without, RESOLUTION)) - np.log10(np.maximum(with_skip, RESOLUTION))
+        n = len(logratio)
+        k = t_multiplier(n)
+        led.direction(f"dong_noskip_collapses_{tag}", measured=float(logratio.mean()), sign=-1, alternative=0.0,
+                      se=float(logratio.std(ddof=1) / np.sqrt(n)), k=k, figure="real_rank_collapse",
+                      hypothesis="no collapse: without skips the last block keeps its with-skip relative residual",
+                      source="Dong et al. 2021 (pure attention loses rank doubly exponentially with depth; "
+                             "skip connections prevent it; their pretrained networks without skips collapse)",
+                      why=f"paired over {n} text batches: SE of the per-batch log ratio; k = {k:.3g} is the "
+                          f"two-sided Student-t multiplier for {n - 1} dof; residuals floored at {RESOLUTION:g}",
+                      statement=f"{name}: log10(relative residual without skips / with skips) after the last "
+                                "block is below 0 beyond its spread over text batches")  # fmt: skip
+
+
+def no_skip_collapse(pairs: Mapping[str, tuple[Any, Any]], tags: Mapping[str, str],
+                     sp_config: Mapping[str, Any], preset: str) -> Measured:  # fmt: skip
+    """Dong et al.'s rank collapse on real text: each model with and without skip connections."""
+    data, runs = measure_rank(pairs, sp_config, preset)
+    led = Ledger(CONTEXT, preset=preset)
+    dong_claims(led, data["rank"], tags)
+    named = {f"{tags[name]}_{'skip' if skip else 'noskip'}": r for (name, skip), r in runs.items()}
+    return Measured(data, led, named)
+
+
+def deficit_ratio(result: Result, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per layer: mean over heads of (ln n - H) / (ln n - H_theory) at context n, and its SE over heads."""
+    ln_n = np.log(n)
+    measured = ln_n - result.data["entropy"].sel(n=n).values  # (L, H)
+    theory = ln_n - result.data["theory_entropy"].sel(n=n).values
+    ratio = measured / theory
+    H = ratio.shape[-1]  # (L, H)
+    return ratio.mean(-1), ratio.std(-1, ddof=1) / np.sqrt(H)
+
+
+def entropy_vs_gaussian(models: Mapping[str, Any], claim_tags: Mapping[str, str], ctx_lens: tuple[int, ...],
+                        seed: int, preset: str, distinct: Iterable[str] = ()) -> Measured:  # fmt: skip
+    """Run ``attention_entropy`` (untrained measurement) on each model, on corpus text (on distinct random
+    token ids for the models named in ``distinct``, which have no tokenizer); for the models in
+    ``claim_tags``, compare the entropy deficit at the largest context with the i.i.d.-Gaussian theory's.
+
+    The theory (``analysis.theory.attention_entropy``) is the expected entropy of a softmax over n
+    i.i.d. N(0, s^2) logits, s each head's measured logit std. Measured: the worst layer's mean over
+    heads of the per-head ratio measured / theory deficit (worst = farthest from 1 in SEs); uncertainty:
+    its SE over heads. Alternative: ratio 0, uniform attention (the logits' spread leaves H = ln n).
+    """
+    runs, distinct = {}, set(distinct)
+    for name, m in models.items():
+        data = "distinct" if name in distinct else "corpus"
+        config = probes.get("attention_entropy").Config.preset(preset, data=data, ctx_lens=tuple(ctx_lens),
+                                                                trained=False, seed=seed)  # fmt: skip
+        runs[name] = run_probe("attention_entropy", config, model=m, progress=False)
+    n_top = int(ctx_lens[-1])
+    led = Ledger(CONTEXT, preset=preset)
+    ratios = entropy_claims(led, runs, claim_tags, n_top)
+    return Measured({"n_top": n_top, "ratio": ratios}, led, runs)
+
+
+def entropy_claims(led: Ledger, runs: Mapping[str, Result], claim_tags: Mapping[str, str], n_top: int
+                   ) -> dict[str, tuple[np.ndarray, np.ndarray]]:  # fmt: skip
+    """The entropy deficit against the i.i.d.-Gaussian theory, worst layer, for each model in ``claim_tags``.
+
+    Returns every run's per-layer (mean, SE over heads) deficit ratio at ``n_top``.
+    """
+    ratios = {name: deficit_ratio(r, n_top) for name, r in runs.items()}
+    for name, tag in claim_tags.items():
+        mean, se = ratios[name]
+        worst = int(np.argmax(np.abs(mean - 1.0) / np.maximum(se, np.finfo(float).tiny)))
+        n_heads = runs[name].data.sizes["head"]
+        k = t_multiplier(n_heads)
+        led.predict(f"entropy_deficit_gaussian_{tag}", measured=float(mean[worst]), expected=1.0, se=float(se[worst]),
+                    k=k, alternative=0.0, figure="real_attention_entropy",
+                    hypothesis="uniform attention: the logits' spread leaves the entropy at ln n (no deficit)",
+                    source="derivation: analysis.theory.attention_entropy (i.i.d. Gaussian logits, measured std)",
+                    why=f"SE of the per-head ratio over {n_heads} heads of the worst layer; k = {k:.3g} is the "
+                        f"two-sided Student-t multiplier for {n_heads - 1} dof",
+                    statement=f"{name}: entropy deficit ln n - H at n = {n_top} over the Gaussian theory's is 1 "
+                              f"(worst layer, {worst})")  # fmt: skip
+    return ratios
+
+
+def repeat_last(models: Mapping[str, Any], rc_config: Mapping[str, Any], preset: str) -> dict[str, Result]:
+    """Run ``representational_collapse`` on each model (its own claims are in each run's ledger)."""
+    config = probes.get("representational_collapse").Config.preset(preset, **rc_config)
+    return {
+        name: run_probe("representational_collapse", config, model=m, progress=False)
+        for name, m in models.items()
+    }

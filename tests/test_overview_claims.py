@@ -1,0 +1,71 @@
+"""The claims of ``00_overview`` (``probes/_overview.py``): recorded with the right role, one per quantity,
+identities passing on the model, predictions that fail on planted data that contradicts them."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from analysis.ledger import Ledger
+from analysis.model import ModelConfig
+from probes import _overview as ov
+
+
+def base(n_layers: int = 3) -> ModelConfig:
+    return ModelConfig(input="tokens", vocab_size=32, output="none", d_model=16, n_layers=n_layers, n_heads=2,
+                       dtype="float64", seed=0)  # fmt: skip
+
+
+def tokens(batch: int = 2, T: int = 8) -> torch.Tensor:
+    return torch.randint(0, 32, (batch, T), generator=torch.Generator().manual_seed(0))
+
+
+def test_t_multiplier_is_student_t():
+    assert ov.t_multiplier(2) == pytest.approx(63.657, rel=1e-4)  # t_{0.995, 1}
+    assert ov.t_multiplier(10**6) == pytest.approx(2.5758, rel=1e-3)  # the normal quantile
+    with pytest.raises(ValueError):
+        ov.t_multiplier(1)
+
+
+def test_uniform_attention_records_one_identity_each_at_the_worst_layer():
+    res = ov.uniform_attention(base(3), tokens(), "smoke")
+    assert [c.name for c in res.ledger] == ["uniform_pattern", "uniform_running_mean"]
+    assert all(c.role == "identity" and c.status == "pass" for c in res.ledger), res.ledger.report()
+    assert res.data["pattern_dev"].shape == (3,) and res.data["mean_dev"].shape == (3,)
+    assert res.ledger["uniform_pattern"].measured == res.data["pattern_dev"].max()
+    assert res.ledger["uniform_running_mean"].measured == res.data["mean_dev"].max()
+
+
+def test_residual_rms_claims_on_the_model():
+    res = ov.residual_rms(base(3), tokens(), n_inits=3, preset="smoke")
+    assert res.data["pre"].shape == (3, 4) and res.data["post"].shape == (3, 4)
+    post, pre = res.ledger["post_ln_block_rms"], res.ledger["pre_ln_rms_grows"]
+    assert post.role == "identity" and post.status == "pass", res.ledger.report()
+    assert pre.role == "prediction" and pre.alternative["value"] == 1.0 and pre.alternative["hypothesis"]
+    assert pre.seed == "000#12" and pre.tolerance["k"] == pytest.approx(ov.t_multiplier(3))
+    ratio = res.data["pre"][:, -1] / res.data["pre"][:, 0]
+    assert pre.measured == pytest.approx(ratio.mean())
+    assert pre.tolerance["se"] == pytest.approx(ratio.std(ddof=1) / np.sqrt(3))
+
+
+def test_post_ln_identity_fails_on_a_planted_deviation():
+    led = Ledger(ov.CONTEXT, preset="smoke")
+    ov.post_ln_rms_claim(led, {"post_dev": 1e-9}, d_model=16)
+    assert led["post_ln_block_rms"].status == "fail"
+
+
+def _pre(ratios: np.ndarray) -> dict:
+    """RMS curves whose final / embedding ratios are ``ratios`` (embedding RMS 1)."""
+    return {"pre": np.stack([np.ones_like(ratios), ratios], axis=1)}
+
+
+def test_pre_ln_growth_passes_on_growth_and_not_without_it():
+    led = Ledger(ov.CONTEXT, preset="smoke")
+    ov.pre_ln_growth_claim(led, _pre(np.array([2.0, 2.1, 1.9, 2.05])))
+    assert led["pre_ln_rms_grows"].status == "pass"
+    assert led.against_alternatives()["pre_ln_rms_grows"].status == "fail"  # growth excludes "no growth"
+    ov.pre_ln_growth_claim(led, _pre(np.array([1.01, 0.99, 1.02, 0.98])))  # no growth: the alternative
+    assert led["pre_ln_rms_grows"].status in ("fail", "inconclusive")
+    ov.pre_ln_growth_claim(led, _pre(np.array([0.5, 0.6, 0.55, 0.52])))  # shrinks
+    assert led["pre_ln_rms_grows"].status == "fail"
