@@ -44,10 +44,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from analysis.io import atomic_replace_dir, content_hash, sha256_bytes, sha256_file
 from analysis.paths import cache_dir
+from analysis.progress import bar
 from analysis.validation import check_bool, check_choice, check_float, check_int
 
 # Bump when the extraction rules above change: it is part of the cache key.
@@ -277,7 +277,7 @@ def extract_text(
     size = 0
     n_files = 0
     files = stdlib_files(root)
-    for path in tqdm(files, desc="corpus", disable=not progress, leave=False):
+    for path in bar(files, desc="corpus", progress=progress, leave=False):
         source = _read_source(path)
         pieces = extract_pieces(source, comments=spec.comments) if source is not None else None
         if not pieces:

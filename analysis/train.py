@@ -51,11 +51,11 @@ from typing import Any
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
 
 from analysis.checkpoints import CheckpointCache, checkpoint_key, history_from_json, history_to_json
 from analysis.io import content_hash
 from analysis.model import ModelConfig, TinyTransformer
+from analysis.progress import bar as progress_bar
 from analysis.validation import check_choice, check_float, check_int, check_sequence
 
 log = logging.getLogger(__name__)
@@ -409,7 +409,7 @@ def _train_loop(model_cfg, task, cfg: TrainConfig, device, cache, key, progress,
             hist["eval_step"].append(step)
             hist["eval_loss"].append(value)
 
-    bar = tqdm(total=cfg.steps, initial=done, disable=not progress, desc="train", leave=False)
+    bar = progress_bar(total=cfg.steps, initial=done, progress=progress, desc="train", leave=False)
     in_update = False  # True while weights, optimiser, history and `done` may disagree
     try:
         for step in range(done, cfg.steps):

@@ -31,6 +31,7 @@ from typing import Any
 from probes.base import (
     CorruptResultError,
     FieldSpec,
+    ModelIncompatibleError,
     ProbeConfig,
     Result,
     cache_key,
@@ -45,6 +46,7 @@ from probes.base import (
 __all__ = [
     "CorruptResultError",
     "FieldSpec",
+    "ModelIncompatibleError",
     "ProbeConfig",
     "Result",
     "available",

@@ -50,14 +50,14 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 import xarray as xr
-from tqdm.auto import tqdm
 
 from analysis.hooks import hooks
 from analysis.ledger import Ledger
 from analysis.model import ModelConfig, TinyTransformer
+from analysis.progress import bar
 from analysis.protocol import check_length, encode_text, vocab_size
 from analysis.theory import attention_entropy as theory
-from probes.base import ProbeConfig, Result, param
+from probes.base import ModelIncompatibleError, ProbeConfig, Result, param
 
 NAME = "attention_entropy"
 DESCRIPTION = "Attention entropy vs context length and logit scale; dilution, SSMax, sigmoid; collapse in training."
@@ -219,7 +219,7 @@ def score_hook_names(model) -> list[str]:
     """``blocks.{l}.attn.hook_scores`` of every layer the model exposes, in layer order."""
     names = [h for h in model.hook_names() if h.startswith("blocks.") and h.endswith(".attn.hook_scores")]
     if not names:
-        raise ValueError("the model exposes no blocks.{l}.attn.hook_scores hook points (pre-softmax logits); "
+        raise ModelIncompatibleError("the model exposes no blocks.{l}.attn.hook_scores hook points (pre-softmax logits); "
                          "attention_entropy needs them")  # fmt: skip
     return sorted(names, key=lambda h: int(h.split(".")[1]))
 
@@ -370,7 +370,7 @@ def measure_untrained(model, tokens: torch.Tensor, ns, k: int, *, normalised: bo
             out["max_weight"] = _at_n(rows["max_weight"], ns, k)
             out["max_weight_bound"] = _at_n(theory.max_weight_bound(rows["n"], rows["absmax"]), ns, k)
     else:
-        for n in tqdm(ns, disable=not progress, desc="context lengths", leave=False):
+        for n in bar(ns, progress=progress, desc="context lengths", leave=False):
             rows = measure_rows(model, tokens[:, : int(n)], normalised=normalised)
             account(rows)
             per_n["std"].append(rows["std"].mean(-1))
@@ -455,7 +455,7 @@ def train_sweep(config: Config, progress: bool = True) -> dict[str, np.ndarray]:
     gen = torch.Generator().manual_seed(config.seed + 104729)  # the probe batch only
     probe_x, _ = task.sample(2, gen)
     runs = [(i, j, t) for i in range(shape[0]) for j in range(shape[1]) for t in range(shape[2])]
-    for i, j, t in tqdm(runs, disable=not progress, desc="train sweep", leave=False):
+    for i, j, t in bar(runs, progress=progress, desc="train sweep", leave=False):
         seed = config.seed + t
         cfg = model_config(config, vocab=task.vocab_size, qk_norm=config.qk_norm[i]).replace(attention="softmax",
                                                                                               seed=seed)  # fmt: skip
@@ -517,7 +517,7 @@ def measure_sweep(config: Config, progress: bool = False) -> dict[str, np.ndarra
     out = {key: np.full(shape, np.nan) for key in ("ent", "std")}
     slack, tight = math.inf, 0.0
     grid = [(a, f, r) for a, f in enumerate(config.scale_factors) for r in range(config.replicates)]
-    for a, f, r in tqdm(grid, disable=not progress, desc="scale sweep", leave=False):
+    for a, f, r in bar(grid, progress=progress, desc="scale sweep", leave=False):
         cfg = config.replace(seed=config.seed + r)
         m = TinyTransformer(model_config(cfg, vocab=n_, logit_scale=f / math.sqrt(dh))).eval()
         rows = measure_rows(m, distinct_tokens(n_, cfg.seed), normalised=True)

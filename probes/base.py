@@ -95,6 +95,12 @@ class CorruptResultError(ValueError):
     """A saved result whose files are missing, unreadable or do not match their manifest."""
 
 
+class ModelIncompatibleError(ValueError):
+    """A model passed to a probe lacks what the probe needs (causal attention, a hook point, a
+    vocabulary...). The command line reports it as a usage error (exit 2, one line); any other
+    exception from a probe is a bug and keeps its traceback."""
+
+
 # ======================================================================= configs
 
 
@@ -690,7 +696,7 @@ def check_model_compat(probe_name: str, model: Any, requires: dict[str, Any] | N
     ``requires=None`` means the probe takes no model at all.
     """
     if requires is None:
-        raise ValueError(
+        raise ModelIncompatibleError(
             f"probe {probe_name} does not take a model (it builds what it needs from its config)"
         )
     problems = []
@@ -703,7 +709,7 @@ def check_model_compat(probe_name: str, model: Any, requires: dict[str, Any] | N
         elif have not in allowed:
             problems.append(f"{want_text} (got {have!r})")
     if problems:
-        raise ValueError(f"probe {probe_name} needs a model with " + "; ".join(problems))
+        raise ModelIncompatibleError(f"probe {probe_name} needs a model with " + "; ".join(problems))
 
 
 def _resolve(module_or_name: Any) -> tuple[Any, str]:

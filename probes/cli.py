@@ -38,20 +38,24 @@ Exit codes:
 * ``2`` -- a usage error: unknown command, unknown probe, unknown option, bad value or choice.
   Exactly one line goes to stderr, naming the option or field and what is allowed.
 
-An exception raised inside a probe's ``run`` is a bug and propagates with its traceback.
+An exception raised inside a probe's ``run`` is a bug and propagates with its traceback, except
+``probes.ModelIncompatibleError`` (a model given with ``--model`` lacks what the probe needs): exit 2.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import tempfile
+from pathlib import Path
 from collections.abc import Sequence
 from typing import Any
 
 import probes
 from analysis.io import atomic_write_json
-from probes.base import ProbeConfig, cached_run, description, run_probe
+from probes.base import ModelIncompatibleError, ProbeConfig, cached_run, description, run_probe
 
 USAGE = (
     "usage: python -m probes list\n"
@@ -248,9 +252,20 @@ def _load_model(module: Any, name: str, ns: argparse.Namespace) -> Any:
         raise UsageError(f"--model: {e}") from None
     try:
         check_model_compat(name, model, module.REQUIRES)
-    except ValueError as e:
+    except ModelIncompatibleError as e:
         raise UsageError(str(e)) from None
     return model
+
+
+def _check_writable(folder: Path, option: str) -> None:
+    """Fail before any computation when ``folder`` cannot be created or written (a run is never lost)."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=folder, prefix=".write-check-")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as e:
+        raise UsageError(f"{option}: cannot write to {folder}: {e.strerror or e}") from None
 
 
 def _run(module: Any, name: str, args: list[str]) -> int:
@@ -259,13 +274,17 @@ def _run(module: Any, name: str, args: list[str]) -> int:
     except SystemExit as e:  # --help
         return int(e.code or 0)
     progress = not ns.no_progress
+    if ns.json and ns.json != "-":
+        _check_writable(Path(ns.json).parent, "--json")
+    if ns.save:
+        _check_writable(Path(ns.save).parent, "--save")
     model = None if ns.model == "zoo" else _load_model(module, name, ns)
     if ns.cache:
         result = cached_run(module, config, progress=progress)
     else:
         try:
             result = run_probe(module, config, model=model, progress=progress)
-        except ValueError as e:
+        except ModelIncompatibleError as e:  # the model lacks what the probe needs; anything else is a bug
             if model is None:
                 raise
             raise UsageError(f"probe {name} on --model {ns.model}: {e}") from None

@@ -62,19 +62,20 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 import xarray as xr
-from tqdm.auto import tqdm
+from scipy.stats import t as student_t
 
 from analysis import protocol
 from analysis.fitting import bootstrap_power_law, local_exponent
 from analysis.hooks import hooks, run_with_cache
 from analysis.ledger import Ledger
 from analysis.model import ModelConfig, TinyTransformer
+from analysis.progress import bar
 from analysis.theory import prompt_forgetting as theory
-from probes.base import ProbeConfig, Result, param
+from probes.base import ModelIncompatibleError, ProbeConfig, Result, param
 
 NAME = "prompt_forgetting"
 DESCRIPTION = "Prompt-forgetting exponent: offset of two prompts' hidden states under one continuation vs t."
-VERSION = "6"  # 2: relay_matrix stored for uniform models; 3: deviation text names the size;
+VERSION = "7"  # 7: alpha_relay_window scalar; 2: relay_matrix stored for uniform models; 3: deviation text names the size;
 # 4: norm_type field, bound constants/plateaus and the theorem-condition claims; 5: the untrained deviation
 # text computes the relay exponent at the run's own depth and length (max |logit| now blockwise, same value);
 # 6: claims with roles, the bound's ratio checked for growth (bootstrap CI of its slope), relay prediction
@@ -208,13 +209,13 @@ def draw_pairs(config: Config, model=None) -> tuple[torch.Tensor, torch.Tensor, 
     n, P, T = config.n_pairs, config.prompt_len, config.cont_len
     vocab = _vocab(config) if model is None else protocol.vocab_size(model)
     if vocab is None or vocab < 2:
-        raise ValueError(f"prompt_forgetting needs a token model with a vocabulary (vocab_size >= 2), got {vocab}")
+        raise ModelIncompatibleError(f"prompt_forgetting needs a token model with a vocabulary (vocab_size >= 2), got {vocab}")
     gen = torch.Generator().manual_seed(config.seed + 7919)  # prompts/continuations only
     if config.data == "random":
         draw = lambda k, m: torch.randint(0, vocab, (k, m), generator=gen)  # noqa: E731
     elif config.data == "markov":
         if vocab < config.vocab_size:
-            raise ValueError(f"data 'markov' draws ids below vocab_size={config.vocab_size}, but the model's "
+            raise ModelIncompatibleError(f"data 'markov' draws ids below vocab_size={config.vocab_size}, but the model's "
                              f"vocab is {vocab}; set vocab_size <= {vocab}")  # fmt: skip
         lang = _task(config, 1)
         draw = lambda k, m: lang.sample_sequences(k, m, gen)  # noqa: E731
@@ -286,10 +287,10 @@ def measure(model, a, b, c, *, attn_bias=None, progress: bool = True) -> dict[st
     patterns = [h for h in names if h.endswith("attn.hook_pattern")]
     missing = [r for r in resid if r not in names]
     if missing:
-        raise ValueError(f"prompt_forgetting needs the residual hooks blocks.{{l}}.hook_resid_post; the model lacks {missing}")
+        raise ModelIncompatibleError(f"prompt_forgetting needs the residual hooks blocks.{{l}}.hook_resid_post; the model lacks {missing}")
     embed = ["hook_embed"] if "hook_embed" in names else []
     out: dict[str, list] = {k: [] for k in ("distance", "norm", "share", "share_max", "max_logit", "min_rms", "embed_delta")}
-    for i in tqdm(range(n), disable=not progress, desc="pairs", leave=False):
+    for i in bar(range(n), progress=progress, desc="pairs", leave=False):
         x = torch.cat([torch.stack([a[i], b[i]]), c[i].expand(2, -1)], dim=1)  # (2, P + T)
         stats = {"max_logit": 0.0, "min_rms": math.inf, "share": {}, "share_max": {}}
 
@@ -477,6 +478,9 @@ def run(config: Config, model=None, progress: bool = True) -> Result:
         "bound_local_end": float(bound_loc[-1][-1]),
         "bound_constant": float(consts["bound_constant"][-1]), "bound_plateau": float(consts["bound_plateau"][-1]),
         "bound_plateau_slope": float(consts["bound_plateau_slope"][-1]),
+        # the relay model's alpha of this depth over the same window: what alpha is compared with
+        "alpha_relay_window": (theory.relay_alpha_window(P, len(fits), window[0], int(window[1]))
+                               if window[0] >= P + 1 else math.nan),
     }  # fmt: skip
     if "train_loss" in info:
         scalars["train_loss"] = float(info["train_loss"])
@@ -639,7 +643,7 @@ def claim_relay_exponent(led: Ledger, config: Config, data: xr.Dataset, scalars:
         led.not_evaluated("alpha_matches_relay", role="prediction", source=src, seed="000#1",
                           reason="at L = 1 the relay model is D ~ 1/t, its own alternative: nothing to tell apart")  # fmt: skip
         return
-    expected = theory.relay_alpha_window(P, L, scalars["fit_lo"], _n_total(data))
+    expected = scalars["alpha_relay_window"]
     led.predict("alpha_matches_relay", measured=scalars["alpha"], expected=expected,
                 ci=(scalars["alpha_ci_lo"], scalars["alpha_ci_hi"]), alternative=1.0,
                 hypothesis="pure dilution without relay: D ~ 1/t (alpha = 1, one layer or no mixing)", seed="000#1",
@@ -668,7 +672,7 @@ def claim_seed_range(led: Ledger, config: Config, data: xr.Dataset, scalars: dic
 
 def _untrained_diagnosis(config: Config, scalars: dict) -> str:
     L, N = config.layers, config.prompt_len + config.cont_len
-    relay = theory.relay_alpha_window(config.prompt_len, L, scalars["fit_lo"], N)
+    relay = scalars["alpha_relay_window"]
     return (f"the measured alpha matches the relay model of this depth L = {L} over the window ending at t = {N} "
             f"(relay alpha {relay:.2f}; its local exponent 1 - (L-1)/ln t is "
             f"{float(theory.bound_local_exponent(L, N)):.2f} there): shallow depth and window, not a failure of the "
@@ -762,6 +766,86 @@ def depth_sweep_claims(results: list[Result]) -> Ledger:
                 why="k = 2 SE of the OLS slope, each alpha's SE its 95% bootstrap CI half-width / 1.96",
                 statement=f"d alpha / dL over L = {[int(x) for x in Ls]} equals the relay model's "
                           f"({float(w @ relay):.3f} per layer)", figure="pf_alpha_summary")  # fmt: skip
+    return led
+
+
+SEED_UNTRAINED = (0.2, 0.5)  # the seed's alpha range for untrained models (000#1)
+
+
+def depth_law(runs: list[Result]) -> xr.Dataset:
+    """Alpha against depth over weight seeds: ``runs`` are untrained runs differing only in ``layers``
+    and ``seed`` (every depth with the same seeds, at least two). Per depth: the seed mean of the last
+    layer's alpha, its standard error from the seed-to-seed spread, and the relay model's and the
+    bound shape's alpha over the same fit window."""
+    if not runs:
+        raise ValueError("depth_law needs runs")
+    for r in runs[1:]:
+        _check_pair(runs[0], r, {"layers", "seed"})
+    Ls = sorted({r.config.layers for r in runs})
+    seeds = sorted({r.config.seed for r in runs})
+    by = {(r.config.layers, r.config.seed): r for r in runs}
+    missing = [(L, s) for L in Ls for s in seeds if (L, s) not in by]
+    if missing or len(seeds) < 2:
+        raise ValueError(f"depth_law needs every depth at the same >= 2 seeds; missing (layers, seed): {missing}")
+    grid = {k: np.array([[by[L, s].scalars[k] for s in seeds] for L in Ls]) for k in ("alpha", "alpha_ci_lo", "alpha_ci_hi", "max_logit")}
+    r0 = runs[0]
+    P, lo, hi = r0.config.prompt_len, r0.scalars["fit_lo"], int(r0.scalars["fit_hi"])
+    a = grid["alpha"]
+    se = a.std(1, ddof=1) / math.sqrt(len(seeds))
+    k95 = float(student_t.ppf(0.975, len(seeds) - 1))  # 95% two-sided for a mean of n_seeds draws
+    data = {k: (("layers", "seed"), v) for k, v in grid.items()}
+    data.update(
+        alpha_mean=("layers", a.mean(1)),
+        alpha_se=("layers", se),
+        alpha_half95=("layers", k95 * se),
+        relay_alpha=("layers", np.array([by[L, seeds[0]].scalars["alpha_relay_window"] for L in Ls])),
+        bound_alpha=("layers", np.array([theory.bound_alpha_window(P, L, lo, hi) for L in Ls])),
+    )
+    return xr.Dataset(data, coords={"layers": Ls, "seed": seeds},
+                      attrs={"fit_lo": lo, "fit_hi": hi, "prompt_len": P, "preset": r0.config.preset_name, "k95": k95})
+
+
+def depth_law_claims(law: xr.Dataset) -> Ledger:
+    """The relay model across depth (000#1), on :func:`depth_law`'s seed means: alpha falls with L;
+    at each depth it equals the relay model's alpha over the same window (alternative alpha = 1,
+    dilution alone); and where it enters the seed's untrained range."""
+    Ls = law["layers"].values.astype(np.float64)
+    n_seeds = law.sizes["seed"]
+    k = law.attrs["k95"]
+    mean, se, relay = law["alpha_mean"].values, law["alpha_se"].values, law["relay_alpha"].values
+    window = f"window [{law.attrs['fit_lo']:g}, {law.attrs['fit_hi']:g}]"
+    led = Ledger(NAME, preset=law.attrs["preset"])
+    src = "seed's linear relay model: each layer adds a factor ln t (relay_alpha_window over the same window)"
+    if len(Ls) >= 2:
+        w = (Ls - Ls.mean()) / ((Ls - Ls.mean()) ** 2).sum()
+        led.direction("alpha_falls_with_depth", measured=float(w @ mean), se=float(np.sqrt(np.sum(w**2 * se**2))),
+                      k=3.0, sign=-1, alternative=0.0, hypothesis="alpha does not depend on depth (each layer only dilutes)",
+                      seed="000#1", source=src, why="3 SE of the OLS slope of the seed means on L (SE from the seed spread)",
+                      statement=f"untrained pre-LN softmax: d alpha / dL < 0 over L = {[int(x) for x in Ls]} ({window})",
+                      figure="pf_alpha_depth")  # fmt: skip
+    for i, L in enumerate(Ls.astype(int)):
+        name = f"alpha_vs_relay_L{L}"
+        if abs(relay[i] - 1.0) < 1e-12:
+            led.not_evaluated(name, role="prediction", seed="000#1", source=src, figure="pf_alpha_depth",
+                              reason="one layer: the relay model's alpha is 1, the alternative itself")
+            continue
+        led.predict(name, measured=float(mean[i]), expected=float(relay[i]), se=float(se[i]), k=k, alternative=1.0,
+                    hypothesis="alpha = 1: dilution alone, no relay across layers", seed="000#1", source=src,
+                    why=f"k = {k:.2f} (Student t, 95%, {n_seeds - 1} dof) SE of the mean over {n_seeds} weight seeds",
+                    statement=f"L = {L}: seed-mean alpha equals the relay model's {relay[i]:.3f} ({window})",
+                    figure="pf_alpha_depth")  # fmt: skip
+    lo, hi = SEED_UNTRAINED
+    inside = [int(L) for L, m in zip(Ls, mean, strict=True) if lo <= m <= hi]
+    deep = int(Ls[-1])
+    relay_outside = not lo <= relay[-1] <= hi
+    diag = {f"alpha_vs_relay_L{deep}": "pass"} if relay_outside and deep > 1 else None
+    led.paper("alpha_untrained_seed_range_deepest", measured=float(mean[-1]), lo=lo, hi=hi, seed="000#1",
+              source="seed paper: untrained models alpha 0.2-0.5", figure="pf_alpha_depth",
+              why="the seed's reported range for untrained models (large LMs, long contexts)",
+              diagnosed_by=diag, diagnosis=(f"the network follows the relay model, whose alpha at L = {deep} over this "
+                                            f"window ({relay[-1]:.3f}) lies outside the range") if diag else "",
+              statement=f"untrained, L = {deep}: seed-mean alpha in the seed's range [{lo}, {hi}] (depths inside: "
+                        f"{inside or 'none'})")  # fmt: skip
     return led
 
 

@@ -60,16 +60,16 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 import xarray as xr
-from tqdm.auto import tqdm
 
 from analysis import protocol, tasks
 from analysis.fitting import bootstrap_power_law
 from analysis.hooks import resolve_names, run_with_cache
 from analysis.ledger import Ledger
 from analysis.model import DTYPES, ModelConfig, TinyTransformer
+from analysis.progress import bar
 from analysis.theory import representational_collapse as theory
 from analysis.theory.signal_propagation import rank_residual
-from probes.base import ProbeConfig, Result, param
+from probes.base import ModelIncompatibleError, ProbeConfig, Result, param
 
 NAME = "representational_collapse"
 DESCRIPTION = "Representational collapse: last-token distance of near-identical sequences vs length, precision, over-squashing."
@@ -202,7 +202,7 @@ def check_length(config: Config, model) -> None:
     """``ValueError`` naming ``max_len`` (and ``sens_len``) if the model's position limit is shorter."""
     limit, n = protocol.max_positions(model), seq_bound(config)
     if limit is not None and n > limit:
-        raise ValueError(f"max_len={config.max_len} builds sequences of {n} tokens but the model has {limit} positions; "
+        raise ModelIncompatibleError(f"max_len={config.max_len} builds sequences of {n} tokens but the model has {limit} positions; "
                          f"use max_len <= {config.max_len - (n - limit)}")  # fmt: skip
     protocol.check_length(model, config.sens_len, "sens_len")
 
@@ -211,7 +211,7 @@ def model_vocab(config: Config, model=None) -> int:
     """Token ids the pairs draw from: ``config.vocab_size`` for own models, else the model's own."""
     v = protocol.vocab_size(model) if model is not None else config.vocab_size
     if not isinstance(v, int) or v < 4:
-        raise ValueError(f"the model must embed at least 4 token ids, got vocab_size={v}")
+        raise ModelIncompatibleError(f"the model must embed at least 4 token ids, got vocab_size={v}")
     return v
 
 
@@ -296,7 +296,7 @@ def measure_distances(models: dict, config: Config, ns: np.ndarray, progress: bo
            for dt in models}  # fmt: skip
     layer_distance = np.zeros((S, L, len(ns)))
     exact: dict[str, list] = {"h0": [], "last": []}
-    for j, n in enumerate(tqdm(ns, disable=not progress, desc="lengths", leave=False)):
+    for j, n in enumerate(bar(ns, progress=progress, desc="lengths", leave=False)):
         pairs = [make_pair(config, samples, s, int(n)) for s in range(S)]
         ids, idx = _batch([x for p in pairs for x in p])  # rows: a_0, b_0, a_1, b_1, ...
         bias = None if causal else pad_bias(idx, ids.shape[1]).to(dev)

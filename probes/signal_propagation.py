@@ -57,15 +57,15 @@ import numpy as np
 import torch
 import xarray as xr
 from scipy import stats
-from tqdm.auto import tqdm
 
 from analysis import protocol
 from analysis.hooks import hooks, run_with_cache
 from analysis.ledger import Ledger
 from analysis.model import ATTENTION_KERNELS, ModelConfig, TinyTransformer
+from analysis.progress import bar
 from analysis.tasks import MarkovLanguage
 from analysis.theory import signal_propagation as th
-from probes.base import ProbeConfig, Result, param
+from probes.base import ModelIncompatibleError, ProbeConfig, Result, param
 
 NAME = "signal_propagation"
 DESCRIPTION = (
@@ -555,7 +555,7 @@ def _run(config: Config, progress: bool) -> Result:
         batches = [batch(cfg, s) for s in range(S)]
     jobs = [(i, n, j, L, s) for i, n in enumerate(norms) for j, L in enumerate(depths) for s in range(S)]
     measured = {}
-    for i, norm, j, L, s in tqdm(jobs, desc=NAME, disable=not progress):
+    for i, norm, j, L, s in bar(jobs, desc=NAME, progress=progress):
         model_ = build(cfg, norm, L, cfg.seed + s, progress=False)
         inputs, targets = batches[s]
         measured[i, j, s] = measure(model_, inputs, targets, mlp=cfg.mlp, pre_like=norm in PRE_LIKE,
@@ -625,7 +625,7 @@ def run_model(config: Config, model, progress: bool = True) -> Result:
         batches = corpus_batches(cfg, model)
     else:
         if V is None:
-            raise ValueError("data='markov' needs the model's vocabulary size (analysis.protocol.vocab_size)")
+            raise ModelIncompatibleError("data='markov' needs the model's vocabulary size (analysis.protocol.vocab_size)")
         batches = [batch(cfg, s, vocab=V) for s in range(cfg.n_samples)]
     L = int(model.n_layers)
     mlp = "blocks.0.hook_mlp_out" in set(model.hook_names())
@@ -634,7 +634,7 @@ def run_model(config: Config, model, progress: bool = True) -> Result:
         model.eval()  # no dropout: the statistics of the deterministic forward pass
     measured, loss_kind = {}, ""
     try:
-        for s, (inputs, targets) in enumerate(tqdm(batches, desc=NAME, disable=not progress)):
+        for s, (inputs, targets) in enumerate(bar(batches, desc=NAME, progress=progress)):
             m = measure(
                 model,
                 inputs,

@@ -109,7 +109,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--out",
         type=Path,
         default=None,
-        help="figures folder (default: $WORKBENCH_FIGURES or <repo>/figures)",
+        help="figures folder (default: $WORKBENCH_FIGURES, else <repo>/figures for the full preset and "
+        "build/figures-<preset> for any other, so that smoke figures never replace the committed gallery)",
     )
     p.add_argument("--notebooks", type=Path, default=NOTEBOOKS, help="folder of NN_*.ipynb notebooks")
     p.add_argument("--build", type=Path, default=BUILD, help="folder for executed notebooks, logs, stamps")
@@ -150,7 +151,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error(f"--timeout must be > 0 seconds, got {args.timeout}")
     if not args.notebooks.is_dir():
         parser.error(f"--notebooks: no such folder {args.notebooks}")
-    args.out = (args.out if args.out is not None else figures_dir()).resolve()
+    if args.out is None:
+        committed = args.preset == "full" or os.environ.get("WORKBENCH_FIGURES")
+        args.out = figures_dir() if committed else BUILD / f"figures-{args.preset}"
+    args.out = args.out.resolve()
     args.build = args.build.resolve()
     return args
 

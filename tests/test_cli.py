@@ -340,3 +340,38 @@ def test_values_printed_by_show_parse_back_exactly(fake, n, scale, layers, lrs, 
     ]
     config, _ = cli.parse_config(fake, "clifake", args)
     assert config == want
+
+
+@pytest.mark.parametrize("option", ["--json", "--save"])
+def test_unwritable_output_is_refused_before_the_run(fake, capsys, monkeypatch, tmp_path, option):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a folder")
+
+    def must_not_run(*args, **kwargs):
+        raise AssertionError("the probe ran although its output could not be written")
+
+    monkeypatch.setattr(fake, "run", must_not_run)
+    rc, out, err = run_main(capsys, "run", "clifake", "--preset", "smoke", option, str(blocker / "out" / "r.json"))
+    assert rc == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1 and err.startswith(f"probes: error: {option}: cannot write to ")
+
+
+def test_with_model_only_incompatibility_is_a_usage_error(fake, capsys, monkeypatch):
+    from probes.base import ModelIncompatibleError
+
+    monkeypatch.setattr(cli, "_load_model", lambda module, name, ns: object())
+    monkeypatch.setattr(fake, "REQUIRES", {}, raising=False)  # takes any model
+
+    def lacking(config, model=None, progress=True):
+        raise ModelIncompatibleError("the model lacks blocks.{l}.attn.hook_scores")
+
+    monkeypatch.setattr(fake, "run", lacking)
+    rc, _, err = run_main(capsys, "run", "clifake", "--preset", "smoke", "--model", "somewhere")
+    assert rc == 2 and len(err.strip().splitlines()) == 1 and "hook_scores" in err
+
+    def buggy(config, model=None, progress=True):
+        raise ValueError("an internal bug")
+
+    monkeypatch.setattr(fake, "run", buggy)
+    with pytest.raises(ValueError, match="an internal bug"):  # a bug keeps its traceback, never exit 2
+        cli.main(["run", "clifake", "--preset", "smoke", "--model", "somewhere"])

@@ -279,3 +279,12 @@ def test_parameter_values_are_typed(script):
     assert parse("true") is True and parse("False") is False and parse("None") is None
     assert parse("[1, 2]") == [1, 2]
     assert parse("softmax") == "softmax"
+
+
+def test_smoke_figures_never_land_in_the_committed_gallery(script, monkeypatch):
+    monkeypatch.delenv("WORKBENCH_FIGURES", raising=False)
+    assert script.parse_args(["--preset", "smoke"]).out == (REPO / "build" / "figures-smoke").resolve()
+    assert script.parse_args(["--preset", "full"]).out == (REPO / "figures").resolve()
+    assert script.parse_args(["--preset", "smoke", "--out", "x"]).out == Path("x").resolve()
+    monkeypatch.setenv("WORKBENCH_FIGURES", str(REPO / "build" / "elsewhere"))
+    assert script.parse_args(["--preset", "smoke"]).out == (REPO / "build" / "elsewhere").resolve()

@@ -14,6 +14,7 @@ import torch
 
 import probes
 from analysis.model import TinyTransformer
+from analysis.theory import prompt_forgetting as pf_theory
 from analysis.paths import REPO
 from probes.base import run_probe
 
@@ -244,10 +245,11 @@ def test_untrained_diagnosis_uses_the_runs_own_depth_and_length():
     for layers, T in ((2, 1024), (3, 4096)):
         cfg = mod.Config.preset("full", layers=layers, cont_len=T, fit_lo=32.0)
         N = cfg.prompt_len + T
-        text = mod._untrained_diagnosis(cfg, {"fit_lo": 32.0})
+        relay = mod.theory.relay_alpha_window(cfg.prompt_len, layers, 32.0, N)
+        text = mod._untrained_diagnosis(cfg, {"fit_lo": 32.0, "alpha_relay_window": relay})
         assert f"L = {layers}" in text and f"t = {N}" in text
         assert f"{1 - (layers - 1) / math.log(N):.2f}" in text  # the bound's local exponent at the window end
-        assert f"{mod.theory.relay_alpha_window(cfg.prompt_len, layers, 32.0, N):.2f}" in text
+        assert f"{relay:.2f}" in text
 
 
 # ------------------------------------------------------------------ claims on planted inputs
@@ -366,3 +368,53 @@ def test_relay_model_claims():
     assert led["relay_closed_form_exact"].role == "identity" and led["relay_closed_form_exact"].status == "pass"
     rate = led["relay_asymptotic_rate"]
     assert rate.role == "bound" and rate.outcome is True and rate.tightness == rate.measured
+
+
+def _depth_run(L: int, s: int, alpha: float, half: float = 0.02):
+    cfg = mod.Config.preset("smoke", layers=L, seed=s)
+    return SimpleNamespace(config=cfg, scalars={"alpha": alpha, "alpha_ci_lo": alpha - half, "alpha_ci_hi": alpha + half,
+                                                "max_logit": 4.0, "fit_lo": cfg.fit_lo, "alpha_relay_window": _relay(L),
+                                                "fit_hi": float(cfg.prompt_len + cfg.cont_len)})
+
+
+def _relay(L: int) -> float:
+    cfg = mod.Config.preset("smoke")
+    return pf_theory.relay_alpha_window(cfg.prompt_len, L, cfg.fit_lo, cfg.prompt_len + cfg.cont_len)
+
+
+def test_depth_law_claims_follow_the_planted_law():
+    Ls, jitter = (1, 2, 4, 8), (-0.004, 0.0, 0.004)
+    on_relay = [_depth_run(L, s, _relay(L) + j) for L in Ls for s, j in enumerate(jitter)]
+    law = mod.depth_law(on_relay)
+    assert law["alpha"].dims == ("layers", "seed") and list(law["layers"].values) == list(Ls)
+    np.testing.assert_allclose(law["alpha_mean"].values, [_relay(L) for L in Ls], atol=1e-12)
+    np.testing.assert_allclose(law["alpha_half95"].values, law.attrs["k95"] * law["alpha_se"].values)
+    led = mod.depth_law_claims(law)
+    assert led["alpha_falls_with_depth"].status == "pass" and led["alpha_falls_with_depth"].role == "prediction"
+    assert led["alpha_vs_relay_L1"].status == "not_evaluated"  # the relay value is the alternative itself
+    for L in Ls[1:]:
+        c = led[f"alpha_vs_relay_L{L}"]
+        assert c.status == "pass" and c.alternative["value"] == 1.0, c.line()
+    deepest = led["alpha_untrained_seed_range_deepest"]
+    relay_deep = _relay(Ls[-1])
+    expected = "pass" if 0.2 <= relay_deep <= 0.5 else "deviation"  # outside: diagnosed by the relay claim passing
+    assert deepest.role == "paper" and deepest.status == expected, deepest.line()
+
+    flat = mod.depth_law_claims(mod.depth_law([_depth_run(L, s, 1.0 + j) for L in Ls for s, j in enumerate(jitter)]))
+    assert all(flat[f"alpha_vs_relay_L{L}"].status == "fail" for L in Ls[1:])
+    assert flat["alpha_falls_with_depth"].status in ("fail", "inconclusive")
+    assert flat["alpha_untrained_seed_range_deepest"].status == "fail"  # the relay claim failed: no diagnosis
+
+
+def test_depth_law_needs_the_same_seeds_at_every_depth():
+    with pytest.raises(ValueError, match="missing"):
+        mod.depth_law([_depth_run(1, 0, 1.0), _depth_run(1, 1, 1.0), _depth_run(2, 0, 0.8)])
+    with pytest.raises(ValueError, match="differ only"):
+        mod.depth_law([_depth_run(1, 0, 1.0), SimpleNamespace(config=mod.Config.preset("smoke", layers=2, seed=1,
+                                                                                      prompt_len=8), scalars={})])
+
+
+def test_alpha_relay_window_scalar_is_the_relay_models_alpha_over_the_run_window():
+    r = _run(**SMALL, layers=2)
+    expected = pf_theory.relay_alpha_window(r.config.prompt_len, 2, r.scalars["fit_lo"], int(r.scalars["fit_hi"]))
+    assert r.scalars["alpha_relay_window"] == expected and 0.0 < expected < 1.0
