@@ -49,8 +49,8 @@ import json
 import os
 import sys
 import tempfile
-from pathlib import Path
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import probes

@@ -637,7 +637,7 @@ def claim_relay_exponent(led: Ledger, config: Config, data: xr.Dataset, scalars:
     """Untrained pre-LN softmax with small logits as the relay model: alpha over the window = the relay's."""
     if config.trained or not own_model:
         return
-    P, L = config.prompt_len, data.sizes["layer"]
+    L = data.sizes["layer"]
     src = "seed's linear relay model (theory module: relay_alpha_window over the run's own window)"
     if L == 1:  # one relay layer is pure dilution: the prediction and its alternative coincide
         led.not_evaluated("alpha_matches_relay", role="prediction", source=src, seed="000#1",

@@ -14,8 +14,8 @@ import torch
 
 import probes
 from analysis.model import TinyTransformer
-from analysis.theory import prompt_forgetting as pf_theory
 from analysis.paths import REPO
+from analysis.theory import prompt_forgetting as pf_theory
 from probes.base import run_probe
 
 mod = probes.get("prompt_forgetting")
