@@ -305,7 +305,7 @@ def test_bound_ratio_claim_fails_when_the_ratio_grows(smoke_run):
     assert led["bound_ratio_not_growing"].status == "fail"
     led = mod.claims(r.config, data, {**r.scalars, "max_logit": 4 * inside}, own_model=True)
     assert led["condition_dilution_regime"].status == "fail"
-    assert led["bound_ratio_not_growing"].status == "deviation"  # diagnosed by the failing condition
+    assert led["bound_ratio_not_growing"].status == "fail"  # the condition does not diagnose it (in-regime runs)
     data["bound_plateau_slope_ci"] = data["bound_plateau_slope_ci"] * 0 + np.array([-0.1, 0.05])
     led = mod.claims(r.config, data, {**r.scalars, "max_logit": inside}, own_model=True)
     assert led["bound_ratio_not_growing"].status == "pass"
@@ -418,3 +418,14 @@ def test_alpha_relay_window_scalar_is_the_relay_models_alpha_over_the_run_window
     r = _run(**SMALL, layers=2)
     expected = pf_theory.relay_alpha_window(r.config.prompt_len, 2, r.scalars["fit_lo"], int(r.scalars["fit_hi"]))
     assert r.scalars["alpha_relay_window"] == expected and 0.0 < expected < 1.0
+
+
+def test_logit_gain_scales_the_default_logit_scale_and_leaves_gain_1_unchanged():
+    plain = mod.model_config(mod.Config.preset("smoke"))
+    assert plain.logit_scale is None  # gain 1: the same model config, so the same checkpoint keys as before
+    cfg = mod.Config.preset("smoke", logit_gain=0.25)
+    scaled = mod.model_config(cfg)
+    assert scaled.logit_scale == 0.25 / math.sqrt(cfg.d_model // cfg.heads)
+    assert scaled.replace(logit_scale=None) == plain
+    with pytest.raises(ValueError, match="logit_gain"):
+        mod.Config.preset("smoke", logit_gain=0.0)
