@@ -16,7 +16,9 @@ measures, in float64, on Markov-language token batches:
   **exactly**: every block's input is made a separate autograd leaf by a hook, so one backward pass
   per output coordinate (``d`` of them, ``d <= 64``) gives row ``i`` of every block's Jacobian at
   once. At this width the exact matrix costs less than a Hutchinson estimate of useful accuracy
-  and has no sampling error, which the comparison with ``m_l^{-1/2}`` needs;
+  and has no sampling error, which the comparison with ``m_l^{-1/2}`` needs; ``jacobian_norm`` is the same
+  Jacobian's spectral norm ``|J_l|_2`` (its product over the blocks above a sublayer bounds how much that
+  sublayer's update can grow on its way to ``x_L``: one piece of the Post-LN update decomposition);
 * ``token_cosine`` (mean pairwise cosine of distinct tokens) and ``rank_residual`` (Dong et al.'s
   ``|X - 1 mean(X)|_{1,inf} / |X|_{1,inf}``) per stream position;
 * ``attn_moment``: the attention branch's conditional second moment ``a_l`` (theory section 3),
@@ -71,7 +73,7 @@ NAME = "signal_propagation"
 DESCRIPTION = (
     "Residual variance, gradients, block Jacobians and rank collapse across depth for every norm placement."
 )
-VERSION = "6"
+VERSION = "7"  # 7: jacobian_norm (block Jacobian spectral norms)
 REQUIRES = {"input": "tokens"}  # a passed model (causal or not) is measured alone; None -> the zoo sweep
 
 # norm variant -> ModelConfig overrides
@@ -364,23 +366,30 @@ def measure(
     out_["grad_norm"] = layer_grad_norms(model, L)
     model.zero_grad(set_to_none=True)
     out_["loss"] = np.array(loss.item())
-    out_["jacobian_identity_gap"] = (
-        jacobian_identity_gaps(model, inputs[:JACOBIAN_SEQUENCES]) if jacobian else np.full(L, np.nan)
+    out_["jacobian_identity_gap"], out_["jacobian_norm"] = (
+        block_jacobians(model, inputs[:JACOBIAN_SEQUENCES]) if jacobian else (np.full(L, np.nan), np.full(L, np.nan))
     )
     return out_
 
 
 def jacobian_identity_gaps(model, inputs: torch.Tensor) -> np.ndarray:
-    """``|J_l - I|_F / sqrt(d)`` per block at the last position, mean over the batch (exact Jacobians).
+    """``|J_l - I|_F / sqrt(d)`` per block at the last position, mean over the batch (exact Jacobians)."""
+    return block_jacobians(model, inputs)[0]
+
+
+def block_jacobians(model, inputs: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
+    """Per block at the last position, mean over the batch (exact Jacobians): ``|J_l - I|_F / sqrt(d)``
+    and the spectral norm ``|J_l|_2`` (the most a perturbation of the block's input can grow through it).
 
     A hook makes every block's input a fresh leaf, so block ``l``'s output depends on its own leaf
     only; backward from ``sum_l sum_b x_{l, b, T-1, i}`` then yields row ``i`` of all blocks' Jacobians.
     NaN when the model lacks the hooks or its hooks cannot replace the stream.
     """
     L = model.n_layers
+    nan = (np.full(L, np.nan), np.full(L, np.nan))
     have = set(model.hook_names())
     if not all(f"blocks.{l}.{h}" in have for l in range(L) for h in ("hook_resid_pre", "hook_resid_post")):
-        return np.full(L, np.nan)
+        return nan
     leaves: list[torch.Tensor] = []
 
     def detach(x: torch.Tensor, name: str) -> torch.Tensor:
@@ -394,7 +403,7 @@ def jacobian_identity_gaps(model, inputs: torch.Tensor) -> np.ndarray:
     posts = torch.stack([outs[f"blocks.{l}.hook_resid_post"][:, -1] for l in range(L)])  # (L, B, d)
     L_, B, d = posts.shape
     if len(leaves) != L or not posts.requires_grad:
-        return np.full(L, np.nan)
+        return nan
     J = torch.empty(L, B, d, d, dtype=torch.float64)
     for i in range(d):
         try:
@@ -402,13 +411,14 @@ def jacobian_identity_gaps(model, inputs: torch.Tensor) -> np.ndarray:
                 posts[:, :, i].sum(), leaves, retain_graph=i < d - 1, allow_unused=True
             )
         except RuntimeError:  # the replaced stream is not what the blocks read
-            return np.full(L, np.nan)
+            return nan
         if any(r is None for r in rows):
-            return np.full(L, np.nan)
+            return nan
         for l in range(L):
             J[l, :, i, :] = rows[l][:, -1]  # (B, d): d x_{l,T-1,i} / d x_{l-1,T-1,:}
     eye = torch.eye(d, dtype=torch.float64)
-    return ((J - eye).pow(2).sum((-1, -2)).sqrt() / math.sqrt(d)).mean(1).numpy()  # (L,)
+    gap = ((J - eye).pow(2).sum((-1, -2)).sqrt() / math.sqrt(d)).mean(1).numpy()  # (L,)
+    return gap, torch.linalg.matrix_norm(J, ord=2).mean(1).numpy()
 
 
 def update_size(cfg: Config, norm: str, depth: int, sample: int, optimiser: str) -> float:
@@ -493,7 +503,7 @@ def collapse_curve(cfg: Config, variant: str, mask: str, sample: int) -> np.ndar
 
 
 POS_FIELDS = ("resid_var", "resid_rms", "resid_rms_min", "token_cosine", "rank_residual")
-LAYER_FIELDS = ("angular_distance", "jacobian_identity_gap", "attn_moment", "mlp_moment")
+LAYER_FIELDS = ("angular_distance", "jacobian_identity_gap", "jacobian_norm", "attn_moment", "mlp_moment")
 
 
 def run(config: Config, model=None, progress: bool = True) -> Result:

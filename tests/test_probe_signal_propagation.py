@@ -18,6 +18,7 @@ FIELDS = (
     "grad_norm",
     "angular_distance",
     "jacobian_identity_gap",
+    "jacobian_norm",
     "token_cosine",
     "rank_residual",
 )
@@ -136,7 +137,8 @@ def test_jacobian_gap_is_exact_for_one_block():
     cfg = sp.Config.preset("smoke")
     model = sp.build(cfg, "pre", 2, seed=3)
     inputs, _ = sp.batch(cfg, 0)
-    gaps = sp.jacobian_identity_gaps(model, inputs[:1])
+    gaps, spectral = sp.block_jacobians(model, inputs[:1])
+    np.testing.assert_array_equal(gaps, sp.jacobian_identity_gaps(model, inputs[:1]))
     d = cfg.d_model
     x = model.embed_inputs(inputs[:1]).detach()  # (1, T, d)
     for layer in range(2):
@@ -149,6 +151,7 @@ def test_jacobian_gap_is_exact_for_one_block():
         J = torch.autograd.functional.jacobian(f, x[0, -1])
         expect = (J - torch.eye(d, dtype=torch.float64)).norm().item() / math.sqrt(d)
         assert gaps[layer] == pytest.approx(expect, rel=1e-12)
+        assert spectral[layer] == pytest.approx(torch.linalg.matrix_norm(J, ord=2).item(), rel=1e-12)
         with torch.no_grad():
             x = block(x)
 
