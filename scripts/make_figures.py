@@ -36,7 +36,8 @@ Other modes: ``--prepare-only DIR`` writes the notebooks with their parameters i
 execute them (nbval runs those copies); ``--collect-only`` only gathers claims and rewrites the gallery.
 
 Exit status: 0 all notebooks ran and no identity failed; 1 a notebook failed, an identity failed, or
-(with ``--strict``) any claim failed; 2 bad command line.
+(with ``--strict``) any claim failed; 2 bad command line (including an ``--out`` or ``--build`` folder that
+cannot be written, refused before any notebook runs).
 """
 
 from __future__ import annotations
@@ -156,7 +157,27 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         args.out = figures_dir() if committed else BUILD / f"figures-{args.preset}"
     args.out = args.out.resolve()
     args.build = args.build.resolve()
+    if args.prepare_only is None:  # refuse before any notebook runs: a run whose output cannot land is lost
+        for option, folder in (("--out", args.out), ("--build", args.build)):
+            problem = unwritable(folder)
+            if problem:
+                parser.error(f"{option}: cannot write to {folder}: {problem}")
     return args
+
+
+def unwritable(folder: Path) -> str | None:
+    """Why ``folder`` could not be created or written, or None; creates nothing (the nearest existing
+    ancestor must be a writable folder)."""
+    probe = folder
+    while not probe.exists():
+        if probe.parent == probe:
+            return "no existing ancestor"
+        probe = probe.parent
+    if not probe.is_dir():
+        return f"{probe} is not a folder"
+    if not os.access(probe, os.W_OK | os.X_OK):
+        return f"{probe} is not writable"
+    return None
 
 
 def discover(folder: Path, only: list[str] | None) -> tuple[list[Path], list[Path]]:

@@ -225,6 +225,14 @@ def test_prepare_only_injects_parameters(tmp_path):
     assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code")
 
 
+def test_unwritable_output_is_refused_before_any_notebook_runs(tmp_path):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a folder")
+    res = make_figures("--preset", "smoke", "--out", blocker / "figs", "--build", tmp_path / "build")
+    assert res.returncode == 2 and "--out: cannot write to" in res.stderr and "is not a folder" in res.stderr
+    assert not (tmp_path / "build").exists()
+
+
 @pytest.mark.parametrize(
     "args",
     [
