@@ -124,3 +124,18 @@ def atomic_replace_dir(src: str | os.PathLike, dst: str | os.PathLike) -> Path:
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
     return dst
+
+
+def unwritable(folder: str | os.PathLike) -> str | None:
+    """Why ``folder`` could not be created or written, or None. Creates nothing: the nearest existing
+    ancestor must be a writable folder. Commands call it before any work whose output would be lost."""
+    probe = Path(folder).resolve()
+    while not probe.exists():
+        if probe.parent == probe:
+            return "no existing ancestor"
+        probe = probe.parent
+    if not probe.is_dir():
+        return f"{probe} is not a folder"
+    if not os.access(probe, os.W_OK | os.X_OK):
+        return f"{probe} is not writable"
+    return None

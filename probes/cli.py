@@ -46,15 +46,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import probes
-from analysis.io import atomic_write_json
+from analysis.io import atomic_write_json, unwritable
 from probes.base import ModelIncompatibleError, ProbeConfig, cached_run, description, run_probe
 
 USAGE = (
@@ -259,13 +257,9 @@ def _load_model(module: Any, name: str, ns: argparse.Namespace) -> Any:
 
 def _check_writable(folder: Path, option: str) -> None:
     """Fail before any computation when ``folder`` cannot be created or written (a run is never lost)."""
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        fd, probe = tempfile.mkstemp(dir=folder, prefix=".write-check-")
-        os.close(fd)
-        os.unlink(probe)
-    except OSError as e:
-        raise UsageError(f"{option}: cannot write to {folder}: {e.strerror or e}") from None
+    problem = unwritable(folder)
+    if problem:
+        raise UsageError(f"{option}: cannot write to {folder}: {problem}")
 
 
 def _run(module: Any, name: str, args: list[str]) -> int:

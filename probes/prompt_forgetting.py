@@ -621,12 +621,12 @@ def claim_bound_ratio(led: Ledger, config: Config, data: xr.Dataset) -> None:
     An upper bound on D permits any faster decay; what it forbids is the ratio growing without limit.
     Measured: the ratio's growth factor over the last octave, 2^slope, at the lower end of the slope's
     bootstrap CI, worst layer; it must be <= 1 (a slope consistent with 0 or negative). The relay model,
-    which obeys the bound, has a non-positive slope there (layer 2: -0.003 at P = 16, N = 4112), so a
-    finite window does not by itself make a bounded ratio grow.
+    which obeys the bound, has a non-positive slope over the same octave, so a finite window does not by
+    itself make a bounded ratio grow.
 
     No diagnosis is attached: a miss was once put down to ``condition_dilution_regime`` failing, but the
-    runs inside the regime (notebook 03, logit_gain 0.4) miss the same way (layer 2 slope CI [0.015,
-    0.022] at L = 2), so the condition does not explain it. The miss is a fail until its cause is measured.
+    runs inside the regime (notebook 03 section 9, ``logit_gain`` below 1) can miss the same way, so the
+    condition does not explain it. A miss is a fail until its cause is measured.
     """
     lo = data["bound_plateau_slope_ci"].sel(end="lo").values  # (L,)
     worst = int(np.argmax(lo))

@@ -55,7 +55,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from analysis.io import atomic_write_bytes, atomic_write_json, atomic_write_text, content_hash, sha256_file
+from analysis.io import (
+    atomic_write_bytes,
+    atomic_write_json,
+    atomic_write_text,
+    content_hash,
+    sha256_file,
+    unwritable,
+)
 from analysis.ledger import STATUSES, Claim, Ledger, count_by_role, headline, unique_claims
 from analysis.paths import BUILD, NOTEBOOKS, REPO, figures_dir
 from analysis.provenance import SOURCE_TREES, check_name, package_versions, tree_hash
@@ -163,21 +170,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
             if problem:
                 parser.error(f"{option}: cannot write to {folder}: {problem}")
     return args
-
-
-def unwritable(folder: Path) -> str | None:
-    """Why ``folder`` could not be created or written, or None; creates nothing (the nearest existing
-    ancestor must be a writable folder)."""
-    probe = folder
-    while not probe.exists():
-        if probe.parent == probe:
-            return "no existing ancestor"
-        probe = probe.parent
-    if not probe.is_dir():
-        return f"{probe} is not a folder"
-    if not os.access(probe, os.W_OK | os.X_OK):
-        return f"{probe} is not writable"
-    return None
 
 
 def discover(folder: Path, only: list[str] | None) -> tuple[list[Path], list[Path]]:
