@@ -145,7 +145,11 @@ class CheckpointCache:
 
     def save(self, key: str, model: torch.nn.Module, meta: dict) -> Path:
         """Write ``model.state_dict()`` and ``meta`` (plus key, sha256, versions) as one entry."""
-        state = _state_for_safetensors(model.state_dict())
+        return self.save_state(key, model.state_dict(), meta)
+
+    def save_state(self, key: str, state: dict[str, torch.Tensor], meta: dict) -> Path:
+        """Write a state dict and ``meta`` (plus key, sha256, versions) as one entry."""
+        state = _state_for_safetensors(state)
         meta = dict(meta)
         meta.update(key=key, format_version=FORMAT_VERSION, torch_version=torch.__version__)
         return self._write_pair(self.entry_dir(key), WEIGHTS_FILE, META_FILE, state, meta)

@@ -35,6 +35,13 @@ update. Every ``checkpoint_every`` updates the full training state (weights, opt
 data generator's state, history) is written atomically to the cache's partial area; a run that was
 interrupted (a crash, or Ctrl-C, which also saves the last completed update) resumes from there and
 finishes with the same bits as an uninterrupted run.
+
+Snapshots along training. ``train(..., snapshots=(s1, s2, ...))`` also returns the weights after
+``s_i`` updates of the same run (``TrainResult.snapshots``, ``snapshot_model(s)``), each cached as its
+own entry under the run's key plus ``{"snapshot": s}``. They do not change the run: the same configs
+give the same final weights with or without snapshots. A call whose final entry is cached but some
+snapshot is not retrains (resuming only from a partial state no later than the first missing
+snapshot) and writes the missing ones.
 """
 
 from __future__ import annotations
@@ -143,6 +150,15 @@ class TrainResult:
     wall_time: float  # seconds spent in this call
     resumed_from: int = 0  # updates restored from a partial state (0: trained from the start)
     meta: dict = field(default_factory=dict, repr=False)  # the cache entry's meta (configs, versions)
+    snapshots: dict[int, dict[str, torch.Tensor]] = field(default_factory=dict, repr=False)  # step -> weights
+
+    def snapshot_model(self, step: int) -> TinyTransformer:
+        """A ``TinyTransformer`` (eval mode) holding the weights after ``step`` updates of this run."""
+        if step not in self.snapshots:
+            raise ValueError(f"step {step!r} is not a snapshot of this run; taken: {sorted(self.snapshots)}")
+        model = TinyTransformer(self.model.config, device=next(self.model.parameters()).device)
+        model.load_state_dict(self.snapshots[step], strict=True)
+        return model.eval()
 
     @property
     def final_loss(self) -> float:
@@ -303,6 +319,7 @@ def train(
     resume: bool = True,
     callback: Callable[[int, torch.nn.Module, dict[str, float]], dict | None] | None = None,
     callback_id: str | None = None,
+    snapshots: Iterable[int] = (),
 ) -> TrainResult:
     """Train ``TinyTransformer(model_cfg)`` on ``task`` with ``train_cfg``, or load it from ``cache``.
 
@@ -317,6 +334,9 @@ def train(
     is absent). Its values cannot be recomputed from a cached entry, so a run with a callback reads
     the cache only when ``callback_id`` names the callback (the id is part of the key; change it when
     the callback changes); without an id it always trains and does not touch the cache.
+
+    ``snapshots``: update counts ``0 <= s <= steps`` whose weights are returned too (see the module
+    docstring); ``TrainResult.snapshots`` maps each to its state dict.
     """
     if not isinstance(model_cfg, ModelConfig):
         raise ValueError(f"model_cfg must be a ModelConfig, got {type(model_cfg).__name__}")
@@ -329,6 +349,8 @@ def train(
     task_cfg = task.config()
     extra = None if callback_id is None else {"callback": callback_id}
     key = checkpoint_key(model_cfg, task_cfg, train_cfg, extra=extra)
+    snap_steps = _check_snapshots(snapshots, train_cfg.steps)
+    snap_keys = {s: checkpoint_key(model_cfg, task_cfg, train_cfg, extra=dict(extra or {}, snapshot=s)) for s in snap_steps}
     meta_base = {
         "model": model_cfg.to_dict(),
         "task": task_cfg,
@@ -337,24 +359,34 @@ def train(
         "callback_id": callback_id,
     }
 
+    have: dict[int, dict[str, torch.Tensor]] = {}
+    missing = snap_steps
     if cache is not None:
         hit = cache.load(key, device=device)
         if hit is not None and "history" not in hit[1]:
             log.warning("checkpoint cache: entry %s has no training history; retraining", key)
             hit = None
-        if hit is not None:
+        final = None if hit is None else hit[0]
+        snaps = {s: (final if s == train_cfg.steps else _load_state(cache, k, device)) for s, k in snap_keys.items()}
+        if hit is not None and all(v is not None for v in snaps.values()):
             state, meta = hit
             model = TinyTransformer(model_cfg, device=device)
             model.load_state_dict(state, strict=True)
             history = history_from_json(meta["history"])
-            return TrainResult(model.eval(), history, True, key, time.perf_counter() - t0, 0, meta)
+            return TrainResult(model.eval(), history, True, key, time.perf_counter() - t0, 0, meta, snaps)
+        have = {s: v for s, v in snaps.items() if v is not None}
+        missing = tuple(s for s in snap_steps if s not in have)
+        if missing:
+            log.info("checkpoint cache: snapshots %s of %s are missing; training to take them", missing, key)
 
     prev_det = torch.are_deterministic_algorithms_enabled()
     prev_warn = torch.is_deterministic_algorithms_warn_only_enabled()
     torch.use_deterministic_algorithms(True)
     try:
-        model, history, resumed_from = _train_loop(
-            model_cfg, task, train_cfg, device, cache, key, progress, resume, callback
+        model, history, resumed_from, taken = _train_loop(
+            model_cfg, task, train_cfg, device, cache, key, progress, resume, callback,
+            missing, lambda s, state: (s == train_cfg.steps  # the final weights are the run's own entry
+                                       or _save_state(cache, snap_keys[s], state, dict(meta_base, snapshot_step=s))),
         )
     finally:
         torch.use_deterministic_algorithms(prev_det, warn_only=prev_warn)
@@ -364,10 +396,32 @@ def train(
     if cache is not None:
         cache.save(key, model, meta)
         cache.remove_partial(key)
-    return TrainResult(model.eval(), history, False, key, wall, resumed_from, meta)
+    return TrainResult(model.eval(), history, False, key, wall, resumed_from, meta, {**have, **taken})
 
 
-def _train_loop(model_cfg, task, cfg: TrainConfig, device, cache, key, progress, resume, callback):
+def _check_snapshots(snapshots: Iterable[int], steps: int) -> tuple[int, ...]:
+    if isinstance(snapshots, (str, bytes)) or not isinstance(snapshots, Iterable):
+        raise ValueError(f"snapshots must be a sequence of update counts, got {snapshots!r}")
+    out = []
+    for s in snapshots:
+        if isinstance(s, bool) or not isinstance(s, (int, np.integer)) or not 0 <= int(s) <= steps:
+            raise ValueError(f"snapshots must be integers in [0, steps = {steps}], got {s!r}")
+        out.append(int(s))
+    return tuple(sorted(set(out)))
+
+
+def _load_state(cache: CheckpointCache, key: str, device) -> dict[str, torch.Tensor] | None:
+    hit = cache.load(key, device=device)
+    return None if hit is None else hit[0]
+
+
+def _save_state(cache: CheckpointCache | None, key: str, state: dict[str, torch.Tensor], meta: dict) -> None:
+    if cache is not None:
+        cache.save_state(key, state, meta)
+
+
+def _train_loop(model_cfg, task, cfg: TrainConfig, device, cache, key, progress, resume, callback,
+                snap_steps: tuple[int, ...] = (), on_snapshot=None):
     model = TinyTransformer(model_cfg, device=device)
     model.train()
     # nothing probes while we train: softmax attention may take the fused kernel (hooks attached by a
@@ -386,6 +440,9 @@ def _train_loop(model_cfg, task, cfg: TrainConfig, device, cache, key, progress,
         cache.remove_partial(key)
     if cache is not None and resume:
         partial = cache.load_partial(key, device=device)
+        if partial is not None and snap_steps and int(partial[1].get("step", 0)) > snap_steps[0]:
+            log.info("partial state of %s is past the first snapshot (%d); training from update 0", key, snap_steps[0])
+            partial = None
         if partial is not None:
             gen_state, done, hist = _unpack_state(*partial, model, opt)
             gen.set_state(gen_state.cpu())
@@ -393,6 +450,13 @@ def _train_loop(model_cfg, task, cfg: TrainConfig, device, cache, key, progress,
             log.info("resuming training %s from update %d of %d", key, done, cfg.steps)
     resumed_from = saved = done
     gen_done = gen.get_state()  # the data stream's position after `done` updates
+    taken: dict[int, dict[str, torch.Tensor]] = {}
+
+    def snapshot(step: int) -> None:  # the weights after `step` updates
+        if step in snap_steps and step not in taken:
+            taken[step] = {k: v.detach().clone() for k, v in model.state_dict().items()}
+            if on_snapshot is not None:
+                on_snapshot(step, taken[step])
 
     def save_partial() -> None:
         nonlocal saved
@@ -413,6 +477,7 @@ def _train_loop(model_cfg, task, cfg: TrainConfig, device, cache, key, progress,
     in_update = False  # True while weights, optimiser, history and `done` may disagree
     try:
         for step in range(done, cfg.steps):
+            snapshot(step)
             if cfg.eval_every:
                 maybe_eval(step)
             lr = lr_at(step, cfg)
@@ -462,6 +527,7 @@ def _train_loop(model_cfg, task, cfg: TrainConfig, device, cache, key, progress,
                 and done < cfg.steps
             ):
                 save_partial()
+        snapshot(cfg.steps)
         if cfg.eval_every:
             maybe_eval(cfg.steps)
     except KeyboardInterrupt:
@@ -479,7 +545,7 @@ def _train_loop(model_cfg, task, cfg: TrainConfig, device, cache, key, progress,
         name: np.asarray(values, dtype=np.int64 if name in ("step", "eval_step") else np.float64)
         for name, values in hist.items()
     }
-    return model, history, resumed_from
+    return model, history, resumed_from, taken
 
 
 # ------------------------------------------------------------------------------------------------

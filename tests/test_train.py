@@ -394,3 +394,68 @@ def test_tiny_lm_preset_beats_every_bigram_model(tmp_path):
     # beating it means the model uses longer context. The unigram entropy is the no-context bar.
     bigram = _plugin_conditional_entropy(val, task.vocab_size)
     assert loss < bigram < unigram_entropy(val)
+
+
+# ------------------------------------------------------------------------------------------------
+# snapshots along training
+# ------------------------------------------------------------------------------------------------
+def _weights_after(n_updates: int) -> dict[str, torch.Tensor]:
+    """The weights after ``n_updates`` of TRAIN's run, taken by a callback (an independent route)."""
+    seen: dict[str, torch.Tensor] = {}
+
+    def grab(step, model, metrics):
+        if step == n_updates:
+            seen.update({k: v.clone() for k, v in model.state_dict().items()})
+
+    run(callback=grab)
+    return seen
+
+
+def test_snapshots_are_the_weights_along_the_same_run(tmp_path):
+    plain = run()
+    res = run(cache=CheckpointCache(tmp_path), snapshots=[0, 7, TRAIN.steps])
+    assert sorted(res.snapshots) == [0, 7, TRAIN.steps]
+    assert_same_weights(plain.model, res.model)  # taking snapshots does not change the run
+    assert_same_history(plain.history, res.history)
+    for k, v in _weights_after(7).items():
+        assert torch.equal(res.snapshots[7][k], v), k
+    init = train_mod.TinyTransformer(MODEL).state_dict()
+    for k, v in init.items():
+        assert torch.equal(res.snapshots[0][k], v), k
+    assert_same_weights(res.snapshot_model(TRAIN.steps), res.model)
+    assert not res.snapshot_model(7).training
+    with pytest.raises(ValueError, match="not a snapshot"):
+        res.snapshot_model(8)
+
+
+def test_snapshots_cached_and_missing_ones_retrained(tmp_path, monkeypatch):
+    cache = CheckpointCache(tmp_path)
+    first = run(cache=cache, snapshots=(3, 12))
+    hit = run(cache=cache, snapshots=(12,))
+    assert hit.from_cache
+    for k in first.snapshots[12]:
+        assert torch.equal(hit.snapshots[12][k], first.snapshots[12][k]), k
+    more = run(cache=cache, snapshots=(3, 12, 20))  # 20 is missing: the run is repeated to take it
+    assert not more.from_cache and sorted(more.snapshots) == [3, 12, 20]
+    for k, v in _weights_after(20).items():
+        assert torch.equal(more.snapshots[20][k], v), k
+    assert_same_weights(first.model, more.model)
+    monkeypatch.setattr(train_mod, "_train_loop", lambda *a, **k: (_ for _ in ()).throw(AssertionError("trained")))
+    assert run(cache=cache, snapshots=(3, 12, 20)).from_cache
+
+
+def test_resume_never_skips_a_missing_snapshot(tmp_path):
+    cache = CheckpointCache(tmp_path)
+    with pytest.raises(RuntimeError):
+        run(cache=cache, task=InterruptingTask(16, RuntimeError))  # leaves a partial state at 10 updates
+    assert cache.has_partial(run(cache=None).key)
+    res = run(cache=cache, snapshots=(4,))
+    assert res.resumed_from == 0
+    for k, v in _weights_after(4).items():
+        assert torch.equal(res.snapshots[4][k], v), k
+
+
+@pytest.mark.parametrize("bad", [[-1], [TRAIN.steps + 1], [1.5], ["3"], "12", [True]])
+def test_snapshot_steps_are_checked(bad):
+    with pytest.raises(ValueError, match="snapshots"):
+        run(snapshots=bad)
