@@ -75,7 +75,7 @@ from probes.base import ModelIncompatibleError, ProbeConfig, Result, param
 
 NAME = "prompt_forgetting"
 DESCRIPTION = "Prompt-forgetting exponent: offset of two prompts' hidden states under one continuation vs t."
-VERSION = "9"  # 9: bound_ratio_not_growing undiagnosed; 8: logit_gain; 7: alpha_relay_window scalar; 2: relay_matrix stored for uniform models; 3: deviation text names the size;
+VERSION = "10"  # 10: train_checkpoints, held-out loss; 9: bound_ratio_not_growing undiagnosed; 8: logit_gain; 7: alpha_relay_window scalar; 2: relay_matrix stored for uniform models; 3: deviation text names the size;
 # 4: norm_type field, bound constants/plateaus and the theorem-condition claims; 5: the untrained deviation
 # text computes the relay exponent at the run's own depth and length (max |logit| now blockwise, same value);
 # 6: claims with roles, the bound's ratio checked for growth (bootstrap CI of its slope), relay prediction
@@ -113,6 +113,9 @@ class Config(ProbeConfig):
     trained: bool = param(False, "train the model on `data` first (markov or corpus) through analysis.train")
     train_steps: int = param(400, "optimiser updates when trained", minimum=1)
     train_seq_len: int = param(256, "training context length", minimum=2)
+    train_checkpoints: tuple[int, ...] = param((), "optimiser steps (0..train_steps) at which, with trained=true, "
+                                                   "alpha is measured with and without the cancelling bias "
+                                                   "(arrays over train_step)", minimum=0, min_len=0)
     # --- protocol -------------------------------------------------------------------------------
     prompt_len: int = param(16, "prompt length P", minimum=1)
     cont_len: int = param(4096, "continuation length T", minimum=8)
@@ -128,6 +131,13 @@ class Config(ProbeConfig):
         super().validate()
         if self.trained and self.data == "random":
             raise ValueError("trained=true needs data 'markov' or 'corpus' (random tokens teach nothing)")
+        if self.train_checkpoints and not self.trained:
+            raise ValueError("train_checkpoints needs trained=true (they are steps of the training run)")
+        if list(self.train_checkpoints) != sorted(set(self.train_checkpoints)):
+            raise ValueError(f"train_checkpoints must be increasing without repeats, got {list(self.train_checkpoints)}")
+        if self.train_checkpoints and self.train_checkpoints[-1] > self.train_steps:
+            raise ValueError(f"train_checkpoints must lie in [0, train_steps = {self.train_steps}], got "
+                             f"{list(self.train_checkpoints)}")
         if self.d_model % self.heads:
             raise ValueError(f"d_model ({self.d_model}) must be divisible by heads ({self.heads})")
         if self.pos == "rope" and (self.d_model // self.heads) % 2:
@@ -173,14 +183,52 @@ def train_config(config: Config):
 
 
 def build_model(config: Config, progress: bool = True):
-    """``(model, info)``: untrained from the config, or trained (cached) on ``data``."""
+    """``(model, info)``: untrained from the config, or trained (cached) on ``data``; with
+    ``train_checkpoints`` ``info["snapshots"]`` maps each step to the weights after it (same run)."""
     cfg = model_config(config)
     if not config.trained:
         return TinyTransformer(cfg).eval(), {}
     from analysis.train import train
 
-    res = train(cfg, _task(config, config.train_seq_len), train_config(config), progress=progress)
-    return res.model, {"train_loss": res.final_loss, "checkpoint": res.key, "from_cache": res.from_cache}
+    res = train(cfg, _task(config, config.train_seq_len), train_config(config), progress=progress,
+                snapshots=config.train_checkpoints)  # fmt: skip
+    info = {"train_loss": res.final_loss, "checkpoint": res.key, "from_cache": res.from_cache}
+    if config.train_checkpoints:
+        info["snapshots"] = {s: res.snapshot_model(s) for s in config.train_checkpoints}
+    return res.model, info
+
+
+HELDOUT_BATCHES = 8  # held-out batches of 16 sequences of train_seq_len tokens (the loss the figures report)
+
+
+def language_losses(config: Config, models: dict) -> dict[str, float]:
+    """Held-out next-token loss (nats) of each model in ``models`` on ``data`` (``heldout_loss_<name>``),
+    beside the two references it is read against: ``bigram_entropy``, the loss of the best model with
+    one token of context, and ``unigram_entropy``, with none.
+
+    Corpus: the validation split in ``HELDOUT_BATCHES`` non-overlapping windows of ``train_seq_len``;
+    the references are the held-out cross-entropies of the bigram and unigram models fitted on the
+    train split (Krichevsky-Trofimov, :func:`analysis.corpus.bigram_cross_entropy`). Markov: fresh
+    sequences from a generator seeded apart from training; the language is order 1, so its bigram
+    entropy is its entropy rate (the Bayes loss: no model can beat it) and its unigram entropy is
+    ``H(pi)``.
+    """
+    import analysis.train as tr
+    from analysis.corpus import bigram_cross_entropy
+
+    task = _task(config, config.train_seq_len)
+    if config.data == "corpus":
+        batches = list(task.eval_batches(16, max_batches=HELDOUT_BATCHES))
+        train_tok, val_tok = task.data.train_tokens, task.data.val_tokens
+        bigram = bigram_cross_entropy(train_tok, val_tok, 256)
+        uni = np.bincount(np.asarray(train_tok, dtype=np.int64), minlength=256) + 0.5
+        unigram = float(-np.log(uni[np.asarray(val_tok, dtype=np.int64)] / uni.sum()).mean())
+    else:
+        gen = torch.Generator().manual_seed(tr.derived_seed(config.seed, "heldout"))
+        batches = [task.sample(16, gen) for _ in range(HELDOUT_BATCHES)]
+        bigram, unigram = task.entropy_rate, task.unigram_entropy
+    out = {f"heldout_loss_{k}": tr.evaluate(m, task, batches) for k, m in models.items()}
+    return {**out, "bigram_entropy": float(bigram), "unigram_entropy": float(unigram)}
 
 
 def corpus_ids(model, chunk_chars: int = 20_000) -> torch.Tensor:
@@ -488,13 +536,51 @@ def run(config: Config, model=None, progress: bool = True) -> Result:
     }  # fmt: skip
     if "train_loss" in info:
         scalars["train_loss"] = float(info["train_loss"])
-    meta = {k: v for k, v in info.items() if k != "train_loss"}
+    if own_model and config.data != "random":
+        losses = language_losses(config, {"model": model})
+        scalars.update(heldout_loss=losses["heldout_loss_model"], bigram_entropy=losses["bigram_entropy"],
+                       unigram_entropy=losses["unigram_entropy"])  # fmt: skip
+    if "snapshots" in info:
+        data = data.merge(bias_trajectory(config, info["snapshots"], (a, b, c), window, progress=progress))
+    meta = {k: v for k, v in info.items() if k not in ("train_loss", "snapshots")}
     meta["model"] = "built from config" if own_model else f"passed in: {type(model).__name__}"
     if not own_model:
         meta["model_vocab_size"] = protocol.vocab_size(model)
         meta["model_max_positions"] = protocol.max_positions(model)
     led = claims(config, data, scalars, own_model)
     return Result(probe=NAME, config=config, data=data, scalars=scalars, ledger=led, meta=meta)
+
+
+def bias_trajectory(config: Config, snapshots: dict, pairs: tuple, window: tuple[float, float],
+                    progress: bool = True) -> xr.Dataset:  # fmt: skip
+    """Alpha along training: at every step of ``snapshots`` (step -> model) the last layer's alpha of
+    the same pairs without (``alpha_trajectory``) and with the cancelling bias (``alpha_bias_trajectory``),
+    each with its bootstrap CI, and the held-out loss (``heldout_loss_trajectory``), over ``train_step``."""
+    a, b, c = pairs
+    P, N = config.prompt_len, config.prompt_len + config.cont_len
+    t = np.arange(P + 1, N + 1, dtype=np.float64)
+    rng = np.random.default_rng(config.seed + 15485863)
+    steps = sorted(snapshots)
+    out = {k: [] for k in ("alpha", "alpha_ci", "alpha_bias", "alpha_bias_ci")}
+    for s in bar(steps, progress=progress, desc="checkpoints", leave=False):
+        model = snapshots[s]
+        dtype = next(model.parameters()).dtype
+        for key, bias in (("alpha", None), ("alpha_bias", cancel_bias_matrix(P, N, dtype))):
+            D = measure(model, a, b, c, attn_bias=bias, progress=False)["distance"][:, -1]  # (n, T) last layer
+            fit = bootstrap_power_law(t, D, window, n_boot=config.n_boot, rng=rng)
+            out[key].append(fit.alpha)
+            out[key + "_ci"].append(fit.alpha_ci)
+    loss = language_losses(config, {str(s): snapshots[s] for s in steps})
+    return xr.Dataset(
+        {
+            "alpha_trajectory": (("train_step",), np.array(out["alpha"])),
+            "alpha_trajectory_ci": (("train_step", "end"), np.array(out["alpha_ci"])),
+            "alpha_bias_trajectory": (("train_step",), np.array(out["alpha_bias"])),
+            "alpha_bias_trajectory_ci": (("train_step", "end"), np.array(out["alpha_bias_ci"])),
+            "heldout_loss_trajectory": (("train_step",), np.array([loss[f"heldout_loss_{s}"] for s in steps])),
+        },
+        coords={"train_step": np.array(steps, dtype=np.int64), "end": ["lo", "hi"]},
+    )
 
 
 # ================================================================================================
@@ -507,6 +593,7 @@ def claims(config: Config, data: xr.Dataset, scalars: dict, own_model: bool) -> 
     led = Ledger(NAME, preset=config.preset_name)
     claim_relay_identities(led, config, data, scalars, own_model)
     claim_cancel_bias_identities(led, config, data, own_model)
+    claim_bias_trajectory(led, config, data)
     if config.attention == "softmax" and config.logit_bias == "none":
         claim_conditions(led, config, data, scalars, own_model)
         if config.norm == "pre" or not own_model:
@@ -675,6 +762,37 @@ def claim_seed_range(led: Ledger, config: Config, data: xr.Dataset, scalars: dic
               why="the seed's reported range for this family (large LMs, long contexts)", requires_full=True,
               statement=f"{fam} pre-LN softmax: last-layer alpha in the seed's range [{lo}, {hi}]",
               figure="pf_alpha_summary", **diag)  # fmt: skip
+
+
+EARLY = 0.01  # "early in training": checkpoints at or before this fraction of the steps
+
+
+def claim_bias_trajectory(led: Ledger, config: Config, data: xr.Dataset) -> None:
+    """The seed's intervention along training (000#1): the cancelling bias stops the decay early in
+    training (alpha = 0 at checkpoints <= 1% of the steps; alternative: the unbiased alpha of the same
+    checkpoint) and reverses it after (alpha < 0 at the last step; alternative 0, it only stops it).
+    The checkpoints in between are measured and plotted, not claimed: the seed gives no sign for them."""
+    if "alpha_bias_trajectory" not in data:
+        return
+    steps = data["train_step"].values
+    src = "seed: cancelling the dilution with a logit bias stops the decay early in training, reverses it after"
+    why = "95% percentile bootstrap CI over pairs of the biased last-layer alpha at this checkpoint"
+    arch = f"L = {config.layers}, {config.data} data"
+    for i, s in enumerate(steps):
+        a = float(data["alpha_bias_trajectory"].values[i])
+        ci = tuple(float(x) for x in data["alpha_bias_trajectory_ci"].values[i])
+        if s <= EARLY * config.train_steps:
+            led.predict(f"bias_stops_decay_step{s}", measured=a, expected=0.0, ci=ci,
+                        alternative=float(data["alpha_trajectory"].values[i]), seed="000#1", source=src, why=why,
+                        hypothesis="the bias does not change alpha (dilution is not what makes the prompt fade)",
+                        statement=f"{arch}, after {s} of {config.train_steps} updates: with the cancelling bias "
+                                  "alpha = 0", figure="pf_bias_training")  # fmt: skip
+        elif s == config.train_steps:
+            led.direction("bias_reverses_decay_trained", measured=a, sign=-1, ci=ci, alternative=0.0, seed="000#1",
+                          hypothesis="the bias only stops the decay (alpha = 0), it does not reverse it", source=src,
+                          why=why, requires_full=True, figure="pf_bias_training",
+                          statement=f"{arch}, trained ({s} updates): with the cancelling bias alpha < 0 (the offset "
+                                    "grows)")  # fmt: skip
 
 
 def _untrained_diagnosis(config: Config, scalars: dict) -> str:

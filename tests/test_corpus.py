@@ -13,6 +13,7 @@ import pytest
 
 from analysis.corpus import (
     CorpusSpec,
+    bigram_cross_entropy,
     build_corpus,
     corpus_dir,
     extract_pieces,
@@ -128,6 +129,23 @@ def test_unigram_entropy_closed_forms_and_corpus(built):
     h = c.summary()["unigram_entropy_nats"]
     assert h == pytest.approx(expected, rel=1e-12)
     assert 0 < h < math.log(len(counts))  # English text is far from uniform over its characters
+
+
+def test_bigram_cross_entropy_by_hand_and_on_the_corpus(built):
+    # train 0 1 0 1 0: counts n_01 = 2, n_10 = 2; V = 3, prior 1/2: p(1|0) = (2 + .5)/(2 + 1.5) = 5/7,
+    # p(2|1) = (0 + .5)/(2 + 1.5) = 1/7; val 0 1 2 scores both
+    h = bigram_cross_entropy([0, 1, 0, 1, 0], [0, 1, 2], vocab_size=3)
+    assert h == pytest.approx(-(math.log(5 / 7) + math.log(1 / 7)) / 2, abs=1e-15)
+    # a never-seen context gives the uniform prediction ln V
+    assert bigram_cross_entropy([0, 0], [2, 1], vocab_size=4) == pytest.approx(math.log(4), abs=1e-15)
+    for bad, match in (([5, 1], "vocab_size"), ([1], "at least 2")):
+        with pytest.raises(ValueError, match=match):
+            bigram_cross_entropy(bad, [0, 1], vocab_size=3)
+    with pytest.raises(ValueError, match="prior"):
+        bigram_cross_entropy([0, 1], [0, 1], vocab_size=3, prior=0.0)
+    c = built  # one character of context beats none on English text and code
+    V = int(max(c.tokens.max(), 1)) + 1
+    assert bigram_cross_entropy(c.train_tokens, c.val_tokens, V) < unigram_entropy(c.val_tokens)
 
 
 def test_extract_pieces_order_and_rules():

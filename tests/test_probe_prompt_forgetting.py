@@ -214,6 +214,60 @@ def test_corpus_trained_model_with_cancelling_bias():
     assert biased.data["prompt_share"].values[:, late].mean() > plain.data["prompt_share"].values[:, late].mean()
 
 
+def test_alpha_along_training_is_the_same_measurement_at_each_checkpoint():
+    """The trajectory at step 0 is the untrained model, at the last step the trained one: its alphas
+    (with and without the bias) equal those of the separate runs, and the held-out loss falls."""
+    over = dict(SMALL, data="corpus", d_model=32, mlp=64, train_steps=30)
+    traj = _run(**over, trained=True, train_checkpoints=(0, 3, 30))
+    d = traj.data
+    assert d["alpha_trajectory"].dims == ("train_step",) and list(d["train_step"].values) == [0, 3, 30]
+    for name in ("alpha_trajectory_ci", "alpha_bias_trajectory_ci"):
+        lo, hi = d[name].values.T
+        assert np.all(lo <= hi)
+    untrained = _run(**over)
+    trained = _run(**over, trained=True)
+    trained_b = _run(**over, trained=True, logit_bias="cancel")
+    assert d["alpha_trajectory"].values[0] == pytest.approx(untrained.scalars["alpha"], abs=1e-12)
+    assert d["alpha_trajectory"].values[-1] == pytest.approx(trained.scalars["alpha"], abs=1e-12)
+    assert d["alpha_bias_trajectory"].values[-1] == pytest.approx(trained_b.scalars["alpha"], abs=1e-12)
+    assert traj.scalars["alpha"] == trained.scalars["alpha"]  # the snapshots leave the run unchanged
+    loss = d["heldout_loss_trajectory"].values
+    assert loss[-1] == pytest.approx(traj.scalars["heldout_loss"], abs=1e-12)
+    assert loss[0] > loss[-1]  # 30 updates already learn the byte frequencies
+    assert untrained.scalars["heldout_loss"] == pytest.approx(loss[0], abs=1e-12)
+    assert traj.scalars["bigram_entropy"] < traj.scalars["unigram_entropy"] < math.log(256)
+    names = {c.name for c in traj.ledger.claims}
+    assert {"bias_stops_decay_step0", "bias_reverses_decay_trained"} <= names
+    assert "bias_stops_decay_step3" not in names  # 3 of 30 updates is past 1%: measured, not claimed
+
+
+def test_bias_trajectory_claims_judge_the_sign(smoke_run):
+    r = smoke_run
+    cfg = mod.Config.preset("full", data="markov", trained=True, train_steps=400, train_checkpoints=(0, 4, 40, 400))
+
+    def judged(bias_alpha, half=0.02, plain=0.8):
+        steps = np.array(cfg.train_checkpoints)
+        data = r.data.assign(
+            alpha_trajectory=("train_step", np.full(4, plain)),
+            alpha_bias_trajectory=("train_step", np.array(bias_alpha, dtype=float)),
+            alpha_bias_trajectory_ci=(("train_step", "end"), np.stack([np.array(bias_alpha) - half,
+                                                                       np.array(bias_alpha) + half], axis=1)),
+        ).assign_coords(train_step=steps)
+        led = mod.Ledger(mod.NAME, preset="full")
+        mod.claim_bias_trajectory(led, cfg, data)
+        return led
+
+    led = judged([0.01, 0.0, 0.3, -0.2])
+    assert led["bias_stops_decay_step0"].status == "pass" and led["bias_stops_decay_step4"].status == "pass"
+    assert led["bias_stops_decay_step0"].alternative["value"] == 0.8
+    assert led["bias_reverses_decay_trained"].status == "pass"
+    assert "bias_stops_decay_step40" not in {c.name for c in led.claims}
+    led = judged([0.5, 0.0, 0.3, 0.01])
+    assert led["bias_stops_decay_step0"].status == "fail"
+    assert led["bias_reverses_decay_trained"].status == "inconclusive"  # alpha = 0 within the CI
+    assert judged([0.0, 0.0, 0.0, 0.3])["bias_reverses_decay_trained"].status == "fail"
+
+
 @pytest.mark.parametrize(
     ("over", "match"),
     [
@@ -222,6 +276,10 @@ def test_corpus_trained_model_with_cancelling_bias():
         ({"heads": 3}, "divisible"),
         ({"logit_bias": "other"}, "logit_bias"),
         ({"pos": "learned"}, "pos"),
+        ({"train_checkpoints": (0, 5)}, "needs trained=true"),
+        ({"trained": True, "data": "markov", "train_checkpoints": (5, 0)}, "increasing"),
+        ({"trained": True, "data": "markov", "train_checkpoints": (0, 31)}, "train_steps"),
+        ({"trained": True, "data": "markov", "train_checkpoints": (-1,)}, "train_checkpoints"),
     ],
 )
 def test_config_validation(over, match):
