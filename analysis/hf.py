@@ -64,7 +64,7 @@ import torch  # noqa: E402
 from torch import nn  # noqa: E402
 
 from analysis.hooks import HookPoint, name_hook_points  # noqa: E402
-from analysis.model import layer_biases  # noqa: E402
+from analysis.model import PrefixKeyBias, layer_biases  # noqa: E402
 
 ATTN_IMPLEMENTATION = "workbench"
 SUPPORTED = ("gpt2", "bert")  # model_type values whose module layout is mapped below
@@ -478,7 +478,8 @@ class HFModel(nn.Module):
         return out.logits if hasattr(out, "logits") else out.last_hidden_state
 
     def _layer_biases(self, attn_bias) -> list[torch.Tensor | None]:
-        return layer_biases(attn_bias, self.n_layers)
+        # the wrapped attention adds whole (T, T) tensors: a compact bias is expanded here
+        return [b.dense() if isinstance(b, PrefixKeyBias) else b for b in layer_biases(attn_bias, self.n_layers)]
 
     def _bias_for(self, module_id: int) -> torch.Tensor | None:
         if self._bias is None or module_id not in self._attn_layer:

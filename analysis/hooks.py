@@ -16,6 +16,12 @@ when the forward pass raises. With no hook attached a hook point costs one attri
 A hook function has the signature ``fn(tensor, name) -> tensor | None``; returning a tensor replaces
 the activation (an intervention), returning ``None`` leaves it unchanged (an observation).
 
+Row blocks. A model computing attention in blocks of query rows (``TinyTransformer.query_block``,
+so that no T x T matrix exists at once) calls ``hook_scores``/``hook_pattern`` once per block with a
+``(B, H, r1 - r0, K)`` tensor, and while it does the hook point's ``rows`` attribute is ``(r0, r1)``
+(``None`` for a whole-matrix call); ``K`` is the number of keys the block's rows can see (``r1`` for a
+causal model). :func:`run_with_cache` reassembles such blocks into the full matrix.
+
 Any model that exposes ``named_hook_points() -> dict[str, HookPoint]`` works with these functions
 (see :class:`analysis.protocol.ProbeModel`), so probes never depend on our own model class.
 """
@@ -40,14 +46,22 @@ class HookPoint(nn.Module):
         super().__init__()
         self.name: str = ""
         self._fns: list[HookFn] = []
+        self.rows: tuple[int, int] | None = None  # (r0, r1) while a block of query rows passes
 
     @property
     def active(self) -> bool:
         return bool(self._fns)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, rows: tuple[int, int] | None = None) -> torch.Tensor:
         if not self._fns:
             return x
+        self.rows = rows
+        try:
+            return self._call(x)
+        finally:
+            self.rows = None
+
+    def _call(self, x: torch.Tensor) -> torch.Tensor:
         for fn in self._fns:
             out = fn(x, self.name)
             if out is not None:
@@ -73,6 +87,11 @@ def _points(model: Any) -> dict[str, HookPoint]:
     if hasattr(model, "named_hook_points"):
         return model.named_hook_points()
     return name_hook_points(model)
+
+
+def hook_points(model: Any) -> dict[str, HookPoint]:
+    """The model's hook points by name (e.g. to read a point's ``rows`` inside a hook function)."""
+    return _points(model)
 
 
 def resolve_names(model: Any, names: str | Sequence[str] | Callable[[str], bool] | None) -> list[str]:
@@ -142,13 +161,23 @@ def run_with_cache(
     """
     wanted = resolve_names(model, names)
     cache: dict[str, torch.Tensor] = {}
+    points = _points(model)
+    blocks: dict[str, list[torch.Tensor]] = {}
 
     def save(x: torch.Tensor, name: str) -> None:
-        cache[name] = x.detach() if detach else x
+        x = x.detach() if detach else x
+        if points[name].rows is None:
+            cache[name] = x
+        else:  # one block of query rows: keep it, reassembled below
+            blocks.setdefault(name, []).append(x)
 
     all_hooks = list(fwd_hooks) + [(n, save) for n in wanted]
     with hooks(model, all_hooks):
         out = model(inputs, **forward_kwargs)
+    for name, parts in blocks.items():  # keys a block's rows cannot see: -inf logits, 0 weights
+        fill = float("-inf") if name.endswith("hook_scores") else 0.0
+        width = max(p.shape[-1] for p in parts)
+        cache[name] = torch.cat([torch.nn.functional.pad(p, (0, width - p.shape[-1]), value=fill) for p in parts], dim=-2)
     return out, cache
 
 

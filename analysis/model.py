@@ -16,6 +16,13 @@ through a named :class:`~analysis.hooks.HookPoint`; attention patterns are mater
 hook watches the attention internals or a bias is passed. Only where nothing probes (the trainer sets
 ``model.allow_fused = True`` while it trains) may softmax attention take the fused kernel, so a cached
 run and a plain forward pass give bit-identical outputs.
+
+Long sequences. ``model.query_block = R`` computes materialised attention in blocks of ``R`` query
+rows, each against the keys it can see, so memory grows like ``R T`` instead of ``T^2``; the outputs
+equal the whole-matrix computation up to floating-point summation order, and score/pattern hooks see
+one block at a time (``HookPoint.rows``, :mod:`analysis.hooks`). A bias that is itself ``T x T``
+would defeat that: :class:`PrefixKeyBias` describes "a value per query row on the first ``n`` keys" in
+``O(T)`` memory and hands each block its slice.
 """
 
 from __future__ import annotations
@@ -271,6 +278,46 @@ def rope_rotate(x: torch.Tensor, base: float) -> torch.Tensor:
 # ------------------------------------------------------------------------------------------------
 # Attention
 # ------------------------------------------------------------------------------------------------
+class PrefixKeyBias:
+    """Additive logit bias ``b[i, j] = values[i]`` for keys ``j < n_keys`` and 0 for the rest, kept as the
+    ``(T,)`` vector ``values``: what a query row adds to a fixed prefix of keys (e.g. the prompt), in
+    ``O(T)`` memory. ``block(r0, r1, k)`` is the ``(r1 - r0, k)`` slice ``b[r0:r1, :k]``; ``dense()`` the
+    full ``(T, T)`` matrix (for models that take only tensors)."""
+
+    def __init__(self, values: torch.Tensor, n_keys: int) -> None:
+        if not isinstance(values, torch.Tensor) or values.dim() != 1:
+            raise ValueError("values must be a 1-D tensor (one value per query row)")
+        check_int("n_keys", n_keys, minimum=0, maximum=values.shape[0])
+        self.values, self.n_keys = values, n_keys
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (self.values.shape[0], self.values.shape[0])
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.values.dtype
+
+    def to(self, dtype: torch.dtype) -> PrefixKeyBias:
+        return PrefixKeyBias(self.values.to(dtype), self.n_keys)
+
+    def block(self, r0: int, r1: int, k: int) -> torch.Tensor:
+        out = torch.zeros(r1 - r0, k, dtype=self.values.dtype, device=self.values.device)
+        out[:, : min(self.n_keys, k)] = self.values[r0:r1, None]
+        return out
+
+    def dense(self) -> torch.Tensor:
+        T = self.values.shape[0]
+        return self.block(0, T, T)
+
+
+def bias_block(attn_bias: Any, r0: int, r1: int, k: int) -> torch.Tensor:
+    """Rows ``r0:r1`` and keys ``:k`` of a logit bias: a ``(T, T)`` tensor or a :class:`PrefixKeyBias`."""
+    if isinstance(attn_bias, torch.Tensor):
+        return attn_bias[r0:r1, :k]
+    return attn_bias.block(r0, r1, k)
+
+
 class Attention(nn.Module):
     """Multi-head attention with a switchable kernel.
 
@@ -298,6 +345,7 @@ class Attention(nn.Module):
         self.hook_pattern = HookPoint()  # (B, H, T, T), the weights that multiply v
         self.hook_z = HookPoint()  # (B, T, H, dh), pattern @ v
         self.allow_fused = False  # the trainer switches this on; probes always see materialised patterns
+        self.query_block: int | None = None  # rows per block of materialised attention (None: all at once)
 
     def _materialise(self, attn_bias: torch.Tensor | None) -> bool:
         c = self.cfg
@@ -305,6 +353,7 @@ class Attention(nn.Module):
             not self.allow_fused
             or c.attention != "softmax"
             or attn_bias is not None
+            or self.query_block is not None
             or self.hook_scores.active
             or self.hook_pattern.active
         )
@@ -326,32 +375,42 @@ class Attention(nn.Module):
         if not self._materialise(attn_bias):
             z = F.scaled_dot_product_attention(qh, kh, vh, is_causal=c.causal, scale=c.scale)  # (B, H, T, dh)
         else:
-            if c.attention == "uniform":
-                scores = torch.zeros(B, H, T, T, dtype=x.dtype, device=x.device)
-            else:
-                scores = (qh @ kh.transpose(-1, -2)) * c.scale  # (B, H, T, T)
-            if c.attention == "ssmax":
-                n_visible = self._n_visible(T, x)  # (T, 1)
-                scores = scores * (c.ssmax_s * torch.log(n_visible))
-            if attn_bias is not None:
-                scores = scores + attn_bias.to(scores.dtype)
-            support = self._support(T, x.device)  # (T, T) bool
-            scores = self.hook_scores(scores.masked_fill(~support, float("-inf")))
-            if c.attention in ("softmax", "ssmax", "uniform"):
-                pattern = torch.softmax(scores, dim=-1)
-            elif c.attention == "sigmoid":
-                pattern = torch.sigmoid(scores + c.sigmoid_bias)  # sigmoid(-inf) = 0 off the support
-            else:  # linear: a logit of -inf (the mask, or a -inf bias) means "this key is not seen"
-                pattern = torch.where(scores == float("-inf"), torch.zeros((), dtype=scores.dtype, device=x.device), scores)
-            pattern = self.hook_pattern(pattern)
-            z = pattern @ vh  # (B, H, T, dh)
+            R = T if self.query_block is None else self.query_block
+            blocks = [self._rows(qh, kh, vh, attn_bias, r0, min(r0 + R, T), T, whole=R >= T) for r0 in range(0, T, R)]
+            z = blocks[0] if len(blocks) == 1 else torch.cat(blocks, dim=2)  # (B, H, T, dh)
         z = self.hook_z(z.transpose(1, 2))  # (B, T, H, dh)
         return self.W_o(z.reshape(B, T, H * dh))  # (B, T, d)
 
-    def _support(self, T: int, device: torch.device) -> torch.Tensor:
+    def _rows(self, qh, kh, vh, attn_bias, r0: int, r1: int, T: int, whole: bool) -> torch.Tensor:
+        """``z`` of query rows ``r0:r1`` (B, H, r, dh) against the keys they can see (``:r1`` if causal)."""
+        c = self.cfg
+        B, H = qh.shape[:2]
+        K = r1 if c.causal else T
+        if c.attention == "uniform":
+            scores = torch.zeros(B, H, r1 - r0, K, dtype=qh.dtype, device=qh.device)
+        else:
+            scores = (qh[:, :, r0:r1] @ kh[:, :, :K].transpose(-1, -2)) * c.scale  # (B, H, r, K)
+        if c.attention == "ssmax":
+            scores = scores * (c.ssmax_s * torch.log(self._n_visible(T, qh)[r0:r1]))
+        if attn_bias is not None:
+            scores = scores + bias_block(attn_bias, r0, r1, K).to(scores.dtype)
+        support = self._support_rows(r0, r1, K, qh.device)  # (r, K) bool
+        rows = None if whole else (r0, r1)
+        scores = self.hook_scores(scores.masked_fill(~support, float("-inf")), rows)
+        if c.attention in ("softmax", "ssmax", "uniform"):
+            pattern = torch.softmax(scores, dim=-1)
+        elif c.attention == "sigmoid":
+            pattern = torch.sigmoid(scores + c.sigmoid_bias)  # sigmoid(-inf) = 0 off the support
+        else:  # linear: a logit of -inf (the mask, or a -inf bias) means "this key is not seen"
+            pattern = torch.where(scores == float("-inf"), torch.zeros((), dtype=scores.dtype, device=qh.device), scores)
+        pattern = self.hook_pattern(pattern, rows)
+        return pattern @ vh[:, :, :K]  # (B, H, r, dh)
+
+    def _support_rows(self, r0: int, r1: int, K: int, device: torch.device) -> torch.Tensor:
+        """(r1 - r0, K) bool: which keys each query row sees (itself and earlier ones if causal)."""
         if self.cfg.causal:
-            return torch.ones(T, T, dtype=torch.bool, device=device).tril()
-        return torch.ones(T, T, dtype=torch.bool, device=device)
+            return torch.arange(K, device=device)[None, :] <= torch.arange(r0, r1, device=device)[:, None]
+        return torch.ones(r1 - r0, K, dtype=torch.bool, device=device)
 
     def _n_visible(self, T: int, x: torch.Tensor) -> torch.Tensor:
         if self.cfg.causal:
@@ -539,6 +598,18 @@ class TinyTransformer(nn.Module):
         for b in self.blocks:
             b.attn.allow_fused = bool(value)
 
+    @property
+    def query_block(self) -> int | None:
+        """Rows per block of materialised attention (``None``: the whole T x T matrix at once)."""
+        return self.blocks[0].attn.query_block if len(self.blocks) else None
+
+    @query_block.setter
+    def query_block(self, rows: int | None) -> None:
+        if rows is not None:
+            check_int("query_block", rows, minimum=1)
+        for b in self.blocks:
+            b.attn.query_block = rows
+
     def named_hook_points(self) -> dict[str, HookPoint]:
         return self._hook_points
 
@@ -598,7 +669,7 @@ class TinyTransformer(nn.Module):
 def layer_biases(attn_bias, n_layers: int) -> list[torch.Tensor | None]:
     """One additive logit bias (or None) per layer from a forward's ``attn_bias`` argument: ``None`` or
     one tensor for every layer, or a sequence of ``n_layers`` entries (shared by the adapters)."""
-    if attn_bias is None or isinstance(attn_bias, torch.Tensor):
+    if attn_bias is None or isinstance(attn_bias, (torch.Tensor, PrefixKeyBias)):
         return [attn_bias] * n_layers
     biases = list(attn_bias)
     if len(biases) != n_layers:

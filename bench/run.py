@@ -173,6 +173,38 @@ def bench_icl() -> dict:
     }
 
 
+_LONG_RUN = """
+import json, resource, sys, time
+import probes
+from probes.base import run_probe
+mod = probes.get("prompt_forgetting")
+cfg = mod.Config.preset("full", layers=2, d_model=64, cont_len=int(sys.argv[1]))
+t0 = time.perf_counter()
+r = run_probe(mod, cfg, progress=False)
+print(json.dumps({"wall_s": time.perf_counter() - t0, "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                  "alpha": r.scalars["alpha"], "n_pairs": cfg.n_pairs}))
+"""
+
+
+def bench_long_continuation() -> dict:
+    """`python -m probes run prompt_forgetting --cont-len T` at L = 2, d = 64 (full preset: 8 pairs), each
+    T in a fresh process (peak resident memory of that process), T = 4096, 8192, 16384. Attention runs
+    in blocks of query rows, so memory should grow linearly in T (goal at 16384: < 5 min, < 4 GB)."""
+    repo = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "TQDM_DISABLE": "1"}
+    out = {"config": "prompt_forgetting full preset, L=2, d=64, 8 pairs, float32"}
+    for T in (4096, 8192, 16384):
+        proc = subprocess.run([sys.executable, "-c", _LONG_RUN, str(T)], env=env, cwd=repo, capture_output=True, text=True)
+        if proc.returncode:
+            raise RuntimeError(f"long-continuation run at T={T} failed: {proc.stderr.strip().splitlines()[-1:]}")
+        out[str(T)] = json.loads(proc.stdout.strip().splitlines()[-1])
+    Ts = [4096, 8192, 16384]
+    mem = [out[str(T)]["peak_rss_mb"] for T in Ts]
+    out["peak_rss_mb_per_1k_tokens"] = (mem[2] - mem[0]) / ((Ts[2] - Ts[0]) / 1000)  # slope of a linear law
+    out["quadratic_check"] = (mem[2] - mem[1]) / (mem[1] - mem[0])  # 2 if linear in T, 6 if quadratic (T doubling)
+    return out
+
+
 def _figures(preset: str) -> dict:
     """Wall time of the figure pipeline for one preset, into a scratch folder with a cold cache
     (every model is trained, every probe computed), plus the per-notebook times of its manifest."""
@@ -257,6 +289,7 @@ BENCHES = {
     "hf": bench_hf,
     "icl": bench_icl,
     "train": bench_train,
+    "long_continuation": bench_long_continuation,
     "tests": bench_tests,
     "figures_smoke": bench_figures_smoke,
     "figures": bench_figures,
@@ -288,6 +321,13 @@ def _headline(results: dict) -> list[str]:
     if "train" in results:
         t = results["train"]
         rows.append(("training (steps/s)", f"{t['steps_per_s']:.1f}", t["config"]))
+    if "long_continuation" in results:
+        r = results["long_continuation"]
+        for T in ("4096", "8192", "16384"):
+            rows.append((f"prompt forgetting at T = {T} (s; peak MB)", f"{r[T]['wall_s']:.0f}; {r[T]['peak_rss_mb']:.0f}",
+                         r["config"]))
+        rows.append(("prompt forgetting memory growth (MB per 1k tokens; ratio 2 = linear, 6 = quadratic)",
+                     f"{r['peak_rss_mb_per_1k_tokens']:.1f}; {r['quadratic_check']:.2f}", r["config"]))
     if "tests" in results:
         rows.append(("pytest tests/ (s)", f"{results['tests']['pytest_wall_s']:.0f}", results["tests"]["summary"]))
     for key in ("figures_smoke", "figures"):

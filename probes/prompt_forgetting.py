@@ -56,6 +56,7 @@ theorem-condition claim ``not_evaluated`` with the reason.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass
 
@@ -66,16 +67,16 @@ from scipy.stats import t as student_t
 
 from analysis import protocol
 from analysis.fitting import bootstrap_power_law, local_exponent
-from analysis.hooks import hooks, run_with_cache
+from analysis.hooks import hook_points, hooks, run_with_cache
 from analysis.ledger import Ledger
-from analysis.model import ModelConfig, TinyTransformer
+from analysis.model import ModelConfig, PrefixKeyBias, TinyTransformer, bias_block
 from analysis.progress import bar
 from analysis.theory import prompt_forgetting as theory
 from probes.base import ModelIncompatibleError, ProbeConfig, Result, param
 
 NAME = "prompt_forgetting"
 DESCRIPTION = "Prompt-forgetting exponent: offset of two prompts' hidden states under one continuation vs t."
-VERSION = "10"  # 10: train_checkpoints, held-out loss; 9: bound_ratio_not_growing undiagnosed; 8: logit_gain; 7: alpha_relay_window scalar; 2: relay_matrix stored for uniform models; 3: deviation text names the size;
+VERSION = "11"  # 11: attention in blocks of query rows (memory linear in T), compact bias; 10: train_checkpoints, held-out loss; 9: bound_ratio_not_growing undiagnosed; 8: logit_gain; 7: alpha_relay_window scalar; 2: relay_matrix stored for uniform models; 3: deviation text names the size;
 # 4: norm_type field, bound constants/plateaus and the theorem-condition claims; 5: the untrained deviation
 # text computes the relay exponent at the run's own depth and length (max |logit| now blockwise, same value);
 # 6: claims with roles, the bound's ratio checked for growth (bootstrap CI of its slope), relay prediction
@@ -287,37 +288,61 @@ def draw_pairs(config: Config, model=None) -> tuple[torch.Tensor, torch.Tensor, 
     return a, b, c
 
 
-def cancel_bias_matrix(P: int, n_tokens: int, dtype: torch.dtype) -> torch.Tensor:
-    """(N, N) additive logit bias: ``ln(t - P)`` on prompt keys ``j < P`` of queries ``t = i + 1 > P``."""
+def cancel_bias(P: int, n_tokens: int, dtype: torch.dtype) -> PrefixKeyBias:
+    """The additive logit bias ``ln(t - P)`` on prompt keys ``j < P`` of queries ``t = i + 1 > P``, kept as
+    one value per query row (:class:`analysis.model.PrefixKeyBias`, ``O(N)`` memory)."""
     t = np.arange(1, n_tokens + 1)
-    b = torch.tensor(theory.cancel_bias(P, t), dtype=torch.float64)  # (N,)
-    bias = torch.zeros(n_tokens, n_tokens, dtype=torch.float64)
-    bias[:, :P] = b[:, None]
-    return bias.to(dtype)
+    return PrefixKeyBias(torch.tensor(theory.cancel_bias(P, t), dtype=torch.float64).to(dtype), P)
+
+
+def cancel_bias_matrix(P: int, n_tokens: int, dtype: torch.dtype) -> torch.Tensor:
+    """(N, N) dense form of :func:`cancel_bias`."""
+    return cancel_bias(P, n_tokens, torch.float64).dense().to(dtype)
 
 
 # ================================================================================================
 # Measurement
 
 
-def max_abs_logit(scores: torch.Tensor, attn_bias: torch.Tensor | None = None, rows: int = 1024) -> float:
-    """Largest finite ``|logit|`` of ``scores`` (B, H, N, N) with ``attn_bias`` (N, N) removed (0 if none are finite).
+def max_abs_logit(scores: torch.Tensor, attn_bias=None, rows: int = 1024, row0: int = 0) -> float:
+    """Largest finite ``|logit|`` of ``scores`` (B, H, n, K), the query rows ``row0 .. row0 + n - 1`` of the
+    attention logits, with ``attn_bias`` (a (N, N) tensor or :class:`~analysis.model.PrefixKeyBias`)
+    removed (0 if none are finite).
 
     The model's own logits: the intervention's bias is subtracted first. Masked keys are ``-inf`` and
-    are skipped. Row blocks of ``rows`` queries over their keys ``<= `` the block's last query (the
+    are skipped. Row blocks of ``rows`` queries over their keys ``<=`` the block's last query (the
     probe needs a causal model, so later keys are masked) keep the temporaries a few MB instead of
-    copying the whole (B, H, N, N) tensor; the value is the same as over the full matrix.
+    copying the whole tensor; the value is the same as over the full matrix.
     """
-    N = scores.shape[-1]
+    n, K = scores.shape[-2:]
     best = 0.0
-    for r0 in range(0, N, rows):
-        r1 = min(r0 + rows, N)
-        blk = scores[..., r0:r1, :r1]  # (B, H, r, r1)
+    for i0 in range(0, n, rows):
+        i1 = min(i0 + rows, n)
+        k = min(K, row0 + i1)
+        blk = scores[..., i0:i1, :k]  # (B, H, r, k)
         if attn_bias is not None:
-            blk = blk - attn_bias[r0:r1, :r1].to(blk.dtype)
+            blk = blk - bias_block(attn_bias, row0 + i0, row0 + i1, k).to(blk.dtype)
         lo, hi = torch.aminmax(torch.nan_to_num(blk, nan=0.0, posinf=0.0, neginf=0.0))  # non-finite -> 0
         best = max(best, float(hi), -float(lo))
     return best
+
+
+QUERY_BLOCK = 1024  # query rows per block of attention: memory ~ QUERY_BLOCK x N, never N x N
+
+
+@contextlib.contextmanager
+def query_blocks(model, rows: int):
+    """Attention in blocks of ``rows`` query rows for the duration (models with ``query_block``; others
+    compute as they do)."""
+    if not hasattr(model, "query_block"):
+        yield model
+        return
+    before = model.query_block
+    model.query_block = rows
+    try:
+        yield model
+    finally:
+        model.query_block = before
 
 
 def measure(model, a, b, c, *, attn_bias=None, progress: bool = True) -> dict[str, np.ndarray]:
@@ -333,6 +358,7 @@ def measure(model, a, b, c, *, attn_bias=None, progress: bool = True) -> dict[st
     n, P = a.shape
     L = model.n_layers
     names = model.hook_names()
+    points = hook_points(model)
     resid = [f"blocks.{layer}.hook_resid_post" for layer in range(L)]
     pre_norm = [h for h in names if h.endswith((".ln1.hook_in", ".ln2.hook_in"))]
     scores = [h for h in names if h.endswith("attn.hook_scores")]
@@ -344,21 +370,25 @@ def measure(model, a, b, c, *, attn_bias=None, progress: bool = True) -> dict[st
     out: dict[str, list] = {k: [] for k in ("distance", "norm", "share", "share_max", "max_logit", "min_rms", "embed_delta")}
     for i in bar(range(n), progress=progress, desc="pairs", leave=False):
         x = torch.cat([torch.stack([a[i], b[i]]), c[i].expand(2, -1)], dim=1)  # (2, P + T)
+        N = x.shape[1]
         stats = {"max_logit": 0.0, "min_rms": math.inf, "share": {}, "share_max": {}}
 
-        def on_scores(s: torch.Tensor, name: str, stats=stats) -> None:  # (2, H, N, N), -inf where masked
-            stats["max_logit"] = max(stats["max_logit"], max_abs_logit(s, attn_bias))
+        # score and pattern hooks see whole (2, H, N, N) matrices or blocks of query rows (2, H, r, K)
+        def on_scores(s: torch.Tensor, name: str, stats=stats) -> None:  # -inf where masked
+            r0 = (points[name].rows or (0, N))[0]
+            stats["max_logit"] = max(stats["max_logit"], max_abs_logit(s, attn_bias, row0=r0))
 
-        def on_pattern(p: torch.Tensor, name: str, stats=stats) -> None:  # (2, H, N, N)
-            share = p[..., :P].sum(-1).double()  # (2, H, N) prompt share of each row
-            stats["share"][name] = share.mean(dim=(0, 1)).numpy()
-            stats["share_max"][name] = share.amax(dim=(0, 1)).numpy()
+        def on_pattern(p: torch.Tensor, name: str, stats=stats, N=N) -> None:
+            r0, r1 = points[name].rows or (0, N)
+            share = p[..., :P].sum(-1).double()  # (2, H, r) prompt share of each row
+            for key, value in (("share", share.mean(dim=(0, 1))), ("share_max", share.amax(dim=(0, 1)))):
+                stats[key].setdefault(name, np.full(N, np.nan))[r0:r1] = value.numpy()
 
         def on_norm_in(h: torch.Tensor, name: str, stats=stats) -> None:  # (2, N, d)
             stats["min_rms"] = min(stats["min_rms"], float(h.double().pow(2).mean(-1).sqrt().amin()))
 
         fwd = [(s, on_scores) for s in scores] + [(p, on_pattern) for p in patterns] + [(h, on_norm_in) for h in pre_norm]
-        with torch.no_grad(), hooks(model, fwd):
+        with torch.no_grad(), hooks(model, fwd), query_blocks(model, QUERY_BLOCK):
             _, cache = run_with_cache(model, x, names=resid + embed, attn_bias=attn_bias)
         hs = torch.stack([cache[r] for r in resid]).double()  # (L, 2, N, d)
         out["distance"].append((hs[:, 0, P:] - hs[:, 1, P:]).norm(dim=-1).numpy())  # (L, T)
@@ -450,7 +480,7 @@ def run(config: Config, model=None, progress: bool = True) -> Result:
     protocol.check_length(model, N, f"prompt_len + cont_len = {P} + {T} =")
     a, b, c = draw_pairs(config, None if own_model else model)
     dtype = next(model.parameters()).dtype if hasattr(model, "parameters") else torch.float32
-    bias = cancel_bias_matrix(P, N, dtype) if config.logit_bias == "cancel" else None
+    bias = cancel_bias(P, N, dtype) if config.logit_bias == "cancel" else None
     m = measure(model, a, b, c, attn_bias=bias, progress=progress)
 
     t = np.arange(P + 1, N + 1, dtype=np.float64)  # absolute positions of the continuation
@@ -565,7 +595,7 @@ def bias_trajectory(config: Config, snapshots: dict, pairs: tuple, window: tuple
     for s in bar(steps, progress=progress, desc="checkpoints", leave=False):
         model = snapshots[s]
         dtype = next(model.parameters()).dtype
-        for key, bias in (("alpha", None), ("alpha_bias", cancel_bias_matrix(P, N, dtype))):
+        for key, bias in (("alpha", None), ("alpha_bias", cancel_bias(P, N, dtype))):
             D = measure(model, a, b, c, attn_bias=bias, progress=False)["distance"][:, -1]  # (n, T) last layer
             fit = bootstrap_power_law(t, D, window, n_boot=config.n_boot, rng=rng)
             out[key].append(fit.alpha)

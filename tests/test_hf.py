@@ -28,6 +28,7 @@ from analysis.hf import (
     zoo_config_for_gpt2,
     zoo_from_gpt2,
 )
+from analysis.model import PrefixKeyBias
 from analysis.hooks import hooks, run_with_cache
 from analysis.model import ModelConfig
 from analysis.protocol import ProbeModel, encode_text, max_positions, vocab_size
@@ -98,6 +99,8 @@ def test_attention_bias_and_interventions_act_as_in_the_zoo(gpt2, zoo):
             assert (c_hf[name] - c_zoo[name]).abs().max().item() <= TOL
     _, c = run_with_cache(gpt2, x, names="blocks.1.attn.hook_pattern", attn_bias=bias)
     assert c["blocks.1.attn.hook_pattern"][0, :, 1:, 0].abs().max().item() == 0.0
+    compact = PrefixKeyBias(torch.linspace(0.0, 3.0, T, dtype=torch.float64), 4)  # expanded by the adapter
+    assert torch.equal(gpt2(x, attn_bias=compact), gpt2(x, attn_bias=compact.dense()))
 
     def uniform(p, name):  # an intervention: replace the pattern by uniform causal attention
         return torch.tril(torch.ones_like(p)) / torch.arange(1, p.shape[-1] + 1, dtype=p.dtype)[:, None]

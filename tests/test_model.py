@@ -8,13 +8,14 @@ import math
 import pytest
 import torch
 
-from analysis.hooks import run_with_cache
+from analysis.hooks import hooks, run_with_cache
 from analysis.model import (
     ATTENTION_KERNELS,
     DTYPES,
     NORM_PLACEMENTS,
     POSITIONAL,
     ModelConfig,
+    PrefixKeyBias,
     TinyTransformer,
 )
 
@@ -342,3 +343,64 @@ def test_device_argument():
         g = TinyTransformer(ModelConfig(n_layers=1), device="cuda")
         x = tokens()
         torch.testing.assert_close(g(x.cuda()).cpu(), m(x), rtol=1e-4, atol=1e-4)
+
+
+# ------------------------------------------------------------------------------------------------
+# attention in blocks of query rows (memory linear in T)
+# ------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("attention,causal", list(itertools.product(ATTENTION_KERNELS, (True, False))))
+def test_query_blocks_equal_the_whole_matrix(attention, causal):
+    """Blocks of rows (not dividing T) give the whole-matrix outputs, patterns and scores to float64
+    rounding, with a compact prefix bias equal to its dense form; run_with_cache reassembles the blocks."""
+    cfg = ModelConfig(vocab_size=16, d_model=16, n_layers=2, n_heads=2, d_mlp=32, attention=attention, causal=causal,
+                      pos="rope", seed=3, **F64)
+    model = TinyTransformer(cfg).eval()
+    x = tokens(2, 37, 16)
+    compact = PrefixKeyBias(torch.linspace(0.0, 2.0, 37, dtype=torch.float64), 5)
+    names = ["blocks.0.attn.hook_scores", "blocks.1.attn.hook_pattern", "blocks.1.hook_resid_post"]
+    whole, c_whole = run_with_cache(model, x, names=names, attn_bias=compact.dense())
+    model.query_block = 8
+    blocked, c_blocked = run_with_cache(model, x, names=names, attn_bias=compact)
+    assert model.query_block == 8 and all(b.attn.query_block == 8 for b in model.blocks)
+    model.query_block = None
+    torch.testing.assert_close(blocked, whole, **EXACT)
+    for name in names:
+        assert c_blocked[name].shape == c_whole[name].shape
+        assert torch.equal(torch.isinf(c_blocked[name]), torch.isinf(c_whole[name]))
+        torch.testing.assert_close(c_blocked[name].nan_to_num(0.0, 0.0, 0.0), c_whole[name].nan_to_num(0.0, 0.0, 0.0),
+                                   **EXACT)
+
+
+def test_query_block_hooks_see_row_blocks_with_their_offsets():
+    cfg = ModelConfig(vocab_size=16, d_model=16, n_layers=1, n_heads=2, d_mlp=0, seed=1, **F64)
+    model = TinyTransformer(cfg).eval()
+    point = model.named_hook_points()["blocks.0.attn.hook_pattern"]
+    seen = []
+    model.query_block = 8
+    with hooks(model, [("blocks.0.attn.hook_pattern", lambda p, name: seen.append((point.rows, tuple(p.shape))))]):
+        model(tokens(1, 20, 16))
+    assert seen == [((0, 8), (1, 2, 8, 8)), ((8, 16), (1, 2, 8, 16)), ((16, 20), (1, 2, 4, 20))]
+    assert point.rows is None  # only set while a block passes
+    model.query_block = 64  # one block covers the sequence: a whole-matrix call
+    seen.clear()
+    with hooks(model, [("blocks.0.attn.hook_pattern", lambda p, name: seen.append((point.rows, tuple(p.shape))))]):
+        model(tokens(1, 20, 16))
+    assert seen == [(None, (1, 2, 20, 20))]
+
+
+def test_prefix_key_bias_and_query_block_validation():
+    b = PrefixKeyBias(torch.arange(6, dtype=torch.float64), 2)
+    dense = b.dense()
+    assert dense.shape == b.shape == (6, 6)
+    assert torch.equal(dense[:, :2], torch.arange(6, dtype=torch.float64)[:, None].expand(6, 2))
+    assert torch.equal(dense[:, 2:], torch.zeros(6, 4, dtype=torch.float64))
+    assert torch.equal(b.block(2, 5, 3), dense[2:5, :3])
+    assert b.to(torch.float32).dtype == torch.float32
+    with pytest.raises(ValueError, match="n_keys"):
+        PrefixKeyBias(torch.zeros(4), 5)
+    with pytest.raises(ValueError, match="1-D"):
+        PrefixKeyBias(torch.zeros(4, 4), 1)
+    model = TinyTransformer(ModelConfig(vocab_size=8, d_model=8, n_layers=1, n_heads=1, seed=0))
+    for bad in (0, -3, 2.5):
+        with pytest.raises(ValueError, match="query_block"):
+            model.query_block = bad

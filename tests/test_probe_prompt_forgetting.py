@@ -140,6 +140,24 @@ def test_max_abs_logit_blocks_equal_the_full_matrix():
     assert mod.max_abs_logit(torch.full((1, 1, 4, 4), float("-inf"))) == 0.0
 
 
+def test_measure_in_query_blocks_equals_the_whole_matrix(monkeypatch):
+    """Row blocks (the probe's memory-linear path) give the whole-matrix statistics: offsets and norms to
+    float64 rounding, prompt shares per row, the largest logit with the compact bias removed."""
+    cfg = mod.Config.preset("smoke", **SMALL, dtype="float64", layers=2, logit_bias="cancel")
+    model = TinyTransformer(mod.model_config(cfg)).eval()
+    a, b, c = mod.draw_pairs(cfg)
+    N = cfg.prompt_len + cfg.cont_len
+    bias = mod.cancel_bias(cfg.prompt_len, N, torch.float64)
+    monkeypatch.setattr(mod, "QUERY_BLOCK", 10**6)  # one block: the whole matrix
+    whole = mod.measure(model, a, b, c, attn_bias=bias.dense(), progress=False)
+    monkeypatch.setattr(mod, "QUERY_BLOCK", 13)  # 8 blocks, the last one short
+    blocked = mod.measure(model, a, b, c, attn_bias=bias, progress=False)
+    assert model.query_block is None  # restored
+    for key in ("distance", "norm", "share", "share_max", "max_logit", "min_rms"):
+        assert np.isfinite(blocked[key]).all(), key
+        np.testing.assert_allclose(blocked[key], whole[key], rtol=1e-12, atol=1e-12, err_msg=key)
+
+
 class _NoOptionalHooks(TinyTransformer):
     """A zoo model that, like the Hugging Face adapter, lists no norm or attention-internal hooks."""
 
