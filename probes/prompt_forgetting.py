@@ -375,7 +375,7 @@ def measure(model, a, b, c, *, attn_bias=None, progress: bool = True) -> dict[st
 
         # score and pattern hooks see whole (2, H, N, N) matrices or blocks of query rows (2, H, r, K)
         def on_scores(s: torch.Tensor, name: str, stats=stats) -> None:  # -inf where masked
-            r0 = (points[name].rows or (0, N))[0]
+            r0 = (points[name].rows or (0, 0))[0]
             stats["max_logit"] = max(stats["max_logit"], max_abs_logit(s, attn_bias, row0=r0))
 
         def on_pattern(p: torch.Tensor, name: str, stats=stats, N=N) -> None:

@@ -28,9 +28,8 @@ from analysis.hf import (
     zoo_config_for_gpt2,
     zoo_from_gpt2,
 )
-from analysis.model import PrefixKeyBias
 from analysis.hooks import hooks, run_with_cache
-from analysis.model import ModelConfig
+from analysis.model import ModelConfig, PrefixKeyBias
 from analysis.protocol import ProbeModel, encode_text, max_positions, vocab_size
 
 TOL = 1e-10  # float64, same weights, different code: rounding only (see the module docstring)
