@@ -135,7 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="source trees whose change makes every notebook out of date (default: analysis probes)",
     )
     p.add_argument(
-        "--timeout", type=float, default=3600.0, help="seconds allowed per notebook (default 3600)"
+        "--timeout", type=float, default=7200.0, help="seconds allowed per notebook (default 7200)"
     )
     p.add_argument("--prepare-only", type=Path, default=None, metavar="DIR",
                    help="write parameterised copies of the notebooks into DIR without executing them")  # fmt: skip
