@@ -17,10 +17,18 @@ Every folder is written under a temporary name and moved into place whole, so a 
 the old entry or the new one, never a mixture. Every read is verified (the JSON parses, the weights
 file has the recorded SHA-256, safetensors can load it); a damaged entry is reported with a warning,
 deleted and treated as missing, so the trainer simply trains again. A corrupt entry is never used.
+
+Concurrency: :meth:`CheckpointCache.lock` is an ``fcntl.flock`` on ``.<key>.lock`` beside the entry
+(``analysis.io.entry_lock``); ``analysis.train.train`` holds it from its second lookup to the last
+write, so of two processes asking for the same model one trains and the other waits and loads it.
+Reading needs no lock (entries are replaced whole), so a read-only cache still serves its entries.
+A successful read refreshes the folder's modification time: ``python -m probes cache`` reads it as
+the entry's last use.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
@@ -34,7 +42,15 @@ import numpy as np
 import torch
 from safetensors.torch import load_file, save_file
 
-from analysis.io import atomic_replace_dir, content_hash, sha256_file, to_jsonable
+from analysis.io import (
+    atomic_replace_dir,
+    content_hash,
+    entry_lock,
+    sha256_file,
+    to_jsonable,
+    touch,
+    write_error,
+)
 from analysis.paths import cache_dir
 
 log = logging.getLogger(__name__)
@@ -137,6 +153,10 @@ class CheckpointCache:
     def partial_dir(self, key: str) -> Path:
         return self.root / PARTIAL_DIR / _check_key(key)
 
+    def lock(self, key: str) -> contextlib.AbstractContextManager[Path]:
+        """Exclusive lock of ``key`` (entry and partial state) across processes; see the module docstring."""
+        return entry_lock(self.entry_dir(key))
+
     # ------------------------------------------------------------------ finished entries
     def contains(self, key: str) -> bool:
         """True when a complete entry folder exists (not verified; ``load`` verifies)."""
@@ -155,10 +175,11 @@ class CheckpointCache:
         return self._write_pair(self.entry_dir(key), WEIGHTS_FILE, META_FILE, state, meta)
 
     def load(
-        self, key: str, device: str | torch.device = "cpu"
+        self, key: str, device: str | torch.device = "cpu", *, repair: bool = True
     ) -> tuple[dict[str, torch.Tensor], dict] | None:
-        """Verified ``(state_dict, meta)``, or ``None`` if missing or damaged (then it is deleted)."""
-        return self._read_pair(self.entry_dir(key), WEIGHTS_FILE, META_FILE, key, device)
+        """Verified ``(state_dict, meta)``, or ``None`` if missing or damaged (then it is deleted, with a
+        warning; ``repair=False`` leaves it for a caller that will look again under :meth:`lock`)."""
+        return self._read_pair(self.entry_dir(key), WEIGHTS_FILE, META_FILE, key, device, repair)
 
     def load_model(self, key: str, device: str | torch.device = "cpu") -> torch.nn.Module | None:
         """Rebuild the ``TinyTransformer`` of an entry from its config and load its weights (strict).
@@ -230,12 +251,15 @@ class CheckpointCache:
                 f.flush()
                 os.fsync(f.fileno())
             return atomic_replace_dir(tmp, dst)
-        except BaseException:
+        except BaseException as err:
             shutil.rmtree(tmp, ignore_errors=True)
+            if isinstance(err, OSError):  # a full disk, a read-only folder: say which entry
+                raise write_error(dst, err, "checkpoint cache entry") from err
             raise
 
     def _read_pair(
-        self, folder: Path, tensor_name: str, meta_name: str, key: str, device: str | torch.device
+        self, folder: Path, tensor_name: str, meta_name: str, key: str, device: str | torch.device,
+        repair: bool = True,
     ) -> tuple[dict[str, torch.Tensor], dict] | None:
         if not folder.exists():
             return None
@@ -265,11 +289,15 @@ class CheckpointCache:
         except OSError as err:
             problem = f"cannot be read ({err})"
         if problem is not None:
+            if not repair:
+                log.debug("checkpoint cache: %s is damaged or being replaced (%s)", folder, problem)
+                return None
             log.warning(
                 "checkpoint cache: %s is damaged (%s); deleting it, it will be recomputed", folder, problem
             )
             shutil.rmtree(folder, ignore_errors=True)
             return None
+        touch(folder)
         return tensors, meta
 
 

@@ -45,7 +45,7 @@ from pathlib import Path
 
 import numpy as np
 
-from analysis.io import atomic_replace_dir, content_hash, sha256_bytes, sha256_file
+from analysis.io import atomic_replace_dir, content_hash, entry_lock, sha256_bytes, sha256_file, touch
 from analysis.paths import cache_dir
 from analysis.progress import bar
 from analysis.validation import check_bool, check_choice, check_float, check_int
@@ -394,6 +394,7 @@ def _load(spec: CorpusSpec, folder: Path) -> Corpus | None:
         warnings.warn(f"corpus cache at {folder} is corrupt or stale; rebuilding", stacklevel=3)
         return None
     text = bin_path.read_bytes().decode("utf-8")
+    touch(folder)  # its last use, for `python -m probes cache prune --older-than`
     return _make(spec, text, int(meta["n_files"]), str(meta["python_version"]), from_cache=True)
 
 
@@ -450,7 +451,8 @@ def build_corpus(
     corpus = _make(spec, text, n_files, platform.python_version(), from_cache=False)
     if cacheable:
         try:
-            _store(corpus, folder, time.perf_counter() - t0)
-        except OSError as err:  # e.g. another process replaced the folder at the same moment
+            with entry_lock(folder):  # `python -m probes cache prune` leaves a corpus being written alone
+                _store(corpus, folder, time.perf_counter() - t0)
+        except OSError as err:  # e.g. a read-only cache, or another process replaced the folder meanwhile
             warnings.warn(f"could not cache the corpus at {folder}: {err}", stacklevel=2)
     return corpus

@@ -1,20 +1,24 @@
-"""Atomic file writes and content hashes.
+"""Atomic file writes, content hashes and locks on cache entries.
 
 Nothing the workbench writes is ever half-written: every file goes to a temporary name in the same
 folder, is flushed to disk, then renamed over its destination (``os.replace`` is atomic on POSIX).
 Content hashes are SHA-256 over canonical JSON, so a key depends on values, never on dict order.
+:func:`entry_lock` lets one process compute a cache entry while others wait for it (``fcntl.flock``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import errno
+import fcntl
 import hashlib
 import json
 import math
 import os
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -139,3 +143,70 @@ def unwritable(folder: str | os.PathLike) -> str | None:
     if not os.access(probe, os.W_OK | os.X_OK):
         return f"{probe} is not writable"
     return None
+
+
+def lock_path(entry: str | os.PathLike) -> Path:
+    """The lock file of a cache entry: ``<folder>/.<name>.lock`` beside it (hidden, never an entry)."""
+    entry = Path(entry)
+    return entry.parent / f".{entry.name}.lock"
+
+
+@contextlib.contextmanager
+def entry_lock(entry: str | os.PathLike, *, wait: bool = True) -> Iterator[Path]:
+    """Hold an exclusive ``fcntl.flock`` on the lock file of ``entry`` (see :func:`lock_path`).
+
+    A process that computes a cache entry holds its lock from the lookup to the final write, so a second
+    process asking for the same entry waits, then finds it written. ``wait=False`` raises
+    ``BlockingIOError`` at once when another process holds the lock. The lock dies with its process
+    (the kernel releases it even after SIGKILL; the empty file it leaves is harmless). The holder
+    deletes the lock file on release, so none accumulate; a process that was waiting on the deleted
+    file notices (the path no longer names the file it locked) and locks the one there now.
+    A lock file that cannot be created raises ``OSError`` naming it (e.g. a read-only cache).
+    """
+    path = lock_path(entry)
+    while True:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as err:
+            raise _restated(err, f"cannot create the lock file {path}: {err.strerror or err}") from err
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+            try:
+                current = os.stat(path).st_ino
+            except FileNotFoundError:
+                current = None
+            if current == os.fstat(fd).st_ino:
+                break
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)  # deleted (or replaced) while we waited: lock the file that is there now
+    try:
+        yield path
+    finally:
+        with contextlib.suppress(OSError):
+            path.unlink()  # still ours: a waiter that opened it sees it gone and locks a fresh one
+        os.close(fd)  # closing the descriptor releases the lock
+
+
+def touch(path: str | os.PathLike) -> None:
+    """Mark a cache entry as used now (its modification time); silently skipped on a read-only cache."""
+    try:
+        os.utime(path)
+    except OSError:
+        pass
+
+
+def write_error(path: str | os.PathLike, err: OSError, what: str = "") -> OSError:
+    """``err`` restated as ``OSError`` naming the destination (errno kept: ``ENOSPC``, ``EACCES``...)."""
+    reason = err.strerror or str(err)
+    if err.errno == errno.ENOSPC:
+        reason = f"{reason} (the disk is full)"
+    label = f"{what} {path}" if what else str(path)
+    return _restated(err, f"cannot write {label}: {reason}")
+
+
+def _restated(err: OSError, message: str) -> OSError:
+    """An ``OSError`` with ``message`` and the errno of ``err`` (so ``PermissionError`` stays one)."""
+    return OSError(err.errno, message) if err.errno is not None else OSError(message)

@@ -34,7 +34,9 @@ Caching and resuming. The finished model goes into a ``CheckpointCache`` under t
 update. Every ``checkpoint_every`` updates the full training state (weights, optimiser tensors, the
 data generator's state, history) is written atomically to the cache's partial area; a run that was
 interrupted (a crash, or Ctrl-C, which also saves the last completed update) resumes from there and
-finishes with the same bits as an uninterrupted run.
+finishes with the same bits as an uninterrupted run. Two processes asking for the same run at once
+do not both train: the one holding the key's lock (``CheckpointCache.lock``, an ``fcntl.flock``)
+trains, the other waits for it and loads the entry it wrote.
 
 Snapshots along training. ``train(..., snapshots=(s1, s2, ...))`` also returns the weights after
 ``s_i`` updates of the same run (``TrainResult.snapshots``, ``snapshot_model(s)``), each cached as its
@@ -359,44 +361,62 @@ def train(
         "callback_id": callback_id,
     }
 
-    have: dict[int, dict[str, torch.Tensor]] = {}
-    missing = snap_steps
-    if cache is not None:
-        hit = cache.load(key, device=device)
-        if hit is not None and "history" not in hit[1]:
-            log.warning("checkpoint cache: entry %s has no training history; retraining", key)
-            hit = None
-        final = None if hit is None else hit[0]
-        snaps = {s: (final if s == train_cfg.steps else _load_state(cache, k, device)) for s, k in snap_keys.items()}
-        if hit is not None and all(v is not None for v in snaps.values()):
-            state, meta = hit
-            model = TinyTransformer(model_cfg, device=device)
-            model.load_state_dict(state, strict=True)
-            history = history_from_json(meta["history"])
-            return TrainResult(model.eval(), history, True, key, time.perf_counter() - t0, 0, meta, snaps)
-        have = {s: v for s, v in snaps.items() if v is not None}
+    def fit(have: dict[int, dict[str, torch.Tensor]]) -> TrainResult:
         missing = tuple(s for s in snap_steps if s not in have)
-        if missing:
-            log.info("checkpoint cache: snapshots %s of %s are missing; training to take them", missing, key)
+        prev_det = torch.are_deterministic_algorithms_enabled()
+        prev_warn = torch.is_deterministic_algorithms_warn_only_enabled()
+        torch.use_deterministic_algorithms(True)
+        try:
+            model, history, resumed_from, taken = _train_loop(
+                model_cfg, task, train_cfg, device, cache, key, progress, resume, callback,
+                missing, lambda s, state: (s == train_cfg.steps  # the final weights are the run's own entry
+                                           or _save_state(cache, snap_keys[s], state, dict(meta_base, snapshot_step=s))),
+            )
+        finally:
+            torch.use_deterministic_algorithms(prev_det, warn_only=prev_warn)
 
-    prev_det = torch.are_deterministic_algorithms_enabled()
-    prev_warn = torch.is_deterministic_algorithms_warn_only_enabled()
-    torch.use_deterministic_algorithms(True)
-    try:
-        model, history, resumed_from, taken = _train_loop(
-            model_cfg, task, train_cfg, device, cache, key, progress, resume, callback,
-            missing, lambda s, state: (s == train_cfg.steps  # the final weights are the run's own entry
-                                       or _save_state(cache, snap_keys[s], state, dict(meta_base, snapshot_step=s))),
-        )
-    finally:
-        torch.use_deterministic_algorithms(prev_det, warn_only=prev_warn)
+        wall = time.perf_counter() - t0
+        meta = dict(meta_base, history=history_to_json(history), wall_time=wall, resumed_from=resumed_from)
+        if cache is not None:
+            cache.save(key, model, meta)
+            cache.remove_partial(key)
+        return TrainResult(model.eval(), history, False, key, wall, resumed_from, meta, {**have, **taken})
 
-    wall = time.perf_counter() - t0
-    meta = dict(meta_base, history=history_to_json(history), wall_time=wall, resumed_from=resumed_from)
-    if cache is not None:
-        cache.save(key, model, meta)
-        cache.remove_partial(key)
-    return TrainResult(model.eval(), history, False, key, wall, resumed_from, meta, {**have, **taken})
+    if cache is None:
+        return fit({})
+    # A first look without the lock (entries are replaced whole, and a read-only cache still serves its
+    # entries); on a miss, look again holding the key's lock: another process may have just trained it.
+    found = _lookup(cache, key, snap_keys, model_cfg, train_cfg.steps, device, t0, repair=False)
+    if isinstance(found, TrainResult):
+        return found
+    with cache.lock(key):
+        found = _lookup(cache, key, snap_keys, model_cfg, train_cfg.steps, device, t0, repair=True)
+        if isinstance(found, TrainResult):
+            return found
+        return fit(found)
+
+
+def _lookup(cache: CheckpointCache, key: str, snap_keys: dict[int, str], model_cfg: ModelConfig, steps: int,
+            device, t0: float, repair: bool) -> TrainResult | dict[int, dict[str, torch.Tensor]]:
+    """The cached run when its final entry and every snapshot are there; else the snapshots found."""
+    hit = cache.load(key, device=device, repair=repair)
+    if hit is not None and "history" not in hit[1]:
+        if repair:
+            log.warning("checkpoint cache: entry %s has no training history; retraining", key)
+        hit = None
+    final = None if hit is None else hit[0]
+    snaps = {s: (final if s == steps else _load_state(cache, k, device, repair)) for s, k in snap_keys.items()}
+    if hit is not None and all(v is not None for v in snaps.values()):
+        state, meta = hit
+        model = TinyTransformer(model_cfg, device=device)
+        model.load_state_dict(state, strict=True)
+        history = history_from_json(meta["history"])
+        return TrainResult(model.eval(), history, True, key, time.perf_counter() - t0, 0, meta, snaps)
+    have = {s: v for s, v in snaps.items() if v is not None}
+    missing = [s for s in snap_keys if s not in have]
+    if missing and repair:
+        log.info("checkpoint cache: snapshots %s of %s are missing; training to take them", missing, key)
+    return have
 
 
 def _check_snapshots(snapshots: Iterable[int], steps: int) -> tuple[int, ...]:
@@ -410,14 +430,15 @@ def _check_snapshots(snapshots: Iterable[int], steps: int) -> tuple[int, ...]:
     return tuple(sorted(set(out)))
 
 
-def _load_state(cache: CheckpointCache, key: str, device) -> dict[str, torch.Tensor] | None:
-    hit = cache.load(key, device=device)
+def _load_state(cache: CheckpointCache, key: str, device, repair: bool = True) -> dict[str, torch.Tensor] | None:
+    hit = cache.load(key, device=device, repair=repair)
     return None if hit is None else hit[0]
 
 
 def _save_state(cache: CheckpointCache | None, key: str, state: dict[str, torch.Tensor], meta: dict) -> None:
     if cache is not None:
-        cache.save_state(key, state, meta)
+        with cache.lock(key):  # a snapshot is its own entry: `prune` must not take it half-written
+            cache.save_state(key, state, meta)
 
 
 def _train_loop(model_cfg, task, cfg: TrainConfig, device, cache, key, progress, resume, callback,

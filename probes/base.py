@@ -75,13 +75,23 @@ from typing import Any, ClassVar
 import numpy as np
 import xarray as xr
 
-from analysis.io import atomic_replace_dir, atomic_write_json, content_hash, sha256_file, to_jsonable
+from analysis.io import (
+    atomic_replace_dir,
+    atomic_write_json,
+    content_hash,
+    entry_lock,
+    sha256_file,
+    to_jsonable,
+    touch,
+    write_error,
+)
 from analysis.ledger import PRESETS as PRESET_NAMES
 from analysis.ledger import Claim, Ledger
 from analysis.paths import cache_dir
 from analysis.validation import check_bool, check_choice, check_float, check_int, check_sequence
 
 FORMAT_VERSION = 2  # layout of a saved Result folder; part of every cache key
+RESULT_FILES = ("data.nc", "result.json")  # the files manifest.json hashes
 NETCDF_ENGINE = "netcdf4"
 # Option names the command line keeps for itself; no Config field may use them.
 RESERVED_FIELDS = frozenset(
@@ -469,7 +479,7 @@ class Result:
             atomic_write_json(tmp / "result.json", record)
             manifest = {
                 "format": FORMAT_VERSION,
-                "files": {name: sha256_file(tmp / name) for name in ("data.nc", "result.json")},
+                "files": {name: sha256_file(tmp / name) for name in RESULT_FILES},
             }
             atomic_write_json(tmp / "manifest.json", manifest)
             for name in ("data.nc", "result.json", "manifest.json"):
@@ -492,6 +502,9 @@ class Result:
         try:
             with open(path / "manifest.json", encoding="utf-8") as f:
                 manifest = json.load(f)
+            if sorted(manifest["files"]) != sorted(RESULT_FILES):  # every file is hashed, none skipped
+                raise CorruptResultError(f"{path / 'manifest.json'} lists {sorted(manifest['files'])}, "
+                                         f"need {sorted(RESULT_FILES)}")  # fmt: skip
             for name, digest in manifest["files"].items():
                 if sha256_file(path / name) != digest:
                     raise CorruptResultError(f"{path / name} does not match its manifest hash")
@@ -787,25 +800,49 @@ def cached_run(
     :func:`cache_key`. A corrupt entry (files not matching the manifest, unreadable, or saved for
     another key) is reported with a warning, removed and recomputed. ``refresh=True`` recomputes
     regardless. Runs through the cache never take a model: the config must determine everything.
+
+    Two processes asking for the same entry at once compute it once: a miss is looked up again while
+    holding the entry's lock (:func:`analysis.io.entry_lock`, beside the entry), and the probe runs
+    and is saved under that lock. A hit needs no lock (entries are replaced whole), so a read-only
+    cache serves what it holds; a miss there raises ``OSError`` naming the lock file before any
+    computation. A hit refreshes the entry folder's modification time (its last use, for
+    ``python -m probes cache prune --older-than``).
     """
     module, name = _resolve(module_or_name)
     config = _resolve_config(module, name, config)
     key = cache_key(module, config)
     folder = Path(cache_root) if cache_root is not None else results_cache_dir()
     folder = folder / name / key
-    if folder.exists() and not refresh:
+    if not refresh and (hit := _cached_result(folder, module.Config, name, key, repair=False)) is not None:
+        return hit
+    with entry_lock(folder):
+        if not refresh and (hit := _cached_result(folder, module.Config, name, key, repair=True)) is not None:
+            return hit
+        result = run_probe(module, config, progress=progress)
+        result.meta["cache_key"] = key
         try:
-            result = Result.load(folder, config_cls=module.Config)
-            if result.meta.get("cache_key") != key or result.probe != name:
-                raise CorruptResultError(f"{folder} was saved for another key or probe")
-            result.from_cache = True
-            return result
-        except CorruptResultError as e:
-            warnings.warn(f"recomputing corrupt cache entry: {e}", RuntimeWarning, stacklevel=2)
+            result.save(folder)
+        except OSError as err:
+            raise write_error(folder, err, "result cache entry") from err
+    return result
+
+
+def _cached_result(folder: Path, config_cls: type[ProbeConfig], name: str, key: str, repair: bool) -> Result | None:
+    """The verified entry in ``folder``, or None. A damaged one is left alone unless ``repair`` (then it is
+    reported and deleted); without the lock it may just be being replaced by another process."""
+    if not folder.exists():
+        return None
+    try:
+        result = Result.load(folder, config_cls=config_cls)
+        if result.meta.get("cache_key") != key or result.probe != name:
+            raise CorruptResultError(f"{folder} was saved for another key or probe")
+    except CorruptResultError as e:
+        if repair:
+            warnings.warn(f"recomputing corrupt cache entry: {e}", RuntimeWarning, stacklevel=3)
             shutil.rmtree(folder, ignore_errors=True)
-    result = run_probe(module, config, progress=progress)
-    result.meta["cache_key"] = key
-    result.save(folder)
+        return None
+    touch(folder)
+    result.from_cache = True
     return result
 
 

@@ -7,6 +7,9 @@
     python -m probes run NAME [--preset smoke|full] [--FIELD VALUE ...] [--model zoo|minilm|DIR]
                               [--json PATH|-] [--save DIR] [--cache] [--no-progress] [--strict]
                               [--against-alternatives]
+    python -m probes cache ls                  # every cache entry: kind, key, probe/model, size, age
+    python -m probes cache size                # entries and bytes per kind, and the total
+    python -m probes cache prune [--older-than DAYS] [--keep-figures]
 
 ``run`` builds ``Config.preset(PRESET)`` (default ``full``, i.e. the field defaults), applies every
 ``--field-name VALUE`` (underscores become dashes), runs the probe and prints a short summary (the
@@ -29,14 +32,30 @@ requirements the model does not meet (e.g. ``prompt_forgetting`` needs causal at
 hypothesis predicts) instead of its expected value: the ledger's own mutation test. A prediction that
 passes against its expected value must fail here; the summary and JSON then show the re-judged claims.
 
+``cache`` manages the workbench cache, ``analysis.paths.cache_dir()`` (env ``WORKBENCH_CACHE``):
+probe results (``--cache``, ``probes.cached_run``), trained checkpoints, their snapshots and partial
+training states (``analysis.train.train``), the corpus text (``analysis.corpus``), and ``temp``
+leftovers of writes that were killed (see :mod:`analysis.cache`). ``ls`` prints one line per entry:
+kind, key, probe (results) or task and model (checkpoints), size and age, the time since its last use
+(it was written or read from the cache; its folder's modification time). ``prune`` deletes entries,
+each atomically and only while no process holds its lock (those are reported as in use and kept);
+``--older-than DAYS`` only those unused for at least DAYS days (a number >= 0; for every kind,
+``temp`` leftovers included); ``--keep-figures``
+keeps every entry the figures in ``analysis.paths.figures_dir()`` (env ``WORKBENCH_FIGURES``) name in
+their sidecars' ``inputs``, with the checkpoints, snapshots and corpus those were computed from.
+Files the workbench did not write are listed as ``other`` and never deleted.
+
 Exit codes:
 
 * ``0`` -- the run finished; failing predictions, bounds and paper claims are findings, reported;
 * ``1`` -- an identity failed (exact algebra or a software equality: a bug), or ``--strict`` was
   given and at least one claim has status ``"fail"``; also ``list`` when a probe module cannot be
   imported;
-* ``2`` -- a usage error: unknown command, unknown probe, unknown option, bad value or choice.
+* ``2`` -- a usage error: unknown command, unknown probe, unknown option, bad value or choice;
+  also ``cache prune --keep-figures`` when a figures file cannot be read (nothing is deleted then).
   Exactly one line goes to stderr, naming the option or field and what is allowed.
+
+``cache`` exits 0, or 1 with one line on stderr when the cache cannot be changed (e.g. read-only).
 
 An exception raised inside a probe's ``run`` is a bug and propagates with its traceback, except
 ``probes.ModelIncompatibleError`` (a model given with ``--model`` lacks what the probe needs): exit 2.
@@ -46,7 +65,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -60,7 +81,8 @@ USAGE = (
     "       python -m probes show NAME\n"
     "       python -m probes run NAME [--preset smoke|full] [--FIELD VALUE ...] "
     "[--model zoo|minilm|DIR] [--json PATH|-] [--save DIR] [--cache] [--no-progress] [--strict] "
-    "[--against-alternatives]"
+    "[--against-alternatives]\n"
+    "       python -m probes cache ls|size|prune [--older-than DAYS] [--keep-figures]"
 )
 
 
@@ -92,8 +114,10 @@ def _dispatch(args: list[str]) -> int:
         print(__doc__)
         return 0
     command, rest = args[0], args[1:]
-    if command not in ("list", "show", "run"):
-        raise UsageError(f"unknown command {command!r}; allowed: list, show, run")
+    if command not in ("list", "show", "run", "cache"):
+        raise UsageError(f"unknown command {command!r}; allowed: list, show, run, cache")
+    if command == "cache":
+        return _cache(rest)
     if command == "list":
         if rest:
             raise UsageError(f"list takes no arguments, got {' '.join(rest)}")
@@ -306,3 +330,120 @@ def _run(module: Any, name: str, args: list[str]) -> int:
         )
         return 1
     return 0
+
+
+# ---------------------------------------------------------------------- cache
+
+CACHE_COMMANDS = {
+    "ls": "List the cache entries: kind, key, probe or model, size, age (since last use).",
+    "size": "Entries and bytes per kind.",
+    "prune": "Delete cache entries, each atomically; entries in use by another process are kept.",
+}
+
+
+def _days(text: str) -> float:
+    """``--older-than`` value: a finite number of days >= 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"must be a number of days >= 0, got {text!r}")
+    return value
+
+
+def _cache(args: list[str]) -> int:
+    from analysis import cache
+    from analysis.paths import cache_dir, figures_dir
+
+    if not args or args[0] not in CACHE_COMMANDS:
+        got = f"unknown cache command {args[0]!r}" if args else "cache needs a command"
+        raise UsageError(f"{got}; allowed: {', '.join(CACHE_COMMANDS)}")
+    command, rest = args[0], args[1:]
+    parser = _Parser(
+        prog=f"python -m probes cache {command}", description=CACHE_COMMANDS[command], allow_abbrev=False
+    )
+    if command == "prune":
+        parser.add_argument("--older-than", type=_days, metavar="DAYS",
+                            help="only entries unused (not written or read) for at least DAYS days")
+        parser.add_argument("--keep-figures", action="store_true",
+                            help="keep every entry the figures' sidecars name, and what it was computed from")
+    try:
+        ns = parser.parse_args(rest)
+    except SystemExit as e:  # --help
+        return int(e.code or 0)
+    root = cache_dir()
+    keep: set[str] = set()
+    if command == "prune" and ns.keep_figures:
+        try:
+            keep = cache.figure_inputs(figures_dir())
+        except ValueError as e:
+            raise UsageError(f"--keep-figures: {e}") from None
+    try:
+        if command == "ls":
+            return _cache_ls(cache.entries(root), root)
+        if command == "size":
+            return _cache_size(cache.entries(root), root)
+        report = cache.prune(root, older_than_days=ns.older_than, keep=keep)
+    except OSError as err:  # e.g. a read-only cache
+        print(f"probes: error: cache {command}: {' '.join(str(err).split())}", file=sys.stderr)
+        return 1
+    for entry in report.removed:
+        print(f"removed {entry.kind:<10}  {entry.key:<20}  {entry.name or '-'}  {_bytes(entry.size)}")
+    freed = _bytes(sum(e.size for e in report.removed))
+    parts = [f"removed {len(report.removed)} entries ({freed}) from {root}"]
+    if ns.keep_figures:
+        parts.append(f"kept {len(report.kept)} used by the figures")
+    if ns.older_than is not None:
+        parts.append(f"kept {len(report.recent)} used within {ns.older_than:g} days")
+    if report.busy:
+        parts.append(f"skipped {len(report.busy)} in use by another process")
+    print("; ".join(parts))
+    return 0
+
+
+def _cache_ls(found: list, root: Path) -> int:
+    if not found:
+        print(f"cache {root} is empty")
+        return 0
+    table = [("kind", "key", "name", "size", "age")]
+    table += [(e.kind, e.key or "-", e.name or "-", _bytes(e.size), _age(e.used)) for e in found]
+    w = [max(len(row[i]) for row in table) for i in range(4)]
+    for kind, key, name, size, age in table:
+        print(f"{kind:<{w[0]}}  {key:<{w[1]}}  {name:<{w[2]}}  {size:>{w[3]}}  {age}")
+    print(f"{len(found)} entries, {_bytes(sum(e.size for e in found))} in {root}")
+    return 0
+
+
+def _cache_size(found: list, root: Path) -> int:
+    from analysis.cache import KINDS
+
+    rows = []
+    for kind in KINDS:
+        mine = [e for e in found if e.kind == kind]
+        if mine:
+            rows.append((kind, str(len(mine)), _bytes(sum(e.size for e in mine))))
+    rows.append(("total", str(len(found)), _bytes(sum(e.size for e in found))))
+    widths = [max(len(r[i]) for r in [("kind", "entries", "size"), *rows]) for i in range(3)]
+    for kind, n, size in [("kind", "entries", "size"), *rows]:
+        print(f"{kind:<{widths[0]}}  {n:>{widths[1]}}  {size:>{widths[2]}}")
+    print(f"cache folder: {root}")
+    return 0
+
+
+def _bytes(n: float) -> str:
+    if n < 1000:
+        return f"{n:.0f} B"
+    for unit in ("kB", "MB", "GB", "TB"):
+        n /= 1000
+        if n < 1000 or unit == "TB":
+            break
+    return f"{n:.1f} {unit}"
+
+
+def _age(used: float) -> str:
+    s = max(0.0, time.time() - used)
+    for limit, unit, div in ((120, "s", 1), (7200, "min", 60), (172800, "h", 3600)):
+        if s < limit:
+            return f"{s / div:.0f} {unit}"
+    return f"{s / 86400:.1f} d"

@@ -18,7 +18,10 @@ For each notebook, in file-name order:
    ``<notebook>.claims.json`` into a staging folder (``WORKBENCH_FIGURES`` points there); only a
    notebook that ran to the end has its files moved into the output folder, so a failed or
    interrupted notebook leaves the previous figures untouched. Files of an earlier run that the
-   notebook no longer writes are removed. ``--timeout`` bounds each notebook's wall time.
+   notebook no longer writes are removed. ``--timeout`` bounds each notebook's wall time. Every file
+   reaches the output folder by an atomic rename, so even a run killed with SIGKILL leaves no file
+   half-written under its own name; the hidden temporary files (``.*.tmp``) such a run may leave in
+   the output folder are deleted when the next run starts (one run per output folder at a time).
 3. **Failures.** A failing notebook is reported as one line naming the cell (its index in the
    committed notebook and the first line of its source) and the error; the other notebooks still
    run, and the command exits 1 at the end.
@@ -351,6 +354,15 @@ def promote(name: str, staging: Path, out: Path) -> list[str]:
     return produced
 
 
+def remove_stale_temporaries(out: Path) -> list[str]:
+    """Delete the temporary files (``.<name>.<random>.tmp``, see ``analysis.io.atomic_write``) that a
+    killed run left in ``out``; return their names."""
+    stale = sorted(p.name for p in out.glob(".*.tmp") if p.is_file())
+    for name in stale:
+        (out / name).unlink(missing_ok=True)
+    return stale
+
+
 def _read_json(path: Path) -> dict[str, Any]:
     try:
         value = json.loads(path.read_text())
@@ -566,6 +578,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.prepare_only is not None:
         return prepare_only(selected, args.params, args.prepare_only.resolve())
     args.out.mkdir(parents=True, exist_ok=True)
+    remove_stale_temporaries(args.out)
     if args.collect_only:
         failing = write_collection(notebooks, args.out)
         return _report_failures([], failing, strict=args.strict)

@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -375,3 +376,232 @@ def test_with_model_only_incompatibility_is_a_usage_error(fake, capsys, monkeypa
     monkeypatch.setattr(fake, "run", buggy)
     with pytest.raises(ValueError, match="an internal bug"):  # a bug keeps its traceback, never exit 2
         cli.main(["run", "clifake", "--preset", "smoke", "--model", "somewhere"])
+
+
+# ---------------------------------------------------------------------- cache ls | size | prune
+
+
+class _Shift:
+    """Tiny token task (target = token + 1 mod 4) for the probe below, which trains a model."""
+
+    name, input_kind, vocab_size, seq_len, d_in, d_out = "shift1", "tokens", 4, 4, 0, 0
+
+    def config(self) -> dict:
+        return {"name": self.name, "vocab_size": self.vocab_size, "seq_len": self.seq_len}
+
+    def sample(self, batch_size, generator, device="cpu", dtype=None):
+        import torch
+
+        x = torch.randint(0, self.vocab_size, (batch_size, self.seq_len), generator=generator)
+        return x, (x + 1) % self.vocab_size
+
+    def loss(self, outputs, targets):
+        import torch
+
+        return torch.nn.functional.cross_entropy(outputs.flatten(0, 1), targets.flatten())
+
+
+def _trained_probe():
+    """A probe whose result comes from a trained checkpoint (with a snapshot) and names it in its meta,
+    as prompt_forgetting does (``meta["checkpoint"]``)."""
+    import types
+    from dataclasses import dataclass
+
+    import xarray as xr
+
+    from probes.base import ProbeConfig, param
+
+    @dataclass(frozen=True)
+    class Config(ProbeConfig):
+        PRESETS = {"smoke": {}, "full": {}}
+        seed: int = param(0, "training seed", minimum=0)
+
+    def run(config, model=None, progress=True):
+        from analysis.model import ModelConfig
+        from analysis.train import TrainConfig, train
+
+        res = train(ModelConfig(vocab_size=4, d_model=8, n_layers=1, n_heads=1, d_mlp=0, seed=1), _Shift(),
+                    TrainConfig(steps=4, batch_size=4, lr=1e-2, seed=config.seed), progress=False, snapshots=(2,))
+        data = xr.Dataset({"loss": ("step", res.history["loss"])})
+        return Result(probe="clitrained", config=config, data=data, scalars={"final_loss": res.final_loss},
+                      meta={"checkpoint": res.key})  # fmt: skip
+
+    mod = types.ModuleType("clitrained", "Trains a tiny model and reports its loss.")
+    mod.NAME, mod.VERSION, mod.REQUIRES, mod.Config, mod.run = "clitrained", "1", None, Config, run
+    return mod
+
+
+@pytest.fixture
+def filled_cache(fake, tmp_path, monkeypatch):
+    """Real entries: two clifake results, a clitrained result with its checkpoint and snapshot, and the
+    temporary folder a killed write leaves."""
+    from analysis.checkpoints import CheckpointCache
+
+    monkeypatch.setenv("WORKBENCH_FIGURES", str(tmp_path / "figs"))
+    probes.register("clitrained", _trained_probe())
+    try:
+        small = probes.cached_run("clifake", fake.Config.preset("smoke"), progress=False)
+        large = probes.cached_run("clifake", fake.Config.preset("smoke", n=6), progress=False)
+        trained = probes.cached_run("clitrained", "smoke", progress=False)
+        results = tmp_path / "cache" / "results"
+        leftover = results / "clifake" / f".{small.meta['cache_key']}.x1y2z3.tmp"
+        leftover.mkdir()
+        (leftover / "data.nc").write_bytes(b"half")
+        ckpts = CheckpointCache().list_entries()
+        yield {
+            "small": results / "clifake" / small.meta["cache_key"],
+            "large": results / "clifake" / large.meta["cache_key"],
+            "trained": results / "clitrained" / trained.meta["cache_key"],
+            "checkpoint": trained.meta["checkpoint"],
+            "checkpoints": ckpts,
+            "leftover": leftover,
+        }
+    finally:
+        probes.unregister("clitrained")
+
+
+def _files_size(folder) -> int:
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+
+
+def test_cache_ls_and_size(filled_cache, capsys, tmp_path):
+    from analysis.cache import entries
+
+    c = filled_cache
+    assert len(c["checkpoints"]) == 2 and c["checkpoint"] in c["checkpoints"]  # the run and its snapshot
+    rc, out, err = run_main(capsys, "cache", "ls")
+    assert rc == 0 and err == ""
+    rows = [line.split() for line in out.splitlines()[1:-1]]
+    by_key = {row[1]: row for row in rows}
+    assert out.splitlines()[0].split() == ["kind", "key", "name", "size", "age"]
+    for name in ("small", "large"):
+        assert by_key[c[name].name][:3] == ["result", c[name].name, "clifake"]
+    assert by_key[c["trained"].name][:3] == ["result", c["trained"].name, "clitrained"]
+    snapshot = next(k for k in c["checkpoints"] if k != c["checkpoint"])
+    assert by_key[c["checkpoint"]][0] == "checkpoint" and "snapshot@2" not in by_key[c["checkpoint"]]
+    assert by_key[snapshot][0] == "checkpoint" and "snapshot@2" in by_key[snapshot]
+    assert [row for row in rows if row[0] == "temp"] and len(rows) == 6
+    found = {e.path: e for e in entries()}  # sizes are every byte inside
+    for name in ("small", "large", "trained", "leftover"):
+        assert found[c[name]].size == _files_size(c[name])
+    rc, out, _ = run_main(capsys, "cache", "size")
+    counts = {line.split()[0]: int(line.split()[1]) for line in out.splitlines()[1:-1]}
+    assert rc == 0 and counts == {"result": 3, "checkpoint": 2, "temp": 1, "total": 6}
+    assert sum(e.size for e in found.values()) == _files_size(tmp_path / "cache")
+
+
+def test_cache_prune_older_than(filled_cache, capsys, fake):
+    c = filled_cache
+    ten_days_ago = time.time() - 10 * 86400
+    os.utime(c["small"], (ten_days_ago, ten_days_ago))  # last used ten days ago
+    rc, out, _ = run_main(capsys, "cache", "prune", "--older-than", "5")
+    assert rc == 0 and f"removed result      {c['small'].name}" in out
+    assert "removed 1 entries" in out and "kept 5 used within 5 days" in out
+    assert not c["small"].exists() and c["large"].is_dir() and c["trained"].is_dir() and c["leftover"].is_dir()
+    assert not probes.cached_run("clifake", fake.Config.preset("smoke")).from_cache  # gone: a miss
+    assert probes.cached_run("clifake", fake.Config.preset("smoke", n=6)).from_cache
+    rc, out, _ = run_main(capsys, "cache", "prune")
+    assert rc == 0 and "removed 6 entries" in out  # the recomputed one, the rest and the leftover
+    rc, out, _ = run_main(capsys, "cache", "ls")
+    assert "is empty" in out
+    assert not [p for p in c["small"].parent.parent.rglob("*") if p.is_file()]  # nothing half left
+
+
+def test_cache_prune_keep_figures(filled_cache, capsys, tmp_path):
+    from analysis.checkpoints import CheckpointCache
+
+    c = filled_cache
+    figs = tmp_path / "figs"
+    figs.mkdir()
+    sidecar = {"kind": "figure", "figure": "loss", "notebook": "00_x", "inputs": {"run": c["trained"].name}}
+    (figs / "loss.json").write_text(json.dumps(sidecar))
+    (figs / "00_x.claims.json").write_text(json.dumps({"claims": [], "inputs": {"no": c["small"].name}}))
+    rc, out, _ = run_main(capsys, "cache", "prune", "--keep-figures")
+    assert rc == 0 and "removed 3 entries" in out and "kept 3 used by the figures" in out
+    assert c["trained"].is_dir() and sorted(CheckpointCache().list_entries()) == sorted(c["checkpoints"])
+    assert not c["small"].exists() and not c["large"].exists() and not c["leftover"].exists()
+    assert probes.cached_run("clitrained", "smoke").from_cache
+
+
+def test_cache_prune_skips_an_entry_in_use(filled_cache, capsys):
+    from analysis.io import entry_lock
+
+    c = filled_cache
+    with entry_lock(c["large"]):  # as a process computing or writing it holds it
+        rc, out, _ = run_main(capsys, "cache", "prune")
+    assert rc == 0 and "removed 5 entries" in out and "skipped 1 in use by another process" in out
+    assert c["large"].is_dir() and not c["small"].exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["cache"], "cache needs a command; allowed: ls, size, prune"),
+        (["cache", "rm"], "unknown cache command 'rm'; allowed: ls, size, prune"),
+        (["cache", "prune", "--older-than", "abc"], "argument --older-than: must be a number of days >= 0, got 'abc'"),
+        (["cache", "prune", "--older-than", "-1"], "argument --older-than: must be a number of days >= 0, got '-1'"),
+        (["cache", "prune", "--older-than", "nan"], "argument --older-than: must be a number of days >= 0"),
+        (["cache", "prune", "--older-than"], "argument --older-than: expected one argument"),
+        (["cache", "prune", "--keep"], "unrecognized arguments: --keep"),
+        (["cache", "ls", "--older-than", "3"], "unrecognized arguments: --older-than 3"),
+        (["cache", "size", "extra"], "unrecognized arguments: extra"),
+        (["cache", "prune", "--keep-figures"], "--keep-figures: no figures folder at "),
+    ],
+)
+def test_cache_usage_errors_exit_2_with_one_line(filled_cache, capsys, args, needle):
+    rc, out, err = run_main(capsys, *args)
+    assert rc == 2 and out == ""
+    assert err.startswith("probes: error: ") and err.count("\n") == 1 and needle in err, err
+    assert filled_cache["small"].is_dir()  # nothing deleted
+
+
+def test_cache_keep_figures_refuses_an_unreadable_figures_file(filled_cache, capsys, tmp_path):
+    (tmp_path / "figs").mkdir()
+    (tmp_path / "figs" / "broken.json").write_text('{"kind": "figure", "inputs": ')
+    rc, out, err = run_main(capsys, "cache", "prune", "--keep-figures")
+    assert rc == 2 and out == "" and err.count("\n") == 1
+    assert "--keep-figures: cannot read " in err and "broken.json" in err
+    assert all(filled_cache[k].is_dir() for k in ("small", "large", "trained", "leftover"))
+
+
+def test_cache_command_in_a_subprocess(probe_dir, tmp_path):
+    proc = run_subprocess(probe_dir, tmp_path, "cache", "prune", "--older-than", "soon")
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr == "probes: error: argument --older-than: must be a number of days >= 0, got 'soon'\n"
+    proc = run_subprocess(probe_dir, tmp_path, "cache", "size")
+    assert proc.returncode == 0 and proc.stdout.splitlines()[-2].split() == ["total", "0", "0", "B"]
+
+
+def test_keep_follows_a_checkpoint_to_its_snapshots_and_corpus(tmp_path, monkeypatch):
+    """What ``--keep-figures`` keeps besides the named entries: every snapshot of a kept training run
+    and the corpus whose text (``corpus_sha256`` of the task) the run was trained on."""
+    import types
+
+    import torch
+
+    from analysis import cache, corpus
+    from analysis.checkpoints import CheckpointCache, checkpoint_key
+    from analysis.io import sha256_bytes
+
+    monkeypatch.setenv("WORKBENCH_CACHE", str(tmp_path / "cache"))
+    text = "print('hello')\n" * 8
+    spec = corpus.CorpusSpec()
+    fake_corpus = types.SimpleNamespace(text=text, spec=spec, sha256=sha256_bytes(text.encode()), n_files=1,
+                                        python_version="3")  # fmt: skip
+    corpus._store(fake_corpus, corpus.corpus_dir(spec), 0.0)
+    meta = {"model": {"n_layers": 1}, "task": {"kind": "corpus_lm", "corpus_sha256": fake_corpus.sha256},
+            "train": {"steps": 2}, "trainer_version": "t", "callback_id": None}  # fmt: skip
+    run = checkpoint_key(meta["model"], meta["task"], meta["train"], trainer_version="t")
+    snap = checkpoint_key(meta["model"], meta["task"], meta["train"], trainer_version="t", extra={"snapshot": 1})
+    other = checkpoint_key(meta["model"], meta["task"], {"steps": 3}, trainer_version="t")
+    ckpts = CheckpointCache()
+    ckpts.save_state(run, {"w": torch.zeros(2)}, meta)
+    ckpts.save_state(snap, {"w": torch.ones(2)}, dict(meta, snapshot_step=1))
+    ckpts.save_state(other, {"w": torch.ones(2)}, dict(meta, train={"steps": 3}))
+    found = cache.entries()
+    assert sorted(e.kind for e in found) == ["checkpoint", "checkpoint", "checkpoint", "corpus"]
+    kept = {(e.kind, e.key) for e in cache.kept_by(found, {run})}
+    assert kept == {("checkpoint", run), ("checkpoint", snap), ("corpus", spec.cache_key())}
+    report = cache.prune(keep={run})
+    assert [(e.kind, e.key) for e in report.removed] == [("checkpoint", other)]
+    assert {(e.kind, e.key) for e in report.kept} == kept
