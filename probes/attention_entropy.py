@@ -57,12 +57,19 @@ from analysis.model import ModelConfig, TinyTransformer
 from analysis.progress import bar
 from analysis.protocol import check_length, encode_text, vocab_size
 from analysis.theory import attention_entropy as theory
-from probes.base import ModelIncompatibleError, ProbeConfig, Result, param
+from probes.base import MAX_SEED, ModelIncompatibleError, ProbeConfig, Result, param
 
 NAME = "attention_entropy"
 DESCRIPTION = "Attention entropy vs context length and logit scale; dilution, SSMax, sigmoid; collapse in training."
-VERSION = "3"  # 3: claims ledger roles; replicate models, training seeds, SSMax fading away from s g = 1
+VERSION = "4"  # 4: Gaussian-entropy claims not evaluated past the quadrature's reach (were NaN fails); 3: claims ledger roles; replicate models, training seeds, SSMax fading away from s g = 1
 REQUIRES = {"input": "tokens"}
+
+# Largest values the config accepts: far beyond every preset and notebook, and below where the logits (float32
+# models: q.k times the scale, or times s ln n for SSMax) or the planted closed forms (exp(-g), n^(-s g)) overflow.
+MAX_SCALE = 1e3  # logit_scale and scale_factors
+MAX_GAP = 100.0  # planted_gap, ssmax_s, |sigmoid_bias|, fade_sg
+MIN_GAP = 0.01  # planted_gap: the fading sweep's s = fade_sg / planted_gap stays <= 1e4
+MAX_LR = 10.0  # learning rates of the training sweep (Adam: a step moves every weight by about lr)
 
 CALLBACK_ID = "attention_entropy.trace.v2"  # names the training callback (part of the checkpoint key)
 ROW_BLOCK = 256  # query rows reduced at a time inside the hook (bounds float64 memory: H x 256 x T)
@@ -80,11 +87,11 @@ class Config(ProbeConfig):
     # --- model ----------------------------------------------------------------------------------
     attention: str = param("softmax", "attention kernel of the measured models",
                            choices=("softmax", "ssmax", "sigmoid"))  # fmt: skip
-    logit_scale: float | None = param(None, "multiplier of q.k (none: 1/sqrt(d_head))", minimum=0.0)
+    logit_scale: float | None = param(None, "multiplier of q.k (none: 1/sqrt(d_head))", minimum=0.0, maximum=MAX_SCALE)
     layers: int = param(2, "transformer blocks", minimum=1)
     heads: int = param(2, "attention heads per layer", minimum=1)
     d_model: int = param(64, "residual width", minimum=2)
-    seed: int = param(0, "model weights, tokens and training data", minimum=0)
+    seed: int = param(0, "model weights, tokens and training data", minimum=0, maximum=MAX_SEED)
     # --- untrained measurement --------------------------------------------------------------------
     ctx_lens: tuple[int, ...] = param((16, 64, 256, 1024, 4096), "context lengths n (keys visible to a row)",
                                       minimum=2)  # fmt: skip
@@ -95,21 +102,26 @@ class Config(ProbeConfig):
     data: str = param("distinct", "input of the untrained measurement: distinct (random distinct token ids) | "
                       "corpus (held-out docstring text in the model's encoding)", choices=("distinct", "corpus"))  # fmt: skip
     scale_factors: tuple[float, ...] = param((0.5, 1.0, 2.0, 4.0, 8.0, 16.0),
-                                             "logit-scale sweep: multiples of 1/sqrt(d_head)", minimum=0.0)  # fmt: skip
+                                             "logit-scale sweep: multiples of 1/sqrt(d_head)", minimum=0.0,
+                                             maximum=MAX_SCALE)  # fmt: skip
     sweep_len: int = param(1024, "context length n of the logit-scale sweep", minimum=2)
     # --- planted key ----------------------------------------------------------------------------
-    planted_gap: float = param(2.0, "logit gap g of the planted key")
-    ssmax_s: float = param(0.75, "SSMax s (logits times s ln n); s g >= 1 stops the fading", minimum=0.0)
-    sigmoid_bias: float = param(0.0, "sigmoid attention bias b")
+    planted_gap: float = param(2.0, "logit gap g of the planted key (the fading sweep sets s = s g / g)",
+                               minimum=MIN_GAP, maximum=MAX_GAP)  # fmt: skip
+    ssmax_s: float = param(0.75, "SSMax s (logits times s ln n); s g >= 1 stops the fading", minimum=0.0,
+                           maximum=MAX_GAP)  # fmt: skip
+    sigmoid_bias: float = param(0.0, "sigmoid attention bias b", minimum=-MAX_GAP, maximum=MAX_GAP)
     fade_sg: tuple[float, ...] = param((0.25, 0.5, 0.75, 1.0, 1.5, 2.0), "values of s g whose SSMax fading rate "
-                                       "d ln w / d ln n is fitted (s = value / planted_gap)", minimum=0.0)  # fmt: skip
+                                       "d ln w / d ln n is fitted (s = value / planted_gap)", minimum=0.0,
+                                       maximum=MAX_GAP)  # fmt: skip
     fade_margin: float = param(0.5, "the fading-rate claims are made at |s g - 1| >= this (near the threshold the "
                                "rate converges too slowly in n to be measured)", minimum=0.0)  # fmt: skip
     planted_max_n: int = param(4096, "largest n of the planted-key network (the fading rates are fitted over its "
                                "top decade)", minimum=20)  # fmt: skip
     # --- training -------------------------------------------------------------------------------
     trained: bool = param(True, "train tiny LMs over the lr x qk_norm sweep")
-    lr: tuple[float, ...] = param((1e-3, 1e-2, 1e-1), "peak learning rates of the trained sweep", minimum=0.0)
+    lr: tuple[float, ...] = param((1e-3, 1e-2, 1e-1), "peak learning rates of the trained sweep", minimum=0.0,
+                                  maximum=MAX_LR)  # fmt: skip
     qk_norm: tuple[bool, ...] = param((False, True), "QK-norm settings of the trained sweep")
     train_data: str = param("corpus", "training data: markov | corpus (character-level docstrings)",
                             choices=("markov", "corpus"))  # fmt: skip
@@ -127,6 +139,10 @@ class Config(ProbeConfig):
             raise ValueError(f"ctx_lens must be strictly increasing, got {list(self.ctx_lens)}")
         if self.rows_per_n > min(self.ctx_lens):
             raise ValueError(f"rows_per_n ({self.rows_per_n}) must be <= the smallest ctx_len ({min(self.ctx_lens)})")
+        for name in ("scale_factors", "fade_sg", "lr", "qk_norm"):  # coordinates the claims select by value
+            values = getattr(self, name)
+            if len(set(values)) != len(values):
+                raise ValueError(f"{name} must not repeat, got {list(values)}")
         if any(lr <= 0 for lr in self.lr):
             raise ValueError(f"lr values must be > 0, got {list(self.lr)}")
         if any(f <= 0 for f in self.scale_factors):
@@ -138,13 +154,15 @@ class Config(ProbeConfig):
 
 
 def model_config(config: Config, *, vocab: int, logit_scale: float | None = None, qk_norm: bool = False,
-                 attention: str | None = None) -> ModelConfig:  # fmt: skip
-    """The measured TinyTransformer: pre-LN, no positions (so row n-1 sees exactly n keys)."""
+                 attention: str | None = None, seed: int | None = None) -> ModelConfig:  # fmt: skip
+    """The measured TinyTransformer: pre-LN, no positions (so row n-1 sees exactly n keys). ``seed`` (default
+    ``config.seed``) is a replicate's own seed, which may pass the config's largest seed."""
     return ModelConfig(
         input="tokens", vocab_size=vocab, output="lm", d_model=config.d_model, n_layers=config.layers,
         n_heads=config.heads, norm="pre", attention=attention or config.attention,
         logit_scale=logit_scale if logit_scale is not None else config.logit_scale, qk_norm=qk_norm,
-        ssmax_s=config.ssmax_s, sigmoid_bias=config.sigmoid_bias, pos="none", seed=config.seed,
+        ssmax_s=config.ssmax_s, sigmoid_bias=config.sigmoid_bias, pos="none",
+        seed=config.seed if seed is None else seed,
     )  # fmt: skip
 
 
@@ -270,7 +288,9 @@ def attention_inputs_and_sigma(model, tokens: torch.Tensor) -> tuple[np.ndarray,
         Wq = blk.attn.W_q.weight.detach().double().view(H, dh, -1)  # (H, dh, d)
         Wk = blk.attn.W_k.weight.detach().double().view(H, dh, -1)
         for h in range(H):
-            sig[layer, h] = float(torch.linalg.matrix_norm(Wq[h].T @ Wk[h], ord=2))
+            m = Wq[h].T @ Wk[h]
+            # a diverged training run leaves non-finite weights: no norm (the SVD would raise), NaN bound
+            sig[layer, h] = float(torch.linalg.matrix_norm(m, ord=2)) if torch.isfinite(m).all() else math.nan
     return np.stack([norms[n] for n in names]), sig
 
 
@@ -500,9 +520,9 @@ def measure_replicates(config: Config, first: dict[str, np.ndarray]) -> dict[str
     T, k = int(ns.max()), config.rows_per_n
     ent, std = [first["entropy"]], [first["std"]]
     for r in range(1, config.replicates):
-        cfg = config.replace(seed=config.seed + r)
-        m = TinyTransformer(model_config(cfg, vocab=T)).eval()
-        rows = measure_rows(m, distinct_tokens(T, cfg.seed, vocab=T), normalised=True)
+        seed = config.seed + r  # not through Config.replace: it may pass MAX_SEED
+        m = TinyTransformer(model_config(config, vocab=T, seed=seed)).eval()
+        rows = measure_rows(m, distinct_tokens(T, seed, vocab=T), normalised=True)
         ent.append(_entropy_at_n(rows["entropy"], ns, k))
         std.append(_at_n(rows["std"], ns, k))
     return {"entropy": np.stack(ent), "std": np.stack(std)}
@@ -518,9 +538,9 @@ def measure_sweep(config: Config, progress: bool = False) -> dict[str, np.ndarra
     slack, tight = math.inf, 0.0
     grid = [(a, f, r) for a, f in enumerate(config.scale_factors) for r in range(config.replicates)]
     for a, f, r in bar(grid, progress=progress, desc="scale sweep", leave=False):
-        cfg = config.replace(seed=config.seed + r)
-        m = TinyTransformer(model_config(cfg, vocab=n_, logit_scale=f / math.sqrt(dh))).eval()
-        rows = measure_rows(m, distinct_tokens(n_, cfg.seed), normalised=True)
+        seed = config.seed + r  # not through Config.replace: it may pass MAX_SEED
+        m = TinyTransformer(model_config(config, vocab=n_, logit_scale=f / math.sqrt(dh), seed=seed)).eval()
+        rows = measure_rows(m, distinct_tokens(n_, seed), normalised=True)
         out["ent"][a, r] = _entropy_at_n(rows["entropy"], [n_], k)[..., 0]
         out["std"][a, r] = rows["std"][..., n_ - k : n_].mean(-1)
         mb = theory.max_weight_bound(rows["n"], rows["absmax"])
@@ -781,6 +801,10 @@ def claim_dilution_bound(led: Ledger, scalars: dict) -> None:
                   **common)  # fmt: skip
 
 
+# gaussian_entropy_exact's float64 quadrature overflows (NaN) for logit stds beyond about 45 (e^{s^2/2})
+QUADRATURE_RANGE = "a measured logit std lies beyond the reach of the exact Gaussian quadrature (about 45)"
+
+
 def claim_gaussian_entropy(led: Ledger, ds: xr.Dataset, config: Config) -> None:
     """Untrained model, distinct tokens: the entropy deficit ln n - H equals E[ln n - H] for n i.i.d. N(0, s^2)
     logits at the measured s (= s^2 / 2 in the LLN regime), at the largest n."""
@@ -793,6 +817,9 @@ def claim_gaussian_entropy(led: Ledger, ds: xr.Dataset, config: Config) -> None:
     sel = {"n": n}
     d_meas = math.log(n) - ds["rep_entropy"].sel(sel).values  # (R, L, H)
     d_th = math.log(n) - ds["rep_theory_entropy_top"].values
+    if not np.isfinite(d_th).all():
+        led.not_evaluated(name, role="prediction", source=source, reason=QUADRATURE_RANGE)
+        return
     eps = float(np.max(theory.partition_fluctuation(n, ds["rep_logit_std"].sel(sel).values)))
     ratio = (d_meas / d_th).ravel()  # one value per model, layer and head
     led.predict(name, measured=float(ratio.mean()), expected=1.0, alternative=0.0, figure="ae_entropy_vs_n",
@@ -822,6 +849,9 @@ def claim_gaussian_past_breakdown(led: Ledger, ds: xr.Dataset, config: Config) -
     h = ds["sweep_entropy"].sel(top).values.ravel()
     top.pop("layer")
     exact = ds["sweep_theory_exact_layer0"].sel(top).values.ravel()
+    if not np.isfinite(exact).all():
+        led.not_evaluated(name, role="prediction", source=source, reason=QUADRATURE_RANGE)
+        return
     lln = np.maximum(ds["sweep_theory_lln_layer0"].sel(top).values.ravel(), 0.0)
     led.predict(name, measured=float(h.mean()), expected=float(exact.mean()), alternative=float(lln.mean()),
                 hypothesis="the LLN law ln n - s^2/2 still holds past the breakdown, floored at H = 0 (all weight on "

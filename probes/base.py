@@ -99,6 +99,9 @@ RESERVED_FIELDS = frozenset(
 )
 
 _MISSING = dataclasses.MISSING
+# Largest seed a config accepts: probes derive further seeds from it (offsets, products such as
+# seed * 1_000_003) and torch.Generator.manual_seed takes nothing past 2**64 - 1.
+MAX_SEED = 2**31 - 1
 
 
 class CorruptResultError(ValueError):

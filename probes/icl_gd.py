@@ -71,14 +71,22 @@ from analysis.model import ModelConfig, TinyTransformer
 from analysis.tasks import LinearRegressionTask, interleaved_tokens
 from analysis.theory import icl_gd as th
 from analysis.train import TrainConfig, train
-from probes.base import ProbeConfig, Result, param
+from probes.base import MAX_SEED, ProbeConfig, Result, param
 
 NAME = "icl_gd"
 DESCRIPTION = "In-context regression: trained linear self-attention vs one step of (preconditioned) GD."
-VERSION = "5"
+VERSION = "6"  # 6: ridge baselines through the SVD (last-bit changes; tiny lam with N < d no longer fails)
 REQUIRES = {"input": "vectors"}  # a model reading concat tokens (B, N+1, d+1), returning (B, T, d+1)
 
 EPS = float(np.finfo(np.float64).eps)
+
+
+# Largest values the config accepts: far beyond every preset and notebook, and below where the theory's float
+# arithmetic (sigma^2, the geometric spectrum of Sigma) or Adam's float32 step overflows.
+MAX_NOISE = 100.0  # noise, ridge_mc_noise (label noise standard deviations)
+MAX_COND = 1e6  # cond (condition number of Sigma)
+MAX_LR = 10.0  # lr, depth_lr, garg_lr (Adam: a step moves every weight by about lr)
+MAX_INIT_STD = 10.0  # init_std
 
 
 @dataclass(frozen=True)
@@ -96,9 +104,9 @@ class Config(ProbeConfig):
 
     d: int = param(10, "input dimension d", minimum=1, maximum=64)
     n_context: int = param(10, "in-context examples N the models are trained on", minimum=1, maximum=200)
-    noise: float = param(0.0, "label noise standard deviation sigma", minimum=0.0)
+    noise: float = param(0.0, "label noise standard deviation sigma", minimum=0.0, maximum=MAX_NOISE)
     x_dist: str = param("uniform", "input law", choices=("gaussian", "uniform", "anisotropic"))
-    cond: float = param(10.0, "condition number of Sigma (anisotropic only; geometric spectrum)", minimum=1.0)
+    cond: float = param(10.0, "condition number of Sigma (anisotropic only; geometric spectrum)", minimum=1.0, maximum=MAX_COND)
     layers: tuple[int, ...] = param((1, 2, 3, 4), "depths K of the trained LSA stacks (first = headline)", minimum=1, maximum=8)
     attention: str = param("linear", "attention kernel of the trained models", choices=("linear", "softmax"))
     hide_query: bool = param(True, "train and evaluate with the query hidden as a key (von Oswald's architecture)")
@@ -106,12 +114,12 @@ class Config(ProbeConfig):
     batch: int = param(2048, "tasks per update", minimum=1)
     depth_steps: int = param(1200, "Adam updates of the stacks with K >= 2 (time budget: cost ~ K * depth_batch * steps)", minimum=1)
     depth_batch: int = param(512, "tasks per update of the stacks with K >= 2", minimum=1)
-    depth_lr: float = param(1e-2, "peak Adam learning rate of the stacks with K >= 2 (after warm-up, cosine to 10%)", minimum=0.0)
+    depth_lr: float = param(1e-2, "peak Adam learning rate of the stacks with K >= 2 (after warm-up, cosine to 10%)", minimum=0.0, maximum=MAX_LR)
     depth_warmup: int = param(100, "linear warm-up updates of the stacks with K >= 2 (without it lr 1e-2 blows up early)", minimum=0)
     depth_clip: float = param(1.0, "global gradient-norm clip of the stacks with K >= 2 (caps rare large-|w| batches)", minimum=0.0)
-    lr: float = param(2e-2, "peak Adam learning rate (cosine decay to 10%)", minimum=0.0)
-    init_std: float = param(0.02, "std of the initial weights (small: deep LSA stacks blow up from fan-in init)", minimum=0.0)
-    seed: int = param(0, "seed of the weights, the data stream and the evaluation draws", minimum=0)
+    lr: float = param(2e-2, "peak Adam learning rate (cosine decay to 10%)", minimum=0.0, maximum=MAX_LR)
+    init_std: float = param(0.02, "std of the initial weights (small: deep LSA stacks blow up from fan-in init)", minimum=0.0, maximum=MAX_INIT_STD)
+    seed: int = param(0, "seed of the weights, the data stream and the evaluation draws", minimum=0, maximum=MAX_SEED)
     n_eval: int = param(20000, "evaluation tasks per context length", minimum=16)
     n_mc: int = param(200000, "Monte Carlo tasks for the eta* / loss* checks", minimum=16)
     n_fit: int = param(2000, "tasks on which K-step GD and GD++ schedules are fitted (L-BFGS, float64)", minimum=16)
@@ -126,16 +134,21 @@ class Config(ProbeConfig):
     garg_heads: int = param(4, "attention heads of the interleaved model", minimum=1, maximum=16)
     garg_steps: int = param(1500, "Adam updates of the interleaved model (~45 s on one core)", minimum=1)
     garg_batch: int = param(64, "sequences per update of the interleaved model", minimum=1)
-    garg_lr: float = param(1e-3, "peak Adam learning rate of the interleaved model (warm-up, cosine)", minimum=0.0)
+    garg_lr: float = param(1e-3, "peak Adam learning rate of the interleaved model (warm-up, cosine)", minimum=0.0, maximum=MAX_LR)
     eta_seeds: int = param(3, "one-layer models trained from seeds seed.. for the trained eta's uncertainty (~80 s each)", minimum=1, maximum=16)
     mahankali: tuple[str, ...] = param(("gaussian", "anisotropic"), "Gaussian laws on which a 1-layer linear LSA is also trained (Mahankali et al.; ~80 s each)", choices=("gaussian", "anisotropic"), min_len=0)
     ridge_mc_d: int = param(10, "dimension of the Gaussian ridge / least-squares Monte Carlo (k = 1..3d)", minimum=2, maximum=64)
-    ridge_mc_noise: float = param(0.5, "label noise of the Gaussian ridge / least-squares Monte Carlo", minimum=0.01)
+    ridge_mc_noise: float = param(0.5, "label noise of the Gaussian ridge / least-squares Monte Carlo", minimum=0.01, maximum=MAX_NOISE)
     ridge_mc_tasks: int = param(4000, "Monte Carlo contexts per k of the Gaussian ridge / least-squares check", minimum=16)
     threads: int = param(1, "torch threads while training (tiny matrices: 1 avoids contention)", minimum=1)
 
     def validate(self) -> None:
         super().validate()
+        for name in ("lr", "depth_lr", "garg_lr", "init_std"):  # analysis.train and analysis.model need them > 0
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
+        if self.garg_width % self.garg_heads:
+            raise ValueError(f"garg_heads must divide garg_width={self.garg_width}, got garg_heads={self.garg_heads}")
         if ("anisotropic" in self.mahankali or self.x_dist == "anisotropic") and self.d * self.d > self.n_eval:
             raise ValueError(f"n_eval must be >= d^2 = {self.d * self.d} to fit a preconditioner, got {self.n_eval}")
 
@@ -197,7 +210,7 @@ class NegYReadoutTask:
         return 0.5 * (pred - targets).pow(2).mean()
 
 
-def model_config(cfg: Config, n_layers: int, dtype: str = "float32") -> ModelConfig:
+def model_config(cfg: Config, n_layers: int, dtype: str = "float32", seed: int | None = None) -> ModelConfig:
     """von Oswald's LSA stack: identity read-in of the (d+1)-dim tokens, one head of width d+1,
     no MLP, no norm, no read-out, full (non-causal) attention, q.k unscaled for linear attention.
     Small N(0, init_std^2) initial weights: a K-layer LSA is a polynomial of degree 3^K in the tokens,
@@ -206,12 +219,13 @@ def model_config(cfg: Config, n_layers: int, dtype: str = "float32") -> ModelCon
     return ModelConfig(
         input="embedded", d_in=D, output="none", vocab_size=2, d_model=D, n_layers=n_layers, n_heads=1,
         d_head=D, d_mlp=0, norm="none", attention=cfg.attention,
-        logit_scale=1.0 if cfg.attention == "linear" else None, causal=False, dtype=dtype, seed=cfg.seed,
+        logit_scale=1.0 if cfg.attention == "linear" else None, causal=False, dtype=dtype,
+        seed=cfg.seed if seed is None else seed,
         init="gpt2", init_std=cfg.init_std,
     )  # fmt: skip
 
 
-def train_config(cfg: Config, n_layers: int = 1) -> TrainConfig:
+def train_config(cfg: Config, n_layers: int = 1, seed: int | None = None) -> TrainConfig:
     """Adam, cosine decay to 10%. One layer: ``steps``/``batch``/``lr``, no warm-up or clipping (von
     Oswald's setting). Deeper stacks (``depth_*``): a higher peak rate after a linear warm-up, clipped.
 
@@ -224,12 +238,12 @@ def train_config(cfg: Config, n_layers: int = 1) -> TrainConfig:
     if n_layers == 1:
         return TrainConfig(
             steps=cfg.steps, batch_size=cfg.batch, lr=cfg.lr, optimizer="adam", grad_clip=0.0,
-            schedule="cosine", min_lr_ratio=0.1, seed=cfg.seed,
+            schedule="cosine", min_lr_ratio=0.1, seed=cfg.seed if seed is None else seed,
         )  # fmt: skip
     return TrainConfig(
         steps=cfg.depth_steps, batch_size=cfg.depth_batch, lr=cfg.depth_lr, optimizer="adam",
         grad_clip=cfg.depth_clip, warmup_steps=min(cfg.depth_warmup, cfg.depth_steps), schedule="cosine",
-        min_lr_ratio=0.1, seed=cfg.seed,
+        min_lr_ratio=0.1, seed=cfg.seed if seed is None else seed,
     )  # fmt: skip
 
 
@@ -529,11 +543,13 @@ def measure_eta_star(cfg: Config, one: dict, data: dict, scalars: dict, coords: 
     coords["eta"] = etas
 
 
-def train_one(cfg: Config, n_layers: int, progress: bool) -> tuple:
-    """Train (cached) one LSA stack: (float64 model, MSE history, wall time, from cache)."""
+def train_one(cfg: Config, n_layers: int, progress: bool, seed: int | None = None) -> tuple:
+    """Train (cached) one LSA stack: (float64 model, MSE history, wall time, from cache). ``seed`` (default
+    ``cfg.seed``: weights and data stream) may pass the config's largest seed (the eta seeds add to it)."""
     task = NegYReadoutTask(regression_task(cfg), hide_query=cfg.hide_query)
     with torch_threads(cfg.threads):
-        res = train(model_config(cfg, n_layers), task, train_config(cfg, n_layers), progress=progress)
+        res = train(model_config(cfg, n_layers, seed=seed), task, train_config(cfg, n_layers, seed=seed),
+                    progress=progress)  # fmt: skip
     hist = 2.0 * np.asarray(res.history["loss"], dtype=np.float64)  # back to plain MSE
     return as_float64(res.model), hist, float(res.meta.get("wall_time", res.wall_time)), bool(res.from_cache)
 
@@ -677,7 +693,7 @@ def measure_eta_seeds(cfg: Config, trained: dict, model: Any, progress: bool, da
     evalN = _sample(cfg, cfg.n_eval, cfg.n_context, "eval")
     etas = []
     for s in seeds:
-        mk = trained[1][0] if s == cfg.seed else train_one(cfg.replace(seed=s), 1, progress)[0]
+        mk = trained[1][0] if s == cfg.seed else train_one(cfg, 1, progress, seed=s)[0]
         etas.append(fit_eta_se(_predict(ModelPredictor(mk, hide_query=cfg.hide_query), evalN), evalN)[0])
     data["eta_fit_seeds"] = (("eta_seed",), np.asarray(etas, dtype=np.float64))
     coords["eta_seed"] = np.asarray(seeds, dtype=np.int64)

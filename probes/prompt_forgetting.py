@@ -66,17 +66,17 @@ import xarray as xr
 from scipy.stats import t as student_t
 
 from analysis import protocol
-from analysis.fitting import bootstrap_power_law, local_exponent
+from analysis.fitting import PowerLawFit, bootstrap_power_law, local_exponent
 from analysis.hooks import hook_points, hooks, run_with_cache
 from analysis.ledger import Ledger
 from analysis.model import ModelConfig, PrefixKeyBias, TinyTransformer, bias_block
 from analysis.progress import bar
 from analysis.theory import prompt_forgetting as theory
-from probes.base import ModelIncompatibleError, ProbeConfig, Result, param
+from probes.base import MAX_SEED, ModelIncompatibleError, ProbeConfig, Result, param
 
 NAME = "prompt_forgetting"
 DESCRIPTION = "Prompt-forgetting exponent: offset of two prompts' hidden states under one continuation vs t."
-VERSION = "11"  # 11: attention in blocks of query rows (memory linear in T), compact bias; 10: train_checkpoints, held-out loss; 9: bound_ratio_not_growing undiagnosed; 8: logit_gain; 7: alpha_relay_window scalar; 2: relay_matrix stored for uniform models; 3: deviation text names the size;
+VERSION = "12"  # 12: prompt_share_bound without overflow (last-bit changes), NaN fits when the prompt is forgotten exactly; 11: attention in blocks of query rows (memory linear in T), compact bias; 10: train_checkpoints, held-out loss; 9: bound_ratio_not_growing undiagnosed; 8: logit_gain; 7: alpha_relay_window scalar; 2: relay_matrix stored for uniform models; 3: deviation text names the size;
 # 4: norm_type field, bound constants/plateaus and the theorem-condition claims; 5: the untrained deviation
 # text computes the relay exponent at the run's own depth and length (max |logit| now blockwise, same value);
 # 6: claims with roles, the bound's ratio checked for growth (bootstrap CI of its slope), relay prediction
@@ -126,7 +126,7 @@ class Config(ProbeConfig):
     # --- fit ------------------------------------------------------------------------------------
     fit_lo: float = param(64.0, "first position t of the power-law window (last: P + T)", minimum=2.0)
     n_boot: int = param(1000, "bootstrap replicates over pairs", minimum=10)
-    seed: int = param(0, "weights (model seed), data and bootstrap seeds", minimum=0)
+    seed: int = param(0, "weights (model seed), data and bootstrap seeds", minimum=0, maximum=MAX_SEED)
 
     def validate(self) -> None:
         super().validate()
@@ -490,17 +490,17 @@ def run(config: Config, model=None, progress: bool = True) -> Result:
     gm_rel = np.exp(np.log(rel).mean(axis=0))
     rng = np.random.default_rng(config.seed + 104729)
     window = (config.fit_lo, float(N))
-    fits = [bootstrap_power_law(t, D[:, layer], window, n_boot=config.n_boot, rng=rng) for layer in range(L)]
-    fits_rel = [bootstrap_power_law(t, rel[:, layer], window, n_boot=config.n_boot, rng=rng) for layer in range(L)]
+    fits = [_power_law(t, D[:, layer], window, n_boot=config.n_boot, rng=rng) for layer in range(L)]
+    fits_rel = [_power_law(t, rel[:, layer], window, n_boot=config.n_boot, rng=rng) for layer in range(L)]
     t_loc_range = (max(config.fit_lo / 2, P + 2.0), float(N))
     t_loc = None
     alpha_loc = []
     for layer in range(L):
-        t_loc, al = local_exponent(t, gm[layer], n_grid=40, half_width=0.3, t_range=t_loc_range)
+        t_loc, al = _local_exponent(t, gm[layer], t_loc_range)
         alpha_loc.append(al)
     depth = np.arange(1, L + 1)
     relay = np.stack([theory.relay_offsets(P, int(k), N)[P:] for k in depth])  # (L, T)
-    relay_loc = np.stack([local_exponent(t, r, n_grid=40, half_width=0.3, t_range=t_loc_range)[1] for r in relay])
+    relay_loc = np.stack([_local_exponent(t, r, t_loc_range)[1] for r in relay])
     bound_loc = np.stack([theory.bound_local_exponent(int(k), t_loc) for k in depth])
     shape = np.stack([theory.bound_shape(P, int(k), t) for k in depth])  # (L, T)
     bound_ratio = gm / shape
@@ -556,7 +556,8 @@ def run(config: Config, model=None, progress: bool = True) -> Result:
         "alpha_rel": fits_rel[-1].alpha, "fit_lo": window[0], "fit_hi": window[1],
         "fit_rms_residual": last.rms_residual, "max_logit": max_logit, "min_prenorm_rms": min_rms,
         "norm_max": float(m["norm"].max()),
-        "alpha_local_end": float(alpha_loc[-1][np.isfinite(alpha_loc[-1])][-1]),
+        "alpha_local_end": float(alpha_loc[-1][np.isfinite(alpha_loc[-1])][-1]) if np.isfinite(alpha_loc[-1]).any()
+                           else math.nan,
         "bound_local_end": float(bound_loc[-1][-1]),
         "bound_constant": float(consts["bound_constant"][-1]), "bound_plateau": float(consts["bound_plateau"][-1]),
         "bound_plateau_slope": float(consts["bound_plateau_slope"][-1]),
@@ -581,6 +582,29 @@ def run(config: Config, model=None, progress: bool = True) -> Result:
     return Result(probe=NAME, config=config, data=data, scalars=scalars, ledger=led, meta=meta)
 
 
+def _power_law(t: np.ndarray, Y: np.ndarray, window: tuple[float, float], *, n_boot: int,
+               rng: np.random.Generator) -> PowerLawFit:  # fmt: skip
+    """:func:`bootstrap_power_law` of the offsets ``Y`` (pairs, t), or an all-NaN fit when an offset in the
+    window is 0 or not finite: saturated attention (large logits, float32) can put exactly zero weight on
+    the prompt, which is then forgotten exactly and has no power law."""
+    try:
+        return bootstrap_power_law(t, Y, window, n_boot=n_boot, rng=rng)
+    except ValueError:
+        if np.all(Y > 0) and np.all(np.isfinite(Y)):
+            raise  # not the zero offsets: a real error
+    nan = math.nan
+    return PowerLawFit(alpha=nan, log_c=nan, window=window, n_points=0, rms_residual=nan, alpha_ci=(nan, nan))
+
+
+def _local_exponent(t: np.ndarray, y: np.ndarray, t_range: tuple[float, float]) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`local_exponent` on the probe's grid; NaN where ``y`` has a zero or non-finite value (see
+    :func:`_power_law`): the grid is the same, the exponents unmeasured."""
+    if np.all(y > 0) and np.all(np.isfinite(y)):
+        return local_exponent(t, y, n_grid=40, half_width=0.3, t_range=t_range)
+    grid, _ = local_exponent(t, np.ones_like(t), n_grid=40, half_width=0.3, t_range=t_range)
+    return grid, np.full(grid.shape, math.nan)
+
+
 def bias_trajectory(config: Config, snapshots: dict, pairs: tuple, window: tuple[float, float],
                     progress: bool = True) -> xr.Dataset:  # fmt: skip
     """Alpha along training: at every step of ``snapshots`` (step -> model) the last layer's alpha of
@@ -597,7 +621,7 @@ def bias_trajectory(config: Config, snapshots: dict, pairs: tuple, window: tuple
         dtype = next(model.parameters()).dtype
         for key, bias in (("alpha", None), ("alpha_bias", cancel_bias(P, N, dtype))):
             D = measure(model, a, b, c, attn_bias=bias, progress=False)["distance"][:, -1]  # (n, T) last layer
-            fit = bootstrap_power_law(t, D, window, n_boot=config.n_boot, rng=rng)
+            fit = _power_law(t, D, window, n_boot=config.n_boot, rng=rng)
             out[key].append(fit.alpha)
             out[key + "_ci"].append(fit.alpha_ci)
     loss = language_losses(config, {str(s): snapshots[s] for s in steps})

@@ -69,7 +69,7 @@ from analysis.model import DTYPES, ModelConfig, TinyTransformer
 from analysis.progress import bar
 from analysis.theory import representational_collapse as theory
 from analysis.theory.signal_propagation import rank_residual
-from probes.base import ModelIncompatibleError, ProbeConfig, Result, param
+from probes.base import MAX_SEED, ModelIncompatibleError, ProbeConfig, Result, param
 
 NAME = "representational_collapse"
 DESCRIPTION = "Representational collapse: last-token distance of near-identical sequences vs length, precision, over-squashing."
@@ -106,8 +106,8 @@ class Config(ProbeConfig):
                               choices=("",) + LOW_DTYPES)
     extend_lo: float = param(0.5, "extension: shortest length, in units of max_len", minimum=0.01)
     extend_hi: float = param(2.0, "extension: longest length, in units of max_len", minimum=0.02)
-    extend_lengths: int = param(5, "extension: lengths on a log grid", minimum=2)
-    extend_bases: int = param(0, "extension: samples per length (0 = n_bases)", minimum=0)
+    extend_lengths: int = param(5, "extension: lengths on a log grid (like n_lengths)", minimum=3)
+    extend_bases: int = param(0, "extension: samples per length (0 = n_bases; else like n_bases, >= 2)", minimum=0)
     # --- model ----------------------------------------------------------------------------------
     layers: int = param(2, "transformer blocks L", minimum=1)
     d_model: int = param(64, "residual width d", minimum=2)
@@ -125,7 +125,7 @@ class Config(ProbeConfig):
     # --- fit ------------------------------------------------------------------------------------
     fit_lo: float = param(16.0, "first n of the power-law window (last: max_len)", minimum=2.0)
     n_boot: int = param(1000, "bootstrap replicates over samples", minimum=10)
-    seed: int = param(0, "weights (model seed), data and bootstrap seeds", minimum=0)
+    seed: int = param(0, "weights (model seed), data and bootstrap seeds", minimum=0, maximum=MAX_SEED)
 
     def validate(self) -> None:
         super().validate()
@@ -143,12 +143,30 @@ class Config(ProbeConfig):
             raise ValueError(f"extend_hi must be at least 2 extend_lo, got {self.extend_lo}, {self.extend_hi}")
         if self.extend_dtype and self.pos == "learned":
             raise ValueError("extend_dtype needs a model without learned positions (the extension reuses the model)")
+        if self.extend_dtype:  # the extension runs the protocol again on its own grid: the same rules apply
+            lo, hi = extension_lengths(self)
+            if hi < 8:
+                raise ValueError(f"extend_hi * max_len must be >= 8 (the extension's longest length, like max_len), "
+                                 f"got {self.extend_hi} * {self.max_len} = {hi}")
+            if 2 * lo > hi:
+                raise ValueError(f"extend_hi must be at least 2 extend_lo once rounded to lengths, got extend_lo * "
+                                 f"max_len = {lo}, extend_hi * max_len = {hi}")
+            if self.family == "early_token" and self.early_position >= lo - 1:
+                raise ValueError(f"early_position must be below extend_lo * max_len - 1 = {lo - 1} (the extension's "
+                                 f"shortest length), got {self.early_position}")
+            if self.extend_bases == 1:
+                raise ValueError("extend_bases must be 0 (= n_bases) or >= 2, got 1")
         if len(set(self.dtypes)) != len(self.dtypes):
             raise ValueError(f"dtypes must not repeat, got {self.dtypes}")
 
 
 # ================================================================================================
 # Models and data
+
+
+def extension_lengths(config: Config) -> tuple[int, int]:
+    """Shortest and longest length of the ``extend_dtype`` grid: ``extend_lo``, ``extend_hi`` times ``max_len``."""
+    return max(2, round(config.extend_lo * config.max_len)), round(config.extend_hi * config.max_len)
 
 
 def seq_bound(config: Config) -> int:
@@ -243,7 +261,9 @@ def draw_samples(config: Config, vocab: int | None = None) -> dict[str, torch.Te
     base = torch.randint(0, V, (S, config.max_len), generator=gen)
     one = torch.randint(0, V, (S,), generator=gen)
     zero = (one + torch.randint(1, V, (S,), generator=gen)) % V  # differs from one
-    repl = (base[:, config.early_position] + torch.randint(1, V, (S,), generator=gen)) % V
+    # early_position is validated against the lengths for early_token only: other families never use it
+    pos = config.early_position if config.family == "early_token" else 0
+    repl = (base[:, pos] + torch.randint(1, V, (S,), generator=gen)) % V
     return {"base": base, "one": one, "zero": zero, "replacement": repl, "separator": V}
 
 
@@ -395,7 +415,7 @@ def measure_extension(config: Config, models: dict, model, vocab: int, progress:
     """The collapse of ``extend_dtype`` on lengths ``extend_lo .. extend_hi`` x ``max_len`` (new bases):
     float64 and that format's distances, the resolution, the first collapsed length and the outputs after it."""
     dt = config.extend_dtype
-    lo, hi = max(2, round(config.extend_lo * config.max_len)), round(config.extend_hi * config.max_len)
+    lo, hi = extension_lengths(config)
     sub = config.replace(dtypes=(dt,), max_len=hi, min_len=lo, n_lengths=config.extend_lengths, fit_lo=float(lo),
                          n_bases=config.extend_bases or config.n_bases, sensitivity=False, extend_dtype="")  # fmt: skip
     if model is not None:

@@ -333,9 +333,11 @@ class Ridge(LinearInY):
         xc = _t(x_ctx)
         if self.lam == 0.0:
             return torch.linalg.pinv(xc)
-        d = xc.shape[-1]
-        gram = xc.transpose(1, 2) @ xc + self.lam * torch.eye(d, dtype=torch.float64)  # (B, d, d)
-        return torch.linalg.solve(gram, xc.transpose(1, 2))  # (B, d, N)
+        # (X^T X + lam I)^{-1} X^T = V diag(s / (s^2 + lam)) U^T: the SVD form stays accurate when lam is below
+        # the float64 resolution of a rank-deficient X^T X (fewer examples than dimensions), where solving
+        # the normal equations fails or returns noise
+        U, S, Vh = torch.linalg.svd(xc, full_matrices=False)  # (B, N, r), (B, r), (B, r, d)
+        return Vh.transpose(1, 2) @ ((S / (S * S + self.lam))[..., None] * U.transpose(1, 2))  # (B, d, N)
 
 
 @dataclass(frozen=True)

@@ -380,8 +380,8 @@ def prompt_share_bound(P: int, t, max_logit: float) -> np.ndarray:
     check_int("P", P, minimum=1)
     check_float("max_logit", max_logit, minimum=0.0)
     t = np.asarray(t, dtype=np.float64)
-    w = P * math.exp(2.0 * max_logit)
-    return w / (w + (t - P))
+    # w / (w + t - P) with w = P e^{2B}, written with e^{-2B}: no overflow for large B (the bound is then 1)
+    return 1.0 / (1.0 + (t - P) * math.exp(-2.0 * max_logit) / P)
 
 
 # ================================================================================================
