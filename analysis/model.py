@@ -312,9 +312,10 @@ class PrefixKeyBias:
 
 
 def bias_block(attn_bias: Any, r0: int, r1: int, k: int) -> torch.Tensor:
-    """Rows ``r0:r1`` and keys ``:k`` of a logit bias: a ``(T, T)`` tensor or a :class:`PrefixKeyBias`."""
+    """Rows ``r0:r1`` and keys ``:k`` of a logit bias: a tensor whose last two dims are ``(T, T)`` (leading
+    dims broadcast against ``(B, H)``) or a :class:`PrefixKeyBias`."""
     if isinstance(attn_bias, torch.Tensor):
-        return attn_bias[r0:r1, :k]
+        return attn_bias[..., r0:r1, :k]
     return attn_bias.block(r0, r1, k)
 
 

@@ -359,7 +359,10 @@ def test_query_blocks_equal_the_whole_matrix(attention, causal):
     compact = PrefixKeyBias(torch.linspace(0.0, 2.0, 37, dtype=torch.float64), 5)
     names = ["blocks.0.attn.hook_scores", "blocks.1.attn.hook_pattern", "blocks.1.hook_resid_post"]
     whole, c_whole = run_with_cache(model, x, names=names, attn_bias=compact.dense())
+    per_batch = torch.randn(2, 1, 37, 37, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    whole_b = model(x, attn_bias=per_batch)  # a bias with leading (B, 1) dims broadcasts in blocks too
     model.query_block = 8
+    torch.testing.assert_close(model(x, attn_bias=per_batch), whole_b, **EXACT)
     blocked, c_blocked = run_with_cache(model, x, names=names, attn_bias=compact)
     assert model.query_block == 8 and all(b.attn.query_block == 8 for b in model.blocks)
     model.query_block = None

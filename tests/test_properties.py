@@ -450,6 +450,8 @@ REJECTED = [
     # the extension's own protocol needs n_lengths >= 3, n_bases >= 2, max_len >= 8, fit_lo <= max_len / 2:
     # extend_lengths=2 and extend_bases=1 raised inside the run
     ("representational_collapse", {"extend_dtype": "float32", "extend_lengths": 2}, "extend_lengths"),
+    # the extension's collapse length is predicted from the main run's data of that dtype (KeyError before)
+    ("representational_collapse", {"dtypes": ("bfloat16",), "extend_dtype": "float32"}, "extend_dtype"),
     ("representational_collapse", {"extend_dtype": "bfloat16", "extend_bases": 1}, "extend_bases"),
     ("representational_collapse", {"extend_dtype": "float32", "extend_lo": 0.05, "extend_hi": 0.2}, "extend_hi"),
     ("representational_collapse", {"family": "early_token", "early_position": 2, "extend_dtype": "float32",
