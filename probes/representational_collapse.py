@@ -143,6 +143,9 @@ class Config(ProbeConfig):
             raise ValueError(f"extend_hi must be at least 2 extend_lo, got {self.extend_lo}, {self.extend_hi}")
         if self.extend_dtype and self.pos == "learned":
             raise ValueError("extend_dtype needs a model without learned positions (the extension reuses the model)")
+        if self.separator_every >= self.max_len:
+            raise ValueError(f"separator_every must be 0 (none) or below max_len = {self.max_len} (a separator must fall "
+                             f"inside the sequences), got {self.separator_every}")
         if self.extend_dtype and self.extend_dtype not in self.dtypes:
             raise ValueError(f"extend_dtype must be one of dtypes {list(self.dtypes)} (its collapse length is predicted "
                              f"from the main run's {self.extend_dtype} resolution), got {self.extend_dtype!r}")

@@ -450,6 +450,9 @@ REJECTED = [
     # the extension's own protocol needs n_lengths >= 3, n_bases >= 2, max_len >= 8, fit_lo <= max_len / 2:
     # extend_lengths=2 and extend_bases=1 raised inside the run
     ("representational_collapse", {"extend_dtype": "float32", "extend_lengths": 2}, "extend_lengths"),
+    # a separator period beyond every sequence inserted none and overflowed torch's int64 at 2^63
+    ("representational_collapse", {"separator_every": 2**64}, "separator_every"),
+    ("representational_collapse", {"max_len": 32, "separator_every": 32}, "separator_every"),
     # the extension's collapse length is predicted from the main run's data of that dtype (KeyError before)
     ("representational_collapse", {"dtypes": ("bfloat16",), "extend_dtype": "float32"}, "extend_dtype"),
     ("representational_collapse", {"extend_dtype": "bfloat16", "extend_bases": 1}, "extend_bases"),
