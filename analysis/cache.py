@@ -24,8 +24,9 @@ leaves a ``temp`` leftover that the next prune deletes.
 **Figures.** Each figure's JSON sidecar (``figures/<name>.json``, :func:`analysis.plotting.save_figure`)
 records in ``inputs`` the keys it was computed from (``probes.cache_key(...)``; also hashes of configs
 that name no entry). ``--keep-figures`` keeps every entry those keys name and, transitively, what the
-kept entries were computed from: the checkpoints a result's ``meta`` names (``meta["checkpoint"]``,
-any string equal to a checkpoint key), every snapshot of a kept training run, and the corpus whose
+kept entries were computed from: the checkpoints a result's ``meta`` names (``meta["checkpoints"]``,
+every training run the probe asked for, recorded by ``probes.run_probe`` through
+:func:`analysis.train.record_checkpoints`; any string there equal to a checkpoint key counts), every snapshot of a kept training run, and the corpus whose
 text a kept checkpoint was trained on (its task's ``corpus_sha256``). ``build/manifest.json`` and the
 resume stamps of ``scripts/make_figures.py`` record file hashes and timings, no cache keys.
 """

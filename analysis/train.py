@@ -54,7 +54,9 @@ import itertools
 import logging
 import math
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,6 +79,26 @@ TRAINER_VERSION = "1"
 SCHEDULES = ("cosine", "constant")
 OPTIMIZERS = ("adamw", "adam", "sgd")
 RESERVED_HISTORY = ("step", "loss", "lr", "grad_norm", "eval_step", "eval_loss")
+
+# the sets that record_checkpoints() blocks collect training-run keys into (innermost last)
+_RECORDERS: ContextVar[tuple[set[str], ...]] = ContextVar("workbench_checkpoint_recorders", default=())
+
+
+@contextmanager
+def record_checkpoints() -> Iterator[set[str]]:
+    """Collect the key of every training run that :func:`train` is asked for inside the block.
+
+    The keys are run keys (a run's snapshots share it, see :func:`analysis.cache.run_key`), whether the
+    weights came from the cache or were trained. Blocks nest: an outer block sees the runs of inner ones.
+    ``probes.run_probe`` records them in ``Result.meta["checkpoints"]``, which is how ``python -m probes
+    cache prune --keep-figures`` keeps the checkpoints that a figure's results were computed from.
+    """
+    used: set[str] = set()
+    token = _RECORDERS.set((*_RECORDERS.get(), used))
+    try:
+        yield used
+    finally:
+        _RECORDERS.reset(token)
 
 
 @dataclass(frozen=True)
@@ -351,6 +373,8 @@ def train(
     task_cfg = task.config()
     extra = None if callback_id is None else {"callback": callback_id}
     key = checkpoint_key(model_cfg, task_cfg, train_cfg, extra=extra)
+    for used in _RECORDERS.get():
+        used.add(key)
     snap_steps = _check_snapshots(snapshots, train_cfg.steps)
     snap_keys = {s: checkpoint_key(model_cfg, task_cfg, train_cfg, extra=dict(extra or {}, snapshot=s)) for s in snap_steps}
     meta_base = {

@@ -88,6 +88,7 @@ from analysis.io import (
 from analysis.ledger import PRESETS as PRESET_NAMES
 from analysis.ledger import Claim, Ledger
 from analysis.paths import cache_dir
+from analysis.train import record_checkpoints
 from analysis.validation import check_bool, check_choice, check_float, check_int, check_sequence
 
 FORMAT_VERSION = 2  # layout of a saved Result folder; part of every cache key
@@ -764,7 +765,8 @@ def run_probe(module_or_name: Any, config: Any = None, model: Any = None, progre
     if model is not None:
         check_model_compat(name, model, module.REQUIRES)
     start = time.perf_counter()
-    result = module.run(config, model=model, progress=progress)
+    with record_checkpoints() as trained:
+        result = module.run(config, model=model, progress=progress)
     elapsed = time.perf_counter() - start
     if not isinstance(result, Result):
         raise TypeError(f"probe {name}: run() must return a probes.base.Result, got {type(result).__name__}")
@@ -773,6 +775,8 @@ def run_probe(module_or_name: Any, config: Any = None, model: Any = None, progre
     if not result.version:
         result.version = module.VERSION
     result.meta.setdefault("elapsed_s", elapsed)
+    if trained:  # the training runs it used, for `cache prune --keep-figures`
+        result.meta.setdefault("checkpoints", sorted(trained))
     return result
 
 

@@ -56,6 +56,8 @@ Exit codes:
   Exactly one line goes to stderr, naming the option or field and what is allowed.
 
 ``cache`` exits 0, or 1 with one line on stderr when the cache cannot be changed (e.g. read-only).
+``run --cache`` likewise exits 1 with one line naming the path when the cache cannot hold the entry
+(a read-only cache is refused before the probe runs; a hit is still served from it).
 
 An exception raised inside a probe's ``run`` is a bug and propagates with its traceback, except
 ``probes.ModelIncompatibleError`` (a model given with ``--model`` lacks what the probe needs): exit 2.
@@ -308,7 +310,11 @@ def _run(module: Any, name: str, args: list[str]) -> int:
         _check_writable(Path(ns.save).parent, "--save")
     model = None if ns.model == "zoo" else _load_model(module, name, ns)
     if ns.cache:
-        result = cached_run(module, config, progress=progress)
+        try:
+            result = cached_run(module, config, progress=progress)
+        except OSError as e:  # a read-only or full cache: refused before computing, or the entry not written
+            print(f"probes: error: --cache: {' '.join(str(e).split())}", file=sys.stderr)
+            return 1
     else:
         try:
             result = run_probe(module, config, model=model, progress=progress)

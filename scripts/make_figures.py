@@ -20,7 +20,7 @@ For each notebook, in file-name order:
    interrupted notebook leaves the previous figures untouched. Files of an earlier run that the
    notebook no longer writes are removed. ``--timeout`` bounds each notebook's wall time. Every file
    reaches the output folder by an atomic rename, so even a run killed with SIGKILL leaves no file
-   half-written under its own name; the hidden temporary files (``.*.tmp``) such a run may leave in
+   half-written under its own name (and, on Linux, takes its papermill process and kernel with it); the hidden temporary files (``.*.tmp``) such a run may leave in
    the output folder are deleted when the next run starts (one run per output folder at a time).
 3. **Failures.** A failing notebook is reported as one line naming the cell (its index in the
    committed notebook and the first line of its source) and the error; the other notebooks still
@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import ctypes
 import json
 import os
 import shutil
@@ -247,15 +248,30 @@ def papermill_command(nb: Path, executed: Path, params: dict[str, Any]) -> list[
     ]  # fmt: skip
 
 
+def _die_with_parent() -> None:
+    """In the papermill child before it starts (Linux): be killed when make_figures dies, even by SIGKILL.
+
+    The kernel papermill starts runs in a session of its own, but ipykernel exits when its parent
+    (papermill, ``JPY_PARENT_PID``) is gone, so no orphan keeps computing or writing into the staging
+    folder of a run that no longer exists. Elsewhere this is a no-op: interrupt make_figures with Ctrl-C
+    (which kills papermill), not SIGKILL.
+    """
+    if sys.platform.startswith("linux"):
+        PR_SET_PDEATHSIG = 1
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
 def execute(cmd: list[str], env: dict[str, str], log: Path, timeout: float) -> tuple[int | None, float]:
     """Run ``cmd`` in its own process group; return (exit code or None on timeout, wall seconds).
 
-    On timeout or interruption the whole group (papermill and its kernel) is killed.
+    On timeout or interruption the whole group is killed (papermill; its kernel exits with it), and if
+    make_figures itself is killed, papermill is killed with it (:func:`_die_with_parent`).
     """
     log.parent.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     with open(log, "wb") as logf:
-        proc = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        proc = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT, env=env, start_new_session=True,
+                                preexec_fn=_die_with_parent)  # fmt: skip
         try:
             rc: int | None = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:

@@ -402,8 +402,8 @@ class _Shift:
 
 
 def _trained_probe():
-    """A probe whose result comes from a trained checkpoint (with a snapshot) and names it in its meta,
-    as prompt_forgetting does (``meta["checkpoint"]``)."""
+    """A probe whose result comes from a trained checkpoint (with a snapshot). It does not name the
+    checkpoint itself: ``run_probe`` records the runs ``train`` was asked for in ``meta["checkpoints"]``."""
     import types
     from dataclasses import dataclass
 
@@ -423,12 +423,16 @@ def _trained_probe():
         res = train(ModelConfig(vocab_size=4, d_model=8, n_layers=1, n_heads=1, d_mlp=0, seed=1), _Shift(),
                     TrainConfig(steps=4, batch_size=4, lr=1e-2, seed=config.seed), progress=False, snapshots=(2,))
         data = xr.Dataset({"loss": ("step", res.history["loss"])})
-        return Result(probe="clitrained", config=config, data=data, scalars={"final_loss": res.final_loss},
-                      meta={"checkpoint": res.key})  # fmt: skip
+        return Result(probe="clitrained", config=config, data=data, scalars={"final_loss": res.final_loss})
 
     mod = types.ModuleType("clitrained", "Trains a tiny model and reports its loss.")
     mod.NAME, mod.VERSION, mod.REQUIRES, mod.Config, mod.run = "clitrained", "1", None, Config, run
     return mod
+
+
+def _only(items):
+    assert len(items) == 1, items
+    return items[0]
 
 
 @pytest.fixture
@@ -452,7 +456,7 @@ def filled_cache(fake, tmp_path, monkeypatch):
             "small": results / "clifake" / small.meta["cache_key"],
             "large": results / "clifake" / large.meta["cache_key"],
             "trained": results / "clitrained" / trained.meta["cache_key"],
-            "checkpoint": trained.meta["checkpoint"],
+            "checkpoint": _only(trained.meta["checkpoints"]),
             "checkpoints": ckpts,
             "leftover": leftover,
         }
@@ -605,3 +609,37 @@ def test_keep_follows_a_checkpoint_to_its_snapshots_and_corpus(tmp_path, monkeyp
     report = cache.prune(keep={run})
     assert [(e.kind, e.key) for e in report.removed] == [("checkpoint", other)]
     assert {(e.kind, e.key) for e in report.kept} == kept
+
+
+def test_run_records_every_training_run_it_used(tmp_path, monkeypatch):
+    """``run_probe`` records the key of every ``train`` call (nested ones too) and nothing for a probe that
+    trains nothing; ``record_checkpoints`` blocks nest."""
+    from analysis.train import record_checkpoints
+
+    monkeypatch.setenv("WORKBENCH_CACHE", str(tmp_path / "cache"))
+    mod = _trained_probe()
+    probes.register("clitrained", mod)
+    try:
+        with record_checkpoints() as outer:
+            first = probes.run_probe("clitrained", "smoke", progress=False)
+            second = probes.run_probe("clitrained", mod.Config.preset("smoke", seed=1), progress=False)
+    finally:
+        probes.unregister("clitrained")
+    assert len(first.meta["checkpoints"]) == len(second.meta["checkpoints"]) == 1
+    assert first.meta["checkpoints"] != second.meta["checkpoints"]  # the seed is part of the run key
+    assert outer == {*first.meta["checkpoints"], *second.meta["checkpoints"]}
+    from analysis.checkpoints import CheckpointCache
+
+    assert set(first.meta["checkpoints"]) <= set(CheckpointCache().list_entries())
+
+
+def test_run_cache_on_a_read_only_cache_is_one_line(probe_dir, tmp_path):
+    """``run --cache`` where the cache cannot take the entry: exit 1 and one line naming the path, before
+    the probe runs (a read-only cache still serves its hits: tests/test_faults.py)."""
+    cache_root = tmp_path / "cache"
+    cache_root.mkdir()
+    (cache_root / "results").write_text("a file where the results folder should be")
+    proc = run_subprocess(probe_dir, tmp_path, "run", "clifake", "--preset", "smoke", "--cache")
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.startswith("probes: error: --cache: ") and proc.stderr.count("\n") == 1, proc.stderr
+    assert str(cache_root / "results") in proc.stderr

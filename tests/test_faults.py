@@ -20,6 +20,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -499,3 +500,71 @@ def test_sigkill_of_make_figures_leaves_no_half_written_figure(tmp_path):
         sidecar = json.loads((out / f"tiny_{x}.json").read_text())
         for entry in sidecar["files"].values():
             assert aio.sha256_file(out / entry["path"]) == entry["sha256"]
+
+
+# a notebook whose first run stops in a cell (after noting its kernel's pid) until it is killed
+SLEEPY_CELL = """\
+import os, time
+flag = os.path.join(os.environ["FAULT_DIR"], "kernel.pid")
+if not os.path.exists(flag):
+    with open(flag + ".tmp", "w") as f:
+        f.write(str(os.getpid()))
+    os.replace(flag + ".tmp", flag)
+    time.sleep(600)
+"""
+
+
+def _alive(pid: int) -> bool:
+    """True while ``pid`` runs (a zombie waiting to be reaped counts as gone)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state not in ("Z", "X")
+
+
+@pytest.mark.slow
+def test_sigkill_of_make_figures_while_a_notebook_runs(tmp_path):
+    """SIGKILL of make_figures.py while papermill executes a notebook: papermill and its kernel go with it
+    (no orphan keeps computing or writing into the staging folder), the previous figures stay as they
+    were, and the rerun executes the notebook again and promotes it."""
+    import nbformat
+
+    nbs, out, build = tmp_path / "notebooks", tmp_path / "figs", tmp_path / "build"
+    nbs.mkdir()
+    nb = nbformat.v4.new_notebook()
+    params = nbformat.v4.new_code_cell(NOTEBOOK_PARAMS)
+    params.metadata["tags"] = ["parameters"]
+    nb.cells = [params, nbformat.v4.new_code_cell(SLEEPY_CELL), nbformat.v4.new_code_cell(NOTEBOOK_CELL)]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, nbs / "01_tiny.ipynb")
+    out.mkdir()
+    (out / "tiny_a.json").write_text('{"kind": "figure", "notebook": "01_tiny", "files": {}}')  # an earlier run's
+    script = REPO / "scripts" / "make_figures.py"
+    args = ["--preset", "smoke", "--only", "01_tiny", "--notebooks", str(nbs), "--out", str(out),
+            "--build", str(build), "--sources", str(nbs)]  # fmt: skip
+    env = {**os.environ, "WORKBENCH_CACHE": str(tmp_path / "cache"), "OMP_NUM_THREADS": "1",
+           "FAULT_DIR": str(tmp_path)}  # fmt: skip
+
+    proc = subprocess.Popen([sys.executable, str(script), *args], cwd=REPO, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)  # fmt: skip
+    flag, deadline = tmp_path / "kernel.pid", time.monotonic() + 600
+    while not flag.exists():
+        assert proc.poll() is None and time.monotonic() < deadline, "the notebook never reached its sleep"
+        time.sleep(0.2)
+    kernel = int(flag.read_text())
+    assert _alive(kernel)
+    sigkill(proc)
+    deadline = time.monotonic() + 60
+    while _alive(kernel) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _alive(kernel), "the notebook's kernel outlived make_figures"
+    assert sorted(p.name for p in out.iterdir()) == ["tiny_a.json"]  # nothing promoted, nothing removed
+
+    rerun = subprocess.run([sys.executable, str(script), *args], cwd=REPO, env=env, capture_output=True, text=True,
+                           timeout=600)  # fmt: skip
+    assert rerun.returncode == 0, rerun.stderr
+    assert "01_tiny ... ran" in rerun.stdout
+    names = sorted(p.name for p in out.iterdir())
+    assert names == sorted(["01_tiny.claims.json", "README.md", "claims.json",
+                            *(f"tiny_{x}.{ext}" for x in "ab" for ext in ("json", "png", "svg"))])  # fmt: skip

@@ -165,15 +165,21 @@ def test_failures_are_reported_and_resume_skips_finished(throwaway):
 def test_timeout_kills_the_notebook(tmp_path):
     nbs = tmp_path / "notebooks"
     nbs.mkdir()
+    pid_file = tmp_path / "kernel.pid"
     write_notebook(
-        nbs / "01_sleep.ipynb", 'preset: str = "full"  # smoke | full', "import time\ntime.sleep(600)"
-    )
+        nbs / "01_sleep.ipynb", 'preset: str = "full"  # smoke | full',
+        f"import os, time\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\ntime.sleep(600)",
+    )  # fmt: skip
     t0 = time.perf_counter()
     res = make_figures("--notebooks", nbs, "--out", tmp_path / "figs", "--build", tmp_path / "build",
-                       "--preset", "smoke", "--timeout", "3")  # fmt: skip
-    assert time.perf_counter() - t0 < 60
+                       "--preset", "smoke", "--timeout", "20")  # fmt: skip
+    assert time.perf_counter() - t0 < 90
     assert res.returncode == 1
-    assert "01_sleep.ipynb" in res.stderr and "timed out after 3 s" in res.stderr
+    assert "01_sleep.ipynb" in res.stderr and "timed out after 20 s" in res.stderr
+    kernel, deadline = int(pid_file.read_text()), time.monotonic() + 30
+    while Path(f"/proc/{kernel}").exists() and time.monotonic() < deadline:  # the kernel goes too
+        time.sleep(0.2)
+    assert not Path(f"/proc/{kernel}").exists() or "Z" in Path(f"/proc/{kernel}/stat").read_text().rsplit(")")[1][:3]
 
 
 @pytest.mark.slow
