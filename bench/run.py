@@ -283,6 +283,64 @@ def bench_hf() -> dict:
     return out
 
 
+SWEEP_ARGS = ["signal_propagation", "--preset", "smoke", "--grid", "heads=2,4", "--seeds", "0-7"]  # 16 points, ~2-4 s each
+
+_SWEEP_THREADS = """
+import sys, time
+import probes
+from probes.sweep import write_netcdf
+t0 = time.perf_counter()
+ds = probes.sweep("signal_propagation", {"heads": [2, 4]}, preset="smoke", seeds=range(8), progress=False, threads=None)
+print(f"sweep wall {time.perf_counter() - t0:.3f}")
+write_netcdf(ds, sys.argv[1])
+"""
+
+
+def _sweep_run(label: str, cmd: list[str], tmp: Path) -> dict:
+    """One sweep in a fresh process with a fresh, empty cache: wall time of the whole command (start-up,
+    imports, cluster start and shutdown included) and the sweep's own wall time as it reports it."""
+    import re
+
+    env = {**os.environ, "WORKBENCH_CACHE": str(tmp / f"cache-{label}"), "TQDM_DISABLE": "1"}
+    load = os.getloadavg()[0]
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, env=env, cwd=Path(__file__).resolve().parent.parent, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    if proc.returncode:
+        raise RuntimeError(f"sweep {label} failed: {proc.stderr.strip().splitlines()[-1:]}")
+    found = re.findall(r"(?:; |sweep wall )([0-9.]+)(?: s)?\n", proc.stdout)
+    return {"command_wall_s": wall, "sweep_wall_s": float(found[-1]) if found else None, "load_avg_1min_before": load}
+
+
+def bench_sweep() -> dict:
+    """`python -m probes sweep` over 16 smoke points of signal_propagation (heads 2, 4 x seeds 0-7), each
+    mode in a fresh process with a fresh cache (nothing cached): serially in-process (one torch thread per
+    point, the sweep's rule), on a LocalCluster of 2 worker processes (one thread each), and, for
+    reference, serially with torch's default threads (the API with threads=None). The outputs of the
+    first two must be identical (bit for bit); the speed-up is serial / 2 workers, whole command."""
+    import tempfile
+
+    import xarray as xr
+
+    out = {"config": "signal_propagation --preset smoke --grid heads=2,4 --seeds 0-7 (16 points)",
+           "cores_visible": os.cpu_count()}  # fmt: skip
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        base = [sys.executable, "-m", "probes", "sweep", *SWEEP_ARGS]
+        out["serial"] = _sweep_run("serial", [*base, "--workers", "0", "--out", str(tmp / "serial.nc")], tmp)
+        out["local_2_workers"] = _sweep_run("local2", [*base, "--workers", "2", "--out", str(tmp / "local2.nc")], tmp)
+        out["serial_torch_default_threads"] = _sweep_run(
+            "threads", [sys.executable, "-c", _SWEEP_THREADS, str(tmp / "threads.nc")], tmp
+        )
+        out["identical_serial_local"] = bool(
+            xr.load_dataset(tmp / "serial.nc").identical(xr.load_dataset(tmp / "local2.nc"))
+        )
+    out["speedup_command"] = out["serial"]["command_wall_s"] / out["local_2_workers"]["command_wall_s"]
+    out["speedup_sweep"] = out["serial"]["sweep_wall_s"] / out["local_2_workers"]["sweep_wall_s"]
+    out["load_avg_1min_after"] = os.getloadavg()[0]
+    return out
+
+
 BENCHES = {
     "forward": bench_forward,
     "hooks": bench_hooks,
@@ -292,6 +350,7 @@ BENCHES = {
     "long_continuation": bench_long_continuation,
     "tests": bench_tests,
     "figures_smoke": bench_figures_smoke,
+    "sweep": bench_sweep,
     "figures": bench_figures,
 }
 
@@ -330,6 +389,17 @@ def _headline(results: dict) -> list[str]:
                      f"{r['peak_rss_mb_per_1k_tokens']:.1f}; {r['quadratic_check']:.2f}", r["config"]))
     if "tests" in results:
         rows.append(("pytest tests/ (s)", f"{results['tests']['pytest_wall_s']:.0f}", results["tests"]["summary"]))
+    if "sweep" in results:
+        r = results["sweep"]
+        rows.append(("sweep, 16 smoke points, serial (s)", f"{r['serial']['command_wall_s']:.1f}", r["config"]))
+        rows.append(("sweep, 16 smoke points, LocalCluster 2 workers (s)", f"{r['local_2_workers']['command_wall_s']:.1f}",
+                     f"cluster start included; identical to serial: {r['identical_serial_local']}"))
+        rows.append(("sweep speed-up, 2 workers / serial (whole command; sweep only)",
+                     f"{r['speedup_command']:.2f}; {r['speedup_sweep']:.2f}",
+                     f"load average before: {r['serial']['load_avg_1min_before']:.1f}, "
+                     f"{r['local_2_workers']['load_avg_1min_before']:.1f} on {r['cores_visible']} cores"))
+        rows.append(("sweep, serial with torch's default threads (s)",
+                     f"{r['serial_torch_default_threads']['command_wall_s']:.1f}", "probes.sweep(..., threads=None)"))
     for key in ("figures_smoke", "figures"):
         if key in results:
             r = results[key]
