@@ -283,17 +283,30 @@ def bench_hf() -> dict:
     return out
 
 
-SWEEP_ARGS = ["signal_propagation", "--preset", "smoke", "--grid", "heads=2,4", "--seeds", "0-7"]  # 16 points, ~2-4 s each
+# 16 points of about 5 s each on one free core (smoke preset, depths up to 16): a LocalCluster pays ~4 s to start and
+# each fresh worker ~5 s to import torch and the probe and warm up, so shorter points cannot show the parallel gain
+SWEEP_ARGS = ["signal_propagation", "--preset", "smoke", "--depths", "1,2,4,8,16", "--grid", "heads=2,4", "--seeds", "0-7"]
 
 _SWEEP_THREADS = """
 import sys, time
 import probes
 from probes.sweep import write_netcdf
 t0 = time.perf_counter()
-ds = probes.sweep("signal_propagation", {"heads": [2, 4]}, preset="smoke", seeds=range(8), progress=False, threads=None)
+ds = probes.sweep("signal_propagation", {"heads": [2, 4]}, preset="smoke", seeds=range(8), base={"depths": (1, 2, 4, 8, 16)},
+                  progress=False, threads=None)
 print(f"sweep wall {time.perf_counter() - t0:.3f}")
 write_netcdf(ds, sys.argv[1])
 """
+
+
+def _parallel_capacity() -> dict:
+    """How many cores this machine gives us right now: a pure-Python loop alone, then two copies at once
+    (capacity = 2 x alone / together: 2.0 on two idle cores, 1.0 when others keep one core busy)."""
+    code = "import time\nt = time.perf_counter()\ns = 0\nfor i in range(20_000_000):\n    s += i\nprint(time.perf_counter() - t)"
+    alone = float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout)
+    procs = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    together = max(float(p.communicate()[0]) for p in procs)
+    return {"alone_s": alone, "two_at_once_s": together, "capacity_cores": 2 * alone / together}
 
 
 def _sweep_run(label: str, cmd: list[str], tmp: Path) -> dict:
@@ -313,7 +326,7 @@ def _sweep_run(label: str, cmd: list[str], tmp: Path) -> dict:
 
 
 def bench_sweep() -> dict:
-    """`python -m probes sweep` over 16 smoke points of signal_propagation (heads 2, 4 x seeds 0-7), each
+    """`python -m probes sweep` over 16 smoke points of signal_propagation (depths 1-16; heads 2, 4 x seeds 0-7), each
     mode in a fresh process with a fresh cache (nothing cached): serially in-process (one torch thread per
     point, the sweep's rule), on a LocalCluster of 2 worker processes (one thread each), and, for
     reference, serially with torch's default threads (the API with threads=None). The outputs of the
@@ -322,8 +335,8 @@ def bench_sweep() -> dict:
 
     import xarray as xr
 
-    out = {"config": "signal_propagation --preset smoke --grid heads=2,4 --seeds 0-7 (16 points)",
-           "cores_visible": os.cpu_count()}  # fmt: skip
+    out = {"config": "signal_propagation --preset smoke --depths 1,2,4,8,16 --grid heads=2,4 --seeds 0-7 (16 points)",
+           "cores_visible": os.cpu_count(), "parallel_capacity_before": _parallel_capacity()}  # fmt: skip
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         base = [sys.executable, "-m", "probes", "sweep", *SWEEP_ARGS]
@@ -338,6 +351,7 @@ def bench_sweep() -> dict:
     out["speedup_command"] = out["serial"]["command_wall_s"] / out["local_2_workers"]["command_wall_s"]
     out["speedup_sweep"] = out["serial"]["sweep_wall_s"] / out["local_2_workers"]["sweep_wall_s"]
     out["load_avg_1min_after"] = os.getloadavg()[0]
+    out["parallel_capacity_after"] = _parallel_capacity()
     return out
 
 
@@ -397,7 +411,9 @@ def _headline(results: dict) -> list[str]:
         rows.append(("sweep speed-up, 2 workers / serial (whole command; sweep only)",
                      f"{r['speedup_command']:.2f}; {r['speedup_sweep']:.2f}",
                      f"load average before: {r['serial']['load_avg_1min_before']:.1f}, "
-                     f"{r['local_2_workers']['load_avg_1min_before']:.1f} on {r['cores_visible']} cores"))
+                     f"{r['local_2_workers']['load_avg_1min_before']:.1f} on {r['cores_visible']} cores"
+                     + (f"; free cores measured {r['parallel_capacity_before']['capacity_cores']:.2f} before, "
+                        f"{r['parallel_capacity_after']['capacity_cores']:.2f} after" if "parallel_capacity_before" in r else "")))
         rows.append(("sweep, serial with torch's default threads (s)",
                      f"{r['serial_torch_default_threads']['command_wall_s']:.1f}", "probes.sweep(..., threads=None)"))
     for key in ("figures_smoke", "figures"):

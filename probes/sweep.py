@@ -419,15 +419,21 @@ def _run_client(p: Plan, client: Any, cache_root: str | None, threads: int | Non
 def local_client(n_workers: int, **cluster_kwargs: Any) -> Iterator[Any]:
     """A ``distributed.Client`` on a fresh ``LocalCluster`` of ``n_workers`` processes, one thread each
     (dashboard off, logs below ERROR silenced); both closed on exit. Worker processes are spawned: a
-    script that calls this needs the usual ``if __name__ == "__main__":`` guard."""
+    script that calls this needs the usual ``if __name__ == "__main__":`` guard.
+
+    The workers' statistical profiler (a sample of every thread's stack each 10 ms, for the dashboard) is
+    off: the probes' tiny models spend much of their time in Python, where it competes for the GIL."""
     import logging
 
+    import dask
     from distributed import Client, LocalCluster
 
     kwargs = dict(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None,
                   silence_logs=logging.ERROR)  # fmt: skip
     kwargs.update(cluster_kwargs)
-    with LocalCluster(**kwargs) as cluster, Client(cluster) as client:
+    with dask.config.set({"distributed.worker.profile.enabled": False}):  # the nannies pass it to the workers
+        cluster = LocalCluster(**kwargs)
+    with cluster, Client(cluster) as client:
         yield client
 
 
