@@ -199,9 +199,7 @@ def _spec_of(config_cls: type[ProbeConfig], name: str, probe: str, what: str = "
     key = name.replace("-", "_")
     if key not in specs:
         hint = " (set it with --preset)" if key == "preset_name" else ""
-        raise ValueError(
-            f"unknown {what} {name!r} for probe {probe}{hint}; fields: {', '.join(specs)}"
-        )
+        raise ValueError(f"unknown {what} {name!r} for probe {probe}{hint}; fields: {', '.join(specs)}")
     return specs[key]
 
 
@@ -394,8 +392,9 @@ def _run_client(p: Plan, client: Any, cache_root: str | None, threads: int | Non
     token = uuid.uuid4().hex[:8]
     futures = {}
     for i, cfg in enumerate(p.configs):
-        fut = client.submit(_run_point, p.name, cfg.to_dict(), cache_root, threads, pure=False,
-                            key=f"sweep-{p.name}-{token}-{i}")  # fmt: skip
+        fut = client.submit(
+            _run_point, p.name, cfg.to_dict(), cache_root, threads, pure=False, key=f"sweep-{p.name}-{token}-{i}"
+        )
         futures[fut] = i
     outcomes: list[dict | None] = [None] * len(p.configs)
     try:
@@ -428,8 +427,9 @@ def local_client(n_workers: int, **cluster_kwargs: Any) -> Iterator[Any]:
     import dask
     from distributed import Client, LocalCluster
 
-    kwargs = dict(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None,
-                  silence_logs=logging.ERROR)  # fmt: skip
+    kwargs = dict(
+        n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=logging.ERROR
+    )
     kwargs.update(cluster_kwargs)
     with dask.config.set({"distributed.worker.profile.enabled": False}):  # the nannies pass it to the workers
         cluster = LocalCluster(**kwargs)
@@ -458,8 +458,16 @@ def _claim_var(context: str, name: str, probe: str) -> str:
     return "claim__" + re.sub(r"[^A-Za-z0-9_.\-]", "_", full)
 
 
-def _stack(name: str, datasets: dict[int, xr.Dataset], good: list[int], n_points: int, union: dict[str, Any],
-           shape: tuple[int, ...], dims: list[str], index_of: list[tuple[int, ...]]) -> tuple:
+def _stack(
+    name: str,
+    datasets: dict[int, xr.Dataset],
+    good: list[int],
+    n_points: int,
+    union: dict[str, Any],
+    shape: tuple[int, ...],
+    dims: list[str],
+    index_of: list[tuple[int, ...]],
+) -> tuple:
     """(dims, values, attrs) of array ``name`` stacked over the grid, reindexed to the union coordinates."""
     present = [i for i in good if name in datasets[i].data_vars]
     first = datasets[present[0]][name]
@@ -519,8 +527,11 @@ def _assemble(p: Plan, outcomes: list[dict]) -> xr.Dataset:
     for d in datasets.values():
         for name, var in d.data_vars.items():
             array_dims.setdefault(name, set()).add(tuple(var.dims))
-    skipped = {name: "dims differ between points: " + " vs ".join(str(list(t)) for t in sorted(ds_))
-               for name, ds_ in array_dims.items() if len(ds_) > 1}  # fmt: skip
+    skipped = {
+        name: "dims differ between points: " + " vs ".join(str(list(t)) for t in sorted(ds_))
+        for name, ds_ in array_dims.items()
+        if len(ds_) > 1
+    }
     names = [n for n in array_dims if n not in skipped]
     for i, d in datasets.items():
         datasets[i] = d.drop_vars([n for n in skipped if n in d.data_vars])
@@ -581,8 +592,9 @@ def _assemble(p: Plan, outcomes: list[dict]) -> xr.Dataset:
     # --- claims
     claim_names: list[str] = []
     for i in good:
-        claim_names += [_claim_var(c, n, p.name) for c, n, _ in outcomes[i]["claims"]
-                        if _claim_var(c, n, p.name) not in claim_names]  # fmt: skip
+        claim_names += [
+            _claim_var(c, n, p.name) for c, n, _ in outcomes[i]["claims"] if _claim_var(c, n, p.name) not in claim_names
+        ]
     for cname in claim_names:
         out = np.full(shape, "", dtype=object)
         for i in good:
@@ -621,8 +633,9 @@ def _assemble(p: Plan, outcomes: list[dict]) -> xr.Dataset:
         "n_failed": len(failures),
         "failed": json.dumps(failures),
         "skipped_arrays": json.dumps(skipped, sort_keys=True),
-        "renamed": json.dumps(dict(renamed, **{f"coord {c}": "dropped (differs between points)" for c in dropped_coords}),
-                              sort_keys=True),  # fmt: skip
+        "renamed": json.dumps(
+            dict(renamed, **{f"coord {c}": "dropped (differs between points)" for c in dropped_coords}), sort_keys=True
+        ),
     }
     ds.attrs.update(attrs)
     return ds
@@ -637,8 +650,11 @@ def _provenance_attrs(threads: int | None) -> dict[str, Any]:
             versions[pkg] = importlib.metadata.version(pkg)
         except importlib.metadata.PackageNotFoundError:
             versions[pkg] = "absent"
-    return {"torch_threads": 0 if threads is None else int(threads), "commit": git_commit(),
-            "versions": json.dumps(versions, sort_keys=True)}  # fmt: skip
+    return {
+        "torch_threads": 0 if threads is None else int(threads),
+        "commit": git_commit(),
+        "versions": json.dumps(versions, sort_keys=True),
+    }
 
 
 # ======================================================================= public API
@@ -715,31 +731,49 @@ def command(name: str, module: Any, args: Sequence[str]) -> int:
     """``python -m probes sweep NAME ...`` (see the module docstring); UsageError on bad input."""
     from probes.cli import UsageError, _check_writable, _Parser
 
-    parser = _Parser(prog=f"python -m probes sweep {name}", allow_abbrev=False,
-                     description=f"Sweep probe {name} over a grid of config values (see probes.sweep).")  # fmt: skip
+    parser = _Parser(
+        prog=f"python -m probes sweep {name}",
+        allow_abbrev=False,
+        description=f"Sweep probe {name} over a grid of config values (see probes.sweep).",
+    )
     parser.add_argument("--preset", default="full", metavar="smoke|full", help="smoke | full (default: full)")
-    parser.add_argument("--grid", action="append", default=[], metavar="FIELD=V1,V2,...",
-                        help="values of one config field (a list-valued field: FIELD='A,B;C,D'); repeatable")  # fmt: skip
+    parser.add_argument(
+        "--grid",
+        action="append",
+        default=[],
+        metavar="FIELD=V1,V2,...",
+        help="values of one config field (a list-valued field: FIELD='A,B;C,D'); repeatable",
+    )
     parser.add_argument("--seeds", metavar="0-4|0,2,5", help="set the probe's seed field: a range or a list")
     parser.add_argument("--out", required=True, metavar="PATH.nc", help="netCDF file to write (atomically)")
-    parser.add_argument("--scheduler", default="local", metavar="local|none|tcp://HOST:PORT",
-                        help="local: a LocalCluster of processes (default); none: serially in this process; "
-                        "tcp://HOST:PORT: a running dask scheduler")  # fmt: skip
+    parser.add_argument(
+        "--scheduler",
+        default="local",
+        metavar="local|none|tcp://HOST:PORT",
+        help="local: a LocalCluster of processes (default); none: serially in this process; "
+        "tcp://HOST:PORT: a running dask scheduler",
+    )
     parser.add_argument("--workers", metavar="N", help="local workers (default: min(points, CPU cores)); 0: serially")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     group = parser.add_argument_group("fixed config fields (the same for every point)")
     for spec in module.Config.field_specs():
         if spec.name in SWEEP_OPTIONS:  # such a field can still be swept with --grid
             continue
-        group.add_argument(spec.option, dest=f"field__{spec.name}", metavar=spec.type_name.upper().replace(" ", ""),
-                           help=f"{spec.help}; {spec.allowed()}".replace("%", "%%"))  # fmt: skip
+        group.add_argument(
+            spec.option,
+            dest=f"field__{spec.name}",
+            metavar=spec.type_name.upper().replace(" ", ""),
+            help=f"{spec.help}; {spec.allowed()}".replace("%", "%%"),
+        )
     try:
         ns, extra = parser.parse_known_args(list(args))
     except SystemExit as e:  # --help
         return int(e.code or 0)
     if extra:
-        raise UsageError(f"unknown option {extra[0].split('=')[0]} for probe {name} sweep; "
-                         "use --grid FIELD=V1,V2 for fields to sweep, --field-name VALUE for fixed ones")  # fmt: skip
+        raise UsageError(
+            f"unknown option {extra[0].split('=')[0]} for probe {name} sweep; "
+            "use --grid FIELD=V1,V2 for fields to sweep, --field-name VALUE for fixed ones"
+        )
     if not ns.grid and ns.seeds is None:
         raise UsageError("sweep needs at least one --grid FIELD=V1,V2,... or --seeds")
     overrides = {}
@@ -788,17 +822,35 @@ def command(name: str, module: Any, args: Sequence[str]) -> int:
     try:
         if scheduler == "none" or workers == 0:
             where = "serially"
-            ds = sweep(module, grid, preset=ns.preset, seeds=seeds, base=overrides, progress=progress, outcomes=outcomes)
+            ds = sweep(
+                module, grid, preset=ns.preset, seeds=seeds, base=overrides, progress=progress, outcomes=outcomes
+            )
         elif scheduler == "local":
             where = f"on a local cluster of {workers} worker process(es)"
             with local_client(workers) as client:
-                ds = sweep(module, grid, preset=ns.preset, seeds=seeds, base=overrides, client=client,
-                           progress=progress, outcomes=outcomes)  # fmt: skip
+                ds = sweep(
+                    module,
+                    grid,
+                    preset=ns.preset,
+                    seeds=seeds,
+                    base=overrides,
+                    client=client,
+                    progress=progress,
+                    outcomes=outcomes,
+                )
         else:
             where = f"on {scheduler}"
             with _remote_client(scheduler) as client:
-                ds = sweep(module, grid, preset=ns.preset, seeds=seeds, base=overrides, client=client,
-                           progress=progress, outcomes=outcomes)  # fmt: skip
+                ds = sweep(
+                    module,
+                    grid,
+                    preset=ns.preset,
+                    seeds=seeds,
+                    base=overrides,
+                    client=client,
+                    progress=progress,
+                    outcomes=outcomes,
+                )
     except OSError as e:  # e.g. the scheduler cannot be reached
         print(f"probes: error: sweep {name}: {' '.join(str(e).split())}", file=_stderr())
         return 1
@@ -810,9 +862,11 @@ def command(name: str, module: Any, args: Sequence[str]) -> int:
         return 1
     n_cached = sum(1 for o in outcomes if o.get("ok") and o.get("from_cache"))
     n_failed = sum(1 for o in outcomes if not o.get("ok"))
-    print(f"sweep {name} (preset {p.base.preset_name}) {where}: {n_points} points over "
-          f"{' x '.join(f'{d}={len(p.values[d])}' for d in p.dims)}; {n_points - n_cached - n_failed} computed, "
-          f"{n_cached} from cache, {n_failed} failed; {wall:.1f} s")  # fmt: skip
+    print(
+        f"sweep {name} (preset {p.base.preset_name}) {where}: {n_points} points over "
+        f"{' x '.join(f'{d}={len(p.values[d])}' for d in p.dims)}; {n_points - n_cached - n_failed} computed, "
+        f"{n_cached} from cache, {n_failed} failed; {wall:.1f} s"
+    )
     print(f"wrote {out}")
     status = 0
     labels = [p.label(point) for _, point in p.points()]
@@ -853,4 +907,3 @@ def _remote_client(address: str) -> Iterator[Any]:
         yield client
     finally:
         client.close()
-

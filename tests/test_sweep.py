@@ -237,10 +237,15 @@ def test_dataset_layout(fake, tmp_path):
     cfg = json.loads(ds["config"].sel(n=3, dims="1,2,3", extra_claim=False, seed=2).item())
     assert fake.Config.from_dict(cfg) == fake.Config.preset("smoke", n=3, dims=(1, 2, 3), seed=2)
     assert ds["cache_key"].sel(n=3, dims="1", extra_claim=False, seed=0).item() == probes.cache_key(
-        fake, fake.Config.preset("smoke", n=3, dims=(1,), seed=0))
+        fake, fake.Config.preset("smoke", n=3, dims=(1,), seed=0)
+    )
     assert ds.attrs["probe"] == "sweepfake" and ds.attrs["probe_version"] == "1" and ds.attrs["preset"] == "smoke"
-    assert json.loads(ds.attrs["grid"]) == {"n": [3, 4], "dims": [[1], [1, 2, 3]], "extra_claim": [False, True],
-                                            "seed": [0, 2]}  # fmt: skip
+    assert json.loads(ds.attrs["grid"]) == {
+        "n": [3, 4],
+        "dims": [[1], [1, 2, 3]],
+        "extra_claim": [False, True],
+        "seed": [0, 2],
+    }
     assert json.loads(ds.attrs["base_config"])["n"] == 4 and ds.attrs["n_points"] == 16
     assert ds.attrs["commit"] and "distributed" in json.loads(ds.attrs["versions"])
     # netCDF round trip, and the Results back from the cache
@@ -259,8 +264,9 @@ def test_seed_dim_without_seeds_and_grid_over_seed(fake, tmp_path):
 
 
 def test_failing_point_is_recorded_and_the_others_complete(fake, tmp_path):
-    ds = probes.sweep("sweepfake", {"n": [2, 3, 5]}, preset="smoke", base={"fail_at": 3}, cache_root=tmp_path,
-                      progress=False)  # fmt: skip
+    ds = probes.sweep(
+        "sweepfake", {"n": [2, 3, 5]}, preset="smoke", base={"fail_at": 3}, cache_root=tmp_path, progress=False
+    )
     assert ds["failed"].values.ravel().tolist() == [False, True, False]
     err = ds["error"].sel(n=3).item()
     assert err == "RuntimeError: planted failure at n=3 (a second line)"
@@ -273,8 +279,22 @@ def test_failing_point_is_recorded_and_the_others_complete(fake, tmp_path):
 
 def test_failing_point_on_the_command_line_exits_1_naming_it(fake, tmp_path, capsys):
     out = tmp_path / "o.nc"
-    rc = cli.main(["sweep", "sweepfake", "--preset", "smoke", "--grid", "n=2,3,5", "--fail-at", "3", "--out",
-                   str(out), "--workers", "0"])  # fmt: skip
+    rc = cli.main(
+        [
+            "sweep",
+            "sweepfake",
+            "--preset",
+            "smoke",
+            "--grid",
+            "n=2,3,5",
+            "--fail-at",
+            "3",
+            "--out",
+            str(out),
+            "--workers",
+            "0",
+        ]
+    )
     captured = capsys.readouterr()
     assert rc == 1
     assert "1 of 3 point(s) failed" in captured.err
@@ -292,16 +312,32 @@ def test_local_cluster_equals_serial_bit_for_bit(fake, tmp_path, monkeypatch):
     log = tmp_path / "log.txt"
     monkeypatch.setenv("SWEEPFAKE_LOG", str(log))
     grid = {"layers": [1, 2]}
-    serial = probes.sweep("prompt_forgetting", grid, preset="smoke", seeds=[0, 1], cache_root=tmp_path / "c1",
-                          progress=False)  # fmt: skip
-    fake_serial = probes.sweep("sweepfake", {"n": [3, 4]}, preset="smoke", seeds=[0, 1], cache_root=tmp_path / "f1",
-                               progress=False)  # fmt: skip
+    serial = probes.sweep(
+        "prompt_forgetting", grid, preset="smoke", seeds=[0, 1], cache_root=tmp_path / "c1", progress=False
+    )
+    fake_serial = probes.sweep(
+        "sweepfake", {"n": [3, 4]}, preset="smoke", seeds=[0, 1], cache_root=tmp_path / "f1", progress=False
+    )
     log.unlink()
     with local_client(2) as client:
-        par = probes.sweep("prompt_forgetting", grid, preset="smoke", seeds=[0, 1], cache_root=tmp_path / "c2",
-                           client=client, progress=False)  # fmt: skip
-        fake_par = probes.sweep("sweepfake", {"n": [3, 4]}, preset="smoke", seeds=[0, 1], cache_root=tmp_path / "f2",
-                                client=client, progress=False)  # fmt: skip
+        par = probes.sweep(
+            "prompt_forgetting",
+            grid,
+            preset="smoke",
+            seeds=[0, 1],
+            cache_root=tmp_path / "c2",
+            client=client,
+            progress=False,
+        )
+        fake_par = probes.sweep(
+            "sweepfake",
+            {"n": [3, 4]},
+            preset="smoke",
+            seeds=[0, 1],
+            cache_root=tmp_path / "f2",
+            client=client,
+            progress=False,
+        )
     assert par.identical(serial)
     assert fake_par.identical(fake_serial)
     assert par["alpha"].dims == ("layers", "seed") and par["data__distance"].dims[:2] == ("layers", "seed")
@@ -353,22 +389,68 @@ def test_remote_scheduler_through_the_command_line(fake, probe_dir, tmp_path):
     scheduler = worker = None
     try:
         scheduler = subprocess.Popen(
-            [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", str(port),
-             "--no-dashboard"], env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            [
+                sys.executable,
+                "-m",
+                "distributed.cli.dask_scheduler",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--no-dashboard",
+            ],
+            env=env,
+            cwd=tmp_path,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
             start_new_session=True,
-        )  # fmt: skip
+        )
         _wait_listening(port, scheduler)
         worker = subprocess.Popen(
-            [sys.executable, "-m", "distributed.cli.dask_worker", address, "--nworkers", "1", "--nthreads", "1",
-             "--no-dashboard", "--death-timeout", "60"], env=env, cwd=tmp_path, stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL, start_new_session=True,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "distributed.cli.dask_worker",
+                address,
+                "--nworkers",
+                "1",
+                "--nthreads",
+                "1",
+                "--no-dashboard",
+                "--death-timeout",
+                "60",
+            ],
+            env=env,
+            cwd=tmp_path,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         out = tmp_path / "remote.nc"
         proc = subprocess.Popen(
-            [sys.executable, "-m", "probes", "sweep", "sweepfake", "--preset", "smoke", "--grid", "n=2,3",
-             "--seeds", "0-1", "--scheduler", address, "--out", str(out)],
-            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "probes",
+                "sweep",
+                "sweepfake",
+                "--preset",
+                "smoke",
+                "--grid",
+                "n=2,3",
+                "--seeds",
+                "0-1",
+                "--scheduler",
+                address,
+                "--out",
+                str(out),
+            ],
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         stdout, stderr = proc.communicate(timeout=180)
     finally:
         _stop(worker)
@@ -377,8 +459,9 @@ def test_remote_scheduler_through_the_command_line(fake, probe_dir, tmp_path):
     assert f"on {address}: 4 points" in stdout and "4 computed" in stdout
     pids = {line.split("pid=")[1] for line in log_lines(log)}
     assert len(log_lines(log)) == 4 and len(pids) == 1 and str(proc.pid) not in pids  # the worker ran them
-    serial = probes.sweep("sweepfake", {"n": [2, 3]}, preset="smoke", seeds=[0, 1], cache_root=tmp_path / "s",
-                          progress=False)  # fmt: skip
+    serial = probes.sweep(
+        "sweepfake", {"n": [2, 3]}, preset="smoke", seeds=[0, 1], cache_root=tmp_path / "s", progress=False
+    )
     write_netcdf(serial, tmp_path / "serial.nc")
     assert xr.load_dataset(out).identical(xr.load_dataset(tmp_path / "serial.nc"))
 
@@ -389,8 +472,23 @@ def _kill_and_resume(probe_dir, tmp_path, workers: str) -> None:
     cache = tmp_path / "cache" / "results"
     env = sub_env(probe_dir, tmp_path, SWEEPFAKE_LOG=str(log))
     out = tmp_path / "resumed.nc"
-    args = [sys.executable, "-m", "probes", "sweep", "sweepfake", "--preset", "smoke", "--grid", "n=2,3,4,5,6,7",
-            "--sleep", "0.5", "--out", str(out), "--workers", workers]  # fmt: skip
+    args = [
+        sys.executable,
+        "-m",
+        "probes",
+        "sweep",
+        "sweepfake",
+        "--preset",
+        "smoke",
+        "--grid",
+        "n=2,3,4,5,6,7",
+        "--sleep",
+        "0.5",
+        "--out",
+        str(out),
+        "--workers",
+        workers,
+    ]
     proc = subprocess.Popen(args, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     children = []
     try:
@@ -421,8 +519,14 @@ def _kill_and_resume(probe_dir, tmp_path, workers: str) -> None:
     rerun = [int(line.split()[1].split("=")[1]) for line in log_lines(log)[before:]]
     assert sorted(rerun) == sorted(set(range(2, 8)) - finished)  # nothing that finished ran again
     assert f"{6 - len(finished)} computed, {len(finished)} from cache" in again.stdout
-    clean = probes.sweep("sweepfake", {"n": [2, 3, 4, 5, 6, 7]}, preset="smoke", base={"sleep": 0.5},
-                         cache_root=tmp_path / "clean", progress=False)  # fmt: skip
+    clean = probes.sweep(
+        "sweepfake",
+        {"n": [2, 3, 4, 5, 6, 7]},
+        preset="smoke",
+        base={"sleep": 0.5},
+        cache_root=tmp_path / "clean",
+        progress=False,
+    )
     write_netcdf(clean, tmp_path / "clean.nc")
     assert xr.load_dataset(out).identical(xr.load_dataset(tmp_path / "clean.nc"))
 
@@ -496,8 +600,14 @@ def test_bad_input_starts_no_cluster(probe_dir, tmp_path):
         f"rc = cli.main(['sweep', 'sweepfake', '--grid', 'n=1,x', '--out', {str(tmp_path / 'o.nc')!r}])\n"
         "print(rc, 'distributed' in sys.modules)\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=sub_env(probe_dir, tmp_path),
-                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=REPO,
+        env=sub_env(probe_dir, tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.stdout.split() == ["2", "False"], proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1 and "--grid n" in proc.stderr
     assert not (tmp_path / "cache").exists()
