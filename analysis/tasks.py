@@ -27,6 +27,13 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from analysis.corpus import Corpus, CorpusSpec, build_corpus
+from analysis.regression_data import (
+    InputLaw,
+    RegressionBatch,
+    RegressionLaw,
+    concat_tokens,
+    interleaved_tokens,
+)
 from analysis.validation import check_choice, check_float, check_int, check_sequence
 
 
@@ -65,46 +72,6 @@ def _check_outputs(outputs: Tensor, ndim: int, last: int | None, what: str) -> N
 # 1. In-context linear regression
 
 
-@dataclass(frozen=True)
-class RegressionBatch:
-    """One batch of regression problems; every row has its own weight vector ``w``."""
-
-    x: Tensor  # (B, N, d) in-context inputs
-    y: Tensor  # (B, N) in-context targets  y_i = w . x_i + noise_std * eps_i
-    w: Tensor  # (B, d) task vectors
-    x_q: Tensor  # (B, d) query input
-    y_q: Tensor  # (B,) query target (noisy, like the context targets)
-
-
-def concat_tokens(x: Tensor, y: Tensor, x_q: Tensor) -> Tensor:
-    """von Oswald et al. (2023) layout: tokens ``e_i = (x_i, y_i)`` and the query ``(x_q, 0)`` last.
-
-    x (B, N, d), y (B, N), x_q (B, d)  ->  (B, N+1, d+1); the last column of the last token is 0.
-    """
-    if x.ndim != 3 or y.shape != x.shape[:2] or x_q.shape != (x.shape[0], x.shape[2]):
-        raise ValueError(
-            f"shapes must be x (B,N,d), y (B,N), x_q (B,d); got {tuple(x.shape)}, {tuple(y.shape)}, {tuple(x_q.shape)}"
-        )
-    context = torch.cat([x, y.unsqueeze(-1)], dim=-1)  # (B, N, d+1)
-    query = torch.cat([x_q, torch.zeros_like(x_q[:, :1])], dim=-1).unsqueeze(1)  # (B, 1, d+1)
-    return torch.cat([context, query], dim=1)  # (B, N+1, d+1)
-
-
-def interleaved_tokens(x: Tensor, y: Tensor) -> Tensor:
-    """Garg et al. (2022) layout: ``(x_1, 0), (0, y_1), (x_2, 0), (0, y_2), ...``.
-
-    x (B, N, d), y (B, N)  ->  (B, 2N, d+1). x-tokens sit at even positions 2i with a 0 in the last
-    column; y-tokens at odd positions 2i+1 are zero except for ``y_i`` in the last column. A causal
-    model reads its prediction of ``y_i`` at position 2i, having seen pairs 0..i-1 and ``x_i``.
-    """
-    if x.ndim != 3 or y.shape != x.shape[:2]:
-        raise ValueError(f"shapes must be x (B,N,d), y (B,N); got {tuple(x.shape)}, {tuple(y.shape)}")
-    B, N, d = x.shape
-    x_tok = torch.cat([x, torch.zeros_like(x[..., :1])], dim=-1)  # (B, N, d+1)
-    y_tok = torch.cat([torch.zeros_like(x), y.unsqueeze(-1)], dim=-1)  # (B, N, d+1)
-    return torch.stack([x_tok, y_tok], dim=2).reshape(B, 2 * N, d + 1)  # (B, N, 2, d+1) -> (B, 2N, d+1)
-
-
 def _haar_orthogonal(d: int, seed: int) -> np.ndarray:
     """A Haar-random orthogonal (d, d) matrix in float64: QR of a Gaussian matrix, signs fixed."""
     g = np.random.default_rng(seed).standard_normal((d, d))
@@ -124,7 +91,7 @@ class LinearRegressionTask:
 
     Layouts and what ``sample`` / ``loss`` mean:
 
-    * ``"concat"`` (von Oswald): ``sample`` returns ``(concat_tokens(x, y, x_q), y_q)`` with inputs
+    * ``"concat"`` (von Oswald): ``sample`` returns ``(concat_tokens(x_ctx, y_ctx, x_q), y_q)`` with inputs
       (B, N+1, d+1) and targets (B,). The model (input="vectors", output="linear", d_in=d+1,
       d_out=1) is read at the query token: ``loss = 0.5 * mean_b (outputs[b, -1, 0] - y_q[b])^2``,
       the ``1/2`` squared-error convention of von Oswald et al. (their GD construction's learning rate
@@ -135,8 +102,10 @@ class LinearRegressionTask:
       prefix, with no factor 1/2): ``loss = mean_{b,i} (outputs[b, 2i, 0] - y[b, i])^2``.
       The query of :meth:`draw` is not used by this layout.
 
-    Draw order (fixed, so two tasks differing only in ``noise_std`` or ``layout`` see the same x and
-    w for the same seed): all N+1 inputs, then ``w``, then the N+1 noise values.
+    The law and its sampler are :attr:`law` (:class:`analysis.regression_data.RegressionLaw`), the one
+    the theory's Monte Carlo draws from too. Draw order (fixed, so two tasks differing only in
+    ``noise_std`` or ``layout`` see the same x and w for the same seed): all N+1 inputs, then ``w``,
+    then the N+1 noise values.
     """
 
     d: int = 10  # input dimension
@@ -210,7 +179,7 @@ class LinearRegressionTask:
         d["spectrum"] = list(self.spectrum) if self.spectrum is not None else None
         return {"kind": "linear_regression", **d}
 
-    # -- theory ----------------------------------------------------------------------------------
+    # -- the data law ----------------------------------------------------------------------------
     @cached_property
     def basis(self) -> np.ndarray:
         """(d, d) float64 orthogonal Q of ``Sigma = Q diag(spectrum) Q^T`` (identity if no rotation)."""
@@ -219,41 +188,26 @@ class LinearRegressionTask:
         return np.eye(self.d)
 
     @cached_property
+    def law(self) -> RegressionLaw:
+        """The task's data law: the one sampler of :mod:`analysis.regression_data` (the theory draws
+        its Monte Carlo batches from the same law)."""
+        if self.x_dist != "anisotropic":
+            inputs = InputLaw.standard(self.d, self.x_dist)
+        else:
+            inputs = InputLaw.from_spectrum(self.spectrum, None if self.basis_seed is None else self.basis)
+        return RegressionLaw(inputs, noise_std=self.noise_std, w_std=self.w_std)
+
+    @property
     def covariance(self) -> np.ndarray:
         """Exact (d, d) float64 second moment ``E[x x^T]`` of one input (the mean is zero)."""
-        if self.x_dist == "uniform":
-            return np.eye(self.d) / 12.0  # Var U(-1/2, 1/2) = 1/12
-        if self.x_dist == "gaussian":
-            return np.eye(self.d)
-        q = self.basis
-        return (q * np.asarray(self.spectrum)) @ q.T
+        return self.law.inputs.covariance
 
     # -- sampling --------------------------------------------------------------------------------
-    def _draw_x(self, shape: tuple[int, ...], generator: torch.Generator, dtype) -> Tensor:
-        dev = generator.device
-        if self.x_dist == "uniform":
-            return torch.rand(shape, generator=generator, device=dev, dtype=dtype) - 0.5
-        z = torch.randn(shape, generator=generator, device=dev, dtype=dtype)
-        if self.x_dist == "gaussian":
-            return z
-        # x = Q diag(sqrt(s)) z, i.e. rows x^T = (z * sqrt(s)) Q^T; built in float64 then cast
-        scale = torch.tensor(np.sqrt(self.spectrum), dtype=dtype, device=dev)
-        if self.basis_seed is None:
-            return z * scale
-        q = torch.tensor(self.basis, dtype=dtype, device=dev)
-        return (z * scale) @ q.T
-
     def draw(self, batch_size: int, generator: torch.Generator, dtype=torch.float32) -> RegressionBatch:
         """Draw ``batch_size`` independent regression problems on the generator's device."""
         _check_batch(batch_size)
         _check_generator(generator)
-        B, N, d = batch_size, self.n_points, self.d
-        dev = generator.device
-        x_all = self._draw_x((B, N + 1, d), generator, dtype)  # (B, N+1, d), query last
-        w = self.w_std * torch.randn((B, d), generator=generator, device=dev, dtype=dtype)  # (B, d)
-        eps = torch.randn((B, N + 1), generator=generator, device=dev, dtype=dtype)  # (B, N+1)
-        y_all = torch.einsum("bnd,bd->bn", x_all, w) + self.noise_std * eps  # (B, N+1)
-        return RegressionBatch(x=x_all[:, :N], y=y_all[:, :N], w=w, x_q=x_all[:, N], y_q=y_all[:, N])
+        return self.law.sample(batch_size, self.n_points, generator, dtype=dtype)
 
     def sample(
         self, batch_size: int, generator: torch.Generator, device="cpu", dtype=torch.float32
@@ -261,9 +215,9 @@ class LinearRegressionTask:
         """``(inputs, targets)``: concat (B, N+1, d+1), (B,) | interleaved (B, 2N, d+1), (B, N)."""
         b = self.draw(batch_size, generator, dtype=dtype)
         if self.layout == "concat":
-            inputs, targets = concat_tokens(b.x, b.y, b.x_q), b.y_q
+            inputs, targets = b.tokens(), b.y_q
         else:
-            inputs, targets = interleaved_tokens(b.x, b.y), b.y
+            inputs, targets = interleaved_tokens(b.x_ctx, b.y_ctx), b.y_ctx
         return inputs.to(device), targets.to(device)
 
     def predictions(self, outputs: Tensor) -> Tensor:

@@ -32,6 +32,9 @@ of the seeds' SE for the trained eta) and names the alternative a competing hypo
 Conventions. Losses here are the plain MSE E[(yhat - y_q)^2] of the theory module; the training
 task minimises half of it (von Oswald's convention; :class:`NegYReadoutTask`), which has the same
 minimiser. The model reads its prediction as yhat = -(query y-slot), the construction's sign.
+Models are trained and evaluated on one data law and one token layout (:mod:`analysis.regression_data`:
+``regression_task(cfg).law``, ``concat_tokens``): training draws it with a torch generator in float32,
+every evaluation with a numpy generator in float64, seeded by the measurement's purpose.
 
 Architecture. With ``hide_query`` (default) the training task passes an attention bias of -inf on
 the query's key column (``NegYReadoutTask.attn_bias``, used by ``analysis.train`` in training and
@@ -68,7 +71,8 @@ from scipy.stats import t as student_t
 
 from analysis.ledger import Ledger
 from analysis.model import ModelConfig, TinyTransformer
-from analysis.tasks import LinearRegressionTask, interleaved_tokens
+from analysis.regression_data import RegressionBatch, concat_tokens, interleaved_tokens
+from analysis.tasks import LinearRegressionTask
 from analysis.theory import icl_gd as th
 from analysis.train import TrainConfig, train
 from probes.base import MAX_SEED, ProbeConfig, Result, param
@@ -305,7 +309,7 @@ class ModelPredictor:
         return self.label
 
     def __call__(self, x_ctx, y_ctx, x_q) -> torch.Tensor:
-        tokens = th.build_tokens(x_ctx, y_ctx, x_q)  # (B, N+1, d+1), float64, keeps grad to x_q
+        tokens = concat_tokens(x_ctx, y_ctx, x_q, dtype=torch.float64)  # (B, N+1, d+1), keeps grad to x_q
         bias = query_key_bias(tokens.shape[1]) if self.hide_query else None
         return -self.model(tokens, attn_bias=bias)[:, -1, -1]
 
@@ -361,9 +365,9 @@ def garg_loss_vs_k(cfg: Config, model: Any, n_tasks: int) -> dict[str, np.ndarra
     gen = torch.Generator().manual_seed(int(_rng(cfg, "garg_eval").integers(2**62)))
     b = task.draw(n_tasks, gen, dtype=torch.float64)
     with torch.no_grad():
-        out = model(interleaved_tokens(b.x, b.y))  # (B, 2N, 1)
+        out = model(interleaved_tokens(b.x_ctx, b.y_ctx))  # (B, 2N, 1)
     pred_model = out[:, 0::2, 0].numpy()  # (B, N): prediction of y_k at x-token 2k
-    x, y = b.x.numpy(), b.y.numpy()
+    x, y = b.x_ctx.numpy(), b.y_ctx.numpy()
     N, d = task.n_points, task.d
     names = ("model",) + GARG_BASELINES
     mean = np.full((len(names), N), np.nan)
@@ -400,11 +404,14 @@ def _rng(cfg: Config, purpose: str, k: int = 0) -> np.random.Generator:
     return np.random.default_rng([cfg.seed, tag, k])
 
 
-def _sample(cfg: Config, n: int, N: int, purpose: str) -> th.RegressionBatch:
-    return th.sample_regression(n, cfg.d, N, cfg.x_dist, cfg.noise, _rng(cfg, purpose, N), Sigma=spectrum(cfg))
+def _sample(cfg: Config, n: int, N: int, purpose: str) -> RegressionBatch:
+    """``n`` evaluation tasks of ``N`` examples (numpy float64), drawn from the law the models are trained
+    on (:func:`regression_task`; the law does not depend on the context length) with a numpy generator
+    fixed by the seed, the purpose and N."""
+    return regression_task(cfg).law.sample(n, N, _rng(cfg, purpose, N))
 
 
-def _sq_err(pred: torch.Tensor, batch: th.RegressionBatch) -> np.ndarray:
+def _sq_err(pred: torch.Tensor, batch: RegressionBatch) -> np.ndarray:
     return (pred.detach().numpy() - batch.y_q) ** 2
 
 
@@ -412,12 +419,12 @@ def _mean_se(v: np.ndarray) -> tuple[float, float]:
     return float(v.mean()), float(v.std(ddof=1) / math.sqrt(v.size))
 
 
-def _predict(f, batch: th.RegressionBatch) -> torch.Tensor:
+def _predict(f, batch: RegressionBatch) -> torch.Tensor:
     with torch.no_grad():
         return f(batch.x_ctx, batch.y_ctx, batch.x_q)
 
 
-def best_gd_eta(batch: th.RegressionBatch, steps: int, Sigma: np.ndarray, cfg: Config, hi: float) -> tuple[float, float]:
+def best_gd_eta(batch: RegressionBatch, steps: int, Sigma: np.ndarray, cfg: Config, hi: float) -> tuple[float, float]:
     """Learning rate (one for all steps) minimising the Rao-Blackwellised loss of K-step GD on ``batch``."""
 
     def loss(eta: float) -> float:
@@ -560,79 +567,43 @@ def train_stacks(cfg: Config, model: Any, progress: bool) -> dict[int, tuple]:
     return {int(K): train_one(cfg, int(K), progress) for K in cfg.layers}
 
 
+# per-depth results of measure_stacks, each a (K,) array of the Dataset (in this order)
+STACK_FIELDS = ("loss_model", "loss_model_se", "eta_fit_pred", "eta_fit_pred_se", "eta_fit_weights", "off_structure",
+                "loss_gd_steps", "eta_gd_steps", "cos_steps", "preds_diff_steps", "model_diff_steps", "train_time_s",
+                "map_error", "loss_gd_perstep", "excess_over_gd_perstep", "excess_over_gd_perstep_se", "loss_gdpp",
+                "excess_over_gdpp", "excess_over_gdpp_se", "cos_gdpp", "depth_diff_prev", "depth_diff_prev_se")  # fmt: skip
+STACK_SCHEDULES = ("eta_gd_perstep", "eta_gdpp", "gamma_gdpp")  # per depth and layer, (K, layer) arrays
+
+
 def measure_stacks(cfg: Config, trained: dict, eta_star: float, data: dict, scalars: dict, coords: dict) -> dict:
-    """Per depth K: loss, eta read two ways, K-step GD (one eta, per-step etas) and GD++ fitted on a
-    separate batch and measured paired with the model; the paired difference to the previous depth;
-    the headline (first) model against GD at eta* and the baselines. Returns the predictors."""
-    N, d = cfg.n_context, cfg.d
-    Sigma = th.second_moment(d, cfg.x_dist, spectrum(cfg))
-    Ks = list(trained)
-    main_K = Ks[0]
-    evalN = _sample(cfg, cfg.n_eval, N, "eval")
-    fit_batch = _sample(cfg, cfg.n_fit, N, "gd_schedule_fit")
-    Kmax = max(trained)
-    names = ("loss_model", "loss_model_se", "eta_fit_pred", "eta_fit_pred_se", "eta_fit_weights", "off_structure",
-             "loss_gd_steps", "eta_gd_steps", "cos_steps", "preds_diff_steps", "model_diff_steps", "train_time_s",
-             "map_error", "loss_gd_perstep", "excess_over_gd_perstep", "excess_over_gd_perstep_se", "loss_gdpp",
-             "excess_over_gdpp", "excess_over_gdpp_se", "cos_gdpp", "depth_diff_prev", "depth_diff_prev_se")  # fmt: skip
-    per_K: dict[str, list[float]] = {k: [] for k in names}
-    sched = {n: np.full((len(trained), Kmax), np.nan) for n in ("eta_gd_perstep", "eta_gdpp", "gamma_gdpp")}
+    """Per depth K: loss, eta read two ways (:func:`stack_weights`), K-step GD (one eta, per-step etas) and
+    GD++ fitted on a separate batch and measured paired with the model (:func:`stack_vs_gd`); the paired
+    difference to the previous depth; then the headline (first) model against GD at eta* and the
+    baselines (:func:`measure_headline`). Returns the predictors."""
+    Sigma = th.second_moment(cfg.d, cfg.x_dist, spectrum(cfg))
+    evalN = _sample(cfg, cfg.n_eval, cfg.n_context, "eval")
+    fit_batch = _sample(cfg, cfg.n_fit, cfg.n_context, "gd_schedule_fit")
+    Ks, Kmax = list(trained), max(trained)
+    per_K: dict[str, list[float]] = {k: [] for k in STACK_FIELDS}
+    sched = {n: np.full((len(trained), Kmax), np.nan) for n in STACK_SCHEDULES}
     predictors: dict[int, ModelPredictor] = {}
     sq_prev = None
     for i, (K, (mk, hist, wall, _cached)) in enumerate(trained.items()):
-        f = ModelPredictor(mk, label=f"lsa{K}", hide_query=cfg.hide_query)
-        predictors[K] = f
+        f = predictors[K] = ModelPredictor(mk, label=f"lsa{K}", hide_query=cfg.hide_query)
         pred = _predict(f, evalN)
         sq_model = _sq_err(pred, evalN)
-        for key, val in zip(("loss_model", "loss_model_se"), _mean_se(sq_model), strict=True):
-            per_K[key].append(val)
-        eta_p, eta_p_se = fit_eta_se(pred, evalN)
-        per_K["eta_fit_pred"].append(eta_p)
-        per_K["eta_fit_pred_se"].append(eta_p_se)
-        stack = lsa_weights_from_model(mk)
-        if stack is not None:
-            G = th.lsa_linear_part(stack[0], N)
-            per_K["eta_fit_weights"].append(float(np.trace(G) / d) if K == 1 else math.nan)
-            per_K["off_structure"].append(float(th.eta_from_lsa_weights(stack[0], N)["off_structure"]))
-            ref = _predict(th.LinearSelfAttention(stack, include_query=not cfg.hide_query), evalN)
-            per_K["map_error"].append(float((ref - pred).abs().max() / pred.abs().max()))
-            if K == main_K:
-                W0, c = stack[0], th.gd_lsa_weights(d, eta_star, N)
-                data["learned_WKQ"] = (("row", "col"), W0["W_K"].T @ W0["W_Q"])
-                data["learned_PWV"] = (("row", "col"), W0["P"] @ W0["W_V"])
-                data["construction_WKQ"] = (("row", "col"), c["W_K"].T @ c["W_Q"])
-                data["construction_PWV"] = (("row", "col"), c["P"] @ c["W_V"])
-        else:
-            for key in ("eta_fit_weights", "off_structure", "map_error"):
-                per_K[key].append(math.nan)
-        eta_K, loss_K = best_gd_eta(evalN, K, Sigma, cfg, hi=3.0 * eta_star)
-        # K-step GD at its best per-step learning rates, and GD++ (per-layer eta and gamma), both fitted
-        # on a separate fixed batch (float64, Rao-Blackwellised loss), then measured on the evaluation
-        # tasks paired with the model (same tasks: the differences have small standard errors)
-        fits = {
-            "gd_perstep": th.fit_gd_schedule(fit_batch.x_ctx, Sigma, cfg.noise, K, eta0=eta_K),
-            "gdpp": th.fit_gd_schedule(fit_batch.x_ctx, Sigma, cfg.noise, K, plus_plus=True, eta0=eta_K),
-        }
-        for key, fit in fits.items():
-            sq_fit = _sq_err(_predict(fit["predictor"], evalN), evalN)
-            per_K[f"loss_{key}"].append(_mean_se(sq_fit)[0])
-            dm, dm_se = _mean_se(sq_model - sq_fit)
-            per_K[f"excess_over_{key}"].append(dm)
-            per_K[f"excess_over_{key}_se"].append(dm_se)
-            sched[f"eta_{key}"][i, :K] = fit["eta"]
-        sched["gamma_gdpp"][i, :K] = fits["gdpp"]["gamma"]
-        per_K["cos_gdpp"].append(th.sensitivity_cosine(f, fits["gdpp"]["predictor"], evalN.x_ctx, evalN.y_ctx, evalN.x_q))
-        dK, dK_se = _mean_se(sq_model - sq_prev) if sq_prev is not None else (math.nan, math.nan)
-        per_K["depth_diff_prev"].append(dK)
-        per_K["depth_diff_prev_se"].append(dK_se)
+        row = dict(zip(("loss_model", "loss_model_se"), _mean_se(sq_model), strict=True))
+        row.update(zip(("eta_fit_pred", "eta_fit_pred_se"), fit_eta_se(pred, evalN), strict=True))
+        row.update(stack_weights(cfg, mk, pred, evalN, eta_star if i == 0 else None, data))
+        fits, schedules = stack_vs_gd(cfg, K, f, sq_model, evalN, fit_batch, Sigma, eta_star)
+        row.update(fits)
+        for key, values in schedules.items():
+            sched[key][i, :K] = values
+        diff = _mean_se(sq_model - sq_prev) if sq_prev is not None else (math.nan, math.nan)
+        row.update(zip(("depth_diff_prev", "depth_diff_prev_se"), diff, strict=True), train_time_s=wall)
         sq_prev = sq_model
-        cmp = th.compare_predictors(f, th.GD(eta=eta_K, steps=K), evalN.x_ctx, evalN.y_ctx, evalN.x_q)
-        per_K["loss_gd_steps"].append(loss_K)
-        per_K["eta_gd_steps"].append(eta_K)
-        per_K["cos_steps"].append(cmp["cos_sensitivity"])
-        per_K["preds_diff_steps"].append(cmp["preds_diff"])
-        per_K["model_diff_steps"].append(cmp["model_diff"])
-        per_K["train_time_s"].append(wall)
+        for key in STACK_FIELDS:
+            per_K[key].append(row[key])
         if hist is not None:
             data[f"train_loss_K{K}"] = ((f"step_K{K}",), hist)
     for key, vals in per_K.items():
@@ -640,10 +611,68 @@ def measure_stacks(cfg: Config, trained: dict, eta_star: float, data: dict, scal
     for key, arr in sched.items():
         data[key] = (("K", "layer"), arr)
     coords.update(K=np.asarray(Ks, dtype=np.int64), layer=np.arange(1, Kmax + 1))
+    measure_headline(cfg, Ks[0], predictors[Ks[0]], evalN, eta_star, per_K, data, scalars)
+    return predictors
 
-    # the headline model (first depth) against GD at eta* and the baselines, paired on the same tasks
+
+def stack_weights(cfg: Config, mk: Any, pred: torch.Tensor, evalN: RegressionBatch, construction_eta: float | None,
+                  data: dict) -> dict[str, float]:  # fmt: skip
+    """What the weights of one trained stack say: the learning rate of the first layer's y-linear part
+    (one-layer stacks only), its distance from the GD structure, and how exactly the weights read into the
+    theory's LSA reproduce the model's predictions ``pred``. With ``construction_eta`` (the headline
+    model) the first layer's W_K^T W_Q and P W_V are stored beside the construction's at that rate. NaN
+    for a model whose weights are not an LSA stack."""
+    N, d = cfg.n_context, cfg.d
+    stack = lsa_weights_from_model(mk)
+    if stack is None:
+        return {key: math.nan for key in ("eta_fit_weights", "off_structure", "map_error")}
+    G = th.lsa_linear_part(stack[0], N)
+    ref = _predict(th.LinearSelfAttention(stack, include_query=not cfg.hide_query), evalN)
+    out = {
+        "eta_fit_weights": float(np.trace(G) / d) if len(stack) == 1 else math.nan,
+        "off_structure": float(th.eta_from_lsa_weights(stack[0], N)["off_structure"]),
+        "map_error": float((ref - pred).abs().max() / pred.abs().max()),
+    }
+    if construction_eta is not None:
+        W0, c = stack[0], th.gd_lsa_weights(d, construction_eta, N)
+        data["learned_WKQ"] = (("row", "col"), W0["W_K"].T @ W0["W_Q"])
+        data["learned_PWV"] = (("row", "col"), W0["P"] @ W0["W_V"])
+        data["construction_WKQ"] = (("row", "col"), c["W_K"].T @ c["W_Q"])
+        data["construction_PWV"] = (("row", "col"), c["P"] @ c["W_V"])
+    return out
+
+
+def stack_vs_gd(cfg: Config, K: int, f: ModelPredictor, sq_model: np.ndarray, evalN: RegressionBatch,
+                fit_batch: RegressionBatch, Sigma: np.ndarray, eta_star: float) -> tuple[dict, dict]:  # fmt: skip
+    """One K-layer stack against K steps of GD: at one learning rate (best on the evaluation tasks), at
+    its best per-step learning rates, and GD++ (per-layer eta and gamma). The schedules are fitted on a
+    separate fixed batch (float64, Rao-Blackwellised loss), then measured on the evaluation tasks paired
+    with the model (same tasks: the differences have small standard errors). Returns the per-depth
+    results and the fitted schedules."""
+    eta_K, loss_K = best_gd_eta(evalN, K, Sigma, cfg, hi=3.0 * eta_star)
+    fits = {
+        "gd_perstep": th.fit_gd_schedule(fit_batch.x_ctx, Sigma, cfg.noise, K, eta0=eta_K),
+        "gdpp": th.fit_gd_schedule(fit_batch.x_ctx, Sigma, cfg.noise, K, plus_plus=True, eta0=eta_K),
+    }
+    row: dict[str, float] = {}
+    for key, fit in fits.items():
+        sq_fit = _sq_err(_predict(fit["predictor"], evalN), evalN)
+        row[f"loss_{key}"] = _mean_se(sq_fit)[0]
+        row[f"excess_over_{key}"], row[f"excess_over_{key}_se"] = _mean_se(sq_model - sq_fit)
+    schedules = {"eta_gd_perstep": fits["gd_perstep"]["eta"], "eta_gdpp": fits["gdpp"]["eta"],
+                 "gamma_gdpp": fits["gdpp"]["gamma"]}  # fmt: skip
+    row["cos_gdpp"] = th.sensitivity_cosine(f, fits["gdpp"]["predictor"], evalN.x_ctx, evalN.y_ctx, evalN.x_q)
+    cmp = th.compare_predictors(f, th.GD(eta=eta_K, steps=K), evalN.x_ctx, evalN.y_ctx, evalN.x_q)
+    row.update(loss_gd_steps=loss_K, eta_gd_steps=eta_K, cos_steps=cmp["cos_sensitivity"],
+               preds_diff_steps=cmp["preds_diff"], model_diff_steps=cmp["model_diff"])  # fmt: skip
+    return row, schedules
+
+
+def measure_headline(cfg: Config, main_K: int, f_main: ModelPredictor, evalN: RegressionBatch, eta_star: float,
+                     per_K: dict[str, list[float]], data: dict, scalars: dict) -> None:  # fmt: skip
+    """The headline model (first depth) against one GD step at eta* and the baselines, paired on the same
+    evaluation tasks; a scatter of its predictions against GD's; its per-depth results as scalars."""
     gd_star = th.one_step_gd(eta_star)
-    f_main = predictors[main_K]
     pred_main, pred_gd = _predict(f_main, evalN), _predict(gd_star, evalN)
     cmp = th.compare_predictors(f_main, gd_star, evalN.x_ctx, evalN.y_ctx, evalN.x_q)
     n_show = min(500, cfg.n_eval)  # predictions kept for the trained-vs-GD scatter
@@ -661,7 +690,6 @@ def measure_stacks(cfg: Config, trained: dict, eta_star: float, data: dict, scal
         preds_diff=cmp["preds_diff"], model_diff=cmp["model_diff"], train_time_s=per_K["train_time_s"][0],
         depth_loss_ratio_last=per_K["loss_model"][-1] / per_K["loss_model"][0],
     )  # fmt: skip
-    return predictors
 
 
 def baselines(cfg: Config) -> dict[str, Any]:
@@ -674,7 +702,7 @@ def baselines(cfg: Config) -> dict[str, Any]:
     }
 
 
-def fit_eta_se(pred: torch.Tensor, batch: th.RegressionBatch) -> tuple[float, float]:
+def fit_eta_se(pred: torch.Tensor, batch: RegressionBatch) -> tuple[float, float]:
     """eta fitted to the predictions (least squares on g = x_q . h) and its heteroscedasticity-robust SE."""
     N = batch.x_ctx.shape[1]
     g = (np.einsum("bnd,bn->bd", batch.x_ctx, batch.y_ctx) / N * batch.x_q).sum(-1)
@@ -888,7 +916,7 @@ def claims_construction(led: Ledger, ds: xr.Dataset, s: dict, cfg: Config) -> No
     for law, key in (("independent coordinates (v, m4)", "independent"), ("correlated Gaussian x = L z", "gaussian")):
         led.manual(
             f"sympy_one_step_loss_{key}_d2_N2", role="identity", passed=bool(s[f"sympy_loss_{key}_exact"]),
-            source="derivation: analysis.theory.icl_gd._one_step_loss (Isserlis / independent fourth moments)",
+            source="derivation: analysis.theory.icl_gd.closed_forms._one_step_loss (Isserlis / independent fourth moments)",
             statement=f"the closed-form one-step GD loss equals the brute-force moment expansion, {law}, d = N = 2 (sympy)",
         )  # fmt: skip
 

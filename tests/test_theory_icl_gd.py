@@ -1,4 +1,4 @@
-"""Theory of in-context regression as GD (analysis/theory/icl_gd.py): exact identities and closed forms.
+"""Theory of in-context regression as GD (analysis/theory/icl_gd/): exact identities and closed forms.
 
 Monte Carlo tolerances are |mc - theory| <= 4 SE with SE the sample standard error; the seeds are
 fixed, so each check is deterministic, and at 4 SE a correct formula would fail with probability
@@ -47,8 +47,8 @@ def test_sampler_shapes_determinism_and_labels():
     b = T.sample_regression(5, 3, 4, "uniform", 0.0, np.random.default_rng(7))
     assert a.x_ctx.shape == (5, 4, 3) and a.y_ctx.shape == (5, 4) and a.x_q.shape == (5, 3)
     assert a.y_q.shape == (5,) and a.w.shape == (5, 3) and a.x_ctx.dtype == np.float64
-    for u, v in zip(a, b, strict=True):
-        np.testing.assert_array_equal(u, v)
+    for field in ("x_ctx", "y_ctx", "x_q", "y_q", "w"):
+        np.testing.assert_array_equal(getattr(a, field), getattr(b, field))
     # noiseless labels are exactly w.x (same float64 ops up to summation order)
     np.testing.assert_allclose(a.y_ctx, np.einsum("bnd,bd->bn", a.x_ctx, a.w), rtol=0, atol=1e-15)
     assert np.all(np.abs(a.x_ctx) <= 0.5)
@@ -177,7 +177,7 @@ def test_construction_needs_context_only_keys_beyond_one_layer():
     rng = np.random.default_rng(4)
     d, N = 3, 6
     b = T.sample_regression(32, d, N, "gaussian", 0.0, rng)
-    tokens = T.build_tokens(b.x_ctx, b.y_ctx, b.x_q)
+    tokens = T.concat_tokens(b.x_ctx, b.y_ctx, b.x_q)
     one = T.gd_lsa_stack(d, 0.8, N, 1)
     two = T.gd_lsa_stack(d, 0.8, N, 2)
     # one layer: the query's value (0, -0) is zero, so including it changes nothing
