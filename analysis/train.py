@@ -62,9 +62,11 @@ import numpy as np
 import torch
 
 from analysis.checkpoints import CheckpointCache, checkpoint_key, history_from_json, history_to_json
+from analysis.corpus import CorpusSpec
 from analysis.io import content_hash
 from analysis.model import ModelConfig, TinyTransformer
 from analysis.progress import bar as progress_bar
+from analysis.tasks import CorpusLM
 from analysis.validation import check_choice, check_float, check_int, check_sequence
 
 log = logging.getLogger(__name__)
@@ -350,9 +352,11 @@ def train(
         cache = None
     task_cfg = task.config()
     extra = None if callback_id is None else {"callback": callback_id}
-    key = checkpoint_key(model_cfg, task_cfg, train_cfg, extra=extra)
+    key = checkpoint_key(model_cfg, task_cfg, train_cfg, trainer_version=TRAINER_VERSION, extra=extra)
     snap_steps = _check_snapshots(snapshots, train_cfg.steps)
-    snap_keys = {s: checkpoint_key(model_cfg, task_cfg, train_cfg, extra=dict(extra or {}, snapshot=s)) for s in snap_steps}
+    snap_keys = {s: checkpoint_key(model_cfg, task_cfg, train_cfg, trainer_version=TRAINER_VERSION,
+                                   extra=dict(extra or {}, snapshot=s))
+                 for s in snap_steps}  # fmt: skip
     meta_base = {
         "model": model_cfg.to_dict(),
         "task": task_cfg,
@@ -591,9 +595,6 @@ def tiny_lm_preset(seed: int = 0) -> tuple[ModelConfig, Any, TrainConfig]:
     faster here, and the model can be run on prompts longer than the training context.
     ``seed`` sets both the initial weights and the data stream.
     """
-    from analysis.corpus import CorpusSpec
-    from analysis.tasks import CorpusLM
-
     task = CorpusLM(seq_len=64, corpus=CorpusSpec(encoding="char"))
     model_cfg = ModelConfig(
         vocab_size=task.vocab_size, d_model=128, n_layers=3, n_heads=4, pos="rope", max_len=64,

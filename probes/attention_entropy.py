@@ -9,7 +9,7 @@ Four measurements, each beside its closed form in :mod:`analysis.theory.attentio
    the last row of the shorter one); per ``n`` the values are averaged over the ``rows_per_n`` rows
    ending at ``n`` (their n differ by < rows_per_n / n). A bidirectional model (an encoder) gets one
    forward pass per ``n`` on the first ``n`` tokens; every row then sees ``n`` keys and the values are
-   averaged over all ``n`` rows. For every layer, head and query row, from ``hook_scores`` (reduced
+   averaged over all ``n`` rows. For every layer, head and query row, from ``hook_attn_scores`` (reduced
    inside the hook in float64, a block of rows at a time; no pattern is cached): entropy ``H``,
    ``H / ln n`` and the largest weight (softmax/ssmax kernels; for sigmoid the weights are not a
    distribution and only logits are kept), the logit standard deviation over the row's keys, the row's
@@ -35,7 +35,7 @@ Four measurements, each beside its closed form in :mod:`analysis.theory.attentio
    checkpoint (without QK-norm) the spectral entropy bound on every row of the probe batch.
 
 Passed-in models: anything satisfying :class:`analysis.protocol.ProbeModel` with token input and
-``blocks.{l}.attn.hook_scores`` hook points (our zoo, the Hugging Face adapter). ``attention`` then
+``blocks.{l}.attn.hook_attn_scores`` hook points (our zoo, the Hugging Face adapter). ``attention`` then
 names the passed model's kernel (softmax for every Hugging Face model). The logit-scale sweep and the
 Gaussian comparison are for own models only; the bounds are checked on whatever is measured.
 
@@ -51,12 +51,15 @@ import numpy as np
 import torch
 import xarray as xr
 
-from analysis.hooks import hooks
+from analysis.corpus import CorpusSpec, build_corpus
+from analysis.hooks import SCORES, canonical_name, hooks
 from analysis.ledger import Ledger
 from analysis.model import ModelConfig, TinyTransformer
 from analysis.progress import bar
 from analysis.protocol import check_length, encode_text, vocab_size
+from analysis.tasks import CorpusLM, MarkovLanguage
 from analysis.theory import attention_entropy as theory
+from analysis.train import TrainConfig, train
 from probes.base import MAX_SEED, ModelIncompatibleError, ProbeConfig, Result, param
 
 NAME = "attention_entropy"
@@ -234,10 +237,11 @@ def _row_stats(scores: torch.Tensor, normalised: bool) -> dict[str, torch.Tensor
 
 
 def score_hook_names(model) -> list[str]:
-    """``blocks.{l}.attn.hook_scores`` of every layer the model exposes, in layer order."""
-    names = [h for h in model.hook_names() if h.startswith("blocks.") and h.endswith(".attn.hook_scores")]
+    """``blocks.{l}.attn.hook_attn_scores`` of every layer the model exposes, in layer order (a model that
+    names them ``attn.hook_scores``, the older spelling, is read the same way)."""
+    names = [h for h in model.hook_names() if h.startswith("blocks.") and canonical_name(h).endswith(".attn." + SCORES)]
     if not names:
-        raise ModelIncompatibleError("the model exposes no blocks.{l}.attn.hook_scores hook points (pre-softmax logits); "
+        raise ModelIncompatibleError("the model exposes no blocks.{l}.attn.hook_attn_scores hook points (pre-softmax logits); "
                          "attention_entropy needs them")  # fmt: skip
     return sorted(names, key=lambda h: int(h.split(".")[1]))
 
@@ -340,8 +344,6 @@ def distinct_tokens(T: int, seed: int, vocab: int | None = None) -> torch.Tensor
 def corpus_tokens(model, T: int, seed: int) -> torch.Tensor:
     """(1, T) token ids of held-out corpus text in the model's own encoding (:func:`encode_text`),
     starting at a seed-dependent offset of the validation split."""
-    from analysis.corpus import build_corpus
-
     corpus = build_corpus()
     val = corpus.val_tokens
     start = (seed * 7919) % max(1, len(val) // 2)  # tokens only
@@ -410,19 +412,13 @@ def measure_untrained(model, tokens: torch.Tensor, ns, k: int, *, normalised: bo
 
 
 def _task(config: Config):
-    from analysis.tasks import CorpusLM, MarkovLanguage
-
     if config.train_data == "markov":
         return MarkovLanguage(vocab_size=64, seq_len=config.train_seq_len, concentration=0.1, seed=config.seed)
-    from analysis.corpus import CorpusSpec
-
     return CorpusLM(seq_len=config.train_seq_len, corpus=CorpusSpec(encoding="char"))
 
 
 def train_config(config: Config, lr: float, seed: int | None = None):
     """AdamW, short warm-up, constant lr, no clipping and no decay: the setting where logit growth shows."""
-    from analysis.train import TrainConfig
-
     return TrainConfig(steps=config.train_steps, batch_size=16, lr=lr, warmup_steps=min(20, config.train_steps // 5),
                        schedule="constant", weight_decay=0.0, grad_clip=0.0,
                        seed=config.seed if seed is None else seed)  # fmt: skip
@@ -458,8 +454,6 @@ def loss_spikes(loss: np.ndarray, nats: float) -> int:
 def train_sweep(config: Config, progress: bool = True) -> dict[str, np.ndarray]:
     """Every (QK-norm, lr, training seed) run: traces (..., step), per-head traces (..., layer, head, step),
     final per-head entropies, loss spikes, and Zhai et al.'s bound on the trained checkpoint (slack, tightness)."""
-    from analysis.train import train
-
     shape = (len(config.qk_norm), len(config.lr), config.train_seeds)
     T = config.train_steps
     out = {k: np.full(shape + (T,), np.nan) for k in ("trace_max_logit", "trace_min_ent_norm", "trace_loss")}
@@ -608,7 +602,7 @@ def run(config: Config, model=None, progress: bool = True) -> Result:
 
     ent, maxw, std = per_n["entropy"], per_n["max_weight"], per_n["std"]
     # theory at the measured logit std (attention kernel softmax: ssmax rescales the logits by s ln n
-    # before hook_scores, so its measured std already includes the factor)
+    # before hook_attn_scores, so its measured std already includes the factor)
     th_lln = theory.lln_entropy(ns, std)
     th_exact = _gaussian_exact(ns, std)
     rng_bound = theory.entropy_lower_bound_range(rows["n"], rows["range"])

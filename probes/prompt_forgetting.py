@@ -15,7 +15,7 @@ Curves are geometric means over pairs; ``alpha`` is the least-squares slope of `
 Theory beside it (:mod:`analysis.theory.prompt_forgetting`): the bound's shape ``P (ln t)^(L-1)/t``
 and its local exponent ``1 - (L-1)/ln t`` (``bound_ratio = D t / (P (ln t)^(L-1))``, ``L`` = depth up
 to that layer); the linear relay model's offsets and local exponent; the theorem's conditions measured
-on the same forward passes (largest finite |attention logit| from ``hook_scores``, the intervention's
+on the same forward passes (largest finite |attention logit| from ``hook_attn_scores``, the intervention's
 bias removed; smallest RMS of a pre-norm input from ``ln1/ln2.hook_in``); the prompt's attention
 share per layer and its dilution bound ``P e^(2B) / (P e^(2B) + t - P)``. With ``logit_bias="cancel"``
 the bias ``ln(t - P)`` is added to the prompt keys' logits of every continuation query in every layer,
@@ -66,12 +66,15 @@ import xarray as xr
 from scipy.stats import t as student_t
 
 from analysis import protocol
+from analysis.corpus import bigram_cross_entropy, build_corpus
 from analysis.fitting import PowerLawFit, bootstrap_power_law, local_exponent
-from analysis.hooks import hook_points, hooks, run_with_cache
+from analysis.hooks import SCORES, canonical_name, hook_points, hooks, resid_names, run_with_cache
 from analysis.ledger import Ledger
 from analysis.model import ModelConfig, PrefixKeyBias, TinyTransformer, bias_block
 from analysis.progress import bar
+from analysis.tasks import CorpusLM, MarkovLanguage
 from analysis.theory import prompt_forgetting as theory
+from analysis.train import derived_seed, evaluate, probe_lm_train_config, train
 from probes.base import MAX_SEED, ModelIncompatibleError, ProbeConfig, Result, param
 
 NAME = "prompt_forgetting"
@@ -170,16 +173,12 @@ def model_config(config: Config) -> ModelConfig:
 
 
 def _task(config: Config, seq_len: int):
-    from analysis.tasks import CorpusLM, MarkovLanguage
-
     if config.data == "markov":
         return MarkovLanguage(vocab_size=config.vocab_size, seq_len=seq_len, seed=config.seed)
     return CorpusLM(seq_len=seq_len)
 
 
 def train_config(config: Config):
-    from analysis.train import probe_lm_train_config
-
     return probe_lm_train_config(config.train_steps, config.seed)
 
 
@@ -189,8 +188,6 @@ def build_model(config: Config, progress: bool = True):
     cfg = model_config(config)
     if not config.trained:
         return TinyTransformer(cfg).eval(), {}
-    from analysis.train import train
-
     res = train(cfg, _task(config, config.train_seq_len), train_config(config), progress=progress,
                 snapshots=config.train_checkpoints)  # fmt: skip
     info = {"train_loss": res.final_loss, "checkpoint": res.key, "from_cache": res.from_cache}
@@ -214,9 +211,6 @@ def language_losses(config: Config, models: dict) -> dict[str, float]:
     entropy is its entropy rate (the Bayes loss: no model can beat it) and its unigram entropy is
     ``H(pi)``.
     """
-    import analysis.train as tr
-    from analysis.corpus import bigram_cross_entropy
-
     task = _task(config, config.train_seq_len)
     if config.data == "corpus":
         batches = list(task.eval_batches(16, max_batches=HELDOUT_BATCHES))
@@ -225,10 +219,10 @@ def language_losses(config: Config, models: dict) -> dict[str, float]:
         uni = np.bincount(np.asarray(train_tok, dtype=np.int64), minlength=256) + 0.5
         unigram = float(-np.log(uni[np.asarray(val_tok, dtype=np.int64)] / uni.sum()).mean())
     else:
-        gen = torch.Generator().manual_seed(tr.derived_seed(config.seed, "heldout"))
+        gen = torch.Generator().manual_seed(derived_seed(config.seed, "heldout"))
         batches = [task.sample(16, gen) for _ in range(HELDOUT_BATCHES)]
         bigram, unigram = task.entropy_rate, task.unigram_entropy
-    out = {f"heldout_loss_{k}": tr.evaluate(m, task, batches) for k, m in models.items()}
+    out = {f"heldout_loss_{k}": evaluate(m, task, batches) for k, m in models.items()}
     return {**out, "bigram_entropy": float(bigram), "unigram_entropy": float(unigram)}
 
 
@@ -239,8 +233,6 @@ def corpus_ids(model, chunk_chars: int = 20_000) -> torch.Tensor:
     :func:`analysis.protocol.encode_text` (a tokenizer, or UTF-8 bytes for byte-level zoo models) and
     concatenated. For a byte model this is the validation split itself (the corpus is ASCII).
     """
-    from analysis.corpus import build_corpus
-
     corpus = build_corpus()
     text = corpus.decode(corpus.val_tokens)
     pieces, start = [], 0
@@ -351,7 +343,7 @@ def measure(model, a, b, c, *, attn_bias=None, progress: bool = True) -> dict[st
     ``distance`` (n, L, T), ``norm`` (n, L, T) the mean |h| of the two states, ``share`` (n, L, T) the
     prompt's attention share averaged over heads and both sequences (NaN where no pattern hook exists),
     ``share_max`` (n, L, T) its largest head value, ``max_logit`` (n,) and ``min_rms`` (n,) (NaN where the
-    model exposes no ``attn.hook_scores`` / no pre-norm input ``ln1|ln2.hook_in``), and ``embed_delta``
+    model exposes no ``attn.hook_attn_scores`` / no pre-norm input ``ln1|ln2.hook_in``), and ``embed_delta``
     (n, P, d) the input offset (float64; width 0 where the model has no ``hook_embed``). Only hook names
     the model lists are asked for; ``blocks.{l}.hook_resid_post`` is the one the probe cannot do without.
     """
@@ -359,9 +351,9 @@ def measure(model, a, b, c, *, attn_bias=None, progress: bool = True) -> dict[st
     L = model.n_layers
     names = model.hook_names()
     points = hook_points(model)
-    resid = [f"blocks.{layer}.hook_resid_post" for layer in range(L)]
+    resid = resid_names(L)
     pre_norm = [h for h in names if h.endswith((".ln1.hook_in", ".ln2.hook_in"))]
-    scores = [h for h in names if h.endswith("attn.hook_scores")]
+    scores = [h for h in names if canonical_name(h).endswith("attn." + SCORES)]
     patterns = [h for h in names if h.endswith("attn.hook_pattern")]
     missing = [r for r in resid if r not in names]
     if missing:
@@ -729,7 +721,7 @@ def claim_conditions(led: Ledger, config: Config, data: xr.Dataset, scalars: dic
     if not (np.isfinite(max_logit) and np.isfinite(data["prompt_share_max"].values).any()):
         for name in ("prompt_share_dilution_bound", "condition_dilution_regime"):
             led.not_evaluated(name, role="bound", source=src, seed="000#1",
-                              reason="the model exposes no attn.hook_scores/attn.hook_pattern hooks: max |logit| and "
+                              reason="the model exposes no attn.hook_attn_scores/attn.hook_pattern hooks: max |logit| and "
                                      "the prompt share are not measured")  # fmt: skip
     else:
         ratio = float(np.nanmax(data["prompt_share_max"].values / theory.prompt_share_bound(P, t, max_logit)[None]))

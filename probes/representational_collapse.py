@@ -63,12 +63,13 @@ import xarray as xr
 
 from analysis import protocol, tasks
 from analysis.fitting import bootstrap_power_law
-from analysis.hooks import resolve_names, run_with_cache
+from analysis.hooks import resid_names, resolve_names, run_with_cache
 from analysis.ledger import Ledger
 from analysis.model import DTYPES, ModelConfig, TinyTransformer
 from analysis.progress import bar
 from analysis.theory import representational_collapse as theory
 from analysis.theory.signal_propagation import rank_residual
+from analysis.train import probe_lm_train_config, train
 from probes.base import MAX_SEED, ModelIncompatibleError, ProbeConfig, Result, param
 
 NAME = "representational_collapse"
@@ -192,8 +193,6 @@ def model_config(config: Config) -> ModelConfig:
 
 
 def train_config(config: Config):
-    from analysis.train import probe_lm_train_config
-
     return probe_lm_train_config(config.train_steps, config.seed)
 
 
@@ -209,10 +208,7 @@ def build_models(config: Config, model=None, progress: bool = True) -> tuple[dic
         cfg = model_config(config)
         return {dt: TinyTransformer(cfg.replace(dtype=dt)).eval() for dt in names}, info
     if model is None:
-        from analysis.tasks import MarkovLanguage
-        from analysis.train import train
-
-        task = MarkovLanguage(vocab_size=config.vocab_size, seq_len=config.train_seq_len, seed=config.seed)
+        task = tasks.MarkovLanguage(vocab_size=config.vocab_size, seq_len=config.train_seq_len, seed=config.seed)
         res = train(model_config(config), task, train_config(config), progress=progress)
         model = res.model
         info = {"train_loss": res.final_loss, "checkpoint": res.key, "from_cache": res.from_cache}
@@ -316,7 +312,7 @@ def measure_distances(models: dict, config: Config, ns: np.ndarray, progress: bo
     S, L = config.n_bases, ref.n_layers
     causal = bool(ref.causal)
     dev = _device(ref)
-    resid = [f"blocks.{layer}.hook_resid_post" for layer in range(L)]
+    first, *resid = resid_names(L, "depth")  # the input of block 0, then every block's output
     last = resid[-1]
     out = {dt: {k: np.zeros((S, len(ns))) for k in ("distance", "norm", "argmax_equal", "identical", "divergence")}
            for dt in models}  # fmt: skip
@@ -329,7 +325,7 @@ def measure_distances(models: dict, config: Config, ns: np.ndarray, progress: bo
         rows = torch.arange(ids.shape[0])
         diff64 = None
         for dt, model in models.items():
-            names = [last] if dt != "float64" else resid + ["blocks.0.hook_resid_pre"]
+            names = [last] if dt != "float64" else resid + [first]
             kw = {} if bias is None else {"attn_bias": bias.to(DTYPES[dt])}
             with torch.no_grad():
                 logits, cache = run_with_cache(model, ids.to(dev), names=names, **kw)
@@ -348,7 +344,7 @@ def measure_distances(models: dict, config: Config, ns: np.ndarray, progress: bo
             out[dt]["argmax_equal"][:, j] = (am[0::2] == am[1::2]).numpy()
             out[dt]["identical"][:, j] = (cache[last][rows, idx][0::2] == cache[last][rows, idx][1::2]).all(-1).numpy()
             if dt == "float64":
-                exact["h0"].append((cache["blocks.0.hook_resid_pre"].numpy(), idx.numpy()))
+                exact["h0"].append((cache[first].numpy(), idx.numpy()))
                 exact["last"].append(h.numpy())
     return {"per_dtype": out, "exact": exact, "layer_distance": layer_distance}
 
@@ -363,7 +359,7 @@ def sensitivity(model, config: Config, vocab: int | None = None, chunk: int = 64
     T = config.sens_len
     seqs = torch.randint(0, (vocab or config.vocab_size) - 1, (config.sens_bases, T), generator=gen)
     dev = _device(model)
-    resid = [f"blocks.{layer}.hook_resid_post" for layer in range(model.n_layers)]
+    resid = resid_names(model.n_layers)
     names = ["hook_embed"] + resid
     resolve_names(model, names)
     with torch.no_grad():
@@ -520,7 +516,7 @@ def run(config: Config, model=None, progress: bool = True) -> Result:
 
     # rank residual of the longest first sample's float64 states (sequence a)
     seq = make_pair(config, draw_samples(config, vocab), 0, int(ns[-1]))[0]
-    names = ["blocks.0.hook_resid_pre"] + [f"blocks.{layer}.hook_resid_post" for layer in range(L)]
+    names = resid_names(L, "depth")
     with torch.no_grad():
         _, cache = run_with_cache(ref, seq[None].to(_device(ref)), names=names)
     rr = np.array([float(rank_residual(cache[k][0].cpu())) for k in names])

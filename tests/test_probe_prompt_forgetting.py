@@ -162,7 +162,7 @@ class _NoOptionalHooks(TinyTransformer):
     """A zoo model that, like the Hugging Face adapter, lists no norm or attention-internal hooks."""
 
     def hook_names(self) -> list[str]:
-        drop = (".hook_in", ".hook_normalized", "attn.hook_scores", "attn.hook_pattern")
+        drop = (".hook_in", ".hook_normalized", "attn.hook_attn_scores", "attn.hook_pattern")
         return [n for n in super().hook_names() if not n.endswith(drop)]
 
 
