@@ -462,24 +462,19 @@ def plateau_slope_ci(t: np.ndarray, D: np.ndarray, shape: np.ndarray, *, n_boot:
 # The probe
 
 
-def run(config: Config, model=None, progress: bool = True) -> Result:
-    own_model = model is None
-    info: dict = {}
-    if own_model:
-        model, info = build_model(config, progress=progress)
-    L, P, T = model.n_layers, config.prompt_len, config.cont_len
-    N = P + T
-    protocol.check_length(model, N, f"prompt_len + cont_len = {P} + {T} =")
-    a, b, c = draw_pairs(config, None if own_model else model)
-    dtype = next(model.parameters()).dtype if hasattr(model, "parameters") else torch.float32
-    bias = cancel_bias(P, N, dtype) if config.logit_bias == "cancel" else None
-    m = measure(model, a, b, c, attn_bias=bias, progress=progress)
+def offset_laws(config: Config, m: dict, P: int, N: int) -> dict:
+    """The decay of the offsets ``m["distance"]`` (n, L, T) against the relay model and the bound.
 
+    Per layer: power-law fits of the offsets and of the relative offsets (``fits``, ``fits_rel``), the
+    local exponent on ``t_loc``, the relay model's offsets and local exponent, the bound's shape and
+    local exponent, the ratio to the bound with its constants and the bootstrap CI of its plateau slope.
+    The fits and the CI draw from one bootstrap stream, in that order.
+    """
+    L = m["distance"].shape[1]
     t = np.arange(P + 1, N + 1, dtype=np.float64)  # absolute positions of the continuation
     D = m["distance"]  # (n, L, T)
     rel = D / m["norm"]
     gm = np.exp(np.log(D).mean(axis=0))  # (L, T) geometric mean over pairs
-    gm_rel = np.exp(np.log(rel).mean(axis=0))
     rng = np.random.default_rng(config.seed + 104729)
     window = (config.fit_lo, float(N))
     fits = [_power_law(t, D[:, layer], window, n_boot=config.n_boot, rng=rng) for layer in range(L)]
@@ -492,44 +487,46 @@ def run(config: Config, model=None, progress: bool = True) -> Result:
         alpha_loc.append(al)
     depth = np.arange(1, L + 1)
     relay = np.stack([theory.relay_offsets(P, int(k), N)[P:] for k in depth])  # (L, T)
-    relay_loc = np.stack([_local_exponent(t, r, t_loc_range)[1] for r in relay])
-    bound_loc = np.stack([theory.bound_local_exponent(int(k), t_loc) for k in depth])
     shape = np.stack([theory.bound_shape(P, int(k), t) for k in depth])  # (L, T)
     bound_ratio = gm / shape
-    consts = bound_constants(t, bound_ratio, config.fit_lo)
-    slope_ci = plateau_slope_ci(t, D, shape, n_boot=config.n_boot, rng=rng)
-    relay_consts = bound_constants(t, relay / shape, config.fit_lo)
+    return {
+        "t": t, "window": window, "gm": gm, "gm_rel": np.exp(np.log(rel).mean(axis=0)), "fits": fits,
+        "fits_rel": fits_rel, "t_loc": t_loc, "alpha_loc": alpha_loc, "relay": relay,
+        "relay_loc": np.stack([_local_exponent(t, r, t_loc_range)[1] for r in relay]),
+        "bound_loc": np.stack([theory.bound_local_exponent(int(k), t_loc) for k in depth]),
+        "bound_ratio": bound_ratio, "consts": bound_constants(t, bound_ratio, config.fit_lo),
+        "slope_ci": plateau_slope_ci(t, D, shape, n_boot=config.n_boot, rng=rng),
+        "relay_consts": bound_constants(t, relay / shape, config.fit_lo),
+    }  # fmt: skip
 
-    exact_relay = own_model and config.attention == "uniform" and config.norm == "none" and config.mlp == 0
-    relay_pred = limit = None
-    if exact_relay and config.logit_bias == "none":
-        relay_pred = relay_prediction(model, m["embed_delta"], N)[:, :, P:]  # (n, L, T) per pair
-        limit = np.exp(np.log(relay_matrix_limit(model, m["embed_delta"])).mean(axis=0))  # (L,) like `distance`
+
+def offsets_dataset(config: Config, m: dict, law: dict, relay_pred, limit) -> xr.Dataset:
+    """The result's arrays: the measured offsets and prompt shares beside the laws of :func:`offset_laws`,
+    and with an exact relay prediction (``relay_pred`` (n, L, T), ``limit`` (L,); else ``None``) that too."""
+    L, T = m["distance"].shape[1:]
+    fits, fits_rel, depth = law["fits"], law["fits_rel"], np.arange(1, L + 1)
     share = np.nanmean(m["share"], axis=0) if np.isfinite(m["share"]).any() else np.full((L, T), np.nan)
     share_max = np.nanmax(m["share_max"], axis=0) if np.isfinite(m["share_max"]).any() else np.full((L, T), np.nan)
-    max_logit = float(np.max(m["max_logit"]))
-    min_rms = float(np.min(m["min_rms"]))
-
-    coords = {"layer": np.arange(L), "t": t, "pair": np.arange(config.n_pairs), "t_local": t_loc,
+    coords = {"layer": np.arange(L), "t": law["t"], "pair": np.arange(config.n_pairs), "t_local": law["t_loc"],
               "end": ["lo", "hi"]}  # fmt: skip
     data = xr.Dataset(
         {
-            "distance": (("layer", "t"), gm),
-            "distance_rel": (("layer", "t"), gm_rel),
-            "distance_pairs": (("pair", "layer", "t"), D),
+            "distance": (("layer", "t"), law["gm"]),
+            "distance_rel": (("layer", "t"), law["gm_rel"]),
+            "distance_pairs": (("pair", "layer", "t"), m["distance"]),
             "alpha": (("layer",), np.array([f.alpha for f in fits])),
             "alpha_ci": (("layer", "end"), np.array([f.alpha_ci for f in fits])),
             "alpha_rel": (("layer",), np.array([f.alpha for f in fits_rel])),
             "alpha_rel_ci": (("layer", "end"), np.array([f.alpha_ci for f in fits_rel])),
             "log_c": (("layer",), np.array([f.log_c for f in fits])),
-            "alpha_local": (("layer", "t_local"), np.stack(alpha_loc)),
-            "relay": (("layer", "t"), relay),
-            "relay_local": (("layer", "t_local"), relay_loc),
-            "bound_local": (("layer", "t_local"), bound_loc),
-            "bound_ratio": (("layer", "t"), bound_ratio),
-            **{k: (("layer",), v) for k, v in consts.items()},
-            "bound_plateau_slope_ci": (("layer", "end"), slope_ci),
-            "relay_bound_plateau": (("layer",), relay_consts["bound_plateau"]),
+            "alpha_local": (("layer", "t_local"), np.stack(law["alpha_loc"])),
+            "relay": (("layer", "t"), law["relay"]),
+            "relay_local": (("layer", "t_local"), law["relay_loc"]),
+            "bound_local": (("layer", "t_local"), law["bound_loc"]),
+            "bound_ratio": (("layer", "t"), law["bound_ratio"]),
+            **{k: (("layer",), v) for k, v in law["consts"].items()},
+            "bound_plateau_slope_ci": (("layer", "end"), law["slope_ci"]),
+            "relay_bound_plateau": (("layer",), law["relay_consts"]["bound_plateau"]),
             "relay_limit": (("layer",), np.array([theory.relay_limit(int(k)) for k in depth])),
             "prompt_share": (("layer", "t"), share),
             "prompt_share_max": (("layer", "t"), share_max),
@@ -542,21 +539,51 @@ def run(config: Config, model=None, progress: bool = True) -> Result:
         data["relay_matrix"] = (("layer", "t"), np.exp(np.log(relay_pred).mean(axis=0)))
         data["relay_matrix_pairs"] = (("pair", "layer", "t"), relay_pred)
         data["relay_matrix_limit"] = (("layer",), limit)
-    last = fits[-1]
-    scalars = {
+    return data
+
+
+def offsets_scalars(m: dict, law: dict, P: int) -> dict:
+    """The deepest layer's exponent and bound constants, the theorem's measured conditions, and the relay
+    model's exponent over the same window (what ``alpha`` is compared with)."""
+    last, window, alpha_loc, consts = law["fits"][-1], law["window"], law["alpha_loc"], law["consts"]
+    return {
         "alpha": last.alpha, "alpha_ci_lo": last.alpha_ci[0], "alpha_ci_hi": last.alpha_ci[1],
-        "alpha_rel": fits_rel[-1].alpha, "fit_lo": window[0], "fit_hi": window[1],
-        "fit_rms_residual": last.rms_residual, "max_logit": max_logit, "min_prenorm_rms": min_rms,
+        "alpha_rel": law["fits_rel"][-1].alpha, "fit_lo": window[0], "fit_hi": window[1],
+        "fit_rms_residual": last.rms_residual, "max_logit": float(np.max(m["max_logit"])),
+        "min_prenorm_rms": float(np.min(m["min_rms"])),
         "norm_max": float(m["norm"].max()),
         "alpha_local_end": float(alpha_loc[-1][np.isfinite(alpha_loc[-1])][-1]) if np.isfinite(alpha_loc[-1]).any()
                            else math.nan,
-        "bound_local_end": float(bound_loc[-1][-1]),
+        "bound_local_end": float(law["bound_loc"][-1][-1]),
         "bound_constant": float(consts["bound_constant"][-1]), "bound_plateau": float(consts["bound_plateau"][-1]),
         "bound_plateau_slope": float(consts["bound_plateau_slope"][-1]),
         # the relay model's alpha of this depth over the same window: what alpha is compared with
-        "alpha_relay_window": (theory.relay_alpha_window(P, len(fits), window[0], int(window[1]))
+        "alpha_relay_window": (theory.relay_alpha_window(P, len(law["fits"]), window[0], int(window[1]))
                                if window[0] >= P + 1 else math.nan),
     }  # fmt: skip
+
+
+def run(config: Config, model=None, progress: bool = True) -> Result:
+    own_model = model is None
+    info: dict = {}
+    if own_model:
+        model, info = build_model(config, progress=progress)
+    P, T = config.prompt_len, config.cont_len
+    N = P + T
+    protocol.check_length(model, N, f"prompt_len + cont_len = {P} + {T} =")
+    a, b, c = draw_pairs(config, None if own_model else model)
+    dtype = next(model.parameters()).dtype if hasattr(model, "parameters") else torch.float32
+    bias = cancel_bias(P, N, dtype) if config.logit_bias == "cancel" else None
+    m = measure(model, a, b, c, attn_bias=bias, progress=progress)
+    law = offset_laws(config, m, P, N)
+
+    exact_relay = own_model and config.attention == "uniform" and config.norm == "none" and config.mlp == 0
+    relay_pred = limit = None
+    if exact_relay and config.logit_bias == "none":
+        relay_pred = relay_prediction(model, m["embed_delta"], N)[:, :, P:]  # (n, L, T) per pair
+        limit = np.exp(np.log(relay_matrix_limit(model, m["embed_delta"])).mean(axis=0))  # (L,) like `distance`
+    data = offsets_dataset(config, m, law, relay_pred, limit)
+    scalars = offsets_scalars(m, law, P)
     if "train_loss" in info:
         scalars["train_loss"] = float(info["train_loss"])
     if own_model and config.data != "random":
@@ -564,7 +591,7 @@ def run(config: Config, model=None, progress: bool = True) -> Result:
         scalars.update(heldout_loss=losses["heldout_loss_model"], bigram_entropy=losses["bigram_entropy"],
                        unigram_entropy=losses["unigram_entropy"])  # fmt: skip
     if "snapshots" in info:
-        data = data.merge(bias_trajectory(config, info["snapshots"], (a, b, c), window, progress=progress))
+        data = data.merge(bias_trajectory(config, info["snapshots"], (a, b, c), law["window"], progress=progress))
     meta = {k: v for k, v in info.items() if k not in ("train_loss", "snapshots")}
     meta["model"] = "built from config" if own_model else f"passed in: {type(model).__name__}"
     if not own_model:
