@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from analysis.checkpoints import checkpoint_key
 from analysis.io import entry_lock
 from analysis.paths import cache_dir
 
@@ -180,8 +181,6 @@ def _describe(kind: str, folder: Path, name: str) -> tuple[set[str], set[str], s
 
 def run_key(meta: dict) -> str:
     """The key of the training run a checkpoint entry belongs to (its own key, unless it is a snapshot)."""
-    from analysis.checkpoints import checkpoint_key
-
     try:
         extra = None if meta.get("callback_id") is None else {"callback": meta["callback_id"]}
         return checkpoint_key(meta["model"], meta["task"], meta["train"], trainer_version=meta["trainer_version"],

@@ -11,7 +11,7 @@ How the hook points are placed
 * Attention is computed by our own attention function, registered with ``transformers`` under the
   name ``"workbench"`` and selected on the wrapped model. It is the eager computation
   ``softmax(scale * q k^T + mask) v`` with hook points for ``hook_q``/``hook_k``/``hook_v`` (B, T, H, dh),
-  ``hook_scores`` (B, H, T, T; pre-softmax logits with ``-inf`` where masked, as in the zoo),
+  ``hook_attn_scores`` (B, H, T, T; pre-softmax logits with ``-inf`` where masked, as in the zoo),
   ``hook_pattern`` and ``hook_z``, and it adds the probe's ``attn_bias`` to the logits. So patterns are
   observed *and* can be intervened on, exactly as in :class:`~analysis.model.TinyTransformer`.
 * Everything else is a PyTorch forward (pre-)hook on the wrapped model's modules, calling one of our
@@ -64,7 +64,7 @@ import torch  # noqa: E402
 from torch import nn  # noqa: E402
 
 from analysis.hooks import HookPoint, name_hook_points  # noqa: E402
-from analysis.model import PrefixKeyBias, layer_biases  # noqa: E402
+from analysis.model import ModelConfig, PrefixKeyBias, TinyTransformer, layer_biases  # noqa: E402
 
 ATTN_IMPLEMENTATION = "workbench"
 SUPPORTED = ("gpt2", "bert")  # model_type values whose module layout is mapped below
@@ -125,7 +125,7 @@ def workbench_attention(
     if bias is not None:
         scores = scores + bias.to(scores.dtype)
     if points is not None:
-        scores = points["hook_scores"](scores)
+        scores = points["hook_attn_scores"](scores)
     pattern = torch.softmax(scores, dim=-1)
     if module.training and dropout > 0:
         pattern = nn.functional.dropout(pattern, p=dropout)
@@ -174,7 +174,7 @@ _BERT_BLOCK = [
     ("ln2.hook_in", "output.LayerNorm", "in"),
     ("ln2.hook_normalized", "output.LayerNorm", "out"),
 ]
-_ATTN_POINTS = ("hook_q", "hook_k", "hook_v", "hook_scores", "hook_pattern", "hook_z")
+_ATTN_POINTS = ("hook_q", "hook_k", "hook_v", "hook_attn_scores", "hook_pattern", "hook_z")
 
 
 def _get(module: nn.Module, path: str) -> nn.Module:
@@ -558,8 +558,6 @@ def zoo_config_for_gpt2(config: Any, *, dtype: str = "float32"):
     1/sqrt(d_head), causal, final LayerNorm, LM head without tying. Fields GPT-2 has and the zoo
     does not (attention scaling by layer index, cross-attention, reordered upcast) raise a ValueError.
     """
-    from analysis.model import ModelConfig
-
     if config.model_type != "gpt2":
         raise ValueError(f"config must be a GPT2Config, got model_type={config.model_type!r}")
     if config.activation_function not in _GPT2_ACTIVATIONS:
@@ -585,8 +583,6 @@ def zoo_from_gpt2(model: HFModel | nn.Module, *, dtype: str = "float64"):
     transposed; the fused ``c_attn`` splits into W_q, W_k, W_v. The LM head has no bias in GPT-2; the
     zoo's is set to zero. With a tied head the head weight is the token embedding.
     """
-    from analysis.model import TinyTransformer
-
     hf = model.hf if isinstance(model, HFModel) else model
     cfg = zoo_config_for_gpt2(hf.config, dtype=dtype)
     zoo = TinyTransformer(cfg)

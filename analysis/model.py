@@ -322,7 +322,7 @@ def bias_block(attn_bias: Any, r0: int, r1: int, k: int) -> torch.Tensor:
 class Attention(nn.Module):
     """Multi-head attention with a switchable kernel.
 
-    scores = scale * q k^T (+ ssmax factor) (+ bias), masked entries -inf   -> hook_scores (B, H, T, T)
+    scores = scale * q k^T (+ ssmax factor) (+ bias), masked entries -inf   -> hook_attn_scores (B, H, T, T)
     pattern: softmax/ssmax/uniform -> softmax(scores); sigmoid -> sigmoid(scores + b) on the support;
              linear -> scores on the support, 0 elsewhere (no normalisation)   -> hook_pattern (B, H, T, T)
     For every kernel a bias of -inf hides a key (e.g. the query token from itself in ICL layouts).
@@ -342,7 +342,7 @@ class Attention(nn.Module):
         self.hook_q = HookPoint()  # (B, T, H, dh), after QK-norm and RoPE
         self.hook_k = HookPoint()
         self.hook_v = HookPoint()
-        self.hook_scores = HookPoint()  # (B, H, T, T), pre-softmax logits, -inf where masked
+        self.hook_attn_scores = HookPoint()  # (B, H, T, T), pre-softmax logits, -inf where masked
         self.hook_pattern = HookPoint()  # (B, H, T, T), the weights that multiply v
         self.hook_z = HookPoint()  # (B, T, H, dh), pattern @ v
         self.allow_fused = False  # the trainer switches this on; probes always see materialised patterns
@@ -355,7 +355,7 @@ class Attention(nn.Module):
             or c.attention != "softmax"
             or attn_bias is not None
             or self.query_block is not None
-            or self.hook_scores.active
+            or self.hook_attn_scores.active
             or self.hook_pattern.active
         )
 
@@ -397,7 +397,7 @@ class Attention(nn.Module):
             scores = scores + bias_block(attn_bias, r0, r1, K).to(scores.dtype)
         support = self._support_rows(r0, r1, K, qh.device)  # (r, K) bool
         rows = None if whole else (r0, r1)
-        scores = self.hook_scores(scores.masked_fill(~support, float("-inf")), rows)
+        scores = self.hook_attn_scores(scores.masked_fill(~support, float("-inf")), rows)
         if c.attention in ("softmax", "ssmax", "uniform"):
             pattern = torch.softmax(scores, dim=-1)
         elif c.attention == "sigmoid":

@@ -51,8 +51,10 @@ GREY = "#7F7F7F"
 THEORY = OKABE_ITO["black"]  # theory lines (dashed)
 MEASURED = BLUE  # a single measured curve
 CYCLE = [BLUE, VERMILLION, GREEN, PURPLE, ORANGE, SKY, OKABE_ITO["yellow"], THEORY]  # = the style's cycle
-NORM_COLORS = {"pre": BLUE, "post": VERMILLION, "peri": GREEN, "mix": PURPLE, "none": GREY}  # by placement
-ATTENTION_COLORS = {"softmax": BLUE, "linear": ORANGE, "sigmoid": GREEN, "ssmax": PURPLE, "uniform": GREY}
+NORM_COLORS = {  # by norm placement / variant (signal_propagation's norms)
+    "pre": BLUE, "post": VERMILLION, "peri": GREEN, "mix": PURPLE, "none": GREY,
+    "ln_scaling": SKY, "deepnorm": ORANGE, "qk_norm": OKABE_ITO["black"],
+}  # fmt: skip
 
 FIGSIZE = {  # inches; one column of a two-column paper is 3.5 in
     "single": (3.5, 2.6),

@@ -64,9 +64,11 @@ import numpy as np
 import torch
 
 from analysis.checkpoints import CheckpointCache, checkpoint_key, history_from_json, history_to_json
+from analysis.corpus import CorpusSpec
 from analysis.io import content_hash
 from analysis.model import ModelConfig, TinyTransformer
 from analysis.progress import bar as progress_bar
+from analysis.tasks import CorpusLM
 from analysis.validation import check_choice, check_float, check_int, check_sequence
 
 log = logging.getLogger(__name__)
@@ -372,11 +374,13 @@ def train(
         cache = None
     task_cfg = task.config()
     extra = None if callback_id is None else {"callback": callback_id}
-    key = checkpoint_key(model_cfg, task_cfg, train_cfg, extra=extra)
+    key = checkpoint_key(model_cfg, task_cfg, train_cfg, trainer_version=TRAINER_VERSION, extra=extra)
     for used in _RECORDERS.get():
         used.add(key)
     snap_steps = _check_snapshots(snapshots, train_cfg.steps)
-    snap_keys = {s: checkpoint_key(model_cfg, task_cfg, train_cfg, extra=dict(extra or {}, snapshot=s)) for s in snap_steps}
+    snap_keys = {s: checkpoint_key(model_cfg, task_cfg, train_cfg, trainer_version=TRAINER_VERSION,
+                                   extra=dict(extra or {}, snapshot=s))
+                 for s in snap_steps}  # fmt: skip
     meta_base = {
         "model": model_cfg.to_dict(),
         "task": task_cfg,
@@ -465,6 +469,76 @@ def _save_state(cache: CheckpointCache | None, key: str, state: dict[str, torch.
             cache.save_state(key, state, meta)
 
 
+def _restore_partial(cache, key, resume: bool, snap_steps: tuple[int, ...], cfg: TrainConfig, model, opt, gen,
+                     device) -> tuple[int, dict[str, list], list[str]]:
+    """Load the partial state of ``key`` into ``model``, ``opt`` and ``gen`` when there is a usable one.
+
+    Returns ``(done, history, callback_names)``: the updates already applied (0 when starting afresh),
+    the history so far and the callback metric names in it. ``resume=False`` discards any partial state;
+    one taken after the first snapshot still missing is not used (the snapshot could not be taken).
+    """
+    hist: dict[str, list] = {name: [] for name in RESERVED_HISTORY}
+    if cache is None:
+        return 0, hist, []
+    if not resume:
+        cache.remove_partial(key)
+        return 0, hist, []
+    partial = cache.load_partial(key, device=device)
+    if partial is not None and snap_steps and int(partial[1].get("step", 0)) > snap_steps[0]:
+        log.info("partial state of %s is past the first snapshot (%d); training from update 0", key, snap_steps[0])
+        partial = None
+    if partial is None:
+        return 0, hist, []
+    gen_state, done, hist = _unpack_state(*partial, model, opt)
+    gen.set_state(gen_state.cpu())
+    log.info("resuming training %s from update %d of %d", key, done, cfg.steps)
+    return done, hist, [k for k in hist if k not in RESERVED_HISTORY]
+
+
+def _gradient_step(step: int, cfg: TrainConfig, model, task, opt, params, gen, device, dtype,
+                   callback) -> tuple[dict[str, float], dict[str, float]]:
+    """Everything of update ``step`` before the optimiser moves the weights: set the learning rate, draw
+    the batch, backward, the gradient norm, the callback (its metrics checked) and the clipping.
+
+    Returns ``(metrics, callback_metrics)``; the weights, the optimiser state and the history are unchanged.
+    """
+    lr = lr_at(step, cfg)
+    for g in opt.param_groups:
+        g["lr"] = lr
+    x, y = task.sample(cfg.batch_size, gen, device=device, dtype=dtype)
+    loss = task.loss(forward(model, task, x), y)
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    grads = [p.grad for p in params if p.grad is not None]
+    grad_norm = torch.nn.utils.get_total_norm(grads, norm_type=2.0, foreach=False)
+    metrics = {"loss": float(loss.item()), "lr": lr, "grad_norm": float(grad_norm.item())}
+    extra = {}
+    if callback is not None:
+        with torch.no_grad():
+            extra = callback(step, model, dict(metrics)) or {}
+        for name in extra:
+            if name in RESERVED_HISTORY:
+                raise ValueError(f"callback metric name {name!r} is reserved ({list(RESERVED_HISTORY)})")
+        extra = {name: _as_float(name, value) for name, value in extra.items()}
+    if cfg.grad_clip > 0:
+        torch.nn.utils.clip_grads_with_norm_(params, cfg.grad_clip, grad_norm, foreach=False)
+    return metrics, extra
+
+
+def _record(hist: dict[str, list], extra_names: list[str], step: int, metrics: dict[str, float],
+            extra: dict[str, float]) -> None:
+    """Append update ``step`` to the history; a callback name seen for the first time gets NaN before."""
+    hist["step"].append(step)
+    for name in ("loss", "lr", "grad_norm"):
+        hist[name].append(metrics[name])
+    for name in extra:
+        if name not in hist:  # first appearance: NaN for the steps before
+            hist[name] = [math.nan] * (len(hist["step"]) - 1)
+            extra_names.append(name)
+    for name in extra_names:
+        hist[name].append(extra.get(name, math.nan))
+
+
 def _train_loop(model_cfg, task, cfg: TrainConfig, device, cache, key, progress, resume, callback,
                 snap_steps: tuple[int, ...] = (), on_snapshot=None):
     model = TinyTransformer(model_cfg, device=device)
@@ -478,22 +552,8 @@ def _train_loop(model_cfg, task, cfg: TrainConfig, device, cache, key, progress,
     gen = torch.Generator().manual_seed(cfg.seed)  # the data stream; used for nothing else
     eval_data = _eval_data(task, cfg, device, dtype)
 
-    hist: dict[str, list] = {name: [] for name in RESERVED_HISTORY}
-    extra_names: list[str] = []
-    done = 0  # updates applied so far
-    if cache is not None and not resume:
-        cache.remove_partial(key)
-    if cache is not None and resume:
-        partial = cache.load_partial(key, device=device)
-        if partial is not None and snap_steps and int(partial[1].get("step", 0)) > snap_steps[0]:
-            log.info("partial state of %s is past the first snapshot (%d); training from update 0", key, snap_steps[0])
-            partial = None
-        if partial is not None:
-            gen_state, done, hist = _unpack_state(*partial, model, opt)
-            gen.set_state(gen_state.cpu())
-            extra_names = [k for k in hist if k not in RESERVED_HISTORY]
-            log.info("resuming training %s from update %d of %d", key, done, cfg.steps)
-    resumed_from = saved = done
+    done, hist, extra_names = _restore_partial(cache, key, resume, snap_steps, cfg, model, opt, gen, device)
+    resumed_from = saved = done  # `done`: updates applied so far
     gen_done = gen.get_state()  # the data stream's position after `done` updates
     taken: dict[int, dict[str, torch.Tensor]] = {}
 
@@ -525,52 +585,18 @@ def _train_loop(model_cfg, task, cfg: TrainConfig, device, cache, key, progress,
             snapshot(step)
             if cfg.eval_every:
                 maybe_eval(step)
-            lr = lr_at(step, cfg)
-            for g in opt.param_groups:
-                g["lr"] = lr
-            x, y = task.sample(cfg.batch_size, gen, device=device, dtype=dtype)
-            loss = task.loss(forward(model, task, x), y)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            grads = [p.grad for p in params if p.grad is not None]
-            grad_norm = torch.nn.utils.get_total_norm(grads, norm_type=2.0, foreach=False)
-            metrics = {"loss": float(loss.item()), "lr": lr, "grad_norm": float(grad_norm.item())}
-            extra = {}
-            if callback is not None:
-                with torch.no_grad():
-                    extra = callback(step, model, dict(metrics)) or {}
-                for name in extra:
-                    if name in RESERVED_HISTORY:
-                        raise ValueError(
-                            f"callback metric name {name!r} is reserved ({list(RESERVED_HISTORY)})"
-                        )
-                extra = {name: _as_float(name, value) for name, value in extra.items()}
-            if cfg.grad_clip > 0:
-                torch.nn.utils.clip_grads_with_norm_(params, cfg.grad_clip, grad_norm, foreach=False)
+            metrics, extra = _gradient_step(step, cfg, model, task, opt, params, gen, device, dtype, callback)
 
             in_update = True
             opt.step()
-            hist["step"].append(step)
-            for name in ("loss", "lr", "grad_norm"):
-                hist[name].append(metrics[name])
-            for name in extra:
-                if name not in hist:  # first appearance: NaN for the steps before
-                    hist[name] = [math.nan] * (len(hist["step"]) - 1)
-                    extra_names.append(name)
-            for name in extra_names:
-                hist[name].append(extra.get(name, math.nan))
+            _record(hist, extra_names, step, metrics, extra)
             done, gen_done = step + 1, gen.get_state()
             in_update = False
 
             bar.update(1)
             if progress:
                 bar.set_postfix(loss=f"{metrics['loss']:.4f}", refresh=False)
-            if (
-                cache is not None
-                and cfg.checkpoint_every
-                and done % cfg.checkpoint_every == 0
-                and done < cfg.steps
-            ):
+            if cache is not None and cfg.checkpoint_every and done % cfg.checkpoint_every == 0 and done < cfg.steps:
                 save_partial()
         snapshot(cfg.steps)
         if cfg.eval_every:
@@ -615,9 +641,6 @@ def tiny_lm_preset(seed: int = 0) -> tuple[ModelConfig, Any, TrainConfig]:
     faster here, and the model can be run on prompts longer than the training context.
     ``seed`` sets both the initial weights and the data stream.
     """
-    from analysis.corpus import CorpusSpec
-    from analysis.tasks import CorpusLM
-
     task = CorpusLM(seq_len=64, corpus=CorpusSpec(encoding="char"))
     model_cfg = ModelConfig(
         vocab_size=task.vocab_size, d_model=128, n_layers=3, n_heads=4, pos="rope", max_len=64,

@@ -21,7 +21,7 @@ import numpy as np
 import torch
 from scipy import stats
 
-from analysis.hooks import run_with_cache
+from analysis.hooks import resid_names, run_with_cache
 from analysis.ledger import Ledger
 from analysis.model import ModelConfig, TinyTransformer
 
@@ -92,14 +92,13 @@ def measure_residual_rms(base: ModelConfig, tokens: torch.Tensor, n_inits: int) 
         runs = []
         for i in range(n_inits):
             cfg = base.replace(norm=norm, seed=base.seed + i)
-            names = ["blocks.0.hook_resid_pre", "blocks.*.hook_resid_post"]
-            names += ["blocks.*.ln2.hook_in"] if norm == "post" else []
+            names = resid_names(L, "depth") + (["blocks.*.ln2.hook_in"] if norm == "post" else [])
             _, c = run_with_cache(TinyTransformer(cfg), tokens, names=names)
-            streams = [c["blocks.0.hook_resid_pre"]] + [c[f"blocks.{l}.hook_resid_post"] for l in range(L)]
+            streams = [c[name] for name in resid_names(L, "depth")]
             runs.append([x.pow(2).mean().sqrt().item() for x in streams])
             if norm == "post":
-                for l in range(L):
-                    h, y = c[f"blocks.{l}.ln2.hook_in"], c[f"blocks.{l}.hook_resid_post"]  # (B, T, d)
+                for l, post in enumerate(resid_names(L)):
+                    h, y = c[f"blocks.{l}.ln2.hook_in"], c[post]  # (B, T, d)
                     var = h.var(dim=-1, unbiased=False)  # (B, T)
                     rms_dev = y.pow(2).mean(dim=-1).sqrt() - (var / (var + cfg.norm_eps)).sqrt()  # (B, T)
                     out["post_dev"] = max(out["post_dev"], rms_dev.abs().max().item())

@@ -9,7 +9,7 @@ Four measurements, each beside its closed form in :mod:`analysis.theory.attentio
    the last row of the shorter one); per ``n`` the values are averaged over the ``rows_per_n`` rows
    ending at ``n`` (their n differ by < rows_per_n / n). A bidirectional model (an encoder) gets one
    forward pass per ``n`` on the first ``n`` tokens; every row then sees ``n`` keys and the values are
-   averaged over all ``n`` rows. For every layer, head and query row, from ``hook_scores`` (reduced
+   averaged over all ``n`` rows. For every layer, head and query row, from ``hook_attn_scores`` (reduced
    inside the hook in float64, a block of rows at a time; no pattern is cached): entropy ``H``,
    ``H / ln n`` and the largest weight (softmax/ssmax kernels; for sigmoid the weights are not a
    distribution and only logits are kept), the logit standard deviation over the row's keys, the row's
@@ -35,7 +35,7 @@ Four measurements, each beside its closed form in :mod:`analysis.theory.attentio
    checkpoint (without QK-norm) the spectral entropy bound on every row of the probe batch.
 
 Passed-in models: anything satisfying :class:`analysis.protocol.ProbeModel` with token input and
-``blocks.{l}.attn.hook_scores`` hook points (our zoo, the Hugging Face adapter). ``attention`` then
+``blocks.{l}.attn.hook_attn_scores`` hook points (our zoo, the Hugging Face adapter). ``attention`` then
 names the passed model's kernel (softmax for every Hugging Face model). The logit-scale sweep and the
 Gaussian comparison are for own models only; the bounds are checked on whatever is measured.
 
@@ -51,12 +51,15 @@ import numpy as np
 import torch
 import xarray as xr
 
-from analysis.hooks import hooks
+from analysis.corpus import CorpusSpec, build_corpus
+from analysis.hooks import SCORES, canonical_name, hooks
 from analysis.ledger import Ledger
 from analysis.model import ModelConfig, TinyTransformer
 from analysis.progress import bar
 from analysis.protocol import check_length, encode_text, vocab_size
+from analysis.tasks import CorpusLM, MarkovLanguage
 from analysis.theory import attention_entropy as theory
+from analysis.train import TrainConfig, train
 from probes.base import MAX_SEED, ModelIncompatibleError, ProbeConfig, Result, param
 
 NAME = "attention_entropy"
@@ -234,10 +237,11 @@ def _row_stats(scores: torch.Tensor, normalised: bool) -> dict[str, torch.Tensor
 
 
 def score_hook_names(model) -> list[str]:
-    """``blocks.{l}.attn.hook_scores`` of every layer the model exposes, in layer order."""
-    names = [h for h in model.hook_names() if h.startswith("blocks.") and h.endswith(".attn.hook_scores")]
+    """``blocks.{l}.attn.hook_attn_scores`` of every layer the model exposes, in layer order (a model that
+    names them ``attn.hook_scores``, the older spelling, is read the same way)."""
+    names = [h for h in model.hook_names() if h.startswith("blocks.") and canonical_name(h).endswith(".attn." + SCORES)]
     if not names:
-        raise ModelIncompatibleError("the model exposes no blocks.{l}.attn.hook_scores hook points (pre-softmax logits); "
+        raise ModelIncompatibleError("the model exposes no blocks.{l}.attn.hook_attn_scores hook points (pre-softmax logits); "
                          "attention_entropy needs them")  # fmt: skip
     return sorted(names, key=lambda h: int(h.split(".")[1]))
 
@@ -340,8 +344,6 @@ def distinct_tokens(T: int, seed: int, vocab: int | None = None) -> torch.Tensor
 def corpus_tokens(model, T: int, seed: int) -> torch.Tensor:
     """(1, T) token ids of held-out corpus text in the model's own encoding (:func:`encode_text`),
     starting at a seed-dependent offset of the validation split."""
-    from analysis.corpus import build_corpus
-
     corpus = build_corpus()
     val = corpus.val_tokens
     start = (seed * 7919) % max(1, len(val) // 2)  # tokens only
@@ -410,19 +412,13 @@ def measure_untrained(model, tokens: torch.Tensor, ns, k: int, *, normalised: bo
 
 
 def _task(config: Config):
-    from analysis.tasks import CorpusLM, MarkovLanguage
-
     if config.train_data == "markov":
         return MarkovLanguage(vocab_size=64, seq_len=config.train_seq_len, concentration=0.1, seed=config.seed)
-    from analysis.corpus import CorpusSpec
-
     return CorpusLM(seq_len=config.train_seq_len, corpus=CorpusSpec(encoding="char"))
 
 
 def train_config(config: Config, lr: float, seed: int | None = None):
     """AdamW, short warm-up, constant lr, no clipping and no decay: the setting where logit growth shows."""
-    from analysis.train import TrainConfig
-
     return TrainConfig(steps=config.train_steps, batch_size=16, lr=lr, warmup_steps=min(20, config.train_steps // 5),
                        schedule="constant", weight_decay=0.0, grad_clip=0.0,
                        seed=config.seed if seed is None else seed)  # fmt: skip
@@ -458,8 +454,6 @@ def loss_spikes(loss: np.ndarray, nats: float) -> int:
 def train_sweep(config: Config, progress: bool = True) -> dict[str, np.ndarray]:
     """Every (QK-norm, lr, training seed) run: traces (..., step), per-head traces (..., layer, head, step),
     final per-head entropies, loss spikes, and Zhai et al.'s bound on the trained checkpoint (slack, tightness)."""
-    from analysis.train import train
-
     shape = (len(config.qk_norm), len(config.lr), config.train_seeds)
     T = config.train_steps
     out = {k: np.full(shape + (T,), np.nan) for k in ("trace_max_logit", "trace_min_ent_norm", "trace_loss")}
@@ -584,77 +578,44 @@ def measure_fading(config: Config) -> dict[str, np.ndarray]:
     return out
 
 
-def run(config: Config, model=None, progress: bool = True) -> Result:
-    ns = np.asarray(config.ctx_lens)
-    T = int(ns.max())
-    k = config.rows_per_n
-    normalised = config.attention in ("softmax", "ssmax")
-    own_model = model is None
-    if own_model:
-        model = TinyTransformer(model_config(config, vocab=T if config.data == "distinct" else max(T, 256))).eval()
-    check_length(model, T, "max(ctx_lens)")
-    causal = bool(model.causal)
-    if config.data == "distinct":
-        v = vocab_size(model)
-        if v is None or v < T:
-            raise ValueError(f"data='distinct' needs a vocabulary of at least max(ctx_lens) = {T} distinct tokens, "
-                             f"the model has {v}")  # fmt: skip
-        tokens = distinct_tokens(T, config.seed, vocab=v)
-    else:
-        tokens = corpus_tokens(model, T, config.seed)
-    per_n, rows, slack = measure_untrained(model, tokens, ns, k, normalised=normalised, causal=causal,
-                                           progress=progress)  # fmt: skip
-    L, H = rows["std"].shape[:2]
+def measured_tokens(config: Config, model, T: int) -> torch.Tensor:
+    """(1, T) token ids of the measurement: distinct ids (``data="distinct"``) or held-out corpus text."""
+    if config.data != "distinct":
+        return corpus_tokens(model, T, config.seed)
+    v = vocab_size(model)
+    if v is None or v < T:
+        raise ValueError(f"data='distinct' needs a vocabulary of at least max(ctx_lens) = {T} distinct tokens, "
+                         f"the model has {v}")  # fmt: skip
+    return distinct_tokens(T, config.seed, vocab=v)
 
-    ent, maxw, std = per_n["entropy"], per_n["max_weight"], per_n["std"]
-    # theory at the measured logit std (attention kernel softmax: ssmax rescales the logits by s ln n
-    # before hook_scores, so its measured std already includes the factor)
-    th_lln = theory.lln_entropy(ns, std)
-    th_exact = _gaussian_exact(ns, std)
-    rng_bound = theory.entropy_lower_bound_range(rows["n"], rows["range"])
-    spec = spectral_bound_rows(model, tokens[:, : rows["n"].shape[-1]], causal=causal)
-    if spec is not None and normalised:
-        many = rows["n"] >= 2
-        slack["spectral"] = float(np.min((rows["entropy"] - spec)[many]))
-        slack["spectral_tight"] = _worst_ratio(spec[many], rows["entropy"][many])
 
-    # ---- replicate models and the logit-scale sweep (own models on distinct tokens only) ------------
-    gauss = own_model and normalised and config.data == "distinct" and causal
-    rep = measure_replicates(config, per_n) if gauss else None
-    sweep = measure_sweep(config, progress=progress) if own_model and normalised else None
-
-    # ---- planted key and SSMax fading ------------------------------------------------------------
-    fade = measure_fading(config)
-
-    # ---- training sweep ------------------------------------------------------------------------------
-    # trains its own tiny LMs over learning rates: a property of the zoo, not of a passed-in model
-    tr = train_sweep(config, progress=progress) if config.trained and own_model else None
-
-    coords = {"layer": np.arange(L), "head": np.arange(H), "n": ns, "row": np.arange(1, rows["std"].shape[-1] + 1),
-              "scale_factor": np.asarray(config.scale_factors), "replicate": np.arange(config.replicates),
-              "kernel": list(fade["kernels"]), "n_planted": fade["n"], "fade_sg": np.asarray(config.fade_sg)}  # fmt: skip
+def row_arrays(ns: np.ndarray, per_n: dict, rows: dict, normalised: bool) -> dict:
+    """The arrays of the untrained measurement (per n, per row) with their theory: ``{name: (dims, values)}``."""
+    ent, std = per_n["entropy"], per_n["std"]
     nan_rows = np.full(rows["std"].shape, np.nan)
+    # theory at the measured logit std (attention kernel softmax: ssmax rescales the logits by s ln n
+    # before hook_attn_scores, so its measured std already includes the factor)
     data = {
         "entropy": (("layer", "head", "n"), ent),
         "entropy_norm": (("layer", "head", "n"), ent / np.log(ns)),
-        "max_weight": (("layer", "head", "n"), maxw),
+        "max_weight": (("layer", "head", "n"), per_n["max_weight"]),
         "logit_std": (("layer", "head", "n"), std),
         "max_weight_bound": (("layer", "head", "n"), per_n["max_weight_bound"]),
-        "theory_entropy": (("layer", "head", "n"), th_exact),
-        "theory_entropy_lln": (("layer", "head", "n"), th_lln),
+        "theory_entropy": (("layer", "head", "n"), _gaussian_exact(ns, std)),
+        "theory_entropy_lln": (("layer", "head", "n"), theory.lln_entropy(ns, std)),
         "entropy_rows": (("layer", "head", "row"), rows["entropy"] if normalised else nan_rows),
         "max_weight_rows": (("layer", "head", "row"), rows["max_weight"] if normalised else nan_rows),
         "logit_absmax_rows": (("layer", "head", "row"), rows["absmax"]),
         "logit_range_rows": (("layer", "head", "row"), rows["range"]),
-        "range_bound_rows": (("layer", "head", "row"), rng_bound),
-        "planted_weight": (("kernel", "n_planted"), fade["planted"]),
-        "planted_theory": (("kernel", "n_planted"), fade["planted_theory"]),
-        "fade_weight": (("fade_sg", "n_planted"), fade["fade_w"]),
-        "fade_theory": (("fade_sg", "n_planted"), fade["fade_theory"]),
-        "fade_rate": (("fade_sg",), fade["rate"]),
-        "fade_rate_lower_half": (("fade_sg",), fade["rate_lo"]),
-        "fade_rate_theory": (("fade_sg",), fade["asym"]),
+        "range_bound_rows": (("layer", "head", "row"), theory.entropy_lower_bound_range(rows["n"], rows["range"])),
     }
+    return data
+
+
+def bound_and_scale_arrays(spec, rep, sweep, T: int) -> dict:
+    """The spectral bound per row, the replicate models and the logit-scale sweep, those measured (the
+    others are ``None``): ``{name: (dims, values)}``."""
+    data = {}
     if spec is not None:
         data["spectral_bound_rows"] = (("layer", "head", "row"), spec)
     if rep is not None:
@@ -666,7 +627,78 @@ def run(config: Config, model=None, progress: bool = True) -> Result:
         data["sweep_entropy"], data["sweep_logit_std"] = (dims, sweep["ent"]), (dims, sweep["std"])
         data["sweep_theory_exact_layer0"] = (("scale_factor", "replicate", "head"), sweep["exact"])
         data["sweep_theory_lln_layer0"] = (("scale_factor", "replicate", "head"), sweep["lln"])
+    return data
+
+
+def fading_arrays(fade: dict) -> dict:
+    """The planted-key weights and SSMax fading rates of :func:`measure_fading`: ``{name: (dims, values)}``."""
+    return {
+        "planted_weight": (("kernel", "n_planted"), fade["planted"]),
+        "planted_theory": (("kernel", "n_planted"), fade["planted_theory"]),
+        "fade_weight": (("fade_sg", "n_planted"), fade["fade_w"]),
+        "fade_theory": (("fade_sg", "n_planted"), fade["fade_theory"]),
+        "fade_rate": (("fade_sg",), fade["rate"]),
+        "fade_rate_lower_half": (("fade_sg",), fade["rate_lo"]),
+        "fade_rate_theory": (("fade_sg",), fade["asym"]),
+    }
+
+
+def training_arrays(config: Config, tr: dict) -> tuple[dict, dict]:
+    """``(arrays, coords)`` of the training sweep of :func:`train_sweep`."""
+    coords = {"qk_norm": list(config.qk_norm), "lr": np.asarray(config.lr),
+              "train_seed": np.arange(config.train_seeds), "step": np.arange(config.train_steps)}  # fmt: skip
+    run_dims = ("qk_norm", "lr", "train_seed")
+    data = {}
+    for name in ("trace_max_logit", "trace_min_ent_norm", "trace_loss"):
+        data[name] = ((*run_dims, "step"), tr[name])
+    data["final_ent_norm"] = ((*run_dims, "layer", "head"), tr["final_ent_norm"])
+    for name in ("trace_head_max_logit", "trace_head_ent_norm"):
+        data[name] = ((*run_dims, "layer", "head", "step"), tr[name])
+    for name, key in (("trained_spectral_slack", "spectral_slack"), ("trained_spectral_tightness",
+                      "spectral_tightness"), ("trained_spectral_min_bound", "spectral_min_bound"),
+                      ("loss_spikes", "spikes"), ("final_loss", "final_loss")):  # fmt: skip
+        data[name] = (run_dims, tr[key])
+    return data, coords
+
+
+def run(config: Config, model=None, progress: bool = True) -> Result:
+    ns = np.asarray(config.ctx_lens)
+    T = int(ns.max())
+    k = config.rows_per_n
+    normalised = config.attention in ("softmax", "ssmax")
+    own_model = model is None
+    if own_model:
+        model = TinyTransformer(model_config(config, vocab=T if config.data == "distinct" else max(T, 256))).eval()
+    check_length(model, T, "max(ctx_lens)")
+    causal = bool(model.causal)
+    tokens = measured_tokens(config, model, T)
+    per_n, rows, slack = measure_untrained(model, tokens, ns, k, normalised=normalised, causal=causal,
+                                           progress=progress)  # fmt: skip
+    L, H = rows["std"].shape[:2]
+    spec = spectral_bound_rows(model, tokens[:, : rows["n"].shape[-1]], causal=causal)
+    if spec is not None and normalised:
+        many = rows["n"] >= 2
+        slack["spectral"] = float(np.min((rows["entropy"] - spec)[many]))
+        slack["spectral_tight"] = _worst_ratio(spec[many], rows["entropy"][many])
+
+    # ---- replicate models and the logit-scale sweep (own models on distinct tokens only) ------------
+    gauss = own_model and normalised and config.data == "distinct" and causal
+    rep = measure_replicates(config, per_n) if gauss else None
+    sweep = measure_sweep(config, progress=progress) if own_model and normalised else None
+    if sweep is not None:
         slack["sweep_max_weight"], slack["sweep_max_weight_tight"] = sweep["slack"], sweep["tight"]
+
+    # ---- planted key and SSMax fading ------------------------------------------------------------
+    fade = measure_fading(config)
+
+    # ---- training sweep ------------------------------------------------------------------------------
+    # trains its own tiny LMs over learning rates: a property of the zoo, not of a passed-in model
+    tr = train_sweep(config, progress=progress) if config.trained and own_model else None
+
+    coords = {"layer": np.arange(L), "head": np.arange(H), "n": ns, "row": np.arange(1, rows["std"].shape[-1] + 1),
+              "scale_factor": np.asarray(config.scale_factors), "replicate": np.arange(config.replicates),
+              "kernel": list(fade["kernels"]), "n_planted": fade["n"], "fade_sg": np.asarray(config.fade_sg)}  # fmt: skip
+    data = {**row_arrays(ns, per_n, rows, normalised), **fading_arrays(fade), **bound_and_scale_arrays(spec, rep, sweep, T)}
     scalars = {"max_abs_logit": slack["absmax"], "planted_gap": config.planted_gap,
                "ssmax_sg": config.ssmax_s * config.planted_gap, "causal": causal, "data": config.data,
                "fade_window_lo": config.planted_max_n / 10.0, "fade_window_hi": float(config.planted_max_n),
@@ -674,18 +706,9 @@ def run(config: Config, model=None, progress: bool = True) -> Result:
     if normalised:  # the row bounds are about normalised weights (sigmoid attention keeps only logits)
         scalars.update({f"slack_{key}": float(v) for key, v in slack.items() if key != "absmax"})
     if tr is not None:
-        coords.update({"qk_norm": list(config.qk_norm), "lr": np.asarray(config.lr),
-                       "train_seed": np.arange(config.train_seeds), "step": np.arange(config.train_steps)})  # fmt: skip
-        run_dims = ("qk_norm", "lr", "train_seed")
-        for name in ("trace_max_logit", "trace_min_ent_norm", "trace_loss"):
-            data[name] = ((*run_dims, "step"), tr[name])
-        data["final_ent_norm"] = ((*run_dims, "layer", "head"), tr["final_ent_norm"])
-        for name in ("trace_head_max_logit", "trace_head_ent_norm"):
-            data[name] = ((*run_dims, "layer", "head", "step"), tr[name])
-        for name, key in (("trained_spectral_slack", "spectral_slack"), ("trained_spectral_tightness",
-                          "spectral_tightness"), ("trained_spectral_min_bound", "spectral_min_bound"),
-                          ("loss_spikes", "spikes"), ("final_loss", "final_loss")):  # fmt: skip
-            data[name] = (run_dims, tr[key])
+        train_data, train_coords = training_arrays(config, tr)
+        data.update(train_data)
+        coords.update(train_coords)
     ds = xr.Dataset(data, coords=coords)
     led = Ledger(NAME, preset=config.preset_name)
     record_claims(led, ds, scalars, config)

@@ -90,6 +90,7 @@ from analysis.ledger import Claim, Ledger
 from analysis.paths import cache_dir
 from analysis.train import record_checkpoints
 from analysis.validation import check_bool, check_choice, check_float, check_int, check_sequence
+from probes import registry
 
 FORMAT_VERSION = 2  # layout of a saved Result folder; part of every cache key
 RESULT_FILES = ("data.nc", "result.json")  # the files manifest.json hashes
@@ -522,8 +523,6 @@ class Result:
         except (OSError, KeyError, TypeError, AttributeError, ValueError, RuntimeError) as e:
             raise CorruptResultError(f"cannot read result folder {path}: {type(e).__name__}: {e}") from e
         if config_cls is None:
-            from probes import get  # late import: the registry imports this module
-
             config_cls = get(record["probe"]).Config
         return cls(
             probe=record["probe"],
@@ -681,6 +680,33 @@ def description(module: Any) -> str:
     return text.strip().splitlines()[0].strip() if text.strip() else ""
 
 
+def get(name: str) -> Any:
+    """The probe module called ``name`` (imported on first use and checked against the contract).
+
+    An unknown name raises ``ValueError`` listing the available probes (:mod:`probes.registry` finds them).
+    """
+    module = registry.registered(name)
+    if module is not None:  # checked when it was registered
+        return module
+    module = registry.find(name)
+    validate_probe(module, name)
+    return module
+
+
+def register(name: str, module: Any) -> Any:
+    """Make ``module`` available as probe ``name`` (replacing any earlier registration)."""
+    if not isinstance(name, str) or not name.isidentifier():
+        raise ValueError(f"probe name must be a Python identifier, got {name!r}")
+    validate_probe(module, name)
+    registry.add(name, module)
+    return module
+
+
+def unregister(name: str) -> None:
+    """Forget a probe added with :func:`register` (no error if it was not registered)."""
+    registry.remove(name)
+
+
 # Properties of analysis.protocol.ProbeModel a requirement may name directly ("input" means input_kind,
 # whose values "tokens" | "vectors" match ModelConfig.input). Other keys are read from the model's config.
 _PROTOCOL_KEYS = {
@@ -730,8 +756,6 @@ def check_model_compat(probe_name: str, model: Any, requires: dict[str, Any] | N
 
 
 def _resolve(module_or_name: Any) -> tuple[Any, str]:
-    from probes import get  # late import: the registry imports this module
-
     if isinstance(module_or_name, str):
         return get(module_or_name), module_or_name
     name = getattr(module_or_name, "NAME", None)

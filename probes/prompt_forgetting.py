@@ -15,7 +15,7 @@ Curves are geometric means over pairs; ``alpha`` is the least-squares slope of `
 Theory beside it (:mod:`analysis.theory.prompt_forgetting`): the bound's shape ``P (ln t)^(L-1)/t``
 and its local exponent ``1 - (L-1)/ln t`` (``bound_ratio = D t / (P (ln t)^(L-1))``, ``L`` = depth up
 to that layer); the linear relay model's offsets and local exponent; the theorem's conditions measured
-on the same forward passes (largest finite |attention logit| from ``hook_scores``, the intervention's
+on the same forward passes (largest finite |attention logit| from ``hook_attn_scores``, the intervention's
 bias removed; smallest RMS of a pre-norm input from ``ln1/ln2.hook_in``); the prompt's attention
 share per layer and its dilution bound ``P e^(2B) / (P e^(2B) + t - P)``. With ``logit_bias="cancel"``
 the bias ``ln(t - P)`` is added to the prompt keys' logits of every continuation query in every layer,
@@ -66,12 +66,15 @@ import xarray as xr
 from scipy.stats import t as student_t
 
 from analysis import protocol
+from analysis.corpus import bigram_cross_entropy, build_corpus
 from analysis.fitting import PowerLawFit, bootstrap_power_law, local_exponent
-from analysis.hooks import hook_points, hooks, run_with_cache
+from analysis.hooks import SCORES, canonical_name, hook_points, hooks, resid_names, run_with_cache
 from analysis.ledger import Ledger
 from analysis.model import ModelConfig, PrefixKeyBias, TinyTransformer, bias_block
 from analysis.progress import bar
+from analysis.tasks import CorpusLM, MarkovLanguage
 from analysis.theory import prompt_forgetting as theory
+from analysis.train import derived_seed, evaluate, probe_lm_train_config, train
 from probes.base import MAX_SEED, ModelIncompatibleError, ProbeConfig, Result, param
 
 NAME = "prompt_forgetting"
@@ -170,16 +173,12 @@ def model_config(config: Config) -> ModelConfig:
 
 
 def _task(config: Config, seq_len: int):
-    from analysis.tasks import CorpusLM, MarkovLanguage
-
     if config.data == "markov":
         return MarkovLanguage(vocab_size=config.vocab_size, seq_len=seq_len, seed=config.seed)
     return CorpusLM(seq_len=seq_len)
 
 
 def train_config(config: Config):
-    from analysis.train import probe_lm_train_config
-
     return probe_lm_train_config(config.train_steps, config.seed)
 
 
@@ -189,8 +188,6 @@ def build_model(config: Config, progress: bool = True):
     cfg = model_config(config)
     if not config.trained:
         return TinyTransformer(cfg).eval(), {}
-    from analysis.train import train
-
     res = train(cfg, _task(config, config.train_seq_len), train_config(config), progress=progress,
                 snapshots=config.train_checkpoints)  # fmt: skip
     info = {"train_loss": res.final_loss, "checkpoint": res.key, "from_cache": res.from_cache}
@@ -214,9 +211,6 @@ def language_losses(config: Config, models: dict) -> dict[str, float]:
     entropy is its entropy rate (the Bayes loss: no model can beat it) and its unigram entropy is
     ``H(pi)``.
     """
-    import analysis.train as tr
-    from analysis.corpus import bigram_cross_entropy
-
     task = _task(config, config.train_seq_len)
     if config.data == "corpus":
         batches = list(task.eval_batches(16, max_batches=HELDOUT_BATCHES))
@@ -225,10 +219,10 @@ def language_losses(config: Config, models: dict) -> dict[str, float]:
         uni = np.bincount(np.asarray(train_tok, dtype=np.int64), minlength=256) + 0.5
         unigram = float(-np.log(uni[np.asarray(val_tok, dtype=np.int64)] / uni.sum()).mean())
     else:
-        gen = torch.Generator().manual_seed(tr.derived_seed(config.seed, "heldout"))
+        gen = torch.Generator().manual_seed(derived_seed(config.seed, "heldout"))
         batches = [task.sample(16, gen) for _ in range(HELDOUT_BATCHES)]
         bigram, unigram = task.entropy_rate, task.unigram_entropy
-    out = {f"heldout_loss_{k}": tr.evaluate(m, task, batches) for k, m in models.items()}
+    out = {f"heldout_loss_{k}": evaluate(m, task, batches) for k, m in models.items()}
     return {**out, "bigram_entropy": float(bigram), "unigram_entropy": float(unigram)}
 
 
@@ -239,8 +233,6 @@ def corpus_ids(model, chunk_chars: int = 20_000) -> torch.Tensor:
     :func:`analysis.protocol.encode_text` (a tokenizer, or UTF-8 bytes for byte-level zoo models) and
     concatenated. For a byte model this is the validation split itself (the corpus is ASCII).
     """
-    from analysis.corpus import build_corpus
-
     corpus = build_corpus()
     text = corpus.decode(corpus.val_tokens)
     pieces, start = [], 0
@@ -351,7 +343,7 @@ def measure(model, a, b, c, *, attn_bias=None, progress: bool = True) -> dict[st
     ``distance`` (n, L, T), ``norm`` (n, L, T) the mean |h| of the two states, ``share`` (n, L, T) the
     prompt's attention share averaged over heads and both sequences (NaN where no pattern hook exists),
     ``share_max`` (n, L, T) its largest head value, ``max_logit`` (n,) and ``min_rms`` (n,) (NaN where the
-    model exposes no ``attn.hook_scores`` / no pre-norm input ``ln1|ln2.hook_in``), and ``embed_delta``
+    model exposes no ``attn.hook_attn_scores`` / no pre-norm input ``ln1|ln2.hook_in``), and ``embed_delta``
     (n, P, d) the input offset (float64; width 0 where the model has no ``hook_embed``). Only hook names
     the model lists are asked for; ``blocks.{l}.hook_resid_post`` is the one the probe cannot do without.
     """
@@ -359,9 +351,9 @@ def measure(model, a, b, c, *, attn_bias=None, progress: bool = True) -> dict[st
     L = model.n_layers
     names = model.hook_names()
     points = hook_points(model)
-    resid = [f"blocks.{layer}.hook_resid_post" for layer in range(L)]
+    resid = resid_names(L)
     pre_norm = [h for h in names if h.endswith((".ln1.hook_in", ".ln2.hook_in"))]
-    scores = [h for h in names if h.endswith("attn.hook_scores")]
+    scores = [h for h in names if canonical_name(h).endswith("attn." + SCORES)]
     patterns = [h for h in names if h.endswith("attn.hook_pattern")]
     missing = [r for r in resid if r not in names]
     if missing:
@@ -470,24 +462,19 @@ def plateau_slope_ci(t: np.ndarray, D: np.ndarray, shape: np.ndarray, *, n_boot:
 # The probe
 
 
-def run(config: Config, model=None, progress: bool = True) -> Result:
-    own_model = model is None
-    info: dict = {}
-    if own_model:
-        model, info = build_model(config, progress=progress)
-    L, P, T = model.n_layers, config.prompt_len, config.cont_len
-    N = P + T
-    protocol.check_length(model, N, f"prompt_len + cont_len = {P} + {T} =")
-    a, b, c = draw_pairs(config, None if own_model else model)
-    dtype = next(model.parameters()).dtype if hasattr(model, "parameters") else torch.float32
-    bias = cancel_bias(P, N, dtype) if config.logit_bias == "cancel" else None
-    m = measure(model, a, b, c, attn_bias=bias, progress=progress)
+def offset_laws(config: Config, m: dict, P: int, N: int) -> dict:
+    """The decay of the offsets ``m["distance"]`` (n, L, T) against the relay model and the bound.
 
+    Per layer: power-law fits of the offsets and of the relative offsets (``fits``, ``fits_rel``), the
+    local exponent on ``t_loc``, the relay model's offsets and local exponent, the bound's shape and
+    local exponent, the ratio to the bound with its constants and the bootstrap CI of its plateau slope.
+    The fits and the CI draw from one bootstrap stream, in that order.
+    """
+    L = m["distance"].shape[1]
     t = np.arange(P + 1, N + 1, dtype=np.float64)  # absolute positions of the continuation
     D = m["distance"]  # (n, L, T)
     rel = D / m["norm"]
     gm = np.exp(np.log(D).mean(axis=0))  # (L, T) geometric mean over pairs
-    gm_rel = np.exp(np.log(rel).mean(axis=0))
     rng = np.random.default_rng(config.seed + 104729)
     window = (config.fit_lo, float(N))
     fits = [_power_law(t, D[:, layer], window, n_boot=config.n_boot, rng=rng) for layer in range(L)]
@@ -500,44 +487,46 @@ def run(config: Config, model=None, progress: bool = True) -> Result:
         alpha_loc.append(al)
     depth = np.arange(1, L + 1)
     relay = np.stack([theory.relay_offsets(P, int(k), N)[P:] for k in depth])  # (L, T)
-    relay_loc = np.stack([_local_exponent(t, r, t_loc_range)[1] for r in relay])
-    bound_loc = np.stack([theory.bound_local_exponent(int(k), t_loc) for k in depth])
     shape = np.stack([theory.bound_shape(P, int(k), t) for k in depth])  # (L, T)
     bound_ratio = gm / shape
-    consts = bound_constants(t, bound_ratio, config.fit_lo)
-    slope_ci = plateau_slope_ci(t, D, shape, n_boot=config.n_boot, rng=rng)
-    relay_consts = bound_constants(t, relay / shape, config.fit_lo)
+    return {
+        "t": t, "window": window, "gm": gm, "gm_rel": np.exp(np.log(rel).mean(axis=0)), "fits": fits,
+        "fits_rel": fits_rel, "t_loc": t_loc, "alpha_loc": alpha_loc, "relay": relay,
+        "relay_loc": np.stack([_local_exponent(t, r, t_loc_range)[1] for r in relay]),
+        "bound_loc": np.stack([theory.bound_local_exponent(int(k), t_loc) for k in depth]),
+        "bound_ratio": bound_ratio, "consts": bound_constants(t, bound_ratio, config.fit_lo),
+        "slope_ci": plateau_slope_ci(t, D, shape, n_boot=config.n_boot, rng=rng),
+        "relay_consts": bound_constants(t, relay / shape, config.fit_lo),
+    }  # fmt: skip
 
-    exact_relay = own_model and config.attention == "uniform" and config.norm == "none" and config.mlp == 0
-    relay_pred = limit = None
-    if exact_relay and config.logit_bias == "none":
-        relay_pred = relay_prediction(model, m["embed_delta"], N)[:, :, P:]  # (n, L, T) per pair
-        limit = np.exp(np.log(relay_matrix_limit(model, m["embed_delta"])).mean(axis=0))  # (L,) like `distance`
+
+def offsets_dataset(config: Config, m: dict, law: dict, relay_pred, limit) -> xr.Dataset:
+    """The result's arrays: the measured offsets and prompt shares beside the laws of :func:`offset_laws`,
+    and with an exact relay prediction (``relay_pred`` (n, L, T), ``limit`` (L,); else ``None``) that too."""
+    L, T = m["distance"].shape[1:]
+    fits, fits_rel, depth = law["fits"], law["fits_rel"], np.arange(1, L + 1)
     share = np.nanmean(m["share"], axis=0) if np.isfinite(m["share"]).any() else np.full((L, T), np.nan)
     share_max = np.nanmax(m["share_max"], axis=0) if np.isfinite(m["share_max"]).any() else np.full((L, T), np.nan)
-    max_logit = float(np.max(m["max_logit"]))
-    min_rms = float(np.min(m["min_rms"]))
-
-    coords = {"layer": np.arange(L), "t": t, "pair": np.arange(config.n_pairs), "t_local": t_loc,
+    coords = {"layer": np.arange(L), "t": law["t"], "pair": np.arange(config.n_pairs), "t_local": law["t_loc"],
               "end": ["lo", "hi"]}  # fmt: skip
     data = xr.Dataset(
         {
-            "distance": (("layer", "t"), gm),
-            "distance_rel": (("layer", "t"), gm_rel),
-            "distance_pairs": (("pair", "layer", "t"), D),
+            "distance": (("layer", "t"), law["gm"]),
+            "distance_rel": (("layer", "t"), law["gm_rel"]),
+            "distance_pairs": (("pair", "layer", "t"), m["distance"]),
             "alpha": (("layer",), np.array([f.alpha for f in fits])),
             "alpha_ci": (("layer", "end"), np.array([f.alpha_ci for f in fits])),
             "alpha_rel": (("layer",), np.array([f.alpha for f in fits_rel])),
             "alpha_rel_ci": (("layer", "end"), np.array([f.alpha_ci for f in fits_rel])),
             "log_c": (("layer",), np.array([f.log_c for f in fits])),
-            "alpha_local": (("layer", "t_local"), np.stack(alpha_loc)),
-            "relay": (("layer", "t"), relay),
-            "relay_local": (("layer", "t_local"), relay_loc),
-            "bound_local": (("layer", "t_local"), bound_loc),
-            "bound_ratio": (("layer", "t"), bound_ratio),
-            **{k: (("layer",), v) for k, v in consts.items()},
-            "bound_plateau_slope_ci": (("layer", "end"), slope_ci),
-            "relay_bound_plateau": (("layer",), relay_consts["bound_plateau"]),
+            "alpha_local": (("layer", "t_local"), np.stack(law["alpha_loc"])),
+            "relay": (("layer", "t"), law["relay"]),
+            "relay_local": (("layer", "t_local"), law["relay_loc"]),
+            "bound_local": (("layer", "t_local"), law["bound_loc"]),
+            "bound_ratio": (("layer", "t"), law["bound_ratio"]),
+            **{k: (("layer",), v) for k, v in law["consts"].items()},
+            "bound_plateau_slope_ci": (("layer", "end"), law["slope_ci"]),
+            "relay_bound_plateau": (("layer",), law["relay_consts"]["bound_plateau"]),
             "relay_limit": (("layer",), np.array([theory.relay_limit(int(k)) for k in depth])),
             "prompt_share": (("layer", "t"), share),
             "prompt_share_max": (("layer", "t"), share_max),
@@ -550,21 +539,51 @@ def run(config: Config, model=None, progress: bool = True) -> Result:
         data["relay_matrix"] = (("layer", "t"), np.exp(np.log(relay_pred).mean(axis=0)))
         data["relay_matrix_pairs"] = (("pair", "layer", "t"), relay_pred)
         data["relay_matrix_limit"] = (("layer",), limit)
-    last = fits[-1]
-    scalars = {
+    return data
+
+
+def offsets_scalars(m: dict, law: dict, P: int) -> dict:
+    """The deepest layer's exponent and bound constants, the theorem's measured conditions, and the relay
+    model's exponent over the same window (what ``alpha`` is compared with)."""
+    last, window, alpha_loc, consts = law["fits"][-1], law["window"], law["alpha_loc"], law["consts"]
+    return {
         "alpha": last.alpha, "alpha_ci_lo": last.alpha_ci[0], "alpha_ci_hi": last.alpha_ci[1],
-        "alpha_rel": fits_rel[-1].alpha, "fit_lo": window[0], "fit_hi": window[1],
-        "fit_rms_residual": last.rms_residual, "max_logit": max_logit, "min_prenorm_rms": min_rms,
+        "alpha_rel": law["fits_rel"][-1].alpha, "fit_lo": window[0], "fit_hi": window[1],
+        "fit_rms_residual": last.rms_residual, "max_logit": float(np.max(m["max_logit"])),
+        "min_prenorm_rms": float(np.min(m["min_rms"])),
         "norm_max": float(m["norm"].max()),
         "alpha_local_end": float(alpha_loc[-1][np.isfinite(alpha_loc[-1])][-1]) if np.isfinite(alpha_loc[-1]).any()
                            else math.nan,
-        "bound_local_end": float(bound_loc[-1][-1]),
+        "bound_local_end": float(law["bound_loc"][-1][-1]),
         "bound_constant": float(consts["bound_constant"][-1]), "bound_plateau": float(consts["bound_plateau"][-1]),
         "bound_plateau_slope": float(consts["bound_plateau_slope"][-1]),
         # the relay model's alpha of this depth over the same window: what alpha is compared with
-        "alpha_relay_window": (theory.relay_alpha_window(P, len(fits), window[0], int(window[1]))
+        "alpha_relay_window": (theory.relay_alpha_window(P, len(law["fits"]), window[0], int(window[1]))
                                if window[0] >= P + 1 else math.nan),
     }  # fmt: skip
+
+
+def run(config: Config, model=None, progress: bool = True) -> Result:
+    own_model = model is None
+    info: dict = {}
+    if own_model:
+        model, info = build_model(config, progress=progress)
+    P, T = config.prompt_len, config.cont_len
+    N = P + T
+    protocol.check_length(model, N, f"prompt_len + cont_len = {P} + {T} =")
+    a, b, c = draw_pairs(config, None if own_model else model)
+    dtype = next(model.parameters()).dtype if hasattr(model, "parameters") else torch.float32
+    bias = cancel_bias(P, N, dtype) if config.logit_bias == "cancel" else None
+    m = measure(model, a, b, c, attn_bias=bias, progress=progress)
+    law = offset_laws(config, m, P, N)
+
+    exact_relay = own_model and config.attention == "uniform" and config.norm == "none" and config.mlp == 0
+    relay_pred = limit = None
+    if exact_relay and config.logit_bias == "none":
+        relay_pred = relay_prediction(model, m["embed_delta"], N)[:, :, P:]  # (n, L, T) per pair
+        limit = np.exp(np.log(relay_matrix_limit(model, m["embed_delta"])).mean(axis=0))  # (L,) like `distance`
+    data = offsets_dataset(config, m, law, relay_pred, limit)
+    scalars = offsets_scalars(m, law, P)
     if "train_loss" in info:
         scalars["train_loss"] = float(info["train_loss"])
     if own_model and config.data != "random":
@@ -572,7 +591,7 @@ def run(config: Config, model=None, progress: bool = True) -> Result:
         scalars.update(heldout_loss=losses["heldout_loss_model"], bigram_entropy=losses["bigram_entropy"],
                        unigram_entropy=losses["unigram_entropy"])  # fmt: skip
     if "snapshots" in info:
-        data = data.merge(bias_trajectory(config, info["snapshots"], (a, b, c), window, progress=progress))
+        data = data.merge(bias_trajectory(config, info["snapshots"], (a, b, c), law["window"], progress=progress))
     meta = {k: v for k, v in info.items() if k not in ("train_loss", "snapshots")}
     meta["model"] = "built from config" if own_model else f"passed in: {type(model).__name__}"
     if not own_model:
@@ -729,7 +748,7 @@ def claim_conditions(led: Ledger, config: Config, data: xr.Dataset, scalars: dic
     if not (np.isfinite(max_logit) and np.isfinite(data["prompt_share_max"].values).any()):
         for name in ("prompt_share_dilution_bound", "condition_dilution_regime"):
             led.not_evaluated(name, role="bound", source=src, seed="000#1",
-                              reason="the model exposes no attn.hook_scores/attn.hook_pattern hooks: max |logit| and "
+                              reason="the model exposes no attn.hook_attn_scores/attn.hook_pattern hooks: max |logit| and "
                                      "the prompt share are not measured")  # fmt: skip
     else:
         ratio = float(np.nanmax(data["prompt_share_max"].values / theory.prompt_share_bound(P, t, max_logit)[None]))

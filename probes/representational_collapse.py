@@ -63,12 +63,13 @@ import xarray as xr
 
 from analysis import protocol, tasks
 from analysis.fitting import bootstrap_power_law
-from analysis.hooks import resolve_names, run_with_cache
+from analysis.hooks import resid_names, resolve_names, run_with_cache
 from analysis.ledger import Ledger
 from analysis.model import DTYPES, ModelConfig, TinyTransformer
 from analysis.progress import bar
 from analysis.theory import representational_collapse as theory
 from analysis.theory.signal_propagation import rank_residual
+from analysis.train import probe_lm_train_config, train
 from probes.base import MAX_SEED, ModelIncompatibleError, ProbeConfig, Result, param
 
 NAME = "representational_collapse"
@@ -192,8 +193,6 @@ def model_config(config: Config) -> ModelConfig:
 
 
 def train_config(config: Config):
-    from analysis.train import probe_lm_train_config
-
     return probe_lm_train_config(config.train_steps, config.seed)
 
 
@@ -209,10 +208,7 @@ def build_models(config: Config, model=None, progress: bool = True) -> tuple[dic
         cfg = model_config(config)
         return {dt: TinyTransformer(cfg.replace(dtype=dt)).eval() for dt in names}, info
     if model is None:
-        from analysis.tasks import MarkovLanguage
-        from analysis.train import train
-
-        task = MarkovLanguage(vocab_size=config.vocab_size, seq_len=config.train_seq_len, seed=config.seed)
+        task = tasks.MarkovLanguage(vocab_size=config.vocab_size, seq_len=config.train_seq_len, seed=config.seed)
         res = train(model_config(config), task, train_config(config), progress=progress)
         model = res.model
         info = {"train_loss": res.final_loss, "checkpoint": res.key, "from_cache": res.from_cache}
@@ -316,7 +312,7 @@ def measure_distances(models: dict, config: Config, ns: np.ndarray, progress: bo
     S, L = config.n_bases, ref.n_layers
     causal = bool(ref.causal)
     dev = _device(ref)
-    resid = [f"blocks.{layer}.hook_resid_post" for layer in range(L)]
+    first, *resid = resid_names(L, "depth")  # the input of block 0, then every block's output
     last = resid[-1]
     out = {dt: {k: np.zeros((S, len(ns))) for k in ("distance", "norm", "argmax_equal", "identical", "divergence")}
            for dt in models}  # fmt: skip
@@ -329,7 +325,7 @@ def measure_distances(models: dict, config: Config, ns: np.ndarray, progress: bo
         rows = torch.arange(ids.shape[0])
         diff64 = None
         for dt, model in models.items():
-            names = [last] if dt != "float64" else resid + ["blocks.0.hook_resid_pre"]
+            names = [last] if dt != "float64" else resid + [first]
             kw = {} if bias is None else {"attn_bias": bias.to(DTYPES[dt])}
             with torch.no_grad():
                 logits, cache = run_with_cache(model, ids.to(dev), names=names, **kw)
@@ -348,7 +344,7 @@ def measure_distances(models: dict, config: Config, ns: np.ndarray, progress: bo
             out[dt]["argmax_equal"][:, j] = (am[0::2] == am[1::2]).numpy()
             out[dt]["identical"][:, j] = (cache[last][rows, idx][0::2] == cache[last][rows, idx][1::2]).all(-1).numpy()
             if dt == "float64":
-                exact["h0"].append((cache["blocks.0.hook_resid_pre"].numpy(), idx.numpy()))
+                exact["h0"].append((cache[first].numpy(), idx.numpy()))
                 exact["last"].append(h.numpy())
     return {"per_dtype": out, "exact": exact, "layer_distance": layer_distance}
 
@@ -363,7 +359,7 @@ def sensitivity(model, config: Config, vocab: int | None = None, chunk: int = 64
     T = config.sens_len
     seqs = torch.randint(0, (vocab or config.vocab_size) - 1, (config.sens_bases, T), generator=gen)
     dev = _device(model)
-    resid = [f"blocks.{layer}.hook_resid_post" for layer in range(model.n_layers)]
+    resid = resid_names(model.n_layers)
     names = ["hook_embed"] + resid
     resolve_names(model, names)
     with torch.no_grad():
@@ -454,36 +450,27 @@ def uniform_stack_error(m: dict, mats: list[np.ndarray]) -> float:
 # The probe
 
 
-def run(config: Config, model=None, progress: bool = True) -> Result:
-    own_model = model is None
-    vocab = model_vocab(config, model)
-    pos = model_pos(config, model)
-    models, info = build_models(config, model, progress=progress)
-    ref = models["float64"]
-    L = ref.n_layers
-    causal = bool(ref.causal)
-    ns = lengths(config)
-    m = measure_distances(models, config, ns, progress=progress, vocab=vocab)
-    per = m["per_dtype"]
-    dts = list(models)
+def _gmean(x: np.ndarray) -> np.ndarray:
+    """Geometric mean over the first axis (a zero gives 0, without a warning)."""
+    with np.errstate(divide="ignore"):
+        return np.exp(np.log(x).mean(0))
+
+
+def fit_rates(config: Config, ns: np.ndarray, m: dict, norm: np.ndarray, dts: list[str], pos: str,
+              attention: str) -> dict:
+    """The power laws of the float64 distances: the main fit ``fit`` (``None`` when a distance is 0), one fit
+    per layer ``depth_fits`` with its half-window ``drift`` (L, 2) and the predicted ``depth_pred``, and the
+    effective float floor ``floor_fits`` (per low dtype, the divergence from float64 against n).
+
+    Every fit has its own bootstrap stream, derived from ``config.seed``."""
+    per, L = m["per_dtype"], m["layer_distance"].shape[1]
     D64 = per["float64"]["distance"]  # (S, N)
-    norm = np.exp(np.log(per["float64"]["norm"]).mean(0))  # (N,) geometric mean |h|
-
-    def gmean(x):
-        with np.errstate(divide="ignore"):
-            return np.exp(np.log(x).mean(0))
-
-    dist = np.stack([gmean(per[dt]["distance"]) for dt in dts])  # (dtype, N)
     rng = np.random.default_rng(config.seed + 104729)
     nf = ns.astype(np.float64)
     window = (config.fit_lo, float(config.max_len))
     fit = None
     if np.all(D64 > 0):
         fit = bootstrap_power_law(nf, D64, window, n_boot=config.n_boot, rng=rng, n_points=len(ns))
-    slope = fit.alpha if fit else math.nan
-    slope_ci = fit.alpha_ci if fit else (math.nan, math.nan)
-    attention = config.attention if own_model else "softmax"
-    predicted = theory.predicted_slope(config.family, pos, separators=config.separator_every > 0, attention=attention)
     # depth: a fit per layer on its own bootstrap stream (the main fit's stream is unchanged), and the drift of
     # the exponent from the lower to the upper half of the window (a finite-n correction shrinks with n)
     LD = m["layer_distance"]  # (S, L, N)
@@ -503,6 +490,13 @@ def run(config: Config, model=None, progress: bool = True) -> Result:
         if np.all(Dv[:, nf >= window[0]] > 0):
             floor_fits[dt] = bootstrap_power_law(nf, Dv / norm, window, n_boot=config.n_boot, n_points=len(ns),
                                                  rng=np.random.default_rng([config.seed, 11, i]))  # fmt: skip
+    return {"fit": fit, "depth_fits": depth_fits, "drift": drift, "depth_pred": depth_pred, "floor_fits": floor_fits}
+
+
+def precision_measures(ns: np.ndarray, per: dict, dist: np.ndarray, norm: np.ndarray, dts: list[str], fit) -> dict:
+    """Per dtype: the measured ``collapse`` length, the ``extrap``olated one of the fitted power law, the
+    median ``rel_error`` of the distance against float64's and the median ``divergence`` (dtype, N)."""
+    slope = fit.alpha if fit else math.nan
     collapse = np.array([theory.collapse_length(ns, dist[0], norm, dt) for dt in dts])
     # where the fitted power law crosses eps |h| (|h| at max_len): the extrapolated collapse length
     # (in logs, capped at e^709 ~ the largest float64: a near-zero slope extrapolates beyond any length)
@@ -510,8 +504,17 @@ def run(config: Config, model=None, progress: bool = True) -> Result:
         float(np.exp(min(np.log(ns[-1]) + np.log(dist[0, -1] / theory.resolution(dt, norm[-1])) / slope, 709.0)))
         if fit and slope > 0 else math.nan for dt in dts[1:]])  # fmt: skip
     # how far each dtype's distance is from the float64 one (median over samples): ~0 while resolved
+    D64 = per["float64"]["distance"]
     rel_error = np.stack([np.median(np.abs(per[dt]["distance"] - D64) / D64, axis=0) for dt in dts])
     divergence = np.stack([np.median(per[dt]["divergence"], axis=0) for dt in dts])
+    return {"collapse": collapse, "extrap": extrap, "rel_error": rel_error, "divergence": divergence}
+
+
+def oversquashing(config: Config, ref, vocab: int, ns: np.ndarray, m: dict, own_model: bool) -> dict:
+    """The sensitivity per base ``sens_b`` (B, L, T) and its geometric mean ``sens``, the path count ``path``,
+    the rank residual ``rr`` of the longest first sample's float64 states, and for an own uniform linear stack
+    the exact ``sens_exact``, ``stack_error`` and ``sens_error`` (else ``None``)."""
+    L = ref.n_layers
     B = config.sens_bases
     sens_b = sensitivity(ref, config, vocab) if config.sensitivity else np.full((B, L, config.sens_len), np.nan)
     sens = np.exp(np.log(sens_b).mean(0))  # (L, T) geometric mean over bases
@@ -520,7 +523,7 @@ def run(config: Config, model=None, progress: bool = True) -> Result:
 
     # rank residual of the longest first sample's float64 states (sequence a)
     seq = make_pair(config, draw_samples(config, vocab), 0, int(ns[-1]))[0]
-    names = ["blocks.0.hook_resid_pre"] + [f"blocks.{layer}.hook_resid_post" for layer in range(L)]
+    names = resid_names(L, "depth")
     with torch.no_grad():
         _, cache = run_with_cache(ref, seq[None].to(_device(ref)), names=names)
     rr = np.array([float(rank_residual(cache[k][0].cpu())) for k in names])
@@ -534,45 +537,63 @@ def run(config: Config, model=None, progress: bool = True) -> Result:
         stack_error = uniform_stack_error(m, mats)
         if config.sensitivity:
             sens_error = float(np.max(np.abs(sens_b[:, -1] - sens_exact) / sens_exact.max()))
-    ext = measure_extension(config, models, model, vocab, progress) if config.extend_dtype else None
+    return {"sens_b": sens_b, "sens": sens, "path": path, "rr": rr, "sens_exact": sens_exact,
+            "stack_error": stack_error, "sens_error": sens_error}  # fmt: skip
 
+
+def build_dataset(config: Config, ns: np.ndarray, dts: list[str], L: int, m: dict, dist: np.ndarray,
+                  norm: np.ndarray, rates: dict, prec: dict, sq: dict, ext: dict | None) -> xr.Dataset:
+    """The result's arrays (see the module docstring for what each one is)."""
+    per = m["per_dtype"]
+    fit, depth_fits = rates["fit"], rates["depth_fits"]
+    slope_ci = fit.alpha_ci if fit else (math.nan, math.nan)
     data = xr.Dataset(
         {
             "distance": (("dtype", "n"), dist),
             "distance_samples": (("sample", "dtype", "n"), np.stack([per[dt]["distance"] for dt in dts], axis=1)),
-            "layer_distance": (("layer", "n"), gmean(LD)),
+            "layer_distance": (("layer", "n"), _gmean(m["layer_distance"])),
             "norm": (("n",), norm),
             "resolution": (("dtype", "n"), np.stack([theory.resolution(dt, norm) for dt in dts])),
-            "divergence": (("dtype", "n"), divergence),
+            "divergence": (("dtype", "n"), prec["divergence"]),
             "argmax_equal": (("dtype", "n"), np.stack([per[dt]["argmax_equal"].mean(0) for dt in dts])),
             "identical": (("dtype", "n"), np.stack([per[dt]["identical"].mean(0) for dt in dts])),
-            "rel_error": (("dtype", "n"), rel_error),
-            "collapse_n": (("dtype",), collapse),
-            "collapse_n_extrapolated": (("dtype",), extrap),
+            "rel_error": (("dtype", "n"), prec["rel_error"]),
+            "collapse_n": (("dtype",), prec["collapse"]),
+            "collapse_n_extrapolated": (("dtype",), prec["extrap"]),
             "slope_ci": (("end",), np.array(slope_ci)),
             "layer_slope": (("layer",), np.array([f.alpha if f else math.nan for f in depth_fits])),
             "layer_slope_se": (("layer",), np.array([(f.alpha_boot_se or 0.0) if f else math.nan for f in depth_fits])),
-            "layer_slope_predicted": (("layer",), depth_pred),
-            "layer_drift": (("layer",), drift[:, 0]),
-            "layer_drift_se": (("layer",), drift[:, 1]),
-            "sensitivity": (("layer", "position"), sens),
-            "sensitivity_samples": (("sens_base", "layer", "position"), sens_b),
-            "path_count": (("position",), path),
-            "rank_residual": (("depth",), rr),
+            "layer_slope_predicted": (("layer",), rates["depth_pred"]),
+            "layer_drift": (("layer",), rates["drift"][:, 0]),
+            "layer_drift_se": (("layer",), rates["drift"][:, 1]),
+            "sensitivity": (("layer", "position"), sq["sens"]),
+            "sensitivity_samples": (("sens_base", "layer", "position"), sq["sens_b"]),
+            "path_count": (("position",), sq["path"]),
+            "rank_residual": (("depth",), sq["rr"]),
         },
         coords={"dtype": dts, "n": ns, "sample": np.arange(config.n_bases), "end": ["lo", "hi"],
                 "layer": np.arange(1, L + 1), "position": np.arange(1, config.sens_len + 1), "depth": np.arange(L + 1),
-                "sens_base": np.arange(B)},
+                "sens_base": np.arange(config.sens_bases)},
     )  # fmt: skip
-    if sens_exact is not None:
-        data["sensitivity_exact"] = (("position",), sens_exact)
+    if sq["sens_exact"] is not None:
+        data["sensitivity_exact"] = (("position",), sq["sens_exact"])
     if ext is not None:
         data = data.assign_coords(n_ext=ext["n"], ext_dtype=["float64", config.extend_dtype])
         data["ext_distance"] = (("ext_dtype", "n_ext"), ext["distance"])
         data["ext_resolution"] = (("n_ext",), ext["resolution"])
-    mid = config.sens_len // 2
+    return data
+
+
+def build_scalars(config: Config, ns: np.ndarray, dts: list[str], per: dict, dist: np.ndarray, predicted: float,
+                  causal: bool, rates: dict, prec: dict, sq: dict, ext: dict | None, info: dict) -> dict:
+    """The result's scalars: the fit, the collapse lengths and what the outputs do after them, the floor
+    exponents, the over-squashing ratios and checks, the extension's collapse and the training loss."""
+    fit = rates["fit"]
+    slope_ci = fit.alpha_ci if fit else (math.nan, math.nan)
+    sens_b, mid = sq["sens_b"], config.sens_len // 2
     scalars = {
-        "slope": slope, "slope_ci_lo": slope_ci[0], "slope_ci_hi": slope_ci[1], "predicted_slope": predicted,
+        "slope": fit.alpha if fit else math.nan, "slope_ci_lo": slope_ci[0], "slope_ci_hi": slope_ci[1],
+        "predicted_slope": predicted,
         "slope_se": (fit.alpha_boot_se or 0.0) if fit else math.nan,
         "fit_lo": float(config.fit_lo), "fit_hi": float(config.max_len),
         "fit_rms_residual": fit.rms_residual if fit else math.nan,
@@ -580,11 +601,11 @@ def run(config: Config, model=None, progress: bool = True) -> Result:
         "sens_first_over_middle": float(np.exp(np.log(sens_b[:, -1, 0] / sens_b[:, -1, mid]).mean())),
         "causal": float(causal),
     }  # fmt: skip
-    if stack_error is not None:
-        scalars["uniform_stack_error"] = stack_error
-    if sens_error is not None:
-        scalars["sensitivity_path_error"] = sens_error
-    for dt, c, e in zip(dts, collapse, extrap, strict=True):
+    if sq["stack_error"] is not None:
+        scalars["uniform_stack_error"] = sq["stack_error"]
+    if sq["sens_error"] is not None:
+        scalars["sensitivity_path_error"] = sq["sens_error"]
+    for dt, c, e in zip(dts, prec["collapse"], prec["extrap"], strict=True):
         scalars[f"collapse_n_{dt}"] = float(c)
         if dt != "float64":
             scalars[f"collapse_n_extrapolated_{dt}"] = float(e)
@@ -592,7 +613,7 @@ def run(config: Config, model=None, progress: bool = True) -> Result:
             after = ns >= c
             scalars[f"argmax_equal_after_collapse_{dt}"] = float(per[dt]["argmax_equal"][:, after].mean())
             scalars[f"identical_after_collapse_{dt}"] = float(per[dt]["identical"][:, after].mean())
-    for dt, f in floor_fits.items():
+    for dt, f in rates["floor_fits"].items():
         scalars[f"floor_exponent_{dt}"] = -f.alpha  # divergence ~ n^(+beta)
         scalars[f"floor_exponent_se_{dt}"] = f.alpha_boot_se or 0.0
     if ext is not None:
@@ -600,6 +621,32 @@ def run(config: Config, model=None, progress: bool = True) -> Result:
             scalars[f"ext_{k}"] = ext[k]
     if "train_loss" in info:
         scalars["train_loss"] = float(info["train_loss"])
+    return scalars
+
+
+def run(config: Config, model=None, progress: bool = True) -> Result:
+    own_model = model is None
+    vocab = model_vocab(config, model)
+    pos = model_pos(config, model)
+    models, info = build_models(config, model, progress=progress)
+    ref = models["float64"]
+    L = ref.n_layers
+    causal = bool(ref.causal)
+    ns = lengths(config)
+    m = measure_distances(models, config, ns, progress=progress, vocab=vocab)
+    per = m["per_dtype"]
+    dts = list(models)
+    norm = np.exp(np.log(per["float64"]["norm"]).mean(0))  # (N,) geometric mean |h|
+    dist = np.stack([_gmean(per[dt]["distance"]) for dt in dts])  # (dtype, N)
+    attention = config.attention if own_model else "softmax"
+    predicted = theory.predicted_slope(config.family, pos, separators=config.separator_every > 0, attention=attention)
+    rates = fit_rates(config, ns, m, norm, dts, pos, attention)
+    prec = precision_measures(ns, per, dist, norm, dts, rates["fit"])
+    sq = oversquashing(config, ref, vocab, ns, m, own_model)
+    ext = measure_extension(config, models, model, vocab, progress) if config.extend_dtype else None
+
+    data = build_dataset(config, ns, dts, L, m, dist, norm, rates, prec, sq, ext)
+    scalars = build_scalars(config, ns, dts, per, dist, predicted, causal, rates, prec, sq, ext, info)
     meta = {k: v for k, v in info.items() if k != "train_loss"}
     meta["pos_assumed"] = pos
     meta["own_model"] = own_model

@@ -61,12 +61,14 @@ import xarray as xr
 from scipy import stats
 
 from analysis import protocol
-from analysis.hooks import hooks, run_with_cache
+from analysis.corpus import build_corpus
+from analysis.hooks import hooks, resid_names, run_with_cache
 from analysis.ledger import Ledger
 from analysis.model import ATTENTION_KERNELS, ModelConfig, TinyTransformer
 from analysis.progress import bar
 from analysis.tasks import MarkovLanguage
 from analysis.theory import signal_propagation as th
+from analysis.train import TrainConfig, train
 from probes.base import MAX_SEED, ModelIncompatibleError, ProbeConfig, Result, param
 
 NAME = "signal_propagation"
@@ -193,8 +195,6 @@ def task(cfg: Config) -> MarkovLanguage:
 
 
 def train_config(cfg: Config):
-    from analysis.train import TrainConfig
-
     return TrainConfig(steps=cfg.train_steps, batch_size=32, lr=3e-3, warmup_steps=min(30, cfg.train_steps),
                        weight_decay=0.0, seed=cfg.seed)  # fmt: skip
 
@@ -203,8 +203,6 @@ def build(cfg: Config, norm: str, depth: int, seed: int, progress: bool = False)
     mcfg = model_config(cfg, norm, depth, seed)
     if not cfg.trained:
         return TinyTransformer(mcfg)
-    from analysis.train import train
-
     return train(mcfg, task(cfg), train_config(cfg), cache="default", progress=progress).model
 
 
@@ -223,8 +221,6 @@ def batch(cfg: Config, sample: int, vocab: int | None = None) -> tuple[torch.Ten
 def corpus_batches(cfg: Config, model) -> list[tuple[torch.Tensor, torch.Tensor]]:
     """``n_samples`` (inputs, targets) (B, T) batches of consecutive, non-overlapping chunks of the corpus
     validation text, encoded with the model's own tokenizer (UTF-8 bytes for byte-level zoo models)."""
-    from analysis.corpus import build_corpus
-
     corpus = build_corpus()
     val = corpus.val_tokens
     need = cfg.n_samples * cfg.batch_size * (cfg.seq_len + 1)  # ids: each chunk carries its next token
@@ -324,9 +320,10 @@ def measure(
     """
     L = model.n_layers
     have = set(model.hook_names())
-    first = "blocks.0.hook_resid_pre" if "blocks.0.hook_resid_pre" in have else "hook_embed"
-    want = [first] + [f"blocks.{l}.{h}" for l in range(L) for h in
-                      ("hook_resid_pre", "hook_resid_post", "hook_resid_mid", "hook_attn_out", "hook_mlp_out")]  # fmt: skip
+    first = resid_names(L, "depth")[0]  # the input of block 0; a model without it: the embedding
+    first = first if first in have else "hook_embed"
+    want = [first] + resid_names(L, "pre") + resid_names(L, "post") + resid_names(L, "mid")
+    want += [f"blocks.{l}.{h}" for l in range(L) for h in ("hook_attn_out", "hook_mlp_out")]
     if pre_like:
         want += [f"blocks.{l}.{h}" for l in range(L) for h in ("attn.hook_pattern", "ln1.hook_normalized")]
     if no_norm:
@@ -337,7 +334,7 @@ def measure(
     loss, _ = fixed_loss(out, targets, protocol.vocab_size(model), seed)
     loss.backward()
 
-    streams = [c[first]] + [c[f"blocks.{l}.hook_resid_post"] for l in range(L)]  # (B, T, d) each
+    streams = [c[first]] + [c[name] for name in resid_names(L)]  # (B, T, d) each
     out_: dict[str, np.ndarray] = {}
     out_["resid_var"] = np.array([x.double().pow(2).mean().item() for x in streams])
     out_["resid_rms"] = np.sqrt(out_["resid_var"])
@@ -358,7 +355,7 @@ def measure(
             branch[l, 0] = ratio(f"blocks.{l}.hook_attn_out", streams[l])
         if mlp and f"blocks.{l}.hook_mlp_out" in c:
             # the MLP's input stream; a model without hook_resid_mid: the block's input instead
-            mid = c.get(f"blocks.{l}.hook_resid_mid", streams[l])
+            mid = c.get(resid_names(L, "mid")[l], streams[l])
             branch[l, 1] = ratio(f"blocks.{l}.hook_mlp_out", mid)
             if no_norm:
                 q_mid = mid.double().pow(2).mean(-1)  # (B, T) per-token second moment
@@ -367,9 +364,9 @@ def measure(
     out_["mlp_moment"] = mlp_moment
     attn = np.full(L, np.nan)
     for l in range(L):
-        src = "ln1.hook_normalized" if pre_like else "hook_resid_pre"
-        if (pre_like or no_norm) and {f"blocks.{l}.attn.hook_pattern", f"blocks.{l}.{src}"} <= set(c):
-            a = th.attention_branch_moment(c[f"blocks.{l}.attn.hook_pattern"], c[f"blocks.{l}.{src}"])
+        src = f"blocks.{l}.ln1.hook_normalized" if pre_like else resid_names(L, "pre")[l]
+        if (pre_like or no_norm) and {f"blocks.{l}.attn.hook_pattern", src} <= set(c):
+            a = th.attention_branch_moment(c[f"blocks.{l}.attn.hook_pattern"], c[src])
             attn[l] = a.mean().item()
     out_["attn_moment"] = attn
     out_["grad_norm"] = layer_grad_norms(model, L)
@@ -397,7 +394,7 @@ def block_jacobians(model, inputs: torch.Tensor) -> tuple[np.ndarray, np.ndarray
     L = model.n_layers
     nan = (np.full(L, np.nan), np.full(L, np.nan))
     have = set(model.hook_names())
-    if not all(f"blocks.{l}.{h}" in have for l in range(L) for h in ("hook_resid_pre", "hook_resid_post")):
+    if not set(resid_names(L, "pre") + resid_names(L, "post")) <= have:
         return nan
     leaves: list[torch.Tensor] = []
 
@@ -409,7 +406,7 @@ def block_jacobians(model, inputs: torch.Tensor) -> tuple[np.ndarray, np.ndarray
     outs: dict[str, torch.Tensor] = {}
     with torch.enable_grad(), hooks(model, [("blocks.*.hook_resid_pre", detach)]):
         _, outs = run_with_cache(model, inputs, names="blocks.*.hook_resid_post", detach=False)
-    posts = torch.stack([outs[f"blocks.{l}.hook_resid_post"][:, -1] for l in range(L)])  # (L, B, d)
+    posts = torch.stack([outs[name][:, -1] for name in resid_names(L)])  # (L, B, d)
     L_, B, d = posts.shape
     if len(leaves) != L or not posts.requires_grad:
         return nan
@@ -452,7 +449,7 @@ def update_pieces(
     """
     model = TinyTransformer(model_config(cfg, norm, depth, cfg.seed + sample))
     inputs, targets = batch(cfg, sample)
-    name = f"blocks.{depth - 1}.hook_resid_post"
+    name = resid_names(depth)[-1]
 
     def final() -> torch.Tensor:
         with torch.no_grad():
@@ -499,10 +496,8 @@ def collapse_curve(cfg: Config, variant: str, mask: str, sample: int) -> np.ndar
     )  # fmt: skip
     inputs, _ = batch(cfg, sample)
     with torch.no_grad():
-        _, c = run_with_cache(
-            TinyTransformer(mcfg), inputs, names=["blocks.0.hook_resid_pre", "blocks.*.hook_resid_post"]
-        )
-    streams = [c["blocks.0.hook_resid_pre"]] + [c[f"blocks.{l}.hook_resid_post"] for l in range(L)]
+        _, c = run_with_cache(TinyTransformer(mcfg), inputs, names=resid_names(L, "depth"))
+    streams = [c[name] for name in resid_names(L, "depth")]
     return np.array([th.rank_residual(x).mean().item() for x in streams])
 
 

@@ -295,7 +295,7 @@ def describe_failure(nb: Path, executed: Path, log: Path, timed_out: float | Non
     """One line: which cell of the committed notebook failed, its first source line, the error."""
     where, what = None, None
     try:
-        import nbformat
+        import nbformat  # the dev extra (as papermill): a failure report must not need it
 
         ran = nbformat.read(executed, as_version=4)
     except Exception:  # no executed copy: the kernel never started, or papermill itself failed
@@ -571,7 +571,7 @@ def write_collection(notebooks: list[Path], out: Path) -> list[Claim]:
 # ----------------------------------------------------------------------------------------------
 def prepare_only(notebooks: list[Path], params: dict[str, Any], dest: Path) -> int:
     """Write each notebook with ``params`` injected (papermill's prepare-only) into ``dest``."""
-    import papermill
+    import papermill  # the dev extra: only this mode imports it in-process (runs use `python -m papermill`)
 
     dest.mkdir(parents=True, exist_ok=True)
     for nb in notebooks:

@@ -364,11 +364,11 @@ def test_with_model_only_incompatibility_is_a_usage_error(fake, capsys, monkeypa
     monkeypatch.setattr(fake, "REQUIRES", {}, raising=False)  # takes any model
 
     def lacking(config, model=None, progress=True):
-        raise ModelIncompatibleError("the model lacks blocks.{l}.attn.hook_scores")
+        raise ModelIncompatibleError("the model lacks blocks.{l}.attn.hook_attn_scores")
 
     monkeypatch.setattr(fake, "run", lacking)
     rc, _, err = run_main(capsys, "run", "clifake", "--preset", "smoke", "--model", "somewhere")
-    assert rc == 2 and len(err.strip().splitlines()) == 1 and "hook_scores" in err
+    assert rc == 2 and len(err.strip().splitlines()) == 1 and "hook_attn_scores" in err
 
     def buggy(config, model=None, progress=True):
         raise ValueError("an internal bug")

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from analysis.hooks import active_hook_names, hooks, resolve_names, run_with_cache
+from analysis.hooks import active_hook_names, hooks, resid_names, resolve_names, run_with_cache
 from analysis.model import ModelConfig, TinyTransformer
 from analysis.protocol import ProbeModel, describe
 
-ATTN = ["attn.hook_q", "attn.hook_k", "attn.hook_v", "attn.hook_scores", "attn.hook_pattern", "attn.hook_z"]
+ATTN = ["attn.hook_q", "attn.hook_k", "attn.hook_v", "attn.hook_attn_scores", "attn.hook_pattern", "attn.hook_z"]
 
 
 def _block(l, placement, mlp=True):
@@ -120,3 +120,52 @@ def test_model_satisfies_the_probe_protocol():
     assert describe(model) == {"n_layers": 2, "causal": False, "input_kind": "vectors"}
     with pytest.raises(ValueError, match="ProbeModel"):
         describe(torch.nn.Linear(2, 2))
+
+
+# ---- TransformerLens names: hook_attn_scores, and the older spelling hook_scores -------------------
+def test_attention_scores_have_the_transformerlens_name():
+    names = TinyTransformer(ModelConfig(n_layers=2)).hook_names()
+    assert [n for n in names if n.endswith("scores")] == ["blocks.0.attn.hook_attn_scores", "blocks.1.attn.hook_attn_scores"]
+
+
+@pytest.mark.parametrize("query_block", [None, 3])  # whole matrices, and blocks of query rows reassembled
+def test_the_older_name_hook_scores_is_accepted_everywhere(query_block):
+    model = TinyTransformer(ModelConfig(n_layers=2, dtype="float64")).eval()
+    model.query_block = query_block
+    x = torch.randint(0, 64, (2, 7), generator=torch.Generator().manual_seed(0))
+    _, new = run_with_cache(model, x, names="blocks.*.attn.hook_attn_scores")
+    for names in ("blocks.*.attn.hook_scores", ["blocks.0.attn.hook_scores", "blocks.1.attn.hook_scores"],
+                  "*hook_scores", lambda n: n.endswith(".attn.hook_scores")):  # fmt: skip
+        _, old = run_with_cache(model, x, names=names)
+        assert list(old) == list(new) == ["blocks.0.attn.hook_attn_scores", "blocks.1.attn.hook_attn_scores"]
+        for layer in range(2):
+            canon, alias = f"blocks.{layer}.attn.hook_attn_scores", f"blocks.{layer}.attn.hook_scores"
+            assert canon in old and alias in old and old.get(alias) is old[canon]
+            assert torch.equal(old[alias], new[canon])
+            assert torch.isinf(old[alias]).any()  # causal: masked logits are -inf, also after reassembly
+    with pytest.raises(KeyError):
+        new["blocks.0.attn.hook_nope"]
+    assert new.get("blocks.0.attn.hook_nope") is None and "blocks.0.attn.hook_nope" not in new
+    seen = []
+    with hooks(model, [("blocks.1.attn.hook_scores", lambda t, name: seen.append(name))]):
+        model(x)
+    assert set(seen) == {"blocks.1.attn.hook_attn_scores"}  # a hook function sees the canonical name
+    with pytest.raises(ValueError, match="no hook point matches"):
+        resolve_names(model, "blocks.2.attn.hook_scores")
+
+
+# ---- residual-stream names --------------------------------------------------------------------------
+def test_resid_names_are_the_models_residual_hooks():
+    model = TinyTransformer(ModelConfig(n_layers=3))
+    have = model.hook_names()
+    for stage in ("pre", "mid", "post"):
+        assert resid_names(3, stage) == [n for n in have if n.endswith(f".hook_resid_{stage}")]
+    assert resid_names(3) == resid_names(3, "post")
+    assert resid_names(3, "depth") == ["blocks.0.hook_resid_pre", "blocks.0.hook_resid_post",
+                                       "blocks.1.hook_resid_post", "blocks.2.hook_resid_post"]  # fmt: skip
+    assert resid_names(0, "depth") == [] == resid_names(0)
+    for bad in (-1, 1.0, True, "2"):
+        with pytest.raises(ValueError, match="n_layers"):
+            resid_names(bad)
+    with pytest.raises(ValueError, match="stage"):
+        resid_names(2, "middle")

@@ -87,7 +87,7 @@ def test_shapes_and_finiteness_in_every_dtype(dtype, knobs):
     assert out.dtype == DTYPES[dtype]
     assert torch.isfinite(out).all()
     for name, t in cache.items():
-        if name.endswith("hook_scores"):
+        if name.endswith("hook_attn_scores"):
             t = t.masked_fill(torch.isinf(t), 0)  # masked logits are -inf by definition
         assert torch.isfinite(t).all(), name
         assert t.dtype == DTYPES[dtype], name
@@ -142,10 +142,10 @@ def test_fused_and_materialised_softmax_paths_agree():
 
 def _pattern_and_scores(cfg, x):
     model = TinyTransformer(cfg)
-    _, cache = run_with_cache(model, x, names=["blocks.0.attn.hook_q", "blocks.0.attn.hook_k", "blocks.0.attn.hook_scores", "blocks.0.attn.hook_pattern"])
+    _, cache = run_with_cache(model, x, names=["blocks.0.attn.hook_q", "blocks.0.attn.hook_k", "blocks.0.attn.hook_attn_scores", "blocks.0.attn.hook_pattern"])
     q = cache["blocks.0.attn.hook_q"].transpose(1, 2)  # (B, H, T, dh)
     k = cache["blocks.0.attn.hook_k"].transpose(1, 2)
-    return q, k, cache["blocks.0.attn.hook_scores"], cache["blocks.0.attn.hook_pattern"]
+    return q, k, cache["blocks.0.attn.hook_attn_scores"], cache["blocks.0.attn.hook_pattern"]
 
 
 def test_attention_kernels_match_their_definitions():
@@ -191,10 +191,10 @@ def test_attention_bias_is_added_to_the_logits_in_every_layer():
     model = TinyTransformer(cfg)
     x = tokens(T=6)
     bias = torch.randn(6, 6, generator=torch.Generator().manual_seed(3), dtype=torch.float64)
-    _, plain = run_with_cache(model, x, names="blocks.0.attn.hook_scores")
-    _, biased = run_with_cache(model, x, names="blocks.0.attn.hook_scores", attn_bias=bias)
+    _, plain = run_with_cache(model, x, names="blocks.0.attn.hook_attn_scores")
+    _, biased = run_with_cache(model, x, names="blocks.0.attn.hook_attn_scores", attn_bias=bias)
     support = torch.ones(6, 6, dtype=torch.bool).tril()
-    diff = biased["blocks.0.attn.hook_scores"] - plain["blocks.0.attn.hook_scores"]
+    diff = biased["blocks.0.attn.hook_attn_scores"] - plain["blocks.0.attn.hook_attn_scores"]
     torch.testing.assert_close(diff[..., support], bias.expand_as(diff)[..., support], **EXACT)
     # a bias constant along each query row leaves softmax unchanged
     row_const = torch.arange(6, dtype=torch.float64)[:, None].expand(6, 6)
@@ -357,7 +357,7 @@ def test_query_blocks_equal_the_whole_matrix(attention, causal):
     model = TinyTransformer(cfg).eval()
     x = tokens(2, 37, 16)
     compact = PrefixKeyBias(torch.linspace(0.0, 2.0, 37, dtype=torch.float64), 5)
-    names = ["blocks.0.attn.hook_scores", "blocks.1.attn.hook_pattern", "blocks.1.hook_resid_post"]
+    names = ["blocks.0.attn.hook_attn_scores", "blocks.1.attn.hook_pattern", "blocks.1.hook_resid_post"]
     whole, c_whole = run_with_cache(model, x, names=names, attn_bias=compact.dense())
     per_batch = torch.randn(2, 1, 37, 37, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
     whole_b = model(x, attn_bias=per_batch)  # a bias with leading (B, 1) dims broadcasts in blocks too

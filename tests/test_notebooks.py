@@ -1,6 +1,6 @@
 """Committed notebooks: clean (no outputs), a proper `parameters` cell, and parameters that matter.
 
-Executing the notebooks as tests is nbval's job (see the Makefile target ``nbval``); here the overview
+Executing the notebooks as tests is nbval's job (the nbval step of ``make test``); here the overview
 notebook is executed through papermill (via ``scripts/make_figures.py``) with two injected values of
 ``n_layers`` to prove that injected parameters change what a notebook computes.
 """

@@ -1,7 +1,9 @@
 r"""Signal propagation at initialisation: closed forms for our ``fan_in`` initialisation, and the metrics.
 
 Everything here is float64 and model-free: it is the theory side of the ``signal_propagation`` probe
-(issue 6). Notation: ``d`` model width, ``x_l`` the residual stream after block ``l`` (``x_0`` the
+(how the norm placement shapes activations, gradients and updates across depth: Xiong et al. 2020,
+Pre-LN variance growth, Peri-LN, Mix-LN, DeepNet, and Dong et al.'s rank collapse; see REFERENCES.md).
+Notation: ``d`` model width, ``x_l`` the residual stream after block ``l`` (``x_0`` the
 embedding), ``m_l = E[x_l^2]`` its second moment per coordinate (the "residual variance": every
 coordinate has mean zero over the weight draw), ``N`` a LayerNorm with gain 1 and no bias, so that
 ``|N(x)|^2 = d sigma^2 / (sigma^2 + eps)`` exactly, with ``sigma^2`` the variance of ``x`` over its features.
