@@ -48,28 +48,29 @@ snapshot) and writes the missing ones.
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 import itertools
 import logging
 import math
 import time
+import typing
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 import torch
 
 from analysis.checkpoints import CheckpointCache, checkpoint_key, history_from_json, history_to_json
+from analysis.config import BaseConfig, param
 from analysis.corpus import CorpusSpec
 from analysis.io import content_hash
 from analysis.model import ModelConfig, TinyTransformer
 from analysis.progress import bar as progress_bar
 from analysis.tasks import CorpusLM
-from analysis.validation import check_choice, check_float, check_int, check_sequence
+from analysis.validation import check_float, check_int
 
 log = logging.getLogger(__name__)
 
@@ -78,9 +79,12 @@ log = logging.getLogger(__name__)
 # checkpoints are then simply not found instead of being silently reused.
 TRAINER_VERSION = "1"
 
-SCHEDULES = ("cosine", "constant")
-OPTIMIZERS = ("adamw", "adam", "sgd")
+Schedule = Literal["cosine", "constant"]
+Optimizer = Literal["adamw", "adam", "sgd"]
+SCHEDULES = typing.get_args(Schedule)
+OPTIMIZERS = typing.get_args(Optimizer)
 RESERVED_HISTORY = ("step", "loss", "lr", "grad_norm", "eval_step", "eval_loss")
+MAX_BETA = 0.999999  # a moment decay rate of 1 never forgets (Adam's bias correction divides by zero)
 
 # the sets that record_checkpoints() blocks collect training-run keys into (innermost last)
 _RECORDERS: ContextVar[tuple[set[str], ...]] = ContextVar("workbench_checkpoint_recorders", default=())
@@ -104,67 +108,45 @@ def record_checkpoints() -> Iterator[set[str]]:
 
 
 @dataclass(frozen=True)
-class TrainConfig:
-    steps: int = 1000  # number of optimiser updates
-    batch_size: int = 64  # sequences per update
-    lr: float = 1e-3  # peak learning rate
-    weight_decay: float = 0.0  # decay on parameters with dim >= 2 (decoupled for adamw, L2 otherwise)
-    betas: tuple[float, float] = (0.9, 0.999)  # Adam moment decay rates (unused by sgd)
-    eps: float = 1e-8  # Adam denominator epsilon (unused by sgd)
-    momentum: float = 0.0  # heavy-ball momentum of sgd (unused by adam/adamw)
-    warmup_steps: int = 0  # linear warm-up length W: lr * (s + 1) / W for s < W
-    schedule: str = "cosine"  # after warm-up: cosine decay to min_lr_ratio * lr | constant
-    min_lr_ratio: float = 0.1  # final learning rate of the cosine, as a fraction of lr
-    grad_clip: float = 1.0  # clip the global gradient L2 norm to this value; 0 = no clipping
-    seed: int = 0  # seeds the data stream (and the derived held-out data); model init uses model_cfg.seed
-    eval_every: int = 0  # held-out loss every this many updates (and at the end); 0 = never
-    eval_batches: int = 4  # held-out batches per evaluation (at most; a task's eval_batches may give fewer)
-    checkpoint_every: int = 0  # save a resumable partial state every this many updates; 0 = never
-    optimizer: str = "adamw"  # adamw | adam | sgd
+class TrainConfig(BaseConfig):
+    """How a run trains (the optimiser, the schedule, the data seed); see the module docstring.
 
-    def __post_init__(self) -> None:
-        if isinstance(self.betas, list):  # from JSON
-            object.__setattr__(self, "betas", tuple(self.betas))
-        check_int("steps", self.steps, minimum=1)
-        check_int("batch_size", self.batch_size, minimum=1)
+    ``to_dict()`` keys cached checkpoints (with the model and task configs and ``TRAINER_VERSION``),
+    so names, order and defaults are fixed; ints given for float fields are kept as ints.
+    """
+
+    FLOATS_FROM_INTS: ClassVar[bool] = False
+
+    steps: int = param(1000, "number of optimiser updates", minimum=1)
+    batch_size: int = param(64, "sequences per update", minimum=1)
+    lr: float = param(1e-3, "peak learning rate (> 0)")
+    weight_decay: float = param(0.0, "decay on parameters with dim >= 2 (decoupled for adamw, L2 otherwise)",
+                                minimum=0.0)  # fmt: skip
+    betas: tuple[float, float] = param((0.9, 0.999), "Adam moment decay rates (unused by sgd)", minimum=0.0,
+                                       maximum=MAX_BETA)  # fmt: skip
+    eps: float = param(1e-8, "Adam denominator epsilon (> 0; unused by sgd)")
+    momentum: float = param(0.0, "heavy-ball momentum of sgd (unused by adam/adamw)", minimum=0.0, maximum=MAX_BETA)
+    warmup_steps: int = param(0, "linear warm-up length W <= steps: lr * (s + 1) / W for s < W", minimum=0)
+    schedule: Schedule = param("cosine", "after warm-up: cosine decay to min_lr_ratio * lr | constant")
+    min_lr_ratio: float = param(0.1, "final learning rate of the cosine, as a fraction of lr", minimum=0.0,
+                                maximum=1.0)  # fmt: skip
+    grad_clip: float = param(1.0, "clip the global gradient L2 norm to this value; 0 = no clipping", minimum=0.0)
+    seed: int = param(0, "seeds the data stream (and the derived held-out data); model init uses model_cfg.seed",
+                      minimum=0)  # fmt: skip
+    eval_every: int = param(0, "held-out loss every this many updates (and at the end); 0 = never", minimum=0)
+    eval_batches: int = param(4, "held-out batches per evaluation (at most; a task's eval_batches may give fewer); "
+                              ">= 1 when eval_every", minimum=0)  # fmt: skip
+    checkpoint_every: int = param(0, "save a resumable partial state every this many updates; 0 = never", minimum=0)
+    optimizer: Optimizer = param("adamw", "adamw | adam | sgd")
+
+    def validate(self) -> None:
+        """The field checks, then the strict bounds and the rules between fields."""
+        super().validate()
         check_float("lr", self.lr, minimum=0.0, strict_minimum=True)
-        check_float("weight_decay", self.weight_decay, minimum=0.0)
-        check_sequence("betas", self.betas, min_len=2)
-        if len(self.betas) != 2:
-            raise ValueError(f"betas must have exactly 2 items, got {list(self.betas)!r}")
-        for i, b in enumerate(self.betas):
-            check_float(f"betas[{i}]", b, minimum=0.0, maximum=0.999999)
         check_float("eps", self.eps, minimum=0.0, strict_minimum=True)
-        check_float("momentum", self.momentum, minimum=0.0, maximum=0.999999)
-        check_int("warmup_steps", self.warmup_steps, minimum=0, maximum=self.steps)
-        check_choice("schedule", self.schedule, SCHEDULES)
-        check_float("min_lr_ratio", self.min_lr_ratio, minimum=0.0, maximum=1.0)
-        check_float("grad_clip", self.grad_clip, minimum=0.0)
-        check_int("seed", self.seed, minimum=0)
-        check_int("eval_every", self.eval_every, minimum=0)
-        check_int("eval_batches", self.eval_batches, minimum=1 if self.eval_every else 0)
-        check_int("checkpoint_every", self.checkpoint_every, minimum=0)
-        check_choice("optimizer", self.optimizer, OPTIMIZERS)
-
-    def to_dict(self) -> dict[str, Any]:
-        d = dataclasses.asdict(self)
-        d["betas"] = list(self.betas)
-        return d
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> TrainConfig:
-        names = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(d) - names)
-        if unknown:
-            raise ValueError(f"unknown TrainConfig field(s) {unknown}; allowed: {sorted(names)}")
-        return cls(**d)
-
-    def replace(self, **changes: Any) -> TrainConfig:
-        names = {f.name for f in dataclasses.fields(self)}
-        unknown = sorted(set(changes) - names)
-        if unknown:
-            raise ValueError(f"unknown TrainConfig field(s) {unknown}; allowed: {sorted(names)}")
-        return dataclasses.replace(self, **changes)
+        check_int("warmup_steps", self.warmup_steps, maximum=self.steps)
+        if self.eval_every:
+            check_int("eval_batches", self.eval_batches, minimum=1)
 
 
 @dataclass

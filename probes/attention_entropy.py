@@ -60,7 +60,7 @@ from analysis.protocol import check_length, encode_text, vocab_size
 from analysis.tasks import CorpusLM, MarkovLanguage
 from analysis.theory import attention_entropy as theory
 from analysis.train import TrainConfig, train
-from probes.base import MAX_SEED, ModelIncompatibleError, ProbeConfig, Result, param
+from probes.base import ModelIncompatibleError, ProbeConfig, Result, model_param, param
 
 NAME = "attention_entropy"
 DESCRIPTION = "Attention entropy vs context length and logit scale; dilution, SSMax, sigmoid; collapse in training."
@@ -88,13 +88,13 @@ class Config(ProbeConfig):
     }  # fmt: skip
 
     # --- model ----------------------------------------------------------------------------------
-    attention: str = param("softmax", "attention kernel of the measured models",
-                           choices=("softmax", "ssmax", "sigmoid"))  # fmt: skip
-    logit_scale: float | None = param(None, "multiplier of q.k (none: 1/sqrt(d_head))", minimum=0.0, maximum=MAX_SCALE)
-    layers: int = param(2, "transformer blocks", minimum=1)
-    heads: int = param(2, "attention heads per layer", minimum=1)
-    d_model: int = param(64, "residual width", minimum=2)
-    seed: int = param(0, "model weights, tokens and training data", minimum=0, maximum=MAX_SEED)
+    attention: str = model_param("attention", "softmax", "attention kernel of the measured models",
+                                 choices=("softmax", "ssmax", "sigmoid"))  # fmt: skip
+    logit_scale: float | None = model_param("logit_scale", None, minimum=0.0, maximum=MAX_SCALE)
+    layers: int = model_param("layers", 2)
+    heads: int = model_param("heads", 2)
+    d_model: int = model_param("d_model", 64)
+    seed: int = model_param("seed", 0, "model weights, tokens and training data")
     # --- untrained measurement --------------------------------------------------------------------
     ctx_lens: tuple[int, ...] = param((16, 64, 256, 1024, 4096), "context lengths n (keys visible to a row)",
                                       minimum=2)  # fmt: skip
@@ -111,9 +111,9 @@ class Config(ProbeConfig):
     # --- planted key ----------------------------------------------------------------------------
     planted_gap: float = param(2.0, "logit gap g of the planted key (the fading sweep sets s = s g / g)",
                                minimum=MIN_GAP, maximum=MAX_GAP)  # fmt: skip
-    ssmax_s: float = param(0.75, "SSMax s (logits times s ln n); s g >= 1 stops the fading", minimum=0.0,
-                           maximum=MAX_GAP)  # fmt: skip
-    sigmoid_bias: float = param(0.0, "sigmoid attention bias b", minimum=-MAX_GAP, maximum=MAX_GAP)
+    ssmax_s: float = model_param("ssmax_s", 0.75, "SSMax s (logits times s ln n); s g >= 1 stops the fading",
+                                 maximum=MAX_GAP)  # fmt: skip
+    sigmoid_bias: float = model_param("sigmoid_bias", 0.0, minimum=-MAX_GAP, maximum=MAX_GAP)
     fade_sg: tuple[float, ...] = param((0.25, 0.5, 0.75, 1.0, 1.5, 2.0), "values of s g whose SSMax fading rate "
                                        "d ln w / d ln n is fitted (s = value / planted_gap)", minimum=0.0,
                                        maximum=MAX_GAP)  # fmt: skip
@@ -136,8 +136,6 @@ class Config(ProbeConfig):
 
     def validate(self) -> None:
         super().validate()
-        if self.d_model % self.heads:
-            raise ValueError(f"d_model ({self.d_model}) must be divisible by heads ({self.heads})")
         if list(self.ctx_lens) != sorted(set(self.ctx_lens)):
             raise ValueError(f"ctx_lens must be strictly increasing, got {list(self.ctx_lens)}")
         if self.rows_per_n > min(self.ctx_lens):
@@ -158,14 +156,13 @@ class Config(ProbeConfig):
 
 def model_config(config: Config, *, vocab: int, logit_scale: float | None = None, qk_norm: bool = False,
                  attention: str | None = None, seed: int | None = None) -> ModelConfig:  # fmt: skip
-    """The measured TinyTransformer: pre-LN, no positions (so row n-1 sees exactly n keys). ``seed`` (default
-    ``config.seed``) is a replicate's own seed, which may pass the config's largest seed."""
-    return ModelConfig(
-        input="tokens", vocab_size=vocab, output="lm", d_model=config.d_model, n_layers=config.layers,
-        n_heads=config.heads, norm="pre", attention=attention or config.attention,
-        logit_scale=logit_scale if logit_scale is not None else config.logit_scale, qk_norm=qk_norm,
-        ssmax_s=config.ssmax_s, sigmoid_bias=config.sigmoid_bias, pos="none",
-        seed=config.seed if seed is None else seed,
+    """The measured TinyTransformer: the config's model fields, pre-LN, no positions (so row n-1 sees exactly
+    n keys), a vocabulary of ``vocab`` tokens. ``logit_scale``, ``attention`` and ``seed`` replace the config's
+    when given; ``seed`` is a replicate's own seed, which may pass the config's largest seed."""
+    given = {"logit_scale": logit_scale, "attention": attention or None, "seed": seed}
+    return config.model_config(
+        input="tokens", vocab_size=vocab, output="lm", norm="pre", pos="none", qk_norm=qk_norm,
+        **{k: v for k, v in given.items() if v is not None},
     )  # fmt: skip
 
 

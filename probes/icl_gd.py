@@ -75,7 +75,7 @@ from analysis.regression_data import RegressionBatch, concat_tokens, interleaved
 from analysis.tasks import LinearRegressionTask
 from analysis.theory import icl_gd as th
 from analysis.train import TrainConfig, train
-from probes.base import MAX_SEED, ProbeConfig, Result, param
+from probes.base import ProbeConfig, Result, model_param, param
 
 NAME = "icl_gd"
 DESCRIPTION = "In-context regression: trained linear self-attention vs one step of (preconditioned) GD."
@@ -112,7 +112,7 @@ class Config(ProbeConfig):
     x_dist: str = param("uniform", "input law", choices=("gaussian", "uniform", "anisotropic"))
     cond: float = param(10.0, "condition number of Sigma (anisotropic only; geometric spectrum)", minimum=1.0, maximum=MAX_COND)
     layers: tuple[int, ...] = param((1, 2, 3, 4), "depths K of the trained LSA stacks (first = headline)", minimum=1, maximum=8)
-    attention: str = param("linear", "attention kernel of the trained models", choices=("linear", "softmax"))
+    attention: str = model_param("attention", "linear", "attention kernel of the trained models", choices=("linear", "softmax"))
     hide_query: bool = param(True, "train and evaluate with the query hidden as a key (von Oswald's architecture)")
     steps: int = param(2000, "Adam updates per trained model", minimum=1)
     batch: int = param(2048, "tasks per update", minimum=1)
@@ -122,8 +122,8 @@ class Config(ProbeConfig):
     depth_warmup: int = param(100, "linear warm-up updates of the stacks with K >= 2 (without it lr 1e-2 blows up early)", minimum=0)
     depth_clip: float = param(1.0, "global gradient-norm clip of the stacks with K >= 2 (caps rare large-|w| batches)", minimum=0.0)
     lr: float = param(2e-2, "peak Adam learning rate (cosine decay to 10%)", minimum=0.0, maximum=MAX_LR)
-    init_std: float = param(0.02, "std of the initial weights (small: deep LSA stacks blow up from fan-in init)", minimum=0.0, maximum=MAX_INIT_STD)
-    seed: int = param(0, "seed of the weights, the data stream and the evaluation draws", minimum=0, maximum=MAX_SEED)
+    init_std: float = model_param("init_std", 0.02, "std of the initial weights (small: deep LSA stacks blow up from fan-in init)", maximum=MAX_INIT_STD)
+    seed: int = model_param("seed", 0, "seed of the weights, the data stream and the evaluation draws")
     n_eval: int = param(20000, "evaluation tasks per context length", minimum=16)
     n_mc: int = param(200000, "Monte Carlo tasks for the eta* / loss* checks", minimum=16)
     n_fit: int = param(2000, "tasks on which K-step GD and GD++ schedules are fitted (L-BFGS, float64)", minimum=16)
@@ -148,10 +148,10 @@ class Config(ProbeConfig):
 
     def validate(self) -> None:
         super().validate()
-        for name in ("lr", "depth_lr", "garg_lr", "init_std"):  # analysis.train and analysis.model need them > 0
+        for name in ("lr", "depth_lr", "garg_lr"):  # analysis.train needs them > 0 (init_std: the model config)
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
-        if self.garg_width % self.garg_heads:
+        if self.garg_width % self.garg_heads:  # the interleaved model's own fields (not model fields)
             raise ValueError(f"garg_heads must divide garg_width={self.garg_width}, got garg_heads={self.garg_heads}")
         if ("anisotropic" in self.mahankali or self.x_dist == "anisotropic") and self.d * self.d > self.n_eval:
             raise ValueError(f"n_eval must be >= d^2 = {self.d * self.d} to fit a preconditioner, got {self.n_eval}")
@@ -220,12 +220,10 @@ def model_config(cfg: Config, n_layers: int, dtype: str = "float32", seed: int |
     Small N(0, init_std^2) initial weights: a K-layer LSA is a polynomial of degree 3^K in the tokens,
     and from fan-in init (std 1/sqrt(d+1)) a 2-layer stack starts with losses ~1e5 and trains poorly."""
     D = cfg.d + 1
-    return ModelConfig(
+    return cfg.model_config(  # attention, init_std and seed from the config's model fields
         input="embedded", d_in=D, output="none", vocab_size=2, d_model=D, n_layers=n_layers, n_heads=1,
-        d_head=D, d_mlp=0, norm="none", attention=cfg.attention,
-        logit_scale=1.0 if cfg.attention == "linear" else None, causal=False, dtype=dtype,
-        seed=cfg.seed if seed is None else seed,
-        init="gpt2", init_std=cfg.init_std,
+        d_head=D, d_mlp=0, norm="none", logit_scale=1.0 if cfg.attention == "linear" else None, causal=False,
+        dtype=dtype, init="gpt2", **({} if seed is None else {"seed": seed}),
     )  # fmt: skip
 
 

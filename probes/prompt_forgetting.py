@@ -75,7 +75,7 @@ from analysis.progress import bar
 from analysis.tasks import CorpusLM, MarkovLanguage
 from analysis.theory import prompt_forgetting as theory
 from analysis.train import derived_seed, evaluate, probe_lm_train_config, train
-from probes.base import MAX_SEED, ModelIncompatibleError, ProbeConfig, Result, param
+from probes.base import ModelIncompatibleError, ProbeConfig, Result, model_param, param
 
 NAME = "prompt_forgetting"
 DESCRIPTION = "Prompt-forgetting exponent: offset of two prompts' hidden states under one continuation vs t."
@@ -99,18 +99,18 @@ class Config(ProbeConfig):
     }  # fmt: skip
 
     # --- model ----------------------------------------------------------------------------------
-    layers: int = param(2, "transformer blocks L", minimum=1)
-    d_model: int = param(64, "residual width d", minimum=2)
-    heads: int = param(2, "attention heads per layer", minimum=1)
-    attention: str = param("softmax", "attention kernel", choices=("softmax", "uniform", "ssmax", "sigmoid", "linear"))
-    norm: str = param("pre", "norm placement", choices=("pre", "post", "peri", "mix", "none"))
-    norm_type: str = param("layernorm", "norm kind", choices=("layernorm", "rmsnorm"))
-    mlp: int = param(256, "MLP hidden width (0 = attention only)", minimum=0)
-    pos: str = param("none", "positions (exist at every t)", choices=("none", "rope"))
-    dtype: str = param("float32", "model dtype", choices=("float32", "float64"))
+    layers: int = model_param("layers", 2)
+    d_model: int = model_param("d_model", 64)
+    heads: int = model_param("heads", 2)
+    attention: str = model_param("attention", "softmax", choices=("softmax", "uniform", "ssmax", "sigmoid", "linear"))
+    norm: str = model_param("norm", "pre", choices=("pre", "post", "peri", "mix", "none"))
+    norm_type: str = model_param("norm_type", "layernorm", choices=("layernorm", "rmsnorm"))
+    mlp: int = model_param("mlp", 256)
+    pos: str = model_param("pos", "none", "positions (exist at every t)", choices=("none", "rope"))
+    dtype: str = model_param("dtype", "float32", choices=("float32", "float64"))
     logit_gain: float = param(1.0, "multiplies the attention logits' default scale 1/sqrt(d_head); below 1 it brings "
                                    "the logits inside the theorem's bounded-logit regime", minimum=1e-6)
-    vocab_size: int = param(64, "vocabulary of random and Markov tokens (corpus: 256 bytes)", minimum=2)
+    vocab_size: int = model_param("vocab_size", 64, "vocabulary of random and Markov tokens (corpus: 256 bytes)")
     # --- data and training ------------------------------------------------------------------------
     data: str = param("random", "token source of prompts and continuation (and training)",
                       choices=("random", "markov", "corpus"))  # fmt: skip
@@ -129,7 +129,7 @@ class Config(ProbeConfig):
     # --- fit ------------------------------------------------------------------------------------
     fit_lo: float = param(64.0, "first position t of the power-law window (last: P + T)", minimum=2.0)
     n_boot: int = param(1000, "bootstrap replicates over pairs", minimum=10)
-    seed: int = param(0, "weights (model seed), data and bootstrap seeds", minimum=0, maximum=MAX_SEED)
+    seed: int = model_param("seed", 0, "weights (model seed), data and bootstrap seeds")
 
     def validate(self) -> None:
         super().validate()
@@ -142,10 +142,6 @@ class Config(ProbeConfig):
         if self.train_checkpoints and self.train_checkpoints[-1] > self.train_steps:
             raise ValueError(f"train_checkpoints must lie in [0, train_steps = {self.train_steps}], got "
                              f"{list(self.train_checkpoints)}")
-        if self.d_model % self.heads:
-            raise ValueError(f"d_model ({self.d_model}) must be divisible by heads ({self.heads})")
-        if self.pos == "rope" and (self.d_model // self.heads) % 2:
-            raise ValueError("pos 'rope' needs an even head size d_model / heads")
         if self.fit_lo <= self.prompt_len or self.fit_lo >= self.prompt_len + self.cont_len / 2:
             raise ValueError(
                 f"fit_lo must lie in (prompt_len, prompt_len + cont_len/2) = ({self.prompt_len}, "
@@ -162,11 +158,10 @@ def _vocab(config: Config) -> int:
 
 
 def model_config(config: Config) -> ModelConfig:
-    """The TinyTransformer this config measures (untrained weights from ``seed``)."""
-    return ModelConfig(
-        input="tokens", vocab_size=_vocab(config), output="lm", d_model=config.d_model, n_layers=config.layers,
-        n_heads=config.heads, d_mlp=config.mlp, norm=config.norm, norm_type=config.norm_type,
-        attention=config.attention, pos=config.pos, dtype=config.dtype, seed=config.seed,
+    """The TinyTransformer this config measures (untrained weights from ``seed``): the model fields, a
+    byte vocabulary for corpus data, the logit scale times ``logit_gain``."""
+    return config.model_config(
+        input="tokens", vocab_size=_vocab(config), output="lm",
         # gain 1 keeps the model config (and so trained checkpoints' keys) exactly as without the field
         logit_scale=None if config.logit_gain == 1.0 else config.logit_gain / math.sqrt(config.d_model // config.heads),
     )  # fmt: skip

@@ -70,7 +70,7 @@ from analysis.progress import bar
 from analysis.theory import representational_collapse as theory
 from analysis.theory.signal_propagation import rank_residual
 from analysis.train import probe_lm_train_config, train
-from probes.base import MAX_SEED, ModelIncompatibleError, ProbeConfig, Result, param
+from probes.base import ModelIncompatibleError, ProbeConfig, Result, model_param, param
 
 NAME = "representational_collapse"
 DESCRIPTION = "Representational collapse: last-token distance of near-identical sequences vs length, precision, over-squashing."
@@ -110,15 +110,16 @@ class Config(ProbeConfig):
     extend_lengths: int = param(5, "extension: lengths on a log grid (like n_lengths)", minimum=3)
     extend_bases: int = param(0, "extension: samples per length (0 = n_bases; else like n_bases, >= 2)", minimum=0)
     # --- model ----------------------------------------------------------------------------------
-    layers: int = param(2, "transformer blocks L", minimum=1)
-    d_model: int = param(64, "residual width d", minimum=2)
-    heads: int = param(2, "attention heads per layer", minimum=1)
-    attention: str = param("softmax", "attention kernel", choices=("softmax", "uniform"))
-    norm: str = param("pre", "norm placement", choices=("pre", "post", "none"))
-    mlp: int = param(256, "MLP hidden width (0 = attention only)", minimum=0)
-    pos: str = param("none", "positional encoding (a passed model without a position limit: the one it uses)",
-                     choices=("none", "rope", "learned"))
-    vocab_size: int = param(64, "vocabulary (the last id is the separator; a passed model's own is used)", minimum=4)
+    layers: int = model_param("layers", 2)
+    d_model: int = model_param("d_model", 64)
+    heads: int = model_param("heads", 2)
+    attention: str = model_param("attention", "softmax", choices=("softmax", "uniform"))
+    norm: str = model_param("norm", "pre", choices=("pre", "post", "none"))
+    mlp: int = model_param("mlp", 256)
+    pos: str = model_param("pos", "none", "positional encoding (a passed model without a position limit: the one it "
+                           "uses)", choices=("none", "rope", "learned"))  # fmt: skip
+    vocab_size: int = model_param("vocab_size", 64, "vocabulary (the last id is the separator; a passed model's own is "
+                                  "used)", minimum=4)  # fmt: skip
     # --- training -------------------------------------------------------------------------------
     trained: bool = param(False, "train the model on a Markov language first (analysis.train, cached)")
     train_steps: int = param(400, "optimiser updates when trained", minimum=1)
@@ -126,14 +127,10 @@ class Config(ProbeConfig):
     # --- fit ------------------------------------------------------------------------------------
     fit_lo: float = param(16.0, "first n of the power-law window (last: max_len)", minimum=2.0)
     n_boot: int = param(1000, "bootstrap replicates over samples", minimum=10)
-    seed: int = param(0, "weights (model seed), data and bootstrap seeds", minimum=0, maximum=MAX_SEED)
+    seed: int = model_param("seed", 0, "weights (model seed), data and bootstrap seeds")
 
     def validate(self) -> None:
         super().validate()
-        if self.d_model % self.heads:
-            raise ValueError(f"d_model ({self.d_model}) must be divisible by heads ({self.heads})")
-        if self.pos == "rope" and (self.d_model // self.heads) % 2:
-            raise ValueError("pos 'rope' needs an even head size d_model / heads")
         if self.min_len >= self.max_len:
             raise ValueError(f"min_len ({self.min_len}) must be below max_len ({self.max_len})")
         if not self.min_len <= self.fit_lo <= self.max_len / 2:
@@ -183,12 +180,11 @@ def seq_bound(config: Config) -> int:
 
 
 def model_config(config: Config) -> ModelConfig:
-    """The TinyTransformer this config measures (untrained weights from ``seed``), float32."""
-    return ModelConfig(
-        input="tokens", vocab_size=config.vocab_size, output="lm", d_model=config.d_model, n_layers=config.layers,
-        n_heads=config.heads, d_mlp=config.mlp, norm=config.norm, attention=config.attention, pos=config.pos,
+    """The TinyTransformer this config measures (untrained weights from ``seed``), float32: the model fields,
+    with learned positions as long as the longest sequence the protocol builds."""
+    return config.model_config(
+        input="tokens", output="lm", dtype="float32",
         max_len=max(seq_bound(config), config.sens_len, config.train_seq_len) if config.pos == "learned" else 1024,
-        dtype="float32", seed=config.seed,
     )  # fmt: skip
 
 

@@ -69,7 +69,7 @@ from analysis.progress import bar
 from analysis.tasks import MarkovLanguage
 from analysis.theory import signal_propagation as th
 from analysis.train import TrainConfig, train
-from probes.base import MAX_SEED, ModelIncompatibleError, ProbeConfig, Result, param
+from probes.base import ModelIncompatibleError, ProbeConfig, Result, model_param, param
 
 NAME = "signal_propagation"
 DESCRIPTION = (
@@ -133,10 +133,10 @@ class Config(ProbeConfig):
         tuple(NORM_VARIANTS), "norm variants to measure", choices=tuple(NORM_VARIANTS)
     )
     depths: tuple[int, ...] = param((1, 2, 4, 8, 16, 32, 48), "numbers of blocks L", minimum=1, maximum=256)
-    d_model: int = param(32, "residual-stream width d", minimum=2, maximum=128)
-    heads: int = param(4, "attention heads per layer (must divide d_model)", minimum=1)
+    d_model: int = model_param("d_model", 32, maximum=128)
+    heads: int = model_param("heads", 4)
     mlp: bool = param(True, "blocks have a GELU MLP of width 4 d")
-    attention: str = param("softmax", "attention kernel", choices=ATTENTION_KERNELS)
+    attention: str = model_param("attention", "softmax", choices=ATTENTION_KERNELS)
     skip: bool = param(True, "skip connections around both sublayers")
     mask: str = param("causal", "attention mask of the depth sweep", choices=MASKS)
     seq_len: int = param(16, "tokens per sequence T", minimum=2)
@@ -148,20 +148,18 @@ class Config(ProbeConfig):
     )
     batch_size: int = param(8, "sequences per measurement batch", minimum=1)
     n_samples: int = param(6, "initialisations (weight seeds seed + i) per (norm, depth)", minimum=2)
-    vocab_size: int = param(64, "vocabulary of the Markov language (data corpus: the zoo's models embed at least "
-                            "the 256 byte ids)", minimum=2)  # fmt: skip
+    vocab_size: int = model_param("vocab_size", 64, "vocabulary of the Markov language (data corpus: the zoo's models "
+                                  "embed at least the 256 byte ids)")  # fmt: skip
     trained: bool = param(False, "measure after training on the Markov language (cached)")
     train_steps: int = param(300, "optimiser updates when trained", minimum=1)
     jacobian: bool = param(
         True, "exact block Jacobians (d backward passes per batch; the costliest statistic)"
     )
     collapse_depth: int = param(12, "depth of the rank-collapse sweep (at initialisation)", minimum=2)
-    seed: int = param(0, "first weight seed; also seeds the token batches", minimum=0, maximum=MAX_SEED)
+    seed: int = model_param("seed", 0, "first weight seed; also seeds the token batches")
 
     def validate(self) -> None:
         super().validate()
-        if self.d_model % self.heads:
-            raise ValueError(f"heads must divide d_model={self.d_model}, got heads={self.heads}")
         if len(set(self.norms)) != len(self.norms):
             raise ValueError(f"norms must not repeat, got {list(self.norms)}")
         if len(set(self.depths)) != len(self.depths):
@@ -176,11 +174,12 @@ class Config(ProbeConfig):
 
 
 def model_config(cfg: Config, norm: str, depth: int, seed: int) -> ModelConfig:
-    """The float64 TinyTransformer of one (norm variant, depth, weight seed)."""
-    return ModelConfig(
-        input="tokens", vocab_size=model_vocab(cfg), output="lm", d_model=cfg.d_model, n_layers=depth,
-        n_heads=cfg.heads, d_mlp=None if cfg.mlp else 0, attention=cfg.attention, causal=cfg.mask == "causal",
-        attn_residual=cfg.skip, mlp_residual=cfg.skip, dtype="float64", seed=seed, **NORM_VARIANTS[norm],
+    """The float64 TinyTransformer of one (norm variant, depth, weight seed): the model fields, the mask, MLP
+    and skip switches, the norm variant's fields."""
+    return cfg.model_config(
+        input="tokens", vocab_size=model_vocab(cfg), output="lm", n_layers=depth, d_mlp=None if cfg.mlp else 0,
+        causal=cfg.mask == "causal", attn_residual=cfg.skip, mlp_residual=cfg.skip, dtype="float64", seed=seed,
+        **NORM_VARIANTS[norm],
     )  # fmt: skip
 
 
@@ -489,10 +488,9 @@ def collapse_curve(cfg: Config, variant: str, mask: str, sample: int) -> np.ndar
     overrides = dict(COLLAPSE_VARIANTS[variant])
     if "branch_scale" in overrides:
         overrides["branch_scale"] = 1.0 / math.sqrt(L)
-    mcfg = ModelConfig(
-        input="tokens", vocab_size=cfg.vocab_size, output="none", d_model=cfg.d_model, n_layers=L,
-        n_heads=cfg.heads, attention=cfg.attention, causal=mask == "causal", dtype="float64",
-        seed=cfg.seed + sample, **overrides,
+    mcfg = cfg.model_config(
+        input="tokens", output="none", n_layers=L, causal=mask == "causal", dtype="float64", seed=cfg.seed + sample,
+        **overrides,
     )  # fmt: skip
     inputs, _ = batch(cfg, sample)
     with torch.no_grad():
