@@ -217,9 +217,7 @@ class CheckpointCache:
             self.partial_dir(key), PARTIAL_TENSORS, PARTIAL_META, _state_for_safetensors(tensors), state
         )
 
-    def load_partial(
-        self, key: str, device: str | torch.device = "cpu"
-    ) -> tuple[dict[str, torch.Tensor], dict] | None:
+    def load_partial(self, key: str, device: str | torch.device = "cpu") -> tuple[dict[str, torch.Tensor], dict] | None:
         """Verified ``(tensors, state)`` of an unfinished run, or ``None`` (damaged ones are deleted)."""
         return self._read_pair(self.partial_dir(key), PARTIAL_TENSORS, PARTIAL_META, key, device)
 
@@ -255,7 +253,12 @@ class CheckpointCache:
             raise
 
     def _read_pair(
-        self, folder: Path, tensor_name: str, meta_name: str, key: str, device: str | torch.device,
+        self,
+        folder: Path,
+        tensor_name: str,
+        meta_name: str,
+        key: str,
+        device: str | torch.device,
         repair: bool = True,
     ) -> tuple[dict[str, torch.Tensor], dict] | None:
         if not folder.exists():
@@ -289,9 +292,7 @@ class CheckpointCache:
             if not repair:
                 log.debug("checkpoint cache: %s is damaged or being replaced (%s)", folder, problem)
                 return None
-            log.warning(
-                "checkpoint cache: %s is damaged (%s); deleting it, it will be recomputed", folder, problem
-            )
+            log.warning("checkpoint cache: %s is damaged (%s); deleting it, it will be recomputed", folder, problem)
             shutil.rmtree(folder, ignore_errors=True)
             return None
         touch(folder)

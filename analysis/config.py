@@ -264,10 +264,18 @@ def field_specs_of(cls: type) -> tuple[FieldSpec, ...]:
         min_len = kind.length if kind.length is not None else meta.get("min_len", 1)
         specs.append(
             FieldSpec(
-                name=f.name, base=kind.base, is_seq=kind.is_seq, optional=kind.optional, default=f.default,
-                help=meta.get("help", ""), choices=kind.choices if kind.choices is not None else meta.get("choices"),
-                minimum=meta.get("minimum"), maximum=meta.get("maximum"), min_len=min_len, max_len=kind.length,
-            )  # fmt: skip
+                name=f.name,
+                base=kind.base,
+                is_seq=kind.is_seq,
+                optional=kind.optional,
+                default=f.default,
+                help=meta.get("help", ""),
+                choices=kind.choices if kind.choices is not None else meta.get("choices"),
+                minimum=meta.get("minimum"),
+                maximum=meta.get("maximum"),
+                min_len=min_len,
+                max_len=kind.length,
+            )
         )
     return tuple(specs)
 

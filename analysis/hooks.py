@@ -151,9 +151,7 @@ def resolve_names(model: Any, names: str | Sequence[str] | Callable[[str], bool]
     for pattern in names:
         hits = [n for n in available if any(fnmatch.fnmatchcase(s, pattern) for s in _spellings(n))]
         if not hits:
-            raise ValueError(
-                f"names: no hook point matches {pattern!r}; available hook points: {available}"
-            )
+            raise ValueError(f"names: no hook point matches {pattern!r}; available hook points: {available}")
         chosen.extend(h for h in hits if h not in chosen)
     order = {n: i for i, n in enumerate(available)}
     return sorted(chosen, key=order.__getitem__)
@@ -235,7 +233,9 @@ def run_with_cache(
     for name, parts in blocks.items():  # keys a block's rows cannot see: -inf logits, 0 weights
         fill = float("-inf") if canonical_name(name).endswith(SCORES) else 0.0
         width = max(p.shape[-1] for p in parts)
-        cache[name] = torch.cat([torch.nn.functional.pad(p, (0, width - p.shape[-1]), value=fill) for p in parts], dim=-2)
+        cache[name] = torch.cat(
+            [torch.nn.functional.pad(p, (0, width - p.shape[-1]), value=fill) for p in parts], dim=-2
+        )
     return out, cache
 
 

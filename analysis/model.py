@@ -74,37 +74,44 @@ class ModelConfig(BaseConfig):
     FLOATS_FROM_INTS: ClassVar[bool] = False
 
     # --- input / output -------------------------------------------------------------------------
-    input: InputKind = param("tokens", "tokens: embed ids | vectors: linear read-in of d_in | embedded: identity "
-                             "(d_in = d_model)")  # fmt: skip
+    input: InputKind = param(
+        "tokens", "tokens: embed ids | vectors: linear read-in of d_in | embedded: identity (d_in = d_model)"
+    )
     vocab_size: int = param(64, "token vocabulary (input tokens or output lm: >= 2)")
     d_in: int = param(0, "width of real-vector inputs (input vectors: >= 1; embedded: 0 or d_model)", minimum=0)
-    output: OutputKind = param("lm", "lm: logits over vocab | linear: read-out of width d_out | none: final residual "
-                               "stream")  # fmt: skip
+    output: OutputKind = param(
+        "lm", "lm: logits over vocab | linear: read-out of width d_out | none: final residual stream"
+    )
     d_out: int = param(0, "read-out width (output linear: >= 1)", minimum=0)
     # --- shape ----------------------------------------------------------------------------------
     d_model: int = param(64, "residual-stream width d", minimum=1)
     n_layers: int = param(2, "depth L", minimum=0)
     n_heads: int = param(4, "heads H per layer", minimum=1)
-    d_head: int | None = param(None, "head size dh; None -> d_model // n_heads (then n_heads must divide d_model)",
-                               minimum=1)  # fmt: skip
+    d_head: int | None = param(
+        None, "head size dh; None -> d_model // n_heads (then n_heads must divide d_model)", minimum=1
+    )
     d_mlp: int | None = param(None, "MLP hidden width; None -> 4 d_model; 0 -> attention-only", minimum=0)
     activation: Activation = param("gelu", "MLP nonlinearity")
     bias: bool = param(False, "biases in linear layers and LayerNorm")
     # --- normalisation --------------------------------------------------------------------------
     norm: NormPlacement = param("pre", "placement: pre | post | peri | mix | none")
-    mix_post_layers: int | None = param(None, "mix: number of leading post-LN layers (<= n_layers); None -> "
-                                        "round(L / 4)", minimum=0)  # fmt: skip
+    mix_post_layers: int | None = param(
+        None, "mix: number of leading post-LN layers (<= n_layers); None -> round(L / 4)", minimum=0
+    )
     norm_type: NormType = param("layernorm", "layernorm | rmsnorm")
     norm_eps: float = param(1e-5, "epsilon of every norm", minimum=0.0)
-    ln_scaling: bool = param(False, "LayerNorm scaling (Curse of Depth): block l's norms output times 1/sqrt(l), "
-                             "l = 1..L")  # fmt: skip
-    deepnorm: bool = param(False, "DeepNorm (post only): skip times alpha = (2L)^(1/4), init of V, O, MLP times "
-                           "beta = (8L)^(-1/4)")  # fmt: skip
+    ln_scaling: bool = param(
+        False, "LayerNorm scaling (Curse of Depth): block l's norms output times 1/sqrt(l), l = 1..L"
+    )
+    deepnorm: bool = param(
+        False, "DeepNorm (post only): skip times alpha = (2L)^(1/4), init of V, O, MLP times beta = (8L)^(-1/4)"
+    )
     qk_norm: bool = param(False, "normalise queries and keys per head (over dh) before the dot product")
     final_norm: bool | None = param(None, "norm before the head; None -> on for pre/peri/mix, off for post/none")
     # --- attention ------------------------------------------------------------------------------
-    attention: AttentionKernel = param("softmax", "softmax | linear (unnormalised) | sigmoid | ssmax (logits x s "
-                                       "ln n) | uniform (zero logits)")  # fmt: skip
+    attention: AttentionKernel = param(
+        "softmax", "softmax | linear (unnormalised) | sigmoid | ssmax (logits x s ln n) | uniform (zero logits)"
+    )
     logit_scale: float | None = param(None, "multiplies q.k; None -> 1 / sqrt(dh)")
     ssmax_s: float = param(1.0, "SSMax: logits multiplied by ssmax_s * ln(number of visible keys)")
     sigmoid_bias: float = param(0.0, "sigmoid attention: weights sigmoid(logit + sigmoid_bias)")
@@ -118,8 +125,9 @@ class ModelConfig(BaseConfig):
     max_len: int = param(1024, "longest sequence for learned positions", minimum=1)
     rope_base: float = param(10000.0, "RoPE frequency base (> 1)")
     # --- numerics and initialisation ------------------------------------------------------------
-    init: InitScheme = param("fan_in", "fan_in: N(0, 1/fan_in), embeddings N(0, 1) | gpt2: N(0, init_std^2), "
-                             "out-proj / sqrt(2L)")  # fmt: skip
+    init: InitScheme = param(
+        "fan_in", "fan_in: N(0, 1/fan_in), embeddings N(0, 1) | gpt2: N(0, init_std^2), out-proj / sqrt(2L)"
+    )
     init_std: float = param(0.02, "gpt2 init only (> 0)")
     dtype: DType = param("float32", "float64 | float32 | bfloat16 | float16")
     seed: int = param(0, "the initial weights are a function of this seed only", minimum=0)
@@ -128,7 +136,9 @@ class ModelConfig(BaseConfig):
         """The field checks, then the rules between fields (each error names its field)."""
         super().validate()
         if self.d_head is None and self.d_model % self.n_heads:
-            raise ValueError(f"d_model must be divisible by n_heads, got d_model={self.d_model}, n_heads={self.n_heads}")
+            raise ValueError(
+                f"d_model must be divisible by n_heads, got d_model={self.d_model}, n_heads={self.n_heads}"
+            )
         if self.input == "tokens" or self.output == "lm":
             check_int("vocab_size", self.vocab_size, minimum=2)
         if self.input == "vectors":
@@ -145,8 +155,11 @@ class ModelConfig(BaseConfig):
             raise ValueError(f"deepnorm requires norm 'post' (DeepNorm is a Post-LN scheme), got {self.norm!r}")
         check_float("rope_base", self.rope_base, minimum=1.0, strict_minimum=True)
         if self.pos == "rope" and self.head_size % 2:
-            got = f"d_head={self.d_head}" if self.d_head is not None else (
-                f"d_model / n_heads = {self.d_model} / {self.n_heads} = {self.head_size}")  # fmt: skip
+            got = (
+                f"d_head={self.d_head}"
+                if self.d_head is not None
+                else (f"d_model / n_heads = {self.d_model} / {self.n_heads} = {self.head_size}")
+            )
             raise ValueError(f"pos 'rope' needs an even head size, got {got}")
         check_float("init_std", self.init_std, minimum=0.0, strict_minimum=True)
 
@@ -375,7 +388,9 @@ class Attention(nn.Module):
         elif c.attention == "sigmoid":
             pattern = torch.sigmoid(scores + c.sigmoid_bias)  # sigmoid(-inf) = 0 off the support
         else:  # linear: a logit of -inf (the mask, or a -inf bias) means "this key is not seen"
-            pattern = torch.where(scores == float("-inf"), torch.zeros((), dtype=scores.dtype, device=qh.device), scores)
+            pattern = torch.where(
+                scores == float("-inf"), torch.zeros((), dtype=scores.dtype, device=qh.device), scores
+            )
         pattern = self.hook_pattern(pattern, rows)
         return pattern @ vh[:, :, :K]  # (B, H, r, dh)
 
@@ -463,8 +478,12 @@ class Block(nn.Module):
         x = self.hook_resid_mid(x)
         if self.mlp is not None:
             x = self._sublayer(
-                x, self.mlp, getattr(self, "ln2", None), getattr(self, "ln2_out", None),
-                self.hook_mlp_out, c.mlp_residual,
+                x,
+                self.mlp,
+                getattr(self, "ln2", None),
+                getattr(self, "ln2_out", None),
+                self.hook_mlp_out,
+                c.mlp_residual,
             )
         return self.hook_resid_post(x)
 
@@ -601,7 +620,9 @@ class TinyTransformer(nn.Module):
         c = self.config
         if c.input == "tokens":
             if inputs.dtype not in (torch.int64, torch.int32) or inputs.dim() != 2:
-                raise ValueError(f"inputs must be integer token ids of shape (B, T), got {inputs.dtype} {tuple(inputs.shape)}")
+                raise ValueError(
+                    f"inputs must be integer token ids of shape (B, T), got {inputs.dtype} {tuple(inputs.shape)}"
+                )
             x = self.embed(inputs)  # (B, T, d)
         else:
             width = c.d_in if c.input == "vectors" else c.d_model

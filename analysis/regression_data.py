@@ -240,9 +240,7 @@ class InputLaw:
                 raise ValueError(f"Sigma must be None for x_dist={x_dist!r} (only 'anisotropic' takes it)")
             return cls.standard(d, x_dist)
         if Sigma is None:
-            raise ValueError(
-                "Sigma must be given for x_dist='anisotropic' (a (d, d) matrix or a (d,) spectrum)"
-            )
+            raise ValueError("Sigma must be given for x_dist='anisotropic' (a (d, d) matrix or a (d,) spectrum)")
         S = np.asarray(Sigma, dtype=np.float64)
         if S.shape == (d,):
             return cls.from_spectrum(S)

@@ -139,13 +139,9 @@ class LinearRegressionTask:
                 check_int("basis_seed", self.basis_seed, minimum=0)
         else:
             if self.spectrum is not None:
-                raise ValueError(
-                    f"spectrum must be None unless x_dist='anisotropic' (x_dist={self.x_dist!r})"
-                )
+                raise ValueError(f"spectrum must be None unless x_dist='anisotropic' (x_dist={self.x_dist!r})")
             if self.basis_seed is not None:
-                raise ValueError(
-                    f"basis_seed must be None unless x_dist='anisotropic' (x_dist={self.x_dist!r})"
-                )
+                raise ValueError(f"basis_seed must be None unless x_dist='anisotropic' (x_dist={self.x_dist!r})")
 
     # -- interface -------------------------------------------------------------------------------
     @property
@@ -339,9 +335,7 @@ class MarkovLanguage(_TokenLM):
         # Nearly reducible chains (tiny concentrations) can give round-off negatives of order 1e-17;
         # anything larger would mean the solve failed.
         if pi.min() < -1e-12:
-            raise ValueError(
-                f"stationary distribution is ill-conditioned (min {pi.min():.3g}); raise concentration"
-            )
+            raise ValueError(f"stationary distribution is ill-conditioned (min {pi.min():.3g}); raise concentration")
         pi = np.clip(pi, 0.0, None)
         return pi / pi.sum()
 
@@ -427,9 +421,7 @@ class CorpusLM(_TokenLM):
     def data(self) -> Corpus:
         c = build_corpus(self.corpus)
         if c.n_val < self.seq_len + 1 or c.n_tokens - c.n_val < self.seq_len + 1:
-            raise ValueError(
-                f"seq_len={self.seq_len} is longer than a corpus split; lower it or raise max_bytes"
-            )
+            raise ValueError(f"seq_len={self.seq_len} is longer than a corpus split; lower it or raise max_bytes")
         return c
 
     @property
@@ -512,9 +504,7 @@ def task_from_config(config: dict):
     )
     unknown = sorted(set(d) - allowed)
     if unknown:
-        raise ValueError(
-            f"config has unknown field(s) {unknown} for kind={kind!r}; allowed: {sorted(allowed)}"
-        )
+        raise ValueError(f"config has unknown field(s) {unknown} for kind={kind!r}; allowed: {sorted(allowed)}")
     if kind == "linear_regression":
         if d.get("spectrum") is not None:
             d["spectrum"] = tuple(d["spectrum"])
@@ -582,9 +572,7 @@ def repeated_token_pair(n: int, token: int, *, vocab_size: int | None = None) ->
     return repeat_last_pair(torch.full((n,), token, dtype=torch.long))
 
 
-def counting_pair(
-    k: int, one: int = 1, zero: int = 0, *, vocab_size: int | None = None
-) -> tuple[Tensor, Tensor]:
+def counting_pair(k: int, one: int = 1, zero: int = 0, *, vocab_size: int | None = None) -> tuple[Tensor, Tensor]:
     """``[one] * k + [zero]`` against ``[one] * (k + 1) + [zero]`` (lengths k+1 and k+2)."""
     check_int("k", k, minimum=1)
     _check_token("one", one, vocab_size)

@@ -120,22 +120,27 @@ class TrainConfig(BaseConfig):
     steps: int = param(1000, "number of optimiser updates", minimum=1)
     batch_size: int = param(64, "sequences per update", minimum=1)
     lr: float = param(1e-3, "peak learning rate (> 0)")
-    weight_decay: float = param(0.0, "decay on parameters with dim >= 2 (decoupled for adamw, L2 otherwise)",
-                                minimum=0.0)  # fmt: skip
-    betas: tuple[float, float] = param((0.9, 0.999), "Adam moment decay rates (unused by sgd)", minimum=0.0,
-                                       maximum=MAX_BETA)  # fmt: skip
+    weight_decay: float = param(
+        0.0, "decay on parameters with dim >= 2 (decoupled for adamw, L2 otherwise)", minimum=0.0
+    )
+    betas: tuple[float, float] = param(
+        (0.9, 0.999), "Adam moment decay rates (unused by sgd)", minimum=0.0, maximum=MAX_BETA
+    )
     eps: float = param(1e-8, "Adam denominator epsilon (> 0; unused by sgd)")
     momentum: float = param(0.0, "heavy-ball momentum of sgd (unused by adam/adamw)", minimum=0.0, maximum=MAX_BETA)
     warmup_steps: int = param(0, "linear warm-up length W <= steps: lr * (s + 1) / W for s < W", minimum=0)
     schedule: Schedule = param("cosine", "after warm-up: cosine decay to min_lr_ratio * lr | constant")
-    min_lr_ratio: float = param(0.1, "final learning rate of the cosine, as a fraction of lr", minimum=0.0,
-                                maximum=1.0)  # fmt: skip
+    min_lr_ratio: float = param(0.1, "final learning rate of the cosine, as a fraction of lr", minimum=0.0, maximum=1.0)
     grad_clip: float = param(1.0, "clip the global gradient L2 norm to this value; 0 = no clipping", minimum=0.0)
-    seed: int = param(0, "seeds the data stream (and the derived held-out data); model init uses model_cfg.seed",
-                      minimum=0)  # fmt: skip
+    seed: int = param(
+        0, "seeds the data stream (and the derived held-out data); model init uses model_cfg.seed", minimum=0
+    )
     eval_every: int = param(0, "held-out loss every this many updates (and at the end); 0 = never", minimum=0)
-    eval_batches: int = param(4, "held-out batches per evaluation (at most; a task's eval_batches may give fewer); "
-                              ">= 1 when eval_every", minimum=0)  # fmt: skip
+    eval_batches: int = param(
+        4,
+        "held-out batches per evaluation (at most; a task's eval_batches may give fewer); >= 1 when eval_every",
+        minimum=0,
+    )
     checkpoint_every: int = param(0, "save a resumable partial state every this many updates; 0 = never", minimum=0)
     optimizer: Optimizer = param("adamw", "adamw | adam | sgd")
 
@@ -360,9 +365,12 @@ def train(
     for used in _RECORDERS.get():
         used.add(key)
     snap_steps = _check_snapshots(snapshots, train_cfg.steps)
-    snap_keys = {s: checkpoint_key(model_cfg, task_cfg, train_cfg, trainer_version=TRAINER_VERSION,
-                                   extra=dict(extra or {}, snapshot=s))
-                 for s in snap_steps}  # fmt: skip
+    snap_keys = {
+        s: checkpoint_key(
+            model_cfg, task_cfg, train_cfg, trainer_version=TRAINER_VERSION, extra=dict(extra or {}, snapshot=s)
+        )
+        for s in snap_steps
+    }
     meta_base = {
         "model": model_cfg.to_dict(),
         "task": task_cfg,
@@ -378,9 +386,20 @@ def train(
         torch.use_deterministic_algorithms(True)
         try:
             model, history, resumed_from, taken = _train_loop(
-                model_cfg, task, train_cfg, device, cache, key, progress, resume, callback,
-                missing, lambda s, state: (s == train_cfg.steps  # the final weights are the run's own entry
-                                           or _save_state(cache, snap_keys[s], state, dict(meta_base, snapshot_step=s))),
+                model_cfg,
+                task,
+                train_cfg,
+                device,
+                cache,
+                key,
+                progress,
+                resume,
+                callback,
+                missing,
+                lambda s, state: (
+                    s == train_cfg.steps  # the final weights are the run's own entry
+                    or _save_state(cache, snap_keys[s], state, dict(meta_base, snapshot_step=s))
+                ),
             )
         finally:
             torch.use_deterministic_algorithms(prev_det, warn_only=prev_warn)
@@ -406,8 +425,16 @@ def train(
         return fit(found)
 
 
-def _lookup(cache: CheckpointCache, key: str, snap_keys: dict[int, str], model_cfg: ModelConfig, steps: int,
-            device, t0: float, repair: bool) -> TrainResult | dict[int, dict[str, torch.Tensor]]:
+def _lookup(
+    cache: CheckpointCache,
+    key: str,
+    snap_keys: dict[int, str],
+    model_cfg: ModelConfig,
+    steps: int,
+    device,
+    t0: float,
+    repair: bool,
+) -> TrainResult | dict[int, dict[str, torch.Tensor]]:
     """The cached run when its final entry and every snapshot are there; else the snapshots found."""
     hit = cache.load(key, device=device, repair=repair)
     if hit is not None and "history" not in hit[1]:
@@ -451,8 +478,9 @@ def _save_state(cache: CheckpointCache | None, key: str, state: dict[str, torch.
             cache.save_state(key, state, meta)
 
 
-def _restore_partial(cache, key, resume: bool, snap_steps: tuple[int, ...], cfg: TrainConfig, model, opt, gen,
-                     device) -> tuple[int, dict[str, list], list[str]]:
+def _restore_partial(
+    cache, key, resume: bool, snap_steps: tuple[int, ...], cfg: TrainConfig, model, opt, gen, device
+) -> tuple[int, dict[str, list], list[str]]:
     """Load the partial state of ``key`` into ``model``, ``opt`` and ``gen`` when there is a usable one.
 
     Returns ``(done, history, callback_names)``: the updates already applied (0 when starting afresh),
@@ -477,8 +505,9 @@ def _restore_partial(cache, key, resume: bool, snap_steps: tuple[int, ...], cfg:
     return done, hist, [k for k in hist if k not in RESERVED_HISTORY]
 
 
-def _gradient_step(step: int, cfg: TrainConfig, model, task, opt, params, gen, device, dtype,
-                   callback) -> tuple[dict[str, float], dict[str, float]]:
+def _gradient_step(
+    step: int, cfg: TrainConfig, model, task, opt, params, gen, device, dtype, callback
+) -> tuple[dict[str, float], dict[str, float]]:
     """Everything of update ``step`` before the optimiser moves the weights: set the learning rate, draw
     the batch, backward, the gradient norm, the callback (its metrics checked) and the clipping.
 
@@ -507,8 +536,9 @@ def _gradient_step(step: int, cfg: TrainConfig, model, task, opt, params, gen, d
     return metrics, extra
 
 
-def _record(hist: dict[str, list], extra_names: list[str], step: int, metrics: dict[str, float],
-            extra: dict[str, float]) -> None:
+def _record(
+    hist: dict[str, list], extra_names: list[str], step: int, metrics: dict[str, float], extra: dict[str, float]
+) -> None:
     """Append update ``step`` to the history; a callback name seen for the first time gets NaN before."""
     hist["step"].append(step)
     for name in ("loss", "lr", "grad_norm"):
@@ -521,8 +551,19 @@ def _record(hist: dict[str, list], extra_names: list[str], step: int, metrics: d
         hist[name].append(extra.get(name, math.nan))
 
 
-def _train_loop(model_cfg, task, cfg: TrainConfig, device, cache, key, progress, resume, callback,
-                snap_steps: tuple[int, ...] = (), on_snapshot=None):
+def _train_loop(
+    model_cfg,
+    task,
+    cfg: TrainConfig,
+    device,
+    cache,
+    key,
+    progress,
+    resume,
+    callback,
+    snap_steps: tuple[int, ...] = (),
+    on_snapshot=None,
+):
     model = TinyTransformer(model_cfg, device=device)
     model.train()
     # nothing probes while we train: softmax attention may take the fused kernel (hooks attached by a
@@ -553,9 +594,7 @@ def _train_loop(model_cfg, task, cfg: TrainConfig, device, cache, key, progress,
 
     def maybe_eval(step: int) -> None:
         due = step % cfg.eval_every == 0 or step == cfg.steps
-        if due and not (
-            hist["eval_step"] and hist["eval_step"][-1] == step
-        ):  # not already done before a resume
+        if due and not (hist["eval_step"] and hist["eval_step"][-1] == step):  # not already done before a resume
             value = evaluate(model, task, eval_data)
             hist["eval_step"].append(step)
             hist["eval_loss"].append(value)
@@ -607,8 +646,9 @@ def _train_loop(model_cfg, task, cfg: TrainConfig, device, cache, key, progress,
 def probe_lm_train_config(steps: int, seed: int) -> TrainConfig:
     """The short LM training the probes give their own tiny models (prompt forgetting, representational
     collapse): AdamW, batch 16, peak lr 3e-3 after a warm-up of min(50, steps/5), weight decay 0.01."""
-    return TrainConfig(steps=steps, batch_size=16, lr=3e-3, warmup_steps=min(50, steps // 5), weight_decay=0.01,
-                       seed=seed)  # fmt: skip
+    return TrainConfig(
+        steps=steps, batch_size=16, lr=3e-3, warmup_steps=min(50, steps // 5), weight_decay=0.01, seed=seed
+    )
 
 
 def tiny_lm_preset(seed: int = 0) -> tuple[ModelConfig, Any, TrainConfig]:
@@ -625,12 +665,29 @@ def tiny_lm_preset(seed: int = 0) -> tuple[ModelConfig, Any, TrainConfig]:
     """
     task = CorpusLM(seq_len=64, corpus=CorpusSpec(encoding="char"))
     model_cfg = ModelConfig(
-        vocab_size=task.vocab_size, d_model=128, n_layers=3, n_heads=4, pos="rope", max_len=64,
-        norm="pre", init="gpt2", seed=seed,
-    )  # fmt: skip
+        vocab_size=task.vocab_size,
+        d_model=128,
+        n_layers=3,
+        n_heads=4,
+        pos="rope",
+        max_len=64,
+        norm="pre",
+        init="gpt2",
+        seed=seed,
+    )
     train_cfg = TrainConfig(
-        steps=1500, batch_size=16, lr=3e-3, warmup_steps=100, schedule="cosine", min_lr_ratio=0.1,
-        weight_decay=0.1, betas=(0.9, 0.99), grad_clip=1.0, seed=seed, eval_every=250, eval_batches=8,
+        steps=1500,
+        batch_size=16,
+        lr=3e-3,
+        warmup_steps=100,
+        schedule="cosine",
+        min_lr_ratio=0.1,
+        weight_decay=0.1,
+        betas=(0.9, 0.99),
+        grad_clip=1.0,
+        seed=seed,
+        eval_every=250,
+        eval_batches=8,
         checkpoint_every=250,
-    )  # fmt: skip
+    )
     return model_cfg, task, train_cfg

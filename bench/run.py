@@ -113,7 +113,12 @@ def bench_hooks() -> dict:
     med = {k: statistics.median(v) for k, v in times.items()}
     out = {"config": "L=4 d=128 H=4 T=256 B=4 float32, 25 interleaved rounds"}
     for name, v in times.items():
-        out[name] = {"median_s": med[name], "min_s": min(v), "max_s": max(v), "overhead_ratio": med[name] / med["no_hooks"]}
+        out[name] = {
+            "median_s": med[name],
+            "min_s": min(v),
+            "max_s": max(v),
+            "overhead_ratio": med[name] / med["no_hooks"],
+        }
     # the cost of one idle hook point: a forward pass calls every hook point once
     n_points = len(model.hook_names())
     point = model.blocks[0].hook_resid_pre
@@ -139,7 +144,10 @@ def bench_train() -> dict:
     wall = time.perf_counter() - t0
     assert isinstance(short, TrainConfig) and len(res.history["loss"]) == steps
     return {
-        "config": f"tiny_lm_preset: L={model_cfg.n_layers} d={model_cfg.d_model} batch={short.batch_size} seq={getattr(task, 'seq_len', '?')}",
+        "config": (
+            f"tiny_lm_preset: L={model_cfg.n_layers} d={model_cfg.d_model} batch={short.batch_size} "
+            f"seq={getattr(task, 'seq_len', '?')}"
+        ),
         "steps": steps,
         "wall_s": wall,
         "steps_per_s": steps / wall,
@@ -181,7 +189,8 @@ mod = probes.get("prompt_forgetting")
 cfg = mod.Config.preset("full", layers=2, d_model=64, cont_len=int(sys.argv[1]))
 t0 = time.perf_counter()
 r = run_probe(mod, cfg, progress=False)
-print(json.dumps({"wall_s": time.perf_counter() - t0, "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(json.dumps({"wall_s": time.perf_counter() - t0, "peak_rss_mb": rss_mb,
                   "alpha": r.scalars["alpha"], "n_pairs": cfg.n_pairs}))
 """
 
@@ -194,7 +203,9 @@ def bench_long_continuation() -> dict:
     env = {**os.environ, "TQDM_DISABLE": "1"}
     out = {"config": "prompt_forgetting full preset, L=2, d=64, 8 pairs, float32"}
     for T in (4096, 8192, 16384):
-        proc = subprocess.run([sys.executable, "-c", _LONG_RUN, str(T)], env=env, cwd=repo, capture_output=True, text=True)
+        proc = subprocess.run(
+            [sys.executable, "-c", _LONG_RUN, str(T)], env=env, cwd=repo, capture_output=True, text=True
+        )
         if proc.returncode:
             raise RuntimeError(f"long-continuation run at T={T} failed: {proc.stderr.strip().splitlines()[-1:]}")
         out[str(T)] = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -215,9 +226,21 @@ def _figures(preset: str) -> dict:
         env = {**os.environ, "WORKBENCH_CACHE": str(Path(tmp) / "cache"), "TQDM_DISABLE": "1"}
         t0 = time.perf_counter()
         proc = subprocess.run(
-            [sys.executable, "scripts/make_figures.py", "--preset", preset, "--out", str(Path(tmp) / "fig"),
-             "--build", str(Path(tmp) / "build"), "--force"],
-            env=env, cwd=repo, capture_output=True, text=True,
+            [
+                sys.executable,
+                "scripts/make_figures.py",
+                "--preset",
+                preset,
+                "--out",
+                str(Path(tmp) / "fig"),
+                "--build",
+                str(Path(tmp) / "build"),
+                "--force",
+            ],
+            env=env,
+            cwd=repo,
+            capture_output=True,
+            text=True,
         )
         wall = time.perf_counter() - t0
         manifest_path = Path(tmp) / "build" / "manifest.json"
@@ -242,10 +265,18 @@ def bench_tests() -> dict:
     repo = Path(__file__).resolve().parent.parent
     env = {**os.environ, "TQDM_DISABLE": "1", "MPLBACKEND": "agg"}
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"],
-                          env=env, cwd=repo, capture_output=True, text=True)
-    return {"pytest_wall_s": time.perf_counter() - t0, "exit_code": proc.returncode,
-            "summary": proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else ""}
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"],
+        env=env,
+        cwd=repo,
+        capture_output=True,
+        text=True,
+    )
+    return {
+        "pytest_wall_s": time.perf_counter() - t0,
+        "exit_code": proc.returncode,
+        "summary": proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else "",
+    }
 
 
 def bench_hf() -> dict:
@@ -257,7 +288,9 @@ def bench_hf() -> dict:
 
     ours = HFModel.from_pretrained(minilm_dir())
     stock = {
-        impl: transformers.AutoModel.from_pretrained(minilm_dir(), local_files_only=True, attn_implementation=impl).eval()
+        impl: transformers.AutoModel.from_pretrained(
+            minilm_dir(), local_files_only=True, attn_implementation=impl
+        ).eval()
         for impl in ("eager", "sdpa")
     }
     x = torch.randint(1000, 20000, (4, 512), generator=torch.Generator().manual_seed(0))
@@ -301,55 +334,101 @@ def _headline(results: dict) -> list[str]:
     rows = []
     if "forward" in results:
         f = results["forward"]
-        rows.append(("forward, materialised patterns (tokens/s)", f"{f['materialised']['tokens_per_s']:.0f}", f["config"]))
+        rows.append(
+            ("forward, materialised patterns (tokens/s)", f"{f['materialised']['tokens_per_s']:.0f}", f["config"])
+        )
         rows.append(("forward, fused kernel (tokens/s)", f"{f['fused']['tokens_per_s']:.0f}", f["config"]))
     if "hooks" in results:
         h = results["hooks"]
-        rows.append(("cache resid_post / no hooks (time ratio)", f"{h['cache_resid_post']['overhead_ratio']:.2f}", h["config"]))
-        rows.append(("cache everything / no hooks (time ratio)", f"{h['cache_everything']['overhead_ratio']:.2f}", h["config"]))
+        rows.append(
+            ("cache resid_post / no hooks (time ratio)", f"{h['cache_resid_post']['overhead_ratio']:.2f}", h["config"])
+        )
+        rows.append(
+            ("cache everything / no hooks (time ratio)", f"{h['cache_everything']['overhead_ratio']:.2f}", h["config"])
+        )
         if "idle_hook_share_of_forward" in h:
-            rows.append(("idle hook points, share of a forward", f"{100 * h['idle_hook_share_of_forward']:.2f}%",
-                         f"{h['hook_points_per_forward']} points x {h['idle_hook_point_us']:.2f} us"))
+            rows.append(
+                (
+                    "idle hook points, share of a forward",
+                    f"{100 * h['idle_hook_share_of_forward']:.2f}%",
+                    f"{h['hook_points_per_forward']} points x {h['idle_hook_point_us']:.2f} us",
+                )
+            )
     if "hf" in results:
         h = results["hf"]
         for key in ("adapter_no_hooks", "adapter_cache_patterns", "transformers_eager", "transformers_sdpa"):
-            rows.append((f"MiniLM forward, {key.replace('_', ' ')} (tokens/s)", f"{h[key]['tokens_per_s']:.0f}", h["config"]))
+            rows.append(
+                (f"MiniLM forward, {key.replace('_', ' ')} (tokens/s)", f"{h[key]['tokens_per_s']:.0f}", h["config"])
+            )
     if "icl" in results:
         r = results["icl"]
-        rows.append(("ICL-as-GD training, 5000 updates (s, extrapolated)", f"{r['extrapolated_5000_steps_s']:.0f}",
-                     f"{r['config']}; {r['ms_per_step']:.1f} ms/update"))
+        rows.append(
+            (
+                "ICL-as-GD training, 5000 updates (s, extrapolated)",
+                f"{r['extrapolated_5000_steps_s']:.0f}",
+                f"{r['config']}; {r['ms_per_step']:.1f} ms/update",
+            )
+        )
     if "train" in results:
         t = results["train"]
         rows.append(("training (steps/s)", f"{t['steps_per_s']:.1f}", t["config"]))
     if "long_continuation" in results:
         r = results["long_continuation"]
         for T in ("4096", "8192", "16384"):
-            rows.append((f"prompt forgetting at T = {T} (s; peak MB)", f"{r[T]['wall_s']:.0f}; {r[T]['peak_rss_mb']:.0f}",
-                         r["config"]))
-        rows.append(("prompt forgetting memory growth (MB per 1k tokens; ratio 2 = linear, 6 = quadratic)",
-                     f"{r['peak_rss_mb_per_1k_tokens']:.1f}; {r['quadratic_check']:.2f}", r["config"]))
+            rows.append(
+                (
+                    f"prompt forgetting at T = {T} (s; peak MB)",
+                    f"{r[T]['wall_s']:.0f}; {r[T]['peak_rss_mb']:.0f}",
+                    r["config"],
+                )
+            )
+        rows.append(
+            (
+                "prompt forgetting memory growth (MB per 1k tokens; ratio 2 = linear, 6 = quadratic)",
+                f"{r['peak_rss_mb_per_1k_tokens']:.1f}; {r['quadratic_check']:.2f}",
+                r["config"],
+            )
+        )
     if "tests" in results:
         rows.append(("pytest tests/ (s)", f"{results['tests']['pytest_wall_s']:.0f}", results["tests"]["summary"]))
     for key in ("figures_smoke", "figures"):
         if key in results:
             r = results[key]
-            for sub in ([r] if "preset" in r else [r["smoke"], r["full"]]):
-                rows.append((f"make figures PRESET={sub['preset']}, cold cache (s)", f"{sub['cold_cache_wall_s']:.0f}",
-                             f"exit {sub['exit_code']}"))
+            for sub in [r] if "preset" in r else [r["smoke"], r["full"]]:
+                rows.append(
+                    (
+                        f"make figures PRESET={sub['preset']}, cold cache (s)",
+                        f"{sub['cold_cache_wall_s']:.0f}",
+                        f"exit {sub['exit_code']}",
+                    )
+                )
     return [f"| {a} | {b} | {c} |" for a, b, c in rows]
 
 
 def render_markdown(record: dict) -> str:
-    lines = ["# Benchmark results", "", "Regenerate with `make bench` (`python bench/run.py --only NAME ...` for a part).",
-             "One section per run, newest last; the JSON beside this file holds every number.", ""]
+    lines = [
+        "# Benchmark results",
+        "",
+        "Regenerate with `make bench` (`python bench/run.py --only NAME ...` for a part).",
+        "One section per run, newest last; the JSON beside this file holds every number.",
+        "",
+    ]
     for run in record["runs"]:
         m = run["machine"]
         lines += [f"## {m['cpu']} ({m['torch_threads']} torch threads, {m['memory_gb']} GB), torch {m['torch']}", ""]
         lines += [f"commit `{run['commit']}`, benchmarks: {', '.join(run['results'])}", ""]
         lines += ["| quantity | value | setting |", "|---|---|---|", *_headline(run["results"]), ""]
         for name, res in run["results"].items():
-            lines += [f"<details><summary>{name}</summary>", "", "```json", json.dumps(res, indent=1, sort_keys=True),
-                      "```", "", "</details>", ""]
+            lines += [
+                f"<details><summary>{name}</summary>",
+                "",
+                "```json",
+                json.dumps(res, indent=1, sort_keys=True),
+                "```",
+                "",
+                "</details>",
+                "",
+            ]
     return "\n".join(lines)
 
 

@@ -64,7 +64,9 @@ from probes.base import ModelIncompatibleError, ProbeConfig, Result, model_param
 
 NAME = "attention_entropy"
 DESCRIPTION = "Attention entropy vs context length and logit scale; dilution, SSMax, sigmoid; collapse in training."
-VERSION = "4"  # 4: Gaussian-entropy claims not evaluated past the quadrature's reach (were NaN fails); 3: claims ledger roles; replicate models, training seeds, SSMax fading away from s g = 1
+# VERSION history: 4: Gaussian-entropy claims not evaluated past the quadrature's reach (were NaN fails); 3:
+# claims ledger roles; replicate models, training seeds, SSMax fading away from s g = 1
+VERSION = "4"
 REQUIRES = {"input": "tokens"}
 
 # Largest values the config accepts: far beyond every preset and notebook, and below where the logits (float32
@@ -81,56 +83,93 @@ ROW_BLOCK = 256  # query rows reduced at a time inside the hook (bounds float64 
 @dataclass(frozen=True)
 class Config(ProbeConfig):
     PRESETS = {
-        "smoke": {"ctx_lens": (16, 64, 256), "sweep_len": 256, "scale_factors": (1.0, 8.0), "replicates": 3,
-                  "planted_max_n": 1024, "d_model": 32, "lr": (1e-1,), "train_steps": 15, "train_seeds": 2,
-                  "train_seq_len": 32, "train_data": "markov"},
+        "smoke": {
+            "ctx_lens": (16, 64, 256),
+            "sweep_len": 256,
+            "scale_factors": (1.0, 8.0),
+            "replicates": 3,
+            "planted_max_n": 1024,
+            "d_model": 32,
+            "lr": (1e-1,),
+            "train_steps": 15,
+            "train_seeds": 2,
+            "train_seq_len": 32,
+            "train_data": "markov",
+        },
         "full": {},
-    }  # fmt: skip
+    }
 
     # --- model ----------------------------------------------------------------------------------
-    attention: str = model_param("attention", "softmax", "attention kernel of the measured models",
-                                 choices=("softmax", "ssmax", "sigmoid"))  # fmt: skip
+    attention: str = model_param(
+        "attention", "softmax", "attention kernel of the measured models", choices=("softmax", "ssmax", "sigmoid")
+    )
     logit_scale: float | None = model_param("logit_scale", None, minimum=0.0, maximum=MAX_SCALE)
     layers: int = model_param("layers", 2)
     heads: int = model_param("heads", 2)
     d_model: int = model_param("d_model", 64)
     seed: int = model_param("seed", 0, "model weights, tokens and training data")
     # --- untrained measurement --------------------------------------------------------------------
-    ctx_lens: tuple[int, ...] = param((16, 64, 256, 1024, 4096), "context lengths n (keys visible to a row)",
-                                      minimum=2)  # fmt: skip
+    ctx_lens: tuple[int, ...] = param((16, 64, 256, 1024, 4096), "context lengths n (keys visible to a row)", minimum=2)
     rows_per_n: int = param(8, "query rows averaged per n (the rows ending at n; causal models)", minimum=1)
-    replicates: int = param(4, "independent untrained models (seeds seed, seed+1, ...: weights and tokens) of the "
-                            "Gaussian-entropy comparisons; their spread over models and heads is the measurement's "
-                            "uncertainty", minimum=2)  # fmt: skip
-    data: str = param("distinct", "input of the untrained measurement: distinct (random distinct token ids) | "
-                      "corpus (held-out docstring text in the model's encoding)", choices=("distinct", "corpus"))  # fmt: skip
-    scale_factors: tuple[float, ...] = param((0.5, 1.0, 2.0, 4.0, 8.0, 16.0),
-                                             "logit-scale sweep: multiples of 1/sqrt(d_head)", minimum=0.0,
-                                             maximum=MAX_SCALE)  # fmt: skip
+    replicates: int = param(
+        4,
+        "independent untrained models (seeds seed, seed+1, ...: weights and tokens) of the "
+        "Gaussian-entropy comparisons; their spread over models and heads is the measurement's "
+        "uncertainty",
+        minimum=2,
+    )
+    data: str = param(
+        "distinct",
+        "input of the untrained measurement: distinct (random distinct token ids) | "
+        "corpus (held-out docstring text in the model's encoding)",
+        choices=("distinct", "corpus"),
+    )
+    scale_factors: tuple[float, ...] = param(
+        (0.5, 1.0, 2.0, 4.0, 8.0, 16.0),
+        "logit-scale sweep: multiples of 1/sqrt(d_head)",
+        minimum=0.0,
+        maximum=MAX_SCALE,
+    )
     sweep_len: int = param(1024, "context length n of the logit-scale sweep", minimum=2)
     # --- planted key ----------------------------------------------------------------------------
-    planted_gap: float = param(2.0, "logit gap g of the planted key (the fading sweep sets s = s g / g)",
-                               minimum=MIN_GAP, maximum=MAX_GAP)  # fmt: skip
-    ssmax_s: float = model_param("ssmax_s", 0.75, "SSMax s (logits times s ln n); s g >= 1 stops the fading",
-                                 maximum=MAX_GAP)  # fmt: skip
+    planted_gap: float = param(
+        2.0, "logit gap g of the planted key (the fading sweep sets s = s g / g)", minimum=MIN_GAP, maximum=MAX_GAP
+    )
+    ssmax_s: float = model_param(
+        "ssmax_s", 0.75, "SSMax s (logits times s ln n); s g >= 1 stops the fading", maximum=MAX_GAP
+    )
     sigmoid_bias: float = model_param("sigmoid_bias", 0.0, minimum=-MAX_GAP, maximum=MAX_GAP)
-    fade_sg: tuple[float, ...] = param((0.25, 0.5, 0.75, 1.0, 1.5, 2.0), "values of s g whose SSMax fading rate "
-                                       "d ln w / d ln n is fitted (s = value / planted_gap)", minimum=0.0,
-                                       maximum=MAX_GAP)  # fmt: skip
-    fade_margin: float = param(0.5, "the fading-rate claims are made at |s g - 1| >= this (near the threshold the "
-                               "rate converges too slowly in n to be measured)", minimum=0.0)  # fmt: skip
-    planted_max_n: int = param(4096, "largest n of the planted-key network (the fading rates are fitted over its "
-                               "top decade)", minimum=20)  # fmt: skip
+    fade_sg: tuple[float, ...] = param(
+        (0.25, 0.5, 0.75, 1.0, 1.5, 2.0),
+        "values of s g whose SSMax fading rate d ln w / d ln n is fitted (s = value / planted_gap)",
+        minimum=0.0,
+        maximum=MAX_GAP,
+    )
+    fade_margin: float = param(
+        0.5,
+        "the fading-rate claims are made at |s g - 1| >= this (near the threshold the "
+        "rate converges too slowly in n to be measured)",
+        minimum=0.0,
+    )
+    planted_max_n: int = param(
+        4096, "largest n of the planted-key network (the fading rates are fitted over its top decade)", minimum=20
+    )
     # --- training -------------------------------------------------------------------------------
     trained: bool = param(True, "train tiny LMs over the lr x qk_norm sweep")
-    lr: tuple[float, ...] = param((1e-3, 1e-2, 1e-1), "peak learning rates of the trained sweep", minimum=0.0,
-                                  maximum=MAX_LR)  # fmt: skip
+    lr: tuple[float, ...] = param(
+        (1e-3, 1e-2, 1e-1), "peak learning rates of the trained sweep", minimum=0.0, maximum=MAX_LR
+    )
     qk_norm: tuple[bool, ...] = param((False, True), "QK-norm settings of the trained sweep")
-    train_data: str = param("corpus", "training data: markov | corpus (character-level docstrings)",
-                            choices=("markov", "corpus"))  # fmt: skip
+    train_data: str = param(
+        "corpus", "training data: markov | corpus (character-level docstrings)", choices=("markov", "corpus")
+    )
     train_steps: int = param(150, "optimiser updates per run", minimum=1)
-    train_seeds: int = param(3, "training seeds (seed, seed+1, ...: weights and data) per lr and QK-norm setting; "
-                             "their spread is the uncertainty of the training claims", minimum=1)  # fmt: skip
+    train_seeds: int = param(
+        3,
+        "training seeds (seed, seed+1, ...: weights and data) per lr and QK-norm setting; "
+        "their spread is the uncertainty of the training claims",
+        minimum=1,
+    )
     train_seq_len: int = param(32, "training context length", minimum=4)
     spike_nats: float = param(0.5, "a loss spike: loss above its running minimum by more than this", minimum=0.0)
 
@@ -154,24 +193,49 @@ class Config(ProbeConfig):
 # Models
 
 
-def model_config(config: Config, *, vocab: int, logit_scale: float | None = None, qk_norm: bool = False,
-                 attention: str | None = None, seed: int | None = None) -> ModelConfig:  # fmt: skip
+def model_config(
+    config: Config,
+    *,
+    vocab: int,
+    logit_scale: float | None = None,
+    qk_norm: bool = False,
+    attention: str | None = None,
+    seed: int | None = None,
+) -> ModelConfig:
     """The measured TinyTransformer: the config's model fields, pre-LN, no positions (so row n-1 sees exactly
     n keys), a vocabulary of ``vocab`` tokens. ``logit_scale``, ``attention`` and ``seed`` replace the config's
     when given; ``seed`` is a replicate's own seed, which may pass the config's largest seed."""
     given = {"logit_scale": logit_scale, "attention": attention or None, "seed": seed}
     return config.model_config(
-        input="tokens", vocab_size=vocab, output="lm", norm="pre", pos="none", qk_norm=qk_norm,
+        input="tokens",
+        vocab_size=vocab,
+        output="lm",
+        norm="pre",
+        pos="none",
+        qk_norm=qk_norm,
         **{k: v for k, v in given.items() if v is not None},
-    )  # fmt: skip
+    )
 
 
 def planted_model(kernel: str, g: float, *, ssmax_s: float, sigmoid_bias: float) -> TinyTransformer:
     """One head (d_head 1), width 2, attention only, float64: logit ``q_i k_j = g [j = 0]`` when fed
     :func:`planted_inputs` (q reads coordinate 0, k reads coordinate 1 times g)."""
-    cfg = ModelConfig(input="embedded", output="none", d_model=2, n_layers=1, n_heads=1, d_head=1, d_mlp=0,
-                      norm="none", attention=kernel, logit_scale=1.0, ssmax_s=ssmax_s, sigmoid_bias=sigmoid_bias,
-                      dtype="float64", seed=0)  # fmt: skip
+    cfg = ModelConfig(
+        input="embedded",
+        output="none",
+        d_model=2,
+        n_layers=1,
+        n_heads=1,
+        d_head=1,
+        d_mlp=0,
+        norm="none",
+        attention=kernel,
+        logit_scale=1.0,
+        ssmax_s=ssmax_s,
+        sigmoid_bias=sigmoid_bias,
+        dtype="float64",
+        seed=0,
+    )
     model = TinyTransformer(cfg).eval()
     attn = model.blocks[0].attn
     with torch.no_grad():
@@ -238,8 +302,10 @@ def score_hook_names(model) -> list[str]:
     names them ``attn.hook_scores``, the older spelling, is read the same way)."""
     names = [h for h in model.hook_names() if h.startswith("blocks.") and canonical_name(h).endswith(".attn." + SCORES)]
     if not names:
-        raise ModelIncompatibleError("the model exposes no blocks.{l}.attn.hook_attn_scores hook points (pre-softmax logits); "
-                         "attention_entropy needs them")  # fmt: skip
+        raise ModelIncompatibleError(
+            "the model exposes no blocks.{l}.attn.hook_attn_scores hook points (pre-softmax logits); "
+            "attention_entropy needs them"
+        )
     return sorted(names, key=lambda h: int(h.split(".")[1]))
 
 
@@ -270,8 +336,12 @@ def attention_inputs_and_sigma(model, tokens: torch.Tensor) -> tuple[np.ndarray,
     ``W_q``/``W_k``) or uses QK-norm/RoPE (the spectral bound then does not apply)."""
     blocks = getattr(model, "blocks", None)
     cfg = getattr(model, "config", None)
-    if blocks is None or getattr(cfg, "qk_norm", True) is not False or getattr(cfg, "pos", None) == "rope" \
-            or getattr(cfg, "norm", None) != "pre":  # fmt: skip
+    if (
+        blocks is None
+        or getattr(cfg, "qk_norm", True) is not False
+        or getattr(cfg, "pos", None) == "rope"
+        or getattr(cfg, "norm", None) != "pre"
+    ):
         return None
     names = [f"blocks.{i}.ln1.hook_normalized" for i in range(len(blocks))]
     if not set(names) <= set(model.hook_names()):
@@ -355,8 +425,9 @@ def corpus_tokens(model, T: int, seed: int) -> torch.Tensor:
     return ids[:T].to(torch.long)[None, :]
 
 
-def measure_untrained(model, tokens: torch.Tensor, ns, k: int, *, normalised: bool, causal: bool,
-                      progress: bool = False) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], dict[str, float]]:  # fmt: skip
+def measure_untrained(
+    model, tokens: torch.Tensor, ns, k: int, *, normalised: bool, causal: bool, progress: bool = False
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], dict[str, float]]:
     """Per-n values (L, H, N), the rows of the longest pass (L, H, T) and row-wise bound slacks.
 
     Causal: one pass; per n the ``k`` rows ending at n. Bidirectional: one pass on the first n tokens per
@@ -416,9 +487,16 @@ def _task(config: Config):
 
 def train_config(config: Config, lr: float, seed: int | None = None):
     """AdamW, short warm-up, constant lr, no clipping and no decay: the setting where logit growth shows."""
-    return TrainConfig(steps=config.train_steps, batch_size=16, lr=lr, warmup_steps=min(20, config.train_steps // 5),
-                       schedule="constant", weight_decay=0.0, grad_clip=0.0,
-                       seed=config.seed if seed is None else seed)  # fmt: skip
+    return TrainConfig(
+        steps=config.train_steps,
+        batch_size=16,
+        lr=lr,
+        warmup_steps=min(20, config.train_steps // 5),
+        schedule="constant",
+        weight_decay=0.0,
+        grad_clip=0.0,
+        seed=config.seed if seed is None else seed,
+    )
 
 
 def make_trace_callback(probe_batch: torch.Tensor):
@@ -468,16 +546,24 @@ def train_sweep(config: Config, progress: bool = True) -> dict[str, np.ndarray]:
     runs = [(i, j, t) for i in range(shape[0]) for j in range(shape[1]) for t in range(shape[2])]
     for i, j, t in bar(runs, progress=progress, desc="train sweep", leave=False):
         seed = config.seed + t
-        cfg = model_config(config, vocab=task.vocab_size, qk_norm=config.qk_norm[i]).replace(attention="softmax",
-                                                                                              seed=seed)  # fmt: skip
-        res = train(cfg, task, train_config(config, config.lr[j], seed), progress=False,
-                    callback=make_trace_callback(probe_x), callback_id=CALLBACK_ID)  # fmt: skip
+        cfg = model_config(config, vocab=task.vocab_size, qk_norm=config.qk_norm[i]).replace(
+            attention="softmax", seed=seed
+        )
+        res = train(
+            cfg,
+            task,
+            train_config(config, config.lr[j], seed),
+            progress=False,
+            callback=make_trace_callback(probe_x),
+            callback_id=CALLBACK_ID,
+        )
         h = res.history
         out["trace_max_logit"][i, j, t] = h["max_logit"]
         out["trace_min_ent_norm"][i, j, t] = h["min_ent_norm"]
         out["trace_loss"][i, j, t] = h["loss"]
-        out["final_ent_norm"][i, j, t] = [[h[f"ent_norm_l{la}_h{hd}"][-1] for hd in range(config.heads)]
-                                          for la in range(config.layers)]  # fmt: skip
+        out["final_ent_norm"][i, j, t] = [
+            [h[f"ent_norm_l{la}_h{hd}"][-1] for hd in range(config.heads)] for la in range(config.layers)
+        ]
         for la in range(config.layers):
             for hd in range(config.heads):
                 out["trace_head_ent_norm"][i, j, t, la, hd] = h[f"ent_norm_l{la}_h{hd}"]
@@ -564,8 +650,9 @@ def measure_fading(config: Config) -> dict[str, np.ndarray]:
     kernels = ("softmax", "ssmax", "sigmoid")
     out = {"n": n, "kernels": kernels}
     out["planted"] = np.stack([measure_planted(kn, n, config) for kn in kernels])
-    out["planted_theory"] = np.stack([theory.planted_weight(kn, n, g, ssmax_s=config.ssmax_s,
-                                                            sigmoid_bias=config.sigmoid_bias) for kn in kernels])  # fmt: skip
+    out["planted_theory"] = np.stack(
+        [theory.planted_weight(kn, n, g, ssmax_s=config.ssmax_s, sigmoid_bias=config.sigmoid_bias) for kn in kernels]
+    )
     out["fade_w"] = np.stack([measure_planted("ssmax", n, config, ssmax_s=sg / g) for sg in config.fade_sg])
     out["fade_theory"] = np.stack([theory.planted_weight_ssmax(n, g, sg / g) for sg in config.fade_sg])
     fits = np.array([fade_fits(n, w, top) for w in out["fade_w"]])  # (S, 2)
@@ -581,8 +668,9 @@ def measured_tokens(config: Config, model, T: int) -> torch.Tensor:
         return corpus_tokens(model, T, config.seed)
     v = vocab_size(model)
     if v is None or v < T:
-        raise ValueError(f"data='distinct' needs a vocabulary of at least max(ctx_lens) = {T} distinct tokens, "
-                         f"the model has {v}")  # fmt: skip
+        raise ValueError(
+            f"data='distinct' needs a vocabulary of at least max(ctx_lens) = {T} distinct tokens, the model has {v}"
+        )
     return distinct_tokens(T, config.seed, vocab=v)
 
 
@@ -642,8 +730,12 @@ def fading_arrays(fade: dict) -> dict:
 
 def training_arrays(config: Config, tr: dict) -> tuple[dict, dict]:
     """``(arrays, coords)`` of the training sweep of :func:`train_sweep`."""
-    coords = {"qk_norm": list(config.qk_norm), "lr": np.asarray(config.lr),
-              "train_seed": np.arange(config.train_seeds), "step": np.arange(config.train_steps)}  # fmt: skip
+    coords = {
+        "qk_norm": list(config.qk_norm),
+        "lr": np.asarray(config.lr),
+        "train_seed": np.arange(config.train_seeds),
+        "step": np.arange(config.train_steps),
+    }
     run_dims = ("qk_norm", "lr", "train_seed")
     data = {}
     for name in ("trace_max_logit", "trace_min_ent_norm", "trace_loss"):
@@ -651,9 +743,13 @@ def training_arrays(config: Config, tr: dict) -> tuple[dict, dict]:
     data["final_ent_norm"] = ((*run_dims, "layer", "head"), tr["final_ent_norm"])
     for name in ("trace_head_max_logit", "trace_head_ent_norm"):
         data[name] = ((*run_dims, "layer", "head", "step"), tr[name])
-    for name, key in (("trained_spectral_slack", "spectral_slack"), ("trained_spectral_tightness",
-                      "spectral_tightness"), ("trained_spectral_min_bound", "spectral_min_bound"),
-                      ("loss_spikes", "spikes"), ("final_loss", "final_loss")):  # fmt: skip
+    for name, key in (
+        ("trained_spectral_slack", "spectral_slack"),
+        ("trained_spectral_tightness", "spectral_tightness"),
+        ("trained_spectral_min_bound", "spectral_min_bound"),
+        ("loss_spikes", "spikes"),
+        ("final_loss", "final_loss"),
+    ):
         data[name] = (run_dims, tr[key])
     return data, coords
 
@@ -669,8 +765,9 @@ def run(config: Config, model=None, progress: bool = True) -> Result:
     check_length(model, T, "max(ctx_lens)")
     causal = bool(model.causal)
     tokens = measured_tokens(config, model, T)
-    per_n, rows, slack = measure_untrained(model, tokens, ns, k, normalised=normalised, causal=causal,
-                                           progress=progress)  # fmt: skip
+    per_n, rows, slack = measure_untrained(
+        model, tokens, ns, k, normalised=normalised, causal=causal, progress=progress
+    )
     L, H = rows["std"].shape[:2]
     spec = spectral_bound_rows(model, tokens[:, : rows["n"].shape[-1]], causal=causal)
     if spec is not None and normalised:
@@ -692,14 +789,33 @@ def run(config: Config, model=None, progress: bool = True) -> Result:
     # trains its own tiny LMs over learning rates: a property of the zoo, not of a passed-in model
     tr = train_sweep(config, progress=progress) if config.trained and own_model else None
 
-    coords = {"layer": np.arange(L), "head": np.arange(H), "n": ns, "row": np.arange(1, rows["std"].shape[-1] + 1),
-              "scale_factor": np.asarray(config.scale_factors), "replicate": np.arange(config.replicates),
-              "kernel": list(fade["kernels"]), "n_planted": fade["n"], "fade_sg": np.asarray(config.fade_sg)}  # fmt: skip
-    data = {**row_arrays(ns, per_n, rows, normalised), **fading_arrays(fade), **bound_and_scale_arrays(spec, rep, sweep, T)}
-    scalars = {"max_abs_logit": slack["absmax"], "planted_gap": config.planted_gap,
-               "ssmax_sg": config.ssmax_s * config.planted_gap, "causal": causal, "data": config.data,
-               "fade_window_lo": config.planted_max_n / 10.0, "fade_window_hi": float(config.planted_max_n),
-               "softmax_fade_rate": fade["softmax_rate"], "softmax_fade_rate_lower_half": fade["softmax_rate_lo"]}  # fmt: skip
+    coords = {
+        "layer": np.arange(L),
+        "head": np.arange(H),
+        "n": ns,
+        "row": np.arange(1, rows["std"].shape[-1] + 1),
+        "scale_factor": np.asarray(config.scale_factors),
+        "replicate": np.arange(config.replicates),
+        "kernel": list(fade["kernels"]),
+        "n_planted": fade["n"],
+        "fade_sg": np.asarray(config.fade_sg),
+    }
+    data = {
+        **row_arrays(ns, per_n, rows, normalised),
+        **fading_arrays(fade),
+        **bound_and_scale_arrays(spec, rep, sweep, T),
+    }
+    scalars = {
+        "max_abs_logit": slack["absmax"],
+        "planted_gap": config.planted_gap,
+        "ssmax_sg": config.ssmax_s * config.planted_gap,
+        "causal": causal,
+        "data": config.data,
+        "fade_window_lo": config.planted_max_n / 10.0,
+        "fade_window_hi": float(config.planted_max_n),
+        "softmax_fade_rate": fade["softmax_rate"],
+        "softmax_fade_rate_lower_half": fade["softmax_rate_lo"],
+    }
     if normalised:  # the row bounds are about normalised weights (sigmoid attention keeps only logits)
         scalars.update({f"slack_{key}": float(v) for key, v in slack.items() if key != "absmax"})
     if tr is not None:
@@ -743,10 +859,16 @@ def claim_planted_closed_forms(led: Ledger, ds: xr.Dataset, config: Config) -> N
         dev = float(np.max(np.abs(ds["planted_weight"].sel(kernel=kn) - ds["planted_theory"].sel(kernel=kn))))
         if kn == "ssmax":
             dev = max(dev, float(np.max(np.abs(ds["fade_weight"] - ds["fade_theory"]))))
-        led.identity(f"planted_{kn}_exact", measured=dev, expected=0.0, atol=tol, figure="ae_planted",
-                     source=f"derivation: planted key weight ({kn}) in analysis/theory/attention_entropy.py",
-                     why="float64 rounding of an n-term softmax row",
-                     statement=f"{kn}: measured planted weight = closed form for n = 1..{n_max} (max |diff|)")  # fmt: skip
+        led.identity(
+            f"planted_{kn}_exact",
+            measured=dev,
+            expected=0.0,
+            atol=tol,
+            figure="ae_planted",
+            source=f"derivation: planted key weight ({kn}) in analysis/theory/attention_entropy.py",
+            why="float64 rounding of an n-term softmax row",
+            statement=f"{kn}: measured planted weight = closed form for n = 1..{n_max} (max |diff|)",
+        )
 
 
 def claim_ssmax_fading_rate(led: Ledger, ds: xr.Dataset, config: Config) -> None:
@@ -761,64 +883,108 @@ def claim_ssmax_fading_rate(led: Ledger, ds: xr.Dataset, config: Config) -> None
         rate = float(ds["fade_rate"].sel(fade_sg=sg))
         drift = abs(rate - float(ds["fade_rate_lower_half"].sel(fade_sg=sg)))
         fades = sg < 1.0
-        alt, hyp = (0.0, "the s ln n scaling stops the fading at every s (no threshold)") if fades else \
-            (-1.0, "SSMax dilutes like softmax (weight ~ 1/n)")  # fmt: skip
-        led.predict(f"ssmax_fade_rate_sg{sg:g}", measured=rate, expected=float(ds["fade_rate_theory"].sel(fade_sg=sg)),
-                    alternative=alt, hypothesis=hyp, se=drift, k=2.0, seed="000#6", figure="ae_ssmax_rate",
-                    source="derivation: w = 1/(1 + (n-1) n^{-sg}) ~ n^{min(sg-1, 0)}; fading stops iff s g >= 1",
-                    why=f"se = |slope on n in [{lo_n:g}, {hi_n / math.sqrt(10):.0f}] - slope on [{hi_n / math.sqrt(10):.0f}, "
-                        f"{hi_n:g}]|: how far the fitted exponent still drifts at these n (the network is exact, the "
-                        "only uncertainty about the n -> infinity rate is this finite-n drift); k = 2",
-                    statement=f"SSMax, s g = {sg:g}: fitted d ln w / d ln n at n ~ {hi_n:g} = min(sg - 1, 0) "
-                              f"= {min(sg - 1.0, 0.0):g}")  # fmt: skip
+        alt, hyp = (
+            (0.0, "the s ln n scaling stops the fading at every s (no threshold)")
+            if fades
+            else (-1.0, "SSMax dilutes like softmax (weight ~ 1/n)")
+        )
+        led.predict(
+            f"ssmax_fade_rate_sg{sg:g}",
+            measured=rate,
+            expected=float(ds["fade_rate_theory"].sel(fade_sg=sg)),
+            alternative=alt,
+            hypothesis=hyp,
+            se=drift,
+            k=2.0,
+            seed="000#6",
+            figure="ae_ssmax_rate",
+            source="derivation: w = 1/(1 + (n-1) n^{-sg}) ~ n^{min(sg-1, 0)}; fading stops iff s g >= 1",
+            why=f"se = |slope on n in [{lo_n:g}, {hi_n / math.sqrt(10):.0f}] - slope on [{hi_n / math.sqrt(10):.0f}, "
+            f"{hi_n:g}]|: how far the fitted exponent still drifts at these n (the network is exact, the "
+            "only uncertainty about the n -> infinity rate is this finite-n drift); k = 2",
+            statement=f"SSMax, s g = {sg:g}: fitted d ln w / d ln n at n ~ {hi_n:g} = min(sg - 1, 0) "
+            f"= {min(sg - 1.0, 0.0):g}",
+        )
 
 
 def claim_softmax_dilution_rate(led: Ledger, ds: xr.Dataset, scalars: dict, config: Config) -> None:
     """Softmax dilution (000#6): a key with a fixed logit gap g keeps weight e^g/(e^g + n - 1) ~ e^g / n."""
     rate = scalars["softmax_fade_rate"]
     drift = abs(rate - scalars["softmax_fade_rate_lower_half"])
-    led.predict("softmax_fade_rate", measured=rate, expected=-1.0, alternative=0.0, se=drift, k=2.0, seed="000#6",
-                hypothesis="no dilution: a key with a fixed logit gap keeps its weight as n grows",
-                source="derivation: softmax planted weight e^g/(e^g + n - 1) ~ e^g / n", figure="ae_ssmax_rate",
-                why="se = drift of the fitted slope between the two half-decades below planted_max_n (as for SSMax); k = 2",
-                statement=f"softmax: fitted d ln w / d ln n at n ~ {config.planted_max_n} = -1 (dilution)")  # fmt: skip
+    led.predict(
+        "softmax_fade_rate",
+        measured=rate,
+        expected=-1.0,
+        alternative=0.0,
+        se=drift,
+        k=2.0,
+        seed="000#6",
+        hypothesis="no dilution: a key with a fixed logit gap keeps its weight as n grows",
+        source="derivation: softmax planted weight e^g/(e^g + n - 1) ~ e^g / n",
+        figure="ae_ssmax_rate",
+        why="se = drift of the fitted slope between the two half-decades below planted_max_n (as for SSMax); k = 2",
+        statement=f"softmax: fitted d ln w / d ln n at n ~ {config.planted_max_n} = -1 (dilution)",
+    )
 
 
 def claim_range_bounds(led: Ledger, ds: xr.Dataset, scalars: dict) -> None:
     """H >= ln(1 + (n-1) e^{-R}) on every row (R: the row's logit range), and the spectral form of R (Zhai et al.)."""
     if "slack_range" not in scalars:
         return
-    led.bound("range_bound_holds", measured=scalars["slack_range"], bound=-FLOAT64_ROW, relation=">=",
-              tightness=scalars["slack_range_tight"], source="derivation: H >= -ln max p >= ln(1 + (n-1) e^{-R})",
-              why="exact inequality on the same float64 logits, slack for rounding; tightness = the largest "
-                  "bound / H over rows (measured is the smallest H - bound)",
-              statement="every row (n >= 2): H - ln(1 + (n-1) e^{-range}) >= 0")  # fmt: skip
+    led.bound(
+        "range_bound_holds",
+        measured=scalars["slack_range"],
+        bound=-FLOAT64_ROW,
+        relation=">=",
+        tightness=scalars["slack_range_tight"],
+        source="derivation: H >= -ln max p >= ln(1 + (n-1) e^{-R})",
+        why="exact inequality on the same float64 logits, slack for rounding; tightness = the largest "
+        "bound / H over rows (measured is the smallest H - bound)",
+        statement="every row (n >= 2): H - ln(1 + (n-1) e^{-range}) >= 0",
+    )
     if "slack_spectral" in scalars:
-        led.bound("spectral_bound_holds", measured=scalars["slack_spectral"], bound=-FLOAT32_ROW, relation=">=",
-                  tightness=scalars["slack_spectral_tight"],
-                  source="Zhai et al. 2023 (Cauchy-Schwarz form derived in the theory module)",
-                  why="exact inequality; slack for float32 logits (relative 1e-6 of |logit| <= ~10); tightness = the "
-                      "largest bound / H over rows",
-                  statement="every row: H >= ln(1 + (n-1) exp(-2 c ||W_q^T W_k|| |x_i| max|x_j|))")  # fmt: skip
+        led.bound(
+            "spectral_bound_holds",
+            measured=scalars["slack_spectral"],
+            bound=-FLOAT32_ROW,
+            relation=">=",
+            tightness=scalars["slack_spectral_tight"],
+            source="Zhai et al. 2023 (Cauchy-Schwarz form derived in the theory module)",
+            why="exact inequality; slack for float32 logits (relative 1e-6 of |logit| <= ~10); tightness = the "
+            "largest bound / H over rows",
+            statement="every row: H >= ln(1 + (n-1) exp(-2 c ||W_q^T W_k|| |x_i| max|x_j|))",
+        )
 
 
 def claim_dilution_bound(led: Ledger, scalars: dict) -> None:
     """max p <= e^M / (e^M + (n-1) e^{-M}) for logits in [-M, M] (the max weight fades like e^{2M}/n; 000#6)."""
     if "slack_max_weight" not in scalars:
         return
-    common = dict(bound=-FLOAT64_ROW, relation=">=", seed="000#6",
-                  source="derivation: |x_j| <= M gives max p <= e^M / (e^M + (n-1) e^{-M}) (<= e^{2M} / n)")  # fmt: skip
-    led.bound("max_weight_bound_holds", measured=scalars["slack_max_weight"],
-              tightness=scalars["slack_max_weight_tight"], figure="ae_entropy_vs_n",
-              why="exact inequality on the same float64 logits, M = the row's measured max |logit|; slack for "
-                  "rounding; tightness = the largest max p / bound over rows",
-              statement="every row of the measured model: e^M/(e^M + (n-1)e^{-M}) - max weight >= 0", **common)  # fmt: skip
+    common = dict(
+        bound=-FLOAT64_ROW,
+        relation=">=",
+        seed="000#6",
+        source="derivation: |x_j| <= M gives max p <= e^M / (e^M + (n-1) e^{-M}) (<= e^{2M} / n)",
+    )
+    led.bound(
+        "max_weight_bound_holds",
+        measured=scalars["slack_max_weight"],
+        tightness=scalars["slack_max_weight_tight"],
+        figure="ae_entropy_vs_n",
+        why="exact inequality on the same float64 logits, M = the row's measured max |logit|; slack for "
+        "rounding; tightness = the largest max p / bound over rows",
+        statement="every row of the measured model: e^M/(e^M + (n-1)e^{-M}) - max weight >= 0",
+        **common,
+    )
     if "slack_sweep_max_weight" in scalars:
-        led.bound("max_weight_bound_holds_sweep", measured=scalars["slack_sweep_max_weight"],
-                  tightness=scalars["slack_sweep_max_weight_tight"],
-                  why="as max_weight_bound_holds, on every row of every model of the logit-scale sweep",
-                  statement="every row, every logit scale: the dilution bound at the row's measured max |logit|",
-                  **common)  # fmt: skip
+        led.bound(
+            "max_weight_bound_holds_sweep",
+            measured=scalars["slack_sweep_max_weight"],
+            tightness=scalars["slack_sweep_max_weight_tight"],
+            why="as max_weight_bound_holds, on every row of every model of the logit-scale sweep",
+            statement="every row, every logit scale: the dilution bound at the row's measured max |logit|",
+            **common,
+        )
 
 
 # gaussian_entropy_exact's float64 quadrature overflows (NaN) for logit stds beyond about 45 (e^{s^2/2})
@@ -830,8 +996,12 @@ def claim_gaussian_entropy(led: Ledger, ds: xr.Dataset, config: Config) -> None:
     logits at the measured s (= s^2 / 2 in the LLN regime), at the largest n."""
     name, source = "entropy_deficit_matches_gaussian", "derivation: i.i.d. N(0, s^2) logits (exact quadrature)"
     if "rep_entropy" not in ds:
-        led.not_evaluated(name, role="prediction", source=source,
-                          reason="the Gaussian-logit theory is for own untrained causal models on distinct tokens")
+        led.not_evaluated(
+            name,
+            role="prediction",
+            source=source,
+            reason="the Gaussian-logit theory is for own untrained causal models on distinct tokens",
+        )
         return
     n = int(ds["n"].max())
     sel = {"n": n}
@@ -842,13 +1012,21 @@ def claim_gaussian_entropy(led: Ledger, ds: xr.Dataset, config: Config) -> None:
         return
     eps = float(np.max(theory.partition_fluctuation(n, ds["rep_logit_std"].sel(sel).values)))
     ratio = (d_meas / d_th).ravel()  # one value per model, layer and head
-    led.predict(name, measured=float(ratio.mean()), expected=1.0, alternative=0.0, figure="ae_entropy_vs_n",
-                hypothesis="uniform attention: no entropy deficit (H = ln n)",
-                se=float(ratio.std(ddof=1) / math.sqrt(ratio.size)), k=2.0, source=source,
-                why=f"se: standard error of the mean over {ratio.size} (model, layer, head) values "
-                    f"({config.replicates} independent models); k = 2",
-                statement=f"n = {n}: (ln n - H) / (ln n - E_gauss[H]) at the measured logit std = 1, mean over "
-                          f"models, layers and heads (largest (e^{{s^2}}-1)/n = {eps:.2g})")  # fmt: skip
+    led.predict(
+        name,
+        measured=float(ratio.mean()),
+        expected=1.0,
+        alternative=0.0,
+        figure="ae_entropy_vs_n",
+        hypothesis="uniform attention: no entropy deficit (H = ln n)",
+        se=float(ratio.std(ddof=1) / math.sqrt(ratio.size)),
+        k=2.0,
+        source=source,
+        why=f"se: standard error of the mean over {ratio.size} (model, layer, head) values "
+        f"({config.replicates} independent models); k = 2",
+        statement=f"n = {n}: (ln n - H) / (ln n - E_gauss[H]) at the measured logit std = 1, mean over "
+        f"models, layers and heads (largest (e^{{s^2}}-1)/n = {eps:.2g})",
+    )
 
 
 def claim_gaussian_past_breakdown(led: Ledger, ds: xr.Dataset, config: Config) -> None:
@@ -863,8 +1041,12 @@ def claim_gaussian_past_breakdown(led: Ledger, ds: xr.Dataset, config: Config) -
     top = {"scale_factor": float(ds["scale_factor"].max()), "layer": 0}
     s = ds["sweep_logit_std"].sel(top).values.ravel()  # (replicate x head)
     if not np.all(s**2 > math.log(n)):
-        led.not_evaluated(name, role="prediction", source=source,
-                          reason=f"the largest logit scale does not pass the breakdown s^2 = ln {n}")
+        led.not_evaluated(
+            name,
+            role="prediction",
+            source=source,
+            reason=f"the largest logit scale does not pass the breakdown s^2 = ln {n}",
+        )
         return
     h = ds["sweep_entropy"].sel(top).values.ravel()
     top.pop("layer")
@@ -873,14 +1055,22 @@ def claim_gaussian_past_breakdown(led: Ledger, ds: xr.Dataset, config: Config) -
         led.not_evaluated(name, role="prediction", source=source, reason=QUADRATURE_RANGE)
         return
     lln = np.maximum(ds["sweep_theory_lln_layer0"].sel(top).values.ravel(), 0.0)
-    led.predict(name, measured=float(h.mean()), expected=float(exact.mean()), alternative=float(lln.mean()),
-                hypothesis="the LLN law ln n - s^2/2 still holds past the breakdown, floored at H = 0 (all weight on "
-                           "the largest logit) past freezing",
-                se=float((h - exact).std(ddof=1) / math.sqrt(h.size)), k=2.0, source=source,
-                why=f"se: standard error of the mean of H - E_gauss[H] over {h.size} (model, head) values of layer 0 "
-                    f"({config.replicates} independent models); k = 2", figure="ae_entropy_vs_scale",
-                statement=f"layer 0, n = {n}, logit std {s.min():.2f}..{s.max():.2f} (breakdown at "
-                          f"{math.sqrt(math.log(n)):.2f}): mean H = mean E_gauss[H]")  # fmt: skip
+    led.predict(
+        name,
+        measured=float(h.mean()),
+        expected=float(exact.mean()),
+        alternative=float(lln.mean()),
+        hypothesis="the LLN law ln n - s^2/2 still holds past the breakdown, floored at H = 0 (all weight on "
+        "the largest logit) past freezing",
+        se=float((h - exact).std(ddof=1) / math.sqrt(h.size)),
+        k=2.0,
+        source=source,
+        why=f"se: standard error of the mean of H - E_gauss[H] over {h.size} (model, head) values of layer 0 "
+        f"({config.replicates} independent models); k = 2",
+        figure="ae_entropy_vs_scale",
+        statement=f"layer 0, n = {n}, logit std {s.min():.2f}..{s.max():.2f} (breakdown at "
+        f"{math.sqrt(math.log(n)):.2f}): mean H = mean E_gauss[H]",
+    )
 
 
 def claim_spectral_bound_trained(led: Ledger, ds: xr.Dataset) -> None:
@@ -888,14 +1078,20 @@ def claim_spectral_bound_trained(led: Ledger, ds: xr.Dataset) -> None:
     slack = ds["trained_spectral_slack"].values
     if not np.isfinite(slack).any():  # every run used QK-norm: the bound does not apply
         return
-    led.bound("spectral_bound_holds_trained", measured=float(np.nanmin(slack)), bound=-FLOAT32_ROW, relation=">=",
-              tightness=float(np.nanmax(ds["trained_spectral_tightness"].values)), figure="ae_training",
-              source="Zhai et al. 2023 (Cauchy-Schwarz form derived in the theory module), trained weights",
-              why="exact inequality; float32 logits: a relative 1e-6 change of the bounded range R moves "
-                  "ln(1 + (n-1) e^{-R}) by at most 1e-6 R (n-1) e^{-R} / (1 + (n-1) e^{-R}) << 1e-4; tightness = "
-                  "the largest bound / H over rows and checkpoints",
-              statement="every trained checkpoint without QK-norm (all lrs and seeds), every row of the probe batch: "
-                        "H >= ln(1 + (n-1) exp(-2 c ||W_q^T W_k|| |x_i| max|x_j|))")  # fmt: skip
+    led.bound(
+        "spectral_bound_holds_trained",
+        measured=float(np.nanmin(slack)),
+        bound=-FLOAT32_ROW,
+        relation=">=",
+        tightness=float(np.nanmax(ds["trained_spectral_tightness"].values)),
+        figure="ae_training",
+        source="Zhai et al. 2023 (Cauchy-Schwarz form derived in the theory module), trained weights",
+        why="exact inequality; float32 logits: a relative 1e-6 change of the bounded range R moves "
+        "ln(1 + (n-1) e^{-R}) by at most 1e-6 R (n-1) e^{-R} / (1 + (n-1) e^{-R}) << 1e-4; tightness = "
+        "the largest bound / H over rows and checkpoints",
+        statement="every trained checkpoint without QK-norm (all lrs and seeds), every row of the probe batch: "
+        "H >= ln(1 + (n-1) exp(-2 c ||W_q^T W_k|| |x_i| max|x_j|))",
+    )
 
 
 def _paired(x: np.ndarray) -> tuple[float, float]:
@@ -917,16 +1113,34 @@ def claim_qknorm(led: Ledger, ds: xr.Dataset, config: Config) -> None:
     plain, normed = ds.sel({**top, "qk_norm": False}), ds.sel({**top, "qk_norm": True})
     log_ratio = np.log(plain["trace_max_logit"].max("step").values / normed["trace_max_logit"].max("step").values)
     m, se = _paired(log_ratio)
-    led.direction("qknorm_bounds_logits", measured=m, sign=1, se=se, k=2.0, requires_full=True, source=src,
-                  hypothesis="QK-norm leaves the attention logits' growth unchanged (log ratio 0)", figure="ae_training",
-                  why=f"se: standard error over {config.train_seeds} training seeds (each seed trains both models); k = 2",
-                  statement=f"lr = {top['lr']:g}: ln(max |logit| over training without QK-norm / with QK-norm) > 0")  # fmt: skip
+    led.direction(
+        "qknorm_bounds_logits",
+        measured=m,
+        sign=1,
+        se=se,
+        k=2.0,
+        requires_full=True,
+        source=src,
+        hypothesis="QK-norm leaves the attention logits' growth unchanged (log ratio 0)",
+        figure="ae_training",
+        why=f"se: standard error over {config.train_seeds} training seeds (each seed trains both models); k = 2",
+        statement=f"lr = {top['lr']:g}: ln(max |logit| over training without QK-norm / with QK-norm) > 0",
+    )
     gap = normed["trace_min_ent_norm"].isel(step=-1).values - plain["trace_min_ent_norm"].isel(step=-1).values
     m, se = _paired(gap)
-    led.direction("qknorm_keeps_entropy_higher", measured=m, sign=1, se=se, k=2.0, requires_full=True, source=src,
-                  hypothesis="QK-norm does not change the smallest head entropy", figure="ae_training",
-                  why=f"se: standard error over {config.train_seeds} training seeds (paired); k = 2",
-                  statement=f"lr = {top['lr']:g}: final min head H/ln n with QK-norm - without > 0")  # fmt: skip
+    led.direction(
+        "qknorm_keeps_entropy_higher",
+        measured=m,
+        sign=1,
+        se=se,
+        k=2.0,
+        requires_full=True,
+        source=src,
+        hypothesis="QK-norm does not change the smallest head entropy",
+        figure="ae_training",
+        why=f"se: standard error over {config.train_seeds} training seeds (paired); k = 2",
+        statement=f"lr = {top['lr']:g}: final min head H/ln n with QK-norm - without > 0",
+    )
 
 
 def claim_entropy_collapse(led: Ledger, ds: xr.Dataset, config: Config) -> None:
@@ -941,7 +1155,16 @@ def claim_entropy_collapse(led: Ledger, ds: xr.Dataset, config: Config) -> None:
     lo, hi = float(ds["lr"].min()), float(ds["lr"].max())
     drop = plain.sel(lr=lo).values - plain.sel(lr=hi).values
     m, se = _paired(drop)
-    led.direction(name, measured=m, sign=1, se=se, k=2.0, requires_full=True, source=src,
-                  hypothesis="the learning rate does not change the smallest head entropy", figure="ae_training",
-                  why=f"se: standard error over {config.train_seeds} training seeds (paired); k = 2",
-                  statement=f"no QK-norm: final min head H/ln n at lr {lo:g} - at lr {hi:g} > 0")  # fmt: skip
+    led.direction(
+        name,
+        measured=m,
+        sign=1,
+        se=se,
+        k=2.0,
+        requires_full=True,
+        source=src,
+        hypothesis="the learning rate does not change the smallest head entropy",
+        figure="ae_training",
+        why=f"se: standard error over {config.train_seeds} training seeds (paired); k = 2",
+        statement=f"no QK-norm: final min head H/ln n at lr {lo:g} - at lr {hi:g} > 0",
+    )

@@ -259,11 +259,7 @@ class ProbeConfig(BaseConfig):
     @classmethod
     def presets(cls) -> dict[str, dict[str, Any]]:
         """``PRESETS`` in the order smoke, full, with ``"full"`` filled in as ``{}`` when absent."""
-        return {
-            name: dict(cls.PRESETS.get(name, {}))
-            for name in PRESET_NAMES
-            if name in cls.PRESETS or name == "full"
-        }
+        return {name: dict(cls.PRESETS.get(name, {})) for name in PRESET_NAMES if name in cls.PRESETS or name == "full"}
 
     @classmethod
     def field_specs(cls, include_preset: bool = False) -> tuple[FieldSpec, ...]:
@@ -318,8 +314,7 @@ class Result:
             self.ledger = Ledger(self.probe, preset=self.config.preset_name)
         if self.ledger.preset != self.config.preset_name:
             raise ValueError(
-                f"ledger preset {self.ledger.preset!r} must match config.preset_name "
-                f"{self.config.preset_name!r}"
+                f"ledger preset {self.ledger.preset!r} must match config.preset_name {self.config.preset_name!r}"
             )
         self.scalars = {str(k): _as_scalar(k, v) for k, v in self.scalars.items()}
 
@@ -388,8 +383,9 @@ class Result:
             with open(path / "manifest.json", encoding="utf-8") as f:
                 manifest = json.load(f)
             if sorted(manifest["files"]) != sorted(RESULT_FILES):  # every file is hashed, none skipped
-                raise CorruptResultError(f"{path / 'manifest.json'} lists {sorted(manifest['files'])}, "
-                                         f"need {sorted(RESULT_FILES)}")  # fmt: skip
+                raise CorruptResultError(
+                    f"{path / 'manifest.json'} lists {sorted(manifest['files'])}, need {sorted(RESULT_FILES)}"
+                )
             for name, digest in manifest["files"].items():
                 if sha256_file(path / name) != digest:
                     raise CorruptResultError(f"{path / name} does not match its manifest hash")
@@ -432,8 +428,7 @@ class Result:
                     for name, var in self.data.data_vars.items()
                 },
                 "coords": {
-                    name: {"dims": list(var.dims), "values": var.values}
-                    for name, var in self.data.coords.items()
+                    name: {"dims": list(var.dims), "values": var.values} for name, var in self.data.coords.items()
                 },
                 "checks": [c.to_dict() for c in self.ledger.claims],
                 "check_summary": self.ledger.summary(),
@@ -464,7 +459,10 @@ class Result:
 
     def __repr__(self) -> str:
         tally = ", ".join(f"{v} {k}" for k, v in self.ledger.summary().items() if v)
-        return f"Result(probe={self.probe!r}, preset={self.preset!r}, scalars={len(self.scalars)}, checks: {tally or 'none'})"
+        return (
+            f"Result(probe={self.probe!r}, preset={self.preset!r}, scalars={len(self.scalars)}, "
+            f"checks: {tally or 'none'})"
+        )
 
 
 def _as_scalar(name: Any, value: Any) -> float | int | bool | str:
@@ -757,7 +755,9 @@ def _cached_result(folder: Path, config_cls: type[ProbeConfig], name: str, key: 
     return result
 
 
-def result_difference(a: Result, b: Result, names: Sequence[str], select: Mapping[str, Any] | None = None) -> dict[str, float]:
+def result_difference(
+    a: Result, b: Result, names: Sequence[str], select: Mapping[str, Any] | None = None
+) -> dict[str, float]:
     """Largest relative difference ``max|a - b| / max(max|b|, tiny)`` of each named array of two results.
 
     Used to show that a probe measures the same numbers on two models that compute the same function

@@ -231,7 +231,8 @@ def _run_parser(module: Any, name: str) -> _Parser:
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     parser.add_argument("--strict", action="store_true", help="exit 1 if any claim has status fail")
     parser.add_argument(
-        "--against-alternatives", action="store_true",
+        "--against-alternatives",
+        action="store_true",
         help="re-judge every prediction against its alternative instead of its expected value",
     )
     group = parser.add_argument_group("config fields")
@@ -349,9 +350,7 @@ def _run(module: Any, name: str, args: list[str]) -> int:
         print(f"{len(broken)} identity claim(s) failed (a bug): {', '.join(c.name for c in broken)}", file=sys.stderr)
         return 1
     if ns.strict and failed:
-        print(
-            f"--strict: {len(failed)} claim(s) failed: {', '.join(c.name for c in failed)}", file=sys.stderr
-        )
+        print(f"--strict: {len(failed)} claim(s) failed: {', '.join(c.name for c in failed)}", file=sys.stderr)
         return 1
     return 0
 
@@ -381,14 +380,19 @@ def _cache(args: list[str]) -> int:
         got = f"unknown cache command {args[0]!r}" if args else "cache needs a command"
         raise UsageError(f"{got}; allowed: {', '.join(CACHE_COMMANDS)}")
     command, rest = args[0], args[1:]
-    parser = _Parser(
-        prog=f"python -m probes cache {command}", description=CACHE_COMMANDS[command], allow_abbrev=False
-    )
+    parser = _Parser(prog=f"python -m probes cache {command}", description=CACHE_COMMANDS[command], allow_abbrev=False)
     if command == "prune":
-        parser.add_argument("--older-than", type=_days, metavar="DAYS",
-                            help="only entries unused (not written or read) for at least DAYS days")
-        parser.add_argument("--keep-figures", action="store_true",
-                            help="keep every entry the figures' sidecars name, and what it was computed from")
+        parser.add_argument(
+            "--older-than",
+            type=_days,
+            metavar="DAYS",
+            help="only entries unused (not written or read) for at least DAYS days",
+        )
+        parser.add_argument(
+            "--keep-figures",
+            action="store_true",
+            help="keep every entry the figures' sidecars name, and what it was computed from",
+        )
     try:
         ns = parser.parse_args(rest)
     except SystemExit as e:  # --help

@@ -74,7 +74,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
         stack.append(node)
         for nxt in sorted(graph[node]):
             if colour[nxt] == 1:
-                return stack[stack.index(nxt):] + [nxt]
+                return stack[stack.index(nxt) :] + [nxt]
             if colour[nxt] == 0 and (cycle := visit(nxt)):
                 return cycle
         stack.pop()
@@ -114,8 +114,11 @@ def test_find_cycle_finds_one():
 
 
 def test_analysis_does_not_import_probes():
-    bad = {mod: sorted(t for t in targets if t == "probes" or t.startswith("probes."))
-           for mod, targets in import_graph().items() if mod.split(".")[0] == "analysis"}  # fmt: skip
+    bad = {
+        mod: sorted(t for t in targets if t == "probes" or t.startswith("probes."))
+        for mod, targets in import_graph().items()
+        if mod.split(".")[0] == "analysis"
+    }
     assert not {m: t for m, t in bad.items() if t}, "analysis imports probes"
 
 
@@ -142,6 +145,9 @@ def test_allowed_long_functions_still_exist():
     # an allowance is removed once the function is split (or gone)
     for path, name in sorted(LONG_FUNCTIONS_ALLOWED):
         tree = ast.parse((REPO / path).read_text(encoding="utf-8"))
-        lengths = [n.end_lineno - n.lineno + 1 for n in ast.walk(tree)
-                   if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.name == name]  # fmt: skip
+        lengths = [
+            n.end_lineno - n.lineno + 1
+            for n in ast.walk(tree)
+            if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.name == name
+        ]
         assert any(n > MAX_FUNCTION_LINES for n in lengths), f"{path}:{name} is no longer long: drop its allowance"

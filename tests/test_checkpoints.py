@@ -147,12 +147,7 @@ def test_save_load_round_trip_and_layout(tmp_path):
         assert torch.equal(state[name], t), name
     assert meta["key"] == key and meta["torch_version"] == torch.__version__ and len(meta["sha256"]) == 64
     h = history_from_json(meta["history"])
-    assert (
-        h["step"].dtype == np.int64
-        and h["loss"][0] == 2.0
-        and np.isnan(h["loss"][1])
-        and h["loss"][2] == np.inf
-    )
+    assert h["step"].dtype == np.int64 and h["loss"][0] == 2.0 and np.isnan(h["loss"][1]) and h["loss"][2] == np.inf
 
 
 def test_load_model_rebuilds_strictly(tmp_path):

@@ -26,26 +26,72 @@ from probes import cli
 from probes.base import FieldSpec, ProbeConfig, fields_renamed, model_param
 
 MODEL_DEFAULTS = {
-    "input": "tokens", "vocab_size": 64, "d_in": 0, "output": "lm", "d_out": 0, "d_model": 64, "n_layers": 2,
-    "n_heads": 4, "d_head": None, "d_mlp": None, "activation": "gelu", "bias": False, "norm": "pre",
-    "mix_post_layers": None, "norm_type": "layernorm", "norm_eps": 1e-5, "ln_scaling": False, "deepnorm": False,
-    "qk_norm": False, "final_norm": None, "attention": "softmax", "logit_scale": None, "ssmax_s": 1.0,
-    "sigmoid_bias": 0.0, "causal": True, "attn_residual": True, "mlp_residual": True, "branch_scale": 1.0,
-    "pos": "none", "max_len": 1024, "rope_base": 10000.0, "init": "fan_in", "init_std": 0.02, "dtype": "float32",
+    "input": "tokens",
+    "vocab_size": 64,
+    "d_in": 0,
+    "output": "lm",
+    "d_out": 0,
+    "d_model": 64,
+    "n_layers": 2,
+    "n_heads": 4,
+    "d_head": None,
+    "d_mlp": None,
+    "activation": "gelu",
+    "bias": False,
+    "norm": "pre",
+    "mix_post_layers": None,
+    "norm_type": "layernorm",
+    "norm_eps": 1e-5,
+    "ln_scaling": False,
+    "deepnorm": False,
+    "qk_norm": False,
+    "final_norm": None,
+    "attention": "softmax",
+    "logit_scale": None,
+    "ssmax_s": 1.0,
+    "sigmoid_bias": 0.0,
+    "causal": True,
+    "attn_residual": True,
+    "mlp_residual": True,
+    "branch_scale": 1.0,
+    "pos": "none",
+    "max_len": 1024,
+    "rope_base": 10000.0,
+    "init": "fan_in",
+    "init_std": 0.02,
+    "dtype": "float32",
     "seed": 0,
-}  # fmt: skip
+}
 TRAIN_DEFAULTS = {
-    "steps": 1000, "batch_size": 64, "lr": 1e-3, "weight_decay": 0.0, "betas": [0.9, 0.999], "eps": 1e-8,
-    "momentum": 0.0, "warmup_steps": 0, "schedule": "cosine", "min_lr_ratio": 0.1, "grad_clip": 1.0, "seed": 0,
-    "eval_every": 0, "eval_batches": 4, "checkpoint_every": 0, "optimizer": "adamw",
-}  # fmt: skip
+    "steps": 1000,
+    "batch_size": 64,
+    "lr": 1e-3,
+    "weight_decay": 0.0,
+    "betas": [0.9, 0.999],
+    "eps": 1e-8,
+    "momentum": 0.0,
+    "warmup_steps": 0,
+    "schedule": "cosine",
+    "min_lr_ratio": 0.1,
+    "grad_clip": 1.0,
+    "seed": 0,
+    "eval_every": 0,
+    "eval_batches": 4,
+    "checkpoint_every": 0,
+    "optimizer": "adamw",
+}
 
 MODEL_VARIANTS = [
-    {}, {"input": "vectors", "d_in": 3, "output": "linear", "d_out": 2}, {"d_head": 8, "d_mlp": 0},
-    {"norm": "mix", "n_layers": 4, "mix_post_layers": 1}, {"norm": "post", "deepnorm": True, "final_norm": False},
-    {"attention": "ssmax", "ssmax_s": 2.0, "logit_scale": 0.5, "pos": "rope"}, {"pos": "learned", "max_len": 32},
-    {"init": "gpt2", "init_std": 0.01, "dtype": "float64", "seed": 3}, {"input": "embedded", "output": "none"},
-]  # fmt: skip
+    {},
+    {"input": "vectors", "d_in": 3, "output": "linear", "d_out": 2},
+    {"d_head": 8, "d_mlp": 0},
+    {"norm": "mix", "n_layers": 4, "mix_post_layers": 1},
+    {"norm": "post", "deepnorm": True, "final_norm": False},
+    {"attention": "ssmax", "ssmax_s": 2.0, "logit_scale": 0.5, "pos": "rope"},
+    {"pos": "learned", "max_len": 32},
+    {"init": "gpt2", "init_std": 0.01, "dtype": "float64", "seed": 3},
+    {"input": "embedded", "output": "none"},
+]
 
 
 def _exact(d: dict) -> str:
@@ -87,17 +133,26 @@ def test_train_config_betas_is_a_fixed_length_pair():
     cfg = TrainConfig(betas=[0.8, 0.95])  # lists (from JSON) become tuples
     assert cfg.betas == (0.8, 0.95) and cfg.to_dict()["betas"] == [0.8, 0.95]
     assert TrainConfig.from_dict(json.loads(json.dumps(cfg.to_dict()))) == cfg
-    for bad, match in [((0.9,), "betas must have at least 2"), ((0.9, 0.9, 0.9), "betas must have exactly 2"),
-                       ((0.9, 1.0), r"betas\[1\] must be <= 0.999999"), ("ab", "betas must be a list")]:  # fmt: skip
+    for bad, match in [
+        ((0.9,), "betas must have at least 2"),
+        ((0.9, 0.9, 0.9), "betas must have exactly 2"),
+        ((0.9, 1.0), r"betas\[1\] must be <= 0.999999"),
+        ("ab", "betas must be a list"),
+    ]:
         with pytest.raises(ValueError, match=match):
             TrainConfig(betas=bad)
 
 
 def test_probe_lm_train_config_is_unchanged():
     assert probe_lm_train_config(400, 3).to_dict() == {
-        **TRAIN_DEFAULTS, "steps": 400, "batch_size": 16, "lr": 3e-3, "warmup_steps": 50, "weight_decay": 0.01,
+        **TRAIN_DEFAULTS,
+        "steps": 400,
+        "batch_size": 16,
+        "lr": 3e-3,
+        "warmup_steps": 50,
+        "weight_decay": 0.01,
         "seed": 3,
-    }  # fmt: skip
+    }
 
 
 @pytest.mark.parametrize(
@@ -165,14 +220,22 @@ class Toy(BaseConfig):
 
 
 def test_toy_config_validates_from_its_annotations():
-    assert Toy(kinds=["y", "x"], pair=[1, 2], rate=1).to_dict() == {"kind": "a", "kinds": ["y", "x"],
-                                                                    "pair": [1, 2], "rate": 1.0}  # fmt: skip
+    assert Toy(kinds=["y", "x"], pair=[1, 2], rate=1).to_dict() == {
+        "kind": "a",
+        "kinds": ["y", "x"],
+        "pair": [1, 2],
+        "rate": 1.0,
+    }
     assert type(Toy(rate=1).rate) is float  # BaseConfig turns ints into floats for float fields
-    for over, match in [({"kind": "c"}, r"^kind must be one of \['a', 'b'\], got 'c'"),
-                        ({"kinds": ("x", "z")}, r"^kinds\[1\] must be one of \['x', 'y'\]"),
-                        ({"pair": (1,)}, "^pair must have at least 2"), ({"pair": (1, 2, 3)}, "^pair must have exactly 2"),
-                        ({"pair": (1, -1)}, r"^pair\[1\] must be >= 0"), ({"rate": 2.0}, "^rate must be <= 1.0"),
-                        ({"kind": None}, "^kind must be one of a, b, got None")]:  # fmt: skip
+    for over, match in [
+        ({"kind": "c"}, r"^kind must be one of \['a', 'b'\], got 'c'"),
+        ({"kinds": ("x", "z")}, r"^kinds\[1\] must be one of \['x', 'y'\]"),
+        ({"pair": (1,)}, "^pair must have at least 2"),
+        ({"pair": (1, 2, 3)}, "^pair must have exactly 2"),
+        ({"pair": (1, -1)}, r"^pair\[1\] must be >= 0"),
+        ({"rate": 2.0}, "^rate must be <= 1.0"),
+        ({"kind": None}, "^kind must be one of a, b, got None"),
+    ]:
         with pytest.raises(ValueError, match=match):
             Toy(**over)
     specs = {s.name: s for s in Toy.field_specs()}
@@ -216,19 +279,49 @@ def test_probe_config_dict_is_its_fields_in_order_and_round_trips(name, preset):
 # Each probe's model fields: ModelConfig field -> probe field. These fields' names, defaults and
 # meaning are shared (probes.base.MODEL_FIELDS); the probe's own name stays its public option.
 PROBE_MODEL_FIELDS = {
-    "attention_entropy": {"attention": "attention", "logit_scale": "logit_scale", "n_layers": "layers",
-                          "n_heads": "heads", "d_model": "d_model", "seed": "seed", "ssmax_s": "ssmax_s",
-                          "sigmoid_bias": "sigmoid_bias"},
+    "attention_entropy": {
+        "attention": "attention",
+        "logit_scale": "logit_scale",
+        "n_layers": "layers",
+        "n_heads": "heads",
+        "d_model": "d_model",
+        "seed": "seed",
+        "ssmax_s": "ssmax_s",
+        "sigmoid_bias": "sigmoid_bias",
+    },
     "icl_gd": {"attention": "attention", "init_std": "init_std", "seed": "seed"},
-    "prompt_forgetting": {"n_layers": "layers", "d_model": "d_model", "n_heads": "heads", "attention": "attention",
-                          "norm": "norm", "norm_type": "norm_type", "d_mlp": "mlp", "pos": "pos", "dtype": "dtype",
-                          "vocab_size": "vocab_size", "seed": "seed"},
-    "representational_collapse": {"n_layers": "layers", "d_model": "d_model", "n_heads": "heads",
-                                  "attention": "attention", "norm": "norm", "d_mlp": "mlp", "pos": "pos",
-                                  "vocab_size": "vocab_size", "seed": "seed"},
-    "signal_propagation": {"d_model": "d_model", "n_heads": "heads", "attention": "attention",
-                           "vocab_size": "vocab_size", "seed": "seed"},
-}  # fmt: skip
+    "prompt_forgetting": {
+        "n_layers": "layers",
+        "d_model": "d_model",
+        "n_heads": "heads",
+        "attention": "attention",
+        "norm": "norm",
+        "norm_type": "norm_type",
+        "d_mlp": "mlp",
+        "pos": "pos",
+        "dtype": "dtype",
+        "vocab_size": "vocab_size",
+        "seed": "seed",
+    },
+    "representational_collapse": {
+        "n_layers": "layers",
+        "d_model": "d_model",
+        "n_heads": "heads",
+        "attention": "attention",
+        "norm": "norm",
+        "d_mlp": "mlp",
+        "pos": "pos",
+        "vocab_size": "vocab_size",
+        "seed": "seed",
+    },
+    "signal_propagation": {
+        "d_model": "d_model",
+        "n_heads": "heads",
+        "attention": "attention",
+        "vocab_size": "vocab_size",
+        "seed": "seed",
+    },
+}
 
 
 def test_every_probe_declares_its_model_fields():
@@ -253,11 +346,21 @@ def test_attention_entropy_model_is_unchanged():
     for c in _configs("attention_entropy", {"attention": "ssmax", "logit_scale": 0.3}, {"heads": 4, "layers": 3}):
         for vocab, scale, qk, att, seed in [(64, None, False, None, None), (300, 0.7, True, "softmax", 12345)]:
             want = ModelConfig(
-                input="tokens", vocab_size=vocab, output="lm", d_model=c.d_model, n_layers=c.layers, n_heads=c.heads,
-                norm="pre", attention=att or c.attention, logit_scale=scale if scale is not None else c.logit_scale,
-                qk_norm=qk, ssmax_s=c.ssmax_s, sigmoid_bias=c.sigmoid_bias, pos="none",
+                input="tokens",
+                vocab_size=vocab,
+                output="lm",
+                d_model=c.d_model,
+                n_layers=c.layers,
+                n_heads=c.heads,
+                norm="pre",
+                attention=att or c.attention,
+                logit_scale=scale if scale is not None else c.logit_scale,
+                qk_norm=qk,
+                ssmax_s=c.ssmax_s,
+                sigmoid_bias=c.sigmoid_bias,
+                pos="none",
                 seed=c.seed if seed is None else seed,
-            )  # fmt: skip
+            )
             _same(ae.model_config(c, vocab=vocab, logit_scale=scale, qk_norm=qk, attention=att, seed=seed), want)
 
 
@@ -267,59 +370,124 @@ def test_icl_gd_models_are_unchanged():
         for n_layers, dtype, seed in [(1, "float32", None), (3, "float64", 5)]:
             D = c.d + 1
             want = ModelConfig(
-                input="embedded", d_in=D, output="none", vocab_size=2, d_model=D, n_layers=n_layers, n_heads=1,
-                d_head=D, d_mlp=0, norm="none", attention=c.attention,
-                logit_scale=1.0 if c.attention == "linear" else None, causal=False, dtype=dtype,
-                seed=c.seed if seed is None else seed, init="gpt2", init_std=c.init_std,
-            )  # fmt: skip
+                input="embedded",
+                d_in=D,
+                output="none",
+                vocab_size=2,
+                d_model=D,
+                n_layers=n_layers,
+                n_heads=1,
+                d_head=D,
+                d_mlp=0,
+                norm="none",
+                attention=c.attention,
+                logit_scale=1.0 if c.attention == "linear" else None,
+                causal=False,
+                dtype=dtype,
+                seed=c.seed if seed is None else seed,
+                init="gpt2",
+                init_std=c.init_std,
+            )
             _same(icl.model_config(c, n_layers, dtype=dtype, seed=seed), want)
         want = ModelConfig(
-            input="vectors", d_in=c.garg_d + 1, output="linear", d_out=1, d_model=c.garg_width,
-            n_layers=c.garg_layers, n_heads=c.garg_heads, norm="pre", attention="softmax", pos="learned",
-            max_len=2 * c.garg_n_points, causal=True, init="gpt2", dtype="float32", seed=c.seed,
-        )  # fmt: skip
+            input="vectors",
+            d_in=c.garg_d + 1,
+            output="linear",
+            d_out=1,
+            d_model=c.garg_width,
+            n_layers=c.garg_layers,
+            n_heads=c.garg_heads,
+            norm="pre",
+            attention="softmax",
+            pos="learned",
+            max_len=2 * c.garg_n_points,
+            causal=True,
+            init="gpt2",
+            dtype="float32",
+            seed=c.seed,
+        )
         _same(icl.garg_model_config(c), want)
 
 
 def test_prompt_forgetting_model_is_unchanged():
     pf = probes.get("prompt_forgetting")
-    variants = [{"data": "corpus"}, {"logit_gain": 0.5}, {"pos": "rope", "norm": "post", "norm_type": "rmsnorm"},
-                {"mlp": 0, "layers": 3, "heads": 4, "dtype": "float64", "vocab_size": 17, "seed": 3}]  # fmt: skip
+    variants = [
+        {"data": "corpus"},
+        {"logit_gain": 0.5},
+        {"pos": "rope", "norm": "post", "norm_type": "rmsnorm"},
+        {"mlp": 0, "layers": 3, "heads": 4, "dtype": "float64", "vocab_size": 17, "seed": 3},
+    ]
     for c in _configs("prompt_forgetting", *variants):
         want = ModelConfig(
-            input="tokens", vocab_size=256 if c.data == "corpus" else c.vocab_size, output="lm", d_model=c.d_model,
-            n_layers=c.layers, n_heads=c.heads, d_mlp=c.mlp, norm=c.norm, norm_type=c.norm_type,
-            attention=c.attention, pos=c.pos, dtype=c.dtype, seed=c.seed,
+            input="tokens",
+            vocab_size=256 if c.data == "corpus" else c.vocab_size,
+            output="lm",
+            d_model=c.d_model,
+            n_layers=c.layers,
+            n_heads=c.heads,
+            d_mlp=c.mlp,
+            norm=c.norm,
+            norm_type=c.norm_type,
+            attention=c.attention,
+            pos=c.pos,
+            dtype=c.dtype,
+            seed=c.seed,
             logit_scale=None if c.logit_gain == 1.0 else c.logit_gain / math.sqrt(c.d_model // c.heads),
-        )  # fmt: skip
+        )
         _same(pf.model_config(c), want)
 
 
 def test_representational_collapse_model_is_unchanged():
     rc = probes.get("representational_collapse")
-    variants = [{"pos": "learned", "separator_every": 5}, {"pos": "rope", "norm": "post", "mlp": 0},
-                {"attention": "uniform", "vocab_size": 9, "seed": 2, "layers": 3}]  # fmt: skip
+    variants = [
+        {"pos": "learned", "separator_every": 5},
+        {"pos": "rope", "norm": "post", "mlp": 0},
+        {"attention": "uniform", "vocab_size": 9, "seed": 2, "layers": 3},
+    ]
     for c in _configs("representational_collapse", *variants):
         want = ModelConfig(
-            input="tokens", vocab_size=c.vocab_size, output="lm", d_model=c.d_model, n_layers=c.layers,
-            n_heads=c.heads, d_mlp=c.mlp, norm=c.norm, attention=c.attention, pos=c.pos,
+            input="tokens",
+            vocab_size=c.vocab_size,
+            output="lm",
+            d_model=c.d_model,
+            n_layers=c.layers,
+            n_heads=c.heads,
+            d_mlp=c.mlp,
+            norm=c.norm,
+            attention=c.attention,
+            pos=c.pos,
             max_len=max(rc.seq_bound(c), c.sens_len, c.train_seq_len) if c.pos == "learned" else 1024,
-            dtype="float32", seed=c.seed,
-        )  # fmt: skip
+            dtype="float32",
+            seed=c.seed,
+        )
         _same(rc.model_config(c), want)
 
 
 def test_signal_propagation_models_are_unchanged(monkeypatch):
     sp = probes.get("signal_propagation")
-    variants = [{"data": "corpus"}, {"mlp": False, "skip": False, "mask": "full"},
-                {"attention": "ssmax", "d_model": 16, "heads": 2, "vocab_size": 300}]  # fmt: skip
+    variants = [
+        {"data": "corpus"},
+        {"mlp": False, "skip": False, "mask": "full"},
+        {"attention": "ssmax", "d_model": 16, "heads": 2, "vocab_size": 300},
+    ]
     for c in _configs("signal_propagation", *variants):
         for norm in sp.NORM_VARIANTS:
             want = ModelConfig(
-                input="tokens", vocab_size=sp.model_vocab(c), output="lm", d_model=c.d_model, n_layers=3,
-                n_heads=c.heads, d_mlp=None if c.mlp else 0, attention=c.attention, causal=c.mask == "causal",
-                attn_residual=c.skip, mlp_residual=c.skip, dtype="float64", seed=7, **sp.NORM_VARIANTS[norm],
-            )  # fmt: skip
+                input="tokens",
+                vocab_size=sp.model_vocab(c),
+                output="lm",
+                d_model=c.d_model,
+                n_layers=3,
+                n_heads=c.heads,
+                d_mlp=None if c.mlp else 0,
+                attention=c.attention,
+                causal=c.mask == "causal",
+                attn_residual=c.skip,
+                mlp_residual=c.skip,
+                dtype="float64",
+                seed=7,
+                **sp.NORM_VARIANTS[norm],
+            )
             _same(sp.model_config(c, norm, 3, 7), want)
     built: list[ModelConfig] = []  # the collapse variants' configs, caught before any computation
     monkeypatch.setattr(sp, "run_with_cache", lambda model, *a, **k: built.append(model.config) or 1 / 0)
@@ -329,9 +497,18 @@ def test_signal_propagation_models_are_unchanged(monkeypatch):
             with pytest.raises(ZeroDivisionError):
                 sp.collapse_curve(c, variant, "full", 2)
             want = ModelConfig(
-                input="tokens", vocab_size=c.vocab_size, output="none", d_model=c.d_model, n_layers=c.collapse_depth,
-                n_heads=c.heads, attention=c.attention, causal=False, dtype="float64", seed=c.seed + 2, **over,
-            )  # fmt: skip
+                input="tokens",
+                vocab_size=c.vocab_size,
+                output="none",
+                d_model=c.d_model,
+                n_layers=c.collapse_depth,
+                n_heads=c.heads,
+                attention=c.attention,
+                causal=False,
+                dtype="float64",
+                seed=c.seed + 2,
+                **over,
+            )
             _same(built[-1], want)
 
 
@@ -344,14 +521,21 @@ def test_signal_propagation_models_are_unchanged(monkeypatch):
     ("name", "over", "match"),
     [
         ("attention_entropy", {"heads": 3}, r"^d_model must be divisible by heads, got d_model=32, heads=3$"),
-        ("prompt_forgetting", {"d_model": 30, "heads": 4}, r"^d_model must be divisible by heads, got d_model=30, heads=4$"),
-        ("prompt_forgetting", {"pos": "rope", "d_model": 6, "heads": 2},
-         r"^pos 'rope' needs an even head size, got d_model / heads = 6 / 2 = 3$"),
+        (
+            "prompt_forgetting",
+            {"d_model": 30, "heads": 4},
+            r"^d_model must be divisible by heads, got d_model=30, heads=4$",
+        ),
+        (
+            "prompt_forgetting",
+            {"pos": "rope", "d_model": 6, "heads": 2},
+            r"^pos 'rope' needs an even head size, got d_model / heads = 6 / 2 = 3$",
+        ),
         ("representational_collapse", {"pos": "rope", "d_model": 6, "heads": 2}, r"^pos 'rope' needs an even head"),
         ("signal_propagation", {"d_model": 30}, r"^d_model must be divisible by heads, got d_model=30, heads=4$"),
         ("icl_gd", {"init_std": 0.0}, r"^init_std must be > 0.0, got 0.0$"),
     ],
-)  # fmt: skip
+)
 def test_model_errors_name_the_probe_fields(name, over, match):
     with pytest.raises(ValueError, match=match):
         probes.get(name).Config.preset("smoke", **over)

@@ -159,7 +159,9 @@ def test_bert_without_skips_feeds_no_residual(minilm):
 
 # ---- the pretrained encoder ------------------------------------------------------------------------
 def test_minilm_with_our_attention_equals_transformers_eager(minilm):
-    stock = transformers.AutoModel.from_pretrained(minilm_dir(), local_files_only=True, attn_implementation="eager").eval()
+    stock = transformers.AutoModel.from_pretrained(
+        minilm_dir(), local_files_only=True, attn_implementation="eager"
+    ).eval()
     assert stock.config._attn_implementation == "eager"
     ids = minilm.encode("Open the file and return its lines, stripped of trailing whitespace.")[None]
     with torch.no_grad():

@@ -59,13 +59,23 @@ def test_smoke_claims_are_recorded_with_their_roles(smoke):
     assert led.ok, led.report()  # identities (the planted network = its closed forms) never fail
     for name in ("planted_softmax_exact", "planted_ssmax_exact", "planted_sigmoid_exact"):
         assert led[name].role == "identity" and led[name].status == "pass", led[name].line()
-    for name in ("range_bound_holds", "spectral_bound_holds", "max_weight_bound_holds", "max_weight_bound_holds_sweep",
-                 "spectral_bound_holds_trained"):  # fmt: skip
+    for name in (
+        "range_bound_holds",
+        "spectral_bound_holds",
+        "max_weight_bound_holds",
+        "max_weight_bound_holds_sweep",
+        "spectral_bound_holds_trained",
+    ):
         c = led[name]
         assert c.role == "bound" and c.status != "not_evaluated" and 0 < c.tightness <= 1 + 1e-9, c.line()
     predictions = [c for c in led if c.role == "prediction"]
-    assert {"softmax_fade_rate", "entropy_deficit_matches_gaussian", "entropy_past_breakdown_matches_exact_gaussian",
-            "qknorm_bounds_logits", "qknorm_keeps_entropy_higher"} <= {c.name for c in predictions}  # fmt: skip
+    assert {
+        "softmax_fade_rate",
+        "entropy_deficit_matches_gaussian",
+        "entropy_past_breakdown_matches_exact_gaussian",
+        "qknorm_bounds_logits",
+        "qknorm_keeps_entropy_higher",
+    } <= {c.name for c in predictions}
     for c in predictions:
         if c.kind == "manual":  # recorded with Ledger.not_evaluated: this run cannot check it
             assert c.status == "not_evaluated" and c.why
@@ -114,7 +124,9 @@ def test_planted_wrong_inputs_make_the_claims_fail(smoke):
     assert _rejudge(r, mod.claim_softmax_dilution_rate, scalars=sc)["softmax_fade_rate"].status == "fail"
     # uniform attention (H = ln n, no deficit) fails the Gaussian prediction
     wrong = d.copy(deep=True)
-    wrong["rep_entropy"][:] = np.log(d["n"].values) + 1e-3 * np.arange(d["rep_entropy"].size).reshape(d["rep_entropy"].shape)
+    wrong["rep_entropy"][:] = np.log(d["n"].values) + 1e-3 * np.arange(d["rep_entropy"].size).reshape(
+        d["rep_entropy"].shape
+    )
     assert _rejudge(r, mod.claim_gaussian_entropy, wrong)["entropy_deficit_matches_gaussian"].status == "fail"
     # past the breakdown an entropy of 0 (hard max) fails the exact Gaussian prediction
     wrong = d.copy(deep=True)
@@ -287,12 +299,40 @@ def test_config_validation(over, match):
 
 def test_command_line_json():
     proc = subprocess.run(
-        [sys.executable, "-m", "probes", "run", "attention_entropy", "--preset", "smoke", "--trained", "false",
-         "--ctx-lens", "8,32", "--sweep-len", "32", "--scale-factors", "1", "--json", "-", "--no-progress"],
-        cwd=REPO, capture_output=True, text=True, timeout=120, check=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "probes",
+            "run",
+            "attention_entropy",
+            "--preset",
+            "smoke",
+            "--trained",
+            "false",
+            "--ctx-lens",
+            "8,32",
+            "--sweep-len",
+            "32",
+            "--scale-factors",
+            "1",
+            "--json",
+            "-",
+            "--no-progress",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     out = json.loads(proc.stdout)
     assert out["probe"] == "attention_entropy"
-    assert set(out["arrays"]) >= {"entropy", "entropy_norm", "max_weight", "logit_std", "theory_entropy",
-                                  "planted_weight"}  # fmt: skip
+    assert set(out["arrays"]) >= {
+        "entropy",
+        "entropy_norm",
+        "max_weight",
+        "logit_std",
+        "theory_entropy",
+        "planted_weight",
+    }
     assert out["arrays"]["entropy"]["dims"] == ["layer", "head", "n"]

@@ -83,9 +83,7 @@ def _old_build_tokens(x_ctx, y_ctx, x_q):
     """analysis/theory/icl_gd.py build_tokens (float64, keeps the graph of tensor inputs)."""
 
     def t(a):
-        return (
-            a.to(torch.float64) if isinstance(a, torch.Tensor) else torch.as_tensor(np.asarray(a, np.float64))
-        )
+        return a.to(torch.float64) if isinstance(a, torch.Tensor) else torch.as_tensor(np.asarray(a, np.float64))
 
     xc, yc, xq = t(x_ctx), t(y_ctx), t(x_q)
     ctx = torch.cat([xc, yc.unsqueeze(-1)], dim=-1)
@@ -233,9 +231,7 @@ def test_covariance_of_every_construction_is_the_requested_one():
     spec = np.array([3.0, 1.0, 0.25])
     q = np.linalg.qr(np.random.default_rng(9).standard_normal((3, 3)))[0]
     np.testing.assert_array_equal(InputLaw.from_spectrum(spec).covariance, np.diag(spec))
-    np.testing.assert_allclose(
-        InputLaw.from_spectrum(spec, q).covariance, q @ np.diag(spec) @ q.T, atol=1e-14
-    )
+    np.testing.assert_allclose(InputLaw.from_spectrum(spec, q).covariance, q @ np.diag(spec) @ q.T, atol=1e-14)
     S = _rotated(3, 1)
     law = InputLaw.from_covariance(S)
     assert law.covariance is S or np.array_equal(law.covariance, S)
@@ -340,9 +336,7 @@ def test_concat_tokens_keep_the_gradient_to_the_query():
     eta = 0.6
     f = th.LinearSelfAttention(th.gd_lsa_stack(3, eta, 5, 1))
     h = np.einsum("bnd,bn->bd", b.x_ctx, b.y_ctx) / 5
-    np.testing.assert_allclose(
-        th.sensitivity(f, b.x_ctx, b.y_ctx, b.x_q).numpy(), eta * h, rtol=1e-12, atol=1e-15
-    )
+    np.testing.assert_allclose(th.sensitivity(f, b.x_ctx, b.y_ctx, b.x_q).numpy(), eta * h, rtol=1e-12, atol=1e-15)
 
 
 @pytest.mark.parametrize("K", [1, 2, 3])
@@ -421,18 +415,12 @@ def test_package_modules_import_each_other_without_cycles():
             continue
         deps = set()
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if (
-                isinstance(node, ast.ImportFrom)
-                and node.module
-                and node.module.startswith("analysis.theory.icl_gd")
-            ):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("analysis.theory.icl_gd"):
                 assert node.module != "analysis.theory.icl_gd", f"{path.name} imports the package itself"
                 deps.add(node.module.rsplit(".", 1)[1])
             assert not (isinstance(node, ast.ImportFrom) and node.level), f"{path.name}: use absolute imports"
         graph[path.stem] = deps
-    assert {"data", "baselines", "construction", "closed_forms", "risk", "gdpp", "bayes", "symbolic"} <= set(
-        graph
-    )
+    assert {"data", "baselines", "construction", "closed_forms", "risk", "gdpp", "bayes", "symbolic"} <= set(graph)
     done: set[str] = set()
     while len(done) < len(graph):  # topological sort: fails (no progress) on a cycle
         ready = {m for m, deps in graph.items() if m not in done and deps <= done}

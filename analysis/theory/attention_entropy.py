@@ -284,7 +284,11 @@ def entropy_lower_bound_elementary(n, M) -> np.ndarray:
 
 def spectral_entropy_bound(n, sigma, scale, x_norm_query, x_norm_max) -> np.ndarray:
     """``ln(1 + (n-1) exp(-2 c sigma |x_i| max_j |x_j|))``: the entropy floor set by ``||W_q^T W_k||_2``."""
-    R = 2.0 * np.asarray(scale, dtype=np.float64) * np.asarray(sigma, dtype=np.float64) * np.asarray(
-        x_norm_query, dtype=np.float64
-    ) * np.asarray(x_norm_max, dtype=np.float64)
+    R = (
+        2.0
+        * np.asarray(scale, dtype=np.float64)
+        * np.asarray(sigma, dtype=np.float64)
+        * np.asarray(x_norm_query, dtype=np.float64)
+        * np.asarray(x_norm_max, dtype=np.float64)
+    )
     return entropy_lower_bound_range(n, R)

@@ -305,7 +305,8 @@ def relay_limit(L: int) -> float:
 
 
 def relay_ratio_first_correction(P: int, L: int) -> float:
-    """``c_1`` in ``Delta^L_t t/(P (ln t)^(L-1)) = 1/(L-1)! + c_1/ln t + O(1/ln^2 t)``: ``(L - psibar)/(L-2)!``, 0 for L = 1.
+    """``c_1`` in ``Delta^L_t t/(P (ln t)^(L-1)) = 1/(L-1)! + c_1/ln t + O(1/ln^2 t)``:
+    ``(L - psibar)/(L-2)!``, 0 for L = 1.
 
     ``psibar = (1/P) sum_{s<=P} psi(s)``, ``psi(s) = H_(s-1) - gamma``.
     """

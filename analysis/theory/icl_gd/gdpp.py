@@ -97,9 +97,7 @@ class GDPlusPlus(LinearInY):
         return -s
 
 
-def gdpp_lsa_stack(
-    d: int, eta: Sequence[float], gamma: Sequence[float], N: int
-) -> list[dict[str, np.ndarray]]:
+def gdpp_lsa_stack(d: int, eta: Sequence[float], gamma: Sequence[float], N: int) -> list[dict[str, np.ndarray]]:
     r"""LSA weights of :class:`GDPlusPlus`: per layer W_K = W_Q = diag(I, 0), W_V = -I, P = diag(gamma I, eta)/N.
 
     Then score_ij = x_i^T x_j, P W_V e_i = -(gamma x_i, eta r_i)/N, so e_j gains

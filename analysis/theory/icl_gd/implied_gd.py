@@ -91,9 +91,7 @@ def eta_from_lsa_weights(
     M_off = M.copy()
     M_off[:d, :d] = 0.0
     nu, nm = np.linalg.norm(U), np.linalg.norm(M)
-    full = math.hypot(
-        np.linalg.norm(U_off) / nu if nu > 0 else 0.0, np.linalg.norm(M_off) / nm if nm > 0 else 0.0
-    )
+    full = math.hypot(np.linalg.norm(U_off) / nu if nu > 0 else 0.0, np.linalg.norm(M_off) / nm if nm > 0 else 0.0)
     return {
         "eta": eta,
         "gamma": G,

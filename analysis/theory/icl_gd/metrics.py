@@ -38,9 +38,7 @@ def model_diff(f: Predictor, g: Predictor, x_ctx: ArrayLike, y_ctx: ArrayLike, x
     return float(torch.linalg.vector_norm(sf - sg, dim=-1).mean())
 
 
-def sensitivity_cosine(
-    f: Predictor, g: Predictor, x_ctx: ArrayLike, y_ctx: ArrayLike, x_q: ArrayLike
-) -> float:
+def sensitivity_cosine(f: Predictor, g: Predictor, x_ctx: ArrayLike, y_ctx: ArrayLike, x_q: ArrayLike) -> float:
     """Mean over tasks of the cosine between d f/d x_q and d g/d x_q (a zero vector counts as cosine 0)."""
     sf, sg = sensitivity(f, x_ctx, y_ctx, x_q), sensitivity(g, x_ctx, y_ctx, x_q)
     denom = torch.linalg.vector_norm(sf, dim=-1) * torch.linalg.vector_norm(sg, dim=-1)

@@ -129,9 +129,7 @@ def baseline_theory(
         query_noise=query_noise,
     )
     out["least_squares"] = (
-        {"loss": ls, "se": 0.0, "method": "closed_form"}
-        if ls is not None
-        else expected_loss_mc(LeastSquares(), **mc)
+        {"loss": ls, "se": 0.0, "method": "closed_form"} if ls is not None else expected_loss_mc(LeastSquares(), **mc)
     )
     if sigma == 0:
         out["ridge_bayes"] = dict(out["least_squares"])
