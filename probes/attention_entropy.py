@@ -58,7 +58,7 @@ from analysis.model import ModelConfig, TinyTransformer
 from analysis.progress import bar
 from analysis.protocol import check_length, encode_text, vocab_size
 from analysis.tasks import CorpusLM, MarkovLanguage
-from analysis.theory import attention_entropy as theory
+from analysis.theory import attention_entropy as th
 from analysis.train import TrainConfig, train
 from probes.base import ModelIncompatibleError, ProbeConfig, Result, model_param, param
 
@@ -381,7 +381,7 @@ def spectral_bound_rows(model, tokens: torch.Tensor, causal: bool = True) -> np.
         run_max = np.broadcast_to(x.max(-1, keepdims=True), x.shape)
         n = np.full(T, T)
     c = model.config.scale
-    return theory.spectral_entropy_bound(n[None, None], sig[:, :, None], c, x[:, None, :], run_max[:, None, :])
+    return th.spectral_entropy_bound(n[None, None], sig[:, :, None], c, x[:, None, :], run_max[:, None, :])
 
 
 def _worst_ratio(small: np.ndarray, big: np.ndarray) -> float:
@@ -443,10 +443,10 @@ def measure_untrained(
         slack["absmax"] = max(slack["absmax"], float(r["absmax"].max()))
         if normalised:
             many = r["n"] >= 2  # a single key is the equality case of both bounds (slack 0), left out
-            rb = theory.entropy_lower_bound_range(r["n"], r["range"])
+            rb = th.entropy_lower_bound_range(r["n"], r["range"])
             slack["range"] = min(slack["range"], float(np.min((r["entropy"] - rb)[many])))
             slack["range_tight"] = max(slack["range_tight"], _worst_ratio(rb[many], r["entropy"][many]))
-            mb = theory.max_weight_bound(r["n"], r["absmax"])
+            mb = th.max_weight_bound(r["n"], r["absmax"])
             slack["max_weight"] = min(slack["max_weight"], float(np.min((mb - r["max_weight"])[many])))
             slack["max_weight_tight"] = max(slack["max_weight_tight"], _worst_ratio(r["max_weight"][many], mb[many]))
 
@@ -458,7 +458,7 @@ def measure_untrained(
         if normalised:
             out["entropy"] = _entropy_at_n(rows["entropy"], ns, k)
             out["max_weight"] = _at_n(rows["max_weight"], ns, k)
-            out["max_weight_bound"] = _at_n(theory.max_weight_bound(rows["n"], rows["absmax"]), ns, k)
+            out["max_weight_bound"] = _at_n(th.max_weight_bound(rows["n"], rows["absmax"]), ns, k)
     else:
         for n in bar(ns, progress=progress, desc="context lengths", leave=False):
             rows = measure_rows(model, tokens[:, : int(n)], normalised=normalised)
@@ -467,7 +467,7 @@ def measure_untrained(
             if normalised:
                 per_n["entropy"].append(rows["entropy"].mean(-1))
                 per_n["max_weight"].append(rows["max_weight"].mean(-1))
-                per_n["max_weight_bound"].append(theory.max_weight_bound(rows["n"], rows["absmax"]).mean(-1))
+                per_n["max_weight_bound"].append(th.max_weight_bound(rows["n"], rows["absmax"]).mean(-1))
         out = {key: np.stack(v, axis=-1) for key, v in per_n.items() if v}
         nan_rows = np.full(out["std"].shape, np.nan)
     for key in ("entropy", "max_weight", "max_weight_bound"):
@@ -587,7 +587,7 @@ def train_sweep(config: Config, progress: bool = True) -> dict[str, np.ndarray]:
 def _gaussian_exact(n, std: np.ndarray) -> np.ndarray:
     """The exact Gaussian entropy ``E[H]`` at every measured std (``n`` broadcast against ``std``)."""
     n_b = np.broadcast_to(n, std.shape)
-    return np.vectorize(lambda n_, s_: theory.gaussian_entropy_exact(int(n_), float(s_)))(n_b, std)
+    return np.vectorize(lambda n_, s_: th.gaussian_entropy_exact(int(n_), float(s_)))(n_b, std)
 
 
 def measure_replicates(config: Config, first: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -620,11 +620,11 @@ def measure_sweep(config: Config, progress: bool = False) -> dict[str, np.ndarra
         rows = measure_rows(m, distinct_tokens(n_, seed), normalised=True)
         out["ent"][a, r] = _entropy_at_n(rows["entropy"], [n_], k)[..., 0]
         out["std"][a, r] = rows["std"][..., n_ - k : n_].mean(-1)
-        mb = theory.max_weight_bound(rows["n"], rows["absmax"])
+        mb = th.max_weight_bound(rows["n"], rows["absmax"])
         many = rows["n"] >= 2
         slack = min(slack, float(np.min((mb - rows["max_weight"])[many])))
         tight = max(tight, _worst_ratio(rows["max_weight"][many], mb[many]))
-    out["lln"] = theory.lln_entropy(n_, out["std"][:, :, 0])  # layer 0: its keys are i.i.d. by construction
+    out["lln"] = th.lln_entropy(n_, out["std"][:, :, 0])  # layer 0: its keys are i.i.d. by construction
     out["exact"] = _gaussian_exact(n_, out["std"][:, :, 0])
     out["slack"], out["tight"] = slack, tight
     return out
@@ -651,13 +651,13 @@ def measure_fading(config: Config) -> dict[str, np.ndarray]:
     out = {"n": n, "kernels": kernels}
     out["planted"] = np.stack([measure_planted(kn, n, config) for kn in kernels])
     out["planted_theory"] = np.stack(
-        [theory.planted_weight(kn, n, g, ssmax_s=config.ssmax_s, sigmoid_bias=config.sigmoid_bias) for kn in kernels]
+        [th.planted_weight(kn, n, g, ssmax_s=config.ssmax_s, sigmoid_bias=config.sigmoid_bias) for kn in kernels]
     )
     out["fade_w"] = np.stack([measure_planted("ssmax", n, config, ssmax_s=sg / g) for sg in config.fade_sg])
-    out["fade_theory"] = np.stack([theory.planted_weight_ssmax(n, g, sg / g) for sg in config.fade_sg])
+    out["fade_theory"] = np.stack([th.planted_weight_ssmax(n, g, sg / g) for sg in config.fade_sg])
     fits = np.array([fade_fits(n, w, top) for w in out["fade_w"]])  # (S, 2)
     out["rate"], out["rate_lo"] = fits[:, 0], fits[:, 1]
-    out["asym"] = np.array([theory.ssmax_fade_rate(sg) for sg in config.fade_sg])
+    out["asym"] = np.array([th.ssmax_fade_rate(sg) for sg in config.fade_sg])
     out["softmax_rate"], out["softmax_rate_lo"] = fade_fits(n, out["planted"][0], top)
     return out
 
@@ -687,12 +687,12 @@ def row_arrays(ns: np.ndarray, per_n: dict, rows: dict, normalised: bool) -> dic
         "logit_std": (("layer", "head", "n"), std),
         "max_weight_bound": (("layer", "head", "n"), per_n["max_weight_bound"]),
         "theory_entropy": (("layer", "head", "n"), _gaussian_exact(ns, std)),
-        "theory_entropy_lln": (("layer", "head", "n"), theory.lln_entropy(ns, std)),
+        "theory_entropy_lln": (("layer", "head", "n"), th.lln_entropy(ns, std)),
         "entropy_rows": (("layer", "head", "row"), rows["entropy"] if normalised else nan_rows),
         "max_weight_rows": (("layer", "head", "row"), rows["max_weight"] if normalised else nan_rows),
         "logit_absmax_rows": (("layer", "head", "row"), rows["absmax"]),
         "logit_range_rows": (("layer", "head", "row"), rows["range"]),
-        "range_bound_rows": (("layer", "head", "row"), theory.entropy_lower_bound_range(rows["n"], rows["range"])),
+        "range_bound_rows": (("layer", "head", "row"), th.entropy_lower_bound_range(rows["n"], rows["range"])),
     }
     return data
 
@@ -1010,7 +1010,7 @@ def claim_gaussian_entropy(led: Ledger, ds: xr.Dataset, config: Config) -> None:
     if not np.isfinite(d_th).all():
         led.not_evaluated(name, role="prediction", source=source, reason=QUADRATURE_RANGE)
         return
-    eps = float(np.max(theory.partition_fluctuation(n, ds["rep_logit_std"].sel(sel).values)))
+    eps = float(np.max(th.partition_fluctuation(n, ds["rep_logit_std"].sel(sel).values)))
     ratio = (d_meas / d_th).ravel()  # one value per model, layer and head
     led.predict(
         name,

@@ -79,7 +79,9 @@ from probes.base import ProbeConfig, Result, model_param, param
 
 NAME = "icl_gd"
 DESCRIPTION = "In-context regression: trained linear self-attention vs one step of (preconditioned) GD."
-VERSION = "6"  # 6: ridge baselines through the SVD (last-bit changes; tiny lam with N < d no longer fails)
+# VERSION history: 7: the exact-loss claims cite the split theory package (analysis.theory.icl_gd.closed_forms); 6:
+# ridge baselines through the SVD (last-bit changes; tiny lam with N < d no longer fails)
+VERSION = "7"
 REQUIRES = {"input": "vectors"}  # a model reading concat tokens (B, N+1, d+1), returning (B, T, d+1)
 
 EPS = float(np.finfo(np.float64).eps)

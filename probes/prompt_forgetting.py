@@ -73,7 +73,7 @@ from analysis.ledger import Ledger
 from analysis.model import ModelConfig, PrefixKeyBias, TinyTransformer, bias_block
 from analysis.progress import bar
 from analysis.tasks import CorpusLM, MarkovLanguage
-from analysis.theory import prompt_forgetting as theory
+from analysis.theory import prompt_forgetting as th
 from analysis.train import derived_seed, evaluate, probe_lm_train_config, train
 from probes.base import ModelIncompatibleError, ProbeConfig, Result, model_param, param
 
@@ -318,7 +318,7 @@ def cancel_bias(P: int, n_tokens: int, dtype: torch.dtype) -> PrefixKeyBias:
     """The additive logit bias ``ln(t - P)`` on prompt keys ``j < P`` of queries ``t = i + 1 > P``, kept as
     one value per query row (:class:`analysis.model.PrefixKeyBias`, ``O(N)`` memory)."""
     t = np.arange(1, n_tokens + 1)
-    return PrefixKeyBias(torch.tensor(theory.cancel_bias(P, t), dtype=torch.float64).to(dtype), P)
+    return PrefixKeyBias(torch.tensor(th.cancel_bias(P, t), dtype=torch.float64).to(dtype), P)
 
 
 def cancel_bias_matrix(P: int, n_tokens: int, dtype: torch.dtype) -> torch.Tensor:
@@ -447,7 +447,7 @@ def relay_matrices(model: TinyTransformer) -> list[np.ndarray]:
 def relay_prediction(model: TinyTransformer, embed_delta: np.ndarray, T_total: int) -> np.ndarray:
     """Offsets (n, L, T_total) of the matrix relay model with ``A_l = W_o W_v`` of our own model (float64)."""
     mats = relay_matrices(model)
-    return np.stack([np.linalg.norm(theory.relay_vector_offsets(d0, mats, T_total), axis=-1) for d0 in embed_delta])
+    return np.stack([np.linalg.norm(th.relay_vector_offsets(d0, mats, T_total), axis=-1) for d0 in embed_delta])
 
 
 def relay_matrix_limit(model: TinyTransformer, embed_delta: np.ndarray) -> np.ndarray:
@@ -531,8 +531,8 @@ def offset_laws(config: Config, m: dict, P: int, N: int) -> dict:
         t_loc, al = _local_exponent(t, gm[layer], t_loc_range)
         alpha_loc.append(al)
     depth = np.arange(1, L + 1)
-    relay = np.stack([theory.relay_offsets(P, int(k), N)[P:] for k in depth])  # (L, T)
-    shape = np.stack([theory.bound_shape(P, int(k), t) for k in depth])  # (L, T)
+    relay = np.stack([th.relay_offsets(P, int(k), N)[P:] for k in depth])  # (L, T)
+    shape = np.stack([th.bound_shape(P, int(k), t) for k in depth])  # (L, T)
     bound_ratio = gm / shape
     return {
         "t": t,
@@ -545,7 +545,7 @@ def offset_laws(config: Config, m: dict, P: int, N: int) -> dict:
         "alpha_loc": alpha_loc,
         "relay": relay,
         "relay_loc": np.stack([_local_exponent(t, r, t_loc_range)[1] for r in relay]),
-        "bound_loc": np.stack([theory.bound_local_exponent(int(k), t_loc) for k in depth]),
+        "bound_loc": np.stack([th.bound_local_exponent(int(k), t_loc) for k in depth]),
         "bound_ratio": bound_ratio,
         "consts": bound_constants(t, bound_ratio, config.fit_lo),
         "slope_ci": plateau_slope_ci(t, D, shape, n_boot=config.n_boot, rng=rng),
@@ -585,7 +585,7 @@ def offsets_dataset(config: Config, m: dict, law: dict, relay_pred, limit) -> xr
             **{k: (("layer",), v) for k, v in law["consts"].items()},
             "bound_plateau_slope_ci": (("layer", "end"), law["slope_ci"]),
             "relay_bound_plateau": (("layer",), law["relay_consts"]["bound_plateau"]),
-            "relay_limit": (("layer",), np.array([theory.relay_limit(int(k)) for k in depth])),
+            "relay_limit": (("layer",), np.array([th.relay_limit(int(k)) for k in depth])),
             "prompt_share": (("layer", "t"), share),
             "prompt_share_max": (("layer", "t"), share_max),
             "max_logit_pairs": (("pair",), m["max_logit"]),
@@ -624,9 +624,7 @@ def offsets_scalars(m: dict, law: dict, P: int) -> dict:
         "bound_plateau_slope": float(consts["bound_plateau_slope"][-1]),
         # the relay model's alpha of this depth over the same window: what alpha is compared with
         "alpha_relay_window": (
-            theory.relay_alpha_window(P, len(law["fits"]), window[0], int(window[1]))
-            if window[0] >= P + 1
-            else math.nan
+            th.relay_alpha_window(P, len(law["fits"]), window[0], int(window[1])) if window[0] >= P + 1 else math.nan
         ),
     }
 
@@ -806,7 +804,7 @@ def claim_cancel_bias_identities(led: Ledger, config: Config, data: xr.Dataset, 
     if not (config.attention == "uniform" and config.logit_bias == "cancel" and own_model):
         return
     P, L, N, eps = config.prompt_len, data.sizes["layer"], _n_total(data), _eps(config)
-    dev = float(np.nanmax(np.abs(data["prompt_share"].values - theory.default_share(P))))
+    dev = float(np.nanmax(np.abs(data["prompt_share"].values - th.default_share(P))))
     led.identity(
         "cancel_bias_share_constant",
         measured=dev,
@@ -853,7 +851,7 @@ def claim_conditions(led: Ledger, config: Config, data: xr.Dataset, scalars: dic
                 "the prompt share are not measured",
             )
     else:
-        ratio = float(np.nanmax(data["prompt_share_max"].values / theory.prompt_share_bound(P, t, max_logit)[None]))
+        ratio = float(np.nanmax(data["prompt_share_max"].values / th.prompt_share_bound(P, t, max_logit)[None]))
         led.bound(
             "prompt_share_dilution_bound",
             measured=ratio,
@@ -1049,7 +1047,7 @@ def _untrained_diagnosis(config: Config, scalars: dict) -> str:
     return (
         f"the measured alpha matches the relay model of this depth L = {L} over the window ending at t = {N} "
         f"(relay alpha {relay:.2f}; its local exponent 1 - (L-1)/ln t is "
-        f"{float(theory.bound_local_exponent(L, N)):.2f} there): shallow depth and window, not a failure of the "
+        f"{float(th.bound_local_exponent(L, N)):.2f} there): shallow depth and window, not a failure of the "
         "mechanism; the seed's networks are deeper"
     )
 
@@ -1164,9 +1162,7 @@ def depth_sweep_claims(results: list[Result]) -> Ledger:
     se = float(np.sqrt(np.sum(w**2 * np.array([_alpha_se(r) for r in results]) ** 2)))
     relay = np.array(
         [
-            theory.relay_alpha_window(
-                r.config.prompt_len, r.config.layers, r.scalars["fit_lo"], int(r.scalars["fit_hi"])
-            )
+            th.relay_alpha_window(r.config.prompt_len, r.config.layers, r.scalars["fit_lo"], int(r.scalars["fit_hi"]))
             for r in results
         ]
     )
@@ -1222,7 +1218,7 @@ def depth_law(runs: list[Result]) -> xr.Dataset:
         alpha_se=("layers", se),
         alpha_half95=("layers", k95 * se),
         relay_alpha=("layers", np.array([by[L, seeds[0]].scalars["alpha_relay_window"] for L in Ls])),
-        bound_alpha=("layers", np.array([theory.bound_alpha_window(P, L, lo, hi) for L in Ls])),
+        bound_alpha=("layers", np.array([th.bound_alpha_window(P, L, lo, hi) for L in Ls])),
     )
     return xr.Dataset(
         data,
@@ -1315,7 +1311,7 @@ def relay_model_claims(prompt_len: int, t_max: int, preset: str) -> Ledger:
     """The relay model's closed form (exact rationals) and its asymptotic expansion's error rate."""
     led = Ledger(NAME, preset=preset)
     wrong = sum(
-        theory.relay_offsets_exact(P, L, 20)[t - 1] != theory.relay_offset_closed_form_exact(P, L, t)
+        th.relay_offsets_exact(P, L, 20)[t - 1] != th.relay_offset_closed_form_exact(P, L, t)
         for P in (1, 3)
         for L in (1, 2, 3)
         for t in range(1, 21)
@@ -1332,8 +1328,8 @@ def relay_model_claims(prompt_len: int, t_max: int, preset: str) -> Ledger:
     t = np.unique(np.geomspace(prompt_len + 1, t_max, 200).astype(int))
     worst = 0.0
     for L in range(1, 5):
-        d = theory.relay_offsets(prompt_len, L, t_max)[t - 1]
-        asym = theory.relay_asymptotic(prompt_len, L, t)
+        d = th.relay_offsets(prompt_len, L, t_max)[t - 1]
+        asym = th.relay_asymptotic(prompt_len, L, t)
         worst = max(worst, float(np.max(np.abs(d / asym - 1) * t / (L * (L + prompt_len)))))
     led.bound(
         "relay_asymptotic_rate",

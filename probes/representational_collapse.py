@@ -68,7 +68,7 @@ from analysis.hooks import resid_names, resolve_names, run_with_cache
 from analysis.ledger import Ledger
 from analysis.model import DTYPES, ModelConfig, TinyTransformer
 from analysis.progress import bar
-from analysis.theory import representational_collapse as theory
+from analysis.theory import representational_collapse as th
 from analysis.theory.signal_propagation import rank_residual
 from analysis.train import probe_lm_train_config, train
 from probes.base import ModelIncompatibleError, ProbeConfig, Result, model_param, param
@@ -105,7 +105,7 @@ class Config(ProbeConfig):
     }
 
     # --- protocol -------------------------------------------------------------------------------
-    family: str = param("repeat_last", "sequence pair family", choices=theory.FAMILIES)
+    family: str = param("repeat_last", "sequence pair family", choices=th.FAMILIES)
     max_len: int = param(1024, "longest n (base length; counting: number of ones k)", minimum=8)
     min_len: int = param(4, "shortest n", minimum=2)
     n_lengths: int = param(16, "lengths on a log grid from min_len to max_len", minimum=3)
@@ -474,13 +474,13 @@ def measure_extension(config: Config, models: dict, model, vocab: int, progress:
     per = measure_distances(ext_models, sub, ns, progress=progress, vocab=vocab)["per_dtype"]
     norm = np.exp(np.log(per["float64"]["norm"]).mean(0))
     dist = np.stack([np.exp(np.log(per[k]["distance"]).mean(0)) for k in ("float64", dt)])
-    c = theory.collapse_length(ns, dist[0], norm, dt)
+    c = th.collapse_length(ns, dist[0], norm, dt)
     after = ns >= c if math.isfinite(c) else np.zeros(ns.size, bool)
     frac = {k: float(per[dt][k][:, after].mean()) if after.any() else math.nan for k in ("argmax_equal", "identical")}
     return {
         "n": ns,
         "distance": dist,
-        "resolution": theory.resolution(dt, norm),
+        "resolution": th.resolution(dt, norm),
         "collapse_n": float(c),
         "grid_ratio": float(np.max(ns[1:] / ns[:-1])),
         **frac,
@@ -493,7 +493,7 @@ def uniform_stack_error(m: dict, mats: list[np.ndarray]) -> float:
     index; causal: no effect)."""
     worst = 0.0
     for (h0, idx), h_last in zip(m["exact"]["h0"], m["exact"]["last"], strict=True):
-        pred = np.stack([theory.linear_stack(h0[r, : idx[r] + 1], mats)[-1] for r in range(h0.shape[0])])
+        pred = np.stack([th.linear_stack(h0[r, : idx[r] + 1], mats)[-1] for r in range(h0.shape[0])])
         worst = max(worst, float(np.abs(pred - h_last).max() / np.abs(h_last).max()))
     return worst
 
@@ -546,7 +546,7 @@ def fit_rates(
             nf, LD[:, layer], window, config.n_boot, np.random.default_rng([config.seed, 13, layer])
         )
     grid = nf[(nf >= window[0]) & (nf <= window[1])]
-    depth_pred = theory.predicted_depth_slopes(
+    depth_pred = th.predicted_depth_slopes(
         config.family, pos, L, grid, config.separator_every > 0, attention, config.early_position
     )
     # effective float floor: exponent of the dtype's divergence from float64 against n, bootstrap over samples
@@ -569,13 +569,13 @@ def precision_measures(ns: np.ndarray, per: dict, dist: np.ndarray, norm: np.nda
     """Per dtype: the measured ``collapse`` length, the ``extrap``olated one of the fitted power law, the
     median ``rel_error`` of the distance against float64's and the median ``divergence`` (dtype, N)."""
     slope = fit.alpha if fit else math.nan
-    collapse = np.array([theory.collapse_length(ns, dist[0], norm, dt) for dt in dts])
+    collapse = np.array([th.collapse_length(ns, dist[0], norm, dt) for dt in dts])
     # where the fitted power law crosses eps |h| (|h| at max_len): the extrapolated collapse length
     # (in logs, capped at e^709 ~ the largest float64: a near-zero slope extrapolates beyond any length)
     extrap = np.array(
         [math.nan]
         + [
-            float(np.exp(min(np.log(ns[-1]) + np.log(dist[0, -1] / theory.resolution(dt, norm[-1])) / slope, 709.0)))
+            float(np.exp(min(np.log(ns[-1]) + np.log(dist[0, -1] / th.resolution(dt, norm[-1])) / slope, 709.0)))
             if fit and slope > 0
             else math.nan
             for dt in dts[1:]
@@ -597,7 +597,7 @@ def oversquashing(config: Config, ref, vocab: int, ns: np.ndarray, m: dict, own_
     sens_b = sensitivity(ref, config, vocab) if config.sensitivity else np.full((B, L, config.sens_len), np.nan)
     sens = np.exp(np.log(sens_b).mean(0))  # (L, T) geometric mean over bases
     d_model = int(protocol_width(ref))
-    path = theory.path_sensitivity(config.sens_len, L) * math.sqrt(d_model)  # A = I: |I|_F = sqrt(d)
+    path = th.path_sensitivity(config.sens_len, L) * math.sqrt(d_model)  # A = I: |I|_F = sqrt(d)
 
     # rank residual of the longest first sample's float64 states (sequence a)
     seq = make_pair(config, draw_samples(config, vocab), 0, int(ns[-1]))[0]
@@ -610,7 +610,7 @@ def oversquashing(config: Config, ref, vocab: int, ns: np.ndarray, m: dict, own_
     sens_exact = stack_error = sens_error = None
     if exact_uniform:
         mats = uniform_matrices(ref)
-        R = theory.linear_stack_sensitivity(config.sens_len, mats)
+        R = th.linear_stack_sensitivity(config.sens_len, mats)
         sens_exact = np.sqrt((R**2).sum(axis=(1, 2)))
         stack_error = uniform_stack_error(m, mats)
         if config.sensitivity:
@@ -649,7 +649,7 @@ def build_dataset(
             "distance_samples": (("sample", "dtype", "n"), np.stack([per[dt]["distance"] for dt in dts], axis=1)),
             "layer_distance": (("layer", "n"), _gmean(m["layer_distance"])),
             "norm": (("n",), norm),
-            "resolution": (("dtype", "n"), np.stack([theory.resolution(dt, norm) for dt in dts])),
+            "resolution": (("dtype", "n"), np.stack([th.resolution(dt, norm) for dt in dts])),
             "divergence": (("dtype", "n"), prec["divergence"]),
             "argmax_equal": (("dtype", "n"), np.stack([per[dt]["argmax_equal"].mean(0) for dt in dts])),
             "identical": (("dtype", "n"), np.stack([per[dt]["identical"].mean(0) for dt in dts])),
@@ -757,7 +757,7 @@ def run(config: Config, model=None, progress: bool = True) -> Result:
     norm = np.exp(np.log(per["float64"]["norm"]).mean(0))  # (N,) geometric mean |h|
     dist = np.stack([_gmean(per[dt]["distance"]) for dt in dts])  # (dtype, N)
     attention = config.attention if own_model else "softmax"
-    predicted = theory.predicted_slope(config.family, pos, separators=config.separator_every > 0, attention=attention)
+    predicted = th.predicted_slope(config.family, pos, separators=config.separator_every > 0, attention=attention)
     rates = fit_rates(config, ns, m, norm, dts, pos, attention)
     prec = precision_measures(ns, per, dist, norm, dts, rates["fit"])
     sq = oversquashing(config, ref, vocab, ns, m, own_model)
@@ -788,8 +788,8 @@ def collapse_prediction(result: Result, dtype: str, grid_ratio: float = 1.0, k: 
     log_se = float(ln_d.std(ddof=1) / math.sqrt(ln_d.size)) * math.sqrt(2.0)
     ratio = float(d["distance"].sel(dtype="float64")[-1] / d["resolution"].sel(dtype=dtype)[-1])
     n_a = float(d["n"].values[-1])
-    lo, hi = theory.collapse_interval(n_a, ratio, (s["slope_ci_lo"], s["slope_ci_hi"]), log_se, grid_ratio, k)
-    n_star = float(theory.extrapolated_collapse(n_a, ratio, s["slope"]))
+    lo, hi = th.collapse_interval(n_a, ratio, (s["slope_ci_lo"], s["slope_ci_hi"]), log_se, grid_ratio, k)
+    n_star = float(th.extrapolated_collapse(n_a, ratio, s["slope"]))
     return {"n_star": n_star, "lo": lo, "hi": hi, "ratio": ratio, "log_se": log_se, "n_a": n_a}
 
 
@@ -848,7 +848,7 @@ def claim_exact_uniform(led: Ledger, r: Result) -> None:
     if "uniform_stack_error" not in s:
         return
     T = int(r.data["n"].values[-1]) + 2
-    tol = 8.0 * L * max(T, config.sens_len) * math.sqrt(config.d_model) * theory.EPS["float64"]
+    tol = 8.0 * L * max(T, config.sens_len) * math.sqrt(config.d_model) * th.EPS["float64"]
     why = "float64 summation error of T-term running means and d-term products over L layers (8 L T sqrt(d) eps)"
     led.identity(
         "uniform_equals_linear_stack",
@@ -965,7 +965,7 @@ def claim_learned_positions(led: Ledger, r: Result) -> None:
     pos = r.meta.get("pos_assumed", config.pos)
     if not (s["causal"] and pos == "learned" and config.family != "early_token" and math.isfinite(s["slope"])):
         return
-    free = theory.predicted_slope(config.family, "none", config.separator_every > 0, config.attention)
+    free = th.predicted_slope(config.family, "none", config.separator_every > 0, config.attention)
     led.predict(
         "learned_positions_no_collapse",
         measured=s["slope"],
@@ -996,7 +996,7 @@ def claim_sensitivity(led: Ledger, r: Result) -> None:
         return
     S = r.data["sensitivity_samples"].sel(layer=L).values  # (bases, T)
     x = np.log(S[:, 0] / S[:, config.sens_len // 2])  # per base
-    floor = 64 * theory.EPS["float64"]  # a linear stack's profile is input-independent: bases agree to rounding
+    floor = 64 * th.EPS["float64"]  # a linear stack's profile is input-independent: bases agree to rounding
     se = max(float(x.std(ddof=1) / math.sqrt(x.size)), floor)
     led.direction(
         name,
@@ -1124,7 +1124,7 @@ def claim_collapse_length(led: Ledger, r: Result) -> None:
         config, r.meta.get("pos_assumed", config.pos), config.attention if own else "softmax", int(r.data["layer"].size)
     )
     if alt_slope > 0:
-        alt = float(theory.extrapolated_collapse(p["n_a"], p["ratio"], alt_slope))
+        alt = float(th.extrapolated_collapse(p["n_a"], p["ratio"], alt_slope))
         alt_h = f"{alt_h}, which crosses eps|h| at n = n_a ratio^(1/{alt_slope:g})"
     else:
         alt, alt_h = float(r.data["n_ext"].values[-1]) * s["ext_grid_ratio"], "no decay: no collapse in the extension"
