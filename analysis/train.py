@@ -321,6 +321,18 @@ def _as_float(name: str, value: Any) -> float:
     return float(value)
 
 
+@contextmanager
+def _deterministic() -> Iterator[None]:
+    """Deterministic torch kernels inside the block (the previous setting restored after it)."""
+    prev_det = torch.are_deterministic_algorithms_enabled()
+    prev_warn = torch.is_deterministic_algorithms_warn_only_enabled()
+    torch.use_deterministic_algorithms(True)
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(prev_det, warn_only=prev_warn)
+
+
 def train(
     model_cfg: ModelConfig,
     task,
@@ -381,10 +393,7 @@ def train(
 
     def fit(have: dict[int, dict[str, torch.Tensor]]) -> TrainResult:
         missing = tuple(s for s in snap_steps if s not in have)
-        prev_det = torch.are_deterministic_algorithms_enabled()
-        prev_warn = torch.is_deterministic_algorithms_warn_only_enabled()
-        torch.use_deterministic_algorithms(True)
-        try:
+        with _deterministic():
             model, history, resumed_from, taken = _train_loop(
                 model_cfg,
                 task,
@@ -401,9 +410,6 @@ def train(
                     or _save_state(cache, snap_keys[s], state, dict(meta_base, snapshot_step=s))
                 ),
             )
-        finally:
-            torch.use_deterministic_algorithms(prev_det, warn_only=prev_warn)
-
         wall = time.perf_counter() - t0
         meta = dict(meta_base, history=history_to_json(history), wall_time=wall, resumed_from=resumed_from)
         if cache is not None:
