@@ -71,6 +71,7 @@ from analysis.progress import bar
 from analysis.theory import representational_collapse as th
 from analysis.theory.signal_propagation import rank_residual
 from analysis.train import probe_lm_train_config, train
+from probes import _collapse_pairs as pairs
 from probes.base import ModelIncompatibleError, ProbeConfig, Result, model_param, param
 
 NAME = "representational_collapse"
@@ -304,14 +305,14 @@ def draw_samples(config: Config, vocab: int | None = None) -> dict[str, torch.Te
 def make_pair(config: Config, samples: dict, s: int, n: int) -> tuple[torch.Tensor, torch.Tensor]:
     """The two 1-D sequences of sample ``s`` at length ``n`` (separators applied if asked)."""
     if config.family == "repeat_last":
-        pair = tasks.repeat_last_pair(samples["base"][s, :n])
+        pair = pairs.repeat_last_pair(samples["base"][s, :n])
     elif config.family == "counting":
-        pair = tasks.counting_pair(n, int(samples["one"][s]), int(samples["zero"][s]))
+        pair = pairs.counting_pair(n, int(samples["one"][s]), int(samples["zero"][s]))
     else:
-        pair = tasks.early_token_pair(samples["base"][s, :n], config.early_position, int(samples["replacement"][s]))
+        pair = pairs.early_token_pair(samples["base"][s, :n], config.early_position, int(samples["replacement"][s]))
     if config.separator_every:
-        pair = tasks.apply_to_pair(
-            pair, tasks.with_separators, int(samples.get("separator", config.vocab_size - 1)), config.separator_every
+        pair = pairs.apply_to_pair(
+            pair, pairs.with_separators, int(samples.get("separator", config.vocab_size - 1)), config.separator_every
         )
     return pair
 

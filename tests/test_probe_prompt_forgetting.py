@@ -57,7 +57,7 @@ def test_smoke_result_has_the_interface_fields():
     # the plateau slope is the mean of the pairs' own slopes (it is linear in ln D), and its CI is ordered
     t, D = r.data["t"].values, r.data["distance_pairs"].values
     last = t >= t[-1] / 2
-    shape = np.stack([mod.theory.bound_shape(cfg.prompt_len, k, t) for k in range(1, L + 1)])
+    shape = np.stack([mod.th.bound_shape(cfg.prompt_len, k, t) for k in range(1, L + 1)])
     per_pair = [np.polyfit(np.log(t[last]), np.log(D[i][:, last] / shape[:, last]).T, 1)[0] for i in range(len(D))]
     np.testing.assert_allclose(np.mean(per_pair, axis=0), r.data["bound_plateau_slope"].values, rtol=1e-9, atol=1e-12)
     ci = r.data["bound_plateau_slope_ci"].values
@@ -345,7 +345,7 @@ def test_untrained_diagnosis_uses_the_runs_own_depth_and_length():
     for layers, T in ((2, 1024), (3, 4096)):
         cfg = mod.Config.preset("full", layers=layers, cont_len=T, fit_lo=32.0)
         N = cfg.prompt_len + T
-        relay = mod.theory.relay_alpha_window(cfg.prompt_len, layers, 32.0, N)
+        relay = mod.th.relay_alpha_window(cfg.prompt_len, layers, 32.0, N)
         text = mod._untrained_diagnosis(cfg, {"fit_lo": 32.0, "alpha_relay_window": relay})
         assert f"L = {layers}" in text and f"t = {N}" in text
         assert f"{1 - (layers - 1) / math.log(N):.2f}" in text  # the bound's local exponent at the window end
@@ -368,7 +368,7 @@ def _planted(r, preset="smoke", **scalars):
 
 def test_relay_prediction_fails_on_a_planted_alpha(smoke_run):
     r = smoke_run
-    relay = mod.theory.relay_alpha_window(
+    relay = mod.th.relay_alpha_window(
         r.config.prompt_len, r.config.layers, r.scalars["fit_lo"], int(r.scalars["fit_hi"])
     )
     good = _planted(r, alpha=relay, alpha_ci_lo=relay - 0.01, alpha_ci_hi=relay + 0.01)["alpha_matches_relay"]
@@ -381,7 +381,7 @@ def test_relay_prediction_fails_on_a_planted_alpha(smoke_run):
 
 def test_seed_range_deviates_only_when_the_relay_claim_passes(smoke_run):
     r = smoke_run
-    relay = mod.theory.relay_alpha_window(
+    relay = mod.th.relay_alpha_window(
         r.config.prompt_len, r.config.layers, r.scalars["fit_lo"], int(r.scalars["fit_hi"])
     )
     led = _planted(r, "full", alpha=relay, alpha_ci_lo=relay - 0.01, alpha_ci_hi=relay + 0.01)
@@ -467,7 +467,7 @@ def test_depth_sweep_slope_against_the_relay_model():
     def at(L, alpha):
         return _fake(alpha=alpha, half=0.02, layers=L)
 
-    relay = [mod.theory.relay_alpha_window(16, L, 24.0, 16 + 192) for L in (1, 2, 3)]
+    relay = [mod.th.relay_alpha_window(16, L, 24.0, 16 + 192) for L in (1, 2, 3)]
     good = mod.depth_sweep_claims([at(L, a) for L, a in zip((1, 2, 3), relay, strict=True)])
     claim = good["alpha_depth_slope_matches_relay"]
     assert claim.role == "prediction" and claim.status == "pass" and claim.alternative["value"] == 0.0

@@ -239,8 +239,8 @@ def test_token_ids_follow_the_model_vocabulary():
 
 
 def test_rope_repeat_prediction_and_depth_claims():
-    assert mod.theory.predicted_slope("repeat_last", "rope") == 0.5
-    assert mod.theory.predicted_slope("repeat_last", "rope", attention="uniform") == 1.0
+    assert mod.th.predicted_slope("repeat_last", "rope") == 0.5
+    assert mod.th.predicted_slope("repeat_last", "rope", attention="uniform") == 1.0
     r = _run(family="early_token", max_len=64, n_lengths=6, sens_len=8)
     pred = r.data["layer_slope_predicted"].values
     assert pred[0] == pytest.approx(1.0) and pred[1] < pred[0]  # the relay lowers the exponent with depth

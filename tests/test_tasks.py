@@ -1,4 +1,5 @@
-"""Tests for analysis/tasks.py: layouts, determinism, exact and statistical properties of the tasks."""
+"""Tests for analysis/tasks.py and the collapse pairs of probes/_collapse_pairs.py: layouts, determinism,
+exact and statistical properties of the tasks."""
 
 from __future__ import annotations
 
@@ -15,14 +16,16 @@ from analysis.tasks import (
     MarkovLanguage,
     Task,
     _is_primitive,
-    apply_to_pair,
     concat_tokens,
+    interleaved_tokens,
+    task_from_config,
+)
+from probes._collapse_pairs import (
+    apply_to_pair,
     counting_pair,
     early_token_pair,
-    interleaved_tokens,
     repeat_last_pair,
     repeated_token_pair,
-    task_from_config,
     with_separators,
 )
 
