@@ -64,9 +64,10 @@ from probes.base import ModelIncompatibleError, ProbeConfig, Result, model_param
 
 NAME = "attention_entropy"
 DESCRIPTION = "Attention entropy vs context length and logit scale; dilution, SSMax, sigmoid; collapse in training."
-# VERSION history: 4: Gaussian-entropy claims not evaluated past the quadrature's reach (were NaN fails); 3:
-# claims ledger roles; replicate models, training seeds, SSMax fading away from s g = 1
-VERSION = "4"
+# VERSION history: 5: sigmoid row totals at initialisation (b = 0 and b = -ln n) with their claims; 4:
+# Gaussian-entropy claims not evaluated past the quadrature's reach (were NaN fails); 3: claims ledger roles;
+# replicate models, training seeds, SSMax fading away from s g = 1
+VERSION = "5"
 REQUIRES = {"input": "tokens"}
 
 # Largest values the config accepts: far beyond every preset and notebook, and below where the logits (float32
@@ -662,6 +663,58 @@ def measure_fading(config: Config) -> dict[str, np.ndarray]:
     return out
 
 
+def _sigmoid_rows(model, tokens: torch.Tensor, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The last ``k`` query rows of one forward pass: each row's total attention weight (``hook_pattern``
+    summed over keys) and its logit std (``hook_attn_scores``), both (L, H, k) in float64."""
+    names = score_hook_names(model)
+    totals: dict[int, np.ndarray] = {}
+    stds: dict[int, np.ndarray] = {}
+
+    def on_scores(sc: torch.Tensor, name: str) -> None:  # (B, H, T, T)
+        stds[int(name.split(".")[1])] = _row_stats(sc[:, :, -k:], False)["std"].mean(0).numpy()
+
+    def on_pattern(p: torch.Tensor, name: str) -> None:  # (B, H, T, T): sigmoid weights, 0 off the support
+        totals[int(name.split(".")[1])] = p[:, :, -k:].double().sum(-1).mean(0).numpy()
+
+    pattern = [f"blocks.{n.split('.')[1]}.attn.hook_pattern" for n in names]
+    with torch.no_grad(), hooks(model, [(n, on_scores) for n in names] + [(n, on_pattern) for n in pattern]):
+        model(tokens)
+    layers = sorted(stds)
+    return np.stack([totals[lay] for lay in layers]), np.stack([stds[lay] for lay in layers])
+
+
+def measure_sigmoid_totals(config: Config) -> dict[str, np.ndarray]:
+    """Sigmoid attention at initialisation (seed 000#17): own untrained causal models with ``attention =
+    sigmoid`` on distinct tokens, ``sigmoid_bias`` b = 0 and b = -ln n at n = ``sweep_len`` (every replicate
+    model), the total weight of each of the last ``rows_per_n`` query rows and its theory ``n_i E sigma(s Z + b)``
+    at the row's measured logit std (``n_i`` = the keys row i sees). Arrays (bias, replicate, layer, head, row)."""
+    n_, k = config.sweep_len, config.rows_per_n
+    biases = np.array([0.0, -math.log(n_)])
+    shape = (len(biases), config.replicates, config.layers, config.heads, k)
+    total, std = np.full(shape, np.nan), np.full(shape, np.nan)
+    for a, b in enumerate(biases):
+        for r in range(config.replicates):
+            seed = config.seed + r  # as the replicate models: not through Config.replace (may pass MAX_SEED)
+            cfg = model_config(config, vocab=n_, attention="sigmoid", seed=seed).replace(sigmoid_bias=float(b))
+            total[a, r], std[a, r] = _sigmoid_rows(TinyTransformer(cfg).eval(), distinct_tokens(n_, seed), k)
+    keys = np.arange(n_ - k + 1, n_ + 1)
+    theory = th.sigmoid_row_total(keys, std, biases[:, None, None, None, None])
+    return {"total": total, "std": std, "theory": theory, "bias": biases, "keys": keys}
+
+
+def sigmoid_arrays(sig: dict | None) -> tuple[dict, dict]:
+    """The sigmoid row totals as dataset variables and coordinates (empty when not measured)."""
+    if sig is None:
+        return {}, {}
+    dims = ("bias", "replicate", "layer", "head", "keys")
+    data = {
+        "sigmoid_total": (dims, sig["total"]),
+        "sigmoid_logit_std": (dims, sig["std"]),
+        "sigmoid_total_theory": (dims, sig["theory"]),
+    }
+    return data, {"bias": sig["bias"], "keys": sig["keys"]}
+
+
 def measured_tokens(config: Config, model, T: int) -> torch.Tensor:
     """(1, T) token ids of the measurement: distinct ids (``data="distinct"``) or held-out corpus text."""
     if config.data != "distinct":
@@ -782,8 +835,9 @@ def run(config: Config, model=None, progress: bool = True) -> Result:
     if sweep is not None:
         slack["sweep_max_weight"], slack["sweep_max_weight_tight"] = sweep["slack"], sweep["tight"]
 
-    # ---- planted key and SSMax fading ------------------------------------------------------------
+    # ---- planted key and SSMax fading; sigmoid row totals (own models) ------------------------------
     fade = measure_fading(config)
+    sig_data, sig_coords = sigmoid_arrays(measure_sigmoid_totals(config) if own_model else None)
 
     # ---- training sweep ------------------------------------------------------------------------------
     # trains its own tiny LMs over learning rates: a property of the zoo, not of a passed-in model
@@ -804,7 +858,9 @@ def run(config: Config, model=None, progress: bool = True) -> Result:
         **row_arrays(ns, per_n, rows, normalised),
         **fading_arrays(fade),
         **bound_and_scale_arrays(spec, rep, sweep, T),
+        **sig_data,
     }
+    coords.update(sig_coords)
     scalars = {
         "max_abs_logit": slack["absmax"],
         "planted_gap": config.planted_gap,
@@ -844,6 +900,7 @@ def record_claims(led: Ledger, ds: xr.Dataset, scalars: dict, config: Config) ->
     claim_dilution_bound(led, scalars)
     claim_gaussian_entropy(led, ds, config)
     claim_gaussian_past_breakdown(led, ds, config)
+    claim_sigmoid_row_totals(led, ds, config)
     if "trace_max_logit" in ds:
         claim_spectral_bound_trained(led, ds)
         claim_qknorm(led, ds, config)
@@ -1071,6 +1128,52 @@ def claim_gaussian_past_breakdown(led: Ledger, ds: xr.Dataset, config: Config) -
         statement=f"layer 0, n = {n}, logit std {s.min():.2f}..{s.max():.2f} (breakdown at "
         f"{math.sqrt(math.log(n)):.2f}): mean H = mean E_gauss[H]",
     )
+
+
+SIGMOID_SOURCE = (
+    "derivation: n E sigma(s Z + b) for i.i.d. N(0, s^2) logits (analysis.theory.attention_entropy."
+    "sigmoid_row_total, Gauss-Hermite); sigmoid attention's large initial attention norms and the bias b = -ln n"
+)
+
+
+def claim_sigmoid_row_totals(led: Ledger, ds: xr.Dataset, config: Config) -> None:
+    """Sigmoid attention at initialisation: a row's total weight is n E sigma(s Z + b) at the measured logit
+    std, about 1 with b = -ln n and exactly n/2 in expectation with b = 0 (symmetric logits)."""
+    names = ("sigmoid_row_total_zero_bias", "sigmoid_row_total_minus_ln_n")
+    if "sigmoid_total" not in ds:
+        for name in names:
+            led.not_evaluated(
+                name, role="prediction", source=SIGMOID_SOURCE, reason="measured on own untrained models only"
+            )
+        return
+    n = int(ds["keys"].max())
+    half = float(ds["keys"].mean()) / 2.0  # the zero-bias expectation n_i / 2, averaged over the rows
+    alternatives = {
+        names[0]: (1.0, "sigmoid rows are normalised like softmax rows: total weight 1"),
+        names[1]: (half, "the bias does not matter: the zero-bias total n/2"),
+    }
+    for a, name in enumerate(names):
+        meas = ds["sigmoid_total"].isel(bias=a).values  # (R, L, H, rows)
+        theo = ds["sigmoid_total_theory"].isel(bias=a).values
+        resid = (meas - theo).mean(-1).ravel()  # one value per model, layer and head
+        alt, hyp = alternatives[name]
+        b = float(ds["bias"].values[a])
+        led.predict(
+            name,
+            measured=float(meas.mean()),
+            expected=float(theo.mean()),
+            alternative=alt,
+            hypothesis=hyp,
+            se=float(resid.std(ddof=1) / math.sqrt(resid.size)),
+            k=2.0,
+            source=SIGMOID_SOURCE,
+            seed="000#17",
+            figure="ae_sigmoid_init",
+            why=f"se: standard error of the mean residual (measured - theory) over {resid.size} (model, layer, head) "
+            f"values ({config.replicates} independent models); k = 2",
+            statement=f"n = {n}, b = {b:.3g}: the total weight of a sigmoid-attention row at initialisation = "
+            f"n E sigma(s Z + b) at the measured logit std, mean over the last {ds['keys'].size} rows",
+        )
 
 
 def claim_spectral_bound_trained(led: Ledger, ds: xr.Dataset) -> None:

@@ -9,8 +9,10 @@ import sys
 
 import numpy as np
 import pytest
+import torch
 
 import probes
+from analysis.hooks import run_with_cache
 from analysis.model import TinyTransformer
 from analysis.paths import REPO
 from analysis.theory import attention_entropy as th
@@ -336,3 +338,31 @@ def test_command_line_json():
         "planted_weight",
     }
     assert out["arrays"]["entropy"]["dims"] == ["layer", "head", "n"]
+
+
+def test_sigmoid_row_totals_measured_from_the_model_and_their_claims(smoke):
+    d = smoke.data
+    assert d["sigmoid_total"].dims == ("bias", "replicate", "layer", "head", "keys")
+    n = smoke.config.sweep_len
+    assert d["bias"].values.tolist() == [0.0, -math.log(n)] and int(d["keys"].max()) == n
+    # the row totals come from the model's own sigmoid pattern: recompute one from the logits
+    cfg = mod.model_config(smoke.config, vocab=n, attention="sigmoid", seed=smoke.config.seed)
+    model = TinyTransformer(cfg.replace(sigmoid_bias=-math.log(n))).eval()
+    _, cache = run_with_cache(
+        model, mod.distinct_tokens(n, smoke.config.seed), names=["blocks.0.attn.hook_attn_scores"]
+    )
+    scores = cache["blocks.0.attn.hook_attn_scores"][0, :, -1].double()  # (H, n): the last row sees n keys
+    direct = torch.sigmoid(scores - math.log(n)).sum(-1).numpy()
+    np.testing.assert_allclose(d["sigmoid_total"].isel(bias=1, replicate=0, layer=0, keys=-1).values, direct, rtol=1e-6)
+    for name in ("sigmoid_row_total_zero_bias", "sigmoid_row_total_minus_ln_n"):
+        assert smoke.ledger[name].status == "pass" and smoke.ledger[name].seed == "000#17"
+    # a model that ignores the bias (its b = -ln n rows carry the zero-bias totals) fails the prediction
+    wrong = d.copy(deep=True)
+    wrong["sigmoid_total"][1] = d["sigmoid_total"].values[0]
+    assert _rejudge(smoke, mod.claim_sigmoid_row_totals, wrong)["sigmoid_row_total_minus_ln_n"].status == "fail"
+    # and normalised rows (total 1) fail the zero-bias prediction
+    wrong = d.copy(deep=True)
+    wrong["sigmoid_total"][0] = 1.0 + 1e-3 * np.arange(wrong["sigmoid_total"][0].size).reshape(
+        wrong["sigmoid_total"][0].shape
+    )
+    assert _rejudge(smoke, mod.claim_sigmoid_row_totals, wrong)["sigmoid_row_total_zero_bias"].status == "fail"
