@@ -18,6 +18,7 @@ help:
 	@echo "make test                         run the whole test suite (unit, theory, probes, notebooks, figures)"
 	@echo "make lab                          open the notebooks in JupyterLab with the project's kernel"
 	@echo "make bench                        run the benchmarks and record them in bench/results/"
+	@echo "make lint                         ruff check, ruff format --check, notebooks stripped (part of make test)"
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -34,7 +35,7 @@ figures: $(STAMP)
 # The suite, then every notebook executed by nbval under the smoke preset: papermill writes copies of
 # the notebooks with preset="smoke" injected into build/nbval, nbval runs them (figures into build/),
 # and the last step fails if any claim those runs recorded fails.
-test: $(STAMP)
+test: lint
 	TQDM_DISABLE=1 $(PY) -m pytest -q tests
 	rm -rf build/nbval
 	$(PY) scripts/make_figures.py --preset smoke --prepare-only build/nbval
@@ -48,8 +49,12 @@ lab: $(STAMP)
 bench: $(STAMP)
 	$(PY) bench/run.py
 
+# lint, formatting and stripped notebooks (the same checks as .pre-commit-config.yaml); the first step of `make test`
+LINTED := analysis probes scripts bench tests
 lint: $(STAMP)
-	$(VENV)/bin/ruff check analysis probes scripts bench tests
+	$(VENV)/bin/ruff check $(LINTED)
+	$(VENV)/bin/ruff format --check $(LINTED)
+	$(VENV)/bin/nbstripout --keep-id --verify notebooks/*.ipynb
 
 clean-cache:
 	rm -rf .cache build

@@ -26,8 +26,9 @@ records in ``inputs`` the keys it was computed from (``probes.cache_key(...)``; 
 that name no entry). ``--keep-figures`` keeps every entry those keys name and, transitively, what the
 kept entries were computed from: the checkpoints a result's ``meta`` names (``meta["checkpoints"]``,
 every training run the probe asked for, recorded by ``probes.run_probe`` through
-:func:`analysis.train.record_checkpoints`; any string there equal to a checkpoint key counts), every snapshot of a kept training run, and the corpus whose
-text a kept checkpoint was trained on (its task's ``corpus_sha256``). ``build/manifest.json`` and the
+:func:`analysis.train.record_checkpoints`; any string there equal to a checkpoint key counts), every
+snapshot of a kept training run, and the corpus whose text a kept checkpoint was trained on (its task's
+``corpus_sha256``). ``build/manifest.json`` and the
 resume stamps of ``scripts/make_figures.py`` record file hashes and timings, no cache keys.
 """
 
@@ -44,6 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from analysis.checkpoints import checkpoint_key
 from analysis.io import entry_lock
 from analysis.paths import cache_dir
 
@@ -101,8 +103,19 @@ def _scan(folder: Path, kind: str, name: str = "", lock_folder: Path | None = No
             out += _scan(p, "partial", lock_folder=folder)
         elif p.is_dir() and not p.is_symlink() and _is_key(p.name):
             aliases, refs, label = _describe(kind, p, name)
-            out.append(Entry(kind, p.name, label, p, _size(p), _mtime(p), lock_folder / p.name,
-                             frozenset({p.name} | aliases), frozenset(refs)))  # fmt: skip
+            out.append(
+                Entry(
+                    kind,
+                    p.name,
+                    label,
+                    p,
+                    _size(p),
+                    _mtime(p),
+                    lock_folder / p.name,
+                    frozenset({p.name} | aliases),
+                    frozenset(refs),
+                )
+            )
         else:
             out.append(_other(p))
     return out
@@ -180,12 +193,11 @@ def _describe(kind: str, folder: Path, name: str) -> tuple[set[str], set[str], s
 
 def run_key(meta: dict) -> str:
     """The key of the training run a checkpoint entry belongs to (its own key, unless it is a snapshot)."""
-    from analysis.checkpoints import checkpoint_key
-
     try:
         extra = None if meta.get("callback_id") is None else {"callback": meta["callback_id"]}
-        return checkpoint_key(meta["model"], meta["task"], meta["train"], trainer_version=meta["trainer_version"],
-                              extra=extra)  # fmt: skip
+        return checkpoint_key(
+            meta["model"], meta["task"], meta["train"], trainer_version=meta["trainer_version"], extra=extra
+        )
     except (KeyError, TypeError, ValueError):
         return ""
 

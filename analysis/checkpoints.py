@@ -4,7 +4,8 @@ A trained model is fully determined by four things: the model config (which also
 weights through its seed), the task config, the training config (which fixes the data stream through
 its seed) and the version of the training code. The cache key is the SHA-256 of the canonical JSON of
 exactly these four, so two runs that would produce the same weights share one entry, and changing any
-field, or bumping ``analysis.train.TRAINER_VERSION``, gives a new key. Nothing depends on file times.
+field, or bumping the trainer's version (``analysis.train.TRAINER_VERSION``, passed in by the trainer:
+this module knows nothing of the training code), gives a new key. Nothing depends on file times.
 
 Layout under the root (default ``analysis.paths.cache_dir() / "checkpoints"``)::
 
@@ -51,6 +52,7 @@ from analysis.io import (
     touch,
     write_error,
 )
+from analysis.model import ModelConfig, TinyTransformer
 from analysis.paths import cache_dir
 
 log = logging.getLogger(__name__)
@@ -77,19 +79,16 @@ def checkpoint_key(
     task_cfg: dict,
     train_cfg: Any,
     *,
-    trainer_version: str | None = None,
+    trainer_version: str,
     extra: Any = None,
 ) -> str:
     """Content hash of ``{model, task, train, trainer_version}`` (plus ``extra`` when given).
 
-    ``trainer_version`` defaults to ``analysis.train.TRAINER_VERSION`` read at call time. ``extra``
-    distinguishes runs whose weights agree but whose recorded history differs (e.g. a named training
-    callback); it is left out of the hash when ``None`` so ordinary keys do not depend on it.
+    ``trainer_version`` is the version of the code that trains (``analysis.train.TRAINER_VERSION``, or
+    the ``trainer_version`` an entry's meta recorded); the trainer passes it in. ``extra`` distinguishes
+    runs whose weights agree but whose recorded history differs (e.g. a named training callback); it is
+    left out of the hash when ``None`` so ordinary keys do not depend on it.
     """
-    if trainer_version is None:
-        from analysis import train as _train  # late import: train.py imports this module
-
-        trainer_version = _train.TRAINER_VERSION
     payload = {
         "model": _as_dict(model_cfg),
         "task": _as_dict(task_cfg),
@@ -143,9 +142,9 @@ class CheckpointCache:
         return f"CheckpointCache(root={str(self.root)!r})"
 
     # ------------------------------------------------------------------ keys and paths
-    def key(self, model_cfg: Any, task_cfg: dict, train_cfg: Any, *, extra: Any = None) -> str:
+    def key(self, model_cfg: Any, task_cfg: dict, train_cfg: Any, *, trainer_version: str, extra: Any = None) -> str:
         """See ``checkpoint_key``."""
-        return checkpoint_key(model_cfg, task_cfg, train_cfg, extra=extra)
+        return checkpoint_key(model_cfg, task_cfg, train_cfg, trainer_version=trainer_version, extra=extra)
 
     def entry_dir(self, key: str) -> Path:
         return self.root / _check_key(key)
@@ -186,8 +185,6 @@ class CheckpointCache:
 
         Returns the model in eval mode, or ``None`` when the entry is missing or damaged.
         """
-        from analysis.model import ModelConfig, TinyTransformer
-
         loaded = self.load(key, device)
         if loaded is None:
             return None
@@ -220,9 +217,7 @@ class CheckpointCache:
             self.partial_dir(key), PARTIAL_TENSORS, PARTIAL_META, _state_for_safetensors(tensors), state
         )
 
-    def load_partial(
-        self, key: str, device: str | torch.device = "cpu"
-    ) -> tuple[dict[str, torch.Tensor], dict] | None:
+    def load_partial(self, key: str, device: str | torch.device = "cpu") -> tuple[dict[str, torch.Tensor], dict] | None:
         """Verified ``(tensors, state)`` of an unfinished run, or ``None`` (damaged ones are deleted)."""
         return self._read_pair(self.partial_dir(key), PARTIAL_TENSORS, PARTIAL_META, key, device)
 
@@ -258,7 +253,12 @@ class CheckpointCache:
             raise
 
     def _read_pair(
-        self, folder: Path, tensor_name: str, meta_name: str, key: str, device: str | torch.device,
+        self,
+        folder: Path,
+        tensor_name: str,
+        meta_name: str,
+        key: str,
+        device: str | torch.device,
         repair: bool = True,
     ) -> tuple[dict[str, torch.Tensor], dict] | None:
         if not folder.exists():
@@ -292,9 +292,7 @@ class CheckpointCache:
             if not repair:
                 log.debug("checkpoint cache: %s is damaged or being replaced (%s)", folder, problem)
                 return None
-            log.warning(
-                "checkpoint cache: %s is damaged (%s); deleting it, it will be recomputed", folder, problem
-            )
+            log.warning("checkpoint cache: %s is damaged (%s); deleting it, it will be recomputed", folder, problem)
             shutil.rmtree(folder, ignore_errors=True)
             return None
         touch(folder)

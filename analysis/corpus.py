@@ -57,9 +57,7 @@ ENCODINGS = ("byte", "char")
 SOURCES = ("stdlib",)
 # Tests, third-party packages and caches; ``encodings`` is skipped because its comments are ~0.7 MB of
 # machine-generated codec tables ("0x41 -> LATIN CAPITAL LETTER A"), not prose.
-SKIP_DIRS = frozenset(
-    {"test", "tests", "idle_test", "site-packages", "dist-packages", "__pycache__", "encodings"}
-)
+SKIP_DIRS = frozenset({"test", "tests", "idle_test", "site-packages", "dist-packages", "__pycache__", "encodings"})
 
 _SPACES = re.compile(r"[ \t\f\v]+")
 _CONTROL = re.compile(r"[\x00-\x09\x0b-\x1f\x7f]")  # every control character except "\n"
@@ -101,9 +99,7 @@ class CorpusSpec:
 
     def cache_key(self) -> str:
         """Content hash of the text-determining fields, the extraction version and the Python version."""
-        return content_hash(
-            {"text": self.text_fields(), "format": FORMAT_VERSION, "python": platform.python_version()}
-        )
+        return content_hash({"text": self.text_fields(), "format": FORMAT_VERSION, "python": platform.python_version()})
 
 
 @dataclass(frozen=True, eq=False)
@@ -215,9 +211,7 @@ def _scopes(tree: ast.AST):
         for name in ("body", "orelse", "finalbody", "handlers", "cases"):
             children = getattr(node, name, None)
             if isinstance(children, list):
-                stack.extend(
-                    c for c in children if isinstance(c, ast.stmt | ast.excepthandler | ast.match_case)
-                )
+                stack.extend(c for c in children if isinstance(c, ast.stmt | ast.excepthandler | ast.match_case))
 
 
 def extract_pieces(source: str, *, comments: bool = True) -> list[str] | None:
@@ -269,9 +263,7 @@ def _read_source(path: Path) -> str | None:
         return None
 
 
-def extract_text(
-    spec: CorpusSpec, *, root: str | os.PathLike | None = None, progress: bool = False
-) -> tuple[str, int]:
+def extract_text(spec: CorpusSpec, *, root: str | os.PathLike | None = None, progress: bool = False) -> tuple[str, int]:
     """The normalised corpus text (cut at ``spec.max_bytes`` UTF-8 bytes) and the number of files used."""
     parts: list[str] = []
     size = 0

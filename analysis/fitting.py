@@ -89,9 +89,12 @@ def fit_power_law(t, y, window: tuple[float, float], n_points: int = 64) -> Powe
     slope, intercept = _ols_slopes(x, ly[None])
     resid = ly - (intercept[0] + slope[0] * x)
     return PowerLawFit(
-        alpha=float(-slope[0]), log_c=float(intercept[0]), window=(float(t[idx[0]]), float(t[idx[-1]])),
-        n_points=int(idx.size), rms_residual=float(np.sqrt(np.mean(resid**2))),
-    )  # fmt: skip
+        alpha=float(-slope[0]),
+        log_c=float(intercept[0]),
+        window=(float(t[idx[0]]), float(t[idx[-1]])),
+        n_points=int(idx.size),
+        rms_residual=float(np.sqrt(np.mean(resid**2))),
+    )
 
 
 def bootstrap_power_law(
@@ -134,10 +137,15 @@ def bootstrap_power_law(
     q = (1.0 - level) / 2.0
     lo, hi = np.quantile(alphas, [q, 1.0 - q])
     return PowerLawFit(
-        alpha=float(-slope[0]), log_c=float(intercept[0]), window=(float(t[idx[0]]), float(t[idx[-1]])),
-        n_points=int(idx.size), rms_residual=float(np.sqrt(np.mean(resid**2))), alpha_ci=(float(lo), float(hi)), ci_level=float(level),
+        alpha=float(-slope[0]),
+        log_c=float(intercept[0]),
+        window=(float(t[idx[0]]), float(t[idx[-1]])),
+        n_points=int(idx.size),
+        rms_residual=float(np.sqrt(np.mean(resid**2))),
+        alpha_ci=(float(lo), float(hi)),
+        ci_level=float(level),
         alpha_boot_se=float(alphas.std(ddof=1)) if n_boot > 1 else 0.0,
-    )  # fmt: skip
+    )
 
 
 def local_exponent(t, y, *, n_grid: int = 48, half_width: float = 0.35, t_range: tuple[float, float] | None = None):

@@ -11,7 +11,7 @@ How the hook points are placed
 * Attention is computed by our own attention function, registered with ``transformers`` under the
   name ``"workbench"`` and selected on the wrapped model. It is the eager computation
   ``softmax(scale * q k^T + mask) v`` with hook points for ``hook_q``/``hook_k``/``hook_v`` (B, T, H, dh),
-  ``hook_scores`` (B, H, T, T; pre-softmax logits with ``-inf`` where masked, as in the zoo),
+  ``hook_attn_scores`` (B, H, T, T; pre-softmax logits with ``-inf`` where masked, as in the zoo),
   ``hook_pattern`` and ``hook_z``, and it adds the probe's ``attn_bias`` to the logits. So patterns are
   observed *and* can be intervened on, exactly as in :class:`~analysis.model.TinyTransformer`.
 * Everything else is a PyTorch forward (pre-)hook on the wrapped model's modules, calling one of our
@@ -37,8 +37,9 @@ How the hook points are placed
   convention) and ``hook_attn_out`` is the branch before dropout, i.e. what is added to the stream in
   eval mode.
 
-Skip connections can be removed (``residual=False`` or :meth:`HFModel.with_residual`), the experiment of Dong et al. (2021): a block
-then computes ``y = f(x)`` instead of ``y = x + f(x)`` for both sublayers. For BERT the residual input
+Skip connections can be removed (``residual=False`` or :meth:`HFModel.with_residual`), the experiment
+of Dong et al. (2021): a block then computes ``y = f(x)`` instead of ``y = x + f(x)`` for both sublayers.
+For BERT the residual input
 of ``BertSelfOutput``/``BertOutput`` is replaced by zeros (exact); for GPT-2, whose residual additions
 are inline, the branch output is replaced by ``f(x) - x`` so the block's addition yields ``f(x)`` (exact
 up to one rounding of the sum).
@@ -64,7 +65,7 @@ import torch  # noqa: E402
 from torch import nn  # noqa: E402
 
 from analysis.hooks import HookPoint, name_hook_points  # noqa: E402
-from analysis.model import PrefixKeyBias, layer_biases  # noqa: E402
+from analysis.model import ModelConfig, PrefixKeyBias, TinyTransformer, layer_biases  # noqa: E402
 
 ATTN_IMPLEMENTATION = "workbench"
 SUPPORTED = ("gpt2", "bert")  # model_type values whose module layout is mapped below
@@ -125,7 +126,7 @@ def workbench_attention(
     if bias is not None:
         scores = scores + bias.to(scores.dtype)
     if points is not None:
-        scores = points["hook_scores"](scores)
+        scores = points["hook_attn_scores"](scores)
     pattern = torch.softmax(scores, dim=-1)
     if module.training and dropout > 0:
         pattern = nn.functional.dropout(pattern, p=dropout)
@@ -174,7 +175,7 @@ _BERT_BLOCK = [
     ("ln2.hook_in", "output.LayerNorm", "in"),
     ("ln2.hook_normalized", "output.LayerNorm", "out"),
 ]
-_ATTN_POINTS = ("hook_q", "hook_k", "hook_v", "hook_scores", "hook_pattern", "hook_z")
+_ATTN_POINTS = ("hook_q", "hook_k", "hook_v", "hook_attn_scores", "hook_pattern", "hook_z")
 
 
 def _get(module: nn.Module, path: str) -> nn.Module:
@@ -216,7 +217,9 @@ class HFModel(nn.Module):
         _register_attention()
         cfg = hf_model.config
         if cfg.model_type not in SUPPORTED:
-            raise ValueError(f"model_type must be one of {list(SUPPORTED)} (module layouts we map), got {cfg.model_type!r}")
+            raise ValueError(
+                f"model_type must be one of {list(SUPPORTED)} (module layouts we map), got {cfg.model_type!r}"
+            )
         if not isinstance(residual, bool):
             raise ValueError(f"residual must be a bool, got {residual!r}")
         if getattr(hf_model, "_workbench_wrapped", False):
@@ -461,7 +464,9 @@ class HFModel(nn.Module):
         self, inputs: torch.Tensor, attn_bias: torch.Tensor | Sequence[torch.Tensor | None] | None = None
     ) -> torch.Tensor:
         if inputs.dtype not in (torch.int64, torch.int32) or inputs.dim() != 2:
-            raise ValueError(f"inputs must be integer token ids of shape (B, T), got {inputs.dtype} {tuple(inputs.shape)}")
+            raise ValueError(
+                f"inputs must be integer token ids of shape (B, T), got {inputs.dtype} {tuple(inputs.shape)}"
+            )
         T = inputs.shape[1]
         if T > self.max_positions:
             raise ValueError(f"sequence length {T} exceeds the model's {self.max_positions} positions")
@@ -490,11 +495,18 @@ class HFModel(nn.Module):
         """Architecture summary for provenance: type, sizes, parameter count, skip connections."""
         c = self.hf.config
         return {
-            "model_type": self.kind, "class": type(self.hf).__name__, "n_layers": self.n_layers,
-            "d_model": self.d_model, "n_heads": self.n_heads, "vocab_size": self.vocab_size,
-            "max_positions": self.max_positions, "causal": self.causal, "residual": self.residual,
-            "n_params": sum(p.numel() for p in self.hf.parameters()), "name_or_path": getattr(c, "_name_or_path", ""),
-        }  # fmt: skip
+            "model_type": self.kind,
+            "class": type(self.hf).__name__,
+            "n_layers": self.n_layers,
+            "d_model": self.d_model,
+            "n_heads": self.n_heads,
+            "vocab_size": self.vocab_size,
+            "max_positions": self.max_positions,
+            "causal": self.causal,
+            "residual": self.residual,
+            "n_params": sum(p.numel() for p in self.hf.parameters()),
+            "name_or_path": getattr(c, "_name_or_path", ""),
+        }
 
 
 @contextlib.contextmanager
@@ -538,10 +550,19 @@ def gpt2_config(**overrides: Any):
     """A small ``GPT2Config`` (no dropout) whose every field has a zoo equivalent; overrides pass through."""
     transformers = _require_transformers()
     fields = dict(
-        vocab_size=256, n_positions=256, n_embd=64, n_layer=2, n_head=4, n_inner=None,
-        activation_function="gelu_new", resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
-        layer_norm_epsilon=1e-5, tie_word_embeddings=False,
-    )  # fmt: skip
+        vocab_size=256,
+        n_positions=256,
+        n_embd=64,
+        n_layer=2,
+        n_head=4,
+        n_inner=None,
+        activation_function="gelu_new",
+        resid_pdrop=0.0,
+        embd_pdrop=0.0,
+        attn_pdrop=0.0,
+        layer_norm_epsilon=1e-5,
+        tie_word_embeddings=False,
+    )
     fields.update(overrides)
     fields.setdefault("bos_token_id", fields["vocab_size"] - 1)  # GPT-2's 50256 lies outside a small vocabulary
     fields.setdefault("eos_token_id", fields["vocab_size"] - 1)
@@ -558,24 +579,37 @@ def zoo_config_for_gpt2(config: Any, *, dtype: str = "float32"):
     1/sqrt(d_head), causal, final LayerNorm, LM head without tying. Fields GPT-2 has and the zoo
     does not (attention scaling by layer index, cross-attention, reordered upcast) raise a ValueError.
     """
-    from analysis.model import ModelConfig
-
     if config.model_type != "gpt2":
         raise ValueError(f"config must be a GPT2Config, got model_type={config.model_type!r}")
     if config.activation_function not in _GPT2_ACTIVATIONS:
-        raise ValueError(f"activation_function must be one of {list(_GPT2_ACTIVATIONS)}, got {config.activation_function!r}")
+        raise ValueError(
+            f"activation_function must be one of {list(_GPT2_ACTIVATIONS)}, got {config.activation_function!r}"
+        )
     for flag in ("scale_attn_by_inverse_layer_idx", "add_cross_attention", "reorder_and_upcast_attn"):
         if getattr(config, flag, False):
             raise ValueError(f"{flag}=True has no zoo equivalent")
     if not getattr(config, "scale_attn_weights", True):
         raise ValueError("scale_attn_weights=False has no zoo equivalent")
     return ModelConfig(
-        input="tokens", vocab_size=config.vocab_size, output="lm", d_model=config.n_embd, n_layers=config.n_layer,
-        n_heads=config.n_head, d_mlp=config.n_inner or 4 * config.n_embd,
-        activation=_GPT2_ACTIVATIONS[config.activation_function], bias=True, norm="pre", norm_type="layernorm",
-        norm_eps=config.layer_norm_epsilon, final_norm=True, attention="softmax", causal=True, pos="learned",
-        max_len=config.n_positions, dtype=dtype,
-    )  # fmt: skip
+        input="tokens",
+        vocab_size=config.vocab_size,
+        output="lm",
+        d_model=config.n_embd,
+        n_layers=config.n_layer,
+        n_heads=config.n_head,
+        d_mlp=config.n_inner or 4 * config.n_embd,
+        activation=_GPT2_ACTIVATIONS[config.activation_function],
+        bias=True,
+        norm="pre",
+        norm_type="layernorm",
+        norm_eps=config.layer_norm_epsilon,
+        final_norm=True,
+        attention="softmax",
+        causal=True,
+        pos="learned",
+        max_len=config.n_positions,
+        dtype=dtype,
+    )
 
 
 def zoo_from_gpt2(model: HFModel | nn.Module, *, dtype: str = "float64"):
@@ -585,8 +619,6 @@ def zoo_from_gpt2(model: HFModel | nn.Module, *, dtype: str = "float64"):
     transposed; the fused ``c_attn`` splits into W_q, W_k, W_v. The LM head has no bias in GPT-2; the
     zoo's is set to zero. With a tied head the head weight is the token embedding.
     """
-    from analysis.model import TinyTransformer
-
     hf = model.hf if isinstance(model, HFModel) else model
     cfg = zoo_config_for_gpt2(hf.config, dtype=dtype)
     zoo = TinyTransformer(cfg)
@@ -629,7 +661,11 @@ def zoo_from_gpt2(model: HFModel | nn.Module, *, dtype: str = "float64"):
 
 
 __all__ = [
-    "ATTN_IMPLEMENTATION", "HFModel", "gpt2_config", "minilm_dir", "workbench_attention",
-    "zoo_config_for_gpt2", "zoo_from_gpt2",
-]  # fmt: skip
-
+    "ATTN_IMPLEMENTATION",
+    "HFModel",
+    "gpt2_config",
+    "minilm_dir",
+    "workbench_attention",
+    "zoo_config_for_gpt2",
+    "zoo_from_gpt2",
+]

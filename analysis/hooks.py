@@ -6,9 +6,14 @@ every norm, ...). Its name is its module path, in TransformerLens vocabulary::
 
     hook_embed, hook_pos_embed,
     blocks.{l}.hook_resid_pre, blocks.{l}.hook_resid_mid, blocks.{l}.hook_resid_post,
-    blocks.{l}.attn.hook_q|hook_k|hook_v, blocks.{l}.attn.hook_scores, blocks.{l}.attn.hook_pattern,
+    blocks.{l}.attn.hook_q|hook_k|hook_v, blocks.{l}.attn.hook_attn_scores, blocks.{l}.attn.hook_pattern,
     blocks.{l}.attn.hook_z, blocks.{l}.hook_attn_out, blocks.{l}.mlp.hook_pre|hook_post,
     blocks.{l}.hook_mlp_out, blocks.{l}.ln1.hook_in|hook_normalized, ..., ln_final.hook_in|hook_normalized
+
+:func:`resid_names` builds the residual stream's names (per stage, or the stream at every depth).
+Names are also accepted in the workbench's older spelling (``HOOK_ALIASES``: ``attn.hook_scores`` for
+``attn.hook_attn_scores``) wherever names are given: :func:`resolve_names`, :func:`hooks`,
+:func:`run_with_cache` and the cache it returns; a hook point's own ``name`` is always the canonical one.
 
 Hooks are attached only inside the :func:`hooks` context manager, whose ``finally`` removes them even
 when the forward pass raises. With no hook attached a hook point costs one attribute test.
@@ -17,7 +22,7 @@ A hook function has the signature ``fn(tensor, name) -> tensor | None``; returni
 the activation (an intervention), returning ``None`` leaves it unchanged (an observation).
 
 Row blocks. A model computing attention in blocks of query rows (``TinyTransformer.query_block``,
-so that no T x T matrix exists at once) calls ``hook_scores``/``hook_pattern`` once per block with a
+so that no T x T matrix exists at once) calls ``hook_attn_scores``/``hook_pattern`` once per block with a
 ``(B, H, r1 - r0, K)`` tensor, and while it does the hook point's ``rows`` attribute is ``(r0, r1)``
 (``None`` for a whole-matrix call); ``K`` is the number of keys the block's rows can see (``r1`` for a
 causal model). :func:`run_with_cache` reassembles such blocks into the full matrix.
@@ -37,6 +42,39 @@ import torch
 from torch import nn
 
 HookFn = Callable[[torch.Tensor, str], torch.Tensor | None]
+
+# Other accepted spellings of the last part of a hook name -> the canonical (TransformerLens) one.
+HOOK_ALIASES = {"hook_scores": "hook_attn_scores"}
+SCORES = "hook_attn_scores"  # pre-softmax attention logits (B, H, T, K), -inf where masked
+RESID_STAGES = ("pre", "mid", "post")
+
+
+def canonical_name(name: str) -> str:
+    """``name`` with an alias in its last part replaced by the canonical spelling (else unchanged)."""
+    head, dot, last = name.rpartition(".")
+    return head + dot + HOOK_ALIASES.get(last, last)
+
+
+def _spellings(name: str) -> list[str]:
+    """Every accepted spelling of the canonical hook name ``name`` (itself first)."""
+    head, dot, last = name.rpartition(".")
+    return [name] + [head + dot + alias for alias, canon in HOOK_ALIASES.items() if canon == last]
+
+
+def resid_names(n_layers: int, stage: str = "post") -> list[str]:
+    """Hook names of the residual stream of an ``n_layers``-block model.
+
+    ``stage`` ``"pre"`` | ``"mid"`` | ``"post"``: ``blocks.{l}.hook_resid_{stage}`` for ``l = 0 .. n_layers - 1``.
+    ``"depth"``: the stream at every depth ``k = 0 .. n_layers`` (``n_layers + 1`` names): the input of the
+    first block, ``blocks.0.hook_resid_pre``, then each block's output ``blocks.{l}.hook_resid_post``.
+    """
+    if isinstance(n_layers, bool) or not isinstance(n_layers, int) or n_layers < 0:
+        raise ValueError(f"n_layers must be an integer >= 0, got {n_layers!r}")
+    if stage == "depth":
+        return resid_names(1, "pre") + resid_names(n_layers, "post") if n_layers else []
+    if stage not in RESID_STAGES:
+        raise ValueError(f"stage must be one of {[*RESID_STAGES, 'depth']}, got {stage!r}")
+    return [f"blocks.{layer}.hook_resid_{stage}" for layer in range(n_layers)]
 
 
 class HookPoint(nn.Module):
@@ -98,22 +136,22 @@ def resolve_names(model: Any, names: str | Sequence[str] | Callable[[str], bool]
     """Expand ``names`` (exact names, glob patterns such as ``"blocks.*.hook_resid_post"``, or a
     predicate) into the list of existing hook names, in model order. ``None`` means all of them.
 
-    An exact name or a pattern that matches nothing raises ``ValueError`` listing what exists.
+    A point is chosen when its name or one of its other spellings (``HOOK_ALIASES``) matches; the names
+    returned are the model's own. An exact name or a pattern that matches nothing raises ``ValueError``
+    listing what exists.
     """
     available = list(_points(model))
     if names is None:
         return available
     if callable(names):
-        return [n for n in available if names(n)]
+        return [n for n in available if any(names(s) for s in _spellings(n))]
     if isinstance(names, str):
         names = [names]
     chosen: list[str] = []
     for pattern in names:
-        hits = [n for n in available if fnmatch.fnmatchcase(n, pattern)]
+        hits = [n for n in available if any(fnmatch.fnmatchcase(s, pattern) for s in _spellings(n))]
         if not hits:
-            raise ValueError(
-                f"names: no hook point matches {pattern!r}; available hook points: {available}"
-            )
+            raise ValueError(f"names: no hook point matches {pattern!r}; available hook points: {available}")
         chosen.extend(h for h in hits if h not in chosen)
     order = {n: i for i, n in enumerate(available)}
     return sorted(chosen, key=order.__getitem__)
@@ -143,6 +181,23 @@ def hooks(model: Any, fwd_hooks: Iterable[tuple[str, HookFn]]) -> Iterator[Any]:
                     break
 
 
+class ActivationCache(dict):
+    """The activations :func:`run_with_cache` returns: a ``dict`` keyed by the model's hook names that
+    also finds an entry under another spelling of its name (``HOOK_ALIASES``)."""
+
+    def __missing__(self, key: str) -> torch.Tensor:
+        canon = canonical_name(key) if isinstance(key, str) else key
+        if canon != key and dict.__contains__(self, canon):
+            return dict.__getitem__(self, canon)
+        raise KeyError(key)
+
+    def __contains__(self, key: object) -> bool:
+        return dict.__contains__(self, key) or (isinstance(key, str) and dict.__contains__(self, canonical_name(key)))
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self[key] if key in self else default
+
+
 def run_with_cache(
     model: Any,
     inputs: torch.Tensor,
@@ -151,16 +206,17 @@ def run_with_cache(
     detach: bool = True,
     fwd_hooks: Iterable[tuple[str, HookFn]] = (),
     **forward_kwargs: Any,
-) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+) -> tuple[torch.Tensor, ActivationCache]:
     """Run ``model(inputs, **forward_kwargs)`` and return ``(output, cache)``.
 
     Only the hook points in ``names`` are cached (``None`` caches everything: avoid on long
     sequences). ``detach=False`` keeps the autograd graph, e.g. to take gradients with respect to a
     cached activation. ``fwd_hooks`` are interventions applied during the same pass (they run before
-    the caching hook at the same point, so the cache sees the intervened value).
+    the caching hook at the same point, so the cache sees the intervened value). The cache is keyed
+    by the model's hook names and also answers to their aliases (:class:`ActivationCache`).
     """
     wanted = resolve_names(model, names)
-    cache: dict[str, torch.Tensor] = {}
+    cache = ActivationCache()
     points = _points(model)
     blocks: dict[str, list[torch.Tensor]] = {}
 
@@ -175,9 +231,11 @@ def run_with_cache(
     with hooks(model, all_hooks):
         out = model(inputs, **forward_kwargs)
     for name, parts in blocks.items():  # keys a block's rows cannot see: -inf logits, 0 weights
-        fill = float("-inf") if name.endswith("hook_scores") else 0.0
+        fill = float("-inf") if canonical_name(name).endswith(SCORES) else 0.0
         width = max(p.shape[-1] for p in parts)
-        cache[name] = torch.cat([torch.nn.functional.pad(p, (0, width - p.shape[-1]), value=fill) for p in parts], dim=-2)
+        cache[name] = torch.cat(
+            [torch.nn.functional.pad(p, (0, width - p.shape[-1]), value=fill) for p in parts], dim=-2
+        )
     return out, cache
 
 

@@ -156,13 +156,23 @@ class Claim:
             return self
         consistent = self.alternative.get("consistent")
         status = "pass" if consistent else "fail"
-        return replace(self, status=status, statement=f"[against alternative {_fmt(self.alternative['value'])}: "
-                       f"{self.alternative['hypothesis']}] {self.statement}")  # fmt: skip
+        return replace(
+            self,
+            status=status,
+            statement=f"[against alternative {_fmt(self.alternative['value'])}: "
+            f"{self.alternative['hypothesis']}] {self.statement}",
+        )
 
     def line(self) -> str:
         """One human-readable line: status, role, context/name and the numbers behind the verdict."""
-        mark = {"pass": "PASS", "fail": "FAIL", "deviation": "DEVN", "inconclusive": "INCL", "loose": "LOOS",
-                "not_evaluated": "N/E "}[self.status]  # fmt: skip
+        mark = {
+            "pass": "PASS",
+            "fail": "FAIL",
+            "deviation": "DEVN",
+            "inconclusive": "INCL",
+            "loose": "LOOS",
+            "not_evaluated": "N/E ",
+        }[self.status]
         text = f"[{mark}] {self.role}: {self.context}/{self.name}: {self.statement}"
         if self.measured is not None:
             text += f"; measured {_fmt(self.measured)}"
@@ -192,20 +202,60 @@ class Ledger:
 
     # ------------------------------------------------------------------ the four roles
 
-    def identity(self, name: str, *, measured: Any, expected: Any = 0.0, atol: float = 0.0, rtol: float = 0.0,
-                 source: str, why: str, seed: str | None = None, requires_full: bool = False,
-                 statement: str | None = None, figure: str | None = None) -> Claim:  # fmt: skip
+    def identity(
+        self,
+        name: str,
+        *,
+        measured: Any,
+        expected: Any = 0.0,
+        atol: float = 0.0,
+        rtol: float = 0.0,
+        source: str,
+        why: str,
+        seed: str | None = None,
+        requires_full: bool = False,
+        statement: str | None = None,
+        figure: str | None = None,
+    ) -> Claim:
         """Exact algebra or a software equality: ``|measured - expected| <= atol + rtol |expected|``,
         the tolerance being float precision (``why`` says which roundings it covers)."""
-        return self.close(name, role="identity", measured=measured, expected=expected, atol=atol, rtol=rtol,
-                          source=source, why=why, seed=seed, requires_full=requires_full, statement=statement,
-                          figure=figure)  # fmt: skip
+        return self.close(
+            name,
+            role="identity",
+            measured=measured,
+            expected=expected,
+            atol=atol,
+            rtol=rtol,
+            source=source,
+            why=why,
+            seed=seed,
+            requires_full=requires_full,
+            statement=statement,
+            figure=figure,
+        )
 
-    def predict(self, name: str, *, measured: Any, expected: Any, alternative: Any, hypothesis: str,
-                se: Any = None, k: float | None = None, ci: Any = None, atol: float | None = None,
-                rtol: float = 0.0, source: str, why: str, seed: str | None = None,
-                requires_full: bool = False, diagnosed_by: Mapping[str, str] | None = None,
-                diagnosis: str = "", statement: str | None = None, figure: str | None = None) -> Claim:  # fmt: skip
+    def predict(
+        self,
+        name: str,
+        *,
+        measured: Any,
+        expected: Any,
+        alternative: Any,
+        hypothesis: str,
+        se: Any = None,
+        k: float | None = None,
+        ci: Any = None,
+        atol: float | None = None,
+        rtol: float = 0.0,
+        source: str,
+        why: str,
+        seed: str | None = None,
+        requires_full: bool = False,
+        diagnosed_by: Mapping[str, str] | None = None,
+        diagnosis: str = "",
+        statement: str | None = None,
+        figure: str | None = None,
+    ) -> Claim:
         """A derived number against a measurement, with the measurement's own uncertainty.
 
         The uncertainty is given as exactly one of: ``se`` and ``k`` (band ``expected ± k se``), ``ci``
@@ -227,11 +277,24 @@ class Ledger:
             outcome = (lo <= e <= hi) if ok else None
             alt["consistent"] = (lo <= alt["value"] <= hi) if ok else None
             statement = statement or f"{name}: {_fmt(e)} inside the measurement's CI"
-            return self._record(name, role="prediction", kind="within", expected=band, measured=m,
-                                tolerance={"center": e, "ci": [_float_to_json(lo), _float_to_json(hi)]},
-                                outcome=outcome, alternative=alt, source=source, why=why, seed=seed,
-                                requires_full=requires_full, diagnosed_by=diagnosed_by, diagnosis=diagnosis,
-                                statement=statement, figure=figure)  # fmt: skip
+            return self._record(
+                name,
+                role="prediction",
+                kind="within",
+                expected=band,
+                measured=m,
+                tolerance={"center": e, "ci": [_float_to_json(lo), _float_to_json(hi)]},
+                outcome=outcome,
+                alternative=alt,
+                source=source,
+                why=why,
+                seed=seed,
+                requires_full=requires_full,
+                diagnosed_by=diagnosed_by,
+                diagnosis=diagnosis,
+                statement=statement,
+                figure=figure,
+            )
         tol: dict[str, Any] = {}
         if se is not None:
             if k is None:
@@ -241,16 +304,45 @@ class Ledger:
             tol = {"k": float(k), "se": _float_to_json(se_f)}
             atol = k * se_f if math.isfinite(se_f) and se_f >= 0 else math.nan
             rtol = 0.0
-        return self.close(name, role="prediction", measured=m, expected=e, atol=atol, rtol=rtol,
-                          alternative=alt, source=source, why=why, seed=seed, requires_full=requires_full,
-                          diagnosed_by=diagnosed_by, diagnosis=diagnosis, statement=statement, figure=figure,
-                          _extra_tolerance=tol)  # fmt: skip
+        return self.close(
+            name,
+            role="prediction",
+            measured=m,
+            expected=e,
+            atol=atol,
+            rtol=rtol,
+            alternative=alt,
+            source=source,
+            why=why,
+            seed=seed,
+            requires_full=requires_full,
+            diagnosed_by=diagnosed_by,
+            diagnosis=diagnosis,
+            statement=statement,
+            figure=figure,
+            _extra_tolerance=tol,
+        )
 
-    def direction(self, name: str, *, measured: Any, sign: int, hypothesis: str, alternative: float = 0.0,
-                  se: Any = None, k: float | None = None, ci: Any = None, source: str, why: str,
-                  seed: str | None = None, requires_full: bool = False,
-                  diagnosed_by: Mapping[str, str] | None = None, diagnosis: str = "",
-                  statement: str | None = None, figure: str | None = None) -> Claim:  # fmt: skip
+    def direction(
+        self,
+        name: str,
+        *,
+        measured: Any,
+        sign: int,
+        hypothesis: str,
+        alternative: float = 0.0,
+        se: Any = None,
+        k: float | None = None,
+        ci: Any = None,
+        source: str,
+        why: str,
+        seed: str | None = None,
+        requires_full: bool = False,
+        diagnosed_by: Mapping[str, str] | None = None,
+        diagnosis: str = "",
+        statement: str | None = None,
+        figure: str | None = None,
+    ) -> Claim:
         """A predicted sign: the measurement lies on the ``sign`` side (+1 above, -1 below) of the
         alternative (default 0, "no effect"), its uncertainty (``k`` SE or a CI) excluding it.
 
@@ -284,28 +376,81 @@ class Ledger:
         alt["consistent"] = bool(consistent) if ok else None
         alt["one_sided"] = True  # a measurement whose uncertainty straddles the alternative is inconclusive
         statement = statement or f"{name} {'>' if sign > 0 else '<'} {_fmt(a)} beyond its uncertainty"
-        return self._record(name, role="prediction", kind="within", expected=band, measured=m,
-                            tolerance={**tol, "sign": sign}, outcome=outcome, alternative=alt, source=source,
-                            why=why, seed=seed, requires_full=requires_full, diagnosed_by=diagnosed_by,
-                            diagnosis=diagnosis, statement=statement, figure=figure)  # fmt: skip
+        return self._record(
+            name,
+            role="prediction",
+            kind="within",
+            expected=band,
+            measured=m,
+            tolerance={**tol, "sign": sign},
+            outcome=outcome,
+            alternative=alt,
+            source=source,
+            why=why,
+            seed=seed,
+            requires_full=requires_full,
+            diagnosed_by=diagnosed_by,
+            diagnosis=diagnosis,
+            statement=statement,
+            figure=figure,
+        )
 
-    def paper(self, name: str, *, measured: Any, lo: Any, hi: Any, source: str, why: str = "",
-              seed: str | None = None, requires_full: bool = False,
-              diagnosed_by: Mapping[str, str] | None = None, diagnosis: str = "",
-              statement: str | None = None, figure: str | None = None) -> Claim:  # fmt: skip
+    def paper(
+        self,
+        name: str,
+        *,
+        measured: Any,
+        lo: Any,
+        hi: Any,
+        source: str,
+        why: str = "",
+        seed: str | None = None,
+        requires_full: bool = False,
+        diagnosed_by: Mapping[str, str] | None = None,
+        diagnosis: str = "",
+        statement: str | None = None,
+        figure: str | None = None,
+    ) -> Claim:
         """A measurement against a range a paper measured in another setting."""
-        return self.within(name, role="paper", measured=measured, lo=lo, hi=hi, source=source, why=why, seed=seed,
-                           requires_full=requires_full, diagnosed_by=diagnosed_by, diagnosis=diagnosis,
-                           statement=statement, figure=figure)  # fmt: skip
+        return self.within(
+            name,
+            role="paper",
+            measured=measured,
+            lo=lo,
+            hi=hi,
+            source=source,
+            why=why,
+            seed=seed,
+            requires_full=requires_full,
+            diagnosed_by=diagnosed_by,
+            diagnosis=diagnosis,
+            statement=statement,
+            figure=figure,
+        )
 
     # ------------------------------------------------------------------ the comparisons
 
-    def close(self, name: str, *, role: str, measured: Any, expected: Any, rtol: float = 0.0, atol: float = 0.0,
-              alternative: Any = None, hypothesis: str | None = None, source: str, why: str = "",
-              seed: str | None = None, requires_full: bool = False,
-              diagnosed_by: Mapping[str, str] | None = None, diagnosis: str = "",
-              statement: str | None = None, figure: str | None = None,
-              _extra_tolerance: dict | None = None) -> Claim:  # fmt: skip
+    def close(
+        self,
+        name: str,
+        *,
+        role: str,
+        measured: Any,
+        expected: Any,
+        rtol: float = 0.0,
+        atol: float = 0.0,
+        alternative: Any = None,
+        hypothesis: str | None = None,
+        source: str,
+        why: str = "",
+        seed: str | None = None,
+        requires_full: bool = False,
+        diagnosed_by: Mapping[str, str] | None = None,
+        diagnosis: str = "",
+        statement: str | None = None,
+        figure: str | None = None,
+        _extra_tolerance: dict | None = None,
+    ) -> Claim:
         """Check ``|measured - expected| <= atol + rtol * |expected|`` (float64, inclusive)."""
         check_choice("role", role, ROLES)
         expected_f = _as_finite_float("expected", expected)
@@ -329,16 +474,42 @@ class Ledger:
         if statement is None:
             statement = f"{name} = {_fmt(expected_f)} (rtol {_fmt(rtol)}, atol {_fmt(atol_f)})"
         return self._record(
-            name, role=role, kind="close", expected=expected_f, measured=m,
+            name,
+            role=role,
+            kind="close",
+            expected=expected_f,
+            measured=m,
             tolerance={"rtol": float(rtol), "atol": _float_to_json(atol_f), **(_extra_tolerance or {})},
-            outcome=outcome, alternative=alt, source=source, why=why, seed=seed, requires_full=requires_full,
-            diagnosed_by=diagnosed_by, diagnosis=diagnosis, statement=statement, figure=figure,
-        )  # fmt: skip
+            outcome=outcome,
+            alternative=alt,
+            source=source,
+            why=why,
+            seed=seed,
+            requires_full=requires_full,
+            diagnosed_by=diagnosed_by,
+            diagnosis=diagnosis,
+            statement=statement,
+            figure=figure,
+        )
 
-    def bound(self, name: str, *, measured: Any, bound: Any, relation: str = "<=", role: str = "bound",
-              tightness: float | None = None, source: str, why: str = "", seed: str | None = None,
-              requires_full: bool = False, diagnosed_by: Mapping[str, str] | None = None,
-              diagnosis: str = "", statement: str | None = None, figure: str | None = None) -> Claim:  # fmt: skip
+    def bound(
+        self,
+        name: str,
+        *,
+        measured: Any,
+        bound: Any,
+        relation: str = "<=",
+        role: str = "bound",
+        tightness: float | None = None,
+        source: str,
+        why: str = "",
+        seed: str | None = None,
+        requires_full: bool = False,
+        diagnosed_by: Mapping[str, str] | None = None,
+        diagnosis: str = "",
+        statement: str | None = None,
+        figure: str | None = None,
+    ) -> Claim:
         """Check ``measured <relation> bound`` (float64). For role ``bound`` the tightness is
         measured / bound (``<=``, ``<``) or bound / measured (``>=``, ``>``) when both are positive;
         pass ``tightness`` where another ratio is the meaningful one (``why`` says which)."""
@@ -354,16 +525,41 @@ class Ledger:
         if statement is None:
             statement = f"{name} {relation} {_fmt(bound_f)}"
         return self._record(
-            name, role=role, kind="bound", expected=bound_f, measured=m, tolerance={"relation": relation},
-            outcome=outcome, tightness=None if tightness is None else float(tightness), source=source, why=why,
-            seed=seed, requires_full=requires_full, diagnosed_by=diagnosed_by, diagnosis=diagnosis,
-            statement=statement, figure=figure,
-        )  # fmt: skip
+            name,
+            role=role,
+            kind="bound",
+            expected=bound_f,
+            measured=m,
+            tolerance={"relation": relation},
+            outcome=outcome,
+            tightness=None if tightness is None else float(tightness),
+            source=source,
+            why=why,
+            seed=seed,
+            requires_full=requires_full,
+            diagnosed_by=diagnosed_by,
+            diagnosis=diagnosis,
+            statement=statement,
+            figure=figure,
+        )
 
-    def within(self, name: str, *, role: str, measured: Any, lo: Any, hi: Any, source: str, why: str = "",
-               seed: str | None = None, requires_full: bool = False,
-               diagnosed_by: Mapping[str, str] | None = None, diagnosis: str = "",
-               statement: str | None = None, figure: str | None = None) -> Claim:  # fmt: skip
+    def within(
+        self,
+        name: str,
+        *,
+        role: str,
+        measured: Any,
+        lo: Any,
+        hi: Any,
+        source: str,
+        why: str = "",
+        seed: str | None = None,
+        requires_full: bool = False,
+        diagnosed_by: Mapping[str, str] | None = None,
+        diagnosis: str = "",
+        statement: str | None = None,
+        figure: str | None = None,
+    ) -> Claim:
         """Check ``lo <= measured <= hi`` (float64, both ends included)."""
         check_choice("role", role, ROLES)
         if role == "prediction":
@@ -377,14 +573,37 @@ class Ledger:
         if statement is None:
             statement = f"{name} in [{_fmt(lo_f)}, {_fmt(hi_f)}]"
         return self._record(
-            name, role=role, kind="within", expected=[lo_f, hi_f], measured=m, tolerance={}, outcome=outcome,
-            source=source, why=why, seed=seed, requires_full=requires_full, diagnosed_by=diagnosed_by,
-            diagnosis=diagnosis, statement=statement, figure=figure,
-        )  # fmt: skip
+            name,
+            role=role,
+            kind="within",
+            expected=[lo_f, hi_f],
+            measured=m,
+            tolerance={},
+            outcome=outcome,
+            source=source,
+            why=why,
+            seed=seed,
+            requires_full=requires_full,
+            diagnosed_by=diagnosed_by,
+            diagnosis=diagnosis,
+            statement=statement,
+            figure=figure,
+        )
 
-    def manual(self, name: str, *, role: str, passed: bool, source: str, statement: str, measured: Any = None,
-               why: str = "", seed: str | None = None, requires_full: bool = False,
-               figure: str | None = None) -> Claim:  # fmt: skip
+    def manual(
+        self,
+        name: str,
+        *,
+        role: str,
+        passed: bool,
+        source: str,
+        statement: str,
+        measured: Any = None,
+        why: str = "",
+        seed: str | None = None,
+        requires_full: bool = False,
+        figure: str | None = None,
+    ) -> Claim:
         """A qualitative verdict the caller decided: identities (a structural equality) and paper
         claims only; a prediction or bound must be a number compared with a number."""
         check_choice("role", role, ("identity", "paper"))
@@ -393,20 +612,53 @@ class Ledger:
         m = None if measured is None else _as_measured(measured)
         outcome = None if (m is not None and not _finite(m)) else passed
         return self._record(
-            name, role=role, kind="manual", expected=None, measured=m, tolerance={}, outcome=outcome,
-            source=source, why=why, seed=seed, requires_full=requires_full, diagnosed_by=None, diagnosis="",
-            statement=statement, figure=figure,
-        )  # fmt: skip
+            name,
+            role=role,
+            kind="manual",
+            expected=None,
+            measured=m,
+            tolerance={},
+            outcome=outcome,
+            source=source,
+            why=why,
+            seed=seed,
+            requires_full=requires_full,
+            diagnosed_by=None,
+            diagnosis="",
+            statement=statement,
+            figure=figure,
+        )
 
-    def not_evaluated(self, name: str, *, role: str, source: str, reason: str, seed: str | None = None,
-                      statement: str | None = None, figure: str | None = None) -> Claim:  # fmt: skip
+    def not_evaluated(
+        self,
+        name: str,
+        *,
+        role: str,
+        source: str,
+        reason: str,
+        seed: str | None = None,
+        statement: str | None = None,
+        figure: str | None = None,
+    ) -> Claim:
         """Record a claim this run does not check (``reason`` says why); status ``not_evaluated``."""
         check_choice("role", role, ROLES)
         if not isinstance(reason, str) or not reason.strip():
             raise ValueError(f"reason must be a non-empty string, got {reason!r}")
-        claim = self._make(name, role=role, kind="manual", expected=None, measured=None, tolerance={},
-                           status="not_evaluated", outcome=None, source=source, why=reason, seed=seed,
-                           statement=statement or f"not evaluated: {reason}", figure=figure)  # fmt: skip
+        claim = self._make(
+            name,
+            role=role,
+            kind="manual",
+            expected=None,
+            measured=None,
+            tolerance={},
+            status="not_evaluated",
+            outcome=None,
+            source=source,
+            why=reason,
+            seed=seed,
+            statement=statement or f"not evaluated: {reason}",
+            figure=figure,
+        )
         return self.add(claim)
 
     # ------------------------------------------------------------------ collection
@@ -541,9 +793,19 @@ class Ledger:
 
     # ------------------------------------------------------------------ internals
 
-    def _record(self, name, *, role: str, outcome: bool | None, requires_full: bool,
-                diagnosed_by: Mapping[str, str] | None, diagnosis: str, alternative=None, tightness=None,
-                **kw) -> Claim:  # fmt: skip
+    def _record(
+        self,
+        name,
+        *,
+        role: str,
+        outcome: bool | None,
+        requires_full: bool,
+        diagnosed_by: Mapping[str, str] | None,
+        diagnosis: str,
+        alternative=None,
+        tightness=None,
+        **kw,
+    ) -> Claim:
         """Decide the status (module docstring) and store the claim."""
         if not isinstance(requires_full, bool):
             raise ValueError(f"requires_full must be true or false, got {requires_full!r}")
@@ -552,13 +814,40 @@ class Ledger:
         diag = _diagnosis(name, role, diagnosed_by, diagnosis)
         skipped = requires_full and self.preset == "smoke"
         status = "not_evaluated" if skipped else _status(role, outcome, alternative, tightness)
-        claim = self._make(name, role=role, status=status, outcome=None if skipped else outcome,
-                           alternative=alternative, tightness=tightness, **diag, **kw)  # fmt: skip
+        claim = self._make(
+            name,
+            role=role,
+            status=status,
+            outcome=None if skipped else outcome,
+            alternative=alternative,
+            tightness=tightness,
+            **diag,
+            **kw,
+        )
         return self.add(claim)
 
-    def _make(self, name, *, role, kind, expected, measured, tolerance, status, outcome, source, why, seed,
-              statement, figure, alternative=None, tightness=None, diagnosed_by=(), diagnosis_requires=None,
-              diagnosis="") -> Claim:  # fmt: skip
+    def _make(
+        self,
+        name,
+        *,
+        role,
+        kind,
+        expected,
+        measured,
+        tolerance,
+        status,
+        outcome,
+        source,
+        why,
+        seed,
+        statement,
+        figure,
+        alternative=None,
+        tightness=None,
+        diagnosed_by=(),
+        diagnosis_requires=None,
+        diagnosis="",
+    ) -> Claim:
         _check_name("name", name)
         if not isinstance(source, str) or not source.strip():
             raise ValueError(f"source must be a non-empty string (a derivation, paper or seed), got {source!r}")
@@ -570,11 +859,26 @@ class Ledger:
         if figure is not None and not isinstance(figure, str):
             raise ValueError(f"figure must be a string or None, got {figure!r}")
         return Claim(
-            name=name, context=self.context, role=role, source=source, statement=statement, kind=kind,
-            expected=expected, measured=measured, tolerance=tolerance, why=why, status=status, seed=seed,
-            alternative=alternative, tightness=tightness, diagnosed_by=list(diagnosed_by),
-            diagnosis_requires=dict(diagnosis_requires or {}), diagnosis=diagnosis, outcome=outcome, figure=figure,
-        )  # fmt: skip
+            name=name,
+            context=self.context,
+            role=role,
+            source=source,
+            statement=statement,
+            kind=kind,
+            expected=expected,
+            measured=measured,
+            tolerance=tolerance,
+            why=why,
+            status=status,
+            seed=seed,
+            alternative=alternative,
+            tightness=tightness,
+            diagnosed_by=list(diagnosed_by),
+            diagnosis_requires=dict(diagnosis_requires or {}),
+            diagnosis=diagnosis,
+            outcome=outcome,
+            figure=figure,
+        )
 
     def _resolve(self) -> None:
         """Decide every failed, diagnosed claim: ``deviation`` when each diagnosing claim of its

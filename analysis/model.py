@@ -1,6 +1,6 @@
 """The tiny-transformer zoo: one decoder-only model whose every theory-relevant knob is a config field.
 
-Read it top to bottom: :class:`ModelConfig` (every field commented), the norms, attention, MLP,
+Read it top to bottom: :class:`ModelConfig` (every field documented), the norms, attention, MLP,
 :class:`Block` (where norm placement lives) and :class:`TinyTransformer`. Shapes are commented as
 ``B`` batch, ``T`` sequence, ``H`` heads, ``dh`` head size, ``d`` model width.
 
@@ -27,95 +27,118 @@ would defeat that: :class:`PrefixKeyBias` describes "a value per query row on th
 
 from __future__ import annotations
 
-import dataclasses
 import math
+import typing
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar, Literal
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from analysis.config import BaseConfig, param
 from analysis.hooks import HookPoint, name_hook_points
-from analysis.validation import check_bool, check_choice, check_float, check_int
+from analysis.validation import check_float, check_int
 
-NORM_PLACEMENTS = ("pre", "post", "peri", "mix", "none")
-NORM_TYPES = ("layernorm", "rmsnorm")
-ATTENTION_KERNELS = ("softmax", "linear", "sigmoid", "ssmax", "uniform")
-POSITIONAL = ("none", "learned", "rope")
-ACTIVATIONS = ("gelu", "gelu_tanh", "relu", "silu", "tanh", "identity")
-INPUTS = ("tokens", "vectors", "embedded")
-OUTPUTS = ("lm", "linear", "none")
-INITS = ("fan_in", "gpt2")
-DTYPES = {
-    "float64": torch.float64,
-    "float32": torch.float32,
-    "bfloat16": torch.bfloat16,
-    "float16": torch.float16,
-}
+InputKind = Literal["tokens", "vectors", "embedded"]
+OutputKind = Literal["lm", "linear", "none"]
+Activation = Literal["gelu", "gelu_tanh", "relu", "silu", "tanh", "identity"]
+NormPlacement = Literal["pre", "post", "peri", "mix", "none"]
+NormType = Literal["layernorm", "rmsnorm"]
+AttentionKernel = Literal["softmax", "linear", "sigmoid", "ssmax", "uniform"]
+Positional = Literal["none", "learned", "rope"]
+InitScheme = Literal["fan_in", "gpt2"]
+DType = Literal["float64", "float32", "bfloat16", "float16"]
+
+NORM_PLACEMENTS = typing.get_args(NormPlacement)
+NORM_TYPES = typing.get_args(NormType)
+ATTENTION_KERNELS = typing.get_args(AttentionKernel)
+POSITIONAL = typing.get_args(Positional)
+ACTIVATIONS = typing.get_args(Activation)
+INPUTS = typing.get_args(InputKind)
+OUTPUTS = typing.get_args(OutputKind)
+INITS = typing.get_args(InitScheme)
+DTYPES = {name: getattr(torch, name) for name in typing.get_args(DType)}  # "float64" -> torch.float64, ...
 
 
 @dataclass(frozen=True)
-class ModelConfig:
-    # --- input / output -------------------------------------------------------------------------
-    input: str = "tokens"  # tokens: embed ids | vectors: linear read-in of d_in | embedded: identity (d_in = d_model)
-    vocab_size: int = 64  # token vocabulary (input or output "lm")
-    d_in: int = 0  # width of real-vector inputs (input "vectors"/"embedded")
-    output: str = "lm"  # lm: logits over vocab | linear: read-out of width d_out | none: final residual stream
-    d_out: int = 0  # read-out width (output "linear")
-    # --- shape ----------------------------------------------------------------------------------
-    d_model: int = 64  # residual-stream width d
-    n_layers: int = 2  # depth L
-    n_heads: int = 4  # heads H per layer
-    d_head: int | None = None  # head size dh; None -> d_model // n_heads
-    d_mlp: int | None = None  # MLP hidden width; None -> 4 d_model; 0 -> attention-only
-    activation: str = "gelu"  # MLP nonlinearity
-    bias: bool = False  # biases in linear layers and LayerNorm
-    # --- normalisation --------------------------------------------------------------------------
-    norm: str = "pre"  # placement: pre | post | peri | mix | none
-    mix_post_layers: int | None = None  # mix: number of leading post-LN layers; None -> round(L / 4)
-    norm_type: str = "layernorm"  # layernorm | rmsnorm
-    norm_eps: float = 1e-5
-    ln_scaling: bool = False  # LayerNorm scaling (Curse of Depth): block l's norms output times 1/sqrt(l), l = 1..L
-    deepnorm: bool = False  # DeepNorm (post only): skip times alpha = (2L)^(1/4), init of V, O, MLP times beta = (8L)^(-1/4)
-    qk_norm: bool = False  # normalise queries and keys per head (over dh) before the dot product
-    final_norm: bool | None = None  # norm before the head; None -> on for pre/peri/mix, off for post/none
-    # --- attention ------------------------------------------------------------------------------
-    attention: str = "softmax"  # softmax | linear (unnormalised) | sigmoid | ssmax (logits x s ln n) | uniform (zero logits)
-    logit_scale: float | None = None  # multiplies q.k; None -> 1 / sqrt(dh)
-    ssmax_s: float = 1.0  # SSMax: logits multiplied by ssmax_s * ln(number of visible keys)
-    sigmoid_bias: float = 0.0  # sigmoid attention: weights sigmoid(logit + sigmoid_bias)
-    causal: bool = True  # causal mask (False: every token sees every token)
-    # --- residual stream ------------------------------------------------------------------------
-    attn_residual: bool = True  # skip connection around attention
-    mlp_residual: bool = True  # skip connection around the MLP
-    branch_scale: float = 1.0  # multiplies every sublayer output (e.g. 1/sqrt(L))
-    # --- positions ------------------------------------------------------------------------------
-    pos: str = "none"  # none | learned (absolute, max_len) | rope
-    max_len: int = 1024  # longest sequence for learned positions
-    rope_base: float = 10000.0
-    # --- numerics and initialisation ------------------------------------------------------------
-    init: str = "fan_in"  # fan_in: N(0, 1/fan_in), embeddings N(0, 1) | gpt2: N(0, init_std^2), out-proj / sqrt(2L)
-    init_std: float = 0.02  # gpt2 init only
-    dtype: str = "float32"  # float64 | float32 | bfloat16 | float16
-    seed: int = 0  # the initial weights are a function of this seed only
+class ModelConfig(BaseConfig):
+    """Every architectural knob of :class:`TinyTransformer`; the weights are a function of this config.
 
-    def __post_init__(self) -> None:
-        check_choice("input", self.input, INPUTS)
-        check_choice("output", self.output, OUTPUTS)
-        check_int("d_model", self.d_model, minimum=1)
-        check_int("n_layers", self.n_layers, minimum=0)
-        check_int("n_heads", self.n_heads, minimum=1)
-        if self.d_head is not None:
-            check_int("d_head", self.d_head, minimum=1)
-        elif self.d_model % self.n_heads:
+    The fields' declarations say what each one allows (choices, bounds); :meth:`validate` adds the
+    rules between fields. ``to_dict()`` keys cached checkpoints, so names, order and defaults are
+    fixed; ints given for float fields are kept as ints for the same reason.
+    """
+
+    FLOATS_FROM_INTS: ClassVar[bool] = False
+
+    # --- input / output -------------------------------------------------------------------------
+    input: InputKind = param(
+        "tokens", "tokens: embed ids | vectors: linear read-in of d_in | embedded: identity (d_in = d_model)"
+    )
+    vocab_size: int = param(64, "token vocabulary (input tokens or output lm: >= 2)")
+    d_in: int = param(0, "width of real-vector inputs (input vectors: >= 1; embedded: 0 or d_model)", minimum=0)
+    output: OutputKind = param(
+        "lm", "lm: logits over vocab | linear: read-out of width d_out | none: final residual stream"
+    )
+    d_out: int = param(0, "read-out width (output linear: >= 1)", minimum=0)
+    # --- shape ----------------------------------------------------------------------------------
+    d_model: int = param(64, "residual-stream width d", minimum=1)
+    n_layers: int = param(2, "depth L", minimum=0)
+    n_heads: int = param(4, "heads H per layer", minimum=1)
+    d_head: int | None = param(
+        None, "head size dh; None -> d_model // n_heads (then n_heads must divide d_model)", minimum=1
+    )
+    d_mlp: int | None = param(None, "MLP hidden width; None -> 4 d_model; 0 -> attention-only", minimum=0)
+    activation: Activation = param("gelu", "MLP nonlinearity")
+    bias: bool = param(False, "biases in linear layers and LayerNorm")
+    # --- normalisation --------------------------------------------------------------------------
+    norm: NormPlacement = param("pre", "placement: pre | post | peri | mix | none")
+    mix_post_layers: int | None = param(
+        None, "mix: number of leading post-LN layers (<= n_layers); None -> round(L / 4)", minimum=0
+    )
+    norm_type: NormType = param("layernorm", "layernorm | rmsnorm")
+    norm_eps: float = param(1e-5, "epsilon of every norm", minimum=0.0)
+    ln_scaling: bool = param(
+        False, "LayerNorm scaling (Curse of Depth): block l's norms output times 1/sqrt(l), l = 1..L"
+    )
+    deepnorm: bool = param(
+        False, "DeepNorm (post only): skip times alpha = (2L)^(1/4), init of V, O, MLP times beta = (8L)^(-1/4)"
+    )
+    qk_norm: bool = param(False, "normalise queries and keys per head (over dh) before the dot product")
+    final_norm: bool | None = param(None, "norm before the head; None -> on for pre/peri/mix, off for post/none")
+    # --- attention ------------------------------------------------------------------------------
+    attention: AttentionKernel = param(
+        "softmax", "softmax | linear (unnormalised) | sigmoid | ssmax (logits x s ln n) | uniform (zero logits)"
+    )
+    logit_scale: float | None = param(None, "multiplies q.k; None -> 1 / sqrt(dh)")
+    ssmax_s: float = param(1.0, "SSMax: logits multiplied by ssmax_s * ln(number of visible keys)")
+    sigmoid_bias: float = param(0.0, "sigmoid attention: weights sigmoid(logit + sigmoid_bias)")
+    causal: bool = param(True, "causal mask (False: every token sees every token)")
+    # --- residual stream ------------------------------------------------------------------------
+    attn_residual: bool = param(True, "skip connection around attention")
+    mlp_residual: bool = param(True, "skip connection around the MLP")
+    branch_scale: float = param(1.0, "multiplies every sublayer output (e.g. 1/sqrt(L))")
+    # --- positions ------------------------------------------------------------------------------
+    pos: Positional = param("none", "none | learned (absolute, max_len) | rope")
+    max_len: int = param(1024, "longest sequence for learned positions", minimum=1)
+    rope_base: float = param(10000.0, "RoPE frequency base (> 1)")
+    # --- numerics and initialisation ------------------------------------------------------------
+    init: InitScheme = param(
+        "fan_in", "fan_in: N(0, 1/fan_in), embeddings N(0, 1) | gpt2: N(0, init_std^2), out-proj / sqrt(2L)"
+    )
+    init_std: float = param(0.02, "gpt2 init only (> 0)")
+    dtype: DType = param("float32", "float64 | float32 | bfloat16 | float16")
+    seed: int = param(0, "the initial weights are a function of this seed only", minimum=0)
+
+    def validate(self) -> None:
+        """The field checks, then the rules between fields (each error names its field)."""
+        super().validate()
+        if self.d_head is None and self.d_model % self.n_heads:
             raise ValueError(
-                f"d_model must be divisible by n_heads when d_head is None, got d_model={self.d_model}, "
-                f"n_heads={self.n_heads}"
+                f"d_model must be divisible by n_heads, got d_model={self.d_model}, n_heads={self.n_heads}"
             )
-        if self.d_mlp is not None:
-            check_int("d_mlp", self.d_mlp, minimum=0)
         if self.input == "tokens" or self.output == "lm":
             check_int("vocab_size", self.vocab_size, minimum=2)
         if self.input == "vectors":
@@ -124,40 +147,21 @@ class ModelConfig:
             raise ValueError(f"d_in must equal d_model ({self.d_model}) for input 'embedded', got {self.d_in}")
         if self.output == "linear":
             check_int("d_out", self.d_out, minimum=1)
-        check_choice("activation", self.activation, ACTIVATIONS)
-        check_bool("bias", self.bias)
-        check_choice("norm", self.norm, NORM_PLACEMENTS)
         if self.mix_post_layers is not None:
-            check_int("mix_post_layers", self.mix_post_layers, minimum=0, maximum=self.n_layers)
+            check_int("mix_post_layers", self.mix_post_layers, maximum=self.n_layers)
             if self.norm != "mix":
                 raise ValueError(f"mix_post_layers is only used with norm 'mix', got norm={self.norm!r}")
-        check_choice("norm_type", self.norm_type, NORM_TYPES)
-        check_float("norm_eps", self.norm_eps, minimum=0.0)
-        check_bool("ln_scaling", self.ln_scaling)
-        check_bool("deepnorm", self.deepnorm)
         if self.deepnorm and self.norm != "post":
             raise ValueError(f"deepnorm requires norm 'post' (DeepNorm is a Post-LN scheme), got {self.norm!r}")
-        check_bool("qk_norm", self.qk_norm)
-        if self.final_norm is not None:
-            check_bool("final_norm", self.final_norm)
-        check_choice("attention", self.attention, ATTENTION_KERNELS)
-        if self.logit_scale is not None:
-            check_float("logit_scale", self.logit_scale)
-        check_float("ssmax_s", self.ssmax_s)
-        check_float("sigmoid_bias", self.sigmoid_bias)
-        check_bool("causal", self.causal)
-        check_bool("attn_residual", self.attn_residual)
-        check_bool("mlp_residual", self.mlp_residual)
-        check_float("branch_scale", self.branch_scale)
-        check_choice("pos", self.pos, POSITIONAL)
-        check_int("max_len", self.max_len, minimum=1)
         check_float("rope_base", self.rope_base, minimum=1.0, strict_minimum=True)
         if self.pos == "rope" and self.head_size % 2:
-            raise ValueError(f"pos 'rope' needs an even head size, got d_head={self.head_size}")
-        check_choice("init", self.init, INITS)
+            got = (
+                f"d_head={self.d_head}"
+                if self.d_head is not None
+                else (f"d_model / n_heads = {self.d_model} / {self.n_heads} = {self.head_size}")
+            )
+            raise ValueError(f"pos 'rope' needs an even head size, got {got}")
         check_float("init_std", self.init_std, minimum=0.0, strict_minimum=True)
-        check_choice("dtype", self.dtype, tuple(DTYPES))
-        check_int("seed", self.seed, minimum=0)
 
     # derived values ------------------------------------------------------------------------------
     @property
@@ -201,25 +205,6 @@ class ModelConfig:
     @property
     def deepnorm_beta(self) -> float:
         return (8.0 * self.n_layers) ** -0.25 if self.deepnorm else 1.0
-
-    # serialisation ------------------------------------------------------------------------------
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> ModelConfig:
-        names = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(d) - names)
-        if unknown:
-            raise ValueError(f"unknown ModelConfig field(s) {unknown}; allowed: {sorted(names)}")
-        return cls(**d)
-
-    def replace(self, **changes: Any) -> ModelConfig:
-        names = {f.name for f in dataclasses.fields(self)}
-        unknown = sorted(set(changes) - names)
-        if unknown:
-            raise ValueError(f"unknown ModelConfig field(s) {unknown}; allowed: {sorted(names)}")
-        return dataclasses.replace(self, **changes)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -322,7 +307,7 @@ def bias_block(attn_bias: Any, r0: int, r1: int, k: int) -> torch.Tensor:
 class Attention(nn.Module):
     """Multi-head attention with a switchable kernel.
 
-    scores = scale * q k^T (+ ssmax factor) (+ bias), masked entries -inf   -> hook_scores (B, H, T, T)
+    scores = scale * q k^T (+ ssmax factor) (+ bias), masked entries -inf   -> hook_attn_scores (B, H, T, T)
     pattern: softmax/ssmax/uniform -> softmax(scores); sigmoid -> sigmoid(scores + b) on the support;
              linear -> scores on the support, 0 elsewhere (no normalisation)   -> hook_pattern (B, H, T, T)
     For every kernel a bias of -inf hides a key (e.g. the query token from itself in ICL layouts).
@@ -342,7 +327,7 @@ class Attention(nn.Module):
         self.hook_q = HookPoint()  # (B, T, H, dh), after QK-norm and RoPE
         self.hook_k = HookPoint()
         self.hook_v = HookPoint()
-        self.hook_scores = HookPoint()  # (B, H, T, T), pre-softmax logits, -inf where masked
+        self.hook_attn_scores = HookPoint()  # (B, H, T, T), pre-softmax logits, -inf where masked
         self.hook_pattern = HookPoint()  # (B, H, T, T), the weights that multiply v
         self.hook_z = HookPoint()  # (B, T, H, dh), pattern @ v
         self.allow_fused = False  # the trainer switches this on; probes always see materialised patterns
@@ -355,7 +340,7 @@ class Attention(nn.Module):
             or c.attention != "softmax"
             or attn_bias is not None
             or self.query_block is not None
-            or self.hook_scores.active
+            or self.hook_attn_scores.active
             or self.hook_pattern.active
         )
 
@@ -397,13 +382,15 @@ class Attention(nn.Module):
             scores = scores + bias_block(attn_bias, r0, r1, K).to(scores.dtype)
         support = self._support_rows(r0, r1, K, qh.device)  # (r, K) bool
         rows = None if whole else (r0, r1)
-        scores = self.hook_scores(scores.masked_fill(~support, float("-inf")), rows)
+        scores = self.hook_attn_scores(scores.masked_fill(~support, float("-inf")), rows)
         if c.attention in ("softmax", "ssmax", "uniform"):
             pattern = torch.softmax(scores, dim=-1)
         elif c.attention == "sigmoid":
             pattern = torch.sigmoid(scores + c.sigmoid_bias)  # sigmoid(-inf) = 0 off the support
         else:  # linear: a logit of -inf (the mask, or a -inf bias) means "this key is not seen"
-            pattern = torch.where(scores == float("-inf"), torch.zeros((), dtype=scores.dtype, device=qh.device), scores)
+            pattern = torch.where(
+                scores == float("-inf"), torch.zeros((), dtype=scores.dtype, device=qh.device), scores
+            )
         pattern = self.hook_pattern(pattern, rows)
         return pattern @ vh[:, :, :K]  # (B, H, r, dh)
 
@@ -491,8 +478,12 @@ class Block(nn.Module):
         x = self.hook_resid_mid(x)
         if self.mlp is not None:
             x = self._sublayer(
-                x, self.mlp, getattr(self, "ln2", None), getattr(self, "ln2_out", None),
-                self.hook_mlp_out, c.mlp_residual,
+                x,
+                self.mlp,
+                getattr(self, "ln2", None),
+                getattr(self, "ln2_out", None),
+                self.hook_mlp_out,
+                c.mlp_residual,
             )
         return self.hook_resid_post(x)
 
@@ -629,7 +620,9 @@ class TinyTransformer(nn.Module):
         c = self.config
         if c.input == "tokens":
             if inputs.dtype not in (torch.int64, torch.int32) or inputs.dim() != 2:
-                raise ValueError(f"inputs must be integer token ids of shape (B, T), got {inputs.dtype} {tuple(inputs.shape)}")
+                raise ValueError(
+                    f"inputs must be integer token ids of shape (B, T), got {inputs.dtype} {tuple(inputs.shape)}"
+                )
             x = self.embed(inputs)  # (B, T, d)
         else:
             width = c.d_in if c.input == "vectors" else c.d_model

@@ -51,8 +51,16 @@ GREY = "#7F7F7F"
 THEORY = OKABE_ITO["black"]  # theory lines (dashed)
 MEASURED = BLUE  # a single measured curve
 CYCLE = [BLUE, VERMILLION, GREEN, PURPLE, ORANGE, SKY, OKABE_ITO["yellow"], THEORY]  # = the style's cycle
-NORM_COLORS = {"pre": BLUE, "post": VERMILLION, "peri": GREEN, "mix": PURPLE, "none": GREY}  # by placement
-ATTENTION_COLORS = {"softmax": BLUE, "linear": ORANGE, "sigmoid": GREEN, "ssmax": PURPLE, "uniform": GREY}
+NORM_COLORS = {  # by norm placement / variant (signal_propagation's norms)
+    "pre": BLUE,
+    "post": VERMILLION,
+    "peri": GREEN,
+    "mix": PURPLE,
+    "none": GREY,
+    "ln_scaling": SKY,
+    "deepnorm": ORANGE,
+    "qk_norm": OKABE_ITO["black"],
+}
 
 FIGSIZE = {  # inches; one column of a two-column paper is 3.5 in
     "single": (3.5, 2.6),
@@ -107,11 +115,22 @@ def _format_metadata(fmt: str, prov: dict[str, Any]) -> dict[str, Any]:
     text = canonical_json(prov)
     title = f"{prov['notebook']}/{prov['figure']}"
     if fmt == "png":  # tEXt/iTXt chunks; "Provenance" holds the whole record as JSON
-        return {"Title": title, "Description": prov["caption"], "Source": prov["commit"],
-                "Provenance": text, "Date": None}  # fmt: skip
+        return {
+            "Title": title,
+            "Description": prov["caption"],
+            "Source": prov["commit"],
+            "Provenance": text,
+            "Date": None,
+        }
     if fmt == "svg":  # Dublin Core fields inside <metadata>; dc:description holds the record
-        return {"Title": title, "Description": text, "Source": prov["commit"],
-                "Identifier": prov["notebook"], "Keywords": [f"preset={prov['preset']}"], "Date": None}  # fmt: skip
+        return {
+            "Title": title,
+            "Description": text,
+            "Source": prov["commit"],
+            "Identifier": prov["notebook"],
+            "Keywords": [f"preset={prov['preset']}"],
+            "Date": None,
+        }
     return {
         "Title": title,
         "Subject": text,

@@ -42,9 +42,7 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 def check_name(field: str, value: Any) -> None:
     """A figure or notebook name: letters, digits, ``_ . -``; no path separators, no spaces."""
     if not isinstance(value, str) or not _NAME.match(value):
-        raise ValueError(
-            f"{field} must be a name of letters, digits, '_', '.', '-' (no '/' or spaces), got {value!r}"
-        )
+        raise ValueError(f"{field} must be a name of letters, digits, '_', '.', '-' (no '/' or spaces), got {value!r}")
 
 
 def git_commit(repo: str | os.PathLike = REPO) -> str:
@@ -56,9 +54,7 @@ def git_commit(repo: str | os.PathLike = REPO) -> str:
     """
 
     def git(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            ["git", "-C", str(repo), *args], capture_output=True, text=True, check=False, timeout=60
-        )
+        return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=False, timeout=60)
 
     try:
         inside = git("rev-parse", "--is-inside-work-tree")
@@ -123,9 +119,7 @@ def check_params(params: Any) -> dict[str, Any]:
     try:
         canonical_json(clean)
     except (TypeError, ValueError) as err:
-        raise ValueError(
-            f"params must hold JSON values only (numbers, strings, lists, dicts): {err}"
-        ) from None
+        raise ValueError(f"params must hold JSON values only (numbers, strings, lists, dicts): {err}") from None
     return clean
 
 
@@ -133,9 +127,7 @@ def check_inputs(inputs: Any) -> dict[str, str]:
     """Input hashes: ``{"checkpoint": "<key>", ...}``, both sides strings."""
     if inputs is None:
         return {}
-    if not isinstance(inputs, Mapping) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in inputs.items()
-    ):
+    if not isinstance(inputs, Mapping) or not all(isinstance(k, str) and isinstance(v, str) for k, v in inputs.items()):
         raise ValueError(f"inputs must be a dict of str -> str (name -> content hash), got {inputs!r}")
     return dict(inputs)
 

@@ -1,5 +1,5 @@
-"""Training tasks and probe inputs: in-context regression, a Markov language, a text corpus, and the
-sequence families of the representational-collapse probe.
+"""Training tasks: in-context regression, a Markov language and a text corpus (the sequence pairs of
+the representational-collapse probe live beside it, in ``probes/_collapse_pairs.py``).
 
 A *task* is the small interface the trainer codes against (:class:`Task`): it draws a batch
 ``(inputs, targets)`` from an explicit ``torch.Generator`` and turns the model's outputs into a scalar
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Protocol, runtime_checkable
@@ -27,6 +27,13 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from analysis.corpus import Corpus, CorpusSpec, build_corpus
+from analysis.regression_data import (
+    InputLaw,
+    RegressionBatch,
+    RegressionLaw,
+    concat_tokens,
+    interleaved_tokens,
+)
 from analysis.validation import check_choice, check_float, check_int, check_sequence
 
 
@@ -65,46 +72,6 @@ def _check_outputs(outputs: Tensor, ndim: int, last: int | None, what: str) -> N
 # 1. In-context linear regression
 
 
-@dataclass(frozen=True)
-class RegressionBatch:
-    """One batch of regression problems; every row has its own weight vector ``w``."""
-
-    x: Tensor  # (B, N, d) in-context inputs
-    y: Tensor  # (B, N) in-context targets  y_i = w . x_i + noise_std * eps_i
-    w: Tensor  # (B, d) task vectors
-    x_q: Tensor  # (B, d) query input
-    y_q: Tensor  # (B,) query target (noisy, like the context targets)
-
-
-def concat_tokens(x: Tensor, y: Tensor, x_q: Tensor) -> Tensor:
-    """von Oswald et al. (2023) layout: tokens ``e_i = (x_i, y_i)`` and the query ``(x_q, 0)`` last.
-
-    x (B, N, d), y (B, N), x_q (B, d)  ->  (B, N+1, d+1); the last column of the last token is 0.
-    """
-    if x.ndim != 3 or y.shape != x.shape[:2] or x_q.shape != (x.shape[0], x.shape[2]):
-        raise ValueError(
-            f"shapes must be x (B,N,d), y (B,N), x_q (B,d); got {tuple(x.shape)}, {tuple(y.shape)}, {tuple(x_q.shape)}"
-        )
-    context = torch.cat([x, y.unsqueeze(-1)], dim=-1)  # (B, N, d+1)
-    query = torch.cat([x_q, torch.zeros_like(x_q[:, :1])], dim=-1).unsqueeze(1)  # (B, 1, d+1)
-    return torch.cat([context, query], dim=1)  # (B, N+1, d+1)
-
-
-def interleaved_tokens(x: Tensor, y: Tensor) -> Tensor:
-    """Garg et al. (2022) layout: ``(x_1, 0), (0, y_1), (x_2, 0), (0, y_2), ...``.
-
-    x (B, N, d), y (B, N)  ->  (B, 2N, d+1). x-tokens sit at even positions 2i with a 0 in the last
-    column; y-tokens at odd positions 2i+1 are zero except for ``y_i`` in the last column. A causal
-    model reads its prediction of ``y_i`` at position 2i, having seen pairs 0..i-1 and ``x_i``.
-    """
-    if x.ndim != 3 or y.shape != x.shape[:2]:
-        raise ValueError(f"shapes must be x (B,N,d), y (B,N); got {tuple(x.shape)}, {tuple(y.shape)}")
-    B, N, d = x.shape
-    x_tok = torch.cat([x, torch.zeros_like(x[..., :1])], dim=-1)  # (B, N, d+1)
-    y_tok = torch.cat([torch.zeros_like(x), y.unsqueeze(-1)], dim=-1)  # (B, N, d+1)
-    return torch.stack([x_tok, y_tok], dim=2).reshape(B, 2 * N, d + 1)  # (B, N, 2, d+1) -> (B, 2N, d+1)
-
-
 def _haar_orthogonal(d: int, seed: int) -> np.ndarray:
     """A Haar-random orthogonal (d, d) matrix in float64: QR of a Gaussian matrix, signs fixed."""
     g = np.random.default_rng(seed).standard_normal((d, d))
@@ -124,7 +91,7 @@ class LinearRegressionTask:
 
     Layouts and what ``sample`` / ``loss`` mean:
 
-    * ``"concat"`` (von Oswald): ``sample`` returns ``(concat_tokens(x, y, x_q), y_q)`` with inputs
+    * ``"concat"`` (von Oswald): ``sample`` returns ``(concat_tokens(x_ctx, y_ctx, x_q), y_q)`` with inputs
       (B, N+1, d+1) and targets (B,). The model (input="vectors", output="linear", d_in=d+1,
       d_out=1) is read at the query token: ``loss = 0.5 * mean_b (outputs[b, -1, 0] - y_q[b])^2``,
       the ``1/2`` squared-error convention of von Oswald et al. (their GD construction's learning rate
@@ -135,8 +102,10 @@ class LinearRegressionTask:
       prefix, with no factor 1/2): ``loss = mean_{b,i} (outputs[b, 2i, 0] - y[b, i])^2``.
       The query of :meth:`draw` is not used by this layout.
 
-    Draw order (fixed, so two tasks differing only in ``noise_std`` or ``layout`` see the same x and
-    w for the same seed): all N+1 inputs, then ``w``, then the N+1 noise values.
+    The law and its sampler are :attr:`law` (:class:`analysis.regression_data.RegressionLaw`), the one
+    the theory's Monte Carlo draws from too. Draw order (fixed, so two tasks differing only in
+    ``noise_std`` or ``layout`` see the same x and w for the same seed): all N+1 inputs, then ``w``,
+    then the N+1 noise values.
     """
 
     d: int = 10  # input dimension
@@ -170,13 +139,9 @@ class LinearRegressionTask:
                 check_int("basis_seed", self.basis_seed, minimum=0)
         else:
             if self.spectrum is not None:
-                raise ValueError(
-                    f"spectrum must be None unless x_dist='anisotropic' (x_dist={self.x_dist!r})"
-                )
+                raise ValueError(f"spectrum must be None unless x_dist='anisotropic' (x_dist={self.x_dist!r})")
             if self.basis_seed is not None:
-                raise ValueError(
-                    f"basis_seed must be None unless x_dist='anisotropic' (x_dist={self.x_dist!r})"
-                )
+                raise ValueError(f"basis_seed must be None unless x_dist='anisotropic' (x_dist={self.x_dist!r})")
 
     # -- interface -------------------------------------------------------------------------------
     @property
@@ -210,7 +175,7 @@ class LinearRegressionTask:
         d["spectrum"] = list(self.spectrum) if self.spectrum is not None else None
         return {"kind": "linear_regression", **d}
 
-    # -- theory ----------------------------------------------------------------------------------
+    # -- the data law ----------------------------------------------------------------------------
     @cached_property
     def basis(self) -> np.ndarray:
         """(d, d) float64 orthogonal Q of ``Sigma = Q diag(spectrum) Q^T`` (identity if no rotation)."""
@@ -219,41 +184,26 @@ class LinearRegressionTask:
         return np.eye(self.d)
 
     @cached_property
+    def law(self) -> RegressionLaw:
+        """The task's data law: the one sampler of :mod:`analysis.regression_data` (the theory draws
+        its Monte Carlo batches from the same law)."""
+        if self.x_dist != "anisotropic":
+            inputs = InputLaw.standard(self.d, self.x_dist)
+        else:
+            inputs = InputLaw.from_spectrum(self.spectrum, None if self.basis_seed is None else self.basis)
+        return RegressionLaw(inputs, noise_std=self.noise_std, w_std=self.w_std)
+
+    @property
     def covariance(self) -> np.ndarray:
         """Exact (d, d) float64 second moment ``E[x x^T]`` of one input (the mean is zero)."""
-        if self.x_dist == "uniform":
-            return np.eye(self.d) / 12.0  # Var U(-1/2, 1/2) = 1/12
-        if self.x_dist == "gaussian":
-            return np.eye(self.d)
-        q = self.basis
-        return (q * np.asarray(self.spectrum)) @ q.T
+        return self.law.inputs.covariance
 
     # -- sampling --------------------------------------------------------------------------------
-    def _draw_x(self, shape: tuple[int, ...], generator: torch.Generator, dtype) -> Tensor:
-        dev = generator.device
-        if self.x_dist == "uniform":
-            return torch.rand(shape, generator=generator, device=dev, dtype=dtype) - 0.5
-        z = torch.randn(shape, generator=generator, device=dev, dtype=dtype)
-        if self.x_dist == "gaussian":
-            return z
-        # x = Q diag(sqrt(s)) z, i.e. rows x^T = (z * sqrt(s)) Q^T; built in float64 then cast
-        scale = torch.tensor(np.sqrt(self.spectrum), dtype=dtype, device=dev)
-        if self.basis_seed is None:
-            return z * scale
-        q = torch.tensor(self.basis, dtype=dtype, device=dev)
-        return (z * scale) @ q.T
-
     def draw(self, batch_size: int, generator: torch.Generator, dtype=torch.float32) -> RegressionBatch:
         """Draw ``batch_size`` independent regression problems on the generator's device."""
         _check_batch(batch_size)
         _check_generator(generator)
-        B, N, d = batch_size, self.n_points, self.d
-        dev = generator.device
-        x_all = self._draw_x((B, N + 1, d), generator, dtype)  # (B, N+1, d), query last
-        w = self.w_std * torch.randn((B, d), generator=generator, device=dev, dtype=dtype)  # (B, d)
-        eps = torch.randn((B, N + 1), generator=generator, device=dev, dtype=dtype)  # (B, N+1)
-        y_all = torch.einsum("bnd,bd->bn", x_all, w) + self.noise_std * eps  # (B, N+1)
-        return RegressionBatch(x=x_all[:, :N], y=y_all[:, :N], w=w, x_q=x_all[:, N], y_q=y_all[:, N])
+        return self.law.sample(batch_size, self.n_points, generator, dtype=dtype)
 
     def sample(
         self, batch_size: int, generator: torch.Generator, device="cpu", dtype=torch.float32
@@ -261,9 +211,9 @@ class LinearRegressionTask:
         """``(inputs, targets)``: concat (B, N+1, d+1), (B,) | interleaved (B, 2N, d+1), (B, N)."""
         b = self.draw(batch_size, generator, dtype=dtype)
         if self.layout == "concat":
-            inputs, targets = concat_tokens(b.x, b.y, b.x_q), b.y_q
+            inputs, targets = b.tokens(), b.y_q
         else:
-            inputs, targets = interleaved_tokens(b.x, b.y), b.y
+            inputs, targets = interleaved_tokens(b.x_ctx, b.y_ctx), b.y_ctx
         return inputs.to(device), targets.to(device)
 
     def predictions(self, outputs: Tensor) -> Tensor:
@@ -385,9 +335,7 @@ class MarkovLanguage(_TokenLM):
         # Nearly reducible chains (tiny concentrations) can give round-off negatives of order 1e-17;
         # anything larger would mean the solve failed.
         if pi.min() < -1e-12:
-            raise ValueError(
-                f"stationary distribution is ill-conditioned (min {pi.min():.3g}); raise concentration"
-            )
+            raise ValueError(f"stationary distribution is ill-conditioned (min {pi.min():.3g}); raise concentration")
         pi = np.clip(pi, 0.0, None)
         return pi / pi.sum()
 
@@ -473,9 +421,7 @@ class CorpusLM(_TokenLM):
     def data(self) -> Corpus:
         c = build_corpus(self.corpus)
         if c.n_val < self.seq_len + 1 or c.n_tokens - c.n_val < self.seq_len + 1:
-            raise ValueError(
-                f"seq_len={self.seq_len} is longer than a corpus split; lower it or raise max_bytes"
-            )
+            raise ValueError(f"seq_len={self.seq_len} is longer than a corpus split; lower it or raise max_bytes")
         return c
 
     @property
@@ -558,9 +504,7 @@ def task_from_config(config: dict):
     )
     unknown = sorted(set(d) - allowed)
     if unknown:
-        raise ValueError(
-            f"config has unknown field(s) {unknown} for kind={kind!r}; allowed: {sorted(allowed)}"
-        )
+        raise ValueError(f"config has unknown field(s) {unknown} for kind={kind!r}; allowed: {sorted(allowed)}")
     if kind == "linear_regression":
         if d.get("spectrum") is not None:
             d["spectrum"] = tuple(d["spectrum"])
@@ -579,126 +523,13 @@ def task_from_config(config: dict):
     return task
 
 
-# ================================================================================================
-# 4. Sequence families for the representational-collapse probe (Barbero et al. 2024)
-#
-# "Transformers need glasses!" prove (their Theorem 4.2) that a sequence and the same sequence with its
-# last token repeated once more have final-layer last-token representations whose distance goes to 0
-# as the length grows, and illustrate it with prompts made of repeated 1s ending in a 0 (counting):
-# 1...10 with k ones against k+1 ones. Their over-squashing result is about the sensitivity of the last
-# token to an early token. The mitigation they point to is breaking the repetition up, e.g. with a
-# comma every few digits. The functions below build exactly these pairs as 1-D LongTensors; each pair
-# shares its last token, so the probe compares the same read-out position in both. No length cap:
-# lengths of 1024 and more are fine.
-
-
-def _as_sequence(name: str, seq, vocab_size: int | None) -> Tensor:
-    if isinstance(seq, Tensor):
-        if seq.ndim != 1 or seq.dtype.is_floating_point or seq.dtype == torch.bool or seq.is_complex():
-            raise ValueError(f"{name} must be a 1-D integer tensor, got shape {tuple(seq.shape)} {seq.dtype}")
-        t = seq.detach().to("cpu", torch.long)
-    else:
-        check_sequence(name, seq, item_check=lambda n, v: check_int(n, v, minimum=0))
-        t = torch.tensor(list(seq), dtype=torch.long)
-    if t.numel() == 0:
-        raise ValueError(f"{name} must not be empty")
-    if (t < 0).any():
-        raise ValueError(f"{name} must contain token ids >= 0")
-    if vocab_size is not None:
-        check_int("vocab_size", vocab_size, minimum=1)
-        if (t >= vocab_size).any():
-            raise ValueError(f"{name} must contain token ids < vocab_size={vocab_size}")
-    return t
-
-
-def _check_token(name: str, value, vocab_size: int | None) -> None:
-    check_int(name, value, minimum=0, maximum=None if vocab_size is None else vocab_size - 1)
-
-
-def repeat_last_pair(base: Tensor | Sequence[int], *, vocab_size: int | None = None) -> tuple[Tensor, Tensor]:
-    """Theorem 4.2's pair: ``base`` (length n) and ``base`` with its last token repeated (length n+1)."""
-    b = _as_sequence("base", base, vocab_size)
-    return b.clone(), torch.cat([b, b[-1:]])
-
-
-def repeated_token_pair(n: int, token: int, *, vocab_size: int | None = None) -> tuple[Tensor, Tensor]:
-    """``[token] * n`` against ``[token] * (n + 1)``: :func:`repeat_last_pair` of a constant sequence."""
-    check_int("n", n, minimum=1)
-    _check_token("token", token, vocab_size)
-    return repeat_last_pair(torch.full((n,), token, dtype=torch.long))
-
-
-def counting_pair(
-    k: int, one: int = 1, zero: int = 0, *, vocab_size: int | None = None
-) -> tuple[Tensor, Tensor]:
-    """``[one] * k + [zero]`` against ``[one] * (k + 1) + [zero]`` (lengths k+1 and k+2)."""
-    check_int("k", k, minimum=1)
-    _check_token("one", one, vocab_size)
-    _check_token("zero", zero, vocab_size)
-    if one == zero:
-        raise ValueError(f"one and zero must differ, both are {one}")
-    a = torch.cat([torch.full((k,), one, dtype=torch.long), torch.tensor([zero])])
-    b = torch.cat([torch.full((k + 1,), one, dtype=torch.long), torch.tensor([zero])])
-    return a, b
-
-
-def early_token_pair(
-    base: Tensor | Sequence[int], position: int, replacement: int, *, vocab_size: int | None = None
-) -> tuple[Tensor, Tensor]:
-    """``base`` and a copy whose token at ``position`` is ``replacement`` (same length; over-squashing).
-
-    ``position`` must lie before the last token, so both sequences end in the same token.
-    """
-    b = _as_sequence("base", base, vocab_size)
-    check_int("position", position, minimum=0, maximum=b.numel() - 2 if b.numel() >= 2 else -1)
-    _check_token("replacement", replacement, vocab_size)
-    if int(b[position]) == replacement:
-        raise ValueError(f"replacement must differ from base[{position}]={int(b[position])}")
-    c = b.clone()
-    c[position] = replacement
-    return b.clone(), c
-
-
-def with_separators(
-    seq: Tensor | Sequence[int], sep_token: int, every: int, *, vocab_size: int | None = None
-) -> Tensor:
-    """Insert ``sep_token`` after every ``every`` tokens, never at the end (the mitigation).
-
-    ``[1,1,1,1,1,1,1]`` with ``every=3`` -> ``[1,1,1,s,1,1,1,s,1]``; a sequence whose length is a multiple
-    of ``every`` gets no trailing separator, so the last token (the read-out position) is unchanged.
-    Output length: ``n + (n - 1) // every``.
-    """
-    s = _as_sequence("seq", seq, vocab_size)
-    _check_token("sep_token", sep_token, vocab_size)
-    check_int("every", every, minimum=1)
-    n = s.numel()
-    n_sep = (n - 1) // every
-    out = torch.empty(n + n_sep, dtype=torch.long)
-    pos = torch.arange(n)
-    out[pos + pos // every] = s  # token i is shifted right by the separators before it
-    sep_pos = (torch.arange(1, n_sep + 1) * (every + 1)) - 1  # (n_sep,)
-    out[sep_pos] = sep_token
-    return out
-
-
-def apply_to_pair(pair: tuple[Tensor, Tensor], fn, *args, **kwargs) -> tuple[Tensor, Tensor]:
-    """Apply a sequence transform (e.g. :func:`with_separators`) to both members of a pair."""
-    return fn(pair[0], *args, **kwargs), fn(pair[1], *args, **kwargs)
-
-
 __all__ = [
     "CorpusLM",
     "LinearRegressionTask",
     "MarkovLanguage",
     "RegressionBatch",
     "Task",
-    "apply_to_pair",
     "concat_tokens",
-    "counting_pair",
-    "early_token_pair",
     "interleaved_tokens",
-    "repeat_last_pair",
-    "repeated_token_pair",
     "task_from_config",
-    "with_separators",
 ]

@@ -48,26 +48,29 @@ snapshot) and writes the missing ones.
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 import itertools
 import logging
 import math
 import time
+import typing
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 import torch
 
 from analysis.checkpoints import CheckpointCache, checkpoint_key, history_from_json, history_to_json
+from analysis.config import BaseConfig, param
+from analysis.corpus import CorpusSpec
 from analysis.io import content_hash
 from analysis.model import ModelConfig, TinyTransformer
 from analysis.progress import bar as progress_bar
-from analysis.validation import check_choice, check_float, check_int, check_sequence
+from analysis.tasks import CorpusLM
+from analysis.validation import check_float, check_int
 
 log = logging.getLogger(__name__)
 
@@ -76,9 +79,12 @@ log = logging.getLogger(__name__)
 # checkpoints are then simply not found instead of being silently reused.
 TRAINER_VERSION = "1"
 
-SCHEDULES = ("cosine", "constant")
-OPTIMIZERS = ("adamw", "adam", "sgd")
+Schedule = Literal["cosine", "constant"]
+Optimizer = Literal["adamw", "adam", "sgd"]
+SCHEDULES = typing.get_args(Schedule)
+OPTIMIZERS = typing.get_args(Optimizer)
 RESERVED_HISTORY = ("step", "loss", "lr", "grad_norm", "eval_step", "eval_loss")
+MAX_BETA = 0.999999  # a moment decay rate of 1 never forgets (Adam's bias correction divides by zero)
 
 # the sets that record_checkpoints() blocks collect training-run keys into (innermost last)
 _RECORDERS: ContextVar[tuple[set[str], ...]] = ContextVar("workbench_checkpoint_recorders", default=())
@@ -102,67 +108,50 @@ def record_checkpoints() -> Iterator[set[str]]:
 
 
 @dataclass(frozen=True)
-class TrainConfig:
-    steps: int = 1000  # number of optimiser updates
-    batch_size: int = 64  # sequences per update
-    lr: float = 1e-3  # peak learning rate
-    weight_decay: float = 0.0  # decay on parameters with dim >= 2 (decoupled for adamw, L2 otherwise)
-    betas: tuple[float, float] = (0.9, 0.999)  # Adam moment decay rates (unused by sgd)
-    eps: float = 1e-8  # Adam denominator epsilon (unused by sgd)
-    momentum: float = 0.0  # heavy-ball momentum of sgd (unused by adam/adamw)
-    warmup_steps: int = 0  # linear warm-up length W: lr * (s + 1) / W for s < W
-    schedule: str = "cosine"  # after warm-up: cosine decay to min_lr_ratio * lr | constant
-    min_lr_ratio: float = 0.1  # final learning rate of the cosine, as a fraction of lr
-    grad_clip: float = 1.0  # clip the global gradient L2 norm to this value; 0 = no clipping
-    seed: int = 0  # seeds the data stream (and the derived held-out data); model init uses model_cfg.seed
-    eval_every: int = 0  # held-out loss every this many updates (and at the end); 0 = never
-    eval_batches: int = 4  # held-out batches per evaluation (at most; a task's eval_batches may give fewer)
-    checkpoint_every: int = 0  # save a resumable partial state every this many updates; 0 = never
-    optimizer: str = "adamw"  # adamw | adam | sgd
+class TrainConfig(BaseConfig):
+    """How a run trains (the optimiser, the schedule, the data seed); see the module docstring.
 
-    def __post_init__(self) -> None:
-        if isinstance(self.betas, list):  # from JSON
-            object.__setattr__(self, "betas", tuple(self.betas))
-        check_int("steps", self.steps, minimum=1)
-        check_int("batch_size", self.batch_size, minimum=1)
+    ``to_dict()`` keys cached checkpoints (with the model and task configs and ``TRAINER_VERSION``),
+    so names, order and defaults are fixed; ints given for float fields are kept as ints.
+    """
+
+    FLOATS_FROM_INTS: ClassVar[bool] = False
+
+    steps: int = param(1000, "number of optimiser updates", minimum=1)
+    batch_size: int = param(64, "sequences per update", minimum=1)
+    lr: float = param(1e-3, "peak learning rate (> 0)")
+    weight_decay: float = param(
+        0.0, "decay on parameters with dim >= 2 (decoupled for adamw, L2 otherwise)", minimum=0.0
+    )
+    betas: tuple[float, float] = param(
+        (0.9, 0.999), "Adam moment decay rates (unused by sgd)", minimum=0.0, maximum=MAX_BETA
+    )
+    eps: float = param(1e-8, "Adam denominator epsilon (> 0; unused by sgd)")
+    momentum: float = param(0.0, "heavy-ball momentum of sgd (unused by adam/adamw)", minimum=0.0, maximum=MAX_BETA)
+    warmup_steps: int = param(0, "linear warm-up length W <= steps: lr * (s + 1) / W for s < W", minimum=0)
+    schedule: Schedule = param("cosine", "after warm-up: cosine decay to min_lr_ratio * lr | constant")
+    min_lr_ratio: float = param(0.1, "final learning rate of the cosine, as a fraction of lr", minimum=0.0, maximum=1.0)
+    grad_clip: float = param(1.0, "clip the global gradient L2 norm to this value; 0 = no clipping", minimum=0.0)
+    seed: int = param(
+        0, "seeds the data stream (and the derived held-out data); model init uses model_cfg.seed", minimum=0
+    )
+    eval_every: int = param(0, "held-out loss every this many updates (and at the end); 0 = never", minimum=0)
+    eval_batches: int = param(
+        4,
+        "held-out batches per evaluation (at most; a task's eval_batches may give fewer); >= 1 when eval_every",
+        minimum=0,
+    )
+    checkpoint_every: int = param(0, "save a resumable partial state every this many updates; 0 = never", minimum=0)
+    optimizer: Optimizer = param("adamw", "adamw | adam | sgd")
+
+    def validate(self) -> None:
+        """The field checks, then the strict bounds and the rules between fields."""
+        super().validate()
         check_float("lr", self.lr, minimum=0.0, strict_minimum=True)
-        check_float("weight_decay", self.weight_decay, minimum=0.0)
-        check_sequence("betas", self.betas, min_len=2)
-        if len(self.betas) != 2:
-            raise ValueError(f"betas must have exactly 2 items, got {list(self.betas)!r}")
-        for i, b in enumerate(self.betas):
-            check_float(f"betas[{i}]", b, minimum=0.0, maximum=0.999999)
         check_float("eps", self.eps, minimum=0.0, strict_minimum=True)
-        check_float("momentum", self.momentum, minimum=0.0, maximum=0.999999)
-        check_int("warmup_steps", self.warmup_steps, minimum=0, maximum=self.steps)
-        check_choice("schedule", self.schedule, SCHEDULES)
-        check_float("min_lr_ratio", self.min_lr_ratio, minimum=0.0, maximum=1.0)
-        check_float("grad_clip", self.grad_clip, minimum=0.0)
-        check_int("seed", self.seed, minimum=0)
-        check_int("eval_every", self.eval_every, minimum=0)
-        check_int("eval_batches", self.eval_batches, minimum=1 if self.eval_every else 0)
-        check_int("checkpoint_every", self.checkpoint_every, minimum=0)
-        check_choice("optimizer", self.optimizer, OPTIMIZERS)
-
-    def to_dict(self) -> dict[str, Any]:
-        d = dataclasses.asdict(self)
-        d["betas"] = list(self.betas)
-        return d
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> TrainConfig:
-        names = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(d) - names)
-        if unknown:
-            raise ValueError(f"unknown TrainConfig field(s) {unknown}; allowed: {sorted(names)}")
-        return cls(**d)
-
-    def replace(self, **changes: Any) -> TrainConfig:
-        names = {f.name for f in dataclasses.fields(self)}
-        unknown = sorted(set(changes) - names)
-        if unknown:
-            raise ValueError(f"unknown TrainConfig field(s) {unknown}; allowed: {sorted(names)}")
-        return dataclasses.replace(self, **changes)
+        check_int("warmup_steps", self.warmup_steps, maximum=self.steps)
+        if self.eval_every:
+            check_int("eval_batches", self.eval_batches, minimum=1)
 
 
 @dataclass
@@ -332,6 +321,18 @@ def _as_float(name: str, value: Any) -> float:
     return float(value)
 
 
+@contextmanager
+def _deterministic() -> Iterator[None]:
+    """Deterministic torch kernels inside the block (the previous setting restored after it)."""
+    prev_det = torch.are_deterministic_algorithms_enabled()
+    prev_warn = torch.is_deterministic_algorithms_warn_only_enabled()
+    torch.use_deterministic_algorithms(True)
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(prev_det, warn_only=prev_warn)
+
+
 def train(
     model_cfg: ModelConfig,
     task,
@@ -372,11 +373,16 @@ def train(
         cache = None
     task_cfg = task.config()
     extra = None if callback_id is None else {"callback": callback_id}
-    key = checkpoint_key(model_cfg, task_cfg, train_cfg, extra=extra)
+    key = checkpoint_key(model_cfg, task_cfg, train_cfg, trainer_version=TRAINER_VERSION, extra=extra)
     for used in _RECORDERS.get():
         used.add(key)
     snap_steps = _check_snapshots(snapshots, train_cfg.steps)
-    snap_keys = {s: checkpoint_key(model_cfg, task_cfg, train_cfg, extra=dict(extra or {}, snapshot=s)) for s in snap_steps}
+    snap_keys = {
+        s: checkpoint_key(
+            model_cfg, task_cfg, train_cfg, trainer_version=TRAINER_VERSION, extra=dict(extra or {}, snapshot=s)
+        )
+        for s in snap_steps
+    }
     meta_base = {
         "model": model_cfg.to_dict(),
         "task": task_cfg,
@@ -387,18 +393,23 @@ def train(
 
     def fit(have: dict[int, dict[str, torch.Tensor]]) -> TrainResult:
         missing = tuple(s for s in snap_steps if s not in have)
-        prev_det = torch.are_deterministic_algorithms_enabled()
-        prev_warn = torch.is_deterministic_algorithms_warn_only_enabled()
-        torch.use_deterministic_algorithms(True)
-        try:
+        with _deterministic():
             model, history, resumed_from, taken = _train_loop(
-                model_cfg, task, train_cfg, device, cache, key, progress, resume, callback,
-                missing, lambda s, state: (s == train_cfg.steps  # the final weights are the run's own entry
-                                           or _save_state(cache, snap_keys[s], state, dict(meta_base, snapshot_step=s))),
+                model_cfg,
+                task,
+                train_cfg,
+                device,
+                cache,
+                key,
+                progress,
+                resume,
+                callback,
+                missing,
+                lambda s, state: (
+                    s == train_cfg.steps  # the final weights are the run's own entry
+                    or _save_state(cache, snap_keys[s], state, dict(meta_base, snapshot_step=s))
+                ),
             )
-        finally:
-            torch.use_deterministic_algorithms(prev_det, warn_only=prev_warn)
-
         wall = time.perf_counter() - t0
         meta = dict(meta_base, history=history_to_json(history), wall_time=wall, resumed_from=resumed_from)
         if cache is not None:
@@ -420,8 +431,16 @@ def train(
         return fit(found)
 
 
-def _lookup(cache: CheckpointCache, key: str, snap_keys: dict[int, str], model_cfg: ModelConfig, steps: int,
-            device, t0: float, repair: bool) -> TrainResult | dict[int, dict[str, torch.Tensor]]:
+def _lookup(
+    cache: CheckpointCache,
+    key: str,
+    snap_keys: dict[int, str],
+    model_cfg: ModelConfig,
+    steps: int,
+    device,
+    t0: float,
+    repair: bool,
+) -> TrainResult | dict[int, dict[str, torch.Tensor]]:
     """The cached run when its final entry and every snapshot are there; else the snapshots found."""
     hit = cache.load(key, device=device, repair=repair)
     if hit is not None and "history" not in hit[1]:
@@ -465,8 +484,92 @@ def _save_state(cache: CheckpointCache | None, key: str, state: dict[str, torch.
             cache.save_state(key, state, meta)
 
 
-def _train_loop(model_cfg, task, cfg: TrainConfig, device, cache, key, progress, resume, callback,
-                snap_steps: tuple[int, ...] = (), on_snapshot=None):
+def _restore_partial(
+    cache, key, resume: bool, snap_steps: tuple[int, ...], cfg: TrainConfig, model, opt, gen, device
+) -> tuple[int, dict[str, list], list[str]]:
+    """Load the partial state of ``key`` into ``model``, ``opt`` and ``gen`` when there is a usable one.
+
+    Returns ``(done, history, callback_names)``: the updates already applied (0 when starting afresh),
+    the history so far and the callback metric names in it. ``resume=False`` discards any partial state;
+    one taken after the first snapshot still missing is not used (the snapshot could not be taken).
+    """
+    hist: dict[str, list] = {name: [] for name in RESERVED_HISTORY}
+    if cache is None:
+        return 0, hist, []
+    if not resume:
+        cache.remove_partial(key)
+        return 0, hist, []
+    partial = cache.load_partial(key, device=device)
+    if partial is not None and snap_steps and int(partial[1].get("step", 0)) > snap_steps[0]:
+        log.info("partial state of %s is past the first snapshot (%d); training from update 0", key, snap_steps[0])
+        partial = None
+    if partial is None:
+        return 0, hist, []
+    gen_state, done, hist = _unpack_state(*partial, model, opt)
+    gen.set_state(gen_state.cpu())
+    log.info("resuming training %s from update %d of %d", key, done, cfg.steps)
+    return done, hist, [k for k in hist if k not in RESERVED_HISTORY]
+
+
+def _gradient_step(
+    step: int, cfg: TrainConfig, model, task, opt, params, gen, device, dtype, callback
+) -> tuple[dict[str, float], dict[str, float]]:
+    """Everything of update ``step`` before the optimiser moves the weights: set the learning rate, draw
+    the batch, backward, the gradient norm, the callback (its metrics checked) and the clipping.
+
+    Returns ``(metrics, callback_metrics)``; the weights, the optimiser state and the history are unchanged.
+    """
+    lr = lr_at(step, cfg)
+    for g in opt.param_groups:
+        g["lr"] = lr
+    x, y = task.sample(cfg.batch_size, gen, device=device, dtype=dtype)
+    loss = task.loss(forward(model, task, x), y)
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    grads = [p.grad for p in params if p.grad is not None]
+    grad_norm = torch.nn.utils.get_total_norm(grads, norm_type=2.0, foreach=False)
+    metrics = {"loss": float(loss.item()), "lr": lr, "grad_norm": float(grad_norm.item())}
+    extra = {}
+    if callback is not None:
+        with torch.no_grad():
+            extra = callback(step, model, dict(metrics)) or {}
+        for name in extra:
+            if name in RESERVED_HISTORY:
+                raise ValueError(f"callback metric name {name!r} is reserved ({list(RESERVED_HISTORY)})")
+        extra = {name: _as_float(name, value) for name, value in extra.items()}
+    if cfg.grad_clip > 0:
+        torch.nn.utils.clip_grads_with_norm_(params, cfg.grad_clip, grad_norm, foreach=False)
+    return metrics, extra
+
+
+def _record(
+    hist: dict[str, list], extra_names: list[str], step: int, metrics: dict[str, float], extra: dict[str, float]
+) -> None:
+    """Append update ``step`` to the history; a callback name seen for the first time gets NaN before."""
+    hist["step"].append(step)
+    for name in ("loss", "lr", "grad_norm"):
+        hist[name].append(metrics[name])
+    for name in extra:
+        if name not in hist:  # first appearance: NaN for the steps before
+            hist[name] = [math.nan] * (len(hist["step"]) - 1)
+            extra_names.append(name)
+    for name in extra_names:
+        hist[name].append(extra.get(name, math.nan))
+
+
+def _train_loop(
+    model_cfg,
+    task,
+    cfg: TrainConfig,
+    device,
+    cache,
+    key,
+    progress,
+    resume,
+    callback,
+    snap_steps: tuple[int, ...] = (),
+    on_snapshot=None,
+):
     model = TinyTransformer(model_cfg, device=device)
     model.train()
     # nothing probes while we train: softmax attention may take the fused kernel (hooks attached by a
@@ -478,22 +581,8 @@ def _train_loop(model_cfg, task, cfg: TrainConfig, device, cache, key, progress,
     gen = torch.Generator().manual_seed(cfg.seed)  # the data stream; used for nothing else
     eval_data = _eval_data(task, cfg, device, dtype)
 
-    hist: dict[str, list] = {name: [] for name in RESERVED_HISTORY}
-    extra_names: list[str] = []
-    done = 0  # updates applied so far
-    if cache is not None and not resume:
-        cache.remove_partial(key)
-    if cache is not None and resume:
-        partial = cache.load_partial(key, device=device)
-        if partial is not None and snap_steps and int(partial[1].get("step", 0)) > snap_steps[0]:
-            log.info("partial state of %s is past the first snapshot (%d); training from update 0", key, snap_steps[0])
-            partial = None
-        if partial is not None:
-            gen_state, done, hist = _unpack_state(*partial, model, opt)
-            gen.set_state(gen_state.cpu())
-            extra_names = [k for k in hist if k not in RESERVED_HISTORY]
-            log.info("resuming training %s from update %d of %d", key, done, cfg.steps)
-    resumed_from = saved = done
+    done, hist, extra_names = _restore_partial(cache, key, resume, snap_steps, cfg, model, opt, gen, device)
+    resumed_from = saved = done  # `done`: updates applied so far
     gen_done = gen.get_state()  # the data stream's position after `done` updates
     taken: dict[int, dict[str, torch.Tensor]] = {}
 
@@ -511,9 +600,7 @@ def _train_loop(model_cfg, task, cfg: TrainConfig, device, cache, key, progress,
 
     def maybe_eval(step: int) -> None:
         due = step % cfg.eval_every == 0 or step == cfg.steps
-        if due and not (
-            hist["eval_step"] and hist["eval_step"][-1] == step
-        ):  # not already done before a resume
+        if due and not (hist["eval_step"] and hist["eval_step"][-1] == step):  # not already done before a resume
             value = evaluate(model, task, eval_data)
             hist["eval_step"].append(step)
             hist["eval_loss"].append(value)
@@ -525,52 +612,18 @@ def _train_loop(model_cfg, task, cfg: TrainConfig, device, cache, key, progress,
             snapshot(step)
             if cfg.eval_every:
                 maybe_eval(step)
-            lr = lr_at(step, cfg)
-            for g in opt.param_groups:
-                g["lr"] = lr
-            x, y = task.sample(cfg.batch_size, gen, device=device, dtype=dtype)
-            loss = task.loss(forward(model, task, x), y)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            grads = [p.grad for p in params if p.grad is not None]
-            grad_norm = torch.nn.utils.get_total_norm(grads, norm_type=2.0, foreach=False)
-            metrics = {"loss": float(loss.item()), "lr": lr, "grad_norm": float(grad_norm.item())}
-            extra = {}
-            if callback is not None:
-                with torch.no_grad():
-                    extra = callback(step, model, dict(metrics)) or {}
-                for name in extra:
-                    if name in RESERVED_HISTORY:
-                        raise ValueError(
-                            f"callback metric name {name!r} is reserved ({list(RESERVED_HISTORY)})"
-                        )
-                extra = {name: _as_float(name, value) for name, value in extra.items()}
-            if cfg.grad_clip > 0:
-                torch.nn.utils.clip_grads_with_norm_(params, cfg.grad_clip, grad_norm, foreach=False)
+            metrics, extra = _gradient_step(step, cfg, model, task, opt, params, gen, device, dtype, callback)
 
             in_update = True
             opt.step()
-            hist["step"].append(step)
-            for name in ("loss", "lr", "grad_norm"):
-                hist[name].append(metrics[name])
-            for name in extra:
-                if name not in hist:  # first appearance: NaN for the steps before
-                    hist[name] = [math.nan] * (len(hist["step"]) - 1)
-                    extra_names.append(name)
-            for name in extra_names:
-                hist[name].append(extra.get(name, math.nan))
+            _record(hist, extra_names, step, metrics, extra)
             done, gen_done = step + 1, gen.get_state()
             in_update = False
 
             bar.update(1)
             if progress:
                 bar.set_postfix(loss=f"{metrics['loss']:.4f}", refresh=False)
-            if (
-                cache is not None
-                and cfg.checkpoint_every
-                and done % cfg.checkpoint_every == 0
-                and done < cfg.steps
-            ):
+            if cache is not None and cfg.checkpoint_every and done % cfg.checkpoint_every == 0 and done < cfg.steps:
                 save_partial()
         snapshot(cfg.steps)
         if cfg.eval_every:
@@ -599,8 +652,9 @@ def _train_loop(model_cfg, task, cfg: TrainConfig, device, cache, key, progress,
 def probe_lm_train_config(steps: int, seed: int) -> TrainConfig:
     """The short LM training the probes give their own tiny models (prompt forgetting, representational
     collapse): AdamW, batch 16, peak lr 3e-3 after a warm-up of min(50, steps/5), weight decay 0.01."""
-    return TrainConfig(steps=steps, batch_size=16, lr=3e-3, warmup_steps=min(50, steps // 5), weight_decay=0.01,
-                       seed=seed)  # fmt: skip
+    return TrainConfig(
+        steps=steps, batch_size=16, lr=3e-3, warmup_steps=min(50, steps // 5), weight_decay=0.01, seed=seed
+    )
 
 
 def tiny_lm_preset(seed: int = 0) -> tuple[ModelConfig, Any, TrainConfig]:
@@ -615,17 +669,31 @@ def tiny_lm_preset(seed: int = 0) -> tuple[ModelConfig, Any, TrainConfig]:
     faster here, and the model can be run on prompts longer than the training context.
     ``seed`` sets both the initial weights and the data stream.
     """
-    from analysis.corpus import CorpusSpec
-    from analysis.tasks import CorpusLM
-
     task = CorpusLM(seq_len=64, corpus=CorpusSpec(encoding="char"))
     model_cfg = ModelConfig(
-        vocab_size=task.vocab_size, d_model=128, n_layers=3, n_heads=4, pos="rope", max_len=64,
-        norm="pre", init="gpt2", seed=seed,
-    )  # fmt: skip
+        vocab_size=task.vocab_size,
+        d_model=128,
+        n_layers=3,
+        n_heads=4,
+        pos="rope",
+        max_len=64,
+        norm="pre",
+        init="gpt2",
+        seed=seed,
+    )
     train_cfg = TrainConfig(
-        steps=1500, batch_size=16, lr=3e-3, warmup_steps=100, schedule="cosine", min_lr_ratio=0.1,
-        weight_decay=0.1, betas=(0.9, 0.99), grad_clip=1.0, seed=seed, eval_every=250, eval_batches=8,
+        steps=1500,
+        batch_size=16,
+        lr=3e-3,
+        warmup_steps=100,
+        schedule="cosine",
+        min_lr_ratio=0.1,
+        weight_decay=0.1,
+        betas=(0.9, 0.99),
+        grad_clip=1.0,
+        seed=seed,
+        eval_every=250,
+        eval_batches=8,
         checkpoint_every=250,
-    )  # fmt: skip
+    )
     return model_cfg, task, train_cfg

@@ -144,7 +144,10 @@ def bench_train() -> dict:
     wall = time.perf_counter() - t0
     assert isinstance(short, TrainConfig) and len(res.history["loss"]) == steps
     return {
-        "config": f"tiny_lm_preset: L={model_cfg.n_layers} d={model_cfg.d_model} batch={short.batch_size} seq={getattr(task, 'seq_len', '?')}",
+        "config": (
+            f"tiny_lm_preset: L={model_cfg.n_layers} d={model_cfg.d_model} batch={short.batch_size} "
+            f"seq={getattr(task, 'seq_len', '?')}"
+        ),
         "steps": steps,
         "wall_s": wall,
         "steps_per_s": steps / wall,
@@ -186,7 +189,8 @@ mod = probes.get("prompt_forgetting")
 cfg = mod.Config.preset("full", layers=2, d_model=64, cont_len=int(sys.argv[1]))
 t0 = time.perf_counter()
 r = run_probe(mod, cfg, progress=False)
-print(json.dumps({"wall_s": time.perf_counter() - t0, "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(json.dumps({"wall_s": time.perf_counter() - t0, "peak_rss_mb": rss_mb,
                   "alpha": r.scalars["alpha"], "n_pairs": cfg.n_pairs}))
 """
 

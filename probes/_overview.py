@@ -21,7 +21,7 @@ import numpy as np
 import torch
 from scipy import stats
 
-from analysis.hooks import run_with_cache
+from analysis.hooks import resid_names, run_with_cache
 from analysis.ledger import Ledger
 from analysis.model import ModelConfig, TinyTransformer
 
@@ -51,8 +51,9 @@ def uniform_attention(base: ModelConfig, tokens: torch.Tensor, preset: str) -> M
     Both are exact up to float64 rounding; one identity each, measured at the worst layer.
     """
     model = TinyTransformer(base.replace(attention="uniform"))
-    _, cache = run_with_cache(model, tokens, names=["blocks.*.attn.hook_pattern", "blocks.*.attn.hook_v",
-                                                    "blocks.*.attn.hook_z"])  # fmt: skip
+    _, cache = run_with_cache(
+        model, tokens, names=["blocks.*.attn.hook_pattern", "blocks.*.attn.hook_v", "blocks.*.attn.hook_z"]
+    )
     T = tokens.shape[1]
     t1 = torch.arange(1, T + 1, dtype=torch.float64)  # t + 1 = number of visible keys
     expected = torch.ones(T, T, dtype=torch.float64).tril() / t1[:, None]  # (T, T)
@@ -67,16 +68,26 @@ def uniform_attention(base: ModelConfig, tokens: torch.Tensor, preset: str) -> M
         # per position, in units of (t+1) max|v|: the scale of the summation error bound
         mean_dev.append(((z - running_mean).abs() / (t1[None, :, None, None] * v.abs().max())).max().item())
     led = Ledger(CONTEXT, preset=preset)
-    led.identity("uniform_pattern", measured=max(pattern_dev), expected=0.0, atol=2 * EPS,
-                 source="derivation: softmax of zero logits on the causal support",
-                 why="e^0 = 1 and t + 1 are exact: one rounded reciprocal or quotient per weight, <= 2 eps relative",
-                 statement=f"uniform attention weights equal 1/(t+1) on the causal support (worst of "
-                           f"{base.n_layers} layers, in units of one weight)")  # fmt: skip
-    led.identity("uniform_running_mean", measured=max(mean_dev), expected=0.0, atol=4 * EPS,
-                 source="derivation: z_t = (1/(t+1)) sum_{j<=t} v_j",
-                 why="sums of t+1 terms on both sides err by <= (t+1) eps max|v| each; x2 for the division",
-                 statement=f"uniform-attention output equals the causal running mean of the values (worst of "
-                           f"{base.n_layers} layers, in units of (t+1) max|v|)")  # fmt: skip
+    led.identity(
+        "uniform_pattern",
+        measured=max(pattern_dev),
+        expected=0.0,
+        atol=2 * EPS,
+        source="derivation: softmax of zero logits on the causal support",
+        why="e^0 = 1 and t + 1 are exact: one rounded reciprocal or quotient per weight, <= 2 eps relative",
+        statement=f"uniform attention weights equal 1/(t+1) on the causal support (worst of "
+        f"{base.n_layers} layers, in units of one weight)",
+    )
+    led.identity(
+        "uniform_running_mean",
+        measured=max(mean_dev),
+        expected=0.0,
+        atol=4 * EPS,
+        source="derivation: z_t = (1/(t+1)) sum_{j<=t} v_j",
+        why="sums of t+1 terms on both sides err by <= (t+1) eps max|v| each; x2 for the division",
+        statement=f"uniform-attention output equals the causal running mean of the values (worst of "
+        f"{base.n_layers} layers, in units of (t+1) max|v|)",
+    )
     return Measured({"pattern_dev": np.array(pattern_dev), "mean_dev": np.array(mean_dev)}, led)
 
 
@@ -92,14 +103,13 @@ def measure_residual_rms(base: ModelConfig, tokens: torch.Tensor, n_inits: int) 
         runs = []
         for i in range(n_inits):
             cfg = base.replace(norm=norm, seed=base.seed + i)
-            names = ["blocks.0.hook_resid_pre", "blocks.*.hook_resid_post"]
-            names += ["blocks.*.ln2.hook_in"] if norm == "post" else []
+            names = resid_names(L, "depth") + (["blocks.*.ln2.hook_in"] if norm == "post" else [])
             _, c = run_with_cache(TinyTransformer(cfg), tokens, names=names)
-            streams = [c["blocks.0.hook_resid_pre"]] + [c[f"blocks.{l}.hook_resid_post"] for l in range(L)]
+            streams = [c[name] for name in resid_names(L, "depth")]
             runs.append([x.pow(2).mean().sqrt().item() for x in streams])
             if norm == "post":
-                for l in range(L):
-                    h, y = c[f"blocks.{l}.ln2.hook_in"], c[f"blocks.{l}.hook_resid_post"]  # (B, T, d)
+                for l, post in enumerate(resid_names(L)):
+                    h, y = c[f"blocks.{l}.ln2.hook_in"], c[post]  # (B, T, d)
                     var = h.var(dim=-1, unbiased=False)  # (B, T)
                     rms_dev = y.pow(2).mean(dim=-1).sqrt() - (var / (var + cfg.norm_eps)).sqrt()  # (B, T)
                     out["post_dev"] = max(out["post_dev"], rms_dev.abs().max().item())
@@ -109,10 +119,16 @@ def measure_residual_rms(base: ModelConfig, tokens: torch.Tensor, n_inits: int) 
 
 def post_ln_rms_claim(led: Ledger, data: dict[str, Any], d_model: int) -> None:
     """LayerNorm algebra: a Post-LN block output (unit gain, zero bias) has RMS sqrt(var/(var + eps))."""
-    led.identity("post_ln_block_rms", measured=data["post_dev"], expected=0.0, atol=2 * d_model * EPS,
-                 source="derivation: LayerNorm with unit gain, zero bias", figure="overview_residual_rms",
-                 why="the norm's variance and our mean of squares each sum d terms: <= d eps relative error each",
-                 statement="Post-LN: per-token RMS of every block output equals sqrt(var/(var + eps)) of its input")  # fmt: skip
+    led.identity(
+        "post_ln_block_rms",
+        measured=data["post_dev"],
+        expected=0.0,
+        atol=2 * d_model * EPS,
+        source="derivation: LayerNorm with unit gain, zero bias",
+        figure="overview_residual_rms",
+        why="the norm's variance and our mean of squares each sum d terms: <= d eps relative error each",
+        statement="Post-LN: per-token RMS of every block output equals sqrt(var/(var + eps)) of its input",
+    )
 
 
 def pre_ln_growth_claim(led: Ledger, data: dict[str, Any]) -> None:
@@ -124,16 +140,22 @@ def pre_ln_growth_claim(led: Ledger, data: dict[str, Any]) -> None:
     ratio = data["pre"][:, -1] / data["pre"][:, 0]  # (n_inits,)
     n = len(ratio)
     k = t_multiplier(n)
-    led.direction("pre_ln_rms_grows", measured=float(ratio.mean()), sign=1, alternative=1.0,
-                  se=float(ratio.std(ddof=1) / np.sqrt(n)), k=k, seed="000#12", figure="overview_residual_rms",
-                  hypothesis="no growth: the residual stream keeps the embedding's RMS, as a normalised (Post-LN) "
-                             "stream does",
-                  source="Xiong et al. 2020 (Pre-LN hidden-state norm grows with depth at initialisation); seed "
-                         "000#12 (hidden-state magnitude escalates with depth under Pre-LN)",
-                  why=f"SE over {n} initialisations; k = {k:.3g} is the two-sided {CONFIDENCE:.0%} Student-t "
-                      f"multiplier for {n - 1} degrees of freedom",
-                  statement="Pre-LN: final / embedding residual RMS exceeds 1 beyond its spread over "
-                            "initialisations")  # fmt: skip
+    led.direction(
+        "pre_ln_rms_grows",
+        measured=float(ratio.mean()),
+        sign=1,
+        alternative=1.0,
+        se=float(ratio.std(ddof=1) / np.sqrt(n)),
+        k=k,
+        seed="000#12",
+        figure="overview_residual_rms",
+        hypothesis="no growth: the residual stream keeps the embedding's RMS, as a normalised (Post-LN) stream does",
+        source="Xiong et al. 2020 (Pre-LN hidden-state norm grows with depth at initialisation); seed "
+        "000#12 (hidden-state magnitude escalates with depth under Pre-LN)",
+        why=f"SE over {n} initialisations; k = {k:.3g} is the two-sided {CONFIDENCE:.0%} Student-t "
+        f"multiplier for {n - 1} degrees of freedom",
+        statement="Pre-LN: final / embedding residual RMS exceeds 1 beyond its spread over initialisations",
+    )
 
 
 def residual_rms(base: ModelConfig, tokens: torch.Tensor, n_inits: int, preset: str) -> Measured:

@@ -10,8 +10,9 @@ the claims about it in a :class:`Ledger` of context :data:`CONTEXT`; it returns 
 * :func:`no_skip_collapse` -- Dong et al. 2021: without skip connections the token representations
   collapse (relative residual falls), with them they do not; a direction per model, with the spread
   over text batches as its uncertainty;
-* :func:`entropy_vs_gaussian` (claims: :func:`entropy_claims`) -- the attention-entropy deficit ln n - H of a model against the
-  i.i.d.-Gaussian-logit theory at each head's measured logit std (worst layer; spread over heads).
+* :func:`entropy_vs_gaussian` (claims: :func:`entropy_claims`) -- the attention-entropy deficit ln n - H
+  of a model against the i.i.d.-Gaussian-logit theory at each head's measured logit std (worst layer; spread
+  over heads).
 """
 
 from __future__ import annotations
@@ -92,22 +93,33 @@ def gpt2_zoo_agreement(gpt2: Any, zoo: Any, tokens: torch.Tensor, preset: str) -
         worst = max(worst, diff.item())
     led = Ledger(CONTEXT, preset=preset)
     model = f"GPT-2 with random weights, {gpt2.config.n_layer} blocks, width {gpt2.config.n_embd} ({label})"
-    led.identity(f"{label}_zoo_hook_points", measured=worst if finite_match else float("nan"), expected=0.0,
-                 atol=1e-12, source="identity: the same weights in two implementations (float64)",
-                 why="rounding only: ~1e-16 per operation, amplified by depth and the softmax; 1e-12 leaves 10^3 room",
-                 statement=f"{model} and its zoo copy agree at all {len(cache_zoo)} hook points (max "
-                           "relative difference; non-finite entries in the same places)")  # fmt: skip
+    led.identity(
+        f"{label}_zoo_hook_points",
+        measured=worst if finite_match else float("nan"),
+        expected=0.0,
+        atol=1e-12,
+        source="identity: the same weights in two implementations (float64)",
+        why="rounding only: ~1e-16 per operation, amplified by depth and the softmax; 1e-12 leaves 10^3 room",
+        statement=f"{model} and its zoo copy agree at all {len(cache_zoo)} hook points (max "
+        "relative difference; non-finite entries in the same places)",
+    )
     agreement = {p: probe_agreement(p, gpt2, zoo) for p in PROBE_AGREEMENT}
     for p, diffs in agreement.items():
-        led.identity(f"{label}_zoo_probe_{p}", measured=max(diffs.values()), expected=0.0, atol=1e-12,
-                     source="identity: a probe's numbers are functions of the activations",
-                     why="as for the hook points: rounding amplified by fits and logs stays far below 1e-12",
-                     statement=f"{p} measures the same {', '.join(diffs)} on {model} and on its zoo copy")  # fmt: skip
+        led.identity(
+            f"{label}_zoo_probe_{p}",
+            measured=max(diffs.values()),
+            expected=0.0,
+            atol=1e-12,
+            source="identity: a probe's numbers are functions of the activations",
+            why="as for the hook points: rounding amplified by fits and logs stays far below 1e-12",
+            statement=f"{p} measures the same {', '.join(diffs)} on {model} and on its zoo copy",
+        )
     return Measured({"worst_hook": worst, "n_hooks": len(cache_zoo), "agreement": agreement}, led)
 
 
-def measure_rank(pairs: Mapping[str, tuple[Any, Any]], sp_config: Mapping[str, Any], preset: str
-                 ) -> tuple[dict[str, Any], dict[str, Result]]:  # fmt: skip
+def measure_rank(
+    pairs: Mapping[str, tuple[Any, Any]], sp_config: Mapping[str, Any], preset: str
+) -> tuple[dict[str, Any], dict[str, Result]]:
     """Run ``signal_propagation`` on each (with skips, without skips) pair of models.
 
     Returns ``rank[(name, skip)]`` and ``cosine[(name, skip)]``: (L + 1, batches) arrays of Dong et al.'s
@@ -137,19 +149,27 @@ def dong_claims(led: Ledger, rank: Mapping[tuple[str, bool], np.ndarray], tags: 
         logratio = np.log10(np.maximum(without, RESOLUTION)) - np.log10(np.maximum(with_skip, RESOLUTION))
         n = len(logratio)
         k = t_multiplier(n)
-        led.direction(f"dong_noskip_collapses_{tag}", measured=float(logratio.mean()), sign=-1, alternative=0.0,
-                      se=float(logratio.std(ddof=1) / np.sqrt(n)), k=k, figure="real_rank_collapse",
-                      hypothesis="no collapse: without skips the last block keeps its with-skip relative residual",
-                      source="Dong et al. 2021 (pure attention loses rank doubly exponentially with depth; "
-                             "skip connections prevent it; their pretrained networks without skips collapse)",
-                      why=f"paired over {n} text batches: SE of the per-batch log ratio; k = {k:.3g} is the "
-                          f"two-sided Student-t multiplier for {n - 1} dof; residuals floored at {RESOLUTION:g}",
-                      statement=f"{name}: log10(relative residual without skips / with skips) after the last "
-                                "block is below 0 beyond its spread over text batches")  # fmt: skip
+        led.direction(
+            f"dong_noskip_collapses_{tag}",
+            measured=float(logratio.mean()),
+            sign=-1,
+            alternative=0.0,
+            se=float(logratio.std(ddof=1) / np.sqrt(n)),
+            k=k,
+            figure="real_rank_collapse",
+            hypothesis="no collapse: without skips the last block keeps its with-skip relative residual",
+            source="Dong et al. 2021 (pure attention loses rank doubly exponentially with depth; "
+            "skip connections prevent it; their pretrained networks without skips collapse)",
+            why=f"paired over {n} text batches: SE of the per-batch log ratio; k = {k:.3g} is the "
+            f"two-sided Student-t multiplier for {n - 1} dof; residuals floored at {RESOLUTION:g}",
+            statement=f"{name}: log10(relative residual without skips / with skips) after the last "
+            "block is below 0 beyond its spread over text batches",
+        )
 
 
-def no_skip_collapse(pairs: Mapping[str, tuple[Any, Any]], tags: Mapping[str, str],
-                     sp_config: Mapping[str, Any], preset: str) -> Measured:  # fmt: skip
+def no_skip_collapse(
+    pairs: Mapping[str, tuple[Any, Any]], tags: Mapping[str, str], sp_config: Mapping[str, Any], preset: str
+) -> Measured:
     """Dong et al.'s rank collapse on real text: each model with and without skip connections."""
     data, runs = measure_rank(pairs, sp_config, preset)
     led = Ledger(CONTEXT, preset=preset)
@@ -168,8 +188,14 @@ def deficit_ratio(result: Result, n: int) -> tuple[np.ndarray, np.ndarray]:
     return ratio.mean(-1), ratio.std(-1, ddof=1) / np.sqrt(H)
 
 
-def entropy_vs_gaussian(models: Mapping[str, Any], claim_tags: Mapping[str, str], ctx_lens: tuple[int, ...],
-                        seed: int, preset: str, distinct: Iterable[str] = ()) -> Measured:  # fmt: skip
+def entropy_vs_gaussian(
+    models: Mapping[str, Any],
+    claim_tags: Mapping[str, str],
+    ctx_lens: tuple[int, ...],
+    seed: int,
+    preset: str,
+    distinct: Iterable[str] = (),
+) -> Measured:
     """Run ``attention_entropy`` (untrained measurement) on each model, on corpus text (on distinct random
     token ids for the models named in ``distinct``, which have no tokenizer); for the models in
     ``claim_tags``, compare the entropy deficit at the largest context with the i.i.d.-Gaussian theory's.
@@ -182,8 +208,9 @@ def entropy_vs_gaussian(models: Mapping[str, Any], claim_tags: Mapping[str, str]
     runs, distinct = {}, set(distinct)
     for name, m in models.items():
         data = "distinct" if name in distinct else "corpus"
-        config = probes.get("attention_entropy").Config.preset(preset, data=data, ctx_lens=tuple(ctx_lens),
-                                                                trained=False, seed=seed)  # fmt: skip
+        config = probes.get("attention_entropy").Config.preset(
+            preset, data=data, ctx_lens=tuple(ctx_lens), trained=False, seed=seed
+        )
         runs[name] = run_probe("attention_entropy", config, model=m, progress=False)
     n_top = int(ctx_lens[-1])
     led = Ledger(CONTEXT, preset=preset)
@@ -191,8 +218,9 @@ def entropy_vs_gaussian(models: Mapping[str, Any], claim_tags: Mapping[str, str]
     return Measured({"n_top": n_top, "ratio": ratios}, led, runs)
 
 
-def entropy_claims(led: Ledger, runs: Mapping[str, Result], claim_tags: Mapping[str, str], n_top: int
-                   ) -> dict[str, tuple[np.ndarray, np.ndarray]]:  # fmt: skip
+def entropy_claims(
+    led: Ledger, runs: Mapping[str, Result], claim_tags: Mapping[str, str], n_top: int
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """The entropy deficit against the i.i.d.-Gaussian theory, worst layer, for each model in ``claim_tags``.
 
     Returns every run's per-layer (mean, SE over heads) deficit ratio at ``n_top``.
@@ -203,21 +231,25 @@ def entropy_claims(led: Ledger, runs: Mapping[str, Result], claim_tags: Mapping[
         worst = int(np.argmax(np.abs(mean - 1.0) / np.maximum(se, np.finfo(float).tiny)))
         n_heads = runs[name].data.sizes["head"]
         k = t_multiplier(n_heads)
-        led.predict(f"entropy_deficit_gaussian_{tag}", measured=float(mean[worst]), expected=1.0, se=float(se[worst]),
-                    k=k, alternative=0.0, figure="real_attention_entropy",
-                    hypothesis="uniform attention: the logits' spread leaves the entropy at ln n (no deficit)",
-                    source="derivation: analysis.theory.attention_entropy (i.i.d. Gaussian logits, measured std)",
-                    why=f"SE of the per-head ratio over {n_heads} heads of the worst layer; k = {k:.3g} is the "
-                        f"two-sided Student-t multiplier for {n_heads - 1} dof",
-                    statement=f"{name}: entropy deficit ln n - H at n = {n_top} over the Gaussian theory's is 1 "
-                              f"(worst layer, {worst})")  # fmt: skip
+        led.predict(
+            f"entropy_deficit_gaussian_{tag}",
+            measured=float(mean[worst]),
+            expected=1.0,
+            se=float(se[worst]),
+            k=k,
+            alternative=0.0,
+            figure="real_attention_entropy",
+            hypothesis="uniform attention: the logits' spread leaves the entropy at ln n (no deficit)",
+            source="derivation: analysis.theory.attention_entropy (i.i.d. Gaussian logits, measured std)",
+            why=f"SE of the per-head ratio over {n_heads} heads of the worst layer; k = {k:.3g} is the "
+            f"two-sided Student-t multiplier for {n_heads - 1} dof",
+            statement=f"{name}: entropy deficit ln n - H at n = {n_top} over the Gaussian theory's is 1 "
+            f"(worst layer, {worst})",
+        )
     return ratios
 
 
 def repeat_last(models: Mapping[str, Any], rc_config: Mapping[str, Any], preset: str) -> dict[str, Result]:
     """Run ``representational_collapse`` on each model (its own claims are in each run's ledger)."""
     config = probes.get("representational_collapse").Config.preset(preset, **rc_config)
-    return {
-        name: run_probe("representational_collapse", config, model=m, progress=False)
-        for name, m in models.items()
-    }
+    return {name: run_probe("representational_collapse", config, model=m, progress=False) for name, m in models.items()}

@@ -9,7 +9,7 @@ Four measurements, each beside its closed form in :mod:`analysis.theory.attentio
    the last row of the shorter one); per ``n`` the values are averaged over the ``rows_per_n`` rows
    ending at ``n`` (their n differ by < rows_per_n / n). A bidirectional model (an encoder) gets one
    forward pass per ``n`` on the first ``n`` tokens; every row then sees ``n`` keys and the values are
-   averaged over all ``n`` rows. For every layer, head and query row, from ``hook_scores`` (reduced
+   averaged over all ``n`` rows. For every layer, head and query row, from ``hook_attn_scores`` (reduced
    inside the hook in float64, a block of rows at a time; no pattern is cached): entropy ``H``,
    ``H / ln n`` and the largest weight (softmax/ssmax kernels; for sigmoid the weights are not a
    distribution and only logits are kept), the logit standard deviation over the row's keys, the row's
@@ -35,7 +35,7 @@ Four measurements, each beside its closed form in :mod:`analysis.theory.attentio
    checkpoint (without QK-norm) the spectral entropy bound on every row of the probe batch.
 
 Passed-in models: anything satisfying :class:`analysis.protocol.ProbeModel` with token input and
-``blocks.{l}.attn.hook_scores`` hook points (our zoo, the Hugging Face adapter). ``attention`` then
+``blocks.{l}.attn.hook_attn_scores`` hook points (our zoo, the Hugging Face adapter). ``attention`` then
 names the passed model's kernel (softmax for every Hugging Face model). The logit-scale sweep and the
 Gaussian comparison are for own models only; the bounds are checked on whatever is measured.
 
@@ -51,17 +51,23 @@ import numpy as np
 import torch
 import xarray as xr
 
-from analysis.hooks import hooks
+from analysis.corpus import CorpusSpec, build_corpus
+from analysis.hooks import SCORES, canonical_name, hooks
 from analysis.ledger import Ledger
 from analysis.model import ModelConfig, TinyTransformer
 from analysis.progress import bar
 from analysis.protocol import check_length, encode_text, vocab_size
-from analysis.theory import attention_entropy as theory
-from probes.base import MAX_SEED, ModelIncompatibleError, ProbeConfig, Result, param
+from analysis.tasks import CorpusLM, MarkovLanguage
+from analysis.theory import attention_entropy as th
+from analysis.train import TrainConfig, train
+from probes.base import ModelIncompatibleError, ProbeConfig, Result, model_param, param
 
 NAME = "attention_entropy"
 DESCRIPTION = "Attention entropy vs context length and logit scale; dilution, SSMax, sigmoid; collapse in training."
-VERSION = "4"  # 4: Gaussian-entropy claims not evaluated past the quadrature's reach (were NaN fails); 3: claims ledger roles; replicate models, training seeds, SSMax fading away from s g = 1
+# VERSION history: 5: sigmoid row totals at initialisation (b = 0 and b = -ln n) with their claims; 4:
+# Gaussian-entropy claims not evaluated past the quadrature's reach (were NaN fails); 3: claims ledger roles;
+# replicate models, training seeds, SSMax fading away from s g = 1
+VERSION = "5"
 REQUIRES = {"input": "tokens"}
 
 # Largest values the config accepts: far beyond every preset and notebook, and below where the logits (float32
@@ -78,63 +84,98 @@ ROW_BLOCK = 256  # query rows reduced at a time inside the hook (bounds float64 
 @dataclass(frozen=True)
 class Config(ProbeConfig):
     PRESETS = {
-        "smoke": {"ctx_lens": (16, 64, 256), "sweep_len": 256, "scale_factors": (1.0, 8.0), "replicates": 3,
-                  "planted_max_n": 1024, "d_model": 32, "lr": (1e-1,), "train_steps": 15, "train_seeds": 2,
-                  "train_seq_len": 32, "train_data": "markov"},
+        "smoke": {
+            "ctx_lens": (16, 64, 256),
+            "sweep_len": 256,
+            "scale_factors": (1.0, 8.0),
+            "replicates": 3,
+            "planted_max_n": 1024,
+            "d_model": 32,
+            "lr": (1e-1,),
+            "train_steps": 15,
+            "train_seeds": 2,
+            "train_seq_len": 32,
+            "train_data": "markov",
+        },
         "full": {},
-    }  # fmt: skip
+    }
 
     # --- model ----------------------------------------------------------------------------------
-    attention: str = param("softmax", "attention kernel of the measured models",
-                           choices=("softmax", "ssmax", "sigmoid"))  # fmt: skip
-    logit_scale: float | None = param(None, "multiplier of q.k (none: 1/sqrt(d_head))", minimum=0.0, maximum=MAX_SCALE)
-    layers: int = param(2, "transformer blocks", minimum=1)
-    heads: int = param(2, "attention heads per layer", minimum=1)
-    d_model: int = param(64, "residual width", minimum=2)
-    seed: int = param(0, "model weights, tokens and training data", minimum=0, maximum=MAX_SEED)
+    attention: str = model_param(
+        "attention", "softmax", "attention kernel of the measured models", choices=("softmax", "ssmax", "sigmoid")
+    )
+    logit_scale: float | None = model_param("logit_scale", None, minimum=0.0, maximum=MAX_SCALE)
+    layers: int = model_param("layers", 2)
+    heads: int = model_param("heads", 2)
+    d_model: int = model_param("d_model", 64)
+    seed: int = model_param("seed", 0, "model weights, tokens and training data")
     # --- untrained measurement --------------------------------------------------------------------
-    ctx_lens: tuple[int, ...] = param((16, 64, 256, 1024, 4096), "context lengths n (keys visible to a row)",
-                                      minimum=2)  # fmt: skip
+    ctx_lens: tuple[int, ...] = param((16, 64, 256, 1024, 4096), "context lengths n (keys visible to a row)", minimum=2)
     rows_per_n: int = param(8, "query rows averaged per n (the rows ending at n; causal models)", minimum=1)
-    replicates: int = param(4, "independent untrained models (seeds seed, seed+1, ...: weights and tokens) of the "
-                            "Gaussian-entropy comparisons; their spread over models and heads is the measurement's "
-                            "uncertainty", minimum=2)  # fmt: skip
-    data: str = param("distinct", "input of the untrained measurement: distinct (random distinct token ids) | "
-                      "corpus (held-out docstring text in the model's encoding)", choices=("distinct", "corpus"))  # fmt: skip
-    scale_factors: tuple[float, ...] = param((0.5, 1.0, 2.0, 4.0, 8.0, 16.0),
-                                             "logit-scale sweep: multiples of 1/sqrt(d_head)", minimum=0.0,
-                                             maximum=MAX_SCALE)  # fmt: skip
+    replicates: int = param(
+        4,
+        "independent untrained models (seeds seed, seed+1, ...: weights and tokens) of the "
+        "Gaussian-entropy comparisons; their spread over models and heads is the measurement's "
+        "uncertainty",
+        minimum=2,
+    )
+    data: str = param(
+        "distinct",
+        "input of the untrained measurement: distinct (random distinct token ids) | "
+        "corpus (held-out docstring text in the model's encoding)",
+        choices=("distinct", "corpus"),
+    )
+    scale_factors: tuple[float, ...] = param(
+        (0.5, 1.0, 2.0, 4.0, 8.0, 16.0),
+        "logit-scale sweep: multiples of 1/sqrt(d_head)",
+        minimum=0.0,
+        maximum=MAX_SCALE,
+    )
     sweep_len: int = param(1024, "context length n of the logit-scale sweep", minimum=2)
     # --- planted key ----------------------------------------------------------------------------
-    planted_gap: float = param(2.0, "logit gap g of the planted key (the fading sweep sets s = s g / g)",
-                               minimum=MIN_GAP, maximum=MAX_GAP)  # fmt: skip
-    ssmax_s: float = param(0.75, "SSMax s (logits times s ln n); s g >= 1 stops the fading", minimum=0.0,
-                           maximum=MAX_GAP)  # fmt: skip
-    sigmoid_bias: float = param(0.0, "sigmoid attention bias b", minimum=-MAX_GAP, maximum=MAX_GAP)
-    fade_sg: tuple[float, ...] = param((0.25, 0.5, 0.75, 1.0, 1.5, 2.0), "values of s g whose SSMax fading rate "
-                                       "d ln w / d ln n is fitted (s = value / planted_gap)", minimum=0.0,
-                                       maximum=MAX_GAP)  # fmt: skip
-    fade_margin: float = param(0.5, "the fading-rate claims are made at |s g - 1| >= this (near the threshold the "
-                               "rate converges too slowly in n to be measured)", minimum=0.0)  # fmt: skip
-    planted_max_n: int = param(4096, "largest n of the planted-key network (the fading rates are fitted over its "
-                               "top decade)", minimum=20)  # fmt: skip
+    planted_gap: float = param(
+        2.0, "logit gap g of the planted key (the fading sweep sets s = s g / g)", minimum=MIN_GAP, maximum=MAX_GAP
+    )
+    ssmax_s: float = model_param(
+        "ssmax_s", 0.75, "SSMax s (logits times s ln n); s g >= 1 stops the fading", maximum=MAX_GAP
+    )
+    sigmoid_bias: float = model_param("sigmoid_bias", 0.0, minimum=-MAX_GAP, maximum=MAX_GAP)
+    fade_sg: tuple[float, ...] = param(
+        (0.25, 0.5, 0.75, 1.0, 1.5, 2.0),
+        "values of s g whose SSMax fading rate d ln w / d ln n is fitted (s = value / planted_gap)",
+        minimum=0.0,
+        maximum=MAX_GAP,
+    )
+    fade_margin: float = param(
+        0.5,
+        "the fading-rate claims are made at |s g - 1| >= this (near the threshold the "
+        "rate converges too slowly in n to be measured)",
+        minimum=0.0,
+    )
+    planted_max_n: int = param(
+        4096, "largest n of the planted-key network (the fading rates are fitted over its top decade)", minimum=20
+    )
     # --- training -------------------------------------------------------------------------------
     trained: bool = param(True, "train tiny LMs over the lr x qk_norm sweep")
-    lr: tuple[float, ...] = param((1e-3, 1e-2, 1e-1), "peak learning rates of the trained sweep", minimum=0.0,
-                                  maximum=MAX_LR)  # fmt: skip
+    lr: tuple[float, ...] = param(
+        (1e-3, 1e-2, 1e-1), "peak learning rates of the trained sweep", minimum=0.0, maximum=MAX_LR
+    )
     qk_norm: tuple[bool, ...] = param((False, True), "QK-norm settings of the trained sweep")
-    train_data: str = param("corpus", "training data: markov | corpus (character-level docstrings)",
-                            choices=("markov", "corpus"))  # fmt: skip
+    train_data: str = param(
+        "corpus", "training data: markov | corpus (character-level docstrings)", choices=("markov", "corpus")
+    )
     train_steps: int = param(150, "optimiser updates per run", minimum=1)
-    train_seeds: int = param(3, "training seeds (seed, seed+1, ...: weights and data) per lr and QK-norm setting; "
-                             "their spread is the uncertainty of the training claims", minimum=1)  # fmt: skip
+    train_seeds: int = param(
+        3,
+        "training seeds (seed, seed+1, ...: weights and data) per lr and QK-norm setting; "
+        "their spread is the uncertainty of the training claims",
+        minimum=1,
+    )
     train_seq_len: int = param(32, "training context length", minimum=4)
     spike_nats: float = param(0.5, "a loss spike: loss above its running minimum by more than this", minimum=0.0)
 
     def validate(self) -> None:
         super().validate()
-        if self.d_model % self.heads:
-            raise ValueError(f"d_model ({self.d_model}) must be divisible by heads ({self.heads})")
         if list(self.ctx_lens) != sorted(set(self.ctx_lens)):
             raise ValueError(f"ctx_lens must be strictly increasing, got {list(self.ctx_lens)}")
         if self.rows_per_n > min(self.ctx_lens):
@@ -153,25 +194,49 @@ class Config(ProbeConfig):
 # Models
 
 
-def model_config(config: Config, *, vocab: int, logit_scale: float | None = None, qk_norm: bool = False,
-                 attention: str | None = None, seed: int | None = None) -> ModelConfig:  # fmt: skip
-    """The measured TinyTransformer: pre-LN, no positions (so row n-1 sees exactly n keys). ``seed`` (default
-    ``config.seed``) is a replicate's own seed, which may pass the config's largest seed."""
-    return ModelConfig(
-        input="tokens", vocab_size=vocab, output="lm", d_model=config.d_model, n_layers=config.layers,
-        n_heads=config.heads, norm="pre", attention=attention or config.attention,
-        logit_scale=logit_scale if logit_scale is not None else config.logit_scale, qk_norm=qk_norm,
-        ssmax_s=config.ssmax_s, sigmoid_bias=config.sigmoid_bias, pos="none",
-        seed=config.seed if seed is None else seed,
-    )  # fmt: skip
+def model_config(
+    config: Config,
+    *,
+    vocab: int,
+    logit_scale: float | None = None,
+    qk_norm: bool = False,
+    attention: str | None = None,
+    seed: int | None = None,
+) -> ModelConfig:
+    """The measured TinyTransformer: the config's model fields, pre-LN, no positions (so row n-1 sees exactly
+    n keys), a vocabulary of ``vocab`` tokens. ``logit_scale``, ``attention`` and ``seed`` replace the config's
+    when given; ``seed`` is a replicate's own seed, which may pass the config's largest seed."""
+    given = {"logit_scale": logit_scale, "attention": attention or None, "seed": seed}
+    return config.model_config(
+        input="tokens",
+        vocab_size=vocab,
+        output="lm",
+        norm="pre",
+        pos="none",
+        qk_norm=qk_norm,
+        **{k: v for k, v in given.items() if v is not None},
+    )
 
 
 def planted_model(kernel: str, g: float, *, ssmax_s: float, sigmoid_bias: float) -> TinyTransformer:
     """One head (d_head 1), width 2, attention only, float64: logit ``q_i k_j = g [j = 0]`` when fed
     :func:`planted_inputs` (q reads coordinate 0, k reads coordinate 1 times g)."""
-    cfg = ModelConfig(input="embedded", output="none", d_model=2, n_layers=1, n_heads=1, d_head=1, d_mlp=0,
-                      norm="none", attention=kernel, logit_scale=1.0, ssmax_s=ssmax_s, sigmoid_bias=sigmoid_bias,
-                      dtype="float64", seed=0)  # fmt: skip
+    cfg = ModelConfig(
+        input="embedded",
+        output="none",
+        d_model=2,
+        n_layers=1,
+        n_heads=1,
+        d_head=1,
+        d_mlp=0,
+        norm="none",
+        attention=kernel,
+        logit_scale=1.0,
+        ssmax_s=ssmax_s,
+        sigmoid_bias=sigmoid_bias,
+        dtype="float64",
+        seed=0,
+    )
     model = TinyTransformer(cfg).eval()
     attn = model.blocks[0].attn
     with torch.no_grad():
@@ -234,11 +299,14 @@ def _row_stats(scores: torch.Tensor, normalised: bool) -> dict[str, torch.Tensor
 
 
 def score_hook_names(model) -> list[str]:
-    """``blocks.{l}.attn.hook_scores`` of every layer the model exposes, in layer order."""
-    names = [h for h in model.hook_names() if h.startswith("blocks.") and h.endswith(".attn.hook_scores")]
+    """``blocks.{l}.attn.hook_attn_scores`` of every layer the model exposes, in layer order (a model that
+    names them ``attn.hook_scores``, the older spelling, is read the same way)."""
+    names = [h for h in model.hook_names() if h.startswith("blocks.") and canonical_name(h).endswith(".attn." + SCORES)]
     if not names:
-        raise ModelIncompatibleError("the model exposes no blocks.{l}.attn.hook_scores hook points (pre-softmax logits); "
-                         "attention_entropy needs them")  # fmt: skip
+        raise ModelIncompatibleError(
+            "the model exposes no blocks.{l}.attn.hook_attn_scores hook points (pre-softmax logits); "
+            "attention_entropy needs them"
+        )
     return sorted(names, key=lambda h: int(h.split(".")[1]))
 
 
@@ -269,8 +337,12 @@ def attention_inputs_and_sigma(model, tokens: torch.Tensor) -> tuple[np.ndarray,
     ``W_q``/``W_k``) or uses QK-norm/RoPE (the spectral bound then does not apply)."""
     blocks = getattr(model, "blocks", None)
     cfg = getattr(model, "config", None)
-    if blocks is None or getattr(cfg, "qk_norm", True) is not False or getattr(cfg, "pos", None) == "rope" \
-            or getattr(cfg, "norm", None) != "pre":  # fmt: skip
+    if (
+        blocks is None
+        or getattr(cfg, "qk_norm", True) is not False
+        or getattr(cfg, "pos", None) == "rope"
+        or getattr(cfg, "norm", None) != "pre"
+    ):
         return None
     names = [f"blocks.{i}.ln1.hook_normalized" for i in range(len(blocks))]
     if not set(names) <= set(model.hook_names()):
@@ -310,7 +382,7 @@ def spectral_bound_rows(model, tokens: torch.Tensor, causal: bool = True) -> np.
         run_max = np.broadcast_to(x.max(-1, keepdims=True), x.shape)
         n = np.full(T, T)
     c = model.config.scale
-    return theory.spectral_entropy_bound(n[None, None], sig[:, :, None], c, x[:, None, :], run_max[:, None, :])
+    return th.spectral_entropy_bound(n[None, None], sig[:, :, None], c, x[:, None, :], run_max[:, None, :])
 
 
 def _worst_ratio(small: np.ndarray, big: np.ndarray) -> float:
@@ -340,8 +412,6 @@ def distinct_tokens(T: int, seed: int, vocab: int | None = None) -> torch.Tensor
 def corpus_tokens(model, T: int, seed: int) -> torch.Tensor:
     """(1, T) token ids of held-out corpus text in the model's own encoding (:func:`encode_text`),
     starting at a seed-dependent offset of the validation split."""
-    from analysis.corpus import build_corpus
-
     corpus = build_corpus()
     val = corpus.val_tokens
     start = (seed * 7919) % max(1, len(val) // 2)  # tokens only
@@ -356,8 +426,9 @@ def corpus_tokens(model, T: int, seed: int) -> torch.Tensor:
     return ids[:T].to(torch.long)[None, :]
 
 
-def measure_untrained(model, tokens: torch.Tensor, ns, k: int, *, normalised: bool, causal: bool,
-                      progress: bool = False) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], dict[str, float]]:  # fmt: skip
+def measure_untrained(
+    model, tokens: torch.Tensor, ns, k: int, *, normalised: bool, causal: bool, progress: bool = False
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], dict[str, float]]:
     """Per-n values (L, H, N), the rows of the longest pass (L, H, T) and row-wise bound slacks.
 
     Causal: one pass; per n the ``k`` rows ending at n. Bidirectional: one pass on the first n tokens per
@@ -373,10 +444,10 @@ def measure_untrained(model, tokens: torch.Tensor, ns, k: int, *, normalised: bo
         slack["absmax"] = max(slack["absmax"], float(r["absmax"].max()))
         if normalised:
             many = r["n"] >= 2  # a single key is the equality case of both bounds (slack 0), left out
-            rb = theory.entropy_lower_bound_range(r["n"], r["range"])
+            rb = th.entropy_lower_bound_range(r["n"], r["range"])
             slack["range"] = min(slack["range"], float(np.min((r["entropy"] - rb)[many])))
             slack["range_tight"] = max(slack["range_tight"], _worst_ratio(rb[many], r["entropy"][many]))
-            mb = theory.max_weight_bound(r["n"], r["absmax"])
+            mb = th.max_weight_bound(r["n"], r["absmax"])
             slack["max_weight"] = min(slack["max_weight"], float(np.min((mb - r["max_weight"])[many])))
             slack["max_weight_tight"] = max(slack["max_weight_tight"], _worst_ratio(r["max_weight"][many], mb[many]))
 
@@ -388,7 +459,7 @@ def measure_untrained(model, tokens: torch.Tensor, ns, k: int, *, normalised: bo
         if normalised:
             out["entropy"] = _entropy_at_n(rows["entropy"], ns, k)
             out["max_weight"] = _at_n(rows["max_weight"], ns, k)
-            out["max_weight_bound"] = _at_n(theory.max_weight_bound(rows["n"], rows["absmax"]), ns, k)
+            out["max_weight_bound"] = _at_n(th.max_weight_bound(rows["n"], rows["absmax"]), ns, k)
     else:
         for n in bar(ns, progress=progress, desc="context lengths", leave=False):
             rows = measure_rows(model, tokens[:, : int(n)], normalised=normalised)
@@ -397,7 +468,7 @@ def measure_untrained(model, tokens: torch.Tensor, ns, k: int, *, normalised: bo
             if normalised:
                 per_n["entropy"].append(rows["entropy"].mean(-1))
                 per_n["max_weight"].append(rows["max_weight"].mean(-1))
-                per_n["max_weight_bound"].append(theory.max_weight_bound(rows["n"], rows["absmax"]).mean(-1))
+                per_n["max_weight_bound"].append(th.max_weight_bound(rows["n"], rows["absmax"]).mean(-1))
         out = {key: np.stack(v, axis=-1) for key, v in per_n.items() if v}
         nan_rows = np.full(out["std"].shape, np.nan)
     for key in ("entropy", "max_weight", "max_weight_bound"):
@@ -410,22 +481,23 @@ def measure_untrained(model, tokens: torch.Tensor, ns, k: int, *, normalised: bo
 
 
 def _task(config: Config):
-    from analysis.tasks import CorpusLM, MarkovLanguage
-
     if config.train_data == "markov":
         return MarkovLanguage(vocab_size=64, seq_len=config.train_seq_len, concentration=0.1, seed=config.seed)
-    from analysis.corpus import CorpusSpec
-
     return CorpusLM(seq_len=config.train_seq_len, corpus=CorpusSpec(encoding="char"))
 
 
 def train_config(config: Config, lr: float, seed: int | None = None):
     """AdamW, short warm-up, constant lr, no clipping and no decay: the setting where logit growth shows."""
-    from analysis.train import TrainConfig
-
-    return TrainConfig(steps=config.train_steps, batch_size=16, lr=lr, warmup_steps=min(20, config.train_steps // 5),
-                       schedule="constant", weight_decay=0.0, grad_clip=0.0,
-                       seed=config.seed if seed is None else seed)  # fmt: skip
+    return TrainConfig(
+        steps=config.train_steps,
+        batch_size=16,
+        lr=lr,
+        warmup_steps=min(20, config.train_steps // 5),
+        schedule="constant",
+        weight_decay=0.0,
+        grad_clip=0.0,
+        seed=config.seed if seed is None else seed,
+    )
 
 
 def make_trace_callback(probe_batch: torch.Tensor):
@@ -458,8 +530,6 @@ def loss_spikes(loss: np.ndarray, nats: float) -> int:
 def train_sweep(config: Config, progress: bool = True) -> dict[str, np.ndarray]:
     """Every (QK-norm, lr, training seed) run: traces (..., step), per-head traces (..., layer, head, step),
     final per-head entropies, loss spikes, and Zhai et al.'s bound on the trained checkpoint (slack, tightness)."""
-    from analysis.train import train
-
     shape = (len(config.qk_norm), len(config.lr), config.train_seeds)
     T = config.train_steps
     out = {k: np.full(shape + (T,), np.nan) for k in ("trace_max_logit", "trace_min_ent_norm", "trace_loss")}
@@ -477,16 +547,24 @@ def train_sweep(config: Config, progress: bool = True) -> dict[str, np.ndarray]:
     runs = [(i, j, t) for i in range(shape[0]) for j in range(shape[1]) for t in range(shape[2])]
     for i, j, t in bar(runs, progress=progress, desc="train sweep", leave=False):
         seed = config.seed + t
-        cfg = model_config(config, vocab=task.vocab_size, qk_norm=config.qk_norm[i]).replace(attention="softmax",
-                                                                                              seed=seed)  # fmt: skip
-        res = train(cfg, task, train_config(config, config.lr[j], seed), progress=False,
-                    callback=make_trace_callback(probe_x), callback_id=CALLBACK_ID)  # fmt: skip
+        cfg = model_config(config, vocab=task.vocab_size, qk_norm=config.qk_norm[i]).replace(
+            attention="softmax", seed=seed
+        )
+        res = train(
+            cfg,
+            task,
+            train_config(config, config.lr[j], seed),
+            progress=False,
+            callback=make_trace_callback(probe_x),
+            callback_id=CALLBACK_ID,
+        )
         h = res.history
         out["trace_max_logit"][i, j, t] = h["max_logit"]
         out["trace_min_ent_norm"][i, j, t] = h["min_ent_norm"]
         out["trace_loss"][i, j, t] = h["loss"]
-        out["final_ent_norm"][i, j, t] = [[h[f"ent_norm_l{la}_h{hd}"][-1] for hd in range(config.heads)]
-                                          for la in range(config.layers)]  # fmt: skip
+        out["final_ent_norm"][i, j, t] = [
+            [h[f"ent_norm_l{la}_h{hd}"][-1] for hd in range(config.heads)] for la in range(config.layers)
+        ]
         for la in range(config.layers):
             for hd in range(config.heads):
                 out["trace_head_ent_norm"][i, j, t, la, hd] = h[f"ent_norm_l{la}_h{hd}"]
@@ -510,7 +588,7 @@ def train_sweep(config: Config, progress: bool = True) -> dict[str, np.ndarray]:
 def _gaussian_exact(n, std: np.ndarray) -> np.ndarray:
     """The exact Gaussian entropy ``E[H]`` at every measured std (``n`` broadcast against ``std``)."""
     n_b = np.broadcast_to(n, std.shape)
-    return np.vectorize(lambda n_, s_: theory.gaussian_entropy_exact(int(n_), float(s_)))(n_b, std)
+    return np.vectorize(lambda n_, s_: th.gaussian_entropy_exact(int(n_), float(s_)))(n_b, std)
 
 
 def measure_replicates(config: Config, first: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -543,11 +621,11 @@ def measure_sweep(config: Config, progress: bool = False) -> dict[str, np.ndarra
         rows = measure_rows(m, distinct_tokens(n_, seed), normalised=True)
         out["ent"][a, r] = _entropy_at_n(rows["entropy"], [n_], k)[..., 0]
         out["std"][a, r] = rows["std"][..., n_ - k : n_].mean(-1)
-        mb = theory.max_weight_bound(rows["n"], rows["absmax"])
+        mb = th.max_weight_bound(rows["n"], rows["absmax"])
         many = rows["n"] >= 2
         slack = min(slack, float(np.min((mb - rows["max_weight"])[many])))
         tight = max(tight, _worst_ratio(rows["max_weight"][many], mb[many]))
-    out["lln"] = theory.lln_entropy(n_, out["std"][:, :, 0])  # layer 0: its keys are i.i.d. by construction
+    out["lln"] = th.lln_entropy(n_, out["std"][:, :, 0])  # layer 0: its keys are i.i.d. by construction
     out["exact"] = _gaussian_exact(n_, out["std"][:, :, 0])
     out["slack"], out["tight"] = slack, tight
     return out
@@ -573,15 +651,160 @@ def measure_fading(config: Config) -> dict[str, np.ndarray]:
     kernels = ("softmax", "ssmax", "sigmoid")
     out = {"n": n, "kernels": kernels}
     out["planted"] = np.stack([measure_planted(kn, n, config) for kn in kernels])
-    out["planted_theory"] = np.stack([theory.planted_weight(kn, n, g, ssmax_s=config.ssmax_s,
-                                                            sigmoid_bias=config.sigmoid_bias) for kn in kernels])  # fmt: skip
+    out["planted_theory"] = np.stack(
+        [th.planted_weight(kn, n, g, ssmax_s=config.ssmax_s, sigmoid_bias=config.sigmoid_bias) for kn in kernels]
+    )
     out["fade_w"] = np.stack([measure_planted("ssmax", n, config, ssmax_s=sg / g) for sg in config.fade_sg])
-    out["fade_theory"] = np.stack([theory.planted_weight_ssmax(n, g, sg / g) for sg in config.fade_sg])
+    out["fade_theory"] = np.stack([th.planted_weight_ssmax(n, g, sg / g) for sg in config.fade_sg])
     fits = np.array([fade_fits(n, w, top) for w in out["fade_w"]])  # (S, 2)
     out["rate"], out["rate_lo"] = fits[:, 0], fits[:, 1]
-    out["asym"] = np.array([theory.ssmax_fade_rate(sg) for sg in config.fade_sg])
+    out["asym"] = np.array([th.ssmax_fade_rate(sg) for sg in config.fade_sg])
     out["softmax_rate"], out["softmax_rate_lo"] = fade_fits(n, out["planted"][0], top)
     return out
+
+
+def _sigmoid_rows(model, tokens: torch.Tensor, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The last ``k`` query rows of one forward pass: each row's total attention weight (``hook_pattern``
+    summed over keys) and its logit std (``hook_attn_scores``), both (L, H, k) in float64."""
+    names = score_hook_names(model)
+    totals: dict[int, np.ndarray] = {}
+    stds: dict[int, np.ndarray] = {}
+
+    def on_scores(sc: torch.Tensor, name: str) -> None:  # (B, H, T, T)
+        stds[int(name.split(".")[1])] = _row_stats(sc[:, :, -k:], False)["std"].mean(0).numpy()
+
+    def on_pattern(p: torch.Tensor, name: str) -> None:  # (B, H, T, T): sigmoid weights, 0 off the support
+        totals[int(name.split(".")[1])] = p[:, :, -k:].double().sum(-1).mean(0).numpy()
+
+    pattern = [f"blocks.{n.split('.')[1]}.attn.hook_pattern" for n in names]
+    with torch.no_grad(), hooks(model, [(n, on_scores) for n in names] + [(n, on_pattern) for n in pattern]):
+        model(tokens)
+    layers = sorted(stds)
+    return np.stack([totals[lay] for lay in layers]), np.stack([stds[lay] for lay in layers])
+
+
+def measure_sigmoid_totals(config: Config) -> dict[str, np.ndarray]:
+    """Sigmoid attention at initialisation (seed 000#17): own untrained causal models with ``attention =
+    sigmoid`` on distinct tokens, ``sigmoid_bias`` b = 0 and b = -ln n at n = ``sweep_len`` (every replicate
+    model), the total weight of each of the last ``rows_per_n`` query rows and its theory ``n_i E sigma(s Z + b)``
+    at the row's measured logit std (``n_i`` = the keys row i sees). Arrays (bias, replicate, layer, head, row)."""
+    n_, k = config.sweep_len, config.rows_per_n
+    biases = np.array([0.0, -math.log(n_)])
+    shape = (len(biases), config.replicates, config.layers, config.heads, k)
+    total, std = np.full(shape, np.nan), np.full(shape, np.nan)
+    for a, b in enumerate(biases):
+        for r in range(config.replicates):
+            seed = config.seed + r  # as the replicate models: not through Config.replace (may pass MAX_SEED)
+            cfg = model_config(config, vocab=n_, attention="sigmoid", seed=seed).replace(sigmoid_bias=float(b))
+            total[a, r], std[a, r] = _sigmoid_rows(TinyTransformer(cfg).eval(), distinct_tokens(n_, seed), k)
+    keys = np.arange(n_ - k + 1, n_ + 1)
+    theory = th.sigmoid_row_total(keys, std, biases[:, None, None, None, None])
+    return {"total": total, "std": std, "theory": theory, "bias": biases, "keys": keys}
+
+
+def sigmoid_arrays(sig: dict | None) -> tuple[dict, dict]:
+    """The sigmoid row totals as dataset variables and coordinates (empty when not measured)."""
+    if sig is None:
+        return {}, {}
+    dims = ("bias", "replicate", "layer", "head", "keys")
+    data = {
+        "sigmoid_total": (dims, sig["total"]),
+        "sigmoid_logit_std": (dims, sig["std"]),
+        "sigmoid_total_theory": (dims, sig["theory"]),
+    }
+    return data, {"bias": sig["bias"], "keys": sig["keys"]}
+
+
+def measured_tokens(config: Config, model, T: int) -> torch.Tensor:
+    """(1, T) token ids of the measurement: distinct ids (``data="distinct"``) or held-out corpus text."""
+    if config.data != "distinct":
+        return corpus_tokens(model, T, config.seed)
+    v = vocab_size(model)
+    if v is None or v < T:
+        raise ValueError(
+            f"data='distinct' needs a vocabulary of at least max(ctx_lens) = {T} distinct tokens, the model has {v}"
+        )
+    return distinct_tokens(T, config.seed, vocab=v)
+
+
+def row_arrays(ns: np.ndarray, per_n: dict, rows: dict, normalised: bool) -> dict:
+    """The arrays of the untrained measurement (per n, per row) with their theory: ``{name: (dims, values)}``."""
+    ent, std = per_n["entropy"], per_n["std"]
+    nan_rows = np.full(rows["std"].shape, np.nan)
+    # theory at the measured logit std (attention kernel softmax: ssmax rescales the logits by s ln n
+    # before hook_attn_scores, so its measured std already includes the factor)
+    data = {
+        "entropy": (("layer", "head", "n"), ent),
+        "entropy_norm": (("layer", "head", "n"), ent / np.log(ns)),
+        "max_weight": (("layer", "head", "n"), per_n["max_weight"]),
+        "logit_std": (("layer", "head", "n"), std),
+        "max_weight_bound": (("layer", "head", "n"), per_n["max_weight_bound"]),
+        "theory_entropy": (("layer", "head", "n"), _gaussian_exact(ns, std)),
+        "theory_entropy_lln": (("layer", "head", "n"), th.lln_entropy(ns, std)),
+        "entropy_rows": (("layer", "head", "row"), rows["entropy"] if normalised else nan_rows),
+        "max_weight_rows": (("layer", "head", "row"), rows["max_weight"] if normalised else nan_rows),
+        "logit_absmax_rows": (("layer", "head", "row"), rows["absmax"]),
+        "logit_range_rows": (("layer", "head", "row"), rows["range"]),
+        "range_bound_rows": (("layer", "head", "row"), th.entropy_lower_bound_range(rows["n"], rows["range"])),
+    }
+    return data
+
+
+def bound_and_scale_arrays(spec, rep, sweep, T: int) -> dict:
+    """The spectral bound per row, the replicate models and the logit-scale sweep, those measured (the
+    others are ``None``): ``{name: (dims, values)}``."""
+    data = {}
+    if spec is not None:
+        data["spectral_bound_rows"] = (("layer", "head", "row"), spec)
+    if rep is not None:
+        data["rep_entropy"] = (("replicate", "layer", "head", "n"), rep["entropy"])
+        data["rep_logit_std"] = (("replicate", "layer", "head", "n"), rep["std"])
+        data["rep_theory_entropy_top"] = (("replicate", "layer", "head"), _gaussian_exact(T, rep["std"][..., -1]))
+    if sweep is not None:
+        dims = ("scale_factor", "replicate", "layer", "head")
+        data["sweep_entropy"], data["sweep_logit_std"] = (dims, sweep["ent"]), (dims, sweep["std"])
+        data["sweep_theory_exact_layer0"] = (("scale_factor", "replicate", "head"), sweep["exact"])
+        data["sweep_theory_lln_layer0"] = (("scale_factor", "replicate", "head"), sweep["lln"])
+    return data
+
+
+def fading_arrays(fade: dict) -> dict:
+    """The planted-key weights and SSMax fading rates of :func:`measure_fading`: ``{name: (dims, values)}``."""
+    return {
+        "planted_weight": (("kernel", "n_planted"), fade["planted"]),
+        "planted_theory": (("kernel", "n_planted"), fade["planted_theory"]),
+        "fade_weight": (("fade_sg", "n_planted"), fade["fade_w"]),
+        "fade_theory": (("fade_sg", "n_planted"), fade["fade_theory"]),
+        "fade_rate": (("fade_sg",), fade["rate"]),
+        "fade_rate_lower_half": (("fade_sg",), fade["rate_lo"]),
+        "fade_rate_theory": (("fade_sg",), fade["asym"]),
+    }
+
+
+def training_arrays(config: Config, tr: dict) -> tuple[dict, dict]:
+    """``(arrays, coords)`` of the training sweep of :func:`train_sweep`."""
+    coords = {
+        "qk_norm": list(config.qk_norm),
+        "lr": np.asarray(config.lr),
+        "train_seed": np.arange(config.train_seeds),
+        "step": np.arange(config.train_steps),
+    }
+    run_dims = ("qk_norm", "lr", "train_seed")
+    data = {}
+    for name in ("trace_max_logit", "trace_min_ent_norm", "trace_loss"):
+        data[name] = ((*run_dims, "step"), tr[name])
+    data["final_ent_norm"] = ((*run_dims, "layer", "head"), tr["final_ent_norm"])
+    for name in ("trace_head_max_logit", "trace_head_ent_norm"):
+        data[name] = ((*run_dims, "layer", "head", "step"), tr[name])
+    for name, key in (
+        ("trained_spectral_slack", "spectral_slack"),
+        ("trained_spectral_tightness", "spectral_tightness"),
+        ("trained_spectral_min_bound", "spectral_min_bound"),
+        ("loss_spikes", "spikes"),
+        ("final_loss", "final_loss"),
+    ):
+        data[name] = (run_dims, tr[key])
+    return data, coords
 
 
 def run(config: Config, model=None, progress: bool = True) -> Result:
@@ -594,24 +817,11 @@ def run(config: Config, model=None, progress: bool = True) -> Result:
         model = TinyTransformer(model_config(config, vocab=T if config.data == "distinct" else max(T, 256))).eval()
     check_length(model, T, "max(ctx_lens)")
     causal = bool(model.causal)
-    if config.data == "distinct":
-        v = vocab_size(model)
-        if v is None or v < T:
-            raise ValueError(f"data='distinct' needs a vocabulary of at least max(ctx_lens) = {T} distinct tokens, "
-                             f"the model has {v}")  # fmt: skip
-        tokens = distinct_tokens(T, config.seed, vocab=v)
-    else:
-        tokens = corpus_tokens(model, T, config.seed)
-    per_n, rows, slack = measure_untrained(model, tokens, ns, k, normalised=normalised, causal=causal,
-                                           progress=progress)  # fmt: skip
+    tokens = measured_tokens(config, model, T)
+    per_n, rows, slack = measure_untrained(
+        model, tokens, ns, k, normalised=normalised, causal=causal, progress=progress
+    )
     L, H = rows["std"].shape[:2]
-
-    ent, maxw, std = per_n["entropy"], per_n["max_weight"], per_n["std"]
-    # theory at the measured logit std (attention kernel softmax: ssmax rescales the logits by s ln n
-    # before hook_scores, so its measured std already includes the factor)
-    th_lln = theory.lln_entropy(ns, std)
-    th_exact = _gaussian_exact(ns, std)
-    rng_bound = theory.entropy_lower_bound_range(rows["n"], rows["range"])
     spec = spectral_bound_rows(model, tokens[:, : rows["n"].shape[-1]], causal=causal)
     if spec is not None and normalised:
         many = rows["n"] >= 2
@@ -622,70 +832,52 @@ def run(config: Config, model=None, progress: bool = True) -> Result:
     gauss = own_model and normalised and config.data == "distinct" and causal
     rep = measure_replicates(config, per_n) if gauss else None
     sweep = measure_sweep(config, progress=progress) if own_model and normalised else None
+    if sweep is not None:
+        slack["sweep_max_weight"], slack["sweep_max_weight_tight"] = sweep["slack"], sweep["tight"]
 
-    # ---- planted key and SSMax fading ------------------------------------------------------------
+    # ---- planted key and SSMax fading; sigmoid row totals (own models) ------------------------------
     fade = measure_fading(config)
+    sig_data, sig_coords = sigmoid_arrays(measure_sigmoid_totals(config) if own_model else None)
 
     # ---- training sweep ------------------------------------------------------------------------------
     # trains its own tiny LMs over learning rates: a property of the zoo, not of a passed-in model
     tr = train_sweep(config, progress=progress) if config.trained and own_model else None
 
-    coords = {"layer": np.arange(L), "head": np.arange(H), "n": ns, "row": np.arange(1, rows["std"].shape[-1] + 1),
-              "scale_factor": np.asarray(config.scale_factors), "replicate": np.arange(config.replicates),
-              "kernel": list(fade["kernels"]), "n_planted": fade["n"], "fade_sg": np.asarray(config.fade_sg)}  # fmt: skip
-    nan_rows = np.full(rows["std"].shape, np.nan)
-    data = {
-        "entropy": (("layer", "head", "n"), ent),
-        "entropy_norm": (("layer", "head", "n"), ent / np.log(ns)),
-        "max_weight": (("layer", "head", "n"), maxw),
-        "logit_std": (("layer", "head", "n"), std),
-        "max_weight_bound": (("layer", "head", "n"), per_n["max_weight_bound"]),
-        "theory_entropy": (("layer", "head", "n"), th_exact),
-        "theory_entropy_lln": (("layer", "head", "n"), th_lln),
-        "entropy_rows": (("layer", "head", "row"), rows["entropy"] if normalised else nan_rows),
-        "max_weight_rows": (("layer", "head", "row"), rows["max_weight"] if normalised else nan_rows),
-        "logit_absmax_rows": (("layer", "head", "row"), rows["absmax"]),
-        "logit_range_rows": (("layer", "head", "row"), rows["range"]),
-        "range_bound_rows": (("layer", "head", "row"), rng_bound),
-        "planted_weight": (("kernel", "n_planted"), fade["planted"]),
-        "planted_theory": (("kernel", "n_planted"), fade["planted_theory"]),
-        "fade_weight": (("fade_sg", "n_planted"), fade["fade_w"]),
-        "fade_theory": (("fade_sg", "n_planted"), fade["fade_theory"]),
-        "fade_rate": (("fade_sg",), fade["rate"]),
-        "fade_rate_lower_half": (("fade_sg",), fade["rate_lo"]),
-        "fade_rate_theory": (("fade_sg",), fade["asym"]),
+    coords = {
+        "layer": np.arange(L),
+        "head": np.arange(H),
+        "n": ns,
+        "row": np.arange(1, rows["std"].shape[-1] + 1),
+        "scale_factor": np.asarray(config.scale_factors),
+        "replicate": np.arange(config.replicates),
+        "kernel": list(fade["kernels"]),
+        "n_planted": fade["n"],
+        "fade_sg": np.asarray(config.fade_sg),
     }
-    if spec is not None:
-        data["spectral_bound_rows"] = (("layer", "head", "row"), spec)
-    if rep is not None:
-        data["rep_entropy"] = (("replicate", "layer", "head", "n"), rep["entropy"])
-        data["rep_logit_std"] = (("replicate", "layer", "head", "n"), rep["std"])
-        data["rep_theory_entropy_top"] = (("replicate", "layer", "head"), _gaussian_exact(T, rep["std"][..., -1]))
-    if sweep is not None:
-        dims = ("scale_factor", "replicate", "layer", "head")
-        data["sweep_entropy"], data["sweep_logit_std"] = (dims, sweep["ent"]), (dims, sweep["std"])
-        data["sweep_theory_exact_layer0"] = (("scale_factor", "replicate", "head"), sweep["exact"])
-        data["sweep_theory_lln_layer0"] = (("scale_factor", "replicate", "head"), sweep["lln"])
-        slack["sweep_max_weight"], slack["sweep_max_weight_tight"] = sweep["slack"], sweep["tight"]
-    scalars = {"max_abs_logit": slack["absmax"], "planted_gap": config.planted_gap,
-               "ssmax_sg": config.ssmax_s * config.planted_gap, "causal": causal, "data": config.data,
-               "fade_window_lo": config.planted_max_n / 10.0, "fade_window_hi": float(config.planted_max_n),
-               "softmax_fade_rate": fade["softmax_rate"], "softmax_fade_rate_lower_half": fade["softmax_rate_lo"]}  # fmt: skip
+    data = {
+        **row_arrays(ns, per_n, rows, normalised),
+        **fading_arrays(fade),
+        **bound_and_scale_arrays(spec, rep, sweep, T),
+        **sig_data,
+    }
+    coords.update(sig_coords)
+    scalars = {
+        "max_abs_logit": slack["absmax"],
+        "planted_gap": config.planted_gap,
+        "ssmax_sg": config.ssmax_s * config.planted_gap,
+        "causal": causal,
+        "data": config.data,
+        "fade_window_lo": config.planted_max_n / 10.0,
+        "fade_window_hi": float(config.planted_max_n),
+        "softmax_fade_rate": fade["softmax_rate"],
+        "softmax_fade_rate_lower_half": fade["softmax_rate_lo"],
+    }
     if normalised:  # the row bounds are about normalised weights (sigmoid attention keeps only logits)
         scalars.update({f"slack_{key}": float(v) for key, v in slack.items() if key != "absmax"})
     if tr is not None:
-        coords.update({"qk_norm": list(config.qk_norm), "lr": np.asarray(config.lr),
-                       "train_seed": np.arange(config.train_seeds), "step": np.arange(config.train_steps)})  # fmt: skip
-        run_dims = ("qk_norm", "lr", "train_seed")
-        for name in ("trace_max_logit", "trace_min_ent_norm", "trace_loss"):
-            data[name] = ((*run_dims, "step"), tr[name])
-        data["final_ent_norm"] = ((*run_dims, "layer", "head"), tr["final_ent_norm"])
-        for name in ("trace_head_max_logit", "trace_head_ent_norm"):
-            data[name] = ((*run_dims, "layer", "head", "step"), tr[name])
-        for name, key in (("trained_spectral_slack", "spectral_slack"), ("trained_spectral_tightness",
-                          "spectral_tightness"), ("trained_spectral_min_bound", "spectral_min_bound"),
-                          ("loss_spikes", "spikes"), ("final_loss", "final_loss")):  # fmt: skip
-            data[name] = (run_dims, tr[key])
+        train_data, train_coords = training_arrays(config, tr)
+        data.update(train_data)
+        coords.update(train_coords)
     ds = xr.Dataset(data, coords=coords)
     led = Ledger(NAME, preset=config.preset_name)
     record_claims(led, ds, scalars, config)
@@ -708,6 +900,7 @@ def record_claims(led: Ledger, ds: xr.Dataset, scalars: dict, config: Config) ->
     claim_dilution_bound(led, scalars)
     claim_gaussian_entropy(led, ds, config)
     claim_gaussian_past_breakdown(led, ds, config)
+    claim_sigmoid_row_totals(led, ds, config)
     if "trace_max_logit" in ds:
         claim_spectral_bound_trained(led, ds)
         claim_qknorm(led, ds, config)
@@ -723,10 +916,16 @@ def claim_planted_closed_forms(led: Ledger, ds: xr.Dataset, config: Config) -> N
         dev = float(np.max(np.abs(ds["planted_weight"].sel(kernel=kn) - ds["planted_theory"].sel(kernel=kn))))
         if kn == "ssmax":
             dev = max(dev, float(np.max(np.abs(ds["fade_weight"] - ds["fade_theory"]))))
-        led.identity(f"planted_{kn}_exact", measured=dev, expected=0.0, atol=tol, figure="ae_planted",
-                     source=f"derivation: planted key weight ({kn}) in analysis/theory/attention_entropy.py",
-                     why="float64 rounding of an n-term softmax row",
-                     statement=f"{kn}: measured planted weight = closed form for n = 1..{n_max} (max |diff|)")  # fmt: skip
+        led.identity(
+            f"planted_{kn}_exact",
+            measured=dev,
+            expected=0.0,
+            atol=tol,
+            figure="ae_planted",
+            source=f"derivation: planted key weight ({kn}) in analysis/theory/attention_entropy.py",
+            why="float64 rounding of an n-term softmax row",
+            statement=f"{kn}: measured planted weight = closed form for n = 1..{n_max} (max |diff|)",
+        )
 
 
 def claim_ssmax_fading_rate(led: Ledger, ds: xr.Dataset, config: Config) -> None:
@@ -741,64 +940,108 @@ def claim_ssmax_fading_rate(led: Ledger, ds: xr.Dataset, config: Config) -> None
         rate = float(ds["fade_rate"].sel(fade_sg=sg))
         drift = abs(rate - float(ds["fade_rate_lower_half"].sel(fade_sg=sg)))
         fades = sg < 1.0
-        alt, hyp = (0.0, "the s ln n scaling stops the fading at every s (no threshold)") if fades else \
-            (-1.0, "SSMax dilutes like softmax (weight ~ 1/n)")  # fmt: skip
-        led.predict(f"ssmax_fade_rate_sg{sg:g}", measured=rate, expected=float(ds["fade_rate_theory"].sel(fade_sg=sg)),
-                    alternative=alt, hypothesis=hyp, se=drift, k=2.0, seed="000#6", figure="ae_ssmax_rate",
-                    source="derivation: w = 1/(1 + (n-1) n^{-sg}) ~ n^{min(sg-1, 0)}; fading stops iff s g >= 1",
-                    why=f"se = |slope on n in [{lo_n:g}, {hi_n / math.sqrt(10):.0f}] - slope on [{hi_n / math.sqrt(10):.0f}, "
-                        f"{hi_n:g}]|: how far the fitted exponent still drifts at these n (the network is exact, the "
-                        "only uncertainty about the n -> infinity rate is this finite-n drift); k = 2",
-                    statement=f"SSMax, s g = {sg:g}: fitted d ln w / d ln n at n ~ {hi_n:g} = min(sg - 1, 0) "
-                              f"= {min(sg - 1.0, 0.0):g}")  # fmt: skip
+        alt, hyp = (
+            (0.0, "the s ln n scaling stops the fading at every s (no threshold)")
+            if fades
+            else (-1.0, "SSMax dilutes like softmax (weight ~ 1/n)")
+        )
+        led.predict(
+            f"ssmax_fade_rate_sg{sg:g}",
+            measured=rate,
+            expected=float(ds["fade_rate_theory"].sel(fade_sg=sg)),
+            alternative=alt,
+            hypothesis=hyp,
+            se=drift,
+            k=2.0,
+            seed="000#6",
+            figure="ae_ssmax_rate",
+            source="derivation: w = 1/(1 + (n-1) n^{-sg}) ~ n^{min(sg-1, 0)}; fading stops iff s g >= 1",
+            why=f"se = |slope on n in [{lo_n:g}, {hi_n / math.sqrt(10):.0f}] - slope on [{hi_n / math.sqrt(10):.0f}, "
+            f"{hi_n:g}]|: how far the fitted exponent still drifts at these n (the network is exact, the "
+            "only uncertainty about the n -> infinity rate is this finite-n drift); k = 2",
+            statement=f"SSMax, s g = {sg:g}: fitted d ln w / d ln n at n ~ {hi_n:g} = min(sg - 1, 0) "
+            f"= {min(sg - 1.0, 0.0):g}",
+        )
 
 
 def claim_softmax_dilution_rate(led: Ledger, ds: xr.Dataset, scalars: dict, config: Config) -> None:
     """Softmax dilution (000#6): a key with a fixed logit gap g keeps weight e^g/(e^g + n - 1) ~ e^g / n."""
     rate = scalars["softmax_fade_rate"]
     drift = abs(rate - scalars["softmax_fade_rate_lower_half"])
-    led.predict("softmax_fade_rate", measured=rate, expected=-1.0, alternative=0.0, se=drift, k=2.0, seed="000#6",
-                hypothesis="no dilution: a key with a fixed logit gap keeps its weight as n grows",
-                source="derivation: softmax planted weight e^g/(e^g + n - 1) ~ e^g / n", figure="ae_ssmax_rate",
-                why="se = drift of the fitted slope between the two half-decades below planted_max_n (as for SSMax); k = 2",
-                statement=f"softmax: fitted d ln w / d ln n at n ~ {config.planted_max_n} = -1 (dilution)")  # fmt: skip
+    led.predict(
+        "softmax_fade_rate",
+        measured=rate,
+        expected=-1.0,
+        alternative=0.0,
+        se=drift,
+        k=2.0,
+        seed="000#6",
+        hypothesis="no dilution: a key with a fixed logit gap keeps its weight as n grows",
+        source="derivation: softmax planted weight e^g/(e^g + n - 1) ~ e^g / n",
+        figure="ae_ssmax_rate",
+        why="se = drift of the fitted slope between the two half-decades below planted_max_n (as for SSMax); k = 2",
+        statement=f"softmax: fitted d ln w / d ln n at n ~ {config.planted_max_n} = -1 (dilution)",
+    )
 
 
 def claim_range_bounds(led: Ledger, ds: xr.Dataset, scalars: dict) -> None:
     """H >= ln(1 + (n-1) e^{-R}) on every row (R: the row's logit range), and the spectral form of R (Zhai et al.)."""
     if "slack_range" not in scalars:
         return
-    led.bound("range_bound_holds", measured=scalars["slack_range"], bound=-FLOAT64_ROW, relation=">=",
-              tightness=scalars["slack_range_tight"], source="derivation: H >= -ln max p >= ln(1 + (n-1) e^{-R})",
-              why="exact inequality on the same float64 logits, slack for rounding; tightness = the largest "
-                  "bound / H over rows (measured is the smallest H - bound)",
-              statement="every row (n >= 2): H - ln(1 + (n-1) e^{-range}) >= 0")  # fmt: skip
+    led.bound(
+        "range_bound_holds",
+        measured=scalars["slack_range"],
+        bound=-FLOAT64_ROW,
+        relation=">=",
+        tightness=scalars["slack_range_tight"],
+        source="derivation: H >= -ln max p >= ln(1 + (n-1) e^{-R})",
+        why="exact inequality on the same float64 logits, slack for rounding; tightness = the largest "
+        "bound / H over rows (measured is the smallest H - bound)",
+        statement="every row (n >= 2): H - ln(1 + (n-1) e^{-range}) >= 0",
+    )
     if "slack_spectral" in scalars:
-        led.bound("spectral_bound_holds", measured=scalars["slack_spectral"], bound=-FLOAT32_ROW, relation=">=",
-                  tightness=scalars["slack_spectral_tight"],
-                  source="Zhai et al. 2023 (Cauchy-Schwarz form derived in the theory module)",
-                  why="exact inequality; slack for float32 logits (relative 1e-6 of |logit| <= ~10); tightness = the "
-                      "largest bound / H over rows",
-                  statement="every row: H >= ln(1 + (n-1) exp(-2 c ||W_q^T W_k|| |x_i| max|x_j|))")  # fmt: skip
+        led.bound(
+            "spectral_bound_holds",
+            measured=scalars["slack_spectral"],
+            bound=-FLOAT32_ROW,
+            relation=">=",
+            tightness=scalars["slack_spectral_tight"],
+            source="Zhai et al. 2023 (Cauchy-Schwarz form derived in the theory module)",
+            why="exact inequality; slack for float32 logits (relative 1e-6 of |logit| <= ~10); tightness = the "
+            "largest bound / H over rows",
+            statement="every row: H >= ln(1 + (n-1) exp(-2 c ||W_q^T W_k|| |x_i| max|x_j|))",
+        )
 
 
 def claim_dilution_bound(led: Ledger, scalars: dict) -> None:
     """max p <= e^M / (e^M + (n-1) e^{-M}) for logits in [-M, M] (the max weight fades like e^{2M}/n; 000#6)."""
     if "slack_max_weight" not in scalars:
         return
-    common = dict(bound=-FLOAT64_ROW, relation=">=", seed="000#6",
-                  source="derivation: |x_j| <= M gives max p <= e^M / (e^M + (n-1) e^{-M}) (<= e^{2M} / n)")  # fmt: skip
-    led.bound("max_weight_bound_holds", measured=scalars["slack_max_weight"],
-              tightness=scalars["slack_max_weight_tight"], figure="ae_entropy_vs_n",
-              why="exact inequality on the same float64 logits, M = the row's measured max |logit|; slack for "
-                  "rounding; tightness = the largest max p / bound over rows",
-              statement="every row of the measured model: e^M/(e^M + (n-1)e^{-M}) - max weight >= 0", **common)  # fmt: skip
+    common = dict(
+        bound=-FLOAT64_ROW,
+        relation=">=",
+        seed="000#6",
+        source="derivation: |x_j| <= M gives max p <= e^M / (e^M + (n-1) e^{-M}) (<= e^{2M} / n)",
+    )
+    led.bound(
+        "max_weight_bound_holds",
+        measured=scalars["slack_max_weight"],
+        tightness=scalars["slack_max_weight_tight"],
+        figure="ae_entropy_vs_n",
+        why="exact inequality on the same float64 logits, M = the row's measured max |logit|; slack for "
+        "rounding; tightness = the largest max p / bound over rows",
+        statement="every row of the measured model: e^M/(e^M + (n-1)e^{-M}) - max weight >= 0",
+        **common,
+    )
     if "slack_sweep_max_weight" in scalars:
-        led.bound("max_weight_bound_holds_sweep", measured=scalars["slack_sweep_max_weight"],
-                  tightness=scalars["slack_sweep_max_weight_tight"],
-                  why="as max_weight_bound_holds, on every row of every model of the logit-scale sweep",
-                  statement="every row, every logit scale: the dilution bound at the row's measured max |logit|",
-                  **common)  # fmt: skip
+        led.bound(
+            "max_weight_bound_holds_sweep",
+            measured=scalars["slack_sweep_max_weight"],
+            tightness=scalars["slack_sweep_max_weight_tight"],
+            why="as max_weight_bound_holds, on every row of every model of the logit-scale sweep",
+            statement="every row, every logit scale: the dilution bound at the row's measured max |logit|",
+            **common,
+        )
 
 
 # gaussian_entropy_exact's float64 quadrature overflows (NaN) for logit stds beyond about 45 (e^{s^2/2})
@@ -810,8 +1053,12 @@ def claim_gaussian_entropy(led: Ledger, ds: xr.Dataset, config: Config) -> None:
     logits at the measured s (= s^2 / 2 in the LLN regime), at the largest n."""
     name, source = "entropy_deficit_matches_gaussian", "derivation: i.i.d. N(0, s^2) logits (exact quadrature)"
     if "rep_entropy" not in ds:
-        led.not_evaluated(name, role="prediction", source=source,
-                          reason="the Gaussian-logit theory is for own untrained causal models on distinct tokens")
+        led.not_evaluated(
+            name,
+            role="prediction",
+            source=source,
+            reason="the Gaussian-logit theory is for own untrained causal models on distinct tokens",
+        )
         return
     n = int(ds["n"].max())
     sel = {"n": n}
@@ -820,15 +1067,23 @@ def claim_gaussian_entropy(led: Ledger, ds: xr.Dataset, config: Config) -> None:
     if not np.isfinite(d_th).all():
         led.not_evaluated(name, role="prediction", source=source, reason=QUADRATURE_RANGE)
         return
-    eps = float(np.max(theory.partition_fluctuation(n, ds["rep_logit_std"].sel(sel).values)))
+    eps = float(np.max(th.partition_fluctuation(n, ds["rep_logit_std"].sel(sel).values)))
     ratio = (d_meas / d_th).ravel()  # one value per model, layer and head
-    led.predict(name, measured=float(ratio.mean()), expected=1.0, alternative=0.0, figure="ae_entropy_vs_n",
-                hypothesis="uniform attention: no entropy deficit (H = ln n)",
-                se=float(ratio.std(ddof=1) / math.sqrt(ratio.size)), k=2.0, source=source,
-                why=f"se: standard error of the mean over {ratio.size} (model, layer, head) values "
-                    f"({config.replicates} independent models); k = 2",
-                statement=f"n = {n}: (ln n - H) / (ln n - E_gauss[H]) at the measured logit std = 1, mean over "
-                          f"models, layers and heads (largest (e^{{s^2}}-1)/n = {eps:.2g})")  # fmt: skip
+    led.predict(
+        name,
+        measured=float(ratio.mean()),
+        expected=1.0,
+        alternative=0.0,
+        figure="ae_entropy_vs_n",
+        hypothesis="uniform attention: no entropy deficit (H = ln n)",
+        se=float(ratio.std(ddof=1) / math.sqrt(ratio.size)),
+        k=2.0,
+        source=source,
+        why=f"se: standard error of the mean over {ratio.size} (model, layer, head) values "
+        f"({config.replicates} independent models); k = 2",
+        statement=f"n = {n}: (ln n - H) / (ln n - E_gauss[H]) at the measured logit std = 1, mean over "
+        f"models, layers and heads (largest (e^{{s^2}}-1)/n = {eps:.2g})",
+    )
 
 
 def claim_gaussian_past_breakdown(led: Ledger, ds: xr.Dataset, config: Config) -> None:
@@ -843,8 +1098,12 @@ def claim_gaussian_past_breakdown(led: Ledger, ds: xr.Dataset, config: Config) -
     top = {"scale_factor": float(ds["scale_factor"].max()), "layer": 0}
     s = ds["sweep_logit_std"].sel(top).values.ravel()  # (replicate x head)
     if not np.all(s**2 > math.log(n)):
-        led.not_evaluated(name, role="prediction", source=source,
-                          reason=f"the largest logit scale does not pass the breakdown s^2 = ln {n}")
+        led.not_evaluated(
+            name,
+            role="prediction",
+            source=source,
+            reason=f"the largest logit scale does not pass the breakdown s^2 = ln {n}",
+        )
         return
     h = ds["sweep_entropy"].sel(top).values.ravel()
     top.pop("layer")
@@ -853,14 +1112,68 @@ def claim_gaussian_past_breakdown(led: Ledger, ds: xr.Dataset, config: Config) -
         led.not_evaluated(name, role="prediction", source=source, reason=QUADRATURE_RANGE)
         return
     lln = np.maximum(ds["sweep_theory_lln_layer0"].sel(top).values.ravel(), 0.0)
-    led.predict(name, measured=float(h.mean()), expected=float(exact.mean()), alternative=float(lln.mean()),
-                hypothesis="the LLN law ln n - s^2/2 still holds past the breakdown, floored at H = 0 (all weight on "
-                           "the largest logit) past freezing",
-                se=float((h - exact).std(ddof=1) / math.sqrt(h.size)), k=2.0, source=source,
-                why=f"se: standard error of the mean of H - E_gauss[H] over {h.size} (model, head) values of layer 0 "
-                    f"({config.replicates} independent models); k = 2", figure="ae_entropy_vs_scale",
-                statement=f"layer 0, n = {n}, logit std {s.min():.2f}..{s.max():.2f} (breakdown at "
-                          f"{math.sqrt(math.log(n)):.2f}): mean H = mean E_gauss[H]")  # fmt: skip
+    led.predict(
+        name,
+        measured=float(h.mean()),
+        expected=float(exact.mean()),
+        alternative=float(lln.mean()),
+        hypothesis="the LLN law ln n - s^2/2 still holds past the breakdown, floored at H = 0 (all weight on "
+        "the largest logit) past freezing",
+        se=float((h - exact).std(ddof=1) / math.sqrt(h.size)),
+        k=2.0,
+        source=source,
+        why=f"se: standard error of the mean of H - E_gauss[H] over {h.size} (model, head) values of layer 0 "
+        f"({config.replicates} independent models); k = 2",
+        figure="ae_entropy_vs_scale",
+        statement=f"layer 0, n = {n}, logit std {s.min():.2f}..{s.max():.2f} (breakdown at "
+        f"{math.sqrt(math.log(n)):.2f}): mean H = mean E_gauss[H]",
+    )
+
+
+SIGMOID_SOURCE = (
+    "derivation: n E sigma(s Z + b) for i.i.d. N(0, s^2) logits (analysis.theory.attention_entropy."
+    "sigmoid_row_total, Gauss-Hermite); sigmoid attention's large initial attention norms and the bias b = -ln n"
+)
+
+
+def claim_sigmoid_row_totals(led: Ledger, ds: xr.Dataset, config: Config) -> None:
+    """Sigmoid attention at initialisation: a row's total weight is n E sigma(s Z + b) at the measured logit
+    std, about 1 with b = -ln n and exactly n/2 in expectation with b = 0 (symmetric logits)."""
+    names = ("sigmoid_row_total_zero_bias", "sigmoid_row_total_minus_ln_n")
+    if "sigmoid_total" not in ds:
+        for name in names:
+            led.not_evaluated(
+                name, role="prediction", source=SIGMOID_SOURCE, reason="measured on own untrained models only"
+            )
+        return
+    n = int(ds["keys"].max())
+    half = float(ds["keys"].mean()) / 2.0  # the zero-bias expectation n_i / 2, averaged over the rows
+    alternatives = {
+        names[0]: (1.0, "sigmoid rows are normalised like softmax rows: total weight 1"),
+        names[1]: (half, "the bias does not matter: the zero-bias total n/2"),
+    }
+    for a, name in enumerate(names):
+        meas = ds["sigmoid_total"].isel(bias=a).values  # (R, L, H, rows)
+        theo = ds["sigmoid_total_theory"].isel(bias=a).values
+        resid = (meas - theo).mean(-1).ravel()  # one value per model, layer and head
+        alt, hyp = alternatives[name]
+        b = float(ds["bias"].values[a])
+        led.predict(
+            name,
+            measured=float(meas.mean()),
+            expected=float(theo.mean()),
+            alternative=alt,
+            hypothesis=hyp,
+            se=float(resid.std(ddof=1) / math.sqrt(resid.size)),
+            k=2.0,
+            source=SIGMOID_SOURCE,
+            seed="000#17",
+            figure="ae_sigmoid_init",
+            why=f"se: standard error of the mean residual (measured - theory) over {resid.size} (model, layer, head) "
+            f"values ({config.replicates} independent models); k = 2",
+            statement=f"n = {n}, b = {b:.3g}: the total weight of a sigmoid-attention row at initialisation = "
+            f"n E sigma(s Z + b) at the measured logit std, mean over the last {ds['keys'].size} rows",
+        )
 
 
 def claim_spectral_bound_trained(led: Ledger, ds: xr.Dataset) -> None:
@@ -868,14 +1181,20 @@ def claim_spectral_bound_trained(led: Ledger, ds: xr.Dataset) -> None:
     slack = ds["trained_spectral_slack"].values
     if not np.isfinite(slack).any():  # every run used QK-norm: the bound does not apply
         return
-    led.bound("spectral_bound_holds_trained", measured=float(np.nanmin(slack)), bound=-FLOAT32_ROW, relation=">=",
-              tightness=float(np.nanmax(ds["trained_spectral_tightness"].values)), figure="ae_training",
-              source="Zhai et al. 2023 (Cauchy-Schwarz form derived in the theory module), trained weights",
-              why="exact inequality; float32 logits: a relative 1e-6 change of the bounded range R moves "
-                  "ln(1 + (n-1) e^{-R}) by at most 1e-6 R (n-1) e^{-R} / (1 + (n-1) e^{-R}) << 1e-4; tightness = "
-                  "the largest bound / H over rows and checkpoints",
-              statement="every trained checkpoint without QK-norm (all lrs and seeds), every row of the probe batch: "
-                        "H >= ln(1 + (n-1) exp(-2 c ||W_q^T W_k|| |x_i| max|x_j|))")  # fmt: skip
+    led.bound(
+        "spectral_bound_holds_trained",
+        measured=float(np.nanmin(slack)),
+        bound=-FLOAT32_ROW,
+        relation=">=",
+        tightness=float(np.nanmax(ds["trained_spectral_tightness"].values)),
+        figure="ae_training",
+        source="Zhai et al. 2023 (Cauchy-Schwarz form derived in the theory module), trained weights",
+        why="exact inequality; float32 logits: a relative 1e-6 change of the bounded range R moves "
+        "ln(1 + (n-1) e^{-R}) by at most 1e-6 R (n-1) e^{-R} / (1 + (n-1) e^{-R}) << 1e-4; tightness = "
+        "the largest bound / H over rows and checkpoints",
+        statement="every trained checkpoint without QK-norm (all lrs and seeds), every row of the probe batch: "
+        "H >= ln(1 + (n-1) exp(-2 c ||W_q^T W_k|| |x_i| max|x_j|))",
+    )
 
 
 def _paired(x: np.ndarray) -> tuple[float, float]:
@@ -897,16 +1216,34 @@ def claim_qknorm(led: Ledger, ds: xr.Dataset, config: Config) -> None:
     plain, normed = ds.sel({**top, "qk_norm": False}), ds.sel({**top, "qk_norm": True})
     log_ratio = np.log(plain["trace_max_logit"].max("step").values / normed["trace_max_logit"].max("step").values)
     m, se = _paired(log_ratio)
-    led.direction("qknorm_bounds_logits", measured=m, sign=1, se=se, k=2.0, requires_full=True, source=src,
-                  hypothesis="QK-norm leaves the attention logits' growth unchanged (log ratio 0)", figure="ae_training",
-                  why=f"se: standard error over {config.train_seeds} training seeds (each seed trains both models); k = 2",
-                  statement=f"lr = {top['lr']:g}: ln(max |logit| over training without QK-norm / with QK-norm) > 0")  # fmt: skip
+    led.direction(
+        "qknorm_bounds_logits",
+        measured=m,
+        sign=1,
+        se=se,
+        k=2.0,
+        requires_full=True,
+        source=src,
+        hypothesis="QK-norm leaves the attention logits' growth unchanged (log ratio 0)",
+        figure="ae_training",
+        why=f"se: standard error over {config.train_seeds} training seeds (each seed trains both models); k = 2",
+        statement=f"lr = {top['lr']:g}: ln(max |logit| over training without QK-norm / with QK-norm) > 0",
+    )
     gap = normed["trace_min_ent_norm"].isel(step=-1).values - plain["trace_min_ent_norm"].isel(step=-1).values
     m, se = _paired(gap)
-    led.direction("qknorm_keeps_entropy_higher", measured=m, sign=1, se=se, k=2.0, requires_full=True, source=src,
-                  hypothesis="QK-norm does not change the smallest head entropy", figure="ae_training",
-                  why=f"se: standard error over {config.train_seeds} training seeds (paired); k = 2",
-                  statement=f"lr = {top['lr']:g}: final min head H/ln n with QK-norm - without > 0")  # fmt: skip
+    led.direction(
+        "qknorm_keeps_entropy_higher",
+        measured=m,
+        sign=1,
+        se=se,
+        k=2.0,
+        requires_full=True,
+        source=src,
+        hypothesis="QK-norm does not change the smallest head entropy",
+        figure="ae_training",
+        why=f"se: standard error over {config.train_seeds} training seeds (paired); k = 2",
+        statement=f"lr = {top['lr']:g}: final min head H/ln n with QK-norm - without > 0",
+    )
 
 
 def claim_entropy_collapse(led: Ledger, ds: xr.Dataset, config: Config) -> None:
@@ -921,7 +1258,16 @@ def claim_entropy_collapse(led: Ledger, ds: xr.Dataset, config: Config) -> None:
     lo, hi = float(ds["lr"].min()), float(ds["lr"].max())
     drop = plain.sel(lr=lo).values - plain.sel(lr=hi).values
     m, se = _paired(drop)
-    led.direction(name, measured=m, sign=1, se=se, k=2.0, requires_full=True, source=src,
-                  hypothesis="the learning rate does not change the smallest head entropy", figure="ae_training",
-                  why=f"se: standard error over {config.train_seeds} training seeds (paired); k = 2",
-                  statement=f"no QK-norm: final min head H/ln n at lr {lo:g} - at lr {hi:g} > 0")  # fmt: skip
+    led.direction(
+        name,
+        measured=m,
+        sign=1,
+        se=se,
+        k=2.0,
+        requires_full=True,
+        source=src,
+        hypothesis="the learning rate does not change the smallest head entropy",
+        figure="ae_training",
+        why=f"se: standard error over {config.train_seeds} training seeds (paired); k = 2",
+        statement=f"no QK-norm: final min head H/ln n at lr {lo:g} - at lr {hi:g} > 0",
+    )

@@ -40,14 +40,22 @@ A minimal probe module::
 
 Config rules. Every field has a default, and **the defaults are the full experiment**: ``PRESETS``
 maps ``"smoke"`` (required) and ``"full"`` (optional, must agree with the defaults) to field
-overrides. Supported field types: ``int``, ``float``, ``bool``, ``str``, ``tuple[int, ...]``,
-``tuple[float, ...]``, ``tuple[str, ...]``, ``tuple[bool, ...]``, each optionally ``| None``. Declare
-fields with :func:`param` so that the command line can document and check them generically
-(``help``, ``choices``, ``minimum``, ``maximum``, ``min_len``). ``__post_init__`` turns lists into
+overrides. Fields are declared as in every config of the workbench (:mod:`analysis.config`): types
+``int``, ``float``, ``bool``, ``str`` (or ``Literal[...]``) and tuples of them, each optionally
+``| None``, with :func:`param` giving the help and bounds (``choices``, ``minimum``, ``maximum``,
+``min_len``) that the generic validation and the command line use. Construction turns lists into
 tuples and ints into floats where a float is declared, then calls :meth:`ProbeConfig.validate`;
 override ``validate`` (calling ``super().validate()`` first) for checks across fields. The field
 ``preset_name`` (``"smoke"`` | ``"full"``) records which preset the config was built from; the
 ledger uses it to leave ``requires_full`` claims unevaluated in smoke runs.
+
+Model fields. A probe that builds its own TinyTransformer declares the fields that describe it
+(``layers``, ``d_model``, ``heads``, ``mlp``, ``attention``, ``norm``, ``pos``, ``vocab_size``,
+``seed`` ...; see ``MODEL_FIELDS``) with :func:`model_param`, and gets its model from
+:meth:`ProbeConfig.model_config` (``config.model_config(n_layers=depth, dtype="float64")``).
+Validation builds that model config once, so what :class:`~analysis.model.ModelConfig` refuses
+(``heads`` not dividing ``d_model``, an odd RoPE head size) is refused by the probe's config, in
+the probe's field names.
 
 Saved results are folders (:meth:`Result.save`): ``data.nc`` (the arrays, netCDF-4 via the netCDF4 library),
 ``result.json`` (probe, version, config, scalars, claims, meta) and ``manifest.json`` (SHA-256 of
@@ -60,21 +68,22 @@ import dataclasses
 import json
 import math
 import os
+import re
 import shutil
 import tempfile
 import time
-import types
-import typing
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import xarray as xr
 
+from analysis.config import BaseConfig, FieldSpec, field_specs_of, param
 from analysis.io import (
     atomic_replace_dir,
     atomic_write_json,
@@ -89,7 +98,11 @@ from analysis.ledger import PRESETS as PRESET_NAMES
 from analysis.ledger import Claim, Ledger
 from analysis.paths import cache_dir
 from analysis.train import record_checkpoints
-from analysis.validation import check_bool, check_choice, check_float, check_int, check_sequence
+from analysis.validation import check_choice
+from probes import registry
+
+if TYPE_CHECKING:
+    from analysis.model import ModelConfig
 
 FORMAT_VERSION = 2  # layout of a saved Result folder; part of every cache key
 RESULT_FILES = ("data.nc", "result.json")  # the files manifest.json hashes
@@ -117,192 +130,84 @@ class ModelIncompatibleError(ValueError):
 
 # ======================================================================= configs
 
+# The fields several probes use to describe the TinyTransformer they build, defined once here:
+# probe field name -> (the ModelConfig field it sets, standard help, standard bounds). A probe
+# declares one with ``model_param(name, default)`` (its own default, and its own help, choices or
+# bounds where they differ); ``ProbeConfig.model_config`` maps them all to a ModelConfig.
+# Only fields meaning exactly the ModelConfig field belong here: a sweep (``depths``), a switch
+# standing for several fields (signal_propagation's ``mlp``, ``skip``) or a second model's fields
+# (icl_gd's ``garg_*``) stay plain ``param`` fields mapped by the probe itself.
+MODEL_FIELDS: dict[str, tuple[str, str, dict[str, Any]]] = {
+    "layers": ("n_layers", "transformer blocks L", {"minimum": 1}),
+    "d_model": ("d_model", "residual width d", {"minimum": 2}),
+    "heads": ("n_heads", "attention heads per layer (must divide d_model)", {"minimum": 1}),
+    "mlp": ("d_mlp", "MLP hidden width (0 = attention only)", {"minimum": 0}),
+    "attention": ("attention", "attention kernel", {}),
+    "norm": ("norm", "norm placement", {}),
+    "norm_type": ("norm_type", "norm kind", {}),
+    "pos": ("pos", "positional encoding", {}),
+    "dtype": ("dtype", "model dtype", {}),
+    "vocab_size": ("vocab_size", "token vocabulary", {"minimum": 2}),
+    "logit_scale": ("logit_scale", "multiplier of q.k (none: 1/sqrt(d_head))", {}),
+    "ssmax_s": ("ssmax_s", "SSMax s (logits times s ln n)", {"minimum": 0.0}),
+    "sigmoid_bias": ("sigmoid_bias", "sigmoid attention bias b", {}),
+    "init_std": ("init_std", "std of the initial weights (gpt2 init)", {"minimum": 0.0}),
+    "seed": ("seed", "seed of the model weights", {"minimum": 0, "maximum": MAX_SEED}),
+}
 
-def param(
-    default: Any,
-    help: str,
-    *,
-    choices: tuple | None = None,
-    minimum: float | None = None,
-    maximum: float | None = None,
-    min_len: int | None = None,
-) -> Any:
-    """A config field with the metadata the generic validation and the command line use.
 
-    ``choices`` lists the allowed values (of each item, for tuple fields); ``minimum``/``maximum``
-    bound numbers inclusively (each item, for tuple fields); ``min_len`` is the shortest allowed
-    tuple (1 unless given).
+def model_param(name: str, default: Any, help: str | None = None, **bounds: Any) -> Any:
+    """A probe field that is also a field of the model the probe builds (see ``MODEL_FIELDS``).
+
+    ``name`` must be the field's own name; it fixes the ModelConfig field the value maps to, and the
+    standard help and bounds, which ``help`` and ``bounds`` (``choices``, ``minimum``, ``maximum``)
+    replace for this probe. The default is the probe's own (its full experiment)::
+
+        heads: int = model_param("heads", 4)
+        attention: str = model_param("attention", "softmax", choices=("softmax", "ssmax"))
     """
-    meta: dict[str, Any] = {"help": help}
-    if choices is not None:
-        meta["choices"] = tuple(choices)
-    if minimum is not None:
-        meta["minimum"] = minimum
-    if maximum is not None:
-        meta["maximum"] = maximum
-    if min_len is not None:
-        meta["min_len"] = min_len
-    return field(default=default, metadata=meta)
-
-
-_SCALAR_TYPES = {int: "int", float: "float", bool: "bool", str: "str"}
-
-
-@dataclass(frozen=True)
-class FieldSpec:
-    """What the framework knows about one config field (resolved from its type and metadata)."""
-
-    name: str  # python name, e.g. "n_layers"
-    base: type  # int | float | bool | str: the scalar type, or the item type of a tuple
-    is_seq: bool  # tuple[base, ...]
-    optional: bool  # `| None` allowed
-    default: Any
-    help: str
-    choices: tuple | None
-    minimum: float | None
-    maximum: float | None
-    min_len: int
-
-    @property
-    def option(self) -> str:
-        """The command-line option, e.g. ``--n-layers``."""
-        return "--" + self.name.replace("_", "-")
-
-    @property
-    def type_name(self) -> str:
-        name = _SCALAR_TYPES[self.base]
-        name = f"list[{name}]" if self.is_seq else name
-        return f"{name} | none" if self.optional else name
-
-    def allowed(self) -> str:
-        """What values are allowed, in words (for help and error messages)."""
-        if self.choices is not None:
-            what = ("one of " if not self.is_seq else "values from ") + ", ".join(
-                map(_fmt_value, self.choices)
-            )
-        elif self.is_seq:
-            what = {int: "integers", float: "numbers", bool: "true/false values", str: "strings"}[self.base]
-        else:
-            what = {int: "an integer", float: "a number", bool: "true or false", str: "a string"}[self.base]
-        lo, hi = self.minimum, self.maximum
-        if lo is not None and hi is not None:
-            what += f" in [{_fmt_value(lo)}, {_fmt_value(hi)}]"
-        elif lo is not None:
-            what += f" >= {_fmt_value(lo)}"
-        elif hi is not None:
-            what += f" <= {_fmt_value(hi)}"
-        if self.is_seq:
-            what = f"a comma-separated list of {what}" + (
-                f" (at least {self.min_len})" if self.min_len > 1 else ""
-            )
-        if self.optional:
-            what += ", or none"
-        return what
-
-    def check(self, value: Any) -> None:
-        """Raise ``ValueError`` naming the field unless ``value`` is allowed."""
-        if value is None:
-            if not self.optional:
-                raise ValueError(f"{self.name} must be {self.allowed()}, got None")
-            return
-        if self.is_seq:
-            check_sequence(self.name, value, item_check=self._check_item, min_len=self.min_len)
-            if not isinstance(value, tuple):
-                raise ValueError(f"{self.name} must be a tuple, got {type(value).__name__}")
-        else:
-            self._check_item(self.name, value)
-
-    def _check_item(self, label: str, value: Any) -> None:
-        if self.base is bool:
-            check_bool(label, value)
-        elif self.base is int:
-            check_int(label, value, minimum=self.minimum, maximum=self.maximum)
-        elif self.base is float:
-            check_float(label, value, minimum=self.minimum, maximum=self.maximum)
-        elif not isinstance(value, str):
-            raise ValueError(f"{label} must be a string, got {value!r}")
-        if self.choices is not None:
-            check_choice(label, value, self.choices)
-
-    def parse(self, text: str) -> Any:
-        """Parse a command-line string into a value of this field's type (not yet range-checked).
-
-        Booleans are ``true``/``false``; lists are comma-separated (an empty string is an empty
-        list); ``none`` gives ``None`` for optional fields.
-        """
-        if self.optional and text.strip().lower() == "none":
-            return None
-        if self.is_seq:
-            items = [t.strip() for t in text.split(",")] if text.strip() else []
-            return tuple(self._parse_item(t, text) for t in items)
-        return self._parse_item(text, text)
-
-    def _parse_item(self, item: str, whole: str) -> Any:
-        try:
-            if self.base is bool:
-                low = item.strip().lower()
-                if low not in ("true", "false"):
-                    raise ValueError
-                return low == "true"
-            if self.base is int:
-                return int(item)
-            if self.base is float:
-                return float(item)
-        except ValueError:
-            raise ValueError(f"{self.option} must be {self.allowed()}, got {whole!r}") from None
-        return item
-
-
-def _resolve_type(cls: type, name: str, tp: Any) -> tuple[type, bool, bool]:
-    """(base, is_seq, optional) for a supported annotation; TypeError otherwise."""
-    optional = False
-    origin = typing.get_origin(tp)
-    if origin in (typing.Union, types.UnionType):
-        args = [a for a in typing.get_args(tp) if a is not type(None)]
-        if len(args) != 1 or len(typing.get_args(tp)) != 2:
-            raise TypeError(f"{cls.__name__}.{name}: unions other than `X | None` are not supported")
-        optional, tp, origin = True, args[0], typing.get_origin(args[0])
-    if origin is tuple:
-        args = typing.get_args(tp)
-        if len(args) == 2 and args[1] is Ellipsis and args[0] in _SCALAR_TYPES:
-            return args[0], True, optional
-    elif tp in _SCALAR_TYPES:
-        return tp, False, optional
-    raise TypeError(
-        f"{cls.__name__}.{name}: unsupported type {tp!r}; use int, float, bool, str, "
-        "tuple[int, ...], tuple[float, ...], tuple[str, ...], tuple[bool, ...], optionally `| None`"
-    )
+    if name not in MODEL_FIELDS:
+        raise TypeError(f"model_param: unknown model field {name!r}; known: {', '.join(MODEL_FIELDS)}")
+    target, standard_help, standard_bounds = MODEL_FIELDS[name]
+    spec = param(default, help or standard_help, **{**standard_bounds, **bounds})
+    return field(default=default, metadata={**spec.metadata, "model_field": (name, target)})
 
 
 @cache
-def _field_specs(cls: type) -> tuple[FieldSpec, ...]:
-    hints = typing.get_type_hints(cls)
-    specs = []
+def _model_fields_of(cls: type) -> dict[str, str]:
+    """ModelConfig field -> probe field, for the fields of ``cls`` declared with :func:`model_param`."""
+    out = {}
     for f in dataclasses.fields(cls):
-        if f.default is _MISSING:
-            raise TypeError(f"{cls.__name__}.{f.name} needs a default (the defaults are the full experiment)")
-        base, is_seq, optional = _resolve_type(cls, f.name, hints[f.name])
-        meta = f.metadata
-        specs.append(
-            FieldSpec(
-                name=f.name,
-                base=base,
-                is_seq=is_seq,
-                optional=optional,
-                default=f.default,
-                help=meta.get("help", ""),
-                choices=meta.get("choices"),
-                minimum=meta.get("minimum"),
-                maximum=meta.get("maximum"),
-                min_len=meta.get("min_len", 1),
-            )  # fmt: skip
-        )
-    return tuple(specs)
+        if "model_field" in f.metadata:
+            name, target = f.metadata["model_field"]
+            if name != f.name:
+                raise TypeError(f"{cls.__qualname__}.{f.name} is declared as model_param({name!r}, ...)")
+            out[target] = f.name
+    return out
+
+
+@contextmanager
+def fields_renamed(names: Mapping[str, str]) -> Iterator[None]:
+    """Re-raise a ``ValueError`` from the block with every field name that ``names`` maps replaced.
+
+    A probe builds ModelConfigs from its own fields; ``names`` maps ModelConfig names to the probe's
+    (``{"n_heads": "heads"}``), so a rejected model reads as an error about the probe's option
+    (``d_model must be divisible by heads ...``). Names are replaced as whole words.
+    """
+    try:
+        yield
+    except ValueError as err:
+        names = {k: v for k, v in names.items() if k != v}
+        if not names:
+            raise
+        pattern = re.compile(r"\b(" + "|".join(map(re.escape, names)) + r")\b")
+        raise ValueError(pattern.sub(lambda m: names[m.group(1)], str(err))) from err
 
 
 @dataclass(frozen=True, kw_only=True)
-class ProbeConfig:
-    """Base of every probe's ``Config``: presets, generic validation, dict round trip.
+class ProbeConfig(BaseConfig):
+    """Base of every probe's ``Config``: presets, the model fields, and (from
+    :class:`analysis.config.BaseConfig`) generic validation and the dict round trip.
 
     Subclasses are ``@dataclass(frozen=True)`` and set the class attribute ``PRESETS``.
     """
@@ -312,17 +217,34 @@ class ProbeConfig:
     # which preset this config was built from; smoke runs leave `requires_full` claims unevaluated
     preset_name: str = param("full", "preset the config was built from", choices=PRESET_NAMES)
 
-    def __post_init__(self) -> None:
-        for spec in _field_specs(type(self)):
-            value = getattr(self, spec.name)
-            object.__setattr__(self, spec.name, _normalise(spec, value))
-        self.validate()
-
     def validate(self) -> None:
-        """Check every field against its type and metadata. Override to add checks across fields
-        (call ``super().validate()`` first); raise ``ValueError`` naming the field."""
-        for spec in _field_specs(type(self)):
-            spec.check(getattr(self, spec.name))
+        """Every field against its declaration, then the model the model fields describe (an error
+        names the probe's field). Override to add checks across fields (call ``super().validate()``
+        first); raise ``ValueError`` naming the field."""
+        super().validate()
+        if self.model_fields():
+            self.model_config()
+
+    # ------------------------------------------------------------------ the model
+
+    @classmethod
+    def model_fields(cls) -> dict[str, str]:
+        """ModelConfig field -> probe field, for the fields declared with :func:`model_param`."""
+        return _model_fields_of(cls)
+
+    def model_config(self, **overrides: Any) -> ModelConfig:
+        """The :class:`~analysis.model.ModelConfig` of this config's model fields, with ``overrides``
+        (ModelConfig names) applied; every other ModelConfig field keeps its default.
+
+        A rejected combination raises ``ValueError`` naming the probe's fields (``heads``, not
+        ``n_heads``); :meth:`validate` builds it without overrides, so such configs never exist.
+        """
+        from analysis.model import ModelConfig  # late import: torch is needed only with a model
+
+        names = self.model_fields()
+        values = {target: getattr(self, name) for target, name in names.items()}
+        with fields_renamed({k: v for k, v in names.items() if k not in overrides}):
+            return ModelConfig(**{**values, **overrides})
 
     # ------------------------------------------------------------------ construction
 
@@ -337,68 +259,23 @@ class ProbeConfig:
     @classmethod
     def presets(cls) -> dict[str, dict[str, Any]]:
         """``PRESETS`` in the order smoke, full, with ``"full"`` filled in as ``{}`` when absent."""
-        return {
-            name: dict(cls.PRESETS.get(name, {}))
-            for name in PRESET_NAMES
-            if name in cls.PRESETS or name == "full"
-        }
+        return {name: dict(cls.PRESETS.get(name, {})) for name in PRESET_NAMES if name in cls.PRESETS or name == "full"}
 
     @classmethod
     def field_specs(cls, include_preset: bool = False) -> tuple[FieldSpec, ...]:
         """Every field's spec; ``preset_name`` only when asked (the command line sets it via --preset)."""
-        return tuple(s for s in _field_specs(cls) if include_preset or s.name != "preset_name")
+        return tuple(s for s in field_specs_of(cls) if include_preset or s.name != "preset_name")
 
     @classmethod
-    def field_names(cls) -> list[str]:
-        return [s.name for s in _field_specs(cls)]
-
-    @classmethod
-    def _check_names(cls, values: Mapping[str, Any]) -> None:
-        unknown = [k for k in values if k not in cls.field_names()]
-        if unknown:
-            raise ValueError(
-                f"unknown field {unknown[0]!r} for {cls.__module__}.{cls.__qualname__}; "
-                f"allowed: {', '.join(cls.field_names())}"
-            )
-
-    def replace(self, **changes: Any):
-        """A copy with ``changes`` applied (validated again)."""
-        self._check_names(changes)
-        return dataclasses.replace(self, **changes)
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-safe dict (tuples become lists)."""
-        return {name: to_jsonable(getattr(self, name)) for name in self.field_names()}
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]):
-        cls._check_names(d)
-        return cls(**d)
+    def _unknown_fields_message(cls, unknown: list[str]) -> str:
+        return (
+            f"unknown field {unknown[0]!r} for {cls.__module__}.{cls.__qualname__}; "
+            f"allowed: {', '.join(cls.field_names())}"
+        )
 
     def digest(self) -> str:
         """Content hash of the values (16 hex digits)."""
         return content_hash(self.to_dict())
-
-
-def _normalise(spec: FieldSpec, value: Any) -> Any:
-    """Lists -> tuples; ints -> floats where a float is declared (bools are left to fail validation)."""
-
-    def item(v: Any) -> Any:
-        if spec.base is float and isinstance(v, int) and not isinstance(v, bool):
-            return float(v)
-        return v
-
-    if value is None:
-        return None
-    if spec.is_seq and isinstance(value, list | tuple):
-        return tuple(item(v) for v in value)
-    return item(value)
-
-
-def _fmt_value(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    return str(v)
 
 
 # ======================================================================= results
@@ -437,8 +314,7 @@ class Result:
             self.ledger = Ledger(self.probe, preset=self.config.preset_name)
         if self.ledger.preset != self.config.preset_name:
             raise ValueError(
-                f"ledger preset {self.ledger.preset!r} must match config.preset_name "
-                f"{self.config.preset_name!r}"
+                f"ledger preset {self.ledger.preset!r} must match config.preset_name {self.config.preset_name!r}"
             )
         self.scalars = {str(k): _as_scalar(k, v) for k, v in self.scalars.items()}
 
@@ -507,8 +383,9 @@ class Result:
             with open(path / "manifest.json", encoding="utf-8") as f:
                 manifest = json.load(f)
             if sorted(manifest["files"]) != sorted(RESULT_FILES):  # every file is hashed, none skipped
-                raise CorruptResultError(f"{path / 'manifest.json'} lists {sorted(manifest['files'])}, "
-                                         f"need {sorted(RESULT_FILES)}")  # fmt: skip
+                raise CorruptResultError(
+                    f"{path / 'manifest.json'} lists {sorted(manifest['files'])}, need {sorted(RESULT_FILES)}"
+                )
             for name, digest in manifest["files"].items():
                 if sha256_file(path / name) != digest:
                     raise CorruptResultError(f"{path / name} does not match its manifest hash")
@@ -522,8 +399,6 @@ class Result:
         except (OSError, KeyError, TypeError, AttributeError, ValueError, RuntimeError) as e:
             raise CorruptResultError(f"cannot read result folder {path}: {type(e).__name__}: {e}") from e
         if config_cls is None:
-            from probes import get  # late import: the registry imports this module
-
             config_cls = get(record["probe"]).Config
         return cls(
             probe=record["probe"],
@@ -553,8 +428,7 @@ class Result:
                     for name, var in self.data.data_vars.items()
                 },
                 "coords": {
-                    name: {"dims": list(var.dims), "values": var.values}
-                    for name, var in self.data.coords.items()
+                    name: {"dims": list(var.dims), "values": var.values} for name, var in self.data.coords.items()
                 },
                 "checks": [c.to_dict() for c in self.ledger.claims],
                 "check_summary": self.ledger.summary(),
@@ -585,7 +459,10 @@ class Result:
 
     def __repr__(self) -> str:
         tally = ", ".join(f"{v} {k}" for k, v in self.ledger.summary().items() if v)
-        return f"Result(probe={self.probe!r}, preset={self.preset!r}, scalars={len(self.scalars)}, checks: {tally or 'none'})"
+        return (
+            f"Result(probe={self.probe!r}, preset={self.preset!r}, scalars={len(self.scalars)}, "
+            f"checks: {tally or 'none'})"
+        )
 
 
 def _as_scalar(name: Any, value: Any) -> float | int | bool | str:
@@ -681,6 +558,33 @@ def description(module: Any) -> str:
     return text.strip().splitlines()[0].strip() if text.strip() else ""
 
 
+def get(name: str) -> Any:
+    """The probe module called ``name`` (imported on first use and checked against the contract).
+
+    An unknown name raises ``ValueError`` listing the available probes (:mod:`probes.registry` finds them).
+    """
+    module = registry.registered(name)
+    if module is not None:  # checked when it was registered
+        return module
+    module = registry.find(name)
+    validate_probe(module, name)
+    return module
+
+
+def register(name: str, module: Any) -> Any:
+    """Make ``module`` available as probe ``name`` (replacing any earlier registration)."""
+    if not isinstance(name, str) or not name.isidentifier():
+        raise ValueError(f"probe name must be a Python identifier, got {name!r}")
+    validate_probe(module, name)
+    registry.add(name, module)
+    return module
+
+
+def unregister(name: str) -> None:
+    """Forget a probe added with :func:`register` (no error if it was not registered)."""
+    registry.remove(name)
+
+
 # Properties of analysis.protocol.ProbeModel a requirement may name directly ("input" means input_kind,
 # whose values "tokens" | "vectors" match ModelConfig.input). Other keys are read from the model's config.
 _PROTOCOL_KEYS = {
@@ -730,8 +634,6 @@ def check_model_compat(probe_name: str, model: Any, requires: dict[str, Any] | N
 
 
 def _resolve(module_or_name: Any) -> tuple[Any, str]:
-    from probes import get  # late import: the registry imports this module
-
     if isinstance(module_or_name, str):
         return get(module_or_name), module_or_name
     name = getattr(module_or_name, "NAME", None)
@@ -853,7 +755,9 @@ def _cached_result(folder: Path, config_cls: type[ProbeConfig], name: str, key: 
     return result
 
 
-def result_difference(a: Result, b: Result, names: Sequence[str], select: Mapping[str, Any] | None = None) -> dict[str, float]:
+def result_difference(
+    a: Result, b: Result, names: Sequence[str], select: Mapping[str, Any] | None = None
+) -> dict[str, float]:
     """Largest relative difference ``max|a - b| / max(max|b|, tiny)`` of each named array of two results.
 
     Used to show that a probe measures the same numbers on two models that compute the same function

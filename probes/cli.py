@@ -85,8 +85,18 @@ from pathlib import Path
 from typing import Any
 
 import probes
+from analysis import cache
+from analysis.cache import KINDS
 from analysis.io import atomic_write_json, unwritable
-from probes.base import ModelIncompatibleError, ProbeConfig, cached_run, description, run_probe
+from analysis.paths import cache_dir, figures_dir
+from probes.base import (
+    ModelIncompatibleError,
+    ProbeConfig,
+    cached_run,
+    check_model_compat,
+    description,
+    run_probe,
+)
 
 USAGE = (
     "usage: python -m probes list\n"
@@ -291,8 +301,6 @@ def load_model(spec: str, *, dtype: str = "float32") -> Any:
 
 def _load_model(module: Any, name: str, ns: argparse.Namespace) -> Any:
     """The model named by ``--model``, checked against the probe's requirements (UsageError otherwise)."""
-    from probes.base import check_model_compat
-
     if ns.cache:
         raise UsageError("--cache keys results by config only; it cannot be combined with --model")
     try:
@@ -384,9 +392,6 @@ def _days(text: str) -> float:
 
 
 def _cache(args: list[str]) -> int:
-    from analysis import cache
-    from analysis.paths import cache_dir, figures_dir
-
     if not args or args[0] not in CACHE_COMMANDS:
         got = f"unknown cache command {args[0]!r}" if args else "cache needs a command"
         raise UsageError(f"{got}; allowed: {', '.join(CACHE_COMMANDS)}")
@@ -452,8 +457,6 @@ def _cache_ls(found: list, root: Path) -> int:
 
 
 def _cache_size(found: list, root: Path) -> int:
-    from analysis.cache import KINDS
-
     rows = []
     for kind in KINDS:
         mine = [e for e in found if e.kind == kind]

@@ -32,6 +32,9 @@ of the seeds' SE for the trained eta) and names the alternative a competing hypo
 Conventions. Losses here are the plain MSE E[(yhat - y_q)^2] of the theory module; the training
 task minimises half of it (von Oswald's convention; :class:`NegYReadoutTask`), which has the same
 minimiser. The model reads its prediction as yhat = -(query y-slot), the construction's sign.
+Models are trained and evaluated on one data law and one token layout (:mod:`analysis.regression_data`:
+``regression_task(cfg).law``, ``concat_tokens``): training draws it with a torch generator in float32,
+every evaluation with a numpy generator in float64, seeded by the measurement's purpose.
 
 Architecture. With ``hide_query`` (default) the training task passes an attention bias of -inf on
 the query's key column (``NegYReadoutTask.attn_bias``, used by ``analysis.train`` in training and
@@ -68,14 +71,17 @@ from scipy.stats import t as student_t
 
 from analysis.ledger import Ledger
 from analysis.model import ModelConfig, TinyTransformer
-from analysis.tasks import LinearRegressionTask, interleaved_tokens
+from analysis.regression_data import RegressionBatch, concat_tokens, interleaved_tokens
+from analysis.tasks import LinearRegressionTask
 from analysis.theory import icl_gd as th
 from analysis.train import TrainConfig, train
-from probes.base import MAX_SEED, ProbeConfig, Result, param
+from probes.base import ProbeConfig, Result, model_param, param
 
 NAME = "icl_gd"
 DESCRIPTION = "In-context regression: trained linear self-attention vs one step of (preconditioned) GD."
-VERSION = "6"  # 6: ridge baselines through the SVD (last-bit changes; tiny lam with N < d no longer fails)
+# VERSION history: 7: the exact-loss claims cite the split theory package (analysis.theory.icl_gd.closed_forms); 6:
+# ridge baselines through the SVD (last-bit changes; tiny lam with N < d no longer fails)
+VERSION = "7"
 REQUIRES = {"input": "vectors"}  # a model reading concat tokens (B, N+1, d+1), returning (B, T, d+1)
 
 EPS = float(np.finfo(np.float64).eps)
@@ -93,61 +99,122 @@ MAX_INIT_STD = 10.0  # init_std
 class Config(ProbeConfig):
     PRESETS = {
         "smoke": {
-            "d": 4, "n_context": 6, "layers": (1, 2), "steps": 300, "batch": 256, "depth_steps": 150, "depth_batch": 256,
-            "depth_warmup": 15, "lr": 1e-2,
-            "n_eval": 4000, "n_mc": 20000, "n_fit": 1000, "k_values": (1, 3, 6), "construction_layers": 3,
-            "garg_n_points": 6, "garg_steps": 40, "garg_batch": 32, "eta_seeds": 1, "ridge_mc_d": 4,
+            "d": 4,
+            "n_context": 6,
+            "layers": (1, 2),
+            "steps": 300,
+            "batch": 256,
+            "depth_steps": 150,
+            "depth_batch": 256,
+            "depth_warmup": 15,
+            "lr": 1e-2,
+            "n_eval": 4000,
+            "n_mc": 20000,
+            "n_fit": 1000,
+            "k_values": (1, 3, 6),
+            "construction_layers": 3,
+            "garg_n_points": 6,
+            "garg_steps": 40,
+            "garg_batch": 32,
+            "eta_seeds": 1,
+            "ridge_mc_d": 4,
             "ridge_mc_tasks": 400,
         },
         "full": {},
-    }  # fmt: skip
+    }
 
     d: int = param(10, "input dimension d", minimum=1, maximum=64)
     n_context: int = param(10, "in-context examples N the models are trained on", minimum=1, maximum=200)
     noise: float = param(0.0, "label noise standard deviation sigma", minimum=0.0, maximum=MAX_NOISE)
     x_dist: str = param("uniform", "input law", choices=("gaussian", "uniform", "anisotropic"))
-    cond: float = param(10.0, "condition number of Sigma (anisotropic only; geometric spectrum)", minimum=1.0, maximum=MAX_COND)
-    layers: tuple[int, ...] = param((1, 2, 3, 4), "depths K of the trained LSA stacks (first = headline)", minimum=1, maximum=8)
-    attention: str = param("linear", "attention kernel of the trained models", choices=("linear", "softmax"))
+    cond: float = param(
+        10.0, "condition number of Sigma (anisotropic only; geometric spectrum)", minimum=1.0, maximum=MAX_COND
+    )
+    layers: tuple[int, ...] = param(
+        (1, 2, 3, 4), "depths K of the trained LSA stacks (first = headline)", minimum=1, maximum=8
+    )
+    attention: str = model_param(
+        "attention", "linear", "attention kernel of the trained models", choices=("linear", "softmax")
+    )
     hide_query: bool = param(True, "train and evaluate with the query hidden as a key (von Oswald's architecture)")
     steps: int = param(2000, "Adam updates per trained model", minimum=1)
     batch: int = param(2048, "tasks per update", minimum=1)
-    depth_steps: int = param(1200, "Adam updates of the stacks with K >= 2 (time budget: cost ~ K * depth_batch * steps)", minimum=1)
+    depth_steps: int = param(
+        1200, "Adam updates of the stacks with K >= 2 (time budget: cost ~ K * depth_batch * steps)", minimum=1
+    )
     depth_batch: int = param(512, "tasks per update of the stacks with K >= 2", minimum=1)
-    depth_lr: float = param(1e-2, "peak Adam learning rate of the stacks with K >= 2 (after warm-up, cosine to 10%)", minimum=0.0, maximum=MAX_LR)
-    depth_warmup: int = param(100, "linear warm-up updates of the stacks with K >= 2 (without it lr 1e-2 blows up early)", minimum=0)
-    depth_clip: float = param(1.0, "global gradient-norm clip of the stacks with K >= 2 (caps rare large-|w| batches)", minimum=0.0)
+    depth_lr: float = param(
+        1e-2,
+        "peak Adam learning rate of the stacks with K >= 2 (after warm-up, cosine to 10%)",
+        minimum=0.0,
+        maximum=MAX_LR,
+    )
+    depth_warmup: int = param(
+        100, "linear warm-up updates of the stacks with K >= 2 (without it lr 1e-2 blows up early)", minimum=0
+    )
+    depth_clip: float = param(
+        1.0, "global gradient-norm clip of the stacks with K >= 2 (caps rare large-|w| batches)", minimum=0.0
+    )
     lr: float = param(2e-2, "peak Adam learning rate (cosine decay to 10%)", minimum=0.0, maximum=MAX_LR)
-    init_std: float = param(0.02, "std of the initial weights (small: deep LSA stacks blow up from fan-in init)", minimum=0.0, maximum=MAX_INIT_STD)
-    seed: int = param(0, "seed of the weights, the data stream and the evaluation draws", minimum=0, maximum=MAX_SEED)
+    init_std: float = model_param(
+        "init_std",
+        0.02,
+        "std of the initial weights (small: deep LSA stacks blow up from fan-in init)",
+        maximum=MAX_INIT_STD,
+    )
+    seed: int = model_param("seed", 0, "seed of the weights, the data stream and the evaluation draws")
     n_eval: int = param(20000, "evaluation tasks per context length", minimum=16)
     n_mc: int = param(200000, "Monte Carlo tasks for the eta* / loss* checks", minimum=16)
     n_fit: int = param(2000, "tasks on which K-step GD and GD++ schedules are fitted (L-BFGS, float64)", minimum=16)
-    k_values: tuple[int, ...] = param((1, 2, 3, 4, 5, 6, 7, 8, 9, 10), "context lengths k of the loss curves", minimum=1)
+    k_values: tuple[int, ...] = param(
+        (1, 2, 3, 4, 5, 6, 7, 8, 9, 10), "context lengths k of the loss curves", minimum=1
+    )
     construction_layers: int = param(4, "check the exact construction for K = 1..this", minimum=1, maximum=8)
     garg: bool = param(True, "also train a small softmax transformer on the interleaved (Garg et al. 2022) layout")
     garg_d: int = param(3, "input dimension of the interleaved task (small: a CPU-sized model)", minimum=1, maximum=64)
-    garg_n_points: int = param(10, "examples per interleaved sequence (predictions at k = 0..this-1)", minimum=2, maximum=200)
-    garg_x_dist: str = param("gaussian", "input law of the interleaved task (Garg et al.: N(0, I))", choices=("gaussian", "uniform"))
+    garg_n_points: int = param(
+        10, "examples per interleaved sequence (predictions at k = 0..this-1)", minimum=2, maximum=200
+    )
+    garg_x_dist: str = param(
+        "gaussian", "input law of the interleaved task (Garg et al.: N(0, I))", choices=("gaussian", "uniform")
+    )
     garg_width: int = param(32, "d_model of the interleaved model (pre-LN, softmax, MLP 4x)", minimum=8, maximum=256)
     garg_layers: int = param(2, "layers of the interleaved model", minimum=1, maximum=8)
     garg_heads: int = param(4, "attention heads of the interleaved model", minimum=1, maximum=16)
     garg_steps: int = param(1500, "Adam updates of the interleaved model (~45 s on one core)", minimum=1)
     garg_batch: int = param(64, "sequences per update of the interleaved model", minimum=1)
-    garg_lr: float = param(1e-3, "peak Adam learning rate of the interleaved model (warm-up, cosine)", minimum=0.0, maximum=MAX_LR)
-    eta_seeds: int = param(3, "one-layer models trained from seeds seed.. for the trained eta's uncertainty (~80 s each)", minimum=1, maximum=16)
-    mahankali: tuple[str, ...] = param(("gaussian", "anisotropic"), "Gaussian laws on which a 1-layer linear LSA is also trained (Mahankali et al.; ~80 s each)", choices=("gaussian", "anisotropic"), min_len=0)
-    ridge_mc_d: int = param(10, "dimension of the Gaussian ridge / least-squares Monte Carlo (k = 1..3d)", minimum=2, maximum=64)
-    ridge_mc_noise: float = param(0.5, "label noise of the Gaussian ridge / least-squares Monte Carlo", minimum=0.01, maximum=MAX_NOISE)
-    ridge_mc_tasks: int = param(4000, "Monte Carlo contexts per k of the Gaussian ridge / least-squares check", minimum=16)
+    garg_lr: float = param(
+        1e-3, "peak Adam learning rate of the interleaved model (warm-up, cosine)", minimum=0.0, maximum=MAX_LR
+    )
+    eta_seeds: int = param(
+        3,
+        "one-layer models trained from seeds seed.. for the trained eta's uncertainty (~80 s each)",
+        minimum=1,
+        maximum=16,
+    )
+    mahankali: tuple[str, ...] = param(
+        ("gaussian", "anisotropic"),
+        "Gaussian laws on which a 1-layer linear LSA is also trained (Mahankali et al.; ~80 s each)",
+        choices=("gaussian", "anisotropic"),
+        min_len=0,
+    )
+    ridge_mc_d: int = param(
+        10, "dimension of the Gaussian ridge / least-squares Monte Carlo (k = 1..3d)", minimum=2, maximum=64
+    )
+    ridge_mc_noise: float = param(
+        0.5, "label noise of the Gaussian ridge / least-squares Monte Carlo", minimum=0.01, maximum=MAX_NOISE
+    )
+    ridge_mc_tasks: int = param(
+        4000, "Monte Carlo contexts per k of the Gaussian ridge / least-squares check", minimum=16
+    )
     threads: int = param(1, "torch threads while training (tiny matrices: 1 avoids contention)", minimum=1)
 
     def validate(self) -> None:
         super().validate()
-        for name in ("lr", "depth_lr", "garg_lr", "init_std"):  # analysis.train and analysis.model need them > 0
+        for name in ("lr", "depth_lr", "garg_lr"):  # analysis.train needs them > 0 (init_std: the model config)
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
-        if self.garg_width % self.garg_heads:
+        if self.garg_width % self.garg_heads:  # the interleaved model's own fields (not model fields)
             raise ValueError(f"garg_heads must divide garg_width={self.garg_width}, got garg_heads={self.garg_heads}")
         if ("anisotropic" in self.mahankali or self.x_dist == "anisotropic") and self.d * self.d > self.n_eval:
             raise ValueError(f"n_eval must be >= d^2 = {self.d * self.d} to fit a preconditioner, got {self.n_eval}")
@@ -216,13 +283,23 @@ def model_config(cfg: Config, n_layers: int, dtype: str = "float32", seed: int |
     Small N(0, init_std^2) initial weights: a K-layer LSA is a polynomial of degree 3^K in the tokens,
     and from fan-in init (std 1/sqrt(d+1)) a 2-layer stack starts with losses ~1e5 and trains poorly."""
     D = cfg.d + 1
-    return ModelConfig(
-        input="embedded", d_in=D, output="none", vocab_size=2, d_model=D, n_layers=n_layers, n_heads=1,
-        d_head=D, d_mlp=0, norm="none", attention=cfg.attention,
-        logit_scale=1.0 if cfg.attention == "linear" else None, causal=False, dtype=dtype,
-        seed=cfg.seed if seed is None else seed,
-        init="gpt2", init_std=cfg.init_std,
-    )  # fmt: skip
+    return cfg.model_config(  # attention, init_std and seed from the config's model fields
+        input="embedded",
+        d_in=D,
+        output="none",
+        vocab_size=2,
+        d_model=D,
+        n_layers=n_layers,
+        n_heads=1,
+        d_head=D,
+        d_mlp=0,
+        norm="none",
+        logit_scale=1.0 if cfg.attention == "linear" else None,
+        causal=False,
+        dtype=dtype,
+        init="gpt2",
+        **({} if seed is None else {"seed": seed}),
+    )
 
 
 def train_config(cfg: Config, n_layers: int = 1, seed: int | None = None) -> TrainConfig:
@@ -237,14 +314,26 @@ def train_config(cfg: Config, n_layers: int = 1, seed: int | None = None) -> Tra
     deep product) that the cosine decay damps, and 1200 updates end near GD++ loss."""
     if n_layers == 1:
         return TrainConfig(
-            steps=cfg.steps, batch_size=cfg.batch, lr=cfg.lr, optimizer="adam", grad_clip=0.0,
-            schedule="cosine", min_lr_ratio=0.1, seed=cfg.seed if seed is None else seed,
-        )  # fmt: skip
+            steps=cfg.steps,
+            batch_size=cfg.batch,
+            lr=cfg.lr,
+            optimizer="adam",
+            grad_clip=0.0,
+            schedule="cosine",
+            min_lr_ratio=0.1,
+            seed=cfg.seed if seed is None else seed,
+        )
     return TrainConfig(
-        steps=cfg.depth_steps, batch_size=cfg.depth_batch, lr=cfg.depth_lr, optimizer="adam",
-        grad_clip=cfg.depth_clip, warmup_steps=min(cfg.depth_warmup, cfg.depth_steps), schedule="cosine",
-        min_lr_ratio=0.1, seed=cfg.seed if seed is None else seed,
-    )  # fmt: skip
+        steps=cfg.depth_steps,
+        batch_size=cfg.depth_batch,
+        lr=cfg.depth_lr,
+        optimizer="adam",
+        grad_clip=cfg.depth_clip,
+        warmup_steps=min(cfg.depth_warmup, cfg.depth_steps),
+        schedule="cosine",
+        min_lr_ratio=0.1,
+        seed=cfg.seed if seed is None else seed,
+    )
 
 
 def query_key_bias(T: int) -> torch.Tensor:
@@ -267,8 +356,10 @@ def lsa_weights_from_model(model: Any) -> list[dict[str, np.ndarray]] | None:
         p = f"blocks.{layer}.attn."
         if p + "W_q.weight" not in sd:
             return None
-        W = {k: sd[p + f"{n}.weight"].detach().to(torch.float64).numpy() for k, n in
-             (("W_Q", "W_q"), ("W_K", "W_k"), ("W_V", "W_v"), ("P", "W_o"))}  # fmt: skip
+        W = {
+            k: sd[p + f"{n}.weight"].detach().to(torch.float64).numpy()
+            for k, n in (("W_Q", "W_q"), ("W_K", "W_k"), ("W_V", "W_v"), ("P", "W_o"))
+        }
         W["W_Q"] = W["W_Q"] * float(cfg.scale)
         out.append(W)
     return out
@@ -305,7 +396,7 @@ class ModelPredictor:
         return self.label
 
     def __call__(self, x_ctx, y_ctx, x_q) -> torch.Tensor:
-        tokens = th.build_tokens(x_ctx, y_ctx, x_q)  # (B, N+1, d+1), float64, keeps grad to x_q
+        tokens = concat_tokens(x_ctx, y_ctx, x_q, dtype=torch.float64)  # (B, N+1, d+1), keeps grad to x_q
         bias = query_key_bias(tokens.shape[1]) if self.hide_query else None
         return -self.model(tokens, attn_bias=bias)[:, -1, -1]
 
@@ -329,25 +420,48 @@ def torch_threads(n: int) -> Iterator[None]:
 def garg_task(cfg: Config) -> LinearRegressionTask:
     """Interleaved in-context regression (x_1, 0), (0, y_1), ...: the prediction of y_k is read at x_k."""
     return LinearRegressionTask(
-        d=cfg.garg_d, n_points=cfg.garg_n_points, x_dist=cfg.garg_x_dist, noise_std=cfg.noise, layout="interleaved",
-    )  # fmt: skip
+        d=cfg.garg_d,
+        n_points=cfg.garg_n_points,
+        x_dist=cfg.garg_x_dist,
+        noise_std=cfg.noise,
+        layout="interleaved",
+    )
 
 
 def garg_model_config(cfg: Config, dtype: str = "float32") -> ModelConfig:
     """A small standard causal transformer: linear read-in of the (d+1)-dim tokens, learned positions,
     pre-LN, softmax attention, GELU MLP of width 4 d_model, linear read-out of width 1 (GPT-2 init)."""
     return ModelConfig(
-        input="vectors", d_in=cfg.garg_d + 1, output="linear", d_out=1, d_model=cfg.garg_width,
-        n_layers=cfg.garg_layers, n_heads=cfg.garg_heads, norm="pre", attention="softmax", pos="learned",
-        max_len=2 * cfg.garg_n_points, causal=True, init="gpt2", dtype=dtype, seed=cfg.seed,
-    )  # fmt: skip
+        input="vectors",
+        d_in=cfg.garg_d + 1,
+        output="linear",
+        d_out=1,
+        d_model=cfg.garg_width,
+        n_layers=cfg.garg_layers,
+        n_heads=cfg.garg_heads,
+        norm="pre",
+        attention="softmax",
+        pos="learned",
+        max_len=2 * cfg.garg_n_points,
+        causal=True,
+        init="gpt2",
+        dtype=dtype,
+        seed=cfg.seed,
+    )
 
 
 def garg_train_config(cfg: Config) -> TrainConfig:
     return TrainConfig(
-        steps=cfg.garg_steps, batch_size=cfg.garg_batch, lr=cfg.garg_lr, optimizer="adam", grad_clip=1.0,
-        warmup_steps=min(100, cfg.garg_steps // 10), schedule="cosine", min_lr_ratio=0.1, seed=cfg.seed,
-    )  # fmt: skip
+        steps=cfg.garg_steps,
+        batch_size=cfg.garg_batch,
+        lr=cfg.garg_lr,
+        optimizer="adam",
+        grad_clip=1.0,
+        warmup_steps=min(100, cfg.garg_steps // 10),
+        schedule="cosine",
+        min_lr_ratio=0.1,
+        seed=cfg.seed,
+    )
 
 
 GARG_BASELINES = ("least_squares", "ridge", "knn", "averaging", "gd_star")
@@ -361,9 +475,9 @@ def garg_loss_vs_k(cfg: Config, model: Any, n_tasks: int) -> dict[str, np.ndarra
     gen = torch.Generator().manual_seed(int(_rng(cfg, "garg_eval").integers(2**62)))
     b = task.draw(n_tasks, gen, dtype=torch.float64)
     with torch.no_grad():
-        out = model(interleaved_tokens(b.x, b.y))  # (B, 2N, 1)
+        out = model(interleaved_tokens(b.x_ctx, b.y_ctx))  # (B, 2N, 1)
     pred_model = out[:, 0::2, 0].numpy()  # (B, N): prediction of y_k at x-token 2k
-    x, y = b.x.numpy(), b.y.numpy()
+    x, y = b.x_ctx.numpy(), b.y_ctx.numpy()
     N, d = task.n_points, task.d
     names = ("model",) + GARG_BASELINES
     mean = np.full((len(names), N), np.nan)
@@ -379,8 +493,13 @@ def garg_loss_vs_k(cfg: Config, model: Any, n_tasks: int) -> dict[str, np.ndarra
         else:
             xc, yc, xq = x[:, :k], y[:, :k], x[:, k]
             eta_k = th.one_step_gd_theory(d, k, cfg.garg_x_dist, cfg.noise)["eta_star"]
-            preds = {"least_squares": th.LeastSquares(), "ridge": ridge, "knn": th.KNN(3),
-                     "averaging": th.Averaging(), "gd_star": th.one_step_gd(eta_k)}  # fmt: skip
+            preds = {
+                "least_squares": th.LeastSquares(),
+                "ridge": ridge,
+                "knn": th.KNN(3),
+                "averaging": th.Averaging(),
+                "gd_star": th.one_step_gd(eta_k),
+            }
             for n, f in preds.items():
                 sq[n] = (f(xc, yc, xq).numpy() - y[:, k]) ** 2
         for i, n in enumerate(names):
@@ -400,11 +519,14 @@ def _rng(cfg: Config, purpose: str, k: int = 0) -> np.random.Generator:
     return np.random.default_rng([cfg.seed, tag, k])
 
 
-def _sample(cfg: Config, n: int, N: int, purpose: str) -> th.RegressionBatch:
-    return th.sample_regression(n, cfg.d, N, cfg.x_dist, cfg.noise, _rng(cfg, purpose, N), Sigma=spectrum(cfg))
+def _sample(cfg: Config, n: int, N: int, purpose: str) -> RegressionBatch:
+    """``n`` evaluation tasks of ``N`` examples (numpy float64), drawn from the law the models are trained
+    on (:func:`regression_task`; the law does not depend on the context length) with a numpy generator
+    fixed by the seed, the purpose and N."""
+    return regression_task(cfg).law.sample(n, N, _rng(cfg, purpose, N))
 
 
-def _sq_err(pred: torch.Tensor, batch: th.RegressionBatch) -> np.ndarray:
+def _sq_err(pred: torch.Tensor, batch: RegressionBatch) -> np.ndarray:
     return (pred.detach().numpy() - batch.y_q) ** 2
 
 
@@ -412,12 +534,12 @@ def _mean_se(v: np.ndarray) -> tuple[float, float]:
     return float(v.mean()), float(v.std(ddof=1) / math.sqrt(v.size))
 
 
-def _predict(f, batch: th.RegressionBatch) -> torch.Tensor:
+def _predict(f, batch: RegressionBatch) -> torch.Tensor:
     with torch.no_grad():
         return f(batch.x_ctx, batch.y_ctx, batch.x_q)
 
 
-def best_gd_eta(batch: th.RegressionBatch, steps: int, Sigma: np.ndarray, cfg: Config, hi: float) -> tuple[float, float]:
+def best_gd_eta(batch: RegressionBatch, steps: int, Sigma: np.ndarray, cfg: Config, hi: float) -> tuple[float, float]:
     """Learning rate (one for all steps) minimising the Rao-Blackwellised loss of K-step GD on ``batch``."""
 
     def loss(eta: float) -> float:
@@ -451,9 +573,13 @@ def run(config: Config, model: Any = None, progress: bool = True) -> Result:
     cfg = config
     N, d = cfg.n_context, cfg.d
     one = th.one_step_gd_theory(d, N, cfg.x_dist, cfg.noise, Sigma=spectrum(cfg))
-    scalars: dict[str, Any] = {"eta_theory": one["eta_star"], "loss_gd_theory": one["loss_star"],
-                               "eta_untuned": untuned_eta(cfg), "loss_gd_untuned": float(one["loss_fn"](untuned_eta(cfg))),
-                               "loss_gd_infinite_context": infinite_context_loss(cfg, one, one["eta_star"])}  # fmt: skip
+    scalars: dict[str, Any] = {
+        "eta_theory": one["eta_star"],
+        "loss_gd_theory": one["loss_star"],
+        "eta_untuned": untuned_eta(cfg),
+        "loss_gd_untuned": float(one["loss_fn"](untuned_eta(cfg))),
+        "loss_gd_infinite_context": infinite_context_loss(cfg, one, one["eta_star"]),
+    }
     data: dict[str, Any] = {}
     coords: dict[str, Any] = {}
     measure_construction(cfg, one["eta_star"], data, scalars, coords)
@@ -548,8 +674,9 @@ def train_one(cfg: Config, n_layers: int, progress: bool, seed: int | None = Non
     ``cfg.seed``: weights and data stream) may pass the config's largest seed (the eta seeds add to it)."""
     task = NegYReadoutTask(regression_task(cfg), hide_query=cfg.hide_query)
     with torch_threads(cfg.threads):
-        res = train(model_config(cfg, n_layers, seed=seed), task, train_config(cfg, n_layers, seed=seed),
-                    progress=progress)  # fmt: skip
+        res = train(
+            model_config(cfg, n_layers, seed=seed), task, train_config(cfg, n_layers, seed=seed), progress=progress
+        )
     hist = 2.0 * np.asarray(res.history["loss"], dtype=np.float64)  # back to plain MSE
     return as_float64(res.model), hist, float(res.meta.get("wall_time", res.wall_time)), bool(res.from_cache)
 
@@ -560,79 +687,63 @@ def train_stacks(cfg: Config, model: Any, progress: bool) -> dict[int, tuple]:
     return {int(K): train_one(cfg, int(K), progress) for K in cfg.layers}
 
 
+# per-depth results of measure_stacks, each a (K,) array of the Dataset (in this order)
+STACK_FIELDS = (
+    "loss_model",
+    "loss_model_se",
+    "eta_fit_pred",
+    "eta_fit_pred_se",
+    "eta_fit_weights",
+    "off_structure",
+    "loss_gd_steps",
+    "eta_gd_steps",
+    "cos_steps",
+    "preds_diff_steps",
+    "model_diff_steps",
+    "train_time_s",
+    "map_error",
+    "loss_gd_perstep",
+    "excess_over_gd_perstep",
+    "excess_over_gd_perstep_se",
+    "loss_gdpp",
+    "excess_over_gdpp",
+    "excess_over_gdpp_se",
+    "cos_gdpp",
+    "depth_diff_prev",
+    "depth_diff_prev_se",
+)
+STACK_SCHEDULES = ("eta_gd_perstep", "eta_gdpp", "gamma_gdpp")  # per depth and layer, (K, layer) arrays
+
+
 def measure_stacks(cfg: Config, trained: dict, eta_star: float, data: dict, scalars: dict, coords: dict) -> dict:
-    """Per depth K: loss, eta read two ways, K-step GD (one eta, per-step etas) and GD++ fitted on a
-    separate batch and measured paired with the model; the paired difference to the previous depth;
-    the headline (first) model against GD at eta* and the baselines. Returns the predictors."""
-    N, d = cfg.n_context, cfg.d
-    Sigma = th.second_moment(d, cfg.x_dist, spectrum(cfg))
-    Ks = list(trained)
-    main_K = Ks[0]
-    evalN = _sample(cfg, cfg.n_eval, N, "eval")
-    fit_batch = _sample(cfg, cfg.n_fit, N, "gd_schedule_fit")
-    Kmax = max(trained)
-    names = ("loss_model", "loss_model_se", "eta_fit_pred", "eta_fit_pred_se", "eta_fit_weights", "off_structure",
-             "loss_gd_steps", "eta_gd_steps", "cos_steps", "preds_diff_steps", "model_diff_steps", "train_time_s",
-             "map_error", "loss_gd_perstep", "excess_over_gd_perstep", "excess_over_gd_perstep_se", "loss_gdpp",
-             "excess_over_gdpp", "excess_over_gdpp_se", "cos_gdpp", "depth_diff_prev", "depth_diff_prev_se")  # fmt: skip
-    per_K: dict[str, list[float]] = {k: [] for k in names}
-    sched = {n: np.full((len(trained), Kmax), np.nan) for n in ("eta_gd_perstep", "eta_gdpp", "gamma_gdpp")}
+    """Per depth K: loss, eta read two ways (:func:`stack_weights`), K-step GD (one eta, per-step etas) and
+    GD++ fitted on a separate batch and measured paired with the model (:func:`stack_vs_gd`); the paired
+    difference to the previous depth; then the headline (first) model against GD at eta* and the
+    baselines (:func:`measure_headline`). Returns the predictors."""
+    Sigma = th.second_moment(cfg.d, cfg.x_dist, spectrum(cfg))
+    evalN = _sample(cfg, cfg.n_eval, cfg.n_context, "eval")
+    fit_batch = _sample(cfg, cfg.n_fit, cfg.n_context, "gd_schedule_fit")
+    Ks, Kmax = list(trained), max(trained)
+    per_K: dict[str, list[float]] = {k: [] for k in STACK_FIELDS}
+    sched = {n: np.full((len(trained), Kmax), np.nan) for n in STACK_SCHEDULES}
     predictors: dict[int, ModelPredictor] = {}
     sq_prev = None
     for i, (K, (mk, hist, wall, _cached)) in enumerate(trained.items()):
-        f = ModelPredictor(mk, label=f"lsa{K}", hide_query=cfg.hide_query)
-        predictors[K] = f
+        f = predictors[K] = ModelPredictor(mk, label=f"lsa{K}", hide_query=cfg.hide_query)
         pred = _predict(f, evalN)
         sq_model = _sq_err(pred, evalN)
-        for key, val in zip(("loss_model", "loss_model_se"), _mean_se(sq_model), strict=True):
-            per_K[key].append(val)
-        eta_p, eta_p_se = fit_eta_se(pred, evalN)
-        per_K["eta_fit_pred"].append(eta_p)
-        per_K["eta_fit_pred_se"].append(eta_p_se)
-        stack = lsa_weights_from_model(mk)
-        if stack is not None:
-            G = th.lsa_linear_part(stack[0], N)
-            per_K["eta_fit_weights"].append(float(np.trace(G) / d) if K == 1 else math.nan)
-            per_K["off_structure"].append(float(th.eta_from_lsa_weights(stack[0], N)["off_structure"]))
-            ref = _predict(th.LinearSelfAttention(stack, include_query=not cfg.hide_query), evalN)
-            per_K["map_error"].append(float((ref - pred).abs().max() / pred.abs().max()))
-            if K == main_K:
-                W0, c = stack[0], th.gd_lsa_weights(d, eta_star, N)
-                data["learned_WKQ"] = (("row", "col"), W0["W_K"].T @ W0["W_Q"])
-                data["learned_PWV"] = (("row", "col"), W0["P"] @ W0["W_V"])
-                data["construction_WKQ"] = (("row", "col"), c["W_K"].T @ c["W_Q"])
-                data["construction_PWV"] = (("row", "col"), c["P"] @ c["W_V"])
-        else:
-            for key in ("eta_fit_weights", "off_structure", "map_error"):
-                per_K[key].append(math.nan)
-        eta_K, loss_K = best_gd_eta(evalN, K, Sigma, cfg, hi=3.0 * eta_star)
-        # K-step GD at its best per-step learning rates, and GD++ (per-layer eta and gamma), both fitted
-        # on a separate fixed batch (float64, Rao-Blackwellised loss), then measured on the evaluation
-        # tasks paired with the model (same tasks: the differences have small standard errors)
-        fits = {
-            "gd_perstep": th.fit_gd_schedule(fit_batch.x_ctx, Sigma, cfg.noise, K, eta0=eta_K),
-            "gdpp": th.fit_gd_schedule(fit_batch.x_ctx, Sigma, cfg.noise, K, plus_plus=True, eta0=eta_K),
-        }
-        for key, fit in fits.items():
-            sq_fit = _sq_err(_predict(fit["predictor"], evalN), evalN)
-            per_K[f"loss_{key}"].append(_mean_se(sq_fit)[0])
-            dm, dm_se = _mean_se(sq_model - sq_fit)
-            per_K[f"excess_over_{key}"].append(dm)
-            per_K[f"excess_over_{key}_se"].append(dm_se)
-            sched[f"eta_{key}"][i, :K] = fit["eta"]
-        sched["gamma_gdpp"][i, :K] = fits["gdpp"]["gamma"]
-        per_K["cos_gdpp"].append(th.sensitivity_cosine(f, fits["gdpp"]["predictor"], evalN.x_ctx, evalN.y_ctx, evalN.x_q))
-        dK, dK_se = _mean_se(sq_model - sq_prev) if sq_prev is not None else (math.nan, math.nan)
-        per_K["depth_diff_prev"].append(dK)
-        per_K["depth_diff_prev_se"].append(dK_se)
+        row = dict(zip(("loss_model", "loss_model_se"), _mean_se(sq_model), strict=True))
+        row.update(zip(("eta_fit_pred", "eta_fit_pred_se"), fit_eta_se(pred, evalN), strict=True))
+        row.update(stack_weights(cfg, mk, pred, evalN, eta_star if i == 0 else None, data))
+        fits, schedules = stack_vs_gd(cfg, K, f, sq_model, evalN, fit_batch, Sigma, eta_star)
+        row.update(fits)
+        for key, values in schedules.items():
+            sched[key][i, :K] = values
+        diff = _mean_se(sq_model - sq_prev) if sq_prev is not None else (math.nan, math.nan)
+        row.update(zip(("depth_diff_prev", "depth_diff_prev_se"), diff, strict=True), train_time_s=wall)
         sq_prev = sq_model
-        cmp = th.compare_predictors(f, th.GD(eta=eta_K, steps=K), evalN.x_ctx, evalN.y_ctx, evalN.x_q)
-        per_K["loss_gd_steps"].append(loss_K)
-        per_K["eta_gd_steps"].append(eta_K)
-        per_K["cos_steps"].append(cmp["cos_sensitivity"])
-        per_K["preds_diff_steps"].append(cmp["preds_diff"])
-        per_K["model_diff_steps"].append(cmp["model_diff"])
-        per_K["train_time_s"].append(wall)
+        for key in STACK_FIELDS:
+            per_K[key].append(row[key])
         if hist is not None:
             data[f"train_loss_K{K}"] = ((f"step_K{K}",), hist)
     for key, vals in per_K.items():
@@ -640,10 +751,93 @@ def measure_stacks(cfg: Config, trained: dict, eta_star: float, data: dict, scal
     for key, arr in sched.items():
         data[key] = (("K", "layer"), arr)
     coords.update(K=np.asarray(Ks, dtype=np.int64), layer=np.arange(1, Kmax + 1))
+    measure_headline(cfg, Ks[0], predictors[Ks[0]], evalN, eta_star, per_K, data, scalars)
+    return predictors
 
-    # the headline model (first depth) against GD at eta* and the baselines, paired on the same tasks
+
+def stack_weights(
+    cfg: Config, mk: Any, pred: torch.Tensor, evalN: RegressionBatch, construction_eta: float | None, data: dict
+) -> dict[str, float]:
+    """What the weights of one trained stack say: the learning rate of the first layer's y-linear part
+    (one-layer stacks only), its distance from the GD structure, and how exactly the weights read into the
+    theory's LSA reproduce the model's predictions ``pred``. With ``construction_eta`` (the headline
+    model) the first layer's W_K^T W_Q and P W_V are stored beside the construction's at that rate. NaN
+    for a model whose weights are not an LSA stack."""
+    N, d = cfg.n_context, cfg.d
+    stack = lsa_weights_from_model(mk)
+    if stack is None:
+        return {key: math.nan for key in ("eta_fit_weights", "off_structure", "map_error")}
+    G = th.lsa_linear_part(stack[0], N)
+    ref = _predict(th.LinearSelfAttention(stack, include_query=not cfg.hide_query), evalN)
+    out = {
+        "eta_fit_weights": float(np.trace(G) / d) if len(stack) == 1 else math.nan,
+        "off_structure": float(th.eta_from_lsa_weights(stack[0], N)["off_structure"]),
+        "map_error": float((ref - pred).abs().max() / pred.abs().max()),
+    }
+    if construction_eta is not None:
+        W0, c = stack[0], th.gd_lsa_weights(d, construction_eta, N)
+        data["learned_WKQ"] = (("row", "col"), W0["W_K"].T @ W0["W_Q"])
+        data["learned_PWV"] = (("row", "col"), W0["P"] @ W0["W_V"])
+        data["construction_WKQ"] = (("row", "col"), c["W_K"].T @ c["W_Q"])
+        data["construction_PWV"] = (("row", "col"), c["P"] @ c["W_V"])
+    return out
+
+
+def stack_vs_gd(
+    cfg: Config,
+    K: int,
+    f: ModelPredictor,
+    sq_model: np.ndarray,
+    evalN: RegressionBatch,
+    fit_batch: RegressionBatch,
+    Sigma: np.ndarray,
+    eta_star: float,
+) -> tuple[dict, dict]:
+    """One K-layer stack against K steps of GD: at one learning rate (best on the evaluation tasks), at
+    its best per-step learning rates, and GD++ (per-layer eta and gamma). The schedules are fitted on a
+    separate fixed batch (float64, Rao-Blackwellised loss), then measured on the evaluation tasks paired
+    with the model (same tasks: the differences have small standard errors). Returns the per-depth
+    results and the fitted schedules."""
+    eta_K, loss_K = best_gd_eta(evalN, K, Sigma, cfg, hi=3.0 * eta_star)
+    fits = {
+        "gd_perstep": th.fit_gd_schedule(fit_batch.x_ctx, Sigma, cfg.noise, K, eta0=eta_K),
+        "gdpp": th.fit_gd_schedule(fit_batch.x_ctx, Sigma, cfg.noise, K, plus_plus=True, eta0=eta_K),
+    }
+    row: dict[str, float] = {}
+    for key, fit in fits.items():
+        sq_fit = _sq_err(_predict(fit["predictor"], evalN), evalN)
+        row[f"loss_{key}"] = _mean_se(sq_fit)[0]
+        row[f"excess_over_{key}"], row[f"excess_over_{key}_se"] = _mean_se(sq_model - sq_fit)
+    schedules = {
+        "eta_gd_perstep": fits["gd_perstep"]["eta"],
+        "eta_gdpp": fits["gdpp"]["eta"],
+        "gamma_gdpp": fits["gdpp"]["gamma"],
+    }
+    row["cos_gdpp"] = th.sensitivity_cosine(f, fits["gdpp"]["predictor"], evalN.x_ctx, evalN.y_ctx, evalN.x_q)
+    cmp = th.compare_predictors(f, th.GD(eta=eta_K, steps=K), evalN.x_ctx, evalN.y_ctx, evalN.x_q)
+    row.update(
+        loss_gd_steps=loss_K,
+        eta_gd_steps=eta_K,
+        cos_steps=cmp["cos_sensitivity"],
+        preds_diff_steps=cmp["preds_diff"],
+        model_diff_steps=cmp["model_diff"],
+    )
+    return row, schedules
+
+
+def measure_headline(
+    cfg: Config,
+    main_K: int,
+    f_main: ModelPredictor,
+    evalN: RegressionBatch,
+    eta_star: float,
+    per_K: dict[str, list[float]],
+    data: dict,
+    scalars: dict,
+) -> None:
+    """The headline model (first depth) against one GD step at eta* and the baselines, paired on the same
+    evaluation tasks; a scatter of its predictions against GD's; its per-depth results as scalars."""
     gd_star = th.one_step_gd(eta_star)
-    f_main = predictors[main_K]
     pred_main, pred_gd = _predict(f_main, evalN), _predict(gd_star, evalN)
     cmp = th.compare_predictors(f_main, gd_star, evalN.x_ctx, evalN.y_ctx, evalN.x_q)
     n_show = min(500, cfg.n_eval)  # predictions kept for the trained-vs-GD scatter
@@ -652,16 +846,24 @@ def measure_stacks(cfg: Config, trained: dict, eta_star: float, data: dict, scal
     diff, diff_se = _mean_se(_sq_err(pred_main, evalN) - _sq_err(pred_gd, evalN))
     base_loss = {n: _mean_se(_sq_err(_predict(b, evalN), evalN)) for n, b in baselines(cfg).items()}
     scalars.update(
-        layers_main=main_K, loss_model=per_K["loss_model"][0], loss_model_se=per_K["loss_model_se"][0],
-        loss_model_excess_over_gd_star=diff, loss_model_excess_over_gd_star_se=diff_se,
+        layers_main=main_K,
+        loss_model=per_K["loss_model"][0],
+        loss_model_se=per_K["loss_model_se"][0],
+        loss_model_excess_over_gd_star=diff,
+        loss_model_excess_over_gd_star_se=diff_se,
         loss_model_paired=scalars["loss_gd_theory"] + diff,  # closed-form loss* plus the paired MC excess
-        loss_gd=_mean_se(_sq_err(pred_gd, evalN))[0], loss_ols=base_loss["least_squares"][0],
-        loss_ridge=base_loss["ridge"][0], eta_fit=per_K["eta_fit_pred"][0], eta_fit_se=per_K["eta_fit_pred_se"][0],
-        eta_fit_weights=per_K["eta_fit_weights"][0], cos_sensitivity=cmp["cos_sensitivity"],
-        preds_diff=cmp["preds_diff"], model_diff=cmp["model_diff"], train_time_s=per_K["train_time_s"][0],
+        loss_gd=_mean_se(_sq_err(pred_gd, evalN))[0],
+        loss_ols=base_loss["least_squares"][0],
+        loss_ridge=base_loss["ridge"][0],
+        eta_fit=per_K["eta_fit_pred"][0],
+        eta_fit_se=per_K["eta_fit_pred_se"][0],
+        eta_fit_weights=per_K["eta_fit_weights"][0],
+        cos_sensitivity=cmp["cos_sensitivity"],
+        preds_diff=cmp["preds_diff"],
+        model_diff=cmp["model_diff"],
+        train_time_s=per_K["train_time_s"][0],
         depth_loss_ratio_last=per_K["loss_model"][-1] / per_K["loss_model"][0],
-    )  # fmt: skip
-    return predictors
+    )
 
 
 def baselines(cfg: Config) -> dict[str, Any]:
@@ -674,7 +876,7 @@ def baselines(cfg: Config) -> dict[str, Any]:
     }
 
 
-def fit_eta_se(pred: torch.Tensor, batch: th.RegressionBatch) -> tuple[float, float]:
+def fit_eta_se(pred: torch.Tensor, batch: RegressionBatch) -> tuple[float, float]:
     """eta fitted to the predictions (least squares on g = x_q . h) and its heteroscedasticity-robust SE."""
     N = batch.x_ctx.shape[1]
     g = (np.einsum("bnd,bn->bd", batch.x_ctx, batch.y_ctx) / N * batch.x_q).sum(-1)
@@ -684,8 +886,9 @@ def fit_eta_se(pred: torch.Tensor, batch: th.RegressionBatch) -> tuple[float, fl
     return eta, float(np.sqrt(np.mean(g**2 * resid**2) / g.size) / np.mean(g**2))
 
 
-def measure_eta_seeds(cfg: Config, trained: dict, model: Any, progress: bool, data: dict, scalars: dict,
-                      coords: dict) -> None:  # fmt: skip
+def measure_eta_seeds(
+    cfg: Config, trained: dict, model: Any, progress: bool, data: dict, scalars: dict, coords: dict
+) -> None:
     """eta fitted to one-layer models trained from ``eta_seeds`` seeds (the first is the headline model
     when it has one layer): their spread is the uncertainty of the trained eta (optimiser noise, finite
     training), which the regression's SE on fixed tasks does not see."""
@@ -712,7 +915,9 @@ def measure_loss_vs_k(cfg: Config, predictors: dict, data: dict, scalars: dict, 
     nk = len(k_values)
     lm, lm_se = np.full((len(Ks), nk), np.nan), np.full((len(Ks), nk), np.nan)
     lb, lb_se = np.full((len(curve_names), nk), np.nan), np.full((len(curve_names), nk), np.nan)
-    th_star, th_model, th_avg, excess, excess_se, ridge_th, ridge_rb, ridge_rb_se = (np.full(nk, np.nan) for _ in range(8))
+    th_star, th_model, th_avg, excess, excess_se, ridge_th, ridge_rb, ridge_rb_se = (
+        np.full(nk, np.nan) for _ in range(8)
+    )
     ridge_exact = np.zeros(nk, dtype=bool)
     # Bayes ridge closed form: exact for sigma = 0, Marchenko-Pastur for sigma > 0 (Gaussian inputs only)
     isotropic = cfg.x_dist != "anisotropic" and (cfg.noise == 0 or cfg.x_dist == "gaussian")
@@ -735,16 +940,24 @@ def measure_loss_vs_k(cfg: Config, predictors: dict, data: dict, scalars: dict, 
             rt = th.ridge_bayes_loss_theory(d, k, cfg.noise, v=float(Sigma[0, 0]))
             ridge_th[j], ridge_exact[j] = rt["loss"], rt["method"] == "exact"
             A = base["ridge"].linear_map(bk.x_ctx)  # the same k contexts, averaged exactly over w, noise, x_q
-            ridge_rb[j], ridge_rb_se[j] = _mean_se(th.conditional_loss_linear(A, bk.x_ctx, Sigma, cfg.noise, 1.0).numpy())
+            ridge_rb[j], ridge_rb_se[j] = _mean_se(
+                th.conditional_loss_linear(A, bk.x_ctx, Sigma, cfg.noise, 1.0).numpy()
+            )
     data.update(
-        loss_model_k=(("K", "k"), lm), loss_model_k_se=(("K", "k"), lm_se),
-        loss_baseline_k=(("baseline", "k"), lb), loss_baseline_k_se=(("baseline", "k"), lb_se),
-        loss_gd_star_theory_k=(("k",), th_star), loss_averaging_theory_k=(("k",), th_avg),
-        loss_model_theory_k=(("k",), th_model), excess_model_k=(("k",), excess),
-        excess_model_k_se=(("k",), excess_se), loss_ridge_theory_k=(("k",), ridge_th),
-        loss_ridge_rb_k=(("k",), ridge_rb), loss_ridge_rb_k_se=(("k",), ridge_rb_se),
+        loss_model_k=(("K", "k"), lm),
+        loss_model_k_se=(("K", "k"), lm_se),
+        loss_baseline_k=(("baseline", "k"), lb),
+        loss_baseline_k_se=(("baseline", "k"), lb_se),
+        loss_gd_star_theory_k=(("k",), th_star),
+        loss_averaging_theory_k=(("k",), th_avg),
+        loss_model_theory_k=(("k",), th_model),
+        excess_model_k=(("k",), excess),
+        excess_model_k_se=(("k",), excess_se),
+        loss_ridge_theory_k=(("k",), ridge_th),
+        loss_ridge_rb_k=(("k",), ridge_rb),
+        loss_ridge_rb_k_se=(("k",), ridge_rb_se),
         ridge_theory_exact_k=(("k",), ridge_exact),
-    )  # fmt: skip
+    )
     coords.update(k=np.asarray(k_values, dtype=np.int64), baseline=np.asarray(curve_names))
     if isotropic and not ridge_exact.all():
         mp = ~ridge_exact
@@ -758,19 +971,29 @@ def measure_ridge_mc(cfg: Config, data: dict, scalars: dict, coords: dict) -> No
     d, sig = cfg.ridge_mc_d, cfg.ridge_mc_noise
     rng = _rng(cfg, "ridge_mc")
     k_r = np.arange(1, 3 * d + 1)
-    mc = [th.expected_loss_mc(th.Ridge.bayes_optimal(sig), d, int(k), "gaussian", sig, rng, n_tasks=cfg.ridge_mc_tasks)
-          for k in k_r]  # fmt: skip
+    mc = [
+        th.expected_loss_mc(th.Ridge.bayes_optimal(sig), d, int(k), "gaussian", sig, rng, n_tasks=cfg.ridge_mc_tasks)
+        for k in k_r
+    ]
     data["ridge_mc_loss"] = (("ridge_k",), np.array([m["loss"] for m in mc]))
     data["ridge_mc_loss_se"] = (("ridge_k",), np.array([m["se"] for m in mc]))
     data["ridge_mp_loss"] = (("ridge_k",), np.array([th.ridge_bayes_loss_theory(d, int(k), sig)["loss"] for k in k_r]))
-    data["ls_exact_loss"] = (("ridge_k",), np.array([th.least_squares_theory(d, int(k), "gaussian", sig) for k in k_r],
-                                                    dtype=np.float64))  # fmt: skip
+    data["ls_exact_loss"] = (
+        ("ridge_k",),
+        np.array([th.least_squares_theory(d, int(k), "gaussian", sig) for k in k_r], dtype=np.float64),
+    )
     coords["ridge_k"] = k_r.astype(np.int64)
     k_ls = 2 * d
     ls = th.expected_loss_mc(th.LeastSquares(), d, k_ls, "gaussian", sig, rng, n_tasks=cfg.ridge_mc_tasks)
-    scalars.update(ridge_mc_d=d, ridge_mc_noise=sig, ls_mc_k=k_ls, ls_mc_loss=ls["loss"], ls_mc_loss_se=ls["se"],
-                   ls_exact_loss=float(th.least_squares_theory(d, k_ls, "gaussian", sig)),
-                   ls_asymptotic_loss=sig**2 * (1 + d / (k_ls - d)))  # fmt: skip
+    scalars.update(
+        ridge_mc_d=d,
+        ridge_mc_noise=sig,
+        ls_mc_k=k_ls,
+        ls_mc_loss=ls["loss"],
+        ls_mc_loss_se=ls["se"],
+        ls_exact_loss=float(th.least_squares_theory(d, k_ls, "gaussian", sig)),
+        ls_asymptotic_loss=sig**2 * (1 + d / (k_ls - d)),
+    )
 
 
 def measure_mahankali(cfg: Config, trained: dict, progress: bool, data: dict, scalars: dict, coords: dict) -> None:
@@ -779,8 +1002,16 @@ def measure_mahankali(cfg: Config, trained: dict, progress: bool, data: dict, sc
     optimal one step on the same tasks: GD at eta* (isotropic) or preconditioned by Gamma* (anisotropic).
     The headline model is reused where it is that run (same law, linear attention, one layer)."""
     dists = list(cfg.mahankali)
-    names = ("mk_loss_star", "mk_loss_alt", "mk_excess", "mk_excess_se", "mk_eta_fit", "mk_loss_star_mc",
-             "mk_loss_star_mc_se", "mk_mc_alt")  # fmt: skip
+    names = (
+        "mk_loss_star",
+        "mk_loss_alt",
+        "mk_excess",
+        "mk_excess_se",
+        "mk_eta_fit",
+        "mk_loss_star_mc",
+        "mk_loss_star_mc_se",
+        "mk_mc_alt",
+    )
     out = {n: np.full(len(dists), np.nan) for n in names}
     cached = []
     for j, dist in enumerate(dists):
@@ -800,14 +1031,24 @@ def measure_mahankali(cfg: Config, trained: dict, progress: bool, data: dict, sc
             G_fit = th.fit_preconditioner(pred, b.x_ctx, b.y_ctx, b.x_q)
             data["preconditioner_fit"] = (("prow", "pcol"), G_fit)
             data["preconditioner_theory"] = (("prow", "pcol"), pre["gamma"])
-            scalars["preconditioner_rel_error"] = float(np.linalg.norm(G_fit - pre["gamma"]) / np.linalg.norm(pre["gamma"]))
+            scalars["preconditioner_rel_error"] = float(
+                np.linalg.norm(G_fit - pre["gamma"]) / np.linalg.norm(pre["gamma"])
+            )
             scalars["preconditioner_excess_loss"] = float(pre["loss_fn"](G_fit)) / pre["loss_star"] - 1.0
         else:
             ref, loss_star = th.one_step_gd(one["eta_star"]), one["loss_star"]
             alt = float(one["loss_fn"](untuned_eta(c)))
             out["mk_mc_alt"][j] = infinite_context_loss(c, one, one["eta_star"])
-        mc = th.expected_loss_mc(ref, cfg.d, cfg.n_context, dist, cfg.noise, _rng(cfg, "mahankali_mc", j),
-                                 n_tasks=cfg.n_mc, Sigma=spectrum(c))  # fmt: skip
+        mc = th.expected_loss_mc(
+            ref,
+            cfg.d,
+            cfg.n_context,
+            dist,
+            cfg.noise,
+            _rng(cfg, "mahankali_mc", j),
+            n_tasks=cfg.n_mc,
+            Sigma=spectrum(c),
+        )
         out["mk_loss_star_mc"][j], out["mk_loss_star_mc_se"][j] = mc["loss"], mc["se"]
         out["mk_excess"][j], out["mk_excess_se"][j] = _mean_se(_sq_err(pred, b) - _sq_err(_predict(ref, b), b))
         out["mk_loss_star"][j], out["mk_loss_alt"][j] = loss_star, alt
@@ -835,10 +1076,12 @@ def garg_run(cfg: Config, data: dict[str, Any], scalars: dict[str, Any], coords:
     m, ls = curves["mean"][0], curves["mean"][names.index("least_squares")]
     y2 = float(ls[0])  # every baseline predicts 0 at k = 0, so this is the Monte Carlo E y^2
     scalars.update(
-        garg_from_cache=bool(res.from_cache), garg_train_time_s=float(res.meta.get("wall_time", res.wall_time)),
-        garg_loss_model_last=float(m[-1]), garg_loss_ls_last=float(ls[-1]),
+        garg_from_cache=bool(res.from_cache),
+        garg_train_time_s=float(res.meta.get("wall_time", res.wall_time)),
+        garg_loss_model_last=float(m[-1]),
+        garg_loss_ls_last=float(ls[-1]),
         garg_excess_over_ls=float((m[-1] - ls[-1]) / y2),
-    )  # fmt: skip
+    )
     scalars["_cached"] = scalars.get("_cached", []) + [bool(res.from_cache)]
     coords.update(garg_k=np.arange(cfg.garg_n_points, dtype=np.int64), garg_curve=np.asarray(names))
 
@@ -870,44 +1113,75 @@ def claims_construction(led: Ledger, ds: xr.Dataset, s: dict, cfg: Config) -> No
     closed-form one-step loss equals a brute-force moment expansion (sympy)."""
     ratio = ds["construction_error"].values / ds["construction_atol"].values
     led.identity(
-        "construction_equals_gd", measured=float(ratio.max()), expected=0.0, atol=1.0,
+        "construction_equals_gd",
+        measured=float(ratio.max()),
+        expected=0.0,
+        atol=1.0,
         source="von Oswald et al. 2023 Prop. 1 and Sec. 3; analysis.theory.icl_gd.gd_lsa_stack",
         why="max |LSA - GD| over 256 tasks, in units of each K's float64 summation bound ((N + D) eps per layer "
-            "on the terms' magnitudes, K layers): 1 is the bound",
+        "on the terms' magnitudes, K layers): 1 is the bound",
         statement=f"the K-layer LSA construction in TinyTransformer (query hidden by a -inf bias) predicts exactly "
-                  f"K GD steps, K = 1..{cfg.construction_layers} (worst K)",
-    )  # fmt: skip
+        f"K GD steps, K = 1..{cfg.construction_layers} (worst K)",
+    )
     err = ds["map_error"].values
     if np.isfinite(err).any():
         led.identity(
-            "weights_map_exact", measured=float(np.nanmax(err)), expected=0.0, atol=1e3 * (cfg.n_context + cfg.d + 1) * EPS,
+            "weights_map_exact",
+            measured=float(np.nanmax(err)),
+            expected=0.0,
+            atol=1e3 * (cfg.n_context + cfg.d + 1) * EPS,
             source="this probe: W_q, W_k, W_v, W_o -> W_Q, W_K, W_V, P",
-            why="the same float64 sums in another order: (N + D) eps per layer, times a margin for depth and cancellation",
-            statement="the trained weights, read into the theory module's LSA (same key support), reproduce every model",
-        )  # fmt: skip
+            why=(
+                "the same float64 sums in another order: (N + D) eps per layer, times a margin for depth "
+                "and cancellation"
+            ),
+            statement=(
+                "the trained weights, read into the theory module's LSA (same key support), reproduce every model"
+            ),
+        )
     for law, key in (("independent coordinates (v, m4)", "independent"), ("correlated Gaussian x = L z", "gaussian")):
         led.manual(
-            f"sympy_one_step_loss_{key}_d2_N2", role="identity", passed=bool(s[f"sympy_loss_{key}_exact"]),
-            source="derivation: analysis.theory.icl_gd._one_step_loss (Isserlis / independent fourth moments)",
-            statement=f"the closed-form one-step GD loss equals the brute-force moment expansion, {law}, d = N = 2 (sympy)",
-        )  # fmt: skip
+            f"sympy_one_step_loss_{key}_d2_N2",
+            role="identity",
+            passed=bool(s[f"sympy_loss_{key}_exact"]),
+            source=(
+                "derivation: analysis.theory.icl_gd.closed_forms._one_step_loss (Isserlis / independent fourth moments)"
+            ),
+            statement=(
+                f"the closed-form one-step GD loss equals the brute-force moment expansion, {law}, d = N = 2 (sympy)"
+            ),
+        )
 
 
 def claims_eta_star(led: Ledger, ds: xr.Dataset, s: dict, cfg: Config) -> None:
     """The closed-form optimal rate eta* and its loss against Monte Carlo; the alternative is the
     infinite-context value (the untuned rate), which the 1/N fourth-moment term moves eta* away from."""
     led.predict(
-        "eta_star_mc", measured=s["eta_mc"], expected=s["eta_theory"], se=s["eta_mc_se"], k=K_SE,
-        alternative=s["eta_untuned"], hypothesis=HYP_INF, source=SOURCE_ETA, seed=_seed(cfg.x_dist),
+        "eta_star_mc",
+        measured=s["eta_mc"],
+        expected=s["eta_theory"],
+        se=s["eta_mc_se"],
+        k=K_SE,
+        alternative=s["eta_untuned"],
+        hypothesis=HYP_INF,
+        source=SOURCE_ETA,
+        seed=_seed(cfg.x_dist),
         why="delta-method SE of the Monte Carlo least-squares rate E[g y_q]/E[g^2] over n_mc tasks",
         statement=f"eta* (closed form, {cfg.x_dist}) equals the Monte Carlo least-squares learning rate of one GD step",
-    )  # fmt: skip
+    )
     led.predict(
-        "loss_star_mc", measured=s["loss_gd_mc"], expected=s["loss_gd_theory"], se=s["loss_gd_mc_se"], k=K_SE,
-        alternative=s["loss_gd_infinite_context"], hypothesis=HYP_INF + " (its loss formula at the same eta*)",
-        source=SOURCE_ETA, seed=_seed(cfg.x_dist), why="SE of the mean squared error over n_mc tasks",
+        "loss_star_mc",
+        measured=s["loss_gd_mc"],
+        expected=s["loss_gd_theory"],
+        se=s["loss_gd_mc_se"],
+        k=K_SE,
+        alternative=s["loss_gd_infinite_context"],
+        hypothesis=HYP_INF + " (its loss formula at the same eta*)",
+        source=SOURCE_ETA,
+        seed=_seed(cfg.x_dist),
+        why="SE of the mean squared error over n_mc tasks",
         statement="the closed-form loss of one GD step at eta* equals its Monte Carlo estimate",
-    )  # fmt: skip
+    )
 
 
 def claims_one_layer(led: Ledger, ds: xr.Dataset, s: dict, cfg: Config) -> None:
@@ -918,44 +1192,74 @@ def claims_one_layer(led: Ledger, ds: xr.Dataset, s: dict, cfg: Config) -> None:
     hyp_untuned = "the layer implements one GD step at the untuned rate 1/v (no finite-N correction)"
     if cfg.x_dist not in cfg.mahankali:  # otherwise mahankali_<law>_loss is this measurement
         led.predict(
-            "trained_loss_vs_gd_star", measured=s["loss_model_paired"], expected=s["loss_gd_theory"],
-            se=s["loss_model_excess_over_gd_star_se"], k=K_SE, alternative=s["loss_gd_untuned"], hypothesis=hyp_untuned,
-            source=SOURCE_VO, seed=seed, requires_full=True,
+            "trained_loss_vs_gd_star",
+            measured=s["loss_model_paired"],
+            expected=s["loss_gd_theory"],
+            se=s["loss_model_excess_over_gd_star_se"],
+            k=K_SE,
+            alternative=s["loss_gd_untuned"],
+            hypothesis=hyp_untuned,
+            source=SOURCE_VO,
+            seed=seed,
+            requires_full=True,
             why="SE of the paired (model - GD at eta*) squared-error difference on n_eval tasks, added to loss*",
             statement="the trained 1-layer LSA's loss equals that of one GD step at eta* (closed-form loss*)",
-        )  # fmt: skip
+        )
     etas = ds["eta_fit_seeds"].values
     if etas.size >= 2:
         n = etas.size
         led.predict(
-            "eta_fit_vs_eta_star", measured=float(etas.mean()), expected=s["eta_theory"],
-            se=float(etas.std(ddof=1) / math.sqrt(n)), k=float(student_t.ppf(0.995, n - 1)),
-            alternative=s["eta_untuned"], hypothesis=hyp_untuned, source=SOURCE_ETA, seed=seed, requires_full=True,
+            "eta_fit_vs_eta_star",
+            measured=float(etas.mean()),
+            expected=s["eta_theory"],
+            se=float(etas.std(ddof=1) / math.sqrt(n)),
+            k=float(student_t.ppf(0.995, n - 1)),
+            alternative=s["eta_untuned"],
+            hypothesis=hyp_untuned,
+            source=SOURCE_ETA,
+            seed=seed,
+            requires_full=True,
             why=f"spread of eta_fit over {n} training seeds (optimiser noise, finite training), SE of their mean; "
-                f"k = Student-t 99% quantile with {n - 1} degrees of freedom",
+            f"k = Student-t 99% quantile with {n - 1} degrees of freedom",
             statement=f"the learning rate fitted to trained 1-layer LSAs ({n} seeds, mean) equals eta*",
-        )  # fmt: skip
+        )
     else:
-        led.not_evaluated("eta_fit_vs_eta_star", role="prediction", source=SOURCE_ETA, seed=seed,
-                          reason="needs eta_seeds >= 2 trained one-layer models for the trained eta's uncertainty")  # fmt: skip
+        led.not_evaluated(
+            "eta_fit_vs_eta_star",
+            role="prediction",
+            source=SOURCE_ETA,
+            seed=seed,
+            reason="needs eta_seeds >= 2 trained one-layer models for the trained eta's uncertainty",
+        )
     led.paper(
-        "cos_sensitivity_vs_gd_star", measured=s["cos_sensitivity"], lo=0.99, hi=1.0, source=SOURCE_VO,
-        requires_full=True, why="von Oswald et al. report cosines of d yhat / d x_q above 0.99 in this setting",
+        "cos_sensitivity_vs_gd_star",
+        measured=s["cos_sensitivity"],
+        lo=0.99,
+        hi=1.0,
+        source=SOURCE_VO,
+        requires_full=True,
+        why="von Oswald et al. report cosines of d yhat / d x_q above 0.99 in this setting",
         statement="mean cosine of d yhat/d x_q between the trained layer and GD at eta* is in von Oswald's range",
-    )  # fmt: skip
+    )
     k = ds["k"].values
     j = int(np.argmin(k))
     if k[j] != cfg.n_context and np.isfinite(ds["excess_model_k"].values[j]):
         th_model = float(ds["loss_model_theory_k"].values[j])
         led.predict(
-            "loss_vs_k_fixed_rate", measured=th_model + float(ds["excess_model_k"].values[j]), expected=th_model,
-            se=float(ds["excess_model_k_se"].values[j]), k=K_SE, alternative=float(ds["loss_gd_star_theory_k"].values[j]),
+            "loss_vs_k_fixed_rate",
+            measured=th_model + float(ds["excess_model_k"].values[j]),
+            expected=th_model,
+            se=float(ds["excess_model_k_se"].values[j]),
+            k=K_SE,
+            alternative=float(ds["loss_gd_star_theory_k"].values[j]),
             hypothesis=f"the layer adapts its rate to the context length: GD at eta*(k = {k[j]})",
-            source=SOURCE_ETA, seed=seed, requires_full=True,
+            source=SOURCE_ETA,
+            seed=seed,
+            requires_full=True,
             why="SE of the paired (model - GD at eta_fit k/N) squared-error difference on n_eval tasks",
             statement=f"at k = {k[j]} examples the trained layer's loss is that of one GD step at eta_fit k/N "
-                      f"(its 1/N is fixed in the weights)",
-        )  # fmt: skip
+            f"(its 1/N is fixed in the weights)",
+        )
 
 
 def claims_mahankali(led: Ledger, ds: xr.Dataset, s: dict, cfg: Config) -> None:
@@ -964,29 +1268,55 @@ def claims_mahankali(led: Ledger, ds: xr.Dataset, s: dict, cfg: Config) -> None:
     if "mk_dist" not in ds.coords:
         return
     for j, dist in enumerate(ds["mk_dist"].values.tolist()):
-        r = {n: float(ds[n].values[j]) for n in ("mk_loss_star", "mk_loss_alt", "mk_excess", "mk_excess_se",
-                                                 "mk_loss_star_mc", "mk_loss_star_mc_se", "mk_mc_alt")}  # fmt: skip
+        r = {
+            n: float(ds[n].values[j])
+            for n in (
+                "mk_loss_star",
+                "mk_loss_alt",
+                "mk_excess",
+                "mk_excess_se",
+                "mk_loss_star_mc",
+                "mk_loss_star_mc_se",
+                "mk_mc_alt",
+            )
+        }
         pre = dist == "anisotropic"
         what = "one step preconditioned by Gamma*" if pre else "one GD step at eta*"
         law = "anisotropic (condition number cond)" if pre else "isotropic"
-        alt_hyp = ("plain GD: the best unpreconditioned step (eta* I) for this Sigma" if pre
-                   else "one GD step at the untuned rate 1/v")  # fmt: skip
+        alt_hyp = (
+            "plain GD: the best unpreconditioned step (eta* I) for this Sigma"
+            if pre
+            else "one GD step at the untuned rate 1/v"
+        )
         led.predict(
-            f"mahankali_{dist}_loss", measured=r["mk_loss_star"] + r["mk_excess"], expected=r["mk_loss_star"],
-            se=r["mk_excess_se"], k=K_SE, alternative=r["mk_loss_alt"], hypothesis=alt_hyp, seed=SEED_MAHANKALI,
-            source="Mahankali et al. 2023 (Gaussian inputs); closed form: analysis.theory.icl_gd", requires_full=True,
+            f"mahankali_{dist}_loss",
+            measured=r["mk_loss_star"] + r["mk_excess"],
+            expected=r["mk_loss_star"],
+            se=r["mk_excess_se"],
+            k=K_SE,
+            alternative=r["mk_loss_alt"],
+            hypothesis=alt_hyp,
+            seed=SEED_MAHANKALI,
+            source="Mahankali et al. 2023 (Gaussian inputs); closed form: analysis.theory.icl_gd",
+            requires_full=True,
             why="SE of the paired (model - optimal step) squared-error difference on n_eval tasks, added to loss*",
             statement=f"a 1-layer linear LSA trained on {law} Gaussian inputs has the loss of {what} (closed form)",
-        )  # fmt: skip
+        )
         if dist != cfg.x_dist or pre:  # an isotropic headline law's closed form is loss_star_mc
             led.predict(
-                f"mahankali_{dist}_loss_star_mc", measured=r["mk_loss_star_mc"], expected=r["mk_loss_star"],
-                se=r["mk_loss_star_mc_se"], k=K_SE, alternative=r["mk_mc_alt"],
+                f"mahankali_{dist}_loss_star_mc",
+                measured=r["mk_loss_star_mc"],
+                expected=r["mk_loss_star"],
+                se=r["mk_loss_star_mc_se"],
+                k=K_SE,
+                alternative=r["mk_mc_alt"],
                 hypothesis=alt_hyp if pre else HYP_INF + " (its loss formula at the same eta*)",
-                source="derivation: analysis.theory.icl_gd." + ("optimal_preconditioner" if pre else "one_step_gd_theory"),
-                seed=SEED_MAHANKALI, why="SE of the Rao-Blackwellised Monte Carlo mean over n_mc tasks",
+                source="derivation: analysis.theory.icl_gd."
+                + ("optimal_preconditioner" if pre else "one_step_gd_theory"),
+                seed=SEED_MAHANKALI,
+                why="SE of the Rao-Blackwellised Monte Carlo mean over n_mc tasks",
                 statement=f"the closed-form loss of {what} ({law} Gaussian inputs) equals its Monte Carlo estimate",
-            )  # fmt: skip
+            )
 
 
 def claims_depth(led: Ledger, ds: xr.Dataset, s: dict, cfg: Config) -> None:
@@ -1001,32 +1331,55 @@ def claims_depth(led: Ledger, ds: xr.Dataset, s: dict, cfg: Config) -> None:
     i = _worst(np.where(deep, e / se, np.nan))
     if i is not None:
         led.direction(
-            "depth_beats_plain_gd", measured=float(e[i]), se=float(se[i]), k=K_SE, sign=-1, alternative=0.0,
+            "depth_beats_plain_gd",
+            measured=float(e[i]),
+            se=float(se[i]),
+            k=K_SE,
+            sign=-1,
+            alternative=0.0,
             hypothesis="the stack implements plain K-step GD (von Oswald's construction, best per-step rates)",
-            source=src, requires_full=True, why="SE of the paired (model - K-step GD) squared-error difference on n_eval tasks",
+            source=src,
+            requires_full=True,
+            why="SE of the paired (model - K-step GD) squared-error difference on n_eval tasks",
             statement=f"trained K-layer stacks have a lower loss than K plain GD steps at their best per-step rates "
-                      f"(worst depth, K = {Ks[i]})",
-        )  # fmt: skip
+            f"(worst depth, K = {Ks[i]})",
+        )
     e_pp, se_pp = ds["excess_over_gdpp"].values, ds["excess_over_gdpp_se"].values
     i = _worst(np.where(deep, np.abs(e_pp) / se_pp, np.nan))
     if i is not None:
         led.predict(
-            "depth_matches_gdpp", measured=float(e_pp[i]), expected=0.0, se=float(se_pp[i]), k=K_SE,
+            "depth_matches_gdpp",
+            measured=float(e_pp[i]),
+            expected=0.0,
+            se=float(se_pp[i]),
+            k=K_SE,
             alternative=float(ds["loss_gd_perstep"].values[i] - ds["loss_gdpp"].values[i]),
             hypothesis="the stack is plain K-step GD: its loss exceeds GD++'s by loss(GD per-step) - loss(GD++)",
-            source=src, requires_full=True, why="SE of the paired (model - GD++) squared-error difference on n_eval tasks",
+            source=src,
+            requires_full=True,
+            why="SE of the paired (model - GD++) squared-error difference on n_eval tasks",
             statement=f"trained K-layer stacks have the loss of GD++ (per-layer eta, gamma fitted on separate tasks) "
-                      f"(worst depth, K = {Ks[i]})",
-        )  # fmt: skip
+            f"(worst depth, K = {Ks[i]})",
+        )
     dK, dK_se = ds["depth_diff_prev"].values, ds["depth_diff_prev_se"].values
     i = _worst(dK / dK_se)
     if i is not None:
         led.direction(
-            "depth_loss_falls_with_K", measured=float(dK[i]), se=float(dK_se[i]), k=K_SE, sign=-1, alternative=0.0,
-            hypothesis="an extra layer does not lower the in-context loss", source=src, requires_full=True,
+            "depth_loss_falls_with_K",
+            measured=float(dK[i]),
+            se=float(dK_se[i]),
+            k=K_SE,
+            sign=-1,
+            alternative=0.0,
+            hypothesis="an extra layer does not lower the in-context loss",
+            source=src,
+            requires_full=True,
             why="SE of the paired difference of two consecutive stacks' squared errors on the same tasks",
-            statement=f"each trained stack has a lower loss than the next shallower one (worst step, K = {Ks[i - 1]} -> {Ks[i]})",
-        )  # fmt: skip
+            statement=(
+                "each trained stack has a lower loss than the next shallower one (worst step, K = "
+                f"{Ks[i - 1]} -> {Ks[i]})"
+            ),
+        )
 
 
 def claims_ridge(led: Ledger, ds: xr.Dataset, s: dict, cfg: Config) -> None:
@@ -1041,21 +1394,40 @@ def claims_ridge(led: Ledger, ds: xr.Dataset, s: dict, cfg: Config) -> None:
         m, e = ds["loss_ridge_rb_k"].values, ds["loss_ridge_theory_k"].values
         j = _worst(np.where(ex, np.abs(m - e) / se, np.nan))
         led.predict(
-            "ridge_bayes_vs_k_exact", measured=float(m[j]), expected=float(e[j]), se=float(se[j]), k=K_SE,
-            alternative=float(np.trace(Sigma)) + cfg.noise**2, hypothesis="the context teaches nothing: E y^2 (predict 0)",
-            source="derivation: analysis.theory.icl_gd.ridge_bayes_loss_theory (posterior mean; sigma = 0: w v max(d-k, 0))",
+            "ridge_bayes_vs_k_exact",
+            measured=float(m[j]),
+            expected=float(e[j]),
+            se=float(se[j]),
+            k=K_SE,
+            alternative=float(np.trace(Sigma)) + cfg.noise**2,
+            hypothesis="the context teaches nothing: E y^2 (predict 0)",
+            source=(
+                "derivation: analysis.theory.icl_gd.ridge_bayes_loss_theory (posterior mean; sigma = 0: "
+                "w v max(d-k, 0))"
+            ),
             why="SE of the Rao-Blackwellised mean over n_eval contexts (+ a 1e-9 E y^2 floor for pinv round-off)",
-            statement=f"the measured loss of ridge at lambda* = sigma^2 equals its exact closed form (worst k = {ds['k'].values[j]})",
-        )  # fmt: skip
+            statement=(
+                "the measured loss of ridge at lambda* = sigma^2 equals its exact closed form (worst "
+                f"k = {ds['k'].values[j]})"
+            ),
+        )
     d, k = s["ridge_mc_d"], s["ls_mc_k"]
     led.predict(
-        "least_squares_inverse_wishart", measured=s["ls_mc_loss"], expected=s["ls_exact_loss"], se=s["ls_mc_loss_se"],
-        k=K_SE, alternative=s["ls_asymptotic_loss"],
+        "least_squares_inverse_wishart",
+        measured=s["ls_mc_loss"],
+        expected=s["ls_exact_loss"],
+        se=s["ls_mc_loss_se"],
+        k=K_SE,
+        alternative=s["ls_asymptotic_loss"],
         hypothesis="the Marchenko-Pastur (k, d -> inf) limit sigma^2 (1 + d/(k - d)): no finite-size correction",
-        source="derivation: E tr (X^T X)^-1 = d/(k - d - 1) (inverse Wishart; analysis.theory.icl_gd.least_squares_theory)",
+        source=(
+            "derivation: E tr (X^T X)^-1 = d/(k - d - 1) (inverse Wishart; analysis.theory.icl_gd.least_squares_theory)"
+        ),
         why="SE of the Rao-Blackwellised Monte Carlo mean over ridge_mc_tasks Gaussian contexts",
-        statement=f"least squares' risk at d = {d}, k = {k}, sigma = {s['ridge_mc_noise']:g} is sigma^2 (1 + d/(k - d - 1))",
-    )  # fmt: skip
+        statement=(
+            f"least squares' risk at d = {d}, k = {k}, sigma = {s['ridge_mc_noise']:g} is sigma^2 (1 + d/(k - d - 1))"
+        ),
+    )
 
 
 def claims_garg(led: Ledger, ds: xr.Dataset, s: dict, cfg: Config) -> None:
@@ -1067,21 +1439,38 @@ def claims_garg(led: Ledger, ds: xr.Dataset, s: dict, cfg: Config) -> None:
     i = _worst(np.where(kg >= cfg.garg_d, diff / se, np.nan))
     if i is not None:
         led.direction(
-            "garg_beats_averaging_knn", measured=float(diff[i]), se=float(se[i]), k=K_SE, sign=-1, alternative=0.0,
+            "garg_beats_averaging_knn",
+            measured=float(diff[i]),
+            se=float(se[i]),
+            k=K_SE,
+            sign=-1,
+            alternative=0.0,
             hypothesis="the transformer is no better than the better of averaging and 3-NN",
-            source="Garg et al. 2022 Fig. 2 (trained transformer below averaging and 3-NN)", requires_full=True,
+            source="Garg et al. 2022 Fig. 2 (trained transformer below averaging and 3-NN)",
+            requires_full=True,
             why="SE of the paired (model - better of averaging, 3-NN) squared-error difference on n_eval tasks",
             statement=f"the interleaved-layout transformer beats averaging and 3-NN at every k >= d = {cfg.garg_d} "
-                      f"(worst k = {kg[i]})",
-        )  # fmt: skip
+            f"(worst k = {kg[i]})",
+        )
     led.paper(
-        "garg_close_to_least_squares", measured=s["garg_excess_over_ls"], lo=0.0, hi=0.05, requires_full=True,
+        "garg_close_to_least_squares",
+        measured=s["garg_excess_over_ls"],
+        lo=0.0,
+        hi=0.05,
+        requires_full=True,
         source="Garg et al. 2022 Fig. 2 (12 layers, width 256, 500k steps: on top of least squares beyond k = d)",
         why="their normalised excess over least squares beyond k = d, read off the figure as <= 5% of E y^2",
         statement=f"at k = {cfg.garg_n_points - 1} the {cfg.garg_layers}-layer width-{cfg.garg_width} transformer's "
-                  f"excess over least squares is within Garg et al.'s range (fraction of E y^2)",
-    )  # fmt: skip
+        f"excess over least squares is within Garg et al.'s range (fraction of E y^2)",
+    )
 
 
-CLAIMS = (claims_construction, claims_eta_star, claims_one_layer, claims_mahankali, claims_depth, claims_ridge,
-          claims_garg)  # fmt: skip
+CLAIMS = (
+    claims_construction,
+    claims_eta_star,
+    claims_one_layer,
+    claims_mahankali,
+    claims_depth,
+    claims_ridge,
+    claims_garg,
+)

@@ -15,7 +15,7 @@ Curves are geometric means over pairs; ``alpha`` is the least-squares slope of `
 Theory beside it (:mod:`analysis.theory.prompt_forgetting`): the bound's shape ``P (ln t)^(L-1)/t``
 and its local exponent ``1 - (L-1)/ln t`` (``bound_ratio = D t / (P (ln t)^(L-1))``, ``L`` = depth up
 to that layer); the linear relay model's offsets and local exponent; the theorem's conditions measured
-on the same forward passes (largest finite |attention logit| from ``hook_scores``, the intervention's
+on the same forward passes (largest finite |attention logit| from ``hook_attn_scores``, the intervention's
 bias removed; smallest RMS of a pre-norm input from ``ln1/ln2.hook_in``); the prompt's attention
 share per layer and its dilution bound ``P e^(2B) / (P e^(2B) + t - P)``. With ``logit_bias="cancel"``
 the bias ``ln(t - P)`` is added to the prompt keys' logits of every continuation query in every layer,
@@ -66,20 +66,27 @@ import xarray as xr
 from scipy.stats import t as student_t
 
 from analysis import protocol
+from analysis.corpus import bigram_cross_entropy, build_corpus
 from analysis.fitting import PowerLawFit, bootstrap_power_law, local_exponent
-from analysis.hooks import hook_points, hooks, run_with_cache
+from analysis.hooks import SCORES, canonical_name, hook_points, hooks, resid_names, run_with_cache
 from analysis.ledger import Ledger
 from analysis.model import ModelConfig, PrefixKeyBias, TinyTransformer, bias_block
 from analysis.progress import bar
-from analysis.theory import prompt_forgetting as theory
-from probes.base import MAX_SEED, ModelIncompatibleError, ProbeConfig, Result, param
+from analysis.tasks import CorpusLM, MarkovLanguage
+from analysis.theory import prompt_forgetting as th
+from analysis.train import derived_seed, evaluate, probe_lm_train_config, train
+from probes.base import ModelIncompatibleError, ProbeConfig, Result, model_param, param
 
 NAME = "prompt_forgetting"
 DESCRIPTION = "Prompt-forgetting exponent: offset of two prompts' hidden states under one continuation vs t."
-VERSION = "12"  # 12: prompt_share_bound without overflow (last-bit changes), NaN fits when the prompt is forgotten exactly; 11: attention in blocks of query rows (memory linear in T), compact bias; 10: train_checkpoints, held-out loss; 9: bound_ratio_not_growing undiagnosed; 8: logit_gain; 7: alpha_relay_window scalar; 2: relay_matrix stored for uniform models; 3: deviation text names the size;
+# VERSION history: 12: prompt_share_bound without overflow (last-bit changes), NaN fits when the prompt is
+# forgotten exactly; 11: attention in blocks of query rows (memory linear in T), compact bias; 10:
+# train_checkpoints, held-out loss; 9: bound_ratio_not_growing undiagnosed; 8: logit_gain; 7:
+# alpha_relay_window scalar; 2: relay_matrix stored for uniform models; 3: deviation text names the size;
 # 4: norm_type field, bound constants/plateaus and the theorem-condition claims; 5: the untrained deviation
 # text computes the relay exponent at the run's own depth and length (max |logit| now blockwise, same value);
 # 6: claims with roles, the bound's ratio checked for growth (bootstrap CI of its slope), relay prediction
+VERSION = "12"
 REQUIRES = {"causal": True, "input": "tokens"}
 
 SEED_SOURCE = "seed paper (seeds/000, first abstract)"
@@ -90,43 +97,62 @@ NORM_EPS = 1e-5
 @dataclass(frozen=True)
 class Config(ProbeConfig):
     PRESETS = {
-        "smoke": {"cont_len": 192, "n_pairs": 3, "d_model": 32, "mlp": 64, "n_boot": 200, "fit_lo": 24.0,
-                  "train_steps": 30, "train_seq_len": 64},
+        "smoke": {
+            "cont_len": 192,
+            "n_pairs": 3,
+            "d_model": 32,
+            "mlp": 64,
+            "n_boot": 200,
+            "fit_lo": 24.0,
+            "train_steps": 30,
+            "train_seq_len": 64,
+        },
         "full": {},
-    }  # fmt: skip
+    }
 
     # --- model ----------------------------------------------------------------------------------
-    layers: int = param(2, "transformer blocks L", minimum=1)
-    d_model: int = param(64, "residual width d", minimum=2)
-    heads: int = param(2, "attention heads per layer", minimum=1)
-    attention: str = param("softmax", "attention kernel", choices=("softmax", "uniform", "ssmax", "sigmoid", "linear"))
-    norm: str = param("pre", "norm placement", choices=("pre", "post", "peri", "mix", "none"))
-    norm_type: str = param("layernorm", "norm kind", choices=("layernorm", "rmsnorm"))
-    mlp: int = param(256, "MLP hidden width (0 = attention only)", minimum=0)
-    pos: str = param("none", "positions (exist at every t)", choices=("none", "rope"))
-    dtype: str = param("float32", "model dtype", choices=("float32", "float64"))
-    logit_gain: float = param(1.0, "multiplies the attention logits' default scale 1/sqrt(d_head); below 1 it brings "
-                                   "the logits inside the theorem's bounded-logit regime", minimum=1e-6)
-    vocab_size: int = param(64, "vocabulary of random and Markov tokens (corpus: 256 bytes)", minimum=2)
+    layers: int = model_param("layers", 2)
+    d_model: int = model_param("d_model", 64)
+    heads: int = model_param("heads", 2)
+    attention: str = model_param("attention", "softmax", choices=("softmax", "uniform", "ssmax", "sigmoid", "linear"))
+    norm: str = model_param("norm", "pre", choices=("pre", "post", "peri", "mix", "none"))
+    norm_type: str = model_param("norm_type", "layernorm", choices=("layernorm", "rmsnorm"))
+    mlp: int = model_param("mlp", 256)
+    pos: str = model_param("pos", "none", "positions (exist at every t)", choices=("none", "rope"))
+    dtype: str = model_param("dtype", "float32", choices=("float32", "float64"))
+    logit_gain: float = param(
+        1.0,
+        "multiplies the attention logits' default scale 1/sqrt(d_head); below 1 it brings "
+        "the logits inside the theorem's bounded-logit regime",
+        minimum=1e-6,
+    )
+    vocab_size: int = model_param("vocab_size", 64, "vocabulary of random and Markov tokens (corpus: 256 bytes)")
     # --- data and training ------------------------------------------------------------------------
-    data: str = param("random", "token source of prompts and continuation (and training)",
-                      choices=("random", "markov", "corpus"))  # fmt: skip
+    data: str = param(
+        "random", "token source of prompts and continuation (and training)", choices=("random", "markov", "corpus")
+    )
     trained: bool = param(False, "train the model on `data` first (markov or corpus) through analysis.train")
     train_steps: int = param(400, "optimiser updates when trained", minimum=1)
     train_seq_len: int = param(256, "training context length", minimum=2)
-    train_checkpoints: tuple[int, ...] = param((), "optimiser steps (0..train_steps) at which, with trained=true, "
-                                                   "alpha is measured with and without the cancelling bias "
-                                                   "(arrays over train_step)", minimum=0, min_len=0)
+    train_checkpoints: tuple[int, ...] = param(
+        (),
+        "optimiser steps (0..train_steps) at which, with trained=true, "
+        "alpha is measured with and without the cancelling bias "
+        "(arrays over train_step)",
+        minimum=0,
+        min_len=0,
+    )
     # --- protocol -------------------------------------------------------------------------------
     prompt_len: int = param(16, "prompt length P", minimum=1)
     cont_len: int = param(4096, "continuation length T", minimum=8)
     n_pairs: int = param(8, "prompt pairs (each with its own continuation)", minimum=2)
-    logit_bias: str = param("none", "none | cancel: bias ln(t-P) on the prompt keys (dilution cancelled)",
-                            choices=("none", "cancel"))  # fmt: skip
+    logit_bias: str = param(
+        "none", "none | cancel: bias ln(t-P) on the prompt keys (dilution cancelled)", choices=("none", "cancel")
+    )
     # --- fit ------------------------------------------------------------------------------------
     fit_lo: float = param(64.0, "first position t of the power-law window (last: P + T)", minimum=2.0)
     n_boot: int = param(1000, "bootstrap replicates over pairs", minimum=10)
-    seed: int = param(0, "weights (model seed), data and bootstrap seeds", minimum=0, maximum=MAX_SEED)
+    seed: int = model_param("seed", 0, "weights (model seed), data and bootstrap seeds")
 
     def validate(self) -> None:
         super().validate()
@@ -135,14 +161,14 @@ class Config(ProbeConfig):
         if self.train_checkpoints and not self.trained:
             raise ValueError("train_checkpoints needs trained=true (they are steps of the training run)")
         if list(self.train_checkpoints) != sorted(set(self.train_checkpoints)):
-            raise ValueError(f"train_checkpoints must be increasing without repeats, got {list(self.train_checkpoints)}")
+            raise ValueError(
+                f"train_checkpoints must be increasing without repeats, got {list(self.train_checkpoints)}"
+            )
         if self.train_checkpoints and self.train_checkpoints[-1] > self.train_steps:
-            raise ValueError(f"train_checkpoints must lie in [0, train_steps = {self.train_steps}], got "
-                             f"{list(self.train_checkpoints)}")
-        if self.d_model % self.heads:
-            raise ValueError(f"d_model ({self.d_model}) must be divisible by heads ({self.heads})")
-        if self.pos == "rope" and (self.d_model // self.heads) % 2:
-            raise ValueError("pos 'rope' needs an even head size d_model / heads")
+            raise ValueError(
+                f"train_checkpoints must lie in [0, train_steps = {self.train_steps}], got "
+                f"{list(self.train_checkpoints)}"
+            )
         if self.fit_lo <= self.prompt_len or self.fit_lo >= self.prompt_len + self.cont_len / 2:
             raise ValueError(
                 f"fit_lo must lie in (prompt_len, prompt_len + cont_len/2) = ({self.prompt_len}, "
@@ -159,27 +185,24 @@ def _vocab(config: Config) -> int:
 
 
 def model_config(config: Config) -> ModelConfig:
-    """The TinyTransformer this config measures (untrained weights from ``seed``)."""
-    return ModelConfig(
-        input="tokens", vocab_size=_vocab(config), output="lm", d_model=config.d_model, n_layers=config.layers,
-        n_heads=config.heads, d_mlp=config.mlp, norm=config.norm, norm_type=config.norm_type,
-        attention=config.attention, pos=config.pos, dtype=config.dtype, seed=config.seed,
+    """The TinyTransformer this config measures (untrained weights from ``seed``): the model fields, a
+    byte vocabulary for corpus data, the logit scale times ``logit_gain``."""
+    return config.model_config(
+        input="tokens",
+        vocab_size=_vocab(config),
+        output="lm",
         # gain 1 keeps the model config (and so trained checkpoints' keys) exactly as without the field
         logit_scale=None if config.logit_gain == 1.0 else config.logit_gain / math.sqrt(config.d_model // config.heads),
-    )  # fmt: skip
+    )
 
 
 def _task(config: Config, seq_len: int):
-    from analysis.tasks import CorpusLM, MarkovLanguage
-
     if config.data == "markov":
         return MarkovLanguage(vocab_size=config.vocab_size, seq_len=seq_len, seed=config.seed)
     return CorpusLM(seq_len=seq_len)
 
 
 def train_config(config: Config):
-    from analysis.train import probe_lm_train_config
-
     return probe_lm_train_config(config.train_steps, config.seed)
 
 
@@ -189,10 +212,13 @@ def build_model(config: Config, progress: bool = True):
     cfg = model_config(config)
     if not config.trained:
         return TinyTransformer(cfg).eval(), {}
-    from analysis.train import train
-
-    res = train(cfg, _task(config, config.train_seq_len), train_config(config), progress=progress,
-                snapshots=config.train_checkpoints)  # fmt: skip
+    res = train(
+        cfg,
+        _task(config, config.train_seq_len),
+        train_config(config),
+        progress=progress,
+        snapshots=config.train_checkpoints,
+    )
     info = {"train_loss": res.final_loss, "checkpoint": res.key, "from_cache": res.from_cache}
     if config.train_checkpoints:
         info["snapshots"] = {s: res.snapshot_model(s) for s in config.train_checkpoints}
@@ -214,9 +240,6 @@ def language_losses(config: Config, models: dict) -> dict[str, float]:
     entropy is its entropy rate (the Bayes loss: no model can beat it) and its unigram entropy is
     ``H(pi)``.
     """
-    import analysis.train as tr
-    from analysis.corpus import bigram_cross_entropy
-
     task = _task(config, config.train_seq_len)
     if config.data == "corpus":
         batches = list(task.eval_batches(16, max_batches=HELDOUT_BATCHES))
@@ -225,10 +248,10 @@ def language_losses(config: Config, models: dict) -> dict[str, float]:
         uni = np.bincount(np.asarray(train_tok, dtype=np.int64), minlength=256) + 0.5
         unigram = float(-np.log(uni[np.asarray(val_tok, dtype=np.int64)] / uni.sum()).mean())
     else:
-        gen = torch.Generator().manual_seed(tr.derived_seed(config.seed, "heldout"))
+        gen = torch.Generator().manual_seed(derived_seed(config.seed, "heldout"))
         batches = [task.sample(16, gen) for _ in range(HELDOUT_BATCHES)]
         bigram, unigram = task.entropy_rate, task.unigram_entropy
-    out = {f"heldout_loss_{k}": tr.evaluate(m, task, batches) for k, m in models.items()}
+    out = {f"heldout_loss_{k}": evaluate(m, task, batches) for k, m in models.items()}
     return {**out, "bigram_entropy": float(bigram), "unigram_entropy": float(unigram)}
 
 
@@ -239,8 +262,6 @@ def corpus_ids(model, chunk_chars: int = 20_000) -> torch.Tensor:
     :func:`analysis.protocol.encode_text` (a tokenizer, or UTF-8 bytes for byte-level zoo models) and
     concatenated. For a byte model this is the validation split itself (the corpus is ASCII).
     """
-    from analysis.corpus import build_corpus
-
     corpus = build_corpus()
     text = corpus.decode(corpus.val_tokens)
     pieces, start = [], 0
@@ -262,21 +283,26 @@ def draw_pairs(config: Config, model=None) -> tuple[torch.Tensor, torch.Tensor, 
     n, P, T = config.n_pairs, config.prompt_len, config.cont_len
     vocab = _vocab(config) if model is None else protocol.vocab_size(model)
     if vocab is None or vocab < 2:
-        raise ModelIncompatibleError(f"prompt_forgetting needs a token model with a vocabulary (vocab_size >= 2), got {vocab}")
+        raise ModelIncompatibleError(
+            f"prompt_forgetting needs a token model with a vocabulary (vocab_size >= 2), got {vocab}"
+        )
     gen = torch.Generator().manual_seed(config.seed + 7919)  # prompts/continuations only
     if config.data == "random":
         draw = lambda k, m: torch.randint(0, vocab, (k, m), generator=gen)  # noqa: E731
     elif config.data == "markov":
         if vocab < config.vocab_size:
-            raise ModelIncompatibleError(f"data 'markov' draws ids below vocab_size={config.vocab_size}, but the model's "
-                             f"vocab is {vocab}; set vocab_size <= {vocab}")  # fmt: skip
+            raise ModelIncompatibleError(
+                f"data 'markov' draws ids below vocab_size={config.vocab_size}, but the model's "
+                f"vocab is {vocab}; set vocab_size <= {vocab}"
+            )
         lang = _task(config, 1)
         draw = lambda k, m: lang.sample_sequences(k, m, gen)  # noqa: E731
     else:
         val = corpus_ids(model) if model is not None else _task(config, 1)._val.long()
         if val.shape[0] <= P + T:
-            raise ValueError(f"the encoded validation text has {val.shape[0]} tokens, fewer than prompt_len + "
-                             f"cont_len = {P + T}")  # fmt: skip
+            raise ValueError(
+                f"the encoded validation text has {val.shape[0]} tokens, fewer than prompt_len + cont_len = {P + T}"
+            )
 
         def draw(k: int, m: int) -> torch.Tensor:
             start = torch.randint(0, val.shape[0] - m, (k,), generator=gen)
@@ -292,7 +318,7 @@ def cancel_bias(P: int, n_tokens: int, dtype: torch.dtype) -> PrefixKeyBias:
     """The additive logit bias ``ln(t - P)`` on prompt keys ``j < P`` of queries ``t = i + 1 > P``, kept as
     one value per query row (:class:`analysis.model.PrefixKeyBias`, ``O(N)`` memory)."""
     t = np.arange(1, n_tokens + 1)
-    return PrefixKeyBias(torch.tensor(theory.cancel_bias(P, t), dtype=torch.float64).to(dtype), P)
+    return PrefixKeyBias(torch.tensor(th.cancel_bias(P, t), dtype=torch.float64).to(dtype), P)
 
 
 def cancel_bias_matrix(P: int, n_tokens: int, dtype: torch.dtype) -> torch.Tensor:
@@ -351,7 +377,7 @@ def measure(model, a, b, c, *, attn_bias=None, progress: bool = True) -> dict[st
     ``distance`` (n, L, T), ``norm`` (n, L, T) the mean |h| of the two states, ``share`` (n, L, T) the
     prompt's attention share averaged over heads and both sequences (NaN where no pattern hook exists),
     ``share_max`` (n, L, T) its largest head value, ``max_logit`` (n,) and ``min_rms`` (n,) (NaN where the
-    model exposes no ``attn.hook_scores`` / no pre-norm input ``ln1|ln2.hook_in``), and ``embed_delta``
+    model exposes no ``attn.hook_attn_scores`` / no pre-norm input ``ln1|ln2.hook_in``), and ``embed_delta``
     (n, P, d) the input offset (float64; width 0 where the model has no ``hook_embed``). Only hook names
     the model lists are asked for; ``blocks.{l}.hook_resid_post`` is the one the probe cannot do without.
     """
@@ -359,15 +385,19 @@ def measure(model, a, b, c, *, attn_bias=None, progress: bool = True) -> dict[st
     L = model.n_layers
     names = model.hook_names()
     points = hook_points(model)
-    resid = [f"blocks.{layer}.hook_resid_post" for layer in range(L)]
+    resid = resid_names(L)
     pre_norm = [h for h in names if h.endswith((".ln1.hook_in", ".ln2.hook_in"))]
-    scores = [h for h in names if h.endswith("attn.hook_scores")]
+    scores = [h for h in names if canonical_name(h).endswith("attn." + SCORES)]
     patterns = [h for h in names if h.endswith("attn.hook_pattern")]
     missing = [r for r in resid if r not in names]
     if missing:
-        raise ModelIncompatibleError(f"prompt_forgetting needs the residual hooks blocks.{{l}}.hook_resid_post; the model lacks {missing}")
+        raise ModelIncompatibleError(
+            f"prompt_forgetting needs the residual hooks blocks.{{l}}.hook_resid_post; the model lacks {missing}"
+        )
     embed = ["hook_embed"] if "hook_embed" in names else []
-    out: dict[str, list] = {k: [] for k in ("distance", "norm", "share", "share_max", "max_logit", "min_rms", "embed_delta")}
+    out: dict[str, list] = {
+        k: [] for k in ("distance", "norm", "share", "share_max", "max_logit", "min_rms", "embed_delta")
+    }
     for i in bar(range(n), progress=progress, desc="pairs", leave=False):
         x = torch.cat([torch.stack([a[i], b[i]]), c[i].expand(2, -1)], dim=1)  # (2, P + T)
         N = x.shape[1]
@@ -387,7 +417,9 @@ def measure(model, a, b, c, *, attn_bias=None, progress: bool = True) -> dict[st
         def on_norm_in(h: torch.Tensor, name: str, stats=stats) -> None:  # (2, N, d)
             stats["min_rms"] = min(stats["min_rms"], float(h.double().pow(2).mean(-1).sqrt().amin()))
 
-        fwd = [(s, on_scores) for s in scores] + [(p, on_pattern) for p in patterns] + [(h, on_norm_in) for h in pre_norm]
+        fwd = (
+            [(s, on_scores) for s in scores] + [(p, on_pattern) for p in patterns] + [(h, on_norm_in) for h in pre_norm]
+        )
         with torch.no_grad(), hooks(model, fwd), query_blocks(model, QUERY_BLOCK):
             _, cache = run_with_cache(model, x, names=resid + embed, attn_bias=attn_bias)
         hs = torch.stack([cache[r] for r in resid]).double()  # (L, 2, N, d)
@@ -415,7 +447,7 @@ def relay_matrices(model: TinyTransformer) -> list[np.ndarray]:
 def relay_prediction(model: TinyTransformer, embed_delta: np.ndarray, T_total: int) -> np.ndarray:
     """Offsets (n, L, T_total) of the matrix relay model with ``A_l = W_o W_v`` of our own model (float64)."""
     mats = relay_matrices(model)
-    return np.stack([np.linalg.norm(theory.relay_vector_offsets(d0, mats, T_total), axis=-1) for d0 in embed_delta])
+    return np.stack([np.linalg.norm(th.relay_vector_offsets(d0, mats, T_total), axis=-1) for d0 in embed_delta])
 
 
 def relay_matrix_limit(model: TinyTransformer, embed_delta: np.ndarray) -> np.ndarray:
@@ -446,11 +478,16 @@ def bound_constants(t: np.ndarray, ratio: np.ndarray, fit_lo: float) -> dict[str
     lt = np.log(t[last])
     lr = np.log(ratio[:, last])  # (L, n_last)
     slope = ((lr - lr.mean(axis=1, keepdims=True)) * (lt - lt.mean())).sum(axis=1) / ((lt - lt.mean()) ** 2).sum()
-    return {"bound_constant": ratio[:, win].max(axis=1), "bound_plateau": np.exp(lr.mean(axis=1)),
-            "bound_plateau_slope": slope}  # fmt: skip
+    return {
+        "bound_constant": ratio[:, win].max(axis=1),
+        "bound_plateau": np.exp(lr.mean(axis=1)),
+        "bound_plateau_slope": slope,
+    }
 
-def plateau_slope_ci(t: np.ndarray, D: np.ndarray, shape: np.ndarray, *, n_boot: int, rng: np.random.Generator,
-                     level: float = 0.95) -> np.ndarray:  # fmt: skip
+
+def plateau_slope_ci(
+    t: np.ndarray, D: np.ndarray, shape: np.ndarray, *, n_boot: int, rng: np.random.Generator, level: float = 0.95
+) -> np.ndarray:
     """(L, 2): percentile bootstrap CI over pairs of ``bound_plateau_slope`` (the last octave's slope).
 
     ``D`` (n, L, T) per pair, ``shape`` (L, T). The slope of ``ln(gm D / shape)`` on ``ln t`` is linear in
@@ -470,24 +507,19 @@ def plateau_slope_ci(t: np.ndarray, D: np.ndarray, shape: np.ndarray, *, n_boot:
 # The probe
 
 
-def run(config: Config, model=None, progress: bool = True) -> Result:
-    own_model = model is None
-    info: dict = {}
-    if own_model:
-        model, info = build_model(config, progress=progress)
-    L, P, T = model.n_layers, config.prompt_len, config.cont_len
-    N = P + T
-    protocol.check_length(model, N, f"prompt_len + cont_len = {P} + {T} =")
-    a, b, c = draw_pairs(config, None if own_model else model)
-    dtype = next(model.parameters()).dtype if hasattr(model, "parameters") else torch.float32
-    bias = cancel_bias(P, N, dtype) if config.logit_bias == "cancel" else None
-    m = measure(model, a, b, c, attn_bias=bias, progress=progress)
+def offset_laws(config: Config, m: dict, P: int, N: int) -> dict:
+    """The decay of the offsets ``m["distance"]`` (n, L, T) against the relay model and the bound.
 
+    Per layer: power-law fits of the offsets and of the relative offsets (``fits``, ``fits_rel``), the
+    local exponent on ``t_loc``, the relay model's offsets and local exponent, the bound's shape and
+    local exponent, the ratio to the bound with its constants and the bootstrap CI of its plateau slope.
+    The fits and the CI draw from one bootstrap stream, in that order.
+    """
+    L = m["distance"].shape[1]
     t = np.arange(P + 1, N + 1, dtype=np.float64)  # absolute positions of the continuation
     D = m["distance"]  # (n, L, T)
     rel = D / m["norm"]
     gm = np.exp(np.log(D).mean(axis=0))  # (L, T) geometric mean over pairs
-    gm_rel = np.exp(np.log(rel).mean(axis=0))
     rng = np.random.default_rng(config.seed + 104729)
     window = (config.fit_lo, float(N))
     fits = [_power_law(t, D[:, layer], window, n_boot=config.n_boot, rng=rng) for layer in range(L)]
@@ -499,46 +531,61 @@ def run(config: Config, model=None, progress: bool = True) -> Result:
         t_loc, al = _local_exponent(t, gm[layer], t_loc_range)
         alpha_loc.append(al)
     depth = np.arange(1, L + 1)
-    relay = np.stack([theory.relay_offsets(P, int(k), N)[P:] for k in depth])  # (L, T)
-    relay_loc = np.stack([_local_exponent(t, r, t_loc_range)[1] for r in relay])
-    bound_loc = np.stack([theory.bound_local_exponent(int(k), t_loc) for k in depth])
-    shape = np.stack([theory.bound_shape(P, int(k), t) for k in depth])  # (L, T)
+    relay = np.stack([th.relay_offsets(P, int(k), N)[P:] for k in depth])  # (L, T)
+    shape = np.stack([th.bound_shape(P, int(k), t) for k in depth])  # (L, T)
     bound_ratio = gm / shape
-    consts = bound_constants(t, bound_ratio, config.fit_lo)
-    slope_ci = plateau_slope_ci(t, D, shape, n_boot=config.n_boot, rng=rng)
-    relay_consts = bound_constants(t, relay / shape, config.fit_lo)
+    return {
+        "t": t,
+        "window": window,
+        "gm": gm,
+        "gm_rel": np.exp(np.log(rel).mean(axis=0)),
+        "fits": fits,
+        "fits_rel": fits_rel,
+        "t_loc": t_loc,
+        "alpha_loc": alpha_loc,
+        "relay": relay,
+        "relay_loc": np.stack([_local_exponent(t, r, t_loc_range)[1] for r in relay]),
+        "bound_loc": np.stack([th.bound_local_exponent(int(k), t_loc) for k in depth]),
+        "bound_ratio": bound_ratio,
+        "consts": bound_constants(t, bound_ratio, config.fit_lo),
+        "slope_ci": plateau_slope_ci(t, D, shape, n_boot=config.n_boot, rng=rng),
+        "relay_consts": bound_constants(t, relay / shape, config.fit_lo),
+    }
 
-    exact_relay = own_model and config.attention == "uniform" and config.norm == "none" and config.mlp == 0
-    relay_pred = limit = None
-    if exact_relay and config.logit_bias == "none":
-        relay_pred = relay_prediction(model, m["embed_delta"], N)[:, :, P:]  # (n, L, T) per pair
-        limit = np.exp(np.log(relay_matrix_limit(model, m["embed_delta"])).mean(axis=0))  # (L,) like `distance`
+
+def offsets_dataset(config: Config, m: dict, law: dict, relay_pred, limit) -> xr.Dataset:
+    """The result's arrays: the measured offsets and prompt shares beside the laws of :func:`offset_laws`,
+    and with an exact relay prediction (``relay_pred`` (n, L, T), ``limit`` (L,); else ``None``) that too."""
+    L, T = m["distance"].shape[1:]
+    fits, fits_rel, depth = law["fits"], law["fits_rel"], np.arange(1, L + 1)
     share = np.nanmean(m["share"], axis=0) if np.isfinite(m["share"]).any() else np.full((L, T), np.nan)
     share_max = np.nanmax(m["share_max"], axis=0) if np.isfinite(m["share_max"]).any() else np.full((L, T), np.nan)
-    max_logit = float(np.max(m["max_logit"]))
-    min_rms = float(np.min(m["min_rms"]))
-
-    coords = {"layer": np.arange(L), "t": t, "pair": np.arange(config.n_pairs), "t_local": t_loc,
-              "end": ["lo", "hi"]}  # fmt: skip
+    coords = {
+        "layer": np.arange(L),
+        "t": law["t"],
+        "pair": np.arange(config.n_pairs),
+        "t_local": law["t_loc"],
+        "end": ["lo", "hi"],
+    }
     data = xr.Dataset(
         {
-            "distance": (("layer", "t"), gm),
-            "distance_rel": (("layer", "t"), gm_rel),
-            "distance_pairs": (("pair", "layer", "t"), D),
+            "distance": (("layer", "t"), law["gm"]),
+            "distance_rel": (("layer", "t"), law["gm_rel"]),
+            "distance_pairs": (("pair", "layer", "t"), m["distance"]),
             "alpha": (("layer",), np.array([f.alpha for f in fits])),
             "alpha_ci": (("layer", "end"), np.array([f.alpha_ci for f in fits])),
             "alpha_rel": (("layer",), np.array([f.alpha for f in fits_rel])),
             "alpha_rel_ci": (("layer", "end"), np.array([f.alpha_ci for f in fits_rel])),
             "log_c": (("layer",), np.array([f.log_c for f in fits])),
-            "alpha_local": (("layer", "t_local"), np.stack(alpha_loc)),
-            "relay": (("layer", "t"), relay),
-            "relay_local": (("layer", "t_local"), relay_loc),
-            "bound_local": (("layer", "t_local"), bound_loc),
-            "bound_ratio": (("layer", "t"), bound_ratio),
-            **{k: (("layer",), v) for k, v in consts.items()},
-            "bound_plateau_slope_ci": (("layer", "end"), slope_ci),
-            "relay_bound_plateau": (("layer",), relay_consts["bound_plateau"]),
-            "relay_limit": (("layer",), np.array([theory.relay_limit(int(k)) for k in depth])),
+            "alpha_local": (("layer", "t_local"), np.stack(law["alpha_loc"])),
+            "relay": (("layer", "t"), law["relay"]),
+            "relay_local": (("layer", "t_local"), law["relay_loc"]),
+            "bound_local": (("layer", "t_local"), law["bound_loc"]),
+            "bound_ratio": (("layer", "t"), law["bound_ratio"]),
+            **{k: (("layer",), v) for k, v in law["consts"].items()},
+            "bound_plateau_slope_ci": (("layer", "end"), law["slope_ci"]),
+            "relay_bound_plateau": (("layer",), law["relay_consts"]["bound_plateau"]),
+            "relay_limit": (("layer",), np.array([th.relay_limit(int(k)) for k in depth])),
             "prompt_share": (("layer", "t"), share),
             "prompt_share_max": (("layer", "t"), share_max),
             "max_logit_pairs": (("pair",), m["max_logit"]),
@@ -550,29 +597,70 @@ def run(config: Config, model=None, progress: bool = True) -> Result:
         data["relay_matrix"] = (("layer", "t"), np.exp(np.log(relay_pred).mean(axis=0)))
         data["relay_matrix_pairs"] = (("pair", "layer", "t"), relay_pred)
         data["relay_matrix_limit"] = (("layer",), limit)
-    last = fits[-1]
-    scalars = {
-        "alpha": last.alpha, "alpha_ci_lo": last.alpha_ci[0], "alpha_ci_hi": last.alpha_ci[1],
-        "alpha_rel": fits_rel[-1].alpha, "fit_lo": window[0], "fit_hi": window[1],
-        "fit_rms_residual": last.rms_residual, "max_logit": max_logit, "min_prenorm_rms": min_rms,
+    return data
+
+
+def offsets_scalars(m: dict, law: dict, P: int) -> dict:
+    """The deepest layer's exponent and bound constants, the theorem's measured conditions, and the relay
+    model's exponent over the same window (what ``alpha`` is compared with)."""
+    last, window, alpha_loc, consts = law["fits"][-1], law["window"], law["alpha_loc"], law["consts"]
+    return {
+        "alpha": last.alpha,
+        "alpha_ci_lo": last.alpha_ci[0],
+        "alpha_ci_hi": last.alpha_ci[1],
+        "alpha_rel": law["fits_rel"][-1].alpha,
+        "fit_lo": window[0],
+        "fit_hi": window[1],
+        "fit_rms_residual": last.rms_residual,
+        "max_logit": float(np.max(m["max_logit"])),
+        "min_prenorm_rms": float(np.min(m["min_rms"])),
         "norm_max": float(m["norm"].max()),
-        "alpha_local_end": float(alpha_loc[-1][np.isfinite(alpha_loc[-1])][-1]) if np.isfinite(alpha_loc[-1]).any()
-                           else math.nan,
-        "bound_local_end": float(bound_loc[-1][-1]),
-        "bound_constant": float(consts["bound_constant"][-1]), "bound_plateau": float(consts["bound_plateau"][-1]),
+        "alpha_local_end": float(alpha_loc[-1][np.isfinite(alpha_loc[-1])][-1])
+        if np.isfinite(alpha_loc[-1]).any()
+        else math.nan,
+        "bound_local_end": float(law["bound_loc"][-1][-1]),
+        "bound_constant": float(consts["bound_constant"][-1]),
+        "bound_plateau": float(consts["bound_plateau"][-1]),
         "bound_plateau_slope": float(consts["bound_plateau_slope"][-1]),
         # the relay model's alpha of this depth over the same window: what alpha is compared with
-        "alpha_relay_window": (theory.relay_alpha_window(P, len(fits), window[0], int(window[1]))
-                               if window[0] >= P + 1 else math.nan),
-    }  # fmt: skip
+        "alpha_relay_window": (
+            th.relay_alpha_window(P, len(law["fits"]), window[0], int(window[1])) if window[0] >= P + 1 else math.nan
+        ),
+    }
+
+
+def run(config: Config, model=None, progress: bool = True) -> Result:
+    own_model = model is None
+    info: dict = {}
+    if own_model:
+        model, info = build_model(config, progress=progress)
+    P, T = config.prompt_len, config.cont_len
+    N = P + T
+    protocol.check_length(model, N, f"prompt_len + cont_len = {P} + {T} =")
+    a, b, c = draw_pairs(config, None if own_model else model)
+    dtype = next(model.parameters()).dtype if hasattr(model, "parameters") else torch.float32
+    bias = cancel_bias(P, N, dtype) if config.logit_bias == "cancel" else None
+    m = measure(model, a, b, c, attn_bias=bias, progress=progress)
+    law = offset_laws(config, m, P, N)
+
+    exact_relay = own_model and config.attention == "uniform" and config.norm == "none" and config.mlp == 0
+    relay_pred = limit = None
+    if exact_relay and config.logit_bias == "none":
+        relay_pred = relay_prediction(model, m["embed_delta"], N)[:, :, P:]  # (n, L, T) per pair
+        limit = np.exp(np.log(relay_matrix_limit(model, m["embed_delta"])).mean(axis=0))  # (L,) like `distance`
+    data = offsets_dataset(config, m, law, relay_pred, limit)
+    scalars = offsets_scalars(m, law, P)
     if "train_loss" in info:
         scalars["train_loss"] = float(info["train_loss"])
     if own_model and config.data != "random":
         losses = language_losses(config, {"model": model})
-        scalars.update(heldout_loss=losses["heldout_loss_model"], bigram_entropy=losses["bigram_entropy"],
-                       unigram_entropy=losses["unigram_entropy"])  # fmt: skip
+        scalars.update(
+            heldout_loss=losses["heldout_loss_model"],
+            bigram_entropy=losses["bigram_entropy"],
+            unigram_entropy=losses["unigram_entropy"],
+        )
     if "snapshots" in info:
-        data = data.merge(bias_trajectory(config, info["snapshots"], (a, b, c), window, progress=progress))
+        data = data.merge(bias_trajectory(config, info["snapshots"], (a, b, c), law["window"], progress=progress))
     meta = {k: v for k, v in info.items() if k not in ("train_loss", "snapshots")}
     meta["model"] = "built from config" if own_model else f"passed in: {type(model).__name__}"
     if not own_model:
@@ -582,8 +670,9 @@ def run(config: Config, model=None, progress: bool = True) -> Result:
     return Result(probe=NAME, config=config, data=data, scalars=scalars, ledger=led, meta=meta)
 
 
-def _power_law(t: np.ndarray, Y: np.ndarray, window: tuple[float, float], *, n_boot: int,
-               rng: np.random.Generator) -> PowerLawFit:  # fmt: skip
+def _power_law(
+    t: np.ndarray, Y: np.ndarray, window: tuple[float, float], *, n_boot: int, rng: np.random.Generator
+) -> PowerLawFit:
     """:func:`bootstrap_power_law` of the offsets ``Y`` (pairs, t), or an all-NaN fit when an offset in the
     window is 0 or not finite: saturated attention (large logits, float32) can put exactly zero weight on
     the prompt, which is then forgotten exactly and has no power law."""
@@ -605,8 +694,9 @@ def _local_exponent(t: np.ndarray, y: np.ndarray, t_range: tuple[float, float]) 
     return grid, np.full(grid.shape, math.nan)
 
 
-def bias_trajectory(config: Config, snapshots: dict, pairs: tuple, window: tuple[float, float],
-                    progress: bool = True) -> xr.Dataset:  # fmt: skip
+def bias_trajectory(
+    config: Config, snapshots: dict, pairs: tuple, window: tuple[float, float], progress: bool = True
+) -> xr.Dataset:
     """Alpha along training: at every step of ``snapshots`` (step -> model) the last layer's alpha of
     the same pairs without (``alpha_trajectory``) and with the cancelling bias (``alpha_bias_trajectory``),
     each with its bootstrap CI, and the held-out loss (``heldout_loss_trajectory``), over ``train_step``."""
@@ -673,27 +763,40 @@ def claim_relay_identities(led: Ledger, config: Config, data: xr.Dataset, scalar
     dev = float(np.max(np.abs(data["distance_pairs"].values - data["relay_matrix_pairs"].values)))
     # each layer's running mean sums <= N terms (error <= N eps |h| per coordinate), over L layers and
     # sqrt(d) coordinates of the norm
-    led.identity("uniform_equals_matrix_relay", measured=dev / scalars["norm_max"], expected=0.0,
-                 atol=4.0 * L * N * math.sqrt(config.d_model) * eps,
-                 source="derivation: uniform attention, no norm, no MLP = matrix relay model (theory module)",
-                 why="summation error of N-term running means over L layers in the model dtype",
-                 statement="uniform/no-norm/no-MLP network offsets equal the matrix relay model's, every pair "
-                           "(max |D - D_relay| / max|h|)", figure="pf_distance")  # fmt: skip
+    led.identity(
+        "uniform_equals_matrix_relay",
+        measured=dev / scalars["norm_max"],
+        expected=0.0,
+        atol=4.0 * L * N * math.sqrt(config.d_model) * eps,
+        source="derivation: uniform attention, no norm, no MLP = matrix relay model (theory module)",
+        why="summation error of N-term running means over L layers in the model dtype",
+        statement="uniform/no-norm/no-MLP network offsets equal the matrix relay model's, every pair "
+        "(max |D - D_relay| / max|h|)",
+        figure="pf_distance",
+    )
     # first layer: t D_1(t) / P = |A_1 sum_s delta_s| / P at every t > P, i.e. the bound's ratio is already
     # its limit; relative rounding of D is <= N eps (running mean), of the limit d eps
     ratio = data["bound_ratio"].values[0] / data["relay_matrix_limit"].values[0]
-    led.identity("uniform_layer1_bound_ratio_is_limit", measured=float(np.max(np.abs(ratio - 1.0))), expected=0.0,
-                 atol=4.0 * (N + config.d_model) * eps,
-                 source="derivation: one uniform layer gives D(t) = |A_1 sum_s delta_s| / t exactly",
-                 why="relative rounding of an N-term running mean plus a d-term matrix product",
-                 statement="uniform network, layer 1: D t / P equals its limit |A_1 sum delta| / P at every t",
-                 figure="pf_bound_constant")  # fmt: skip
+    led.identity(
+        "uniform_layer1_bound_ratio_is_limit",
+        measured=float(np.max(np.abs(ratio - 1.0))),
+        expected=0.0,
+        atol=4.0 * (N + config.d_model) * eps,
+        source="derivation: one uniform layer gives D(t) = |A_1 sum_s delta_s| / t exactly",
+        why="relative rounding of an N-term running mean plus a d-term matrix product",
+        statement="uniform network, layer 1: D t / P equals its limit |A_1 sum delta| / P at every t",
+        figure="pf_bound_constant",
+    )
     if L == 1:
-        led.identity("uniform_one_layer_alpha_is_1", measured=float(data["alpha"].values[0]), expected=1.0,
-                     atol=8.0 * N * eps / math.log(N / config.fit_lo),
-                     source="derivation: one uniform layer gives D(t) = |A sum_s delta_s| / t exactly",
-                     why="relative errors <= N eps in D, divided by the log-range of the fit window",
-                     statement="one uniform layer: fitted alpha = 1")  # fmt: skip
+        led.identity(
+            "uniform_one_layer_alpha_is_1",
+            measured=float(data["alpha"].values[0]),
+            expected=1.0,
+            atol=8.0 * N * eps / math.log(N / config.fit_lo),
+            source="derivation: one uniform layer gives D(t) = |A sum_s delta_s| / t exactly",
+            why="relative errors <= N eps in D, divided by the log-range of the fit window",
+            statement="one uniform layer: fitted alpha = 1",
+        )
 
 
 def claim_cancel_bias_identities(led: Ledger, config: Config, data: xr.Dataset, own_model: bool) -> None:
@@ -701,23 +804,34 @@ def claim_cancel_bias_identities(led: Ledger, config: Config, data: xr.Dataset, 
     if not (config.attention == "uniform" and config.logit_bias == "cancel" and own_model):
         return
     P, L, N, eps = config.prompt_len, data.sizes["layer"], _n_total(data), _eps(config)
-    dev = float(np.nanmax(np.abs(data["prompt_share"].values - theory.default_share(P))))
-    led.identity("cancel_bias_share_constant", measured=dev, expected=0.0, atol=16 * P * eps,
-                 source="derivation: b_t = ln(t - P) keeps a uniform row's prompt share at P/(P+1)",
-                 why="softmax of P equal logits and t-P equal logits: a few roundings per row",
-                 statement="uniform attention with the cancelling bias: prompt share = P/(P+1) at every t",
-                 figure="pf_bias")  # fmt: skip
+    dev = float(np.nanmax(np.abs(data["prompt_share"].values - th.default_share(P))))
+    led.identity(
+        "cancel_bias_share_constant",
+        measured=dev,
+        expected=0.0,
+        atol=16 * P * eps,
+        source="derivation: b_t = ln(t - P) keeps a uniform row's prompt share at P/(P+1)",
+        why="softmax of P equal logits and t-P equal logits: a few roundings per row",
+        statement="uniform attention with the cancelling bias: prompt share = P/(P+1) at every t",
+        figure="pf_bias",
+    )
     if config.norm == "none" and config.mlp == 0:
         # every prompt key weighs 1/(P+1) and every continuation key 1/((P+1)(t-P)) at every t > P: layer 1's
         # offset is A_1 sum_s delta_s / (P+1) at every t, and each later layer averages constant offsets
         D = data["distance_pairs"].values  # (n, L, T)
         dev = float(np.max(np.abs(D / D[:, :, :1] - 1.0)))
-        led.identity("uniform_bias_offset_constant", measured=dev, expected=0.0, atol=4.0 * L * N * eps,
-                     source="derivation: the relay network with the cancelling bias has a t-independent offset",
-                     why="relative rounding of N-term weighted sums over L layers in the model dtype",
-                     statement="uniform/no-norm/no-MLP network with the cancelling bias: D(t) = D(P+1) at every "
-                               "t, layer and pair (the solvable model: cancelling dilution stops the decay)",
-                     seed="000#1", figure="pf_bias")  # fmt: skip
+        led.identity(
+            "uniform_bias_offset_constant",
+            measured=dev,
+            expected=0.0,
+            atol=4.0 * L * N * eps,
+            source="derivation: the relay network with the cancelling bias has a t-independent offset",
+            why="relative rounding of N-term weighted sums over L layers in the model dtype",
+            statement="uniform/no-norm/no-MLP network with the cancelling bias: D(t) = D(P+1) at every "
+            "t, layer and pair (the solvable model: cancelling dilution stops the decay)",
+            seed="000#1",
+            figure="pf_bias",
+        )
 
 
 def claim_conditions(led: Ledger, config: Config, data: xr.Dataset, scalars: dict, own_model: bool) -> None:
@@ -728,32 +842,59 @@ def claim_conditions(led: Ledger, config: Config, data: xr.Dataset, scalars: dic
     src = "seed theorem's hypotheses (pre-LN softmax, bounded logits, pre-norm RMS away from zero)"
     if not (np.isfinite(max_logit) and np.isfinite(data["prompt_share_max"].values).any()):
         for name in ("prompt_share_dilution_bound", "condition_dilution_regime"):
-            led.not_evaluated(name, role="bound", source=src, seed="000#1",
-                              reason="the model exposes no attn.hook_scores/attn.hook_pattern hooks: max |logit| and "
-                                     "the prompt share are not measured")  # fmt: skip
+            led.not_evaluated(
+                name,
+                role="bound",
+                source=src,
+                seed="000#1",
+                reason="the model exposes no attn.hook_attn_scores/attn.hook_pattern hooks: max |logit| and "
+                "the prompt share are not measured",
+            )
     else:
-        ratio = float(np.nanmax(data["prompt_share_max"].values / theory.prompt_share_bound(P, t, max_logit)[None]))
-        led.bound("prompt_share_dilution_bound", measured=ratio, bound=1.0 + 1e3 * eps, seed="000#1",
-                  source="derivation: |logit| <= B gives prompt share <= P e^2B / (P e^2B + t - P)",
-                  why="exact inequality; slack for the float rounding of softmax and of the measured B",
-                  statement="prompt share / dilution bound with the measured max |logit| <= 1 at every t, head, pair")  # fmt: skip
+        ratio = float(np.nanmax(data["prompt_share_max"].values / th.prompt_share_bound(P, t, max_logit)[None]))
+        led.bound(
+            "prompt_share_dilution_bound",
+            measured=ratio,
+            bound=1.0 + 1e3 * eps,
+            seed="000#1",
+            source="derivation: |logit| <= B gives prompt share <= P e^2B / (P e^2B + t - P)",
+            why="exact inequality; slack for the float rounding of softmax and of the measured B",
+            statement="prompt share / dilution bound with the measured max |logit| <= 1 at every t, head, pair",
+        )
         # the dilution bound P e^2B / (P e^2B + T) falls below 1/2 inside the window iff B < ln(T/P)/2: only
         # then do the measured positions reach the regime where the theorem's 1/t dilution acts
-        led.bound("condition_dilution_regime", measured=max_logit, bound=0.5 * math.log((t[-1] - P) / P),
-                  relation="<", source=src, seed="000#1",
-                  why="P e^(2B) < T - P: the dilution bound on the prompt share drops below 1/2 within the window",
-                  statement="max |attention logit| B < ln(T/P)/2 (the window reaches the dilution regime)")  # fmt: skip
+        led.bound(
+            "condition_dilution_regime",
+            measured=max_logit,
+            bound=0.5 * math.log((t[-1] - P) / P),
+            relation="<",
+            source=src,
+            seed="000#1",
+            why="P e^(2B) < T - P: the dilution bound on the prompt share drops below 1/2 within the window",
+            statement="max |attention logit| B < ln(T/P)/2 (the window reaches the dilution regime)",
+        )
     if not (config.norm == "pre" or not own_model):
         return
     if not np.isfinite(min_rms):
-        led.not_evaluated("condition_prenorm_rms", role="bound", source=src, seed="000#1",
-                          reason="the model exposes no pre-norm input hooks (ln1/ln2.hook_in): min_prenorm_rms is NaN")
+        led.not_evaluated(
+            "condition_prenorm_rms",
+            role="bound",
+            source=src,
+            seed="000#1",
+            reason="the model exposes no pre-norm input hooks (ln1/ln2.hook_in): min_prenorm_rms is NaN",
+        )
     else:
         # the norm's Jacobian is ~ 1/sqrt(rms^2 + eps): the theorem needs it set by the activations, not eps
-        led.bound("condition_prenorm_rms", measured=min_rms, bound=math.sqrt(NORM_EPS), relation=">", source=src,
-                  seed="000#1",
-                  why=f"RMS above sqrt(norm eps = {NORM_EPS}): the norm's gain 1/RMS is bounded by the activations",
-                  statement="smallest RMS of a pre-norm input over all positions, layers and pairs > sqrt(eps)")  # fmt: skip
+        led.bound(
+            "condition_prenorm_rms",
+            measured=min_rms,
+            bound=math.sqrt(NORM_EPS),
+            relation=">",
+            source=src,
+            seed="000#1",
+            why=f"RMS above sqrt(norm eps = {NORM_EPS}): the norm's gain 1/RMS is bounded by the activations",
+            statement="smallest RMS of a pre-norm input over all positions, layers and pairs > sqrt(eps)",
+        )
 
 
 def claim_bound_ratio(led: Ledger, config: Config, data: xr.Dataset) -> None:
@@ -772,13 +913,20 @@ def claim_bound_ratio(led: Ledger, config: Config, data: xr.Dataset) -> None:
     lo = data["bound_plateau_slope_ci"].sel(end="lo").values  # (L,)
     worst = int(np.argmax(lo))
     growth = float(2.0 ** lo[worst])
-    led.bound("bound_ratio_not_growing", measured=growth, bound=1.0, relation="<=", seed="000#1",
-              source="seed theorem: D = O(P (ln t)^(L-1)/t) for pre-LN softmax with bounded logits",
-              why="a bounded ratio cannot grow as a power of t: the growth factor of D t/(P (ln t)^(l-1)) from N/2 "
-                  "to N, taken at the lower end of the slope's 95% bootstrap CI over pairs (worst layer), must "
-                  "not exceed 1; tightness = that factor (the ratio falling fast means the bound is loose)",
-              statement=f"D t/(P (ln t)^(l-1)) not growing over the last octave (worst layer {worst + 1}: slope "
-                        f"CI lower end {lo[worst]:.3f})", figure="pf_bound_constant")  # fmt: skip
+    led.bound(
+        "bound_ratio_not_growing",
+        measured=growth,
+        bound=1.0,
+        relation="<=",
+        seed="000#1",
+        source="seed theorem: D = O(P (ln t)^(L-1)/t) for pre-LN softmax with bounded logits",
+        why="a bounded ratio cannot grow as a power of t: the growth factor of D t/(P (ln t)^(l-1)) from N/2 "
+        "to N, taken at the lower end of the slope's 95% bootstrap CI over pairs (worst layer), must "
+        "not exceed 1; tightness = that factor (the ratio falling fast means the bound is loose)",
+        statement=f"D t/(P (ln t)^(l-1)) not growing over the last octave (worst layer {worst + 1}: slope "
+        f"CI lower end {lo[worst]:.3f})",
+        figure="pf_bound_constant",
+    )
 
 
 def claim_relay_exponent(led: Ledger, config: Config, data: xr.Dataset, scalars: dict, own_model: bool) -> None:
@@ -788,34 +936,61 @@ def claim_relay_exponent(led: Ledger, config: Config, data: xr.Dataset, scalars:
     L = data.sizes["layer"]
     src = "seed's linear relay model (theory module: relay_alpha_window over the run's own window)"
     if L == 1:  # one relay layer is pure dilution: the prediction and its alternative coincide
-        led.not_evaluated("alpha_matches_relay", role="prediction", source=src, seed="000#1",
-                          reason="at L = 1 the relay model is D ~ 1/t, its own alternative: nothing to tell apart")  # fmt: skip
+        led.not_evaluated(
+            "alpha_matches_relay",
+            role="prediction",
+            source=src,
+            seed="000#1",
+            reason="at L = 1 the relay model is D ~ 1/t, its own alternative: nothing to tell apart",
+        )
         return
     expected = scalars["alpha_relay_window"]
-    led.predict("alpha_matches_relay", measured=scalars["alpha"], expected=expected,
-                ci=(scalars["alpha_ci_lo"], scalars["alpha_ci_hi"]), alternative=1.0,
-                hypothesis="pure dilution without relay: D ~ 1/t (alpha = 1, one layer or no mixing)", seed="000#1",
-                source=src, why="95% percentile bootstrap CI over pairs of the last layer's fitted alpha",
-                statement=f"untrained pre-LN softmax, L = {L}: last-layer alpha equals the relay model's alpha over "
-                          f"the same window ({expected:.3f})", figure="pf_alpha_summary")  # fmt: skip
+    led.predict(
+        "alpha_matches_relay",
+        measured=scalars["alpha"],
+        expected=expected,
+        ci=(scalars["alpha_ci_lo"], scalars["alpha_ci_hi"]),
+        alternative=1.0,
+        hypothesis="pure dilution without relay: D ~ 1/t (alpha = 1, one layer or no mixing)",
+        seed="000#1",
+        source=src,
+        why="95% percentile bootstrap CI over pairs of the last layer's fitted alpha",
+        statement=f"untrained pre-LN softmax, L = {L}: last-layer alpha equals the relay model's alpha over "
+        f"the same window ({expected:.3f})",
+        figure="pf_alpha_summary",
+    )
 
 
 def claim_seed_range(led: Ledger, config: Config, data: xr.Dataset, scalars: dict, own_model: bool) -> None:
     """The seed's measured ranges: trained alpha 0.55-0.7, untrained 0.2-0.5 (large LMs, another setting)."""
     if not own_model:
-        led.not_evaluated("alpha_seed_range", role="paper", source=SEED_SOURCE, seed="000#1",
-                          reason="passed-in model: the probe does not know whether it is trained or pre-LN; its alpha "
-                                 "is a measurement to place against the seed's ranges by hand")  # fmt: skip
+        led.not_evaluated(
+            "alpha_seed_range",
+            role="paper",
+            source=SEED_SOURCE,
+            seed="000#1",
+            reason="passed-in model: the probe does not know whether it is trained or pre-LN; its alpha "
+            "is a measurement to place against the seed's ranges by hand",
+        )
         return
     fam = "trained" if config.trained else "untrained"
     lo, hi = (0.55, 0.7) if config.trained else (0.2, 0.5)
     diag = {}
     if not config.trained:  # the cause measured in this run: the network follows the relay model of its depth
         diag = dict(diagnosed_by={"alpha_matches_relay": "pass"}, diagnosis=_untrained_diagnosis(config, scalars))
-    led.paper(f"alpha_{fam}_seed_range", measured=scalars["alpha"], lo=lo, hi=hi, source=SEED_SOURCE, seed="000#1",
-              why="the seed's reported range for this family (large LMs, long contexts)", requires_full=True,
-              statement=f"{fam} pre-LN softmax: last-layer alpha in the seed's range [{lo}, {hi}]",
-              figure="pf_alpha_summary", **diag)  # fmt: skip
+    led.paper(
+        f"alpha_{fam}_seed_range",
+        measured=scalars["alpha"],
+        lo=lo,
+        hi=hi,
+        source=SEED_SOURCE,
+        seed="000#1",
+        why="the seed's reported range for this family (large LMs, long contexts)",
+        requires_full=True,
+        statement=f"{fam} pre-LN softmax: last-layer alpha in the seed's range [{lo}, {hi}]",
+        figure="pf_alpha_summary",
+        **diag,
+    )
 
 
 EARLY = 0.01  # "early in training": checkpoints at or before this fraction of the steps
@@ -836,26 +1011,45 @@ def claim_bias_trajectory(led: Ledger, config: Config, data: xr.Dataset) -> None
         a = float(data["alpha_bias_trajectory"].values[i])
         ci = tuple(float(x) for x in data["alpha_bias_trajectory_ci"].values[i])
         if s <= EARLY * config.train_steps:
-            led.predict(f"bias_stops_decay_step{s}", measured=a, expected=0.0, ci=ci,
-                        alternative=float(data["alpha_trajectory"].values[i]), seed="000#1", source=src, why=why,
-                        hypothesis="the bias does not change alpha (dilution is not what makes the prompt fade)",
-                        statement=f"{arch}, after {s} of {config.train_steps} updates: with the cancelling bias "
-                                  "alpha = 0", figure="pf_bias_training")  # fmt: skip
+            led.predict(
+                f"bias_stops_decay_step{s}",
+                measured=a,
+                expected=0.0,
+                ci=ci,
+                alternative=float(data["alpha_trajectory"].values[i]),
+                seed="000#1",
+                source=src,
+                why=why,
+                hypothesis="the bias does not change alpha (dilution is not what makes the prompt fade)",
+                statement=f"{arch}, after {s} of {config.train_steps} updates: with the cancelling bias alpha = 0",
+                figure="pf_bias_training",
+            )
         elif s == config.train_steps:
-            led.direction("bias_reverses_decay_trained", measured=a, sign=-1, ci=ci, alternative=0.0, seed="000#1",
-                          hypothesis="the bias only stops the decay (alpha = 0), it does not reverse it", source=src,
-                          why=why, requires_full=True, figure="pf_bias_training",
-                          statement=f"{arch}, trained ({s} updates): with the cancelling bias alpha < 0 (the offset "
-                                    "grows)")  # fmt: skip
+            led.direction(
+                "bias_reverses_decay_trained",
+                measured=a,
+                sign=-1,
+                ci=ci,
+                alternative=0.0,
+                seed="000#1",
+                hypothesis="the bias only stops the decay (alpha = 0), it does not reverse it",
+                source=src,
+                why=why,
+                requires_full=True,
+                figure="pf_bias_training",
+                statement=f"{arch}, trained ({s} updates): with the cancelling bias alpha < 0 (the offset grows)",
+            )
 
 
 def _untrained_diagnosis(config: Config, scalars: dict) -> str:
     L, N = config.layers, config.prompt_len + config.cont_len
     relay = scalars["alpha_relay_window"]
-    return (f"the measured alpha matches the relay model of this depth L = {L} over the window ending at t = {N} "
-            f"(relay alpha {relay:.2f}; its local exponent 1 - (L-1)/ln t is "
-            f"{float(theory.bound_local_exponent(L, N)):.2f} there): shallow depth and window, not a failure of the "
-            "mechanism; the seed's networks are deeper")  # fmt: skip
+    return (
+        f"the measured alpha matches the relay model of this depth L = {L} over the window ending at t = {N} "
+        f"(relay alpha {relay:.2f}; its local exponent 1 - (L-1)/ln t is "
+        f"{float(th.bound_local_exponent(L, N)):.2f} there): shallow depth and window, not a failure of the "
+        "mechanism; the seed's networks are deeper"
+    )
 
 
 # ================================================================================================
@@ -882,23 +1076,43 @@ def bias_claims(plain: Result, biased: Result) -> Ledger:
     if cfg.logit_bias != "cancel" or plain.config.logit_bias != "none":
         raise ValueError("bias_claims needs an unbiased run and its cancel-bias twin")
     if cfg.attention == "uniform" and cfg.norm == "none" and cfg.mlp == 0:
-        raise ValueError("the relay network's bias claim is exact: uniform_bias_offset_constant in the biased run's "
-                         "own ledger")  # fmt: skip
+        raise ValueError(
+            "the relay network's bias claim is exact: uniform_bias_offset_constant in the biased run's own ledger"
+        )
     led = Ledger(NAME, preset=cfg.preset_name)
     a, ci = biased.scalars["alpha"], (biased.scalars["alpha_ci_lo"], biased.scalars["alpha_ci_hi"])
     src = "seed: cancelling the dilution with a logit bias stops the decay early in training, reverses it after"
     why = "95% percentile bootstrap CI over pairs of the biased run's last-layer alpha"
     if cfg.trained:
-        led.direction("bias_reverses_decay", measured=a, sign=-1, ci=ci, alternative=0.0, seed="000#1",
-                      hypothesis="the bias only stops the decay (alpha = 0), it does not reverse it", source=src,
-                      why=why, requires_full=True, figure="pf_bias",
-                      statement=f"trained model with the cancelling bias: alpha < 0 (the offset grows; unbiased alpha "
-                                f"{plain.scalars['alpha']:.3f})")  # fmt: skip
+        led.direction(
+            "bias_reverses_decay",
+            measured=a,
+            sign=-1,
+            ci=ci,
+            alternative=0.0,
+            seed="000#1",
+            hypothesis="the bias only stops the decay (alpha = 0), it does not reverse it",
+            source=src,
+            why=why,
+            requires_full=True,
+            figure="pf_bias",
+            statement=f"trained model with the cancelling bias: alpha < 0 (the offset grows; unbiased alpha "
+            f"{plain.scalars['alpha']:.3f})",
+        )
     else:
-        led.predict("bias_stops_decay", measured=a, expected=0.0, ci=ci, alternative=plain.scalars["alpha"],
-                    hypothesis="dilution is not what makes the prompt fade: the bias leaves alpha at its unbiased "
-                               "value", seed="000#1", source=src, why=why, figure="pf_bias",
-                    statement=f"untrained {cfg.attention} model with the cancelling bias: alpha = 0")  # fmt: skip
+        led.predict(
+            "bias_stops_decay",
+            measured=a,
+            expected=0.0,
+            ci=ci,
+            alternative=plain.scalars["alpha"],
+            hypothesis="dilution is not what makes the prompt fade: the bias leaves alpha at its unbiased value",
+            seed="000#1",
+            source=src,
+            why=why,
+            figure="pf_bias",
+            statement=f"untrained {cfg.attention} model with the cancelling bias: alpha = 0",
+        )
     return led
 
 
@@ -910,13 +1124,23 @@ def trained_vs_untrained_claims(untrained: Result, trained: Result) -> Ledger:
     led = Ledger(NAME, preset=trained.config.preset_name)
     diff = trained.scalars["alpha"] - untrained.scalars["alpha"]
     se = math.hypot(_alpha_se(trained), _alpha_se(untrained))
-    led.direction("trained_forgets_faster", measured=diff, sign=+1, se=se, k=2.0, alternative=0.0, seed="000#1",
-                  hypothesis="training does not change the forgetting exponent", requires_full=True,
-                  source="seed: trained models forget fast (alpha 0.55-0.7), untrained ones slowly (0.2-0.5)",
-                  why="k = 2 SE of the difference; each SE is its run's 95% bootstrap CI half-width / 1.96 (independent "
-                      "bootstraps of the same prompts)",
-                  statement=f"alpha_trained - alpha_untrained > 0 at equal depth L = {trained.config.layers} "
-                            f"({trained.config.data} data)", figure="pf_alpha_summary")  # fmt: skip
+    led.direction(
+        "trained_forgets_faster",
+        measured=diff,
+        sign=+1,
+        se=se,
+        k=2.0,
+        alternative=0.0,
+        seed="000#1",
+        hypothesis="training does not change the forgetting exponent",
+        requires_full=True,
+        source="seed: trained models forget fast (alpha 0.55-0.7), untrained ones slowly (0.2-0.5)",
+        why="k = 2 SE of the difference; each SE is its run's 95% bootstrap CI half-width / 1.96 (independent "
+        "bootstraps of the same prompts)",
+        statement=f"alpha_trained - alpha_untrained > 0 at equal depth L = {trained.config.layers} "
+        f"({trained.config.data} data)",
+        figure="pf_alpha_summary",
+    )
     return led
 
 
@@ -936,15 +1160,28 @@ def depth_sweep_claims(results: list[Result]) -> Ledger:
     w = (Ls - Ls.mean()) / ((Ls - Ls.mean()) ** 2).sum()
     alpha = np.array([r.scalars["alpha"] for r in results])
     se = float(np.sqrt(np.sum(w**2 * np.array([_alpha_se(r) for r in results]) ** 2)))
-    relay = np.array([theory.relay_alpha_window(r.config.prompt_len, r.config.layers, r.scalars["fit_lo"],
-                                                int(r.scalars["fit_hi"])) for r in results])  # fmt: skip
+    relay = np.array(
+        [
+            th.relay_alpha_window(r.config.prompt_len, r.config.layers, r.scalars["fit_lo"], int(r.scalars["fit_hi"]))
+            for r in results
+        ]
+    )
     led = Ledger(NAME, preset=results[0].config.preset_name)
-    led.predict("alpha_depth_slope_matches_relay", measured=float(w @ alpha), expected=float(w @ relay), se=se, k=2.0,
-                alternative=0.0, hypothesis="alpha independent of depth (no relay: each layer only dilutes)",
-                seed="000#1", source="seed's linear relay model: each layer adds a factor ln t (relay_alpha_window)",
-                why="k = 2 SE of the OLS slope, each alpha's SE its 95% bootstrap CI half-width / 1.96",
-                statement=f"d alpha / dL over L = {[int(x) for x in Ls]} equals the relay model's "
-                          f"({float(w @ relay):.3f} per layer)", figure="pf_alpha_summary")  # fmt: skip
+    led.predict(
+        "alpha_depth_slope_matches_relay",
+        measured=float(w @ alpha),
+        expected=float(w @ relay),
+        se=se,
+        k=2.0,
+        alternative=0.0,
+        hypothesis="alpha independent of depth (no relay: each layer only dilutes)",
+        seed="000#1",
+        source="seed's linear relay model: each layer adds a factor ln t (relay_alpha_window)",
+        why="k = 2 SE of the OLS slope, each alpha's SE its 95% bootstrap CI half-width / 1.96",
+        statement=f"d alpha / dL over L = {[int(x) for x in Ls]} equals the relay model's "
+        f"({float(w @ relay):.3f} per layer)",
+        figure="pf_alpha_summary",
+    )
     return led
 
 
@@ -966,7 +1203,10 @@ def depth_law(runs: list[Result]) -> xr.Dataset:
     missing = [(L, s) for L in Ls for s in seeds if (L, s) not in by]
     if missing or len(seeds) < 2:
         raise ValueError(f"depth_law needs every depth at the same >= 2 seeds; missing (layers, seed): {missing}")
-    grid = {k: np.array([[by[L, s].scalars[k] for s in seeds] for L in Ls]) for k in ("alpha", "alpha_ci_lo", "alpha_ci_hi", "max_logit")}
+    grid = {
+        k: np.array([[by[L, s].scalars[k] for s in seeds] for L in Ls])
+        for k in ("alpha", "alpha_ci_lo", "alpha_ci_hi", "max_logit")
+    }
     r0 = runs[0]
     P, lo, hi = r0.config.prompt_len, r0.scalars["fit_lo"], int(r0.scalars["fit_hi"])
     a = grid["alpha"]
@@ -978,10 +1218,13 @@ def depth_law(runs: list[Result]) -> xr.Dataset:
         alpha_se=("layers", se),
         alpha_half95=("layers", k95 * se),
         relay_alpha=("layers", np.array([by[L, seeds[0]].scalars["alpha_relay_window"] for L in Ls])),
-        bound_alpha=("layers", np.array([theory.bound_alpha_window(P, L, lo, hi) for L in Ls])),
+        bound_alpha=("layers", np.array([th.bound_alpha_window(P, L, lo, hi) for L in Ls])),
     )
-    return xr.Dataset(data, coords={"layers": Ls, "seed": seeds},
-                      attrs={"fit_lo": lo, "fit_hi": hi, "prompt_len": P, "preset": r0.config.preset_name, "k95": k95})
+    return xr.Dataset(
+        data,
+        coords={"layers": Ls, "seed": seeds},
+        attrs={"fit_lo": lo, "fit_hi": hi, "prompt_len": P, "preset": r0.config.preset_name, "k95": k95},
+    )
 
 
 def depth_law_claims(law: xr.Dataset) -> Ledger:
@@ -997,54 +1240,105 @@ def depth_law_claims(law: xr.Dataset) -> Ledger:
     src = "seed's linear relay model: each layer adds a factor ln t (relay_alpha_window over the same window)"
     if len(Ls) >= 2:
         w = (Ls - Ls.mean()) / ((Ls - Ls.mean()) ** 2).sum()
-        led.direction("alpha_falls_with_depth", measured=float(w @ mean), se=float(np.sqrt(np.sum(w**2 * se**2))),
-                      k=3.0, sign=-1, alternative=0.0, hypothesis="alpha does not depend on depth (each layer only dilutes)",
-                      seed="000#1", source=src, why="3 SE of the OLS slope of the seed means on L (SE from the seed spread)",
-                      statement=f"untrained pre-LN softmax: d alpha / dL < 0 over L = {[int(x) for x in Ls]} ({window})",
-                      figure="pf_alpha_depth")  # fmt: skip
+        led.direction(
+            "alpha_falls_with_depth",
+            measured=float(w @ mean),
+            se=float(np.sqrt(np.sum(w**2 * se**2))),
+            k=3.0,
+            sign=-1,
+            alternative=0.0,
+            hypothesis="alpha does not depend on depth (each layer only dilutes)",
+            seed="000#1",
+            source=src,
+            why="3 SE of the OLS slope of the seed means on L (SE from the seed spread)",
+            statement=f"untrained pre-LN softmax: d alpha / dL < 0 over L = {[int(x) for x in Ls]} ({window})",
+            figure="pf_alpha_depth",
+        )
     for i, L in enumerate(Ls.astype(int)):
         name = f"alpha_vs_relay_L{L}"
         if abs(relay[i] - 1.0) < 1e-12:
-            led.not_evaluated(name, role="prediction", seed="000#1", source=src, figure="pf_alpha_depth",
-                              reason="one layer: the relay model's alpha is 1, the alternative itself")
+            led.not_evaluated(
+                name,
+                role="prediction",
+                seed="000#1",
+                source=src,
+                figure="pf_alpha_depth",
+                reason="one layer: the relay model's alpha is 1, the alternative itself",
+            )
             continue
-        led.predict(name, measured=float(mean[i]), expected=float(relay[i]), se=float(se[i]), k=k, alternative=1.0,
-                    hypothesis="alpha = 1: dilution alone, no relay across layers", seed="000#1", source=src,
-                    why=f"k = {k:.2f} (Student t, 95%, {n_seeds - 1} dof) SE of the mean over {n_seeds} weight seeds",
-                    statement=f"L = {L}: seed-mean alpha equals the relay model's {relay[i]:.3f} ({window})",
-                    figure="pf_alpha_depth")  # fmt: skip
+        led.predict(
+            name,
+            measured=float(mean[i]),
+            expected=float(relay[i]),
+            se=float(se[i]),
+            k=k,
+            alternative=1.0,
+            hypothesis="alpha = 1: dilution alone, no relay across layers",
+            seed="000#1",
+            source=src,
+            why=f"k = {k:.2f} (Student t, 95%, {n_seeds - 1} dof) SE of the mean over {n_seeds} weight seeds",
+            statement=f"L = {L}: seed-mean alpha equals the relay model's {relay[i]:.3f} ({window})",
+            figure="pf_alpha_depth",
+        )
     lo, hi = SEED_UNTRAINED
     inside = [int(L) for L, m in zip(Ls, mean, strict=True) if lo <= m <= hi]
     deep = int(Ls[-1])
     relay_outside = not lo <= relay[-1] <= hi
     diag = {f"alpha_vs_relay_L{deep}": "pass"} if relay_outside and deep > 1 else None
-    led.paper("alpha_untrained_seed_range_deepest", measured=float(mean[-1]), lo=lo, hi=hi, seed="000#1",
-              source="seed paper: untrained models alpha 0.2-0.5", figure="pf_alpha_depth",
-              why="the seed's reported range for untrained models (large LMs, long contexts)",
-              diagnosed_by=diag, diagnosis=(f"the network follows the relay model, whose alpha at L = {deep} over this "
-                                            f"window ({relay[-1]:.3f}) lies outside the range") if diag else "",
-              statement=f"untrained, L = {deep}: seed-mean alpha in the seed's range [{lo}, {hi}] (depths inside: "
-                        f"{inside or 'none'})")  # fmt: skip
+    led.paper(
+        "alpha_untrained_seed_range_deepest",
+        measured=float(mean[-1]),
+        lo=lo,
+        hi=hi,
+        seed="000#1",
+        source="seed paper: untrained models alpha 0.2-0.5",
+        figure="pf_alpha_depth",
+        why="the seed's reported range for untrained models (large LMs, long contexts)",
+        diagnosed_by=diag,
+        diagnosis=(
+            f"the network follows the relay model, whose alpha at L = {deep} over this "
+            f"window ({relay[-1]:.3f}) lies outside the range"
+        )
+        if diag
+        else "",
+        statement=f"untrained, L = {deep}: seed-mean alpha in the seed's range [{lo}, {hi}] (depths inside: "
+        f"{inside or 'none'})",
+    )
     return led
 
 
 def relay_model_claims(prompt_len: int, t_max: int, preset: str) -> Ledger:
     """The relay model's closed form (exact rationals) and its asymptotic expansion's error rate."""
     led = Ledger(NAME, preset=preset)
-    wrong = sum(theory.relay_offsets_exact(P, L, 20)[t - 1] != theory.relay_offset_closed_form_exact(P, L, t)
-                for P in (1, 3) for L in (1, 2, 3) for t in range(1, 21))  # fmt: skip
-    led.identity("relay_closed_form_exact", measured=float(wrong), expected=0.0, seed="000#1",
-                 source="derivation (theory module docstring)", why="exact rational arithmetic: no rounding",
-                 statement="closed form (harmonic numbers) == recursion exactly: mismatches over P in {1,3}, L <= 3, "
-                           "t <= 20")  # fmt: skip
+    wrong = sum(
+        th.relay_offsets_exact(P, L, 20)[t - 1] != th.relay_offset_closed_form_exact(P, L, t)
+        for P in (1, 3)
+        for L in (1, 2, 3)
+        for t in range(1, 21)
+    )
+    led.identity(
+        "relay_closed_form_exact",
+        measured=float(wrong),
+        expected=0.0,
+        seed="000#1",
+        source="derivation (theory module docstring)",
+        why="exact rational arithmetic: no rounding",
+        statement="closed form (harmonic numbers) == recursion exactly: mismatches over P in {1,3}, L <= 3, t <= 20",
+    )
     t = np.unique(np.geomspace(prompt_len + 1, t_max, 200).astype(int))
     worst = 0.0
     for L in range(1, 5):
-        d = theory.relay_offsets(prompt_len, L, t_max)[t - 1]
-        asym = theory.relay_asymptotic(prompt_len, L, t)
+        d = th.relay_offsets(prompt_len, L, t_max)[t - 1]
+        asym = th.relay_asymptotic(prompt_len, L, t)
         worst = max(worst, float(np.max(np.abs(d / asym - 1) * t / (L * (L + prompt_len)))))
-    led.bound("relay_asymptotic_rate", measured=worst, bound=1.0, seed="000#1",
-              source="derivation: neglected H_t - ln t - gamma = O(1/t)",
-              why="each of <= L harmonic factors errs by <= (L+P)/t relative", figure="pf_relay_ratio",
-              statement="|Delta/asymptotic - 1| <= L (L + P)/t for L <= 4 (measured: max of the ratio of the two)")  # fmt: skip
+    led.bound(
+        "relay_asymptotic_rate",
+        measured=worst,
+        bound=1.0,
+        seed="000#1",
+        source="derivation: neglected H_t - ln t - gamma = O(1/t)",
+        why="each of <= L harmonic factors errs by <= (L+P)/t relative",
+        figure="pf_relay_ratio",
+        statement="|Delta/asymptotic - 1| <= L (L + P)/t for L <= 4 (measured: max of the ratio of the two)",
+    )
     return led

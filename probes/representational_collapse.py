@@ -17,7 +17,8 @@ the last block, before the final norm) is read at each member's own last positio
 Measured: ``distance[dtype, n]`` = geometric mean over samples of ``|h_a - h_b|`` with the model run in
 each dtype (float64 is always run: the reference); the decay rate ``slope`` = alpha of
 ``distance ~ n^-alpha`` fitted on the float64 distances over ``[fit_lo, max_len]`` with a percentile
-bootstrap over samples (:mod:`analysis.fitting`); the predicted alpha (:mod:`analysis.theory.representational_collapse`).
+bootstrap over samples (:mod:`analysis.fitting`); the predicted alpha
+(:mod:`analysis.theory.representational_collapse`).
 Precision: ``resolution = eps(dtype) |h|`` (the Euclidean size of a one-ulp-per-coordinate step, see the
 theory module) and ``collapse_n[dtype]``, the first ``n`` from which the float64 distance stays below it;
 then, run in that dtype, whether the next-token argmax of the two sequences coincides
@@ -63,16 +64,20 @@ import xarray as xr
 
 from analysis import protocol, tasks
 from analysis.fitting import bootstrap_power_law
-from analysis.hooks import resolve_names, run_with_cache
+from analysis.hooks import resid_names, resolve_names, run_with_cache
 from analysis.ledger import Ledger
 from analysis.model import DTYPES, ModelConfig, TinyTransformer
 from analysis.progress import bar
-from analysis.theory import representational_collapse as theory
+from analysis.theory import representational_collapse as th
 from analysis.theory.signal_propagation import rank_residual
-from probes.base import MAX_SEED, ModelIncompatibleError, ProbeConfig, Result, param
+from analysis.train import probe_lm_train_config, train
+from probes import _collapse_pairs as pairs
+from probes.base import ModelIncompatibleError, ProbeConfig, Result, model_param, param
 
 NAME = "representational_collapse"
-DESCRIPTION = "Representational collapse: last-token distance of near-identical sequences vs length, precision, over-squashing."
+DESCRIPTION = (
+    "Representational collapse: last-token distance of near-identical sequences vs length, precision, over-squashing."
+)
 VERSION = "6"
 REQUIRES = {"input": "tokens"}
 BIDIRECTIONAL = "bidirectional model: the causal derivation does not apply"
@@ -84,13 +89,24 @@ LOW_DTYPES = ("float32", "bfloat16", "float16")
 @dataclass(frozen=True)
 class Config(ProbeConfig):
     PRESETS = {
-        "smoke": {"max_len": 128, "n_lengths": 8, "n_bases": 3, "d_model": 32, "mlp": 64, "sens_len": 32,
-                  "n_boot": 100, "fit_lo": 8.0, "train_steps": 30, "train_seq_len": 64, "sens_bases": 3},
+        "smoke": {
+            "max_len": 128,
+            "n_lengths": 8,
+            "n_bases": 3,
+            "d_model": 32,
+            "mlp": 64,
+            "sens_len": 32,
+            "n_boot": 100,
+            "fit_lo": 8.0,
+            "train_steps": 30,
+            "train_seq_len": 64,
+            "sens_bases": 3,
+        },
         "full": {},
-    }  # fmt: skip
+    }
 
     # --- protocol -------------------------------------------------------------------------------
-    family: str = param("repeat_last", "sequence pair family", choices=theory.FAMILIES)
+    family: str = param("repeat_last", "sequence pair family", choices=th.FAMILIES)
     max_len: int = param(1024, "longest n (base length; counting: number of ones k)", minimum=8)
     min_len: int = param(4, "shortest n", minimum=2)
     n_lengths: int = param(16, "lengths on a log grid from min_len to max_len", minimum=3)
@@ -102,22 +118,29 @@ class Config(ProbeConfig):
     sensitivity: bool = param(True, "measure the sensitivity (one backward pass per model coordinate and layer)")
     sens_bases: int = param(4, "random bases of the sensitivity (the first/middle ratio's SE is over them)", minimum=2)
     # --- collapse beyond max_len ----------------------------------------------------------------
-    extend_dtype: str = param("", "measure this format's collapse on lengths beyond the main grid ('' = not)",
-                              choices=("",) + LOW_DTYPES)
+    extend_dtype: str = param(
+        "", "measure this format's collapse on lengths beyond the main grid ('' = not)", choices=("",) + LOW_DTYPES
+    )
     extend_lo: float = param(0.5, "extension: shortest length, in units of max_len", minimum=0.01)
     extend_hi: float = param(2.0, "extension: longest length, in units of max_len", minimum=0.02)
     extend_lengths: int = param(5, "extension: lengths on a log grid (like n_lengths)", minimum=3)
     extend_bases: int = param(0, "extension: samples per length (0 = n_bases; else like n_bases, >= 2)", minimum=0)
     # --- model ----------------------------------------------------------------------------------
-    layers: int = param(2, "transformer blocks L", minimum=1)
-    d_model: int = param(64, "residual width d", minimum=2)
-    heads: int = param(2, "attention heads per layer", minimum=1)
-    attention: str = param("softmax", "attention kernel", choices=("softmax", "uniform"))
-    norm: str = param("pre", "norm placement", choices=("pre", "post", "none"))
-    mlp: int = param(256, "MLP hidden width (0 = attention only)", minimum=0)
-    pos: str = param("none", "positional encoding (a passed model without a position limit: the one it uses)",
-                     choices=("none", "rope", "learned"))
-    vocab_size: int = param(64, "vocabulary (the last id is the separator; a passed model's own is used)", minimum=4)
+    layers: int = model_param("layers", 2)
+    d_model: int = model_param("d_model", 64)
+    heads: int = model_param("heads", 2)
+    attention: str = model_param("attention", "softmax", choices=("softmax", "uniform"))
+    norm: str = model_param("norm", "pre", choices=("pre", "post", "none"))
+    mlp: int = model_param("mlp", 256)
+    pos: str = model_param(
+        "pos",
+        "none",
+        "positional encoding (a passed model without a position limit: the one it uses)",
+        choices=("none", "rope", "learned"),
+    )
+    vocab_size: int = model_param(
+        "vocab_size", 64, "vocabulary (the last id is the separator; a passed model's own is used)", minimum=4
+    )
     # --- training -------------------------------------------------------------------------------
     trained: bool = param(False, "train the model on a Markov language first (analysis.train, cached)")
     train_steps: int = param(400, "optimiser updates when trained", minimum=1)
@@ -125,18 +148,16 @@ class Config(ProbeConfig):
     # --- fit ------------------------------------------------------------------------------------
     fit_lo: float = param(16.0, "first n of the power-law window (last: max_len)", minimum=2.0)
     n_boot: int = param(1000, "bootstrap replicates over samples", minimum=10)
-    seed: int = param(0, "weights (model seed), data and bootstrap seeds", minimum=0, maximum=MAX_SEED)
+    seed: int = model_param("seed", 0, "weights (model seed), data and bootstrap seeds")
 
     def validate(self) -> None:
         super().validate()
-        if self.d_model % self.heads:
-            raise ValueError(f"d_model ({self.d_model}) must be divisible by heads ({self.heads})")
-        if self.pos == "rope" and (self.d_model // self.heads) % 2:
-            raise ValueError("pos 'rope' needs an even head size d_model / heads")
         if self.min_len >= self.max_len:
             raise ValueError(f"min_len ({self.min_len}) must be below max_len ({self.max_len})")
         if not self.min_len <= self.fit_lo <= self.max_len / 2:
-            raise ValueError(f"fit_lo must lie in [min_len, max_len/2] = [{self.min_len}, {self.max_len / 2}], got {self.fit_lo}")
+            raise ValueError(
+                f"fit_lo must lie in [min_len, max_len/2] = [{self.min_len}, {self.max_len / 2}], got {self.fit_lo}"
+            )
         if self.family == "early_token" and self.early_position >= self.min_len - 1:
             raise ValueError(f"early_position must be below min_len - 1 = {self.min_len - 1}")
         if self.extend_dtype and not self.extend_hi >= 2 * self.extend_lo:
@@ -144,22 +165,32 @@ class Config(ProbeConfig):
         if self.extend_dtype and self.pos == "learned":
             raise ValueError("extend_dtype needs a model without learned positions (the extension reuses the model)")
         if self.separator_every >= self.max_len:
-            raise ValueError(f"separator_every must be 0 (none) or below max_len = {self.max_len} (a separator must fall "
-                             f"inside the sequences), got {self.separator_every}")
+            raise ValueError(
+                f"separator_every must be 0 (none) or below max_len = {self.max_len} (a separator must fall "
+                f"inside the sequences), got {self.separator_every}"
+            )
         if self.extend_dtype and self.extend_dtype not in self.dtypes:
-            raise ValueError(f"extend_dtype must be one of dtypes {list(self.dtypes)} (its collapse length is predicted "
-                             f"from the main run's {self.extend_dtype} resolution), got {self.extend_dtype!r}")
+            raise ValueError(
+                f"extend_dtype must be one of dtypes {list(self.dtypes)} (its collapse length is predicted "
+                f"from the main run's {self.extend_dtype} resolution), got {self.extend_dtype!r}"
+            )
         if self.extend_dtype:  # the extension runs the protocol again on its own grid: the same rules apply
             lo, hi = extension_lengths(self)
             if hi < 8:
-                raise ValueError(f"extend_hi * max_len must be >= 8 (the extension's longest length, like max_len), "
-                                 f"got {self.extend_hi} * {self.max_len} = {hi}")
+                raise ValueError(
+                    f"extend_hi * max_len must be >= 8 (the extension's longest length, like max_len), "
+                    f"got {self.extend_hi} * {self.max_len} = {hi}"
+                )
             if 2 * lo > hi:
-                raise ValueError(f"extend_hi must be at least 2 extend_lo once rounded to lengths, got extend_lo * "
-                                 f"max_len = {lo}, extend_hi * max_len = {hi}")
+                raise ValueError(
+                    f"extend_hi must be at least 2 extend_lo once rounded to lengths, got extend_lo * "
+                    f"max_len = {lo}, extend_hi * max_len = {hi}"
+                )
             if self.family == "early_token" and self.early_position >= lo - 1:
-                raise ValueError(f"early_position must be below extend_lo * max_len - 1 = {lo - 1} (the extension's "
-                                 f"shortest length), got {self.early_position}")
+                raise ValueError(
+                    f"early_position must be below extend_lo * max_len - 1 = {lo - 1} (the extension's "
+                    f"shortest length), got {self.early_position}"
+                )
             if self.extend_bases == 1:
                 raise ValueError("extend_bases must be 0 (= n_bases) or >= 2, got 1")
         if len(set(self.dtypes)) != len(self.dtypes):
@@ -182,18 +213,17 @@ def seq_bound(config: Config) -> int:
 
 
 def model_config(config: Config) -> ModelConfig:
-    """The TinyTransformer this config measures (untrained weights from ``seed``), float32."""
-    return ModelConfig(
-        input="tokens", vocab_size=config.vocab_size, output="lm", d_model=config.d_model, n_layers=config.layers,
-        n_heads=config.heads, d_mlp=config.mlp, norm=config.norm, attention=config.attention, pos=config.pos,
+    """The TinyTransformer this config measures (untrained weights from ``seed``), float32: the model fields,
+    with learned positions as long as the longest sequence the protocol builds."""
+    return config.model_config(
+        input="tokens",
+        output="lm",
+        dtype="float32",
         max_len=max(seq_bound(config), config.sens_len, config.train_seq_len) if config.pos == "learned" else 1024,
-        dtype="float32", seed=config.seed,
-    )  # fmt: skip
+    )
 
 
 def train_config(config: Config):
-    from analysis.train import probe_lm_train_config
-
     return probe_lm_train_config(config.train_steps, config.seed)
 
 
@@ -209,10 +239,7 @@ def build_models(config: Config, model=None, progress: bool = True) -> tuple[dic
         cfg = model_config(config)
         return {dt: TinyTransformer(cfg.replace(dtype=dt)).eval() for dt in names}, info
     if model is None:
-        from analysis.tasks import MarkovLanguage
-        from analysis.train import train
-
-        task = MarkovLanguage(vocab_size=config.vocab_size, seq_len=config.train_seq_len, seed=config.seed)
+        task = tasks.MarkovLanguage(vocab_size=config.vocab_size, seq_len=config.train_seq_len, seed=config.seed)
         res = train(model_config(config), task, train_config(config), progress=progress)
         model = res.model
         info = {"train_loss": res.final_loss, "checkpoint": res.key, "from_cache": res.from_cache}
@@ -226,8 +253,10 @@ def check_length(config: Config, model) -> None:
     """``ValueError`` naming ``max_len`` (and ``sens_len``) if the model's position limit is shorter."""
     limit, n = protocol.max_positions(model), seq_bound(config)
     if limit is not None and n > limit:
-        raise ModelIncompatibleError(f"max_len={config.max_len} builds sequences of {n} tokens but the model has {limit} positions; "
-                         f"use max_len <= {config.max_len - (n - limit)}")  # fmt: skip
+        raise ModelIncompatibleError(
+            f"max_len={config.max_len} builds sequences of {n} tokens but the model has {limit} positions; "
+            f"use max_len <= {config.max_len - (n - limit)}"
+        )
     protocol.check_length(model, config.sens_len, "sens_len")
 
 
@@ -276,14 +305,15 @@ def draw_samples(config: Config, vocab: int | None = None) -> dict[str, torch.Te
 def make_pair(config: Config, samples: dict, s: int, n: int) -> tuple[torch.Tensor, torch.Tensor]:
     """The two 1-D sequences of sample ``s`` at length ``n`` (separators applied if asked)."""
     if config.family == "repeat_last":
-        pair = tasks.repeat_last_pair(samples["base"][s, :n])
+        pair = pairs.repeat_last_pair(samples["base"][s, :n])
     elif config.family == "counting":
-        pair = tasks.counting_pair(n, int(samples["one"][s]), int(samples["zero"][s]))
+        pair = pairs.counting_pair(n, int(samples["one"][s]), int(samples["zero"][s]))
     else:
-        pair = tasks.early_token_pair(samples["base"][s, :n], config.early_position, int(samples["replacement"][s]))
+        pair = pairs.early_token_pair(samples["base"][s, :n], config.early_position, int(samples["replacement"][s]))
     if config.separator_every:
-        pair = tasks.apply_to_pair(pair, tasks.with_separators, int(samples.get("separator", config.vocab_size - 1)),
-                                   config.separator_every)
+        pair = pairs.apply_to_pair(
+            pair, pairs.with_separators, int(samples.get("separator", config.vocab_size - 1)), config.separator_every
+        )
     return pair
 
 
@@ -305,8 +335,9 @@ def pad_bias(idx: torch.Tensor, T: int) -> torch.Tensor:
     return torch.zeros(pad.shape, dtype=torch.float64).masked_fill(pad, float("-inf"))[:, None, None, :]
 
 
-def measure_distances(models: dict, config: Config, ns: np.ndarray, progress: bool = True,
-                      vocab: int | None = None) -> dict[str, np.ndarray]:
+def measure_distances(
+    models: dict, config: Config, ns: np.ndarray, progress: bool = True, vocab: int | None = None
+) -> dict[str, np.ndarray]:
     """Per dtype, sample and n: ``distance`` |h_a - h_b| (float64 of the dtype's states), ``norm`` (mean |h|),
     ``argmax_equal`` and ``identical`` (bool), ``divergence`` |(h_a - h_b) - (h_a - h_b)_float64|; the float64
     ``layer_distance`` (S, L, N) of every block; plus the float64 ``h0`` inputs of block 0 and final states
@@ -316,10 +347,12 @@ def measure_distances(models: dict, config: Config, ns: np.ndarray, progress: bo
     S, L = config.n_bases, ref.n_layers
     causal = bool(ref.causal)
     dev = _device(ref)
-    resid = [f"blocks.{layer}.hook_resid_post" for layer in range(L)]
+    first, *resid = resid_names(L, "depth")  # the input of block 0, then every block's output
     last = resid[-1]
-    out = {dt: {k: np.zeros((S, len(ns))) for k in ("distance", "norm", "argmax_equal", "identical", "divergence")}
-           for dt in models}  # fmt: skip
+    out = {
+        dt: {k: np.zeros((S, len(ns))) for k in ("distance", "norm", "argmax_equal", "identical", "divergence")}
+        for dt in models
+    }
     layer_distance = np.zeros((S, L, len(ns)))
     exact: dict[str, list] = {"h0": [], "last": []}
     for j, n in enumerate(bar(ns, progress=progress, desc="lengths", leave=False)):
@@ -329,7 +362,7 @@ def measure_distances(models: dict, config: Config, ns: np.ndarray, progress: bo
         rows = torch.arange(ids.shape[0])
         diff64 = None
         for dt, model in models.items():
-            names = [last] if dt != "float64" else resid + ["blocks.0.hook_resid_pre"]
+            names = [last] if dt != "float64" else resid + [first]
             kw = {} if bias is None else {"attn_bias": bias.to(DTYPES[dt])}
             with torch.no_grad():
                 logits, cache = run_with_cache(model, ids.to(dev), names=names, **kw)
@@ -348,13 +381,14 @@ def measure_distances(models: dict, config: Config, ns: np.ndarray, progress: bo
             out[dt]["argmax_equal"][:, j] = (am[0::2] == am[1::2]).numpy()
             out[dt]["identical"][:, j] = (cache[last][rows, idx][0::2] == cache[last][rows, idx][1::2]).all(-1).numpy()
             if dt == "float64":
-                exact["h0"].append((cache["blocks.0.hook_resid_pre"].numpy(), idx.numpy()))
+                exact["h0"].append((cache[first].numpy(), idx.numpy()))
                 exact["last"].append(h.numpy())
     return {"per_dtype": out, "exact": exact, "layer_distance": layer_distance}
 
 
 def sensitivity(model, config: Config, vocab: int | None = None, chunk: int = 64) -> np.ndarray:
-    """``|d h^l_last / d x_i|_F`` (B, L, T) by autograd w.r.t. ``hook_embed``, float64 model, ``sens_bases`` random bases.
+    """``|d h^l_last / d x_i|_F`` (B, L, T) by autograd w.r.t. ``hook_embed``, float64 model, ``sens_bases``
+    random bases.
 
     The Frobenius norm needs one backward pass per output coordinate: the batch holds one copy of the
     sequence per coordinate, ``chunk`` coordinates at a time (the squared norms add over chunks).
@@ -363,7 +397,7 @@ def sensitivity(model, config: Config, vocab: int | None = None, chunk: int = 64
     T = config.sens_len
     seqs = torch.randint(0, (vocab or config.vocab_size) - 1, (config.sens_bases, T), generator=gen)
     dev = _device(model)
-    resid = [f"blocks.{layer}.hook_resid_post" for layer in range(model.n_layers)]
+    resid = resid_names(model.n_layers)
     names = ["hook_embed"] + resid
     resolve_names(model, names)
     with torch.no_grad():
@@ -394,8 +428,9 @@ def uniform_matrices(model) -> list[np.ndarray]:
 # Measurements beyond the distances
 
 
-def half_window_drift(n: np.ndarray, Y: np.ndarray, window: tuple[float, float], n_boot: int,
-                      rng: np.random.Generator) -> tuple[float, float]:
+def half_window_drift(
+    n: np.ndarray, Y: np.ndarray, window: tuple[float, float], n_boot: int, rng: np.random.Generator
+) -> tuple[float, float]:
     """``(alpha_upper - alpha_lower, bootstrap SE)``: the exponent fitted on the upper half of ``window``
     (in ``ln n``) minus the lower half's, on the geometric mean over the rows of ``Y`` (samples, n); the
     SE from replicates that draw the rows once for both halves. ``nan`` with fewer than 2 points a half."""
@@ -422,8 +457,16 @@ def measure_extension(config: Config, models: dict, model, vocab: int, progress:
     float64 and that format's distances, the resolution, the first collapsed length and the outputs after it."""
     dt = config.extend_dtype
     lo, hi = extension_lengths(config)
-    sub = config.replace(dtypes=(dt,), max_len=hi, min_len=lo, n_lengths=config.extend_lengths, fit_lo=float(lo),
-                         n_bases=config.extend_bases or config.n_bases, sensitivity=False, extend_dtype="")  # fmt: skip
+    sub = config.replace(
+        dtypes=(dt,),
+        max_len=hi,
+        min_len=lo,
+        n_lengths=config.extend_lengths,
+        fit_lo=float(lo),
+        n_bases=config.extend_bases or config.n_bases,
+        sensitivity=False,
+        extend_dtype="",
+    )
     if model is not None:
         check_length(sub, model)
     ext_models = {"float64": models["float64"]}
@@ -432,11 +475,17 @@ def measure_extension(config: Config, models: dict, model, vocab: int, progress:
     per = measure_distances(ext_models, sub, ns, progress=progress, vocab=vocab)["per_dtype"]
     norm = np.exp(np.log(per["float64"]["norm"]).mean(0))
     dist = np.stack([np.exp(np.log(per[k]["distance"]).mean(0)) for k in ("float64", dt)])
-    c = theory.collapse_length(ns, dist[0], norm, dt)
+    c = th.collapse_length(ns, dist[0], norm, dt)
     after = ns >= c if math.isfinite(c) else np.zeros(ns.size, bool)
     frac = {k: float(per[dt][k][:, after].mean()) if after.any() else math.nan for k in ("argmax_equal", "identical")}
-    return {"n": ns, "distance": dist, "resolution": theory.resolution(dt, norm), "collapse_n": float(c),
-            "grid_ratio": float(np.max(ns[1:] / ns[:-1])), **frac}  # fmt: skip
+    return {
+        "n": ns,
+        "distance": dist,
+        "resolution": th.resolution(dt, norm),
+        "collapse_n": float(c),
+        "grid_ratio": float(np.max(ns[1:] / ns[:-1])),
+        **frac,
+    }
 
 
 def uniform_stack_error(m: dict, mats: list[np.ndarray]) -> float:
@@ -445,13 +494,253 @@ def uniform_stack_error(m: dict, mats: list[np.ndarray]) -> float:
     index; causal: no effect)."""
     worst = 0.0
     for (h0, idx), h_last in zip(m["exact"]["h0"], m["exact"]["last"], strict=True):
-        pred = np.stack([theory.linear_stack(h0[r, : idx[r] + 1], mats)[-1] for r in range(h0.shape[0])])
+        pred = np.stack([th.linear_stack(h0[r, : idx[r] + 1], mats)[-1] for r in range(h0.shape[0])])
         worst = max(worst, float(np.abs(pred - h_last).max() / np.abs(h_last).max()))
     return worst
 
 
 # ================================================================================================
 # The probe
+
+
+def _gmean(x: np.ndarray) -> np.ndarray:
+    """Geometric mean over the first axis (a zero gives 0, without a warning)."""
+    with np.errstate(divide="ignore"):
+        return np.exp(np.log(x).mean(0))
+
+
+def fit_rates(
+    config: Config, ns: np.ndarray, m: dict, norm: np.ndarray, dts: list[str], pos: str, attention: str
+) -> dict:
+    """The power laws of the float64 distances: the main fit ``fit`` (``None`` when a distance is 0), one fit
+    per layer ``depth_fits`` with its half-window ``drift`` (L, 2) and the predicted ``depth_pred``, and the
+    effective float floor ``floor_fits`` (per low dtype, the divergence from float64 against n).
+
+    Every fit has its own bootstrap stream, derived from ``config.seed``."""
+    per, L = m["per_dtype"], m["layer_distance"].shape[1]
+    D64 = per["float64"]["distance"]  # (S, N)
+    rng = np.random.default_rng(config.seed + 104729)
+    nf = ns.astype(np.float64)
+    window = (config.fit_lo, float(config.max_len))
+    fit = None
+    if np.all(D64 > 0):
+        fit = bootstrap_power_law(nf, D64, window, n_boot=config.n_boot, rng=rng, n_points=len(ns))
+    # depth: a fit per layer on its own bootstrap stream (the main fit's stream is unchanged), and the drift of
+    # the exponent from the lower to the upper half of the window (a finite-n correction shrinks with n)
+    LD = m["layer_distance"]  # (S, L, N)
+    depth_fits, drift = [], np.full((L, 2), math.nan)
+    for layer in range(L):
+        ok = np.all(LD[:, layer] > 0)
+        depth_fits.append(
+            bootstrap_power_law(
+                nf,
+                LD[:, layer],
+                window,
+                n_boot=config.n_boot,
+                n_points=len(ns),
+                rng=np.random.default_rng([config.seed, 7, layer]),
+            )
+            if ok
+            else None
+        )
+        drift[layer] = half_window_drift(
+            nf, LD[:, layer], window, config.n_boot, np.random.default_rng([config.seed, 13, layer])
+        )
+    grid = nf[(nf >= window[0]) & (nf <= window[1])]
+    depth_pred = th.predicted_depth_slopes(
+        config.family, pos, L, grid, config.separator_every > 0, attention, config.early_position
+    )
+    # effective float floor: exponent of the dtype's divergence from float64 against n, bootstrap over samples
+    floor_fits = {}
+    for i, dt in enumerate(dts[1:], start=1):
+        Dv = per[dt]["divergence"]
+        if np.all(Dv[:, nf >= window[0]] > 0):
+            floor_fits[dt] = bootstrap_power_law(
+                nf,
+                Dv / norm,
+                window,
+                n_boot=config.n_boot,
+                n_points=len(ns),
+                rng=np.random.default_rng([config.seed, 11, i]),
+            )
+    return {"fit": fit, "depth_fits": depth_fits, "drift": drift, "depth_pred": depth_pred, "floor_fits": floor_fits}
+
+
+def precision_measures(ns: np.ndarray, per: dict, dist: np.ndarray, norm: np.ndarray, dts: list[str], fit) -> dict:
+    """Per dtype: the measured ``collapse`` length, the ``extrap``olated one of the fitted power law, the
+    median ``rel_error`` of the distance against float64's and the median ``divergence`` (dtype, N)."""
+    slope = fit.alpha if fit else math.nan
+    collapse = np.array([th.collapse_length(ns, dist[0], norm, dt) for dt in dts])
+    # where the fitted power law crosses eps |h| (|h| at max_len): the extrapolated collapse length
+    # (in logs, capped at e^709 ~ the largest float64: a near-zero slope extrapolates beyond any length)
+    extrap = np.array(
+        [math.nan]
+        + [
+            float(np.exp(min(np.log(ns[-1]) + np.log(dist[0, -1] / th.resolution(dt, norm[-1])) / slope, 709.0)))
+            if fit and slope > 0
+            else math.nan
+            for dt in dts[1:]
+        ]
+    )
+    # how far each dtype's distance is from the float64 one (median over samples): ~0 while resolved
+    D64 = per["float64"]["distance"]
+    rel_error = np.stack([np.median(np.abs(per[dt]["distance"] - D64) / D64, axis=0) for dt in dts])
+    divergence = np.stack([np.median(per[dt]["divergence"], axis=0) for dt in dts])
+    return {"collapse": collapse, "extrap": extrap, "rel_error": rel_error, "divergence": divergence}
+
+
+def oversquashing(config: Config, ref, vocab: int, ns: np.ndarray, m: dict, own_model: bool) -> dict:
+    """The sensitivity per base ``sens_b`` (B, L, T) and its geometric mean ``sens``, the path count ``path``,
+    the rank residual ``rr`` of the longest first sample's float64 states, and for an own uniform linear stack
+    the exact ``sens_exact``, ``stack_error`` and ``sens_error`` (else ``None``)."""
+    L = ref.n_layers
+    B = config.sens_bases
+    sens_b = sensitivity(ref, config, vocab) if config.sensitivity else np.full((B, L, config.sens_len), np.nan)
+    sens = np.exp(np.log(sens_b).mean(0))  # (L, T) geometric mean over bases
+    d_model = int(protocol_width(ref))
+    path = th.path_sensitivity(config.sens_len, L) * math.sqrt(d_model)  # A = I: |I|_F = sqrt(d)
+
+    # rank residual of the longest first sample's float64 states (sequence a)
+    seq = make_pair(config, draw_samples(config, vocab), 0, int(ns[-1]))[0]
+    names = resid_names(L, "depth")
+    with torch.no_grad():
+        _, cache = run_with_cache(ref, seq[None].to(_device(ref)), names=names)
+    rr = np.array([float(rank_residual(cache[k][0].cpu())) for k in names])
+
+    exact_uniform = config.attention == "uniform" and config.norm == "none" and config.mlp == 0 and own_model
+    sens_exact = stack_error = sens_error = None
+    if exact_uniform:
+        mats = uniform_matrices(ref)
+        R = th.linear_stack_sensitivity(config.sens_len, mats)
+        sens_exact = np.sqrt((R**2).sum(axis=(1, 2)))
+        stack_error = uniform_stack_error(m, mats)
+        if config.sensitivity:
+            sens_error = float(np.max(np.abs(sens_b[:, -1] - sens_exact) / sens_exact.max()))
+    return {
+        "sens_b": sens_b,
+        "sens": sens,
+        "path": path,
+        "rr": rr,
+        "sens_exact": sens_exact,
+        "stack_error": stack_error,
+        "sens_error": sens_error,
+    }
+
+
+def build_dataset(
+    config: Config,
+    ns: np.ndarray,
+    dts: list[str],
+    L: int,
+    m: dict,
+    dist: np.ndarray,
+    norm: np.ndarray,
+    rates: dict,
+    prec: dict,
+    sq: dict,
+    ext: dict | None,
+) -> xr.Dataset:
+    """The result's arrays (see the module docstring for what each one is)."""
+    per = m["per_dtype"]
+    fit, depth_fits = rates["fit"], rates["depth_fits"]
+    slope_ci = fit.alpha_ci if fit else (math.nan, math.nan)
+    data = xr.Dataset(
+        {
+            "distance": (("dtype", "n"), dist),
+            "distance_samples": (("sample", "dtype", "n"), np.stack([per[dt]["distance"] for dt in dts], axis=1)),
+            "layer_distance": (("layer", "n"), _gmean(m["layer_distance"])),
+            "norm": (("n",), norm),
+            "resolution": (("dtype", "n"), np.stack([th.resolution(dt, norm) for dt in dts])),
+            "divergence": (("dtype", "n"), prec["divergence"]),
+            "argmax_equal": (("dtype", "n"), np.stack([per[dt]["argmax_equal"].mean(0) for dt in dts])),
+            "identical": (("dtype", "n"), np.stack([per[dt]["identical"].mean(0) for dt in dts])),
+            "rel_error": (("dtype", "n"), prec["rel_error"]),
+            "collapse_n": (("dtype",), prec["collapse"]),
+            "collapse_n_extrapolated": (("dtype",), prec["extrap"]),
+            "slope_ci": (("end",), np.array(slope_ci)),
+            "layer_slope": (("layer",), np.array([f.alpha if f else math.nan for f in depth_fits])),
+            "layer_slope_se": (("layer",), np.array([(f.alpha_boot_se or 0.0) if f else math.nan for f in depth_fits])),
+            "layer_slope_predicted": (("layer",), rates["depth_pred"]),
+            "layer_drift": (("layer",), rates["drift"][:, 0]),
+            "layer_drift_se": (("layer",), rates["drift"][:, 1]),
+            "sensitivity": (("layer", "position"), sq["sens"]),
+            "sensitivity_samples": (("sens_base", "layer", "position"), sq["sens_b"]),
+            "path_count": (("position",), sq["path"]),
+            "rank_residual": (("depth",), sq["rr"]),
+        },
+        coords={
+            "dtype": dts,
+            "n": ns,
+            "sample": np.arange(config.n_bases),
+            "end": ["lo", "hi"],
+            "layer": np.arange(1, L + 1),
+            "position": np.arange(1, config.sens_len + 1),
+            "depth": np.arange(L + 1),
+            "sens_base": np.arange(config.sens_bases),
+        },
+    )
+    if sq["sens_exact"] is not None:
+        data["sensitivity_exact"] = (("position",), sq["sens_exact"])
+    if ext is not None:
+        data = data.assign_coords(n_ext=ext["n"], ext_dtype=["float64", config.extend_dtype])
+        data["ext_distance"] = (("ext_dtype", "n_ext"), ext["distance"])
+        data["ext_resolution"] = (("n_ext",), ext["resolution"])
+    return data
+
+
+def build_scalars(
+    config: Config,
+    ns: np.ndarray,
+    dts: list[str],
+    per: dict,
+    dist: np.ndarray,
+    predicted: float,
+    causal: bool,
+    rates: dict,
+    prec: dict,
+    sq: dict,
+    ext: dict | None,
+    info: dict,
+) -> dict:
+    """The result's scalars: the fit, the collapse lengths and what the outputs do after them, the floor
+    exponents, the over-squashing ratios and checks, the extension's collapse and the training loss."""
+    fit = rates["fit"]
+    slope_ci = fit.alpha_ci if fit else (math.nan, math.nan)
+    sens_b, mid = sq["sens_b"], config.sens_len // 2
+    scalars = {
+        "slope": fit.alpha if fit else math.nan,
+        "slope_ci_lo": slope_ci[0],
+        "slope_ci_hi": slope_ci[1],
+        "predicted_slope": predicted,
+        "slope_se": (fit.alpha_boot_se or 0.0) if fit else math.nan,
+        "fit_lo": float(config.fit_lo),
+        "fit_hi": float(config.max_len),
+        "fit_rms_residual": fit.rms_residual if fit else math.nan,
+        "distance_at_max_len": float(dist[0, -1]),
+        "sens_first_over_middle": float(np.exp(np.log(sens_b[:, -1, 0] / sens_b[:, -1, mid]).mean())),
+        "causal": float(causal),
+    }
+    if sq["stack_error"] is not None:
+        scalars["uniform_stack_error"] = sq["stack_error"]
+    if sq["sens_error"] is not None:
+        scalars["sensitivity_path_error"] = sq["sens_error"]
+    for dt, c, e in zip(dts, prec["collapse"], prec["extrap"], strict=True):
+        scalars[f"collapse_n_{dt}"] = float(c)
+        if dt != "float64":
+            scalars[f"collapse_n_extrapolated_{dt}"] = float(e)
+        if dt != "float64" and math.isfinite(c):  # the outputs in that dtype once collapsed (samples x lengths)
+            after = ns >= c
+            scalars[f"argmax_equal_after_collapse_{dt}"] = float(per[dt]["argmax_equal"][:, after].mean())
+            scalars[f"identical_after_collapse_{dt}"] = float(per[dt]["identical"][:, after].mean())
+    for dt, f in rates["floor_fits"].items():
+        scalars[f"floor_exponent_{dt}"] = -f.alpha  # divergence ~ n^(+beta)
+        scalars[f"floor_exponent_se_{dt}"] = f.alpha_boot_se or 0.0
+    if ext is not None:
+        for k in ("collapse_n", "argmax_equal", "identical", "grid_ratio"):
+            scalars[f"ext_{k}"] = ext[k]
+    if "train_loss" in info:
+        scalars["train_loss"] = float(info["train_loss"])
+    return scalars
 
 
 def run(config: Config, model=None, progress: bool = True) -> Result:
@@ -466,140 +755,17 @@ def run(config: Config, model=None, progress: bool = True) -> Result:
     m = measure_distances(models, config, ns, progress=progress, vocab=vocab)
     per = m["per_dtype"]
     dts = list(models)
-    D64 = per["float64"]["distance"]  # (S, N)
     norm = np.exp(np.log(per["float64"]["norm"]).mean(0))  # (N,) geometric mean |h|
-
-    def gmean(x):
-        with np.errstate(divide="ignore"):
-            return np.exp(np.log(x).mean(0))
-
-    dist = np.stack([gmean(per[dt]["distance"]) for dt in dts])  # (dtype, N)
-    rng = np.random.default_rng(config.seed + 104729)
-    nf = ns.astype(np.float64)
-    window = (config.fit_lo, float(config.max_len))
-    fit = None
-    if np.all(D64 > 0):
-        fit = bootstrap_power_law(nf, D64, window, n_boot=config.n_boot, rng=rng, n_points=len(ns))
-    slope = fit.alpha if fit else math.nan
-    slope_ci = fit.alpha_ci if fit else (math.nan, math.nan)
+    dist = np.stack([_gmean(per[dt]["distance"]) for dt in dts])  # (dtype, N)
     attention = config.attention if own_model else "softmax"
-    predicted = theory.predicted_slope(config.family, pos, separators=config.separator_every > 0, attention=attention)
-    # depth: a fit per layer on its own bootstrap stream (the main fit's stream is unchanged), and the drift of
-    # the exponent from the lower to the upper half of the window (a finite-n correction shrinks with n)
-    LD = m["layer_distance"]  # (S, L, N)
-    depth_fits, drift = [], np.full((L, 2), math.nan)
-    for layer in range(L):
-        ok = np.all(LD[:, layer] > 0)
-        depth_fits.append(bootstrap_power_law(nf, LD[:, layer], window, n_boot=config.n_boot, n_points=len(ns),
-                                              rng=np.random.default_rng([config.seed, 7, layer])) if ok else None)
-        drift[layer] = half_window_drift(nf, LD[:, layer], window, config.n_boot, np.random.default_rng([config.seed, 13, layer]))
-    grid = nf[(nf >= window[0]) & (nf <= window[1])]
-    depth_pred = theory.predicted_depth_slopes(config.family, pos, L, grid, config.separator_every > 0, attention,
-                                               config.early_position)  # fmt: skip
-    # effective float floor: exponent of the dtype's divergence from float64 against n, bootstrap over samples
-    floor_fits = {}
-    for i, dt in enumerate(dts[1:], start=1):
-        Dv = per[dt]["divergence"]
-        if np.all(Dv[:, nf >= window[0]] > 0):
-            floor_fits[dt] = bootstrap_power_law(nf, Dv / norm, window, n_boot=config.n_boot, n_points=len(ns),
-                                                 rng=np.random.default_rng([config.seed, 11, i]))  # fmt: skip
-    collapse = np.array([theory.collapse_length(ns, dist[0], norm, dt) for dt in dts])
-    # where the fitted power law crosses eps |h| (|h| at max_len): the extrapolated collapse length
-    # (in logs, capped at e^709 ~ the largest float64: a near-zero slope extrapolates beyond any length)
-    extrap = np.array([math.nan] + [
-        float(np.exp(min(np.log(ns[-1]) + np.log(dist[0, -1] / theory.resolution(dt, norm[-1])) / slope, 709.0)))
-        if fit and slope > 0 else math.nan for dt in dts[1:]])  # fmt: skip
-    # how far each dtype's distance is from the float64 one (median over samples): ~0 while resolved
-    rel_error = np.stack([np.median(np.abs(per[dt]["distance"] - D64) / D64, axis=0) for dt in dts])
-    divergence = np.stack([np.median(per[dt]["divergence"], axis=0) for dt in dts])
-    B = config.sens_bases
-    sens_b = sensitivity(ref, config, vocab) if config.sensitivity else np.full((B, L, config.sens_len), np.nan)
-    sens = np.exp(np.log(sens_b).mean(0))  # (L, T) geometric mean over bases
-    d_model = int(protocol_width(ref))
-    path = theory.path_sensitivity(config.sens_len, L) * math.sqrt(d_model)  # A = I: |I|_F = sqrt(d)
-
-    # rank residual of the longest first sample's float64 states (sequence a)
-    seq = make_pair(config, draw_samples(config, vocab), 0, int(ns[-1]))[0]
-    names = ["blocks.0.hook_resid_pre"] + [f"blocks.{layer}.hook_resid_post" for layer in range(L)]
-    with torch.no_grad():
-        _, cache = run_with_cache(ref, seq[None].to(_device(ref)), names=names)
-    rr = np.array([float(rank_residual(cache[k][0].cpu())) for k in names])
-
-    exact_uniform = config.attention == "uniform" and config.norm == "none" and config.mlp == 0 and own_model
-    sens_exact = stack_error = sens_error = None
-    if exact_uniform:
-        mats = uniform_matrices(ref)
-        R = theory.linear_stack_sensitivity(config.sens_len, mats)
-        sens_exact = np.sqrt((R**2).sum(axis=(1, 2)))
-        stack_error = uniform_stack_error(m, mats)
-        if config.sensitivity:
-            sens_error = float(np.max(np.abs(sens_b[:, -1] - sens_exact) / sens_exact.max()))
+    predicted = th.predicted_slope(config.family, pos, separators=config.separator_every > 0, attention=attention)
+    rates = fit_rates(config, ns, m, norm, dts, pos, attention)
+    prec = precision_measures(ns, per, dist, norm, dts, rates["fit"])
+    sq = oversquashing(config, ref, vocab, ns, m, own_model)
     ext = measure_extension(config, models, model, vocab, progress) if config.extend_dtype else None
 
-    data = xr.Dataset(
-        {
-            "distance": (("dtype", "n"), dist),
-            "distance_samples": (("sample", "dtype", "n"), np.stack([per[dt]["distance"] for dt in dts], axis=1)),
-            "layer_distance": (("layer", "n"), gmean(LD)),
-            "norm": (("n",), norm),
-            "resolution": (("dtype", "n"), np.stack([theory.resolution(dt, norm) for dt in dts])),
-            "divergence": (("dtype", "n"), divergence),
-            "argmax_equal": (("dtype", "n"), np.stack([per[dt]["argmax_equal"].mean(0) for dt in dts])),
-            "identical": (("dtype", "n"), np.stack([per[dt]["identical"].mean(0) for dt in dts])),
-            "rel_error": (("dtype", "n"), rel_error),
-            "collapse_n": (("dtype",), collapse),
-            "collapse_n_extrapolated": (("dtype",), extrap),
-            "slope_ci": (("end",), np.array(slope_ci)),
-            "layer_slope": (("layer",), np.array([f.alpha if f else math.nan for f in depth_fits])),
-            "layer_slope_se": (("layer",), np.array([(f.alpha_boot_se or 0.0) if f else math.nan for f in depth_fits])),
-            "layer_slope_predicted": (("layer",), depth_pred),
-            "layer_drift": (("layer",), drift[:, 0]),
-            "layer_drift_se": (("layer",), drift[:, 1]),
-            "sensitivity": (("layer", "position"), sens),
-            "sensitivity_samples": (("sens_base", "layer", "position"), sens_b),
-            "path_count": (("position",), path),
-            "rank_residual": (("depth",), rr),
-        },
-        coords={"dtype": dts, "n": ns, "sample": np.arange(config.n_bases), "end": ["lo", "hi"],
-                "layer": np.arange(1, L + 1), "position": np.arange(1, config.sens_len + 1), "depth": np.arange(L + 1),
-                "sens_base": np.arange(B)},
-    )  # fmt: skip
-    if sens_exact is not None:
-        data["sensitivity_exact"] = (("position",), sens_exact)
-    if ext is not None:
-        data = data.assign_coords(n_ext=ext["n"], ext_dtype=["float64", config.extend_dtype])
-        data["ext_distance"] = (("ext_dtype", "n_ext"), ext["distance"])
-        data["ext_resolution"] = (("n_ext",), ext["resolution"])
-    mid = config.sens_len // 2
-    scalars = {
-        "slope": slope, "slope_ci_lo": slope_ci[0], "slope_ci_hi": slope_ci[1], "predicted_slope": predicted,
-        "slope_se": (fit.alpha_boot_se or 0.0) if fit else math.nan,
-        "fit_lo": float(config.fit_lo), "fit_hi": float(config.max_len),
-        "fit_rms_residual": fit.rms_residual if fit else math.nan,
-        "distance_at_max_len": float(dist[0, -1]),
-        "sens_first_over_middle": float(np.exp(np.log(sens_b[:, -1, 0] / sens_b[:, -1, mid]).mean())),
-        "causal": float(causal),
-    }  # fmt: skip
-    if stack_error is not None:
-        scalars["uniform_stack_error"] = stack_error
-    if sens_error is not None:
-        scalars["sensitivity_path_error"] = sens_error
-    for dt, c, e in zip(dts, collapse, extrap, strict=True):
-        scalars[f"collapse_n_{dt}"] = float(c)
-        if dt != "float64":
-            scalars[f"collapse_n_extrapolated_{dt}"] = float(e)
-        if dt != "float64" and math.isfinite(c):  # the outputs in that dtype once collapsed (samples x lengths)
-            after = ns >= c
-            scalars[f"argmax_equal_after_collapse_{dt}"] = float(per[dt]["argmax_equal"][:, after].mean())
-            scalars[f"identical_after_collapse_{dt}"] = float(per[dt]["identical"][:, after].mean())
-    for dt, f in floor_fits.items():
-        scalars[f"floor_exponent_{dt}"] = -f.alpha  # divergence ~ n^(+beta)
-        scalars[f"floor_exponent_se_{dt}"] = f.alpha_boot_se or 0.0
-    if ext is not None:
-        for k in ("collapse_n", "argmax_equal", "identical", "grid_ratio"):
-            scalars[f"ext_{k}"] = ext[k]
-    if "train_loss" in info:
-        scalars["train_loss"] = float(info["train_loss"])
+    data = build_dataset(config, ns, dts, L, m, dist, norm, rates, prec, sq, ext)
+    scalars = build_scalars(config, ns, dts, per, dist, predicted, causal, rates, prec, sq, ext, info)
     meta = {k: v for k, v in info.items() if k != "train_loss"}
     meta["pos_assumed"] = pos
     meta["own_model"] = own_model
@@ -623,15 +789,17 @@ def collapse_prediction(result: Result, dtype: str, grid_ratio: float = 1.0, k: 
     log_se = float(ln_d.std(ddof=1) / math.sqrt(ln_d.size)) * math.sqrt(2.0)
     ratio = float(d["distance"].sel(dtype="float64")[-1] / d["resolution"].sel(dtype=dtype)[-1])
     n_a = float(d["n"].values[-1])
-    lo, hi = theory.collapse_interval(n_a, ratio, (s["slope_ci_lo"], s["slope_ci_hi"]), log_se, grid_ratio, k)
-    n_star = float(theory.extrapolated_collapse(n_a, ratio, s["slope"]))
+    lo, hi = th.collapse_interval(n_a, ratio, (s["slope_ci_lo"], s["slope_ci_hi"]), log_se, grid_ratio, k)
+    n_star = float(th.extrapolated_collapse(n_a, ratio, s["slope"]))
     return {"n_star": n_star, "lo": lo, "hi": hi, "ratio": ratio, "log_se": log_se, "n_a": n_a}
 
 
 def protocol_width(model) -> int:
     """Residual width ``d``: the last axis of ``hook_embed`` on a one-token input."""
     with torch.no_grad():
-        _, cache = run_with_cache(model, torch.zeros(1, 1, dtype=torch.long, device=_device(model)), names=["hook_embed"])
+        _, cache = run_with_cache(
+            model, torch.zeros(1, 1, dtype=torch.long, device=_device(model)), names=["hook_embed"]
+        )
     return int(cache["hook_embed"].shape[-1])
 
 
@@ -663,8 +831,11 @@ def rate_alternative(config: Config, pos: str, attention: str, L: int) -> tuple[
     if config.family == "counting":
         return 1.0, "the added '1' moves the mean by O(1/k) as in the repeat family: k^-1"
     if config.family == "repeat_last" and pos == "rope":
-        return ((0.5, "RoPE's shifted offsets dominate as under softmax: n^-1/2") if attention == "uniform" else
-                (1.0, "RoPE leaves the position-free rate n^-1"))  # fmt: skip
+        return (
+            (0.5, "RoPE's shifted offsets dominate as under softmax: n^-1/2")
+            if attention == "uniform"
+            else (1.0, "RoPE leaves the position-free rate n^-1")
+        )
     if config.family == "repeat_last":
         return 2.0, "the counting family's rate n^-2"
     if L >= 2:
@@ -678,20 +849,34 @@ def claim_exact_uniform(led: Ledger, r: Result) -> None:
     if "uniform_stack_error" not in s:
         return
     T = int(r.data["n"].values[-1]) + 2
-    tol = 8.0 * L * max(T, config.sens_len) * math.sqrt(config.d_model) * theory.EPS["float64"]
+    tol = 8.0 * L * max(T, config.sens_len) * math.sqrt(config.d_model) * th.EPS["float64"]
     why = "float64 summation error of T-term running means and d-term products over L layers (8 L T sqrt(d) eps)"
-    led.identity("uniform_equals_linear_stack", measured=s["uniform_stack_error"], atol=tol, why=why,
-                 source="derivation: uniform attention without norm or MLP is exactly linear (theory module, item 5)",
-                 statement="network last-token states == exact linear stack (max abs error / max |h|)",
-                 figure="rc_distance")  # fmt: skip
+    led.identity(
+        "uniform_equals_linear_stack",
+        measured=s["uniform_stack_error"],
+        atol=tol,
+        why=why,
+        source="derivation: uniform attention without norm or MLP is exactly linear (theory module, item 5)",
+        statement="network last-token states == exact linear stack (max abs error / max |h|)",
+        figure="rc_distance",
+    )
     if not config.sensitivity:
-        led.not_evaluated("sensitivity_equals_path_sum", role="identity", source="derivation (theory module, item 4)",
-                          reason="sensitivity=False: not measured")  # fmt: skip
+        led.not_evaluated(
+            "sensitivity_equals_path_sum",
+            role="identity",
+            source="derivation (theory module, item 4)",
+            reason="sensitivity=False: not measured",
+        )
         return
-    led.identity("sensitivity_equals_path_sum", measured=s["sensitivity_path_error"], atol=tol, why=why,
-                 source="derivation: backward path recursion of the linear stack (theory module, item 4)",
-                 statement="autograd |dh_last/dx_i|_F == exact path sum with the model's W_o W_v, every i and base",
-                 figure="rc_sensitivity")  # fmt: skip
+    led.identity(
+        "sensitivity_equals_path_sum",
+        measured=s["sensitivity_path_error"],
+        atol=tol,
+        why=why,
+        source="derivation: backward path recursion of the linear stack (theory module, item 4)",
+        statement="autograd |dh_last/dx_i|_F == exact path sum with the model's W_o W_v, every i and base",
+        figure="rc_sensitivity",
+    )
 
 
 def _slope_claim(led: Ledger, r: Result, name: str, layer: int, alt: tuple[float, str], requires_full: bool) -> None:
@@ -703,28 +888,55 @@ def _slope_claim(led: Ledger, r: Result, name: str, layer: int, alt: tuple[float
     want = float(d["layer_slope_predicted"].sel(sel))
     drift, drift_se = float(d["layer_drift"].sel(sel)), float(d["layer_drift_se"].sel(sel))
     if not math.isfinite(measured):
-        led.not_evaluated(name, role="prediction", source=SOURCE, seed=SEED,
-                          reason=f"a zero distance at layer {layer} (bitwise-equal float64 states): no power law to fit")
+        led.not_evaluated(
+            name,
+            role="prediction",
+            source=SOURCE,
+            seed=SEED,
+            reason=f"a zero distance at layer {layer} (bitwise-equal float64 states): no power law to fit",
+        )
         return
     missed = abs(measured - want) > K * se
     diag = f"{name}_drifts_toward_prediction"
     if missed and math.isfinite(drift):
-        led.direction(diag, measured=drift, sign=1 if want > measured else -1, se=drift_se, k=K, seed=SEED,
-                      hypothesis="a constant exponent across the window: the miss is not a finite-n transient",
-                      source="derivation: the expansions' next order decays with n (theory module, items 1-3)",
-                      why=f"{K:g} bootstrap SE of the difference (one draw of the samples for both halves)",
-                      requires_full=requires_full, figure="rc_depth",
-                      statement=f"layer {layer}: the exponent fitted on the window's upper half is nearer the "
-                                f"prediction {want:.3g} than the lower half's (upper - lower, toward it)")  # fmt: skip
-    where = (f"{config.family} (pos {r.meta.get('pos_assumed')}, sep {config.separator_every}), layer {layer}: "
-             f"decay exponent of the float64 pair distance = {want:.3g}")
-    led.predict(name, measured=measured, expected=want, se=se, k=K, alternative=alt[0], hypothesis=alt[1],
-                source=f"{SOURCE}; derivation (theory module, items 1-3, 6, 7)", seed=SEED,
-                why=f"{K:g} bootstrap SE of the fitted exponent (resampling the bases)",
-                requires_full=requires_full, statement=where, figure="rc_depth" if layer == 1 else "rc_distance",
-                diagnosed_by={diag: "pass"} if diag in led else None,
-                diagnosis="the exponent moves toward the prediction as n grows: the window is pre-asymptotic"
-                if diag in led else "")  # fmt: skip
+        led.direction(
+            diag,
+            measured=drift,
+            sign=1 if want > measured else -1,
+            se=drift_se,
+            k=K,
+            seed=SEED,
+            hypothesis="a constant exponent across the window: the miss is not a finite-n transient",
+            source="derivation: the expansions' next order decays with n (theory module, items 1-3)",
+            why=f"{K:g} bootstrap SE of the difference (one draw of the samples for both halves)",
+            requires_full=requires_full,
+            figure="rc_depth",
+            statement=f"layer {layer}: the exponent fitted on the window's upper half is nearer the "
+            f"prediction {want:.3g} than the lower half's (upper - lower, toward it)",
+        )
+    where = (
+        f"{config.family} (pos {r.meta.get('pos_assumed')}, sep {config.separator_every}), layer {layer}: "
+        f"decay exponent of the float64 pair distance = {want:.3g}"
+    )
+    led.predict(
+        name,
+        measured=measured,
+        expected=want,
+        se=se,
+        k=K,
+        alternative=alt[0],
+        hypothesis=alt[1],
+        source=f"{SOURCE}; derivation (theory module, items 1-3, 6, 7)",
+        seed=SEED,
+        why=f"{K:g} bootstrap SE of the fitted exponent (resampling the bases)",
+        requires_full=requires_full,
+        statement=where,
+        figure="rc_depth" if layer == 1 else "rc_distance",
+        diagnosed_by={diag: "pass"} if diag in led else None,
+        diagnosis="the exponent moves toward the prediction as n grows: the window is pre-asymptotic"
+        if diag in led
+        else "",
+    )
 
 
 def claim_rate(led: Ledger, r: Result) -> None:
@@ -733,8 +945,9 @@ def claim_rate(led: Ledger, r: Result) -> None:
     names = ["slope_matches_prediction"] + (["slope_layer1"] if L >= 2 else [])
     if not s["causal"]:
         for name in names:
-            led.not_evaluated(name, role="prediction", source=f"{SOURCE}; derivation (theory module)",
-                              reason=BIDIRECTIONAL, seed=SEED)  # fmt: skip
+            led.not_evaluated(
+                name, role="prediction", source=f"{SOURCE}; derivation (theory module)", reason=BIDIRECTIONAL, seed=SEED
+            )
         return
     if not math.isfinite(s["predicted_slope"]):
         return  # learned positions: claim_learned_positions
@@ -753,14 +966,22 @@ def claim_learned_positions(led: Ledger, r: Result) -> None:
     pos = r.meta.get("pos_assumed", config.pos)
     if not (s["causal"] and pos == "learned" and config.family != "early_token" and math.isfinite(s["slope"])):
         return
-    free = theory.predicted_slope(config.family, "none", config.separator_every > 0, config.attention)
-    led.predict("learned_positions_no_collapse", measured=s["slope"], expected=0.0, se=s["slope_se"], k=K,
-                alternative=free, hypothesis=f"positions do not matter: the position-free rate {free:g}",
-                source="derivation: the read-out position differs between the two sequences (theory module, item 2)",
-                why=f"{K:g} bootstrap SE of the fitted exponent", seed=SEED,
-                requires_full=config.trained or not r.meta.get("own_model", True),
-                statement=f"{config.family} with learned absolute positions: the distance does not decay (alpha = 0)",
-                figure="rc_pos")  # fmt: skip
+    free = th.predicted_slope(config.family, "none", config.separator_every > 0, config.attention)
+    led.predict(
+        "learned_positions_no_collapse",
+        measured=s["slope"],
+        expected=0.0,
+        se=s["slope_se"],
+        k=K,
+        alternative=free,
+        hypothesis=f"positions do not matter: the position-free rate {free:g}",
+        source="derivation: the read-out position differs between the two sequences (theory module, item 2)",
+        why=f"{K:g} bootstrap SE of the fitted exponent",
+        seed=SEED,
+        requires_full=config.trained or not r.meta.get("own_model", True),
+        statement=f"{config.family} with learned absolute positions: the distance does not decay (alpha = 0)",
+        figure="rc_pos",
+    )
 
 
 def claim_sensitivity(led: Ledger, r: Result) -> None:
@@ -776,14 +997,22 @@ def claim_sensitivity(led: Ledger, r: Result) -> None:
         return
     S = r.data["sensitivity_samples"].sel(layer=L).values  # (bases, T)
     x = np.log(S[:, 0] / S[:, config.sens_len // 2])  # per base
-    floor = 64 * theory.EPS["float64"]  # a linear stack's profile is input-independent: bases agree to rounding
+    floor = 64 * th.EPS["float64"]  # a linear stack's profile is input-independent: bases agree to rounding
     se = max(float(x.std(ddof=1) / math.sqrt(x.size)), floor)
-    led.direction(name, measured=float(x.mean()), sign=1, se=se, k=K,
-                  hypothesis="no position preference: a flat profile, as for one layer (ln ratio 0)",
-                  source=source, seed=SEED, figure="rc_sensitivity",
-                  why=f"{K:g} standard errors of the mean over {x.size} random bases (at least 64 eps64: the "
-                      "uniform linear stack's profile does not depend on the base, its spread is rounding)",
-                  statement="ln(|dh_last/dx_1| / |dh_last/dx_(T/2)|) > 0 at the last layer (mean over bases)")  # fmt: skip
+    led.direction(
+        name,
+        measured=float(x.mean()),
+        sign=1,
+        se=se,
+        k=K,
+        hypothesis="no position preference: a flat profile, as for one layer (ln ratio 0)",
+        source=source,
+        seed=SEED,
+        figure="rc_sensitivity",
+        why=f"{K:g} standard errors of the mean over {x.size} random bases (at least 64 eps64: the "
+        "uniform linear stack's profile does not depend on the base, its spread is rounding)",
+        statement="ln(|dh_last/dx_1| / |dh_last/dx_(T/2)|) > 0 at the last layer (mean over bases)",
+    )
 
 
 def claim_floor(led: Ledger, r: Result, dt: str) -> None:
@@ -796,14 +1025,32 @@ def claim_floor(led: Ledger, r: Result, dt: str) -> None:
     source = "derivation: probabilistic rounding of n-term attention sums (theory module, precision)"
     why = f"{K:g} bootstrap SE of the fitted exponent of |(h_a - h_b) - (h_a - h_b)_64| / |h| against n"
     if config.family == "counting":  # with separators the prefix is two-state: still coherent
-        led.direction(f"floor_{dt}_exponent", measured=beta, sign=1, se=se, k=K, source=source, why=why,
-                      hypothesis="independent roundings: an n-independent floor (beta = 0)", figure="rc_depth",
-                      statement=f"{dt}, coherent counting prefix: the floor grows with n (a + b sqrt(n): beta > 0)")
+        led.direction(
+            f"floor_{dt}_exponent",
+            measured=beta,
+            sign=1,
+            se=se,
+            k=K,
+            source=source,
+            why=why,
+            hypothesis="independent roundings: an n-independent floor (beta = 0)",
+            figure="rc_depth",
+            statement=f"{dt}, coherent counting prefix: the floor grows with n (a + b sqrt(n): beta > 0)",
+        )
         return
-    led.predict(f"floor_{dt}_exponent", measured=beta, expected=0.0, se=se, k=K, alternative=0.5,
-                hypothesis="coherent roundings as for the counting prefix: a + b sqrt(n), local beta up to 1/2",
-                source=source, why=why, figure="rc_depth",
-                statement=f"{dt}, random bases: the floor is n-independent (beta = 0)")  # fmt: skip
+    led.predict(
+        f"floor_{dt}_exponent",
+        measured=beta,
+        expected=0.0,
+        se=se,
+        k=K,
+        alternative=0.5,
+        hypothesis="coherent roundings as for the counting prefix: a + b sqrt(n), local beta up to 1/2",
+        source=source,
+        why=why,
+        figure="rc_depth",
+        statement=f"{dt}, random bases: the floor is n-independent (beta = 0)",
+    )
 
 
 def claim_unresolved(led: Ledger, r: Result, dt: str) -> None:
@@ -816,25 +1063,43 @@ def claim_unresolved(led: Ledger, r: Result, dt: str) -> None:
     if not math.isfinite(c):
         ratio = float(d["distance"].sel(dtype="float64")[-1] / d["resolution"].sel(dtype=dt)[-1])
         n_star = float(d["collapse_n_extrapolated"].sel(dtype=dt))
-        led.not_evaluated(name, role="prediction", source=SOURCE, seed=SEED, figure="rc_precision",
-                          reason=f"no collapse in {dt} up to n = {int(n[-1])}: the float64 distance there is {ratio:.3g} "
-                                 f"eps|h|; the fitted power law puts the crossing at n ~ {n_star:.3g}")  # fmt: skip
+        led.not_evaluated(
+            name,
+            role="prediction",
+            source=SOURCE,
+            seed=SEED,
+            figure="rc_precision",
+            reason=f"no collapse in {dt} up to n = {int(n[-1])}: the float64 distance there is {ratio:.3g} "
+            f"eps|h|; the fitted power law puts the crossing at n ~ {n_star:.3g}",
+        )
         return
     after = n >= c
     if after.all():
-        led.not_evaluated(name, role="prediction", source=SOURCE, seed=SEED,
-                          reason="collapsed from the shortest length on: no resolved length to compare with")
+        led.not_evaluated(
+            name,
+            role="prediction",
+            source=SOURCE,
+            seed=SEED,
+            reason="collapsed from the shortest length on: no resolved length to compare with",
+        )
         return
     D = d["distance_samples"]
     err = np.abs(D.sel(dtype=dt).values - D.sel(dtype="float64").values) / D.sel(dtype="float64").values
     le = np.log(np.maximum(err, 1e-300))  # (samples, n); an exact match counts as a tiny error
     x = le[:, after].mean(1) - le[:, ~after].mean(1)  # per sample
-    led.direction(name, measured=float(x.mean()), sign=1, se=float(x.std(ddof=1) / math.sqrt(x.size)), k=K,
-                  hypothesis="the format resolves the pair past eps|h| as before it (no change of relative error)",
-                  source=SOURCE, seed=SEED, figure="rc_precision",
-                  why=f"{K:g} standard errors of the mean over samples of the per-sample shift",
-                  statement=f"{dt}: mean ln(|D_{dt} - D_64| / D_64) over n >= collapse_n minus over n < collapse_n "
-                            "is positive")  # fmt: skip
+    led.direction(
+        name,
+        measured=float(x.mean()),
+        sign=1,
+        se=float(x.std(ddof=1) / math.sqrt(x.size)),
+        k=K,
+        hypothesis="the format resolves the pair past eps|h| as before it (no change of relative error)",
+        source=SOURCE,
+        seed=SEED,
+        figure="rc_precision",
+        why=f"{K:g} standard errors of the mean over samples of the per-sample shift",
+        statement=f"{dt}: mean ln(|D_{dt} - D_64| / D_64) over n >= collapse_n minus over n < collapse_n is positive",
+    )
 
 
 def claim_collapse_length(led: Ledger, r: Result) -> None:
@@ -846,25 +1111,41 @@ def claim_collapse_length(led: Ledger, r: Result) -> None:
         return
     name, source = f"collapse_length_{dt}", f"{SOURCE}; the main run's float64 power law (collapse_prediction)"
     if not s["causal"] or not math.isfinite(s["slope_ci_lo"]) or s["slope_ci_lo"] <= 0:
-        led.not_evaluated(name, role="prediction", source=source, seed=SEED,
-                          reason="no decaying power law: the slope CI reaches 0 (or the model is bidirectional)")
+        led.not_evaluated(
+            name,
+            role="prediction",
+            source=source,
+            seed=SEED,
+            reason="no decaying power law: the slope CI reaches 0 (or the model is bidirectional)",
+        )
         return
     p = collapse_prediction(r, dt, grid_ratio=s["ext_grid_ratio"])
     own = r.meta.get("own_model", True)
-    alt_slope, alt_h = rate_alternative(config, r.meta.get("pos_assumed", config.pos),
-                                        config.attention if own else "softmax", int(r.data["layer"].size))
+    alt_slope, alt_h = rate_alternative(
+        config, r.meta.get("pos_assumed", config.pos), config.attention if own else "softmax", int(r.data["layer"].size)
+    )
     if alt_slope > 0:
-        alt = float(theory.extrapolated_collapse(p["n_a"], p["ratio"], alt_slope))
+        alt = float(th.extrapolated_collapse(p["n_a"], p["ratio"], alt_slope))
         alt_h = f"{alt_h}, which crosses eps|h| at n = n_a ratio^(1/{alt_slope:g})"
     else:
         alt, alt_h = float(r.data["n_ext"].values[-1]) * s["ext_grid_ratio"], "no decay: no collapse in the extension"
     m = s["ext_collapse_n"]
     # the predicted interval [lo, hi] around n*, written as the measurement's interval (see Ledger.predict)
     ci = (m - (p["hi"] - p["n_star"]), m + (p["n_star"] - p["lo"]))
-    led.predict(name, measured=m, expected=p["n_star"], ci=ci, alternative=alt, hypothesis=alt_h,
-                source=source, seed=SEED, requires_full=True, figure="rc_long_collapse",
-                why="alpha over the fit's 95% bootstrap CI, ln D(max_len) within 3 SE of its mean over the bases of "
-                    "two independent sample sets, plus one step of the extension's grid (theory: collapse_interval)",
-                statement=f"{config.family}, {dt}: the first length from which the float64 distance stays below "
-                          f"eps({dt}) |h| (measured on lengths up to {int(r.data['n_ext'].values[-1])}) is where the "
-                          "main run's power law puts it")  # fmt: skip
+    led.predict(
+        name,
+        measured=m,
+        expected=p["n_star"],
+        ci=ci,
+        alternative=alt,
+        hypothesis=alt_h,
+        source=source,
+        seed=SEED,
+        requires_full=True,
+        figure="rc_long_collapse",
+        why="alpha over the fit's 95% bootstrap CI, ln D(max_len) within 3 SE of its mean over the bases of "
+        "two independent sample sets, plus one step of the extension's grid (theory: collapse_interval)",
+        statement=f"{config.family}, {dt}: the first length from which the float64 distance stays below "
+        f"eps({dt}) |h| (measured on lengths up to {int(r.data['n_ext'].values[-1])}) is where the "
+        "main run's power law puts it",
+    )

@@ -61,19 +61,21 @@ import xarray as xr
 from scipy import stats
 
 from analysis import protocol
-from analysis.hooks import hooks, run_with_cache
+from analysis.corpus import build_corpus
+from analysis.hooks import hooks, resid_names, run_with_cache
 from analysis.ledger import Ledger
 from analysis.model import ATTENTION_KERNELS, ModelConfig, TinyTransformer
 from analysis.progress import bar
 from analysis.tasks import MarkovLanguage
 from analysis.theory import signal_propagation as th
-from probes.base import MAX_SEED, ModelIncompatibleError, ProbeConfig, Result, param
+from analysis.train import TrainConfig, train
+from probes.base import ModelIncompatibleError, ProbeConfig, Result, model_param, param
 
 NAME = "signal_propagation"
-DESCRIPTION = (
-    "Residual variance, gradients, block Jacobians and rank collapse across depth for every norm placement."
-)
-VERSION = "8"  # 8: post_variance_unit claimed with skip connections only; corpus data with any vocab_size; 7: jacobian_norm (block Jacobian spectral norms)
+DESCRIPTION = "Residual variance, gradients, block Jacobians and rank collapse across depth for every norm placement."
+# VERSION history: 8: post_variance_unit claimed with skip connections only; corpus data with any
+# vocab_size; 7: jacobian_norm (block Jacobian spectral norms)
+VERSION = "8"
 REQUIRES = {"input": "tokens"}  # a passed model (causal or not) is measured alone; None -> the zoo sweep
 
 # norm variant -> ModelConfig overrides
@@ -112,9 +114,7 @@ _PARAM_RE = re.compile(r"^blocks\.(\d+)\.(?:attn|mlp)\.(W_\w+)\.weight$")
 LAYER_SEGMENTS = ("layers", "layer", "h", "blocks")  # parameter-path segments followed by the layer index
 HIDDEN_LOSS_WIDTH = 16  # k: width of the fixed random projection of the hidden-state loss
 
-JACOBIAN_SEQUENCES = (
-    2  # sequences whose last position's block Jacobians are computed (d backward passes each)
-)
+JACOBIAN_SEQUENCES = 2  # sequences whose last position's block Jacobians are computed (d backward passes each)
 JACOBIAN_SAMPLES = 2  # initialisations with Jacobians (the costliest statistic); NaN for the others
 K = 3.0  # a prediction's band in standard errors of its measurement (normal: a correct law fails w.p. 0.3%)
 
@@ -122,19 +122,24 @@ K = 3.0  # a prediction's band in standard errors of its measurement (normal: a 
 @dataclass(frozen=True)
 class Config(ProbeConfig):
     PRESETS = {
-        "smoke": {"norms": ("pre", "post", "peri"), "depths": (1, 2, 4), "n_samples": 2, "seq_len": 8,
-                  "batch_size": 4, "collapse_depth": 5, "train_steps": 20},
+        "smoke": {
+            "norms": ("pre", "post", "peri"),
+            "depths": (1, 2, 4),
+            "n_samples": 2,
+            "seq_len": 8,
+            "batch_size": 4,
+            "collapse_depth": 5,
+            "train_steps": 20,
+        },
         "full": {},
-    }  # fmt: skip
+    }
 
-    norms: tuple[str, ...] = param(
-        tuple(NORM_VARIANTS), "norm variants to measure", choices=tuple(NORM_VARIANTS)
-    )
+    norms: tuple[str, ...] = param(tuple(NORM_VARIANTS), "norm variants to measure", choices=tuple(NORM_VARIANTS))
     depths: tuple[int, ...] = param((1, 2, 4, 8, 16, 32, 48), "numbers of blocks L", minimum=1, maximum=256)
-    d_model: int = param(32, "residual-stream width d", minimum=2, maximum=128)
-    heads: int = param(4, "attention heads per layer (must divide d_model)", minimum=1)
+    d_model: int = model_param("d_model", 32, maximum=128)
+    heads: int = model_param("heads", 4)
     mlp: bool = param(True, "blocks have a GELU MLP of width 4 d")
-    attention: str = param("softmax", "attention kernel", choices=ATTENTION_KERNELS)
+    attention: str = model_param("attention", "softmax", choices=ATTENTION_KERNELS)
     skip: bool = param(True, "skip connections around both sublayers")
     mask: str = param("causal", "attention mask of the depth sweep", choices=MASKS)
     seq_len: int = param(16, "tokens per sequence T", minimum=2)
@@ -146,20 +151,19 @@ class Config(ProbeConfig):
     )
     batch_size: int = param(8, "sequences per measurement batch", minimum=1)
     n_samples: int = param(6, "initialisations (weight seeds seed + i) per (norm, depth)", minimum=2)
-    vocab_size: int = param(64, "vocabulary of the Markov language (data corpus: the zoo's models embed at least "
-                            "the 256 byte ids)", minimum=2)  # fmt: skip
+    vocab_size: int = model_param(
+        "vocab_size",
+        64,
+        "vocabulary of the Markov language (data corpus: the zoo's models embed at least the 256 byte ids)",
+    )
     trained: bool = param(False, "measure after training on the Markov language (cached)")
     train_steps: int = param(300, "optimiser updates when trained", minimum=1)
-    jacobian: bool = param(
-        True, "exact block Jacobians (d backward passes per batch; the costliest statistic)"
-    )
+    jacobian: bool = param(True, "exact block Jacobians (d backward passes per batch; the costliest statistic)")
     collapse_depth: int = param(12, "depth of the rank-collapse sweep (at initialisation)", minimum=2)
-    seed: int = param(0, "first weight seed; also seeds the token batches", minimum=0, maximum=MAX_SEED)
+    seed: int = model_param("seed", 0, "first weight seed; also seeds the token batches")
 
     def validate(self) -> None:
         super().validate()
-        if self.d_model % self.heads:
-            raise ValueError(f"heads must divide d_model={self.d_model}, got heads={self.heads}")
         if len(set(self.norms)) != len(self.norms):
             raise ValueError(f"norms must not repeat, got {list(self.norms)}")
         if len(set(self.depths)) != len(self.depths):
@@ -174,12 +178,21 @@ class Config(ProbeConfig):
 
 
 def model_config(cfg: Config, norm: str, depth: int, seed: int) -> ModelConfig:
-    """The float64 TinyTransformer of one (norm variant, depth, weight seed)."""
-    return ModelConfig(
-        input="tokens", vocab_size=model_vocab(cfg), output="lm", d_model=cfg.d_model, n_layers=depth,
-        n_heads=cfg.heads, d_mlp=None if cfg.mlp else 0, attention=cfg.attention, causal=cfg.mask == "causal",
-        attn_residual=cfg.skip, mlp_residual=cfg.skip, dtype="float64", seed=seed, **NORM_VARIANTS[norm],
-    )  # fmt: skip
+    """The float64 TinyTransformer of one (norm variant, depth, weight seed): the model fields, the mask, MLP
+    and skip switches, the norm variant's fields."""
+    return cfg.model_config(
+        input="tokens",
+        vocab_size=model_vocab(cfg),
+        output="lm",
+        n_layers=depth,
+        d_mlp=None if cfg.mlp else 0,
+        causal=cfg.mask == "causal",
+        attn_residual=cfg.skip,
+        mlp_residual=cfg.skip,
+        dtype="float64",
+        seed=seed,
+        **NORM_VARIANTS[norm],
+    )
 
 
 def model_vocab(cfg: Config) -> int:
@@ -193,18 +206,20 @@ def task(cfg: Config) -> MarkovLanguage:
 
 
 def train_config(cfg: Config):
-    from analysis.train import TrainConfig
-
-    return TrainConfig(steps=cfg.train_steps, batch_size=32, lr=3e-3, warmup_steps=min(30, cfg.train_steps),
-                       weight_decay=0.0, seed=cfg.seed)  # fmt: skip
+    return TrainConfig(
+        steps=cfg.train_steps,
+        batch_size=32,
+        lr=3e-3,
+        warmup_steps=min(30, cfg.train_steps),
+        weight_decay=0.0,
+        seed=cfg.seed,
+    )
 
 
 def build(cfg: Config, norm: str, depth: int, seed: int, progress: bool = False) -> TinyTransformer:
     mcfg = model_config(cfg, norm, depth, seed)
     if not cfg.trained:
         return TinyTransformer(mcfg)
-    from analysis.train import train
-
     return train(mcfg, task(cfg), train_config(cfg), cache="default", progress=progress).model
 
 
@@ -223,8 +238,6 @@ def batch(cfg: Config, sample: int, vocab: int | None = None) -> tuple[torch.Ten
 def corpus_batches(cfg: Config, model) -> list[tuple[torch.Tensor, torch.Tensor]]:
     """``n_samples`` (inputs, targets) (B, T) batches of consecutive, non-overlapping chunks of the corpus
     validation text, encoded with the model's own tokenizer (UTF-8 bytes for byte-level zoo models)."""
-    from analysis.corpus import build_corpus
-
     corpus = build_corpus()
     val = corpus.val_tokens
     need = cfg.n_samples * cfg.batch_size * (cfg.seq_len + 1)  # ids: each chunk carries its next token
@@ -248,9 +261,7 @@ def corpus_batches(cfg: Config, model) -> list[tuple[torch.Tensor, torch.Tensor]
 # ================================================================================================
 
 
-def fixed_loss(
-    out: torch.Tensor, targets: torch.Tensor, vocab: int | None, seed: int
-) -> tuple[torch.Tensor, str]:
+def fixed_loss(out: torch.Tensor, targets: torch.Tensor, vocab: int | None, seed: int) -> tuple[torch.Tensor, str]:
     """The fixed loss whose gradients are measured, and its kind.
 
     A model whose output's last axis is its vocabulary returns logits: the loss is the mean next-token
@@ -324,9 +335,10 @@ def measure(
     """
     L = model.n_layers
     have = set(model.hook_names())
-    first = "blocks.0.hook_resid_pre" if "blocks.0.hook_resid_pre" in have else "hook_embed"
-    want = [first] + [f"blocks.{l}.{h}" for l in range(L) for h in
-                      ("hook_resid_pre", "hook_resid_post", "hook_resid_mid", "hook_attn_out", "hook_mlp_out")]  # fmt: skip
+    first = resid_names(L, "depth")[0]  # the input of block 0; a model without it: the embedding
+    first = first if first in have else "hook_embed"
+    want = [first] + resid_names(L, "pre") + resid_names(L, "post") + resid_names(L, "mid")
+    want += [f"blocks.{l}.{h}" for l in range(L) for h in ("hook_attn_out", "hook_mlp_out")]
     if pre_like:
         want += [f"blocks.{l}.{h}" for l in range(L) for h in ("attn.hook_pattern", "ln1.hook_normalized")]
     if no_norm:
@@ -337,7 +349,7 @@ def measure(
     loss, _ = fixed_loss(out, targets, protocol.vocab_size(model), seed)
     loss.backward()
 
-    streams = [c[first]] + [c[f"blocks.{l}.hook_resid_post"] for l in range(L)]  # (B, T, d) each
+    streams = [c[first]] + [c[name] for name in resid_names(L)]  # (B, T, d) each
     out_: dict[str, np.ndarray] = {}
     out_["resid_var"] = np.array([x.double().pow(2).mean().item() for x in streams])
     out_["resid_rms"] = np.sqrt(out_["resid_var"])
@@ -358,7 +370,7 @@ def measure(
             branch[l, 0] = ratio(f"blocks.{l}.hook_attn_out", streams[l])
         if mlp and f"blocks.{l}.hook_mlp_out" in c:
             # the MLP's input stream; a model without hook_resid_mid: the block's input instead
-            mid = c.get(f"blocks.{l}.hook_resid_mid", streams[l])
+            mid = c.get(resid_names(L, "mid")[l], streams[l])
             branch[l, 1] = ratio(f"blocks.{l}.hook_mlp_out", mid)
             if no_norm:
                 q_mid = mid.double().pow(2).mean(-1)  # (B, T) per-token second moment
@@ -367,9 +379,9 @@ def measure(
     out_["mlp_moment"] = mlp_moment
     attn = np.full(L, np.nan)
     for l in range(L):
-        src = "ln1.hook_normalized" if pre_like else "hook_resid_pre"
-        if (pre_like or no_norm) and {f"blocks.{l}.attn.hook_pattern", f"blocks.{l}.{src}"} <= set(c):
-            a = th.attention_branch_moment(c[f"blocks.{l}.attn.hook_pattern"], c[f"blocks.{l}.{src}"])
+        src = f"blocks.{l}.ln1.hook_normalized" if pre_like else resid_names(L, "pre")[l]
+        if (pre_like or no_norm) and {f"blocks.{l}.attn.hook_pattern", src} <= set(c):
+            a = th.attention_branch_moment(c[f"blocks.{l}.attn.hook_pattern"], c[src])
             attn[l] = a.mean().item()
     out_["attn_moment"] = attn
     out_["grad_norm"] = layer_grad_norms(model, L)
@@ -397,7 +409,7 @@ def block_jacobians(model, inputs: torch.Tensor) -> tuple[np.ndarray, np.ndarray
     L = model.n_layers
     nan = (np.full(L, np.nan), np.full(L, np.nan))
     have = set(model.hook_names())
-    if not all(f"blocks.{l}.{h}" in have for l in range(L) for h in ("hook_resid_pre", "hook_resid_post")):
+    if not set(resid_names(L, "pre") + resid_names(L, "post")) <= have:
         return nan
     leaves: list[torch.Tensor] = []
 
@@ -409,16 +421,14 @@ def block_jacobians(model, inputs: torch.Tensor) -> tuple[np.ndarray, np.ndarray
     outs: dict[str, torch.Tensor] = {}
     with torch.enable_grad(), hooks(model, [("blocks.*.hook_resid_pre", detach)]):
         _, outs = run_with_cache(model, inputs, names="blocks.*.hook_resid_post", detach=False)
-    posts = torch.stack([outs[f"blocks.{l}.hook_resid_post"][:, -1] for l in range(L)])  # (L, B, d)
+    posts = torch.stack([outs[name][:, -1] for name in resid_names(L)])  # (L, B, d)
     L_, B, d = posts.shape
     if len(leaves) != L or not posts.requires_grad:
         return nan
     J = torch.empty(L, B, d, d, dtype=torch.float64)
     for i in range(d):
         try:
-            rows = torch.autograd.grad(
-                posts[:, :, i].sum(), leaves, retain_graph=i < d - 1, allow_unused=True
-            )
+            rows = torch.autograd.grad(posts[:, :, i].sum(), leaves, retain_graph=i < d - 1, allow_unused=True)
         except RuntimeError:  # the replaced stream is not what the blocks read
             return nan
         if any(r is None for r in rows):
@@ -452,7 +462,7 @@ def update_pieces(
     """
     model = TinyTransformer(model_config(cfg, norm, depth, cfg.seed + sample))
     inputs, targets = batch(cfg, sample)
-    name = f"blocks.{depth - 1}.hook_resid_post"
+    name = resid_names(depth)[-1]
 
     def final() -> torch.Tensor:
         with torch.no_grad():
@@ -492,17 +502,19 @@ def collapse_curve(cfg: Config, variant: str, mask: str, sample: int) -> np.ndar
     overrides = dict(COLLAPSE_VARIANTS[variant])
     if "branch_scale" in overrides:
         overrides["branch_scale"] = 1.0 / math.sqrt(L)
-    mcfg = ModelConfig(
-        input="tokens", vocab_size=cfg.vocab_size, output="none", d_model=cfg.d_model, n_layers=L,
-        n_heads=cfg.heads, attention=cfg.attention, causal=mask == "causal", dtype="float64",
-        seed=cfg.seed + sample, **overrides,
-    )  # fmt: skip
+    mcfg = cfg.model_config(
+        input="tokens",
+        output="none",
+        n_layers=L,
+        causal=mask == "causal",
+        dtype="float64",
+        seed=cfg.seed + sample,
+        **overrides,
+    )
     inputs, _ = batch(cfg, sample)
     with torch.no_grad():
-        _, c = run_with_cache(
-            TinyTransformer(mcfg), inputs, names=["blocks.0.hook_resid_pre", "blocks.*.hook_resid_post"]
-        )
-    streams = [c["blocks.0.hook_resid_pre"]] + [c[f"blocks.{l}.hook_resid_post"] for l in range(L)]
+        _, c = run_with_cache(TinyTransformer(mcfg), inputs, names=resid_names(L, "depth"))
+    streams = [c[name] for name in resid_names(L, "depth")]
     return np.array([th.rank_residual(x).mean().item() for x in streams])
 
 
@@ -544,8 +556,15 @@ def _dataset(norms: list, depths: list, S: int, params: tuple[str, ...], measure
         branch[i, j, :L, :, s] = m["branch_ratio"]
         grads[i, j, :L, :, s] = m["grad_norm"]
         loss[i, j, s] = m["loss"]
-    coords = {"norm": norms, "depth": depths, "pos": np.arange(Lmax + 1), "layer": np.arange(Lmax),
-              "sample": np.arange(S), "param": list(params), "sublayer": list(SUBLAYERS)}  # fmt: skip
+    coords = {
+        "norm": norms,
+        "depth": depths,
+        "pos": np.arange(Lmax + 1),
+        "layer": np.arange(Lmax),
+        "sample": np.arange(S),
+        "param": list(params),
+        "sublayer": list(SUBLAYERS),
+    }
     dp, dl = ("norm", "depth", "pos", "sample"), ("norm", "depth", "layer", "sample")
     return xr.Dataset(
         {k: (dp, arrays[k]) for k in POS_FIELDS}
@@ -572,8 +591,16 @@ def _run(config: Config, progress: bool) -> Result:
     for i, norm, j, L, s in bar(jobs, desc=NAME, progress=progress):
         model_ = build(cfg, norm, L, cfg.seed + s, progress=False)
         inputs, targets = batches[s]
-        measured[i, j, s] = measure(model_, inputs, targets, mlp=cfg.mlp, pre_like=norm in PRE_LIKE,
-                                    jacobian=cfg.jacobian and s < JACOBIAN_SAMPLES, no_norm=norm == "none", seed=cfg.seed)  # fmt: skip
+        measured[i, j, s] = measure(
+            model_,
+            inputs,
+            targets,
+            mlp=cfg.mlp,
+            pre_like=norm in PRE_LIKE,
+            jacobian=cfg.jacobian and s < JACOBIAN_SAMPLES,
+            no_norm=norm == "none",
+            seed=cfg.seed,
+        )
     data = _dataset(norms, depths, S, PARAMS, measured)
 
     collapse = np.full((len(COLLAPSE_VARIANTS), len(MASKS), cfg.collapse_depth + 1, S), np.nan)
@@ -583,10 +610,15 @@ def _run(config: Config, progress: bool) -> Result:
                 for s in range(S):
                     collapse[v, k, :, s] = collapse_curve(cfg, variant, mask, s)
     data["collapse_residual"] = xr.DataArray(
-        collapse, dims=("variant", "mask", "cpos", "sample"),
-        coords={"variant": list(COLLAPSE_VARIANTS), "mask": list(MASKS), "cpos": np.arange(cfg.collapse_depth + 1),
-                "sample": np.arange(S)},
-    )  # fmt: skip
+        collapse,
+        dims=("variant", "mask", "cpos", "sample"),
+        coords={
+            "variant": list(COLLAPSE_VARIANTS),
+            "mask": list(MASKS),
+            "cpos": np.arange(cfg.collapse_depth + 1),
+            "sample": np.arange(S),
+        },
+    )
     SU = min(UPDATE_SAMPLES, S)
     Lmax = max(depths)
     upd = np.full((len(UPDATE_NORMS), len(depths), len(th.OPTIMISERS), SU), np.nan)
@@ -600,11 +632,13 @@ def _run(config: Config, progress: bool) -> Result:
                         upd[i, j, k, s], step[i, j, k, :L, :, s], effect[i, j, k, :L, :, s] = update_pieces(
                             cfg, norm, L, s, opt
                         )
-    ucoords = {"update_norm": list(UPDATE_NORMS), "depth": depths, "optimiser": list(th.OPTIMISERS),
-               "usample": np.arange(SU)}  # fmt: skip
-    data["update_size"] = xr.DataArray(
-        upd, dims=("update_norm", "depth", "optimiser", "usample"), coords=ucoords
-    )
+    ucoords = {
+        "update_norm": list(UPDATE_NORMS),
+        "depth": depths,
+        "optimiser": list(th.OPTIMISERS),
+        "usample": np.arange(SU),
+    }
+    data["update_size"] = xr.DataArray(upd, dims=("update_norm", "depth", "optimiser", "usample"), coords=ucoords)
     udims = ("update_norm", "depth", "optimiser", "layer", "sublayer", "usample")
     data["update_step"] = xr.DataArray(step, dims=udims, coords=ucoords)
     data["update_effect"] = xr.DataArray(effect, dims=udims, coords=ucoords)
@@ -630,16 +664,16 @@ def run_model(config: Config, model, progress: bool = True) -> Result:
     cfg = config
     protocol.describe(model)  # a ProbeModel, or a ValueError naming what is missing
     if model.input_kind != "tokens":
-        raise ValueError(
-            f"signal_propagation needs a token model (input_kind 'tokens'), got {model.input_kind!r}"
-        )
+        raise ValueError(f"signal_propagation needs a token model (input_kind 'tokens'), got {model.input_kind!r}")
     protocol.check_length(model, cfg.seq_len, "seq_len")
     V = protocol.vocab_size(model)
     if cfg.data == "corpus":
         batches = corpus_batches(cfg, model)
     else:
         if V is None:
-            raise ModelIncompatibleError("data='markov' needs the model's vocabulary size (analysis.protocol.vocab_size)")
+            raise ModelIncompatibleError(
+                "data='markov' needs the model's vocabulary size (analysis.protocol.vocab_size)"
+            )
         batches = [batch(cfg, s, vocab=V) for s in range(cfg.n_samples)]
     L = int(model.n_layers)
     mlp = "blocks.0.hook_mlp_out" in set(model.hook_names())
@@ -666,14 +700,27 @@ def run_model(config: Config, model, progress: bool = True) -> Result:
         if was_training and hasattr(model, "train"):
             model.train()
     data = _dataset(["model"], [L], cfg.n_samples, param_names(model), measured)
-    data.attrs |= {"source": "passed model", "model_type": type(model).__name__, "causal": int(bool(model.causal)),
-                   "data": cfg.data, "loss_kind": loss_kind, "trained": -1}  # fmt: skip
+    data.attrs |= {
+        "source": "passed model",
+        "model_type": type(model).__name__,
+        "causal": int(bool(model.causal)),
+        "data": cfg.data,
+        "loss_kind": loss_kind,
+        "trained": -1,
+    }
     r = data["rank_residual"].sel(norm="model", depth=L).mean("sample").values  # (L + 1,)
     cos = data["token_cosine"].sel(norm="model", depth=L).mean("sample").values
-    scalars = {"n_layers": L, "causal": bool(model.causal), "loss": float(data["loss"].mean()),
-               "rank_residual_first": float(r[0]), "rank_residual_last": float(r[-1]),
-               "rank_residual_last_over_first": float(r[-1] / r[0]), "rank_residual_min": float(np.min(r)),
-               "token_cosine_first": float(cos[0]), "token_cosine_last": float(cos[-1])}  # fmt: skip
+    scalars = {
+        "n_layers": L,
+        "causal": bool(model.causal),
+        "loss": float(data["loss"].mean()),
+        "rank_residual_first": float(r[0]),
+        "rank_residual_last": float(r[-1]),
+        "rank_residual_last_over_first": float(r[-1] / r[0]),
+        "rank_residual_min": float(np.min(r)),
+        "token_cosine_first": float(cos[0]),
+        "token_cosine_last": float(cos[-1]),
+    }
     led = Ledger(NAME, preset=cfg.preset_name)
     return Result(probe=NAME, config=cfg, data=data, scalars=scalars, ledger=led)
 
@@ -759,28 +806,42 @@ def claim_pre_ln_sum_rule(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict) 
         resid = inc - a - g
         sc[f"{norm}_increment_per_block"] = float(inc.mean())
         led.predict(
-            f"{norm}_variance_sum_rule", measured=float(inc.mean()), expected=float((a + g).mean()),
-            se=_se(resid), k=K, alternative=float(g.mean()),
+            f"{norm}_variance_sum_rule",
+            measured=float(inc.mean()),
+            expected=float((a + g).mean()),
+            se=_se(resid),
+            k=K,
+            alternative=float(g.mean()),
             hypothesis="the attention branch adds no second moment (a_l = 0): only the MLP's g_l",
             source="derivation (theory sections 1-3): E[m_{l+1} - m_l | stream] = a_l + g_l, summed: "
             "E m_L = m_0 + sum_l (a_l + g_l)",
-            why=INCREMENT_WHY, statement=f"{norm}, L={L}: mean increment of m_l per block = mean (a_l + g_l)",
+            why=INCREMENT_WHY,
+            statement=f"{norm}, L={L}: mean increment of m_l per block = mean (a_l + g_l)",
             figure="signal_variance_profiles",
-        )  # fmt: skip
+        )
         lower, upper = th.pre_ln_envelope(0.0, L, cfg.mlp, norm == "ln_scaling")
         src = "derivation (theory sections 2-3): 0 <= a_l <= s_l^2 for any attention pattern"
         led.bound(
-            f"{norm}_increment_above_mlp_floor", measured=float(inc.mean()), bound=float(lower[-1] / L),
-            relation=">=", source=src, why="the envelope's lower end (a_l = 0) per block; the point estimate "
-            "of the mean increment, not widened", statement=f"{norm}, L={L}: mean increment >= mean g_l",
+            f"{norm}_increment_above_mlp_floor",
+            measured=float(inc.mean()),
+            bound=float(lower[-1] / L),
+            relation=">=",
+            source=src,
+            why="the envelope's lower end (a_l = 0) per block; the point estimate of the mean increment, not widened",
+            statement=f"{norm}, L={L}: mean increment >= mean g_l",
             figure="signal_variance_profiles",
-        )  # fmt: skip
+        )
         led.bound(
-            f"{norm}_increment_below_envelope", measured=float(inc.mean()), bound=float(upper[-1] / L),
-            relation="<=", source=src, why="the envelope's upper end (a_l = s_l^2) per block; the point "
-            "estimate of the mean increment, not widened", statement=f"{norm}, L={L}: mean increment <= "
-            "mean (s_l^2 + g_l)", figure="signal_variance_profiles",
-        )  # fmt: skip
+            f"{norm}_increment_below_envelope",
+            measured=float(inc.mean()),
+            bound=float(upper[-1] / L),
+            relation="<=",
+            source=src,
+            why="the envelope's upper end (a_l = s_l^2) per block; the point "
+            "estimate of the mean increment, not widened",
+            statement=f"{norm}, L={L}: mean increment <= mean (s_l^2 + g_l)",
+            figure="signal_variance_profiles",
+        )
 
 
 def claim_peri_ln_linear(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict) -> None:
@@ -791,12 +852,19 @@ def claim_peri_ln_linear(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict) -
     per = 2.0 if cfg.mlp else 1.0
     g = th.gelu_second_moment(1.0) if cfg.mlp else 0.0
     led.predict(
-        "peri_variance_linear", measured=float(inc.mean()), expected=per, se=_se(inc - per), k=K,
-        alternative=1.0 + g, hypothesis="no output LayerNorm: a block adds at most s^2 + g (the Pre-LN envelope)",
+        "peri_variance_linear",
+        measured=float(inc.mean()),
+        expected=per,
+        se=_se(inc - per),
+        k=K,
+        alternative=1.0 + g,
+        hypothesis="no output LayerNorm: a block adds at most s^2 + g (the Pre-LN envelope)",
         source="derivation (theory section 4, 000#11 Peri-LN): E m_L = m_0 + (sublayers per block) L",
-        why=INCREMENT_WHY, seed="000#11", statement=f"peri, L={L}: mean increment of m_l per block = {per:g}",
+        why=INCREMENT_WHY,
+        seed="000#11",
+        statement=f"peri, L={L}: mean increment of m_l per block = {per:g}",
         figure="signal_variance_profiles",
-    )  # fmt: skip
+    )
 
 
 def claim_pre_ln_growth_law(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict) -> None:
@@ -806,23 +874,26 @@ def claim_pre_ln_growth_law(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict
     if cfg.trained or not cfg.skip or "pre" not in data.norm.values or len(depths) < 3 or depths[-1] < 8:
         return
     a_, b_, deep = depths[-3:]
-    ma, mb, md = (
-        data["resid_var"].sel(norm="pre", depth=L, pos=L).values for L in (a_, b_, deep)
-    )  # (sample,)
+    ma, mb, md = (data["resid_var"].sel(norm="pre", depth=L, pos=L).values for L in (a_, b_, deep))  # (sample,)
     lin = mb + (mb - ma) * (deep - b_) / (b_ - a_)
     expo = mb * (mb / ma) ** ((deep - b_) / (b_ - a_))
     sc["pre_variance_linear_extrapolation"] = float(lin.mean())
     sc["pre_variance_exponential_extrapolation"] = float(expo.mean())
     led.predict(
-        "pre_variance_growth_linear", measured=float(md.mean()), expected=float(lin.mean()), se=_se(md - lin),
-        k=K, alternative=float(expo.mean()),
+        "pre_variance_growth_linear",
+        measured=float(md.mean()),
+        expected=float(lin.mean()),
+        se=_se(md - lin),
+        k=K,
+        alternative=float(expo.mean()),
         hypothesis="000#2 GPAS / 000#50 Curse of Depth: exponential growth, m_L extrapolated geometrically",
         source="derivation (theory sections 1-3): a bounded moment per block, so m_L grows linearly at init",
         why=f"{K:g} SE over initialisations of m_{deep} minus the straight line through m_{a_}, m_{b_} of the "
-        "same initialisation", seed="000#2",
+        "same initialisation",
+        seed="000#2",
         statement=f"pre, init: m_{deep} on the line through L={a_}, {b_} (not on the exponential)",
         figure="signal_variance_profiles",
-    )  # fmt: skip
+    )
 
 
 def claim_post_ln_unit(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict) -> None:
@@ -835,12 +906,16 @@ def claim_post_ln_unit(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict) -> 
     v = data["resid_var"].sel(norm="post")
     worst = max(float(np.nanmax(np.abs(v.sel(depth=L).values[1 : L + 1] - 1.0))) for L in data.depth.values)
     led.identity(
-        "post_variance_unit", measured=worst, expected=0.0, atol=1e-3,
+        "post_variance_unit",
+        measured=worst,
+        expected=0.0,
+        atol=1e-3,
         source="construction: every Post-LN block ends in a LayerNorm (unit gain, zero bias)",
         why="LayerNorm's eps = 1e-5 leaves 1 - eps / (sigma^2 + eps) per token, < 1e-3 for token variances "
         "above 1e-2 (a block's pre-norm input is a unit stream plus a branch), plus float64 round-off",
-        statement="post: |m_l - 1| <= 1e-3 at every block and depth", figure="signal_variance_profiles",
-    )  # fmt: skip
+        statement="post: |m_l - 1| <= 1e-3 at every block and depth",
+        figure="signal_variance_profiles",
+    )
 
 
 def claim_no_norm_growth(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict) -> None:
@@ -852,25 +927,33 @@ def claim_no_norm_growth(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict) -
     gm = data["mlp_moment"].sel(norm="none", depth=L).values[:L] if cfg.mlp else np.zeros_like(a)
     m = v[:L]  # the block's input moment: relative increments have comparable spread at every depth
     led.predict(
-        "none_variance_sum_rule", measured=float((inc / m).mean()), expected=float(((a + gm) / m).mean()),
-        se=_se((inc - a - gm) / m), k=K, alternative=float((gm / m).mean()),
+        "none_variance_sum_rule",
+        measured=float((inc / m).mean()),
+        expected=float(((a + gm) / m).mean()),
+        se=_se((inc - a - gm) / m),
+        k=K,
+        alternative=float((gm / m).mean()),
         hypothesis="the attention branch adds no second moment (a_l = 0): only the MLP's G",
         source="derivation (theory section 8): E[m_{l+1} - m_l | stream] = a_l + mean_t G(q_mid,t)",
         why=INCREMENT_WHY + "; each residual is divided by the block's input moment m_l (known given the past)",
         statement=f"none, L={L}: mean relative increment (m_{{l+1}} - m_l)/m_l = mean (a_l + G_l)/m_l",
         figure="signal_variance_profiles",
-    )  # fmt: skip
+    )
     m0 = float(v[0].mean())
     lower = float(th.no_norm_lower_bound(m0, L, cfg.mlp)[-1])
     sc["none_variance_lower_bound"] = lower
     led.bound(
-        "none_variance_lower_bound", measured=float(v[L].mean()), bound=lower, relation=">=",
+        "none_variance_lower_bound",
+        measured=float(v[L].mean()),
+        bound=lower,
+        relation=">=",
         source="derivation (theory section 8): G(q) >= q/4 and a_l >= 0, both linear, give E m_L >= (5/4)^L m_0",
         why="rigorous for E m_L at any width; the sample mean is compared unwidened. A tighter closed form needs "
         "a lower bound on the attention ratio kappa (not derived) or a convex minorant of G (the mean-field "
         "iterate is no bound: G is not convex at large q); the tight law is none_exponential_growth_factor",
-        statement=f"none, L={L}: m_L >= (5/4)^L m_0", figure="signal_variance_profiles",
-    )  # fmt: skip
+        statement=f"none, L={L}: m_L >= (5/4)^L m_0",
+        figure="signal_variance_profiles",
+    )
     if L < 8:
         return
     half = L // 2
@@ -880,14 +963,19 @@ def claim_no_norm_growth(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict) -
     sc["none_growth_factor_per_block"] = growth
     sc["none_kappa_deep_mean"] = kappa
     led.predict(
-        "none_exponential_growth_factor", measured=growth, expected=th.no_norm_growth_factor(kappa, cfg.mlp),
-        se=growth * float(fit.stderr), k=K, alternative=th.no_norm_growth_factor(0.0, cfg.mlp),
+        "none_exponential_growth_factor",
+        measured=growth,
+        expected=th.no_norm_growth_factor(kappa, cfg.mlp),
+        se=growth * float(fit.stderr),
+        k=K,
+        alternative=th.no_norm_growth_factor(0.0, cfg.mlp),
         hypothesis="the attention adds nothing (kappa = 0): factor 3/2 from the MLP alone",
         source="derivation (theory section 8): m_{l+1}/m_l -> (1 + kappa) 3/2, kappa = a_l/m_l measured",
         why=f"{K:g} SE of exp(slope) of log m_l on l over the deep half (delta method)",
         statement=f"none, L={L}: per-block growth factor of m_l in the deep half = (1 + kappa) 3/2",
-        requires_full=True, figure="signal_variance_profiles",
-    )  # fmt: skip
+        requires_full=True,
+        figure="signal_variance_profiles",
+    )
 
 
 def claim_deepnorm_layer_change(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict) -> None:
@@ -897,34 +985,63 @@ def claim_deepnorm_layer_change(cfg: Config, data: xr.Dataset, led: Ledger, sc: 
     if cfg.trained or len(big) < 3:
         return
     norms = list(data.norm.values)
-    ang = {n: np.stack([np.nanmean(data["angular_distance"].sel(norm=n, depth=L).values[:L], axis=0) for L in big])
-           for n in ("deepnorm", "post") if n in norms}  # (depth, sample) mean per-layer angle  # fmt: skip
-    rows = (("deepnorm", th.DEEPNORM_ANGLE_EXPONENT, th.POST_LN_ANGLE_EXPONENT,
-             "Post-LN's depth-free angle (alpha = beta = 1)"),
-            ("post", th.POST_LN_ANGLE_EXPONENT, -0.5, "the stream grows as in Pre-LN, each block turning it by m^-1/2 ~ L^-1/2"))  # fmt: skip
+    ang = {
+        n: np.stack([np.nanmean(data["angular_distance"].sel(norm=n, depth=L).values[:L], axis=0) for L in big])
+        for n in ("deepnorm", "post")
+        if n in norms
+    }  # (depth, sample) mean per-layer angle
+    rows = (
+        (
+            "deepnorm",
+            th.DEEPNORM_ANGLE_EXPONENT,
+            th.POST_LN_ANGLE_EXPONENT,
+            "Post-LN's depth-free angle (alpha = beta = 1)",
+        ),
+        (
+            "post",
+            th.POST_LN_ANGLE_EXPONENT,
+            -0.5,
+            "the stream grows as in Pre-LN, each block turning it by m^-1/2 ~ L^-1/2",
+        ),
+    )
     for norm, expo, alt, hyp in rows:
         if norm not in ang:
             continue
         slope, se = th.loglog_slope(np.array(big, float), ang[norm].mean(1))
         sc[f"{norm}_angle_vs_depth_exponent"] = slope
         led.predict(
-            f"{norm}_layer_change_vs_depth", measured=slope, expected=expo, se=se, k=K, alternative=alt,
-            hypothesis=hyp, source="derivation (theory section 9) of Wang et al. 2022's DeepNorm init",
-            why=f"{K:g} SE of the log-log slope over depths >= 4", seed="000#65",
-            statement=f"{norm}, init: mean per-layer angular distance ~ L^{expo:g}", requires_full=True,
+            f"{norm}_layer_change_vs_depth",
+            measured=slope,
+            expected=expo,
+            se=se,
+            k=K,
+            alternative=alt,
+            hypothesis=hyp,
+            source="derivation (theory section 9) of Wang et al. 2022's DeepNorm init",
+            why=f"{K:g} SE of the log-log slope over depths >= 4",
+            seed="000#65",
+            statement=f"{norm}, init: mean per-layer angular distance ~ L^{expo:g}",
+            requires_full=True,
             figure="signal_deepnorm_update",
-        )  # fmt: skip
+        )
     if len(ang) == 2:
         lr = np.log(ang["deepnorm"][-1] / ang["post"][-1])  # (sample,) same seeds
         m, se = _mean_se(lr)
         sc["deepnorm_over_post_layer_change_deepest"] = float(np.exp(m))
         led.direction(
-            "deepnorm_smaller_layer_change_than_post", measured=m, sign=-1, se=se, k=K, alternative=0.0,
+            "deepnorm_smaller_layer_change_than_post",
+            measured=m,
+            sign=-1,
+            se=se,
+            k=K,
+            alternative=0.0,
             hypothesis="DeepNorm's alpha, beta change nothing: the same angle as Post-LN",
             source="000#65 Wang et al. 2022: DeepNorm bounds the per-layer update that Post-LN lets grow",
-            why=f"{K:g} SE over initialisations of log(angle deepnorm / angle post) at L = {big[-1]}", seed="000#65",
-            statement=f"L={big[-1]}: log(angle(deepnorm) / angle(post)) < 0", figure="signal_deepnorm_update",
-        )  # fmt: skip
+            why=f"{K:g} SE over initialisations of log(angle deepnorm / angle post) at L = {big[-1]}",
+            seed="000#65",
+            statement=f"L={big[-1]}: log(angle(deepnorm) / angle(post)) < 0",
+            figure="signal_deepnorm_update",
+        )
 
 
 def claim_deepnorm_update(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict) -> None:
@@ -943,31 +1060,51 @@ def claim_deepnorm_update(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict) 
             sc[f"{norm}_update_deepest_{opt}"] = float(u[-1])
         (ds, dse), (ps, pse) = fits["deepnorm"], fits["post"]
         led.predict(
-            f"deepnorm_update_vs_depth_{opt}", measured=ds, expected=th.UPDATE_BOUND_EXPONENT["deepnorm", opt],
-            se=dse, k=K, alternative=th.UPDATE_BOUND_EXPONENT["post", opt],
+            f"deepnorm_update_vs_depth_{opt}",
+            measured=ds,
+            expected=th.UPDATE_BOUND_EXPONENT["deepnorm", opt],
+            se=dse,
+            k=K,
+            alternative=th.UPDATE_BOUND_EXPONENT["post", opt],
             hypothesis="Post-LN's bound (alpha = beta = 1): the update grows as N",
             source="Wang et al. 2022 (DeepNet) Theorem with alpha = (2N)^(1/4), beta = (8N)^(-1/4); theory "
             "section 10 for the depth factor per optimiser",
-            why=f"{K:g} SE of the log-log slope over depths >= 2", seed="000#65",
-            statement=f"deepnorm, one {opt} step from init: |dx_L|/|x_L| ~ L^{th.UPDATE_BOUND_EXPONENT['deepnorm', opt]:g}",
-            requires_full=True, figure="signal_deepnorm_step",
-        )  # fmt: skip
+            why=f"{K:g} SE of the log-log slope over depths >= 2",
+            seed="000#65",
+            statement=(
+                f"deepnorm, one {opt} step from init: |dx_L|/|x_L| ~ L^{th.UPDATE_BOUND_EXPONENT['deepnorm', opt]:g}"
+            ),
+            requires_full=True,
+            figure="signal_deepnorm_step",
+        )
         led.direction(
-            f"post_update_grows_faster_than_deepnorm_{opt}", measured=ps - ds, sign=1, se=math.hypot(dse, pse),
-            k=K, alternative=0.0, hypothesis="DeepNorm's init changes nothing: the same depth exponent",
+            f"post_update_grows_faster_than_deepnorm_{opt}",
+            measured=ps - ds,
+            sign=1,
+            se=math.hypot(dse, pse),
+            k=K,
+            alternative=0.0,
+            hypothesis="DeepNorm's init changes nothing: the same depth exponent",
             source="Wang et al. 2022: Post-LN accumulates the sublayers' updates, DeepNorm does not",
-            why=f"{K:g} combined SE of the two log-log slopes", seed="000#65",
+            why=f"{K:g} combined SE of the two log-log slopes",
+            seed="000#65",
             statement=f"one {opt} step from init: update exponent in L, post minus deepnorm > 0",
-            requires_full=True, figure="signal_deepnorm_step",
-        )  # fmt: skip
+            requires_full=True,
+            figure="signal_deepnorm_step",
+        )
         led.bound(
-            f"post_update_at_most_linear_{opt}", measured=ps, bound=th.UPDATE_BOUND_EXPONENT["post", opt],
-            relation="<=", source="Wang et al. 2022 Theorem with alpha = beta = 1: Post-LN's update bound grows as N",
+            f"post_update_at_most_linear_{opt}",
+            measured=ps,
+            bound=th.UPDATE_BOUND_EXPONENT["post", opt],
+            relation="<=",
+            source="Wang et al. 2022 Theorem with alpha = beta = 1: Post-LN's update bound grows as N",
             why="the bound's depth exponent; the fitted exponent is compared unwidened. A miss is a fail until "
             "the growth is derived (the decomposition arrays update_step / update_effect hold its pieces)",
-            seed="000#65", statement=f"post, one {opt} step from init: update exponent in L <= 1",
-            requires_full=True, figure="signal_deepnorm_step",
-        )  # fmt: skip
+            seed="000#65",
+            statement=f"post, one {opt} step from init: update exponent in L <= 1",
+            requires_full=True,
+            figure="signal_deepnorm_step",
+        )
     if "update_effect" in data:
         _update_decomposition_scalars(data, ud, sc)
 
@@ -980,8 +1117,12 @@ def _update_decomposition_scalars(data: xr.Dataset, ud: list[int], sc: dict) -> 
     for opt in data.optimiser.values:
         for norm in data.update_norm.values:
             sel = dict(update_norm=norm, optimiser=opt)
-            pieces: dict[str, list[float]] = {"step_total": [], "effect_per_sublayer": [], "gain_per_sublayer": [],
-                                              "effect_sum": []}  # fmt: skip
+            pieces: dict[str, list[float]] = {
+                "step_total": [],
+                "effect_per_sublayer": [],
+                "gain_per_sublayer": [],
+                "effect_sum": [],
+            }
             for L in ud:
                 st = data["update_step"].sel(**sel, depth=L).values[:L]  # (layer, sublayer, usample)
                 ef = data["update_effect"].sel(**sel, depth=L).values[:L]
@@ -1005,13 +1146,19 @@ def claim_token_correlation(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict
     sc["pre_token_cosine_growth"], sc["pre_token_cosine_growth_se"] = m, se
     sc["pre_token_cosine_spearman"] = float(stats.spearmanr(np.arange(L + 1), cos.mean(1)).statistic)
     led.direction(
-        "pre_token_correlation_grows", measured=m, sign=1, se=se, k=K, alternative=0.0,
+        "pre_token_correlation_grows",
+        measured=m,
+        sign=1,
+        se=se,
+        k=K,
+        alternative=0.0,
         hypothesis="depth leaves the tokens' mean cosine unchanged",
         source="Noci et al. 2022: at initialisation the tokens' correlation increases with depth (Pre-LN)",
-        why=f"{K:g} SE over initialisations of cos(x_L) - cos(x_0)", requires_full=True,
+        why=f"{K:g} SE over initialisations of cos(x_L) - cos(x_0)",
+        requires_full=True,
         statement=f"pre, L={L}: mean pairwise token cosine after the last block exceeds the embedding's",
         figure="signal_init_vs_trained",
-    )  # fmt: skip
+    )
 
 
 def claim_last_layer_gradient(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict) -> None:
@@ -1029,39 +1176,59 @@ def claim_last_layer_gradient(cfg: Config, data: xr.Dataset, led: Ledger, sc: di
         sc["pre_last_grad_vs_depth_exponent"] = th.loglog_slope(np.array(big, float), g.mean(1))[0]
         sc["pre_last_grad_vs_moment_exponent"] = slope
         led.predict(
-            "pre_last_grad_vs_moment", measured=slope, expected=th.PRE_LN_GRADIENT_VS_MOMENT_EXPONENT, se=se,
-            k=K, alternative=0.0, hypothesis="the final LayerNorm's 1/sqrt(m_L) does not reach the gradient",
-            source="Xiong et al. 2020 adapted (theory section 5): grad ~ m_L^(-1/2)", seed="000#4",
+            "pre_last_grad_vs_moment",
+            measured=slope,
+            expected=th.PRE_LN_GRADIENT_VS_MOMENT_EXPONENT,
+            se=se,
+            k=K,
+            alternative=0.0,
+            hypothesis="the final LayerNorm's 1/sqrt(m_L) does not reach the gradient",
+            source="Xiong et al. 2020 adapted (theory section 5): grad ~ m_L^(-1/2)",
+            seed="000#4",
             why=f"{K:g} SE of the log-log slope over depths >= 2",
-            statement="pre: log-log slope of last-layer W_out gradient on m_L = -1/2", requires_full=True,
+            statement="pre: log-log slope of last-layer W_out gradient on m_L = -1/2",
+            requires_full=True,
             figure="signal_last_layer_gradient",
-        )  # fmt: skip
+        )
     if "post" in norms:
         g = last_layer_grad(data, "post")[idx]
         slope, se = th.loglog_slope(np.array(big, float), g.mean(1))
         sc["post_last_grad_vs_depth_exponent"] = slope
         led.predict(
-            "post_last_grad_depth_independent", measured=slope, expected=th.POST_LN_LAST_LAYER_EXPONENT, se=se,
-            k=K, alternative=-0.5, hypothesis="Pre-LN's law: m_L^(-1/2) ~ L^(-1/2)",
-            source="Xiong et al. 2020: Post-LN last-layer gradient O(1) in L", seed="000#4",
-            why=f"{K:g} SE of the log-log slope over depths >= 2", statement="post: last-layer gradient exponent in L = 0",
-            requires_full=True, figure="signal_last_layer_gradient",
-        )  # fmt: skip
+            "post_last_grad_depth_independent",
+            measured=slope,
+            expected=th.POST_LN_LAST_LAYER_EXPONENT,
+            se=se,
+            k=K,
+            alternative=-0.5,
+            hypothesis="Pre-LN's law: m_L^(-1/2) ~ L^(-1/2)",
+            source="Xiong et al. 2020: Post-LN last-layer gradient O(1) in L",
+            seed="000#4",
+            why=f"{K:g} SE of the log-log slope over depths >= 2",
+            statement="post: last-layer gradient exponent in L = 0",
+            requires_full=True,
+            figure="signal_last_layer_gradient",
+        )
     if {"pre", "post"} <= set(norms):
         j = depths.index(max(depths))
-        lr = np.log(
-            last_layer_grad(data, "post")[j] / last_layer_grad(data, "pre")[j]
-        )  # (sample,) same seeds
+        lr = np.log(last_layer_grad(data, "post")[j] / last_layer_grad(data, "pre")[j])  # (sample,) same seeds
         m, se = _mean_se(lr)
         sc["post_over_pre_last_grad_deepest"] = float(np.exp(m))
         led.direction(
-            "post_larger_last_grad_than_pre", measured=m, sign=1, se=se, k=K, alternative=0.0,
+            "post_larger_last_grad_than_pre",
+            measured=m,
+            sign=1,
+            se=se,
+            k=K,
+            alternative=0.0,
             hypothesis="the norm placement does not change the last layer's gradient",
             source="000#4 Xiong et al.: Post-LN gradients near the output are large, Pre-LN well-behaved",
-            why=f"{K:g} SE over initialisations of log(grad post / grad pre) at the deepest model", seed="000#4",
-            statement=f"L={max(depths)}: log(grad(post) / grad(pre)) > 0", requires_full=True,
+            why=f"{K:g} SE over initialisations of log(grad post / grad pre) at the deepest model",
+            seed="000#4",
+            statement=f"L={max(depths)}: log(grad(post) / grad(pre)) > 0",
+            requires_full=True,
             figure="signal_last_layer_gradient",
-        )  # fmt: skip
+        )
 
 
 def _gaps(data: xr.Dataset, norm: str, L: int) -> np.ndarray:
@@ -1081,53 +1248,79 @@ def claim_jacobian_gap(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict) -> 
     lg = _gaps(data, "pre", L)
     if not cfg.trained and cfg.skip:
         mom = data["resid_var"].sel(norm="pre", depth=L).values[:L].mean(1)  # input moment of block l
-        slope, se = th.loglog_slope(
-            mom[1:], np.exp(np.nanmean(lg, axis=1))[1:]
-        )  # block 0 reads the embedding
+        slope, se = th.loglog_slope(mom[1:], np.exp(np.nanmean(lg, axis=1))[1:])  # block 0 reads the embedding
         sc["pre_jacobian_gap_vs_moment_exponent"] = slope
         led.predict(
-            "pre_jacobian_gap_vs_moment", measured=slope, expected=th.PRE_LN_JACOBIAN_VS_MOMENT_EXPONENT, se=se,
-            k=K, alternative=0.0, hypothesis="the blocks' distance from the identity does not depend on the stream",
-            source="derivation (theory section 6): |J_l - I| ~ m_l^(-1/2)", seed="000#50",
+            "pre_jacobian_gap_vs_moment",
+            measured=slope,
+            expected=th.PRE_LN_JACOBIAN_VS_MOMENT_EXPONENT,
+            se=se,
+            k=K,
+            alternative=0.0,
+            hypothesis="the blocks' distance from the identity does not depend on the stream",
+            source="derivation (theory section 6): |J_l - I| ~ m_l^(-1/2)",
+            seed="000#50",
             why=f"{K:g} SE of the log-log slope over layers 1..L-1",
-            statement=f"pre, L={L}: slope of log |J_l - I| on log m_l = -1/2", requires_full=True,
+            statement=f"pre, L={L}: slope of log |J_l - I| on log m_l = -1/2",
+            requires_full=True,
             figure="signal_jacobian_gap",
-        )  # fmt: skip
+        )
     half = L // 2
     d, se = _welch(lg[half:], lg[:half])
     sc[f"pre_jacobian_gap_late_over_early_{tag}"] = float(np.exp(d))
     led.direction(
-        f"pre_deep_blocks_near_identity_{tag}", measured=d, sign=-1, se=se, k=K, alternative=0.0,
-        hypothesis="every block equally far from the identity", seed="000#50",
+        f"pre_deep_blocks_near_identity_{tag}",
+        measured=d,
+        sign=-1,
+        se=se,
+        k=K,
+        alternative=0.0,
+        hypothesis="every block equally far from the identity",
+        seed="000#50",
         source="000#50 Curse of Depth: deep Pre-LN blocks' Jacobians approach the identity"
         + ("" if cfg.trained else "; at init theory section 6 (m_l grows)"),
         why=f"{K:g} Welch SE of the difference of mean log gaps, deep half minus shallow half, over (layer, "
-        "initialisation) entries", statement=f"pre ({tag}), L={L}: mean log gap, deep half < shallow half",
-        requires_full=True, figure="signal_jacobian_gap",
-    )  # fmt: skip
+        "initialisation) entries",
+        statement=f"pre ({tag}), L={L}: mean log gap, deep half < shallow half",
+        requires_full=True,
+        figure="signal_jacobian_gap",
+    )
     if "ln_scaling" not in norms:
         return
     d, se = _welch(_gaps(data, "ln_scaling", L)[half:], lg[half:])
     sc[f"ln_scaling_over_pre_deep_gap_{tag}"] = float(np.exp(d))
     if cfg.trained:
         led.direction(
-            "ln_scaling_moves_deep_blocks_from_identity", measured=d, sign=1, se=se, k=K, alternative=0.0,
+            "ln_scaling_moves_deep_blocks_from_identity",
+            measured=d,
+            sign=1,
+            se=se,
+            k=K,
+            alternative=0.0,
             hypothesis="LayerNorm scaling leaves the deep blocks' distance from the identity unchanged",
             source="000#50 Curse of Depth: LayerNorm scaling makes deep blocks less identity-like (trained LLMs)",
             why=f"{K:g} Welch SE over (layer, initialisation) entries of the deep half's log gaps",
-            seed="000#50", statement=f"trained, L={L}: mean log gap over the deep half, ln_scaling > pre",
-            requires_full=True, figure="signal_jacobian_gap",
-        )  # fmt: skip
+            seed="000#50",
+            statement=f"trained, L={L}: mean log gap over the deep half, ln_scaling > pre",
+            requires_full=True,
+            figure="signal_jacobian_gap",
+        )
     else:
         led.direction(
-            "ln_scaling_deep_blocks_closer_to_identity_at_init", measured=d, sign=-1, se=se, k=K,
-            alternative=0.0, hypothesis="the 1/sqrt(l) branch scaling leaves the gap unchanged",
+            "ln_scaling_deep_blocks_closer_to_identity_at_init",
+            measured=d,
+            sign=-1,
+            se=se,
+            k=K,
+            alternative=0.0,
+            hypothesis="the 1/sqrt(l) branch scaling leaves the gap unchanged",
             source="derivation (theory section 6): 1/sqrt(l) shrinks every branch, so at init the blocks start "
             "closer to the identity (the opposite of the trained-model claim of 000#50)",
             why=f"{K:g} Welch SE over (layer, initialisation) entries of the deep half's log gaps",
-            statement=f"init, L={L}: mean log gap over the deep half, ln_scaling < pre", requires_full=True,
+            statement=f"init, L={L}: mean log gap over the deep half, ln_scaling < pre",
+            requires_full=True,
             figure="signal_jacobian_gap",
-        )  # fmt: skip
+        )
 
 
 def claim_gradient_profiles(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict) -> None:
@@ -1150,27 +1343,46 @@ def claim_gradient_profiles(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict
     if not cfg.trained:
         return
     why = f"{K:g} SE over initialisations of log(mean grad, first quarter / last quarter)"
-    for norm, sign, src, seed in (("pre", 1, "000#94 NormFormer: Pre-LN early-layer gradients exceed late ones", "000#94"),
-                                  ("post", -1, "000#62 Mix-LN: Post-LN gradients vanish in earlier layers", "000#62")):  # fmt: skip
+    for norm, sign, src, seed in (
+        ("pre", 1, "000#94 NormFormer: Pre-LN early-layer gradients exceed late ones", "000#94"),
+        ("post", -1, "000#62 Mix-LN: Post-LN gradients vanish in earlier layers", "000#62"),
+    ):
         if norm in lr:
             m, se = _mean_se(lr[norm])
             led.direction(
-                f"{norm}_early_gradients_{'larger' if sign > 0 else 'smaller'}", measured=m, sign=sign, se=se,
-                k=K, alternative=0.0, hypothesis="gradient norms uniform across layers", source=src, seed=seed,
-                why=why, statement=f"{norm} (trained), L={L}: log grad(first quarter)/grad(last quarter) "
-                f"{'>' if sign > 0 else '<'} 0", requires_full=True, figure="signal_gradient_profiles",
-            )  # fmt: skip
+                f"{norm}_early_gradients_{'larger' if sign > 0 else 'smaller'}",
+                measured=m,
+                sign=sign,
+                se=se,
+                k=K,
+                alternative=0.0,
+                hypothesis="gradient norms uniform across layers",
+                source=src,
+                seed=seed,
+                why=why,
+                statement=f"{norm} (trained), L={L}: log grad(first quarter)/grad(last quarter) "
+                f"{'>' if sign > 0 else '<'} 0",
+                requires_full=True,
+                figure="signal_gradient_profiles",
+            )
     if {"pre", "post", "mix"} <= set(cv):
         best = "pre" if cv["pre"].mean() < cv["post"].mean() else "post"
         m, se = _mean_se(cv["mix"] - cv[best])  # same seeds: paired
         led.direction(
-            "mix_most_uniform_gradients", measured=m, sign=-1, se=se, k=K, alternative=0.0,
+            "mix_most_uniform_gradients",
+            measured=m,
+            sign=-1,
+            se=se,
+            k=K,
+            alternative=0.0,
             hypothesis=f"Mix-LN no more uniform than the better of Pre-/Post-LN ({best})",
-            source="000#62 Mix-LN: Post-LN early + Pre-LN deep gives more uniform layer gradients", seed="000#62",
+            source="000#62 Mix-LN: Post-LN early + Pre-LN deep gives more uniform layer gradients",
+            seed="000#62",
             why=f"{K:g} SE over initialisations of CV(mix) - CV({best}) of per-layer gradient norms",
-            statement=f"mix (trained), L={L}: CV of per-layer gradient norm below {best}'s", requires_full=True,
+            statement=f"mix (trained), L={L}: CV of per-layer gradient norm below {best}'s",
+            requires_full=True,
             figure="signal_gradient_profiles",
-        )  # fmt: skip
+        )
 
 
 ROUNDOFF = 1e-16  # float64 round-off of a collapsed stream's residual ratio: logs are taken above it
@@ -1199,21 +1411,31 @@ def claim_dong_doubly_exponential(cfg: Config, data: xr.Dataset, led: Ledger, sc
     (r_{l+1} <= c r_l^3); theory section 11: a LayerNorm after each attention changes c, not the cube."""
     if cfg.trained:
         return
-    src = {"pure_attention": "Dong et al. 2021: pure attention loses rank doubly exponentially",
-           "attention_mlp": "Dong et al. 2021: without skips an MLP enters the bound's constant, not its exponent",
-           "attention_ln": "derivation (theory section 11): r(LN X)/r(X) -> const, so r_{l+1} <= c' r_l^3 persists"}  # fmt: skip
+    src = {
+        "pure_attention": "Dong et al. 2021: pure attention loses rank doubly exponentially",
+        "attention_mlp": "Dong et al. 2021: without skips an MLP enters the bound's constant, not its exponent",
+        "attention_ln": "derivation (theory section 11): r(LN X)/r(X) -> const, so r_{l+1} <= c' r_l^3 persists",
+    }
     for mask in MASKS:
         for variant, source in src.items():
             m, se = _mean_se(_decrement_growth(_collapse(data, variant, mask)))
             sc[f"{variant}_decrement_growth_{mask}"] = m
             led.direction(
-                f"{variant}_doubly_exponential_{mask}", measured=m, sign=1, se=se, k=K, alternative=0.0,
-                hypothesis=DOUBLY, source=source,
+                f"{variant}_doubly_exponential_{mask}",
+                measured=m,
+                sign=1,
+                se=se,
+                k=K,
+                alternative=0.0,
+                hypothesis=DOUBLY,
+                source=source,
                 why=f"{K:g} SE over initialisations of the mean log(delta_(l+1)/delta_l) of the log-decrements "
                 "delta_l = log(r_l/r_(l+1)) above round-off (log 3 for r -> c r^3 once r is small, 0 for an "
-                "exponential)", statement=f"{variant} ({mask} mask): the log-decrement grows with depth",
-                requires_full=True, figure="signal_rank_collapse",
-            )  # fmt: skip
+                "exponential)",
+                statement=f"{variant} ({mask} mask): the log-decrement grows with depth",
+                requires_full=True,
+                figure="signal_rank_collapse",
+            )
 
 
 def claim_dong_mlp_slows(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict) -> None:
@@ -1224,19 +1446,29 @@ def claim_dong_mlp_slows(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict) -
         pure, mlp = _collapse(data, "pure_attention", mask), _collapse(data, "attention_mlp", mask)
         ok = (pure > 1e-12) & (mlp > 1e-12)  # both above round-off
         with np.errstate(divide="ignore", invalid="ignore"):
-            per = np.array([np.log10(mlp[ok[:, s], s] / pure[ok[:, s], s]).mean() if ok[:, s].any() else np.nan
-                            for s in range(pure.shape[1])])  # fmt: skip
+            per = np.array(
+                [
+                    np.log10(mlp[ok[:, s], s] / pure[ok[:, s], s]).mean() if ok[:, s].any() else np.nan
+                    for s in range(pure.shape[1])
+                ]
+            )
         m, se = _mean_se(per)
         sc[f"mlp_over_pure_log10_residual_{mask}"] = m
         led.direction(
-            f"mlp_slows_collapse_{mask}", measured=m, sign=1, se=se, k=K, alternative=0.0,
-            hypothesis="the MLP does not change the residual ratio", source="Dong et al. 2021: MLPs slow down rank "
+            f"mlp_slows_collapse_{mask}",
+            measured=m,
+            sign=1,
+            se=se,
+            k=K,
+            alternative=0.0,
+            hypothesis="the MLP does not change the residual ratio",
+            source="Dong et al. 2021: MLPs slow down rank "
             "collapse (our skip-free fan-in GELU MLP has gain sqrt(G(q)/q) in [1/2, 1/sqrt 2], theory section 8)",
             why=f"{K:g} SE over initialisations of the mean log10 ratio of the residuals, attention + MLP over "
             "pure attention, over the layers where both are above round-off",
             statement=f"attention + MLP ({mask} mask): mean log10 residual ratio above pure attention's",
             figure="signal_rank_collapse",
-        )  # fmt: skip
+        )
 
 
 def claim_collapse_prevented(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict) -> None:
@@ -1249,39 +1481,74 @@ def claim_collapse_prevented(cfg: Config, data: xr.Dataset, led: Ledger, sc: dic
         for v, k_ in kept.items():
             sc[f"{v}_residual_kept_{mask}"] = float(10 ** np.mean(k_))
         rows = (
-            ("skip_prevents_collapse", "skip", "pure_attention", "Dong et al. 2021: skip connections stop rank collapse"),
-            ("pre_ln_prevents_collapse", "pre_ln", "pure_attention", "Dong et al. 2021 / Noci et al. 2022: skips with "
-             "norms (Pre-LN, with MLPs) keep the rank"),
-            ("branch_scaling_keeps_more_rank", "skip_scaled", "skip", "Noci et al. 2022: scaling the residual "
-             "branches by 1/sqrt(L) keeps the rank at depth"),
-        )  # fmt: skip
+            (
+                "skip_prevents_collapse",
+                "skip",
+                "pure_attention",
+                "Dong et al. 2021: skip connections stop rank collapse",
+            ),
+            (
+                "pre_ln_prevents_collapse",
+                "pre_ln",
+                "pure_attention",
+                "Dong et al. 2021 / Noci et al. 2022: skips with norms (Pre-LN, with MLPs) keep the rank",
+            ),
+            (
+                "branch_scaling_keeps_more_rank",
+                "skip_scaled",
+                "skip",
+                "Noci et al. 2022: scaling the residual branches by 1/sqrt(L) keeps the rank at depth",
+            ),
+        )
         for name, better, worse, source in rows:
             m, se = _mean_se(kept[better] - kept[worse])  # same seeds and tokens: paired
             led.direction(
-                f"{name}_{mask}", measured=m, sign=1, se=se, k=K, alternative=0.0,
-                hypothesis=f"{better} keeps no more rank than {worse}", source=source,
+                f"{name}_{mask}",
+                measured=m,
+                sign=1,
+                se=se,
+                k=K,
+                alternative=0.0,
+                hypothesis=f"{better} keeps no more rank than {worse}",
+                source=source,
                 why=f"{K:g} SE over initialisations of the paired difference of log10(r_L/r_0) (floored at "
-                "float64 round-off)", statement=f"{better} over {worse} ({mask} mask): log10(r_L/r_0) larger",
+                "float64 round-off)",
+                statement=f"{better} over {worse} ({mask} mask): log10(r_L/r_0) larger",
                 figure="signal_rank_collapse",
-            )  # fmt: skip
+            )
         m, se = _mean_se(kept["attention_ln"])
         led.direction(
-            f"attention_ln_still_collapses_{mask}", measured=m, sign=-1, se=se, k=K, alternative=0.0,
+            f"attention_ln_still_collapses_{mask}",
+            measured=m,
+            sign=-1,
+            se=se,
+            k=K,
+            alternative=0.0,
             hypothesis="the LayerNorm restores the rank: no net loss over the depth",
             source="derivation (theory section 11): a LayerNorm rescales a nearly collapsed stream's residual "
             "by a finite factor and cannot restore the rank lost to averaging",
             why=f"{K:g} SE over initialisations of log10(r_L/r_0)",
             statement=f"attention + LayerNorm, no skip ({mask} mask): log10(r_L/r_0) < 0",
             figure="signal_rank_collapse",
-        )  # fmt: skip
+        )
 
 
 CLAIMS = (
-    claim_pre_ln_sum_rule, claim_peri_ln_linear, claim_pre_ln_growth_law, claim_post_ln_unit, claim_no_norm_growth,
-    claim_deepnorm_layer_change, claim_deepnorm_update, claim_token_correlation, claim_last_layer_gradient,
-    claim_jacobian_gap, claim_gradient_profiles, claim_dong_doubly_exponential, claim_dong_mlp_slows,
+    claim_pre_ln_sum_rule,
+    claim_peri_ln_linear,
+    claim_pre_ln_growth_law,
+    claim_post_ln_unit,
+    claim_no_norm_growth,
+    claim_deepnorm_layer_change,
+    claim_deepnorm_update,
+    claim_token_correlation,
+    claim_last_layer_gradient,
+    claim_jacobian_gap,
+    claim_gradient_profiles,
+    claim_dong_doubly_exponential,
+    claim_dong_mlp_slows,
     claim_collapse_prevented,
-)  # fmt: skip
+)
 
 
 def check_claims(cfg: Config, data: xr.Dataset, led: Ledger) -> dict:

@@ -102,7 +102,8 @@ import xarray as xr
 
 from analysis.io import atomic_write, to_jsonable
 from analysis.progress import bar
-from probes.base import NETCDF_ENGINE, FieldSpec, ProbeConfig, _resolve, cache_key, cached_run
+from probes import registry
+from probes.base import NETCDF_ENGINE, FieldSpec, ProbeConfig, _resolve, cache_key, cached_run, get
 
 __all__ = ["local_client", "parse_grid_arg", "parse_seeds", "plan", "sweep", "sweep_results", "write_netcdf"]
 
@@ -349,9 +350,7 @@ def _run_point(probe: Any, config: dict[str, Any], cache_root: str | None, threa
     """
     try:
         if isinstance(probe, str):
-            import probes
-
-            module = probes.get(probe)
+            module = get(probe)
         else:
             module = probe
         cfg = module.Config.from_dict(config)
@@ -382,9 +381,7 @@ def _run_serial(p: Plan, cache_root: str | None, threads: int | None, progress: 
 def _run_client(p: Plan, client: Any, cache_root: str | None, threads: int | None, progress: bool) -> list[dict]:
     from distributed import as_completed
 
-    import probes
-
-    if p.name in probes._registered:
+    if registry.registered(p.name) is not None:
         raise ValueError(
             f"probe {p.name} was added with probes.register(): it exists in this process only; "
             "sweep it with client=None or make it importable (WORKBENCH_PROBES)"

@@ -20,8 +20,9 @@ For each notebook, in file-name order:
    interrupted notebook leaves the previous figures untouched. Files of an earlier run that the
    notebook no longer writes are removed. ``--timeout`` bounds each notebook's wall time. Every file
    reaches the output folder by an atomic rename, so even a run killed with SIGKILL leaves no file
-   half-written under its own name (and, on Linux, takes its papermill process and kernel with it); the hidden temporary files (``.*.tmp``) such a run may leave in
-   the output folder are deleted when the next run starts (one run per output folder at a time).
+   half-written under its own name (and, on Linux, takes its papermill process and kernel with it); the
+   hidden temporary files (``.*.tmp``) such a run may leave in the output folder are deleted when the next
+   run starts (one run per output folder at a time).
 3. **Failures.** A failing notebook is reported as one line naming the cell (its index in the
    committed notebook and the first line of its source) and the error; the other notebooks still
    run, and the command exits 1 at the end.
@@ -112,11 +113,16 @@ def build_parser() -> argparse.ArgumentParser:
         prog="make_figures.py",
         description="Execute the notebooks with papermill and regenerate figures, claims.json and the gallery.",
     )
+    p.add_argument("--preset", choices=PRESETS, default="full", help="injected into every notebook (default full)")
     p.add_argument(
-        "--preset", choices=PRESETS, default="full", help="injected into every notebook (default full)"
+        "-p",
+        "--param",
+        nargs=2,
+        action="append",
+        default=[],
+        metavar=("NAME", "VALUE"),
+        help="extra parameter injected into every notebook (value parsed as JSON, else a string)",
     )
-    p.add_argument("-p", "--param", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
-                   help="extra parameter injected into every notebook (value parsed as JSON, else a string)")  # fmt: skip
     p.add_argument(
         "--out",
         type=Path,
@@ -126,9 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--notebooks", type=Path, default=NOTEBOOKS, help="folder of NN_*.ipynb notebooks")
     p.add_argument("--build", type=Path, default=BUILD, help="folder for executed notebooks, logs, stamps")
-    p.add_argument(
-        "--only", nargs="+", default=None, metavar="NAME", help="run only these notebooks (by name)"
-    )
+    p.add_argument("--only", nargs="+", default=None, metavar="NAME", help="run only these notebooks (by name)")
     p.add_argument("--force", action="store_true", help="re-run notebooks even when up to date")
     p.add_argument(
         "--sources",
@@ -138,11 +142,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="source trees whose change makes every notebook out of date (default: analysis probes)",
     )
+    p.add_argument("--timeout", type=float, default=7200.0, help="seconds allowed per notebook (default 7200)")
     p.add_argument(
-        "--timeout", type=float, default=7200.0, help="seconds allowed per notebook (default 7200)"
+        "--prepare-only",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="write parameterised copies of the notebooks into DIR without executing them",
     )
-    p.add_argument("--prepare-only", type=Path, default=None, metavar="DIR",
-                   help="write parameterised copies of the notebooks into DIR without executing them")  # fmt: skip
     p.add_argument("--collect-only", action="store_true", help="only gather claims and rewrite the gallery")
     p.add_argument("--strict", action="store_true", help="exit 1 if any claim fails (default: only identities)")
     return p
@@ -184,8 +191,10 @@ def discover(folder: Path, only: list[str] | None) -> tuple[list[Path], list[Pat
     by_name = {nb.stem: nb for nb in notebooks}
     unknown = [n for n in only if n.removesuffix(".ipynb") not in by_name]
     if unknown:
-        print(f"make_figures.py: error: --only: no notebook named {unknown}; available: {sorted(by_name)}",
-              file=sys.stderr)  # fmt: skip
+        print(
+            f"make_figures.py: error: --only: no notebook named {unknown}; available: {sorted(by_name)}",
+            file=sys.stderr,
+        )
         raise SystemExit(2)
     return notebooks, [by_name[n.removesuffix(".ipynb")] for n in only]
 
@@ -242,10 +251,21 @@ def kernel_env(staging: Path) -> dict[str, str]:
 def papermill_command(nb: Path, executed: Path, params: dict[str, Any]) -> list[str]:
     encoded = base64.b64encode(json.dumps(params, sort_keys=True).encode()).decode()
     return [
-        sys.executable, "-m", "papermill", str(nb), str(executed),
-        "--kernel", "python3", "--cwd", str(nb.parent), "--parameters_base64", encoded,
-        "--no-progress-bar", "--log-output", "--request-save-on-cell-execute",
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "papermill",
+        str(nb),
+        str(executed),
+        "--kernel",
+        "python3",
+        "--cwd",
+        str(nb.parent),
+        "--parameters_base64",
+        encoded,
+        "--no-progress-bar",
+        "--log-output",
+        "--request-save-on-cell-execute",
+    ]
 
 
 def _die_with_parent() -> None:
@@ -270,8 +290,9 @@ def execute(cmd: list[str], env: dict[str, str], log: Path, timeout: float) -> t
     log.parent.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     with open(log, "wb") as logf:
-        proc = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT, env=env, start_new_session=True,
-                                preexec_fn=_die_with_parent)  # fmt: skip
+        proc = subprocess.Popen(
+            cmd, stdout=logf, stderr=subprocess.STDOUT, env=env, start_new_session=True, preexec_fn=_die_with_parent
+        )
         try:
             rc: int | None = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -295,7 +316,7 @@ def describe_failure(nb: Path, executed: Path, log: Path, timed_out: float | Non
     """One line: which cell of the committed notebook failed, its first source line, the error."""
     where, what = None, None
     try:
-        import nbformat
+        import nbformat  # the dev extra (as papermill): a failure report must not need it
 
         ran = nbformat.read(executed, as_version=4)
     except Exception:  # no executed copy: the kernel never started, or papermill itself failed
@@ -353,9 +374,7 @@ def promote(name: str, staging: Path, out: Path) -> list[str]:
             if theirs.get("kind") == "figure" and theirs.get("notebook") not in (None, name):
                 raise RuntimeError(f"figure {fname!r} of {name} is already written by {theirs['notebook']}")
         if fname.endswith(".claims.json") and fname != f"{name}.claims.json":
-            raise RuntimeError(
-                f"{name} saved its ledger as {fname!r}; use save_ledger(led, notebook={name!r})"
-            )
+            raise RuntimeError(f"{name} saved its ledger as {fname!r}; use save_ledger(led, notebook={name!r})")
     # stale files: figures this notebook wrote before but not now
     for sidecar in sorted(out.glob("*.json")):
         meta = _read_json(sidecar)
@@ -417,9 +436,7 @@ def run_notebook(nb: Path, params: dict[str, Any], args: argparse.Namespace, sou
         return run
     shutil.rmtree(staging, ignore_errors=True)
     outputs = {f: sha256_file(args.out / f) for f in run.outputs}
-    atomic_write_json(
-        stamp_path, {"key": run.key, "inputs": inputs, "outputs": outputs, "wall_s": run.wall_s}
-    )
+    atomic_write_json(stamp_path, {"key": run.key, "inputs": inputs, "outputs": outputs, "wall_s": run.wall_s})
     run.status = "ran"
     return run
 
@@ -472,7 +489,8 @@ def _cell(text: Any) -> str:
 def _against(c: Claim) -> str:
     """What the measurement is judged against: the band, the bound with its tightness, the alternative."""
     if c.kind == "close" and isinstance(c.expected, float):
-        text = f"{c.expected:.6g} ± {float(c.tolerance.get('atol') or 0) + float(c.tolerance.get('rtol') or 0) * abs(c.expected):.3g}"
+        band = float(c.tolerance.get("atol") or 0) + float(c.tolerance.get("rtol") or 0) * abs(c.expected)
+        text = f"{c.expected:.6g} ± {band:.3g}"
     elif c.kind == "within" and isinstance(c.expected, list):
         lo, hi = (f"{v:.6g}" if abs(v) < 1e299 else ("-∞" if v < 0 else "∞") for v in c.expected)
         text = f"[{lo}, {hi}]"
@@ -494,10 +512,11 @@ def _claims_table(claims: list[Claim]) -> list[str]:
     for c in claims:
         measured = "" if c.measured is None else f"{c.measured:.6g}"
         source = c.source + (f" [{c.seed}]" if c.seed else "")
-        rows.append(f"| {c.status} | {c.role} | `{_cell(c.context)}/{_cell(c.name)}` | {_cell(c.statement)} "
-                    f"| {measured} | {_cell(_against(c))} | {_cell(source)} |")  # fmt: skip
+        rows.append(
+            f"| {c.status} | {c.role} | `{_cell(c.context)}/{_cell(c.name)}` | {_cell(c.statement)} "
+            f"| {measured} | {_cell(_against(c))} | {_cell(source)} |"
+        )
     return rows
-
 
 
 def gallery(notebooks: list[Path], collected: dict[str, Any]) -> str:
@@ -518,9 +537,14 @@ def gallery(notebooks: list[Path], collected: dict[str, Any]) -> str:
     ]
     failing = [c for c in unique_claims(_all_claims(ledgers)) if c.status == "fail"]
     if failing:
-        lines += ["## Failing claims", "",
-                  "Findings (and, for identities, bugs), reported with their numbers; the figures are still built.", "",
-                  *_claims_table(failing), ""]  # fmt: skip
+        lines += [
+            "## Failing claims",
+            "",
+            "Findings (and, for identities, bugs), reported with their numbers; the figures are still built.",
+            "",
+            *_claims_table(failing),
+            "",
+        ]
     for nb in notebooks:
         name = nb.stem
         led, figs = ledgers[name], figures[name]
@@ -571,14 +595,19 @@ def write_collection(notebooks: list[Path], out: Path) -> list[Claim]:
 # ----------------------------------------------------------------------------------------------
 def prepare_only(notebooks: list[Path], params: dict[str, Any], dest: Path) -> int:
     """Write each notebook with ``params`` injected (papermill's prepare-only) into ``dest``."""
-    import papermill
+    import papermill  # the dev extra: only this mode imports it in-process (runs use `python -m papermill`)
 
     dest.mkdir(parents=True, exist_ok=True)
     for nb in notebooks:
         papermill.execute_notebook(
-            str(nb), str(dest / nb.name), parameters=params, prepare_only=True,
-            kernel_name="python3", progress_bar=False, log_output=False,
-        )  # fmt: skip
+            str(nb),
+            str(dest / nb.name),
+            parameters=params,
+            prepare_only=True,
+            kernel_name="python3",
+            progress_bar=False,
+            log_output=False,
+        )
         print(f"prepared {dest / nb.name}")
     return 0
 

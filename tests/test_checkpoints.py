@@ -18,6 +18,7 @@ from analysis.train import TrainConfig
 MODEL = ModelConfig(vocab_size=8, d_model=16, n_layers=1, n_heads=2, d_mlp=32, seed=1)
 TASK = {"name": "shift", "vocab_size": 8, "seq_len": 8, "shift": 3}
 TRAIN = TrainConfig(steps=10, batch_size=8)
+V = train_mod.TRAINER_VERSION  # the trainer passes its version into every key
 
 # A changed value for every TrainConfig field. The test below fails when a field is added without
 # an entry here, so no field can silently drop out of the cache key.
@@ -43,7 +44,7 @@ TRAIN_CHANGES = {
 
 def entry(cache: CheckpointCache, model_cfg: ModelConfig = MODEL) -> tuple[str, TinyTransformer]:
     model = TinyTransformer(model_cfg)
-    key = cache.key(model_cfg, TASK, TRAIN)
+    key = cache.key(model_cfg, TASK, TRAIN, trainer_version=V)
     meta = {
         "model": model_cfg.to_dict(),
         "task": TASK,
@@ -58,20 +59,21 @@ def entry(cache: CheckpointCache, model_cfg: ModelConfig = MODEL) -> tuple[str, 
 # keys
 # ------------------------------------------------------------------------------------------------
 def test_key_is_a_pure_function_of_the_values():
-    k = checkpoint_key(MODEL, TASK, TRAIN)
+    k = checkpoint_key(MODEL, TASK, TRAIN, trainer_version=V)
     assert k == checkpoint_key(
         ModelConfig.from_dict(MODEL.to_dict()),
         dict(reversed(TASK.items())),
         TrainConfig.from_dict(TRAIN.to_dict()),
+        trainer_version=V,
     )
-    assert k == CheckpointCache("/nonexistent").key(MODEL, TASK, TRAIN)  # independent of the root
+    assert k == CheckpointCache("/nonexistent").key(MODEL, TASK, TRAIN, trainer_version=V)  # independent of the root
     assert len(k) == 16 and int(k, 16) >= 0
 
 
 def test_key_changes_with_every_train_field():
     assert set(TRAIN_CHANGES) == {f.name for f in dataclasses.fields(TrainConfig)}
-    base = checkpoint_key(MODEL, TASK, TRAIN)
-    keys = {checkpoint_key(MODEL, TASK, TRAIN.replace(**{f: v})) for f, v in TRAIN_CHANGES.items()}
+    base = checkpoint_key(MODEL, TASK, TRAIN, trainer_version=V)
+    keys = {checkpoint_key(MODEL, TASK, TRAIN.replace(**{f: v}), trainer_version=V) for f, v in TRAIN_CHANGES.items()}
     assert base not in keys and len(keys) == len(TRAIN_CHANGES)
 
 
@@ -93,7 +95,7 @@ def test_key_changes_with_every_model_field():
         "final_norm": True,
         "logit_scale": 0.5,
     }
-    base = checkpoint_key(MODEL, TASK, TRAIN)
+    base = checkpoint_key(MODEL, TASK, TRAIN, trainer_version=V)
     seen = set()
     for f in dataclasses.fields(ModelConfig):
         old = getattr(MODEL, f.name)
@@ -118,17 +120,16 @@ def test_key_changes_with_every_model_field():
             if f.name == "deepnorm":
                 changes["norm"] = "post"
             cfg = MODEL.replace(**changes)
-        seen.add(checkpoint_key(cfg, TASK, TRAIN))
+        seen.add(checkpoint_key(cfg, TASK, TRAIN, trainer_version=V))
     assert base not in seen and len(seen) == len(dataclasses.fields(ModelConfig))
 
 
-def test_key_changes_with_task_version_and_extra(monkeypatch):
-    base = checkpoint_key(MODEL, TASK, TRAIN)
-    assert checkpoint_key(MODEL, {**TASK, "shift": 4}, TRAIN) != base
-    assert checkpoint_key(MODEL, {**TASK, "new_field": 0}, TRAIN) != base
-    assert checkpoint_key(MODEL, TASK, TRAIN, extra={"callback": "x"}) != base
-    monkeypatch.setattr(train_mod, "TRAINER_VERSION", train_mod.TRAINER_VERSION + "+changed")
-    assert checkpoint_key(MODEL, TASK, TRAIN) != base
+def test_key_changes_with_task_version_and_extra():
+    base = checkpoint_key(MODEL, TASK, TRAIN, trainer_version=V)
+    assert checkpoint_key(MODEL, {**TASK, "shift": 4}, TRAIN, trainer_version=V) != base
+    assert checkpoint_key(MODEL, {**TASK, "new_field": 0}, TRAIN, trainer_version=V) != base
+    assert checkpoint_key(MODEL, TASK, TRAIN, extra={"callback": "x"}, trainer_version=V) != base
+    assert checkpoint_key(MODEL, TASK, TRAIN, trainer_version=V + "+changed") != base
 
 
 # ------------------------------------------------------------------------------------------------
@@ -146,12 +147,7 @@ def test_save_load_round_trip_and_layout(tmp_path):
         assert torch.equal(state[name], t), name
     assert meta["key"] == key and meta["torch_version"] == torch.__version__ and len(meta["sha256"]) == 64
     h = history_from_json(meta["history"])
-    assert (
-        h["step"].dtype == np.int64
-        and h["loss"][0] == 2.0
-        and np.isnan(h["loss"][1])
-        and h["loss"][2] == np.inf
-    )
+    assert h["step"].dtype == np.int64 and h["loss"][0] == 2.0 and np.isnan(h["loss"][1]) and h["loss"][2] == np.inf
 
 
 def test_load_model_rebuilds_strictly(tmp_path):
@@ -233,7 +229,7 @@ def test_tied_and_non_contiguous_tensors_are_saved(tmp_path):
     model = TinyTransformer(MODEL)
     with torch.no_grad():  # tie the read-out to the embedding and save both names (shared storage)
         model.head.weight = model.embed.weight
-    key = cache.key(MODEL, TASK, TRAIN)
+    key = cache.key(MODEL, TASK, TRAIN, trainer_version=V)
     cache.save(key, model, {})
     state, _ = cache.load(key)
     assert torch.equal(state["head.weight"], state["embed.weight"])
@@ -244,7 +240,7 @@ def test_tied_and_non_contiguous_tensors_are_saved(tmp_path):
 # ------------------------------------------------------------------------------------------------
 def test_partial_round_trip_and_isolation(tmp_path):
     cache = CheckpointCache(tmp_path)
-    key = cache.key(MODEL, TASK, TRAIN)
+    key = cache.key(MODEL, TASK, TRAIN, trainer_version=V)
     gen = torch.Generator().manual_seed(3)
     tensors = {"gen": gen.get_state(), "x": torch.arange(6.0).view(2, 3).t()}  # non-contiguous view
     cache.save_partial(key, tensors, {"step": 4})

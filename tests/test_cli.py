@@ -127,15 +127,42 @@ def run_subprocess(probe_dir, tmp_path, *args: str) -> subprocess.CompletedProce
 
 def test_parse_every_field_type(fake):
     args = [
-        "--preset", "smoke", "--n", "7", "--scale", "2.5e-1", "--squares", "FALSE", "--mode", "float",
-        "--layers", "0, 2,3", "--lrs=-1e-3,0.5", "--norms", "pre,post", "--seed", "3", "--bias", "none",
-        "--tag", "hello world",
-    ]  # fmt: skip
+        "--preset",
+        "smoke",
+        "--n",
+        "7",
+        "--scale",
+        "2.5e-1",
+        "--squares",
+        "FALSE",
+        "--mode",
+        "float",
+        "--layers",
+        "0, 2,3",
+        "--lrs=-1e-3,0.5",
+        "--norms",
+        "pre,post",
+        "--seed",
+        "3",
+        "--bias",
+        "none",
+        "--tag",
+        "hello world",
+    ]
     config, ns = cli.parse_config(fake, "clifake", args)
     assert config == fake.Config.preset(
-        "smoke", n=7, scale=0.25, squares=False, mode="float", layers=(0, 2, 3), lrs=(-1e-3, 0.5),
-        norms=("pre", "post"), seed=3, bias=None, tag="hello world",
-    )  # fmt: skip
+        "smoke",
+        n=7,
+        scale=0.25,
+        squares=False,
+        mode="float",
+        layers=(0, 2, 3),
+        lrs=(-1e-3, 0.5),
+        norms=("pre", "post"),
+        seed=3,
+        bias=None,
+        tag="hello world",
+    )
     assert type(config.scale) is float and config.squares is False
     assert ns.json is None and not ns.strict and not ns.no_progress
 
@@ -267,8 +294,9 @@ def test_against_alternatives_rejudges_predictions(fake, capsys):
     [check] = json.loads(out)["checks"]
     assert check["status"] == "fail" and check["statement"].startswith("[against alternative 15:")
     # measured at the alternative (the plain sum 15 = the squares' 55 - 40), it passes against it
-    rc, out, _ = run_main(capsys, "run", "clifake", "--preset", "smoke", "--bias", "-40", "--against-alternatives",
-                          "--json", "-")
+    rc, out, _ = run_main(
+        capsys, "run", "clifake", "--preset", "smoke", "--bias", "-40", "--against-alternatives", "--json", "-"
+    )
     assert json.loads(out)["checks"][0]["status"] == "pass"
 
 
@@ -312,9 +340,7 @@ def test_list_show_and_help(fake, capsys):
 
 
 def test_subprocess_end_to_end(probe_dir, tmp_path):
-    proc = run_subprocess(
-        probe_dir, tmp_path, "run", "clifake", "--preset", "smoke", "--n", "4", "--json", "-"
-    )
+    proc = run_subprocess(probe_dir, tmp_path, "run", "clifake", "--preset", "smoke", "--n", "4", "--json", "-")
     assert proc.returncode == 0, proc.stderr
     d = json.loads(proc.stdout)
     assert d["scalars"]["total"] == 30.0 and d["checks"][0]["status"] == "pass"  # 1 + 4 + 9 + 16
@@ -335,10 +361,7 @@ def test_values_printed_by_show_parse_back_exactly(fake, n, scale, layers, lrs, 
     want = fake.Config(
         n=n, scale=scale, layers=tuple(layers), lrs=tuple(lrs), norms=tuple(norms), seed=seed, squares=squares
     )
-    args = [
-        f"--{k}={cli._fmt(getattr(want, k))}"
-        for k in ("n", "scale", "layers", "lrs", "norms", "seed", "squares")
-    ]
+    args = [f"--{k}={cli._fmt(getattr(want, k))}" for k in ("n", "scale", "layers", "lrs", "norms", "seed", "squares")]
     config, _ = cli.parse_config(fake, "clifake", args)
     assert config == want
 
@@ -364,11 +387,11 @@ def test_with_model_only_incompatibility_is_a_usage_error(fake, capsys, monkeypa
     monkeypatch.setattr(fake, "REQUIRES", {}, raising=False)  # takes any model
 
     def lacking(config, model=None, progress=True):
-        raise ModelIncompatibleError("the model lacks blocks.{l}.attn.hook_scores")
+        raise ModelIncompatibleError("the model lacks blocks.{l}.attn.hook_attn_scores")
 
     monkeypatch.setattr(fake, "run", lacking)
     rc, _, err = run_main(capsys, "run", "clifake", "--preset", "smoke", "--model", "somewhere")
-    assert rc == 2 and len(err.strip().splitlines()) == 1 and "hook_scores" in err
+    assert rc == 2 and len(err.strip().splitlines()) == 1 and "hook_attn_scores" in err
 
     def buggy(config, model=None, progress=True):
         raise ValueError("an internal bug")
@@ -420,8 +443,13 @@ def _trained_probe():
         from analysis.model import ModelConfig
         from analysis.train import TrainConfig, train
 
-        res = train(ModelConfig(vocab_size=4, d_model=8, n_layers=1, n_heads=1, d_mlp=0, seed=1), _Shift(),
-                    TrainConfig(steps=4, batch_size=4, lr=1e-2, seed=config.seed), progress=False, snapshots=(2,))
+        res = train(
+            ModelConfig(vocab_size=4, d_model=8, n_layers=1, n_heads=1, d_mlp=0, seed=1),
+            _Shift(),
+            TrainConfig(steps=4, batch_size=4, lr=1e-2, seed=config.seed),
+            progress=False,
+            snapshots=(2,),
+        )
         data = xr.Dataset({"loss": ("step", res.history["loss"])})
         return Result(probe="clitrained", config=config, data=data, scalars={"final_loss": res.final_loss})
 
@@ -590,11 +618,17 @@ def test_keep_follows_a_checkpoint_to_its_snapshots_and_corpus(tmp_path, monkeyp
     monkeypatch.setenv("WORKBENCH_CACHE", str(tmp_path / "cache"))
     text = "print('hello')\n" * 8
     spec = corpus.CorpusSpec()
-    fake_corpus = types.SimpleNamespace(text=text, spec=spec, sha256=sha256_bytes(text.encode()), n_files=1,
-                                        python_version="3")  # fmt: skip
+    fake_corpus = types.SimpleNamespace(
+        text=text, spec=spec, sha256=sha256_bytes(text.encode()), n_files=1, python_version="3"
+    )
     corpus._store(fake_corpus, corpus.corpus_dir(spec), 0.0)
-    meta = {"model": {"n_layers": 1}, "task": {"kind": "corpus_lm", "corpus_sha256": fake_corpus.sha256},
-            "train": {"steps": 2}, "trainer_version": "t", "callback_id": None}  # fmt: skip
+    meta = {
+        "model": {"n_layers": 1},
+        "task": {"kind": "corpus_lm", "corpus_sha256": fake_corpus.sha256},
+        "train": {"steps": 2},
+        "trainer_version": "t",
+        "callback_id": None,
+    }
     run = checkpoint_key(meta["model"], meta["task"], meta["train"], trainer_version="t")
     snap = checkpoint_key(meta["model"], meta["task"], meta["train"], trainer_version="t", extra={"snapshot": 1})
     other = checkpoint_key(meta["model"], meta["task"], {"steps": 3}, trainer_version="t")

@@ -39,7 +39,9 @@ def test_predictions_fail_against_their_alternatives(name, capsys, reference_key
         assert c["role"] in ("identity", "prediction", "bound", "paper"), c["name"]
         if c.get("seed"):
             assert c["seed"] in reference_keys, f"{name}/{c['name']}: seed {c['seed']} not in REFERENCES.md"
-    passing = [(p, r) for p, r in zip(plain, rejudged, strict=True) if p["role"] == "prediction" and p["status"] == "pass"]
+    passing = [
+        (p, r) for p, r in zip(plain, rejudged, strict=True) if p["role"] == "prediction" and p["status"] == "pass"
+    ]
     for p, r in passing:
         assert p["alternative"]["hypothesis"], p["name"]
         assert r["status"] == "fail", f"{name}/{p['name']} passes against its alternative {p['alternative']}"

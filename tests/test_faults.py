@@ -162,7 +162,8 @@ KIT = textwrap.dedent(
             from probes import cli
 
             out["prune_rc"] = cli.main(["cache", "prune"])
-            for name, call in (("miss", lambda: probes.cached_run("faultkit", probes.get("faultkit").Config.preset("smoke", seed=1))),
+            other = probes.get("faultkit").Config.preset("smoke", seed=1)
+            for name, call in (("miss", lambda: probes.cached_run("faultkit", other)),
                                ("train_miss", lambda: fit(seed=6))):
                 try:
                     call()
@@ -213,8 +214,13 @@ def child_env(kit_dir: Path, cache: Path, **extra: str) -> dict[str, str]:
 
 def start(kit_dir: Path, cache: Path, *args: str, prefix: tuple[str, ...] = (), **extra: str) -> subprocess.Popen:
     code = f"import faultkit; faultkit.child(*{list(args)!r})"
-    return subprocess.Popen([*prefix, sys.executable, "-c", code], env=child_env(kit_dir, cache, **extra),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    return subprocess.Popen(
+        [*prefix, sys.executable, "-c", code],
+        env=child_env(kit_dir, cache, **extra),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def wait_for_line(proc: subprocess.Popen, marker: str, timeout: float = 120) -> None:
@@ -332,9 +338,13 @@ def _read_only_prefix(cache_root: Path) -> tuple[str, ...]:
             os.chmod(dirpath, 0o555)
         return ()
     prefix = ("unshare", "-m", "sh", "-c", 'mount --bind -o ro "$0" "$0" && exec "$@"', str(cache_root))
-    works = shutil.which("unshare") is not None and subprocess.run(
-        [*prefix, "sh", "-c", f'! touch "{cache_root}/x" 2>/dev/null'], capture_output=True
-    ).returncode == 0  # fmt: skip
+    works = (
+        shutil.which("unshare") is not None
+        and subprocess.run(
+            [*prefix, "sh", "-c", f'! touch "{cache_root}/x" 2>/dev/null'], capture_output=True
+        ).returncode
+        == 0
+    )
     if not works:
         pytest.skip("running as root without a way to make a folder read-only (unshare -m, mount --bind)")
     return prefix
@@ -475,12 +485,30 @@ def test_sigkill_of_make_figures_leaves_no_half_written_figure(tmp_path):
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(nb, nbs / "01_tiny.ipynb")
     script = REPO / "scripts" / "make_figures.py"
-    args = ["--preset", "smoke", "--only", "01_tiny", "--notebooks", str(nbs), "--out", str(out),
-            "--build", str(build), "--sources", str(nbs)]  # fmt: skip
+    args = [
+        "--preset",
+        "smoke",
+        "--only",
+        "01_tiny",
+        "--notebooks",
+        str(nbs),
+        "--out",
+        str(out),
+        "--build",
+        str(build),
+        "--sources",
+        str(nbs),
+    ]
     env = {**os.environ, "WORKBENCH_CACHE": str(tmp_path / "cache"), "OMP_NUM_THREADS": "1"}
 
-    proc = subprocess.Popen([sys.executable, "-c", KILLABLE_MAKE_FIGURES, str(script), *args], cwd=REPO, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-c", KILLABLE_MAKE_FIGURES, str(script), *args],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     wait_for_line(proc, "KILLME", timeout=600)
     sigkill(proc)
     staging = build / "staging" / "01_tiny"
@@ -489,13 +517,20 @@ def test_sigkill_of_make_figures_leaves_no_half_written_figure(tmp_path):
     for p in visible:  # whatever is under its own name is complete: the notebook's file, byte for byte
         assert p.read_bytes() == (staging / p.name).read_bytes(), p.name
 
-    rerun = subprocess.run([sys.executable, str(script), *args], cwd=REPO, env=env, capture_output=True, text=True,
-                           timeout=600)  # fmt: skip
+    rerun = subprocess.run(
+        [sys.executable, str(script), *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=600
+    )
     assert rerun.returncode == 0, rerun.stderr
     assert hidden(out) == []  # the killed run's temporary file is gone
     names = sorted(p.name for p in out.iterdir())
-    assert names == sorted(["01_tiny.claims.json", "README.md", "claims.json",
-                            *(f"tiny_{x}.{ext}" for x in "ab" for ext in ("json", "png", "svg"))])  # fmt: skip
+    assert names == sorted(
+        [
+            "01_tiny.claims.json",
+            "README.md",
+            "claims.json",
+            *(f"tiny_{x}.{ext}" for x in "ab" for ext in ("json", "png", "svg")),
+        ]
+    )
     for x in "ab":
         sidecar = json.loads((out / f"tiny_{x}.json").read_text())
         for entry in sidecar["files"].values():
@@ -541,13 +576,25 @@ def test_sigkill_of_make_figures_while_a_notebook_runs(tmp_path):
     out.mkdir()
     (out / "tiny_a.json").write_text('{"kind": "figure", "notebook": "01_tiny", "files": {}}')  # an earlier run's
     script = REPO / "scripts" / "make_figures.py"
-    args = ["--preset", "smoke", "--only", "01_tiny", "--notebooks", str(nbs), "--out", str(out),
-            "--build", str(build), "--sources", str(nbs)]  # fmt: skip
-    env = {**os.environ, "WORKBENCH_CACHE": str(tmp_path / "cache"), "OMP_NUM_THREADS": "1",
-           "FAULT_DIR": str(tmp_path)}  # fmt: skip
+    args = [
+        "--preset",
+        "smoke",
+        "--only",
+        "01_tiny",
+        "--notebooks",
+        str(nbs),
+        "--out",
+        str(out),
+        "--build",
+        str(build),
+        "--sources",
+        str(nbs),
+    ]
+    env = {**os.environ, "WORKBENCH_CACHE": str(tmp_path / "cache"), "OMP_NUM_THREADS": "1", "FAULT_DIR": str(tmp_path)}
 
-    proc = subprocess.Popen([sys.executable, str(script), *args], cwd=REPO, env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, str(script), *args], cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     flag, deadline = tmp_path / "kernel.pid", time.monotonic() + 600
     while not flag.exists():
         assert proc.poll() is None and time.monotonic() < deadline, "the notebook never reached its sleep"
@@ -561,10 +608,17 @@ def test_sigkill_of_make_figures_while_a_notebook_runs(tmp_path):
     assert not _alive(kernel), "the notebook's kernel outlived make_figures"
     assert sorted(p.name for p in out.iterdir()) == ["tiny_a.json"]  # nothing promoted, nothing removed
 
-    rerun = subprocess.run([sys.executable, str(script), *args], cwd=REPO, env=env, capture_output=True, text=True,
-                           timeout=600)  # fmt: skip
+    rerun = subprocess.run(
+        [sys.executable, str(script), *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=600
+    )
     assert rerun.returncode == 0, rerun.stderr
     assert "01_tiny ... ran" in rerun.stdout
     names = sorted(p.name for p in out.iterdir())
-    assert names == sorted(["01_tiny.claims.json", "README.md", "claims.json",
-                            *(f"tiny_{x}.{ext}" for x in "ab" for ext in ("json", "png", "svg"))])  # fmt: skip
+    assert names == sorted(
+        [
+            "01_tiny.claims.json",
+            "README.md",
+            "claims.json",
+            *(f"tiny_{x}.{ext}" for x in "ab" for ext in ("json", "png", "svg")),
+        ]
+    )

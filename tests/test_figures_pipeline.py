@@ -96,9 +96,22 @@ def throwaway(tmp_path_factory):
 
 
 def _args(root: Path, *extra) -> list:
-    return ["--preset", "smoke", "--notebooks", root / "notebooks", "--out", root / "figs",
-            "--build", root / "build", "--sources", root / "src", "-p", "expected_prefix", sys.prefix,
-            *extra]  # fmt: skip
+    return [
+        "--preset",
+        "smoke",
+        "--notebooks",
+        root / "notebooks",
+        "--out",
+        root / "figs",
+        "--build",
+        root / "build",
+        "--sources",
+        root / "src",
+        "-p",
+        "expected_prefix",
+        sys.prefix,
+        *extra,
+    ]
 
 
 @pytest.mark.slow
@@ -116,17 +129,32 @@ def test_failures_are_reported_and_resume_skips_finished(throwaway):
     assert "[N/E ] identity: 02_badclaim/big_only" in first.stdout
 
     figs = root / "figs"
-    for name in ("ok_line.png", "ok_line.svg", "ok_line.json", "01_ok.claims.json", "02_badclaim.claims.json",
-                 "claims.json", "README.md"):  # fmt: skip
+    for name in (
+        "ok_line.png",
+        "ok_line.svg",
+        "ok_line.json",
+        "01_ok.claims.json",
+        "02_badclaim.claims.json",
+        "claims.json",
+        "README.md",
+    ):
         assert (figs / name).is_file(), name
     claims = json.loads((figs / "claims.json").read_text())
     assert claims["failing"] == ["02_badclaim/condition", "02_badclaim/wrong"] and claims["broken_identities"] == []
-    assert claims["summary"] == {"pass": 1, "fail": 2, "deviation": 1, "inconclusive": 0, "loose": 0,
-                                 "not_evaluated": 1}
+    assert claims["summary"] == {
+        "pass": 1,
+        "fail": 2,
+        "deviation": 1,
+        "inconclusive": 0,
+        "loose": 0,
+        "not_evaluated": 1,
+    }
     assert claims["by_role"]["prediction"]["fail"] == 1
     gallery = (figs / "README.md").read_text()
-    assert ("0 predictions pass (alternative excluded), 0 tight bounds, 1 identities, 0 paper ranges met, "
-            "1 diagnosed deviations, 0 inconclusive, 0 loose, 2 fail, 1 not evaluated") in gallery
+    assert (
+        "0 predictions pass (alternative excluded), 0 tight bounds, 1 identities, 0 paper ranges met, "
+        "1 diagnosed deviations, 0 inconclusive, 0 loose, 2 fail, 1 not evaluated"
+    ) in gallery
     assert gallery.index("## Failing claims") < gallery.index("## 01_ok")
     # failing predictions, bounds and paper claims are findings: collecting exits 0 unless --strict
     assert make_figures(*_args(root, "--collect-only")).returncode == 0
@@ -135,7 +163,10 @@ def test_failures_are_reported_and_resume_skips_finished(throwaway):
     manifest = json.loads((root / "build" / "manifest.json").read_text())
     assert manifest["total_wall_s"] > 0
     assert {n: r["status"] for n, r in manifest["notebooks"].items()} == {
-        "01_ok": "ran", "02_badclaim": "ran", "03_raises": "failed"}  # fmt: skip
+        "01_ok": "ran",
+        "02_badclaim": "ran",
+        "03_raises": "failed",
+    }
     assert all(r["wall_s"] > 0 for r in manifest["notebooks"].values())
     assert (root / "build" / "notebooks" / "03_raises.ipynb").is_file()  # executed copy, with the traceback
 
@@ -167,12 +198,23 @@ def test_timeout_kills_the_notebook(tmp_path):
     nbs.mkdir()
     pid_file = tmp_path / "kernel.pid"
     write_notebook(
-        nbs / "01_sleep.ipynb", 'preset: str = "full"  # smoke | full',
+        nbs / "01_sleep.ipynb",
+        'preset: str = "full"  # smoke | full',
         f"import os, time\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\ntime.sleep(600)",
-    )  # fmt: skip
+    )
     t0 = time.perf_counter()
-    res = make_figures("--notebooks", nbs, "--out", tmp_path / "figs", "--build", tmp_path / "build",
-                       "--preset", "smoke", "--timeout", "20")  # fmt: skip
+    res = make_figures(
+        "--notebooks",
+        nbs,
+        "--out",
+        tmp_path / "figs",
+        "--build",
+        tmp_path / "build",
+        "--preset",
+        "smoke",
+        "--timeout",
+        "20",
+    )
     assert time.perf_counter() - t0 < 90
     assert res.returncode == 1
     assert "01_sleep.ipynb" in res.stderr and "timed out after 20 s" in res.stderr
@@ -186,9 +228,7 @@ def test_timeout_kills_the_notebook(tmp_path):
 def test_smoke_preset_renders_every_committed_notebook(tmp_path):
     """The committed notebooks regenerate their figures, sidecars, ledgers, claims.json and gallery."""
     committed = REPO / "figures"
-    snapshot = (
-        sorted((p.name, p.stat().st_mtime_ns) for p in committed.iterdir()) if committed.exists() else None
-    )
+    snapshot = sorted((p.name, p.stat().st_mtime_ns) for p in committed.iterdir()) if committed.exists() else None
     out, build = tmp_path / "figs", tmp_path / "build"
     res = make_figures("--preset", "smoke", "--out", out, "--build", build)
     assert res.returncode == 0, res.stdout + res.stderr
@@ -211,17 +251,13 @@ def test_smoke_preset_renders_every_committed_notebook(tmp_path):
     assert {s["notebook"] for s in sidecars} <= {nb.stem for nb in notebooks}
     manifest = json.loads((build / "manifest.json").read_text())
     assert set(manifest["notebooks"]) == {nb.stem for nb in notebooks}
-    after = (
-        sorted((p.name, p.stat().st_mtime_ns) for p in committed.iterdir()) if committed.exists() else None
-    )
+    after = sorted((p.name, p.stat().st_mtime_ns) for p in committed.iterdir()) if committed.exists() else None
     assert after == snapshot, "the committed figures/ folder must not change"
 
 
 def test_prepare_only_injects_parameters(tmp_path):
     """The copies nbval executes carry the injected preset (and any -p) after the parameters cell."""
-    res = make_figures(
-        "--preset", "smoke", "--only", "00_overview", "-p", "seed", "3", "--prepare-only", tmp_path
-    )
+    res = make_figures("--preset", "smoke", "--only", "00_overview", "-p", "seed", "3", "--prepare-only", tmp_path)
     assert res.returncode == 0, res.stderr
     nb = nbformat.read(tmp_path / "00_overview.ipynb", as_version=4)
     tags = [c.metadata.get("tags", []) for c in nb.cells]

@@ -159,7 +159,9 @@ def test_bert_without_skips_feeds_no_residual(minilm):
 
 # ---- the pretrained encoder ------------------------------------------------------------------------
 def test_minilm_with_our_attention_equals_transformers_eager(minilm):
-    stock = transformers.AutoModel.from_pretrained(minilm_dir(), local_files_only=True, attn_implementation="eager").eval()
+    stock = transformers.AutoModel.from_pretrained(
+        minilm_dir(), local_files_only=True, attn_implementation="eager"
+    ).eval()
     assert stock.config._attn_implementation == "eager"
     ids = minilm.encode("Open the file and return its lines, stripped of trailing whitespace.")[None]
     with torch.no_grad():
@@ -260,3 +262,14 @@ def test_loading_never_touches_the_network(monkeypatch):
     assert enc(ids[None]).shape == (1, ids.numel(), 384)
     g = HFModel.from_config(gpt2_config(n_layer=1), seed=0)
     assert g(torch.zeros(1, 4, dtype=torch.long)).shape == (1, 4, 256)
+
+
+def test_both_families_expose_hook_attn_scores_and_accept_the_older_name(gpt2, minilm):
+    for model, n_layers in ((gpt2, 3), (minilm, 6)):
+        want = [f"blocks.{layer}.attn.hook_attn_scores" for layer in range(n_layers)]
+        assert [n for n in model.hook_names() if n.endswith("scores")] == want
+        x = tokens(vocab_size(model), shape=(1, 9))
+        _, new = run_with_cache(model, x, names="blocks.*.attn.hook_attn_scores")
+        _, old = run_with_cache(model, x, names="blocks.*.attn.hook_scores")
+        assert list(old) == list(new) == want
+        assert all(torch.equal(old[f"blocks.{layer}.attn.hook_scores"], new[w]) for layer, w in enumerate(want))

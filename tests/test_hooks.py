@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from analysis.hooks import active_hook_names, hooks, resolve_names, run_with_cache
+from analysis.hooks import active_hook_names, hooks, resid_names, resolve_names, run_with_cache
 from analysis.model import ModelConfig, TinyTransformer
 from analysis.protocol import ProbeModel, describe
 
-ATTN = ["attn.hook_q", "attn.hook_k", "attn.hook_v", "attn.hook_scores", "attn.hook_pattern", "attn.hook_z"]
+ATTN = ["attn.hook_q", "attn.hook_k", "attn.hook_v", "attn.hook_attn_scores", "attn.hook_pattern", "attn.hook_z"]
 
 
 def _block(l, placement, mlp=True):
@@ -29,9 +29,15 @@ def _block(l, placement, mlp=True):
 
 GOLDEN = {
     # pre-LN, learned positions: the TransformerLens vocabulary plus the inputs of every norm
-    "pre": ["hook_embed", "hook_pos_embed"] + _block(0, "pre") + _block(1, "pre") + ["ln_final.hook_in", "ln_final.hook_normalized"],
+    "pre": ["hook_embed", "hook_pos_embed"]
+    + _block(0, "pre")
+    + _block(1, "pre")
+    + ["ln_final.hook_in", "ln_final.hook_normalized"],
     "post": ["hook_embed", "hook_pos_embed"] + _block(0, "post") + _block(1, "post"),
-    "peri": ["hook_embed", "hook_pos_embed"] + _block(0, "peri") + _block(1, "peri") + ["ln_final.hook_in", "ln_final.hook_normalized"],
+    "peri": ["hook_embed", "hook_pos_embed"]
+    + _block(0, "peri")
+    + _block(1, "peri")
+    + ["ln_final.hook_in", "ln_final.hook_normalized"],
     "none": ["hook_embed", "hook_pos_embed"] + _block(0, "none") + _block(1, "none"),
 }
 
@@ -66,7 +72,12 @@ def test_cache_holds_only_what_is_asked():
     model = TinyTransformer(ModelConfig(n_layers=3))
     x = torch.randint(0, 64, (2, 8), generator=torch.Generator().manual_seed(0))
     out, cache = run_with_cache(model, x, names=["blocks.1.hook_resid_post", "blocks.*.attn.hook_pattern"])
-    assert list(cache) == ["blocks.0.attn.hook_pattern", "blocks.1.attn.hook_pattern", "blocks.1.hook_resid_post", "blocks.2.attn.hook_pattern"]
+    assert list(cache) == [
+        "blocks.0.attn.hook_pattern",
+        "blocks.1.attn.hook_pattern",
+        "blocks.1.hook_resid_post",
+        "blocks.2.attn.hook_pattern",
+    ]
     assert cache["blocks.1.attn.hook_pattern"].shape == (2, 4, 8, 8)
     assert not cache["blocks.1.hook_resid_post"].requires_grad
     assert torch.equal(out, model(x))
@@ -85,7 +96,9 @@ def test_intervention_replaces_the_activation():
     x = torch.randint(0, 64, (1, 6), generator=torch.Generator().manual_seed(0))
     # zero-ablate the whole stream after block 0's attention: block 1 then sees only what it writes itself
     zero = lambda t, name: torch.zeros_like(t)
-    out, cache = run_with_cache(model, x, names=["blocks.0.hook_resid_mid"], fwd_hooks=[("blocks.0.hook_resid_mid", zero)])
+    out, cache = run_with_cache(
+        model, x, names=["blocks.0.hook_resid_mid"], fwd_hooks=[("blocks.0.hook_resid_mid", zero)]
+    )
     assert torch.count_nonzero(cache["blocks.0.hook_resid_mid"]) == 0
     assert not torch.allclose(out, model(x))
     # an identity intervention changes nothing
@@ -102,7 +115,12 @@ def test_hooks_are_removed_when_the_forward_raises():
         raise RuntimeError("boom")
 
     with pytest.raises(RuntimeError, match="boom"):
-        run_with_cache(model, torch.zeros(1, 3, dtype=torch.long), names="blocks.*.hook_resid_pre", fwd_hooks=[("blocks.1.hook_resid_mid", boom)])
+        run_with_cache(
+            model,
+            torch.zeros(1, 3, dtype=torch.long),
+            names="blocks.*.hook_resid_pre",
+            fwd_hooks=[("blocks.1.hook_resid_mid", boom)],
+        )
     assert active_hook_names(model) == []
 
 
@@ -120,3 +138,63 @@ def test_model_satisfies_the_probe_protocol():
     assert describe(model) == {"n_layers": 2, "causal": False, "input_kind": "vectors"}
     with pytest.raises(ValueError, match="ProbeModel"):
         describe(torch.nn.Linear(2, 2))
+
+
+# ---- TransformerLens names: hook_attn_scores, and the older spelling hook_scores -------------------
+def test_attention_scores_have_the_transformerlens_name():
+    names = TinyTransformer(ModelConfig(n_layers=2)).hook_names()
+    assert [n for n in names if n.endswith("scores")] == [
+        "blocks.0.attn.hook_attn_scores",
+        "blocks.1.attn.hook_attn_scores",
+    ]
+
+
+@pytest.mark.parametrize("query_block", [None, 3])  # whole matrices, and blocks of query rows reassembled
+def test_the_older_name_hook_scores_is_accepted_everywhere(query_block):
+    model = TinyTransformer(ModelConfig(n_layers=2, dtype="float64")).eval()
+    model.query_block = query_block
+    x = torch.randint(0, 64, (2, 7), generator=torch.Generator().manual_seed(0))
+    _, new = run_with_cache(model, x, names="blocks.*.attn.hook_attn_scores")
+    for names in (
+        "blocks.*.attn.hook_scores",
+        ["blocks.0.attn.hook_scores", "blocks.1.attn.hook_scores"],
+        "*hook_scores",
+        lambda n: n.endswith(".attn.hook_scores"),
+    ):
+        _, old = run_with_cache(model, x, names=names)
+        assert list(old) == list(new) == ["blocks.0.attn.hook_attn_scores", "blocks.1.attn.hook_attn_scores"]
+        for layer in range(2):
+            canon, alias = f"blocks.{layer}.attn.hook_attn_scores", f"blocks.{layer}.attn.hook_scores"
+            assert canon in old and alias in old and old.get(alias) is old[canon]
+            assert torch.equal(old[alias], new[canon])
+            assert torch.isinf(old[alias]).any()  # causal: masked logits are -inf, also after reassembly
+    with pytest.raises(KeyError):
+        new["blocks.0.attn.hook_nope"]
+    assert new.get("blocks.0.attn.hook_nope") is None and "blocks.0.attn.hook_nope" not in new
+    seen = []
+    with hooks(model, [("blocks.1.attn.hook_scores", lambda t, name: seen.append(name))]):
+        model(x)
+    assert set(seen) == {"blocks.1.attn.hook_attn_scores"}  # a hook function sees the canonical name
+    with pytest.raises(ValueError, match="no hook point matches"):
+        resolve_names(model, "blocks.2.attn.hook_scores")
+
+
+# ---- residual-stream names --------------------------------------------------------------------------
+def test_resid_names_are_the_models_residual_hooks():
+    model = TinyTransformer(ModelConfig(n_layers=3))
+    have = model.hook_names()
+    for stage in ("pre", "mid", "post"):
+        assert resid_names(3, stage) == [n for n in have if n.endswith(f".hook_resid_{stage}")]
+    assert resid_names(3) == resid_names(3, "post")
+    assert resid_names(3, "depth") == [
+        "blocks.0.hook_resid_pre",
+        "blocks.0.hook_resid_post",
+        "blocks.1.hook_resid_post",
+        "blocks.2.hook_resid_post",
+    ]
+    assert resid_names(0, "depth") == [] == resid_names(0)
+    for bad in (-1, 1.0, True, "2"):
+        with pytest.raises(ValueError, match="n_layers"):
+            resid_names(bad)
+    with pytest.raises(ValueError, match="stage"):
+        resid_names(2, "middle")

@@ -34,7 +34,9 @@ def _ledger(preset: str = "full") -> Ledger:
     ],
 )
 def test_close_boundaries(measured, expected, rtol, atol, status):
-    claim = _ledger().close("c", role="identity", measured=measured, expected=expected, rtol=rtol, atol=atol, source="s")
+    claim = _ledger().close(
+        "c", role="identity", measured=measured, expected=expected, rtol=rtol, atol=atol, source="s"
+    )
     assert claim.status == status
     assert claim.kind == "close"
     assert claim.tolerance == {"rtol": rtol, "atol": atol}
@@ -97,8 +99,16 @@ def test_within_rejects_empty_interval():
 
 
 def _predict(led, name="p", measured=1.02, **kw):
-    args = dict(measured=measured, expected=1.0, alternative=2.0, hypothesis="slope 2", se=0.02, k=2.0,
-                source="derivation", why="2 SE of the fit")
+    args = dict(
+        measured=measured,
+        expected=1.0,
+        alternative=2.0,
+        hypothesis="slope 2",
+        se=0.02,
+        k=2.0,
+        source="derivation",
+        why="2 SE of the fit",
+    )
     return led.predict(name, **{**args, **kw})
 
 
@@ -135,26 +145,52 @@ def test_prediction_status(measured, se, status):
 
 
 def test_prediction_with_alternative_inside_the_band_is_never_a_pass():
-    claim = _ledger().predict("p", measured=1.0, expected=1.0, alternative=1.05, hypothesis="h", atol=0.1,
-                              source="s", why="bootstrap half-width")
+    claim = _ledger().predict(
+        "p",
+        measured=1.0,
+        expected=1.0,
+        alternative=1.05,
+        hypothesis="h",
+        atol=0.1,
+        source="s",
+        why="bootstrap half-width",
+    )
     assert claim.status == "inconclusive"
 
 
 def test_prediction_from_a_confidence_interval():
     led = _ledger()
-    ok = led.predict("a", measured=0.6, expected=0.62, ci=(0.55, 0.66), alternative=1.0, hypothesis="alpha 1",
-                     source="s", why="bootstrap 95% CI")
+    ok = led.predict(
+        "a",
+        measured=0.6,
+        expected=0.62,
+        ci=(0.55, 0.66),
+        alternative=1.0,
+        hypothesis="alpha 1",
+        source="s",
+        why="bootstrap 95% CI",
+    )
     assert ok.status == "pass" and ok.kind == "within"
     lo, hi = ok.expected  # the band of measurements consistent with 0.62 given this CI's shape
     assert lo <= ok.measured <= hi and not lo <= 1.0 <= hi
-    miss = led.predict("b", measured=0.6, expected=0.7, ci=(0.55, 0.66), alternative=1.0, hypothesis="h",
-                       source="s", why="CI")
+    miss = led.predict(
+        "b", measured=0.6, expected=0.7, ci=(0.55, 0.66), alternative=1.0, hypothesis="h", source="s", why="CI"
+    )
     assert miss.status == "fail"
-    both = led.predict("c", measured=0.8, expected=0.7, ci=(0.5, 1.1), alternative=1.0, hypothesis="h",
-                       source="s", why="CI")
+    both = led.predict(
+        "c", measured=0.8, expected=0.7, ci=(0.5, 1.1), alternative=1.0, hypothesis="h", source="s", why="CI"
+    )
     assert both.status == "inconclusive"
-    nan = led.predict("d", measured=math.nan, expected=0.7, ci=(math.nan, math.nan), alternative=1.0,
-                      hypothesis="h", source="s", why="CI")
+    nan = led.predict(
+        "d",
+        measured=math.nan,
+        expected=0.7,
+        ci=(math.nan, math.nan),
+        alternative=1.0,
+        hypothesis="h",
+        source="s",
+        why="CI",
+    )
     assert nan.status == "fail"
 
 
@@ -174,8 +210,9 @@ def test_nan_standard_error_fails_the_prediction():
     [(-0.3, -1, "pass"), (-0.05, -1, "inconclusive"), (0.3, -1, "fail"), (0.3, 1, "pass"), (-0.3, 1, "fail")],
 )
 def test_direction(measured, sign, status):
-    claim = _ledger().direction("d", measured=measured, sign=sign, se=0.05, k=2.0, hypothesis="no effect",
-                                source="s", why="2 SE")
+    claim = _ledger().direction(
+        "d", measured=measured, sign=sign, se=0.05, k=2.0, hypothesis="no effect", source="s", why="2 SE"
+    )
     assert claim.status == status
     lo, hi = claim.expected
     assert not lo <= 0.0 <= hi  # the alternative always lies outside the band
@@ -183,10 +220,18 @@ def test_direction(measured, sign, status):
 
 def test_direction_from_ci_and_against_one():
     led = _ledger()
-    assert led.direction("r", measured=1.4, sign=1, alternative=1.0, ci=(1.1, 1.8), hypothesis="equal",
-                         source="s", why="CI").status == "pass"
-    assert led.direction("s", measured=1.4, sign=1, alternative=1.0, ci=(0.9, 1.8), hypothesis="equal",
-                         source="s", why="CI").status == "inconclusive"
+    assert (
+        led.direction(
+            "r", measured=1.4, sign=1, alternative=1.0, ci=(1.1, 1.8), hypothesis="equal", source="s", why="CI"
+        ).status
+        == "pass"
+    )
+    assert (
+        led.direction(
+            "s", measured=1.4, sign=1, alternative=1.0, ci=(0.9, 1.8), hypothesis="equal", source="s", why="CI"
+        ).status
+        == "inconclusive"
+    )
 
 
 @pytest.mark.parametrize(
@@ -224,14 +269,29 @@ def test_identity_and_paper_roles():
 def test_deviation_needs_an_evaluated_diagnosis_with_the_required_status():
     led = _ledger()
     led.bound("condition", measured=5.0, bound=2.8, relation="<", source="theorem")  # fails: outside the regime
-    dev = led.paper("range", measured=0.9, lo=0.55, hi=0.7, source="seed", diagnosed_by={"condition": "fail"},
-                    diagnosis="logits too large for the theorem's regime")
+    dev = led.paper(
+        "range",
+        measured=0.9,
+        lo=0.55,
+        hi=0.7,
+        source="seed",
+        diagnosed_by={"condition": "fail"},
+        diagnosis="logits too large for the theorem's regime",
+    )
     assert dev.status == "deviation"
-    wrong = led.paper("range2", measured=0.9, lo=0.55, hi=0.7, source="seed", diagnosed_by={"condition": "pass"},
-                      diagnosis="needs the condition to hold")
+    wrong = led.paper(
+        "range2",
+        measured=0.9,
+        lo=0.55,
+        hi=0.7,
+        source="seed",
+        diagnosed_by={"condition": "pass"},
+        diagnosis="needs the condition to hold",
+    )
     assert wrong.status == "fail"  # the diagnosis did not come out as required
-    missing = led.paper("range3", measured=0.9, lo=0.55, hi=0.7, source="seed", diagnosed_by={"nowhere": "fail"},
-                        diagnosis="x")
+    missing = led.paper(
+        "range3", measured=0.9, lo=0.55, hi=0.7, source="seed", diagnosed_by={"nowhere": "fail"}, diagnosis="x"
+    )
     assert missing.status == "fail"
     # a diagnosis recorded later resolves the claim, and a re-recorded diagnosis re-resolves it
     led.bound("nowhere", measured=3.0, bound=1.0, source="s")
@@ -239,16 +299,18 @@ def test_deviation_needs_an_evaluated_diagnosis_with_the_required_status():
     led.bound("nowhere", measured=0.5, bound=1.0, source="s")
     assert led["range3"].status == "fail"
     # a passing claim with a diagnosis is simply a pass
-    ok = led.paper("inside", measured=0.6, lo=0.55, hi=0.7, source="seed", diagnosed_by={"condition": "fail"},
-                   diagnosis="x")
+    ok = led.paper(
+        "inside", measured=0.6, lo=0.55, hi=0.7, source="seed", diagnosed_by={"condition": "fail"}, diagnosis="x"
+    )
     assert ok.status == "pass"
 
 
 def test_unevaluated_diagnosis_does_not_count():
     led = Ledger("unit", preset="smoke")
     led.bound("condition", measured=5.0, bound=2.8, relation="<", source="t", requires_full=True)
-    claim = led.paper("range", measured=0.9, lo=0.55, hi=0.7, source="s", diagnosed_by={"condition": "fail"},
-                      diagnosis="x")
+    claim = led.paper(
+        "range", measured=0.9, lo=0.55, hi=0.7, source="s", diagnosed_by={"condition": "fail"}, diagnosis="x"
+    )
     assert led["condition"].status == "not_evaluated" and claim.status == "fail"
 
 
@@ -329,8 +391,14 @@ def test_summary_and_headline_count_by_role_and_status():
     led.bound("f", measured=2.0, bound=1.0, source="s")
     led.bound("n", measured=0.0, bound=1.0, source="s", requires_full=True)
     assert led.summary() == {"pass": 3, "fail": 1, "deviation": 0, "inconclusive": 1, "loose": 1, "not_evaluated": 1}
-    assert led.by_role()["bound"] == {"pass": 1, "fail": 1, "deviation": 0, "inconclusive": 0, "loose": 1,
-                                      "not_evaluated": 1}
+    assert led.by_role()["bound"] == {
+        "pass": 1,
+        "fail": 1,
+        "deviation": 0,
+        "inconclusive": 0,
+        "loose": 1,
+        "not_evaluated": 1,
+    }
     text = led.headline()
     assert text.startswith("1 predictions pass (alternative excluded), 1 tight bounds, 1 identities")
     assert "1 inconclusive, 1 loose, 1 fail" in text and "1 not evaluated" in text
@@ -401,8 +469,16 @@ def _mixed_ledger() -> Ledger:
     led.identity("c", measured=0.101, expected=0.1, rtol=0.05, source="derivation", why="x", figure="fig_a")
     led.bound("b", measured=3.2, bound=4.0, relation="<", source="paper", requires_full=True)
     led.bound("cond", measured=3.2, bound=1.0, source="theorem", seed="000#1")
-    led.paper("w", measured=0.9, lo=0.55, hi=0.7, source="seed", diagnosed_by={"cond": "fail"}, diagnosis="regime",
-              statement="alpha")
+    led.paper(
+        "w",
+        measured=0.9,
+        lo=0.55,
+        hi=0.7,
+        source="seed",
+        diagnosed_by={"cond": "fail"},
+        diagnosis="regime",
+        statement="alpha",
+    )
     _predict(led, "p")
     led.direction("d", measured=-0.3, sign=-1, ci=(-0.5, -0.1), hypothesis="flat", source="s", why="CI")
     led.manual("m", role="identity", passed=True, source="s", statement="same hooks", measured=2.0)

@@ -87,7 +87,7 @@ def test_shapes_and_finiteness_in_every_dtype(dtype, knobs):
     assert out.dtype == DTYPES[dtype]
     assert torch.isfinite(out).all()
     for name, t in cache.items():
-        if name.endswith("hook_scores"):
+        if name.endswith("hook_attn_scores"):
             t = t.masked_fill(torch.isinf(t), 0)  # masked logits are -inf by definition
         assert torch.isfinite(t).all(), name
         assert t.dtype == DTYPES[dtype], name
@@ -142,10 +142,19 @@ def test_fused_and_materialised_softmax_paths_agree():
 
 def _pattern_and_scores(cfg, x):
     model = TinyTransformer(cfg)
-    _, cache = run_with_cache(model, x, names=["blocks.0.attn.hook_q", "blocks.0.attn.hook_k", "blocks.0.attn.hook_scores", "blocks.0.attn.hook_pattern"])
+    _, cache = run_with_cache(
+        model,
+        x,
+        names=[
+            "blocks.0.attn.hook_q",
+            "blocks.0.attn.hook_k",
+            "blocks.0.attn.hook_attn_scores",
+            "blocks.0.attn.hook_pattern",
+        ],
+    )
     q = cache["blocks.0.attn.hook_q"].transpose(1, 2)  # (B, H, T, dh)
     k = cache["blocks.0.attn.hook_k"].transpose(1, 2)
-    return q, k, cache["blocks.0.attn.hook_scores"], cache["blocks.0.attn.hook_pattern"]
+    return q, k, cache["blocks.0.attn.hook_attn_scores"], cache["blocks.0.attn.hook_pattern"]
 
 
 def test_attention_kernels_match_their_definitions():
@@ -191,10 +200,10 @@ def test_attention_bias_is_added_to_the_logits_in_every_layer():
     model = TinyTransformer(cfg)
     x = tokens(T=6)
     bias = torch.randn(6, 6, generator=torch.Generator().manual_seed(3), dtype=torch.float64)
-    _, plain = run_with_cache(model, x, names="blocks.0.attn.hook_scores")
-    _, biased = run_with_cache(model, x, names="blocks.0.attn.hook_scores", attn_bias=bias)
+    _, plain = run_with_cache(model, x, names="blocks.0.attn.hook_attn_scores")
+    _, biased = run_with_cache(model, x, names="blocks.0.attn.hook_attn_scores", attn_bias=bias)
     support = torch.ones(6, 6, dtype=torch.bool).tril()
-    diff = biased["blocks.0.attn.hook_scores"] - plain["blocks.0.attn.hook_scores"]
+    diff = biased["blocks.0.attn.hook_attn_scores"] - plain["blocks.0.attn.hook_attn_scores"]
     torch.testing.assert_close(diff[..., support], bias.expand_as(diff)[..., support], **EXACT)
     # a bias constant along each query row leaves softmax unchanged
     row_const = torch.arange(6, dtype=torch.float64)[:, None].expand(6, 6)
@@ -214,11 +223,20 @@ def _norm_stats(t):
 
 def test_norm_placements_write_what_their_equations_say():
     x = tokens(T=7)
-    names = ["blocks.*.hook_resid_pre", "blocks.*.hook_resid_mid", "blocks.*.hook_resid_post", "blocks.*.hook_attn_out", "blocks.*.hook_mlp_out"]
+    names = [
+        "blocks.*.hook_resid_pre",
+        "blocks.*.hook_resid_mid",
+        "blocks.*.hook_resid_post",
+        "blocks.*.hook_attn_out",
+        "blocks.*.hook_mlp_out",
+    ]
     # post: the stream after every sublayer is LayerNorm-ed (unit gain, no bias)
     m = TinyTransformer(ModelConfig(norm="post", n_layers=2, **F64))
     _, c = run_with_cache(m, x, names=names + ["blocks.*.ln*.hook_in"])
-    for key, norm_in in (("blocks.0.hook_resid_mid", "blocks.0.ln1.hook_in"), ("blocks.1.hook_resid_post", "blocks.1.ln2.hook_in")):
+    for key, norm_in in (
+        ("blocks.0.hook_resid_mid", "blocks.0.ln1.hook_in"),
+        ("blocks.1.hook_resid_post", "blocks.1.ln2.hook_in"),
+    ):
         mu, var = _norm_stats(c[key])
         _, var_in = _norm_stats(c[norm_in])
         torch.testing.assert_close(mu, torch.zeros_like(mu), **EXACT)
@@ -228,7 +246,9 @@ def test_norm_placements_write_what_their_equations_say():
     _, c = run_with_cache(m, x, names=names)
     mu, _ = _norm_stats(c["blocks.0.hook_attn_out"])
     torch.testing.assert_close(mu, torch.zeros_like(mu), **EXACT)
-    torch.testing.assert_close(c["blocks.0.hook_resid_mid"] - c["blocks.0.hook_resid_pre"], c["blocks.0.hook_attn_out"], **EXACT)
+    torch.testing.assert_close(
+        c["blocks.0.hook_resid_mid"] - c["blocks.0.hook_resid_pre"], c["blocks.0.hook_attn_out"], **EXACT
+    )
     # mix: first k layers post, the rest pre
     cfg = ModelConfig(norm="mix", n_layers=4, mix_post_layers=1)
     assert [cfg.placement(i) for i in range(4)] == ["post", "pre", "pre", "pre"]
@@ -251,7 +271,9 @@ def test_deepnorm_and_layernorm_scaling():
     m = TinyTransformer(cfg)
     plain = TinyTransformer(cfg.replace(deepnorm=False))
     # same draws, value/output/MLP weights scaled by beta, queries/keys untouched
-    torch.testing.assert_close(m.blocks[2].attn.W_v.weight, plain.blocks[2].attn.W_v.weight * cfg.deepnorm_beta, **EXACT)
+    torch.testing.assert_close(
+        m.blocks[2].attn.W_v.weight, plain.blocks[2].attn.W_v.weight * cfg.deepnorm_beta, **EXACT
+    )
     torch.testing.assert_close(m.blocks[2].attn.W_q.weight, plain.blocks[2].attn.W_q.weight, **EXACT)
     # LayerNorm scaling: block l's input norm outputs 1/sqrt(l) times the plain norm
     m = TinyTransformer(ModelConfig(ln_scaling=True, n_layers=3, **F64))
@@ -352,12 +374,22 @@ def test_device_argument():
 def test_query_blocks_equal_the_whole_matrix(attention, causal):
     """Blocks of rows (not dividing T) give the whole-matrix outputs, patterns and scores to float64
     rounding, with a compact prefix bias equal to its dense form; run_with_cache reassembles the blocks."""
-    cfg = ModelConfig(vocab_size=16, d_model=16, n_layers=2, n_heads=2, d_mlp=32, attention=attention, causal=causal,
-                      pos="rope", seed=3, **F64)
+    cfg = ModelConfig(
+        vocab_size=16,
+        d_model=16,
+        n_layers=2,
+        n_heads=2,
+        d_mlp=32,
+        attention=attention,
+        causal=causal,
+        pos="rope",
+        seed=3,
+        **F64,
+    )
     model = TinyTransformer(cfg).eval()
     x = tokens(2, 37, 16)
     compact = PrefixKeyBias(torch.linspace(0.0, 2.0, 37, dtype=torch.float64), 5)
-    names = ["blocks.0.attn.hook_scores", "blocks.1.attn.hook_pattern", "blocks.1.hook_resid_post"]
+    names = ["blocks.0.attn.hook_attn_scores", "blocks.1.attn.hook_pattern", "blocks.1.hook_resid_post"]
     whole, c_whole = run_with_cache(model, x, names=names, attn_bias=compact.dense())
     per_batch = torch.randn(2, 1, 37, 37, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
     whole_b = model(x, attn_bias=per_batch)  # a bias with leading (B, 1) dims broadcasts in blocks too
@@ -370,8 +402,9 @@ def test_query_blocks_equal_the_whole_matrix(attention, causal):
     for name in names:
         assert c_blocked[name].shape == c_whole[name].shape
         assert torch.equal(torch.isinf(c_blocked[name]), torch.isinf(c_whole[name]))
-        torch.testing.assert_close(c_blocked[name].nan_to_num(0.0, 0.0, 0.0), c_whole[name].nan_to_num(0.0, 0.0, 0.0),
-                                   **EXACT)
+        torch.testing.assert_close(
+            c_blocked[name].nan_to_num(0.0, 0.0, 0.0), c_whole[name].nan_to_num(0.0, 0.0, 0.0), **EXACT
+        )
 
 
 def test_query_block_hooks_see_row_blocks_with_their_offsets():

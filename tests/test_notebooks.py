@@ -1,6 +1,6 @@
 """Committed notebooks: clean (no outputs), a proper `parameters` cell, and parameters that matter.
 
-Executing the notebooks as tests is nbval's job (see the Makefile target ``nbval``); here the overview
+Executing the notebooks as tests is nbval's job (the nbval step of ``make test``); here the overview
 notebook is executed through papermill (via ``scripts/make_figures.py``) with two injected values of
 ``n_layers`` to prove that injected parameters change what a notebook computes.
 """
@@ -65,8 +65,11 @@ def test_parameters_cell(path):
             f"parameters cell: line {stmt.lineno} must be `name: type = value`; derived values go in the next cell"
         )
         names[stmt.target.id] = ast.literal_eval(stmt.value)  # a literal, so papermill can override it
-    comments = {tok.start[0] for tok in tokenize.generate_tokens(io.StringIO(cell.source).readline)
-                if tok.type == tokenize.COMMENT}  # fmt: skip
+    comments = {
+        tok.start[0]
+        for tok in tokenize.generate_tokens(io.StringIO(cell.source).readline)
+        if tok.type == tokenize.COMMENT
+    }
     for stmt in tree.body:
         assert stmt.lineno in comments, f"parameter {stmt.target.id!r} needs a comment saying what it is"
     assert names.get("preset") == "full", 'every notebook has `preset: str = "full"  # smoke | full`'
@@ -75,10 +78,27 @@ def test_parameters_cell(path):
 def _render_overview(tmp_path: Path, n_layers: int) -> Path:
     out = tmp_path / f"figs_{n_layers}"
     res = subprocess.run(
-        [sys.executable, str(REPO / "scripts" / "make_figures.py"), "--preset", "smoke", "--only", "00_overview",
-         "-p", "n_layers", str(n_layers), "--out", str(out), "--build", str(tmp_path / f"build_{n_layers}")],
-        capture_output=True, text=True, timeout=600, cwd=REPO, env=ENV,
-    )  # fmt: skip
+        [
+            sys.executable,
+            str(REPO / "scripts" / "make_figures.py"),
+            "--preset",
+            "smoke",
+            "--only",
+            "00_overview",
+            "-p",
+            "n_layers",
+            str(n_layers),
+            "--out",
+            str(out),
+            "--build",
+            str(tmp_path / f"build_{n_layers}"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=REPO,
+        env=ENV,
+    )
     assert res.returncode == 0, res.stdout + res.stderr
     return out
 
@@ -98,7 +118,8 @@ def test_injected_parameters_change_the_results(tmp_path):
         assert f"worst of {n_layers} layers" in pattern.statement
         assert all(c.status == "pass" for c in led.claims if c.role == "identity"), led.report()
     # the residual stream of a 3-block Pre-LN model grows further than that of a 1-block model
-    growth = {n: next(c for c in led.claims if c.name == "pre_ln_rms_grows").measured
-              for n, (led, _, _) in results.items()}
+    growth = {
+        n: next(c for c in led.claims if c.name == "pre_ln_rms_grows").measured for n, (led, _, _) in results.items()
+    }
     assert growth[3] > growth[1] > 1.0
     assert results[1][2] != results[3][2]

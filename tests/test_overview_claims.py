@@ -13,8 +13,9 @@ from probes import _overview as ov
 
 
 def base(n_layers: int = 3) -> ModelConfig:
-    return ModelConfig(input="tokens", vocab_size=32, output="none", d_model=16, n_layers=n_layers, n_heads=2,
-                       dtype="float64", seed=0)  # fmt: skip
+    return ModelConfig(
+        input="tokens", vocab_size=32, output="none", d_model=16, n_layers=n_layers, n_heads=2, dtype="float64", seed=0
+    )
 
 
 def tokens(batch: int = 2, T: int = 8) -> torch.Tensor:

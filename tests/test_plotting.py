@@ -41,8 +41,17 @@ def _render(out, params=PARAMS, name="decay", formats=("png", "svg")):
         led = Ledger("nb_test", preset="smoke")
         led.close("alpha", role="identity", measured=0.6, expected=0.6, rtol=0.01, source="test", figure=name)
         led.close("other", role="identity", measured=1.0, expected=1.0, source="test")
-        paths = plotting.save_figure(fig, name, notebook="nb_test", params=params, ledger=led, inputs=INPUTS,
-                                     caption="a power law", formats=formats, out_dir=out)  # fmt: skip
+        paths = plotting.save_figure(
+            fig,
+            name,
+            notebook="nb_test",
+            params=params,
+            ledger=led,
+            inputs=INPUTS,
+            caption="a power law",
+            formats=formats,
+            out_dir=out,
+        )
         plt.close(fig)
     return paths
 
@@ -162,8 +171,11 @@ def test_save_figure_rejects_bad_arguments(tmp_path, kwargs, field):
 
 
 def test_style_file():
-    keys = [ln.split(":", 1)[0].strip() for ln in plotting.STYLE.read_text().splitlines()
-            if ln.strip() and not ln.lstrip().startswith("#")]  # fmt: skip
+    keys = [
+        ln.split(":", 1)[0].strip()
+        for ln in plotting.STYLE.read_text().splitlines()
+        if ln.strip() and not ln.lstrip().startswith("#")
+    ]
     assert "backend" not in keys, "the backend is set by configuration (MPLBACKEND=agg), not by the style"
     assert "svg.hashsalt" in keys
     with matplotlib.rc_context():

@@ -9,8 +9,10 @@ import sys
 
 import numpy as np
 import pytest
+import torch
 
 import probes
+from analysis.hooks import run_with_cache
 from analysis.model import TinyTransformer
 from analysis.paths import REPO
 from analysis.theory import attention_entropy as th
@@ -59,13 +61,23 @@ def test_smoke_claims_are_recorded_with_their_roles(smoke):
     assert led.ok, led.report()  # identities (the planted network = its closed forms) never fail
     for name in ("planted_softmax_exact", "planted_ssmax_exact", "planted_sigmoid_exact"):
         assert led[name].role == "identity" and led[name].status == "pass", led[name].line()
-    for name in ("range_bound_holds", "spectral_bound_holds", "max_weight_bound_holds", "max_weight_bound_holds_sweep",
-                 "spectral_bound_holds_trained"):  # fmt: skip
+    for name in (
+        "range_bound_holds",
+        "spectral_bound_holds",
+        "max_weight_bound_holds",
+        "max_weight_bound_holds_sweep",
+        "spectral_bound_holds_trained",
+    ):
         c = led[name]
         assert c.role == "bound" and c.status != "not_evaluated" and 0 < c.tightness <= 1 + 1e-9, c.line()
     predictions = [c for c in led if c.role == "prediction"]
-    assert {"softmax_fade_rate", "entropy_deficit_matches_gaussian", "entropy_past_breakdown_matches_exact_gaussian",
-            "qknorm_bounds_logits", "qknorm_keeps_entropy_higher"} <= {c.name for c in predictions}  # fmt: skip
+    assert {
+        "softmax_fade_rate",
+        "entropy_deficit_matches_gaussian",
+        "entropy_past_breakdown_matches_exact_gaussian",
+        "qknorm_bounds_logits",
+        "qknorm_keeps_entropy_higher",
+    } <= {c.name for c in predictions}
     for c in predictions:
         if c.kind == "manual":  # recorded with Ledger.not_evaluated: this run cannot check it
             assert c.status == "not_evaluated" and c.why
@@ -114,7 +126,9 @@ def test_planted_wrong_inputs_make_the_claims_fail(smoke):
     assert _rejudge(r, mod.claim_softmax_dilution_rate, scalars=sc)["softmax_fade_rate"].status == "fail"
     # uniform attention (H = ln n, no deficit) fails the Gaussian prediction
     wrong = d.copy(deep=True)
-    wrong["rep_entropy"][:] = np.log(d["n"].values) + 1e-3 * np.arange(d["rep_entropy"].size).reshape(d["rep_entropy"].shape)
+    wrong["rep_entropy"][:] = np.log(d["n"].values) + 1e-3 * np.arange(d["rep_entropy"].size).reshape(
+        d["rep_entropy"].shape
+    )
     assert _rejudge(r, mod.claim_gaussian_entropy, wrong)["entropy_deficit_matches_gaussian"].status == "fail"
     # past the breakdown an entropy of 0 (hard max) fails the exact Gaussian prediction
     wrong = d.copy(deep=True)
@@ -287,12 +301,68 @@ def test_config_validation(over, match):
 
 def test_command_line_json():
     proc = subprocess.run(
-        [sys.executable, "-m", "probes", "run", "attention_entropy", "--preset", "smoke", "--trained", "false",
-         "--ctx-lens", "8,32", "--sweep-len", "32", "--scale-factors", "1", "--json", "-", "--no-progress"],
-        cwd=REPO, capture_output=True, text=True, timeout=120, check=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "probes",
+            "run",
+            "attention_entropy",
+            "--preset",
+            "smoke",
+            "--trained",
+            "false",
+            "--ctx-lens",
+            "8,32",
+            "--sweep-len",
+            "32",
+            "--scale-factors",
+            "1",
+            "--json",
+            "-",
+            "--no-progress",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     out = json.loads(proc.stdout)
     assert out["probe"] == "attention_entropy"
-    assert set(out["arrays"]) >= {"entropy", "entropy_norm", "max_weight", "logit_std", "theory_entropy",
-                                  "planted_weight"}  # fmt: skip
+    assert set(out["arrays"]) >= {
+        "entropy",
+        "entropy_norm",
+        "max_weight",
+        "logit_std",
+        "theory_entropy",
+        "planted_weight",
+    }
     assert out["arrays"]["entropy"]["dims"] == ["layer", "head", "n"]
+
+
+def test_sigmoid_row_totals_measured_from_the_model_and_their_claims(smoke):
+    d = smoke.data
+    assert d["sigmoid_total"].dims == ("bias", "replicate", "layer", "head", "keys")
+    n = smoke.config.sweep_len
+    assert d["bias"].values.tolist() == [0.0, -math.log(n)] and int(d["keys"].max()) == n
+    # the row totals come from the model's own sigmoid pattern: recompute one from the logits
+    cfg = mod.model_config(smoke.config, vocab=n, attention="sigmoid", seed=smoke.config.seed)
+    model = TinyTransformer(cfg.replace(sigmoid_bias=-math.log(n))).eval()
+    _, cache = run_with_cache(
+        model, mod.distinct_tokens(n, smoke.config.seed), names=["blocks.0.attn.hook_attn_scores"]
+    )
+    scores = cache["blocks.0.attn.hook_attn_scores"][0, :, -1].double()  # (H, n): the last row sees n keys
+    direct = torch.sigmoid(scores - math.log(n)).sum(-1).numpy()
+    np.testing.assert_allclose(d["sigmoid_total"].isel(bias=1, replicate=0, layer=0, keys=-1).values, direct, rtol=1e-6)
+    for name in ("sigmoid_row_total_zero_bias", "sigmoid_row_total_minus_ln_n"):
+        assert smoke.ledger[name].status == "pass" and smoke.ledger[name].seed == "000#17"
+    # a model that ignores the bias (its b = -ln n rows carry the zero-bias totals) fails the prediction
+    wrong = d.copy(deep=True)
+    wrong["sigmoid_total"][1] = d["sigmoid_total"].values[0]
+    assert _rejudge(smoke, mod.claim_sigmoid_row_totals, wrong)["sigmoid_row_total_minus_ln_n"].status == "fail"
+    # and normalised rows (total 1) fail the zero-bias prediction
+    wrong = d.copy(deep=True)
+    wrong["sigmoid_total"][0] = 1.0 + 1e-3 * np.arange(wrong["sigmoid_total"][0].size).reshape(
+        wrong["sigmoid_total"][0].shape
+    )
+    assert _rejudge(smoke, mod.claim_sigmoid_row_totals, wrong)["sigmoid_row_total_zero_bias"].status == "fail"

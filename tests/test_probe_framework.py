@@ -73,15 +73,25 @@ def mean_run(config: MeanConfig, model=None, progress: bool = True) -> Result:
     err = np.abs(running - theory)
     led = Ledger("running_mean", preset=config.preset_name)
     led.identity(
-        "final_mean", measured=running[-1], expected=theory[-1], atol=tol,
-        source="closed form a + b(n+1)/2", why="float64 summation bound, 4 n u max|x|",
-    )  # fmt: skip
-    led.bound("max_abs_error", measured=err.max(), bound=tol, role="identity", source="closed form",
-              why="same bound, every t")
+        "final_mean",
+        measured=running[-1],
+        expected=theory[-1],
+        atol=tol,
+        source="closed form a + b(n+1)/2",
+        why="float64 summation bound, 4 n u max|x|",
+    )
     led.bound(
-        "max_abs_error_full", measured=err.max(), bound=tol, role="identity", source="closed form", why="as above",
+        "max_abs_error", measured=err.max(), bound=tol, role="identity", source="closed form", why="same bound, every t"
+    )
+    led.bound(
+        "max_abs_error_full",
+        measured=err.max(),
+        bound=tol,
+        role="identity",
+        source="closed form",
+        why="as above",
         requires_full=True,
-    )  # fmt: skip
+    )
     idx = np.asarray(config.checkpoints) - 1
     data = xr.Dataset(
         {
@@ -274,13 +284,9 @@ def test_check_model_compat():
     check_model_compat("p", model, {})
     with pytest.raises(ValueError, match=r"probe p needs a model with causal=False \(got True\)"):
         check_model_compat("p", model, {"causal": False})
-    with pytest.raises(
-        ValueError, match=r"input='tokens' \(got 'vectors'\); norm in \['pre', 'peri'\] \(got 'post'\)"
-    ):
+    with pytest.raises(ValueError, match=r"input='tokens' \(got 'vectors'\); norm in \['pre', 'peri'\] \(got 'post'\)"):
         check_model_compat("p", model, {"input": "tokens", "norm": ("pre", "peri")})
-    with pytest.raises(
-        ValueError, match="rope=True \\(SimpleNamespace exposes no 'rope', nor does its config\\)"
-    ):
+    with pytest.raises(ValueError, match="rope=True \\(SimpleNamespace exposes no 'rope', nor does its config\\)"):
         check_model_compat("p", model, {"rope": True})
     config_only = types.SimpleNamespace(config=types.SimpleNamespace(causal=False))
     with pytest.raises(ValueError, match=r"causal=True \(got False\)"):
@@ -358,15 +364,20 @@ def test_result_to_json_dict(probe):
     d = json.loads(json.dumps(result.to_json_dict(), allow_nan=False))
     assert d["probe"] == "running_mean" and d["version"] == "1" and d["preset"] == "smoke"
     assert d["config"] == result.config.to_dict()
-    assert (
-        d["scalars"]["n"] == 64 and d["scalars"]["method"] == "cumsum" and d["scalars"]["nan_scalar"] is None
-    )
+    assert d["scalars"]["n"] == 64 and d["scalars"]["method"] == "cumsum" and d["scalars"]["nan_scalar"] is None
     assert d["arrays"]["running_mean"]["dims"] == ["t"]
     assert d["arrays"]["running_mean"]["values"] == result.data["running_mean"].values.tolist()
     assert d["arrays"]["running_mean"]["attrs"] == {"long_name": "running mean"}
     assert d["coords"]["checkpoint"]["values"] == [1, 64]
     assert [c["name"] for c in d["checks"]] == ["final_mean", "max_abs_error", "max_abs_error_full"]
-    assert d["check_summary"] == {"pass": 0, "fail": 2, "deviation": 0, "inconclusive": 0, "loose": 0, "not_evaluated": 1}
+    assert d["check_summary"] == {
+        "pass": 0,
+        "fail": 2,
+        "deviation": 0,
+        "inconclusive": 0,
+        "loose": 0,
+        "not_evaluated": 1,
+    }
 
 
 def test_result_summary_and_validation(probe):

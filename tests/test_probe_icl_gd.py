@@ -136,7 +136,13 @@ def test_train_config_one_layer_vs_deep_stacks():
     """One layer: von Oswald's plain Adam (no warm-up, no clipping); K >= 2: the depth_* schedule."""
     cfg = P.Config()
     one, deep = P.train_config(cfg, 1), P.train_config(cfg, 3)
-    assert (one.steps, one.batch_size, one.lr, one.warmup_steps, one.grad_clip) == (cfg.steps, cfg.batch, cfg.lr, 0, 0.0)
+    assert (one.steps, one.batch_size, one.lr, one.warmup_steps, one.grad_clip) == (
+        cfg.steps,
+        cfg.batch,
+        cfg.lr,
+        0,
+        0.0,
+    )
     assert (deep.steps, deep.batch_size, deep.lr) == (cfg.depth_steps, cfg.depth_batch, cfg.depth_lr)
     assert deep.warmup_steps == cfg.depth_warmup and deep.grad_clip == cfg.depth_clip
     assert P.train_config(cfg.replace(depth_steps=5), 2).warmup_steps == 5  # warm-up never longer than the run
@@ -160,12 +166,20 @@ def test_config_validation():
 
 def test_smoke_result_fields_and_ledger(smoke):
     s = smoke.scalars
-    for key in ("eta_fit", "eta_theory", "loss_model", "loss_gd", "loss_ols", "loss_ridge", "cos_sensitivity",
-                "preds_diff", "model_diff", "eta_fit_weights"):  # fmt: skip
+    for key in (
+        "eta_fit",
+        "eta_theory",
+        "loss_model",
+        "loss_gd",
+        "loss_ols",
+        "loss_ridge",
+        "cos_sensitivity",
+        "preds_diff",
+        "model_diff",
+        "eta_fit_weights",
+    ):
         assert key in s and math.isfinite(s[key]), key
-    assert s["eta_theory"] == pytest.approx(
-        th.one_step_gd_theory(4, 6, "uniform", 0.0)["eta_star"], rel=1e-15
-    )
+    assert s["eta_theory"] == pytest.approx(th.one_step_gd_theory(4, 6, "uniform", 0.0)["eta_star"], rel=1e-15)
     ds = smoke.data
     assert ds["loss_model_k"].dims == ("K", "k") and list(ds["k"].values) == [1, 3, 6]
     assert list(ds["baseline"].values)[:2] == ["gd_star", "least_squares"]
@@ -173,15 +187,33 @@ def test_smoke_result_fields_and_ledger(smoke):
     assert smoke.ledger.ok, smoke.ledger.report()
     h = ds["train_loss_K1"].values
     assert h[-20:].mean() < h[:20].mean()  # training moved towards GD
-    for name in ("construction_equals_gd", "weights_map_exact", "sympy_one_step_loss_independent_d2_N2",
-                 "sympy_one_step_loss_gaussian_d2_N2"):  # fmt: skip
+    for name in (
+        "construction_equals_gd",
+        "weights_map_exact",
+        "sympy_one_step_loss_independent_d2_N2",
+        "sympy_one_step_loss_gaussian_d2_N2",
+    ):
         assert status[name] == "pass", name  # identities: a failure is a bug
-    for name in ("trained_loss_vs_gd_star", "cos_sensitivity_vs_gd_star", "eta_fit_vs_eta_star", "loss_vs_k_fixed_rate",
-                 "depth_beats_plain_gd", "depth_matches_gdpp", "depth_loss_falls_with_K", "mahankali_gaussian_loss",
-                 "mahankali_anisotropic_loss"):  # fmt: skip
+    for name in (
+        "trained_loss_vs_gd_star",
+        "cos_sensitivity_vs_gd_star",
+        "eta_fit_vs_eta_star",
+        "loss_vs_k_fixed_rate",
+        "depth_beats_plain_gd",
+        "depth_matches_gdpp",
+        "depth_loss_falls_with_K",
+        "mahankali_gaussian_loss",
+        "mahankali_anisotropic_loss",
+    ):
         assert status[name] == "not_evaluated", name  # need the full preset (trained models, many tasks)
-    for name in ("eta_star_mc", "loss_star_mc", "ridge_bayes_vs_k_exact", "least_squares_inverse_wishart",
-                 "mahankali_gaussian_loss_star_mc", "mahankali_anisotropic_loss_star_mc"):  # fmt: skip
+    for name in (
+        "eta_star_mc",
+        "loss_star_mc",
+        "ridge_bayes_vs_k_exact",
+        "least_squares_inverse_wishart",
+        "mahankali_gaussian_loss_star_mc",
+        "mahankali_anisotropic_loss_star_mc",
+    ):
         assert status[name] != "not_evaluated", name  # evaluated (whatever the outcome) under smoke
     # noiseless uniform inputs: the ridge (least-squares) curve has an exact closed form at every k
     assert bool(ds["ridge_theory_exact_k"].values.all())
@@ -228,9 +260,21 @@ def test_anisotropic_softmax_variant_runs(tmp_path, monkeypatch):
     query visible, no interleaved model."""
     monkeypatch.setenv("WORKBENCH_CACHE", str(tmp_path))
     cfg = P.Config.preset(
-        "smoke", x_dist="anisotropic", cond=5.0, attention="softmax", layers=(1,), steps=20, batch=64,
-        n_eval=400, n_mc=4000, n_fit=200, k_values=(3,), construction_layers=1, hide_query=False, garg=False,
-    )  # fmt: skip
+        "smoke",
+        x_dist="anisotropic",
+        cond=5.0,
+        attention="softmax",
+        layers=(1,),
+        steps=20,
+        batch=64,
+        n_eval=400,
+        n_mc=4000,
+        n_fit=200,
+        k_values=(3,),
+        construction_layers=1,
+        hide_query=False,
+        garg=False,
+    )
     r = probes.run_probe("icl_gd", cfg, progress=False)
     assert "garg_loss_k" not in r.data
     assert r.data["preconditioner_fit"].shape == (4, 4) and math.isfinite(r.scalars["preconditioner_rel_error"])
@@ -243,7 +287,9 @@ def test_anisotropic_softmax_variant_runs(tmp_path, monkeypatch):
 
 def test_measurements_on_the_construction_are_exact():
     """Passing the one-step construction as the 'trained' model: every metric must say "this is GD at eta*"."""
-    cfg = P.Config.preset("smoke", n_eval=400, n_mc=2000, n_fit=200, k_values=(3, 6), construction_layers=1, mahankali=())
+    cfg = P.Config.preset(
+        "smoke", n_eval=400, n_mc=2000, n_fit=200, k_values=(3, 6), construction_layers=1, mahankali=()
+    )
     eta = th.one_step_gd_theory(cfg.d, cfg.n_context, cfg.x_dist, 0.0)["eta_star"]
     model = P.model_from_lsa_weights(cfg, th.gd_lsa_stack(cfg.d, eta, cfg.n_context, 1))
     r = probes.run_probe("icl_gd", cfg, model=model, progress=False)
@@ -316,7 +362,9 @@ def test_eta_claim_uses_the_seed_spread(smoke):
     led = P.Ledger(P.NAME, preset="full")
     P.claims_one_layer(led, ds, s, cfg)
     c = led["eta_fit_vs_eta_star"]
-    assert c.tolerance["k"] == pytest.approx(9.925, abs=1e-3) and c.tolerance["se"] == pytest.approx(0.01 * eta / 3**0.5)
+    assert c.tolerance["k"] == pytest.approx(9.925, abs=1e-3) and c.tolerance["se"] == pytest.approx(
+        0.01 * eta / 3**0.5
+    )
     assert c.alternative["value"] == s["eta_untuned"]
     ds = ds.assign(eta_fit_seeds=("eta_seed", np.array([1.29, 1.3, 1.31]) * eta))
     led = P.Ledger(P.NAME, preset="full")

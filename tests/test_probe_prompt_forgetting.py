@@ -49,13 +49,15 @@ def test_smoke_result_has_the_interface_fields():
     bound = r.ledger["bound_ratio_not_growing"]
     assert bound.role == "bound" and bound.diagnosed_by == []  # the in-regime runs refute the condition as its cause
     assert bound.measured == 2.0 ** r.data["bound_plateau_slope_ci"].sel(end="lo").values.max()
-    assert "alpha_local_below_one" not in r.ledger  # read the theorem backwards (issue 13)
+    # no such claim: the theorem's upper bound O(P (ln t)^(L-1)/t) on the offset does not forbid a faster
+    # decay, so "local exponent <= 1" would read the theorem backwards
+    assert "alpha_local_below_one" not in r.ledger
     for claim in r.ledger:
         assert claim.seed == "000#1", claim.line()
     # the plateau slope is the mean of the pairs' own slopes (it is linear in ln D), and its CI is ordered
     t, D = r.data["t"].values, r.data["distance_pairs"].values
     last = t >= t[-1] / 2
-    shape = np.stack([mod.theory.bound_shape(cfg.prompt_len, k, t) for k in range(1, L + 1)])
+    shape = np.stack([mod.th.bound_shape(cfg.prompt_len, k, t) for k in range(1, L + 1)])
     per_pair = [np.polyfit(np.log(t[last]), np.log(D[i][:, last] / shape[:, last]).T, 1)[0] for i in range(len(D))]
     np.testing.assert_allclose(np.mean(per_pair, axis=0), r.data["bound_plateau_slope"].values, rtol=1e-9, atol=1e-12)
     ci = r.data["bound_plateau_slope_ci"].values
@@ -162,7 +164,7 @@ class _NoOptionalHooks(TinyTransformer):
     """A zoo model that, like the Hugging Face adapter, lists no norm or attention-internal hooks."""
 
     def hook_names(self) -> list[str]:
-        drop = (".hook_in", ".hook_normalized", "attn.hook_scores", "attn.hook_pattern")
+        drop = (".hook_in", ".hook_normalized", "attn.hook_attn_scores", "attn.hook_pattern")
         return [n for n in super().hook_names() if not n.endswith(drop)]
 
 
@@ -268,8 +270,10 @@ def test_bias_trajectory_claims_judge_the_sign(smoke_run):
         data = r.data.assign(
             alpha_trajectory=("train_step", np.full(4, plain)),
             alpha_bias_trajectory=("train_step", np.array(bias_alpha, dtype=float)),
-            alpha_bias_trajectory_ci=(("train_step", "end"), np.stack([np.array(bias_alpha) - half,
-                                                                       np.array(bias_alpha) + half], axis=1)),
+            alpha_bias_trajectory_ci=(
+                ("train_step", "end"),
+                np.stack([np.array(bias_alpha) - half, np.array(bias_alpha) + half], axis=1),
+            ),
         ).assign_coords(train_step=steps)
         led = mod.Ledger(mod.NAME, preset="full")
         mod.claim_bias_trajectory(led, cfg, data)
@@ -307,10 +311,30 @@ def test_config_validation(over, match):
 
 def test_command_line_json():
     proc = subprocess.run(
-        [sys.executable, "-m", "probes", "run", "prompt_forgetting", "--preset", "smoke", "--cont-len", "64",
-         "--n-pairs", "2", "--fit-lo", "20", "--json", "-", "--no-progress"],
-        cwd=REPO, capture_output=True, text=True, timeout=120, check=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "probes",
+            "run",
+            "prompt_forgetting",
+            "--preset",
+            "smoke",
+            "--cont-len",
+            "64",
+            "--n-pairs",
+            "2",
+            "--fit-lo",
+            "20",
+            "--json",
+            "-",
+            "--no-progress",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     out = json.loads(proc.stdout)
     assert out["probe"] == "prompt_forgetting"
     assert set(out["arrays"]) >= {"distance", "alpha", "alpha_ci", "alpha_local", "bound_ratio"}
@@ -321,7 +345,7 @@ def test_untrained_diagnosis_uses_the_runs_own_depth_and_length():
     for layers, T in ((2, 1024), (3, 4096)):
         cfg = mod.Config.preset("full", layers=layers, cont_len=T, fit_lo=32.0)
         N = cfg.prompt_len + T
-        relay = mod.theory.relay_alpha_window(cfg.prompt_len, layers, 32.0, N)
+        relay = mod.th.relay_alpha_window(cfg.prompt_len, layers, 32.0, N)
         text = mod._untrained_diagnosis(cfg, {"fit_lo": 32.0, "alpha_relay_window": relay})
         assert f"L = {layers}" in text and f"t = {N}" in text
         assert f"{1 - (layers - 1) / math.log(N):.2f}" in text  # the bound's local exponent at the window end
@@ -344,8 +368,9 @@ def _planted(r, preset="smoke", **scalars):
 
 def test_relay_prediction_fails_on_a_planted_alpha(smoke_run):
     r = smoke_run
-    relay = mod.theory.relay_alpha_window(r.config.prompt_len, r.config.layers, r.scalars["fit_lo"],
-                                          int(r.scalars["fit_hi"]))  # fmt: skip
+    relay = mod.th.relay_alpha_window(
+        r.config.prompt_len, r.config.layers, r.scalars["fit_lo"], int(r.scalars["fit_hi"])
+    )
     good = _planted(r, alpha=relay, alpha_ci_lo=relay - 0.01, alpha_ci_hi=relay + 0.01)["alpha_matches_relay"]
     assert good.status == "pass" and good.alternative["consistent"] is False
     bad = _planted(r, alpha=relay - 0.3, alpha_ci_lo=relay - 0.31, alpha_ci_hi=relay - 0.29)["alpha_matches_relay"]
@@ -356,16 +381,21 @@ def test_relay_prediction_fails_on_a_planted_alpha(smoke_run):
 
 def test_seed_range_deviates_only_when_the_relay_claim_passes(smoke_run):
     r = smoke_run
-    relay = mod.theory.relay_alpha_window(r.config.prompt_len, r.config.layers, r.scalars["fit_lo"],
-                                          int(r.scalars["fit_hi"]))  # fmt: skip
+    relay = mod.th.relay_alpha_window(
+        r.config.prompt_len, r.config.layers, r.scalars["fit_lo"], int(r.scalars["fit_hi"])
+    )
     led = _planted(r, "full", alpha=relay, alpha_ci_lo=relay - 0.01, alpha_ci_hi=relay + 0.01)
     claim = led["alpha_untrained_seed_range"]
     expected = "deviation" if not 0.2 <= relay <= 0.5 else "pass"
     assert claim.status == expected and claim.role == "paper"
     led = _planted(r, "full", alpha=0.9, alpha_ci_lo=0.89, alpha_ci_hi=0.91)  # outside, relay claim fails
     assert led["alpha_matches_relay"].status == "fail" and led["alpha_untrained_seed_range"].status == "fail"
-    trained = mod.claims(r.config.replace(preset_name="full", data="markov", trained=True), r.data,
-                         {**r.scalars, "alpha": 0.9}, own_model=True)  # fmt: skip
+    trained = mod.claims(
+        r.config.replace(preset_name="full", data="markov", trained=True),
+        r.data,
+        {**r.scalars, "alpha": 0.9},
+        own_model=True,
+    )
     claim = trained["alpha_trained_seed_range"]
     assert claim.status == "fail" and not claim.diagnosed_by  # no measured cause: an honest fail
 
@@ -390,8 +420,16 @@ def test_bound_ratio_claim_fails_when_the_ratio_grows(smoke_run):
 
 def _fake(preset="smoke", alpha=0.5, half=0.05, **over):
     cfg = mod.Config.preset(preset, **over)
-    return SimpleNamespace(config=cfg, scalars={"alpha": alpha, "alpha_ci_lo": alpha - half, "alpha_ci_hi": alpha + half,
-                                                "fit_lo": cfg.fit_lo, "fit_hi": float(cfg.prompt_len + cfg.cont_len)})
+    return SimpleNamespace(
+        config=cfg,
+        scalars={
+            "alpha": alpha,
+            "alpha_ci_lo": alpha - half,
+            "alpha_ci_hi": alpha + half,
+            "fit_lo": cfg.fit_lo,
+            "fit_hi": float(cfg.prompt_len + cfg.cont_len),
+        },
+    )
 
 
 def test_bias_claims_judge_the_sign():
@@ -429,7 +467,7 @@ def test_depth_sweep_slope_against_the_relay_model():
     def at(L, alpha):
         return _fake(alpha=alpha, half=0.02, layers=L)
 
-    relay = [mod.theory.relay_alpha_window(16, L, 24.0, 16 + 192) for L in (1, 2, 3)]
+    relay = [mod.th.relay_alpha_window(16, L, 24.0, 16 + 192) for L in (1, 2, 3)]
     good = mod.depth_sweep_claims([at(L, a) for L, a in zip((1, 2, 3), relay, strict=True)])
     claim = good["alpha_depth_slope_matches_relay"]
     assert claim.role == "prediction" and claim.status == "pass" and claim.alternative["value"] == 0.0
@@ -448,9 +486,18 @@ def test_relay_model_claims():
 
 def _depth_run(L: int, s: int, alpha: float, half: float = 0.02):
     cfg = mod.Config.preset("smoke", layers=L, seed=s)
-    return SimpleNamespace(config=cfg, scalars={"alpha": alpha, "alpha_ci_lo": alpha - half, "alpha_ci_hi": alpha + half,
-                                                "max_logit": 4.0, "fit_lo": cfg.fit_lo, "alpha_relay_window": _relay(L),
-                                                "fit_hi": float(cfg.prompt_len + cfg.cont_len)})
+    return SimpleNamespace(
+        config=cfg,
+        scalars={
+            "alpha": alpha,
+            "alpha_ci_lo": alpha - half,
+            "alpha_ci_hi": alpha + half,
+            "max_logit": 4.0,
+            "fit_lo": cfg.fit_lo,
+            "alpha_relay_window": _relay(L),
+            "fit_hi": float(cfg.prompt_len + cfg.cont_len),
+        },
+    )
 
 
 def _relay(L: int) -> float:
@@ -486,8 +533,12 @@ def test_depth_law_needs_the_same_seeds_at_every_depth():
     with pytest.raises(ValueError, match="missing"):
         mod.depth_law([_depth_run(1, 0, 1.0), _depth_run(1, 1, 1.0), _depth_run(2, 0, 0.8)])
     with pytest.raises(ValueError, match="differ only"):
-        mod.depth_law([_depth_run(1, 0, 1.0), SimpleNamespace(config=mod.Config.preset("smoke", layers=2, seed=1,
-                                                                                      prompt_len=8), scalars={})])
+        mod.depth_law(
+            [
+                _depth_run(1, 0, 1.0),
+                SimpleNamespace(config=mod.Config.preset("smoke", layers=2, seed=1, prompt_len=8), scalars={}),
+            ]
+        )
 
 
 def test_alpha_relay_window_scalar_is_the_relay_models_alpha_over_the_run_window():

@@ -84,7 +84,9 @@ def test_a_planted_wrong_slope_fails_and_the_alternative_is_named():
     c = led["slope_matches_prediction"]
     assert c.status == "deviation" and c.diagnosed_by == ["slope_matches_prediction_drifts_toward_prediction"]
     # the drift against the prediction does not diagnose it
-    assert _rejudge(r, layer_slope=0.5, layer_drift=-5.0, layer_drift_se=0.01)["slope_matches_prediction"].status == "fail"
+    assert (
+        _rejudge(r, layer_slope=0.5, layer_drift=-5.0, layer_drift_se=0.01)["slope_matches_prediction"].status == "fail"
+    )
 
 
 def test_sensitivity_claim_is_recorded_once_and_a_flat_profile_fails():
@@ -99,8 +101,15 @@ def test_sensitivity_claim_is_recorded_once_and_a_flat_profile_fails():
 
 
 def test_collapse_length_prediction_beyond_max_len():
-    r = _run(family="counting", dtypes=("float32",), extend_dtype="float32", extend_lo=3.0, extend_hi=6.0,
-             extend_lengths=4, extend_bases=2)  # fmt: skip
+    r = _run(
+        family="counting",
+        dtypes=("float32",),
+        extend_dtype="float32",
+        extend_lo=3.0,
+        extend_hi=6.0,
+        extend_lengths=4,
+        extend_bases=2,
+    )
     assert r.ledger["collapse_length_float32"].status == "not_evaluated"  # requires the full preset
     assert r.data["ext_distance"].dims == ("ext_dtype", "n_ext") and r.data["n_ext"].values[-1] == 6 * 128
     p = mod.collapse_prediction(r, "float32", grid_ratio=r.scalars["ext_grid_ratio"])
@@ -220,14 +229,18 @@ def test_token_ids_follow_the_model_vocabulary():
     a, b = mod.make_pair(cfg, s1, 0, 10)
     assert int(a.max()) == 999 and int(b.max()) == 999  # the separator is the model's last id
     # a causal model with a larger vocabulary runs end to end; learned positions -> no-decay claim
-    r = run_probe(mod, mod.Config.preset("smoke", **PASSED), model=_zoo(vocab_size=1000, pos="learned", max_len=64),
-                  progress=False)  # fmt: skip
+    r = run_probe(
+        mod,
+        mod.Config.preset("smoke", **PASSED),
+        model=_zoo(vocab_size=1000, pos="learned", max_len=64),
+        progress=False,
+    )
     assert r.meta["pos_assumed"] == "learned" and "learned_positions_no_collapse" in [c.name for c in r.ledger.claims]
 
 
 def test_rope_repeat_prediction_and_depth_claims():
-    assert mod.theory.predicted_slope("repeat_last", "rope") == 0.5
-    assert mod.theory.predicted_slope("repeat_last", "rope", attention="uniform") == 1.0
+    assert mod.th.predicted_slope("repeat_last", "rope") == 0.5
+    assert mod.th.predicted_slope("repeat_last", "rope", attention="uniform") == 1.0
     r = _run(family="early_token", max_len=64, n_lengths=6, sens_len=8)
     pred = r.data["layer_slope_predicted"].values
     assert pred[0] == pytest.approx(1.0) and pred[1] < pred[0]  # the relay lowers the exponent with depth
@@ -260,10 +273,30 @@ def test_config_validation(over, match):
 
 def test_command_line_json():
     proc = subprocess.run(
-        [sys.executable, "-m", "probes", "run", "representational_collapse", "--preset", "smoke", "--family",
-         "counting", "--max-len", "64", "--dtypes", "float16", "--json", "-", "--no-progress"],
-        cwd=REPO, capture_output=True, text=True, timeout=120, check=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "probes",
+            "run",
+            "representational_collapse",
+            "--preset",
+            "smoke",
+            "--family",
+            "counting",
+            "--max-len",
+            "64",
+            "--dtypes",
+            "float16",
+            "--json",
+            "-",
+            "--no-progress",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     out = json.loads(proc.stdout)
     assert out["probe"] == "representational_collapse"
     assert set(out["arrays"]) >= {"distance", "collapse_n", "sensitivity", "rank_residual", "slope_ci"}

@@ -166,15 +166,28 @@ def test_config_validation():
     with pytest.raises(ValueError, match="data"):
         sp.Config(data="wiki")
     with pytest.raises(ValueError, match="input"):  # a vector-input model is refused by REQUIRES
-        vec = TinyTransformer(
-            ModelConfig(input="vectors", d_in=4, output="linear", d_out=4, d_model=8, n_heads=2)
-        )
+        vec = TinyTransformer(ModelConfig(input="vectors", d_in=4, output="linear", d_out=4, d_model=8, n_heads=2))
         base.run_probe(sp, "smoke", model=vec, progress=False)
 
 
 def test_cli_json(capsys):
-    rc = cli.main(["run", "signal_propagation", "--preset", "smoke", "--norms", "pre,qk_norm", "--depths", "1,2",
-                   "--collapse-depth", "3", "--no-progress", "--json", "-"])  # fmt: skip
+    rc = cli.main(
+        [
+            "run",
+            "signal_propagation",
+            "--preset",
+            "smoke",
+            "--norms",
+            "pre,qk_norm",
+            "--depths",
+            "1,2",
+            "--collapse-depth",
+            "3",
+            "--no-progress",
+            "--json",
+            "-",
+        ]
+    )
     assert rc == 0
     out = json.loads(capsys.readouterr().out)
     assert out["probe"] == "signal_propagation"
@@ -249,20 +262,14 @@ def test_passed_foreign_encoder_degrades_gracefully():
     r = base.run_probe(sp, cfg, model=model, progress=False)
     assert r.data.attrs["loss_kind"] == "hidden_projection_mse"
     assert np.isnan(r.data["branch_ratio"].values).all()
-    assert (
-        np.isfinite(r.data["resid_var"].values).all() and np.isfinite(r.data["jacobian_identity_gap"]).all()
-    )
+    assert np.isfinite(r.data["resid_var"].values).all() and np.isfinite(r.data["jacobian_identity_gap"]).all()
     assert list(r.data.param.values) == ["total"]
     inputs, targets = sp.batch(cfg, 0, vocab=32)
     model.zero_grad()
     loss, _ = sp.fixed_loss(model(inputs), targets, 32, cfg.seed)
     loss.backward()
     for layer in range(4):
-        sq = sum(
-            p.grad.pow(2).sum().item()
-            for n, p in inner.named_parameters()
-            if n.startswith(f"blocks.{layer}.")
-        )
+        sq = sum(p.grad.pow(2).sum().item() for n, p in inner.named_parameters() if n.startswith(f"blocks.{layer}."))
         got = float(r.data["grad_norm"].sel(layer=layer, param="total", sample=0).item())
         assert got == pytest.approx(math.sqrt(sq), rel=1e-6)  # float32 model: summation order only
 

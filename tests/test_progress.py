@@ -7,7 +7,9 @@ import pytest
 from analysis.progress import bar, disabled_by_env
 
 
-@pytest.mark.parametrize(("value", "silent"), [("1", True), ("true", True), ("", False), ("0", False), ("false", False)])
+@pytest.mark.parametrize(
+    ("value", "silent"), [("1", True), ("true", True), ("", False), ("0", False), ("false", False)]
+)
 def test_env_variable(monkeypatch, value, silent):
     monkeypatch.setenv("TQDM_DISABLE", value)
     assert disabled_by_env() is silent

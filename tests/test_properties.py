@@ -66,35 +66,73 @@ CAPS: dict[str, dict[str, Cap]] = {
     # batch_size x seq_len tokens; 3 update norms x depths x 2 optimisers; collapse_depth x 4 curves;
     # trained: train_steps updates of batch 32 per model
     "signal_propagation": {
-        "norms": Cap(max_len=2), "depths": Cap(hi=3, max_len=2), "d_model": Cap(hi=8), "heads": Cap(hi=2),
-        "seq_len": Cap(hi=6), "batch_size": Cap(hi=3), "n_samples": Cap(hi=2), "vocab_size": Cap(hi=80),
-        "train_steps": Cap(hi=3), "collapse_depth": Cap(hi=3),
+        "norms": Cap(max_len=2),
+        "depths": Cap(hi=3, max_len=2),
+        "d_model": Cap(hi=8),
+        "heads": Cap(hi=2),
+        "seq_len": Cap(hi=6),
+        "batch_size": Cap(hi=3),
+        "n_samples": Cap(hi=2),
+        "vocab_size": Cap(hi=80),
+        "train_steps": Cap(hi=3),
+        "collapse_depth": Cap(hi=3),
     },
     # cost ~ replicates models over max(ctx_lens) tokens, scale_factors x replicates models over sweep_len
     # tokens, planted-key networks over up to planted_max_n keys for every fade_sg, and the training
     # sweep qk_norm x lr x train_seeds runs of train_steps updates on train_seq_len tokens
     "attention_entropy": {
-        "layers": Cap(hi=2), "heads": Cap(hi=2), "d_model": Cap(hi=16), "ctx_lens": Cap(hi=32, max_len=2),
-        "rows_per_n": Cap(hi=4), "replicates": Cap(hi=2), "scale_factors": Cap(max_len=2), "sweep_len": Cap(hi=32),
-        "fade_sg": Cap(max_len=3), "planted_max_n": Cap(hi=60), "lr": Cap(max_len=2), "qk_norm": Cap(max_len=2),
-        "train_steps": Cap(hi=4), "train_seeds": Cap(hi=2), "train_seq_len": Cap(hi=12),
+        "layers": Cap(hi=2),
+        "heads": Cap(hi=2),
+        "d_model": Cap(hi=16),
+        "ctx_lens": Cap(hi=32, max_len=2),
+        "rows_per_n": Cap(hi=4),
+        "replicates": Cap(hi=2),
+        "scale_factors": Cap(max_len=2),
+        "sweep_len": Cap(hi=32),
+        "fade_sg": Cap(max_len=3),
+        "planted_max_n": Cap(hi=60),
+        "lr": Cap(max_len=2),
+        "qk_norm": Cap(max_len=2),
+        "train_steps": Cap(hi=4),
+        "train_seeds": Cap(hi=2),
+        "train_seq_len": Cap(hi=12),
     },
     # cost ~ n_pairs forward passes over prompt_len + cont_len tokens, 2 x layers bootstrap fits of
     # n_boot replicates; trained: train_steps updates on train_seq_len tokens, and per checkpoint two more
     # measurements
     "prompt_forgetting": {
-        "layers": Cap(hi=2), "d_model": Cap(hi=16), "heads": Cap(hi=4), "mlp": Cap(hi=32), "vocab_size": Cap(hi=300),
-        "train_steps": Cap(hi=4), "train_seq_len": Cap(hi=16), "train_checkpoints": Cap(max_len=2),
-        "prompt_len": Cap(hi=8), "cont_len": Cap(hi=64), "n_pairs": Cap(hi=3), "n_boot": Cap(hi=40),
+        "layers": Cap(hi=2),
+        "d_model": Cap(hi=16),
+        "heads": Cap(hi=4),
+        "mlp": Cap(hi=32),
+        "vocab_size": Cap(hi=300),
+        "train_steps": Cap(hi=4),
+        "train_seq_len": Cap(hi=16),
+        "train_checkpoints": Cap(max_len=2),
+        "prompt_len": Cap(hi=8),
+        "cont_len": Cap(hi=64),
+        "n_pairs": Cap(hi=3),
+        "n_boot": Cap(hi=40),
     },
     # cost ~ len(dtypes) x n_lengths x n_bases forward passes over up to max_len tokens, the sensitivity
     # (d backward passes over sens_len tokens per layer and sens_bases), the extension (extend_lengths x
     # extend_bases passes over up to extend_hi x max_len tokens), n_boot bootstrap replicates
     "representational_collapse": {
-        "max_len": Cap(hi=32), "n_lengths": Cap(hi=4), "n_bases": Cap(hi=3),
-        "sens_len": Cap(hi=12), "sens_bases": Cap(hi=2), "extend_hi": Cap(hi=3.0), "extend_lengths": Cap(hi=3),
-        "extend_bases": Cap(hi=3), "layers": Cap(hi=2), "d_model": Cap(hi=16), "heads": Cap(hi=4),
-        "mlp": Cap(hi=32), "vocab_size": Cap(hi=64), "train_steps": Cap(hi=4), "train_seq_len": Cap(hi=16),
+        "max_len": Cap(hi=32),
+        "n_lengths": Cap(hi=4),
+        "n_bases": Cap(hi=3),
+        "sens_len": Cap(hi=12),
+        "sens_bases": Cap(hi=2),
+        "extend_hi": Cap(hi=3.0),
+        "extend_lengths": Cap(hi=3),
+        "extend_bases": Cap(hi=3),
+        "layers": Cap(hi=2),
+        "d_model": Cap(hi=16),
+        "heads": Cap(hi=4),
+        "mlp": Cap(hi=32),
+        "vocab_size": Cap(hi=64),
+        "train_steps": Cap(hi=4),
+        "train_seq_len": Cap(hi=16),
         "n_boot": Cap(hi=40),
     },
     # cost ~ layers stacks trained for (depth_)steps on (depth_)batch tasks of n_context examples in d
@@ -102,15 +140,31 @@ CAPS: dict[str, dict[str, Cap]] = {
     # construction_layers, the interleaved (Garg) model, eta_seeds and mahankali one-layer models, and the
     # ridge Monte Carlo over ridge_mc_tasks contexts in ridge_mc_d dimensions
     "icl_gd": {
-        "d": Cap(hi=3), "n_context": Cap(hi=6), "layers": Cap(hi=2, max_len=2), "steps": Cap(hi=4),
-        "batch": Cap(hi=16), "depth_steps": Cap(hi=4), "depth_batch": Cap(hi=16),
-        "n_eval": Cap(hi=64), "n_mc": Cap(hi=64), "n_fit": Cap(hi=32), "k_values": Cap(hi=6, max_len=3),
-        "construction_layers": Cap(hi=2), "garg_d": Cap(hi=2), "garg_n_points": Cap(hi=4),
-        "garg_width": Cap(hi=16), "garg_layers": Cap(hi=2), "garg_heads": Cap(hi=2), "garg_steps": Cap(hi=4),
-        "garg_batch": Cap(hi=8), "eta_seeds": Cap(hi=2), "ridge_mc_d": Cap(hi=3), "ridge_mc_tasks": Cap(hi=32),
+        "d": Cap(hi=3),
+        "n_context": Cap(hi=6),
+        "layers": Cap(hi=2, max_len=2),
+        "steps": Cap(hi=4),
+        "batch": Cap(hi=16),
+        "depth_steps": Cap(hi=4),
+        "depth_batch": Cap(hi=16),
+        "n_eval": Cap(hi=64),
+        "n_mc": Cap(hi=64),
+        "n_fit": Cap(hi=32),
+        "k_values": Cap(hi=6, max_len=3),
+        "construction_layers": Cap(hi=2),
+        "garg_d": Cap(hi=2),
+        "garg_n_points": Cap(hi=4),
+        "garg_width": Cap(hi=16),
+        "garg_layers": Cap(hi=2),
+        "garg_heads": Cap(hi=2),
+        "garg_steps": Cap(hi=4),
+        "garg_batch": Cap(hi=8),
+        "eta_seeds": Cap(hi=2),
+        "ridge_mc_d": Cap(hi=3),
+        "ridge_mc_tasks": Cap(hi=32),
         "threads": Cap(hi=2),  # more torch threads than the CI machine's 2 cores only oversubscribes it
     },
-}  # fmt: skip
+}
 
 DEFAULT_MAX_LEN = 4  # longest generated list of a field without a Cap.max_len
 
@@ -161,9 +215,7 @@ def _item_strategy(spec: FieldSpec, cap: Cap) -> st.SearchStrategy:
     if spec.base is bool:
         return st.booleans()
     if spec.base is int:
-        return st.integers(
-            None if lo is None else math.ceil(lo), None if hi is None else math.floor(hi)
-        )
+        return st.integers(None if lo is None else math.ceil(lo), None if hi is None else math.floor(hi))
     if spec.base is float:
         return st.floats(lo, hi, allow_nan=False, allow_infinity=False)
     return st.text(max_size=8)
@@ -187,9 +239,7 @@ def value_strategy(spec: FieldSpec, cap: Cap = Cap()) -> st.SearchStrategy:
 
 def overrides_strategy(name: str) -> st.SearchStrategy:
     """Any subset of the probe's fields, each drawn from :func:`value_strategy` under its cap."""
-    return st.fixed_dictionaries(
-        {}, optional={s.name: value_strategy(s, _cap(name, s)) for s in _specs(name)}
-    )
+    return st.fixed_dictionaries({}, optional={s.name: value_strategy(s, _cap(name, s)) for s in _specs(name)})
 
 
 def build_config(name: str, overrides: dict) -> ProbeConfig | None:
@@ -327,8 +377,13 @@ def valid_configs_run(name: str, n_examples: int) -> None:
     """Run ``n_examples`` accepted configs of probe ``name``; fail on any exception or bad JSON."""
     ran: list[float] = []
 
-    @settings(max_examples=n_examples, deadline=None, derandomize=True, database=None,
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])  # fmt: skip
+    @settings(
+        max_examples=n_examples,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+    )
     @given(overrides=overrides_strategy(name))
     def prop(overrides):
         config = build_config(name, overrides)
@@ -342,12 +397,16 @@ def valid_configs_run(name: str, n_examples: int) -> None:
     start, cpu = time.perf_counter(), time.process_time()
     prop()
     total, cpu = time.perf_counter() - start, time.process_time() - cpu
-    print(f"\n{name}: {len(ran)} configs ran in {total:.1f} s wall, {cpu:.1f} s CPU (slowest run {max(ran, default=0):.2f} s)")
+    print(
+        f"\n{name}: {len(ran)} configs ran in {total:.1f} s wall, {cpu:.1f} s CPU (slowest run "
+        f"{max(ran, default=0):.2f} s)"
+    )
     assert len(ran) >= n_examples, f"only {len(ran)} of {n_examples} generated configs were valid"
     # a failing identity on a config the validator accepts is a bug (exact algebra does not depend on the
     # config), not a finding: fix the probe or narrow the validator
     assert not BROKEN_IDENTITIES.get(name), (
-        f"{name}: {len(BROKEN_IDENTITIES[name])} failing identity claim(s):\n" + "\n".join(BROKEN_IDENTITIES[name]))
+        f"{name}: {len(BROKEN_IDENTITIES[name])} failing identity claim(s):\n" + "\n".join(BROKEN_IDENTITIES[name])
+    )
 
 
 @pytest.mark.parametrize("name", PROBES)
@@ -378,12 +437,19 @@ def cli_invalid_values(name: str) -> list[tuple[FieldSpec, str]]:
     among the choices, one non-finite float, one empty list, one unparseable number."""
     specs = _specs(name)
     picks = [
-        next(((s, str(math.ceil(s.minimum) - 1)) for s in specs if s.base is int and not s.is_seq and s.minimum is not None), None),
+        next(
+            (
+                (s, str(math.ceil(s.minimum) - 1))
+                for s in specs
+                if s.base is int and not s.is_seq and s.minimum is not None
+            ),
+            None,
+        ),
         next(((s, "bogus") for s in specs if s.choices is not None and s.base is str), None),
         next(((s, "nan") for s in specs if s.base is float and not s.is_seq), None),
         next(((s, "") for s in specs if s.is_seq and s.min_len >= 1), None),
         next(((s, "1.5") for s in specs if s.base is int and not s.is_seq), None),
-    ]  # fmt: skip
+    ]
     return [p for p in picks if p is not None]
 
 
@@ -401,13 +467,19 @@ def test_cli_rejects_invalid_value_with_one_line(name, field, text, tmp_path):
     env = {**os.environ, "PYTHONPATH": str(REPO), "WORKBENCH_CACHE": str(tmp_path / "cache"), "TQDM_DISABLE": "1"}
     proc = subprocess.run(
         [sys.executable, "-m", "probes", "run", name, "--preset", "smoke", f"{option}={text}", "--no-progress"],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     lines = proc.stderr.strip().splitlines()
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert len(lines) == 1, proc.stderr
     assert lines[0].startswith("probes: error: "), lines[0]
-    assert re.search(rf"({option}|\b{field}(\[\d+\])?) must ", lines[0]), lines[0]  # names the field, says what is allowed
+    assert re.search(rf"({option}|\b{field}(\[\d+\])?) must ", lines[0]), lines[
+        0
+    ]  # names the field, says what is allowed
     assert proc.stdout == ""
 
 
@@ -457,8 +529,11 @@ REJECTED = [
     ("representational_collapse", {"dtypes": ("bfloat16",), "extend_dtype": "float32"}, "extend_dtype"),
     ("representational_collapse", {"extend_dtype": "bfloat16", "extend_bases": 1}, "extend_bases"),
     ("representational_collapse", {"extend_dtype": "float32", "extend_lo": 0.05, "extend_hi": 0.2}, "extend_hi"),
-    ("representational_collapse", {"family": "early_token", "early_position": 2, "extend_dtype": "float32",
-                                   "extend_lo": 0.05}, "early_position"),  # fmt: skip
+    (
+        "representational_collapse",
+        {"family": "early_token", "early_position": 2, "extend_dtype": "float32", "extend_lo": 0.05},
+        "early_position",
+    ),
     # seeds past 2**64 overflow torch.Generator.manual_seed
     ("prompt_forgetting", {"seed": 2**64}, "seed"),
     # planted_gap 0: ZeroDivisionError (s = s g / planted_gap); negative or tiny gaps gave s = -inf / inf

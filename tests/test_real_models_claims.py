@@ -17,8 +17,9 @@ from probes._overview import t_multiplier
 
 @pytest.fixture(scope="module")
 def gpt2() -> HFModel:
-    return HFModel.from_config(gpt2_config(vocab_size=256, n_positions=64, n_layer=2, n_embd=32, n_head=2),
-                               seed=1, dtype="float64")  # fmt: skip
+    return HFModel.from_config(
+        gpt2_config(vocab_size=256, n_positions=64, n_layer=2, n_embd=32, n_head=2), seed=1, dtype="float64"
+    )
 
 
 def test_gpt2_label_says_random_depth_and_width(gpt2):
@@ -70,9 +71,13 @@ class _Run:
 
     def __init__(self, deficit: np.ndarray, theory: np.ndarray, n: int = 64):
         dims = ("layer", "head", "n")
-        self.data = xr.Dataset({"entropy": (dims, (np.log(n) - deficit)[..., None]),
-                                "theory_entropy": (dims, (np.log(n) - theory)[..., None])},
-                               coords={"n": [n]})  # fmt: skip
+        self.data = xr.Dataset(
+            {
+                "entropy": (dims, (np.log(n) - deficit)[..., None]),
+                "theory_entropy": (dims, (np.log(n) - theory)[..., None]),
+            },
+            coords={"n": [n]},
+        )
 
 
 def test_entropy_claim_worst_layer_and_planted_miss():
@@ -110,8 +115,20 @@ def test_probe_claims_filter_by_role():
 def test_no_skip_collapse_runs_signal_propagation_on_each_pair():
     from analysis.model import ModelConfig, TinyTransformer
 
-    cfg = ModelConfig(input="tokens", vocab_size=256, output="none", d_model=16, n_layers=3, n_heads=2, d_mlp=32,
-                      norm="post", causal=False, pos="learned", max_len=64, seed=0)  # fmt: skip
+    cfg = ModelConfig(
+        input="tokens",
+        vocab_size=256,
+        output="none",
+        d_model=16,
+        n_layers=3,
+        n_heads=2,
+        d_mlp=32,
+        norm="post",
+        causal=False,
+        pos="learned",
+        max_len=64,
+        seed=0,
+    )
     pair = (TinyTransformer(cfg).eval(), TinyTransformer(cfg.replace(attn_residual=False, mlp_residual=False)).eval())
     sp = dict(data="corpus", seq_len=12, n_samples=3, batch_size=2, jacobian=False, seed=0)
     res = rm.no_skip_collapse({"tiny": pair}, {"tiny": "tiny"}, sp, "smoke")
@@ -119,5 +136,6 @@ def test_no_skip_collapse_runs_signal_propagation_on_each_pair():
     c = res.ledger["dong_noskip_collapses_tiny"]
     assert len(res.ledger) == 1 and c.role == "prediction" and c.status != "not_evaluated"
     logratio = np.log10(np.maximum(res.data["rank"]["tiny", False][-1], rm.RESOLUTION)) - np.log10(
-        np.maximum(res.data["rank"]["tiny", True][-1], rm.RESOLUTION))
+        np.maximum(res.data["rank"]["tiny", True][-1], rm.RESOLUTION)
+    )
     assert c.measured == pytest.approx(logratio.mean())

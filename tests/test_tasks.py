@@ -1,4 +1,5 @@
-"""Tests for analysis/tasks.py: layouts, determinism, exact and statistical properties of the tasks."""
+"""Tests for analysis/tasks.py and the collapse pairs of probes/_collapse_pairs.py: layouts, determinism,
+exact and statistical properties of the tasks."""
 
 from __future__ import annotations
 
@@ -15,14 +16,16 @@ from analysis.tasks import (
     MarkovLanguage,
     Task,
     _is_primitive,
-    apply_to_pair,
     concat_tokens,
+    interleaved_tokens,
+    task_from_config,
+)
+from probes._collapse_pairs import (
+    apply_to_pair,
     counting_pair,
     early_token_pair,
-    interleaved_tokens,
     repeat_last_pair,
     repeated_token_pair,
-    task_from_config,
     with_separators,
 )
 
@@ -42,12 +45,12 @@ def test_concat_layout_positions():
     N, d = 6, 4
     assert inputs.shape == (3, N + 1, d + 1) and targets.shape == (3,)
     assert inputs.dtype == torch.float32
-    assert torch.equal(inputs[:, :N, :d], b.x)  # x_i in the first d columns
-    assert torch.equal(inputs[:, :N, d], b.y)  # y_i in the last column
+    assert torch.equal(inputs[:, :N, :d], b.x_ctx)  # x_i in the first d columns
+    assert torch.equal(inputs[:, :N, d], b.y_ctx)  # y_i in the last column
     assert torch.equal(inputs[:, N, :d], b.x_q)  # query last ...
     assert torch.all(inputs[:, N, d] == 0)  # ... with a zero label slot
     assert torch.equal(targets, b.y_q)
-    assert torch.equal(concat_tokens(b.x, b.y, b.x_q), inputs)
+    assert torch.equal(concat_tokens(b.x_ctx, b.y_ctx, b.x_q), inputs)
 
 
 def test_interleaved_layout_positions():
@@ -55,12 +58,12 @@ def test_interleaved_layout_positions():
     b = task.draw(2, gen(1))
     inputs, targets = task.sample(2, gen(1))
     assert inputs.shape == (2, 10, 4) and targets.shape == (2, 5)
-    assert torch.equal(inputs[:, 0::2, :3], b.x)  # x-tokens at even positions
+    assert torch.equal(inputs[:, 0::2, :3], b.x_ctx)  # x-tokens at even positions
     assert torch.all(inputs[:, 0::2, 3] == 0)
     assert torch.all(inputs[:, 1::2, :3] == 0)  # y-tokens at odd positions: zeros, then y
-    assert torch.equal(inputs[:, 1::2, 3], b.y)
-    assert torch.equal(targets, b.y)
-    assert torch.equal(interleaved_tokens(b.x, b.y), inputs)
+    assert torch.equal(inputs[:, 1::2, 3], b.y_ctx)
+    assert torch.equal(targets, b.y_ctx)
+    assert torch.equal(interleaved_tokens(b.x_ctx, b.y_ctx), inputs)
 
 
 @pytest.mark.parametrize("layout", ["concat", "interleaved"])
@@ -84,7 +87,7 @@ def test_regression_targets_are_linear_when_noiseless():
     task = LinearRegressionTask(d=5, n_points=7, x_dist="gaussian")
     b = task.draw(4, gen(4), dtype=torch.float64)
     # float64 round-off of a 5-term dot product of O(1) numbers is ~1e-15
-    assert (b.y - torch.einsum("bnd,bd->bn", b.x, b.w)).abs().max() <= 1e-12
+    assert (b.y_ctx - torch.einsum("bnd,bd->bn", b.x_ctx, b.w)).abs().max() <= 1e-12
     assert (b.y_q - (b.x_q * b.w).sum(-1)).abs().max() <= 1e-12
 
 
@@ -92,7 +95,7 @@ def test_noise_and_layout_share_the_stream():
     # same seed: x and w identical whatever the noise level or layout (paired comparisons)
     a = LinearRegressionTask(noise_std=0.0).draw(3, gen(5))
     b = LinearRegressionTask(noise_std=0.5, layout="interleaved").draw(3, gen(5))
-    assert torch.equal(a.x, b.x) and torch.equal(a.w, b.w) and not torch.equal(a.y, b.y)
+    assert torch.equal(a.x_ctx, b.x_ctx) and torch.equal(a.w, b.w) and not torch.equal(a.y_ctx, b.y_ctx)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -123,7 +126,7 @@ def _fourth_moment_var(task: LinearRegressionTask) -> np.ndarray:
 def test_input_second_moment_matches_theory(kwargs):
     task = LinearRegressionTask(d=5, n_points=9, **kwargs)
     b = task.draw(2000, gen(6), dtype=torch.float64)
-    x = torch.cat([b.x.reshape(-1, 5), b.x_q]).numpy()  # all inputs are i.i.d.: n = B (N+1)
+    x = torch.cat([b.x_ctx.reshape(-1, 5), b.x_q]).numpy()  # all inputs are i.i.d.: n = B (N+1)
     n = x.shape[0]
     emp = x.T @ x / n
     se = np.sqrt(_fourth_moment_var(task) / n)  # standard error of each empirical entry
@@ -147,7 +150,7 @@ def test_noise_and_weight_moments():
     sigma, w_std = 0.3, 2.0
     task = LinearRegressionTask(d=4, n_points=10, x_dist="gaussian", noise_std=sigma, w_std=w_std)
     b = task.draw(3000, gen(7), dtype=torch.float64)
-    resid = (b.y - torch.einsum("bnd,bd->bn", b.x, b.w)).reshape(-1).numpy()
+    resid = (b.y_ctx - torch.einsum("bnd,bd->bn", b.x_ctx, b.w)).reshape(-1).numpy()
     n = resid.size
     # sample variance of n Gaussians: SE = sigma^2 sqrt(2 / (n - 1))
     assert abs(resid.var(ddof=1) - sigma**2) <= 5 * sigma**2 * math.sqrt(2 / (n - 1))

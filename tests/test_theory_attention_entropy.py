@@ -177,3 +177,50 @@ def test_least_squares_slope_lies_within_the_local_slopes():
         fit = np.polyfit(np.log(n), np.log(w), 1)[0]
         local = th.planted_log_slope("ssmax", n, 2.0, ssmax_s=sg / 2.0)
         assert local.min() - 1e-12 <= fit <= local.max() + 1e-12
+
+
+# ---------------------------------------------------------------------------------------------
+# sigmoid attention: a row's total weight at initialisation
+
+
+@pytest.mark.parametrize("s", [0.0, 0.3, 1.0, 2.5])
+@pytest.mark.parametrize("n", [2, 64, 1024])
+def test_sigmoid_row_total_with_zero_bias_is_half_the_keys(n, s):
+    # sigma(x) + sigma(-x) = 1 and the Gaussian is symmetric: exactly n/2 for every s
+    assert th.sigmoid_row_total(n, s, 0.0) == pytest.approx(n / 2, rel=1e-12)
+
+
+@pytest.mark.parametrize("b", [-math.log(1024), -2.0, 0.7])
+def test_sigmoid_row_total_without_spread_is_n_sigma_b(b):
+    n = 1024
+    assert th.sigmoid_row_total(n, 0.0, b) == pytest.approx(n / (1 + math.exp(-b)), rel=1e-13)
+    if b == -math.log(n):
+        assert th.sigmoid_row_total(n, 0.0, b) == pytest.approx(n / (n + 1), rel=1e-13)
+
+
+def test_sigmoid_row_total_small_spread_expansion():
+    # n E sigma(sZ + b) = n [sigma(b) + sigma''(b) s^2 / 2] + O(s^4)
+    n, b = 256, -math.log(256)
+    sig = 1 / (1 + math.exp(-b))
+    d2 = sig * (1 - sig) * (1 - 2 * sig)
+    for s in (0.05, 0.1):
+        err = th.sigmoid_row_total(n, s, b) - n * (sig + d2 * s**2 / 2)
+        assert abs(err) < 3 * n * s**4 * abs(d2)  # the next term is O(s^4), same size of derivative
+
+
+@pytest.mark.parametrize(("s", "b"), [(1.0, -math.log(1024)), (2.0, -math.log(64)), (0.6, 1.5)])
+def test_sigmoid_row_total_matches_monte_carlo(s, b):
+    n, m = 1024, 400_000
+    rng = np.random.default_rng(17)
+    x = rng.standard_normal(m) * s + b
+    sig = 1 / (1 + np.exp(-x))
+    mc, se = n * sig.mean(), n * sig.std(ddof=1) / math.sqrt(m)
+    assert abs(th.sigmoid_row_total(n, s, b) - mc) < 5 * se
+
+
+def test_sigmoid_row_total_broadcasts():
+    n = np.array([10, 100])[:, None]
+    s = np.array([0.5, 1.0, 1.5])[None, :]
+    out = th.sigmoid_row_total(n, s, -np.log(n))
+    assert out.shape == (2, 3)
+    assert out[1, 2] == pytest.approx(th.sigmoid_row_total(100, 1.5, -math.log(100)), rel=1e-15)

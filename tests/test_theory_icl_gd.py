@@ -1,4 +1,4 @@
-"""Theory of in-context regression as GD (analysis/theory/icl_gd.py): exact identities and closed forms.
+"""Theory of in-context regression as GD (analysis/theory/icl_gd/): exact identities and closed forms.
 
 Monte Carlo tolerances are |mc - theory| <= 4 SE with SE the sample standard error; the seeds are
 fixed, so each check is deterministic, and at 4 SE a correct formula would fail with probability
@@ -47,8 +47,8 @@ def test_sampler_shapes_determinism_and_labels():
     b = T.sample_regression(5, 3, 4, "uniform", 0.0, np.random.default_rng(7))
     assert a.x_ctx.shape == (5, 4, 3) and a.y_ctx.shape == (5, 4) and a.x_q.shape == (5, 3)
     assert a.y_q.shape == (5,) and a.w.shape == (5, 3) and a.x_ctx.dtype == np.float64
-    for u, v in zip(a, b, strict=True):
-        np.testing.assert_array_equal(u, v)
+    for field in ("x_ctx", "y_ctx", "x_q", "y_q", "w"):
+        np.testing.assert_array_equal(getattr(a, field), getattr(b, field))
     # noiseless labels are exactly w.x (same float64 ops up to summation order)
     np.testing.assert_allclose(a.y_ctx, np.einsum("bnd,bd->bn", a.x_ctx, a.w), rtol=0, atol=1e-15)
     assert np.all(np.abs(a.x_ctx) <= 0.5)
@@ -99,9 +99,7 @@ def test_baselines_basic_identities():
     np.testing.assert_allclose(T.LeastSquares()(*args).numpy(), target, rtol=0, atol=1e-10)
     # ridge against an explicit numpy solve, and its lam -> 0 limit
     lam = 0.3
-    w_r = np.stack(
-        [np.linalg.solve(x.T @ x + lam * np.eye(4), x.T @ y) for x, y in zip(b.x_ctx, b.y_ctx, strict=True)]
-    )
+    w_r = np.stack([np.linalg.solve(x.T @ x + lam * np.eye(4), x.T @ y) for x, y in zip(b.x_ctx, b.y_ctx, strict=True)])
     np.testing.assert_allclose(T.Ridge(lam)(*args).numpy(), (w_r * b.x_q).sum(-1), rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(T.Ridge(0.0)(*args).numpy(), target, rtol=0, atol=1e-10)
     assert T.Ridge.bayes_optimal(0.5, 2.0).lam == pytest.approx(0.0625)
@@ -177,7 +175,7 @@ def test_construction_needs_context_only_keys_beyond_one_layer():
     rng = np.random.default_rng(4)
     d, N = 3, 6
     b = T.sample_regression(32, d, N, "gaussian", 0.0, rng)
-    tokens = T.build_tokens(b.x_ctx, b.y_ctx, b.x_q)
+    tokens = T.concat_tokens(b.x_ctx, b.y_ctx, b.x_q)
     one = T.gd_lsa_stack(d, 0.8, N, 1)
     two = T.gd_lsa_stack(d, 0.8, N, 2)
     # one layer: the query's value (0, -0) is zero, so including it changes nothing
@@ -217,9 +215,7 @@ def test_symbolic_eta_star_matches_numeric():
     expr = T.sympy_eta_star_independent()
     for d, N, sigma, w_std in [(10, 10, 0.0, 1.0), (3, 20, 0.5, 2.0), (1, 1, 1.0, 0.5)]:
         for x_dist, v, m4 in [("uniform", sp.Rational(1, 12), sp.Rational(1, 80)), ("gaussian", 1, 3)]:
-            val = expr.subs(
-                {sy["d"]: d, sy["N"]: N, sy["v"]: v, sy["m4"]: m4, sy["sigma"]: sigma, sy["w_std"]: w_std}
-            )
+            val = expr.subs({sy["d"]: d, sy["N"]: N, sy["v"]: v, sy["m4"]: m4, sy["sigma"]: sigma, sy["w_std"]: w_std})
             num = T.one_step_gd_theory(d, N, x_dist, sigma, w_std)["eta_star"]
             assert float(val) == pytest.approx(num, rel=1e-14)
     # the isotropic Gaussian result of the literature: eta* = N / (N + d + 1 + sigma^2 / w_std^2)
@@ -228,9 +224,7 @@ def test_symbolic_eta_star_matches_numeric():
     assert th["loss_star"] == pytest.approx(th["loss_fn"](th["eta_star"]), rel=1e-14)
 
 
-@pytest.mark.parametrize(
-    "x_dist,sigma", [("uniform", 0.0), ("gaussian", 0.0), ("uniform", 0.1), ("anisotropic", 0.5)]
-)
+@pytest.mark.parametrize("x_dist,sigma", [("uniform", 0.0), ("gaussian", 0.0), ("uniform", 0.1), ("anisotropic", 0.5)])
 def test_one_step_theory_against_monte_carlo(x_dist, sigma):
     d, N = (10, 10) if x_dist == "uniform" else (5, 8)
     Sigma = _rotated_sigma(d, 10.0, 1) if x_dist == "anisotropic" else None
@@ -299,9 +293,7 @@ def test_optimal_preconditioner_is_optimal_and_matches_monte_carlo():
 def test_least_squares_closed_forms_against_monte_carlo(d, N, x_dist, sigma):
     Sigma = _rotated_sigma(d, 5.0, 4) if x_dist == "anisotropic" else None
     theory = T.least_squares_theory(d, N, x_dist, sigma, 1.0, Sigma)
-    mc = T.expected_loss_mc(
-        T.LeastSquares(), d, N, x_dist, sigma, np.random.default_rng(8), n_tasks=20000, Sigma=Sigma
-    )
+    mc = T.expected_loss_mc(T.LeastSquares(), d, N, x_dist, sigma, np.random.default_rng(8), n_tasks=20000, Sigma=Sigma)
     # sigma = 0, Sigma = v I, N < d: the conditional loss w^2 v (d - N) is the same for every X,
     # so the sample SE is ~0 and the check is exact up to round-off
     assert abs(mc["loss"] - theory) <= Z * mc["se"] + 1e-12 * theory
@@ -341,9 +333,7 @@ def test_baseline_theory_table():
     assert out["gd_star"]["eta"] == pytest.approx(th["eta_star"])
     assert out["least_squares"]["loss"] == 0.0 and out["ridge_bayes"]["loss"] == 0.0
     assert "precond_gd_star" not in out and out["knn"]["method"] == "monte_carlo"
-    aniso = T.baseline_theory(
-        4, 8, "anisotropic", 0.3, np.random.default_rng(13), Sigma=[1, 2, 3, 4], n_mc=2000
-    )
+    aniso = T.baseline_theory(4, 8, "anisotropic", 0.3, np.random.default_rng(13), Sigma=[1, 2, 3, 4], n_mc=2000)
     assert aniso["precond_gd_star"]["loss"] <= aniso["gd_star"]["loss"]
 
 
@@ -361,9 +351,7 @@ def test_sensitivity_and_metrics():
     # one-step GD is linear in x_q with slope w_1 = eta h
     np.testing.assert_allclose(T.sensitivity(gd, *args).numpy(), eta * h, rtol=1e-13)
     m = T.compare_predictors(gd, lsa, *args)
-    assert (
-        m["preds_diff"] <= 1e-13 and m["model_diff"] <= 1e-13 and m["cos_sensitivity"] == pytest.approx(1.0)
-    )
+    assert m["preds_diff"] <= 1e-13 and m["model_diff"] <= 1e-13 and m["cos_sensitivity"] == pytest.approx(1.0)
     # averaging differs from GD only by the scale of the slope: cosine 1, model diff |eta - 1| mean |h|
     m = T.compare_predictors(gd, T.Averaging(), *args)
     assert m["cos_sensitivity"] == pytest.approx(1.0, abs=1e-14)
@@ -374,9 +362,7 @@ def test_sensitivity_and_metrics():
     assert T.sensitivity_cosine(gd, T.KNN(2), *args) == 0.0
     # least squares with noiseless, N >= d data has slope w exactly
     c = T.sample_regression(20, d, N, "gaussian", 0.0, np.random.default_rng(15))
-    np.testing.assert_allclose(
-        T.sensitivity(T.LeastSquares(), c.x_ctx, c.y_ctx, c.x_q).numpy(), c.w, atol=1e-10
-    )
+    np.testing.assert_allclose(T.sensitivity(T.LeastSquares(), c.x_ctx, c.y_ctx, c.x_q).numpy(), c.w, atol=1e-10)
 
 
 def test_fit_eta_and_preconditioner():
@@ -424,9 +410,9 @@ def test_eta_from_lsa_weights():
     ro = T.eta_from_lsa_weights(Wo, N)
     assert ro["off_structure"] == pytest.approx(0.1 / math.hypot(0.1, 1.0), rel=1e-13)
     assert ro["eta"] == pytest.approx(eta, rel=1e-14)
-    assert [
-        x["eta"] for x in T.eta_from_lsa_weights(T.gd_lsa_stack(d, [0.5, 0.25], N, 2), N)
-    ] == pytest.approx([0.5, 0.25])
+    assert [x["eta"] for x in T.eta_from_lsa_weights(T.gd_lsa_stack(d, [0.5, 0.25], N, 2), N)] == pytest.approx(
+        [0.5, 0.25]
+    )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -444,8 +430,9 @@ def test_gdpp_with_zero_gamma_is_plain_gd():
     # residual form against weight form: 3 steps of sums of N + d terms of size <= eta |x|^2 |y|
     scale = float(np.abs(b.y_ctx).max()) * (1 + max(etas) * float((b.x_ctx**2).sum(-1).max())) ** 3
     assert float((got - want).abs().max()) <= 3 * 8 * (6 + 4) * EPS64 * scale
-    np.testing.assert_allclose(pp.linear_map(b.x_ctx).numpy(), gd.linear_map(b.x_ctx).numpy(), rtol=0,
-                               atol=3 * 8 * (6 + 4) * EPS64 * scale)
+    np.testing.assert_allclose(
+        pp.linear_map(b.x_ctx).numpy(), gd.linear_map(b.x_ctx).numpy(), rtol=0, atol=3 * 8 * (6 + 4) * EPS64 * scale
+    )
 
 
 def test_gdpp_linear_map_recursion_and_lsa_stack_agree():

@@ -148,8 +148,10 @@ def test_rope_shifts_every_offset_so_the_repeat_gap_decays_as_n_to_minus_one_hal
     dh = 16
     gaps = []
     for n in ns:
-        logs = [math.log(rc.rope_repeat_gap(rng.normal(size=dh), rng.normal(size=(n, dh)), rng.normal(size=(n, dh))))
-                for _ in range(16)]
+        logs = [
+            math.log(rc.rope_repeat_gap(rng.normal(size=dh), rng.normal(size=(n, dh)), rng.normal(size=(n, dh))))
+            for _ in range(16)
+        ]
         gaps.append(math.exp(np.mean(logs)))
     assert abs(rc.fitted_exponent(ns, gaps) - 0.5) < 0.15
     # one draw against a direct float64 computation of the two softmax outputs (the formula's own pieces)

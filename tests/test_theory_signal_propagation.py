@@ -49,9 +49,7 @@ def test_attention_branch_moment_limits():
     torch.testing.assert_close(a, (1 / t1).expand(B, T), rtol=0, atol=1e-15)
     # identical tokens: a_t = |u|^2/d = 1 for any pattern (rows sum to one)
     same = torch.full((B, T, d), 1.0, dtype=torch.float64)
-    rnd = torch.softmax(
-        torch.randn(B, H, T, T, generator=torch.Generator().manual_seed(1), dtype=torch.float64), -1
-    )
+    rnd = torch.softmax(torch.randn(B, H, T, T, generator=torch.Generator().manual_seed(1), dtype=torch.float64), -1)
     torch.testing.assert_close(th.attention_branch_moment(rnd, same), torch.ones(B, T, dtype=torch.float64))
 
 
@@ -210,12 +208,8 @@ def test_deepnorm_angle_scale_uses_the_model_constants():
 
     for L in (1, 6, 48):
         c = ModelConfig(norm="post", deepnorm=True, n_layers=L, vocab_size=8, d_model=8, n_heads=2)
-        assert float(th.deepnorm_angle_scale(L)) == pytest.approx(
-            c.deepnorm_beta**2 / c.deepnorm_alpha, rel=1e-14
-        )
-    slope, _ = th.loglog_slope(
-        np.array([2.0, 8.0, 32.0]), th.deepnorm_angle_scale(np.array([2.0, 8.0, 32.0]))
-    )
+        assert float(th.deepnorm_angle_scale(L)) == pytest.approx(c.deepnorm_beta**2 / c.deepnorm_alpha, rel=1e-14)
+    slope, _ = th.loglog_slope(np.array([2.0, 8.0, 32.0]), th.deepnorm_angle_scale(np.array([2.0, 8.0, 32.0])))
     assert slope == pytest.approx(th.DEEPNORM_ANGLE_EXPONENT, abs=1e-12)
 
 

@@ -239,13 +239,9 @@ def test_anonymous_callback_bypasses_cache(tmp_path):
     cache = CheckpointCache(tmp_path)
     run(cache=cache, train_cfg=TRAIN.replace(steps=3), callback=lambda s, m, x: None)
     assert cache.list_entries() == []
-    res = run(
-        cache=cache, train_cfg=TRAIN.replace(steps=3), callback=lambda s, m, x: {"a": 1.0}, callback_id="a-v1"
-    )
+    res = run(cache=cache, train_cfg=TRAIN.replace(steps=3), callback=lambda s, m, x: {"a": 1.0}, callback_id="a-v1")
     assert cache.list_entries() == [res.key]
-    again = run(
-        cache=cache, train_cfg=TRAIN.replace(steps=3), callback=lambda s, m, x: {"a": 2.0}, callback_id="a-v1"
-    )
+    again = run(cache=cache, train_cfg=TRAIN.replace(steps=3), callback=lambda s, m, x: {"a": 2.0}, callback_id="a-v1")
     assert again.from_cache and np.all(again.history["a"] == 1.0)
 
 

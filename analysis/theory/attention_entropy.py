@@ -235,6 +235,25 @@ def planted_weight_sigmoid(n, g, b: float = 0.0) -> np.ndarray:
     return np.broadcast_to(1.0 / (1.0 + np.exp(-(float(g) + float(b)))), n.shape).copy()
 
 
+def sigmoid_row_total(n, s, b, n_nodes: int = 96) -> np.ndarray:
+    """``E[sum_{j<n} sigma(x_j + b)]`` for ``n`` i.i.d. ``N(0, s^2)`` logits: ``n E sigma(s Z + b)``, Z ~ N(0, 1).
+
+    The total weight of a sigmoid-attention row at initialisation (Ramapuram et al. 2024, seed 000#17):
+    sigmoid weights are not normalised, so with ``b = 0`` a row carries ``n/2`` in expectation, exactly
+    for every ``s`` (``sigma(x) + sigma(-x) = 1`` and the Gaussian is symmetric), and with ``b = -ln n``
+    about 1 (``n sigma(-ln n) = n/(n+1)`` at ``s = 0``; the curvature of sigma raises it by O(s^2)).
+    Gauss-Hermite quadrature in float64 (``n_nodes`` probabilists' nodes, exact for polynomials of
+    degree ``2 n_nodes - 1``; sigma is entire in a strip, so the error falls geometrically). Broadcasts
+    over ``n``, ``s`` and ``b``.
+    """
+    z, w = np.polynomial.hermite_e.hermegauss(n_nodes)
+    w = w / math.sqrt(2.0 * math.pi)
+    n, s, b = np.broadcast_arrays(*(np.asarray(v, dtype=np.float64) for v in (n, s, b)))
+    x = s[..., None] * z + b[..., None]
+    sig = 0.5 * (1.0 + np.tanh(0.5 * x))  # sigma(x), stable for large |x|
+    return n * (sig @ w)
+
+
 def planted_log_slope(kernel: str, n, g, *, ssmax_s: float = 1.0) -> np.ndarray:
     """Exact local fading rate ``d ln w / d ln n`` of the planted weight (see the module docstring)."""
     n, g = np.asarray(n, dtype=np.float64), float(g)
@@ -284,7 +303,11 @@ def entropy_lower_bound_elementary(n, M) -> np.ndarray:
 
 def spectral_entropy_bound(n, sigma, scale, x_norm_query, x_norm_max) -> np.ndarray:
     """``ln(1 + (n-1) exp(-2 c sigma |x_i| max_j |x_j|))``: the entropy floor set by ``||W_q^T W_k||_2``."""
-    R = 2.0 * np.asarray(scale, dtype=np.float64) * np.asarray(sigma, dtype=np.float64) * np.asarray(
-        x_norm_query, dtype=np.float64
-    ) * np.asarray(x_norm_max, dtype=np.float64)
+    R = (
+        2.0
+        * np.asarray(scale, dtype=np.float64)
+        * np.asarray(sigma, dtype=np.float64)
+        * np.asarray(x_norm_query, dtype=np.float64)
+        * np.asarray(x_norm_max, dtype=np.float64)
+    )
     return entropy_lower_bound_range(n, R)

@@ -71,6 +71,7 @@ from functools import cache
 
 import numpy as np
 
+from analysis.fitting import fit_power_law
 from analysis.validation import check_float, check_int
 
 EULER_GAMMA = 0.57721566490153286060651209008240243104215933593992
@@ -234,7 +235,7 @@ def relay_offsets_closed_form(P: int, L: int, T: int) -> np.ndarray:
 
 def relay_closed_form_sympy(P: int, L: int):
     """Symbolic closed form for ``t > P``: an expression in ``t`` and ``H^(m)_t`` (sympy ``harmonic``)."""
-    import sympy as sp
+    import sympy as sp  # heavy, and only this symbolic cross-check needs it: imported on first use
 
     _check_plt(P, L, 1)
     t = sp.Symbol("t", positive=True, integer=True)
@@ -256,7 +257,7 @@ def relay_closed_form_sympy(P: int, L: int):
 
 def _zeta(m: int) -> float:
     """Riemann zeta(m) for m >= 2; Euler's gamma for m = 1 (the finite part of H_t - ln t)."""
-    from scipy.special import zeta
+    from scipy.special import zeta  # heavy, and only these asymptotics need it: imported on first use
 
     return EULER_GAMMA if m == 1 else float(zeta(m))
 
@@ -304,7 +305,8 @@ def relay_limit(L: int) -> float:
 
 
 def relay_ratio_first_correction(P: int, L: int) -> float:
-    """``c_1`` in ``Delta^L_t t/(P (ln t)^(L-1)) = 1/(L-1)! + c_1/ln t + O(1/ln^2 t)``: ``(L - psibar)/(L-2)!``, 0 for L = 1.
+    """``c_1`` in ``Delta^L_t t/(P (ln t)^(L-1)) = 1/(L-1)! + c_1/ln t + O(1/ln^2 t)``:
+    ``(L - psibar)/(L-2)!``, 0 for L = 1.
 
     ``psibar = (1/P) sum_{s<=P} psi(s)``, ``psi(s) = H_(s-1) - gamma``.
     """
@@ -344,8 +346,6 @@ def bound_local_exponent(L: int, t) -> np.ndarray:
 
 
 def _window_alpha(y: np.ndarray, t_lo: float, t_hi: int, n_points: int) -> float:
-    from analysis.fitting import fit_power_law
-
     t = np.arange(1, t_hi + 1, dtype=np.float64)
     return fit_power_law(t, y, (t_lo, float(t_hi)), n_points=n_points).alpha
 

@@ -88,9 +88,15 @@ import numpy as np
 import torch
 
 FAMILIES = ("repeat_last", "counting", "early_token")
-EPS = {name: float(torch.finfo(dt).eps) for name, dt in
-       (("float16", torch.float16), ("bfloat16", torch.bfloat16), ("float32", torch.float32),
-        ("float64", torch.float64))}  # fmt: skip
+EPS = {
+    name: float(torch.finfo(dt).eps)
+    for name, dt in (
+        ("float16", torch.float16),
+        ("bfloat16", torch.bfloat16),
+        ("float32", torch.float32),
+        ("float64", torch.float64),
+    )
+}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -152,8 +158,15 @@ def fitted_exponent(n: np.ndarray, y: np.ndarray) -> float:
     return float(-np.polyfit(x, ly, 1)[0])
 
 
-def predicted_depth_slopes(family: str, pos: str, L: int, n_grid: np.ndarray, separators: bool = False,
-                           attention: str = "softmax", early_position: int = 0) -> np.ndarray:
+def predicted_depth_slopes(
+    family: str,
+    pos: str,
+    L: int,
+    n_grid: np.ndarray,
+    separators: bool = False,
+    attention: str = "softmax",
+    early_position: int = 0,
+) -> np.ndarray:
     """Exponent predicted at depths ``1..L`` (item 6) for a fit on the points ``n_grid``.
 
     Repeat and counting: :func:`predicted_slope` at every depth. Early token: the fitted exponent of
@@ -331,8 +344,14 @@ def extrapolated_collapse(n_anchor: float, ratio: float, alpha: float | np.ndarr
     return np.exp(np.minimum(math.log(n_anchor) + math.log(ratio) / alpha, 709.0))
 
 
-def collapse_interval(n_anchor: float, ratio: float, alpha_ci: tuple[float, float], log_se: float = 0.0,
-                      grid_ratio: float = 1.0, k: float = 3.0) -> tuple[float, float]:
+def collapse_interval(
+    n_anchor: float,
+    ratio: float,
+    alpha_ci: tuple[float, float],
+    log_se: float = 0.0,
+    grid_ratio: float = 1.0,
+    k: float = 3.0,
+) -> tuple[float, float]:
     r"""Range of the first grid length at which the distance stays below the resolution, from the fit.
 
     Three sources, combined in ``ln n``: the decay exponent anywhere in ``alpha_ci`` (the fit's bootstrap

@@ -1,7 +1,9 @@
 r"""Signal propagation at initialisation: closed forms for our ``fan_in`` initialisation, and the metrics.
 
 Everything here is float64 and model-free: it is the theory side of the ``signal_propagation`` probe
-(issue 6). Notation: ``d`` model width, ``x_l`` the residual stream after block ``l`` (``x_0`` the
+(how the norm placement shapes activations, gradients and updates across depth: Xiong et al. 2020,
+Pre-LN variance growth, Peri-LN, Mix-LN, DeepNet, and Dong et al.'s rank collapse; see REFERENCES.md).
+Notation: ``d`` model width, ``x_l`` the residual stream after block ``l`` (``x_0`` the
 embedding), ``m_l = E[x_l^2]`` its second moment per coordinate (the "residual variance": every
 coordinate has mean zero over the weight draw), ``N`` a LayerNorm with gain 1 and no bias, so that
 ``|N(x)|^2 = d sigma^2 / (sigma^2 + eps)`` exactly, with ``sigma^2`` the variance of ``x`` over its features.
@@ -117,9 +119,7 @@ def gelu_second_moment(scale: float = 1.0) -> float:
     ``2 s E[z Phi(sz) phi(sz)] = s^2 / (pi (1+s^2) sqrt(1+2 s^2))``.
     """
     s2 = float(scale) ** 2
-    return s2 * (
-        0.25 + math.asin(s2 / (1 + s2)) / (2 * math.pi) + s2 / (math.pi * (1 + s2) * math.sqrt(1 + 2 * s2))
-    )
+    return s2 * (0.25 + math.asin(s2 / (1 + s2)) / (2 * math.pi) + s2 / (math.pi * (1 + s2) * math.sqrt(1 + 2 * s2)))
 
 
 def gelu_second_moment_quad(scale: float = 1.0) -> float:
@@ -173,9 +173,7 @@ def pre_ln_moment(m0: float, attn_terms: np.ndarray, mlp_terms: np.ndarray) -> n
     return float(m0) + np.concatenate([[0.0], np.cumsum(inc)])
 
 
-def pre_ln_envelope(
-    m0: float, depth: int, mlp: bool = True, ln_scaling: bool = False
-) -> tuple[np.ndarray, np.ndarray]:
+def pre_ln_envelope(m0: float, depth: int, mlp: bool = True, ln_scaling: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Closed-form envelope of the Pre-LN second moment, l = 0..depth: ``a_l`` in ``[0, s_l^2]``.
 
     Returns ``(lower, upper)`` with ``lower_l = m0 + sum g(s_k)``, ``upper_l = lower_l + sum s_k^2``.
@@ -351,8 +349,12 @@ def deepnorm_angle_scale(depth: np.ndarray | float) -> np.ndarray:
 
 OPTIMISERS = ("sgd", "adam")
 # exponents in L of the update bound (section 10): DeepNorm's design makes the SGD factor exactly 1
-UPDATE_BOUND_EXPONENT = {("deepnorm", "sgd"): 0.0, ("post", "sgd"): 1.0,
-                         ("deepnorm", "adam"): 0.5, ("post", "adam"): 1.0}  # fmt: skip
+UPDATE_BOUND_EXPONENT = {
+    ("deepnorm", "sgd"): 0.0,
+    ("post", "sgd"): 1.0,
+    ("deepnorm", "adam"): 0.5,
+    ("post", "adam"): 1.0,
+}
 
 
 def deepnorm_update_bound(depth: np.ndarray | float, deepnorm: bool, optimiser: str) -> np.ndarray:
