@@ -90,7 +90,6 @@ import itertools
 import json
 import os
 import re
-import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -499,21 +498,14 @@ def _stack(
     return (dims + list(first.dims), out, dict(first.attrs))
 
 
-def _assemble(p: Plan, outcomes: list[dict]) -> xr.Dataset:
-    shape, dims = p.shape, p.dims
-    specs = {s.name: s for s in p.module.Config.field_specs()}
-    index_of = [idx for idx, _ in p.points()]
-    ok = [o["ok"] for o in outcomes]
-    good = [i for i, flag in enumerate(ok) if flag]
-    coords: dict[str, Any] = {d: _coord(specs[d], p.values[d]) for d in dims}
-    renamed: dict[str, str] = {}
-    variables: dict[str, tuple] = {}
-
-    # --- arrays: rename dims that clash with grid dims, skip arrays whose dims differ between points
+def _point_datasets(p: Plan, outcomes: list[dict], good: list[int], renamed: dict[str, str]):
+    """The good points' Datasets, ready to stack: dims that clash with grid dims renamed ``point__<dim>``,
+    arrays whose dims differ between points dropped (returned in ``skipped``), dims without coordinate
+    whose length differs given positions. Returns (datasets, names of the arrays to stack, skipped)."""
     datasets: dict[int, xr.Dataset] = {}
     for i in good:
         d = outcomes[i]["data"]
-        clash = {dim: f"point__{dim}" for dim in d.dims if dim in dims}
+        clash = {dim: f"point__{dim}" for dim in d.dims if dim in p.dims}
         if clash:
             renamed.update({f"dim {k}": v for k, v in clash.items()})
             d = d.rename(clash)
@@ -541,100 +533,131 @@ def _assemble(p: Plan, outcomes: list[dict]) -> xr.Dataset:
         positional = {dim: np.arange(d.sizes[dim]) for dim in d.dims if dim not in d.indexes and len(sizes[dim]) > 1}
         if positional:
             datasets[i] = d.assign_coords(positional)
-    # the union of every indexed dim's values over the points (outer join)
+    return datasets, names, skipped
+
+
+def _inner_coords(datasets: dict[int, xr.Dataset]) -> tuple[dict[str, Any], dict[str, xr.Variable], list[str]]:
+    """The union of every indexed dim's values over the points (outer join), the non-index coordinates
+    every point has alike, and the names of those that differ (dropped)."""
     union: dict[str, Any] = {}
     if datasets:
         aligned = xr.align(*[d.drop_vars(list(d.data_vars)) for d in datasets.values()], join="outer")
         for a in aligned:
             for dim, idx in a.indexes.items():
                 union.setdefault(dim, idx)
-    inner_coords: dict[str, xr.Variable] = {}
-    dropped_coords = []
-    for d in datasets.values():  # non-index coordinates: kept when every point has the same
+    inner: dict[str, xr.Variable] = {}
+    dropped: list[str] = []
+    for d in datasets.values():
         for cname, c in d.coords.items():
-            if cname in d.indexes or cname in dropped_coords:
+            if cname in d.indexes or cname in dropped:
                 continue
-            if cname in inner_coords and not inner_coords[cname].identical(c.variable):
-                dropped_coords.append(cname)
-                del inner_coords[cname]
-            elif cname not in inner_coords:
-                inner_coords[cname] = c.variable
-    for name in names:
-        try:
-            variables["data__" + name] = _stack(name, datasets, good, len(outcomes), union, shape, dims, index_of)
-        except (ValueError, TypeError, KeyError) as e:  # e.g. a dim indexed at some points only
-            skipped[name] = one_line(e)
-    for dim, idx in union.items():
-        vals = np.asarray(idx.values)
-        coords[dim] = vals.astype(str) if vals.dtype == object and all(isinstance(v, str) for v in vals) else vals
-    coords.update({k: v for k, v in inner_coords.items() if not any(dim in dims for dim in v.dims)})
+            if cname in inner and not inner[cname].identical(c.variable):
+                dropped.append(cname)
+                del inner[cname]
+            elif cname not in inner:
+                inner[cname] = c.variable
+    return union, inner, dropped
 
-    # --- scalars
-    taken = set(dims) | set(coords) | {dim for v in variables.values() for dim in v[0]} | set(RESERVED_VARS)
-    scalar_names: list[str] = []
-    for i in good:
-        scalar_names += [k for k in outcomes[i]["scalars"] if k not in scalar_names]
-    for sname in scalar_names:
-        vals = [outcomes[i]["scalars"].get(sname) if ok[i] else None for i in range(len(outcomes))]
+
+def _scalar_variables(p: Plan, outcomes: list[dict], taken: set[str], renamed: dict[str, str]) -> dict[str, tuple]:
+    """Every scalar of the points' Results over the grid (float64, NaN where absent; strings as given)."""
+    index_of = [idx for idx, _ in p.points()]
+    names: list[str] = []
+    for o in outcomes:
+        if o["ok"]:
+            names += [k for k in o["scalars"] if k not in names]
+    variables = {}
+    for sname in names:
+        vals = [o["scalars"].get(sname) if o["ok"] else None for o in outcomes]
         as_str = any(isinstance(v, str) for v in vals)
-        out = np.full(shape, "" if as_str else np.nan, dtype=object if as_str else np.float64)
+        out = np.full(p.shape, "" if as_str else np.nan, dtype=object if as_str else np.float64)
         for i, v in enumerate(vals):
             if v is not None:
                 out[index_of[i]] = (v if isinstance(v, str) else _fmt(v)) if as_str else float(v)
         var = sname if sname not in taken else f"scalar__{sname}"
         if var != sname:
             renamed[f"scalar {sname}"] = var
-        variables[var] = (dims, out.astype(str) if as_str else out, {})
+        variables[var] = (p.dims, out.astype(str) if as_str else out, {})
+    return variables
 
-    # --- claims
-    claim_names: list[str] = []
-    for i in good:
-        claim_names += [
-            _claim_var(c, n, p.name) for c, n, _ in outcomes[i]["claims"] if _claim_var(c, n, p.name) not in claim_names
-        ]
-    for cname in claim_names:
-        out = np.full(shape, "", dtype=object)
-        for i in good:
-            for c, n, status in outcomes[i]["claims"]:
-                if _claim_var(c, n, p.name) == cname:
-                    out[index_of[i]] = status
-        variables[cname] = (dims, out.astype(str), {})
 
-    # --- per point: failed, error, config, cache_key
-    failed = np.zeros(shape, dtype=bool)
-    error = np.full(shape, "", dtype=object)
-    config = np.full(shape, "", dtype=object)
-    keys = np.full(shape, "", dtype=object)
+def _claim_variables(p: Plan, outcomes: list[dict]) -> dict[str, tuple]:
+    """``claim__<name>``: each claim's status over the grid ('' where a point lacks it)."""
+    index_of = [idx for idx, _ in p.points()]
+    statuses: dict[str, np.ndarray] = {}
+    for i, o in enumerate(outcomes):
+        if not o["ok"]:
+            continue
+        for c, n, status in o["claims"]:
+            var = _claim_var(c, n, p.name)
+            statuses.setdefault(var, np.full(p.shape, "", dtype=object))[index_of[i]] = status
+    return {var: (p.dims, out.astype(str), {}) for var, out in statuses.items()}
+
+
+def _point_variables(p: Plan, outcomes: list[dict]) -> tuple[dict[str, tuple], list[dict]]:
+    """Per point: ``failed``, ``error``, ``config`` (JSON) and ``cache_key``; and the list of failures."""
+    failed = np.zeros(p.shape, dtype=bool)
+    error, config, keys = (np.full(p.shape, "", dtype=object) for _ in range(3))
     failures = []
     for i, (idx, point) in enumerate(p.points()):
         config[idx] = json.dumps(p.configs[i].to_dict(), sort_keys=True)
         keys[idx] = p.keys[i]
-        if not ok[i]:
+        if not outcomes[i]["ok"]:
             failed[idx] = True
             error[idx] = outcomes[i]["error"]
             failures.append({"point": to_jsonable(point), "error": outcomes[i]["error"]})
-    variables["failed"] = (dims, failed, {"description": "the point's probe raised (see error)"})
-    variables["error"] = (dims, error.astype(str), {"description": "the point's one-line error, '' if none"})
-    variables["config"] = (dims, config.astype(str), {"description": "the point's resolved config (JSON)"})
-    variables["cache_key"] = (dims, keys.astype(str), {"description": "the point's result-cache key"})
-
-    ds = xr.Dataset({k: xr.Variable(v[0], v[1], v[2]) for k, v in variables.items()}, coords=coords)
-    attrs = {
-        "sweep_format": SWEEP_FORMAT,
-        "probe": p.name,
-        "probe_version": p.module.VERSION,
-        "preset": p.base.preset_name,
-        "grid": json.dumps({d: to_jsonable(p.values[d]) for d in dims}),
-        "base_config": json.dumps(p.base.to_dict(), sort_keys=True),
-        "n_points": len(outcomes),
-        "n_failed": len(failures),
-        "failed": json.dumps(failures),
-        "skipped_arrays": json.dumps(skipped, sort_keys=True),
-        "renamed": json.dumps(
-            dict(renamed, **{f"coord {c}": "dropped (differs between points)" for c in dropped_coords}), sort_keys=True
-        ),
+    dims = p.dims
+    variables = {
+        "failed": (dims, failed, {"description": "the point's probe raised (see error)"}),
+        "error": (dims, error.astype(str), {"description": "the point's one-line error, '' if none"}),
+        "config": (dims, config.astype(str), {"description": "the point's resolved config (JSON)"}),
+        "cache_key": (dims, keys.astype(str), {"description": "the point's result-cache key"}),
     }
-    ds.attrs.update(attrs)
+    return variables, failures
+
+
+def _assemble(p: Plan, outcomes: list[dict]) -> xr.Dataset:
+    """One Dataset from the points' outcomes (see the module docstring for its layout)."""
+    dims = p.dims
+    specs = {s.name: s for s in p.module.Config.field_specs()}
+    index_of = [idx for idx, _ in p.points()]
+    good = [i for i, o in enumerate(outcomes) if o["ok"]]
+    coords: dict[str, Any] = {d: _coord(specs[d], p.values[d]) for d in dims}
+    renamed: dict[str, str] = {}
+    variables: dict[str, tuple] = {}
+    datasets, names, skipped = _point_datasets(p, outcomes, good, renamed)
+    union, inner_coords, dropped_coords = _inner_coords(datasets)
+    for name in names:
+        try:
+            variables["data__" + name] = _stack(name, datasets, good, len(outcomes), union, p.shape, dims, index_of)
+        except (ValueError, TypeError, KeyError) as e:  # e.g. a dim indexed at some points only
+            skipped[name] = one_line(e)
+    for dim, idx in union.items():
+        vals = np.asarray(idx.values)
+        coords[dim] = vals.astype(str) if vals.dtype == object and all(isinstance(v, str) for v in vals) else vals
+    coords.update({k: v for k, v in inner_coords.items() if not any(dim in dims for dim in v.dims)})
+    taken = set(dims) | set(coords) | {dim for v in variables.values() for dim in v[0]} | set(RESERVED_VARS)
+    variables.update(_scalar_variables(p, outcomes, taken, renamed))
+    variables.update(_claim_variables(p, outcomes))
+    point_vars, failures = _point_variables(p, outcomes)
+    variables.update(point_vars)
+    ds = xr.Dataset({k: xr.Variable(v[0], v[1], v[2]) for k, v in variables.items()}, coords=coords)
+    renamed.update({f"coord {c}": "dropped (differs between points)" for c in dropped_coords})
+    ds.attrs.update(
+        {
+            "sweep_format": SWEEP_FORMAT,
+            "probe": p.name,
+            "probe_version": p.module.VERSION,
+            "preset": p.base.preset_name,
+            "grid": json.dumps({d: to_jsonable(p.values[d]) for d in dims}),
+            "base_config": json.dumps(p.base.to_dict(), sort_keys=True),
+            "n_points": len(outcomes),
+            "n_failed": len(failures),
+            "failed": json.dumps(failures),
+            "skipped_arrays": json.dumps(skipped, sort_keys=True),
+            "renamed": json.dumps(renamed, sort_keys=True),
+        }
+    )
     return ds
 
 
@@ -724,176 +747,8 @@ def write_netcdf(ds: xr.Dataset, path: str | os.PathLike) -> Path:
 SWEEP_OPTIONS = frozenset({"preset", "grid", "seeds", "out", "scheduler", "workers", "no_progress", "help"})
 
 
-def command(name: str, module: Any, args: Sequence[str]) -> int:
-    """``python -m probes sweep NAME ...`` (see the module docstring); UsageError on bad input."""
-    from probes.cli import UsageError, _check_writable, _Parser
-
-    parser = _Parser(
-        prog=f"python -m probes sweep {name}",
-        allow_abbrev=False,
-        description=f"Sweep probe {name} over a grid of config values (see probes.sweep).",
-    )
-    parser.add_argument("--preset", default="full", metavar="smoke|full", help="smoke | full (default: full)")
-    parser.add_argument(
-        "--grid",
-        action="append",
-        default=[],
-        metavar="FIELD=V1,V2,...",
-        help="values of one config field (a list-valued field: FIELD='A,B;C,D'); repeatable",
-    )
-    parser.add_argument("--seeds", metavar="0-4|0,2,5", help="set the probe's seed field: a range or a list")
-    parser.add_argument("--out", required=True, metavar="PATH.nc", help="netCDF file to write (atomically)")
-    parser.add_argument(
-        "--scheduler",
-        default="local",
-        metavar="local|none|tcp://HOST:PORT",
-        help="local: a LocalCluster of processes (default); none: serially in this process; "
-        "tcp://HOST:PORT: a running dask scheduler",
-    )
-    parser.add_argument("--workers", metavar="N", help="local workers (default: min(points, CPU cores)); 0: serially")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
-    group = parser.add_argument_group("fixed config fields (the same for every point)")
-    for spec in module.Config.field_specs():
-        if spec.name in SWEEP_OPTIONS:  # such a field can still be swept with --grid
-            continue
-        group.add_argument(
-            spec.option,
-            dest=f"field__{spec.name}",
-            metavar=spec.type_name.upper().replace(" ", ""),
-            help=f"{spec.help}; {spec.allowed()}".replace("%", "%%"),
-        )
-    try:
-        ns, extra = parser.parse_known_args(list(args))
-    except SystemExit as e:  # --help
-        return int(e.code or 0)
-    if extra:
-        raise UsageError(
-            f"unknown option {extra[0].split('=')[0]} for probe {name} sweep; "
-            "use --grid FIELD=V1,V2 for fields to sweep, --field-name VALUE for fixed ones"
-        )
-    if not ns.grid and ns.seeds is None:
-        raise UsageError("sweep needs at least one --grid FIELD=V1,V2,... or --seeds")
-    overrides = {}
-    for spec in module.Config.field_specs():
-        text = getattr(ns, f"field__{spec.name}", None)
-        if text is not None:
-            try:
-                overrides[spec.name] = spec.parse(text)
-            except ValueError as e:
-                raise UsageError(f"probe {name}: {e}") from None
-    grid: dict[str, list[Any]] = {}
-    try:
-        for text in ns.grid:
-            field_name, vals = parse_grid_arg(module.Config, text, name)
-            if field_name in grid:
-                raise ValueError(f"--grid {field_name} is given twice")
-            if field_name in overrides:
-                raise ValueError(f"{field_name} is both swept (--grid) and fixed ({_option(field_name)}); give one")
-            grid[field_name] = vals
-        seeds = parse_seeds(ns.seeds) if ns.seeds is not None else None
-        if seeds is not None and SEED_FIELD in overrides:
-            raise ValueError("--seeds and --seed are both given; give one")
-        p = plan(module, grid, preset=ns.preset, seeds=seeds, base=overrides)
-    except ValueError as e:
-        raise UsageError(str(e)) from None
-    scheduler = ns.scheduler.strip()
-    if scheduler not in ("local", "none") and not re.fullmatch(r"(tcp|tls)://[^\s/]+:\d+/?", scheduler):
-        raise UsageError(f"--scheduler must be local, none or tcp://HOST:PORT, got {ns.scheduler!r}")
-    workers = None
-    if ns.workers is not None:
-        if not re.fullmatch(r"\d+", ns.workers.strip()):
-            raise UsageError(f"--workers must be an integer >= 0, got {ns.workers!r}")
-        workers = int(ns.workers)
-        if scheduler != "local":
-            raise UsageError(f"--workers applies to --scheduler local only, got --scheduler {scheduler}")
-    out = Path(ns.out)
-    if out.is_dir():
-        raise UsageError(f"--out: {out} is a folder; give a file name such as {out / 'sweep.nc'}")
-    _check_writable(out.parent, "--out")
-    n_points = len(p.configs)
-    if scheduler == "local" and workers is None:
-        workers = max(1, min(n_points, os.cpu_count() or 1))
-    progress = not ns.no_progress
-    outcomes: list[dict] = []
-    t0 = time.perf_counter()
-    try:
-        if scheduler == "none" or workers == 0:
-            where = "serially"
-            ds = sweep(
-                module, grid, preset=ns.preset, seeds=seeds, base=overrides, progress=progress, outcomes=outcomes
-            )
-        elif scheduler == "local":
-            where = f"on a local cluster of {workers} worker process(es)"
-            with local_client(workers) as client:
-                ds = sweep(
-                    module,
-                    grid,
-                    preset=ns.preset,
-                    seeds=seeds,
-                    base=overrides,
-                    client=client,
-                    progress=progress,
-                    outcomes=outcomes,
-                )
-        else:
-            where = f"on {scheduler}"
-            with _remote_client(scheduler) as client:
-                ds = sweep(
-                    module,
-                    grid,
-                    preset=ns.preset,
-                    seeds=seeds,
-                    base=overrides,
-                    client=client,
-                    progress=progress,
-                    outcomes=outcomes,
-                )
-    except OSError as e:  # e.g. the scheduler cannot be reached
-        print(f"probes: error: sweep {name}: {' '.join(str(e).split())}", file=_stderr())
-        return 1
-    wall = time.perf_counter() - t0
-    try:
-        write_netcdf(ds, out)
-    except OSError as e:
-        print(f"probes: error: --out: cannot write {out}: {' '.join(str(e).split())}", file=_stderr())
-        return 1
-    n_cached = sum(1 for o in outcomes if o.get("ok") and o.get("from_cache"))
-    n_failed = sum(1 for o in outcomes if not o.get("ok"))
-    print(
-        f"sweep {name} (preset {p.base.preset_name}) {where}: {n_points} points over "
-        f"{' x '.join(f'{d}={len(p.values[d])}' for d in p.dims)}; {n_points - n_cached - n_failed} computed, "
-        f"{n_cached} from cache, {n_failed} failed; {wall:.1f} s"
-    )
-    print(f"wrote {out}")
-    status = 0
-    labels = [p.label(point) for _, point in p.points()]
-    if n_failed:
-        err = _stderr()
-        print(f"probes: sweep {name}: {n_failed} of {n_points} point(s) failed:", file=err)
-        for label, o in zip(labels, outcomes, strict=True):
-            if not o.get("ok"):
-                print(f"  {label}: {o['error']}", file=err)
-        status = 1
-    broken = [(label, o["broken"]) for label, o in zip(labels, outcomes, strict=True) if o.get("ok") and o["broken"]]
-    if broken:
-        text = "; ".join(f"{label}: {', '.join(names)}" for label, names in broken)
-        print(f"probes: sweep {name}: identity claim(s) failed (a bug) at {text}", file=_stderr())
-        status = 1
-    return status
-
-
-def _option(field_name: str) -> str:
-    return "--" + field_name.replace("_", "-")
-
-
-def _stderr():
-    import sys
-
-    return sys.stderr
-
-
 @contextlib.contextmanager
-def _remote_client(address: str) -> Iterator[Any]:
+def remote_client(address: str) -> Iterator[Any]:
     from distributed import Client
 
     try:

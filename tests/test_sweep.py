@@ -57,7 +57,9 @@ PROBE_SOURCE = textwrap.dedent(
 
         n: int = param(6, "number of draws", minimum=1)
         scale: float = param(1.0, "multiplies every draw", minimum=0.0)
-        dims: tuple[int, ...] = param((1, 2), "list-valued field; its items make an array without coordinate", minimum=1)
+        dims: tuple[int, ...] = param(
+            (1, 2), "list-valued field; its items make an array without coordinate", minimum=1
+        )
         extra_claim: bool = param(False, "also make the claim 'extra'")
         fail_at: int | None = param(None, "raise when n equals this", minimum=1)
         sleep: float = param(0.0, "seconds to sleep first", minimum=0.0)
@@ -98,7 +100,8 @@ PROBE_SOURCE = textwrap.dedent(
         led = Ledger(NAME, preset=config.preset_name)
         led.identity("sum_is_last_partial", measured=float(x.sum()), expected=float(partial[-1]),
                      atol=1e-12 * (1 + abs(float(partial[-1]))), source="summation", why="a few roundings")
-        led.predict("mean_near_zero", measured=float(x.mean()), expected=0.0, se=float(config.scale / np.sqrt(config.n)),
+        se = float(config.scale / np.sqrt(config.n))
+        led.predict("mean_near_zero", measured=float(x.mean()), expected=0.0, se=se,
                     k=5.0, alternative=100.0, hypothesis="draws centred at 100", source="symmetry", why="5 SE")
         if config.extra_claim:
             led.identity("extra", measured=1.0, expected=1.0, source="none", why="exact")
