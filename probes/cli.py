@@ -91,7 +91,6 @@ from analysis import cache
 from analysis.cache import KINDS
 from analysis.io import atomic_write_json, unwritable
 from analysis.paths import cache_dir, figures_dir
-from probes import sweep as sw
 from probes.base import (
     ModelIncompatibleError,
     ProbeConfig,
@@ -99,6 +98,20 @@ from probes.base import (
     check_model_compat,
     description,
     run_probe,
+)
+from probes.sweep import (
+    SEED_FIELD,
+    SWEEP_OPTIONS,
+    Plan,
+    local_client,
+    parse_grid_arg,
+    parse_seeds,
+    plan,
+    remote_client,
+    write_netcdf,
+)
+from probes.sweep import (
+    sweep as run_sweep,
 )
 
 USAGE = (
@@ -519,7 +532,7 @@ def _sweep_parser(module: Any, name: str) -> _Parser:
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     group = parser.add_argument_group("fixed config fields (the same for every point)")
     for spec in module.Config.field_specs():
-        if spec.name in sw.SWEEP_OPTIONS:  # such a field can still be swept with --grid
+        if spec.name in SWEEP_OPTIONS:  # such a field can still be swept with --grid
             continue
         group.add_argument(
             spec.option,
@@ -530,7 +543,7 @@ def _sweep_parser(module: Any, name: str) -> _Parser:
     return parser
 
 
-def _sweep_plan(module: Any, name: str, ns: argparse.Namespace) -> tuple[dict, dict, tuple | None, sw.Plan]:
+def _sweep_plan(module: Any, name: str, ns: argparse.Namespace) -> tuple[dict, dict, tuple | None, Plan]:
     """(fixed fields, grid, seeds, plan) from the parsed command line; UsageError on any bad value."""
     overrides = {}
     for spec in module.Config.field_specs():
@@ -543,17 +556,17 @@ def _sweep_plan(module: Any, name: str, ns: argparse.Namespace) -> tuple[dict, d
     grid: dict[str, list[Any]] = {}
     try:
         for text in ns.grid:
-            field_name, vals = sw.parse_grid_arg(module.Config, text, name)
+            field_name, vals = parse_grid_arg(module.Config, text, name)
             if field_name in grid:
                 raise ValueError(f"--grid {field_name} is given twice")
             if field_name in overrides:
                 option = "--" + field_name.replace("_", "-")
                 raise ValueError(f"{field_name} is both swept (--grid) and fixed ({option}); give one")
             grid[field_name] = vals
-        seeds = sw.parse_seeds(ns.seeds) if ns.seeds is not None else None
-        if seeds is not None and sw.SEED_FIELD in overrides:
+        seeds = parse_seeds(ns.seeds) if ns.seeds is not None else None
+        if seeds is not None and SEED_FIELD in overrides:
             raise ValueError("--seeds and --seed are both given; give one")
-        return overrides, grid, seeds, sw.plan(module, grid, preset=ns.preset, seeds=seeds, base=overrides)
+        return overrides, grid, seeds, plan(module, grid, preset=ns.preset, seeds=seeds, base=overrides)
     except ValueError as e:
         raise UsageError(str(e)) from None
 
@@ -601,24 +614,24 @@ def _sweep(module: Any, name: str, args: list[str]) -> int:
     t0 = time.perf_counter()
     try:
         if scheduler == "none" or workers == 0:
-            where, ds = "serially", sw.sweep(module, grid, **kwargs)
+            where, ds = "serially", run_sweep(module, grid, **kwargs)
         else:
             where = f"on a local cluster of {workers} worker process(es)" if scheduler == "local" else f"on {scheduler}"
-            with sw.local_client(workers) if scheduler == "local" else sw.remote_client(scheduler) as client:
-                ds = sw.sweep(module, grid, client=client, **kwargs)
+            with local_client(workers) if scheduler == "local" else remote_client(scheduler) as client:
+                ds = run_sweep(module, grid, client=client, **kwargs)
     except OSError as e:  # e.g. the scheduler cannot be reached
         print(f"probes: error: sweep {name}: {' '.join(str(e).split())}", file=sys.stderr)
         return 1
     wall = time.perf_counter() - t0
     try:
-        sw.write_netcdf(ds, out)
+        write_netcdf(ds, out)
     except OSError as e:
         print(f"probes: error: --out: cannot write {out}: {' '.join(str(e).split())}", file=sys.stderr)
         return 1
     return _sweep_report(name, p, outcomes, where, wall, out)
 
 
-def _sweep_report(name: str, p: sw.Plan, outcomes: list[dict], where: str, wall: float, out: Path) -> int:
+def _sweep_report(name: str, p: Plan, outcomes: list[dict], where: str, wall: float, out: Path) -> int:
     """The summary line; failed points and failing identities on stderr (exit 1), else exit 0."""
     n_points = len(p.configs)
     n_cached = sum(1 for o in outcomes if o.get("ok") and o.get("from_cache"))
