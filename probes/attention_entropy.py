@@ -688,7 +688,8 @@ def measure_sigmoid_totals(config: Config) -> dict[str, np.ndarray]:
     sigmoid`` on distinct tokens, ``sigmoid_bias`` b = 0 and b = -ln n at n = ``sweep_len`` (every replicate
     model), the total weight of each of the last ``rows_per_n`` query rows and its theory ``n_i E sigma(s Z + b)``
     at the row's measured logit std (``n_i`` = the keys row i sees). Arrays (bias, replicate, layer, head, row)."""
-    n_, k = config.sweep_len, config.rows_per_n
+    n_ = config.sweep_len
+    k = min(config.rows_per_n, n_)  # rows_per_n is checked against ctx_lens, not against sweep_len
     biases = np.array([0.0, -math.log(n_)])
     shape = (len(biases), config.replicates, config.layers, config.heads, k)
     total, std = np.full(shape, np.nan), np.full(shape, np.nan)
