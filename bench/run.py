@@ -335,8 +335,8 @@ import sys, time
 import probes
 from probes.sweep import write_netcdf
 t0 = time.perf_counter()
-ds = probes.sweep("signal_propagation", {"heads": [2, 4]}, preset="smoke", seeds=range(8), base={"depths": (1, 2, 4, 8, 16)},
-                  progress=False, threads=None)
+ds = probes.sweep("signal_propagation", {"heads": [2, 4]}, preset="smoke", seeds=range(8),
+                  base={"depths": (1, 2, 4, 8, 16)}, progress=False, threads=None)
 print(f"sweep wall {time.perf_counter() - t0:.3f}")
 write_netcdf(ds, sys.argv[1])
 """
@@ -345,7 +345,10 @@ write_netcdf(ds, sys.argv[1])
 def _parallel_capacity() -> dict:
     """How many cores this machine gives us right now: a pure-Python loop alone, then two copies at once
     (capacity = 2 x alone / together: 2.0 on two idle cores, 1.0 when others keep one core busy)."""
-    code = "import time\nt = time.perf_counter()\ns = 0\nfor i in range(20_000_000):\n    s += i\nprint(time.perf_counter() - t)"
+    code = (
+        "import time\nt = time.perf_counter()\ns = 0\nfor i in range(20_000_000):\n    s += i\n"
+        "print(time.perf_counter() - t)"
+    )
     alone = float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout)
     procs = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True) for _ in range(2)]
     together = max(float(p.communicate()[0]) for p in procs)

@@ -35,6 +35,9 @@ def test_there_are_notebooks():
 
 @pytest.mark.parametrize("path", ALL, ids=lambda p: p.stem)
 def test_committed_without_outputs(path):
+    raw = json.loads(path.read_text(encoding="utf-8"))  # as committed: nbformat.read would add missing ids
+    missing = [i for i, c in enumerate(raw["cells"]) if "id" not in c]
+    assert not missing, f"cells {missing} have no id (nbformat >= 4.5 needs one; nbstripout --keep-id keeps them)"
     nb = nbformat.read(path, as_version=4)
     nbformat.validate(nb)
     assert "papermill" not in nb.metadata, "strip papermill metadata before committing"
