@@ -58,9 +58,10 @@ def favor_projection(d: int, m: int, seed: int, dtype: torch.dtype = torch.float
 
 def positive_random_features(x: torch.Tensor, proj: torch.Tensor) -> torch.Tensor:
     """FAVOR+ positive random features (Choromanski et al., 004#70): ``phi(x)_i = exp(w_i . x - |x|^2 / 2) / sqrt(m)``,
-    so that ``E[phi(x) . phi(y)] = exp(x . y)`` for ``w_i ~ N(0, I)``. ``x`` (..., d), ``proj`` (m, d)."""
-    m = proj.shape[0]
-    return torch.exp(x @ proj.T - 0.5 * (x * x).sum(-1, keepdim=True)) / math.sqrt(m)
+    so that ``E[phi(x) . phi(y)] = exp(x . y)`` for ``w_i ~ N(0, I)``. ``x`` (..., d), ``proj`` (m, d) or a
+    batch of projections (..., m, d) broadcasting against ``x``'s leading axes."""
+    m = proj.shape[-2]
+    return torch.exp(x @ proj.transpose(-1, -2) - 0.5 * (x * x).sum(-1, keepdim=True)) / math.sqrt(m)
 
 
 def feature_map(x: torch.Tensor, kind: str, *, scale: float = 1.0, proj: torch.Tensor | None = None) -> torch.Tensor:
