@@ -286,9 +286,14 @@ def measure_trained(config: Config, progress: bool) -> dict[str, np.ndarray]:
     shape = (len(config.kernels), len(config.n_pairs), config.train_seeds)
     acc, diff, nq = np.full(shape, np.nan), np.full(shape, np.nan), np.zeros(shape)
     jobs = [(i, j, s) for i in range(shape[0]) for j in range(shape[1]) for s in range(shape[2])]
-    for i, j, s in bar(jobs, desc="associative_recall: training", disable=not progress):
-        got = train_one(config, config.kernels[i], config.n_pairs[j], config.seed + s, progress=False)
-        acc[i, j, s], diff[i, j, s], nq[i, j, s] = got["accuracy"], got["form_diff"], got["n_queries"]
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # tiny models: one thread is fastest (and fixes the reduction order)
+    try:
+        for i, j, s in bar(jobs, desc="associative_recall: training", disable=not progress):
+            got = train_one(config, config.kernels[i], config.n_pairs[j], config.seed + s, progress=False)
+            acc[i, j, s], diff[i, j, s], nq[i, j, s] = got["accuracy"], got["form_diff"], got["n_queries"]
+    finally:
+        torch.set_num_threads(threads)
     return {"accuracy": acc, "form_diff": diff, "n_queries": nq}
 
 
