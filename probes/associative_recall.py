@@ -226,6 +226,8 @@ def _favor_terms(q: torch.Tensor, k: torch.Tensor, total: int, seed: int) -> tor
 
 def _slope_bootstrap(m: np.ndarray, rows: list[np.ndarray], seed: int, n_boot: int = 300) -> tuple[float, float]:
     """Least-squares slope of ln RMS against ln m, and its bootstrap SE (draws resampled within each m)."""
+    if len(m) < 2:
+        return math.nan, math.nan  # one m: no slope
     x = np.log(m)
     slope = float(np.polyfit(x, 0.5 * np.log([r.mean() for r in rows]), 1)[0])
     rng = np.random.default_rng(derived_seed(seed, "favor_boot"))
@@ -233,7 +235,7 @@ def _slope_bootstrap(m: np.ndarray, rows: list[np.ndarray], seed: int, n_boot: i
         np.polyfit(x, 0.5 * np.log([r[rng.integers(0, r.size, r.size)].mean() for r in rows]), 1)[0]
         for _ in range(n_boot)
     ]
-    return slope, float(np.std(boot, ddof=1)) if len(m) > 1 else math.nan
+    return slope, float(np.std(boot, ddof=1))
 
 
 # ================================================================================================ training
