@@ -35,6 +35,12 @@ Serialisation. :meth:`BaseConfig.to_dict` gives the values in field order as JSO
 as lists); :meth:`BaseConfig.from_dict` and :meth:`BaseConfig.replace` refuse unknown field names.
 Content hashes of ``to_dict()`` key the checkpoint and result caches, so a field's name, default and
 JSON form are part of every stored key: change them only together with a version bump.
+
+Fields added later. A field declared with ``param(..., omit_at_default=True)`` is left out of
+:meth:`BaseConfig.to_dict` while it holds its default, and :meth:`BaseConfig.from_dict` fills it in
+when absent. Adding such a field therefore leaves the dict (and every cache key) of each existing
+config as it was; only configs that set it to something else get a new key. Use it for every field
+added to a config whose ``to_dict()`` keys stored entries (the model and trainer configs).
 """
 
 from __future__ import annotations
@@ -63,14 +69,19 @@ def param(
     minimum: float | None = None,
     maximum: float | None = None,
     min_len: int | None = None,
+    omit_at_default: bool = False,
 ) -> Any:
     """A config field with the metadata the generic validation and the command line use.
 
     ``choices`` lists the allowed values (of each item, for tuple fields; a ``Literal`` annotation
     says the same); ``minimum``/``maximum`` bound numbers inclusively (each item, for tuple
-    fields); ``min_len`` is the shortest allowed tuple (1 unless given).
+    fields); ``min_len`` is the shortest allowed tuple (1 unless given). ``omit_at_default`` leaves
+    the field out of ``to_dict()`` while it holds ``default`` (a field added after configs were
+    stored: their keys stay as they were; see the module docstring).
     """
     meta: dict[str, Any] = {"help": help}
+    if omit_at_default:
+        meta["omit_at_default"] = True
     if choices is not None:
         meta["choices"] = tuple(choices)
     if minimum is not None:
@@ -97,6 +108,7 @@ class FieldSpec:
     maximum: float | None
     min_len: int  # shortest tuple
     max_len: int | None = None  # longest tuple (fixed-length tuples: == min_len)
+    omit_at_default: bool = False  # left out of to_dict() while at its default (a field added later)
 
     @property
     def option(self) -> str:
@@ -275,6 +287,7 @@ def field_specs_of(cls: type) -> tuple[FieldSpec, ...]:
                 maximum=meta.get("maximum"),
                 min_len=min_len,
                 max_len=kind.length,
+                omit_at_default=bool(meta.get("omit_at_default", False)),
             )
         )
     return tuple(specs)
@@ -330,14 +343,26 @@ class BaseConfig:
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
-        """The values in field order, JSON-safe (tuples become lists)."""
-        return {name: to_jsonable(getattr(self, name)) for name in self.field_names()}
+        """The values in field order, JSON-safe (tuples become lists); a field declared with
+        ``omit_at_default=True`` is left out while it holds its default."""
+        out = {}
+        for spec in field_specs_of(type(self)):
+            value = getattr(self, spec.name)
+            if spec.omit_at_default and _same_value(value, spec.default):
+                continue
+            out[spec.name] = to_jsonable(value)
+        return out
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]):
         """The config with the values of ``d`` (as :meth:`to_dict` gives them); unknown names are refused."""
         cls._check_names(d)
         return cls(**d)
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    """Equal with the same Python type (1 and 1.0 differ in a stored key's JSON, so 1 is not the default 1.0)."""
+    return type(a) is type(b) and a == b
 
 
 def _fmt_value(v: Any) -> str:

@@ -39,6 +39,17 @@ from torch import nn
 
 from analysis.config import BaseConfig, param
 from analysis.hooks import HookPoint, name_hook_points
+from analysis.recurrent import (
+    FORMS,
+    Decay,
+    FeatureMap,
+    WriteRule,
+    favor_projection,
+    feature_map,
+    mix,
+    retnet_decays,
+    unit_rows,
+)
 from analysis.validation import check_float, check_int
 
 InputKind = Literal["tokens", "vectors", "embedded"]
@@ -46,14 +57,17 @@ OutputKind = Literal["lm", "linear", "none"]
 Activation = Literal["gelu", "gelu_tanh", "relu", "silu", "tanh", "identity"]
 NormPlacement = Literal["pre", "post", "peri", "mix", "none"]
 NormType = Literal["layernorm", "rmsnorm"]
-AttentionKernel = Literal["softmax", "linear", "sigmoid", "ssmax", "uniform"]
+PatternKernel = Literal["softmax", "linear", "sigmoid", "ssmax", "uniform"]  # kernels with a T x T pattern
+AttentionKernel = Literal["softmax", "linear", "sigmoid", "ssmax", "uniform", "recurrent"]
+LoopUnit = Literal["stack", "block"]
 Positional = Literal["none", "learned", "rope"]
 InitScheme = Literal["fan_in", "gpt2"]
 DType = Literal["float64", "float32", "bfloat16", "float16"]
 
 NORM_PLACEMENTS = typing.get_args(NormPlacement)
 NORM_TYPES = typing.get_args(NormType)
-ATTENTION_KERNELS = typing.get_args(AttentionKernel)
+ATTENTION_KERNELS = typing.get_args(PatternKernel)  # the kernels of Attention (hook_attn_scores, hook_pattern)
+TOKEN_MIXERS = typing.get_args(AttentionKernel)  # every value of ModelConfig.attention
 POSITIONAL = typing.get_args(Positional)
 ACTIVATIONS = typing.get_args(Activation)
 INPUTS = typing.get_args(InputKind)
@@ -116,6 +130,38 @@ class ModelConfig(BaseConfig):
     ssmax_s: float = param(1.0, "SSMax: logits multiplied by ssmax_s * ln(number of visible keys)")
     sigmoid_bias: float = param(0.0, "sigmoid attention: weights sigmoid(logit + sigmoid_bias)")
     causal: bool = param(True, "causal mask (False: every token sees every token)")
+    # --- recurrent-state mixer (attention "recurrent", analysis/recurrent.py) and looping ----------
+    # Added after checkpoints were stored: omit_at_default keeps them out of to_dict() (and so out of
+    # every existing cache key) while they hold their defaults.
+    write_rule: WriteRule = param(
+        "additive", "recurrent: additive S += v k^T | delta S += beta (v - S k) k^T", omit_at_default=True
+    )
+    delta_beta: float | None = param(
+        None,
+        "delta rule: fixed write strength beta in (0, 2]; None -> per token sigmoid(w . x) per head",
+        maximum=2.0,
+        omit_at_default=True,
+    )
+    decay: Decay = param(
+        "none",
+        "recurrent: none | fixed (a learned scalar per head, RetNet init) | gated (sigmoid(w . x_t + b) per head)",
+        omit_at_default=True,
+    )
+    feature_map: FeatureMap = param(
+        "identity",
+        "recurrent: phi of q and k: identity | elu1 (elu + 1) | favor (positive random features)",
+        omit_at_default=True,
+    )
+    n_features: int = param(64, "favor: number m of random features", minimum=1, omit_at_default=True)
+    state_norm: bool = param(
+        False,
+        "recurrent: read-out divided by q . (decayed sum of keys): normalised linear attention",
+        omit_at_default=True,
+    )
+    loops: int = param(
+        1, "weight-tied looping: the stack (or each block) applied this many times", minimum=1, omit_at_default=True
+    )
+    loop_unit: LoopUnit = param("stack", "what loops repeat: the whole stack | each block", omit_at_default=True)
     # --- residual stream ------------------------------------------------------------------------
     attn_residual: bool = param(True, "skip connection around attention")
     mlp_residual: bool = param(True, "skip connection around the MLP")
@@ -162,6 +208,29 @@ class ModelConfig(BaseConfig):
             )
             raise ValueError(f"pos 'rope' needs an even head size, got {got}")
         check_float("init_std", self.init_std, minimum=0.0, strict_minimum=True)
+        self._validate_recurrent()
+
+    def _validate_recurrent(self) -> None:
+        """The recurrent mixer's fields are set only where they act (so no two keys name one model)."""
+        defaults = {s.name: s.default for s in self.field_specs()}
+        if self.attention != "recurrent":
+            for name in ("write_rule", "delta_beta", "decay", "feature_map", "n_features", "state_norm"):
+                if getattr(self, name) != defaults[name]:
+                    raise ValueError(
+                        f"{name} is only used with attention 'recurrent', got attention={self.attention!r}"
+                    )
+        elif not self.causal:
+            raise ValueError("causal must be true for attention 'recurrent' (a recurrent state reads the past only)")
+        if self.delta_beta is not None:
+            check_float("delta_beta", self.delta_beta, minimum=0.0, strict_minimum=True)
+            if self.write_rule != "delta":
+                raise ValueError(f"delta_beta is only used with write_rule 'delta', got {self.write_rule!r}")
+        if self.n_features != defaults["n_features"] and self.feature_map != "favor":
+            raise ValueError(f"n_features is only used with feature_map 'favor', got {self.feature_map!r}")
+        if self.state_norm and self.feature_map == "identity":
+            raise ValueError("state_norm needs a positive feature_map (elu1 | favor): q . k may vanish for identity")
+        if self.loop_unit != defaults["loop_unit"] and self.loops == 1:
+            raise ValueError("loop_unit is only used with loops > 1")
 
     # derived values ------------------------------------------------------------------------------
     @property
@@ -408,6 +477,110 @@ class Attention(nn.Module):
         return n.to(x.dtype)[:, None]  # (T, 1): one factor per query row
 
 
+class RecurrentAttention(nn.Module):
+    """The recurrent-state token mixer (``attention="recurrent"``; :mod:`analysis.recurrent`), multi-head.
+
+    q, k, v, W_o as in :class:`Attention` (the same names, so the same initial weights), then per head:
+    feature maps on q and k (the delta rule also L2-normalises them, as DeltaNet does, so that
+    ``I - beta k k^T`` is a contraction), write strength ``beta`` (a fixed ``delta_beta`` or
+    ``sigmoid(W_beta x)``), decay ``alpha`` (a learned scalar per head or ``sigmoid(W_gate x + b)``, both
+    initialised at RetNet's ``1 - 2^(-5-h)``), and the state read by q. ``form`` ("parallel", the default,
+    or "recurrent", the sequential scan) picks the computation; both give the same numbers to rounding.
+
+    Hooks: ``hook_q``/``hook_k`` (B, T, H, dk) after the feature map (what the state stores and reads),
+    ``hook_v`` (B, T, H, dh), ``hook_beta`` and ``hook_log_alpha`` (B, T, H) where used, ``hook_state``
+    (B, H, dh, dk: the state after the last token; computed only when watched) and ``hook_z`` (B, T, H, dh).
+    """
+
+    def __init__(self, cfg: ModelConfig, layer: int = 0) -> None:
+        super().__init__()
+        self.cfg = cfg
+        H, dh, d = cfg.n_heads, cfg.head_size, cfg.d_model
+        self.W_q = nn.Linear(d, H * dh, bias=cfg.bias)
+        self.W_k = nn.Linear(d, H * dh, bias=cfg.bias)
+        self.W_v = nn.Linear(d, H * dh, bias=cfg.bias)
+        self.W_o = nn.Linear(H * dh, d, bias=cfg.bias)
+        if cfg.qk_norm:
+            self.q_norm = Norm(dh, cfg.norm_type, cfg.norm_eps, cfg.bias)
+            self.k_norm = Norm(dh, cfg.norm_type, cfg.norm_eps, cfg.bias)
+        if cfg.write_rule == "delta" and cfg.delta_beta is None:
+            self.W_beta = nn.Linear(d, H, bias=False)
+        decay_logit = torch.logit(retnet_decays(H))  # float64; the model casts it to its dtype
+        if cfg.decay == "fixed":
+            self.decay_logit = nn.Parameter(decay_logit)  # alpha_h = sigmoid(decay_logit_h)
+        elif cfg.decay == "gated":
+            self.W_gate = nn.Linear(d, H, bias=False)
+            self.gate_bias = nn.Parameter(decay_logit)  # alpha_t = sigmoid(W_gate x_t + gate_bias)
+        if cfg.feature_map == "favor":  # fixed draws (a buffer: saved, never trained), one set per layer
+            self.register_buffer("proj", favor_projection(dh, cfg.n_features, cfg.seed + 104_729 * (layer + 1)))
+        self.hook_q = HookPoint()
+        self.hook_k = HookPoint()
+        self.hook_v = HookPoint()
+        self.hook_beta = HookPoint()
+        self.hook_log_alpha = HookPoint()
+        self.hook_state = HookPoint()
+        self.hook_z = HookPoint()
+        self.form = "parallel"  # or "recurrent": the sequential scan (same numbers; TinyTransformer.recurrent_form)
+        self.allow_fused = False  # unused: kept so that model-wide switches apply to every mixer
+        self.query_block: int | None = None  # unused (the parallel form is whole-matrix)
+
+    def forward(self, x: torch.Tensor, attn_bias: torch.Tensor | None = None) -> torch.Tensor:
+        c = self.cfg
+        if attn_bias is not None:
+            raise ValueError("attention 'recurrent' takes no attention bias (its state has no logits to bias)")
+        if self.form not in FORMS:
+            raise ValueError(f"form must be one of {list(FORMS)}, got {self.form!r}")
+        B, T, _ = x.shape
+        H, dh = c.n_heads, c.head_size
+        q = self.W_q(x).view(B, T, H, dh)
+        k = self.W_k(x).view(B, T, H, dh)
+        v = self.W_v(x).view(B, T, H, dh)
+        if c.qk_norm:
+            q, k = self.q_norm(q), self.k_norm(k)
+        if c.pos == "rope":
+            q, k = rope_rotate(q, c.rope_base), rope_rotate(k, c.rope_base)
+        proj = getattr(self, "proj", None)
+        q = feature_map(q, c.feature_map, scale=c.scale, proj=proj)
+        k = feature_map(k, c.feature_map, scale=1.0 if c.feature_map == "identity" else c.scale, proj=proj)
+        if c.write_rule == "delta":
+            q, k = unit_rows(q), unit_rows(k)
+        q, k, v = self.hook_q(q), self.hook_k(k), self.hook_v(v)
+        beta, log_alpha = self._beta(x), self._log_alpha(x)
+        z, state = mix(
+            self.form,
+            *(t.transpose(1, 2) for t in (q, k, v)),  # (B, H, T, d.)
+            beta=None if beta is None else beta.transpose(1, 2),
+            log_alpha=None if log_alpha is None else log_alpha.transpose(1, 2),
+            normalize=c.state_norm,
+        )
+        if self.hook_state.active:
+            self.hook_state(state)
+        z = self.hook_z(z.transpose(1, 2))  # (B, T, H, dh)
+        return self.W_o(z.reshape(B, T, H * dh))
+
+    def _beta(self, x: torch.Tensor) -> torch.Tensor | None:
+        """(B, T, H) write strengths of the delta rule (None for the additive rule)."""
+        c = self.cfg
+        if c.write_rule != "delta":
+            return None
+        if c.delta_beta is not None:
+            beta = torch.full((*x.shape[:2], c.n_heads), float(c.delta_beta), dtype=x.dtype, device=x.device)
+        else:
+            beta = torch.sigmoid(self.W_beta(x))
+        return self.hook_beta(beta)
+
+    def _log_alpha(self, x: torch.Tensor) -> torch.Tensor | None:
+        """(B, T, H) log-decays (None without decay)."""
+        c = self.cfg
+        if c.decay == "none":
+            return None
+        if c.decay == "fixed":
+            log_alpha = F.logsigmoid(self.decay_logit).expand(*x.shape[:2], c.n_heads)
+        else:
+            log_alpha = F.logsigmoid(self.W_gate(x) + self.gate_bias)
+        return self.hook_log_alpha(log_alpha)
+
+
 class MLP(nn.Module):
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
@@ -436,7 +609,7 @@ class Block(nn.Module):
         self.hook_resid_pre = HookPoint()  # (B, T, d)
         if self.placement != "none":
             self.ln1 = norm(out_scale)
-        self.attn = Attention(cfg)
+        self.attn = RecurrentAttention(cfg, layer) if cfg.attention == "recurrent" else Attention(cfg)
         if self.placement == "peri":
             self.ln1_out = norm()
         self.hook_attn_out = HookPoint()  # (B, T, d), branch output as added to the stream
@@ -498,6 +671,10 @@ class TinyTransformer(nn.Module):
     ``attn_bias`` is an additive logit bias broadcastable to (B, H, T, T), applied in every layer, or
     a sequence of ``n_layers`` such tensors (``None`` entries for no bias in that layer).
     Returns logits (B, T, vocab), a read-out (B, T, d_out) or the final residual stream (B, T, d).
+
+    Weight-tied looping (``loops = T > 1``): the whole stack (``loop_unit="stack"``) or each block
+    (``"block"``) is applied T times with the same weights; every hook point then fires T times per
+    forward pass (a cache keeps the last).
     """
 
     def __init__(self, cfg: ModelConfig, device: str | torch.device | None = None) -> None:
@@ -591,6 +768,20 @@ class TinyTransformer(nn.Module):
             b.attn.allow_fused = bool(value)
 
     @property
+    def recurrent_form(self) -> str:
+        """How recurrent mixers compute: "parallel" (attention-like) or "recurrent" (the sequential scan)."""
+        forms = {b.attn.form for b in self.blocks if isinstance(b.attn, RecurrentAttention)}
+        return forms.pop() if len(forms) == 1 else "parallel"
+
+    @recurrent_form.setter
+    def recurrent_form(self, form: str) -> None:
+        if form not in FORMS:
+            raise ValueError(f"recurrent_form must be one of {list(FORMS)}, got {form!r}")
+        for b in self.blocks:
+            if isinstance(b.attn, RecurrentAttention):
+                b.attn.form = form
+
+    @property
     def query_block(self) -> int | None:
         """Rows per block of materialised attention (``None``: the whole T x T matrix at once)."""
         return self.blocks[0].attn.query_block if len(self.blocks) else None
@@ -648,8 +839,11 @@ class TinyTransformer(nn.Module):
         c = self.config
         biases = self._layer_biases(attn_bias)
         x = self.embed_inputs(inputs)  # (B, T, d)
-        for block, bias in zip(self.blocks, biases, strict=True):
-            x = block(x, bias)
+        stack_loops, block_loops = (c.loops, 1) if c.loop_unit == "stack" else (1, c.loops)
+        for _ in range(stack_loops):
+            for block, bias in zip(self.blocks, biases, strict=True):
+                for _ in range(block_loops):
+                    x = block(x, bias)
         if c.use_final_norm:
             x = self.ln_final(x)
         if c.output == "none":

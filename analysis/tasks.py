@@ -1,4 +1,5 @@
-"""Training tasks: in-context regression, a Markov language and a text corpus (the sequence pairs of
+"""Training tasks: in-context regression, a Markov language, a text corpus and multi-query associative
+recall (the sequence pairs of
 the representational-collapse probe live beside it, in ``probes/_collapse_pairs.py``).
 
 A *task* is the small interface the trainer codes against (:class:`Task`): it draws a batch
@@ -488,6 +489,122 @@ class CorpusLM(_TokenLM):
 
 
 # ================================================================================================
+# 4. Multi-query associative recall (MQAR)
+
+
+@dataclass(frozen=True)
+class AssociativeRecall:
+    """Multi-query associative recall (Zoology's MQAR; the delta rule's home ground, 003#30).
+
+    A sequence stores ``n_pairs`` key-value pairs -- distinct keys drawn without replacement from
+    ``n_keys`` key ids, values drawn with replacement from ``n_values`` value ids (disjoint ranges) --
+    then asks ``n_queries`` of the stored keys (a random subset without replacement, in random order,
+    all of them when ``None``); the answer to a query is its key's value. Loss and accuracy count only
+    the query positions. Two layouts:
+
+    * ``"tokens"``: ids ``k_1 v_1 ... k_N v_N q_1 ... q_M`` with keys ``0..n_keys-1`` and values
+      ``n_keys..n_keys+n_values-1`` (input="tokens", vocab ``n_keys + n_values``); targets (B, T) hold the
+      value id at each query position and -1 elsewhere; the logits are (B, T, n_keys + n_values).
+    * ``"paired"``: one position per pair, the vector ``[one-hot key | one-hot value]`` (input="vectors",
+      ``d_in = n_keys + n_values``), then one position per query, ``[one-hot key | 0]``; targets (B, T) hold
+      the value index ``0..n_values-1`` at the query positions and -1 elsewhere; the read-out is
+      (B, T, n_values) (output="linear", ``d_out = n_values``). A key and its value share a position, so
+      no token shift is needed before the memory is written (the zoo has no short convolution, without
+      which an additive linear-attention layer without positions cannot move a key onto its value).
+
+    Draw order from the generator (fixed): ``rand(B, n_keys)`` (keys: its argsort), ``randint`` values
+    (B, N), ``rand(B, N)`` (queries: its argsort).
+    """
+
+    n_pairs: int = 8
+    n_keys: int = 64
+    n_values: int = 64
+    n_queries: int | None = None  # None: every stored key is asked
+    layout: str = "paired"  # "paired" | "tokens"
+
+    def __post_init__(self) -> None:
+        check_int("n_keys", self.n_keys, minimum=1, maximum=100_000)
+        check_int("n_values", self.n_values, minimum=1, maximum=100_000)
+        check_int("n_pairs", self.n_pairs, minimum=1, maximum=self.n_keys)
+        if self.n_queries is not None:
+            check_int("n_queries", self.n_queries, minimum=1, maximum=self.n_pairs)
+        check_choice("layout", self.layout, ("paired", "tokens"))
+
+    @property
+    def name(self) -> str:
+        return f"mqar_{self.layout}_n{self.n_pairs}_k{self.n_keys}_v{self.n_values}_q{self.queries}"
+
+    @property
+    def queries(self) -> int:
+        return self.n_pairs if self.n_queries is None else self.n_queries
+
+    @property
+    def input_kind(self) -> str:
+        return "tokens" if self.layout == "tokens" else "vectors"
+
+    @property
+    def vocab_size(self) -> int:
+        return self.n_keys + self.n_values if self.layout == "tokens" else 0
+
+    @property
+    def d_in(self) -> int:
+        return 0 if self.layout == "tokens" else self.n_keys + self.n_values
+
+    @property
+    def d_out(self) -> int:
+        return 0 if self.layout == "tokens" else self.n_values
+
+    @property
+    def seq_len(self) -> int:
+        return (2 if self.layout == "tokens" else 1) * self.n_pairs + self.queries
+
+    def config(self) -> dict:
+        return {"kind": "associative_recall", **dataclasses.asdict(self)}
+
+    def draw(self, batch_size: int, generator: torch.Generator) -> tuple[Tensor, Tensor, Tensor]:
+        """``(keys (B, N), values (B, N), asked (B, M))``: key ids, value indices ``0..n_values-1`` and the
+        indices into the N pairs of the queried keys."""
+        _check_batch(batch_size)
+        _check_generator(generator)
+        B, N, dev = batch_size, self.n_pairs, generator.device
+        keys = torch.rand(B, self.n_keys, generator=generator, device=dev).argsort(-1)[:, :N]
+        values = torch.randint(0, self.n_values, (B, N), generator=generator, device=dev)
+        asked = torch.rand(B, N, generator=generator, device=dev).argsort(-1)[:, : self.queries]
+        return keys.cpu(), values.cpu(), asked.cpu()
+
+    def sample(
+        self, batch_size: int, generator: torch.Generator, device="cpu", dtype=torch.float32
+    ) -> tuple[Tensor, Tensor]:
+        """``(inputs, targets)`` in the layout of the class docstring."""
+        keys, values, asked = self.draw(batch_size, generator)
+        q_keys, answers = keys.gather(1, asked), values.gather(1, asked)  # (B, M)
+        B, N, M = batch_size, self.n_pairs, self.queries
+        if self.layout == "tokens":
+            pairs = torch.stack([keys, values + self.n_keys], dim=-1).reshape(B, 2 * N)
+            inputs = torch.cat([pairs, q_keys], dim=1)
+        else:
+            inputs = torch.zeros(B, N + M, self.n_keys + self.n_values, dtype=dtype)
+            inputs[:, :N].scatter_(-1, keys[..., None], 1.0)
+            inputs[:, :N].scatter_(-1, values[..., None] + self.n_keys, 1.0)
+            inputs[:, N:].scatter_(-1, q_keys[..., None], 1.0)
+        targets = torch.full((B, self.seq_len), -1, dtype=torch.long)
+        targets[:, -M:] = answers + (self.n_keys if self.layout == "tokens" else 0)
+        return inputs.to(device), targets.to(device)
+
+    def loss(self, outputs: Tensor, targets: Tensor) -> Tensor:
+        """Mean cross-entropy (nats) over the query positions only (targets >= 0)."""
+        width = self.vocab_size if self.layout == "tokens" else self.n_values
+        _check_outputs(outputs, 3, width, f"(B, T, {width})")
+        return F.cross_entropy(outputs.reshape(-1, width), targets.reshape(-1), ignore_index=-1)
+
+    def accuracy(self, outputs: Tensor, targets: Tensor) -> Tensor:
+        """(B, M) bool: the arg-max at each query position is the answer."""
+        asked = targets >= 0
+        hits = outputs.argmax(-1) == targets
+        return hits[asked].view(targets.shape[0], -1)
+
+
+# ================================================================================================
 # rebuilding a task from its config
 
 
@@ -497,8 +614,14 @@ def task_from_config(config: dict):
         raise ValueError("config must be a dict with a 'kind' key")
     d = dict(config)
     kind = d.pop("kind")
-    check_choice("kind", kind, ("linear_regression", "markov", "corpus_lm"))
-    cls = {"linear_regression": LinearRegressionTask, "markov": MarkovLanguage, "corpus_lm": CorpusLM}[kind]
+    kinds = {
+        "linear_regression": LinearRegressionTask,
+        "markov": MarkovLanguage,
+        "corpus_lm": CorpusLM,
+        "associative_recall": AssociativeRecall,
+    }
+    check_choice("kind", kind, tuple(kinds))
+    cls = kinds[kind]
     allowed = {f.name for f in dataclasses.fields(cls)} | (
         {"corpus_sha256", "vocab_size"} if kind == "corpus_lm" else set()
     )
@@ -509,8 +632,8 @@ def task_from_config(config: dict):
         if d.get("spectrum") is not None:
             d["spectrum"] = tuple(d["spectrum"])
         return LinearRegressionTask(**d)
-    if kind == "markov":
-        return MarkovLanguage(**d)
+    if kind in ("markov", "associative_recall"):
+        return cls(**d)
     sha = d.pop("corpus_sha256", None)
     d.pop("vocab_size", None)
     task = CorpusLM(**d)
@@ -524,6 +647,7 @@ def task_from_config(config: dict):
 
 
 __all__ = [
+    "AssociativeRecall",
     "CorpusLM",
     "LinearRegressionTask",
     "MarkovLanguage",

@@ -164,6 +164,28 @@ CAPS: dict[str, dict[str, Cap]] = {
         "ridge_mc_tasks": Cap(hi=32),
         "threads": Cap(hi=2),  # more torch threads than the CI machine's 2 cores only oversubscribes it
     },
+    # cost ~ kernels x n_pairs memories of draws x N keys (the scan: N steps), favor_m x (favor_draws x m
+    # feature terms + favor_row_draws x m x favor_keys), and kernels x n_pairs x train_seeds trained models of
+    # train_steps updates on train_batch sequences of 2N positions, evaluated on n_eval sequences
+    "associative_recall": {
+        "kernels": Cap(max_len=2),
+        "n_pairs": Cap(hi=8, max_len=2),
+        "d_key": Cap(hi=16),
+        "draws": Cap(hi=200),
+        "favor_m": Cap(hi=64, max_len=2),
+        "favor_keys": Cap(hi=16),
+        "favor_draws": Cap(hi=500),
+        "favor_row_draws": Cap(hi=50),
+        "layers": Cap(hi=2),
+        "d_model": Cap(hi=32),
+        "heads": Cap(hi=2),
+        "n_keys": Cap(hi=64),
+        "n_values": Cap(hi=64),
+        "train_steps": Cap(hi=4),
+        "train_batch": Cap(hi=16),
+        "train_seeds": Cap(hi=2),
+        "n_eval": Cap(hi=16),
+    },
 }
 
 DEFAULT_MAX_LEN = 4  # longest generated list of a field without a Cap.max_len

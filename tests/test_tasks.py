@@ -446,3 +446,50 @@ def test_with_separators():
 def test_family_validation(call, field):
     with pytest.raises(ValueError, match=field):
         call()
+
+
+# ================================================================================================
+# multi-query associative recall
+
+
+@pytest.mark.parametrize("layout", ["tokens", "paired"])
+def test_associative_recall_layout(layout):
+    from analysis.tasks import AssociativeRecall
+
+    task = AssociativeRecall(n_pairs=5, n_keys=7, n_values=6, n_queries=3, layout=layout)
+    keys, values, asked = task.draw(4, gen(3))
+    inputs, targets = task.sample(4, gen(3))
+    assert task_from_config(task.config()) == task
+    N, M = 5, 3
+    assert all(len(set(row.tolist())) == N for row in keys)  # distinct keys in a sequence
+    assert all(len(set(row.tolist())) == M for row in asked)  # queries: distinct stored keys
+    assert targets.shape == (4, task.seq_len) and (targets[:, :-M] == -1).all()
+    if layout == "tokens":
+        assert inputs.shape == (4, 2 * N + M) and inputs.dtype == torch.long
+        assert torch.equal(inputs[:, 0 : 2 * N : 2], keys) and torch.equal(inputs[:, 1 : 2 * N : 2], values + 7)
+        assert (inputs[:, : 2 * N : 2] < 7).all() and (inputs[:, 1 : 2 * N : 2] >= 7).all()  # disjoint ranges
+        assert torch.equal(inputs[:, 2 * N :], keys.gather(1, asked))
+        assert torch.equal(targets[:, -M:], values.gather(1, asked) + 7)
+        logits = torch.zeros(4, task.seq_len, 13)
+    else:
+        assert inputs.shape == (4, N + M, 13) and inputs.dtype == torch.float32
+        assert torch.equal(inputs[:, :N, :7].argmax(-1), keys) and torch.equal(inputs[:, :N, 7:].argmax(-1), values)
+        assert (inputs[:, :N].sum(-1) == 2).all() and (inputs[:, N:].sum(-1) == 1).all()
+        assert torch.equal(inputs[:, N:, :7].argmax(-1), keys.gather(1, asked))
+        assert torch.equal(targets[:, -M:], values.gather(1, asked))
+        logits = torch.zeros(4, task.seq_len, 6)
+    # a model answering every query right: loss -> 0 and accuracy 1, counting query positions only
+    logits.scatter_(-1, targets.clamp_min(0)[..., None], 50.0)
+    assert float(task.loss(logits, targets)) < 1e-12
+    assert task.accuracy(logits, targets).shape == (4, M) and task.accuracy(logits, targets).all()
+    again = task.sample(4, gen(3))
+    assert torch.equal(again[0], inputs) and torch.equal(again[1], targets)  # deterministic from the generator
+
+
+def test_associative_recall_refuses_more_pairs_than_keys():
+    from analysis.tasks import AssociativeRecall
+
+    with pytest.raises(ValueError, match="^n_pairs"):
+        AssociativeRecall(n_pairs=9, n_keys=8)
+    with pytest.raises(ValueError, match="^n_queries"):
+        AssociativeRecall(n_pairs=3, n_queries=4)

@@ -1,0 +1,125 @@
+r"""Associative recall in a matrix memory: interference, the delta rule's overwrite, FAVOR+ (float64).
+
+1. Additive outer-product memory (:func:`additive_readout_error`). ``S = sum_i v_i k_i^T`` with ``N`` keys
+   i.i.d. uniform on the unit sphere of ``R^{d_k}`` and values i.i.d., independent of the keys, with mean
+   zero and ``E|v|^2 = sigma^2`` (unit vectors uniform on the sphere of ``R^{d_v}``: ``sigma^2 = 1``; or
+   ``N(0, I/d_v)``: the same). Reading key ``j``: ``S k_j = v_j + e_j``, ``e_j = sum_{i != j} v_i c_i`` with
+   ``c_i = k_i . k_j``. The ``c_i`` are independent of the values, so ``E|e_j|^2 = sum_{i,l != j}
+   E[v_i . v_l] E[c_i c_l] = sum_{i != j} sigma^2 E[c_i^2]`` (``E[v_i . v_l] = 0`` for ``i != l``), and for a
+   uniform unit vector ``E[(k_i . k_j)^2] = 1/d_k`` (by symmetry the ``d_k`` squared coordinates of
+   ``k_i`` in a basis containing ``k_j`` share the sum 1). Hence, exactly, for every ``N`` and ``d_k``::
+
+       E|S k_j - v_j|^2 / E|v_j|^2 = (N - 1) / d_k.
+
+   The law of the values enters only through ``E[v_i . v_l] = sigma^2 [i = l]``.
+2. Delta rule with orthonormal keys (:func:`delta_orthonormal_readout`). ``S <- S + beta (v - S k) k^T``.
+   With orthonormal keys ``S k_j`` changes only when ``k_j`` is written: after writes of key ``j`` with
+   strengths ``beta_1, beta_2, ...`` and values ``w_1, w_2, ...`` the read-out obeys
+   ``r <- r + beta (w - r) = (1 - beta) r + beta w``. With ``beta = 1`` it is the last value written --
+   an overwrite recalls exactly -- while the additive rule (``r <- r + w``) returns ``w_1 + w_2``.
+3. FAVOR+ (Choromanski et al., 004#70; :func:`favor_variance`). Positive random features
+   ``phi(x)_i = exp(w_i . x - |x|^2/2)/sqrt(m)``, ``w_i ~ N(0, I)`` i.i.d.: each term
+   ``Z = exp(w . (x + y) - (|x|^2 + |y|^2)/2)`` has ``E Z = exp(|x + y|^2/2 - (|x|^2 + |y|^2)/2) = e^{x . y}``
+   (the Gaussian moment generating function) and ``E Z^2 = e^{2 x . y} e^{|x + y|^2}``, so the estimator
+   ``phi(x) . phi(y)`` (the mean of ``m`` such terms) is unbiased with variance::
+
+       Var = e^{2 x . y} (e^{|x + y|^2} - 1) / m        (Performer, Lemma 2, i.i.d. features)
+
+   The trigonometric features ``e^{|x|^2/2} [sin w_i . x, cos w_i . x] / sqrt(m)`` (Performer, Lemma 1;
+   :func:`trig_variance`) estimate the same kernel with variance
+   ``e^{|x + y|^2} e^{-2 x . y} (1 - e^{-|x - y|^2})^2 / (2 m)`` (``E cos(w . z) = e^{-|z|^2/2}``,
+   ``E cos^2 = (1 + e^{-2|z|^2})/2``): the competing estimator, distinct where ``x . y`` is not large.
+4. A FAVOR+ attention row (:func:`favor_row_mse`): ``p_j = a_j / A`` with ``a_j = e^{q . k_j}``, estimated by
+   ``a^_j / A^`` from one set of ``m`` features. Each feature contributes the vector ``Z_j``; the
+   estimator is a smooth function of the mean of ``m`` i.i.d. vectors, so by the delta method
+   ``E|p^ - p|^2 = c / m + O(m^{-2})`` with ``c = sum_j Var(Z_j - p_j sum_l Z_l) / A^2`` and
+   ``Cov(Z_j, Z_l) = exp(|2q + k_j + k_l|^2/2 - |q|^2 - (|k_j|^2 + |k_l|^2)/2) - a_j a_l``: the row's
+   RMS error falls as ``m^{-1/2}`` (slope ``-1/2`` on log-log axes; the bias of the ratio is ``O(1/m)``,
+   below the fluctuation at every ``m``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+ROW_ERROR_EXPONENT = -0.5  # d ln RMS / d ln m of a FAVOR+ row (item 4: c / m to leading order)
+
+
+def additive_readout_error(n_pairs: int | np.ndarray, d_key: int) -> float | np.ndarray:
+    """``(N - 1) / d_k``: the exact relative squared read-out error of an additive memory (item 1)."""
+    return (np.asarray(n_pairs, dtype=np.float64) - 1.0) / float(d_key)
+
+
+def unit_vectors(rng: np.random.Generator, shape: tuple[int, ...], d: int) -> np.ndarray:
+    """i.i.d. uniform unit vectors of ``R^d`` (normalised Gaussians), shape ``(*shape, d)``."""
+    g = rng.standard_normal((*shape, d))
+    return g / np.linalg.norm(g, axis=-1, keepdims=True)
+
+
+def mc_additive_readout_error(
+    n_pairs: int, d_key: int, d_value: int, draws: int, rng: np.random.Generator, values: str = "unit"
+) -> np.ndarray:
+    """Per-draw mean over the N keys of ``|S k_j - v_j|^2 / E|v|^2`` for ``draws`` independent memories
+    (values ``"unit"`` on the sphere or ``"gaussian"`` ``N(0, I/d_v)``, both with ``E|v|^2 = 1``)."""
+    keys = unit_vectors(rng, (draws, n_pairs), d_key)
+    if values == "unit":
+        vals = unit_vectors(rng, (draws, n_pairs), d_value)
+    elif values == "gaussian":
+        vals = rng.standard_normal((draws, n_pairs, d_value)) / math.sqrt(d_value)
+    else:
+        raise ValueError(f"values must be 'unit' or 'gaussian', got {values!r}")
+    S = np.einsum("rnv,rnk->rvk", vals, keys)
+    read = np.einsum("rvk,rnk->rnv", S, keys)
+    return ((read - vals) ** 2).sum(-1).mean(-1)
+
+
+def delta_orthonormal_readout(betas: np.ndarray, writes: np.ndarray) -> np.ndarray:
+    """``S k`` after writing values ``writes[0], writes[1], ...`` (rows) to one key of an orthonormal set
+    with strengths ``betas``, from ``S = 0``: ``r <- (1 - beta) r + beta w`` (item 2)."""
+    r = np.zeros(writes.shape[1:])
+    for beta, w in zip(betas, writes, strict=True):
+        r = (1.0 - beta) * r + beta * w
+    return r
+
+
+def additive_overwrite_readout(writes: np.ndarray) -> np.ndarray:
+    """``S k`` after additive writes of ``writes`` to one key of an orthonormal set: their sum (item 2)."""
+    return writes.sum(0)
+
+
+def softmax_kernel(x: np.ndarray, y: np.ndarray) -> float:
+    return float(np.exp(x @ y))
+
+
+def favor_variance(x: np.ndarray, y: np.ndarray, m: int) -> float:
+    """Variance of the FAVOR+ estimate of ``e^{x . y}`` with ``m`` i.i.d. positive features (item 3)."""
+    s = x + y
+    return float(np.exp(2.0 * (x @ y)) * np.expm1(s @ s) / m)
+
+
+def trig_variance(x: np.ndarray, y: np.ndarray, m: int) -> float:
+    """Variance of the trigonometric random-feature estimate of ``e^{x . y}`` with ``m`` frequencies (item 3)."""
+    s, d = x + y, x - y
+    return float(np.exp(s @ s - 2.0 * (x @ y)) * (-np.expm1(-(d @ d))) ** 2 / (2.0 * m))
+
+
+def favor_row_mse_constant(q: np.ndarray, keys: np.ndarray) -> float:
+    """``c`` of item 4: ``E|p^ - p|^2 = c / m + O(m^-2)`` for the softmax row of ``q`` over ``keys`` (n, d)."""
+    a = np.exp(keys @ q)  # (n,) = E Z_j
+    A = a.sum()
+    p = a / A
+    s = 2.0 * q[None, :] + keys  # (n, d): 2q + k_j; |2q + k_j + k_l|^2 = |s_j|^2 + 2 s_j . k_l + |k_l|^2
+    kk = (keys * keys).sum(-1)
+    log_second = 0.5 * ((s * s).sum(-1)[:, None] + 2.0 * s @ keys.T + kk[None, :])
+    log_second -= (q @ q) + 0.5 * (kk[:, None] + kk[None, :])
+    cov = np.exp(log_second) - np.outer(a, a)  # Cov(Z_j, Z_l) (symmetric)
+    # Var(Z_j - p_j sum_l Z_l) = C_jj - 2 p_j sum_l C_jl + p_j^2 sum_{l,l'} C_ll'
+    var = np.diag(cov) - 2.0 * p * cov.sum(1) + p**2 * cov.sum()
+    return float(var.sum() / A**2)
+
+
+def favor_row_rms(q: np.ndarray, keys: np.ndarray, m: np.ndarray | int) -> np.ndarray:
+    """Leading-order RMS error ``sqrt(c / m)`` of a FAVOR+ attention row (item 4)."""
+    return np.sqrt(favor_row_mse_constant(q, keys) / np.asarray(m, dtype=np.float64))

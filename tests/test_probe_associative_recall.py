@@ -1,0 +1,96 @@
+"""The associative_recall probe: its smoke claims pass, and they fail when the mechanism is broken."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import analysis.recurrent as rec
+from probes import associative_recall as ar
+from probes.base import run_probe
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory):
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("WORKBENCH_CACHE", str(tmp_path_factory.mktemp("cache")))
+        return run_probe("associative_recall", "smoke", progress=False)
+
+
+def test_smoke_claims_pass_and_the_trained_ones_wait_for_full(smoke):
+    by_status = {c.name: c.status for c in smoke.checks}
+    assert all(s in ("pass", "not_evaluated") for s in by_status.values()), by_status
+    assert by_status["additive_readout_error_N8"] == "pass" and by_status["delta_overwrite_exact"] == "pass"
+    assert by_status["favor_row_error_slope"] == "pass"
+    assert {n for n, s in by_status.items() if s == "not_evaluated"} == {
+        c.name for c in smoke.checks if c.name.startswith(("delta_beats", "softmax_beats", "additive_collapses"))
+    }
+    d = smoke.data
+    assert d["readout_error_theory"].sel(kernel="delta").isnull().all()  # no closed form
+    assert (d["readout_error_theory"].sel(kernel="additive") >= 0).all()
+    assert d["accuracy"].dims == ("kernel", "n_pairs") and d["readout_error"].dims == ("kernel", "n_pairs")
+
+
+def test_prediction_claims_fail_against_their_alternatives(smoke):
+    for claim in smoke.checks:
+        if claim.role == "prediction" and claim.status == "pass":
+            assert claim.against_alternative().status == "fail", claim.name
+
+
+def _small(**over):
+    base = dict(trained=False, n_pairs=(4, 8), draws=400, favor_m=(16, 64), favor_draws=500, favor_row_draws=50)
+    return ar.Config.preset("smoke", **{**base, **over})
+
+
+def test_a_broken_delta_rule_fails_the_overwrite_identity(monkeypatch):
+    real = rec.recurrent_scan
+
+    def half_step(q, k, v, *, beta=None, log_alpha=None, normalize=False):  # beta halved: no exact overwrite
+        return real(q, k, v, beta=None if beta is None else beta / 2, log_alpha=log_alpha, normalize=normalize)
+
+    monkeypatch.setattr(rec, "recurrent_scan", half_step)
+    led = ar.run(_small(), progress=False).ledger
+    assert led["delta_overwrite_exact"].status == "fail"
+    assert led["parallel_equals_recurrent_delta_memories"].status == "fail"  # the forms now disagree
+    assert led["parallel_equals_recurrent_additive_memories"].status == "pass"
+
+
+def test_an_additive_memory_with_a_doubled_write_fails_the_interference_prediction(monkeypatch):
+    real = rec.parallel_form
+
+    def leaky(q, k, v, *, beta=None, log_alpha=None, normalize=False):  # keys not unit: the self term is off
+        return real(q, 1.1 * k, v, beta=beta, log_alpha=log_alpha, normalize=normalize)
+
+    monkeypatch.setattr(rec, "parallel_form", leaky)
+    led = ar.run(_small(kernels=("additive",)), progress=False).ledger
+    assert led["additive_readout_error_N8"].status == "fail"
+
+
+def test_a_biased_feature_map_fails_the_favor_variance(monkeypatch):
+    real = rec.positive_random_features
+    monkeypatch.setattr(ar, "positive_random_features", lambda x, proj: real(x, 1.5 * proj))
+    led = ar.run(_small(kernels=("additive",)), progress=False).ledger
+    assert led["favor_variance_m16"].status == "fail"
+
+
+def test_config_refuses_repeats_and_too_few_keys():
+    with pytest.raises(ValueError, match="^n_pairs must not repeat"):
+        ar.Config(n_pairs=(4, 4))
+    with pytest.raises(ValueError, match="^n_keys must be >= the largest n_pairs"):
+        ar.Config(n_pairs=(4, 40), n_keys=32)
+    with pytest.raises(ValueError, match="^favor_m must be increasing"):
+        ar.Config(favor_m=(64, 16))
+
+
+def test_trained_model_is_the_declared_mixer():
+    c = ar.Config.preset("smoke")
+    task = ar.AssociativeRecall(n_pairs=4)
+    cfg = ar.model_config(c, "gated_delta", task, seed=0)
+    assert (cfg.attention, cfg.write_rule, cfg.decay, cfg.head_size, cfg.d_mlp) == (
+        "recurrent",
+        "delta",
+        "gated",
+        16,
+        0,
+    )
+    assert torch.is_tensor(ar.read_memory("softmax", torch.eye(3)[None].double(), torch.eye(3)[None].double()))

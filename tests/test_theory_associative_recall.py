@@ -1,0 +1,100 @@
+"""analysis/theory/associative_recall.py against Monte Carlo and exact algebra (never a typed-in number)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from analysis.recurrent import favor_projection, positive_random_features, recurrent_scan
+from analysis.theory import associative_recall as th
+
+K = 5  # standard errors of a Monte Carlo comparison
+
+
+@pytest.mark.parametrize(("n", "d"), [(1, 4), (4, 16), (16, 16), (40, 8)])
+@pytest.mark.parametrize("values", ["unit", "gaussian"])
+def test_additive_readout_error_matches_monte_carlo(n, d, values):
+    err = th.mc_additive_readout_error(n, d, 6, 20_000, np.random.default_rng(n * 100 + d), values=values)
+    expected = th.additive_readout_error(n, d)
+    se = err.std(ddof=1) / np.sqrt(err.size)
+    assert abs(err.mean() - expected) <= K * se + 1e-15
+
+
+def test_sphere_overlap_second_moment_is_one_over_d():
+    rng = np.random.default_rng(1)
+    for d in (2, 5, 16):
+        a, b = th.unit_vectors(rng, (200_000,), d), th.unit_vectors(rng, (200_000,), d)
+        c2 = (a * b).sum(-1) ** 2
+        assert abs(c2.mean() - 1.0 / d) <= K * c2.std() / np.sqrt(c2.size)
+
+
+def test_the_mixer_state_is_the_outer_product_memory():
+    rng = np.random.default_rng(2)
+    keys, vals = th.unit_vectors(rng, (3, 7), 8), th.unit_vectors(rng, (3, 7), 5)
+    k, v = torch.from_numpy(keys)[:, None], torch.from_numpy(vals)[:, None]
+    _, S = recurrent_scan(k, k, v)
+    assert np.allclose(S[:, 0].numpy(), np.einsum("rnv,rnk->rvk", vals, keys), atol=1e-14)
+
+
+def test_delta_readout_with_orthonormal_keys_is_the_exponential_blend():
+    rng = np.random.default_rng(3)
+    d, n = 6, 4
+    basis = np.linalg.qr(rng.standard_normal((d, d)))[0][:, :n].T  # orthonormal rows
+    order = [0, 1, 2, 0, 3, 0]  # key 0 written three times
+    betas = rng.uniform(0.1, 1.9, len(order))
+    writes = rng.standard_normal((len(order), 3))
+    S = np.zeros((3, d))
+    for j, beta, w in zip(order, betas, writes, strict=True):
+        S = S + beta * np.outer(w - S @ basis[j], basis[j])
+    mine = [i for i, j in enumerate(order) if j == 0]
+    assert np.allclose(S @ basis[0], th.delta_orthonormal_readout(betas[mine], writes[mine]), atol=1e-13)
+    # beta = 1: exact overwrite; additive: the sum
+    assert np.allclose(th.delta_orthonormal_readout(np.ones(3), writes[mine]), writes[mine][-1], atol=1e-15)
+    add = sum(np.outer(w, basis[j]) for j, w in zip(order, writes, strict=True))
+    assert np.allclose(add @ basis[0], th.additive_overwrite_readout(writes[mine]), atol=1e-13)
+
+
+def _favor_terms(x, y, m_total, seed):
+    """m_total i.i.d. terms Z_i = exp(w.(x+y) - (|x|^2+|y|^2)/2) through the mixer's own feature map."""
+    proj = favor_projection(x.size, m_total, seed)
+    px = positive_random_features(torch.from_numpy(x), proj).numpy()
+    py = positive_random_features(torch.from_numpy(y), proj).numpy()
+    return px * py * m_total
+
+
+def test_favor_estimator_is_unbiased_with_the_performer_variance():
+    rng = np.random.default_rng(4)
+    x, y = 0.6 * th.unit_vectors(rng, (), 5), 0.7 * th.unit_vectors(rng, (), 5)
+    m, reps = 8, 40_000
+    est = _favor_terms(x, y, m * reps, seed=9).reshape(reps, m).mean(1)
+    assert abs(est.mean() - th.softmax_kernel(x, y)) <= K * est.std() / np.sqrt(reps)
+    dev2 = (est - est.mean()) ** 2
+    assert abs(dev2.mean() - th.favor_variance(x, y, m)) <= K * dev2.std() / np.sqrt(reps)
+    assert abs(dev2.mean() - th.trig_variance(x, y, m)) > K * dev2.std() / np.sqrt(reps)  # the alternative differs
+
+
+def test_trig_variance_matches_monte_carlo_of_the_trig_estimator():
+    rng = np.random.default_rng(5)
+    x, y = 0.6 * th.unit_vectors(rng, (), 4), 0.5 * th.unit_vectors(rng, (), 4)
+    m, reps = 4, 50_000
+    w = rng.standard_normal((reps, m, 4))
+    est = np.exp((x @ x + y @ y) / 2) * np.cos(w @ (x - y)).mean(1)
+    assert abs(est.mean() - th.softmax_kernel(x, y)) <= K * est.std() / np.sqrt(reps)
+    dev2 = (est - est.mean()) ** 2
+    assert abs(dev2.mean() - th.trig_variance(x, y, m)) <= K * dev2.std() / np.sqrt(reps)
+
+
+def test_favor_row_mse_constant_matches_monte_carlo_at_large_m():
+    rng = np.random.default_rng(6)
+    d, n, m, reps = 4, 6, 1024, 1500
+    q, keys = 0.5 * th.unit_vectors(rng, (), d), 0.5 * th.unit_vectors(rng, (n,), d)
+    p = np.exp(keys @ q) / np.exp(keys @ q).sum()
+    w = rng.standard_normal((reps, m, d))
+    phi_q = np.exp(w @ q - q @ q / 2)  # (reps, m)
+    phi_k = np.exp(np.einsum("rmd,nd->rmn", w, keys) - (keys * keys).sum(-1) / 2)  # (reps, m, n)
+    a_hat = (phi_q[..., None] * phi_k).mean(1)  # (reps, n)
+    mse = ((a_hat / a_hat.sum(-1, keepdims=True) - p) ** 2).sum(-1) * m
+    c = th.favor_row_mse_constant(q, keys)
+    assert abs(mse.mean() - c) <= K * mse.std() / np.sqrt(reps)  # m MSE = c + O(1/m): below 5 SE at m = 1024
+    assert np.allclose(th.favor_row_rms(q, keys, np.array([4, 16])), np.sqrt(c / np.array([4, 16])))
