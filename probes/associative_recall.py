@@ -55,7 +55,7 @@ MIXER = {  # ModelConfig fields of each kernel
     "gated_delta": {"attention": "recurrent", "write_rule": "delta", "decay": "gated"},
 }
 K = 4.0  # standard errors of a prediction's band
-SEED_DELTA, SEED_SURVEY = "000#66 (=003#30)", "003#8"
+SEED_DELTA, SEED_SURVEY = "000#66", "003#8"  # 000#66 is 003#30 (REFERENCES.md)
 SOURCE = "analysis/theory/associative_recall.py"
 
 
