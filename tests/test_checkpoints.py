@@ -94,6 +94,24 @@ def test_key_changes_with_every_model_field():
         "mix_post_layers": None,
         "final_norm": True,
         "logit_scale": 0.5,
+        "write_rule": "delta",
+        "delta_beta": 1.0,
+        "decay": "gated",
+        "feature_map": "elu1",
+        "loop_unit": "block",
+    }
+    # fields only valid together with others: the extra changes that make the changed value valid
+    needs = {
+        "input": {"d_in": 4},
+        "output": {"d_out": 2},
+        "deepnorm": {"norm": "post"},
+        "write_rule": {"attention": "recurrent"},
+        "delta_beta": {"attention": "recurrent", "write_rule": "delta"},
+        "decay": {"attention": "recurrent"},
+        "feature_map": {"attention": "recurrent"},
+        "n_features": {"attention": "recurrent", "feature_map": "favor"},
+        "state_norm": {"attention": "recurrent", "feature_map": "elu1"},
+        "loop_unit": {"loops": 2},
     }
     base = checkpoint_key(MODEL, TASK, TRAIN, trainer_version=V)
     seen = set()
@@ -112,14 +130,7 @@ def test_key_changes_with_every_model_field():
         if new == old:  # e.g. mix_post_layers is only valid with norm "mix"
             cfg = MODEL.replace(norm="mix", mix_post_layers=1)
         else:
-            changes = {f.name: new}
-            if f.name == "input":
-                changes["d_in"] = 4
-            if f.name == "output":
-                changes["d_out"] = 2
-            if f.name == "deepnorm":
-                changes["norm"] = "post"
-            cfg = MODEL.replace(**changes)
+            cfg = MODEL.replace(**{**needs.get(f.name, {}), f.name: new})
         seen.add(checkpoint_key(cfg, TASK, TRAIN, trainer_version=V))
     assert base not in seen and len(seen) == len(dataclasses.fields(ModelConfig))
 

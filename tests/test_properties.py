@@ -594,6 +594,18 @@ def test_regression_post_ln_identity_without_skip(one_thread):
     assert not result.ledger.broken, [c.line() for c in result.ledger.broken]
 
 
+def test_regression_post_ln_identity_at_width_two(one_thread):
+    # skip=true, d_model=2 (found by the 200-config run): a token's two coordinates can nearly coincide, so the
+    # LayerNorm's eps took more than 1e-3 off the unit second moment (0.0053); the identity is now the exact
+    # moment mean_t sigma_t^2 / (sigma_t^2 + eps) of the norm's own input
+    overrides = {"norms": ("pre", "post"), "depths": (1, 3), "d_model": 2, "heads": 1, "mlp": False, "seq_len": 3,
+                 "batch_size": 3, "n_samples": 2, "vocab_size": 76, "train_steps": 1, "seed": 1314}  # fmt: skip
+    result = run_probe("signal_propagation", build_config("signal_propagation", overrides), progress=False)
+    assert result.ledger["post_variance_unit"].status == "pass", result.ledger["post_variance_unit"].line()
+    moment = result.data["resid_var"].sel(norm="post").values
+    assert np.nanmax(np.abs(moment[:, 1:] - 1.0)) > 1e-3  # the case the old band could not cover
+
+
 def test_regression_spectral_bound_of_diverged_weights():
     # training at lr 10 (lr=(10.0, 5.0), train_steps=100) diverged to NaN weights and the SVD of W_q^T W_k in
     # the spectral bound raised LinAlgError; the bound is now NaN for non-finite weights
