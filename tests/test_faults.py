@@ -472,33 +472,27 @@ sys.exit(mf.main(sys.argv[2:]))
 """
 
 
-@pytest.mark.slow
-def test_sigkill_of_make_figures_leaves_no_half_written_figure(tmp_path):
+def tiny_notebook(nbs: Path, out: Path, build: Path, cells: list[str]) -> tuple[Path, list[str]]:
+    """Write notebook ``01_tiny`` (a parameters cell, then ``cells``) into ``nbs``; return make_figures.py and
+    the arguments that run only it, smoke preset, into ``out`` and ``build``."""
     import nbformat
 
-    nbs, out, build = tmp_path / "notebooks", tmp_path / "figs", tmp_path / "build"
     nbs.mkdir()
     nb = nbformat.v4.new_notebook()
     params = nbformat.v4.new_code_cell(NOTEBOOK_PARAMS)
     params.metadata["tags"] = ["parameters"]
-    nb.cells = [params, nbformat.v4.new_code_cell(NOTEBOOK_CELL)]
+    nb.cells = [params, *(nbformat.v4.new_code_cell(c) for c in cells)]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(nb, nbs / "01_tiny.ipynb")
-    script = REPO / "scripts" / "make_figures.py"
-    args = [
-        "--preset",
-        "smoke",
-        "--only",
-        "01_tiny",
-        "--notebooks",
-        str(nbs),
-        "--out",
-        str(out),
-        "--build",
-        str(build),
-        "--sources",
-        str(nbs),
-    ]
+    args = ["--preset", "smoke", "--only", "01_tiny", "--notebooks", str(nbs), "--out", str(out)]
+    return REPO / "scripts" / "make_figures.py", [*args, "--build", str(build), "--sources", str(nbs)]
+
+
+@pytest.mark.slow
+def test_sigkill_of_make_figures_leaves_no_half_written_figure(tmp_path):
+
+    nbs, out, build = tmp_path / "notebooks", tmp_path / "figs", tmp_path / "build"
+    script, args = tiny_notebook(nbs, out, build, [NOTEBOOK_CELL])
     env = {**os.environ, "WORKBENCH_CACHE": str(tmp_path / "cache"), "OMP_NUM_THREADS": "1"}
 
     proc = subprocess.Popen(
@@ -563,33 +557,11 @@ def test_sigkill_of_make_figures_while_a_notebook_runs(tmp_path):
     """SIGKILL of make_figures.py while papermill executes a notebook: papermill and its kernel go with it
     (no orphan keeps computing or writing into the staging folder), the previous figures stay as they
     were, and the rerun executes the notebook again and promotes it."""
-    import nbformat
 
     nbs, out, build = tmp_path / "notebooks", tmp_path / "figs", tmp_path / "build"
-    nbs.mkdir()
-    nb = nbformat.v4.new_notebook()
-    params = nbformat.v4.new_code_cell(NOTEBOOK_PARAMS)
-    params.metadata["tags"] = ["parameters"]
-    nb.cells = [params, nbformat.v4.new_code_cell(SLEEPY_CELL), nbformat.v4.new_code_cell(NOTEBOOK_CELL)]
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nbformat.write(nb, nbs / "01_tiny.ipynb")
+    script, args = tiny_notebook(nbs, out, build, [SLEEPY_CELL, NOTEBOOK_CELL])
     out.mkdir()
     (out / "tiny_a.json").write_text('{"kind": "figure", "notebook": "01_tiny", "files": {}}')  # an earlier run's
-    script = REPO / "scripts" / "make_figures.py"
-    args = [
-        "--preset",
-        "smoke",
-        "--only",
-        "01_tiny",
-        "--notebooks",
-        str(nbs),
-        "--out",
-        str(out),
-        "--build",
-        str(build),
-        "--sources",
-        str(nbs),
-    ]
     env = {**os.environ, "WORKBENCH_CACHE": str(tmp_path / "cache"), "OMP_NUM_THREADS": "1", "FAULT_DIR": str(tmp_path)}
 
     proc = subprocess.Popen(
