@@ -352,8 +352,9 @@ class PrefixKeyBias:
     def dtype(self) -> torch.dtype:
         return self.values.dtype
 
-    def to(self, dtype: torch.dtype) -> PrefixKeyBias:
-        return PrefixKeyBias(self.values.to(dtype), self.n_keys)
+    def to(self, *args: Any, **kwargs: Any) -> PrefixKeyBias:
+        """A copy with ``values.to(*args, **kwargs)`` (a dtype, a device or both, as ``Tensor.to``)."""
+        return PrefixKeyBias(self.values.to(*args, **kwargs), self.n_keys)
 
     def block(self, r0: int, r1: int, k: int) -> torch.Tensor:
         out = torch.zeros(r1 - r0, k, dtype=self.values.dtype, device=self.values.device)

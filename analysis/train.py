@@ -66,6 +66,7 @@ import torch
 from analysis.checkpoints import CheckpointCache, checkpoint_key, history_from_json, history_to_json
 from analysis.config import BaseConfig, param
 from analysis.corpus import CorpusSpec
+from analysis.devices import resolve_device, train_key_extra
 from analysis.io import content_hash
 from analysis.model import ModelConfig, TinyTransformer
 from analysis.progress import bar as progress_bar
@@ -307,7 +308,8 @@ def evaluate(model: torch.nn.Module, task, batches: list[tuple[torch.Tensor, tor
     """Mean loss of ``model`` over ``batches``: per-batch mean losses weighted by batch size."""
     was_training = model.training
     model.eval()
-    losses = [float(task.loss(forward(model, task, x), y)) for x, y in batches]
+    dev = next(model.parameters()).device
+    losses = [float(task.loss(forward(model, task, x.to(dev)), y.to(dev))) for x, y in batches]
     sizes = [len(x) for x, _ in batches]
     model.train(was_training)
     return float(np.average(losses, weights=sizes)) if losses else math.nan
@@ -372,7 +374,8 @@ def train(
     if callback is not None and callback_id is None:
         cache = None
     task_cfg = task.config()
-    extra = None if callback_id is None else {"callback": callback_id}
+    device = resolve_device(device)
+    extra = {**({} if callback_id is None else {"callback": callback_id}), **(train_key_extra(device) or {})} or None
     key = checkpoint_key(model_cfg, task_cfg, train_cfg, trainer_version=TRAINER_VERSION, extra=extra)
     for used in _RECORDERS.get():
         used.add(key)

@@ -267,14 +267,15 @@ def train_one(config: Config, kernel: str, n: int, seed: int, progress: bool) ->
         warmup_steps=min(20, config.train_steps),
         seed=seed,
     )
-    model = train(model_config(config, kernel, task, seed), task, tc, progress=progress).model
+    dev = config.torch_device()
+    model = train(model_config(config, kernel, task, seed), task, tc, device=dev, progress=progress).model
     x, y = task.sample(config.n_eval, torch.Generator().manual_seed(derived_seed(seed, f"eval{n}") % MAX_SEED))
     with torch.no_grad():
-        hits = task.accuracy(model(x), y).double()
+        hits = task.accuracy(model(x.to(dev)), y.to(dev)).double()
     out = {"accuracy": float(hits.mean()), "n_queries": float(hits.numel()), "form_diff": math.nan}
     if kernel != "softmax":
-        ref = TinyTransformer(model_config(config, kernel, task, seed, dtype="float64")).eval()
-        ref.load_state_dict({k: v.double() for k, v in model.state_dict().items()})
+        ref = TinyTransformer(model_config(config, kernel, task, seed, dtype="float64")).eval()  # float64, CPU
+        ref.load_state_dict({k: v.to("cpu", torch.float64) for k, v in model.state_dict().items()})
         with torch.no_grad():
             par = ref(x)
             ref.recurrent_form = "recurrent"

@@ -52,6 +52,7 @@ import torch
 import xarray as xr
 
 from analysis.corpus import CorpusSpec, build_corpus
+from analysis.devices import model_device
 from analysis.hooks import SCORES, canonical_name, hooks
 from analysis.ledger import Ledger
 from analysis.model import ModelConfig, TinyTransformer
@@ -220,7 +221,8 @@ def model_config(
 
 def planted_model(kernel: str, g: float, *, ssmax_s: float, sigmoid_bias: float) -> TinyTransformer:
     """One head (d_head 1), width 2, attention only, float64: logit ``q_i k_j = g [j = 0]`` when fed
-    :func:`planted_inputs` (q reads coordinate 0, k reads coordinate 1 times g)."""
+    :func:`planted_inputs` (q reads coordinate 0, k reads coordinate 1 times g). It stays on the CPU whatever
+    ``device`` says: a hand-set float64 weight checked against closed forms to rounding, not a measurement."""
     cfg = ModelConfig(
         input="embedded",
         output="none",
@@ -323,10 +325,10 @@ def measure_rows(model, tokens: torch.Tensor, *, normalised: bool, progress: boo
             st = _row_stats(sc[:, :, r0 : r0 + ROW_BLOCK], normalised)
             for k, v in st.items():
                 parts.setdefault(k, []).append(v.mean(0))  # (H, r) mean over the batch
-        found[name] = {k: torch.cat(v, dim=-1).numpy() for k, v in parts.items()}
+        found[name] = {k: torch.cat(v, dim=-1).cpu().numpy() for k, v in parts.items()}
 
     with torch.no_grad(), hooks(model, [(n, on_scores) for n in names]):
-        model(tokens)
+        model(tokens.to(model_device(model)))
     keys = found[names[0]].keys()
     return {k: np.stack([found[n][k] for n in names]) for k in keys}  # (L, H, T)
 
@@ -350,10 +352,10 @@ def attention_inputs_and_sigma(model, tokens: torch.Tensor) -> tuple[np.ndarray,
     norms: dict[str, np.ndarray] = {}
 
     def on_x(x: torch.Tensor, name: str) -> None:  # (B, T, d)
-        norms[name] = x.double().norm(dim=-1).numpy()
+        norms[name] = x.double().norm(dim=-1).cpu().numpy()
 
     with torch.no_grad(), hooks(model, [(n, on_x) for n in names]):
-        model(tokens)
+        model(tokens.to(model_device(model)))
     H, dh = cfg.n_heads, cfg.head_size
     sig = np.zeros((len(blocks), H))
     for layer, blk in enumerate(blocks):
@@ -554,6 +556,7 @@ def train_sweep(config: Config, progress: bool = True) -> dict[str, np.ndarray]:
             cfg,
             task,
             train_config(config, config.lr[j], seed),
+            device=config.torch_device(),
             progress=False,
             callback=make_trace_callback(probe_x),
             callback_id=CALLBACK_ID,
@@ -599,7 +602,7 @@ def measure_replicates(config: Config, first: dict[str, np.ndarray]) -> dict[str
     ent, std = [first["entropy"]], [first["std"]]
     for r in range(1, config.replicates):
         seed = config.seed + r  # not through Config.replace: it may pass MAX_SEED
-        m = TinyTransformer(model_config(config, vocab=T, seed=seed)).eval()
+        m = TinyTransformer(model_config(config, vocab=T, seed=seed), device=config.torch_device()).eval()
         rows = measure_rows(m, distinct_tokens(T, seed, vocab=T), normalised=True)
         ent.append(_entropy_at_n(rows["entropy"], ns, k))
         std.append(_at_n(rows["std"], ns, k))
@@ -617,7 +620,8 @@ def measure_sweep(config: Config, progress: bool = False) -> dict[str, np.ndarra
     grid = [(a, f, r) for a, f in enumerate(config.scale_factors) for r in range(config.replicates)]
     for a, f, r in bar(grid, progress=progress, desc="scale sweep", leave=False):
         seed = config.seed + r  # not through Config.replace: it may pass MAX_SEED
-        m = TinyTransformer(model_config(config, vocab=n_, logit_scale=f / math.sqrt(dh), seed=seed)).eval()
+        mcfg = model_config(config, vocab=n_, logit_scale=f / math.sqrt(dh), seed=seed)
+        m = TinyTransformer(mcfg, device=config.torch_device()).eval()
         rows = measure_rows(m, distinct_tokens(n_, seed), normalised=True)
         out["ent"][a, r] = _entropy_at_n(rows["entropy"], [n_], k)[..., 0]
         out["std"][a, r] = rows["std"][..., n_ - k : n_].mean(-1)
@@ -671,14 +675,14 @@ def _sigmoid_rows(model, tokens: torch.Tensor, k: int) -> tuple[np.ndarray, np.n
     stds: dict[int, np.ndarray] = {}
 
     def on_scores(sc: torch.Tensor, name: str) -> None:  # (B, H, T, T)
-        stds[int(name.split(".")[1])] = _row_stats(sc[:, :, -k:], False)["std"].mean(0).numpy()
+        stds[int(name.split(".")[1])] = _row_stats(sc[:, :, -k:], False)["std"].mean(0).cpu().numpy()
 
     def on_pattern(p: torch.Tensor, name: str) -> None:  # (B, H, T, T): sigmoid weights, 0 off the support
-        totals[int(name.split(".")[1])] = p[:, :, -k:].double().sum(-1).mean(0).numpy()
+        totals[int(name.split(".")[1])] = p[:, :, -k:].double().sum(-1).mean(0).cpu().numpy()
 
     pattern = [f"blocks.{n.split('.')[1]}.attn.hook_pattern" for n in names]
     with torch.no_grad(), hooks(model, [(n, on_scores) for n in names] + [(n, on_pattern) for n in pattern]):
-        model(tokens)
+        model(tokens.to(model_device(model)))
     layers = sorted(stds)
     return np.stack([totals[lay] for lay in layers]), np.stack([stds[lay] for lay in layers])
 
@@ -697,7 +701,8 @@ def measure_sigmoid_totals(config: Config) -> dict[str, np.ndarray]:
         for r in range(config.replicates):
             seed = config.seed + r  # as the replicate models: not through Config.replace (may pass MAX_SEED)
             cfg = model_config(config, vocab=n_, attention="sigmoid", seed=seed).replace(sigmoid_bias=float(b))
-            total[a, r], std[a, r] = _sigmoid_rows(TinyTransformer(cfg).eval(), distinct_tokens(n_, seed), k)
+            model = TinyTransformer(cfg, device=config.torch_device()).eval()
+            total[a, r], std[a, r] = _sigmoid_rows(model, distinct_tokens(n_, seed), k)
     keys = np.arange(n_ - k + 1, n_ + 1)
     theory = th.sigmoid_row_total(keys, std, biases[:, None, None, None, None])
     return {"total": total, "std": std, "theory": theory, "bias": biases, "keys": keys}
@@ -815,7 +820,8 @@ def run(config: Config, model=None, progress: bool = True) -> Result:
     normalised = config.attention in ("softmax", "ssmax")
     own_model = model is None
     if own_model:
-        model = TinyTransformer(model_config(config, vocab=T if config.data == "distinct" else max(T, 256))).eval()
+        mcfg = model_config(config, vocab=T if config.data == "distinct" else max(T, 256))
+        model = TinyTransformer(mcfg, device=config.torch_device()).eval()
     check_length(model, T, "max(ctx_lens)")
     causal = bool(model.causal)
     tokens = measured_tokens(config, model, T)

@@ -84,6 +84,7 @@ import numpy as np
 import xarray as xr
 
 from analysis.config import BaseConfig, FieldSpec, field_specs_of, param
+from analysis.devices import DEVICES, model_device, resolve_device
 from analysis.io import (
     atomic_replace_dir,
     atomic_write_json,
@@ -216,6 +217,9 @@ class ProbeConfig(BaseConfig):
 
     # which preset this config was built from; smoke runs leave `requires_full` claims unevaluated
     preset_name: str = param("full", "preset the config was built from", choices=PRESET_NAMES)
+    # where models, data and measurements live (analysis.devices); left out of to_dict() on the CPU, so
+    # every CPU result keeps the cache key it always had
+    device: str = param("cpu", "cpu | cuda | auto (CUDA when torch sees a GPU)", choices=DEVICES, omit_at_default=True)
 
     def validate(self) -> None:
         """Every field against its declaration, then the model the model fields describe (an error
@@ -231,6 +235,11 @@ class ProbeConfig(BaseConfig):
     def model_fields(cls) -> dict[str, str]:
         """ModelConfig field -> probe field, for the fields declared with :func:`model_param`."""
         return _model_fields_of(cls)
+
+    def torch_device(self):
+        """The ``torch.device`` of the ``device`` field (``auto`` resolved here, on the machine that
+        runs); ``cuda`` without a GPU raises ``ValueError`` naming ``device``."""
+        return resolve_device(self.device)
 
     def model_config(self, **overrides: Any) -> ModelConfig:
         """The :class:`~analysis.model.ModelConfig` of this config's model fields, with ``overrides``
@@ -666,6 +675,7 @@ def run_probe(module_or_name: Any, config: Any = None, model: Any = None, progre
     config = _resolve_config(module, name, config)
     if model is not None:
         check_model_compat(name, model, module.REQUIRES)
+    device = config.torch_device() if model is None else model_device(model)  # ValueError: cuda without a GPU
     start = time.perf_counter()
     with record_checkpoints() as trained:
         result = module.run(config, model=model, progress=progress)
@@ -677,6 +687,7 @@ def run_probe(module_or_name: Any, config: Any = None, model: Any = None, progre
     if not result.version:
         result.version = module.VERSION
     result.meta.setdefault("elapsed_s", elapsed)
+    result.meta.setdefault("device", str(device))
     if trained:  # the training runs it used, for `cache prune --keep-figures`
         result.meta.setdefault("checkpoints", sorted(trained))
     return result

@@ -89,6 +89,7 @@ from typing import Any
 import probes
 from analysis import cache
 from analysis.cache import KINDS
+from analysis.devices import cuda_available
 from analysis.io import atomic_write_json, unwritable
 from analysis.paths import cache_dir, figures_dir
 from probes.base import (
@@ -104,6 +105,7 @@ from probes.sweep import (
     SWEEP_OPTIONS,
     Plan,
     local_client,
+    needs_gpu,
     parse_grid_arg,
     parse_seeds,
     plan,
@@ -343,6 +345,10 @@ def _run(module: Any, name: str, args: list[str]) -> int:
     except SystemExit as e:  # --help
         return int(e.code or 0)
     progress = not ns.no_progress
+    try:
+        config.torch_device()
+    except ValueError as e:  # device=cuda on a machine without one
+        raise UsageError(f"--device: {e}") from None
     if ns.json and ns.json != "-":
         _check_writable(Path(ns.json).parent, "--json")
     if ns.save:
@@ -605,6 +611,8 @@ def _sweep(module: Any, name: str, args: list[str]) -> int:
         raise UsageError("sweep needs at least one --grid FIELD=V1,V2,... or --seeds")
     overrides, grid, seeds, p = _sweep_plan(module, name, ns)
     scheduler, workers = _sweep_where(ns, len(p.configs))
+    if needs_gpu(p) and scheduler in ("local", "none") and not cuda_available():
+        raise UsageError("--device cuda: torch sees no CUDA device here; allowed: cpu, auto")
     out = Path(ns.out)
     if out.is_dir():
         raise UsageError(f"--out: {out} is a folder; give a file name such as {out / 'sweep.nc'}")
@@ -617,7 +625,8 @@ def _sweep(module: Any, name: str, args: list[str]) -> int:
             where, ds = "serially", run_sweep(module, grid, **kwargs)
         else:
             where = f"on a local cluster of {workers} worker process(es)" if scheduler == "local" else f"on {scheduler}"
-            with local_client(workers) if scheduler == "local" else remote_client(scheduler) as client:
+            cluster = local_client(workers, gpus=needs_gpu(p)) if scheduler == "local" else remote_client(scheduler)
+            with cluster as client:
                 ds = run_sweep(module, grid, client=client, **kwargs)
     except OSError as e:  # e.g. the scheduler cannot be reached
         print(f"probes: error: sweep {name}: {' '.join(str(e).split())}", file=sys.stderr)

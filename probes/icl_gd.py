@@ -357,7 +357,7 @@ def lsa_weights_from_model(model: Any) -> list[dict[str, np.ndarray]] | None:
         if p + "W_q.weight" not in sd:
             return None
         W = {
-            k: sd[p + f"{n}.weight"].detach().to(torch.float64).numpy()
+            k: sd[p + f"{n}.weight"].detach().to("cpu", torch.float64).numpy()
             for k, n in (("W_Q", "W_q"), ("W_K", "W_k"), ("W_V", "W_v"), ("P", "W_o"))
         }
         W["W_Q"] = W["W_Q"] * float(cfg.scale)
@@ -377,9 +377,10 @@ def model_from_lsa_weights(cfg: Config, stack: Sequence[Mapping[str, np.ndarray]
 
 
 def as_float64(model: TinyTransformer) -> TinyTransformer:
-    """A float64 copy of one of our trained models (same config otherwise, same weights)."""
+    """A float64 copy of one of our trained models (same config otherwise, same weights), on the CPU wherever
+    the model was trained: every measurement of this probe is float64 on the CPU, against float64 closed forms."""
     copy = TinyTransformer(model.config.replace(dtype="float64"))
-    copy.load_state_dict({k: v.to(torch.float64) for k, v in model.state_dict().items()})
+    copy.load_state_dict({k: v.to("cpu", torch.float64) for k, v in model.state_dict().items()})
     return copy.eval()
 
 
@@ -675,7 +676,11 @@ def train_one(cfg: Config, n_layers: int, progress: bool, seed: int | None = Non
     task = NegYReadoutTask(regression_task(cfg), hide_query=cfg.hide_query)
     with torch_threads(cfg.threads):
         res = train(
-            model_config(cfg, n_layers, seed=seed), task, train_config(cfg, n_layers, seed=seed), progress=progress
+            model_config(cfg, n_layers, seed=seed),
+            task,
+            train_config(cfg, n_layers, seed=seed),
+            device=cfg.torch_device(),
+            progress=progress,
         )
     hist = 2.0 * np.asarray(res.history["loss"], dtype=np.float64)  # back to plain MSE
     return as_float64(res.model), hist, float(res.meta.get("wall_time", res.wall_time)), bool(res.from_cache)
@@ -1063,9 +1068,11 @@ def garg_run(cfg: Config, data: dict[str, Any], scalars: dict[str, Any], coords:
     """Train (cached) the interleaved-layout transformer and measure its loss against k beside the
     baselines, paired on the same tasks (Garg et al. 2022, Fig. 2)."""
     with torch_threads(cfg.threads):
-        res = train(garg_model_config(cfg), garg_task(cfg), garg_train_config(cfg), progress=progress)
-    model = TinyTransformer(garg_model_config(cfg, dtype="float64"))
-    model.load_state_dict({k: v.to(torch.float64) for k, v in res.model.state_dict().items()})
+        res = train(
+            garg_model_config(cfg), garg_task(cfg), garg_train_config(cfg), device=cfg.torch_device(), progress=progress
+        )
+    model = TinyTransformer(garg_model_config(cfg, dtype="float64"))  # measured in float64 on the CPU
+    model.load_state_dict({k: v.to("cpu", torch.float64) for k, v in res.model.state_dict().items()})
     curves = garg_loss_vs_k(cfg, model.eval(), cfg.n_eval)
     data["garg_loss_k"] = (("garg_curve", "garg_k"), curves["mean"])
     data["garg_loss_k_se"] = (("garg_curve", "garg_k"), curves["se"])

@@ -67,6 +67,7 @@ from scipy.stats import t as student_t
 
 from analysis import protocol
 from analysis.corpus import bigram_cross_entropy, build_corpus
+from analysis.devices import model_device, to_numpy
 from analysis.fitting import PowerLawFit, bootstrap_power_law, local_exponent
 from analysis.hooks import SCORES, canonical_name, hook_points, hooks, resid_names, run_with_cache
 from analysis.ledger import Ledger
@@ -211,11 +212,12 @@ def build_model(config: Config, progress: bool = True):
     ``train_checkpoints`` ``info["snapshots"]`` maps each step to the weights after it (same run)."""
     cfg = model_config(config)
     if not config.trained:
-        return TinyTransformer(cfg).eval(), {}
+        return TinyTransformer(cfg, device=config.torch_device()).eval(), {}
     res = train(
         cfg,
         _task(config, config.train_seq_len),
         train_config(config),
+        device=config.torch_device(),
         progress=progress,
         snapshots=config.train_checkpoints,
     )
@@ -395,11 +397,13 @@ def measure(model, a, b, c, *, attn_bias=None, progress: bool = True) -> dict[st
             f"prompt_forgetting needs the residual hooks blocks.{{l}}.hook_resid_post; the model lacks {missing}"
         )
     embed = ["hook_embed"] if "hook_embed" in names else []
+    dev = model_device(model)
+    attn_bias = None if attn_bias is None else attn_bias.to(dev)
     out: dict[str, list] = {
         k: [] for k in ("distance", "norm", "share", "share_max", "max_logit", "min_rms", "embed_delta")
     }
     for i in bar(range(n), progress=progress, desc="pairs", leave=False):
-        x = torch.cat([torch.stack([a[i], b[i]]), c[i].expand(2, -1)], dim=1)  # (2, P + T)
+        x = torch.cat([torch.stack([a[i], b[i]]), c[i].expand(2, -1)], dim=1).to(dev)  # (2, P + T)
         N = x.shape[1]
         stats = {"max_logit": 0.0, "min_rms": math.inf, "share": {}, "share_max": {}}
 
@@ -412,7 +416,7 @@ def measure(model, a, b, c, *, attn_bias=None, progress: bool = True) -> dict[st
             r0, r1 = points[name].rows or (0, N)
             share = p[..., :P].sum(-1).double()  # (2, H, r) prompt share of each row
             for key, value in (("share", share.mean(dim=(0, 1))), ("share_max", share.amax(dim=(0, 1)))):
-                stats[key].setdefault(name, np.full(N, np.nan))[r0:r1] = value.numpy()
+                stats[key].setdefault(name, np.full(N, np.nan))[r0:r1] = value.cpu().numpy()
 
         def on_norm_in(h: torch.Tensor, name: str, stats=stats) -> None:  # (2, N, d)
             stats["min_rms"] = min(stats["min_rms"], float(h.double().pow(2).mean(-1).sqrt().amin()))
@@ -423,11 +427,11 @@ def measure(model, a, b, c, *, attn_bias=None, progress: bool = True) -> dict[st
         with torch.no_grad(), hooks(model, fwd), query_blocks(model, QUERY_BLOCK):
             _, cache = run_with_cache(model, x, names=resid + embed, attn_bias=attn_bias)
         hs = torch.stack([cache[r] for r in resid]).double()  # (L, 2, N, d)
-        out["distance"].append((hs[:, 0, P:] - hs[:, 1, P:]).norm(dim=-1).numpy())  # (L, T)
-        out["norm"].append((0.5 * (hs[:, 0, P:].norm(dim=-1) + hs[:, 1, P:].norm(dim=-1))).numpy())
+        out["distance"].append((hs[:, 0, P:] - hs[:, 1, P:]).norm(dim=-1).cpu().numpy())  # (L, T)
+        out["norm"].append((0.5 * (hs[:, 0, P:].norm(dim=-1) + hs[:, 1, P:].norm(dim=-1))).cpu().numpy())
         if embed:
             emb = cache["hook_embed"].double()
-            out["embed_delta"].append((emb[0, :P] - emb[1, :P]).numpy())
+            out["embed_delta"].append((emb[0, :P] - emb[1, :P]).cpu().numpy())
         else:
             out["embed_delta"].append(np.zeros((P, 0)))
         T = x.shape[1] - P
@@ -441,7 +445,7 @@ def measure(model, a, b, c, *, attn_bias=None, progress: bool = True) -> dict[st
 
 def relay_matrices(model: TinyTransformer) -> list[np.ndarray]:
     """``A_l = W_o W_v`` of every block (float64): the matrix relay model's weights."""
-    return [(blk.attn.W_o.weight.double() @ blk.attn.W_v.weight.double()).detach().numpy() for blk in model.blocks]
+    return [to_numpy(blk.attn.W_o.weight.double() @ blk.attn.W_v.weight.double()) for blk in model.blocks]
 
 
 def relay_prediction(model: TinyTransformer, embed_delta: np.ndarray, T_total: int) -> np.ndarray:

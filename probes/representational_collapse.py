@@ -63,6 +63,7 @@ import torch
 import xarray as xr
 
 from analysis import protocol, tasks
+from analysis.devices import model_device, to_numpy
 from analysis.fitting import bootstrap_power_law
 from analysis.hooks import resid_names, resolve_names, run_with_cache
 from analysis.ledger import Ledger
@@ -237,10 +238,10 @@ def build_models(config: Config, model=None, progress: bool = True) -> tuple[dic
     info: dict = {}
     if model is None and not config.trained:
         cfg = model_config(config)
-        return {dt: TinyTransformer(cfg.replace(dtype=dt)).eval() for dt in names}, info
+        return {dt: TinyTransformer(cfg.replace(dtype=dt), device=config.torch_device()).eval() for dt in names}, info
     if model is None:
         task = tasks.MarkovLanguage(vocab_size=config.vocab_size, seq_len=config.train_seq_len, seed=config.seed)
-        res = train(model_config(config), task, train_config(config), progress=progress)
+        res = train(model_config(config), task, train_config(config), device=config.torch_device(), progress=progress)
         model = res.model
         info = {"train_loss": res.final_loss, "checkpoint": res.key, "from_cache": res.from_cache}
     else:
@@ -274,11 +275,6 @@ def model_pos(config: Config, model=None) -> str:
     if model is not None and protocol.max_positions(model) is not None:
         return "learned"
     return config.pos
-
-
-def _device(model) -> torch.device:
-    p = next(iter(model.parameters()), None) if hasattr(model, "parameters") else None
-    return p.device if p is not None else torch.device("cpu")
 
 
 def lengths(config: Config) -> np.ndarray:
@@ -346,7 +342,7 @@ def measure_distances(
     ref = models["float64"]
     S, L = config.n_bases, ref.n_layers
     causal = bool(ref.causal)
-    dev = _device(ref)
+    dev = model_device(ref)
     first, *resid = resid_names(L, "depth")  # the input of block 0, then every block's output
     last = resid[-1]
     out = {
@@ -396,7 +392,7 @@ def sensitivity(model, config: Config, vocab: int | None = None, chunk: int = 64
     gen = torch.Generator().manual_seed(config.seed + 15485863)  # sensitivity bases only
     T = config.sens_len
     seqs = torch.randint(0, (vocab or config.vocab_size) - 1, (config.sens_bases, T), generator=gen)
-    dev = _device(model)
+    dev = model_device(model)
     resid = resid_names(model.n_layers)
     names = ["hook_embed"] + resid
     resolve_names(model, names)
@@ -421,7 +417,7 @@ def sensitivity(model, config: Config, vocab: int | None = None, chunk: int = 64
 
 def uniform_matrices(model) -> list[np.ndarray]:
     """``A_l = W_o W_v`` (d, d) per layer (uniform heads share one pattern, so the heads combine)."""
-    return [(blk.attn.W_o.weight.double() @ blk.attn.W_v.weight.double()).detach().numpy() for blk in model.blocks]
+    return [to_numpy(blk.attn.W_o.weight.double() @ blk.attn.W_v.weight.double()) for blk in model.blocks]
 
 
 # ================================================================================================
@@ -604,7 +600,7 @@ def oversquashing(config: Config, ref, vocab: int, ns: np.ndarray, m: dict, own_
     seq = make_pair(config, draw_samples(config, vocab), 0, int(ns[-1]))[0]
     names = resid_names(L, "depth")
     with torch.no_grad():
-        _, cache = run_with_cache(ref, seq[None].to(_device(ref)), names=names)
+        _, cache = run_with_cache(ref, seq[None].to(model_device(ref)), names=names)
     rr = np.array([float(rank_residual(cache[k][0].cpu())) for k in names])
 
     exact_uniform = config.attention == "uniform" and config.norm == "none" and config.mlp == 0 and own_model
@@ -798,7 +794,7 @@ def protocol_width(model) -> int:
     """Residual width ``d``: the last axis of ``hook_embed`` on a one-token input."""
     with torch.no_grad():
         _, cache = run_with_cache(
-            model, torch.zeros(1, 1, dtype=torch.long, device=_device(model)), names=["hook_embed"]
+            model, torch.zeros(1, 1, dtype=torch.long, device=model_device(model)), names=["hook_embed"]
         )
     return int(cache["hook_embed"].shape[-1])
 

@@ -64,6 +64,7 @@ from scipy import stats
 
 from analysis import protocol
 from analysis.corpus import build_corpus
+from analysis.devices import model_device
 from analysis.hooks import hooks, resid_names, run_with_cache
 from analysis.ledger import Ledger
 from analysis.model import ATTENTION_KERNELS, ModelConfig, TinyTransformer
@@ -222,8 +223,8 @@ def train_config(cfg: Config):
 def build(cfg: Config, norm: str, depth: int, seed: int, progress: bool = False) -> TinyTransformer:
     mcfg = model_config(cfg, norm, depth, seed)
     if not cfg.trained:
-        return TinyTransformer(mcfg)
-    return train(mcfg, task(cfg), train_config(cfg), cache="default", progress=progress).model
+        return TinyTransformer(mcfg, device=cfg.torch_device())
+    return train(mcfg, task(cfg), train_config(cfg), device=cfg.torch_device(), progress=progress).model
 
 
 def batch(cfg: Config, sample: int, vocab: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
@@ -280,7 +281,7 @@ def fixed_loss(out: torch.Tensor, targets: torch.Tensor, vocab: int | None, seed
     gen = torch.Generator().manual_seed(seed * 7919 + 3)
     P = torch.randn(d, HIDDEN_LOSS_WIDTH, generator=gen, dtype=torch.float64) / math.sqrt(d)
     Y = torch.randn(B, T, HIDDEN_LOSS_WIDTH, generator=gen, dtype=torch.float64)
-    return (out @ P.to(out.dtype) - Y.to(out.dtype)).pow(2).mean(), "hidden_projection_mse"
+    return (out @ P.to(out.device, out.dtype) - Y.to(out.device, out.dtype)).pow(2).mean(), "hidden_projection_mse"
 
 
 def layer_index(name: str) -> int | None:
@@ -352,6 +353,7 @@ def measure(
     output, resp. the raw stream) and, for ``no_norm``, the MLP moment (theory section 8).
     """
     L = model.n_layers
+    inputs, targets = inputs.to(model_device(model)), targets.to(model_device(model))
     have = set(model.hook_names())
     first = resid_names(L, "depth")[0]  # the input of block 0; a model without it: the embedding
     first = first if first in have else "hook_embed"
@@ -399,7 +401,7 @@ def measure(
             branch[l, 1] = ratio(f"blocks.{l}.hook_mlp_out", mid)
             if no_norm:
                 q_mid = mid.double().pow(2).mean(-1)  # (B, T) per-token second moment
-                mlp_moment[l] = float(th.no_norm_mlp_moment(q_mid.numpy()).mean())
+                mlp_moment[l] = float(th.no_norm_mlp_moment(q_mid.cpu().numpy()).mean())
     out_["branch_ratio"] = branch
     out_["mlp_moment"] = mlp_moment
     attn = np.full(L, np.nan)
@@ -485,8 +487,8 @@ def update_pieces(
     sublayer moves (the Theorem's terms: ``effect / step`` is the output's sensitivity along the step).
     The Theorem bounds ``u <= sum effect``. NaN arrays when ``pieces`` is False.
     """
-    model = TinyTransformer(model_config(cfg, norm, depth, cfg.seed + sample))
-    inputs, targets = batch(cfg, sample)
+    model = TinyTransformer(model_config(cfg, norm, depth, cfg.seed + sample), device=cfg.torch_device())
+    inputs, targets = (t.to(model_device(model)) for t in batch(cfg, sample))
     name = resid_names(depth)[-1]
 
     def final() -> torch.Tensor:
@@ -536,9 +538,9 @@ def collapse_curve(cfg: Config, variant: str, mask: str, sample: int) -> np.ndar
         seed=cfg.seed + sample,
         **overrides,
     )
-    inputs, _ = batch(cfg, sample)
+    inputs = batch(cfg, sample)[0].to(cfg.torch_device())
     with torch.no_grad():
-        _, c = run_with_cache(TinyTransformer(mcfg), inputs, names=resid_names(L, "depth"))
+        _, c = run_with_cache(TinyTransformer(mcfg, device=cfg.torch_device()), inputs, names=resid_names(L, "depth"))
     streams = [c[name] for name in resid_names(L, "depth")]
     return np.array([th.rank_residual(x).mean().item() for x in streams])
 

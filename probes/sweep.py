@@ -97,6 +97,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 import xarray as xr
 
 from analysis.io import atomic_write, to_jsonable
@@ -110,6 +111,7 @@ SWEEP_FORMAT = 1  # layout of the Dataset; recorded in its attrs
 SEED_FIELD = "seed"
 RESERVED_VARS = ("failed", "error", "config", "cache_key")  # per-point variables of every sweep
 ERROR_CHARS = 500  # a point's error message is cut to this many characters
+GPU_RESOURCE = "GPU"  # the Dask worker resource a device="cuda" point needs one of
 
 
 # ======================================================================= the plan: every point, validated
@@ -324,8 +326,6 @@ def _torch_threads(n: int | None) -> Iterator[None]:
     if n is None:
         yield
         return
-    import torch
-
     old = torch.get_num_threads()
     if old != n:
         torch.set_num_threads(n)
@@ -353,6 +353,8 @@ def _run_point(probe: Any, config: dict[str, Any], cache_root: str | None, threa
         else:
             module = probe
         cfg = module.Config.from_dict(config)
+        if getattr(cfg, "device", "cpu") == "cuda":
+            _bind_gpu()
         with _torch_threads(threads):
             result = cached_run(module, cfg, cache_root=cache_root, progress=False)
         return {
@@ -366,6 +368,36 @@ def _run_point(probe: Any, config: dict[str, Any], cache_root: str | None, threa
         }
     except Exception as e:  # a failing point is recorded; the sweep goes on
         return {"ok": False, "error": one_line(e)}
+
+
+def _bind_gpu() -> None:
+    """On a Dask worker named by an integer (a ``LocalCluster``'s workers are 0, 1, ...) that declares the
+    ``GPU`` resource, make GPU ``name % count`` torch's current device, so a local cluster of one worker per
+    GPU runs one point per GPU. Workers started by hand pick their GPU with ``CUDA_VISIBLE_DEVICES``."""
+    try:
+        from distributed import get_worker
+
+        worker = get_worker()
+    except (ImportError, ValueError):  # not on a worker
+        return
+    count = torch.cuda.device_count()
+    if count and worker.state.total_resources.get(GPU_RESOURCE, 0) >= 1 and isinstance(worker.name, int):
+        torch.cuda.set_device(worker.name % count)
+
+
+def needs_gpu(p: Plan) -> bool:
+    """Whether any point asks for ``device="cuda"`` (those run only on workers with the ``GPU`` resource)."""
+    return any(getattr(cfg, "device", "cpu") == "cuda" for cfg in p.configs)
+
+
+def _check_gpu_workers(client: Any) -> None:
+    workers = client.scheduler_info().get("workers", {})
+    if not any(w.get("resources", {}).get(GPU_RESOURCE, 0) >= 1 for w in workers.values()):
+        raise ValueError(
+            f"device='cuda' points run one per GPU on workers that declare the {GPU_RESOURCE} resource, and none of "
+            f"the {len(workers)} worker(s) does: start each GPU worker with `dask worker ADDRESS --nthreads 1 "
+            f"--resources {GPU_RESOURCE}=1` (CUDA_VISIBLE_DEVICES=i for GPU i)"
+        )
 
 
 def _run_serial(p: Plan, cache_root: str | None, threads: int | None, progress: bool) -> list[dict]:
@@ -385,11 +417,21 @@ def _run_client(p: Plan, client: Any, cache_root: str | None, threads: int | Non
             f"probe {p.name} was added with probes.register(): it exists in this process only; "
             "sweep it with client=None or make it importable (WORKBENCH_PROBES)"
         )
+    if needs_gpu(p):
+        _check_gpu_workers(client)
     token = uuid.uuid4().hex[:8]
     futures = {}
     for i, cfg in enumerate(p.configs):
+        gpu = {"resources": {GPU_RESOURCE: 1}} if getattr(cfg, "device", "cpu") == "cuda" else {}
         fut = client.submit(
-            _run_point, p.name, cfg.to_dict(), cache_root, threads, pure=False, key=f"sweep-{p.name}-{token}-{i}"
+            _run_point,
+            p.name,
+            cfg.to_dict(),
+            cache_root,
+            threads,
+            pure=False,
+            key=f"sweep-{p.name}-{token}-{i}",
+            **gpu,
         )
         futures[fut] = i
     outcomes: list[dict | None] = [None] * len(p.configs)
@@ -411,10 +453,14 @@ def _run_client(p: Plan, client: Any, cache_root: str | None, threads: int | Non
 
 
 @contextlib.contextmanager
-def local_client(n_workers: int, **cluster_kwargs: Any) -> Iterator[Any]:
+def local_client(n_workers: int, gpus: bool = False, **cluster_kwargs: Any) -> Iterator[Any]:
     """A ``distributed.Client`` on a fresh ``LocalCluster`` of ``n_workers`` processes, one thread each
     (dashboard off, logs below ERROR silenced); both closed on exit. Worker processes are spawned: a
     script that calls this needs the usual ``if __name__ == "__main__":`` guard.
+
+    ``gpus``: one worker per GPU torch sees (at most ``n_workers``), each declaring the ``GPU`` resource
+    and computing on its own GPU, so ``device="cuda"`` points run one per GPU (``ValueError`` when torch
+    sees none).
 
     The workers' statistical profiler (a sample of every thread's stack each 10 ms, for the dashboard) is
     off: the probes' tiny models spend much of their time in Python, where it competes for the GIL."""
@@ -426,6 +472,11 @@ def local_client(n_workers: int, **cluster_kwargs: Any) -> Iterator[Any]:
     kwargs = dict(
         n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=logging.ERROR
     )
+    if gpus:
+        count = torch.cuda.device_count()
+        if not count:
+            raise ValueError("device='cuda': torch sees no CUDA device here; allowed: cpu, auto")
+        kwargs.update(n_workers=min(n_workers, count), resources={GPU_RESOURCE: 1})
     kwargs.update(cluster_kwargs)
     with dask.config.set({"distributed.worker.profile.enabled": False}):  # the nannies pass it to the workers
         cluster = LocalCluster(**kwargs)
