@@ -19,6 +19,7 @@ What follows the device and what does not:
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import numpy as np
@@ -44,6 +45,9 @@ def resolve_device(name: str | torch.device, field: str = "device") -> torch.dev
         return torch.device("cpu")
     if not cuda_available():
         raise ValueError(f"{field}='cuda' but torch sees no CUDA device here; allowed: cpu, auto")
+    # the trainer runs with torch.use_deterministic_algorithms(True), which on CUDA needs a fixed cuBLAS
+    # workspace; it must be set before cuBLAS starts (the first GPU matmul of the process)
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     return torch.device("cuda", torch.cuda.current_device())
 
 

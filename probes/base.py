@@ -272,8 +272,10 @@ class ProbeConfig(BaseConfig):
 
     @classmethod
     def field_specs(cls, include_preset: bool = False) -> tuple[FieldSpec, ...]:
-        """Every field's spec; ``preset_name`` only when asked (the command line sets it via --preset)."""
-        return tuple(s for s in field_specs_of(cls) if include_preset or s.name != "preset_name")
+        """Every field's spec; ``preset_name`` only when asked (the command line sets it via --preset).
+        The probe's own fields come first, then ``device`` (help, error messages and sweeps list them so)."""
+        specs = [s for s in field_specs_of(cls) if include_preset or s.name != "preset_name"]
+        return tuple(sorted(specs, key=lambda s: s.name == "device"))
 
     @classmethod
     def _unknown_fields_message(cls, unknown: list[str]) -> str:

@@ -230,7 +230,16 @@ def cheap_smoke(name: str) -> dict:
 # ================================================================================================
 
 
+def machine_devices() -> tuple[str, ...]:
+    """The ``device`` values this machine can run (``cuda`` is refused when a run starts without a GPU)."""
+    import torch
+
+    return ("cpu", "auto") + (("cuda",) if torch.cuda.is_available() else ())
+
+
 def _item_strategy(spec: FieldSpec, cap: Cap) -> st.SearchStrategy:
+    if spec.name == "device":
+        return st.sampled_from(machine_devices())
     if spec.choices is not None:
         return st.sampled_from(spec.choices)
     lo, hi = spec.minimum, _upper(spec, cap)
