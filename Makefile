@@ -11,12 +11,19 @@ STAMP  := $(VENV)/.installed
 export MPLBACKEND := agg
 export PYTHONHASHSEED := 0
 
-.PHONY: install figures test lab bench lint clean-cache help
+.PHONY: install figures test lab browser bench lint clean-cache help
+
+# `make lab`: JupyterLab on 127.0.0.1 with a token of its own (LAB_PORT=... LAB_TOKEN=... to choose them)
+LAB_PORT  ?= 8888
+ifndef LAB_TOKEN
+LAB_TOKEN := $(shell od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+endif
 
 help:
 	@echo "make figures [PRESET=smoke|full]  regenerate every figure, its provenance and the claims ledger"
 	@echo "make test                         run the whole test suite (unit, theory, probes, notebooks, figures)"
-	@echo "make lab                          open the notebooks in JupyterLab with the project's kernel"
+	@echo "make lab                          open the notebooks in JupyterLab with the project's kernel (prints the URL)"
+	@echo "make browser                      install the headless Chromium the browser test drives (part of make test)"
 	@echo "make bench                        run the benchmarks and record them in bench/results/"
 	@echo "make lint                         ruff check, ruff format --check, notebooks stripped (part of make test)"
 
@@ -35,16 +42,26 @@ figures: $(STAMP)
 # The suite, then every notebook executed by nbval under the smoke preset: papermill writes copies of
 # the notebooks with preset="smoke" injected into build/nbval, nbval runs them (figures into build/),
 # and the last step fails if any claim those runs recorded fails.
-test: lint
+# The browser test (tests/test_browser.py) drives Debian's headless Chromium through chromedriver: `make browser`
+# installs both when missing (apt-get, as root or with sudo); where that is impossible the test skips and says why.
+test: lint browser
 	TQDM_DISABLE=1 $(PY) -m pytest -q tests
 	rm -rf build/nbval
 	$(PY) scripts/make_figures.py --preset smoke --prepare-only build/nbval
-	TQDM_DISABLE=1 WORKBENCH_FIGURES=$(CURDIR)/build/nbval/figures \
+	TQDM_DISABLE=1 WORKBENCH_STATIC=1 WORKBENCH_FIGURES=$(CURDIR)/build/nbval/figures \
 	  $(PY) -m pytest -q -p no:cacheprovider --nbval-lax --nbval-current-env build/nbval
 	$(PY) scripts/make_figures.py --preset smoke --collect-only --out build/nbval/figures
 
 lab: $(STAMP)
-	$(VENV)/bin/jupyter lab --notebook-dir=notebooks
+	@echo ""
+	@echo "  JupyterLab:  http://127.0.0.1:$(LAB_PORT)/lab?token=$(LAB_TOKEN)"
+	@echo "  Stop it:     Ctrl-C in this terminal (twice), or: $(VENV)/bin/jupyter server stop $(LAB_PORT)"
+	@echo ""
+	$(VENV)/bin/jupyter lab --notebook-dir=notebooks --ServerApp.ip=127.0.0.1 --ServerApp.port=$(LAB_PORT) \
+	  --ServerApp.port_retries=0 --IdentityProvider.token=$(LAB_TOKEN) $(if $(filter 0,$(shell id -u)),--allow-root)
+
+browser:
+	@bash scripts/install_browser.sh
 
 bench: $(STAMP)
 	$(PY) bench/run.py

@@ -404,7 +404,27 @@ def bench_sweep() -> dict:
     return out
 
 
+def bench_explorers() -> dict:
+    """One knob change of each notebook explorer: the compute function plus the PNG it draws (goal: well
+    under a second). Explorers of cached probe results use the smoke preset's (computed once beforehand)."""
+    from analysis import explorers
+    from probes import explorers as probe_explorers
+
+    made = {
+        "entropy": (explorers.explore_entropy(static=True), {"scale": 1.5}),
+        "eta_star": (explorers.explore_eta_star(static=True), {"N": 40}),
+        "readout": (explorers.explore_readout(static=True), {"d_key": 32}),
+        "relay": (probe_explorers.explore_relay("smoke", static=True), {"L": 4}),
+        "rank_collapse": (probe_explorers.explore_rank_collapse("smoke", static=True), {"mask": "causal"}),
+        "collapse": (probe_explorers.explore_collapse("smoke", static=True), {"alpha": 0.5}),
+    }
+    return {
+        name: timeit(lambda ex=ex, over=over: ex.png(**over), repeats=5, warmup=1) for name, (ex, over) in made.items()
+    }
+
+
 BENCHES = {
+    "explorers": bench_explorers,
     "forward": bench_forward,
     "hooks": bench_hooks,
     "hf": bench_hf,
@@ -421,6 +441,8 @@ BENCHES = {
 def _headline(results: dict) -> list[str]:
     """One row per measured quantity, for the summary table of a run."""
     rows = []
+    for name, t in results.get("explorers", {}).items():
+        rows.append((f"explorer {name}, one knob change (ms)", f"{1000 * t['median_s']:.0f}", "compute + PNG"))
     if "forward" in results:
         f = results["forward"]
         rows.append(

@@ -241,6 +241,7 @@ def kernel_env(staging: Path) -> dict[str, str]:
     env["JUPYTER_PATH"] = os.pathsep.join([str(share), *filter(None, [os.environ.get("JUPYTER_PATH")])])
     env["WORKBENCH_FIGURES"] = str(staging)
     env["MPLBACKEND"] = "agg"
+    env["WORKBENCH_STATIC"] = "1"  # explorers render a static figure, never widgets (analysis/explorers.py)
     env.setdefault("TQDM_DISABLE", "1")
     env.setdefault("PYTHONHASHSEED", "0")
     env.setdefault("JUPYTER_PLATFORM_DIRS", "1")

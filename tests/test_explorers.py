@@ -1,0 +1,204 @@
+"""The notebooks' explorers and first look: each compute function (what a knob change calls) against the theory
+modules or an independent computation, the widget and static paths, and the committed-results summary.
+Speed is measured in bench/run.py (``--only explorers``), never here."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import nbformat
+import numpy as np
+import pytest
+
+import probes
+from analysis import explorers as ex
+from analysis import firstlook
+from analysis.paths import NOTEBOOKS
+from analysis.theory import associative_recall as th_ar
+from analysis.theory import attention_entropy as th_ae
+from analysis.theory import prompt_forgetting as th_pf
+from analysis.theory import signal_propagation as th_sp
+from analysis.theory.icl_gd import closed_forms as th_icl
+from probes import explorers as pe
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+# ---------------------------------------------------------------------------------------------- compute functions
+@pytest.mark.parametrize("kernel", ex.ENTROPY_KERNELS)
+def test_entropy_curves_follow_the_theory_module(kernel):
+    c = ex.entropy_curves(256, 0.5, kernel, reps=256)
+    std = 0.5 * (np.log(c["n"]) if kernel == "ssmax" else 1.0)
+    np.testing.assert_array_equal(c["std"], std)
+    np.testing.assert_array_equal(c["lln"], th_ae.lln_entropy(c["n"], std))
+    np.testing.assert_array_equal(c["fluctuation"], th_ae.partition_fluctuation(c["n"], std))
+    # the Monte Carlo agrees with the exact quadrature (an independent computation) within its own error
+    for n, s, m, se in zip(c["n"], c["std"], c["measured"], c["se"], strict=True):
+        assert abs(m - th_ae.gaussian_entropy_exact(int(n), float(s))) < 5 * se + 1e-9
+
+
+def test_entropy_at_zero_scale_is_ln_n():
+    c = ex.entropy_curves(64, 0.0)
+    np.testing.assert_allclose(c["measured"], np.log(c["n"]), rtol=1e-12)
+    np.testing.assert_allclose(c["lln"], np.log(c["n"]), rtol=1e-12)
+
+
+def test_relay_alpha_of_one_layer_is_exactly_one():
+    c = ex.relay_alpha_curves(1, 8, 512)  # Delta^1_t = P / t beyond the prompt
+    np.testing.assert_allclose(c["alpha_local"], 1.0, atol=1e-9)
+    assert c["alpha_window"][0] == pytest.approx(1.0, abs=1e-9)
+
+
+def test_relay_alpha_curves_match_the_relay_model():
+    P, L, T = 16, 3, 4096
+    c = ex.relay_alpha_curves(L, P, T, max_depth=4)
+    t = np.arange(1, T + 1, dtype=float)
+    delta = th_pf.relay_offsets(P, L, T)
+    i = int(np.searchsorted(t, 1000.0))  # the local exponent is the slope of ln Delta against ln t
+    k = int(np.searchsorted(c["t"], 1000.0))
+    slope = -(math.log(delta[i + 1]) - math.log(delta[i - 1])) / (math.log(t[i + 1]) - math.log(t[i - 1]))
+    assert c["alpha_local"][k] == pytest.approx(slope, rel=1e-6)
+    np.testing.assert_array_equal(c["alpha_asymptotic"], th_pf.relay_local_exponent_asymptotic(P, L, c["t"]))
+    assert abs(c["alpha_local"][-1] - c["alpha_asymptotic"][-1]) < 10 * L / T  # up to O(L/t)
+    assert c["alpha_window"][L - 1] == th_pf.relay_alpha_window(P, L, 2.0 * P, T)
+    assert np.all(np.diff(c["alpha_window"]) < 0)  # deeper relays forget more slowly
+
+
+@pytest.mark.parametrize("x_dist", ex.ICL_INPUTS)
+def test_eta_star_curves(x_dist):
+    d, N, sigma = 5, 12, 0.5
+    c = ex.eta_star_curves(d, N, sigma, x_dist, n_max=40)
+    ref = th_icl.one_step_gd_theory(d, N, x_dist, sigma)
+    assert c["eta_star_at_N"] == ref["eta_star"] and c["eta_star"][N - 1] == ref["eta_star"]
+    assert c["loss"].min() >= c["loss_star_at_N"] - 1e-12  # the parabola's minimum is at eta*
+    if x_dist == "gaussian":  # isotropic Gaussian: eta* = N / (N + d + 1 + sigma^2)
+        ns = c["N"]
+        np.testing.assert_allclose(c["eta_star"], ns / (ns + d + 1 + sigma**2), rtol=1e-12)
+
+
+def test_readout_error_curves():
+    c = ex.readout_error_curves(40, 16, draws=256)
+    np.testing.assert_array_equal(c["theory"], th_ar.additive_readout_error(c["N"], 16))
+    assert np.all(np.abs(c["measured"] - c["theory"]) < 5 * c["se"] + 1e-12)
+
+
+@pytest.fixture(scope="module")
+def smoke():
+    return {
+        name: probes.cached_run(name, probes.get(name).Config.preset("smoke"), progress=False)
+        for name in ("prompt_forgetting", "signal_propagation", "representational_collapse")
+    }
+
+
+def test_relay_view_puts_the_cached_measurement_beside_the_model(smoke):
+    data = smoke["prompt_forgetting"].data
+    v = pe.relay_view(data, 2, 16, 512)
+    np.testing.assert_array_equal(v["measured_alpha"], data["alpha"].values)
+    np.testing.assert_array_equal(v["measured_local"], data["alpha_local"].isel(layer=1).values)
+    assert "measured_local" not in pe.relay_view(data, data["alpha"].sizes["layer"] + 1, 16, 512)
+
+
+def test_rank_collapse_view(smoke):
+    data = smoke["signal_propagation"].data
+    depth = int(data.depth.values[-1])
+    v = pe.rank_collapse_view(data, depth, "full")
+    for norm, r in v["norms"].items():
+        np.testing.assert_allclose(r, data["rank_residual"].sel(norm=norm, depth=depth).values.mean(-1))
+    r = v["variants"]["pure_attention"]
+    np.testing.assert_allclose(v["dong"], th_sp.dong_bound(r[0], r[1] / r[0] ** 3, np.arange(r.size)))
+    assert v["dong"][1] == pytest.approx(r[1])  # fitted to the first step
+    with pytest.raises(ValueError, match="depth"):
+        pe.rank_collapse_view(data, 999, "full")
+
+
+def test_collapse_view_reproduces_the_probes_extrapolation(smoke):
+    result = smoke["representational_collapse"]
+    for dtype in ("bfloat16", "float16"):
+        v = pe.collapse_view(result.data, dtype, float(result.scalars["slope"]))
+        assert v["n_star"] == pytest.approx(result.scalars[f"collapse_n_extrapolated_{dtype}"], rel=1e-12)
+        # the power law starts at the last measured point
+        assert v["power_law"][0] == pytest.approx(v["distance"][-1])
+    assert (
+        pe.collapse_view(result.data, "float16", 2.0)["n_star"]
+        < pe.collapse_view(result.data, "float16", 0.5)["n_star"]
+    )
+
+
+# ---------------------------------------------------------------------------------------------- explorer plumbing
+def test_static_outside_a_kernel_and_under_workbench_static(monkeypatch):
+    assert ex.is_static()  # pytest is no kernel
+    monkeypatch.setenv(ex.STATIC_ENV, "1")
+    assert ex.is_static()
+
+
+def test_png_and_update():
+    e = ex.explore_eta_star(static=True)
+    first, text = e.png()
+    assert first.startswith(PNG) and "η*" in text
+    second, _ = e.png(N=50)
+    assert second != first and e.values["N"] == 50
+    with pytest.raises(ValueError, match="unknown control"):
+        e.png(nope=1)
+
+
+def test_widget_change_redraws():
+    pytest.importorskip("ipywidgets")
+    e = ex.explore_entropy(static=False)
+    box = e.widget()
+    image = box.children[-1]
+    before = image.value
+    dropdown = next(w for w in box.children[0].children if hasattr(w, "options"))
+    dropdown.value = "ssmax"
+    assert e.values["kernel"] == "ssmax" and bytes(image.value) != bytes(before) and bytes(image.value).startswith(PNG)
+
+
+@pytest.mark.parametrize("make", [pe.explore_relay, pe.explore_rank_collapse, pe.explore_collapse])
+def test_cached_explorers_render(make):
+    data, text = make("smoke", static=True).png()
+    assert data.startswith(PNG) and "smoke preset" in text
+
+
+# ---------------------------------------------------------------------------------------------- first look
+def test_first_look_reads_the_committed_results():
+    look = firstlook.gather("01_signal_propagation")
+    names = {f["figure"] for f in look.figures}
+    assert "signal_rank_collapse" in names and all(f["notebook"] == "01_signal_propagation" for f in look.figures)
+    ledger = json.loads((firstlook.COMMITTED_FIGURES / "01_signal_propagation.claims.json").read_text())
+    assert sum(look.claims.values()) == len(ledger["claims"])
+    assert look.inputs  # the probe runs behind the figures, by result-cache key
+
+
+def test_first_look_advice_follows_the_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("WORKBENCH_CACHE", str(tmp_path))
+    look = firstlook.gather("01_signal_propagation")
+    assert not look.cached and 'preset = "smoke"' in look.advice("full")
+    for key in look.inputs:
+        (tmp_path / "results" / "signal_propagation" / key).mkdir(parents=True)
+    assert "in your cache" in firstlook.gather("01_signal_propagation").advice("full")
+    assert "smoke" in look.advice("smoke")
+
+
+def test_first_look_displays(capsys):
+    firstlook.first_look("00_overview", "full")
+    assert "Run all" in capsys.readouterr().out
+
+
+# ---------------------------------------------------------------------------------------------- notebooks
+PROBE_NOTEBOOKS = {
+    "01_signal_propagation": "explore_rank_collapse",
+    "02_attention_entropy": "explore_entropy",
+    "03_prompt_forgetting": "explore_relay",
+    "04_icl_gd": "explore_eta_star",
+    "05_representational_collapse": "explore_collapse",
+    "07_linear_attention": "explore_readout",
+}
+
+
+def test_every_probe_notebook_has_an_explorer_and_every_notebook_a_first_look():
+    for path in sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        code = [c.source for c in nb.cells if c.cell_type == "code"]
+        assert "first_look(" in code[1], f"{path.name}: the cell after the parameters shows the committed results"
+        if path.stem in PROBE_NOTEBOOKS:
+            assert any(PROBE_NOTEBOOKS[path.stem] + "()" in s for s in code), path.name
