@@ -94,3 +94,49 @@ def test_trained_model_is_the_declared_mixer():
         0,
     )
     assert torch.is_tensor(ar.read_memory("softmax", torch.eye(3)[None].double(), torch.eye(3)[None].double()))
+
+
+def test_linearisation_head_output_is_the_softmax_average_of_its_tokens():
+    """The zoo head the linearisation check measures computes M sum_j softmax(a . x_j) x_j at each query row."""
+    import numpy as np
+
+    from analysis.hooks import run_with_cache
+
+    c = _small(lin_d=4, lin_queries=3)
+    model = ar.linearisation_head(c)
+    A, M = ar.head_maps(model)
+    xq = ar.linearisation_queries(c, A)
+    assert np.allclose(np.linalg.norm(xq @ A.T, axis=-1), c.lin_a_norm)
+    toks = np.random.default_rng(0).standard_normal((5, 4))
+    x = torch.from_numpy(np.concatenate([toks, xq]))[None]
+    bias = torch.zeros(8, 8, dtype=torch.float64)
+    bias[:, 5:] = -float("inf")
+    _, cache = run_with_cache(model, x, names=["blocks.0.hook_attn_out"], attn_bias=bias)
+    s = xq @ A.T @ toks.T  # (Q, n) logits a . x_j
+    w = np.exp(s - s.max(-1, keepdims=True))
+    want = (w / w.sum(-1, keepdims=True)) @ toks @ M.T
+    assert np.allclose(cache["blocks.0.hook_attn_out"][0, 5:].numpy(), want, rtol=0, atol=1e-13)
+
+
+def test_uniform_attention_fails_the_linearisation_claims(monkeypatch):
+    """A head that averages its tokens uniformly tends to 0, not to W_o W_v a: both claims fail."""
+    real = ar.linearisation_head
+    monkeypatch.setattr(ar, "linearisation_head", lambda c: _uniform(real(c)))
+    led = ar.run(_small(lin_ns=(256, 512), lin_reps=16), progress=False).ledger
+    assert led["linearisation_mse_constant"].status == "fail"
+    assert led["linearisation_rms_slope"].status == "fail"
+
+
+def _uniform(model):
+    from analysis.model import TinyTransformer
+
+    uni = TinyTransformer(model.config.replace(attention="uniform")).eval()
+    uni.load_state_dict(model.state_dict())
+    return uni
+
+
+def test_zero_logit_vector_makes_the_constant_claim_inconclusive():
+    """At a = 0 softmax is the plain average: the theory constant equals the alternative's, so the claim
+    cannot tell the hypotheses apart and says so."""
+    led = ar.run(_small(lin_ns=(256, 512), lin_reps=16, lin_a_norm=0.0), progress=False).ledger
+    assert led["linearisation_mse_constant"].status == "inconclusive"

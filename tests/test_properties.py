@@ -185,6 +185,11 @@ CAPS: dict[str, dict[str, Cap]] = {
         "train_batch": Cap(hi=16),
         "train_seeds": Cap(hi=2),
         "n_eval": Cap(hi=16),
+        # linearisation: lin_reps x (max(lin_ns) + lin_queries)^2 x lin_d per n
+        "lin_ns": Cap(hi=128, max_len=3),
+        "lin_d": Cap(hi=8),
+        "lin_queries": Cap(hi=8),
+        "lin_reps": Cap(hi=16),
     },
 }
 

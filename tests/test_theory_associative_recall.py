@@ -98,3 +98,30 @@ def test_favor_row_mse_constant_matches_monte_carlo_at_large_m():
     c = th.favor_row_mse_constant(q, keys)
     assert abs(mse.mean() - c) <= K * mse.std() / np.sqrt(reps)  # m MSE = c + O(1/m): below 5 SE at m = 1024
     assert np.allclose(th.favor_row_rms(q, keys, np.array([4, 16])), np.sqrt(c / np.array([4, 16])))
+
+
+@pytest.mark.parametrize("scale", [0.5, 1.0])
+def test_softmax_over_gaussian_tokens_tends_to_the_linear_limit_at_the_predicted_rate(scale):
+    """Item 5: self-normalised importance sampling around M a; n E|o - M a|^2 -> e^{|a|^2}(|M|_F^2 + |M a|^2)."""
+    rng = np.random.default_rng(7)
+    d = 4
+    M = rng.standard_normal((3, d)) / np.sqrt(d)
+    a = scale * th.unit_vectors(rng, (), d)
+    C = th.linearisation_mse_constant(M, a)
+    for n in (256, 1024):
+        mse, se = th.mc_linearisation_mse(M, a, n, 4000, rng)
+        # the O(n^-2) remainder is ~ e^{2|a|^2} / n relative: below 4 SE here
+        assert abs(n * mse - C) < 4 * n * se + C * np.exp(2 * scale**2) / n, (n, n * mse, C)
+    # the competing constant (effective sample size n) is smaller by more than the tilt factor e^{|a|^2}
+    assert C / th.linearisation_mse_iid(M) > np.exp(scale**2)
+
+
+def test_linearisation_limit_is_the_tilted_mean():
+    """E[e^{a.x} x] / E[e^{a.x}] = a for x ~ N(0, I): the weighted mean over many tokens approaches M a."""
+    rng = np.random.default_rng(3)
+    M, a = np.eye(3), np.array([0.4, -0.3, 0.2])
+    x = rng.standard_normal((400_000, 3))
+    w = np.exp(x @ a)
+    est = (w[:, None] * x).sum(0) / w.sum()
+    assert np.allclose(est, th.linearisation_limit(M, a), atol=6e-3)
+    assert np.allclose(th.linearisation_limit(2 * M, np.stack([a, -a])), [2 * a, -2 * a])

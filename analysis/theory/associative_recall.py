@@ -36,6 +36,25 @@ r"""Associative recall in a matrix memory: interference, the delta rule's overwr
    ``Cov(Z_j, Z_l) = exp(|2q + k_j + k_l|^2/2 - |q|^2 - (|k_j|^2 + |k_l|^2)/2) - a_j a_l``: the row's
    RMS error falls as ``m^{-1/2}`` (slope ``-1/2`` on log-log axes; the bias of the ratio is ``O(1/m)``,
    below the fluctuation at every ``m``).
+5. Softmax attention over i.i.d. Gaussian tokens becomes a linear map (000#39; :func:`linearisation_limit`,
+   :func:`linearisation_mse_constant`). One head reads a query ``x_q`` over ``n`` keys ``x_j ~ N(0, I_d)``
+   i.i.d.: logits ``s_j = c (W_q x_q) . (W_k x_j) = a . x_j`` with ``a = c W_k^T W_q x_q``, output
+   ``o = M sum_j w_j x_j / sum_j w_j`` with ``w_j = e^{a . x_j}`` and ``M = W_o W_v``. By the law of large
+   numbers ``o -> M E[w x] / E[w]``, and exponential tilting of the Gaussian (``E[e^{a . x} f(x)] =
+   e^{|a|^2/2} E_{N(a, I)} f``) gives ``E[w x] / E[w] = a``: the limit is ``M a = c W_o W_v W_k^T W_q x_q``,
+   linear in the query. The estimator is self-normalised importance sampling, so by the delta method
+   ``E|o - M a|^2 = C / n + O(n^{-2})`` with ``C = E[w^2 |M (x - a)|^2] / E[w]^2``; tilting by ``2a``
+   (``E[w^2 f] = e^{2|a|^2} E_{N(2a, I)} f``, ``x - a ~ N(a, I)`` there) gives::
+
+       C = e^{|a|^2} (|M|_F^2 + |M a|^2)
+
+   and the RMS error falls as ``n^{-1/2}``. The competing hypothesis "the softmax average is as good as
+   ``n`` draws from the tilted law" (effective sample size ``n``) predicts ``C = |M|_F^2``
+   (:func:`linearisation_mse_iid`); the true effective sample size is smaller by about ``e^{|a|^2}``.
+   The next term of the expansion is smaller than the first by a factor of order ``E[w^2]/(n E[w]^2) =
+   e^{|a|^2}/n`` times moments of the same tilted law (order ``e^{2|a|^2}/n`` at most,
+   :func:`linearisation_remainder`): the ``n^{-1/2}`` law is asymptotic, and a slope measured where this is
+   not small is biased (the measured ``n E|o - M a|^2`` approaches ``C`` from below).
 """
 
 from __future__ import annotations
@@ -123,3 +142,44 @@ def favor_row_mse_constant(q: np.ndarray, keys: np.ndarray) -> float:
 def favor_row_rms(q: np.ndarray, keys: np.ndarray, m: np.ndarray | int) -> np.ndarray:
     """Leading-order RMS error ``sqrt(c / m)`` of a FAVOR+ attention row (item 4)."""
     return np.sqrt(favor_row_mse_constant(q, keys) / np.asarray(m, dtype=np.float64))
+
+
+LINEARISATION_EXPONENT = -0.5  # d ln RMS / d ln n of softmax attention around its linear limit (item 5)
+
+
+LINEARISATION_REMAINDER_MAX = 0.05  # the n where the slope is measured: remainder estimate below 5%
+
+
+def linearisation_remainder(a_norm: float, n: int | np.ndarray) -> float | np.ndarray:
+    """``e^{2|a|^2}/n``: the order of the O(n^-2) term relative to ``C/n`` (item 5)."""
+    return np.exp(2.0 * float(a_norm) ** 2) / np.asarray(n, dtype=np.float64)
+
+
+def linearisation_limit(M: np.ndarray, a: np.ndarray) -> np.ndarray:
+    """``M a``: the n -> infinity output of softmax attention over N(0, I) tokens (item 5); ``a`` (..., d)."""
+    return np.asarray(a, dtype=np.float64) @ np.asarray(M, dtype=np.float64).T
+
+
+def linearisation_mse_constant(M: np.ndarray, a: np.ndarray) -> np.ndarray:
+    """``C = e^{|a|^2} (|M|_F^2 + |M a|^2)`` of item 5: ``E|o - M a|^2 = C / n + O(n^-2)``; ``a`` (..., d)."""
+    a = np.asarray(a, dtype=np.float64)
+    Ma = linearisation_limit(M, a)
+    return np.exp((a * a).sum(-1)) * (np.sum(np.asarray(M, dtype=np.float64) ** 2) + (Ma * Ma).sum(-1))
+
+
+def linearisation_mse_iid(M: np.ndarray) -> float:
+    """``|M|_F^2``: the constant if the softmax average were as good as n draws of the tilted law (item 5's
+    competing hypothesis)."""
+    return float(np.sum(np.asarray(M, dtype=np.float64) ** 2))
+
+
+def mc_linearisation_mse(
+    M: np.ndarray, a: np.ndarray, n: int, reps: int, rng: np.random.Generator
+) -> tuple[float, float]:
+    """Monte Carlo ``E|o - M a|^2`` (mean and SE over ``reps`` independent key sets) for checking item 5."""
+    x = rng.standard_normal((reps, n, a.shape[-1]))
+    s = x @ a
+    w = np.exp(s - s.max(-1, keepdims=True))
+    o = (w[..., None] * x).sum(1) / w.sum(-1, keepdims=True) @ np.asarray(M).T
+    err = ((o - linearisation_limit(M, a)) ** 2).sum(-1)
+    return float(err.mean()), float(err.std(ddof=1) / math.sqrt(reps))
