@@ -2,10 +2,14 @@
 
     make bench                      # all benchmarks, results in bench/results/<machine>.json + RESULTS.md
     python bench/run.py --only forward hooks
+    python bench/run.py --only icl --steps 100 --no-record   # one JSON object (ms_per_step, anchor_ms_per_step)
 
 Each benchmark reports the median of several repeats after a warm-up, with the spread, and the
 machine it ran on (CPU model, cores torch uses, memory, versions). Results are appended to the
-record for this machine, so the history of a machine's numbers stays in the repository.
+record for this machine, so the history of a machine's numbers stays in the repository. Each benchmark
+runs in its own process (its peak resident memory is its own), and what a target compares (ours and the
+JAX anchor, the forward and the GEMM peak, hooks and a plain forward) is measured interleaved in the same
+run: the ratio table at the top of each record reads the same on any machine.
 """
 
 from __future__ import annotations
