@@ -168,7 +168,9 @@ def hooks(model: Any, fwd_hooks: Iterable[tuple[str, HookFn]]) -> Iterator[Any]:
     attached: list[tuple[HookPoint, HookFn]] = []
     try:
         for pattern, fn in fwd_hooks:
-            for name in resolve_names(model, pattern):
+            # an exact canonical name needs no matching (run_with_cache passes every name it caches)
+            names = [pattern] if isinstance(pattern, str) and pattern in points else resolve_names(model, pattern)
+            for name in names:
                 points[name]._fns.append(fn)
                 attached.append((points[name], fn))
         yield model

@@ -15,7 +15,9 @@ With a residual switched off the ``x`` (or ``a x``) term is dropped. Every inter
 through a named :class:`~analysis.hooks.HookPoint`; attention patterns are materialised whenever a
 hook watches the attention internals or a bias is passed. Only where nothing probes (the trainer sets
 ``model.allow_fused = True`` while it trains) may softmax attention take the fused kernel, so a cached
-run and a plain forward pass give bit-identical outputs.
+run and a plain forward pass give bit-identical outputs as long as one (B, H, T, T) matrix is at most
+``AUTO_BLOCK_BYTES`` (8 MB); above that an unwatched forward computes attention in row blocks (see below)
+and agrees with a watched one to float rounding (summation order), not bit for bit.
 
 Long sequences. ``model.query_block = R`` computes materialised attention in blocks of ``R`` query
 rows, each against the keys it can see, so memory grows like ``R T`` instead of ``T^2``; the outputs
@@ -374,6 +376,11 @@ def bias_block(attn_bias: Any, r0: int, r1: int, k: int) -> torch.Tensor:
     return attn_bias.block(r0, r1, k)
 
 
+# Unwatched materialised attention larger than this (bytes of one (B, H, T, T) matrix) runs in row blocks of about
+# this size (Attention._rows_per_block); outputs then equal the whole-matrix ones to float rounding (summation order).
+AUTO_BLOCK_BYTES = 8 * 2**20
+
+
 class Attention(nn.Module):
     """Multi-head attention with a switchable kernel.
 
@@ -431,11 +438,24 @@ class Attention(nn.Module):
         if not self._materialise(attn_bias):
             z = F.scaled_dot_product_attention(qh, kh, vh, is_causal=c.causal, scale=c.scale)  # (B, H, T, dh)
         else:
-            R = T if self.query_block is None else self.query_block
+            R = self._rows_per_block(B, H, T, qh.element_size())
             blocks = [self._rows(qh, kh, vh, attn_bias, r0, min(r0 + R, T), T, whole=R >= T) for r0 in range(0, T, R)]
             z = blocks[0] if len(blocks) == 1 else torch.cat(blocks, dim=2)  # (B, H, T, dh)
         z = self.hook_z(z.transpose(1, 2))  # (B, T, H, dh)
         return self.W_o(z.reshape(B, T, H * dh))  # (B, T, d)
+
+    def _rows_per_block(self, B: int, H: int, T: int, itemsize: int) -> int:
+        """Query rows per block: ``query_block`` when set; else the whole matrix when a hook watches the scores
+        or the pattern (hooks see whole matrices) or when it is at most ``AUTO_BLOCK_BYTES``; else blocks of
+        about that size (nothing watches, so only the speed shows: a (B, H, T, T) matrix of tens of MB is
+        freshly mapped and page-faulted on every call and streams through memory three times, a block stays
+        in the allocator's reused memory and the cache, and causal blocks skip the keys they cannot see)."""
+        if self.query_block is not None:
+            return self.query_block
+        if self.hook_attn_scores.active or self.hook_pattern.active:
+            return T
+        per_row = B * H * T * itemsize
+        return T if per_row * T <= AUTO_BLOCK_BYTES else max(1, AUTO_BLOCK_BYTES // per_row)
 
     def _rows(self, qh, kh, vh, attn_bias, r0: int, r1: int, T: int, whole: bool) -> torch.Tensor:
         """``z`` of query rows ``r0:r1`` (B, H, r, dh) against the keys they can see (``:r1`` if causal)."""

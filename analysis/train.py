@@ -303,6 +303,22 @@ def forward(model: torch.nn.Module, task, x: torch.Tensor) -> torch.Tensor:
     return model(x, attn_bias=make_bias(x.shape[1], p.device, p.dtype))
 
 
+def training_loss(model: torch.nn.Module, task, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """The loss an update differentiates: the task's ``fused_loss(model, x, y)`` when it defines one and
+    it applies to ``model`` (it returns None otherwise), else ``task.loss(forward(model, task, x), y)``.
+
+    A fused loss is the same function computed by a hand-written path (e.g. :mod:`analysis.fused_lsa`);
+    it agrees with the plain one to float rounding, not bit for bit, so a task that has one must name
+    it in its ``config()``, which puts it in the checkpoint key.
+    """
+    fused = getattr(task, "fused_loss", None)
+    if fused is not None:
+        loss = fused(model, x, y)
+        if loss is not None:
+            return loss
+    return task.loss(forward(model, task, x), y)
+
+
 @torch.no_grad()
 def evaluate(model: torch.nn.Module, task, batches: list[tuple[torch.Tensor, torch.Tensor]]) -> float:
     """Mean loss of ``model`` over ``batches``: per-batch mean losses weighted by batch size."""
@@ -526,7 +542,7 @@ def _gradient_step(
     for g in opt.param_groups:
         g["lr"] = lr
     x, y = task.sample(cfg.batch_size, gen, device=device, dtype=dtype)
-    loss = task.loss(forward(model, task, x), y)
+    loss = training_loss(model, task, x, y)
     opt.zero_grad(set_to_none=True)
     loss.backward()
     grads = [p.grad for p in params if p.grad is not None]

@@ -2,15 +2,20 @@
 
     make bench                      # all benchmarks, results in bench/results/<machine>.json + RESULTS.md
     python bench/run.py --only forward hooks
+    python bench/run.py --only icl --steps 100 --no-record   # one JSON object (ms_per_step, anchor_ms_per_step)
 
 Each benchmark reports the median of several repeats after a warm-up, with the spread, and the
 machine it ran on (CPU model, cores torch uses, memory, versions). Results are appended to the
-record for this machine, so the history of a machine's numbers stays in the repository.
+record for this machine, so the history of a machine's numbers stays in the repository. Each benchmark
+runs in its own process (its peak resident memory is its own), and what a target compares (ours and the
+JAX anchor, the forward and the GEMM peak, hooks and a plain forward) is measured interleaved in the same
+run: the ratio table at the top of each record reads the same on any machine.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import platform
@@ -71,20 +76,75 @@ def timeit(fn: Callable[[], object], repeats: int = 7, warmup: int = 2) -> dict:
     return {"median_s": statistics.median(times), "min_s": min(times), "max_s": max(times), "repeats": repeats}
 
 
-def bench_forward() -> dict:
-    """Forward tokens/s at 4 layers, width 128, 1024 tokens (batch 4), float32, no grad."""
-    cfg = ModelConfig(n_layers=4, d_model=128, n_heads=4, vocab_size=256, pos="rope")
+def _interleaved(variants: dict[str, Callable[[], object]], rounds: int) -> dict[str, list[float]]:
+    """Wall times of each variant, run round by round in turn (a drift in machine load hits all alike)."""
+    for fn in variants.values():
+        fn()  # warm-up
+    times: dict[str, list[float]] = {k: [] for k in variants}
+    for _ in range(rounds):
+        for name, fn in variants.items():
+            t0 = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - t0)
+    return times
+
+
+def _summary(v: list[float]) -> dict:
+    return {"median_s": statistics.median(v), "min_s": min(v), "max_s": max(v), "repeats": len(v)}
+
+
+def gemm_peak_variant(n: int = 2048) -> tuple[Callable[[], object], float]:
+    """A float32 (n x n) @ (n x n) product with torch's threads and its FLOPs: the machine's GEMM peak."""
+    a, b = (torch.randn(n, n, generator=torch.Generator().manual_seed(s)) for s in (1, 2))
+    return (lambda: torch.mm(a, b)), 2.0 * n**3
+
+
+def forward_flops(cfg: ModelConfig, B: int, T: int) -> dict:
+    """Matrix-product FLOPs (2 per multiply-add) of one forward: q, k, v, o projections, the MLP and the head,
+    and attention's q k^T and pattern v over the pairs a causal model needs (T (T+1) / 2 per head; the
+    whole-matrix kernel computes all T^2 and masks half, which the count does not credit)."""
+    d, m = cfg.d_model, cfg.mlp_width
+    dense = 2 * B * T * (4 * d * d + 2 * d * m) * cfg.n_layers + 2 * B * T * d * cfg.vocab_size
+    pairs = T * (T + 1) // 2 if cfg.causal else T * T
+    attention = 2 * 2 * B * pairs * cfg.n_heads * cfg.head_size * cfg.n_layers
+    return {"dense": dense, "attention": attention, "total": dense + attention}
+
+
+def bench_forward(rounds: int = 5) -> dict:
+    """Forward at L = 4, d = 256, T = 2048 (batch 1), float32, no grad, against the machine's GEMM peak
+    measured in the same rounds: materialised patterns (the path hooks see), the same while caching
+    every layer's pattern, and the fused kernel (SDPA)."""
+    B, T = 1, 2048
+    cfg = ModelConfig(n_layers=4, d_model=256, n_heads=4, vocab_size=256, pos="rope", max_len=T)
     model = TinyTransformer(cfg).eval()
-    x = torch.randint(0, 256, (4, 1024), generator=torch.Generator().manual_seed(0))
-    out = {}
-    with torch.no_grad():
-        for label, fused in (("materialised", False), ("fused", True)):
+    x = torch.randint(0, 256, (B, T), generator=torch.Generator().manual_seed(0))
+    gemm, gemm_flops = gemm_peak_variant()
+
+    def run(fused: bool, names: str | None = None):
+        def fn():
             model.allow_fused = fused
-            t = timeit(lambda: model(x))
-            t["tokens_per_s"] = x.numel() / t["median_s"]
-            out[label] = t
+            return model(x) if names is None else run_with_cache(model, x, names=names)
+
+        return fn
+
+    variants = {
+        "materialised": run(False),
+        "materialised_cache_patterns": run(False, "blocks.*.attn.hook_pattern"),
+        "fused": run(True),
+        "gemm_peak": gemm,
+    }
+    with torch.no_grad():
+        times = _interleaved(variants, rounds)
     model.allow_fused = False
-    return {"config": "L=4 d=128 H=4 T=1024 B=4 float32", **out}
+    flops = forward_flops(cfg, B, T)
+    peak = gemm_flops / statistics.median(times["gemm_peak"]) / 1e9
+    out = {"config": f"L=4 d=256 H=4 T={T} B={B} float32 rope, {rounds} interleaved rounds", "flops": flops}
+    out["gemm_peak"] = {**_summary(times["gemm_peak"]), "gflops": peak, "config": "2048^3 float32 torch.mm"}
+    for name in ("materialised", "materialised_cache_patterns", "fused"):
+        med = statistics.median(times[name])
+        gflops = flops["total"] / med / 1e9
+        out[name] = {**_summary(times[name]), "tokens_per_s": B * T / med, "gflops": gflops, "of_peak": gflops / peak}
+    return out
 
 
 def bench_hooks() -> dict:
@@ -112,6 +172,7 @@ def bench_hooks() -> dict:
                 times[name].append(time.perf_counter() - t0)
     med = {k: statistics.median(v) for k, v in times.items()}
     out = {"config": "L=4 d=128 H=4 T=256 B=4 float32, 25 interleaved rounds"}
+    out["cache_everything_over_plain"] = med["cache_everything"] / med["no_hooks"]
     for name, v in times.items():
         out[name] = {
             "median_s": med[name],
@@ -155,30 +216,73 @@ def bench_train() -> dict:
     }
 
 
-def bench_icl() -> dict:
-    """von Oswald et al.'s default ICL-as-GD training (d = 10, N = 10, one LSA layer, Adam, batch 2048):
-    updates/s over a slice of the run, extrapolated to their 5000 updates (their public code takes about
-    a minute on 2 CPU cores for the same run)."""
+def bench_icl(steps: int = 200, rounds: int = 3) -> dict:
+    """von Oswald et al.'s default ICL run (d = N = 10, batch 2048, one LSA layer, Adam; the icl_gd probe's
+    full Config) against our JAX implementation of the same protocol (bench/anchors/icl_jax.py), interleaved:
+    each round trains ``steps`` updates with our trainer (fresh run, no cache; the probe's thread count, 1),
+    the same with 2 threads, the same through the plain autograd path (no fused loss), then ``steps`` updates
+    of the anchor (compiled once, before the rounds; its compile time is reported)."""
     import probes.icl_gd as icl
     from analysis.train import train
 
+    sys.path.insert(0, str(Path(__file__).resolve().parent / "anchors"))
+    import icl_jax
+
+    @dataclasses.dataclass(frozen=True)
+    class PlainTask(icl.NegYReadoutTask):  # the same task without the fused path
+        def fused_loss(self, model, inputs, targets):
+            return None
+
     cfg = icl.Config()
-    steps = 200
     tcfg = icl.train_config(cfg, 1).replace(steps=steps)
-    t0 = time.perf_counter()
-    task = icl.NegYReadoutTask(icl.regression_task(cfg), hide_query=cfg.hide_query)  # what the probe trains on
-    with icl.torch_threads(cfg.threads):
-        res = train(icl.model_config(cfg, 1), task, tcfg, cache=None, progress=False)
-    wall = time.perf_counter() - t0
-    assert len(res.history["loss"]) == steps
-    return {
+    task = icl.NegYReadoutTask(icl.regression_task(cfg), hide_query=cfg.hide_query)
+    plain = PlainTask(icl.regression_task(cfg), hide_query=cfg.hide_query)
+
+    def ours(t, threads: int):
+        def fn():
+            with icl.torch_threads(threads):
+                res = train(icl.model_config(cfg, 1), t, tcfg, cache=None, progress=False)
+            assert len(res.history["loss"]) == steps
+            return float(res.history["loss"][-1])
+
+        return fn
+
+    variants = {
+        "ours": ours(task, cfg.threads),
+        "ours_2_threads": ours(task, 2),
+        "ours_autograd": ours(plain, cfg.threads),
+    }
+    skipped = icl_jax.available()
+    anchor = {}
+    if skipped is None:
+        anchor = icl_jax.Anchor(d=cfg.d, n_context=cfg.n_context, batch=cfg.batch, lr=cfg.lr, steps=cfg.steps)
+        variants["anchor"] = lambda: anchor.updates(steps)
+    else:
+        print(f"[bench] icl: JAX anchor skipped: {skipped}", file=sys.stderr, flush=True)
+    times = _interleaved(variants, rounds)
+    out = {
         "config": f"d={cfg.d} N={cfg.n_context} batch={cfg.batch} {cfg.x_dist} one LSA layer, Adam, float32",
         "steps": steps,
-        "wall_s": wall,
-        "ms_per_step": 1000 * wall / steps,
-        "extrapolated_5000_steps_s": 5000 * wall / steps,
-        "probe_steps": cfg.steps,  # what the probe trains (the paper: about 5000)
+        "rounds": rounds,
+        "probe_steps": cfg.steps,
     }
+    for name, v in times.items():
+        out[name] = {**_summary(v), "ms_per_step": 1000 * statistics.median(v) / steps}
+    out["ms_per_step"] = out["ours"]["ms_per_step"]
+    out["extrapolated_5000_steps_s"] = 5 * out["ms_per_step"]
+    if skipped is None:
+        out["anchor_ms_per_step"] = out["anchor"]["ms_per_step"]
+        out["anchor_compile_s"] = anchor.compile_s
+        out["anchor_ms_per_step_with_compile"] = (
+            1000 * anchor.compile_s / cfg.steps + out["anchor_ms_per_step"] * (cfg.steps - 1) / cfg.steps
+        )  # a whole probe-length run (cfg.steps updates), compilation included
+        out["anchor_jax"] = anchor.version
+        out["ours_over_anchor"] = out["ms_per_step"] / out["anchor_ms_per_step"]
+        out["ours_over_anchor_with_compile"] = out["ms_per_step"] / out["anchor_ms_per_step_with_compile"]
+    else:
+        out["anchor_skipped"] = skipped
+    out["autograd_over_fused"] = out["ours_autograd"]["ms_per_step"] / out["ms_per_step"]
+    return out
 
 
 _LONG_RUN = """
@@ -449,6 +553,10 @@ def _headline(results: dict) -> list[str]:
             ("forward, materialised patterns (tokens/s)", f"{f['materialised']['tokens_per_s']:.0f}", f["config"])
         )
         rows.append(("forward, fused kernel (tokens/s)", f"{f['fused']['tokens_per_s']:.0f}", f["config"]))
+        if "gemm_peak" in f:
+            rows.append(("float32 GEMM peak, same rounds (GFLOP/s)", f"{f['gemm_peak']['gflops']:.0f}", "2048^3"))
+            for key in ("materialised", "materialised_cache_patterns", "fused"):
+                rows.append((f"forward, {key.replace('_', ' ')} (GFLOP/s)", f"{f[key]['gflops']:.1f}", f["config"]))
     if "hooks" in results:
         h = results["hooks"]
         rows.append(
@@ -471,6 +579,19 @@ def _headline(results: dict) -> list[str]:
             rows.append(
                 (f"MiniLM forward, {key.replace('_', ' ')} (tokens/s)", f"{h[key]['tokens_per_s']:.0f}", h["config"])
             )
+    if "icl" in results and "anchor_ms_per_step" in results["icl"]:
+        r = results["icl"]
+        rows.append(("ICL training, ours (ms/update)", f"{r['ms_per_step']:.2f}", r["config"]))
+        rows.append(
+            ("ICL training, JAX anchor (ms/update)", f"{r['anchor_ms_per_step']:.2f}", f"jax {r['anchor_jax']}")
+        )
+        rows.append(
+            (
+                "ICL training, ours through autograd; with 2 threads (ms/update)",
+                f"{r['ours_autograd']['ms_per_step']:.2f}; {r['ours_2_threads']['ms_per_step']:.2f}",
+                "no fused loss; fused loss with torch.set_num_threads(2)",
+            )
+        )
     if "icl" in results:
         r = results["icl"]
         rows.append(
@@ -544,7 +665,60 @@ def _headline(results: dict) -> list[str]:
                         f"exit {sub['exit_code']}",
                     )
                 )
+    for name, res in results.items():
+        if isinstance(res, dict) and "memory" in res:
+            m = res["memory"]
+            rows.append(
+                (
+                    f"peak resident memory, {name} (MB; largest child)",
+                    f"{m['peak_rss_mb']:.0f}; {m['peak_rss_children_mb']:.0f}",
+                    "the benchmark's own process (ru_maxrss)",
+                )
+            )
     return [f"| {a} | {b} | {c} |" for a, b, c in rows]
+
+
+# (label, how to read it off a run's results, target, True when the value must stay at or below the target)
+RATIOS = [
+    ("ICL training: ours / JAX anchor (time per update)", lambda r: r["icl"]["ours_over_anchor"], 0.5, True),
+    (
+        "ICL training: ours / JAX anchor with its compilation (a 2000-update run)",
+        lambda r: r["icl"]["ours_over_anchor_with_compile"],
+        0.5,
+        True,
+    ),
+    ("forward, materialised patterns / GEMM peak", lambda r: r["forward"]["materialised"]["of_peak"], 0.4, False),
+    (
+        "forward, materialised, caching every pattern / GEMM peak",
+        lambda r: r["forward"]["materialised_cache_patterns"]["of_peak"],
+        0.4,
+        False,
+    ),
+    ("forward, fused / GEMM peak", lambda r: r["forward"]["fused"]["of_peak"], 0.6, False),
+    ("cache every hook point / plain forward", lambda r: r["hooks"]["cache_everything_over_plain"], 1.1, True),
+    (
+        "prompt forgetting at T = 16384: peak memory / 4 GB",
+        lambda r: r["long_continuation"]["16384"]["peak_rss_mb"] / 4096,
+        1.0,
+        True,
+    ),
+]
+
+
+def ratio_table(results: dict) -> list[str]:
+    """The ratios a run measured (ours against the anchor, the peak or the plain forward, each measured in the
+    same run), with the issue's targets: these read the same on any machine."""
+    lines = []
+    for label, get, target, at_most in RATIOS:
+        try:
+            value = float(get(results))
+        except (KeyError, TypeError):
+            continue
+        met = value <= target if at_most else value >= target
+        lines.append(f"| {label} | {value:.3f} | {'<=' if at_most else '>='} {target:g} | {'yes' if met else 'no'} |")
+    if not lines:
+        return []
+    return ["| ratio | measured | target | met |", "|---|---|---|---|", *lines, ""]
 
 
 def render_markdown(record: dict) -> str:
@@ -559,6 +733,7 @@ def render_markdown(record: dict) -> str:
         m = run["machine"]
         lines += [f"## {m['cpu']} ({m['torch_threads']} torch threads, {m['memory_gb']} GB), torch {m['torch']}", ""]
         lines += [f"commit `{run['commit']}`, benchmarks: {', '.join(run['results'])}", ""]
+        lines += ratio_table(run["results"])
         lines += ["| quantity | value | setting |", "|---|---|---|", *_headline(run["results"]), ""]
         for name, res in run["results"].items():
             lines += [
@@ -574,22 +749,59 @@ def render_markdown(record: dict) -> str:
     return "\n".join(lines)
 
 
+def _peak_rss_mb() -> dict:
+    """Peak resident memory of this process and of its largest finished child (MB, ru_maxrss)."""
+    return {
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "peak_rss_children_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
+    }
+
+
+def _run_one(name: str, steps: int | None) -> dict:
+    kwargs = {"steps": steps} if steps is not None and name == "icl" else {}
+    return BENCHES[name](**kwargs)
+
+
+def _in_worker(name: str, steps: int | None) -> dict:
+    """One benchmark in a fresh process, so that its peak resident memory is its own (``--worker``)."""
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", name]
+    if steps is not None:
+        cmd += ["--steps", str(steps)]
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
+    if proc.returncode:
+        raise RuntimeError(f"benchmark {name} failed (exit {proc.returncode})")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", nargs="*", choices=sorted(BENCHES), help="benchmarks to run (default: all)")
     parser.add_argument("--render", action="store_true", help="only rewrite the Markdown from the JSON records")
+    parser.add_argument("--steps", type=int, default=None, help="icl: updates per round (default 200)")
+    parser.add_argument(
+        "--no-record", action="store_true", help="print one JSON object (the results) and record nothing"
+    )
+    parser.add_argument("--worker", choices=sorted(BENCHES), help=argparse.SUPPRESS)  # one benchmark, JSON out
     args = parser.parse_args(argv)
     if args.render:
         for path in sorted(RESULTS.glob("*.json")):
             atomic_write_text(path.with_suffix(".md"), render_markdown(json.loads(path.read_text())))
         return 0
     torch.manual_seed(0)
+    if args.worker:
+        result = _run_one(args.worker, args.steps)
+        print(json.dumps({**result, "memory": _peak_rss_mb()}), flush=True)
+        return 0
     names = args.only or list(BENCHES)
     results = {}
     for name in names:
-        print(f"[bench] {name} ...", flush=True)
-        results[name] = BENCHES[name]()
-        print(json.dumps(results[name], indent=1, sort_keys=True), flush=True)
+        print(f"[bench] {name} ...", file=sys.stderr, flush=True)
+        results[name] = _in_worker(name, args.steps)
+        if not args.no_record:
+            print(json.dumps(results[name], indent=1, sort_keys=True), file=sys.stderr, flush=True)
+    if args.no_record:
+        print(json.dumps(results[names[0]] if len(names) == 1 else results, sort_keys=True))
+        return 0
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     mach = machine()
     slug = "".join(ch if ch.isalnum() else "-" for ch in f"{mach['cpu']}-{mach['torch_threads']}t").strip("-").lower()
@@ -598,7 +810,7 @@ def main(argv: list[str] | None = None) -> int:
     record["runs"].append({"machine": mach, "commit": commit, "results": results})
     atomic_write_json(path, record)
     atomic_write_text(RESULTS / f"{slug}.md", render_markdown(record))
-    print(f"[bench] recorded in {path}")
+    print(f"[bench] recorded in {path}", file=sys.stderr)
     return 0
 
 

@@ -69,6 +69,7 @@ import xarray as xr
 from scipy.optimize import minimize_scalar
 from scipy.stats import t as student_t
 
+from analysis import fused_lsa
 from analysis.ledger import Ledger
 from analysis.model import ModelConfig, TinyTransformer
 from analysis.regression_data import RegressionBatch, concat_tokens, interleaved_tokens
@@ -79,9 +80,12 @@ from probes.base import ProbeConfig, Result, model_param, param
 
 NAME = "icl_gd"
 DESCRIPTION = "In-context regression: trained linear self-attention vs one step of (preconditioned) GD."
-# VERSION history: 7: the exact-loss claims cite the split theory package (analysis.theory.icl_gd.closed_forms); 6:
+# VERSION history: 8: one-layer LSAs train through the hand-fused loss (analysis.fused_lsa; gradients equal to
+# rounding, so the trained weights change in the last bits); 7: the exact-loss claims cite the split theory
+# package (analysis.theory.icl_gd.closed_forms); 6:
 # ridge baselines through the SVD (last-bit changes; tiny lam with N < d no longer fails)
-VERSION = "7"
+VERSION = "8"
+FUSED_LSA = "lsa1_query_readout_v1"  # names the fused training path in the checkpoint key (NegYReadoutTask)
 REQUIRES = {"input": "vectors"}  # a model reading concat tokens (B, N+1, d+1), returning (B, T, d+1)
 
 EPS = float(np.finfo(np.float64).eps)
@@ -263,7 +267,10 @@ class NegYReadoutTask:
     d_in = property(lambda self: self.inner.d_in)
 
     def config(self) -> dict:
-        return {**self.inner.config(), "readout": "neg_query_y_slot", "hide_query": self.hide_query}
+        out = {**self.inner.config(), "readout": "neg_query_y_slot", "hide_query": self.hide_query}
+        if self.hide_query:  # one-layer LSAs train through the fused path (same loss to rounding): new keys
+            out["fused"] = FUSED_LSA
+        return out
 
     def attn_bias(self, T: int, device="cpu", dtype=torch.float32) -> torch.Tensor | None:
         """(T, T) logit bias for :func:`analysis.train.forward`, or None when the query is visible."""
@@ -275,6 +282,14 @@ class NegYReadoutTask:
     def loss(self, outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         pred = -outputs[:, -1, -1]  # (B,)
         return 0.5 * (pred - targets).pow(2).mean()
+
+    def fused_loss(self, model: Any, inputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor | None:
+        """The same loss through :func:`analysis.fused_lsa.query_readout_loss` (hand-fused forward and
+        backward) when the model is one LSA layer and the query is hidden; None otherwise (the trainer then
+        runs the model and :meth:`loss`)."""
+        if not self.hide_query or not fused_lsa.eligible(model):
+            return None
+        return fused_lsa.query_readout_loss(model, inputs, targets)
 
 
 def model_config(cfg: Config, n_layers: int, dtype: str = "float32", seed: int | None = None) -> ModelConfig:

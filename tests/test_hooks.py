@@ -198,3 +198,22 @@ def test_resid_names_are_the_models_residual_hooks():
             resid_names(bad)
     with pytest.raises(ValueError, match="stage"):
         resid_names(2, "middle")
+
+
+def test_exact_names_attach_without_pattern_matching(monkeypatch):
+    """run_with_cache(names=None) attaches one function per point; exact names skip resolve_names (which
+    matches every pattern against every point: quadratic in the number of points)."""
+    import analysis.hooks as H
+    from analysis.model import ModelConfig, TinyTransformer
+
+    model = TinyTransformer(ModelConfig(n_layers=2, d_model=16, n_heads=2, vocab_size=32))
+    calls = []
+    real = H.resolve_names
+    monkeypatch.setattr(H, "resolve_names", lambda m, n: calls.append(n) or real(m, n))
+    x = torch.randint(0, 32, (1, 8))
+    _, cache = H.run_with_cache(model, x, names=None)
+    assert calls == [None]  # once, for the names argument itself
+    assert set(cache) == set(model.hook_names())
+    with H.hooks(model, [("blocks.*.hook_resid_post", lambda t, n: None)]):
+        assert len(H.active_hook_names(model)) == 2
+    assert calls[-1] == "blocks.*.hook_resid_post"

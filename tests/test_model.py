@@ -440,3 +440,28 @@ def test_prefix_key_bias_and_query_block_validation():
     for bad in (0, -3, 2.5):
         with pytest.raises(ValueError, match="query_block"):
             model.query_block = bad
+
+
+def test_unwatched_large_attention_runs_in_row_blocks(monkeypatch):
+    """Above AUTO_BLOCK_BYTES an unwatched forward computes attention in row blocks (causal blocks skip the
+    keys they cannot see); it equals the watched whole-matrix forward to float64 rounding."""
+    import analysis.model as M
+    from analysis.hooks import run_with_cache
+
+    cfg = ModelConfig(n_layers=2, d_model=16, n_heads=2, vocab_size=32, dtype="float64", pos="rope")
+    model = TinyTransformer(cfg).eval()
+    x = torch.randint(0, 32, (2, 40), generator=torch.Generator().manual_seed(0))
+    monkeypatch.setattr(M, "AUTO_BLOCK_BYTES", 2 * 2 * 40 * 8 * 8)  # 8 rows of (B, H, ., T) float64 per block
+    calls = []
+    real = M.Attention._rows
+    monkeypatch.setattr(M.Attention, "_rows", lambda self, *a, **k: calls.append(a[4:6]) or real(self, *a, **k))
+    with torch.no_grad():
+        blocked = model(x)
+        assert calls[:5] == [(0, 8), (8, 16), (16, 24), (24, 32), (32, 40)]
+        calls.clear()
+        watched, cache = run_with_cache(model, x, names="blocks.*.attn.hook_pattern")
+        assert calls == [(0, 40), (0, 40)]  # hooks see whole matrices
+    assert cache["blocks.0.attn.hook_pattern"].shape == (2, 2, 40, 40)
+    # a softmax row sums <= 40 terms, then pattern @ v sums <= 40 more: rounding of order 80 eps x the scale
+    scale = float(blocked.abs().max())
+    assert float((blocked - watched).abs().max()) <= 100 * torch.finfo(torch.float64).eps * scale
