@@ -10,7 +10,8 @@
 # 3. the forward, training and ICL benchmarks on the GPU (bench/run.py --device cuda --no-record), beside
 #    the same benchmarks on the CPU for the ratio.
 # Everything lands in OUT: gpu_check.log (all output), machine.txt (nvidia-smi, torch), the JSON results.
-# Record the numbers in bench/results/ with the machine's description (see bench/results/README of a run).
+# Record the numbers in bench/results/ with the machine's description.
+# GPU_CHECK_DEVICE=cpu runs every step on the CPU instead: a dry run of this script on any machine.
 set -u
 cd "$(dirname "$0")/.."
 OUT=${1:-build/gpu_check}
@@ -29,7 +30,8 @@ say() { echo "== $*" | tee -a "$LOG"; }
     nproc
 } >"$OUT/machine.txt" 2>&1
 cat "$OUT/machine.txt" | tee -a "$LOG"
-if ! "$PY" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)"; then
+DEV=${GPU_CHECK_DEVICE:-cuda}
+if [ "$DEV" = cuda ] && ! "$PY" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)"; then
     say "torch sees no CUDA device: nothing to check here"
     exit 3
 fi
@@ -39,10 +41,10 @@ say "1. tests/test_devices.py on CUDA"
 "$PY" -m pytest -q -s -p no:cacheprovider tests/test_devices.py 2>&1 | tee -a "$LOG"
 [ "${PIPESTATUS[0]}" = 0 ] || status=1
 
-say "2. every probe's smoke preset with --device cuda"
-for name in $("$PY" -m probes list --names 2>/dev/null || "$PY" -c "import probes; print(*probes.available())"); do
+say "2. every probe's smoke preset with --device $DEV"
+for name in $("$PY" -c "import probes; print(*probes.available())"); do
     t0=$(date +%s.%N)
-    "$PY" -m probes run "$name" --preset smoke --device cuda --no-progress --json "$OUT/$name.cuda.json" \
+    "$PY" -m probes run "$name" --preset smoke --device "$DEV" --no-progress --json "$OUT/$name.$DEV.json" \
         >>"$LOG" 2>&1
     rc=$?
     t1=$(date +%s.%N)
@@ -51,7 +53,7 @@ for name in $("$PY" -m probes list --names 2>/dev/null || "$PY" -c "import probe
 done
 
 say "3. benchmarks on the GPU and the CPU (not recorded: copy the numbers into bench/results/ by hand)"
-for dev in cuda cpu; do
+for dev in $(echo "$DEV cpu" | tr ' ' '\n' | awk '!seen[$0]++'); do
     "$PY" bench/run.py --only forward train icl --device "$dev" --no-record >"$OUT/bench.$dev.json" 2>>"$LOG"
     [ $? = 0 ] || status=1
     echo "bench on $dev:" | tee -a "$LOG"

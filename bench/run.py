@@ -31,11 +31,25 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from analysis.devices import resolve_device, synchronize  # noqa: E402
 from analysis.hooks import run_with_cache  # noqa: E402
 from analysis.io import atomic_write_json, atomic_write_text  # noqa: E402
 from analysis.model import ModelConfig, TinyTransformer  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
+DEVICE = torch.device("cpu")  # --device: where forward, train and icl run (GPU checks: bench/gpu_check.sh)
+DEVICE_BENCHES = ("forward", "train", "icl")
+
+
+def _synced(fn: Callable[[], object]) -> Callable[[], object]:
+    """``fn`` followed by a wait for the device's queued kernels (so wall times are the work's own on a GPU)."""
+
+    def wrapped():
+        out = fn()
+        synchronize(DEVICE)
+        return out
+
+    return wrapped
 
 
 def machine() -> dict:
@@ -62,6 +76,7 @@ def machine() -> dict:
         "platform": platform.platform(),
         "python": platform.python_version(),
         "torch": torch.__version__,
+        **({"gpu": torch.cuda.get_device_name(DEVICE)} if DEVICE.type == "cuda" else {}),
     }
 
 
@@ -95,8 +110,8 @@ def _summary(v: list[float]) -> dict:
 
 def gemm_peak_variant(n: int = 2048) -> tuple[Callable[[], object], float]:
     """A float32 (n x n) @ (n x n) product with torch's threads and its FLOPs: the machine's GEMM peak."""
-    a, b = (torch.randn(n, n, generator=torch.Generator().manual_seed(s)) for s in (1, 2))
-    return (lambda: torch.mm(a, b)), 2.0 * n**3
+    a, b = (torch.randn(n, n, generator=torch.Generator().manual_seed(s)).to(DEVICE) for s in (1, 2))
+    return _synced(lambda: torch.mm(a, b)), 2.0 * n**3
 
 
 def forward_flops(cfg: ModelConfig, B: int, T: int) -> dict:
@@ -116,8 +131,8 @@ def bench_forward(rounds: int = 5) -> dict:
     every layer's pattern, and the fused kernel (SDPA)."""
     B, T = 1, 2048
     cfg = ModelConfig(n_layers=4, d_model=256, n_heads=4, vocab_size=256, pos="rope", max_len=T)
-    model = TinyTransformer(cfg).eval()
-    x = torch.randint(0, 256, (B, T), generator=torch.Generator().manual_seed(0))
+    model = TinyTransformer(cfg, device=DEVICE).eval()
+    x = torch.randint(0, 256, (B, T), generator=torch.Generator().manual_seed(0)).to(DEVICE)
     gemm, gemm_flops = gemm_peak_variant()
 
     def run(fused: bool, names: str | None = None):
@@ -125,7 +140,7 @@ def bench_forward(rounds: int = 5) -> dict:
             model.allow_fused = fused
             return model(x) if names is None else run_with_cache(model, x, names=names)
 
-        return fn
+        return _synced(fn)
 
     variants = {
         "materialised": run(False),
@@ -139,6 +154,7 @@ def bench_forward(rounds: int = 5) -> dict:
     flops = forward_flops(cfg, B, T)
     peak = gemm_flops / statistics.median(times["gemm_peak"]) / 1e9
     out = {"config": f"L=4 d=256 H=4 T={T} B={B} float32 rope, {rounds} interleaved rounds", "flops": flops}
+    out["device"] = str(DEVICE)
     out["gemm_peak"] = {**_summary(times["gemm_peak"]), "gflops": peak, "config": "2048^3 float32 torch.mm"}
     for name in ("materialised", "materialised_cache_patterns", "fused"):
         med = statistics.median(times[name])
@@ -201,7 +217,8 @@ def bench_train() -> dict:
     steps = 40
     short = train_cfg.replace(steps=steps, warmup_steps=4, eval_every=0, checkpoint_every=0)
     t0 = time.perf_counter()
-    res = train(model_cfg, task, short, cache=None, progress=False)
+    res = train(model_cfg, task, short, device=DEVICE, cache=None, progress=False)
+    synchronize(DEVICE)
     wall = time.perf_counter() - t0
     assert isinstance(short, TrainConfig) and len(res.history["loss"]) == steps
     return {
@@ -210,6 +227,7 @@ def bench_train() -> dict:
             f"seq={getattr(task, 'seq_len', '?')}"
         ),
         "steps": steps,
+        "device": str(DEVICE),
         "wall_s": wall,
         "steps_per_s": steps / wall,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
@@ -241,7 +259,7 @@ def bench_icl(steps: int = 200, rounds: int = 3) -> dict:
     def ours(t, threads: int):
         def fn():
             with icl.torch_threads(threads):
-                res = train(icl.model_config(cfg, 1), t, tcfg, cache=None, progress=False)
+                res = train(icl.model_config(cfg, 1), t, tcfg, device=DEVICE, cache=None, progress=False)
             assert len(res.history["loss"]) == steps
             return float(res.history["loss"][-1])
 
@@ -265,6 +283,7 @@ def bench_icl(steps: int = 200, rounds: int = 3) -> dict:
         "steps": steps,
         "rounds": rounds,
         "probe_steps": cfg.steps,
+        "device": str(DEVICE),
     }
     for name, v in times.items():
         out[name] = {**_summary(v), "ms_per_step": 1000 * statistics.median(v) / steps}
@@ -764,7 +783,7 @@ def _run_one(name: str, steps: int | None) -> dict:
 
 def _in_worker(name: str, steps: int | None) -> dict:
     """One benchmark in a fresh process, so that its peak resident memory is its own (``--worker``)."""
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", name]
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", name, "--device", DEVICE.type]
     if steps is not None:
         cmd += ["--steps", str(steps)]
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
@@ -781,8 +800,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--no-record", action="store_true", help="print one JSON object (the results) and record nothing"
     )
+    parser.add_argument(
+        "--device",
+        choices=("cpu", "cuda"),
+        default="cpu",
+        help=f"where {', '.join(DEVICE_BENCHES)} run (the others always on the CPU); default cpu",
+    )
     parser.add_argument("--worker", choices=sorted(BENCHES), help=argparse.SUPPRESS)  # one benchmark, JSON out
     args = parser.parse_args(argv)
+    global DEVICE
+    try:
+        DEVICE = resolve_device(args.device)
+    except ValueError as e:
+        parser.error(str(e))
+    if args.device != "cpu" and not set(args.only or BENCHES) <= set(DEVICE_BENCHES):
+        parser.error(f"--device {args.device} applies to --only {' '.join(DEVICE_BENCHES)}")
     if args.render:
         for path in sorted(RESULTS.glob("*.json")):
             atomic_write_text(path.with_suffix(".md"), render_markdown(json.loads(path.read_text())))
