@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 PACKAGE = __name__.rpartition(".")[0]  # "probes"
-FRAMEWORK_MODULES = frozenset({"base", "cli", "explorers", "registry", "sweep"})  # modules of this package that are not probes
+# modules of this package that are not probes
+FRAMEWORK_MODULES = frozenset({"base", "cli", "explorers", "registry", "sweep"})
 _registered: dict[str, Any] = {}  # filled by add(); looked up before anything else
 
 
