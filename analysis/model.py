@@ -164,6 +164,20 @@ class ModelConfig(BaseConfig):
         1, "weight-tied looping: the stack (or each block) applied this many times", minimum=1, omit_at_default=True
     )
     loop_unit: LoopUnit = param("stack", "what loops repeat: the whole stack | each block", omit_at_default=True)
+    # --- positional logit bias and KV shifting (attention kernels with a pattern; added later) -----
+    rel_pos: int = param(
+        0,
+        "per-head learned relative-position logit bias b_h[i - j] over offsets |i - j| < rel_pos (farther "
+        "keys share the edge offset's value), added to the logits before the kernel; 0 = off",
+        minimum=0,
+        omit_at_default=True,
+    )
+    kv_shift: bool = param(
+        False,
+        "KV shifting (Xu et al.): per head k'_t = a1 k_t + a2 k_(t-1), v'_t = b1 v_t + b2 v_(t-1) with learned "
+        "scalars (init a1 = b1 = 1, a2 = b2 = 0; k_(-1) = 0); causal only",
+        omit_at_default=True,
+    )
     # --- residual stream ------------------------------------------------------------------------
     attn_residual: bool = param(True, "skip connection around attention")
     mlp_residual: bool = param(True, "skip connection around the MLP")
@@ -233,6 +247,11 @@ class ModelConfig(BaseConfig):
             raise ValueError("state_norm needs a positive feature_map (elu1 | favor): q . k may vanish for identity")
         if self.loop_unit != defaults["loop_unit"] and self.loops == 1:
             raise ValueError("loop_unit is only used with loops > 1")
+        for name in ("rel_pos", "kv_shift"):
+            if getattr(self, name) != defaults[name] and self.attention == "recurrent":
+                raise ValueError(f"{name} needs an attention kernel with a pattern, got attention 'recurrent'")
+        if self.kv_shift and not self.causal:
+            raise ValueError("kv_shift needs causal attention (k'_t mixes in k_(t-1), the past)")
 
     # derived values ------------------------------------------------------------------------------
     @property
@@ -334,6 +353,12 @@ def rope_rotate(x: torch.Tensor, base: float) -> torch.Tensor:
 # ------------------------------------------------------------------------------------------------
 # Attention
 # ------------------------------------------------------------------------------------------------
+def shift_mix(x: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+    """KV shifting of ``x`` (B, T, H, dh) with per-head ``weights`` (H, 2): ``w0 x_t + w1 x_(t-1)``, ``x_(-1) = 0``."""
+    prev = F.pad(x, (0, 0, 0, 0, 1, 0))[:, :-1]  # (B, T, H, dh): x shifted one step later, zero first
+    return weights[:, 0, None] * x + weights[:, 1, None] * prev
+
+
 class PrefixKeyBias:
     """Additive logit bias ``b[i, j] = values[i]`` for keys ``j < n_keys`` and 0 for the rest, kept as the
     ``(T,)`` vector ``values``: what a query row adds to a fixed prefix of keys (e.g. the prompt), in
@@ -388,6 +413,10 @@ class Attention(nn.Module):
     pattern: softmax/ssmax/uniform -> softmax(scores); sigmoid -> sigmoid(scores + b) on the support;
              linear -> scores on the support, 0 elsewhere (no normalisation)   -> hook_pattern (B, H, T, T)
     For every kernel a bias of -inf hides a key (e.g. the query token from itself in ICL layouts).
+    ``rel_pos = R``: a learned per-head bias ``b_h[i - j]`` (parameter ``rel_bias``, zeros at init) joins the
+    logits with ``attn_bias``. ``kv_shift``: keys and values are replaced by ``a1 k_t + a2 k_(t-1)`` and
+    ``b1 v_t + b2 v_(t-1)`` (parameters ``shift_k``, ``shift_v`` of shape (H, 2), init (1, 0)) right after the
+    projections, so hook_k and hook_v see the shifted ones.
     """
 
     def __init__(self, cfg: ModelConfig) -> None:
@@ -401,7 +430,12 @@ class Attention(nn.Module):
         if cfg.qk_norm:
             self.q_norm = Norm(dh, cfg.norm_type, cfg.norm_eps, cfg.bias)
             self.k_norm = Norm(dh, cfg.norm_type, cfg.norm_eps, cfg.bias)
-        self.hook_q = HookPoint()  # (B, T, H, dh), after QK-norm and RoPE
+        if cfg.rel_pos:  # b_h[i - j]: causal offsets 0..R-1, bidirectional -(R-1)..R-1 (index + R - 1)
+            self.rel_bias = nn.Parameter(torch.zeros(H, cfg.rel_pos if cfg.causal else 2 * cfg.rel_pos - 1))
+        if cfg.kv_shift:  # per head (current, previous) weights of the keys and of the values
+            self.shift_k = nn.Parameter(torch.tensor([[1.0, 0.0]] * H))
+            self.shift_v = nn.Parameter(torch.tensor([[1.0, 0.0]] * H))
+        self.hook_q = HookPoint()  # (B, T, H, dh), after KV shift, QK-norm and RoPE
         self.hook_k = HookPoint()
         self.hook_v = HookPoint()
         self.hook_attn_scores = HookPoint()  # (B, H, T, T), pre-softmax logits, -inf where masked
@@ -416,6 +450,7 @@ class Attention(nn.Module):
             not self.allow_fused
             or c.attention != "softmax"
             or attn_bias is not None
+            or c.rel_pos > 0
             or self.query_block is not None
             or self.hook_attn_scores.active
             or self.hook_pattern.active
@@ -428,6 +463,8 @@ class Attention(nn.Module):
         q = self.W_q(x).view(B, T, H, dh)  # (B, T, H, dh)
         k = self.W_k(x).view(B, T, H, dh)
         v = self.W_v(x).view(B, T, H, dh)
+        if c.kv_shift:
+            k, v = shift_mix(k, self.shift_k), shift_mix(v, self.shift_v)
         if c.qk_norm:
             q, k = self.q_norm(q), self.k_norm(k)
         if c.pos == "rope":
@@ -470,6 +507,8 @@ class Attention(nn.Module):
             scores = scores * (c.ssmax_s * torch.log(self._n_visible(T, qh)[r0:r1]))
         if attn_bias is not None:
             scores = scores + bias_block(attn_bias, r0, r1, K).to(scores.dtype)
+        if c.rel_pos:
+            scores = scores + self.rel_bias_rows(r0, r1, K)[None]
         support = self._support_rows(r0, r1, K, qh.device)  # (r, K) bool
         rows = None if whole else (r0, r1)
         scores = self.hook_attn_scores(scores.masked_fill(~support, float("-inf")), rows)
@@ -483,6 +522,14 @@ class Attention(nn.Module):
             )
         pattern = self.hook_pattern(pattern, rows)
         return pattern @ vh[:, :, :K]  # (B, H, r, dh)
+
+    def rel_bias_rows(self, r0: int, r1: int, K: int) -> torch.Tensor:
+        """(H, r1 - r0, K): the relative-position bias ``b_h[i - j]`` of query rows ``r0:r1`` and keys ``:K``,
+        offsets clipped to the table (causal: ``0..R-1``, keys after the query get ``b_h[0]`` and are masked)."""
+        R, dev = self.cfg.rel_pos, self.rel_bias.device
+        off = torch.arange(r0, r1, device=dev)[:, None] - torch.arange(K, device=dev)[None, :]  # (r, K): i - j
+        idx = off.clamp(0, R - 1) if self.cfg.causal else off.clamp(1 - R, R - 1) + R - 1
+        return self.rel_bias[:, idx]
 
     def _support_rows(self, r0: int, r1: int, K: int, device: torch.device) -> torch.Tensor:
         """(r1 - r0, K) bool: which keys each query row sees (itself and earlier ones if causal)."""

@@ -1,5 +1,5 @@
-"""Training tasks: in-context regression, a Markov language, a text corpus and multi-query associative
-recall (the sequence pairs of
+"""Training tasks: in-context regression, a Markov language, a text corpus, multi-query associative
+recall, regression on a fixed convolution and induction (the sequence pairs of
 the representational-collapse probe live beside it, in ``probes/_collapse_pairs.py``).
 
 A *task* is the small interface the trainer codes against (:class:`Task`): it draws a batch
@@ -605,6 +605,161 @@ class AssociativeRecall:
 
 
 # ================================================================================================
+# 5. Regression on a fixed causal convolution (the attention_only probe)
+
+
+def causal_conv(x: Tensor, kernel: Tensor) -> Tensor:
+    """``y_t = sum_{k < K} W_k x_(t-k)`` with zero padding: ``x`` (..., T, d), ``kernel`` (K, d_out, d)."""
+    T = x.shape[-2]
+    y = torch.zeros(*x.shape[:-1], kernel.shape[1], dtype=x.dtype, device=x.device)
+    for k in range(min(kernel.shape[0], T)):
+        y[..., k:, :] += x[..., : T - k, :] @ kernel[k].to(x.dtype).T
+    return y
+
+
+@dataclass(frozen=True)
+class ConvolutionRegression:
+    """Regress ``y = conv(x)``: white inputs ``x_t ~ N(0, I_d)`` i.i.d., targets ``y_t = sum_{k<K} W_k x_(t-k)``.
+
+    The kernel ``W`` (K, d, d) is drawn once from ``numpy.random.default_rng(kernel_seed)``: ``W_k = c_k G_k /
+    sqrt(d)`` with ``G_k`` standard Gaussian and tap scales ``c_k = decay^k`` normalised so that ``sum_k c_k^2 = 1``
+    (so ``E|y_t|^2 = E|x_t|^2 = d`` in expectation over kernels). Inputs and targets are (B, T, d) (input
+    "vectors", output "linear"). ``loss`` is the mean squared error over the rows ``t >= K - 1`` only (the
+    first ``K - 1`` rows see the zero padding); draws: one ``randn`` (B, T, d) from the generator.
+    """
+
+    d: int = 4
+    taps: int = 4  # K
+    seq_len: int = 16
+    decay: float = 1.0  # tap scale ratio c_(k+1) / c_k
+    kernel_seed: int = 0
+
+    def __post_init__(self) -> None:
+        check_int("d", self.d, minimum=1, maximum=256)
+        check_int("taps", self.taps, minimum=1, maximum=64)
+        check_int("seq_len", self.seq_len, minimum=self.taps, maximum=100_000)
+        check_float("decay", self.decay, minimum=0.0, strict_minimum=True)
+        check_int("kernel_seed", self.kernel_seed, minimum=0)
+
+    @property
+    def name(self) -> str:
+        return f"conv_d{self.d}_K{self.taps}_T{self.seq_len}_s{self.kernel_seed}"
+
+    @property
+    def input_kind(self) -> str:
+        return "vectors"
+
+    @property
+    def vocab_size(self) -> int:
+        return 0
+
+    @property
+    def d_in(self) -> int:
+        return self.d
+
+    @property
+    def d_out(self) -> int:
+        return self.d
+
+    def config(self) -> dict:
+        return {"kind": "convolution", **dataclasses.asdict(self)}
+
+    @cached_property
+    def kernel(self) -> np.ndarray:
+        """(K, d, d) float64: ``W_k`` of the class docstring."""
+        rng = np.random.default_rng(self.kernel_seed)
+        c = self.decay ** np.arange(self.taps, dtype=np.float64)
+        c /= np.sqrt((c**2).sum())
+        return c[:, None, None] * rng.standard_normal((self.taps, self.d, self.d)) / np.sqrt(self.d)
+
+    def sample(
+        self, batch_size: int, generator: torch.Generator, device="cpu", dtype=torch.float32
+    ) -> tuple[Tensor, Tensor]:
+        _check_batch(batch_size)
+        _check_generator(generator)
+        x = torch.randn(batch_size, self.seq_len, self.d, generator=generator, device=generator.device)
+        x = x.to(torch.float64).cpu()
+        y = causal_conv(x, torch.from_numpy(self.kernel))
+        return x.to(device=device, dtype=dtype), y.to(device=device, dtype=dtype)
+
+    def loss(self, outputs: Tensor, targets: Tensor) -> Tensor:
+        """Mean squared error per coordinate over the rows ``t >= K - 1``."""
+        _check_outputs(outputs, 3, self.d, f"(B, T, {self.d})")
+        k = self.taps - 1
+        return F.mse_loss(outputs[:, k:], targets[:, k:].to(outputs.dtype))
+
+
+# ================================================================================================
+# 6. Induction: a repeated segment
+
+
+@dataclass(frozen=True)
+class Induction(_TokenLM):
+    """Induction heads' task: continue a segment that occurred earlier in the sequence.
+
+    A sequence of ``seq_len = T`` tokens: a prefix of ``T - L`` *distinct* tokens (the first ``T - L`` of a
+    uniformly random permutation of the vocabulary, so every token occurs at most once there), then a copy of
+    the prefix's segment ``x[p : p + L]`` (``L = segment``) at a uniformly random source offset
+    ``p in {0, ..., T - 2L}``. At each repeated position ``t = T - L + i`` (``i = 0..L-1``) the target is the
+    token that followed the previous occurrence of the current token, ``x[p + i + 1]``; the targets (B, T)
+    hold it there and -1 elsewhere, so ``loss`` (cross-entropy) and :meth:`accuracy` count only the repeated
+    positions. Draws from the generator (fixed order): ``rand(B, V)`` (its argsort: the permutations), then
+    ``randint`` offsets (B,).
+    """
+
+    vocab_size: int = 32
+    seq_len: int = 24
+    segment: int = 8
+
+    def __post_init__(self) -> None:
+        check_int("segment", self.segment, minimum=2, maximum=10_000)
+        check_int("seq_len", self.seq_len, minimum=2 * self.segment, maximum=100_000)
+        check_int("vocab_size", self.vocab_size, minimum=self.seq_len - self.segment, maximum=100_000)
+
+    @property
+    def name(self) -> str:
+        return f"induction_v{self.vocab_size}_T{self.seq_len}_L{self.segment}"
+
+    @property
+    def n_offsets(self) -> int:
+        """Number of source offsets ``p``: ``T - 2L + 1``."""
+        return self.seq_len - 2 * self.segment + 1
+
+    def config(self) -> dict:
+        return {"kind": "induction", **dataclasses.asdict(self)}
+
+    def draw(self, batch_size: int, generator: torch.Generator) -> tuple[Tensor, Tensor]:
+        """``(tokens (B, T), offsets p (B,))``."""
+        _check_batch(batch_size)
+        _check_generator(generator)
+        B, T, L, dev = batch_size, self.seq_len, self.segment, generator.device
+        prefix = torch.rand(B, self.vocab_size, generator=generator, device=dev).argsort(-1)[:, : T - L].cpu()
+        p = torch.randint(0, self.n_offsets, (B,), generator=generator, device=dev).cpu()
+        src = p[:, None] + torch.arange(L)  # (B, L)
+        return torch.cat([prefix, prefix.gather(1, src)], dim=1), p
+
+    def sample(
+        self, batch_size: int, generator: torch.Generator, device="cpu", dtype=torch.float32
+    ) -> tuple[Tensor, Tensor]:
+        """``(inputs (B, T), targets (B, T))``; ``dtype`` is unused (token ids)."""
+        x, p = self.draw(batch_size, generator)
+        T, L = self.seq_len, self.segment
+        targets = torch.full((batch_size, T), -1, dtype=torch.long)
+        targets[:, T - L :] = x.gather(1, p[:, None] + 1 + torch.arange(L))
+        return x.to(device), targets.to(device)
+
+    def loss(self, outputs: Tensor, targets: Tensor) -> Tensor:
+        """Mean cross-entropy (nats) over the repeated positions only (targets >= 0)."""
+        _check_outputs(outputs, 3, self.vocab_size, f"(B, T, {self.vocab_size})")
+        return F.cross_entropy(outputs.reshape(-1, self.vocab_size), targets.reshape(-1), ignore_index=-1)
+
+    def accuracy(self, outputs: Tensor, targets: Tensor) -> Tensor:
+        """(B, L) bool: the arg-max at each repeated position is the target."""
+        asked = targets >= 0
+        return (outputs.argmax(-1) == targets)[asked].view(targets.shape[0], -1)
+
+
+# ================================================================================================
 # rebuilding a task from its config
 
 
@@ -619,6 +774,8 @@ def task_from_config(config: dict):
         "markov": MarkovLanguage,
         "corpus_lm": CorpusLM,
         "associative_recall": AssociativeRecall,
+        "convolution": ConvolutionRegression,
+        "induction": Induction,
     }
     check_choice("kind", kind, tuple(kinds))
     cls = kinds[kind]
@@ -632,7 +789,7 @@ def task_from_config(config: dict):
         if d.get("spectrum") is not None:
             d["spectrum"] = tuple(d["spectrum"])
         return LinearRegressionTask(**d)
-    if kind in ("markov", "associative_recall"):
+    if kind in ("markov", "associative_recall", "convolution", "induction"):
         return cls(**d)
     sha = d.pop("corpus_sha256", None)
     d.pop("vocab_size", None)
@@ -648,7 +805,9 @@ def task_from_config(config: dict):
 
 __all__ = [
     "AssociativeRecall",
+    "ConvolutionRegression",
     "CorpusLM",
+    "Induction",
     "LinearRegressionTask",
     "MarkovLanguage",
     "RegressionBatch",

@@ -465,3 +465,104 @@ def test_unwatched_large_attention_runs_in_row_blocks(monkeypatch):
     # a softmax row sums <= 40 terms, then pattern @ v sums <= 40 more: rounding of order 80 eps x the scale
     scale = float(blocked.abs().max())
     assert float((blocked - watched).abs().max()) <= 100 * torch.finfo(torch.float64).eps * scale
+
+
+# ---------------------------------------------------------------------------------------------- rel_pos and kv_shift
+@pytest.mark.parametrize("attention", ATTENTION_KERNELS)
+@pytest.mark.parametrize("causal", [True, False])
+def test_rel_pos_bias_is_added_to_the_logits_by_offset(attention, causal):
+    """rel_pos = R: the logits gain b_h[i - j] (offsets clipped to the table); at init (zeros) nothing changes."""
+    base = dict(attention=attention, causal=causal, n_layers=1, d_model=8, n_heads=2, **F64)
+    plain = TinyTransformer(ModelConfig(**base))
+    model = TinyTransformer(ModelConfig(**base, rel_pos=3))
+    model.load_state_dict(plain.state_dict(), strict=False)
+    x = tokens(T=7)
+    torch.testing.assert_close(model(x), plain(x), **EXACT)  # zero table: the plain model
+    table = torch.randn(model.blocks[0].attn.rel_bias.shape, generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        model.blocks[0].attn.rel_bias.copy_(table)
+    name = "blocks.0.attn.hook_attn_scores"
+    _, a = run_with_cache(plain, x, names=name)
+    _, b = run_with_cache(model, x, names=name)
+    want = torch.empty(2, 7, 7, dtype=torch.float64)  # by hand: offset i - j clipped to |i - j| <= 2
+    for i, j in itertools.product(range(7), range(7)):
+        off = max(-2, min(2, i - j))
+        want[:, i, j] = table[:, max(off, 0)] if causal else table[:, off + 2]
+    seen = torch.isfinite(a[name])
+    torch.testing.assert_close((b[name] - a[name])[seen], want.expand_as(a[name])[seen], **EXACT)
+    assert torch.equal(torch.isfinite(b[name]), seen)  # the mask is unchanged
+    model.query_block = 3  # row blocks see their own offsets
+    torch.testing.assert_close(run_with_cache(model, x, names=name)[1][name], b[name], **EXACT)
+
+
+def test_rel_pos_minus_infinity_selects_one_offset_per_head():
+    """A table of -inf except at offset h (the edge offset R - 1, shared by farther keys, -inf too) makes head h
+    copy the value h tokens back: the convolution construction of the attention_only probe."""
+    cfg = ModelConfig(
+        input="embedded",
+        output="none",
+        n_layers=1,
+        d_model=4,
+        n_heads=2,
+        rel_pos=3,
+        d_mlp=0,
+        norm="none",
+        attn_residual=False,
+        attention="uniform",
+        **F64,
+    )
+    model = TinyTransformer(cfg)
+    with torch.no_grad():
+        model.blocks[0].attn.rel_bias.copy_(torch.tensor([[0.0, -math.inf, -math.inf], [-math.inf, 0.0, -math.inf]]))
+    _, c = run_with_cache(model, torch.randn(1, 5, 4, dtype=torch.float64), names="blocks.0.attn.hook_pattern")
+    p = c["blocks.0.attn.hook_pattern"][0]
+    torch.testing.assert_close(p[0], torch.eye(5, dtype=torch.float64), **EXACT)
+    torch.testing.assert_close(p[1, 1:], torch.eye(5, dtype=torch.float64)[:-1], **EXACT)  # row t reads t - 1
+
+
+def test_kv_shift_at_init_is_plain_attention_and_mixes_the_previous_key_and_value():
+    base = dict(n_layers=2, d_model=8, n_heads=2, pos="rope", **F64)
+    plain = TinyTransformer(ModelConfig(**base))
+    model = TinyTransformer(ModelConfig(**base, kv_shift=True))
+    assert set(model.state_dict()) - set(plain.state_dict()) == {
+        f"blocks.{i}.attn.shift_{w}" for i in range(2) for w in "kv"
+    }
+    model.load_state_dict(plain.state_dict(), strict=False)
+    x = tokens(T=6)
+    torch.testing.assert_close(model(x), plain(x), **EXACT)  # a2 = b2 = 0: exactly plain attention
+    model = TinyTransformer(ModelConfig(**{**base, "pos": "none"}, kv_shift=True))  # hook_k: the shifted keys
+    attn = model.blocks[0].attn
+    with torch.no_grad():
+        attn.shift_k.copy_(torch.tensor([[0.5, 2.0], [1.0, -1.0]]))
+        attn.shift_v.copy_(torch.tensor([[0.0, 1.0], [3.0, 0.25]]))
+    names = ["blocks.0.attn.hook_k", "blocks.0.attn.hook_v", "blocks.0.ln1.hook_normalized"]
+    _, c = run_with_cache(model, x, names=names)
+    h = c["blocks.0.ln1.hook_normalized"]
+    with torch.no_grad():
+        k, v = attn.W_k(h).view(2, 6, 2, 4), attn.W_v(h).view(2, 6, 2, 4)
+        for t in range(6):  # by hand, token by token; k_(-1) = v_(-1) = 0
+            kp = k[:, t - 1] if t else torch.zeros_like(k[:, 0])
+            vp = v[:, t - 1] if t else torch.zeros_like(v[:, 0])
+            want_k = attn.shift_k[:, 0, None] * k[:, t] + attn.shift_k[:, 1, None] * kp
+            want_v = attn.shift_v[:, 0, None] * v[:, t] + attn.shift_v[:, 1, None] * vp
+            torch.testing.assert_close(c["blocks.0.attn.hook_k"][:, t], want_k, **EXACT)
+            torch.testing.assert_close(c["blocks.0.attn.hook_v"][:, t], want_v, **EXACT)
+
+
+@pytest.mark.parametrize(
+    "over,match",
+    [
+        (dict(kv_shift=True, causal=False), "kv_shift needs causal attention"),
+        (dict(kv_shift=True, attention="recurrent"), "kv_shift needs an attention kernel with a pattern"),
+        (dict(rel_pos=2, attention="recurrent"), "rel_pos needs an attention kernel with a pattern"),
+        (dict(rel_pos=-1), "rel_pos must be >= 0"),
+    ],
+)
+def test_rel_pos_and_kv_shift_refuse_what_they_cannot_do(over, match):
+    with pytest.raises(ValueError, match=match):
+        ModelConfig(**over)
+
+
+def test_rel_pos_and_kv_shift_stay_out_of_existing_keys():
+    assert "rel_pos" not in ModelConfig().to_dict() and "kv_shift" not in ModelConfig().to_dict()
+    assert ModelConfig(rel_pos=4, kv_shift=True).to_dict()["rel_pos"] == 4

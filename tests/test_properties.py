@@ -191,6 +191,26 @@ CAPS: dict[str, dict[str, Cap]] = {
         "lin_queries": Cap(hi=8),
         "lin_reps": Cap(hi=16),
     },
+    # cost ~ the K-head construction over construction_batch sequences, taps x train_seeds convolution layers of
+    # conv_steps updates on conv_batch sequences of conv_len (T d impulses each), 4 x train_seeds induction
+    # models of ind_steps updates on ind_batch sequences of seq_len tokens, evaluated on n_eval sequences
+    "attention_only": {
+        "d": Cap(hi=4),
+        "taps": Cap(hi=3),
+        "conv_len": Cap(hi=8),
+        "construction_batch": Cap(hi=8),
+        "conv_steps": Cap(hi=3),
+        "conv_batch": Cap(hi=8),
+        "train_seeds": Cap(hi=2),
+        "vocab_size": Cap(hi=64),
+        "seq_len": Cap(hi=16),
+        "segment": Cap(hi=6),
+        "d_model": Cap(hi=16),
+        "heads": Cap(hi=2),
+        "ind_steps": Cap(hi=3),
+        "ind_batch": Cap(hi=8),
+        "n_eval": Cap(hi=16),
+    },
 }
 
 DEFAULT_MAX_LEN = 4  # longest generated list of a field without a Cap.max_len

@@ -493,3 +493,55 @@ def test_associative_recall_refuses_more_pairs_than_keys():
         AssociativeRecall(n_pairs=9, n_keys=8)
     with pytest.raises(ValueError, match="^n_queries"):
         AssociativeRecall(n_pairs=3, n_queries=4)
+
+
+# ---------------------------------------------------------------------------------------------- induction, convolution
+def test_induction_layout_targets_and_determinism():
+    from analysis.tasks import Induction
+
+    task = Induction(vocab_size=20, seq_len=14, segment=4)
+    x, y = task.sample(64, torch.Generator().manual_seed(3))
+    x2, y2 = task.sample(64, torch.Generator().manual_seed(3))
+    assert torch.equal(x, x2) and torch.equal(y, y2)
+    tokens, p = task.draw(64, torch.Generator().manual_seed(3))
+    assert torch.equal(tokens, x) and set(p.tolist()) <= set(range(task.n_offsets))
+    T, L = 14, 4
+    for b in range(64):
+        prefix = x[b, : T - L].tolist()
+        assert len(set(prefix)) == T - L  # distinct: every repeated token occurred exactly once before
+        assert x[b, T - L :].tolist() == prefix[p[b] : p[b] + L]
+        assert (y[b, : T - L] == -1).all()
+        for i in range(L):  # the token that followed the previous occurrence of the current token
+            t = T - L + i
+            j = x[b, :t].tolist().index(int(x[b, t]))
+            assert int(y[b, t]) == int(x[b, j + 1])
+    logits = torch.nn.functional.one_hot(y.clamp(min=0), 20).double() * 10
+    assert task.accuracy(logits, y).all() and task.accuracy(logits, y).shape == (64, L)
+    assert float(task.loss(logits, y)) < 1e-3
+    assert task_from_config(task.config()) == task
+
+
+@pytest.mark.parametrize(
+    "kwargs,field",
+    [(dict(segment=1), "segment"), (dict(seq_len=15, segment=8), "seq_len"), (dict(vocab_size=10), "vocab_size")],
+)
+def test_induction_validation(kwargs, field):
+    from analysis.tasks import Induction
+
+    with pytest.raises(ValueError, match=field):
+        Induction(**kwargs)
+
+
+def test_convolution_regression_is_deterministic_and_its_loss_skips_the_padded_rows():
+    from analysis.tasks import ConvolutionRegression
+
+    task = ConvolutionRegression(d=2, taps=3, seq_len=8, kernel_seed=1)
+    x, y = task.sample(4, torch.Generator().manual_seed(0))
+    x2, y2 = task.sample(4, torch.Generator().manual_seed(0))
+    assert torch.equal(x, x2) and torch.equal(y, y2) and x.shape == y.shape == (4, 8, 2)
+    wrong = y.clone()
+    wrong[:, :2] += 5.0  # the first K - 1 rows see the zero padding: not scored
+    assert float(task.loss(wrong, y)) == 0.0
+    assert task_from_config(task.config()) == task
+    with pytest.raises(ValueError, match="seq_len"):
+        ConvolutionRegression(taps=4, seq_len=3)

@@ -1,0 +1,163 @@
+r"""Attention-only layers: convolution by relative-position heads, and the one-layer induction ceiling (float64).
+
+1. **Convolution by attention** (Li et al., "Can Vision Transformers Perform Convolution?", seed 004#89; the 1-D
+   causal version). A ``K``-tap convolution ``y_t = sum_{k<K} W_k x_{t-k}`` (``W_k`` d x d, zero padding) is one
+   attention layer with ``K`` heads (:func:`construction`): head ``h`` gets the relative-position logit bias
+   ``b_h[s] = 0`` at offset ``s = h`` and ``-inf`` at every other offset, zero content logits, value ``W_v,h = I``
+   and output ``W_o,h = W_h``. Its softmax row is then exactly one-hot at ``t - h`` (``exp(-inf) = 0``, ``0/1`` and
+   ``1/1`` are exact), so ``sum_h W_o,h W_v,h x_{t-h} = y_t``: only the matrix products round. Zero padding: the
+   ``K - 1`` positions before the sequence are zero vectors (a softmax row cannot sum to 0, so an empty row is
+   not the padding; a zero key/value is).
+2. **Fewer heads: the rank bound** (:func:`rank_bound`). Any attention-only layer whose patterns do not depend
+   on the content -- ``a_{h,t}[s]`` (head ``h``, query row ``t``, offset ``s``), e.g. a uniform kernel plus a
+   relative-position bias -- and whose maps are linear computes ``yhat_t = sum_s sum_h a_{h,t}[s] M_h x_{t-s}``
+   with ``M_h`` the product of the read-in, value, output and read-out maps of head ``h``. For i.i.d. white inputs
+   ``x_t ~ N(0, I)`` and a row ``t >= K - 1`` (all taps inside the sequence), independence across offsets gives
+
+       E|y_t - yhat_t|^2 = sum_{s<K} ||W_s - sum_h a_{h,t}[s] M_h||_F^2 + sum_{s>=K} ||sum_h a_{h,t}[s] M_h||_F^2
+                         >= ||U - A_t M||_F^2,
+
+   where ``U`` is the *unfolded kernel* (K x d^2, row ``k = vec W_k``), ``A_t`` the K x H matrix of the
+   weights on the offsets ``s < K`` and ``M`` the H x d^2 matrix of rows ``vec M_h``. ``A_t M`` has rank
+   ``<= H``, so by Eckart--Young ``||U - A_t M||_F^2 >= sum_{i>H} sigma_i^2`` (``sigma_i`` the singular values
+   of ``U``), and ``E|y_t|^2 = ||U||_F^2 = sum_i sigma_i^2``. Hence, for every such layer and every row
+   ``t >= K - 1``::
+
+       relative MSE = E|y_t - yhat_t|^2 / E|y_t|^2 >= sum_{i>H} sigma_i^2 / sum_i sigma_i^2.
+
+   The bound holds row by row, so the patterns need not even be Toeplitz. It is attained by the truncated SVD
+   ``U_H = A M`` (:func:`rank_h_factors`) when ``A`` may be any real matrix; a softmax pattern is nonnegative
+   (and sums to 1, a scale ``M_h`` absorbs), so the attainable minimum is that of a *nonnegative* left factor
+   and may lie above the bound: for ``H = 1`` it is the bound only if the top left singular vector of ``U`` has
+   one sign. ``H >= K`` reaches 0 (item 1).
+3. **Induction with one position-free layer** (:func:`bag_ceiling`; seed 004#24). On the
+   :class:`analysis.tasks.Induction` task (a prefix of ``T - L`` distinct tokens, its segment ``x[p:p+L]``
+   repeated at the end, ``p`` uniform over ``n = T - 2L + 1`` offsets), an attention-only layer without
+   positional information outputs at ``t`` a function of ``x_t`` and the *multiset* ``{x_0, ..., x_t}``: a
+   softmax-weighted sum over keys is invariant under permuting the keys, norms and the residual act per position.
+   At the repeated position ``i`` (``t = T - L + i``) the multiset shows the ``i + 1`` tokens seen twice (the
+   segment so far) and the ``T - L - i - 1`` seen once. Relabelling the once-seen tokens among themselves maps
+   sequences to equally likely sequences with the same observation, so for ``i < L - 1`` the target
+   ``x[p+i+1]`` (a once-seen token) is uniform over them: Bayes accuracy ``1/(T - L - i - 1)``. At ``i = L - 1``
+   the target is ``x[p+L]``: with probability ``1/n`` (``p = T - 2L``) it is ``x[p]``, one of the ``L - 1``
+   twice-seen tokens other than ``x_t`` (by the same symmetry, each equally likely), else one of the ``T - 2L``
+   once-seen tokens: Bayes accuracy ``max((1 - 1/n)/(T - 2L), (1/n)/(L - 1))``. The mean over the ``L``
+   positions is the ceiling of every position-free one-layer model, trained or not. KV shifting breaks the
+   invariance (a key carries ``k(x_j)`` and ``k(x_{j-1})``: a multiset of bigrams), which is what lets one layer
+   match "the previous token is the current one" and copy the value (:func:`kv_shift_induction_weights`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+# ================================================================================================ convolution
+
+
+def conv1d(x: np.ndarray, kernel: np.ndarray) -> np.ndarray:
+    """``y_t = sum_{k<K} W_k x_{t-k}`` (zero padding): ``x`` (..., T, d), ``kernel`` (K, d_out, d), float64."""
+    x = np.asarray(x, dtype=np.float64)
+    T = x.shape[-2]
+    y = np.zeros((*x.shape[:-1], kernel.shape[1]))
+    for k in range(min(len(kernel), T)):
+        y[..., k:, :] += np.einsum("ij,...tj->...ti", kernel[k], x[..., : T - k, :])
+    return y
+
+
+def unfold(kernel: np.ndarray) -> np.ndarray:
+    """The unfolded kernel ``U`` (K, d_out d): row ``k`` is ``vec W_k``."""
+    kernel = np.asarray(kernel, dtype=np.float64)
+    return kernel.reshape(kernel.shape[0], -1)
+
+
+def singular_values(kernel: np.ndarray) -> np.ndarray:
+    """Singular values of ``U``, decreasing."""
+    return np.linalg.svd(unfold(kernel), compute_uv=False)
+
+
+def rank_bound(kernel: np.ndarray, heads: int) -> float:
+    """``sum_{i>H} sigma_i^2 / sum_i sigma_i^2``: the least relative MSE of ``H`` content-free heads (item 2)."""
+    s2 = singular_values(kernel) ** 2
+    return float(s2[heads:].sum() / s2.sum())
+
+
+def rank_h_factors(kernel: np.ndarray, heads: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(A (K, H), M (H, d_out, d))`` with ``A M = U_H``, the truncated SVD (signed ``A``: attains the bound)."""
+    kernel = np.asarray(kernel, dtype=np.float64)
+    u, s, vt = np.linalg.svd(unfold(kernel), full_matrices=False)
+    h = min(heads, len(s))
+    A = np.zeros((kernel.shape[0], heads))
+    M = np.zeros((heads, *kernel.shape[1:]))
+    A[:, :h] = u[:, :h]
+    M[:h] = (s[:h, None] * vt[:h]).reshape(h, *kernel.shape[1:])
+    return A, M
+
+
+def mixed_error(kernel: np.ndarray, weights: np.ndarray, maps: np.ndarray) -> float:
+    """Relative MSE of ``yhat_t = sum_s sum_h weights[s, h] maps[h] x_{t-s}`` on white inputs (item 2's
+    identity): ``weights`` (S, H) over offsets ``s = 0..S-1`` (``W_s = 0`` for ``s >= K``)."""
+    kernel = np.asarray(kernel, dtype=np.float64)
+    K, S = kernel.shape[0], weights.shape[0]
+    target = np.zeros((max(K, S), *kernel.shape[1:]))
+    target[:K] = kernel
+    fit = np.zeros_like(target)
+    fit[:S] = np.einsum("sh,hij->sij", weights, maps)
+    return float(((target - fit) ** 2).sum() / (kernel**2).sum())
+
+
+def construction(kernel: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Item 1: ``(bias (K, K + 1), W_o (K, d_out, d))``: head ``h`` has bias 0 at offset ``h`` and -inf at every
+    other offset (the last column is the shared edge of farther offsets), output map ``W_h`` (values: identity)."""
+    K = len(kernel)
+    bias = np.full((K, K + 1), -np.inf)
+    bias[np.arange(K), np.arange(K)] = 0.0
+    return bias, np.asarray(kernel, dtype=np.float64).copy()
+
+
+# ================================================================================================ induction
+
+
+def bag_ceiling_per_position(seq_len: int, segment: int) -> np.ndarray:
+    """(L,) Bayes accuracy of a position-free one-layer model at each repeated position ``i`` (item 3)."""
+    T, L = seq_len, segment
+    n = T - 2 * L + 1
+    acc = np.array([1.0 / (T - L - i - 1) for i in range(L - 1)] + [0.0])
+    once = (1.0 - 1.0 / n) / (T - 2 * L) if T > 2 * L else 0.0
+    acc[-1] = max(once, (1.0 / n) / (L - 1))
+    return acc
+
+
+def bag_ceiling(seq_len: int, segment: int) -> float:
+    """Mean over the ``L`` repeated positions of :func:`bag_ceiling_per_position`."""
+    return float(bag_ceiling_per_position(seq_len, segment).mean())
+
+
+def offset_guess(seq_len: int, segment: int) -> float:
+    """``1 / (T - 2L + 1)``: accuracy of guessing the repeat's source offset (a model with positions but no
+    previous-token information at its keys copying the token at the guessed distance)."""
+    return 1.0 / (seq_len - 2 * segment + 1)
+
+
+def kv_shift_induction_weights(vocab: int, scale: float) -> dict[str, np.ndarray]:
+    """Weights (float64, ``nn.Linear`` layout: out x in) of a one-layer, one-head KV-shift model that solves
+    induction (item 3): d_model = 2V (the token one-hot in the first half; the head writes the copied token into
+    the second half, which alone feeds the read-out), no norm, no positions, head size V.
+    ``q_t = scale onehot(x_t)``, raw keys and values ``onehot(x_j)``; with ``shift_k = (0, 1)`` the key at ``j``
+    is ``onehot(x_(j-1))`` and with ``shift_v = (1, 0)`` the value is ``onehot(x_j)``, so the head reads the
+    token that followed the earlier occurrence of ``x_t`` (weight ``1 / (1 + O(t e^-scale))``)."""
+    d = 2 * vocab
+    eye = np.eye(vocab)
+    first = np.zeros((vocab, d))
+    first[:, :vocab] = eye  # reads the token half of the stream
+    second = np.zeros((d, vocab))
+    second[vocab:, :] = eye  # writes into the copy half
+    return {
+        "embed": first.copy(),  # nn.Embedding (V, d): token v -> e_v
+        "W_q": scale * first,
+        "W_k": first.copy(),
+        "W_v": first.copy(),
+        "W_o": second,
+        "head": second.T.copy(),  # (V, d): logits = the copy half
+        "shift_k": np.array([[0.0, 1.0]]),
+        "shift_v": np.array([[1.0, 0.0]]),
+    }

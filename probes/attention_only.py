@@ -1,0 +1,577 @@
+"""Attention-only layers: convolution by relative-position heads (rank bound for fewer heads) and KV-shift induction.
+
+Theory: :mod:`analysis.theory.attention_only`; the zoo knobs ``rel_pos`` (a learned per-head relative-position
+logit bias) and ``kv_shift`` (keys and values mixed with the previous token's) of :mod:`analysis.model`.
+
+1. Construction (seed 004#89): a ``taps``-tap causal convolution of width ``d`` (the kernel of
+   :class:`analysis.tasks.ConvolutionRegression`) built as one layer of K heads -- uniform kernel (zero content
+   logits), relative-position bias 0 at offset h and -inf elsewhere, W_o,h = W_h -- run in float64 on
+   ``construction_batch`` white sequences padded with K - 1 zero vectors, against the convolution.
+2. Trained heads (seed 004#89): H = 1..K heads of the same content-free form (attention "uniform" + ``rel_pos``,
+   no norm, no residual, no MLP: a linear layer whose patterns depend only on positions) trained on the
+   regression ``y = conv(x)`` with :func:`analysis.train.train` (cached), ``train_seeds`` seeds. Measured: the
+   exact population relative MSE of the trained layer on white inputs over the rows t >= K - 1, from its impulse
+   responses in float64, against the Eckart-Young bound of the unfolded kernel.
+3. Induction (seed 004#24): attention-only token models (no MLP) trained on :class:`analysis.tasks.Induction`:
+   one vanilla layer without positions, one KV-shift layer without positions, one vanilla layer with RoPE and two
+   vanilla layers with RoPE; held-out accuracy at the repeated positions (``n_eval`` sequences). A hand-built
+   one-layer KV-shift model solves the task exactly; switching its shift off makes it plain attention.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import xarray as xr
+
+from analysis.ledger import Ledger
+from analysis.model import ModelConfig, TinyTransformer
+from analysis.progress import bar
+from analysis.tasks import ConvolutionRegression, Induction
+from analysis.theory import attention_only as th
+from analysis.train import TrainConfig, derived_seed, train
+from probes.base import MAX_SEED, ProbeConfig, Result, model_param, param
+
+NAME = "attention_only"
+DESCRIPTION = "Attention-only layers: convolution by relative-position heads (rank bound) and KV-shift induction."
+VERSION = "1"
+REQUIRES = None  # builds its own models
+
+SEED_CONV, SEED_KV = "004#89", "004#24"
+SOURCE = "analysis/theory/attention_only.py"
+K_SE = 3.0  # standard errors of a direction's band
+SOLVED = 0.9  # issue 17: accuracy >= 0.9 counts as solving induction
+FAILS = 0.2  # issue 17: one vanilla layer stays <= 0.2
+# name -> (layers, pos, kv_shift) of the induction models
+MODELS = {
+    "vanilla_1": (1, "none", False),
+    "kv_shift_1": (1, "none", True),
+    "vanilla_1_rope": (1, "rope", False),
+    "vanilla_2_rope": (2, "rope", False),
+}
+
+
+@dataclass(frozen=True)
+class Config(ProbeConfig):
+    PRESETS = {
+        "smoke": {
+            "construction_batch": 8,
+            "conv_steps": 20,
+            "train_seeds": 1,
+            "ind_steps": 20,
+            "n_eval": 32,
+        },
+        "full": {},
+    }
+
+    d: int = param(4, "channel width d of the convolution (input and output)", minimum=1, maximum=32)
+    taps: int = param(4, "taps K of the convolution (the construction uses K heads)", minimum=2, maximum=8)
+    conv_len: int = param(16, "sequence length T of the convolution regression", minimum=2, maximum=256)
+    kernel_decay: float = param(1.0, "tap scale ratio c_(k+1)/c_k of the kernel", minimum=0.05, maximum=20.0)
+    kernel_seed: int = param(0, "seed of the convolution kernel", minimum=0, maximum=MAX_SEED)
+    construction_batch: int = param(64, "white sequences through the K-head construction", minimum=1, maximum=4096)
+    conv_steps: int = param(1500, "optimiser updates per trained convolution layer", minimum=1)
+    conv_batch: int = param(32, "sequences per update (convolution)", minimum=1, maximum=1024)
+    conv_lr: float = param(0.03, "peak learning rate (convolution; Adam, cosine)", minimum=1e-6, maximum=1.0)
+    trained: bool = param(True, "train the convolution layers and the induction models")
+    train_seeds: int = param(2, "training seeds per model (their spread enters the uncertainty)", minimum=1)
+    vocab_size: int = model_param("vocab_size", 32, maximum=512)
+    seq_len: int = param(24, "induction sequence length T", minimum=4, maximum=256)
+    segment: int = param(8, "length L of the repeated segment", minimum=2, maximum=128)
+    d_model: int = model_param("d_model", 32, maximum=256)
+    heads: int = model_param("heads", 2, maximum=8)
+    ind_steps: int = param(1000, "optimiser updates per induction model", minimum=1)
+    ind_batch: int = param(32, "sequences per update (induction)", minimum=1, maximum=1024)
+    ind_lr: float = param(3e-3, "peak learning rate (induction; Adam, cosine)", minimum=1e-6, maximum=1.0)
+    n_eval: int = param(256, "held-out induction sequences per trained model", minimum=1, maximum=100_000)
+    seed: int = model_param("seed", 0, "weights, data and held-out data")
+
+    def validate(self) -> None:
+        super().validate()
+        if (self.d_model // self.heads) % 2:
+            raise ValueError(
+                f"d_model / heads must be even (RoPE in the induction models), got {self.d_model} / {self.heads}"
+            )
+        if self.conv_len < self.taps:
+            raise ValueError(f"conv_len must be >= taps ({self.taps}), got {self.conv_len}")
+        if self.seq_len < 2 * self.segment + 1:
+            raise ValueError(f"seq_len must be >= 2 segment + 1 ({2 * self.segment + 1}), got {self.seq_len}")
+        if self.vocab_size < self.seq_len - self.segment:
+            raise ValueError(
+                f"vocab_size must be >= seq_len - segment ({self.seq_len - self.segment}) "
+                f"(the prefix has distinct tokens), got {self.vocab_size}"
+            )
+
+    def conv_task(self) -> ConvolutionRegression:
+        return ConvolutionRegression(self.d, self.taps, self.conv_len, self.kernel_decay, self.kernel_seed)
+
+    def induction_task(self) -> Induction:
+        return Induction(self.vocab_size, self.seq_len, self.segment)
+
+
+# ================================================================================================ convolution
+
+
+def conv_model_config(config: Config, heads: int, seed: int = 0, dtype: str = "float32") -> ModelConfig:
+    """H content-free heads: uniform kernel + a relative-position bias over offsets 0..K (K: the shared edge),
+    vectors in and out, no norm, no residual, no MLP, no biases: a linear layer."""
+    d = config.d
+    return ModelConfig(
+        input="vectors",
+        d_in=d,
+        output="linear",
+        d_out=d,
+        d_model=d,
+        n_layers=1,
+        n_heads=heads,
+        d_head=d,
+        d_mlp=0,
+        norm="none",
+        attn_residual=False,
+        attention="uniform",
+        rel_pos=config.taps + 1,
+        pos="none",
+        dtype=dtype,
+        seed=seed,
+    )
+
+
+def construction_model(config: Config, kernel: np.ndarray) -> TinyTransformer:
+    """Item 1 of the theory: K heads, head h reading offset h through W_o,h = W_h (float64)."""
+    K, d = config.taps, config.d
+    model = TinyTransformer(conv_model_config(config, K, dtype="float64")).eval()
+    bias, w_o = th.construction(kernel)
+    attn = model.blocks[0].attn
+    with torch.no_grad():
+        model.embed.weight.copy_(torch.eye(d, dtype=torch.float64))
+        model.head.weight.copy_(torch.eye(d, dtype=torch.float64))
+        attn.W_v.weight.copy_(torch.eye(d, dtype=torch.float64).repeat(K, 1))  # (K d, d): identity per head
+        attn.W_o.weight.copy_(torch.from_numpy(np.concatenate(list(w_o), axis=1)))  # (d, K d): [W_0 | W_1 | ...]
+        attn.rel_bias.copy_(torch.from_numpy(bias))
+    return model
+
+
+def measure_construction(config: Config) -> dict[str, float]:
+    """Largest relative difference between the construction (input padded with K - 1 zero vectors) and conv1d."""
+    kernel = config.conv_task().kernel
+    model = construction_model(config, kernel)
+    gen = torch.Generator().manual_seed(derived_seed(config.seed, "construction") % MAX_SEED)
+    x = torch.randn(config.construction_batch, config.conv_len, config.d, generator=gen, dtype=torch.float64)
+    padded = torch.cat([torch.zeros(x.shape[0], config.taps - 1, config.d, dtype=torch.float64), x], dim=1)
+    with torch.no_grad():
+        out = model(padded)[:, config.taps - 1 :].numpy()
+    want = th.conv1d(x.numpy(), kernel)
+    return {"construction_error": float(np.abs(out - want).max() / np.abs(want).max())}
+
+
+def impulse_kernels(model: TinyTransformer, T: int, d: int) -> np.ndarray:
+    """(T, T, d_out, d) float64 ``G[t, s]``: the map from ``x_(t-s)`` to ``yhat_t`` of a linear layer (zero for
+    s > t), from its responses to the T d unit impulses."""
+    ref = TinyTransformer(model.config.replace(dtype="float64")).eval()
+    ref.load_state_dict({k: v.to("cpu", torch.float64) for k, v in model.state_dict().items()})
+    impulses = torch.eye(T * d, dtype=torch.float64).view(T * d, T, d)
+    with torch.no_grad():
+        resp = ref(impulses).view(T, d, T, -1).numpy()  # [tau, i, t, o]
+    G = np.zeros((T, T, resp.shape[-1], d))
+    for t in range(T):
+        for s in range(t + 1):
+            G[t, s] = resp[t - s, :, t, :].T
+    return G
+
+
+def population_error(G: np.ndarray, kernel: np.ndarray) -> np.ndarray:
+    """Relative MSE on white inputs of each row t >= K - 1 (theory item 2's identity, row by row)."""
+    K, T = kernel.shape[0], G.shape[0]
+    target = np.zeros((T, *kernel.shape[1:]))
+    target[:K] = kernel
+    total = (kernel**2).sum()
+    return np.array([((target[: t + 1] - G[t, : t + 1]) ** 2).sum() / total for t in range(K - 1, T)])
+
+
+def train_conv(config: Config, heads: int, seed: int, progress: bool) -> dict[str, float]:
+    task = config.conv_task()
+    tc = TrainConfig(
+        steps=config.conv_steps,
+        batch_size=config.conv_batch,
+        lr=config.conv_lr,
+        warmup_steps=min(20, config.conv_steps),
+        seed=seed,
+    )
+    model = train(conv_model_config(config, heads, seed), task, tc, progress=progress).model
+    rows = population_error(impulse_kernels(model, config.conv_len, config.d), task.kernel)
+    table = model.blocks[0].attn.rel_bias.detach().to(torch.float64).numpy()
+    floor = pattern_floor(table, task.kernel, config.conv_len)
+    return {"rel_mse": float(rows.mean()), "rel_mse_worst_row": float(rows.min()), "pattern_floor": floor}
+
+
+def row_patterns(table: np.ndarray, T: int, K: int) -> np.ndarray:
+    """(T - K + 1, T, H): the content-free weights ``a_{h,t}[s]`` of rows t = K-1..T-1 on offsets s (zero past t)
+    from a relative-position table (H, R): softmax over s = 0..t of ``b_h[min(s, R - 1)]``."""
+    H, R = table.shape
+    out = np.zeros((T - K + 1, T, H))
+    for r, t in enumerate(range(K - 1, T)):
+        logits = table[:, np.minimum(np.arange(t + 1), R - 1)]  # (H, t + 1)
+        w = np.exp(logits - logits.max(1, keepdims=True))
+        out[r, : t + 1] = (w / w.sum(1, keepdims=True)).T
+    return out
+
+
+def pattern_floor(table: np.ndarray, kernel: np.ndarray, T: int) -> float:
+    """The least relative MSE (mean over rows t >= K - 1) of any maps M_h with these patterns: least squares of
+    the kernel (zero past tap K - 1) on the patterns' columns, every row and offset stacked."""
+    K = kernel.shape[0]
+    A = row_patterns(table, T, K)  # (rows, T, H)
+    target = np.zeros((T, kernel[0].size))
+    target[:K] = th.unfold(kernel)
+    design, rhs = A.reshape(-1, A.shape[-1]), np.tile(target, (A.shape[0], 1))
+    M = np.linalg.lstsq(design, rhs, rcond=None)[0]
+    return float(((rhs - design @ M) ** 2).sum() / (A.shape[0] * (kernel**2).sum()))
+
+
+def measure_conv_trained(config: Config, progress: bool) -> dict[str, np.ndarray]:
+    """(heads, seed) relative MSE (mean over the rows t >= K - 1) and its smallest row."""
+    shape = (config.taps, config.train_seeds)
+    out = {name: np.full(shape, np.nan) for name in ("rel_mse", "rel_mse_min_row", "pattern_floor")}
+    jobs = [(h, s) for h in range(1, config.taps + 1) for s in range(config.train_seeds)]
+    for h, s in bar(jobs, desc="attention_only: convolution", progress=progress):
+        got = train_conv(config, h, config.seed + s, progress=False)
+        out["rel_mse"][h - 1, s], out["rel_mse_min_row"][h - 1, s] = got["rel_mse"], got["rel_mse_worst_row"]
+        out["pattern_floor"][h - 1, s] = got["pattern_floor"]
+    return out
+
+
+# ================================================================================================ induction
+
+
+def induction_model_config(config: Config, name: str, seed: int = 0, dtype: str = "float32") -> ModelConfig:
+    layers, pos, shift = MODELS[name]
+    return config.model_config(n_layers=layers, pos=pos, kv_shift=shift, d_mlp=0, seed=seed, dtype=dtype)
+
+
+def eval_batch(config: Config, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    gen = torch.Generator().manual_seed(derived_seed(seed, "induction_eval") % MAX_SEED)
+    return config.induction_task().sample(config.n_eval, gen)
+
+
+def train_induction(config: Config, name: str, seed: int, progress: bool) -> TinyTransformer:
+    tc = TrainConfig(
+        steps=config.ind_steps,
+        batch_size=config.ind_batch,
+        lr=config.ind_lr,
+        warmup_steps=min(50, config.ind_steps),
+        seed=seed,
+    )
+    return train(induction_model_config(config, name, seed), config.induction_task(), tc, progress=progress).model
+
+
+def measure_induction(config: Config, progress: bool) -> dict[str, np.ndarray]:
+    """(model, seed) accuracy and (model, seed, position) accuracy at the repeated positions; the float64
+    logit difference of the first seed's vanilla_1 weights in a kv_shift model with its shift off."""
+    task = config.induction_task()
+    names = list(MODELS)
+    acc = np.full((len(names), config.train_seeds), np.nan)
+    per_pos = np.full((len(names), config.train_seeds, config.segment), np.nan)
+    shift_off = math.nan
+    jobs = [(i, s) for i in range(len(names)) for s in range(config.train_seeds)]
+    for i, s in bar(jobs, desc="attention_only: induction", progress=progress):
+        model = train_induction(config, names[i], config.seed + s, progress=False)
+        x, y = eval_batch(config, config.seed + s)
+        with torch.no_grad():
+            hits = task.accuracy(model(x), y).double()  # (n_eval, L)
+        acc[i, s], per_pos[i, s] = float(hits.mean()), hits.mean(0).numpy()
+        if names[i] == "vanilla_1" and s == 0:
+            shift_off = kv_shift_off_difference(config, model, x)
+    return {"accuracy": acc, "accuracy_position": per_pos, "shift_off": shift_off}
+
+
+def kv_shift_off_difference(config: Config, model: TinyTransformer, x: torch.Tensor) -> float:
+    """Largest |logit difference| (float64) between ``model`` and a kv_shift model with its weights and shift (1, 0)."""
+    cfg = model.config.replace(dtype="float64")
+    plain, shifted = TinyTransformer(cfg).eval(), TinyTransformer(cfg.replace(kv_shift=True)).eval()
+    state = {k: v.to(torch.float64) for k, v in model.state_dict().items()}
+    plain.load_state_dict(state)
+    shifted.load_state_dict(state, strict=False)  # shift_k = shift_v = (1, 0): their initial values
+    with torch.no_grad():
+        return float((plain(x) - shifted(x)).abs().max())
+
+
+def constructed_induction(config: Config, shift: bool = True) -> float:
+    """Held-out accuracy of the hand-built one-layer KV-shift induction model (theory item 3); ``shift=False``
+    sets its shift to (1, 0): plain attention with the same weights."""
+    V = config.vocab_size
+    cfg = ModelConfig(
+        vocab_size=V,
+        d_model=2 * V,
+        d_head=V,
+        n_layers=1,
+        n_heads=1,
+        d_mlp=0,
+        norm="none",
+        kv_shift=True,
+        logit_scale=1.0,
+        dtype="float64",
+        pos="none",
+    )
+    model = TinyTransformer(cfg).eval()
+    w = th.kv_shift_induction_weights(V, scale=40.0)
+    if not shift:
+        w["shift_k"] = np.array([[1.0, 0.0]])
+    attn = model.blocks[0].attn
+    targets = {
+        "embed.weight": model.embed.weight,
+        "head.weight": model.head.weight,
+        "shift_k": attn.shift_k,
+        "shift_v": attn.shift_v,
+        "W_q": attn.W_q.weight,
+        "W_k": attn.W_k.weight,
+        "W_v": attn.W_v.weight,
+        "W_o": attn.W_o.weight,
+    }
+    with torch.no_grad():
+        for key, p in targets.items():
+            p.copy_(torch.from_numpy(w[key.split(".")[0]]))
+        x, y = eval_batch(config, config.seed)
+        return float(config.induction_task().accuracy(model(x), y).double().mean())
+
+
+def accuracy_se(acc: np.ndarray, n: int) -> np.ndarray:
+    """(model,) SE of the seed-mean accuracy: binomial within each seed (n positions) plus the seed spread."""
+    binom = (acc * (1 - acc) / n).mean(-1) / acc.shape[-1]
+    spread = acc.var(-1, ddof=1) / acc.shape[-1] if acc.shape[-1] > 1 else np.zeros(acc.shape[0])
+    return np.sqrt(binom + spread)
+
+
+# ================================================================================================ result
+
+
+def build_dataset(config: Config, conv: dict | None, ind: dict | None) -> xr.Dataset:
+    kernel = config.conv_task().kernel
+    K, S = config.taps, config.train_seeds
+    heads = np.arange(1, K + 1)
+    nan2 = np.full((K, S if conv else 1), np.nan)
+    names = list(MODELS)
+    acc = ind["accuracy"] if ind else np.full((len(names), 1), np.nan)
+    per_pos = ind["accuracy_position"] if ind else np.full((len(names), 1, config.segment), np.nan)
+    n_pos = config.n_eval * config.segment
+    data = {
+        "singular_value": (("k",), th.singular_values(kernel)),
+        "rank_bound": (("heads",), np.array([th.rank_bound(kernel, h) for h in heads])),
+        "rel_mse_seed": (("heads", "train_seed"), conv["rel_mse"] if conv else nan2),
+        "rel_mse_min_row_seed": (("heads", "train_seed"), conv["rel_mse_min_row"] if conv else nan2),
+        "pattern_floor_seed": (("heads", "train_seed"), conv["pattern_floor"] if conv else nan2),
+        "accuracy_seed": (("model", "ind_seed"), acc),
+        "accuracy": (("model",), acc.mean(-1)),
+        "accuracy_se": (("model",), accuracy_se(acc, n_pos)),
+        "accuracy_position": (("model", "position"), per_pos.mean(1)),
+        "bag_ceiling_position": (("position",), th.bag_ceiling_per_position(config.seq_len, config.segment)),
+    }
+    coords = {
+        "heads": heads,
+        "k": np.arange(len(data["singular_value"][1])),
+        "model": names,
+        "position": np.arange(config.segment),
+        "train_seed": np.arange(nan2.shape[1]),
+        "ind_seed": np.arange(acc.shape[1]),
+    }
+    return xr.Dataset(data, coords=coords, attrs={"taps": K, "d": config.d})
+
+
+def run(config: Config, model=None, progress: bool = True) -> Result:
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # tiny models: one thread is fastest (and fixes the reduction order)
+    try:
+        scalars = measure_construction(config)
+        scalars["constructed_induction"] = constructed_induction(config)
+        scalars["constructed_induction_no_shift"] = constructed_induction(config, shift=False)
+        conv = measure_conv_trained(config, progress) if config.trained else None
+        ind = measure_induction(config, progress) if config.trained else None
+    finally:
+        torch.set_num_threads(threads)
+    scalars["kv_shift_off_difference"] = ind["shift_off"] if ind else math.nan
+    scalars["bag_ceiling"] = th.bag_ceiling(config.seq_len, config.segment)
+    scalars["offset_guess"] = th.offset_guess(config.seq_len, config.segment)
+    result = Result(probe=NAME, config=config, data=build_dataset(config, conv, ind), scalars=scalars)
+    result.ledger = check_claims(result)
+    return result
+
+
+# ================================================================================================ claims
+
+
+def check_claims(result: Result) -> Ledger:
+    led = Ledger(NAME, preset=result.config.preset_name)
+    claim_construction(led, result)
+    claim_rank_bound(led, result)
+    claim_induction_identities(led, result)
+    claim_induction(led, result)
+    return led
+
+
+def claim_construction(led: Ledger, r: Result) -> None:
+    c = r.config
+    led.identity(
+        "conv_by_attention_exact",
+        measured=r.scalars["construction_error"],
+        atol=1e-13,
+        source=f"{SOURCE}, item 1: K heads, bias 0 at offset h and -inf elsewhere, W_o,h = W_h",
+        why="float64: each softmax row is exactly one-hot (exp(-inf) = 0), so only the K products of d x d maps "
+        "and their sum round (relative ~ K d eps = 1e-15)",
+        seed=SEED_CONV,
+        statement=f"one layer of K = {c.taps} relative-position heads reproduces a {c.taps}-tap causal convolution "
+        f"(d = {c.d}, zero padding) to rounding (largest relative difference)",
+        figure="ao_convolution",
+    )
+
+
+def claim_rank_bound(led: Ledger, r: Result) -> None:
+    """Per H: the trained content-free layer's relative MSE >= the Eckart-Young bound; H = K reaches ~0."""
+    c = r.config
+    if not c.trained:
+        return
+    d = r.data
+    for h in range(1, c.taps + 1):
+        row = d.sel(heads=h)
+        led.bound(
+            f"conv_heads{h}_rel_mse_above_rank_bound",
+            measured=float(row["rel_mse_min_row_seed"].min()),
+            bound=float(row["rank_bound"]),
+            relation=">=",
+            source=f"{SOURCE}, item 2: yhat_t = sum_s A_t[s] M, rank <= H; Eckart-Young on the unfolded kernel",
+            why="exact population error of the trained layer (impulse responses, float64) at its best row and "
+            "seed; a softmax pattern is nonnegative, so the bound (attained by a signed factor) may be out of "
+            "reach: tightness = bound / measured",
+            seed=SEED_CONV,
+            requires_full=True,
+            statement=f"{h} content-free head(s), K = {c.taps}: relative MSE >= sum_(i>{h}) s_i^2 / sum s_i^2",
+            figure="ao_convolution",
+        )
+    exact = d["rel_mse_seed"].sel(heads=c.taps).values
+    se = float(exact.std(ddof=1) / math.sqrt(exact.size)) if exact.size > 1 else math.nan
+    alt = float(d["rank_bound"].sel(heads=c.taps - 1))
+    floor = d["pattern_floor_seed"].sel(heads=c.taps).values
+    led.bound(
+        f"conv_heads{c.taps}_at_pattern_floor",
+        measured=float(exact.mean()),
+        bound=float(floor.mean()),
+        relation=">=",
+        source=f"{SOURCE}, item 2 with the trained patterns fixed: the best maps M_h are a least-squares fit",
+        why="the mean over seeds of exact population errors against the mean of their pattern floors (each row's "
+        "softmax weights from the trained bias table); tightness = floor / measured: the share of the residual that "
+        "the finite bias (patterns not exactly one-hot) leaves",
+        seed=SEED_CONV,
+        requires_full=True,
+        statement=f"K = {c.taps} trained heads: relative MSE >= the least error of any maps with their patterns",
+        figure="ao_convolution",
+    )
+    led.predict(
+        "conv_heads_K_reach_exact",
+        measured=float(exact.mean()),
+        expected=0.0,
+        se=se,
+        k=4.0,
+        alternative=alt,
+        hypothesis=f"K heads do no better than K - 1: the rank-{c.taps - 1} bound",
+        source=f"{SOURCE}, items 1-2: K heads express the convolution exactly",
+        seed=SEED_CONV,
+        why=f"4 SE of the mean over {c.train_seeds} training seeds (their spread)",
+        requires_full=True,
+        diagnosed_by={f"conv_heads{c.taps}_at_pattern_floor": "pass"},
+        diagnosis="the exact solution needs one-hot patterns (bias -inf off the tap); trained softmax biases are "
+        "finite, and the residual sits at the floor those patterns leave for any maps",
+        statement=f"K = {c.taps} trained heads: relative MSE -> 0",
+        figure="ao_convolution",
+    )
+
+
+def claim_induction_identities(led: Ledger, r: Result) -> None:
+    s = r.scalars
+    led.identity(
+        "kv_shift_construction_solves_induction",
+        measured=s["constructed_induction"],
+        expected=1.0,
+        source=f"{SOURCE}, item 3: key at j = onehot(x_(j-1)) through shift_k = (0, 1), value onehot(x_j)",
+        why="a count: every held-out repeated position predicted (the matching key's weight is 1 - O(T e^-40))",
+        seed=SEED_KV,
+        statement="a hand-built one-layer, one-head KV-shift model predicts every repeated position",
+        figure="ao_induction",
+    )
+    if r.config.trained:
+        led.identity(
+            "kv_shift_off_is_plain_attention",
+            measured=s["kv_shift_off_difference"],
+            atol=0.0,
+            source="analysis/model.py: k' = 1 k_t + 0 k_(t-1), v' likewise",
+            why="float64: multiplying by 1 and adding 0 are exact",
+            seed=SEED_KV,
+            statement="the trained one-layer vanilla weights in a kv_shift model with shift (1, 0): identical logits",
+            figure="ao_induction",
+        )
+
+
+def claim_induction(led: Ledger, r: Result) -> None:
+    c = r.config
+    if not c.trained:
+        return
+    acc, se = r.data["accuracy"], r.data["accuracy_se"]
+    a = {m: float(acc.sel(model=m)) for m in MODELS}
+    e = {m: float(se.sel(model=m)) for m in MODELS}
+    ceiling, guess = r.scalars["bag_ceiling"], r.scalars["offset_guess"]
+    n_pos = c.n_eval * c.segment
+    common = dict(seed=SEED_KV, requires_full=True, figure="ao_induction")
+    led.bound(
+        "vanilla_one_layer_below_bag_ceiling",
+        measured=a["vanilla_1"],
+        bound=ceiling + K_SE * e["vanilla_1"],
+        tightness=a["vanilla_1"] / ceiling,
+        source=f"{SOURCE}, item 3: a position-free layer sees x_t and the multiset of the context",
+        why=f"the Bayes accuracy {ceiling:.4f} plus {K_SE:g} SE (binomial over {n_pos} positions per seed and the "
+        "seed spread); tightness = measured / ceiling",
+        statement="one vanilla layer without positions: accuracy <= the bag-of-tokens ceiling",
+        **common,
+    )
+    half = dict(atol=1.0 - SOLVED, source="issue 17: one KV-shift layer, or two vanilla layers, >= 0.9")
+    for name, alt, hyp in (
+        ("kv_shift_1", ceiling, "as one vanilla layer without positions: the bag-of-tokens ceiling"),
+        ("vanilla_2_rope", guess, "as one vanilla layer with positions: guessing the repeat's offset"),
+    ):
+        led.predict(
+            f"{name}_solves_induction",
+            measured=a[name],
+            expected=1.0,
+            alternative=alt,
+            hypothesis=hyp,
+            why=f"band = issue 17's criterion (accuracy >= {SOLVED}); the measurement's own SE is {e[name]:.2g}",
+            statement=f"{name}: held-out induction accuracy >= {SOLVED} (a constructive solution exists)",
+            **half,
+            **common,
+        )
+    for name, base in (("kv_shift_1", "vanilla_1"), ("vanilla_2_rope", "vanilla_1_rope")):
+        led.direction(
+            f"{name}_beats_{base}",
+            measured=a[name] - a[base],
+            sign=1,
+            se=math.hypot(e[name], e[base]),
+            k=K_SE,
+            hypothesis="no difference in induction accuracy",
+            source="004#24: KV shifting (or a second layer) supplies the previous token the induction key needs",
+            why=f"{K_SE:g} SE: binomial over the held-out positions plus the seed spread",
+            statement=f"accuracy({name}) - accuracy({base}) > 0",
+            **common,
+        )
+    if guess >= FAILS:  # so few offsets that guessing one beats issue 17's threshold: no claim to judge
+        return
+    led.predict(
+        "vanilla_1_rope_fails_induction",
+        measured=a["vanilla_1_rope"],
+        expected=guess,
+        atol=FAILS - guess,
+        alternative=1.0,
+        hypothesis="one vanilla layer with positions solves induction",
+        source=f"issue 17 (<= {FAILS}); {SOURCE}: offset guess 1/(T - 2L + 1)",
+        why=f"band up to issue 17's {FAILS}; the measurement's own SE is {e['vanilla_1_rope']:.2g}",
+        statement=f"one vanilla layer with RoPE: accuracy near the offset guess, <= {FAILS}",
+        **common,
+    )

@@ -1,0 +1,115 @@
+"""analysis.theory.attention_only against independent computations: brute force, Monte Carlo, enumeration."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections import Counter
+
+import numpy as np
+import pytest
+import torch
+
+from analysis.tasks import ConvolutionRegression, Induction, causal_conv
+from analysis.theory import attention_only as th
+
+
+def _kernel(K=4, d=3, seed=0):
+    return np.random.default_rng(seed).standard_normal((K, d, d))
+
+
+def test_conv1d_is_the_sum_over_taps_by_loops():
+    W, x = _kernel(), np.random.default_rng(1).standard_normal((2, 7, 3))
+    want = np.zeros((2, 7, 3))
+    for b, t, k in itertools.product(range(2), range(7), range(4)):
+        if t - k >= 0:
+            want[b, t] += W[k] @ x[b, t - k]
+    np.testing.assert_allclose(th.conv1d(x, W), want, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(causal_conv(torch.from_numpy(x), torch.from_numpy(W)).numpy(), want, atol=1e-12)
+
+
+@pytest.mark.parametrize("heads", [1, 2, 3, 4])
+def test_rank_bound_is_the_best_signed_rank_h_fit_and_no_random_fit_beats_it(heads):
+    W = _kernel()
+    bound = th.rank_bound(W, heads)
+    A, M = th.rank_h_factors(W, heads)
+    assert th.mixed_error(W, A, M) == pytest.approx(bound, abs=1e-12)  # the truncated SVD attains it
+    rng = np.random.default_rng(heads)
+    for _ in range(200):  # perturbed and random factorisations (with extra offsets) never go below it
+        A2 = A + 0.1 * rng.standard_normal(A.shape)
+        M2 = M + 0.1 * rng.standard_normal(M.shape)
+        assert th.mixed_error(W, A2, M2) >= bound - 1e-12
+        S = rng.integers(1, 7)
+        assert th.mixed_error(W, rng.random((S, heads)), rng.standard_normal((heads, 3, 3))) >= bound - 1e-12
+    assert th.rank_bound(W, 4) == pytest.approx(0.0, abs=1e-15)
+
+
+def test_rank_bound_matches_a_brute_force_fit_for_one_head():
+    """H = 1: min over a of ||U - a m^T||^2 with m optimal = ||U||^2 - max Rayleigh quotient; scan a on a grid."""
+    W = _kernel(K=2, d=2, seed=3)
+    U = th.unfold(W)
+    best = min(
+        ((U - np.outer(a, a @ U) / (a @ a)) ** 2).sum()
+        for a in (np.array([math.cos(t), math.sin(t)]) for t in np.linspace(0, math.pi, 20001))
+    )
+    assert best / (U**2).sum() == pytest.approx(th.rank_bound(W, 1), rel=1e-6)
+
+
+def test_mixed_error_is_the_monte_carlo_relative_mse_on_white_inputs():
+    W = _kernel(K=3, d=2, seed=5)
+    rng = np.random.default_rng(7)
+    A, M = rng.random((5, 2)), rng.standard_normal((2, 2, 2))
+    x = rng.standard_normal((4000, 12, 2))
+    fit = th.conv1d(x, np.einsum("sh,hij->sij", A, M))
+    y = th.conv1d(x, W)
+    err = ((y - fit)[:, 4:] ** 2).sum(-1)  # rows t >= S - 1: every offset inside
+    rel = err.mean() / (y[:, 4:] ** 2).sum(-1).mean()
+    assert rel == pytest.approx(th.mixed_error(W, A, M), rel=0.05)
+
+
+def test_construction_selects_one_offset_per_head():
+    bias, w_o = th.construction(_kernel())
+    assert bias.shape == (4, 5) and np.isinf(bias).sum() == 4 * 5 - 4
+    np.testing.assert_array_equal(np.argmax(bias, axis=1), np.arange(4))
+    np.testing.assert_array_equal(w_o, _kernel())
+
+
+def _bag_bayes_by_enumeration(T, L):
+    """Exact Bayes accuracy of a predictor seeing (x_t, multiset of x_0..x_t), by enumerating every sequence
+    (V = T - L tokens: the prefix is a permutation) and every offset p; tokens relabelled so that observations
+    are canonical."""
+    V = T - L
+    n = T - 2 * L + 1
+    per_pos = []
+    for i in range(L):
+        table: dict = {}
+        for perm in itertools.permutations(range(V)):
+            for p in range(n):
+                seq = list(perm) + list(perm[p : p + L])
+                t = T - L + i
+                counts = Counter(seq[: t + 1])
+                obs = (seq[t], frozenset(counts.items()))
+                table.setdefault(obs, Counter())[seq[p + i + 1]] += 1
+        hits = sum(max(c.values()) for c in table.values())
+        per_pos.append(hits / (math.factorial(V) * n))
+    return np.array(per_pos)
+
+
+@pytest.mark.parametrize("T,L", [(5, 2), (6, 2), (7, 3), (7, 2)])
+def test_bag_ceiling_is_the_bayes_accuracy_by_enumeration(T, L):
+    np.testing.assert_allclose(th.bag_ceiling_per_position(T, L), _bag_bayes_by_enumeration(T, L), atol=1e-12)
+
+
+def test_offset_guess_by_monte_carlo():
+    task = Induction(vocab_size=20, seq_len=14, segment=4)
+    x, p = task.draw(20000, torch.Generator().manual_seed(0))
+    assert float((p == 2).double().mean()) == pytest.approx(th.offset_guess(14, 4), abs=0.01)
+    assert x.shape == (20000, 14)
+
+
+def test_convolution_task_kernel_is_normalised_and_targets_are_the_convolution():
+    task = ConvolutionRegression(d=3, taps=4, seq_len=9, decay=0.5, kernel_seed=2)
+    x, y = task.sample(3, torch.Generator().manual_seed(0), dtype=torch.float64)
+    np.testing.assert_allclose(y.numpy(), th.conv1d(x.numpy(), task.kernel), atol=1e-12)
+    norms = (task.kernel**2).sum(axis=(1, 2))
+    assert norms[1] / norms[0] == pytest.approx(0.25, rel=0.8)  # scale ratio 1/2 per tap, Gaussian spread
