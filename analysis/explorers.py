@@ -10,8 +10,8 @@ matplotlib figure and one line of text. Displayed in a notebook (:meth:`Explorer
   No widget is created, so no widget state reaches an executed notebook.
 
 Each explorer's numbers come from a *compute* function (``entropy_curves``, ``relay_alpha_curves``,
-``eta_star_curves``, ``readout_error_curves`` here; the ones that read cached probe results are in
-:mod:`probes.explorers`): pure functions of the control values built on the theory modules, tested in
+``eta_star_curves``, ``readout_error_curves``, ``conv_heads_curves`` here; the ones that read cached probe
+results are in :mod:`probes.explorers`): pure functions of the control values built on the theory modules, tested in
 ``tests/test_explorers.py`` and timed in ``bench/run.py`` (``--only explorers``). Closed forms are evaluated
 per change; the only sampling is a small Monte Carlo over random logits or random memories (fixed seeds).
 """
@@ -32,6 +32,7 @@ import numpy as np
 from analysis.plotting import BLUE, STYLE, VERMILLION, theory_line
 from analysis.theory import associative_recall as th_ar
 from analysis.theory import attention_entropy as th_ae
+from analysis.theory import attention_only as th_ao
 from analysis.theory import prompt_forgetting as th_pf
 from analysis.theory.icl_gd import closed_forms as th_icl
 from analysis.validation import check_choice, check_float, check_int
@@ -361,3 +362,63 @@ def explore_readout(static: bool | None = None) -> Explorer:
         Slider("d_key", "key dim", 2, 64, 1, 16, integer=True),
     ]
     return Explorer("Associative recall", controls, _render_readout, static)
+
+
+# ----------------------------------------------------------------------------------------------
+# attention_only: how many relative-position heads a convolution needs
+# ----------------------------------------------------------------------------------------------
+def conv_heads_curves(K: int, d: int, decay: float, seed: int = 0) -> dict:
+    """Least relative MSE of ``H = 0..K`` content-free heads expressing a random K-tap convolution in ``d``
+    dimensions whose taps shrink as ``decay^k`` (tap ``k``: i.i.d. N(0, decay^(2k)/d) entries).
+
+    ``bound``: Eckart-Young on the unfolded kernel (:func:`analysis.theory.attention_only.rank_bound`);
+    ``signed``: the error of its truncated-SVD factors (:func:`~analysis.theory.attention_only.mixed_error`),
+    which attain it with signed patterns; ``one_hot``: H heads that each copy one tap exactly (one-hot
+    patterns on the H largest taps), one choice of nonnegative patterns (softmax ones do at least this well
+    at the optimum); ``sigma``: the unfolded kernel's singular values.
+    """
+    check_int("K", K, minimum=1)
+    check_int("d", d, minimum=1)
+    check_float("decay", decay, minimum=0.0, maximum=1.0)
+    rng = np.random.default_rng(seed)
+    kernel = rng.standard_normal((K, d, d)) / math.sqrt(d) * (decay ** np.arange(K))[:, None, None]
+    if not np.any(kernel):
+        kernel[0] = np.eye(d)  # decay 0 keeps tap 0 only; never an all-zero kernel
+    H = np.arange(K + 1)
+    tap = (kernel**2).sum((1, 2))
+    kept = np.concatenate([[0.0], np.cumsum(np.sort(tap)[::-1])])
+    signed = [th_ao.mixed_error(kernel, *th_ao.rank_h_factors(kernel, h)) if h else 1.0 for h in H]
+    return {
+        "H": H,
+        "bound": np.array([th_ao.rank_bound(kernel, int(h)) for h in H]),
+        "signed": np.array(signed),
+        "one_hot": 1.0 - kept / tap.sum(),
+        "sigma": th_ao.singular_values(kernel),
+    }
+
+
+def _render_conv_heads(K: int, d: int, decay: float):
+    c = conv_heads_curves(K, d, decay)
+    fig, (ax, ax2) = _two_panels()
+    ax.plot(c["H"], c["one_hot"], "s-", color=VERMILLION, ms=3, label="one-hot heads on the largest taps")
+    ax.plot(c["H"], c["signed"], "o", color=BLUE, ms=4, label="truncated SVD (signed patterns)")
+    theory_line(ax, c["H"], c["bound"], "rank-H bound (Eckart-Young)")
+    ax.set_xlabel("heads H")
+    ax.set_ylabel("relative MSE")
+    ax.set_title(f"K = {K} taps, d = {d}")
+    ax.legend(fontsize=6)
+    ax2.semilogy(np.arange(1, len(c["sigma"]) + 1), c["sigma"] ** 2 / (c["sigma"] ** 2).sum(), "o-", color=BLUE, ms=3)
+    ax2.set_xlabel("singular value i of the unfolded kernel")
+    ax2.set_ylabel("share of sigma_i^2")
+    need = int(np.argmax(c["bound"] <= 1e-12)) if np.any(c["bound"] <= 1e-12) else K
+    return fig, f"exact with H = {need} heads (rank of the unfolded kernel); one head leaves {c['bound'][1]:.3g}"
+
+
+def explore_conv_heads(static: bool | None = None) -> Explorer:
+    """Convolution by attention: the least error of H relative-position heads against H, per kernel shape."""
+    controls = [
+        Slider("K", "taps K", 1, 8, 1, 4, integer=True),
+        Slider("d", "width d", 1, 8, 1, 4, integer=True),
+        Slider("decay", "tap decay", 0.0, 1.0, 0.05, 0.7),
+    ]
+    return Explorer("Convolution by attention", controls, _render_conv_heads, static)

@@ -83,6 +83,16 @@ def test_readout_error_curves():
     assert np.all(np.abs(c["measured"] - c["theory"]) < 5 * c["se"] + 1e-12)
 
 
+def test_conv_heads_curves():
+    c = ex.conv_heads_curves(5, 3, 0.8, seed=1)
+    assert c["bound"][0] == 1.0 and c["bound"][-1] < 1e-12 and np.all(np.diff(c["bound"]) <= 1e-15)
+    np.testing.assert_allclose(c["signed"], c["bound"], atol=1e-12)  # Eckart-Young: the truncated SVD attains it
+    assert np.all(c["one_hot"] >= c["bound"] - 1e-12) and c["one_hot"][-1] < 1e-12  # K one-hot heads: exact
+    s2 = c["sigma"] ** 2
+    np.testing.assert_allclose(c["bound"][1:-1], [s2[h:].sum() / s2.sum() for h in range(1, 5)], rtol=1e-12)
+    assert ex.conv_heads_curves(3, 2, 0.0)["bound"][1] < 1e-12  # decay 0: one tap, one head
+
+
 @pytest.fixture(scope="module")
 def smoke():
     return {
@@ -192,6 +202,7 @@ PROBE_NOTEBOOKS = {
     "04_icl_gd": "explore_eta_star",
     "05_representational_collapse": "explore_collapse",
     "07_linear_attention": "explore_readout",
+    "08_attention_only": "explore_conv_heads",
 }
 
 
