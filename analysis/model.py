@@ -396,8 +396,10 @@ class PrefixKeyBias:
 def bias_block(attn_bias: Any, r0: int, r1: int, k: int) -> torch.Tensor:
     """Rows ``r0:r1`` and keys ``:k`` of a logit bias: a tensor whose last two dims are ``(T, T)`` (leading
     dims broadcast against ``(B, H)``) or a :class:`PrefixKeyBias`."""
-    if isinstance(attn_bias, torch.Tensor):
-        return attn_bias[..., r0:r1, :k]
+    if isinstance(attn_bias, torch.Tensor):  # a row or key dim of size 1 broadcasts: it is never sliced
+        rows = slice(None) if attn_bias.shape[-2] == 1 else slice(r0, r1)
+        keys = slice(None) if attn_bias.shape[-1] == 1 else slice(None, k)
+        return attn_bias[..., rows, keys]
     return attn_bias.block(r0, r1, k)
 
 

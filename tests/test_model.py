@@ -467,6 +467,23 @@ def test_unwatched_large_attention_runs_in_row_blocks(monkeypatch):
     assert float((blocked - watched).abs().max()) <= 100 * torch.finfo(torch.float64).eps * scale
 
 
+def test_row_blocks_broadcast_a_key_padding_bias(monkeypatch):
+    """A (B, 1, 1, T) bias (key padding, as for bidirectional models with padded batches) broadcasts over the
+    rows of every block; it was once sliced like a (T, T) matrix, leaving later blocks an empty bias."""
+    import analysis.model as M
+
+    cfg = ModelConfig(n_layers=1, d_model=16, n_heads=2, vocab_size=32, dtype="float64", causal=False)
+    model = TinyTransformer(cfg).eval()
+    x = torch.randint(0, 32, (2, 40), generator=torch.Generator().manual_seed(0))
+    pad = torch.zeros(2, 1, 1, 40, dtype=torch.float64)
+    pad[1, ..., 30:] = -math.inf  # the second sequence is 30 tokens long
+    with torch.no_grad():
+        whole = model(x, attn_bias=pad)
+        monkeypatch.setattr(M, "AUTO_BLOCK_BYTES", 2 * 2 * 40 * 8 * 8)  # blocks of 8 rows
+        blocked = model(x, attn_bias=pad)
+    assert float((blocked - whole).abs().max()) <= 100 * torch.finfo(torch.float64).eps * float(whole.abs().max())
+
+
 # ---------------------------------------------------------------------------------------------- rel_pos and kv_shift
 @pytest.mark.parametrize("attention", ATTENTION_KERNELS)
 @pytest.mark.parametrize("causal", [True, False])
