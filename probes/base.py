@@ -281,7 +281,7 @@ class ProbeConfig(BaseConfig):
     def _unknown_fields_message(cls, unknown: list[str]) -> str:
         return (
             f"unknown field {unknown[0]!r} for {cls.__module__}.{cls.__qualname__}; "
-            f"allowed: {', '.join(cls.field_names())}"
+            f"allowed: {', '.join(['preset_name'] + [s.name for s in cls.field_specs()])}"
         )
 
     def digest(self) -> str:
