@@ -537,6 +537,7 @@ def bench_explorers() -> dict:
         "entropy": (explorers.explore_entropy(static=True), {"scale": 1.5}),
         "eta_star": (explorers.explore_eta_star(static=True), {"N": 40}),
         "readout": (explorers.explore_readout(static=True), {"d_key": 32}),
+        "conv_heads": (explorers.explore_conv_heads(static=True), {"K": 6}),
         "relay": (probe_explorers.explore_relay("smoke", static=True), {"L": 4}),
         "rank_collapse": (probe_explorers.explore_rank_collapse("smoke", static=True), {"mask": "causal"}),
         "collapse": (probe_explorers.explore_collapse("smoke", static=True), {"alpha": 0.5}),
@@ -566,6 +567,8 @@ def _headline(results: dict) -> list[str]:
     """One row per measured quantity, for the summary table of a run."""
     rows = []
     for name, t in results.get("explorers", {}).items():
+        if name == "memory":  # the benchmark process's peak memory, reported with every benchmark's
+            continue
         rows.append((f"explorer {name}, one knob change (ms)", f"{1000 * t['median_s']:.0f}", "compute + PNG"))
     if "forward" in results:
         f = results["forward"]

@@ -353,7 +353,7 @@ def _run_point(probe: Any, config: dict[str, Any], cache_root: str | None, threa
         else:
             module = probe
         cfg = module.Config.from_dict(config)
-        if getattr(cfg, "device", "cpu") == "cuda":
+        if _on_gpu(cfg):
             _bind_gpu()
         with _torch_threads(threads):
             result = cached_run(module, cfg, cache_root=cache_root, progress=False)
@@ -385,9 +385,13 @@ def _bind_gpu() -> None:
         torch.cuda.set_device(worker.name % count)
 
 
+def _on_gpu(cfg: Any) -> bool:
+    return getattr(cfg, "device", "cpu") == "cuda"
+
+
 def needs_gpu(p: Plan) -> bool:
     """Whether any point asks for ``device="cuda"`` (those run only on workers with the ``GPU`` resource)."""
-    return any(getattr(cfg, "device", "cpu") == "cuda" for cfg in p.configs)
+    return any(_on_gpu(cfg) for cfg in p.configs)
 
 
 def _check_gpu_workers(client: Any) -> None:
@@ -422,7 +426,7 @@ def _run_client(p: Plan, client: Any, cache_root: str | None, threads: int | Non
     token = uuid.uuid4().hex[:8]
     futures = {}
     for i, cfg in enumerate(p.configs):
-        gpu = {"resources": {GPU_RESOURCE: 1}} if getattr(cfg, "device", "cpu") == "cuda" else {}
+        gpu = {"resources": {GPU_RESOURCE: 1}} if _on_gpu(cfg) else {}
         fut = client.submit(
             _run_point,
             p.name,
