@@ -1,9 +1,12 @@
 #!/usr/bin/env python
 """Regenerate every figure: execute ``notebooks/NN_*.ipynb`` with papermill, then gather the claims.
 
-    python scripts/make_figures.py [--preset smoke|full] [-p NAME VALUE ...] [--out DIR] [--force]
+    python scripts/make_figures.py [--preset smoke|full] [-p NAME VALUE ...] [--out DIR] [--force] [--jobs N]
 
-For each notebook, in file-name order:
+Notebooks run ``--jobs`` at a time (default: one per usable CPU core, at most one per notebook; longest first
+by the wall time of their last run), each kernel with ``cores // jobs`` torch threads (``OMP_NUM_THREADS``,
+unless the environment sets it), so the same command on the same machine always computes with the same
+thread count, whatever the load. For each notebook:
 
 1. **Resume.** The notebook's inputs -- its file hash, the injected parameters (``preset`` plus every
    ``-p``), the hash of the ``analysis/`` and ``probes/`` source trees, the package versions and the
@@ -55,7 +58,9 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -144,6 +149,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--timeout", type=float, default=7200.0, help="seconds allowed per notebook (default 7200)")
     p.add_argument(
+        "-j",
+        "--jobs",
+        type=int,
+        default=None,
+        help="notebooks executed at once (default: the usable CPU cores, at most the number of notebooks); "
+        "each kernel gets cores // jobs torch threads",
+    )
+    p.add_argument(
         "--prepare-only",
         type=Path,
         default=None,
@@ -168,6 +181,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args.params = params
     if args.timeout <= 0:
         parser.error(f"--timeout must be > 0 seconds, got {args.timeout}")
+    if args.jobs is not None and args.jobs < 1:
+        parser.error(f"--jobs must be an integer >= 1, got {args.jobs}")
     if not args.notebooks.is_dir():
         parser.error(f"--notebooks: no such folder {args.notebooks}")
     if args.out is None:
@@ -202,9 +217,13 @@ def discover(folder: Path, only: list[str] | None) -> tuple[list[Path], list[Pat
 # ----------------------------------------------------------------------------------------------
 # Resume stamps
 # ----------------------------------------------------------------------------------------------
-def stamp_inputs(nb: Path, params: dict[str, Any], out: Path, source_hash: str) -> dict[str, Any]:
-    """Everything a notebook's outputs depend on (the resume key is the hash of this dict)."""
+def stamp_inputs(
+    nb: Path, params: dict[str, Any], out: Path, source_hash: str, threads: int | None = None
+) -> dict[str, Any]:
+    """Everything a notebook's outputs depend on (the resume key is the hash of this dict; the kernel's
+    thread count enters it because a float reduction's rounding may depend on it)."""
     return {
+        "threads": threads,
         "stamp_version": STAMP_VERSION,
         "notebook": nb.stem,
         "notebook_sha256": sha256_file(nb),
@@ -234,9 +253,50 @@ def up_to_date(stamp_path: Path, key: str, out: Path) -> dict[str, Any] | None:
 # ----------------------------------------------------------------------------------------------
 # Running one notebook
 # ----------------------------------------------------------------------------------------------
-def kernel_env(staging: Path) -> dict[str, str]:
-    """Environment of the papermill process and its kernel."""
+def usable_cores() -> int:
+    """CPU cores this process may run on (its affinity mask where the OS has one)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def plan(notebooks: list[Path], jobs: int | None, build: Path) -> tuple[int, int, list[Path]]:
+    """(jobs, torch threads per kernel, execution order) for ``notebooks``.
+
+    ``jobs`` defaults to the usable cores; each kernel gets ``cores // jobs`` threads (at least one) so that
+    concurrent kernels never oversubscribe the machine, and at most ``len(notebooks)`` kernels run at once.
+    The thread count does not depend on which notebooks are selected, so ``--only`` computes exactly
+    what the full run does.
+    With several jobs the notebooks start longest first, by the wall time their last stamp recorded
+    (unknown ones first), which shortens the run's critical path; the manifest and the printed summary
+    keep notebook order.
+    """
+    cores = usable_cores()
+    requested = jobs if jobs is not None else cores
+    threads = max(1, cores // requested)  # not capped by the selection: --only computes with the same threads
+    fixed = os.environ.get("OMP_NUM_THREADS", "")
+    if fixed.isdigit() and int(fixed) >= 1:  # the caller's environment decides (kernel_env keeps it)
+        threads = int(fixed)
+    n = max(1, min(requested, len(notebooks) or 1))
+    if n == 1:
+        return n, threads, list(notebooks)
+
+    def last_wall(nb: Path) -> float:
+        stamp = _read_json(build / "stamps" / f"{nb.stem}.json")
+        wall = stamp.get("wall_s")
+        return float(wall) if isinstance(wall, (int, float)) else float("inf")
+
+    return n, threads, sorted(notebooks, key=lambda nb: -last_wall(nb))  # stable: ties keep notebook order
+
+
+def kernel_env(staging: Path, threads: int | None = None) -> dict[str, str]:
+    """Environment of the papermill process and its kernel (``threads``: OpenMP/MKL threads of the kernel,
+    unless the caller's environment already fixes them)."""
     env = dict(os.environ)
+    if threads is not None:
+        for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+            env.setdefault(var, str(threads))
     share = Path(sys.prefix) / "share" / "jupyter"  # this venv's kernelspecs come first
     env["JUPYTER_PATH"] = os.pathsep.join([str(share), *filter(None, [os.environ.get("JUPYTER_PATH")])])
     env["WORKBENCH_FIGURES"] = str(staging)
@@ -282,6 +342,18 @@ def _die_with_parent() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
+_RUNNING: set[subprocess.Popen] = set()  # papermill processes of this run (killed together on Ctrl-C)
+_RUNNING_LOCK = threading.Lock()
+
+
+def kill_running() -> None:
+    """Kill every papermill process group this run started that is still executing."""
+    with _RUNNING_LOCK:
+        procs = list(_RUNNING)
+    for proc in procs:
+        _kill_group(proc)
+
+
 def execute(cmd: list[str], env: dict[str, str], log: Path, timeout: float) -> tuple[int | None, float]:
     """Run ``cmd`` in its own process group; return (exit code or None on timeout, wall seconds).
 
@@ -294,6 +366,8 @@ def execute(cmd: list[str], env: dict[str, str], log: Path, timeout: float) -> t
         proc = subprocess.Popen(
             cmd, stdout=logf, stderr=subprocess.STDOUT, env=env, start_new_session=True, preexec_fn=_die_with_parent
         )
+        with _RUNNING_LOCK:
+            _RUNNING.add(proc)
         try:
             rc: int | None = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -302,6 +376,9 @@ def execute(cmd: list[str], env: dict[str, str], log: Path, timeout: float) -> t
         except BaseException:  # Ctrl-C: do not leave a kernel behind
             _kill_group(proc)
             raise
+        finally:
+            with _RUNNING_LOCK:
+                _RUNNING.discard(proc)
     return rc, time.perf_counter() - t0
 
 
@@ -407,11 +484,16 @@ def _read_json(path: Path) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def run_notebook(nb: Path, params: dict[str, Any], args: argparse.Namespace, source_hash: str) -> NotebookRun:
+_PROMOTE = threading.Lock()  # concurrent notebooks promote into the output folder one at a time
+
+
+def run_notebook(
+    nb: Path, params: dict[str, Any], args: argparse.Namespace, source_hash: str, threads: int | None = None
+) -> NotebookRun:
     name = nb.stem
     check_name("notebook", name)
     run = NotebookRun(name=name, path=_display(nb))
-    inputs = stamp_inputs(nb, params, args.out, source_hash)
+    inputs = stamp_inputs(nb, params, args.out, source_hash, threads)
     run.key = content_hash(inputs, length=64)
     stamp_path = args.build / "stamps" / f"{name}.json"
     if not args.force and (stamp := up_to_date(stamp_path, run.key, args.out)) is not None:
@@ -425,18 +507,20 @@ def run_notebook(nb: Path, params: dict[str, Any], args: argparse.Namespace, sou
     executed.unlink(missing_ok=True)
     log = args.build / "logs" / f"{name}.log"
     run.executed, run.log = _display(executed), _display(log)
-    rc, run.wall_s = execute(papermill_command(nb, executed, params), kernel_env(staging), log, args.timeout)
+    cmd = papermill_command(nb, executed, params)
+    rc, run.wall_s = execute(cmd, kernel_env(staging, threads), log, args.timeout)
     if rc != 0:
         run.status = "failed"
         run.error = describe_failure(nb, executed, log, args.timeout if rc is None else None)
         return run
-    try:
-        run.outputs = promote(name, staging, args.out)
-    except RuntimeError as err:
-        run.status, run.error = "failed", f"{_display(nb)}: {err}"
-        return run
+    with _PROMOTE:
+        try:
+            run.outputs = promote(name, staging, args.out)
+        except RuntimeError as err:
+            run.status, run.error = "failed", f"{_display(nb)}: {err}"
+            return run
+        outputs = {f: sha256_file(args.out / f) for f in run.outputs}
     shutil.rmtree(staging, ignore_errors=True)
-    outputs = {f: sha256_file(args.out / f) for f in run.outputs}
     atomic_write_json(stamp_path, {"key": run.key, "inputs": inputs, "outputs": outputs, "wall_s": run.wall_s})
     run.status = "ran"
     return run
@@ -631,15 +715,35 @@ def main(argv: list[str] | None = None) -> int:
 
     t0 = time.perf_counter()
     source_hash = tree_hash(args.sources)
-    runs: list[NotebookRun] = []
     params_text = " ".join(f"{k}={json.dumps(v)}" for k, v in sorted(args.params.items()))
-    print(f"make_figures: {len(selected)} notebook(s), {params_text}, out {args.out}")
-    for i, nb in enumerate(selected, 1):
-        print(f"[{i}/{len(selected)}] {nb.stem} ... ", end="", flush=True)
-        run = run_notebook(nb, args.params, args, source_hash)
-        runs.append(run)
+    jobs, threads, order = plan(selected, args.jobs, args.build)
+    where = f"{jobs} at a time, {threads} thread(s) each" if jobs > 1 else f"{threads} thread(s)"
+    print(f"make_figures: {len(selected)} notebook(s) ({where}), {params_text}, out {args.out}")
+
+    def report(i: int, run: NotebookRun) -> None:
         wall = f" ({run.wall_s:.1f} s)" if run.status != "up to date" and run.wall_s is not None else ""
-        print(f"{run.status}{wall}" if run.status != "failed" else f"FAILED{wall}", flush=True)
+        status = run.status if run.status != "failed" else "FAILED"
+        print(f"[{i}/{len(selected)}] {run.name} ... {status}{wall}", flush=True)
+
+    done: dict[str, NotebookRun] = {}
+    if jobs == 1:
+        for i, nb in enumerate(order, 1):
+            done[nb.stem] = run_notebook(nb, args.params, args, source_hash, threads)
+            report(i, done[nb.stem])
+    else:
+        pool = ThreadPoolExecutor(max_workers=jobs)
+        try:
+            futures = [pool.submit(run_notebook, nb, args.params, args, source_hash, threads) for nb in order]
+            for i, fut in enumerate(as_completed(futures), 1):
+                run = fut.result()
+                done[run.name] = run
+                report(i, run)
+        except BaseException:  # Ctrl-C in the main thread: start nothing more, kill what runs
+            pool.shutdown(wait=False, cancel_futures=True)
+            kill_running()
+            raise
+        pool.shutdown()
+    runs = [done[nb.stem] for nb in selected]
     failing = write_collection(notebooks, args.out)
     total = time.perf_counter() - t0
     manifest = {
@@ -647,6 +751,8 @@ def main(argv: list[str] | None = None) -> int:
         "out": str(args.out),
         "notebooks_dir": str(args.notebooks.resolve()),
         "total_wall_s": total,
+        "jobs": jobs,
+        "threads_per_kernel": threads,
         "notebooks": {r.name: r.__dict__ for r in runs},
         "failing_claims": [f"{c.context}/{c.name}" for c in failing],
     }

@@ -308,8 +308,8 @@ def test_resume_key(script, tmp_path):
     """The key changes with the notebook, the parameters, the preset, the sources and the output folder."""
     nb = write_notebook(tmp_path / "01_a.ipynb", PARAMS, "x = 1")
 
-    def key(params=None, out=tmp_path / "figs", source="src"):
-        inputs = script.stamp_inputs(nb, params or {"preset": "smoke"}, out, source)
+    def key(params=None, out=tmp_path / "figs", source="src", threads=1):
+        inputs = script.stamp_inputs(nb, params or {"preset": "smoke"}, out, source, threads)
         return script.content_hash(inputs, length=64)
 
     k = key()
@@ -318,6 +318,7 @@ def test_resume_key(script, tmp_path):
     assert key({"preset": "smoke", "seed": 1}) != k
     assert key(source="other") != k
     assert key(out=tmp_path / "elsewhere") != k
+    assert key(threads=2) != k
     write_notebook(nb, PARAMS, "x = 2")
     assert key() != k
 
@@ -338,3 +339,72 @@ def test_smoke_figures_never_land_in_the_committed_gallery(script, monkeypatch):
     assert script.parse_args(["--preset", "smoke", "--out", "x"]).out == Path("x").resolve()
     monkeypatch.setenv("WORKBENCH_FIGURES", str(REPO / "build" / "elsewhere"))
     assert script.parse_args(["--preset", "smoke"]).out == (REPO / "build" / "elsewhere").resolve()
+
+
+def test_plan_threads_and_order(script, tmp_path, monkeypatch):
+    """Kernels never oversubscribe the cores; the selection does not change the thread count; the longest
+    notebook (by its last stamp) starts first, unknown ones before it."""
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(script, "usable_cores", lambda: 4)
+    nbs = [tmp_path / f"0{i}_n.ipynb" for i in range(1, 5)]
+    stamps = tmp_path / "build" / "stamps"
+    stamps.mkdir(parents=True)
+    for nb, wall in zip(nbs[:3], (5.0, 50.0, 20.0), strict=True):
+        (stamps / f"{nb.stem}.json").write_text(json.dumps({"wall_s": wall}))
+    jobs, threads, order = script.plan(nbs, None, tmp_path / "build")
+    assert (jobs, threads) == (4, 1)
+    assert [nb.stem for nb in order] == ["04_n", "02_n", "03_n", "01_n"]
+    assert script.plan(nbs[:1], None, tmp_path / "build")[:2] == (1, 1)  # --only: same threads
+    assert script.plan(nbs, 2, tmp_path / "build")[:2] == (2, 2)
+    jobs, threads, order = script.plan(nbs, 1, tmp_path / "build")
+    assert (jobs, threads, order) == (1, 4, nbs)  # serial: notebook order
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    assert script.plan(nbs, None, tmp_path / "build")[1] == 3
+    assert script.kernel_env(tmp_path, 1)["OMP_NUM_THREADS"] == "3"  # the caller's setting wins
+
+
+SLEEPER = """\
+import json, os, time
+from analysis.plotting import save_ledger
+from analysis.ledger import Ledger
+name = "{name}"
+t0 = time.time()
+time.sleep(4)
+with open(os.path.join(log_dir, name + ".json"), "w") as f:
+    json.dump({{"start": t0, "end": time.time(), "omp": os.environ.get("OMP_NUM_THREADS")}}, f)
+led = Ledger(name, preset=preset)
+led.identity("one", measured=1.0, expected=1.0, source="arithmetic", why="exact")
+save_ledger(led, notebook=name)"""
+
+
+@pytest.mark.slow
+def test_jobs_run_notebooks_at_once(tmp_path):
+    """--jobs 2: two notebooks execute concurrently (their run intervals overlap), each kernel with the planned
+    thread count, and the manifest and claims come out in notebook order as in a serial run."""
+    nbs, logs = tmp_path / "notebooks", tmp_path / "logs"
+    nbs.mkdir()
+    logs.mkdir()
+    (tmp_path / "src").mkdir()
+    params = PARAMS + '\nlog_dir: str = ""'
+    for name in ("01_a", "02_b"):
+        write_notebook(nbs / f"{name}.ipynb", params, SLEEPER.format(name=name))
+    env_threads = {k: v for k, v in ENV.items() if k != "OMP_NUM_THREADS"}
+    res = subprocess.run(
+        [sys.executable, str(SCRIPT), "--preset", "smoke", "--jobs", "2", "--notebooks", nbs,
+         "--out", tmp_path / "figs", "--build", tmp_path / "build", "--sources", tmp_path / "src",
+         "-p", "log_dir", logs, "-p", "expected_prefix", sys.prefix],
+        capture_output=True, text=True, timeout=600, cwd=REPO, env=env_threads,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stdout + res.stderr
+    a, b = (json.loads((logs / f"{n}.json").read_text()) for n in ("01_a", "02_b"))
+    assert a["start"] < b["end"] and b["start"] < a["end"], (a, b)  # the intervals overlap
+    manifest = json.loads((tmp_path / "build" / "manifest.json").read_text())
+    assert manifest["jobs"] == 2 and list(manifest["notebooks"]) == ["01_a", "02_b"]
+    assert a["omp"] == b["omp"] == str(manifest["threads_per_kernel"])
+    claims = json.loads((tmp_path / "figs" / "claims.json").read_text())
+    assert list(claims["notebooks"]) == ["01_a", "02_b"]
+
+
+def test_bad_jobs_is_refused(tmp_path):
+    res = make_figures("--jobs", "0", "--out", tmp_path / "figs", "--build", tmp_path / "build")
+    assert res.returncode == 2 and "--jobs must be an integer >= 1, got 0" in res.stderr
