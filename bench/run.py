@@ -31,6 +31,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from analysis.allocator import kept_limit  # noqa: E402
 from analysis.devices import resolve_device, synchronize  # noqa: E402
 from analysis.hooks import run_with_cache  # noqa: E402
 from analysis.io import atomic_write_json, atomic_write_text  # noqa: E402
@@ -178,16 +179,21 @@ def bench_hooks() -> dict:
         "cache_everything": lambda: run_with_cache(model, x, names=None),
     }
     times: dict[str, list[float]] = {k: [] for k in variants}
+    faults = dict.fromkeys(variants, 0)
     with torch.no_grad():
         for fn in variants.values():
             fn()  # warm-up
         for _ in range(25):
             for name, fn in variants.items():
+                f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
                 t0 = time.perf_counter()
                 fn()
                 times[name].append(time.perf_counter() - t0)
+                faults[name] += resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0
     med = {k: statistics.median(v) for k, v in times.items()}
     out = {"config": "L=4 d=128 H=4 T=256 B=4 float32, 25 interleaved rounds"}
+    out["keep_freed_memory_limit"] = kept_limit()  # None: glibc's defaults (analysis/allocator.py)
+    out["minor_page_faults_per_forward"] = {k: v / 25 for k, v in faults.items()}
     out["cache_everything_over_plain"] = med["cache_everything"] / med["no_hooks"]
     for name, v in times.items():
         out[name] = {
@@ -551,7 +557,7 @@ BENCHES = {
     "explorers": bench_explorers,
     "forward": bench_forward,
     "hooks": bench_hooks,
-    "hooks_malloc": bench_hooks,  # the same, its process run with MALLOC_TUNED (see _in_worker)
+    "hooks_malloc": bench_hooks,  # the same, its process run with WORKBENCH_KEEP_FREED_MEMORY=1 (see _in_worker)
     "hf": bench_hf,
     "icl": bench_icl,
     "train": bench_train,
@@ -720,7 +726,7 @@ RATIOS = [
     ("forward, fused / GEMM peak", lambda r: r["forward"]["fused"]["of_peak"], 0.6, False),
     ("cache every hook point / plain forward", lambda r: r["hooks"]["cache_everything_over_plain"], 1.1, True),
     (
-        "the same, glibc keeping freed memory (MALLOC_TUNED)",
+        "the same, keeping freed memory (analysis.allocator)",
         lambda r: r["hooks_malloc"]["cache_everything_over_plain"],
         1.1,
         True,
@@ -792,9 +798,11 @@ def _run_one(name: str, steps: int | None) -> dict:
 
 
 # glibc's allocator returns freed blocks above its mmap/trim thresholds to the OS, and every forward then
-# page-faults fresh memory back in; raising both keeps freed memory in the process (hooks_malloc measures the
-# hook benchmark so: what the hook overhead owes to the allocator rather than to the hook machinery)
-MALLOC_TUNED = {"MALLOC_MMAP_THRESHOLD_": str(2**32), "MALLOC_TRIM_THRESHOLD_": str(2**32)}
+# page-faults fresh memory back in; analysis.allocator.keep_freed_memory keeps freed memory in the process
+# (hooks_malloc measures the hook benchmark so: what the hook overhead owes to the allocator rather than to the
+# hook machinery). Every other benchmark runs with glibc's defaults.
+MALLOC_TUNED = {"WORKBENCH_KEEP_FREED_MEMORY": "1"}
+MALLOC_DEFAULT = {"WORKBENCH_KEEP_FREED_MEMORY": "0"}
 
 
 def _in_worker(name: str, steps: int | None) -> dict:
@@ -802,7 +810,7 @@ def _in_worker(name: str, steps: int | None) -> dict:
     cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", name, "--device", DEVICE.type]
     if steps is not None:
         cmd += ["--steps", str(steps)]
-    env = {**os.environ, **(MALLOC_TUNED if name == "hooks_malloc" else {})}
+    env = {**os.environ, **(MALLOC_TUNED if name == "hooks_malloc" else MALLOC_DEFAULT)}
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, env=env)
     if proc.returncode:
         raise RuntimeError(f"benchmark {name} failed (exit {proc.returncode})")

@@ -88,6 +88,7 @@ from typing import Any
 
 import probes
 from analysis import cache
+from analysis.allocator import ENV_VAR, keep_freed_memory
 from analysis.cache import KINDS
 from analysis.devices import cuda_available
 from analysis.io import atomic_write_json, unwritable
@@ -141,11 +142,21 @@ class _Parser(argparse.ArgumentParser):
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    _keep_freed_memory()
     try:
         return _dispatch(args)
     except UsageError as e:
         print(f"probes: error: {' '.join(str(e).split())}", file=sys.stderr)
         return 2
+
+
+def _keep_freed_memory() -> None:
+    """A command-line run is a batch process: keep freed tensor memory for the next forward instead of
+    page-faulting it back (analysis/allocator.py), here and in the Dask workers a sweep starts. An explicit
+    ``WORKBENCH_KEEP_FREED_MEMORY`` (``0`` included) is left as the user set it."""
+    if os.environ.get(ENV_VAR) is None:
+        os.environ[ENV_VAR] = "1"
+        keep_freed_memory()
 
 
 def _dispatch(args: list[str]) -> int:

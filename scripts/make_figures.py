@@ -303,6 +303,7 @@ def kernel_env(staging: Path, threads: int | None = None) -> dict[str, str]:
     env["MPLBACKEND"] = "agg"
     env["WORKBENCH_STATIC"] = "1"  # explorers render a static figure, never widgets (analysis/explorers.py)
     env.setdefault("TQDM_DISABLE", "1")
+    env.setdefault("WORKBENCH_KEEP_FREED_MEMORY", "1")  # a batch kernel keeps freed memory (analysis/allocator.py)
     env.setdefault("PYTHONHASHSEED", "0")
     env.setdefault("JUPYTER_PLATFORM_DIRS", "1")
     env.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")

@@ -1,0 +1,80 @@
+"""analysis/allocator.py: keeping freed memory changes page faults, never numbers."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from analysis import allocator
+from analysis.paths import REPO
+
+GLIBC = allocator._glibc() is not None
+
+# a forward and a cache-everything forward, repeated; prints the digest of every output and the faults
+SCRIPT = """
+import hashlib, json, resource, torch
+from analysis.allocator import kept_limit
+from analysis.hooks import run_with_cache
+from analysis.model import ModelConfig, TinyTransformer
+torch.set_num_threads(1)
+model = TinyTransformer(ModelConfig(n_layers=2, d_model=64, n_heads=4, vocab_size=64)).eval()
+x = torch.randint(0, 64, (4, 256), generator=torch.Generator().manual_seed(0))
+h = hashlib.sha256()
+with torch.no_grad():
+    for warm in range(2):
+        f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        for _ in range(5):
+            h.update(model(x).numpy().tobytes())
+            _, cache = run_with_cache(model, x, names=None)
+            for name in sorted(cache):
+                h.update(cache[name].numpy().tobytes())
+        faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0
+print(json.dumps({"digest": h.hexdigest(), "faults": faults, "limit": kept_limit()}))
+"""
+
+
+def _run(value: str) -> dict:
+    env = {**os.environ, allocator.ENV_VAR: value, "OMP_NUM_THREADS": "1"}
+    out = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, cwd=REPO, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.skipif(not GLIBC, reason="the setting is glibc's (mallopt); elsewhere keep_freed_memory returns False")
+def test_same_numbers_fewer_page_faults():
+    default, kept = _run("0"), _run("1")
+    assert default["limit"] is None and kept["limit"] == allocator.DEFAULT_LIMIT
+    assert kept["digest"] == default["digest"]  # every output and cached activation, bit for bit
+    # the mechanism: freed buffers are reused instead of mmapped and page-faulted back in
+    assert kept["faults"] * 2 < default["faults"], (kept, default)
+
+
+def test_bad_limit_and_bad_environment_are_refused(monkeypatch):
+    for bad in (0, -1, 2**31, 1.5, True, "1"):
+        with pytest.raises(ValueError, match="limit must be an integer number of bytes"):
+            allocator.keep_freed_memory(bad)
+    monkeypatch.setenv(allocator.ENV_VAR, "yes")
+    with pytest.raises(ValueError, match="WORKBENCH_KEEP_FREED_MEMORY must be 0, 1 or a limit in bytes, got 'yes'"):
+        allocator.apply_from_environment()
+    monkeypatch.setenv(allocator.ENV_VAR, "0")
+    assert allocator.apply_from_environment() is False
+
+
+@pytest.mark.skipif(not GLIBC, reason="glibc only")
+def test_the_command_line_keeps_freed_memory_unless_told_otherwise():
+    """``python -m probes`` opts in for itself and its workers; an explicit 0 is respected."""
+    code = (
+        "import os, sys; from probes import cli; from analysis.allocator import kept_limit; "
+        "cli._keep_freed_memory(); print(os.environ.get('WORKBENCH_KEEP_FREED_MEMORY'), kept_limit())"
+    )
+    for env_value, expected in ((None, f"1 {allocator.DEFAULT_LIMIT}"), ("0", "0 None")):
+        env = {k: v for k, v in os.environ.items() if k != allocator.ENV_VAR}
+        if env_value is not None:
+            env[allocator.ENV_VAR] = env_value
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, env=env)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.split("\n")[-2] == expected
