@@ -50,6 +50,7 @@ from analysis.io import entry_lock
 from analysis.paths import cache_dir
 
 KINDS = ("result", "checkpoint", "partial", "corpus", "temp", "other")
+RESULT_KEY_LENGTH = 20  # hex digits of a probe result's key (probes.cache_key)
 _HEX = frozenset("0123456789abcdef")
 
 

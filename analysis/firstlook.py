@@ -16,6 +16,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from analysis.cache import RESULT_KEY_LENGTH
 from analysis.paths import REPO, cache_dir
 
 COMMITTED_FIGURES = REPO / "figures"
@@ -108,8 +109,8 @@ def gather(notebook: str) -> FirstLook:
     inputs = {v for f in figures for v in (f.get("inputs") or {}).values() if isinstance(v, str)}
     results = cache_dir() / "results"
     known = {p.name for p in results.glob("*/*")} if results.is_dir() else set()
-    # inputs that are result-cache keys have the length of probes.cache_key (20 hex digits); others hash configs
-    inputs = {k for k in inputs if len(k) == 20}
+    # inputs that are result-cache keys have the length of probes.cache_key; others hash configs
+    inputs = {k for k in inputs if len(k) == RESULT_KEY_LENGTH}
     return FirstLook(
         notebook=notebook,
         figures=figures,

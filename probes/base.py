@@ -83,6 +83,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 import xarray as xr
 
+from analysis.cache import RESULT_KEY_LENGTH
 from analysis.config import BaseConfig, FieldSpec, field_specs_of, param
 from analysis.devices import DEVICES, model_device, resolve_device
 from analysis.io import (
@@ -701,7 +702,7 @@ def cache_key(module_or_name: Any, config: Any = None) -> str:
     config = _resolve_config(module, name, config)
     return content_hash(
         {"probe": name, "version": module.VERSION, "format": FORMAT_VERSION, "config": config.to_dict()},
-        length=20,
+        length=RESULT_KEY_LENGTH,
     )
 
 
