@@ -26,7 +26,15 @@ def test_smoke_claims_pass_and_the_trained_ones_wait_for_full(smoke):
         c.name
         for c in smoke.checks
         if c.name.startswith(
-            ("delta_beats", "softmax_beats", "additive_collapses", "lsa_regression", "gated_rnn_over", "selective_copy")
+            (
+                "delta_beats",
+                "softmax_beats",
+                "additive_collapses",
+                "lsa_",
+                "gated_excess",
+                "gated_rnn_over",
+                "selective_copy",
+            )
         )
     }
     assert by_status["gated_rnn_equals_lsa"] == "pass" and by_status["gated_rnn_equals_gated"] == "pass"
