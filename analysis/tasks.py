@@ -760,6 +760,98 @@ class Induction(_TokenLM):
 
 
 # ================================================================================================
+# 7. Selective copying (Mamba's content-aware copying)
+
+
+@dataclass(frozen=True)
+class SelectiveCopying(_TokenLM):
+    """Selective copying (Gu and Dao's Mamba, 003#16): copy the data tokens scattered among blanks, in order.
+
+    A sequence of ``seq_len = length + n_copy`` token ids: a region of ``length`` positions holding
+    ``n_copy`` data tokens (ids ``2 .. n_values + 1``, drawn with replacement) and blanks (id 0) elsewhere,
+    then ``n_copy`` go markers (id 1). At the j-th go marker the target is the j-th data token of the
+    region (in order of position); the targets (B, T) hold it there and -1 elsewhere, so ``loss``
+    (cross-entropy) and :meth:`accuracy` count only the go positions. ``spacing``:
+
+    * ``"random"``: the data positions are a uniformly random ``n_copy``-subset of the region, drawn
+      afresh per sequence (the selective task: where a token sits says nothing about its rank);
+    * ``"fixed"``: always the positions ``(i + 1) * (length // n_copy) - 1``, i = 0..n_copy-1 (evenly
+      spaced, the last one ``length // n_copy`` blanks apart): plain copying, solvable by position alone.
+
+    Draws from the generator (fixed order): ``rand(B, length)`` (its argsort's first ``n_copy`` entries,
+    sorted: the random positions; drawn for both spacings so that one seed gives both the same data
+    tokens), then ``randint`` data tokens (B, n_copy).
+    """
+
+    n_copy: int = 4
+    n_values: int = 8
+    length: int = 16
+    spacing: str = "random"  # "random" | "fixed"
+
+    BLANK = 0
+    GO = 1
+
+    def __post_init__(self) -> None:
+        check_int("n_copy", self.n_copy, minimum=1, maximum=1000)
+        check_int("length", self.length, minimum=self.n_copy, maximum=100_000)
+        check_int("n_values", self.n_values, minimum=2, maximum=100_000)
+        check_choice("spacing", self.spacing, ("random", "fixed"))
+
+    @property
+    def name(self) -> str:
+        return f"selcopy_{self.spacing}_n{self.n_copy}_v{self.n_values}_L{self.length}"
+
+    @property
+    def vocab_size(self) -> int:
+        return self.n_values + 2
+
+    @property
+    def seq_len(self) -> int:
+        return self.length + self.n_copy
+
+    def fixed_positions(self) -> Tensor:
+        """(n_copy,) the data positions of the fixed spacing."""
+        gap = self.length // self.n_copy
+        return (torch.arange(self.n_copy) + 1) * gap - 1
+
+    def config(self) -> dict:
+        return {"kind": "selective_copying", **dataclasses.asdict(self)}
+
+    def draw(self, batch_size: int, generator: torch.Generator) -> tuple[Tensor, Tensor]:
+        """``(positions (B, n_copy) increasing, data ids (B, n_copy))``."""
+        _check_batch(batch_size)
+        _check_generator(generator)
+        B, dev = batch_size, generator.device
+        pos = torch.rand(B, self.length, generator=generator, device=dev).argsort(-1)[:, : self.n_copy].cpu()
+        data = torch.randint(2, self.n_values + 2, (B, self.n_copy), generator=generator, device=dev).cpu()
+        if self.spacing == "fixed":
+            pos = self.fixed_positions().expand(B, -1)
+        return pos.sort(-1).values, data
+
+    def sample(
+        self, batch_size: int, generator: torch.Generator, device="cpu", dtype=torch.float32
+    ) -> tuple[Tensor, Tensor]:
+        """``(inputs (B, T), targets (B, T))``; ``dtype`` is unused (token ids)."""
+        pos, data = self.draw(batch_size, generator)
+        x = torch.full((batch_size, self.seq_len), self.BLANK, dtype=torch.long)
+        x.scatter_(1, pos, data)
+        x[:, self.length :] = self.GO
+        targets = torch.full((batch_size, self.seq_len), -1, dtype=torch.long)
+        targets[:, self.length :] = data
+        return x.to(device), targets.to(device)
+
+    def loss(self, outputs: Tensor, targets: Tensor) -> Tensor:
+        """Mean cross-entropy (nats) over the go positions only (targets >= 0)."""
+        _check_outputs(outputs, 3, self.vocab_size, f"(B, T, {self.vocab_size})")
+        return F.cross_entropy(outputs.reshape(-1, self.vocab_size), targets.reshape(-1), ignore_index=-1)
+
+    def accuracy(self, outputs: Tensor, targets: Tensor) -> Tensor:
+        """(B, n_copy) bool: the arg-max at each go position is the data token to copy."""
+        asked = targets >= 0
+        return (outputs.argmax(-1) == targets)[asked].view(targets.shape[0], -1)
+
+
+# ================================================================================================
 # rebuilding a task from its config
 
 
@@ -776,6 +868,7 @@ def task_from_config(config: dict):
         "associative_recall": AssociativeRecall,
         "convolution": ConvolutionRegression,
         "induction": Induction,
+        "selective_copying": SelectiveCopying,
     }
     check_choice("kind", kind, tuple(kinds))
     cls = kinds[kind]
@@ -789,7 +882,7 @@ def task_from_config(config: dict):
         if d.get("spectrum") is not None:
             d["spectrum"] = tuple(d["spectrum"])
         return LinearRegressionTask(**d)
-    if kind in ("markov", "associative_recall", "convolution", "induction"):
+    if kind in ("markov", "associative_recall", "convolution", "induction", "selective_copying"):
         return cls(**d)
     sha = d.pop("corpus_sha256", None)
     d.pop("vocab_size", None)
@@ -811,6 +904,7 @@ __all__ = [
     "LinearRegressionTask",
     "MarkovLanguage",
     "RegressionBatch",
+    "SelectiveCopying",
     "Task",
     "concat_tokens",
     "interleaved_tokens",

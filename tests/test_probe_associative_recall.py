@@ -23,8 +23,21 @@ def test_smoke_claims_pass_and_the_trained_ones_wait_for_full(smoke):
     assert by_status["additive_readout_error_N8"] == "pass" and by_status["delta_overwrite_exact"] == "pass"
     assert by_status["favor_row_error_slope"] == "pass"
     assert {n for n, s in by_status.items() if s == "not_evaluated"} == {
-        c.name for c in smoke.checks if c.name.startswith(("delta_beats", "softmax_beats", "additive_collapses"))
+        c.name
+        for c in smoke.checks
+        if c.name.startswith(
+            (
+                "delta_beats",
+                "softmax_beats",
+                "additive_collapses",
+                "lsa_",
+                "gated_excess",
+                "gated_rnn_over",
+                "selective_copy",
+            )
+        )
     }
+    assert by_status["gated_rnn_equals_lsa"] == "pass" and by_status["gated_rnn_equals_gated"] == "pass"
     d = smoke.data
     assert d["readout_error_theory"].sel(kernel="delta").isnull().all()  # no closed form
     assert (d["readout_error_theory"].sel(kernel="additive") >= 0).all()
@@ -38,7 +51,9 @@ def test_prediction_claims_fail_against_their_alternatives(smoke):
 
 
 def _small(**over):
-    base = dict(trained=False, n_pairs=(4, 8), draws=400, favor_m=(16, 64), favor_draws=500, favor_row_draws=50)
+    base = dict(
+        trained=False, gated=False, n_pairs=(4, 8), draws=400, favor_m=(16, 64), favor_draws=500, favor_row_draws=50
+    )
     return ar.Config.preset("smoke", **{**base, **over})
 
 
@@ -140,3 +155,36 @@ def test_zero_logit_vector_makes_the_constant_claim_inconclusive():
     cannot tell the hypotheses apart and says so."""
     led = ar.run(_small(lin_ns=(256, 512), lin_reps=16, lin_a_norm=0.0), progress=False).ledger
     assert led["linearisation_mse_constant"].status == "inconclusive"
+
+
+def test_gated_rnn_items_record_losses_theory_and_accuracies(smoke):
+    from analysis.theory import gated_recurrence as gth
+    from analysis.theory import icl_gd
+
+    c, s, d = smoke.config, smoke.scalars, smoke.data
+    assert s["gr_loss_star"] == icl_gd.one_step_gd_theory(c.gr_d, c.gr_n, "gaussian", c.gr_noise)["loss_star"]
+    assert s["gr_linear_loss"] == gth.linear_predictor_loss(c.gr_d, c.gr_noise) > s["gr_loss_star"]
+    assert d["gr_loss"].dims == ("gr_model", "gr_seed") and (d["gr_loss"] > 0).all()
+    assert s["gr_ratio"] == pytest.approx(
+        float(d["gr_loss"].sel(gr_model="gated").mean() / d["gr_loss"].sel(gr_model="lsa").mean())
+    )
+    assert 0 < s["gr_mean_gate"] < 1
+    assert (
+        d["sc_accuracy"].dims == ("sc_decay", "spacing") and ((d["sc_accuracy"] >= 0) & (d["sc_accuracy"] <= 1)).all()
+    )
+    assert s["sc_tap_fixed"] == 1.0 and s["sc_chance"] < s["sc_tap_random"] < 1.0
+
+
+def test_a_gated_rnn_missing_its_output_gate_fails_the_construction_identities(monkeypatch):
+    from analysis.theory import gated_recurrence as gth
+
+    real = gth.lsa_as_gated_rnn
+
+    def no_query_gate(*args, **kwargs):  # C = q rows replaced by ones: the read-out ignores the query
+        w = real(*args, **kwargs)
+        return {**w, "C": torch.ones_like(w["C"])}
+
+    monkeypatch.setattr(gth, "lsa_as_gated_rnn", no_query_gate)
+    cfg = _small(gated=True, gr_steps=5, gr_seeds=2, gr_eval=64, sc_steps=2, sc_eval=8)
+    led = ar.run(cfg, progress=False).ledger
+    assert led["gated_rnn_equals_lsa"].status == "fail" and led["gated_rnn_equals_gated"].status == "fail"

@@ -545,3 +545,44 @@ def test_convolution_regression_is_deterministic_and_its_loss_skips_the_padded_r
     assert task_from_config(task.config()) == task
     with pytest.raises(ValueError, match="seq_len"):
         ConvolutionRegression(taps=4, seq_len=3)
+
+
+# ---------------------------------------------------------------------------------------------- selective copying
+@pytest.mark.parametrize("spacing", ["random", "fixed"])
+def test_selective_copying_layout_targets_and_determinism(spacing):
+    from analysis.tasks import SelectiveCopying
+
+    task = SelectiveCopying(n_copy=3, n_values=5, length=10, spacing=spacing)
+    x, y = task.sample(64, gen(4))
+    L, n = task.length, task.n_copy
+    assert task_from_config(task.config()) == task
+    assert x.shape == y.shape == (64, L + n) and x.dtype == torch.long and task.vocab_size == 7
+    region = x[:, :L]
+    assert ((region != task.BLANK).sum(-1) == n).all()  # exactly n data tokens among blanks
+    assert (x[:, L:] == task.GO).all() and (y[:, :L] == -1).all()
+    data = region[region != task.BLANK].view(64, n)  # in order of position
+    assert torch.equal(y[:, L:], data) and (data >= 2).all() and (data < 7).all()
+    pos = (region != task.BLANK).nonzero()[:, 1].view(64, n)
+    if spacing == "fixed":
+        assert (pos == torch.tensor([2, 5, 8])).all()  # (i + 1) * (10 // 3) - 1
+    else:
+        assert len({tuple(p.tolist()) for p in pos}) > 10  # the positions move from sequence to sequence
+    logits = torch.zeros(64, L + n, 7).scatter_(-1, y.clamp_min(0)[..., None], 50.0)
+    assert float(task.loss(logits, y)) < 1e-12 and task.accuracy(logits, y).shape == (64, n)
+    assert task.accuracy(logits, y).all() and not task.accuracy(-logits, y).any()
+    again = task.sample(64, gen(4))
+    assert torch.equal(again[0], x) and torch.equal(again[1], y)
+    # the same seed gives both spacings the same data tokens
+    other = SelectiveCopying(n_copy=3, n_values=5, length=10, spacing="random" if spacing == "fixed" else "fixed")
+    assert torch.equal(other.sample(64, gen(4))[1], y)
+
+
+def test_selective_copying_validates_its_fields():
+    from analysis.tasks import SelectiveCopying
+
+    with pytest.raises(ValueError, match="^length"):
+        SelectiveCopying(n_copy=5, length=4)
+    with pytest.raises(ValueError, match="^spacing"):
+        SelectiveCopying(spacing="sometimes")
+    with pytest.raises(ValueError, match="^n_values"):
+        SelectiveCopying(n_values=1)
