@@ -855,6 +855,118 @@ class SelectiveCopying(_TokenLM):
 # rebuilding a task from its config
 
 
+# ================================================================================================
+# 8. Nearest neighbour: the value of the key a query aligns with most (the attention_only probe, seed 004#72)
+
+
+@dataclass(frozen=True)
+class NearestNeighbour:
+    """For each query, output the key it aligns with most among the ``N`` keys of its sequence.
+
+    The target of Amsel, Yehudai and Bruna ("On the Benefits of Rank in Attention Layers", seed 004#72): a
+    nearest-neighbour search that one full-rank attention head represents (logits ``beta q . k_j``, value the key
+    itself, ``beta -> inf``) but low-rank heads do not. Here the value of a key is the key itself (the paper's
+    nearest-neighbour function outputs the neighbour), so the target of query ``q`` is ``k_(j*)`` with
+    ``j* = argmax_j q . k_j``.
+
+    A sequence is ``N = n_keys`` keys followed by ``M = n_queries`` queries (``seq_len = N + M``), as vectors of
+    width ``2d``: a key ``k_j`` (uniform on the unit sphere of R^d) fills channels ``[:d]``, a query ``q_m`` fills
+    channels ``[d:]`` (so a head reads "query" and "key" from different channels, and a query's own token, if it
+    were visible, would carry no key). Queries are Gaussian ``N(0, I/d)``: their directions are uniform on the
+    sphere, so ``j*`` has the law it has for unit queries, and orthogonal projections of a query are independent
+    (what the theory's additive floor, :func:`analysis.theory.attention_only.additive_floor`, uses).
+    :meth:`attn_bias` hides every query token from every row, so a query attends to the ``N`` keys only (and key
+    rows, under the causal mask, to the keys before them). Targets (B, M, d) are the nearest keys; ``loss`` is
+    the squared error summed over the ``d`` coordinates and averaged over the queries: since ``|k_(j*)| = 1``
+    it is the relative MSE ``E|yhat - k_(j*)|^2 / E|k_(j*)|^2``. Draws (fixed order): ``randn`` (B, N, d) keys,
+    then ``randn`` (B, M, d) queries; the nearest key is found in float64.
+    """
+
+    d: int = 16
+    n_keys: int = 16  # N
+    n_queries: int = 16  # M
+
+    def __post_init__(self) -> None:
+        check_int("d", self.d, minimum=1, maximum=1024)
+        check_int("n_keys", self.n_keys, minimum=1, maximum=10_000)
+        check_int("n_queries", self.n_queries, minimum=1, maximum=10_000)
+
+    @property
+    def name(self) -> str:
+        return f"nearest_neighbour_d{self.d}_N{self.n_keys}_M{self.n_queries}"
+
+    @property
+    def input_kind(self) -> str:
+        return "vectors"
+
+    @property
+    def vocab_size(self) -> int:
+        return 0
+
+    @property
+    def d_in(self) -> int:
+        return 2 * self.d
+
+    @property
+    def d_out(self) -> int:
+        return self.d
+
+    @property
+    def seq_len(self) -> int:
+        return self.n_keys + self.n_queries
+
+    def config(self) -> dict:
+        return {"kind": "nearest_neighbour", **dataclasses.asdict(self)}
+
+    def draw(self, batch_size: int, generator: torch.Generator) -> tuple[Tensor, Tensor]:
+        """``(keys (B, N, d), queries (B, M, d))`` in float64 (keys unit, queries ``N(0, I/d)``)."""
+        _check_batch(batch_size)
+        _check_generator(generator)
+        B, N, M, d, dev = batch_size, self.n_keys, self.n_queries, self.d, generator.device
+        keys = torch.randn(B, N, d, generator=generator, device=dev).cpu().to(torch.float64)
+        queries = torch.randn(B, M, d, generator=generator, device=dev).cpu().to(torch.float64) / d**0.5
+        return keys / keys.norm(dim=-1, keepdim=True), queries
+
+    @staticmethod
+    def nearest(keys: Tensor, queries: Tensor) -> Tensor:
+        """(B, M, d): ``k_(j*)`` with ``j* = argmax_j q_m . k_j`` for each query."""
+        j = (queries @ keys.transpose(-1, -2)).argmax(-1)  # (B, M)
+        return keys.gather(1, j[..., None].expand(*j.shape, keys.shape[-1]))
+
+    def inputs(self, keys: Tensor, queries: Tensor) -> Tensor:
+        """(B, N + M, 2d): keys in channels ``[:d]``, queries in ``[d:]``."""
+        return torch.cat([F.pad(keys, (0, self.d)), F.pad(queries, (self.d, 0))], dim=1)
+
+    def sample(
+        self, batch_size: int, generator: torch.Generator, device="cpu", dtype=torch.float32
+    ) -> tuple[Tensor, Tensor]:
+        keys, queries = self.draw(batch_size, generator)
+        x, y = self.inputs(keys, queries), self.nearest(keys, queries)
+        return x.to(device=device, dtype=dtype), y.to(device=device, dtype=dtype)
+
+    def attn_bias(self, T: int, device="cpu", dtype=torch.float32) -> Tensor:
+        """(T, T): ``-inf`` on every query column (``j >= N``), 0 elsewhere: queries see the keys only."""
+        check_int("T", T, minimum=self.n_keys + 1)
+        bias = torch.zeros(T, T, dtype=dtype, device=device)
+        bias[:, self.n_keys :] = float("-inf")
+        return bias
+
+    def errors(self, outputs: Tensor, targets: Tensor) -> Tensor:
+        """(B, M): ``|yhat_m - k_(j*)|^2`` at each query position (outputs (B, N + M, d))."""
+        _check_outputs(outputs, 3, self.d, f"(B, {self.seq_len}, {self.d})")
+        if outputs.shape[1] != self.seq_len:
+            raise ValueError(f"outputs must have {self.seq_len} positions, got {outputs.shape[1]}")
+        return ((outputs[:, self.n_keys :] - targets.to(outputs.dtype)) ** 2).sum(-1)
+
+    def loss(self, outputs: Tensor, targets: Tensor) -> Tensor:
+        """Relative MSE: squared error summed over coordinates, mean over the queries (``|k_(j*)| = 1``)."""
+        return self.errors(outputs, targets).mean()
+
+
+# ================================================================================================
+# rebuilding a task from its config
+
+
 def task_from_config(config: dict):
     """Rebuild a task from ``task.config()`` (the inverse used when loading a cached checkpoint)."""
     if not isinstance(config, dict) or "kind" not in config:
@@ -869,6 +981,7 @@ def task_from_config(config: dict):
         "convolution": ConvolutionRegression,
         "induction": Induction,
         "selective_copying": SelectiveCopying,
+        "nearest_neighbour": NearestNeighbour,
     }
     check_choice("kind", kind, tuple(kinds))
     cls = kinds[kind]
@@ -882,7 +995,7 @@ def task_from_config(config: dict):
         if d.get("spectrum") is not None:
             d["spectrum"] = tuple(d["spectrum"])
         return LinearRegressionTask(**d)
-    if kind in ("markov", "associative_recall", "convolution", "induction", "selective_copying"):
+    if kind in ("markov", "associative_recall", "convolution", "induction", "selective_copying", "nearest_neighbour"):
         return cls(**d)
     sha = d.pop("corpus_sha256", None)
     d.pop("vocab_size", None)
@@ -903,6 +1016,7 @@ __all__ = [
     "Induction",
     "LinearRegressionTask",
     "MarkovLanguage",
+    "NearestNeighbour",
     "RegressionBatch",
     "SelectiveCopying",
     "Task",

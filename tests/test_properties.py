@@ -210,6 +210,17 @@ CAPS: dict[str, dict[str, Cap]] = {
         "ind_steps": Cap(hi=3),
         "ind_batch": Cap(hi=8),
         "n_eval": Cap(hi=16),
+        # nearest neighbour: 6 models x nn_seeds of nn_steps updates on nn_batch sequences of nn_keys + nn_queries
+        # vectors of width 2 nn_d; the theory's Monte Carlo over nn_theory_sets key sets
+        "nn_d": Cap(hi=8),
+        "nn_keys": Cap(hi=8),
+        "nn_keys_short": Cap(hi=8),
+        "nn_queries": Cap(hi=8),
+        "nn_steps": Cap(hi=3),
+        "nn_batch": Cap(hi=8),
+        "nn_seeds": Cap(hi=2),
+        "nn_eval": Cap(hi=16),
+        "nn_theory_sets": Cap(hi=64),
     },
 }
 

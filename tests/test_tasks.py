@@ -586,3 +586,81 @@ def test_selective_copying_validates_its_fields():
         SelectiveCopying(spacing="sometimes")
     with pytest.raises(ValueError, match="^n_values"):
         SelectiveCopying(n_values=1)
+
+
+# ---------------------------------------------------------------------------------------------- nearest neighbour
+def test_nearest_neighbour_layout_targets_by_loops_and_determinism():
+    from analysis.tasks import NearestNeighbour
+
+    task = NearestNeighbour(d=5, n_keys=6, n_queries=3)
+    x, y = task.sample(4, torch.Generator().manual_seed(0), dtype=torch.float64)
+    x2, y2 = task.sample(4, torch.Generator().manual_seed(0), dtype=torch.float64)
+    assert torch.equal(x, x2) and torch.equal(y, y2)
+    assert x.shape == (4, 9, 10) and y.shape == (4, 3, 5) and task.seq_len == 9 and task.d_in == 10
+    keys, queries = x[:, :6, :5], x[:, 6:, 5:]
+    assert (x[:, :6, 5:] == 0).all() and (x[:, 6:, :5] == 0).all()  # keys and queries in separate channels
+    np.testing.assert_allclose(keys.norm(dim=-1).numpy(), 1.0, atol=1e-15)
+    for b in range(4):
+        for m in range(3):
+            best = max(range(6), key=lambda j: float(queries[b, m] @ keys[b, j]))
+            assert torch.equal(y[b, m], keys[b, best])
+    assert task_from_config(task.config()) == task
+
+
+def test_nearest_neighbour_queries_are_isotropic_gaussian_with_variance_one_over_d():
+    from analysis.tasks import NearestNeighbour
+
+    task = NearestNeighbour(d=4, n_keys=2, n_queries=8)
+    _, q = task.draw(4000, torch.Generator().manual_seed(1))
+    cov = torch.einsum("bmi,bmj->ij", q, q).numpy() / (4000 * 8)
+    np.testing.assert_allclose(cov, np.eye(4) / 4, atol=0.01)
+
+
+def test_nearest_neighbour_loss_is_relative_mse_at_queries_and_the_bias_hides_queries():
+    from analysis.model import ModelConfig, TinyTransformer
+    from analysis.tasks import NearestNeighbour
+    from analysis.train import forward
+
+    task = NearestNeighbour(d=3, n_keys=4, n_queries=2)
+    x, y = task.sample(5, torch.Generator().manual_seed(2), dtype=torch.float64)
+    out = torch.zeros(5, 6, 3, dtype=torch.float64)
+    assert float(task.loss(out, y)) == pytest.approx(1.0, abs=1e-12)  # |k*| = 1: predicting 0 costs exactly 1
+    out[:, 4:] = y
+    out[:, :4] = 7.0  # key rows are not scored
+    assert float(task.loss(out, y)) == 0.0
+    bias = task.attn_bias(6)
+    assert torch.isinf(bias[:, 4:]).all() and (bias[:, :4] == 0).all()
+    model = TinyTransformer(
+        ModelConfig(
+            input="embedded",
+            output="linear",
+            d_out=3,
+            d_model=6,
+            n_layers=1,
+            n_heads=2,
+            d_mlp=0,
+            norm="none",
+            attn_residual=False,
+            dtype="float64",
+        )
+    ).eval()
+    x2 = x.clone()
+    x2[:, 4, 3:] += 1.0  # change the first query: the second query's output must not move (it sees keys only)
+    with torch.no_grad():
+        a, b = forward(model, task, x), forward(model, task, x2)
+    assert torch.equal(a[:, 5], b[:, 5]) and not torch.equal(a[:, 4], b[:, 4])
+    with torch.no_grad():
+        c = model(x2)  # without the bias the second query sees the first one
+    assert not torch.equal(c[:, 5], model(x)[:, 5])
+    with pytest.raises(ValueError, match="outputs"):
+        task.loss(torch.zeros(5, 5, 3), y)
+
+
+@pytest.mark.parametrize(
+    "kwargs,field", [(dict(d=0), "d"), (dict(n_keys=0), "n_keys"), (dict(n_queries=0), "n_queries")]
+)
+def test_nearest_neighbour_validation(kwargs, field):
+    from analysis.tasks import NearestNeighbour
+
+    with pytest.raises(ValueError, match=field):
+        NearestNeighbour(**kwargs)

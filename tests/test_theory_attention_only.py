@@ -113,3 +113,48 @@ def test_convolution_task_kernel_is_normalised_and_targets_are_the_convolution()
     np.testing.assert_allclose(y.numpy(), th.conv1d(x.numpy(), task.kernel), atol=1e-12)
     norms = (task.kernel**2).sum(axis=(1, 2))
     assert norms[1] / norms[0] == pytest.approx(0.25, rel=0.8)  # scale ratio 1/2 per tap, Gaussian spread
+
+
+# ---------------------------------------------------------------------------------------------- nearest neighbour
+def test_nn_target_is_the_argmax_by_loops_and_the_task_agrees():
+    from analysis.tasks import NearestNeighbour
+
+    keys, q = th.nn_draw(3, 5, 4, 2, np.random.default_rng(0))
+    f = th.nn_target(keys, q)
+    for s, m in itertools.product(range(3), range(2)):
+        np.testing.assert_array_equal(f[s, m], keys[s, int(np.argmax([q[s, m] @ k for k in keys[s]]))])
+    np.testing.assert_array_equal(NearestNeighbour.nearest(torch.from_numpy(keys), torch.from_numpy(q)).numpy(), f)
+
+
+def test_softmax_head_error_falls_to_zero_and_obeys_the_hardmax_bound_per_query():
+    errs = [th.softmax_nn_error(b, 8, 6, n_sets=300, seed=1)[0] for b in (1.0, 10.0, 100.0, 1000.0)]
+    assert all(a > b for a, b in zip(errs, errs[1:], strict=False)) and errs[-1] < 0.01
+    keys, q = th.nn_draw(200, 8, 6, 4, np.random.default_rng(3))
+    for beta in (5.0, 50.0, 500.0):
+        err = ((th.softmax_head(keys, q, beta) - th.nn_target(keys, q)) ** 2).sum(-1)
+        assert (err <= th.hardmax_error_bound(th.alignment_gap(keys, q), 8, beta) + 1e-15).all()
+
+
+def test_additive_floor_is_zero_for_one_full_block_and_below_the_query_free_error():
+    a = th.additive_floor(6, 4, 4, n_sets=200)
+    assert a["floor"] == pytest.approx(0.0, abs=1e-14)
+    for r in (1, 2):
+        b = th.additive_floor(6, 4, r, n_sets=400)
+        assert 0.0 < b["floor"] < b["query_free"]
+    with pytest.raises(ValueError, match="rank"):
+        th.additive_floor(6, 4, 3)
+
+
+@pytest.mark.parametrize("d,rank", [(4, 1), (4, 2), (6, 3)])
+def test_additive_floor_matches_the_two_key_closed_form(d, rank):
+    """N = 2: f = k_2 + Delta 1[q . Delta > 0] (Delta = k_1 - k_2), and for Gaussian q the main effect of block h is
+    |Delta|^2 Var Phi(c Z) = |Delta|^2 arcsin(rho_h) / (2 pi), rho_h = |Delta_h|^2 / |Delta|^2 (Sheppard), so
+    A = E |Delta|^2 (1/4 - sum_h arcsin(rho_h) / (2 pi)); the query-free error is E |Delta|^2 / 4 = 1/2."""
+    keys, _ = th.nn_draw(20000, 2, d, 1, np.random.default_rng(11))
+    delta = keys[:, 0] - keys[:, 1]
+    total = (delta**2).sum(-1)
+    rho = (delta**2).reshape(-1, d // rank, rank).sum(-1) / total[:, None]
+    exact = float((total * (0.25 - np.arcsin(rho).sum(-1) / (2 * math.pi))).mean())
+    got = th.additive_floor(2, d, rank, n_sets=4000, n_queries=64, seed=5)
+    assert got["floor"] == pytest.approx(exact, abs=4 * got["floor_se"] + 0.01 * exact)
+    assert got["query_free"] == pytest.approx(0.5, abs=4 * got["query_free_se"])

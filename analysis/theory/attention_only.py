@@ -1,4 +1,5 @@
-r"""Attention-only layers: convolution by relative-position heads, and the one-layer induction ceiling (float64).
+r"""Attention-only layers: convolution by relative-position heads, the one-layer induction ceiling, and rank against
+heads on nearest-neighbour search (float64).
 
 1. **Convolution by attention** (Li et al., "Can Vision Transformers Perform Convolution?", seed 004#89; the 1-D
    causal version). A ``K``-tap convolution ``y_t = sum_{k<K} W_k x_{t-k}`` (``W_k`` d x d, zero padding) is one
@@ -45,6 +46,36 @@ r"""Attention-only layers: convolution by relative-position heads, and the one-l
    positions is the ceiling of every position-free one-layer model, trained or not. KV shifting breaks the
    invariance (a key carries ``k(x_j)`` and ``k(x_{j-1})``: a multiset of bigrams), which is what lets one layer
    match "the previous token is the current one" and copy the value (:func:`kv_shift_induction_weights`).
+4. **Rank against heads: nearest neighbour** (Amsel, Yehudai and Bruna, "On the Benefits of Rank in Attention
+   Layers", seed 004#72; the task :class:`analysis.tasks.NearestNeighbour`). ``N`` unit keys ``k_j`` (uniform on the
+   sphere of R^d), a query ``q ~ N(0, I/d)``, target ``f(q, K) = k_(j*)``, ``j* = argmax_j q . k_j``; relative MSE
+   ``E|yhat - f|^2`` (``|f| = 1``).
+
+   * *One full-rank head* (:func:`softmax_nn_error`): logits ``beta q . k_j`` (QK matrix ``beta I``, rank d), value
+     the key: ``yhat = sum_j softmax_j(beta q . k) k_j``. As ``beta -> inf`` the weights go one-hot on ``j*``
+     (ties have probability 0), so the error tends to 0; off the nearest key the weights total at most
+     ``(N - 1) e^(-beta delta)`` with ``delta`` the query's gap between its best and second-best alignment, so
+     ``|yhat - f|^2 <= (2 (N - 1) e^(-beta delta))^2`` (:func:`hardmax_error_bound`). At finite ``beta`` the
+     error is an expectation over keys and queries, computed by Monte Carlo in float64 (it falls like ``1/beta``:
+     near-ties are what is left).
+   * *Heads of rank r* (:func:`additive_floor`). A head whose query/key matrices have rank ``r`` sees the query
+     only through an ``r``-dimensional projection ``A_h^T q``: its output is ``g_h(A_h^T q, K)`` and ``H`` heads
+     (their read-outs summed) compute an *additive* function ``sum_h g_h(A_h^T q, K)``. If the heads' query
+     projections are orthogonal (``H r = d``: a partition of R^d into blocks ``q_h``; by rotation invariance of the
+     law any orthogonal set is equivalent to coordinate blocks), the blocks of the Gaussian query are independent
+     given ``K``, and the least squared error of *any* additive function is the residual of the first-order
+     Hoeffding (ANOVA) decomposition:
+
+         A(r) = E_K[ Var(f | K) - sum_h Var(E[f | q_h, K] | K) ]     (traces over the d coordinates).
+
+     With ``q'`` sharing block ``h`` with ``q`` and independent elsewhere, ``E|f(q) - f(q')|^2 / 2 = Var(f|K) -
+     Var(E[f|q_h, K]|K)`` (pick-freeze), so ``A(r) = E_K[ sum_h E|f(q) - f(q'_h)|^2 / 2 - (H - 1) Var(f | K) ]``,
+     estimated without bias by Monte Carlo (``Var(f|K)`` as the sample variance over the queries of one key set).
+     ``A(d) = 0`` (one block: a full-rank head), and ``E Var(f|K)`` is the error of the best query-free output
+     ``E[f | K]`` (heads that ignore the query). ``A(r)`` is a lower bound for heads on orthogonal projections
+     whatever their softmax and value maps (it bounds every additive function); heads whose query projections
+     overlap or are oblique are not covered. The separation of the paper (``H`` exponential in ``d`` for low rank)
+     is asymptotic; ``A(r)`` is the workbench's computable number at ``d = 16``.
 """
 
 from __future__ import annotations
@@ -160,4 +191,94 @@ def kv_shift_induction_weights(vocab: int, scale: float) -> dict[str, np.ndarray
         "head": second.T.copy(),  # (V, d): logits = the copy half
         "shift_k": np.array([[0.0, 1.0]]),
         "shift_v": np.array([[1.0, 0.0]]),
+    }
+
+
+# ================================================================================================ nearest neighbour
+
+
+def nn_draw(
+    n_sets: int, n_keys: int, d: int, n_queries: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(keys (S, N, d) unit, queries (S, M, d) ~ N(0, I/d))`` in float64 (item 4's law)."""
+    keys = rng.standard_normal((n_sets, n_keys, d))
+    keys /= np.linalg.norm(keys, axis=-1, keepdims=True)
+    return keys, rng.standard_normal((n_sets, n_queries, d)) / np.sqrt(d)
+
+
+def nn_target(keys: np.ndarray, queries: np.ndarray) -> np.ndarray:
+    """(S, M, d): ``k_(j*)``, ``j* = argmax_j q . k_j`` (keys (S, N, d), queries (S, M, d))."""
+    j = np.einsum("smd,snd->smn", queries, keys).argmax(-1)
+    return np.take_along_axis(keys, j[..., None], axis=1)
+
+
+def softmax_head(keys: np.ndarray, queries: np.ndarray, beta: float) -> np.ndarray:
+    """(S, M, d): ``sum_j softmax_j(beta q . k_j) k_j``, the full-rank head with QK matrix ``beta I``."""
+    logits = beta * np.einsum("smd,snd->smn", queries, keys)
+    w = np.exp(logits - logits.max(-1, keepdims=True))
+    return np.einsum("smn,snd->smd", w / w.sum(-1, keepdims=True), keys)
+
+
+def alignment_gap(keys: np.ndarray, queries: np.ndarray) -> np.ndarray:
+    """(S, M): best minus second-best ``q . k_j`` (needs N >= 2)."""
+    top = np.sort(np.einsum("smd,snd->smn", queries, keys), axis=-1)
+    return top[..., -1] - top[..., -2]
+
+
+def hardmax_error_bound(gap: np.ndarray, n_keys: int, beta: float) -> np.ndarray:
+    """``(2 (N - 1) e^(-beta delta))^2``: the largest squared error of the full-rank head at a query with gap
+    ``delta`` (weights off the nearest key total at most ``(N - 1) e^(-beta delta)``, unit keys: ``|k_j - k_(j*)|
+    <= 2``)."""
+    return (2.0 * (n_keys - 1) * np.exp(-beta * np.asarray(gap, dtype=np.float64))) ** 2
+
+
+def softmax_nn_error(
+    beta: float, n_keys: int, d: int, n_sets: int = 2000, n_queries: int = 16, seed: int = 0
+) -> tuple[float, float]:
+    """``(relative MSE, its Monte Carlo SE)`` of one full-rank head with logit scale ``beta`` (item 4)."""
+    keys, queries = nn_draw(n_sets, n_keys, d, n_queries, np.random.default_rng(seed))
+    err = ((softmax_head(keys, queries, beta) - nn_target(keys, queries)) ** 2).sum(-1).mean(-1)  # per key set
+    return float(err.mean()), float(err.std(ddof=1) / np.sqrt(n_sets))
+
+
+def additive_floor(
+    n_keys: int, d: int, rank: int, n_sets: int = 2000, n_queries: int = 32, seed: int = 0
+) -> dict[str, float]:
+    """Item 4: the least relative MSE ``A(r)`` of any sum of ``H = d / rank`` functions of orthogonal rank-``r``
+    projections of the query (and the keys), by pick-freeze Monte Carlo; ``floor``, ``floor_se`` (over key sets),
+    and ``query_free`` (``E Var(f | K)``, the error of the best output that ignores the query) with its SE."""
+    if d % rank:
+        raise ValueError(f"rank must divide d ({d}), got {rank}")
+    rng = np.random.default_rng(seed)
+    H = d // rank
+    keys, q = nn_draw(n_sets, n_keys, d, n_queries, rng)
+    f = nn_target(keys, q)
+    var = ((f - f.mean(1, keepdims=True)) ** 2).sum(-1).sum(1) / (n_queries - 1)  # (S,) unbiased Var(f | K)
+    half = np.zeros(n_sets)
+    for h in range(H):
+        block = slice(h * rank, (h + 1) * rank)
+        q2 = rng.standard_normal(q.shape) / np.sqrt(d)
+        q2[..., block] = q[..., block]
+        half += 0.5 * ((f - nn_target(keys, q2)) ** 2).sum(-1).mean(1)
+    floor = half - (H - 1) * var
+    se = lambda a: float(a.std(ddof=1) / np.sqrt(n_sets))  # noqa: E731
+    return {
+        "floor": float(floor.mean()),
+        "floor_se": se(floor),
+        "query_free": float(var.mean()),
+        "query_free_se": se(var),
+    }
+
+
+def nn_construction(d: int, beta: float) -> dict[str, np.ndarray]:
+    """Item 4's full-rank head on the 2d-wide stream of :class:`analysis.tasks.NearestNeighbour` (keys in channels
+    ``[:d]``, queries in ``[d:]``), ``nn.Linear`` layout (out x in): ``q = beta * query``, ``k = v = key``, the head
+    writes into the key channels and the read-out reads them (a query's own token is zero there)."""
+    eye, zero = np.eye(d), np.zeros((d, d))
+    return {
+        "W_q": beta * np.hstack([zero, eye]),
+        "W_k": np.hstack([eye, zero]),
+        "W_v": np.hstack([eye, zero]),
+        "W_o": np.vstack([eye, zero]),
+        "head": np.hstack([eye, zero]),
     }
