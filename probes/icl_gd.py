@@ -1118,8 +1118,9 @@ def measure_mahankali(cfg: Config, trained: dict, progress: bool, data: dict, sc
 
 
 def looped_config(cfg: Config, law: str) -> Config:
-    """The probe's config on the looped task: d = looped_d, N = looped_n, inputs of law ``law``."""
-    return cfg.replace(d=cfg.looped_d, n_context=cfg.looped_n, x_dist=law)
+    """The probe's config on the looped task: d = looped_d, N = looped_n, inputs of law ``law``, linear
+    attention whatever the headline kernel (the looped-GD construction and the weight read-out are linear)."""
+    return cfg.replace(d=cfg.looped_d, n_context=cfg.looped_n, x_dist=law, attention="linear")
 
 
 def train_looped(cfg: Config, law: str, progress: bool) -> tuple:
@@ -1732,9 +1733,6 @@ def claims_looped(led: Ledger, ds: xr.Dataset, s: dict, cfg: Config) -> None:
             source=SOURCE_LOOPED,
             seed=SEED_LOOPED,
             requires_full=True,
-            diagnosed_by={gdpp: "pass"},
-            diagnosis="the trained loop also writes the inputs (U_xx != 0): its error is that of weight-tied GD++ "
-            "read off the same weights, which contracts X every loop and so is not plain GD at the fitted step",
             why="SE of the paired (model error on the drawn w* - exact GD expectation given X) difference over "
             "looped_n_eval prompts",
             statement=f"a looped LSA trained with T = {T} loops ({desc}) has after T loops the squared weight error "
