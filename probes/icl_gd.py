@@ -70,21 +70,24 @@ from scipy.optimize import minimize_scalar
 from scipy.stats import t as student_t
 
 from analysis import fused_lsa
+from analysis.hooks import hooks
 from analysis.ledger import Ledger
 from analysis.model import ModelConfig, TinyTransformer
 from analysis.regression_data import RegressionBatch, concat_tokens, interleaved_tokens
 from analysis.tasks import LinearRegressionTask
 from analysis.theory import icl_gd as th
+from analysis.theory import looped as lp
 from analysis.train import TrainConfig, train
 from probes.base import ProbeConfig, Result, model_param, param
 
 NAME = "icl_gd"
 DESCRIPTION = "In-context regression: trained linear self-attention vs one step of (preconditioned) GD."
-# VERSION history: 8: one-layer LSAs train through the hand-fused loss (analysis.fused_lsa; gradients equal to
+# VERSION history: 9: looped (weight-tied) one-layer LSAs against multi-step GD and tied GD++ (003#50);
+# 8: one-layer LSAs train through the hand-fused loss (analysis.fused_lsa; gradients equal to
 # rounding, so the trained weights change in the last bits); 7: the exact-loss claims cite the split theory
 # package (analysis.theory.icl_gd.closed_forms); 6:
 # ridge baselines through the SVD (last-bit changes; tiny lam with N < d no longer fails)
-VERSION = "8"
+VERSION = "9"
 FUSED_LSA = "lsa1_query_readout_v1"  # names the fused training path in the checkpoint key (NegYReadoutTask)
 REQUIRES = {"input": "vectors"}  # a model reading concat tokens (B, N+1, d+1), returning (B, T, d+1)
 
@@ -123,6 +126,14 @@ class Config(ProbeConfig):
             "eta_seeds": 1,
             "ridge_mc_d": 4,
             "ridge_mc_tasks": 400,
+            "looped": ("gaussian",),
+            "looped_d": 3,
+            "looped_n": 8,
+            "looped_loops": 2,
+            "looped_eval_loops": 3,
+            "looped_steps": 40,
+            "looped_batch": 64,
+            "looped_n_eval": 500,
         },
         "full": {},
     }
@@ -212,6 +223,23 @@ class Config(ProbeConfig):
         4000, "Monte Carlo contexts per k of the Gaussian ridge / least-squares check", minimum=16
     )
     threads: int = param(1, "torch threads while training (tiny matrices: 1 avoids contention)", minimum=1)
+    looped: tuple[str, ...] = param(
+        ("gaussian", "anisotropic"),
+        "laws on which a weight-tied (looped) one-layer LSA is trained (Chen et al., 003#50; ~20 s each)",
+        choices=("gaussian", "anisotropic"),
+        min_len=0,
+    )
+    looped_d: int = param(5, "input dimension of the looped-LSA task", minimum=1, maximum=32)
+    looped_n: int = param(20, "context examples n of the looped-LSA task (n = O(d): 4 d)", minimum=1, maximum=200)
+    looped_loops: int = param(
+        4, "loops T the looped LSA is trained with (loss read after loop T)", minimum=1, maximum=8
+    )
+    looped_eval_loops: int = param(
+        8, "loops k = 1..this at which the looped LSA is evaluated (beyond T: extrapolation)", minimum=1, maximum=16
+    )
+    looped_steps: int = param(400, "Adam updates of each looped LSA (depth_* schedule otherwise)", minimum=1)
+    looped_batch: int = param(256, "tasks per update of the looped LSA", minimum=1)
+    looped_n_eval: int = param(4000, "evaluation prompts of the looped LSA", minimum=16)
 
     def validate(self) -> None:
         super().validate()
@@ -220,6 +248,10 @@ class Config(ProbeConfig):
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
         if self.garg_width % self.garg_heads:  # the interleaved model's own fields (not model fields)
             raise ValueError(f"garg_heads must divide garg_width={self.garg_width}, got garg_heads={self.garg_heads}")
+        if self.looped_eval_loops < self.looped_loops:
+            raise ValueError(
+                f"looped_eval_loops must be >= looped_loops = {self.looped_loops}, got {self.looped_eval_loops}"
+            )
         if ("anisotropic" in self.mahankali or self.x_dist == "anisotropic") and self.d * self.d > self.n_eval:
             raise ValueError(f"n_eval must be >= d^2 = {self.d * self.d} to fit a preconditioner, got {self.n_eval}")
 
@@ -607,6 +639,7 @@ def run(config: Config, model: Any = None, progress: bool = True) -> Result:
     measure_loss_vs_k(cfg, predictors, data, scalars, coords)
     measure_ridge_mc(cfg, data, scalars, coords)
     measure_mahankali(cfg, trained if model is None else {}, progress, data, scalars, coords)
+    measure_looped(cfg, progress, data, scalars, coords)
     if cfg.garg:
         garg_run(cfg, data, scalars, coords, progress)
     ds = xr.Dataset(data, coords=coords)
@@ -1079,6 +1112,172 @@ def measure_mahankali(cfg: Config, trained: dict, progress: bool, data: dict, sc
     scalars["_cached"] = scalars.get("_cached", []) + cached
 
 
+# ================================================================================================
+# Looped (weight-tied) linear self-attention: multi-step GD in context (Chen et al., 003#50)
+# ================================================================================================
+
+
+def looped_config(cfg: Config, law: str) -> Config:
+    """The probe's config on the looped task: d = looped_d, N = looped_n, inputs of law ``law``, linear
+    attention whatever the headline kernel (the looped-GD construction and the weight read-out are linear)."""
+    return cfg.replace(d=cfg.looped_d, n_context=cfg.looped_n, x_dist=law, attention="linear")
+
+
+def train_looped(cfg: Config, law: str, progress: bool) -> tuple:
+    """Train (cached) one weight-tied one-layer LSA applied ``looped_loops`` times, the query hidden as a
+    key (the architecture in which the looped GD construction is exact), on the deep stacks' schedule
+    (warm-up, clipping) for ``looped_steps`` updates of ``looped_batch`` tasks. Returns (float64 model,
+    wall time, from cache)."""
+    c = looped_config(cfg, law)
+    task = NegYReadoutTask(regression_task(c), hide_query=True)
+    tc = train_config(c, 2).replace(
+        steps=cfg.looped_steps, batch_size=cfg.looped_batch, warmup_steps=min(cfg.depth_warmup, cfg.looped_steps // 4)
+    )
+    with torch_threads(cfg.threads):
+        res = train(
+            model_config(c, 1).replace(loops=cfg.looped_loops), task, tc, device=cfg.torch_device(), progress=progress
+        )
+    return as_float64(res.model), float(res.meta.get("wall_time", res.wall_time)), bool(res.from_cache)
+
+
+def with_loops(model: TinyTransformer, loops: int) -> TinyTransformer:
+    """The same weights applied ``loops`` times (a copy; float64 models stay float64)."""
+    copy = TinyTransformer(model.config.replace(loops=int(loops)))
+    copy.load_state_dict(model.state_dict())
+    return copy.eval()
+
+
+def looped_weight_vectors(model: TinyTransformer, batch: RegressionBatch) -> np.ndarray:
+    """(loops, B, d) effective weight w_eff with yhat = w_eff . x_q after each loop k = 1..model's loops, in
+    one forward pass (the block's ``hook_resid_post`` fires once per loop). With the query hidden as a key
+    its token is updated linearly (no bias anywhere), so yhat is linear in x_q and w_eff is read at the d
+    basis queries."""
+    B, N, d = batch.x_ctx.shape
+    x = np.repeat(batch.x_ctx, d, axis=0)  # (B d, N, d)
+    y = np.repeat(batch.y_ctx, d, axis=0)
+    q = np.tile(np.eye(d), (B, 1))  # row b d + j is e_j
+    tokens = concat_tokens(x, y, q, dtype=torch.float64)
+    seen: list[np.ndarray] = []
+
+    def record(t: torch.Tensor, name: str) -> None:
+        seen.append(-t[:, -1, -1].detach().numpy().copy())  # yhat = -(query y-slot) after this loop
+
+    with torch.no_grad(), hooks(model, [(f"blocks.{model.n_layers - 1}.hook_resid_post", record)]):
+        model(tokens, attn_bias=query_key_bias(N + 1))
+    return np.stack(seen).reshape(len(seen), B, d)
+
+
+def measure_looped_construction(cfg: Config, eta: float, data: dict, scalars: dict) -> None:
+    """The one-step GD layer (von Oswald's weights at step ``eta``) looped k = 1..looped_eval_loops times by
+    the zoo's weight tying predicts exactly k GD steps (float64), in units of the float64 summation bound
+    of :func:`measure_construction` (one layer of sums over N + D terms per loop)."""
+    c = looped_config(cfg, cfg.looped[0] if cfg.looped else "gaussian")
+    N, d = c.n_context, c.d
+    b = _sample(c, 256, N, "looped_construction")
+    base = model_from_lsa_weights(c, [th.gd_lsa_weights(d, eta, N)])
+    K = cfg.looped_eval_loops
+    w_loops = looped_weight_vectors(with_loops(base, K), b)  # (K, B, d)
+    xmax2 = float(max(np.sum(b.x_ctx**2, -1).max(), np.sum(b.x_q**2, -1).max()))
+    ratios = []
+    for k in range(1, K + 1):
+        got = torch.as_tensor((w_loops[k - 1] * b.x_q).sum(-1))
+        want = _predict(th.GD(eta=eta, steps=k), b)
+        step = eta * xmax2
+        scale = float(np.abs(b.y_ctx).max()) * sum(step * (1 + step) ** j for j in range(k))
+        ratios.append(float((got - want).abs().max()) / (4 * k * (N + d + 1) * EPS * scale))
+    data["looped_construction_ratio"] = (("loop",), np.asarray(ratios))
+
+
+LOOPED_FIELDS = (
+    "looped_err_model",
+    "looped_err_model_se",
+    "looped_err_gd",
+    "looped_err_gdpp",
+    "looped_diff_gd",
+    "looped_diff_gd_se",
+    "looped_diff_gdpp",
+    "looped_diff_gdpp_se",
+    "looped_err_gd_best",
+    "looped_next_diff",
+    "looped_next_diff_se",
+)
+LOOPED_SCALARS = (
+    "looped_eta_fit",
+    "looped_gamma_fit",
+    "looped_residual",
+    "looped_eta_best",
+    "looped_rho_gd_fit",
+    "looped_rho_gd_best",
+    "looped_train_time_s",
+)
+
+
+def measure_looped(cfg: Config, progress: bool, data: dict, scalars: dict, coords: dict) -> None:
+    """Per law: train a looped LSA (T = looped_loops), read its effective weight vector after k = 1..K loops
+    (K = looped_eval_loops) on looped_n_eval prompts and its squared error |w_eff - w*|^2, beside the exact
+    (given each prompt's X; analysis.theory.looped) error of two readings of its weights: the structured part
+    without the input writes (preconditioned GD with the fitted step matrix G, the seed's mechanism) and with
+    them (weight-tied GD++), and GD at the best constant step for T loops. Differences are paired per prompt
+    (model error on the drawn w* minus the exact expectation), so their SEs measure the model against each
+    reading; ``looped_next_diff`` is the paired change from loop k to k + 1."""
+    laws = list(cfg.looped)
+    K, T = cfg.looped_eval_loops, cfg.looped_loops
+    loops = np.arange(1, K + 1)
+    out = {n: np.full((len(laws), K), np.nan) for n in LOOPED_FIELDS}
+    sc = {n: np.full(len(laws), np.nan) for n in LOOPED_SCALARS}
+    cached = []
+    eta_construction = None
+    for j, law in enumerate(laws):
+        c = looped_config(cfg, law)
+        N, d = c.n_context, c.d
+        mk, wall, from_cache = train_looped(cfg, law, progress)
+        cached.append(from_cache)
+        b = _sample(c, cfg.looped_n_eval, N, "looped")
+        err_model = ((looped_weight_vectors(with_loops(mk, K), b) - b.w) ** 2).sum(-1).T  # (B, K)
+        parts = lp.structured_parts(lsa_weights_from_model(mk)[0])
+        G = lp.step_matrix(parts, N)
+        maps_gd = lp.looped_lsa_maps(b.x_ctx, np.zeros((d, d)), parts["u_yy"], parts["M_xx"], K)
+        maps_pp = lp.looped_lsa_maps(b.x_ctx, parts["U_xx"], parts["u_yy"], parts["M_xx"], K)
+        th_gd = np.stack([lp.linear_map_error(A, b.x_ctx, c.noise) for A in maps_gd], -1)
+        th_pp = np.stack([lp.linear_map_error(A, b.x_ctx, c.noise) for A in maps_pp], -1)
+        eta_best, _ = lp.best_constant_step(b.x_ctx, T, c.noise)
+        eta_construction = eta_best if eta_construction is None else eta_construction
+        for i in range(K):
+            out["looped_err_model"][j, i], out["looped_err_model_se"][j, i] = _mean_se(err_model[:, i])
+            out["looped_diff_gd"][j, i], out["looped_diff_gd_se"][j, i] = _mean_se(err_model[:, i] - th_gd[:, i])
+            out["looped_diff_gdpp"][j, i], out["looped_diff_gdpp_se"][j, i] = _mean_se(err_model[:, i] - th_pp[:, i])
+            if i + 1 < K:
+                out["looped_next_diff"][j, i], out["looped_next_diff_se"][j, i] = _mean_se(
+                    err_model[:, i + 1] - err_model[:, i]
+                )
+        out["looped_err_gd"][j] = th_gd.mean(0)
+        out["looped_err_gdpp"][j] = th_pp.mean(0)
+        out["looped_err_gd_best"][j] = lp.gd_weight_error(b.x_ctx, eta_best, loops, c.noise).mean(0)
+        eta_fit = float(np.trace(G) / d)
+        sc["looped_eta_fit"][j] = eta_fit
+        # GD++'s gamma: one loop moves x_j by U_xx X^T X M_xx x_j = -gamma S x_j for scalar blocks
+        sc["looped_gamma_fit"][j] = float(-N * np.trace(parts["U_xx"] @ parts["M_xx"]) / d)
+        sc["looped_residual"][j] = parts["residual"]
+        sc["looped_eta_best"][j] = eta_best
+        sc["looped_rho_gd_fit"][j] = float(np.median(lp.per_prompt_rate(b.x_ctx, eta_fit)))
+        sc["looped_rho_gd_best"][j] = float(np.median(lp.per_prompt_rate(b.x_ctx, eta_best)))
+        sc["looped_train_time_s"][j] = wall
+    for n, v in out.items():
+        data[n] = (("looped_law", "loop"), v)
+    for n, v in sc.items():
+        data[n] = (("looped_law",), v)
+    coords.update(looped_law=np.asarray(laws, dtype=str), loop=loops.astype(np.int64))
+    if eta_construction is None:  # no law trained: the construction at the MP-optimal step
+        eta_construction = lp.mp_rate(min(cfg.looped_d / cfg.looped_n, 0.5))["eta"]
+    measure_looped_construction(cfg, eta_construction, data, scalars)
+    ratio = cfg.looped_d / cfg.looped_n
+    scalars.update(
+        looped_eta_construction=float(eta_construction),
+        looped_mp_rate=lp.mp_rate(ratio)["rate"] if ratio < 1 else math.nan,
+    )
+    scalars["_cached"] = scalars.get("_cached", []) + cached
+
+
 def garg_run(cfg: Config, data: dict[str, Any], scalars: dict[str, Any], coords: dict, progress: bool) -> None:
     """Train (cached) the interleaved-layout transformer and measure its loss against k beside the
     baselines, paired on the same tasks (Garg et al. 2022, Fig. 2)."""
@@ -1487,6 +1686,100 @@ def claims_garg(led: Ledger, ds: xr.Dataset, s: dict, cfg: Config) -> None:
     )
 
 
+SEED_LOOPED = "003#50"  # Chen et al.: linear looped transformers do multi-step GD in context with n = O(d)
+SOURCE_LOOPED = (
+    "Chen et al. (seed 003#50): a linear looped transformer implements multi-step GD, small error at n = O(d); "
+    "closed forms: analysis.theory.looped"
+)
+
+
+def claims_looped(led: Ledger, ds: xr.Dataset, s: dict, cfg: Config) -> None:
+    """Chen et al. (003#50): the looped one-step-GD layer is exactly multi-step GD; a trained looped LSA's
+    squared weight error against loops, read against GD at the step fitted from its weights (the seed's
+    mechanism) and against weight-tied GD++ (the same weights with their input writes), and whether every
+    extra loop lowers it (also past the loops it was trained with)."""
+    if "looped_construction_ratio" not in ds:
+        return
+    r = ds["looped_construction_ratio"].values
+    led.identity(
+        "looped_construction_equals_gd",
+        measured=float(r.max()),
+        expected=0.0,
+        atol=1.0,
+        source="von Oswald et al. 2023 Prop. 1 (one GD step per layer) with the zoo's weight tying (loops)",
+        seed=SEED_LOOPED,
+        why="max |looped LSA - k-step GD| over 256 prompts in units of the float64 summation bound of k loops "
+        "((N + D) eps per loop on the terms' magnitudes): 1 is the bound",
+        statement=f"one GD layer (step {s['looped_eta_construction']:.3g}) applied k times by the zoo's weight tying "
+        f"predicts exactly k GD steps, k = 1..{cfg.looped_eval_loops} (worst k)",
+    )
+    T = cfg.looped_loops
+    for j, law in enumerate(ds["looped_law"].values.tolist()):
+        v = {n: ds[n].values[j] for n in LOOPED_FIELDS}
+        desc = (
+            f"{law} inputs (cond {cfg.cond:g})" if law == "anisotropic" else f"{law} inputs"
+        ) + f", d = {cfg.looped_d}, n = {cfg.looped_n}"
+        eta = float(ds["looped_eta_fit"].values[j])
+        gdpp = f"looped_{law}_tied_gdpp"
+        i = T - 1
+        led.predict(
+            f"looped_{law}_gd_fitted_step",
+            measured=float(v["looped_err_model"][i]),
+            expected=float(v["looped_err_gd"][i]),
+            se=float(v["looped_diff_gd_se"][i]),
+            k=K_SE,
+            alternative=float(v["looped_err_gd"][0]),
+            hypothesis="no gain after the first loop: the one-step error of GD at the fitted step, repeated",
+            source=SOURCE_LOOPED,
+            seed=SEED_LOOPED,
+            requires_full=True,
+            why="SE of the paired (model error on the drawn w* - exact GD expectation given X) difference over "
+            "looped_n_eval prompts",
+            statement=f"a looped LSA trained with T = {T} loops ({desc}) has after T loops the squared weight error "
+            f"of T steps of GD with the step matrix read off its weights (tr/d = {eta:.3g})",
+        )
+        z = np.abs(v["looped_diff_gdpp"][:T]) / v["looped_diff_gdpp_se"][:T]
+        i = _worst(z)
+        if i is not None:
+            led.predict(
+                gdpp,
+                measured=float(v["looped_err_model"][i]),
+                expected=float(v["looped_err_gdpp"][i]),
+                se=float(v["looped_diff_gdpp_se"][i]),
+                k=K_SE,
+                alternative=float(v["looped_err_gd"][i]),
+                hypothesis="plain (preconditioned) GD at the fitted step: the same weights without their input writes",
+                source="von Oswald et al. 2023 Sec. 3 (GD++), weight-tied; derivation: analysis.theory.looped."
+                "looped_lsa_maps",
+                seed=SEED_LOOPED,
+                requires_full=True,
+                why="SE of the paired (model error on the drawn w* - exact tied-GD++ expectation given X) difference "
+                "over looped_n_eval prompts",
+                statement=f"the looped LSA ({desc}) has at every loop k <= T = {T} the squared weight error of "
+                f"weight-tied GD++ read off its weights' structured blocks (worst k = {i + 1})",
+            )
+        nd, nse = v["looped_next_diff"], v["looped_next_diff_se"]
+        i = _worst(nd / nse)
+        if i is not None:
+            led.direction(
+                f"looped_{law}_error_falls_every_loop",
+                measured=float(nd[i]),
+                se=float(nse[i]),
+                k=K_SE,
+                sign=-1,
+                alternative=0.0,
+                hypothesis="an extra loop does not lower the weight error (no gain past one step, or past the "
+                "trained loop count)",
+                source=SOURCE_LOOPED,
+                seed=SEED_LOOPED,
+                requires_full=True,
+                why="SE of the paired difference of the squared weight errors after k + 1 and k loops on the same "
+                "prompts",
+                statement=f"each extra loop lowers the looped LSA's squared weight error ({desc}), k = 1..."
+                f"{cfg.looped_eval_loops} (trained with {T}; worst step k = {i + 1} -> {i + 2})",
+            )
+
+
 CLAIMS = (
     claims_construction,
     claims_eta_star,
@@ -1495,4 +1788,5 @@ CLAIMS = (
     claims_depth,
     claims_ridge,
     claims_garg,
+    claims_looped,
 )

@@ -370,3 +370,71 @@ def test_eta_claim_uses_the_seed_spread(smoke):
     led = P.Ledger(P.NAME, preset="full")
     P.claims_one_layer(led, ds, s, cfg)
     assert led["eta_fit_vs_eta_star"].status == "fail"
+
+
+# ---------------------------------------------------------------------- looped LSA (003#50)
+
+
+def _looped_model(cfg, layer, loops):
+    c = P.looped_config(cfg, "gaussian")
+    return P.with_loops(P.model_from_lsa_weights(c, [layer]), loops)
+
+
+def test_looped_weight_vectors_are_gd_iterates():
+    """The GD layer looped K times by the zoo: the weight vector read after loop k is w_k of k GD steps."""
+    cfg = P.Config.preset("smoke")
+    c = P.looped_config(cfg, "gaussian")
+    b = th.sample_regression(32, c.d, c.n_context, "gaussian", 0.0, np.random.default_rng(2))
+    eta, K = 0.3, 5
+    w = P.looped_weight_vectors(_looped_model(cfg, th.gd_lsa_weights(c.d, eta, c.n_context), K), b)
+    assert w.shape == (K, 32, c.d)
+    for k in range(1, K + 1):
+        A = th.GD(eta=eta, steps=k).linear_map(b.x_ctx).numpy()
+        np.testing.assert_allclose(w[k - 1], np.einsum("bdn,bn->bd", A, b.y_ctx), rtol=1e-10, atol=1e-12)
+
+
+def test_looped_weight_vectors_match_the_structured_recursion():
+    """Structured weights with input writes (tied GD++ with matrix blocks) in the zoo model against
+    analysis.theory.looped.looped_lsa_maps: the zoo's looping and the theory's recursion agree."""
+    from analysis.theory import looped as lp
+
+    cfg = P.Config.preset("smoke")
+    c = P.looped_config(cfg, "gaussian")
+    d, N, K = c.d, c.n_context, 4
+    rng = np.random.default_rng(5)
+    D = d + 1
+    P_ = np.zeros((D, D))
+    P_[:d, :d] = -0.2 / N * np.eye(d) + 0.01 * rng.standard_normal((d, d))
+    P_[d, d] = -0.5 / N
+    W_Q = np.zeros((D, D))
+    W_Q[:d, :d] = np.eye(d) + 0.1 * rng.standard_normal((d, d))
+    layer = {"W_K": np.eye(D), "W_Q": W_Q, "W_V": np.eye(D), "P": P_}
+    b = th.sample_regression(32, d, N, "gaussian", 0.0, np.random.default_rng(6))
+    w = P.looped_weight_vectors(_looped_model(cfg, layer, K), b)
+    parts = lp.structured_parts(P.lsa_weights_from_model(_looped_model(cfg, layer, K))[0])
+    maps = lp.looped_lsa_maps(b.x_ctx, parts["U_xx"], parts["u_yy"], parts["M_xx"], K)
+    for k in range(K):
+        np.testing.assert_allclose(w[k], np.einsum("bdn,bn->bd", maps[k], b.y_ctx), rtol=1e-9, atol=1e-12)
+
+
+def test_looped_claims_at_smoke(smoke):
+    led = smoke.ledger
+    assert led["looped_construction_equals_gd"].status == "pass"
+    for name in (
+        "looped_gaussian_gd_fitted_step",
+        "looped_gaussian_tied_gdpp",
+        "looped_gaussian_error_falls_every_loop",
+    ):
+        claim = led[name]
+        assert claim.seed == "003#50" and claim.status == "not_evaluated"  # trained claims need the full preset
+    ds = smoke.data
+    assert ds["looped_err_model"].shape == (1, smoke.config.looped_eval_loops)
+    # the paired differences are consistent with the stored means
+    np.testing.assert_allclose(
+        ds["looped_err_model"].values, ds["looped_err_gdpp"].values + ds["looped_diff_gdpp"].values, rtol=1e-9
+    )
+
+
+def test_looped_config_validation():
+    with pytest.raises(ValueError, match="looped_eval_loops"):
+        P.Config.preset("smoke").replace(looped_loops=3, looped_eval_loops=2)

@@ -162,6 +162,14 @@ CAPS: dict[str, dict[str, Cap]] = {
         "eta_seeds": Cap(hi=2),
         "ridge_mc_d": Cap(hi=3),
         "ridge_mc_tasks": Cap(hi=32),
+        "looped": Cap(max_len=1),
+        "looped_d": Cap(hi=3),
+        "looped_n": Cap(hi=6),
+        "looped_loops": Cap(hi=2),
+        "looped_eval_loops": Cap(hi=3),
+        "looped_steps": Cap(hi=4),
+        "looped_batch": Cap(hi=16),
+        "looped_n_eval": Cap(hi=64),
         "threads": Cap(hi=2),  # more torch threads than the CI machine's 2 cores only oversubscribes it
     },
     # cost ~ kernels x n_pairs memories of draws x N keys (the scan: N steps), favor_m x (favor_draws x m
