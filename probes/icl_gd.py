@@ -78,16 +78,19 @@ from analysis.tasks import LinearRegressionTask
 from analysis.theory import icl_gd as th
 from analysis.theory import looped as lp
 from analysis.train import TrainConfig, train
+from probes import _logistic_icl as logistic_icl
 from probes.base import ProbeConfig, Result, model_param, param
 
 NAME = "icl_gd"
 DESCRIPTION = "In-context regression: trained linear self-attention vs one step of (preconditioned) GD."
-# VERSION history: 9: looped (weight-tied) one-layer LSAs against multi-step GD and tied GD++ (003#50);
+# VERSION history: 10: a softmax layer trained on one normalised-GD step of in-context classification, looped
+# (000#33, probes/_logistic_icl.py); 9: looped (weight-tied) one-layer LSAs against multi-step GD and tied
+# GD++ (003#50);
 # 8: one-layer LSAs train through the hand-fused loss (analysis.fused_lsa; gradients equal to
 # rounding, so the trained weights change in the last bits); 7: the exact-loss claims cite the split theory
 # package (analysis.theory.icl_gd.closed_forms); 6:
 # ridge baselines through the SVD (last-bit changes; tiny lam with N < d no longer fails)
-VERSION = "9"
+VERSION = "10"
 FUSED_LSA = "lsa1_query_readout_v1"  # names the fused training path in the checkpoint key (NegYReadoutTask)
 REQUIRES = {"input": "vectors"}  # a model reading concat tokens (B, N+1, d+1), returning (B, T, d+1)
 
@@ -134,6 +137,10 @@ class Config(ProbeConfig):
             "looped_steps": 40,
             "looped_batch": 64,
             "looped_n_eval": 500,
+            "lg_loops": 3,
+            "lg_steps": 30,
+            "lg_seeds": 1,
+            "lg_eval": 64,
         },
         "full": {},
     }
@@ -240,6 +247,22 @@ class Config(ProbeConfig):
     looped_steps: int = param(400, "Adam updates of each looped LSA (depth_* schedule otherwise)", minimum=1)
     looped_batch: int = param(256, "tasks per update of the looped LSA", minimum=1)
     looped_n_eval: int = param(4000, "evaluation prompts of the looped LSA", minimum=16)
+    lg: bool = param(True, "also in-context classification by a looped softmax layer (000#33, probes/_logistic_icl.py)")
+    lg_d: int = param(5, "input dimension of the in-context classification task", minimum=1, maximum=32)
+    lg_n: int = param(20, "labelled examples per classification prompt", minimum=1, maximum=200)
+    lg_eta: float = param(1.0, "step of the normalised GD the softmax layer is trained on", minimum=1e-3, maximum=10.0)
+    lg_radius: float = param(
+        8.0,
+        "iterates of the one-step training task have |w| ~ U(0, this) (covers 10 loops)",
+        minimum=0.1,
+        maximum=100.0,
+    )
+    lg_loops: int = param(10, "the trained layer is looped T = 1..this times", minimum=1, maximum=32)
+    lg_steps: int = param(800, "Adam updates of each one-step softmax layer", minimum=1)
+    lg_batch: int = param(256, "prompts per update of the one-step softmax layer", minimum=1)
+    lg_lr: float = param(1e-2, "peak Adam learning rate of the one-step softmax layer", minimum=1e-6, maximum=1.0)
+    lg_seeds: int = param(2, "training seeds of the one-step softmax layer (the claim takes the worst)", minimum=1)
+    lg_eval: int = param(2000, "held-out classification prompts", minimum=2)
 
     def validate(self) -> None:
         super().validate()
@@ -640,6 +663,9 @@ def run(config: Config, model: Any = None, progress: bool = True) -> Result:
     measure_ridge_mc(cfg, data, scalars, coords)
     measure_mahankali(cfg, trained if model is None else {}, progress, data, scalars, coords)
     measure_looped(cfg, progress, data, scalars, coords)
+    if cfg.lg:
+        with torch_threads(cfg.threads):
+            logistic_icl.measure(cfg, progress, data, scalars, coords, cfg.torch_device())
     if cfg.garg:
         garg_run(cfg, data, scalars, coords, progress)
     ds = xr.Dataset(data, coords=coords)
@@ -1789,4 +1815,5 @@ CLAIMS = (
     claims_ridge,
     claims_garg,
     claims_looped,
+    logistic_icl.claims,
 )

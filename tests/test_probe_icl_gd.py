@@ -438,3 +438,31 @@ def test_looped_claims_at_smoke(smoke):
 def test_looped_config_validation():
     with pytest.raises(ValueError, match="looped_eval_loops"):
         P.Config.preset("smoke").replace(looped_loops=3, looped_eval_loops=2)
+
+
+def test_logistic_claims_at_smoke_and_on_planted_numbers(smoke):
+    """000#33: the construction identity holds at smoke; the loop claims are judged from the stored result only:
+    the stored cosines pass at the full preset when they are 1, and cosines equal to the uniform-attention
+    alternative fail."""
+    from analysis.ledger import Ledger
+    from probes import _logistic_icl as lg
+
+    led = smoke.ledger
+    assert led["lg_construction_is_normalised_gd"].status == "pass"
+    assert led["lg_construction_is_normalised_gd"].seed == "000#33"
+    s, ds, cfg = dict(smoke.scalars), smoke.data, smoke.config
+    planted = Ledger("icl_gd", preset="smoke")
+    lg.claims(planted, ds, {**s, "lg_construction_ratio": 2.0}, cfg)
+    assert planted["lg_construction_is_normalised_gd"].status == "fail"
+    full = cfg.replace(lg_loops=2)
+    for cos, status in ((1.0, "pass"), (None, "fail")):
+        d = ds.copy()
+        d["lg_cos"] = (
+            d["lg_cos"]
+            .isel(lg_loop=slice(0, 2))
+            .copy(data=np.full((ds.sizes["lg_seed"], 2), cos if cos is not None else float(ds["lg_alt_cos"][1])))
+        )
+        d = d.isel(lg_loop=slice(0, 2))
+        judged = Ledger("icl_gd", preset="full")
+        lg.claims(judged, d, s, full)
+        assert judged["lg_looped_tracks_gd_T2"].status == status

@@ -170,6 +170,13 @@ CAPS: dict[str, dict[str, Cap]] = {
         "looped_steps": Cap(hi=4),
         "looped_batch": Cap(hi=16),
         "looped_n_eval": Cap(hi=64),
+        "lg_d": Cap(hi=3),
+        "lg_n": Cap(hi=6),
+        "lg_loops": Cap(hi=3),
+        "lg_steps": Cap(hi=4),
+        "lg_batch": Cap(hi=16),
+        "lg_seeds": Cap(hi=1),
+        "lg_eval": Cap(hi=32),
         "threads": Cap(hi=2),  # more torch threads than the CI machine's 2 cores only oversubscribes it
     },
     # cost ~ kernels x n_pairs memories of draws x N keys (the scan: N steps), favor_m x (favor_draws x m
