@@ -34,6 +34,12 @@ Four measurements, each beside its closed form in :mod:`analysis.theory.attentio
    with loss spikes counted from the training loss; per head the same two traces; on each trained
    checkpoint (without QK-norm) the spectral entropy bound on every row of the probe batch.
 
+5. Without nonlinearities (``nonlin=true``, seed 004#30): a deeper model (``nonlin_layers`` x ``nonlin_d_model``)
+   trained on the training sweep's task at ``nonlin_lr`` in two variants, standard (Pre-LN, GELU) and without
+   LayerNorm (none, no final norm either) and with the identity activation, ``nonlin_seeds`` seeds each. At
+   initialisation and after training, per layer and head, the mean ``H / ln n`` over the rows of the probe batch,
+   the logit std and the i.i.d.-Gaussian entropy predicted at the layer's pooled std and at each row's own std.
+
 Passed-in models: anything satisfying :class:`analysis.protocol.ProbeModel` with token input and
 ``blocks.{l}.attn.hook_attn_scores`` hook points (our zoo, the Hugging Face adapter). ``attention`` then
 names the passed model's kernel (softmax for every Hugging Face model). The logit-scale sweep and the
@@ -66,10 +72,11 @@ from probes.base import ModelIncompatibleError, ProbeConfig, Result, model_param
 
 NAME = "attention_entropy"
 DESCRIPTION = "Attention entropy vs context length and logit scale; dilution, SSMax, sigmoid; collapse in training."
-# VERSION history: 5: sigmoid row totals at initialisation (b = 0 and b = -ln n) with their claims; 4:
+# VERSION history: 6: the nonlinearity comparison (004#30: with and without LayerNorm and GELU) and its claims;
+# 5: sigmoid row totals at initialisation (b = 0 and b = -ln n) with their claims; 4:
 # Gaussian-entropy claims not evaluated past the quadrature's reach (were NaN fails); 3: claims ledger roles;
 # replicate models, training seeds, SSMax fading away from s g = 1
-VERSION = "5"
+VERSION = "6"
 REQUIRES = {"input": "tokens"}
 
 # Largest values the config accepts: far beyond every preset and notebook, and below where the logits (float32
@@ -223,7 +230,8 @@ class Config(ProbeConfig):
             raise ValueError(f"nonlin_lr must be > 0, got {self.nonlin_lr}")
         if self.nonlin_d_model % self.heads:
             raise ValueError(
-                f"nonlin_d_model must be divisible by heads, got nonlin_d_model={self.nonlin_d_model}, heads={self.heads}"
+                f"nonlin_d_model must be divisible by heads, got nonlin_d_model={self.nonlin_d_model}, "
+                f"heads={self.heads}"
             )
 
 
