@@ -714,6 +714,8 @@ def nonlin_sweep(config: Config, progress: bool = True) -> dict[str, np.ndarray]
             out["ent_norm"][v, a, t] = st["ent_norm"].mean((2, 3))
             out["logit_std"][v, a, t] = std
             out["kurt_excess"][v, a, t] = np.nanmean(st["kurt_excess"], axis=(2, 3))
+            if not np.all(np.isfinite(st["var"])):  # a diverged run (non-finite logits): no prediction, NaN
+                continue
             out["theory"][v, a, t] = np.vectorize(lambda s_: th.mean_normalised_gaussian_entropy(ns, s_))(std)
             n_b = np.broadcast_to(ns, st["var"].shape)
             out["theory_rows"][v, a, t] = (th.gaussian_entropy_rows(n_b, np.sqrt(st["var"])) / np.log(n_b)).mean((2, 3))
@@ -1487,6 +1489,16 @@ def claim_nonlin_gaussian(led: Ledger, ds: xr.Dataset, config: Config) -> None:
     for state in STATES:
         for variant, suffix, layers, where in targets:
             prefix = f"{variant}_entropy_gaussian"
+            if not np.isfinite(ds["nonlin_theory_rows"].sel(variant=variant, state=state, nonlin_layer=layers)).all():
+                for name in (f"{prefix}_rows_{state}{suffix}", f"{prefix}_{state}{suffix}"):
+                    led.not_evaluated(
+                        name,
+                        role="prediction",
+                        source=NONLIN_SOURCE,
+                        seed=SEED_NONLIN,
+                        reason="a training run diverged: non-finite attention logits, no logit std to predict from",
+                    )
+                continue
             common = dict(alternative=1.0, hypothesis=UNIFORM_HYP, k=2.0, seed=SEED_NONLIN, figure="ae_nonlin")
             rows_name = f"{prefix}_rows_{state}{suffix}"
             m, e, se = _seed_resid(ds, variant, state, "theory_rows", layers)
@@ -1552,6 +1564,15 @@ def claim_nonlin_thresholds(led: Ledger, ds: xr.Dataset, config: Config) -> None
         sel = {"nonlin_layer": layers}
         m = float(tr.sel(variant="no_nonlin", **sel).mean())
         alt = float(tr.sel(variant="standard", **sel).mean())
+        if not math.isfinite(alt):
+            led.not_evaluated(
+                name,
+                role="prediction",
+                source=f"issue 17 on 004#30: {what}",
+                seed=SEED_NONLIN,
+                reason="a standard-model training run diverged: no alternative to compare with",
+            )
+            continue
         se = _paired(tr.sel(variant="no_nonlin", **sel).mean(("nonlin_layer", "head")).values)[1]
         led.predict(
             name,
