@@ -79,7 +79,8 @@ CAPS: dict[str, dict[str, Cap]] = {
     },
     # cost ~ replicates models over max(ctx_lens) tokens, scale_factors x replicates models over sweep_len
     # tokens, planted-key networks over up to planted_max_n keys for every fade_sg, and the training
-    # sweep qk_norm x lr x train_seeds runs of train_steps updates on train_seq_len tokens
+    # sweep qk_norm x lr x train_seeds runs of train_steps updates on train_seq_len tokens, and the nonlinearity
+    # comparison's 2 x nonlin_seeds runs of nonlin_layers x nonlin_d_model models
     "attention_entropy": {
         "layers": Cap(hi=2),
         "heads": Cap(hi=2),
@@ -96,6 +97,9 @@ CAPS: dict[str, dict[str, Cap]] = {
         "train_steps": Cap(hi=4),
         "train_seeds": Cap(hi=2),
         "train_seq_len": Cap(hi=12),
+        "nonlin_layers": Cap(hi=3),
+        "nonlin_d_model": Cap(hi=8),
+        "nonlin_seeds": Cap(hi=2),
     },
     # cost ~ n_pairs forward passes over prompt_len + cont_len tokens, 2 x layers bootstrap fits of
     # n_boot replicates; trained: train_steps updates on train_seq_len tokens, and per checkpoint two more

@@ -224,3 +224,69 @@ def test_sigmoid_row_total_broadcasts():
     out = th.sigmoid_row_total(n, s, -np.log(n))
     assert out.shape == (2, 3)
     assert out[1, 2] == pytest.approx(th.sigmoid_row_total(100, 1.5, -math.log(100)), rel=1e-15)
+
+
+# ---------------------------------------------------------------------------------------------
+# Many n at once, large s, rows (the nonlinearity comparison, 004#30)
+
+
+@pytest.mark.parametrize("s", [0.0, 0.4, 3.0, 12.0])
+def test_exact_many_equals_one_n_at_a_time(s):
+    ns = np.array([1, 2, 3, 9, 32])
+    got = th.gaussian_entropy_exact_many(ns, s)
+    want = [th.gaussian_entropy_exact(int(n), s) for n in ns]
+    np.testing.assert_allclose(got, want, atol=QUAD_TOL)
+
+
+def test_top_gap_density_two_keys_and_monte_carlo():
+    # n = 2: the gap |z1 - z2| is |N(0, 2)|, density 1 / sqrt(pi) at 0
+    assert float(th.top_gap_density(2)) == pytest.approx(1.0 / math.sqrt(math.pi), rel=1e-10)
+    rng = np.random.default_rng(3)
+    z = np.sort(rng.standard_normal((400_000, 8)), axis=1)
+    gap = z[:, -1] - z[:, -2]
+    h = 0.02
+    mc = np.mean(gap < h) / h  # density at 0 (the density's slope moves it by O(h))
+    assert float(th.top_gap_density(8)) == pytest.approx(mc, rel=0.05)
+
+
+@pytest.mark.parametrize("n", [2, 8, 32])
+def test_large_s_form_against_monte_carlo_and_quadrature(n):
+    rng = np.random.default_rng(n)
+    for s in (100.0, 1000.0):
+        mean, se = th.gaussian_entropy_mc(n, s, 100_000, rng)
+        # leading order: relative correction O(1/s), below 1 % at s >= 100 (n <= 32)
+        assert float(th.gaussian_entropy_large_s(n, s)) == pytest.approx(mean, abs=4 * se + 0.01 * mean)
+    # at the switch the two forms agree to a few per cent (the quadrature is accurate there)
+    at = th.S_ASYMPTOTIC
+    assert float(th.gaussian_entropy_large_s(n, at)) == pytest.approx(th.gaussian_entropy_exact(n, at), rel=0.05)
+    np.testing.assert_allclose(th.gaussian_entropy([n], 2 * at), th.gaussian_entropy_large_s(n, 2 * at))
+
+
+def test_entropy_rows_against_direct_quadrature_and_its_branches():
+    rng = np.random.default_rng(1)
+    n = rng.integers(1, 33, 40)
+    s = np.exp(rng.uniform(math.log(th.S_SMALL * 1.1), math.log(th.S_ASYMPTOTIC * 0.9), 40))
+    want = [th.gaussian_entropy_exact(int(a), float(b)) for a, b in zip(n, s, strict=True)]
+    np.testing.assert_allclose(th.gaussian_entropy_rows(n, s), want, atol=1e-3)  # spline in ln s on 61 points
+    small = th.gaussian_entropy_rows([16], [th.S_SMALL / 2])
+    assert float(small[0]) == pytest.approx(th.gaussian_entropy_exact(16, th.S_SMALL / 2), abs=1e-7)
+    big = th.gaussian_entropy_rows([16, 1], [3 * th.S_ASYMPTOTIC, 100.0])
+    np.testing.assert_allclose(big, [float(th.gaussian_entropy_large_s(16, 3 * th.S_ASYMPTOTIC)), 0.0])
+    with pytest.raises(ValueError, match="s must be"):
+        th.gaussian_entropy_rows([4], [math.nan])
+
+
+def test_mean_normalised_entropy_and_gaussian_kurtosis():
+    ns = np.arange(2, 10)
+    want = np.mean([th.gaussian_entropy_exact(int(n), 1.3) / math.log(n) for n in ns])
+    assert th.mean_normalised_gaussian_entropy(ns, 1.3) == pytest.approx(want, abs=QUAD_TOL)
+    assert th.mean_normalised_gaussian_entropy(ns, 0.0) == pytest.approx(1.0, abs=1e-15)
+    with pytest.raises(ValueError, match="n must be >= 2"):
+        th.mean_normalised_gaussian_entropy([1, 2], 1.0)
+    rng = np.random.default_rng(5)
+    for n in (3, 12):
+        x = rng.standard_normal((200_000, n))
+        d = x - x.mean(1, keepdims=True)
+        g2 = (d**4).mean(1) / (d**2).mean(1) ** 2 - 3.0
+        se = g2.std() / math.sqrt(g2.size)
+        assert g2.mean() == pytest.approx(float(th.sample_kurtosis_gaussian(n)), abs=4 * se)
