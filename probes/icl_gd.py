@@ -1258,6 +1258,9 @@ def measure_looped(cfg: Config, progress: bool, data: dict, scalars: dict, coord
         N, d = c.n_context, c.d
         mk, wall, from_cache = train_looped(cfg, law, progress)
         cached.append(from_cache)
+        sc["looped_train_time_s"][j] = wall
+        if not all(bool(torch.isfinite(p).all()) for p in mk.parameters()):
+            continue  # training diverged (e.g. too high a depth_lr): NaN measurements, so its claims fail
         b = _sample(c, cfg.looped_n_eval, N, "looped")
         err_model = ((looped_weight_vectors(with_loops(mk, K), b) - b.w) ** 2).sum(-1).T  # (B, K)
         parts = lp.structured_parts(lsa_weights_from_model(mk)[0])
@@ -1747,6 +1750,15 @@ def claims_looped(led: Ledger, ds: xr.Dataset, s: dict, cfg: Config) -> None:
         ) + f", d = {cfg.looped_d}, n = {cfg.looped_n}"
         eta = float(ds["looped_eta_fit"].values[j])
         gdpp = f"looped_{law}_tied_gdpp"
+        if not np.isfinite(eta):  # measure_looped skipped a diverged training run: nothing to read off
+            led.not_evaluated(
+                f"looped_{law}_gd_fitted_step",
+                role="prediction",
+                source=SOURCE_LOOPED,
+                seed=SEED_LOOPED,
+                reason=f"the looped LSA's training diverged ({desc}): non-finite weights, no step to read off",
+            )
+            continue
         i = T - 1
         led.predict(
             f"looped_{law}_gd_fitted_step",
