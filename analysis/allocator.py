@@ -11,9 +11,10 @@ hooks``): the hook machinery itself costs 0.14% of a forward.
 
 What. :func:`keep_freed_memory` raises glibc's mmap and trim thresholds (``mallopt``), so freed blocks
 stay in the heap for the next allocation. Numbers do not change (allocation never touches values:
-``tests/test_allocator.py`` checks outputs bit for bit); the peak resident memory does not change either
-(the same buffers are live at the peak). The cost: memory freed after a peak stays with the process
-until it exits instead of returning to the OS. That is why it is opt-in: right for batch processes
+``tests/test_allocator.py`` checks outputs bit for bit). The cost is memory: what is freed after a peak
+stays with the process until it exits instead of returning to the OS, and a heap block freed at one size
+is not always reusable at another, so the peak resident memory can grow (the T = 2048 forward benchmark:
+864 MB against 673 MB; the hook benchmark: unchanged). That is why it is opt-in: right for batch processes
 (``make figures`` kernels, ``python -m probes``, benchmarks), a choice for a long-lived JupyterLab kernel.
 
 How. Call :func:`keep_freed_memory` early, or set ``WORKBENCH_KEEP_FREED_MEMORY=1`` before the first
@@ -34,10 +35,13 @@ _state = {"limit": None}
 
 
 def _glibc():
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+    try:  # the glibc soname first: ctypes.util.find_library would spawn ldconfig
+        libc = ctypes.CDLL("libc.so.6")
     except OSError:
-        return None
+        try:
+            libc = ctypes.CDLL(ctypes.util.find_library("c") or "")
+        except OSError:
+            return None
     return libc if hasattr(libc, "gnu_get_libc_version") else None  # glibc only: mallopt with these meanings
 
 

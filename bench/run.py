@@ -164,6 +164,9 @@ def bench_forward(rounds: int = 5) -> dict:
     return out
 
 
+HOOK_ROUNDS = 80  # rounds of the hook benchmark: its ratio's run-to-run spread was +-0.05 at 25 rounds
+
+
 def bench_hooks() -> dict:
     """Overhead of the hook machinery: no hooks vs caching the residual stream vs caching everything.
 
@@ -183,7 +186,7 @@ def bench_hooks() -> dict:
     with torch.no_grad():
         for fn in variants.values():
             fn()  # warm-up
-        for _ in range(25):
+        for _ in range(HOOK_ROUNDS):
             for name, fn in variants.items():
                 f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
                 t0 = time.perf_counter()
@@ -191,9 +194,9 @@ def bench_hooks() -> dict:
                 times[name].append(time.perf_counter() - t0)
                 faults[name] += resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0
     med = {k: statistics.median(v) for k, v in times.items()}
-    out = {"config": "L=4 d=128 H=4 T=256 B=4 float32, 25 interleaved rounds"}
+    out = {"config": f"L=4 d=128 H=4 T=256 B=4 float32, {HOOK_ROUNDS} interleaved rounds"}
     out["keep_freed_memory_limit"] = kept_limit()  # None: glibc's defaults (analysis/allocator.py)
-    out["minor_page_faults_per_forward"] = {k: v / 25 for k, v in faults.items()}
+    out["minor_page_faults_per_forward"] = {k: v / HOOK_ROUNDS for k, v in faults.items()}
     out["cache_everything_over_plain"] = med["cache_everything"] / med["no_hooks"]
     for name, v in times.items():
         out[name] = {
@@ -558,6 +561,7 @@ BENCHES = {
     "forward": bench_forward,
     "hooks": bench_hooks,
     "hooks_malloc": bench_hooks,  # the same, its process run with WORKBENCH_KEEP_FREED_MEMORY=1 (see _in_worker)
+    "forward_malloc": bench_forward,  # likewise
     "hf": bench_hf,
     "icl": bench_icl,
     "train": bench_train,
@@ -724,6 +728,19 @@ RATIOS = [
         False,
     ),
     ("forward, fused / GEMM peak", lambda r: r["forward"]["fused"]["of_peak"], 0.6, False),
+    (
+        "forward, materialised, keeping freed memory / GEMM peak",
+        lambda r: r["forward_malloc"]["materialised"]["of_peak"],
+        0.4,
+        False,
+    ),
+    (
+        "the same, caching every pattern",
+        lambda r: r["forward_malloc"]["materialised_cache_patterns"]["of_peak"],
+        0.4,
+        False,
+    ),
+    ("forward, fused, keeping freed memory / GEMM peak", lambda r: r["forward_malloc"]["fused"]["of_peak"], 0.6, False),
     ("cache every hook point / plain forward", lambda r: r["hooks"]["cache_everything_over_plain"], 1.1, True),
     (
         "the same, keeping freed memory (analysis.allocator)",
@@ -810,7 +827,7 @@ def _in_worker(name: str, steps: int | None) -> dict:
     cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", name, "--device", DEVICE.type]
     if steps is not None:
         cmd += ["--steps", str(steps)]
-    env = {**os.environ, **(MALLOC_TUNED if name == "hooks_malloc" else MALLOC_DEFAULT)}
+    env = {**os.environ, **(MALLOC_TUNED if name.endswith("_malloc") else MALLOC_DEFAULT)}
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, env=env)
     if proc.returncode:
         raise RuntimeError(f"benchmark {name} failed (exit {proc.returncode})")
