@@ -389,6 +389,18 @@ def _lm_loss(outputs: Tensor, targets: Tensor, vocab_size: int) -> Tensor:
     return F.cross_entropy(outputs.reshape(-1, vocab_size), targets.reshape(-1))  # (B*T, V) vs (B*T,)
 
 
+def _masked_lm_loss(outputs: Tensor, targets: Tensor, vocab_size: int) -> Tensor:
+    """Mean cross-entropy in nats over the positions asked (targets >= 0; -1 elsewhere)."""
+    _check_outputs(outputs, 3, vocab_size, f"(B, T, {vocab_size})")
+    return F.cross_entropy(outputs.reshape(-1, vocab_size), targets.reshape(-1), ignore_index=-1)
+
+
+def _masked_accuracy(outputs: Tensor, targets: Tensor) -> Tensor:
+    """(B, asked per row) bool: the arg-max at each position asked (targets >= 0) is the target."""
+    asked = targets >= 0
+    return (outputs.argmax(-1) == targets)[asked].view(targets.shape[0], -1)
+
+
 # ================================================================================================
 # 3. Language modelling on the standard-library text corpus
 
@@ -750,13 +762,11 @@ class Induction(_TokenLM):
 
     def loss(self, outputs: Tensor, targets: Tensor) -> Tensor:
         """Mean cross-entropy (nats) over the repeated positions only (targets >= 0)."""
-        _check_outputs(outputs, 3, self.vocab_size, f"(B, T, {self.vocab_size})")
-        return F.cross_entropy(outputs.reshape(-1, self.vocab_size), targets.reshape(-1), ignore_index=-1)
+        return _masked_lm_loss(outputs, targets, self.vocab_size)
 
     def accuracy(self, outputs: Tensor, targets: Tensor) -> Tensor:
         """(B, L) bool: the arg-max at each repeated position is the target."""
-        asked = targets >= 0
-        return (outputs.argmax(-1) == targets)[asked].view(targets.shape[0], -1)
+        return _masked_accuracy(outputs, targets)
 
 
 # ================================================================================================
@@ -842,17 +852,11 @@ class SelectiveCopying(_TokenLM):
 
     def loss(self, outputs: Tensor, targets: Tensor) -> Tensor:
         """Mean cross-entropy (nats) over the go positions only (targets >= 0)."""
-        _check_outputs(outputs, 3, self.vocab_size, f"(B, T, {self.vocab_size})")
-        return F.cross_entropy(outputs.reshape(-1, self.vocab_size), targets.reshape(-1), ignore_index=-1)
+        return _masked_lm_loss(outputs, targets, self.vocab_size)
 
     def accuracy(self, outputs: Tensor, targets: Tensor) -> Tensor:
         """(B, n_copy) bool: the arg-max at each go position is the data token to copy."""
-        asked = targets >= 0
-        return (outputs.argmax(-1) == targets)[asked].view(targets.shape[0], -1)
-
-
-# ================================================================================================
-# rebuilding a task from its config
+        return _masked_accuracy(outputs, targets)
 
 
 # ================================================================================================
