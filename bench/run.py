@@ -690,7 +690,7 @@ def _headline(results: dict) -> list[str]:
     for key in ("figures_smoke", "figures"):
         if key in results:
             r = results[key]
-            for sub in [r] if "preset" in r else [r["smoke"], r["full"]]:
+            for sub in [r] if "preset" in r else [r[k] for k in ("smoke", "full") if k in r]:
                 rows.append(
                     (
                         f"make figures PRESET={sub['preset']}, cold cache (s)",
