@@ -29,7 +29,8 @@ import ctypes.util
 import os
 
 ENV_VAR = "WORKBENCH_KEEP_FREED_MEMORY"
-DEFAULT_LIMIT = 2**31 - 1  # bytes: the largest value mallopt's int argument takes
+MAX_LIMIT = 2**31 - 1  # bytes: the largest value mallopt's int argument takes
+DEFAULT_LIMIT = 2**28  # 256 MiB: above a T = 2048 layer's patterns (64 MiB), a bound on what a process keeps
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # <malloc.h>
 _state = {"limit": None}
 
@@ -48,8 +49,8 @@ def _glibc():
 def keep_freed_memory(limit: int = DEFAULT_LIMIT) -> bool:
     """Let glibc keep up to ``limit`` bytes of freed memory (blocks up to ``limit`` come from the heap,
     which is trimmed only above ``limit`` free bytes). Returns True when glibc accepted both settings."""
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 0 < limit <= DEFAULT_LIMIT:
-        raise ValueError(f"limit must be an integer number of bytes in [1, {DEFAULT_LIMIT}], got {limit!r}")
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 0 < limit <= MAX_LIMIT:
+        raise ValueError(f"limit must be an integer number of bytes in [1, {MAX_LIMIT}], got {limit!r}")
     libc = _glibc()
     if libc is None:
         return False

@@ -190,18 +190,16 @@ class Config(ProbeConfig):
         True,
         "train a deeper model with and without LayerNorm and GELU (norm none, activation identity) and "
         "compare per-layer entropies at initialisation and after training",
-        omit_at_default=True,
     )
-    nonlin_layers: int = param(6, "depth of the nonlinearity comparison's models", minimum=2, omit_at_default=True)
+    nonlin_layers: int = param(6, "depth of the nonlinearity comparison's models", minimum=2)
     nonlin_d_model: int = param(
-        32, "width of the nonlinearity comparison's models (heads: the config's heads)", minimum=2, omit_at_default=True
+        32, "width of the nonlinearity comparison's models (heads: the config's heads)", minimum=2
     )
     nonlin_seeds: int = param(
         3,
         "training seeds (seed, seed+1, ...: weights and data) of each variant of the nonlinearity comparison; "
         "their spread is the uncertainty of its claims",
         minimum=2,
-        omit_at_default=True,
     )
     nonlin_lr: float = param(
         1e-3,
@@ -209,7 +207,6 @@ class Config(ProbeConfig):
         "lowest: at 1e-2 the model without nonlinearities diverges (training losses 1e4 and more)",
         minimum=0.0,
         maximum=MAX_LR,
-        omit_at_default=True,
     )
 
     def validate(self) -> None:

@@ -142,7 +142,6 @@ class _Parser(argparse.ArgumentParser):
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    _keep_freed_memory()
     try:
         return _dispatch(args)
     except UsageError as e:
@@ -150,10 +149,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
 
-def _keep_freed_memory() -> None:
-    """A command-line run is a batch process: keep freed tensor memory for the next forward instead of
-    page-faulting it back (analysis/allocator.py), here and in the Dask workers a sweep starts. An explicit
-    ``WORKBENCH_KEEP_FREED_MEMORY`` (``0`` included) is left as the user set it."""
+def keep_freed_memory_for_this_process() -> None:
+    """``python -m probes`` is a batch process: keep freed tensor memory for the next forward instead of
+    page-faulting it back (analysis/allocator.py), here and in the Dask workers a sweep starts. Called by
+    ``probes/__main__.py`` only, never by :func:`main` (a test or a notebook calling ``main`` keeps its own
+    allocator). An explicit ``WORKBENCH_KEEP_FREED_MEMORY`` (``0`` included) is left as the user set it."""
     if os.environ.get(ENV_VAR) is None:
         os.environ[ENV_VAR] = "1"
         keep_freed_memory()

@@ -66,12 +66,15 @@ def test_bad_limit_and_bad_environment_are_refused(monkeypatch):
 
 @pytest.mark.skipif(not GLIBC, reason="glibc only")
 def test_the_command_line_keeps_freed_memory_unless_told_otherwise():
-    """``python -m probes`` opts in for itself and its workers; an explicit 0 is respected."""
+    """``python -m probes`` opts in for itself and its workers (probes/__main__.py); an explicit 0 is respected."""
     code = (
         "import os, sys; from probes import cli; from analysis.allocator import kept_limit; "
-        "cli._keep_freed_memory(); print(os.environ.get('WORKBENCH_KEEP_FREED_MEMORY'), kept_limit())"
+        "cli.main(['list']); a = (os.environ.get('WORKBENCH_KEEP_FREED_MEMORY'), kept_limit()); "
+        "cli.keep_freed_memory_for_this_process(); "
+        "print(*a, os.environ.get('WORKBENCH_KEEP_FREED_MEMORY'), kept_limit())"
     )
-    for env_value, expected in ((None, f"1 {allocator.DEFAULT_LIMIT}"), ("0", "0 None")):
+    # main() alone changes nothing (tests and notebooks call it in-process); python -m probes opts in
+    for env_value, expected in ((None, f"None None 1 {allocator.DEFAULT_LIMIT}"), ("0", "0 None 0 None")):
         env = {k: v for k, v in os.environ.items() if k != allocator.ENV_VAR}
         if env_value is not None:
             env[allocator.ENV_VAR] = env_value
