@@ -173,6 +173,8 @@ class Config(ProbeConfig):
         for name in ("favor_m", "lin_ns"):
             if list(getattr(self, name)) != sorted(getattr(self, name)):
                 raise ValueError(f"{name} must be increasing, got {list(getattr(self, name))}")
+        if self.sc_width % 2:  # the item-7 models have 2 heads
+            raise ValueError(f"sc_width must be even (the item-7 models have 2 heads), got {self.sc_width}")
         if self.sc_length < self.sc_n_copy:
             raise ValueError(f"sc_length must be >= sc_n_copy ({self.sc_n_copy}), got {self.sc_length}")
         if max(self.n_pairs) > self.n_keys:

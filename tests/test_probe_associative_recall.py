@@ -188,3 +188,8 @@ def test_a_gated_rnn_missing_its_output_gate_fails_the_construction_identities(m
     cfg = _small(gated=True, gr_steps=5, gr_seeds=2, gr_eval=64, sc_steps=2, sc_eval=8)
     led = ar.run(cfg, progress=False).ledger
     assert led["gated_rnn_equals_lsa"].status == "fail" and led["gated_rnn_equals_gated"].status == "fail"
+
+
+def test_odd_selective_copy_width_is_refused_by_the_config():
+    with pytest.raises(ValueError, match="^sc_width must be even"):
+        ar.Config.preset("smoke", sc_width=5)

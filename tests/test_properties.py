@@ -209,6 +209,23 @@ CAPS: dict[str, dict[str, Cap]] = {
         "lin_d": Cap(hi=8),
         "lin_queries": Cap(hi=8),
         "lin_reps": Cap(hi=16),
+        # gated RNN vs LSA (item 6): gr_seeds x 2 models of gr_steps updates on gr_batch tasks, gr_eval held out;
+        # selective copying (item 7): 2 decays x 2 spacings x sc_seeds models of sc_steps updates
+        "gr_d": Cap(hi=3),
+        "gr_n": Cap(hi=6),
+        "gr_steps": Cap(hi=4),
+        "gr_batch": Cap(hi=16),
+        "gr_seeds": Cap(hi=2),
+        "gr_eval": Cap(hi=64),
+        "sc_n_copy": Cap(hi=2),
+        "sc_values": Cap(hi=4),
+        "sc_length": Cap(hi=8),
+        "sc_width": Cap(hi=8),
+        "sc_layers": Cap(hi=2),
+        "sc_steps": Cap(hi=4),
+        "sc_batch": Cap(hi=8),
+        "sc_seeds": Cap(hi=1),
+        "sc_eval": Cap(hi=16),
     },
     # cost ~ the K-head construction over construction_batch sequences, taps x train_seeds convolution layers of
     # conv_steps updates on conv_batch sequences of conv_len (T d impulses each), 4 x train_seeds induction
