@@ -14,7 +14,10 @@ from analysis.paths import REPO
 
 GLIBC = allocator._glibc() is not None
 
-# a forward and a cache-everything forward, repeated; prints the digest of every output and the faults
+# a forward and a cache-everything forward, repeated in rounds; prints the digest of every output and the
+# minor page faults of each round. One round's count is noisy (heap layout varies from run to run: a kept-memory
+# round can still fault 4096 pages in while the heap grows, a default round can happen to fault none), so the
+# test compares the sum over every round after the first
 SCRIPT = """
 import hashlib, json, resource, torch
 from analysis.allocator import kept_limit
@@ -25,14 +28,15 @@ model = TinyTransformer(ModelConfig(n_layers=2, d_model=64, n_heads=4, vocab_siz
 x = torch.randint(0, 64, (4, 256), generator=torch.Generator().manual_seed(0))
 h = hashlib.sha256()
 with torch.no_grad():
-    for warm in range(2):
+    faults = []
+    for _ in range(8):
         f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
         for _ in range(5):
             h.update(model(x).numpy().tobytes())
             _, cache = run_with_cache(model, x, names=None)
             for name in sorted(cache):
                 h.update(cache[name].numpy().tobytes())
-        faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0
+        faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0)
 print(json.dumps({"digest": h.hexdigest(), "faults": faults, "limit": kept_limit()}))
 """
 
@@ -50,7 +54,9 @@ def test_same_numbers_fewer_page_faults():
     assert default["limit"] is None and kept["limit"] == allocator.DEFAULT_LIMIT
     assert kept["digest"] == default["digest"]  # every output and cached activation, bit for bit
     # the mechanism: freed buffers are reused instead of mmapped and page-faulted back in
-    assert kept["faults"] * 2 < default["faults"], (kept, default)
+    # (sums over rounds 2-8 of 5 forwards each, measured on the 2-core machine: 4800 or less kept, 24 000 or
+    # more by default over eight runs of each)
+    assert sum(kept["faults"][1:]) * 2 < sum(default["faults"][1:]), (kept, default)
 
 
 def test_bad_limit_and_bad_environment_are_refused(monkeypatch):
