@@ -348,6 +348,86 @@ def bench_long_continuation() -> dict:
     return out
 
 
+def checkpoint_training(cache_root: Path, top: int = 10) -> dict:
+    """What training cost in a figure run: each cached checkpoint's own wall time (its ``meta.json``: the
+    seconds its ``train`` call spent, one thread per kernel under ``make_figures``), summed and ranked."""
+    rows = []
+    for meta_path in sorted(Path(cache_root).glob("checkpoints/*/meta.json")):
+        meta = json.loads(meta_path.read_text())
+        model, train_cfg = meta.get("model", {}), meta.get("train", {})
+        rows.append(
+            {
+                "key": meta_path.parent.name,
+                "wall_s": round(float(meta.get("wall_time") or 0.0), 1),
+                "model": f"L={model.get('n_layers')} d={model.get('d_model')} {model.get('attention', 'softmax')}",
+                "steps": train_cfg.get("steps"),
+                "batch": train_cfg.get("batch_size"),
+            }
+        )
+    rows.sort(key=lambda r: -r["wall_s"])
+    return {
+        "checkpoints": len(rows),
+        "total_wall_s": round(sum(r["wall_s"] for r in rows), 1),
+        "largest": rows[:top],
+    }
+
+
+def bench_train_profile(steps: int = 12) -> dict:
+    """Where a figure-set training step goes, against the machine's one-thread GEMM peak.
+
+    The configuration is the figure set's costliest training (notebook 03, prompt forgetting: 8 pre-LN layers
+    of width 64, byte corpus, batch 16 x 128 tokens, AdamW), on one thread as ``make_figures`` gives each
+    kernel at 2 jobs on 2 cores. Reports the step time, its matrix-product FLOPs (3x a forward's: forward, and
+    the two products of the backward), the time per operator class from torch's profiler, and
+    ``floor_ms``: the step at the GEMM peak. ``measured / floor`` bounds what any rewrite of the step
+    could gain without changing the model or the protocol."""
+    from torch.profiler import ProfilerActivity, profile
+
+    from analysis.train import train
+    from probes import prompt_forgetting as pf
+
+    torch.set_num_threads(1)
+    cfg = pf.Config.preset("full", layers=8, data="corpus", trained=True, train_steps=2000, train_seq_len=128)
+    model_cfg, task = pf.model_config(cfg), pf._task(cfg, cfg.train_seq_len)
+    short = pf.train_config(cfg).replace(steps=steps, warmup_steps=2, eval_every=0, checkpoint_every=0)
+    gemm, gemm_flops = gemm_peak_variant()
+    peak = gemm_flops / timeit(gemm, repeats=5)["median_s"] / 1e9
+    train(model_cfg, task, short.replace(steps=3), cache=None, progress=False)  # warm-up: allocator, threads
+    t0 = time.perf_counter()
+    train(model_cfg, task, short, cache=None, progress=False)
+    ms = 1000 * (time.perf_counter() - t0) / steps
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        train(model_cfg, task, short.replace(steps=4), cache=None, progress=False)
+    classes = {"matmul": 0.0, "attention": 0.0, "other": 0.0}
+    for ev in prof.key_averages():
+        name = ev.key
+        if name in ("aten::mm", "aten::addmm", "aten::bmm", "aten::matmul_backward"):
+            classes["matmul"] += ev.self_cpu_time_total
+        elif "scaled_dot_product" in name:
+            classes["attention"] += ev.self_cpu_time_total
+        elif name.startswith("aten::"):
+            classes["other"] += ev.self_cpu_time_total
+    total = sum(classes.values())
+    flops = forward_flops(model_cfg, short.batch_size, cfg.train_seq_len)
+    step_flops = 3 * flops["total"]
+    floor_ms = 1000 * step_flops / (peak * 1e9)
+    return {
+        "config": (
+            f"notebook 03's L=8 corpus training: d={model_cfg.d_model} H={model_cfg.n_heads} "
+            f"batch={short.batch_size}x{cfg.train_seq_len} AdamW, fused attention, 1 thread"
+        ),
+        "ms_per_step": ms,
+        "step_gflop": step_flops / 1e9,
+        "gflops": step_flops / (ms / 1000) / 1e9,
+        "gemm_peak_1_thread_gflops": peak,
+        "of_peak": floor_ms / ms,
+        "floor_ms": floor_ms,
+        "max_speedup": ms / floor_ms,
+        "time_share": {k: v / total for k, v in classes.items()},
+        "matmul_gflops": 3 * flops["dense"] / (ms / 1000 * classes["matmul"] / total) / 1e9,
+    }
+
+
 def _figures(preset: str) -> dict:
     """Wall time of the figure pipeline for one preset, into a scratch folder with a cold cache
     (every model is trained, every probe computed), plus the per-notebook times of its manifest."""
@@ -375,12 +455,19 @@ def _figures(preset: str) -> dict:
             text=True,
         )
         wall = time.perf_counter() - t0
+        training = checkpoint_training(Path(tmp) / "cache")
         manifest_path = Path(tmp) / "build" / "manifest.json"
         per_nb = {}
         if manifest_path.exists():
             manifest = json.loads(manifest_path.read_text())
             per_nb = {k: round(v.get("wall_s") or 0.0, 1) for k, v in manifest.get("notebooks", {}).items()}
-    return {"preset": preset, "cold_cache_wall_s": wall, "exit_code": proc.returncode, "per_notebook_s": per_nb}
+    return {
+        "preset": preset,
+        "cold_cache_wall_s": wall,
+        "exit_code": proc.returncode,
+        "per_notebook_s": per_nb,
+        "training": training,
+    }
 
 
 def bench_figures() -> dict:
@@ -565,6 +652,7 @@ BENCHES = {
     "hf": bench_hf,
     "icl": bench_icl,
     "train": bench_train,
+    "train_profile": bench_train_profile,
     "long_continuation": bench_long_continuation,
     "tests": bench_tests,
     "figures_smoke": bench_figures_smoke,
@@ -637,6 +725,18 @@ def _headline(results: dict) -> list[str]:
     if "train" in results:
         t = results["train"]
         rows.append(("training (steps/s)", f"{t['steps_per_s']:.1f}", t["config"]))
+    if "train_profile" in results:
+        t = results["train_profile"]
+        share = ", ".join(f"{k} {100 * v:.0f}%" for k, v in t["time_share"].items())
+        rows.append(("figure training step, 1 thread (ms)", f"{t['ms_per_step']:.1f}", f"{t['config']}; {share}"))
+        rows.append(
+            (
+                "the same at the 1-thread GEMM peak (ms)",
+                f"{t['floor_ms']:.1f}",
+                f"{t['step_gflop']:.2f} GFLOP at {t['gemm_peak_1_thread_gflops']:.0f} GFLOP/s; "
+                f"matrix products run at {t['matmul_gflops']:.0f}",
+            )
+        )
     if "long_continuation" in results:
         r = results["long_continuation"]
         for T in ("4096", "8192", "16384"):
@@ -698,6 +798,15 @@ def _headline(results: dict) -> list[str]:
                         f"exit {sub['exit_code']}",
                     )
                 )
+                if "training" in sub:
+                    tr = sub["training"]
+                    rows.append(
+                        (
+                            "  of which training, summed over its checkpoints (s, one thread each)",
+                            f"{tr['total_wall_s']:.0f}",
+                            f"{tr['checkpoints']} checkpoints",
+                        )
+                    )
     for name, res in results.items():
         if isinstance(res, dict) and "memory" in res:
             m = res["memory"]
