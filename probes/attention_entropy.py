@@ -949,8 +949,9 @@ def retrieval_sweep(config: Config, progress: bool = True) -> dict[str, np.ndarr
             a = retrieval_factor(config, kernel, test.n_pairs)
             out["theory"][k, t, i] = predicted_weight(gaps, fixed, test.n_pairs - 1, a)
     ns = config.retrieval_len * np.asarray(config.retrieval_factors)
-    out["slope"] = np.apply_along_axis(lambda w: fit_log_slope(ns, w), -1, out["weight"])
-    out["slope_theory"] = np.apply_along_axis(lambda w: fit_log_slope(ns, w), -1, out["theory"])
+    fit = lambda w: fit_log_slope(ns, w) if np.all(np.isfinite(w) & (w > 0)) else math.nan  # noqa: E731 (diverged)
+    out["slope"] = np.apply_along_axis(fit, -1, out["weight"])
+    out["slope_theory"] = np.apply_along_axis(fit, -1, out["theory"])
     return out
 
 
@@ -1888,6 +1889,16 @@ def claim_retrieval_slopes(led: Ledger, ds: xr.Dataset, config: Config) -> None:
     the slope that the gaps measured at the training length predict, for softmax (alternative: no dilution, 0) and
     for SSMax (alternative: the softmax models' measured slope). Seed-paired residuals give the band."""
     ns = ds["retrieval_n"].values
+    if not np.all(np.isfinite(ds["retrieval_slope"].values) & np.isfinite(ds["retrieval_slope_theory"].values)):
+        for name in (f"ssmax_trained_{kn}_slope" for kn in RETRIEVAL_KERNELS):
+            led.not_evaluated(
+                name,
+                role="prediction",
+                source=RETRIEVAL_SOURCE,
+                seed=SEED_SSMAX,
+                reason="a retrieval training run diverged (non-finite attention weights, no slope)",
+            )
+        return
     span = f"trained at n = {ns[0]}, tested at n = {', '.join(str(int(v)) for v in ns)} pairs"
     soft_slope = float(ds["retrieval_slope"].sel(retrieval_kernel="softmax").mean())
     s = retrieval_ssmax_s(config)
@@ -1937,6 +1948,15 @@ def claim_retrieval_accuracy(led: Ledger, ds: xr.Dataset, config: Config) -> Non
     fmax = config.retrieval_factors[-1]
     acc = ds["retrieval_accuracy"].sel(retrieval_n=top)
     soft, ssm = acc.sel(retrieval_kernel="softmax").values, acc.sel(retrieval_kernel="ssmax").values
+    if not np.all(np.isfinite(ds["retrieval_weight"].values)):
+        led.not_evaluated(
+            f"ssmax_trained_retrieval_{fmax}x",
+            role="prediction",
+            source="000#6: SSMax generalises to longer contexts and retrieves better there than softmax",
+            seed=SEED_SSMAX,
+            reason="a retrieval training run diverged (non-finite attention weights)",
+        )
+        return
     m, se = _paired(ssm - soft)
     led.direction(
         f"ssmax_trained_retrieval_{fmax}x",
