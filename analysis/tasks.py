@@ -1,5 +1,5 @@
 """Training tasks: in-context regression, a Markov language, a text corpus, multi-query associative
-recall, regression on a fixed convolution and induction (the sequence pairs of
+recall, planted-key retrieval, regression on a fixed convolution and induction (the sequence pairs of
 the representational-collapse probe live beside it, in ``probes/_collapse_pairs.py``).
 
 A *task* is the small interface the trainer codes against (:class:`Task`): it draws a batch
@@ -617,6 +617,104 @@ class AssociativeRecall:
 
 
 # ================================================================================================
+# 4b. Planted-key retrieval (a needle among distractors; the attention_entropy probe, seed 000#6)
+
+
+@dataclass(frozen=True)
+class PlantedKeyRetrieval:
+    """One query, one planted key among ``n_pairs - 1`` distractors; the answer is the planted key's value.
+
+    A sequence holds ``n_pairs`` key-value pairs, one per position (the paired layout of
+    :class:`AssociativeRecall`: the vector ``[one-hot key | one-hot value]``, ``d_in = n_keys + n_values``), then
+    one query position ``[one-hot q | 0]``. The planted pair, at a uniform random position, has key ``q``; every
+    other pair's key is drawn uniformly from the ``n_keys - 1`` keys other than ``q`` (distractor keys may repeat:
+    the context can grow far past ``n_keys``, and exactly one key matches the query at every length); values are
+    uniform over ``n_values``. Targets (B, T) hold the planted value index at the query position (the last) and -1
+    elsewhere; the read-out is (B, T, n_values) (output="linear", ``d_out = n_values``).
+
+    Draw order from the generator (fixed): query keys ``randint(n_keys)`` (B,), distractor keys
+    ``randint(n_keys - 1)`` (B, N) (shifted past q), values ``randint(n_values)`` (B, N), planted positions
+    ``randint(N)`` (B,).
+    """
+
+    n_pairs: int = 64
+    n_keys: int = 32
+    n_values: int = 8
+
+    def __post_init__(self) -> None:
+        check_int("n_pairs", self.n_pairs, minimum=1, maximum=1_000_000)
+        check_int("n_keys", self.n_keys, minimum=2, maximum=100_000)
+        check_int("n_values", self.n_values, minimum=2, maximum=100_000)
+
+    @property
+    def name(self) -> str:
+        return f"planted_n{self.n_pairs}_k{self.n_keys}_v{self.n_values}"
+
+    @property
+    def input_kind(self) -> str:
+        return "vectors"
+
+    @property
+    def vocab_size(self) -> int:
+        return 0
+
+    @property
+    def d_in(self) -> int:
+        return self.n_keys + self.n_values
+
+    @property
+    def d_out(self) -> int:
+        return self.n_values
+
+    @property
+    def seq_len(self) -> int:
+        return self.n_pairs + 1
+
+    def config(self) -> dict:
+        return {"kind": "planted_key_retrieval", **dataclasses.asdict(self)}
+
+    def draw(self, batch_size: int, generator: torch.Generator) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """``(keys (B, N), values (B, N), planted (B,), query (B,))``: key ids, value indices, the planted pair's
+        position and the query key (``keys[b, planted[b]] == query[b]``, no other key equals it)."""
+        _check_batch(batch_size)
+        _check_generator(generator)
+        B, N, dev = batch_size, self.n_pairs, generator.device
+        query = torch.randint(0, self.n_keys, (B,), generator=generator, device=dev)
+        keys = torch.randint(0, self.n_keys - 1, (B, N), generator=generator, device=dev)
+        keys = keys + (keys >= query[:, None]).long()  # every key but the query's
+        values = torch.randint(0, self.n_values, (B, N), generator=generator, device=dev)
+        planted = torch.randint(0, N, (B,), generator=generator, device=dev)
+        keys = keys.scatter(1, planted[:, None], query[:, None])
+        return keys.cpu(), values.cpu(), planted.cpu(), query.cpu()
+
+    def sample(
+        self, batch_size: int, generator: torch.Generator, device="cpu", dtype=torch.float32
+    ) -> tuple[Tensor, Tensor]:
+        """``(inputs (B, N + 1, d_in), targets (B, N + 1))`` in the layout of the class docstring."""
+        return self.encode(*self.draw(batch_size, generator), device=device, dtype=dtype)
+
+    def encode(self, keys: Tensor, values: Tensor, planted: Tensor, query: Tensor, device="cpu", dtype=torch.float32):
+        """The inputs and targets of a :meth:`draw`."""
+        B, N = keys.shape
+        inputs = torch.zeros(B, N + 1, self.d_in, dtype=dtype)
+        inputs[:, :N].scatter_(-1, keys[..., None], 1.0)
+        inputs[:, :N].scatter_(-1, values[..., None] + self.n_keys, 1.0)
+        inputs[:, N].scatter_(-1, query[:, None], 1.0)
+        targets = torch.full((B, N + 1), -1, dtype=torch.long)
+        targets[:, N] = values.gather(1, planted[:, None])[:, 0]
+        return inputs.to(device), targets.to(device)
+
+    def loss(self, outputs: Tensor, targets: Tensor) -> Tensor:
+        """Mean cross-entropy (nats) at the query position only (targets >= 0)."""
+        _check_outputs(outputs, 3, self.n_values, f"(B, T, {self.n_values})")
+        return F.cross_entropy(outputs.reshape(-1, self.n_values), targets.reshape(-1), ignore_index=-1)
+
+    def accuracy(self, outputs: Tensor, targets: Tensor) -> Tensor:
+        """(B,) bool: the arg-max at the query position is the planted value."""
+        return outputs[:, -1].argmax(-1) == targets[:, -1]
+
+
+# ================================================================================================
 # 5. Regression on a fixed causal convolution (the attention_only probe)
 
 
@@ -982,6 +1080,7 @@ def task_from_config(config: dict):
         "markov": MarkovLanguage,
         "corpus_lm": CorpusLM,
         "associative_recall": AssociativeRecall,
+        "planted_key_retrieval": PlantedKeyRetrieval,
         "convolution": ConvolutionRegression,
         "induction": Induction,
         "selective_copying": SelectiveCopying,
@@ -999,7 +1098,15 @@ def task_from_config(config: dict):
         if d.get("spectrum") is not None:
             d["spectrum"] = tuple(d["spectrum"])
         return LinearRegressionTask(**d)
-    if kind in ("markov", "associative_recall", "convolution", "induction", "selective_copying", "nearest_neighbour"):
+    if kind in (
+        "markov",
+        "associative_recall",
+        "planted_key_retrieval",
+        "convolution",
+        "induction",
+        "selective_copying",
+        "nearest_neighbour",
+    ):
         return cls(**d)
     sha = d.pop("corpus_sha256", None)
     d.pop("vocab_size", None)

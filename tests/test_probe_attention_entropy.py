@@ -301,6 +301,13 @@ def test_loss_spikes_counts_rises_above_the_running_minimum():
         ({"lr": (0.0,)}, "lr"),
         ({"nonlin_d_model": 15}, "nonlin_d_model"),
         ({"nonlin_seeds": 1}, "nonlin_seeds"),
+        ({"retrieval_factors": (2, 4)}, "retrieval_factors"),
+        ({"retrieval_factors": (1,)}, "retrieval_factors"),
+        ({"retrieval_factors": (1, 4, 2)}, "retrieval_factors"),
+        ({"retrieval_len": 512, "retrieval_factors": (1, 16)}, "retrieval_factors"),
+        ({"retrieval_lr": 0.0}, "retrieval_lr"),
+        ({"sigmoid_lr": 0.0}, "sigmoid_lr"),
+        ({"retrieval_seeds": 1}, "retrieval_seeds"),
     ],
 )
 def test_config_validation(over, match):
@@ -448,3 +455,100 @@ def test_nonlin_gaussian_claims_fail_against_a_wrong_theory(smoke):
     rows = [c for c in led if "_rows_" in c.name]
     assert rows and all(c.status == "fail" for c in rows)
     assert all(c.status == "fail" for c in led if "_rows_" not in c.name)
+
+
+# ---------------------------------------------------------------------------------------------
+# Trained retrieval at longer contexts (000#6) and trained sigmoid attention (000#17)
+
+RETRIEVAL_CLAIMS = ("ssmax_trained_softmax_slope", "ssmax_trained_ssmax_slope")
+SIGMOID_CLAIMS = ("sigmoid_trained_loss_ratio", "sigmoid_trained_bias_lowers_loss")
+
+
+def test_retrieval_and_sigmoid_training_in_the_smoke_result(smoke):
+    r, cfg = smoke, smoke.config
+    d = r.data
+    shape = (2, cfg.retrieval_seeds, len(cfg.retrieval_factors))
+    for name in ("retrieval_weight", "retrieval_theory", "retrieval_accuracy"):
+        assert d[name].shape == shape and np.all(np.isfinite(d[name].values)), name
+    np.testing.assert_array_equal(d["retrieval_n"].values, cfg.retrieval_len * np.asarray(cfg.retrieval_factors))
+    w = d["retrieval_weight"].values
+    assert np.all((w > 0) & (w <= 1))
+    # the slopes are the fits of the stored weights
+    ns = d["retrieval_n"].values
+    assert float(d["retrieval_slope"].values[1, 0]) == pytest.approx(mod.fit_log_slope(ns, w[1, 0]), abs=1e-12)
+    assert d["sigmoid_trained_loss"].shape == (3, cfg.train_seeds)
+    np.testing.assert_allclose(
+        d["sigmoid_trained_loss"].values, d["sigmoid_trained_trace"].values[..., -20:].mean(-1), rtol=1e-12
+    )
+    led = r.ledger
+    fmax = cfg.retrieval_factors[-1]
+    for name in (*RETRIEVAL_CLAIMS, f"ssmax_trained_retrieval_{fmax}x"):
+        assert led[name].seed == "000#6" and led[name].role == "prediction", led[name].line()
+    for name in SIGMOID_CLAIMS:
+        assert led[name].seed == "000#17" and led[name].role == "prediction", led[name].line()
+    for name in (*RETRIEVAL_CLAIMS, *SIGMOID_CLAIMS, f"ssmax_trained_retrieval_{fmax}x"):
+        assert led[name].status == "not_evaluated" and led[name].measured is not None  # requires the full preset
+        assert led[name].alternative["hypothesis"] and led[name].tolerance.get("k") == 2.0
+
+
+def test_retrieval_prediction_reproduces_the_measured_weight_at_the_training_length():
+    """At the length where the gaps are measured the formula is the row's own softmax/SSMax weight, for every
+    sequence (unpooled gaps); the pooled gaps contain each sequence's own distractors, and pooling is exact (a
+    distractor's logit depends on the query key and its own key and value only)."""
+    cfg = mod.Config.preset("smoke")
+    task = mod.retrieval_task(cfg)
+    for kernel in mod.RETRIEVAL_KERNELS:
+        model = TinyTransformer(mod.retrieval_model_config(cfg, kernel, 3).replace(dtype="float64")).eval()
+        rows = mod.retrieval_rows(model, task, 24, torch.Generator().manual_seed(0))
+        a = mod.retrieval_factor(cfg, kernel, task.n_pairs)
+        sc, pl = rows["scores"], rows["planted"]
+        B, K = sc.shape
+        top = sc[np.arange(B), pl]
+        own = np.stack([np.delete(sc[b, :-1], pl[b]) for b in range(B)])  # the distractors of each sequence
+        w = th.retrieval_weight(K - 2, (top[:, None] - own) / a, (top - sc[:, -1])[:, None] / a, a)
+        np.testing.assert_allclose(w, rows["weight"], rtol=1e-12)
+        gaps, fixed = mod.retrieval_gaps(sc, pl, rows["query"], a)
+        for b in range(B):
+            assert np.isin((top[b] - own[b]) / a, gaps[b]).all() and gaps[b].size >= K - 2
+        np.testing.assert_allclose(fixed[:, 0], (top - sc[:, -1]) / a, rtol=1e-12)
+    # pooling is exact: the same (query, key, value) gives the same logit in another sequence at another position
+    keys, values, planted, query = task.draw(2, torch.Generator().manual_seed(1))
+    keys[1], values[1], query[1] = keys[0].roll(3), values[0].roll(3), query[0]
+    planted[1] = (planted[0] + 3) % task.n_pairs
+    x, _ = task.encode(keys, values, planted, query, dtype=torch.float64)
+    _, cache = run_with_cache(model, x, names=["blocks.0.attn.hook_attn_scores"])
+    sc = cache["blocks.0.attn.hook_attn_scores"][:, 0, -1, :-1]
+    np.testing.assert_allclose(sc[1].numpy(), sc[0].roll(3).numpy(), rtol=1e-12)
+
+
+def test_retrieval_and_sigmoid_claims_fail_when_the_mechanism_is_broken(smoke):
+    d = smoke.data
+    # measured slopes a nat per decade below the prediction: both slope claims fail
+    wrong = d.copy(deep=True)
+    wrong["retrieval_slope"] = d["retrieval_slope_theory"] - 1.0 + 1e-3 * d["retrieval_seed"]
+    led = _rejudge(smoke, mod.claim_retrieval_slopes, wrong)
+    assert all(led[n].status == "fail" for n in RETRIEVAL_CLAIMS), led.report()
+    # measured = predicted (seed jitter only): both pass
+    right = d.copy(deep=True)
+    right["retrieval_slope"] = d["retrieval_slope_theory"] + 1e-4 * d["retrieval_seed"]
+    right["retrieval_slope_theory"].loc[{"retrieval_kernel": "softmax"}] = -0.5  # away from the alternative 0
+    right["retrieval_slope"].loc[{"retrieval_kernel": "softmax"}] = -0.5 + 1e-4 * d["retrieval_seed"]
+    led = _rejudge(smoke, mod.claim_retrieval_slopes, right)
+    assert all(led[n].status == "pass" for n in RETRIEVAL_CLAIMS), led.report()
+    # SSMax retrieving worse than softmax at the longest length fails the direction
+    worse = d.copy(deep=True)
+    top = {"retrieval_n": int(d["retrieval_n"].max())}
+    worse["retrieval_accuracy"].loc[{**top, "retrieval_kernel": "softmax"}] = 1.0
+    worse["retrieval_accuracy"].loc[{**top, "retrieval_kernel": "ssmax"}] = 0.5 + 0.01 * d["retrieval_seed"]
+    fmax = smoke.config.retrieval_factors[-1]
+    assert _rejudge(smoke, mod.claim_retrieval_accuracy, worse)[f"ssmax_trained_retrieval_{fmax}x"].status == "fail"
+    # a sigmoid model 50% worse than softmax fails the ratio; b = 0 training better than b = -ln T fails the
+    # direction (and a bias that does not matter leaves it inconclusive)
+    loss = d.copy(deep=True)
+    soft = d["sigmoid_trained_loss"].sel(sig_variant="softmax")
+    loss["sigmoid_trained_loss"].loc[{"sig_variant": "sigmoid_ln_t"}] = 1.5 * soft * (1 + 1e-3 * d["train_seed"])
+    loss["sigmoid_trained_loss"].loc[{"sig_variant": "sigmoid_zero"}] = 1.2 * soft * (1 - 1e-3 * d["train_seed"])
+    led = _rejudge(smoke, mod.claim_sigmoid_trained, loss)
+    assert led[SIGMOID_CLAIMS[0]].status == "fail" and led[SIGMOID_CLAIMS[1]].status == "fail", led.report()
+    loss["sigmoid_trained_loss"].loc[{"sig_variant": "sigmoid_zero"}] = 1.5 * soft * (1 - 1e-3 * d["train_seed"])
+    assert _rejudge(smoke, mod.claim_sigmoid_trained, loss)[SIGMOID_CLAIMS[1]].status == "inconclusive"

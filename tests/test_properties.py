@@ -79,8 +79,10 @@ CAPS: dict[str, dict[str, Cap]] = {
     },
     # cost ~ replicates models over max(ctx_lens) tokens, scale_factors x replicates models over sweep_len
     # tokens, planted-key networks over up to planted_max_n keys for every fade_sg, and the training
-    # sweep qk_norm x lr x train_seeds runs of train_steps updates on train_seq_len tokens, and the nonlinearity
-    # comparison's 2 x nonlin_seeds runs of nonlin_layers x nonlin_d_model models
+    # sweep qk_norm x lr x train_seeds runs of train_steps updates on train_seq_len tokens (and 2 x train_seeds
+    # sigmoid runs), the nonlinearity comparison's 2 x nonlin_seeds runs of nonlin_layers x nonlin_d_model models,
+    # and the retrieval models: 2 x retrieval_seeds runs of retrieval_steps, each tested on retrieval_eval
+    # sequences at retrieval_len x every retrieval_factor pairs
     "attention_entropy": {
         "layers": Cap(hi=2),
         "heads": Cap(hi=2),
@@ -100,6 +102,14 @@ CAPS: dict[str, dict[str, Cap]] = {
         "nonlin_layers": Cap(hi=3),
         "nonlin_d_model": Cap(hi=8),
         "nonlin_seeds": Cap(hi=2),
+        "retrieval_len": Cap(hi=8),
+        "retrieval_factors": Cap(hi=4, max_len=2),
+        "retrieval_keys": Cap(hi=8),
+        "retrieval_values": Cap(hi=8),
+        "retrieval_d_model": Cap(hi=8),
+        "retrieval_steps": Cap(hi=3),
+        "retrieval_seeds": Cap(hi=2),
+        "retrieval_eval": Cap(hi=8),
     },
     # cost ~ n_pairs forward passes over prompt_len + cont_len tokens, 2 x layers bootstrap fits of
     # n_boot replicates; trained: train_steps updates on train_seq_len tokens, and per checkpoint two more

@@ -664,3 +664,56 @@ def test_nearest_neighbour_validation(kwargs, field):
 
     with pytest.raises(ValueError, match=field):
         NearestNeighbour(**kwargs)
+
+
+# ------------------------------------------------------------------------------------------------
+# planted-key retrieval
+
+
+def test_planted_key_retrieval_layout_targets_and_determinism():
+    import json
+
+    from analysis.tasks import PlantedKeyRetrieval
+
+    task = PlantedKeyRetrieval(n_pairs=40, n_keys=5, n_values=3)
+    keys, values, planted, query = task.draw(64, gen(0))
+    B = 64
+    # exactly one key per sequence matches the query, at the planted position (40 pairs > 5 keys: distractor keys
+    # repeat, the query's never does)
+    match = keys == query[:, None]
+    assert torch.equal(match.sum(1), torch.ones(B, dtype=torch.long))
+    assert torch.equal(match.float().argmax(1), planted)
+    assert keys.min() >= 0 and keys.max() < 5 and values.min() >= 0 and values.max() < 3
+    x, y = task.sample(B, gen(0))
+    assert x.shape == (B, 41, 8) and y.shape == (B, 41) and task.seq_len == 41
+    # the one-hot layout, decoded back
+    assert torch.equal(x[:, :40, :5].argmax(-1), keys) and torch.equal(x[:, :40, 5:].argmax(-1), values)
+    assert torch.equal(x[:, :40].sum(-1), torch.full((B, 40), 2.0))
+    assert torch.equal(x[:, 40, :5].argmax(-1), query) and float(x[:, 40, 5:].abs().sum()) == 0.0
+    assert torch.equal(y[:, 40], values[torch.arange(B), planted]) and bool((y[:, :40] == -1).all())
+    # determinism: the same generator seed gives the same batch; another seed another
+    assert torch.equal(task.sample(B, gen(0))[0], x) and not torch.equal(task.sample(B, gen(1))[0], x)
+    # the loss and accuracy read the query position only; a read-out naming the planted value is always right
+    out = torch.zeros(B, 41, 3)
+    out[torch.arange(B), 40, y[:, 40]] = 10.0
+    assert bool(task.accuracy(out, y).all()) and float(task.loss(out, y)) < 1e-3
+    again = task_from_config(json.loads(json.dumps(task.config())))
+    assert again == task and torch.equal(again.sample(3, gen(5))[0], task.sample(3, gen(5))[0])
+
+
+@pytest.mark.parametrize(
+    "kwargs, field",
+    [
+        ({"n_keys": 1}, "n_keys"),
+        ({"n_values": 1}, "n_values"),
+        ({"n_pairs": 0}, "n_pairs"),
+        ({"n_keys": 2.5}, "n_keys"),
+    ],
+)
+def test_planted_key_retrieval_validation(kwargs, field):
+    from analysis.tasks import PlantedKeyRetrieval
+
+    with pytest.raises(ValueError, match=field):
+        PlantedKeyRetrieval(**kwargs)
+    with pytest.raises(ValueError, match="outputs"):
+        PlantedKeyRetrieval().loss(torch.zeros(2, 65, 5), torch.zeros(2, 65, dtype=torch.long))

@@ -290,3 +290,63 @@ def test_mean_normalised_entropy_and_gaussian_kurtosis():
         g2 = (d**4).mean(1) / (d**2).mean(1) ** 2 - 3.0
         se = g2.std() / math.sqrt(g2.size)
         assert g2.mean() == pytest.approx(float(th.sample_kurtosis_gaussian(n)), abs=4 * se)
+
+
+# ---------------------------------------------------------------------------------------------
+# A trained planted key (retrieval, 000#6)
+
+
+@pytest.mark.parametrize("s", [None, 0.3, 1.2])
+def test_retrieval_weight_is_the_softmax_weight_of_the_row(s):
+    """At the sampled number of distractors the formula is the softmax (or SSMax) weight of the row itself."""
+    rng = np.random.default_rng(1)
+    B, m = 6, 23
+    planted, distractors, own = rng.normal(3.0, 1.0, B), rng.normal(0.0, 2.0, (B, m)), rng.normal(1.0, 1.0, B)
+    logits = np.concatenate([planted[:, None], distractors, own[:, None]], axis=1)  # (B, K), K = m + 2
+    a = 1.0 if s is None else float(th.ssmax_factor(m + 2, s))
+    direct = _softmax(a * logits)[:, 0]
+    got = th.retrieval_weight(m, planted[:, None] - distractors, (planted - own)[:, None], a)
+    np.testing.assert_allclose(got, direct, rtol=1e-13)
+    # no fixed keys: the plain softmax of planted and distractors
+    np.testing.assert_allclose(
+        th.retrieval_weight(m, planted[:, None] - distractors, np.zeros((B, 0)), a),
+        _softmax(a * logits[:, :-1])[:, 0],
+        rtol=1e-13,
+    )
+
+
+@pytest.mark.parametrize("g", [0.5, 2.0, 9.0])
+def test_retrieval_weight_with_one_gap_is_the_planted_closed_form(g):
+    ns = np.array([2, 10, 100, 5000])
+    s = 0.7
+    for n in ns:
+        one = np.array([g])
+        assert th.retrieval_weight(n - 1, one, np.zeros(0), 1.0) == pytest.approx(
+            float(th.planted_weight_softmax(n, g)), rel=1e-13
+        )
+        a = float(th.ssmax_factor(n, s))
+        assert th.retrieval_weight(n - 1, one, np.zeros(0), a) == pytest.approx(
+            float(th.planted_weight_ssmax(n, g, s)), rel=1e-13
+        )
+
+
+def test_effective_gap_gives_the_same_weight_and_large_gaps_do_not_overflow():
+    rng = np.random.default_rng(2)
+    gaps = rng.normal(4.0, 1.5, 40)
+    for a, m in ((1.0, 500), (2.5, 7)):
+        eff = th.effective_gap(gaps, a)
+        assert th.retrieval_weight(m, gaps, np.zeros(0), a) == pytest.approx(
+            th.retrieval_weight(m, np.array([eff]), np.zeros(0), a), rel=1e-13
+        )
+        assert eff <= gaps.mean() + 1e-12  # log-mean-exp of -a d >= mean of -a d (Jensen)
+    huge = np.array([900.0, 1000.0])
+    w = th.retrieval_weight(10, huge, np.array([800.0]), 1.0)
+    assert w == 1.0 and np.isfinite(th.effective_gap(huge, 1.0))
+    assert th.retrieval_weight(0, gaps, np.zeros(0), 1.0) == 1.0  # no distractor, no fixed key
+
+
+def test_retrieval_weight_refuses_bad_input():
+    with pytest.raises(ValueError, match="m must be"):
+        th.retrieval_weight(-1, np.array([1.0]), np.zeros(0), 1.0)
+    with pytest.raises(ValueError, match="at least one distractor"):
+        th.retrieval_weight(5, np.zeros(0), np.zeros(0), 1.0)

@@ -74,6 +74,23 @@ relative size ``n^{-|sg - 1|}``, and for softmax to -1 with a correction ``e^g /
 fit of ``ln w`` on ``ln n`` over a window is a convex combination of the secant slopes, so it lies
 within the range of this local slope over the window: the finite-window tolerance of a fitted rate.
 
+2b. A trained planted key (retrieval, seed 000#6). A trained model's query row sees the planted key, ``m``
+distractors and a few keys whose number does not grow with the context (here the query itself). Write its logits
+as ``a x_j`` with ``a = 1`` (softmax) or ``a = s ln K`` (SSMax, ``K`` the visible keys) and the raw gaps
+``d_j = x_planted - x_j``; then exactly
+
+    w = 1 / (1 + sum_fixed e^{-a d_f} + m * mean_j e^{-a d_j}).
+
+If the distractors are i.i.d. (a task property), the mean over the ``m0`` distractors seen at the training length
+estimates ``E e^{-a d}`` at any length, so the gaps measured at the training length predict the weight at every
+length (:func:`retrieval_weight`; at the training length it reproduces the measured weight exactly). With one
+gap ``g``: softmax ``1/(1 + (n - 1) e^{-g})``, fading like 1/n once ``n >> e^g``; SSMax
+``1/(1 + (n - 1) n^{-sg})``, as in 2. The effective gap ``-ln(mean_j e^{-a d_j}) / a``
+(:func:`effective_gap`) is the single gap with the same weight. For SSMax it gives the condition ``s g >= 1``
+in terms of the training: at the training length ``K`` the weight is ``1/(1 + (K - 1) K^{-sg})``, so
+``s g >= 1`` iff that weight is at least ``K / (2K - 1)``, about 1/2: a model trained to put more than half of
+its attention on the planted key does not fade with SSMax, whatever ``s``.
+
 3. Entropy lower bound for bounded logits. Shannon entropy is at least the min-entropy ``-ln max_j p_j``.
 With logits in a range ``R = max_j x_j - min_j x_j`` (softmax is shift invariant, so ``|x_j| <= M`` gives
 ``R <= 2M``), ``max_j p_j <= 1 / (1 + (n-1) e^{-R})``, hence
@@ -408,6 +425,46 @@ def planted_weight(kernel: str, n, g, *, ssmax_s: float = 1.0, sigmoid_bias: flo
     if kernel == "sigmoid":
         return planted_weight_sigmoid(n, g, sigmoid_bias)
     raise ValueError(f"kernel must be one of softmax, ssmax, sigmoid, got {kernel!r}")
+
+
+def ssmax_factor(keys, s: float) -> np.ndarray:
+    """The SSMax logit multiplier ``s ln K`` for a row that sees ``K`` keys."""
+    return float(s) * np.log(np.asarray(keys, dtype=np.float64))
+
+
+def retrieval_weight(m, gaps, fixed_gaps, a) -> np.ndarray:
+    """Planted weight ``1 / (1 + sum_f e^{-a d_f} + m mean_j e^{-a d_j})`` per row (module docstring, 2b).
+
+    ``gaps`` (..., m0): raw logit gaps (planted minus distractor) of a sample of distractors; ``fixed_gaps``
+    (..., f): gaps of the keys whose number does not grow (f may be 0); ``m``: the number of distractors at the
+    predicted length; ``a``: the logit multiplier there (1 for softmax, :func:`ssmax_factor` for SSMax). Scalars
+    ``m`` and ``a``; float64, with a log-sum-exp so that large gaps do not overflow."""
+    gaps = np.asarray(gaps, dtype=np.float64)
+    fixed = np.asarray(fixed_gaps, dtype=np.float64)
+    m, a = float(m), float(a)
+    if m < 0 or gaps.shape[-1] == 0:
+        raise ValueError(f"m must be >= 0 and gaps must hold at least one distractor, got m={m}, {gaps.shape}")
+    terms = [np.log(m) + _logmeanexp(-a * gaps)] if m > 0 else []
+    if fixed.shape[-1]:
+        terms.append(_logsumexp(-a * fixed))
+    if not terms:
+        return np.ones(gaps.shape[:-1])
+    log_rest = _logsumexp(np.stack(terms, axis=-1))
+    return 1.0 / (1.0 + np.exp(log_rest))
+
+
+def effective_gap(gaps, a) -> np.ndarray:
+    """``-ln(mean_j e^{-a d_j}) / a``: the single raw gap whose distractors would give the same weight."""
+    return -_logmeanexp(-float(a) * np.asarray(gaps, dtype=np.float64)) / float(a)
+
+
+def _logsumexp(x: np.ndarray) -> np.ndarray:
+    mx = np.max(x, axis=-1, keepdims=True)
+    return np.squeeze(mx, -1) + np.log(np.sum(np.exp(x - mx), axis=-1))
+
+
+def _logmeanexp(x: np.ndarray) -> np.ndarray:
+    return _logsumexp(x) - math.log(x.shape[-1])
 
 
 # ---------------------------------------------------------------------------------------------
