@@ -77,6 +77,7 @@ from analysis.tasks import CorpusLM, MarkovLanguage, PlantedKeyRetrieval
 from analysis.theory import attention_entropy as th
 from analysis.train import TrainConfig, train
 from analysis.validation import check_choice
+from probes._overview import t_multiplier
 from probes.base import ModelIncompatibleError, ProbeConfig, Result, model_param, param
 
 NAME = "attention_entropy"
@@ -1647,6 +1648,16 @@ def claim_spectral_bound_trained(led: Ledger, ds: xr.Dataset) -> None:
     )
 
 
+def _seed_k(n_seeds: int) -> float:
+    """The band's multiple of a standard error over ``n_seeds`` seeds: the two-sided 95% Student-t multiple
+    (n - 1 degrees of freedom; 4.30 at 3 seeds). A fixed k = 2 covers about 82% at 3 seeds, not 95%."""
+    return t_multiplier(max(int(n_seeds), 2), confidence=0.95)
+
+
+def _k_text(n_seeds: int) -> str:
+    return f"k = t(95%, {n_seeds} - 1 dof) = {_seed_k(n_seeds):.2f}"
+
+
 def _paired(x: np.ndarray) -> tuple[float, float]:
     """Mean and standard error over training seeds (nan SE with one seed: the claim then fails, unmeasured)."""
     x = np.asarray(x, dtype=np.float64)
@@ -1671,12 +1682,13 @@ def claim_qknorm(led: Ledger, ds: xr.Dataset, config: Config) -> None:
         measured=m,
         sign=1,
         se=se,
-        k=2.0,
+        k=_seed_k(config.train_seeds),
         requires_full=True,
         source=src,
         hypothesis="QK-norm leaves the attention logits' growth unchanged (log ratio 0)",
         figure="ae_training",
-        why=f"se: standard error over {config.train_seeds} training seeds (each seed trains both models); k = 2",
+        why=f"se: standard error over {config.train_seeds} training seeds (each seed trains both models); "
+        f"{_k_text(config.train_seeds)}",
         statement=f"lr = {top['lr']:g}: ln(max |logit| over training without QK-norm / with QK-norm) > 0",
     )
     gap = normed["trace_min_ent_norm"].isel(step=-1).values - plain["trace_min_ent_norm"].isel(step=-1).values
@@ -1686,12 +1698,12 @@ def claim_qknorm(led: Ledger, ds: xr.Dataset, config: Config) -> None:
         measured=m,
         sign=1,
         se=se,
-        k=2.0,
+        k=_seed_k(config.train_seeds),
         requires_full=True,
         source=src,
         hypothesis="QK-norm does not change the smallest head entropy",
         figure="ae_training",
-        why=f"se: standard error over {config.train_seeds} training seeds (paired); k = 2",
+        why=f"se: standard error over {config.train_seeds} training seeds (paired); {_k_text(config.train_seeds)}",
         statement=f"lr = {top['lr']:g}: final min head H/ln n with QK-norm - without > 0",
     )
 
@@ -1713,12 +1725,12 @@ def claim_entropy_collapse(led: Ledger, ds: xr.Dataset, config: Config) -> None:
         measured=m,
         sign=1,
         se=se,
-        k=2.0,
+        k=_seed_k(config.train_seeds),
         requires_full=True,
         source=src,
         hypothesis="the learning rate does not change the smallest head entropy",
         figure="ae_training",
-        why=f"se: standard error over {config.train_seeds} training seeds (paired); k = 2",
+        why=f"se: standard error over {config.train_seeds} training seeds (paired); {_k_text(config.train_seeds)}",
         statement=f"no QK-norm: final min head H/ln n at lr {lo:g} - at lr {hi:g} > 0",
     )
 
@@ -1760,7 +1772,7 @@ def claim_nonlin_gaussian(led: Ledger, ds: xr.Dataset, config: Config) -> None:
     S = config.nonlin_seeds
     why = (
         f"se: standard error over {S} training seeds of the per-seed residual (measured - predicted, mean over "
-        "heads and the rows of the probe batch); k = 2"
+        f"heads and the rows of the probe batch); {_k_text(S)}"
     )
     jensen = (
         "the rows' logit stds differ within a layer and E[H] is convex in s where attention collapses (E[H] ~ 1/s), "
@@ -1781,7 +1793,7 @@ def claim_nonlin_gaussian(led: Ledger, ds: xr.Dataset, config: Config) -> None:
                         reason="a training run diverged: non-finite attention logits, no logit std to predict from",
                     )
                 continue
-            common = dict(alternative=1.0, hypothesis=UNIFORM_HYP, k=2.0, seed=SEED_NONLIN, figure="ae_nonlin")
+            common = dict(alternative=1.0, hypothesis=UNIFORM_HYP, k=_seed_k(S), seed=SEED_NONLIN, figure="ae_nonlin")
             rows_name = f"{prefix}_rows_{state}{suffix}"
             m, e, se = _seed_resid(ds, variant, state, "theory_rows", layers)
             led.predict(
@@ -1823,13 +1835,14 @@ def claim_nonlin_logit_growth(led: Ledger, ds: xr.Dataset, config: Config) -> No
             measured=m,
             sign=1,
             se=se,
-            k=2.0,
+            k=_seed_k(config.nonlin_seeds),
             seed=SEED_NONLIN,
             source="derivation: without LayerNorm each block adds linear maps of the residual stream to it, so its "
             "norm, and the logit std ~ |x|^2, grow with depth; Pre-LN normalises every attention input",
             hypothesis="removing LayerNorm and GELU does not change how the logit std changes with depth",
             figure="ae_nonlin",
-            why=f"se: standard error over {config.nonlin_seeds} seeds (each seed initialises both variants); k = 2",
+            why=f"se: standard error over {config.nonlin_seeds} seeds (each seed initialises both variants); "
+            f"{_k_text(config.nonlin_seeds)}",
             statement=f"{state}: ln(s_last / s_first) without nonlinearities - with them > 0 (s: head-mean logit std)",
         )
 
@@ -1930,13 +1943,14 @@ def claim_retrieval_slopes(led: Ledger, ds: xr.Dataset, config: Config) -> None:
             alternative=alt,
             hypothesis=hyp,
             se=_paired(meas - pred)[1],
-            k=2.0,
+            k=_seed_k(config.retrieval_seeds),
             requires_full=True,
             seed=SEED_SSMAX,
             figure="ae_ssmax_trained",
             source=RETRIEVAL_SOURCE,
             why=f"se: standard error over {config.retrieval_seeds} training seeds of the per-seed residual (fitted "
-            f"slope - predicted slope; each seed its own test sequences, {config.retrieval_eval} per length); k = 2",
+            f"slope - predicted slope; each seed its own test sequences, {config.retrieval_eval} per length); "
+            f"{_k_text(config.retrieval_seeds)}",
             statement=f"{kernel}, {span}: fitted d ln w / d ln n of the mean planted weight = the slope predicted "
             f"from the gaps measured at n = {int(ns[0])} ({detail})",
         )
@@ -1963,14 +1977,14 @@ def claim_retrieval_accuracy(led: Ledger, ds: xr.Dataset, config: Config) -> Non
         measured=m,
         sign=1,
         se=se,
-        k=2.0,
+        k=_seed_k(config.retrieval_seeds),
         requires_full=True,
         seed=SEED_SSMAX,
         hypothesis="the kernel does not change retrieval at the longest length (accuracy difference 0)",
         source="000#6: SSMax generalises to longer contexts and retrieves better there than softmax",
         figure="ae_ssmax_trained",
         why=f"se: standard error over {config.retrieval_seeds} training seeds of the paired difference (both kernels "
-        f"of a seed see the same {config.retrieval_eval} test sequences); k = 2",
+        f"of a seed see the same {config.retrieval_eval} test sequences); {_k_text(config.retrieval_seeds)}",
         statement=f"n = {top} pairs ({fmax}x the training length): accuracy SSMax - softmax > 0 (softmax "
         f"{soft.mean():.3f}, SSMax {ssm.mean():.3f})",
     )
@@ -2000,13 +2014,13 @@ def claim_sigmoid_trained(led: Ledger, ds: xr.Dataset, config: Config) -> None:
         alternative=float(np.mean(zero / soft)),
         hypothesis="the bias does not matter: the loss ratio of the b = 0 sigmoid model",
         se=se,
-        k=2.0,
+        k=_seed_k(S),
         requires_full=True,
         seed=SEED_SIGMOID,
         figure="ae_sigmoid_trained",
         source=src,
         why=f"se: standard error over {S} training seeds of the per-seed ratio (each seed trains all three models on "
-        "the same data); k = 2",
+        f"the same data); {_k_text(S)}",
         statement=f"{setting}: final loss sigmoid (b = -ln T) / softmax = 1 (mean of the last 20 updates; "
         f"softmax {soft.mean():.4f}, sigmoid {ln_t.mean():.4f}, b = 0 {zero.mean():.4f})",
     )
@@ -2016,13 +2030,13 @@ def claim_sigmoid_trained(led: Ledger, ds: xr.Dataset, config: Config) -> None:
         measured=g,
         sign=1,
         se=gse,
-        k=2.0,
+        k=_seed_k(S),
         requires_full=True,
         seed=SEED_SIGMOID,
         hypothesis="the bias does not change the trained loss (log ratio 0)",
         source="000#17: stabilising the large initial attention norms (b = -ln n) is crucial for training sigmoid "
         "attention",
         figure="ae_sigmoid_trained",
-        why=f"se: standard error over {S} training seeds (paired); k = 2",
+        why=f"se: standard error over {S} training seeds (paired); {_k_text(S)}",
         statement=f"{setting}: ln(final loss at b = 0 / at b = -ln T) > 0",
     )
