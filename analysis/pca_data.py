@@ -46,7 +46,7 @@ class PCALaw:
         check_int("d", self.d, minimum=2)
         check_int("n", self.n, minimum=1)
         pm.spectrum(self.d, self.rho)  # validates rho
-        check_float("radius", self.radius, minimum=0.0, strict_minimum=True)
+        check_float("radius", self.radius, minimum=0.0, maximum=1e6, strict_minimum=True)
         if self.radius**2 < float(pm.spectrum(self.d, self.rho).sum()):
             raise ValueError(
                 f"radius must be at least sqrt(tr Sigma) = {math.sqrt(pm.spectrum(self.d, self.rho).sum()):.3f} "

@@ -193,7 +193,9 @@ class Config(ProbeConfig):
     pm_rho: float = param(
         0.5, "item-8 spectrum 1, rho, rho^2, ... (gap lambda_2/lambda_1 = rho)", minimum=0.05, maximum=0.95
     )
-    pm_radius: float = param(4.0, "item 8: inputs conditioned on |x| <= this (the token layout's scale)", minimum=1.0)
+    pm_radius: float = param(
+        4.0, "item 8: inputs conditioned on |x| <= this (the token layout's scale)", minimum=1.0, maximum=100.0
+    )
     pm_loops: int = param(3, "loops T the item-8 layer is trained with (loss after loop T)", minimum=1, maximum=8)
     pm_eval_loops: int = param(
         8, "loops k = 1..this at which item 8 is evaluated (beyond T: extrapolation)", minimum=2, maximum=32
@@ -204,7 +206,7 @@ class Config(ProbeConfig):
         3e-3, "peak Adam learning rate of item 8 (50-update warm-up, cosine to 10%)", minimum=1e-6, maximum=1.0
     )
     pm_init_std: float = param(0.1, "item-8 initial weights N(0, this^2) (gpt2 init)", minimum=1e-4, maximum=1.0)
-    pm_seeds: int = param(2, "training seeds per item-8 model", minimum=1, maximum=16)
+    pm_seeds: int = param(3, "training seeds per item-8 model", minimum=1, maximum=16)
     pm_eval: int = param(2000, "held-out item-8 prompts (float64, shared by every model)", minimum=16)
     seed: int = model_param("seed", 0, "memories, features, weights and data")
 

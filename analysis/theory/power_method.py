@@ -174,7 +174,7 @@ def fit_shift(v0: ArrayLike, v1: ArrayLike, x: ArrayLike) -> dict[str, np.ndarra
     v1 = _v(v1, x)
     Sv = np.einsum("bde,be->bd", covariance(x), v0)
     A = np.stack([v0, Sv], -1)  # (B, d, 2)
-    coef = np.linalg.solve(np.swapaxes(A, 1, 2) @ A, np.einsum("bdk,bd->bk", A, v1)[..., None])[..., 0]
+    coef = np.einsum("bkd,bd->bk", np.linalg.pinv(A), v1)  # least squares (minimum norm if degenerate)
     res = v1 - np.einsum("bdk,bk->bd", A, coef)
     return {
         "a": coef[:, 0],
