@@ -43,6 +43,19 @@ per-token decay, Gated DeltaNet).
    fixed spacing; ``sc_layers``-layer recurrent models of width ``sc_width`` (learned positions, MLP) with
    ``decay="gated"`` (selective) or ``"fixed"`` (time-invariant decay), ``sc_seeds`` seeds, held-out accuracy
    on ``sc_eval`` sequences, against the best time-invariant one-tap read-out (theory item 3).
+8. In-context PCA by a looped linear transformer (seed 000#45 = 003#35; ``pm``): prompts of ``pm_n``
+   vectors in R^``pm_d`` (spectrum 1, rho, rho^2, ..., random rotation; :mod:`analysis.pca_data`) and a
+   query holding a unit start v_0; target s u_1, the top eigenvector of the empirical covariance S with
+   the sign of u_1 . v_0 (the power method's limit). One linear-attention layer (one head, no MLP, every
+   token sees every token) applied ``pm_loops`` times with the same weights (the zoo's ``loops``) is
+   trained with post-LayerNorm and without a norm, ``pm_seeds`` seeds each, then looped k = 1..
+   ``pm_eval_loops`` times on ``pm_eval`` shared prompts in float64. Identity: the exact construction of
+   :mod:`analysis.theory.power_method` (item 3) in the zoo is one power iteration per loop. Predictions:
+   the LN model's first loop is one power step (median tan theta_1 of the power method; alternative:
+   no step, tan theta_0), its per-loop contraction of tan theta over loops 1..K that of the power
+   method on the same prompts (alternative 1: no convergence), its error |v_T - s u_1|^2 after the
+   trained T loops the power method's (alternative: the no-LN model's); directions: the no-LN model's
+   error after T loops above the power method's and above the LN model's.
 """
 
 from __future__ import annotations
@@ -55,9 +68,10 @@ import torch
 import xarray as xr
 
 from analysis.devices import to_numpy
-from analysis.hooks import run_with_cache
+from analysis.hooks import hooks, run_with_cache
 from analysis.ledger import Ledger
 from analysis.model import ModelConfig, TinyTransformer
+from analysis.pca_data import PowerMethodTask, readout, tokens
 from analysis.progress import bar
 from analysis.recurrent import favor_projection, mix, positive_random_features, retnet_decays
 from analysis.regression_data import concat_tokens
@@ -65,12 +79,14 @@ from analysis.tasks import AssociativeRecall, LinearRegressionTask, SelectiveCop
 from analysis.theory import associative_recall as th
 from analysis.theory import gated_recurrence as gth
 from analysis.theory import icl_gd as icl
+from analysis.theory import power_method as pmt
 from analysis.train import TrainConfig, derived_seed, train
 from probes.base import MAX_SEED, ProbeConfig, Result, model_param, param
 
 NAME = "associative_recall"
 DESCRIPTION = "Associative recall: additive vs delta-rule memories, FAVOR+ variance, trained MQAR per token mixer."
-VERSION = "3"  # 3: the gated-RNN = LSA comparison (003#14) and selective copying (003#16)
+VERSION = "4"  # 4: in-context PCA by looped linear attention with and without LN (000#45); 3: the gated-RNN = LSA
+# comparison (003#14) and selective copying (003#16)
 REQUIRES = None  # builds its own memories and models
 
 KERNELS = ("softmax", "additive", "delta", "gated_delta")
@@ -88,6 +104,11 @@ GSOURCE = "analysis/theory/gated_recurrence.py"
 GR_MODELS = ("lsa", "gated")  # item 6: one linear self-attention layer, one gated linear recurrence
 SC_DECAYS = ("gated", "fixed")  # item 7: selective decay, time-invariant decay
 SC_SPACINGS = ("random", "fixed")
+SEED_POWER = "000#45"  # = 003#35 (REFERENCES.md)
+PSOURCE = "analysis/theory/power_method.py"
+PM_MODELS = ("power", "ln", "none")  # item 8: the power method itself, the post-LN looped layer, no norm
+PM_NORMS = {"ln": "post", "none": "none"}
+PM_BOOT = 300  # bootstrap resamples of the item-8 prompts
 
 
 @dataclass(frozen=True)
@@ -110,6 +131,10 @@ class Config(ProbeConfig):
             "sc_steps": 10,
             "sc_seeds": 1,
             "sc_eval": 64,
+            "pm_steps": 20,
+            "pm_seeds": 1,
+            "pm_eval": 200,
+            "pm_eval_loops": 4,
         },
         "full": {},
     }
@@ -162,6 +187,27 @@ class Config(ProbeConfig):
     sc_lr: float = param(1e-2, "peak learning rate of item 7", minimum=1e-6, maximum=1.0)
     sc_seeds: int = param(2, "training seeds per item-7 decay and spacing", minimum=1, maximum=16)
     sc_eval: int = param(2000, "held-out selective-copying sequences per item-7 model", minimum=1)
+    pm: bool = param(True, "train looped linear attention with and without LayerNorm on in-context PCA (item 8)")
+    pm_d: int = param(4, "input dimension d of the item-8 PCA prompts", minimum=2, maximum=16)
+    pm_n: int = param(32, "vectors n per item-8 prompt", minimum=2, maximum=256)
+    pm_rho: float = param(
+        0.5, "item-8 spectrum 1, rho, rho^2, ... (gap lambda_2/lambda_1 = rho)", minimum=0.05, maximum=0.95
+    )
+    pm_radius: float = param(
+        4.0, "item 8: inputs conditioned on |x| <= this (the token layout's scale)", minimum=1.0, maximum=100.0
+    )
+    pm_loops: int = param(3, "loops T the item-8 layer is trained with (loss after loop T)", minimum=1, maximum=8)
+    pm_eval_loops: int = param(
+        8, "loops k = 1..this at which item 8 is evaluated (beyond T: extrapolation)", minimum=2, maximum=32
+    )
+    pm_steps: int = param(1200, "Adam updates per item-8 model", minimum=1)
+    pm_batch: int = param(64, "prompts per update in item 8", minimum=1, maximum=4096)
+    pm_lr: float = param(
+        3e-3, "peak Adam learning rate of item 8 (50-update warm-up, cosine to 10%)", minimum=1e-6, maximum=1.0
+    )
+    pm_init_std: float = param(0.1, "item-8 initial weights N(0, this^2) (gpt2 init)", minimum=1e-4, maximum=1.0)
+    pm_seeds: int = param(3, "training seeds per item-8 model", minimum=1, maximum=16)
+    pm_eval: int = param(2000, "held-out item-8 prompts (float64, shared by every model)", minimum=16)
     seed: int = model_param("seed", 0, "memories, features, weights and data")
 
     def validate(self) -> None:
@@ -177,6 +223,13 @@ class Config(ProbeConfig):
             raise ValueError(f"sc_width must be even (the item-7 models have 2 heads), got {self.sc_width}")
         if self.sc_length < self.sc_n_copy:
             raise ValueError(f"sc_length must be >= sc_n_copy ({self.sc_n_copy}), got {self.sc_length}")
+        if self.pm_eval_loops < self.pm_loops:
+            raise ValueError(f"pm_eval_loops must be >= pm_loops = {self.pm_loops}, got {self.pm_eval_loops}")
+        if self.pm_radius**2 < float(pmt.spectrum(self.pm_d, self.pm_rho).sum()):
+            raise ValueError(
+                f"pm_radius must be at least sqrt(tr Sigma) = "
+                f"{math.sqrt(float(pmt.spectrum(self.pm_d, self.pm_rho).sum())):.3f}, got {self.pm_radius}"
+            )
         if max(self.n_pairs) > self.n_keys:
             raise ValueError(f"n_keys must be >= the largest n_pairs ({max(self.n_pairs)}), got {self.n_keys}")
 
@@ -533,6 +586,12 @@ def run(config: Config, model=None, progress: bool = True) -> Result:
             sc_tap_fixed=gth.fixed_tap_accuracy(config.sc_length, config.sc_n_copy, config.sc_values, "fixed"),
             sc_chance=1.0 / config.sc_values,
         )
+    if config.pm:
+        got = measure_power_method(config, progress)
+        data = data.assign(got["arrays"]).assign_coords(
+            pm_model=list(PM_MODELS), pm_loop=np.arange(config.pm_eval_loops + 1), pm_seed=list(range(config.pm_seeds))
+        )
+        scalars.update(got["scalars"])
     result = Result(probe=NAME, config=config, data=data, scalars=scalars)
     result.ledger = check_claims(result)
     return result
@@ -749,6 +808,200 @@ def gated_arrays(config: Config, gr: dict, sc: dict) -> dict[str, tuple]:
     }
 
 
+# ================================================================================================ in-context PCA
+
+
+def pm_task(config: Config) -> PowerMethodTask:
+    return PowerMethodTask(d=config.pm_d, n=config.pm_n, rho=config.pm_rho, radius=config.pm_radius)
+
+
+def pm_model_config(
+    config: Config, kind: str, seed: int, loops: int, dtype: str = "float32", eps: float | None = None
+) -> ModelConfig:
+    """Item 8's layer on the mirrored PCA layout (width D = 2 (2 d + 1)): identity read-in, one head of size
+    D, linear attention (logit scale 1, no causal mask), no MLP, no read-out, N(0, pm_init_std^2) weights,
+    post-LayerNorm (``ln``) or no norm (``none``), applied ``loops`` times with the same weights.
+    ``eps`` replaces the norm's epsilon (0 for the exact construction)."""
+    D = pmt.width(config.pm_d)
+    return ModelConfig(
+        input="embedded",
+        d_in=D,
+        output="none",
+        vocab_size=2,
+        d_model=D,
+        n_layers=1,
+        n_heads=1,
+        d_head=D,
+        d_mlp=0,
+        norm=PM_NORMS[kind],
+        attention="linear",
+        logit_scale=1.0,
+        causal=False,
+        init="gpt2",
+        init_std=config.pm_init_std,
+        loops=loops,
+        dtype=dtype,
+        seed=seed,
+        **({} if eps is None else {"norm_eps": eps}),
+    )
+
+
+def pm_iterates(model: TinyTransformer, x: np.ndarray, v0: np.ndarray, radius: float) -> np.ndarray:
+    """(loops, B, d): the query's v-slot after each loop (the block's ``hook_resid_post`` fires once per loop),
+    float64 on the CPU."""
+    seen: list[np.ndarray] = []
+
+    def record(t: torch.Tensor, name: str) -> None:
+        seen.append(readout(t, x.shape[-1]).detach().numpy().copy())
+
+    with torch.no_grad(), hooks(model, [("blocks.0.hook_resid_post", record)]):
+        model(torch.from_numpy(tokens(x, v0, radius)))
+    return np.stack(seen)
+
+
+def pm_construction(config: Config, kind: str = "ln") -> TinyTransformer:
+    """The exact power-step layer (theory item 3) in the zoo, float64, norm epsilon 0, looped
+    ``pm_eval_loops`` times."""
+    model = TinyTransformer(
+        pm_model_config(config, kind, 0, config.pm_eval_loops, dtype="float64", eps=0.0 if kind == "ln" else None)
+    ).eval()
+    W = pmt.construction_weights(config.pm_d, config.pm_n, config.pm_radius)
+    state = model.state_dict()
+    for name in ("W_q", "W_k", "W_v", "W_o"):
+        state[f"blocks.0.attn.{name}.weight"] = torch.from_numpy(W[name])
+    if kind == "ln":
+        state["blocks.0.ln1.weight"] = torch.from_numpy(W["ln"])
+    model.load_state_dict(state)
+    return model
+
+
+def _finite_tan(tan: np.ndarray) -> np.ndarray:
+    """tan theta with NaN (an overflowed iterate) read as +inf: no alignment."""
+    return np.where(np.isnan(tan), np.inf, tan)
+
+
+def _boot_median_se(values: np.ndarray, rng: np.random.Generator) -> float:
+    """Bootstrap SE of the median over the last axis (prompts resampled)."""
+    B = values.shape[-1]
+    idx = rng.integers(0, B, (PM_BOOT, B))
+    meds = np.median(values[..., idx], axis=-1)
+    finite = np.isfinite(meds)
+    return float(np.std(meds[finite], ddof=1)) if finite.sum() > 1 else math.nan
+
+
+def _seed_combine(means: np.ndarray, ses: np.ndarray) -> tuple[float, float]:
+    """Mean over seeds and its SE: the within-seed SEs (prompts) plus the spread over seeds."""
+    S = means.size
+    spread = float(np.var(means, ddof=1)) / S if S > 1 else 0.0
+    return float(np.mean(means)), math.sqrt(float(np.mean(ses**2)) / S + spread)
+
+
+def measure_power_method(config: Config, progress: bool) -> dict:
+    """Item 8: train the looped layer with and without LN (``pm_seeds`` seeds, T = pm_loops, cached), loop it
+    k = 1..K (K = pm_eval_loops) on ``pm_eval`` shared prompts in float64, and compare with the power
+    method on the same prompts: tan theta_k to s u_1 (medians), the error |v_k - s u_1|^2 (means), the
+    per-loop contraction over loops 1..K, the iterate's norm, and the first loop's fit v_1 ~ a v_0 + b S v_0."""
+    task = pm_task(config)
+    K, T, S = config.pm_eval_loops, config.pm_loops, config.pm_seeds
+    x, v0 = task.law.sample(config.pm_eval, np.random.default_rng(derived_seed(config.seed, "pm_eval")))
+    u = pmt.target(x, v0)
+    power = pmt.power_iterates(x, v0, K)  # (K + 1, B, d)
+    built = pm_iterates(pm_construction(config), x, v0, config.pm_radius)
+    iters = np.full((2, S, K, *v0.shape), np.nan)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        for i, kind in enumerate(("ln", "none")):
+            for s in bar(range(S), desc=f"associative_recall: PCA ({kind})", disable=not progress):
+                seed = config.seed + s
+                tc = TrainConfig(
+                    steps=config.pm_steps,
+                    batch_size=config.pm_batch,
+                    lr=config.pm_lr,
+                    optimizer="adam",
+                    warmup_steps=min(50, config.pm_steps),
+                    schedule="cosine",
+                    min_lr_ratio=0.1,
+                    seed=seed,
+                )
+                trained = train(
+                    pm_model_config(config, kind, seed, T), task, tc, device=config.torch_device(), progress=False
+                )
+                model = TinyTransformer(pm_model_config(config, kind, seed, K, dtype="float64")).eval()
+                model.load_state_dict({k: v.to("cpu", torch.float64) for k, v in trained.model.state_dict().items()})
+                with np.errstate(over="ignore", invalid="ignore"):
+                    iters[i, s] = pm_iterates(model, x, v0, config.pm_radius)
+    finally:
+        torch.set_num_threads(threads)
+    with np.errstate(over="ignore", invalid="ignore"):
+        tan_power = pmt.tan_angle(power, u[None])  # (K + 1, B)
+        tan_model = _finite_tan(
+            np.concatenate([np.broadcast_to(pmt.tan_angle(v0, u), (2, S, 1, len(u))), pmt.tan_angle(iters, u)], 2)
+        )  # (2, S, K + 1, B)
+        err_power = ((power - u) ** 2).sum(-1)  # (K + 1, B), row k = loop k
+        err0 = np.broadcast_to(((v0 - u) ** 2).sum(-1), (2, S, 1, len(u)))
+        err_model = np.concatenate([err0, ((iters - u) ** 2).sum(-1)], 2)  # (2, S, K + 1, B)
+        norm_model = np.linalg.norm(iters, axis=-1)
+    rng = np.random.default_rng(derived_seed(config.seed, "pm_boot"))
+    rate_power = np.median(pmt.per_loop_rate(tan_power, 1, K))
+    lam, _ = pmt.eigh_desc(x)
+    Sv = np.einsum("bde,kbe->kbd", pmt.covariance(x), power[:-1])  # (K, B, d): S v_{k-1}
+    amplify = np.prod(np.maximum(1.0, 1.0 / np.linalg.norm(Sv, axis=-1)), axis=0)  # (B,)
+    sc: dict[str, float] = {
+        "pm_identity": float(np.abs(built - power[1:]).max()),
+        "pm_identity_atol": float(
+            16 * np.finfo(np.float64).eps * (config.pm_n + 1 + pmt.width(config.pm_d)) * K * amplify.max()
+        ),
+        "pm_gap_median": float(np.median(lam[:, 1] / lam[:, 0])),
+        "pm_rate_power": float(rate_power),
+        "pm_tan0_power": float(np.median(tan_power[0])),
+        "pm_tan1_power": float(np.median(tan_power[1])),
+        "pm_err_T_power": float(err_power[T].mean()),
+        "pm_bound_max_ratio": float(np.max(tan_power / pmt.tan_bound(x, v0, K))),
+    }
+    for i, kind in enumerate(("ln", "none")):
+        with np.errstate(over="ignore", invalid="ignore"):
+            rates = np.stack([pmt.per_loop_rate(tan_model[i, s], 1, K) for s in range(S)])  # (S, B)
+        rates = np.where(np.isnan(rates), np.inf, rates)
+        stats = {
+            "rate": (np.median(rates, -1), np.array([_boot_median_se(r, rng) for r in rates])),
+            "tan1": (
+                np.median(tan_model[i, :, 1], -1),
+                np.array([_boot_median_se(t, rng) for t in tan_model[i, :, 1]]),
+            ),
+        }
+        for name, (m, se) in stats.items():
+            sc[f"pm_{name}_{kind}"], sc[f"pm_{name}_{kind}_se"] = _seed_combine(m, se)
+        e = err_model[i, :, T]  # (S, B)
+        for ref_name, ref in (("power", err_power[T][None]), ("ln", err_model[0, :, T])):
+            if ref_name == kind:
+                continue
+            diff = e - ref  # paired per prompt
+            sc[f"pm_err_T_{kind}_minus_{ref_name}"], sc[f"pm_err_T_{kind}_minus_{ref_name}_se"] = _seed_combine(
+                diff.mean(-1), diff.std(-1, ddof=1) / math.sqrt(diff.shape[-1])
+            )
+        sc[f"pm_err_T_{kind}"], sc[f"pm_err_T_{kind}_se"] = _seed_combine(
+            e.mean(-1), e.std(-1, ddof=1) / math.sqrt(e.shape[-1])
+        )
+        sc[f"pm_norm_K_{kind}"] = float(np.median(norm_model[i, :, -1]))
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            fit = [pmt.fit_shift(v0, iters[i, s, 0], x) for s in range(S)]
+        sc[f"pm_shift_{kind}"] = float(np.mean([np.median(f["shift"]) for f in fit]))
+        sc[f"pm_span_residual_{kind}"] = float(np.mean([np.median(f["residual"]) for f in fit]))
+    arrays = {
+        "pm_tan": (
+            ("pm_model", "pm_seed", "pm_loop"),
+            np.concatenate([np.broadcast_to(np.median(tan_power, -1), (1, S, K + 1)), np.median(tan_model, -1)]),
+        ),
+        "pm_error": (
+            ("pm_model", "pm_seed", "pm_loop"),
+            np.concatenate([np.broadcast_to(err_power.mean(-1), (1, S, K + 1)), err_model.mean(-1)]),
+        ),
+        "pm_tan_bound": (("pm_loop",), np.median(pmt.tan_bound(x, v0, K), -1)),
+    }
+    return {"arrays": arrays, "scalars": sc}
+
+
 # ================================================================================================ claims
 
 
@@ -762,6 +1015,7 @@ def check_claims(result: Result) -> Ledger:
     claim_trained(led, result)
     claim_gated_rnn(led, result)
     claim_selective(led, result)
+    claim_power_method(led, result)
     return led
 
 
@@ -1097,4 +1351,94 @@ def claim_selective(led: Ledger, r: Result) -> None:
             requires_full=True,
             statement=f"selective copying, fixed spacing, {decay} decay: accuracy 1",
             figure="ar_selective_copy",
+        )
+
+
+def claim_power_method(led: Ledger, r: Result) -> None:
+    """Item 8 (000#45 = 003#35): the construction is the power method; the trained LN layer's first loop, its
+    per-loop contraction and its error after T loops against the power method's; the no-LN layer's error
+    above the power method's and the LN layer's."""
+    c, s = r.config, r.scalars
+    if not c.pm:
+        return
+    L, T, S = c.pm_eval_loops, c.pm_loops, c.pm_seeds
+    shape = f"d = {c.pm_d}, n = {c.pm_n}, spectrum ratio {c.pm_rho:g}"
+    led.identity(
+        "power_method_construction_exact",
+        measured=s["pm_identity"],
+        atol=s["pm_identity_atol"],
+        source=f"{PSOURCE}, item 3: query = v-slot, keys/values = x-slot, the query's self-term -|v|^2 v "
+        "cancels the residual, post-LayerNorm (epsilon 0) divides by |S v|",
+        why=f"float64: per loop a sum over n + 1 = {c.pm_n + 1} tokens and a norm over D = {pmt.width(c.pm_d)} "
+        "coordinates, relative error <= (n + 1 + D) eps, over the L loops, 16x margin; the norm divides the "
+        "query's other slots (rounding level) by |S v| each loop, so the bound carries the largest product over "
+        "the prompts of max(1, 1/|S v_(k-1)|) (largest |difference| over the iterates)",
+        seed=SEED_POWER,
+        statement=f"the exact power-step layer looped k = 1..{L} times: v_k = S^k v_0 / |S^k v_0| ({shape})",
+        figure="ar_power_method",
+    )
+    why = f"{K:g} SE: bootstrap over the {c.pm_eval} shared prompts (medians) plus the spread over {S} training seed(s)"
+    led.predict(
+        "pm_ln_first_loop_is_power_step",
+        measured=s["pm_tan1_ln"],
+        expected=s["pm_tan1_power"],
+        se=s["pm_tan1_ln_se"],
+        k=K,
+        alternative=s["pm_tan0_power"],
+        hypothesis="the loop does not step towards u_1 (tan theta_1 = tan theta_0 of the start vector)",
+        source=f"{PSOURCE}, items 1 and 3: one loop of the LN layer is one power iteration",
+        seed=SEED_POWER,
+        why=why,
+        requires_full=True,
+        statement=f"trained looped linear attention with post-LN (T = {T}): median tan theta_1 to s u_1 after one "
+        "loop = that of one power iteration",
+        figure="ar_power_method",
+    )
+    led.predict(
+        "pm_ln_rate_is_power_method",
+        measured=s["pm_rate_ln"],
+        expected=s["pm_rate_power"],
+        se=s["pm_rate_ln_se"],
+        k=K,
+        alternative=1.0,
+        hypothesis="the looped layer does not converge: tan theta stops contracting beyond the trained loops",
+        source=f"{PSOURCE}, item 1: tan theta contracts per loop towards l_2/l_1 (median l_2/l_1 of S "
+        f"= {s['pm_gap_median']:.3f})",
+        seed=SEED_POWER,
+        why=why,
+        requires_full=True,
+        statement=f"trained with post-LN at T = {T}, looped to K = {L}: median per-loop contraction "
+        f"(tan theta_K / tan theta_1)^(1/(K-1)) = the power method's on the same prompts",
+        figure="ar_power_method",
+    )
+    led.predict(
+        "pm_ln_error_at_T_is_power_method",
+        measured=s["pm_err_T_ln"],
+        expected=s["pm_err_T_power"],
+        se=s["pm_err_T_ln_se"],
+        k=K,
+        alternative=s["pm_err_T_none"],
+        hypothesis="the norm does not matter: the LN layer is no closer to the power method than the one without",
+        source=f"{PSOURCE}, items 1 and 3: T loops of the LN layer are T power iterations",
+        seed=SEED_POWER,
+        why=f"{K:g} SE: over the {c.pm_eval} shared prompts plus the spread over {S} training seed(s)",
+        requires_full=True,
+        statement=f"trained with post-LN: mean |v_T - s u_1|^2 after the T = {T} trained loops = T power iterations'",
+        figure="ar_power_method",
+    )
+    for ref, what in (("power", "the power method's (T power iterations)"), ("ln", "the post-LN layer's")):
+        led.direction(
+            f"pm_no_ln_error_above_{ref}",
+            measured=s[f"pm_err_T_none_minus_{ref}"],
+            sign=1,
+            se=s[f"pm_err_T_none_minus_{ref}_se"],
+            k=3.0,
+            hypothesis=f"without a norm the looped layer reaches {what} error",
+            source=f"000#45: a transformer without LN cannot exactly learn the power method; {PSOURCE}, item 3 "
+            "(the self-cancellation holds only on the unit sphere, which nothing keeps the iterate on)",
+            seed=SEED_POWER,
+            why=f"3 SE: paired over the {c.pm_eval} shared prompts plus the spread over {S} training seed(s)",
+            requires_full=True,
+            statement=f"trained without a norm (T = {T}): mean |v_T - s u_1|^2 minus {what} > 0",
+            figure="ar_power_method",
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
@@ -34,10 +35,12 @@ def test_smoke_claims_pass_and_the_trained_ones_wait_for_full(smoke):
                 "gated_excess",
                 "gated_rnn_over",
                 "selective_copy",
+                "pm_",
             )
         )
     }
     assert by_status["gated_rnn_equals_lsa"] == "pass" and by_status["gated_rnn_equals_gated"] == "pass"
+    assert by_status["power_method_construction_exact"] == "pass"
     d = smoke.data
     assert d["readout_error_theory"].sel(kernel="delta").isnull().all()  # no closed form
     assert (d["readout_error_theory"].sel(kernel="additive") >= 0).all()
@@ -52,7 +55,14 @@ def test_prediction_claims_fail_against_their_alternatives(smoke):
 
 def _small(**over):
     base = dict(
-        trained=False, gated=False, n_pairs=(4, 8), draws=400, favor_m=(16, 64), favor_draws=500, favor_row_draws=50
+        trained=False,
+        gated=False,
+        pm=False,
+        n_pairs=(4, 8),
+        draws=400,
+        favor_m=(16, 64),
+        favor_draws=500,
+        favor_row_draws=50,
     )
     return ar.Config.preset("smoke", **{**base, **over})
 
@@ -193,3 +203,66 @@ def test_a_gated_rnn_missing_its_output_gate_fails_the_construction_identities(m
 def test_odd_selective_copy_width_is_refused_by_the_config():
     with pytest.raises(ValueError, match="^sc_width must be even"):
         ar.Config.preset("smoke", sc_width=5)
+
+
+# ------------------------------------------------------------------------------------------------ item 8
+
+
+def _pm(**over):
+    return _small(**{"pm": True, "pm_steps": 3, "pm_eval": 64, "pm_eval_loops": 4, "pm_seeds": 1, **over})
+
+
+def test_power_method_items_record_the_power_method_and_the_trained_layers(smoke):
+    from analysis.theory import power_method as pmt
+
+    c, s, d = smoke.config, smoke.scalars, smoke.data
+    assert d["pm_tan"].dims == ("pm_model", "pm_seed", "pm_loop")
+    assert list(d["pm_model"].values) == ["power", "ln", "none"] and d.sizes["pm_loop"] == c.pm_eval_loops + 1
+    # the expected values are the power method's, recomputed here from the same prompts
+    x, v0 = ar.pm_task(c).law.sample(c.pm_eval, np.random.default_rng(ar.derived_seed(c.seed, "pm_eval")))
+    tan = pmt.tan_angle(pmt.power_iterates(x, v0, c.pm_eval_loops), pmt.target(x, v0)[None])
+    assert s["pm_rate_power"] == pytest.approx(float(np.median(pmt.per_loop_rate(tan, 1, c.pm_eval_loops))))
+    assert s["pm_tan1_power"] == pytest.approx(float(np.median(tan[1])))
+    np.testing.assert_allclose(d["pm_tan"].sel(pm_model="power", pm_seed=0).values, np.median(tan, -1))
+    assert s["pm_rate_power"] < s["pm_gap_median"] < 1  # the finite-loop geometric mean is below the limit
+    assert s["pm_bound_max_ratio"] <= 1 + 1e-9  # tan theta_t <= (l_2/l_1)^t tan theta_0 on every prompt
+    for kind in ("ln", "none"):
+        assert np.isfinite(s[f"pm_err_T_{kind}"]) and s[f"pm_rate_{kind}_se"] > 0
+
+
+def test_trained_power_method_claims_are_wired_to_theory_and_alternatives():
+    from analysis.ledger import Ledger
+
+    r = ar.run(_pm(), progress=False)
+    led = Ledger("t", preset="full")  # evaluate the full-only claims on the small run's numbers
+    ar.claim_power_method(led, r)
+    by = {c.name: c for c in led.claims}
+    s = r.scalars
+    assert by["pm_ln_rate_is_power_method"].expected == pytest.approx(s["pm_rate_power"])
+    assert by["pm_ln_first_loop_is_power_step"].expected == pytest.approx(s["pm_tan1_power"])
+    assert by["pm_ln_error_at_T_is_power_method"].expected == pytest.approx(s["pm_err_T_power"])
+    assert by["pm_ln_error_at_T_is_power_method"].alternative["value"] == pytest.approx(s["pm_err_T_none"])
+    assert by["pm_no_ln_error_above_power"].measured == pytest.approx(s["pm_err_T_none_minus_power"])
+    assert all(c.seed == "000#45" for c in by.values())
+
+
+def test_a_construction_without_the_self_cancellation_fails_the_power_method_identity(monkeypatch):
+    from analysis.theory import power_method as pmt
+
+    real = pmt.construction_weights
+
+    def no_cancel(d, n, radius):  # the query no longer attends to itself: v <- N(v + S v), not N(S v)
+        W = real(d, n, radius)
+        W["W_k"][d : 2 * d, d : 2 * d] = 0.0
+        return W
+
+    monkeypatch.setattr(pmt, "construction_weights", no_cancel)
+    led = ar.run(_pm(pm_steps=1), progress=False).ledger
+    assert led["power_method_construction_exact"].status == "fail"
+
+
+def test_config_refuses_too_few_eval_loops_and_a_radius_below_the_spectrum():
+    with pytest.raises(ValueError, match="^pm_eval_loops"):
+        ar.Config.preset("smoke", pm_loops=4, pm_eval_loops=3)
+    with pytest.raises(ValueError, match="^pm_radius"):
+        ar.Config.preset("smoke", pm_d=8, pm_rho=0.9, pm_radius=1.0)

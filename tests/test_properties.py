@@ -236,6 +236,16 @@ CAPS: dict[str, dict[str, Cap]] = {
         "sc_batch": Cap(hi=8),
         "sc_seeds": Cap(hi=1),
         "sc_eval": Cap(hi=16),
+        # in-context PCA (item 8): 2 norms x pm_seeds looped layers (width 2 (2 pm_d + 1), pm_loops loops) of
+        # pm_steps updates on pm_batch prompts of pm_n vectors, evaluated at pm_eval_loops loops on pm_eval prompts
+        "pm_d": Cap(hi=3),
+        "pm_n": Cap(hi=8),
+        "pm_loops": Cap(hi=2),
+        "pm_eval_loops": Cap(hi=3),
+        "pm_steps": Cap(hi=4),
+        "pm_batch": Cap(hi=16),
+        "pm_seeds": Cap(hi=1),
+        "pm_eval": Cap(hi=32),
     },
     # cost ~ the K-head construction over construction_batch sequences, taps x train_seeds convolution layers of
     # conv_steps updates on conv_batch sequences of conv_len (T d impulses each), 4 x train_seeds induction
