@@ -59,7 +59,7 @@ from analysis.model import ModelConfig, TinyTransformer
 from analysis.progress import bar
 from analysis.tasks import ConvolutionRegression, CorpusLM, Induction, NearestNeighbour
 from analysis.theory import attention_only as th
-from analysis.train import TrainConfig, derived_seed, forward, probe_lm_train_config, train
+from analysis.train import TrainConfig, derived_seed, evaluate, forward, probe_lm_train_config, train
 from probes.base import MAX_SEED, ProbeConfig, Result, model_param, param
 
 NAME = "attention_only"
@@ -172,7 +172,7 @@ class Config(ProbeConfig):
     san_seq_len: int = param(
         64, "attention-only networks: corpus context T of the matched models", minimum=4, maximum=256
     )
-    san_steps: int = param(400, "attention-only networks: updates per matched model (probe-LM recipe)", minimum=1)
+    san_steps: int = param(300, "attention-only networks: updates per matched model (probe-LM recipe)", minimum=1)
     san_seeds: int = param(3, "attention-only networks: training seeds per matched model", minimum=1, maximum=16)
     san_eval_batches: int = param(8, "attention-only networks: held-out batches of 16 windows", minimum=1, maximum=64)
     san_snapshots: int = param(
@@ -682,15 +682,18 @@ def measure_param_counts(config: Config) -> dict[str, float]:
 
 def stable_rank(a: np.ndarray) -> np.ndarray:
     """``|A|_F^2 / |A|_2^2`` of each matrix in ``a`` (..., m, n), float64: the largest eigenvalue of the smaller
-    Gram matrix is ``|A|_2^2``. A zero matrix has no stable rank (ValueError)."""
+    Gram matrix is ``|A|_2^2``. A zero matrix has no stable rank (ValueError); a matrix with a non-finite entry
+    (diverged weights) gets NaN."""
     a = np.asarray(a, dtype=np.float64)
     if a.ndim < 2:
         raise ValueError(f"stable_rank needs matrices (..., m, n), got shape {a.shape}")
+    finite = np.isfinite(a).all(axis=(-2, -1))
+    a = np.where(finite[..., None, None], a, 1.0)  # placeholders, replaced by NaN below
     gram = a @ np.swapaxes(a, -1, -2) if a.shape[-2] <= a.shape[-1] else np.swapaxes(a, -1, -2) @ a
     top = np.linalg.eigvalsh(gram)[..., -1]
     if not np.all(top > 0):
         raise ValueError("stable_rank is undefined for a zero matrix")
-    return (a**2).sum(axis=(-2, -1)) / top
+    return np.where(finite, (a**2).sum(axis=(-2, -1)) / top, np.nan)
 
 
 def qk_stable_ranks(model: TinyTransformer) -> np.ndarray:
@@ -747,8 +750,9 @@ def layer_max_logits(model: TinyTransformer, x: torch.Tensor) -> np.ndarray:
     names = [f"blocks.{i}.attn.hook_attn_scores" for i in range(model.config.n_layers)]
     found: dict[str, float] = {}
 
-    def on_scores(sc: torch.Tensor, name: str) -> None:
-        found[name] = float(sc[torch.isfinite(sc)].abs().max())
+    def on_scores(sc: torch.Tensor, name: str) -> None:  # masked keys are -inf; NaN weights give no finite logit
+        seen = sc[torch.isfinite(sc)]
+        found[name] = float(seen.abs().max()) if seen.numel() else math.nan
 
     with torch.no_grad(), hooks(model, [(n, on_scores) for n in names]):
         model(x)
@@ -792,7 +796,8 @@ def measure_deep(config: Config, progress: bool) -> dict[str, np.ndarray]:
     gen = torch.Generator().manual_seed(derived_seed(config.seed, "deep_probe") % MAX_SEED)
     probe_x, _ = task.sample(2, gen)
     shape = (2, config.deep_seeds)
-    out = {k: np.full((*shape, config.deep_steps), np.nan) for k in ("loss", "max_logit", "bound_ratio")}
+    traces = ("loss", "max_logit", "bound_ratio", "qk_bound")
+    out = {k: np.full((*shape, config.deep_steps), np.nan) for k in traces}
     out["eval_loss"] = np.full(shape, np.nan)
     for qk, s in bar(
         [(q, s) for q in (0, 1) for s in range(config.deep_seeds)],
@@ -824,7 +829,7 @@ def measure_deep(config: Config, progress: bool) -> dict[str, np.ndarray]:
         h = res.history
         out["loss"][qk, s], out["max_logit"][qk, s] = h["loss"], h["max_logit"]
         if qk:
-            out["bound_ratio"][qk, s] = h["bound_ratio"]
+            out["bound_ratio"][qk, s], out["qk_bound"][qk, s] = h["bound_ratio"], h["qk_bound"]
         out["eval_loss"][qk, s] = h["eval_loss"][-1]
     return out
 
@@ -836,12 +841,14 @@ def snapshot_steps(config: Config) -> tuple[int, ...]:
 
 
 def measure_san(config: Config, progress: bool) -> dict[str, np.ndarray]:
-    """(model, seed) held-out loss of :data:`SAN_MODELS`; for standard and attention_only, stable ranks
-    (model, seed, checkpoint, layer) of W_q,h^T W_k,h (head mean) and W_O, NaN-padded past a model's depth."""
+    """(model, seed) held-out loss of :data:`SAN_MODELS`; for standard and attention_only, the held-out loss
+    (model, seed, checkpoint) and stable ranks (model, seed, checkpoint, layer) of W_q,h^T W_k,h (head mean) and
+    W_O, NaN-padded past a model's depth."""
     task = san_task(config)
     steps = snapshot_steps(config)
     S, depth = config.san_seeds, matched_depth(config)["layers"]
-    out = {"loss": np.full((len(SAN_MODELS), S), np.nan)}
+    held_out = list(task.eval_batches(16, max_batches=config.san_eval_batches))
+    out = {"loss": np.full((len(SAN_MODELS), S), np.nan), "loss_checkpoint": np.full((2, S, len(steps)), np.nan)}
     for key in ("sr_qk", "sr_o"):
         out[key] = np.full((2, S, len(steps), max(depth, config.san_layers)), np.nan)
     jobs = [(i, s) for i in range(len(SAN_MODELS)) for s in range(S)]
@@ -857,6 +864,7 @@ def measure_san(config: Config, progress: bool) -> dict[str, np.ndarray]:
         out["loss"][i, s] = res.history["eval_loss"][-1]
         for j, step in enumerate(snaps):
             model = res.snapshot_model(step)
+            out["loss_checkpoint"][i, s, j] = evaluate(model, task, held_out)
             out["sr_qk"][i, s, j, : model.config.n_layers] = qk_stable_ranks(model)
             out["sr_o"][i, s, j, : model.config.n_layers] = wo_stable_ranks(model)
     return out
@@ -889,9 +897,13 @@ def san_dataset(config: Config, san: dict | None, deep: dict | None) -> xr.Datas
     S, D, snaps = config.san_seeds, config.deep_seeds, snapshot_steps(config)
     layers = max(matched_depth(config)["layers"], config.san_layers)
     nan = lambda *shape: np.full(shape, np.nan)  # noqa: E731
-    san = san or {"loss": nan(len(SAN_MODELS), S), "sr_qk": nan(2, S, len(snaps), layers)}
-    san.setdefault("sr_o", nan(2, S, len(snaps), layers))
-    deep = deep or {k: nan(2, D, config.deep_steps) for k in ("loss", "max_logit", "bound_ratio")} | {
+    san = san or {
+        "loss": nan(len(SAN_MODELS), S),
+        "loss_checkpoint": nan(2, S, len(snaps)),
+        "sr_qk": nan(2, S, len(snaps), layers),
+        "sr_o": nan(2, S, len(snaps), layers),
+    }
+    deep = deep or {k: nan(2, D, config.deep_steps) for k in ("loss", "max_logit", "bound_ratio", "qk_bound")} | {
         "eval_loss": nan(2, D)
     }
     spikes = np.array([[loss_spikes(tr, config.spike_window, config.spike_k) for tr in row] for row in deep["loss"]])
@@ -899,11 +911,13 @@ def san_dataset(config: Config, san: dict | None, deep: dict | None) -> xr.Datas
     dims3 = ("qk_norm", "deep_seed", "deep_step")
     data = {
         "san_loss": (("san_model", "san_seed"), san["loss"]),
+        "san_loss_checkpoint": (dims4[:3], san["loss_checkpoint"]),
         "san_sr_qk": (dims4, san["sr_qk"]),
         "san_sr_o": (dims4, san["sr_o"]),
         "deep_loss": (dims3, deep["loss"]),
         "deep_max_logit": (dims3, deep["max_logit"]),
         "deep_bound_ratio": (dims3, deep["bound_ratio"]),
+        "deep_qk_bound": (dims3, deep["qk_bound"]),
         "deep_spike": (dims3, spikes),
         "deep_eval_loss": (("qk_norm", "deep_seed"), deep["eval_loss"]),
     }
