@@ -277,6 +277,24 @@ CAPS: dict[str, dict[str, Cap]] = {
         "nn_seeds": Cap(hi=2),
         "nn_eval": Cap(hi=16),
         "nn_theory_sets": Cap(hi=64),
+        # attention-only networks: 3 x san_seeds corpus models (up to 3 san_layers deep) of san_steps updates with
+        # san_snapshots + 1 checkpoints, 2 x deep_seeds stacks of deep_layers x deep_width for deep_steps updates
+        # (a probe-batch forward per update)
+        "san_width": Cap(hi=8),
+        "san_heads": Cap(hi=2),
+        "san_layers": Cap(hi=2),
+        "san_seq_len": Cap(hi=16),
+        "san_steps": Cap(hi=4),
+        "san_seeds": Cap(hi=2),
+        "san_eval_batches": Cap(hi=1),
+        "san_snapshots": Cap(hi=4),
+        "deep_layers": Cap(hi=3),
+        "deep_width": Cap(hi=8),
+        "deep_heads": Cap(hi=2),
+        "deep_seq_len": Cap(hi=8),
+        "deep_batch": Cap(hi=4),
+        "deep_steps": Cap(hi=6),
+        "deep_seeds": Cap(hi=2),
     },
 }
 

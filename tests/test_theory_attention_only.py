@@ -158,3 +158,123 @@ def test_additive_floor_matches_the_two_key_closed_form(d, rank):
     got = th.additive_floor(2, d, rank, n_sets=4000, n_queries=64, seed=5)
     assert got["floor"] == pytest.approx(exact, abs=4 * got["floor_se"] + 0.01 * exact)
     assert got["query_free"] == pytest.approx(0.5, abs=4 * got["query_free_se"])
+
+
+# ============================================================================================== attention-only networks
+
+
+def _model(**over):
+    from analysis.model import ModelConfig, TinyTransformer
+
+    return TinyTransformer(ModelConfig(**{"vocab_size": 11, "d_model": 16, "n_heads": 2, **over}))
+
+
+@pytest.mark.parametrize(
+    "over",
+    [
+        dict(),
+        dict(d_mlp=0, n_layers=5),
+        dict(d_mlp=24, bias=True, qk_norm=True),
+        dict(norm="post", d_mlp=0, qk_norm=True, norm_type="rmsnorm", bias=True),
+        dict(norm="peri", pos="learned", max_len=9, bias=True),
+        dict(norm="none", d_head=3, n_heads=3, d_mlp=7),
+        dict(norm="mix", n_layers=4, final_norm=False, pos="rope"),
+    ],
+)
+def test_param_count_is_the_models_parameter_count(over):
+    model = _model(**over)
+    c = model.config
+    got = th.param_count(
+        vocab=c.vocab_size,
+        d_model=c.d_model,
+        n_layers=c.n_layers,
+        n_heads=c.n_heads,
+        d_head=c.head_size,
+        d_mlp=c.mlp_width,
+        norm=c.norm,
+        norm_type=c.norm_type,
+        bias=c.bias,
+        qk_norm=c.qk_norm,
+        final_norm=c.use_final_norm,
+        learned_positions=c.max_len if c.pos == "learned" else 0,
+    )
+    assert got == model.num_params()
+
+
+@pytest.mark.parametrize("layers,d,heads", [(1, 8, 2), (2, 32, 2), (3, 64, 4)])
+def test_matched_depth_is_three_times_deeper_with_one_norm_per_standard_block_left(layers, d, heads):
+    m = th.matched_attention_depth(layers, d, heads, d // heads, 4 * d)
+    assert m == {"layers": 3 * layers, "difference": layers * d}
+    std = _model(d_model=d, n_heads=heads, n_layers=layers, d_mlp=4 * d).num_params()
+    san = _model(d_model=d, n_heads=heads, n_layers=m["layers"], d_mlp=0).num_params()
+    assert san - std == m["difference"]
+    # with biases the rounding still gives the nearest depth: no other depth is closer in parameters
+    m = th.matched_attention_depth(layers, d, heads, d // heads, 4 * d, bias=True)
+    block = th.block_params(d, heads, d // heads, 0, bias=True)
+    assert abs(m["difference"]) <= block / 2
+
+
+def _scores(model, x):
+    from analysis.hooks import hooks
+
+    found = []
+    names = [f"blocks.{i}.attn.hook_attn_scores" for i in range(model.config.n_layers)]
+    with torch.no_grad(), hooks(model, [(n, lambda sc, name: found.append(sc.clone())) for n in names]):
+        model(x)
+    return found
+
+
+def _bound(attn, cfg):
+    get = lambda t: None if t is None else t.detach().numpy()  # noqa: E731
+    qn, kn = attn.q_norm, attn.k_norm
+    return th.qk_norm_logit_bound(get(qn.weight), get(kn.weight), cfg.head_size, cfg.scale, get(qn.bias), get(kn.bias))
+
+
+@pytest.mark.parametrize("norm_type,bias,pos", [("layernorm", True, "rope"), ("rmsnorm", False, "none")])
+def test_qk_norm_logits_never_exceed_the_bound_in_a_float64_forward(norm_type, bias, pos):
+    model = _model(
+        n_layers=3, d_mlp=0, qk_norm=True, norm_type=norm_type, bias=bias, pos=pos, dtype="float64", seed=3
+    ).eval()
+    gen = torch.Generator().manual_seed(0)
+    with torch.no_grad():  # random gains and biases, and large weights: only the gains may matter
+        for name, p in model.named_parameters():
+            if "q_norm" in name or "k_norm" in name:
+                p.copy_(torch.randn(p.shape, generator=gen, dtype=torch.float64) * 2)
+            elif "W_q" in name or "W_k" in name:
+                p.mul_(30.0)
+    x = torch.randint(0, 11, (8, 12), generator=gen)
+    for attn, sc in zip((b.attn for b in model.blocks), _scores(model, x), strict=True):
+        bound = _bound(attn, model.config)
+        worst = float(sc[torch.isfinite(sc)].abs().max())
+        assert worst <= bound * (1 + 1e-12)
+        assert worst > 0.05 * bound  # the bound is in reach, not vacuous
+
+
+@pytest.mark.parametrize("gain,pos", [(0.7, "none"), (2.5, "rope")])
+def test_qk_norm_bound_is_attained_at_the_diagonal_when_queries_equal_keys(gain, pos):
+    """W_k = W_q, constant gains, eps 0: the diagonal logit is scale g^2 dh, the bound, to rounding."""
+    model = _model(n_layers=1, d_mlp=0, qk_norm=True, norm_eps=0.0, pos=pos, dtype="float64", seed=1).eval()
+    attn = model.blocks[0].attn
+    with torch.no_grad():
+        attn.W_k.weight.copy_(attn.W_q.weight)
+        attn.q_norm.weight.fill_(gain)
+        attn.k_norm.weight.fill_(gain)
+    sc = _scores(model, torch.randint(0, 11, (3, 7), generator=torch.Generator().manual_seed(2)))[0]
+    diag = torch.diagonal(sc, dim1=-2, dim2=-1)
+    bound = _bound(attn, model.config)
+    assert bound == pytest.approx(model.config.scale * gain**2 * model.config.head_size, rel=1e-15)
+    np.testing.assert_allclose(diag.numpy(), bound, rtol=1e-13)
+    assert float(sc[torch.isfinite(sc)].abs().max()) <= bound * (1 + 1e-13)
+
+
+def test_attention_only_theory_refuses_bad_input():
+    with pytest.raises(ValueError, match="^gains must have shape"):
+        th.qk_norm_logit_bound(np.ones(3), np.ones(4), 4, 0.5)
+    with pytest.raises(ValueError, match="^norm must be one of"):
+        th.block_params(8, 2, 4, 0, norm="sandwich")
+    with pytest.raises(ValueError, match="^d_mlp must be"):
+        th.block_params(8, 2, 4, -1)
+    with pytest.raises(ValueError, match="^d_model must be"):
+        th.block_params(0, 2, 4, 0)
+    with pytest.raises(ValueError, match="^vocab must be"):
+        th.param_count(vocab=1, d_model=8, n_layers=1, n_heads=2, d_head=4, d_mlp=0)

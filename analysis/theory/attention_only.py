@@ -76,6 +76,29 @@ heads on nearest-neighbour search (float64).
      whatever their softmax and value maps (it bounds every additive function); heads whose query projections
      overlap or are oblique are not covered. The separation of the paper (``H`` exponential in ``d`` for low rank)
      is asymptotic; ``A(r)`` is the workbench's computable number at ``d = 16``.
+5. **Attention-only networks** (Simple Attention Networks, seed 004#1).
+
+   * *Parameter counts* (:func:`param_count`, :func:`block_params`). A zoo model on tokens with an LM read-out
+     has ``V d`` embedding and ``V d`` read-out weights (+ ``V`` biases), ``P_pos`` learned positions, a final norm
+     and ``L`` blocks. One block: attention ``4 d H dh`` (+ ``3 H dh + d`` biases), QK-norm ``2 n(dh)``, the MLP
+     ``2 d m`` (+ ``m + d``) and its norms, where a norm of width ``w`` holds ``n(w) = w`` gains (+ ``w`` biases
+     for a LayerNorm with biases). Pre-, post- and mix placements put one norm before (or after) each sublayer,
+     peri two, none zero. With ``H dh = d``, no biases and ``m = 4d``, a pre-LN standard block holds
+     ``12 d^2 + 2 d`` and an attention-only block ``4 d^2 + d``: ``3 L`` attention-only blocks hold
+     ``12 L d^2 + 3 L d``, so the parameter-matched attention-only stack (:func:`matched_attention_depth`)
+     is three times as deep and carries ``L d`` more parameters (one norm's gains per standard block: the
+     residual difference, a fraction ``1 / (12 d + 2)`` of the blocks).
+   * *The QK-norm logit bound* (:func:`qk_norm_logit_bound`). With QK-norm each head's query is
+     ``q = w_q * xhat + b_q`` with ``xhat`` the LayerNorm (or RMSNorm) of the raw query over its ``dh`` entries,
+     ``|xhat|^2 = dh var / (var + eps) < dh`` (RMSNorm: ``dh ms / (ms + eps)``); RoPE rotates pairs of entries
+     and keeps the norm. So ``|q| <= sqrt(dh) max|w_q| + |b_q|`` and, by Cauchy--Schwarz, every logit obeys
+
+         |scale q . k| <= scale (sqrt(dh) max|w_q| + |b_q|) (sqrt(dh) max|w_k| + |b_k|),
+
+     whatever the weights W_q, W_k and the input: with the default ``scale = 1/sqrt(dh)`` and unit gains,
+     ``sqrt(dh)``. It is attained up to the factor ``var / (var + eps)`` at a query's own key when
+     ``W_q = W_k`` and the gains are constant (``q = k``). Without QK-norm no such bound exists: the logit
+     grows with ``|W_q^T W_k|`` and the stream.
 """
 
 from __future__ import annotations
@@ -282,3 +305,100 @@ def nn_construction(d: int, beta: float) -> dict[str, np.ndarray]:
         "W_o": np.vstack([eye, zero]),
         "head": np.hstack([eye, zero]),
     }
+
+
+# ============================================================================================== attention-only networks
+
+PLACEMENT_NORMS = {"pre": 1, "post": 1, "mix": 1, "peri": 2, "none": 0}  # norms per sublayer
+
+
+def norm_params(width: int, norm_type: str = "layernorm", bias: bool = False) -> int:
+    """Parameters of one norm of ``width``: gains, plus biases for a LayerNorm with biases."""
+    return width * (2 if (bias and norm_type == "layernorm") else 1)
+
+
+def block_params(
+    d_model: int,
+    n_heads: int,
+    d_head: int,
+    d_mlp: int,
+    norm: str = "pre",
+    norm_type: str = "layernorm",
+    bias: bool = False,
+    qk_norm: bool = False,
+) -> int:
+    """Parameters of one block (item 5): attention, QK-norm, MLP (``d_mlp = 0``: none) and their norms."""
+    if norm not in PLACEMENT_NORMS:
+        raise ValueError(f"norm must be one of {list(PLACEMENT_NORMS)}, got {norm!r}")
+    for name, v in (("d_model", d_model), ("n_heads", n_heads), ("d_head", d_head)):
+        if int(v) != v or v < 1:
+            raise ValueError(f"{name} must be a positive integer, got {v!r}")
+    if int(d_mlp) != d_mlp or d_mlp < 0:
+        raise ValueError(f"d_mlp must be a nonnegative integer, got {d_mlp!r}")
+    d, inner = d_model, n_heads * d_head
+    attn = 4 * d * inner + (3 * inner + d if bias else 0)
+    attn += 2 * norm_params(d_head, norm_type, bias) if qk_norm else 0
+    sublayers = 1 + (d_mlp > 0)
+    mlp = 2 * d * d_mlp + (d_mlp + d if bias else 0) if d_mlp > 0 else 0
+    return attn + mlp + sublayers * PLACEMENT_NORMS[norm] * norm_params(d, norm_type, bias)
+
+
+def param_count(
+    *,
+    vocab: int,
+    d_model: int,
+    n_layers: int,
+    n_heads: int,
+    d_head: int,
+    d_mlp: int,
+    norm: str = "pre",
+    norm_type: str = "layernorm",
+    bias: bool = False,
+    qk_norm: bool = False,
+    final_norm: bool = True,
+    learned_positions: int = 0,
+) -> int:
+    """Every parameter of a token-in, LM-out zoo model (item 5): embedding, learned positions, blocks, final
+    norm, read-out."""
+    if int(vocab) != vocab or vocab < 2:
+        raise ValueError(f"vocab must be an integer >= 2, got {vocab!r}")
+    if int(n_layers) != n_layers or n_layers < 0:
+        raise ValueError(f"n_layers must be a nonnegative integer, got {n_layers!r}")
+    d = d_model
+    blocks = n_layers * block_params(d, n_heads, d_head, d_mlp, norm, norm_type, bias, qk_norm)
+    ends = vocab * d + learned_positions * d + vocab * d + (vocab if bias else 0)
+    return ends + blocks + (norm_params(d, norm_type, bias) if final_norm else 0)
+
+
+def matched_attention_depth(
+    n_layers: int, d_model: int, n_heads: int, d_head: int, d_mlp: int, **block: object
+) -> dict[str, int]:
+    """Item 5: the depth ``L'`` of the attention-only stack (same width, heads, norms) whose blocks hold the
+    parameters of ``n_layers`` standard blocks with MLP width ``d_mlp``, rounded to the nearest depth, and the
+    residual ``difference`` = attention-only minus standard (the embeddings and read-out are shared)."""
+    std = n_layers * block_params(d_model, n_heads, d_head, d_mlp, **block)
+    san_block = block_params(d_model, n_heads, d_head, 0, **block)
+    layers = max(1, int(np.floor(std / san_block + 0.5)))
+    return {"layers": layers, "difference": layers * san_block - std}
+
+
+def qk_norm_logit_bound(
+    w_q: np.ndarray,
+    w_k: np.ndarray,
+    head_size: int,
+    scale: float,
+    b_q: np.ndarray | None = None,
+    b_k: np.ndarray | None = None,
+) -> float:
+    """Item 5: ``scale (sqrt(dh) max|w_q| + |b_q|) (sqrt(dh) max|w_k| + |b_k|)``, the largest |logit| a head with
+    QK-norm gains ``w_q``, ``w_k`` (biases ``b_q``, ``b_k``) can produce, whatever its inputs and weights."""
+    root = np.sqrt(float(head_size))
+
+    def side(w, b):
+        w = np.asarray(w, dtype=np.float64)
+        if w.shape != (head_size,):
+            raise ValueError(f"gains must have shape ({head_size},), got {w.shape}")
+        extra = 0.0 if b is None else float(np.linalg.norm(np.asarray(b, dtype=np.float64)))
+        return root * float(np.abs(w).max()) + extra
+
+    return float(abs(scale) * side(w_q, b_q) * side(w_k, b_k))
