@@ -629,10 +629,28 @@ def ablated_loss(model, inputs: torch.Tensor, targets: torch.Tensor, layer: int 
     return float(torch.nn.functional.cross_entropy(logits.flatten(0, 1), targets.flatten()))
 
 
-def curse_measure(cfg: Config, norm: str, sample: int) -> tuple[np.ndarray, np.ndarray, float]:
+def sum_rule_at_init(cfg: Config, norm: str, depth: int, sample: int, inputs: torch.Tensor) -> np.ndarray:
+    """(depth + 1,) the Pre-LN sum rule ``m_0 + sum_l (a_l + g_l)`` (theory sections 1-3) of the untrained model
+    of the same seed on ``inputs``: ``a_l`` from its attention patterns and normalised inputs, ``g_l`` in closed
+    form; what the stream's growth would be if training kept the initialisation's law."""
+    model = TinyTransformer(model_config(cfg, norm, depth, cfg.seed + sample), device=cfg.torch_device())
+    first = resid_names(depth, "depth")[0]
+    names = [first] + [f"blocks.{l}.{h}" for l in range(depth) for h in ("attn.hook_pattern", "ln1.hook_normalized")]
+    with torch.no_grad():
+        _, c = run_with_cache(model, inputs.to(model_device(model)), names=names)
+    a = [
+        th.attention_branch_moment(c[f"blocks.{l}.attn.hook_pattern"], c[f"blocks.{l}.ln1.hook_normalized"])
+        .mean()
+        .item()
+        for l in range(depth)
+    ]
+    return th.pre_ln_moment(c[first].double().pow(2).mean().item(), np.array(a), _mlp_terms(cfg, norm, depth))
+
+
+def curse_measure(cfg: Config, norm: str, sample: int) -> tuple[np.ndarray, np.ndarray, float, np.ndarray]:
     """A trained model of the deepest depth (the sweep's own checkpoint for samples it has): its residual
     second moments ``m_l`` (L + 1,) on the held-out batch, the loss increase when each block is removed
-    (L,), and its held-out loss."""
+    (L,), its held-out loss, and the same seed's sum rule at initialisation (:func:`sum_rule_at_init`)."""
     L = max(cfg.depths)
     model = build(cfg, norm, L, cfg.seed + sample)
     inputs, targets = (t.to(model_device(model)) for t in held_out(cfg))
@@ -641,7 +659,8 @@ def curse_measure(cfg: Config, norm: str, sample: int) -> tuple[np.ndarray, np.n
         _, c = run_with_cache(model, inputs, names=names)
     m = np.array([c[n].double().pow(2).mean().item() for n in names])
     base = ablated_loss(model, inputs, targets)
-    return m, np.array([ablated_loss(model, inputs, targets, l) - base for l in range(L)]), base
+    inc = np.array([ablated_loss(model, inputs, targets, l) - base for l in range(L)])
+    return m, inc, base, sum_rule_at_init(cfg, norm, L, sample, inputs)
 
 
 def deep_share(increase: np.ndarray) -> float:
@@ -679,12 +698,16 @@ def _trained_extras(cfg: Config, data: xr.Dataset) -> None:
     m = np.full((len(norms), L + 1, C), np.nan)
     inc = np.full((len(norms), L, C), np.nan)
     base = np.full((len(norms), C), np.nan)
+    rule = np.full_like(m, np.nan)
     for i, norm in enumerate(norms):
         for s in range(C):
-            m[i, :, s], inc[i, :, s], base[i, s] = curse_measure(cfg, norm, s)
+            m[i, :, s], inc[i, :, s], base[i, s], rule[i, :, s] = curse_measure(cfg, norm, s)
     cc = {"curse_norm": norms, "curse_seed": np.arange(C)}
     data["curse_resid_var"] = xr.DataArray(
         m, dims=("curse_norm", "cpos_trained", "curse_seed"), coords=cc | {"cpos_trained": np.arange(L + 1)}
+    )
+    data["curse_sum_rule_init"] = xr.DataArray(
+        rule, dims=("curse_norm", "cpos_trained", "curse_seed"), coords=cc | {"cpos_trained": np.arange(L + 1)}
     )
     data["curse_ablation"] = xr.DataArray(
         inc, dims=("curse_norm", "clayer", "curse_seed"), coords=cc | {"clayer": np.arange(L)}
@@ -1859,6 +1882,29 @@ def claim_curse_of_depth_trained(cfg: Config, data: xr.Dataset, led: Ledger, sc:
         "layers 1..L with m_l > m_0, held-out Markov batch)",
         seed="000#2",
         statement=f"pre (trained), L={L}: exponent of the variance increase over layers > 1",
+        requires_full=True,
+        figure="signal_curse_of_depth_trained",
+    )
+    q = np.array(
+        [th.variance_growth_exponent(r)[0] for r in data["curse_sum_rule_init"].sel(curse_norm="pre").values.T]
+    )
+    m, se = _mean_se(p - q)  # same seed, same held-out batch: paired
+    sc["pre_variance_growth_exponent_sum_rule_init"] = float(np.nanmean(q))
+    led.direction(
+        "pre_variance_grows_faster_than_init_sum_rule_trained",
+        measured=m,
+        sign=1,
+        se=se,
+        k=K,
+        alternative=0.0,
+        hypothesis="training keeps the initialisation's growth law: the exponent of the sum rule m_0 + sum_l "
+        "(a_l + g_l) of the same seed's untrained model (a_l grows with the tokens' correlation, so it exceeds 1)",
+        source="000#2 GPAS / 000#50 Curse of Depth: training makes the Pre-LN stream grow faster across layers; "
+        "theory sections 1-3 and 12 for the initialisation's law",
+        why=f"{K:g} SE over {C} seeds of the paired difference of exponents (trained model minus the sum rule of "
+        "its own initialisation, same held-out batch)",
+        seed="000#2",
+        statement=f"pre, L={L}: growth exponent of m_l - m_0, trained minus the sum rule at init > 0",
         requires_full=True,
         figure="signal_curse_of_depth_trained",
     )

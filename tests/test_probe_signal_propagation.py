@@ -323,6 +323,7 @@ TRAINED_CLAIMS = (
     "post_final_loss_above_deepnorm_at_depth",
     "post_over_deepnorm_first_update_at_depth",
     "pre_variance_growth_superlinear_trained",
+    "pre_variance_grows_faster_than_init_sum_rule_trained",
     "pre_deep_blocks_matter_less_trained",
     "ln_scaling_lowers_last_variance_trained",
     "ln_scaling_raises_deep_block_share_trained",
@@ -357,6 +358,19 @@ def test_ablating_a_block_equals_running_the_model_without_it(norm):
     with torch.no_grad():
         plain = torch.nn.functional.cross_entropy(model(inputs).flatten(0, 1), targets.flatten()).item()
     assert sp.ablated_loss(model, inputs, targets) == plain
+
+
+@pytest.mark.parametrize("norm", ["pre", "ln_scaling"])
+def test_sum_rule_at_init_is_the_sweeps_sum_rule(norm):
+    # the same hooks and closed forms as measure()'s attention moments: equal to float64 round-off
+    cfg = sp.Config.preset("smoke")
+    inputs, targets = sp.batch(cfg, 1)
+    got = sp.sum_rule_at_init(cfg, norm, 3, 1, inputs)
+    model = TinyTransformer(sp.model_config(cfg, norm, 3, cfg.seed + 1))
+    m = sp.measure(model, inputs, targets, mlp=True, pre_like=True, jacobian=False)
+    g = [sp.th.gelu_second_moment(sp.th.ln_scaling_factor(k) if norm == "ln_scaling" else 1.0) for k in (1, 2, 3)]
+    direct = m["resid_var"][0] + np.concatenate([[0.0], np.cumsum(m["attn_moment"] + np.array(g))])
+    np.testing.assert_allclose(got, direct, rtol=1e-13, atol=0)
 
 
 def test_deep_share_against_direct_means():
@@ -419,10 +433,15 @@ def test_trained_claims_are_judged_at_full_and_planted_inputs_flip_them(trained_
     L = d.sizes["clayer"]
     for s in range(d.sizes["curse_seed"]):
         d["curse_resid_var"].loc[{"curse_norm": "pre", "curse_seed": s}] = (2.0 + 0.1 * s) ** np.arange(L + 1)
-    assert (
-        _rejudge(trained_smoke, sp.claim_curse_of_depth_trained, d)["pre_variance_growth_superlinear_trained"].status
-        == "pass"
-    )
+        d["curse_sum_rule_init"].loc[{"curse_norm": "pre", "curse_seed": s}] = 1.0 + (1.0 + 0.1 * s) * np.arange(L + 1)
+    led = _rejudge(trained_smoke, sp.claim_curse_of_depth_trained, d)
+    assert led["pre_variance_growth_superlinear_trained"].status == "pass"
+    assert led["pre_variance_grows_faster_than_init_sum_rule_trained"].status == "pass"
+    # the trained profile equal to its own sum rule: no faster growth than at init (inconclusive, never a pass)
+    d2 = d.copy(deep=True)
+    d2["curse_sum_rule_init"].values[:] = d2["curse_resid_var"].values
+    led = _rejudge(trained_smoke, sp.claim_curse_of_depth_trained, d2)
+    assert led["pre_variance_grows_faster_than_init_sum_rule_trained"].status == "inconclusive"
     for s in range(d.sizes["curse_seed"]):
         d["curse_resid_var"].loc[{"curse_norm": "pre", "curse_seed": s}] = 1.0 + (1.0 + 0.1 * s) * np.arange(L + 1)
     # linear: exactly the alternative, so the claim cannot pass (inconclusive); square-root growth fails it

@@ -98,10 +98,12 @@ embeddings ``N(0, 1)``, so ``m_0 = 1``.
 12. Growth exponent of the Pre-LN stream. By the sum rule (sections 1-3) every block adds a bounded
    moment ``a_l + g_l`` in ``[g, s^2 + g]``, so ``m_l - m_0`` grows linearly in ``l``: the exponent ``p`` of
    ``m_l - m_0 ~ c l^p`` is exactly 1 for a constant increment (:data:`PRE_LN_INIT_GROWTH_EXPONENT`,
-   :func:`variance_growth_exponent`). GPAS (000#2) and the Curse of Depth (000#50) report faster growth in
-   trained Pre-LN models (exponential: ``p`` rises above 1 over any finite range of layers); that is a
-   claim about trained weights, which the sum rule (an initialisation statement) does not cover, so 1 is
-   the alternative there.
+   :func:`variance_growth_exponent`). The attention moment ``a_l`` grows as the tokens correlate with depth
+   (Noci et al.), so the sum rule with the measured ``a_l`` gives an exponent somewhat above 1 at
+   initialisation (at most that of ``a_l`` rising from 0 to 1). GPAS (000#2) and the Curse of Depth (000#50)
+   report faster growth in trained Pre-LN models (exponential: ``p`` rises above 1 over any finite range of
+   layers); that is a claim about trained weights, which the sum rule (an initialisation statement) does not
+   cover, so 1 and the exponent of the same seed's sum rule at initialisation are the alternatives there.
 
 13. Training stability at depth (DeepNet, 000#65). A model that ignores the context can do no better than
    the unigram entropy ``H(pi)`` of a Markov language; the entropy rate ``H <= H(pi)`` is the best
