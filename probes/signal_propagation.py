@@ -53,6 +53,7 @@ Model-specific access is limited to hook names and ``named_parameters`` names
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from dataclasses import dataclass
@@ -79,7 +80,9 @@ DESCRIPTION = "Residual variance, gradients, block Jacobians and rank collapse a
 # VERSION history: 9: post_ln_moment (the exact second moment after a post-LN block) and post_variance_unit
 # against it (the 1e-3 band assumed token variances >> eps; failed at d_model = 2); 8: post_variance_unit claimed
 # with skip connections only; corpus data with any vocab_size; 7: jacobian_norm (block Jacobian spectral norms)
-VERSION = "9"
+# 10: trained runs add DeepNet stability at depth (Post-LN vs DeepNorm, no warm-up) and the Curse of Depth's
+# trained variance growth and layer ablations (Pre-LN vs LayerNorm scaling)
+VERSION = "10"
 REQUIRES = {"input": "tokens"}  # a passed model (causal or not) is measured alone; None -> the zoo sweep
 
 # norm variant -> ModelConfig overrides
@@ -134,6 +137,10 @@ class Config(ProbeConfig):
             "batch_size": 4,
             "collapse_depth": 5,
             "train_steps": 20,
+            "stability_depth": 4,
+            "stability_steps": 10,
+            "stability_seeds": 2,
+            "curse_seeds": 2,
         },
         "full": {},
     }
@@ -164,6 +171,17 @@ class Config(ProbeConfig):
     train_steps: int = param(300, "optimiser updates when trained", minimum=1)
     jacobian: bool = param(True, "exact block Jacobians (d backward passes per batch; the costliest statistic)")
     collapse_depth: int = param(12, "depth of the rank-collapse sweep (at initialisation)", minimum=2)
+    stability_depth: int = param(
+        48, "trained runs: depth of the Post-LN / DeepNorm stability runs (no warm-up)", minimum=2, maximum=256
+    )
+    stability_steps: int = param(150, "trained runs: optimiser updates of each stability run", minimum=2)
+    stability_seeds: int = param(3, "trained runs: weight seeds (seed + i) of the stability runs", minimum=2)
+    curse_seeds: int = param(
+        3,
+        "trained runs: weight seeds (seed + i) of the Pre-LN / LayerNorm-scaling models whose variance profile "
+        "and layer ablations are measured at the deepest depth",
+        minimum=2,
+    )
     seed: int = model_param("seed", 0, "first weight seed; also seeds the token batches")
 
     def validate(self) -> None:
@@ -546,6 +564,158 @@ def collapse_curve(cfg: Config, variant: str, mask: str, sample: int) -> np.ndar
 
 
 # ================================================================================================
+# trained runs: DeepNet stability at depth, Curse of Depth (variance profile, layer ablation)
+# ================================================================================================
+
+STABILITY_NORMS = ("post", "deepnorm")
+STABILITY_BATCH = 16  # sequences per update of a stability run (half the probe's recipe: cost)
+STABILITY_DTYPE = "float32"  # training precision of the stability runs (speed; no closed form is compared exactly)
+CURSE_NORMS = ("pre", "ln_scaling")
+HELD_OUT = 128  # held-out Markov sequences of the variance profiles and layer ablations (the same for every model)
+
+
+def stability_train_config(cfg: Config) -> TrainConfig:
+    """The probe's training recipe (:func:`train_config`: AdamW without weight decay, i.e. Adam, peak rate 3e-3,
+    cosine decay, clipping at 1) with the warm-up removed, ``stability_steps`` updates of ``STABILITY_BATCH``."""
+    return TrainConfig(
+        steps=cfg.stability_steps,
+        batch_size=STABILITY_BATCH,
+        lr=train_config(cfg).lr,
+        warmup_steps=0,
+        weight_decay=0.0,
+        seed=cfg.seed,
+    )
+
+
+def stability_run(cfg: Config, norm: str, sample: int) -> tuple[np.ndarray, float]:
+    """One Post-LN or DeepNorm run at ``stability_depth`` without warm-up (cached): its training-loss curve
+    and the relative change of the final stream after the first update,
+    ``|x_L(theta_1) - x_L(theta_0)| / |x_L(theta_0)|`` on the sample's batch (the one-step model update of
+    theory section 10 at the training rate)."""
+    mcfg = dataclasses.replace(model_config(cfg, norm, cfg.stability_depth, cfg.seed + sample), dtype=STABILITY_DTYPE)
+    res = train(mcfg, task(cfg), stability_train_config(cfg), device=cfg.torch_device(), progress=False, snapshots=(1,))
+    inputs = batch(cfg, sample)[0].to(cfg.torch_device())
+    name = resid_names(cfg.stability_depth)[-1]
+    with torch.no_grad():
+        x0 = run_with_cache(TinyTransformer(mcfg, device=cfg.torch_device()), inputs, names=[name])[1][name].double()
+        x1 = run_with_cache(res.snapshot_model(1), inputs, names=[name])[1][name].double()
+    return np.asarray(res.history["loss"], dtype=np.float64), float((x1 - x0).norm() / x0.norm())
+
+
+def held_out(cfg: Config) -> tuple[torch.Tensor, torch.Tensor]:
+    """``HELD_OUT`` Markov sequences from a generator used for nothing else (not the training stream)."""
+    gen = torch.Generator().manual_seed(cfg.seed * 1_000_003 + 999_983)
+    return task(cfg).sample(HELD_OUT, gen)
+
+
+@torch.no_grad()
+def ablated_loss(model, inputs: torch.Tensor, targets: torch.Tensor, layer: int | None = None) -> float:
+    """Mean next-token cross-entropy with block ``layer`` removed (its output replaced by its input: the
+    block's residual contribution zeroed), or of the whole model (``layer=None``)."""
+    if layer is None:
+        return float(torch.nn.functional.cross_entropy(model(inputs).flatten(0, 1), targets.flatten()))
+    if not 0 <= layer < model.n_layers:
+        raise ValueError(f"layer must be in [0, {model.n_layers}), got {layer!r}")
+    seen: list[torch.Tensor] = []
+
+    def keep(x: torch.Tensor, name: str) -> None:
+        seen.append(x)
+
+    def skip(x: torch.Tensor, name: str) -> torch.Tensor:
+        return seen[-1]
+
+    with hooks(model, [(f"blocks.{layer}.hook_resid_pre", keep), (f"blocks.{layer}.hook_resid_post", skip)]):
+        logits = model(inputs)
+    return float(torch.nn.functional.cross_entropy(logits.flatten(0, 1), targets.flatten()))
+
+
+def sum_rule_at_init(cfg: Config, norm: str, depth: int, sample: int, inputs: torch.Tensor) -> np.ndarray:
+    """(depth + 1,) the Pre-LN sum rule ``m_0 + sum_l (a_l + g_l)`` (theory sections 1-3) of the untrained model
+    of the same seed on ``inputs``: ``a_l`` from its attention patterns and normalised inputs, ``g_l`` in closed
+    form; what the stream's growth would be if training kept the initialisation's law."""
+    model = TinyTransformer(model_config(cfg, norm, depth, cfg.seed + sample), device=cfg.torch_device())
+    first = resid_names(depth, "depth")[0]
+    names = [first] + [f"blocks.{l}.{h}" for l in range(depth) for h in ("attn.hook_pattern", "ln1.hook_normalized")]
+    with torch.no_grad():
+        _, c = run_with_cache(model, inputs.to(model_device(model)), names=names)
+    a = [
+        th.attention_branch_moment(c[f"blocks.{l}.attn.hook_pattern"], c[f"blocks.{l}.ln1.hook_normalized"])
+        .mean()
+        .item()
+        for l in range(depth)
+    ]
+    return th.pre_ln_moment(c[first].double().pow(2).mean().item(), np.array(a), _mlp_terms(cfg, norm, depth))
+
+
+def curse_measure(cfg: Config, norm: str, sample: int) -> tuple[np.ndarray, np.ndarray, float, np.ndarray]:
+    """A trained model of the deepest depth (the sweep's own checkpoint for samples it has): its residual
+    second moments ``m_l`` (L + 1,) on the held-out batch, the loss increase when each block is removed
+    (L,), its held-out loss, and the same seed's sum rule at initialisation (:func:`sum_rule_at_init`)."""
+    L = max(cfg.depths)
+    model = build(cfg, norm, L, cfg.seed + sample)
+    inputs, targets = (t.to(model_device(model)) for t in held_out(cfg))
+    names = resid_names(L, "depth")
+    with torch.no_grad():
+        _, c = run_with_cache(model, inputs, names=names)
+    m = np.array([c[n].double().pow(2).mean().item() for n in names])
+    base = ablated_loss(model, inputs, targets)
+    inc = np.array([ablated_loss(model, inputs, targets, l) - base for l in range(L)])
+    return m, inc, base, sum_rule_at_init(cfg, norm, L, sample, inputs)
+
+
+def deep_share(increase: np.ndarray) -> float:
+    """Share of the deep half in the layer-ablation damage, per block: ``D / (D + S)`` with ``D`` the mean
+    loss increase over blocks ``L//2 .. L-1`` and ``S`` over ``1 .. L//2 - 1`` (block 0, the only one reading
+    the raw embedding, is left out). 1/2: every block equally important. NaN when ``D + S <= 0`` or ``L < 4``."""
+    inc = np.asarray(increase, dtype=np.float64)
+    L = inc.size
+    if L < 4:
+        return math.nan
+    deep, shallow = inc[L // 2 :].mean(), inc[1 : L // 2].mean()
+    total = deep + shallow
+    return float(deep / total) if np.isfinite(total) and total > 0 else math.nan
+
+
+def _trained_extras(cfg: Config, data: xr.Dataset) -> None:
+    """The trained run's stability runs and Curse-of-Depth measurements, added to ``data`` in place."""
+    S = cfg.stability_seeds
+    loss = np.full((len(STABILITY_NORMS), S, cfg.stability_steps), np.nan)
+    upd = np.full((len(STABILITY_NORMS), S), np.nan)
+    for i, norm in enumerate(STABILITY_NORMS):
+        for s in range(S):
+            loss[i, s], upd[i, s] = stability_run(cfg, norm, s)
+    sc = {"stab_norm": list(STABILITY_NORMS), "stab_seed": np.arange(S)}
+    data["stab_loss"] = xr.DataArray(
+        loss, dims=("stab_norm", "stab_seed", "stab_step"), coords=sc | {"stab_step": np.arange(cfg.stability_steps)}
+    )
+    data["stab_update"] = xr.DataArray(upd, dims=("stab_norm", "stab_seed"), coords=sc)
+    data.attrs["unigram_entropy"] = task(cfg).unigram_entropy
+    data.attrs["entropy_rate"] = task(cfg).entropy_rate
+    norms = [n for n in CURSE_NORMS if n in cfg.norms]
+    if not norms:
+        return
+    L, C = max(cfg.depths), cfg.curse_seeds
+    m = np.full((len(norms), L + 1, C), np.nan)
+    inc = np.full((len(norms), L, C), np.nan)
+    base = np.full((len(norms), C), np.nan)
+    rule = np.full_like(m, np.nan)
+    for i, norm in enumerate(norms):
+        for s in range(C):
+            m[i, :, s], inc[i, :, s], base[i, s], rule[i, :, s] = curse_measure(cfg, norm, s)
+    cc = {"curse_norm": norms, "curse_seed": np.arange(C)}
+    data["curse_resid_var"] = xr.DataArray(
+        m, dims=("curse_norm", "cpos_trained", "curse_seed"), coords=cc | {"cpos_trained": np.arange(L + 1)}
+    )
+    data["curse_sum_rule_init"] = xr.DataArray(
+        rule, dims=("curse_norm", "cpos_trained", "curse_seed"), coords=cc | {"cpos_trained": np.arange(L + 1)}
+    )
+    data["curse_ablation"] = xr.DataArray(
+        inc, dims=("curse_norm", "clayer", "curse_seed"), coords=cc | {"clayer": np.arange(L)}
+    )
+    data["curse_loss"] = xr.DataArray(base, dims=("curse_norm", "curse_seed"), coords=cc)
+
+
+# ================================================================================================
 # the run
 # ================================================================================================
 
@@ -669,6 +839,8 @@ def _run(config: Config, progress: bool) -> Result:
     udims = ("update_norm", "depth", "optimiser", "layer", "sublayer", "usample")
     data["update_step"] = xr.DataArray(step, dims=udims, coords=ucoords)
     data["update_effect"] = xr.DataArray(effect, dims=udims, coords=ucoords)
+    if cfg.trained:
+        _trained_extras(cfg, data)
     data.attrs["gelu_second_moment"] = th.gelu_second_moment(1.0)
     data.attrs["trained"] = int(cfg.trained)
     data.attrs["source"] = "zoo"
@@ -1563,6 +1735,238 @@ def claim_collapse_prevented(cfg: Config, data: xr.Dataset, led: Ledger, sc: dic
         )
 
 
+def _laplace_se(k: int, n: int) -> float:
+    """Standard error of a fraction of ``k`` out of ``n`` from the Laplace estimate ``(k + 1) / (n + 2)``
+    (finite at 0 and n, where the plug-in binomial error is 0)."""
+    p = (k + 1) / (n + 2)
+    return math.sqrt(p * (1 - p) / n)
+
+
+def stability_outcomes(data: xr.Dataset) -> dict[str, list[str]]:
+    """norm -> the classification (theory section 13) of every stability run's loss curve."""
+    floor = float(data.attrs["unigram_entropy"])
+    margin = th.stall_margin(floor, float(data.attrs["entropy_rate"]))
+    return {
+        str(n): [
+            th.classify_training(data["stab_loss"].sel(stab_norm=n).values[s], floor, margin)
+            for s in range(data.sizes["stab_seed"])
+        ]
+        for n in data.stab_norm.values
+    }
+
+
+def claim_deepnet_stability(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict) -> None:
+    """DeepNet (000#65), trained: at depth, Adam at the probe's rate without warm-up, Post-LN stalls or diverges
+    where DeepNorm trains; the first update's size against the Theorem's depth factors (theory sections 10, 13)."""
+    if not cfg.trained or "stab_loss" not in data:
+        return
+    N, S = cfg.stability_depth, data.sizes["stab_seed"]
+    floor = float(data.attrs["unigram_entropy"])
+    margin = th.stall_margin(floor, float(data.attrs["entropy_rate"]))
+    out = stability_outcomes(data)
+    final = {n: np.array([th.final_loss(c) for c in data["stab_loss"].sel(stab_norm=n).values]) for n in out}
+    failed = {n: sum(o != "trained" for o in out[n]) for n in out}
+    for n in out:
+        sc[f"{n}_L{N}_no_warmup_failed_fraction"] = failed[n] / S
+        sc[f"{n}_L{N}_no_warmup_diverged"] = sum(o == "diverged" for o in out[n])
+        sc[f"{n}_L{N}_no_warmup_final_loss"] = float(np.mean(final[n]))
+    sc["stability_stall_threshold"] = floor - margin
+    rule = (
+        f"L = {N}, d = {cfg.d_model}, T = {cfg.seq_len}, {cfg.stability_steps} Adam updates at the probe's rate "
+        f"{stability_train_config(cfg).lr:g} without warm-up, {S} seeds"
+    )
+    led.direction(
+        "deepnet_post_fails_where_deepnorm_trains",
+        measured=(failed["post"] - failed["deepnorm"]) / S,
+        sign=1,
+        se=math.hypot(_laplace_se(failed["post"], S), _laplace_se(failed["deepnorm"], S)),
+        k=K,
+        alternative=0.0,
+        hypothesis="DeepNorm's alpha, beta change nothing: Post-LN fails as often as DeepNorm",
+        source="000#65 Wang et al. 2022 (DeepNet): deep Post-LN diverges or stalls without warm-up, DeepNorm trains",
+        why=f"{K:g} SE of the difference of two fractions of {S} runs each (Laplace estimates (k+1)/(n+2)); a run "
+        "fails when it diverges (non-finite loss, or final loss above the first) or stalls (final loss, the mean "
+        "over the last tenth of the steps, not a tenth of the context gap H(pi) - H below the context-free H(pi))",
+        seed="000#65",
+        statement=f"{rule}: fraction of failed runs, Post-LN minus DeepNorm > 0",
+        requires_full=True,
+        figure="signal_deepnet_trained",
+    )
+    m, se = _mean_se(floor - final["deepnorm"])
+    sc["deepnorm_context_gain"] = m
+    led.direction(
+        "deepnorm_trains_at_depth_without_warmup",
+        measured=m,
+        sign=1,
+        se=se,
+        k=K,
+        alternative=0.0,
+        hypothesis="DeepNorm stalls at the context-free loss H(pi) as Post-LN does",
+        source="000#65 Wang et al. 2022: DeepNorm trains very deep Post-LN-style stacks stably",
+        why=f"{K:g} SE over seeds of H(pi) minus the final training loss (mean over the last tenth of the steps)",
+        seed="000#65",
+        statement=f"deepnorm, {rule}: final loss below the context-free loss H(pi)",
+        requires_full=True,
+        figure="signal_deepnet_trained",
+    )
+    m, se = _mean_se(final["post"] - final["deepnorm"])  # same seeds and data stream: paired
+    led.direction(
+        "post_final_loss_above_deepnorm_at_depth",
+        measured=m,
+        sign=1,
+        se=se,
+        k=K,
+        alternative=0.0,
+        hypothesis="the same final loss with and without DeepNorm",
+        source="000#65 Wang et al. 2022: Post-LN's instability at depth costs loss that DeepNorm keeps",
+        why=f"{K:g} SE over seeds of the paired difference of final losses (same weight seed and data stream)",
+        seed="000#65",
+        statement=f"{rule}: final loss Post-LN minus DeepNorm > 0",
+        requires_full=True,
+        figure="signal_deepnet_trained",
+    )
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lr_ = np.log(
+            data["stab_update"].sel(stab_norm="post").values / data["stab_update"].sel(stab_norm="deepnorm").values
+        )
+    m, se = _mean_se(lr_)
+    ratio = float(th.deepnorm_update_ratio(N, "adam"))
+    sc["post_over_deepnorm_first_update"] = float(np.exp(m))
+    sc["post_over_deepnorm_update_bound_ratio"] = ratio
+    led.predict(
+        "post_over_deepnorm_first_update_at_depth",
+        measured=m,
+        expected=math.log(ratio),
+        se=se,
+        k=K,
+        alternative=0.0,
+        hypothesis="DeepNorm's alpha, beta leave the update unchanged (ratio 1)",
+        source="Wang et al. 2022 (DeepNet) Theorem, theory section 10: the Adam update bounds' depth factors "
+        "2 sqrt 2 N (Post-LN) and sqrt(2N) (DeepNorm), ratio 2 sqrt N; here at the training rate, where the "
+        "one-step claims deepnorm_update_vs_depth_adam / post_update_at_most_linear_adam use a rate 3000x "
+        "smaller, and with every parameter moving (the Theorem holds the LayerNorm gains fixed)",
+        why=f"{K:g} SE over seeds of log(|dx_L| post / |dx_L| deepnorm) after the first update, same seed and batch",
+        seed="000#65",
+        statement=f"L = {N}, first Adam update at rate {stability_train_config(cfg).lr:g}: "
+        f"log(update post / update deepnorm) = log(2 sqrt N)",
+        requires_full=True,
+        figure="signal_deepnet_trained",
+    )
+
+
+def claim_curse_of_depth_trained(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict) -> None:
+    """GPAS (000#2) / Curse of Depth (000#50), trained: Pre-LN's stream grows faster than linearly over the
+    layers; LayerNorm scaling lowers it; removing a deep block costs less than a shallow one, less so with
+    LayerNorm scaling (theory section 12 gives the linear alternative)."""
+    if not cfg.trained or "curse_resid_var" not in data or "pre" not in data.curse_norm.values:
+        return
+    L = data.sizes["clayer"]
+    if L < 4:
+        return
+    m_pre = data["curse_resid_var"].sel(curse_norm="pre").values  # (pos, seed)
+    C = m_pre.shape[1]
+    p = np.array([th.variance_growth_exponent(m_pre[:, s])[0] for s in range(C)])
+    mp, sep = _mean_se(p)
+    sc["pre_variance_growth_exponent_trained"] = mp
+    led.direction(
+        "pre_variance_growth_superlinear_trained",
+        measured=mp,
+        sign=1,
+        se=sep,
+        k=K,
+        alternative=th.PRE_LN_INIT_GROWTH_EXPONENT,
+        hypothesis="linear growth (exponent 1): the sum rule's bounded increment per block, as at initialisation",
+        source="000#2 GPAS / 000#50 Curse of Depth: the Pre-LN stream's variance grows faster than linearly "
+        "(exponentially) across the layers of trained models",
+        why=f"{K:g} SE over {C} trained seeds of the exponent p of m_l - m_0 ~ l^p (least squares on log-log, "
+        "layers 1..L with m_l > m_0, held-out Markov batch)",
+        seed="000#2",
+        statement=f"pre (trained), L={L}: exponent of the variance increase over layers > 1",
+        requires_full=True,
+        figure="signal_curse_of_depth_trained",
+    )
+    q = np.array(
+        [th.variance_growth_exponent(r)[0] for r in data["curse_sum_rule_init"].sel(curse_norm="pre").values.T]
+    )
+    m, se = _mean_se(p - q)  # same seed, same held-out batch: paired
+    sc["pre_variance_growth_exponent_sum_rule_init"] = float(np.nanmean(q))
+    led.direction(
+        "pre_variance_grows_faster_than_init_sum_rule_trained",
+        measured=m,
+        sign=1,
+        se=se,
+        k=K,
+        alternative=0.0,
+        hypothesis="training keeps the initialisation's growth law: the exponent of the sum rule m_0 + sum_l "
+        "(a_l + g_l) of the same seed's untrained model (a_l grows with the tokens' correlation, so it exceeds 1)",
+        source="000#2 GPAS / 000#50 Curse of Depth: training makes the Pre-LN stream grow faster across layers; "
+        "theory sections 1-3 and 12 for the initialisation's law",
+        why=f"{K:g} SE over {C} seeds of the paired difference of exponents (trained model minus the sum rule of "
+        "its own initialisation, same held-out batch)",
+        seed="000#2",
+        statement=f"pre, L={L}: growth exponent of m_l - m_0, trained minus the sum rule at init > 0",
+        requires_full=True,
+        figure="signal_curse_of_depth_trained",
+    )
+    share_pre = np.array([deep_share(x) for x in data["curse_ablation"].sel(curse_norm="pre").values.T])
+    ms, ses = _mean_se(share_pre)
+    sc["pre_deep_ablation_share_trained"] = ms
+    led.direction(
+        "pre_deep_blocks_matter_less_trained",
+        measured=ms,
+        sign=-1,
+        se=ses,
+        k=K,
+        alternative=0.5,
+        hypothesis="every block equally important: the deep half takes half the ablation damage",
+        source="000#50 Curse of Depth: removing a deep Pre-LN layer costs much less than removing a shallow one",
+        why=f"{K:g} SE over {C} trained seeds of D / (D + S), D and S the mean held-out loss increase when one "
+        "block of the deep half (L/2..L-1), resp. of blocks 1..L/2-1, is removed (its residual contribution zeroed)",
+        seed="000#50",
+        statement=f"pre (trained), L={L}: deep half's share of the per-block ablation damage < 1/2",
+        requires_full=True,
+        figure="signal_curse_of_depth_trained",
+    )
+    if "ln_scaling" not in data.curse_norm.values:
+        return
+    m_ls = data["curse_resid_var"].sel(curse_norm="ln_scaling").values
+    m, se = _mean_se(np.log(m_ls[L] / m_pre[L]))  # same seeds and batch: paired
+    sc["ln_scaling_over_pre_last_variance_trained"] = float(np.exp(m))
+    led.direction(
+        "ln_scaling_lowers_last_variance_trained",
+        measured=m,
+        sign=-1,
+        se=se,
+        k=K,
+        alternative=0.0,
+        hypothesis="LayerNorm scaling leaves the trained stream's variance unchanged",
+        source="000#50 Curse of Depth: LayerNorm scaling (1/sqrt(l) on the norms' output) tames the variance growth",
+        why=f"{K:g} SE over {C} seeds of the paired log(m_L ln_scaling / m_L pre)",
+        seed="000#50",
+        statement=f"trained, L={L}: last-layer variance, ln_scaling below pre",
+        requires_full=True,
+        figure="signal_curse_of_depth_trained",
+    )
+    share_ls = np.array([deep_share(x) for x in data["curse_ablation"].sel(curse_norm="ln_scaling").values.T])
+    m, se = _mean_se(share_ls - share_pre)
+    sc["ln_scaling_deep_ablation_share_trained"] = float(np.nanmean(share_ls))
+    led.direction(
+        "ln_scaling_raises_deep_block_share_trained",
+        measured=m,
+        sign=1,
+        se=se,
+        k=K,
+        alternative=0.0,
+        hypothesis="LayerNorm scaling leaves the deep blocks' share of the ablation damage unchanged",
+        source="000#50 Curse of Depth: with LayerNorm scaling deep layers contribute more (removing them costs more)",
+        why=f"{K:g} SE over {C} seeds of the paired difference of the deep half's share D / (D + S)",
+        seed="000#50",
+        statement=f"trained, L={L}: deep half's ablation share, ln_scaling minus pre > 0",
+        requires_full=True,
+        figure="signal_curse_of_depth_trained",
+    )
+
+
 CLAIMS = (
     claim_pre_ln_sum_rule,
     claim_peri_ln_linear,
@@ -1578,6 +1982,8 @@ CLAIMS = (
     claim_dong_doubly_exponential,
     claim_dong_mlp_slows,
     claim_collapse_prevented,
+    claim_deepnet_stability,
+    claim_curse_of_depth_trained,
 )
 
 

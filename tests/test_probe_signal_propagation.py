@@ -311,3 +311,169 @@ def test_update_size_is_first_order_in_the_learning_rate(monkeypatch):
         half = sp.update_size(cfg, norm, 4, 0, "sgd")
         monkeypatch.setitem(sp.UPDATE_LR, "sgd", sp.UPDATE_LR["sgd"] * 2)
         assert half == pytest.approx(full / 2, rel=1e-2)
+
+
+# ------------------------------------------------------------------------------------------------
+# trained runs: DeepNet stability and the Curse of Depth (ablation, variance growth)
+# ------------------------------------------------------------------------------------------------
+
+TRAINED_CLAIMS = (
+    "deepnet_post_fails_where_deepnorm_trains",
+    "deepnorm_trains_at_depth_without_warmup",
+    "post_final_loss_above_deepnorm_at_depth",
+    "post_over_deepnorm_first_update_at_depth",
+    "pre_variance_growth_superlinear_trained",
+    "pre_variance_grows_faster_than_init_sum_rule_trained",
+    "pre_deep_blocks_matter_less_trained",
+    "ln_scaling_lowers_last_variance_trained",
+    "ln_scaling_raises_deep_block_share_trained",
+)
+
+
+@pytest.fixture(scope="module")
+def trained_smoke():
+    cfg = sp.Config.preset("smoke", trained=True, norms=("pre", "post", "ln_scaling"), depths=(4,), jacobian=False)
+    return base.run_probe(sp, cfg, progress=False)
+
+
+@pytest.mark.parametrize("norm", ["pre", "ln_scaling", "post"])
+def test_ablating_a_block_equals_running_the_model_without_it(norm):
+    cfg = sp.Config.preset("smoke")
+    model = TinyTransformer(sp.model_config(cfg, norm, 4, 3))
+    inputs, targets = sp.batch(cfg, 0)
+    for layer in range(4):
+        x = model.embed_inputs(inputs)
+        with torch.no_grad():
+            for j, block in enumerate(model.blocks):
+                if j != layer:
+                    x = block(x)
+            logits = model.head(model.ln_final(x) if model.config.use_final_norm else x)
+        direct = torch.nn.functional.cross_entropy(logits.flatten(0, 1), targets.flatten()).item()
+        assert sp.ablated_loss(model, inputs, targets, layer) == direct  # the same operations: bit for bit
+    assert sp.ablated_loss(model, inputs, targets) != sp.ablated_loss(model, inputs, targets, 2)
+    for bad in (-1, 4):
+        with pytest.raises(ValueError, match="layer"):
+            sp.ablated_loss(model, inputs, targets, bad)
+    # the hooks are gone afterwards: the plain forward is unchanged
+    with torch.no_grad():
+        plain = torch.nn.functional.cross_entropy(model(inputs).flatten(0, 1), targets.flatten()).item()
+    assert sp.ablated_loss(model, inputs, targets) == plain
+
+
+@pytest.mark.parametrize("norm", ["pre", "ln_scaling"])
+def test_sum_rule_at_init_is_the_sweeps_sum_rule(norm):
+    # the same hooks and closed forms as measure()'s attention moments: equal to float64 round-off
+    cfg = sp.Config.preset("smoke")
+    inputs, targets = sp.batch(cfg, 1)
+    got = sp.sum_rule_at_init(cfg, norm, 3, 1, inputs)
+    model = TinyTransformer(sp.model_config(cfg, norm, 3, cfg.seed + 1))
+    m = sp.measure(model, inputs, targets, mlp=True, pre_like=True, jacobian=False)
+    g = [sp.th.gelu_second_moment(sp.th.ln_scaling_factor(k) if norm == "ln_scaling" else 1.0) for k in (1, 2, 3)]
+    direct = m["resid_var"][0] + np.concatenate([[0.0], np.cumsum(m["attn_moment"] + np.array(g))])
+    np.testing.assert_allclose(got, direct, rtol=1e-13, atol=0)
+
+
+def test_deep_share_against_direct_means():
+    inc = np.array([9.0, 4.0, 2.0, 1.0, 1.0, 0.5])  # L = 6: shallow blocks 1, 2; deep blocks 3, 4, 5
+    S, D = (4.0 + 2.0) / 2, (1.0 + 1.0 + 0.5) / 3
+    assert sp.deep_share(inc) == pytest.approx(D / (D + S), rel=1e-15)
+    assert sp.deep_share(np.ones(8)) == 0.5  # equal importance
+    assert math.isnan(sp.deep_share(np.ones(3)))  # too shallow for two halves beyond block 0
+    assert math.isnan(sp.deep_share(-np.ones(6)))  # no damage to share
+
+
+def test_trained_smoke_records_the_trained_claims(trained_smoke):
+    data, cfg = trained_smoke.data, trained_smoke.config
+    assert data["stab_loss"].shape == (2, cfg.stability_seeds, cfg.stability_steps)
+    assert np.isfinite(data["stab_update"].values).all() and (data["stab_update"].values > 0).all()
+    assert list(data.curse_norm.values) == ["pre", "ln_scaling"]
+    assert data["curse_ablation"].shape == (2, 4, cfg.curse_seeds)
+    led = trained_smoke.ledger
+    for name in TRAINED_CLAIMS:
+        c = led[name]
+        assert c.seed in ("000#65", "000#50", "000#2") and c.role == "prediction", name
+        assert c.status == "not_evaluated", name  # requires_full: judged at the full preset only
+    outcomes = sp.stability_outcomes(data)
+    assert set(outcomes) == set(sp.STABILITY_NORMS)
+    assert all(o in sp.th.TRAINING_OUTCOMES for v in outcomes.values() for o in v)
+
+
+def test_trained_claims_are_judged_at_full_and_planted_inputs_flip_them(trained_smoke):
+    data = trained_smoke.data.copy(deep=True)
+    floor = data.attrs["unigram_entropy"]
+    steps = data.sizes["stab_step"]
+    # plant: Post-LN flat at the context-free loss, DeepNorm well below it, with seed-to-seed noise
+    rng = np.random.default_rng(0)
+    for s in range(data.sizes["stab_seed"]):
+        data["stab_loss"].loc[{"stab_norm": "post", "stab_seed": s}] = floor + 0.5 * np.exp(-np.arange(steps))
+        data["stab_loss"].loc[{"stab_norm": "deepnorm", "stab_seed": s}] = np.linspace(
+            floor + 0.5, floor - 0.5 + 0.01 * rng.standard_normal(), steps
+        )
+    led = _rejudge(trained_smoke, sp.claim_deepnet_stability, data)
+    assert led["deepnorm_trains_at_depth_without_warmup"].status == "pass"
+    assert led["post_final_loss_above_deepnorm_at_depth"].status == "pass"
+    # swapped: DeepNorm's gain is negative, a fail
+    swapped = data.copy(deep=True)
+    swapped["stab_loss"].values[:] = data["stab_loss"].values[::-1]
+    led = _rejudge(trained_smoke, sp.claim_deepnet_stability, swapped)
+    assert led["deepnorm_trains_at_depth_without_warmup"].status == "fail"
+    # the update ratio: planted at the Theorem's 2 sqrt N with a little noise passes; at 1 it fails
+    N = trained_smoke.config.stability_depth
+    for factor, want in ((float(sp.th.deepnorm_update_ratio(N, "adam")), "pass"), (1.0, "fail")):
+        d = data.copy(deep=True)
+        dn = np.array([1.0, 1.1])[: d.sizes["stab_seed"]]
+        d["stab_update"].loc[{"stab_norm": "deepnorm"}] = dn
+        d["stab_update"].loc[{"stab_norm": "post"}] = factor * dn * np.array([1.01, 0.99])[: d.sizes["stab_seed"]]
+        assert (
+            _rejudge(trained_smoke, sp.claim_deepnet_stability, d)["post_over_deepnorm_first_update_at_depth"].status
+            == want
+        )
+    # Curse of Depth: a planted exponential profile is superlinear, a linear one is not
+    d = trained_smoke.data.copy(deep=True)
+    L = d.sizes["clayer"]
+    for s in range(d.sizes["curse_seed"]):
+        d["curse_resid_var"].loc[{"curse_norm": "pre", "curse_seed": s}] = (2.0 + 0.1 * s) ** np.arange(L + 1)
+        d["curse_sum_rule_init"].loc[{"curse_norm": "pre", "curse_seed": s}] = 1.0 + (1.0 + 0.1 * s) * np.arange(L + 1)
+    led = _rejudge(trained_smoke, sp.claim_curse_of_depth_trained, d)
+    assert led["pre_variance_growth_superlinear_trained"].status == "pass"
+    assert led["pre_variance_grows_faster_than_init_sum_rule_trained"].status == "pass"
+    # the trained profile equal to its own sum rule: no faster growth than at init (inconclusive, never a pass)
+    d2 = d.copy(deep=True)
+    d2["curse_sum_rule_init"].values[:] = d2["curse_resid_var"].values
+    led = _rejudge(trained_smoke, sp.claim_curse_of_depth_trained, d2)
+    assert led["pre_variance_grows_faster_than_init_sum_rule_trained"].status == "inconclusive"
+    for s in range(d.sizes["curse_seed"]):
+        d["curse_resid_var"].loc[{"curse_norm": "pre", "curse_seed": s}] = 1.0 + (1.0 + 0.1 * s) * np.arange(L + 1)
+    # linear: exactly the alternative, so the claim cannot pass (inconclusive); square-root growth fails it
+    assert (
+        _rejudge(trained_smoke, sp.claim_curse_of_depth_trained, d)["pre_variance_growth_superlinear_trained"].status
+        == "inconclusive"
+    )
+    for s in range(d.sizes["curse_seed"]):
+        d["curse_resid_var"].loc[{"curse_norm": "pre", "curse_seed": s}] = 1.0 + np.arange(L + 1) ** (0.5 + 0.01 * s)
+    assert (
+        _rejudge(trained_smoke, sp.claim_curse_of_depth_trained, d)["pre_variance_growth_superlinear_trained"].status
+        == "fail"
+    )
+    # ablation: planted deep-heavy damage for LayerNorm scaling, shallow-heavy for Pre-LN
+    d = trained_smoke.data.copy(deep=True)
+    ramp = np.linspace(1.0, 0.1, L)
+    for s in range(d.sizes["curse_seed"]):
+        d["curse_ablation"].loc[{"curse_norm": "pre", "curse_seed": s}] = ramp * (1 + 0.05 * s)
+        d["curse_ablation"].loc[{"curse_norm": "ln_scaling", "curse_seed": s}] = ramp[::-1] * (1 + 0.05 * s)
+    led = _rejudge(trained_smoke, sp.claim_curse_of_depth_trained, d)
+    assert led["pre_deep_blocks_matter_less_trained"].status == "pass"
+    assert led["ln_scaling_raises_deep_block_share_trained"].status == "pass"
+    d["curse_ablation"].values[:] = d["curse_ablation"].values[::-1]  # swap the two variants
+    assert (
+        _rejudge(trained_smoke, sp.claim_curse_of_depth_trained, d)["ln_scaling_raises_deep_block_share_trained"].status
+        == "fail"
+    )
+
+
+def test_trained_config_fields_are_validated():
+    for field, bad in (("stability_depth", 1), ("stability_steps", 1), ("stability_seeds", 1), ("curse_seeds", 1)):
+        with pytest.raises(ValueError, match=field):
+            sp.Config(**{field: bad})
+    d = sp.Config(stability_depth=5, curse_seeds=4).to_dict()
+    assert d["stability_depth"] == 5 and d["curse_seeds"] == 4

@@ -76,6 +76,12 @@ CAPS: dict[str, dict[str, Cap]] = {
         "vocab_size": Cap(hi=80),
         "train_steps": Cap(hi=3),
         "collapse_depth": Cap(hi=3),
+        # trained only: 2 x stability_seeds runs of stability_steps updates at stability_depth, and curse_seeds
+        # trained models per (pre, ln_scaling) with one forward per block
+        "stability_depth": Cap(hi=3),
+        "stability_steps": Cap(hi=3),
+        "stability_seeds": Cap(hi=2),
+        "curse_seeds": Cap(hi=2),
     },
     # cost ~ replicates models over max(ctx_lens) tokens, scale_factors x replicates models over sweep_len
     # tokens, planted-key networks over up to planted_max_n keys for every fade_sg, and the training

@@ -261,3 +261,85 @@ def test_rank_residual_is_invariant_to_a_global_scale_not_per_token():
     assert float(th.rank_residual(7.5 * X)) == pytest.approx(r, rel=1e-14)
     scales = torch.linspace(0.5, 3.0, 6, dtype=torch.float64)[:, None]  # (T, 1) per-token rescaling
     assert abs(float(th.rank_residual(scales * X)) - r) > 1e-3
+
+
+# ------------------------------------------------------------------------------------------------
+# sections 12-13: the growth exponent, the training classifier, the update-bound ratio
+# ------------------------------------------------------------------------------------------------
+
+
+def test_variance_growth_exponent_of_the_sum_rule_is_one():
+    # both ends of the Pre-LN envelope add a constant per block: m_l - m_0 = c l exactly, slope 1 to round-off
+    for m in th.pre_ln_envelope(1.0, 12):
+        p, se = th.variance_growth_exponent(m)
+        assert p == pytest.approx(th.PRE_LN_INIT_GROWTH_EXPONENT, abs=1e-12) and se < 1e-12
+
+
+@pytest.mark.parametrize("p", [0.5, 1.7, 3.0])
+def test_variance_growth_exponent_recovers_a_power_law(p):
+    layers = np.arange(13, dtype=np.float64)
+    m = 2.0 + 0.3 * layers**p  # m_l - m_0 = 0.3 l^p exactly
+    got, se = th.variance_growth_exponent(m)
+    # direct computation: the least-squares slope by the normal equations
+    x, y = np.log(layers[1:]), np.log(m[1:] - m[0])
+    direct = ((x - x.mean()) * (y - y.mean())).sum() / ((x - x.mean()) ** 2).sum()
+    assert got == pytest.approx(direct, abs=1e-12) and got == pytest.approx(p, abs=1e-12)
+
+
+def test_variance_growth_exponent_of_exponential_growth_exceeds_one_and_skips_non_increases():
+    m = 1.5 ** np.arange(13, dtype=np.float64)
+    assert th.variance_growth_exponent(m)[0] > 1.0
+    # layers at or below m_0 are left out: the same slope as the fit over the remaining layers
+    m2 = np.concatenate([[1.0, 0.5, 1.0], 1.0 + np.arange(3, 13, dtype=np.float64) ** 2])
+    assert th.variance_growth_exponent(m2)[0] == pytest.approx(2.0, abs=1e-12)
+    assert math.isnan(th.variance_growth_exponent(np.array([1.0, 2.0, 0.5, 0.9]))[0])  # < 3 usable layers
+    with pytest.raises(ValueError, match="m must be"):
+        th.variance_growth_exponent(np.ones((2, 3)))
+
+
+def test_stall_margin_and_final_loss():
+    assert th.stall_margin(4.0, 3.0) == pytest.approx(th.STALL_FRACTION * 1.0, abs=1e-15)
+    for bad in ((3.0, 4.0), (4.0, -0.1), (math.nan, 1.0)):
+        with pytest.raises(ValueError, match="unigram_entropy"):
+            th.stall_margin(*bad)
+    curve = np.arange(100, dtype=np.float64)
+    assert th.final_loss(curve) == pytest.approx(curve[-10:].mean(), abs=0)  # the last tenth
+    assert th.final_loss(np.array([5.0])) == 5.0
+    with pytest.raises(ValueError, match="losses"):
+        th.final_loss(np.array([]))
+
+
+def test_classify_training_on_synthetic_curves():
+    floor, margin = 4.0, 0.1
+    steps = np.arange(200, dtype=np.float64)
+    trained = floor + 0.6 * np.exp(-steps / 20) - 0.5 * (1 - np.exp(-steps / 50))  # ends ~0.5 below the floor
+    stalled = floor + 0.6 * np.exp(-steps / 20)  # converges to the context-free loss
+    just_above = np.full(200, floor - margin + 1e-9)
+    just_above[0] = floor + 1
+    just_below = just_above.copy()
+    just_below[1:] = floor - margin - 1e-9
+    nan_curve = trained.copy()
+    nan_curve[150] = np.nan
+    rising = floor + 0.6 * np.exp(-steps / 20) + steps / 100  # ends above its start
+    assert th.classify_training(trained, floor, margin) == "trained"
+    assert th.classify_training(stalled, floor, margin) == "stalled"
+    assert th.classify_training(just_above, floor, margin) == "stalled"
+    assert th.classify_training(just_below, floor, margin) == "trained"
+    assert th.classify_training(nan_curve, floor, margin) == "diverged"
+    assert th.classify_training(np.append(trained, np.inf), floor, margin) == "diverged"
+    assert th.classify_training(rising, floor, margin) == "diverged"
+    assert set(th.TRAINING_OUTCOMES) == {"trained", "stalled", "diverged"}
+    with pytest.raises(ValueError, match="losses"):
+        th.classify_training(np.array([1.0]), floor, margin)
+    with pytest.raises(ValueError, match="margin"):
+        th.classify_training(trained, floor, -1.0)
+
+
+def test_deepnorm_update_ratio_is_two_sqrt_n_for_adam_and_four_n_for_sgd():
+    N = np.array([1.0, 12.0, 48.0])
+    direct_adam = (2 * math.sqrt(2) * N) / np.sqrt(2 * N)  # Post-LN's 2 sqrt2 N over DeepNorm's sqrt(2N)
+    np.testing.assert_allclose(th.deepnorm_update_ratio(N, "adam"), direct_adam, rtol=1e-14)
+    np.testing.assert_allclose(th.deepnorm_update_ratio(N, "adam"), 2 * np.sqrt(N), rtol=1e-14)
+    np.testing.assert_allclose(th.deepnorm_update_ratio(N, "sgd"), 4 * N, rtol=1e-14)
+    with pytest.raises(ValueError, match="optimiser"):
+        th.deepnorm_update_ratio(N, "lion")

@@ -94,6 +94,25 @@ embeddings ``N(0, 1)``, so ``m_0 = 1``.
    stream alike and projects out two directions, so ``r(LN X) / r(X)`` tends to a finite, nonzero
    constant (:func:`layernorm_residual_gain`). The recursion ``r_{l+1} <= c r_l^3`` keeps its cube:
    the norm changes ``c``, not the doubly exponential collapse.
+
+12. Growth exponent of the Pre-LN stream. By the sum rule (sections 1-3) every block adds a bounded
+   moment ``a_l + g_l`` in ``[g, s^2 + g]``, so ``m_l - m_0`` grows linearly in ``l``: the exponent ``p`` of
+   ``m_l - m_0 ~ c l^p`` is exactly 1 for a constant increment (:data:`PRE_LN_INIT_GROWTH_EXPONENT`,
+   :func:`variance_growth_exponent`). The attention moment ``a_l`` grows as the tokens correlate with depth
+   (Noci et al.), so the sum rule with the measured ``a_l`` gives an exponent somewhat above 1 at
+   initialisation (at most that of ``a_l`` rising from 0 to 1). GPAS (000#2) and the Curse of Depth (000#50)
+   report faster growth in trained Pre-LN models (exponential: ``p`` rises above 1 over any finite range of
+   layers); that is a claim about trained weights, which the sum rule (an initialisation statement) does not
+   cover, so 1 and the exponent of the same seed's sum rule at initialisation are the alternatives there.
+
+13. Training stability at depth (DeepNet, 000#65). A model that ignores the context can do no better than
+   the unigram entropy ``H(pi)`` of a Markov language; the entropy rate ``H <= H(pi)`` is the best
+   possible loss. A run is classified (:func:`classify_training`) as *diverged* (a non-finite loss, or the
+   final loss above the first), *stalled* (final loss not below ``H(pi) - delta``, ``delta`` a tenth of the
+   context gap ``H(pi) - H``: :func:`stall_margin`) or *trained*. The final loss is the mean training loss
+   over the last tenth of the steps. The Theorem's depth factors (section 10) give the ratio of the
+   Post-LN and DeepNorm update bounds at one depth (:func:`deepnorm_update_ratio`): ``2 sqrt N`` for Adam,
+   ``4 N`` for SGD.
 """
 
 from __future__ import annotations
@@ -418,3 +437,80 @@ def layernorm_residual_gain(xbar: torch.Tensor, E: torch.Tensor) -> float:
     num = composite_norm(res @ P) / (sigma * composite_norm(ones * n))
     den = composite_norm(res) / composite_norm(ones * xbar)
     return float(num / den)
+
+
+# ------------------------------------------------------------------------------------------------
+# Trained Pre-LN: the growth exponent of the stream (section 12)
+# ------------------------------------------------------------------------------------------------
+
+PRE_LN_INIT_GROWTH_EXPONENT = 1.0  # sum rule: a bounded increment per block, so m_l - m_0 grows as l^1
+
+
+def variance_growth_exponent(m: np.ndarray) -> tuple[float, float]:
+    """Least-squares slope ``p`` of ``log(m_l - m_0)`` on ``log l`` over ``l = 1..L`` and its standard error.
+
+    ``m`` (L + 1,) second moments after the embedding (``l = 0``) and after every block. Only layers with
+    ``m_l > m_0`` enter (a logarithm needs a positive increase); NaN, NaN with fewer than 3 such layers.
+    A constant increment per block (the sum rule at initialisation, section 12) gives exactly 1.
+    """
+    m = np.asarray(m, dtype=np.float64)
+    if m.ndim != 1 or m.size < 2:
+        raise ValueError(f"m must be a 1-d array of L + 1 >= 2 moments, got shape {m.shape}")
+    inc = m[1:] - m[0]
+    layers = np.arange(1, m.size, dtype=np.float64)
+    ok = np.isfinite(inc) & (inc > 0)
+    if ok.sum() < 3:
+        return math.nan, math.nan
+    return loglog_slope(layers[ok], inc[ok])
+
+
+# ------------------------------------------------------------------------------------------------
+# Training stability at depth (section 13)
+# ------------------------------------------------------------------------------------------------
+
+TRAINING_OUTCOMES = ("trained", "stalled", "diverged")
+STALL_FRACTION = 0.1  # delta = this fraction of the context gap H(pi) - H
+TAIL_FRACTION = 0.1  # the final loss: mean over the last tenth of the steps
+
+
+def stall_margin(unigram_entropy: float, entropy_rate: float) -> float:
+    """``delta = STALL_FRACTION (H(pi) - H)``: how far below the context-free loss a run must end to count as
+    trained (section 13). Needs ``H(pi) >= H >= 0``."""
+    hu, hr = float(unigram_entropy), float(entropy_rate)
+    if not (math.isfinite(hu) and math.isfinite(hr)) or hr < 0 or hu < hr:
+        raise ValueError(f"need unigram_entropy >= entropy_rate >= 0, got {hu!r} and {hr!r}")
+    return STALL_FRACTION * (hu - hr)
+
+
+def final_loss(losses: np.ndarray) -> float:
+    """Mean of the last ``max(1, round(TAIL_FRACTION n))`` losses of a curve of ``n`` steps."""
+    losses = np.asarray(losses, dtype=np.float64)
+    if losses.ndim != 1 or losses.size < 1:
+        raise ValueError(f"losses must be a non-empty 1-d curve, got shape {losses.shape}")
+    tail = max(1, int(round(TAIL_FRACTION * losses.size)))
+    return float(losses[-tail:].mean())
+
+
+def classify_training(losses: np.ndarray, floor: float, margin: float) -> str:
+    """``"diverged"``, ``"stalled"`` or ``"trained"`` for one training-loss curve (section 13).
+
+    diverged: a non-finite loss anywhere, or the final loss (:func:`final_loss`) above the first loss;
+    stalled: the final loss not below ``floor - margin`` (``floor`` = the context-free optimum ``H(pi)``);
+    trained: otherwise.
+    """
+    losses = np.asarray(losses, dtype=np.float64)
+    if losses.ndim != 1 or losses.size < 2:
+        raise ValueError(f"losses must be a 1-d curve of at least 2 steps, got shape {losses.shape}")
+    if not (math.isfinite(floor) and math.isfinite(margin) and margin >= 0):
+        raise ValueError(f"floor must be finite and margin finite and >= 0, got {floor!r}, {margin!r}")
+    if not np.isfinite(losses).all():
+        return "diverged"
+    final = final_loss(losses)
+    if final > losses[0]:
+        return "diverged"
+    return "stalled" if final >= floor - margin else "trained"
+
+
+def deepnorm_update_ratio(depth: np.ndarray | float, optimiser: str) -> np.ndarray:
+    """Post-LN's update bound over DeepNorm's at the same depth (section 10): ``2 sqrt N`` (Adam), ``4 N`` (SGD)."""
+    return deepnorm_update_bound(depth, False, optimiser) / deepnorm_update_bound(depth, True, optimiser)
