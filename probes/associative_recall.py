@@ -896,17 +896,10 @@ def _seed_combine(means: np.ndarray, ses: np.ndarray) -> tuple[float, float]:
     return float(np.mean(means)), math.sqrt(float(np.mean(ses**2)) / S + spread)
 
 
-def measure_power_method(config: Config, progress: bool) -> dict:
-    """Item 8: train the looped layer with and without LN (``pm_seeds`` seeds, T = pm_loops, cached), loop it
-    k = 1..K (K = pm_eval_loops) on ``pm_eval`` shared prompts in float64, and compare with the power
-    method on the same prompts: tan theta_k to s u_1 (medians), the error |v_k - s u_1|^2 (means), the
-    per-loop contraction over loops 1..K, the iterate's norm, and the first loop's fit v_1 ~ a v_0 + b S v_0."""
-    task = pm_task(config)
+def pm_trained_iterates(config: Config, task, x: np.ndarray, v0: np.ndarray, progress: bool) -> np.ndarray:
+    """(2, S, K, B, d): the iterates of the looped layer trained with LN (0) and without (1), one per seed
+    (T = pm_loops loops in training, cached), looped K = pm_eval_loops times in float64 on the shared prompts."""
     K, T, S = config.pm_eval_loops, config.pm_loops, config.pm_seeds
-    x, v0 = task.law.sample(config.pm_eval, np.random.default_rng(derived_seed(config.seed, "pm_eval")))
-    u = pmt.target(x, v0)
-    power = pmt.power_iterates(x, v0, K)  # (K + 1, B, d)
-    built = pm_iterates(pm_construction(config), x, v0, config.pm_radius)
     iters = np.full((2, S, K, *v0.shape), np.nan)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -933,6 +926,21 @@ def measure_power_method(config: Config, progress: bool) -> dict:
                     iters[i, s] = pm_iterates(model, x, v0, config.pm_radius)
     finally:
         torch.set_num_threads(threads)
+    return iters
+
+
+def measure_power_method(config: Config, progress: bool) -> dict:
+    """Item 8: train the looped layer with and without LN (``pm_seeds`` seeds, T = pm_loops, cached), loop it
+    k = 1..K (K = pm_eval_loops) on ``pm_eval`` shared prompts in float64, and compare with the power
+    method on the same prompts: tan theta_k to s u_1 (medians), the error |v_k - s u_1|^2 (means), the
+    per-loop contraction over loops 1..K, the iterate's norm, and the first loop's fit v_1 ~ a v_0 + b S v_0."""
+    task = pm_task(config)
+    K, T, S = config.pm_eval_loops, config.pm_loops, config.pm_seeds
+    x, v0 = task.law.sample(config.pm_eval, np.random.default_rng(derived_seed(config.seed, "pm_eval")))
+    u = pmt.target(x, v0)
+    power = pmt.power_iterates(x, v0, K)  # (K + 1, B, d)
+    built = pm_iterates(pm_construction(config), x, v0, config.pm_radius)
+    iters = pm_trained_iterates(config, task, x, v0, progress)  # (2, S, K, B, d)
     with np.errstate(over="ignore", invalid="ignore"):
         tan_power = pmt.tan_angle(power, u[None])  # (K + 1, B)
         tan_model = _finite_tan(

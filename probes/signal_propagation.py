@@ -1927,8 +1927,35 @@ def claim_curse_of_depth_trained(cfg: Config, data: xr.Dataset, led: Ledger, sc:
         requires_full=True,
         figure="signal_curse_of_depth_trained",
     )
-    if "ln_scaling" not in data.curse_norm.values:
-        return
+    if "ln_scaling" in data.curse_norm.values:
+        _claim_ln_scaling_trained(data, led, sc, m_pre, share_pre)
+
+
+CLAIMS = (
+    claim_pre_ln_sum_rule,
+    claim_peri_ln_linear,
+    claim_pre_ln_growth_law,
+    claim_post_ln_unit,
+    claim_no_norm_growth,
+    claim_deepnorm_layer_change,
+    claim_deepnorm_update,
+    claim_token_correlation,
+    claim_last_layer_gradient,
+    claim_jacobian_gap,
+    claim_gradient_profiles,
+    claim_dong_doubly_exponential,
+    claim_dong_mlp_slows,
+    claim_collapse_prevented,
+    claim_deepnet_stability,
+    claim_curse_of_depth_trained,
+)
+
+
+def _claim_ln_scaling_trained(
+    data: xr.Dataset, led: Ledger, sc: dict, m_pre: np.ndarray, share_pre: np.ndarray
+) -> None:
+    """The LayerNorm-scaling half of :func:`claim_curse_of_depth_trained`, paired with Pre-LN's same seeds."""
+    L, C = data.sizes["clayer"], m_pre.shape[1]
     m_ls = data["curse_resid_var"].sel(curse_norm="ln_scaling").values
     m, se = _mean_se(np.log(m_ls[L] / m_pre[L]))  # same seeds and batch: paired
     sc["ln_scaling_over_pre_last_variance_trained"] = float(np.exp(m))
@@ -1965,26 +1992,6 @@ def claim_curse_of_depth_trained(cfg: Config, data: xr.Dataset, led: Ledger, sc:
         requires_full=True,
         figure="signal_curse_of_depth_trained",
     )
-
-
-CLAIMS = (
-    claim_pre_ln_sum_rule,
-    claim_peri_ln_linear,
-    claim_pre_ln_growth_law,
-    claim_post_ln_unit,
-    claim_no_norm_growth,
-    claim_deepnorm_layer_change,
-    claim_deepnorm_update,
-    claim_token_correlation,
-    claim_last_layer_gradient,
-    claim_jacobian_gap,
-    claim_gradient_profiles,
-    claim_dong_doubly_exponential,
-    claim_dong_mlp_slows,
-    claim_collapse_prevented,
-    claim_deepnet_stability,
-    claim_curse_of_depth_trained,
-)
 
 
 def check_claims(cfg: Config, data: xr.Dataset, led: Ledger) -> dict:
