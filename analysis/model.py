@@ -501,19 +501,23 @@ class Attention(nn.Module):
         c = self.cfg
         B, H = qh.shape[:2]
         K = r1 if c.causal else T
+        # One (B, H, r, K) buffer is scaled, biased and masked in place: the same roundings as out-of-place
+        # arithmetic, and no T x T temporaries (each is a fresh allocation, page-faulted in, when a hook keeps the
+        # scores). None of these in-place ops overwrites a value autograd saved: the product's backward needs q
+        # and k, the scaling's and the bias's need nothing of it, and the scores' own grad flows through softmax.
         if c.attention == "uniform":
             scores = torch.zeros(B, H, r1 - r0, K, dtype=qh.dtype, device=qh.device)
         else:
-            scores = (qh[:, :, r0:r1] @ kh[:, :, :K].transpose(-1, -2)) * c.scale  # (B, H, r, K)
+            scores = (qh[:, :, r0:r1] @ kh[:, :, :K].transpose(-1, -2)).mul_(c.scale)  # (B, H, r, K)
         if c.attention == "ssmax":
-            scores = scores * (c.ssmax_s * torch.log(self._n_visible(T, qh)[r0:r1]))
+            scores.mul_(c.ssmax_s * torch.log(self._n_visible(T, qh)[r0:r1]))
         if attn_bias is not None:
-            scores = scores + bias_block(attn_bias, r0, r1, K).to(scores.dtype)
+            scores.add_(bias_block(attn_bias, r0, r1, K).to(scores.dtype))
         if c.rel_pos:
-            scores = scores + self.rel_bias_rows(r0, r1, K)[None]
+            scores.add_(self.rel_bias_rows(r0, r1, K)[None])
         support = self._support_rows(r0, r1, K, qh.device)  # (r, K) bool
         rows = None if whole else (r0, r1)
-        scores = self.hook_attn_scores(scores.masked_fill(~support, float("-inf")), rows)
+        scores = self.hook_attn_scores(scores.masked_fill_(~support, float("-inf")), rows)
         if c.attention in ("softmax", "ssmax", "uniform"):
             pattern = torch.softmax(scores, dim=-1)
         elif c.attention == "sigmoid":

@@ -7,7 +7,10 @@ trainer's :class:`analysis.tasks.LinearRegressionTask` and the theory's Monte Ca
 (:func:`analysis.theory.icl_gd.sample_regression`) both draw through :meth:`RegressionLaw.sample`.
 
 The law. Per task ``w ~ N(0, w_std^2 I_d)``; context inputs x_1..x_N and the query x_q i.i.d. from the
-input law; ``y_i = w.x_i + noise_std eps_i`` and ``y_q = w.x_q + noise_std eps_q``, eps standard normal.
+input law; ``y_i = g(w.x_i) + noise_std eps_i`` and ``y_q = g(w.x_q) + noise_std eps_q``, eps standard
+normal, with the link ``g`` the identity (``link="linear"``, linear regression) or ``max(0, s)``
+(``link="relu"``: a nonlinear response of the same inputs, Mahankali et al. 2023's "only the
+distribution of the responses is changed").
 Input laws, all written ``x = (z * scale) @ mix`` (row vectors) with z i.i.d. standard coordinates:
 
 * ``uniform``: z ~ U(-1/2, 1/2)^d, no scale or mix; E x^2 = v = 1/12, E x^4 = m4 = 1/80 per coordinate
@@ -39,6 +42,7 @@ from torch import Tensor
 from analysis.validation import check_choice, check_float, check_int
 
 X_DISTS = ("gaussian", "uniform", "anisotropic")
+LINKS = ("linear", "relu")  # y = g(w.x) + noise: g the identity, or max(0, .)
 UNIFORM_V = 1.0 / 12.0  # E x^2 for x ~ U(-1/2, 1/2)
 UNIFORM_M4 = 1.0 / 80.0  # E x^4 for x ~ U(-1/2, 1/2)
 
@@ -57,10 +61,10 @@ class RegressionBatch:
     """
 
     x_ctx: Array  # (B, N, d) context inputs
-    y_ctx: Array  # (B, N) context labels  w.x_i + noise_std eps_i
+    y_ctx: Array  # (B, N) context labels  g(w.x_i) + noise_std eps_i  (g: the law's link)
     x_q: Array  # (B, d) query input
-    y_q: Array  # (B,) noisy query label  w.x_q + noise_std eps_q
-    w: Array  # (B, d) task vectors (the noiseless query target is (w * x_q).sum(-1))
+    y_q: Array  # (B,) noisy query label  g(w.x_q) + noise_std eps_q
+    w: Array  # (B, d) task vectors (the noiseless query target is g((w * x_q).sum(-1)))
 
     def tokens(self, dtype: torch.dtype | None = None) -> Tensor:
         """The concat (von Oswald) tokens (B, N+1, d+1) of this batch: :func:`concat_tokens`."""
@@ -131,6 +135,9 @@ class _NumpyStream:
     def row_dot(self, x: np.ndarray, w: np.ndarray) -> np.ndarray:  # (B, T, d), (B, d) -> (B, T)
         return np.einsum("btd,bd->bt", x, w)
 
+    def relu(self, s: np.ndarray) -> np.ndarray:
+        return np.maximum(s, 0.0)
+
 
 class _TorchStream:
     """Draws from a ``torch.Generator``: tensors on the generator's device in ``dtype``."""
@@ -152,6 +159,9 @@ class _TorchStream:
 
     def row_dot(self, x: Tensor, w: Tensor) -> Tensor:  # (B, T, d), (B, d) -> (B, T)
         return torch.einsum("bnd,bd->bn", x, w)
+
+    def relu(self, s: Tensor) -> Tensor:
+        return torch.clamp_min(s, 0.0)
 
 
 def _stream(rng: Any, dtype: Any) -> _NumpyStream | _TorchStream:
@@ -265,18 +275,21 @@ class InputLaw:
 
 @dataclass(frozen=True, eq=False)
 class RegressionLaw:
-    """In-context linear regression: inputs from ``inputs``, ``w ~ N(0, w_std^2 I)``, label noise
-    ``noise_std eps`` (see the module docstring). :meth:`sample` is the one sampler."""
+    """In-context regression: inputs from ``inputs``, ``w ~ N(0, w_std^2 I)``, responses
+    ``g(w.x) + noise_std eps`` with the link ``g`` of ``link`` (see the module docstring). :meth:`sample`
+    is the one sampler."""
 
     inputs: InputLaw  # the law of x (context and query alike)
     noise_std: float = 0.0  # standard deviation of the label noise
     w_std: float = 1.0  # w ~ N(0, w_std^2 I)
+    link: str = "linear"  # "linear": y = w.x + noise; "relu": y = max(0, w.x) + noise
 
     def __post_init__(self) -> None:
         if not isinstance(self.inputs, InputLaw):
             raise ValueError(f"inputs must be an InputLaw, got {type(self.inputs).__name__}")
         check_float("noise_std", self.noise_std, minimum=0.0)
         check_float("w_std", self.w_std, minimum=0.0)
+        check_choice("link", self.link, LINKS)
 
     @property
     def d(self) -> int:
@@ -288,7 +301,8 @@ class RegressionLaw:
         ``rng`` a numpy Generator (float64 numpy arrays; ``dtype`` must be None or float64) or a torch
         Generator (tensors on its device; ``dtype`` None means torch's default dtype). Draw order: the
         (n_tasks, n_points + 1, d) inputs with the query last, then w (n_tasks, d), then the
-        (n_tasks, n_points + 1) noise values.
+        (n_tasks, n_points + 1) noise values (the same for every link: a ReLU law shares x, w and the noise
+        with the linear one of the same seed). ``w`` is always the task vector, also for a nonlinear link.
         """
         check_int("n_tasks", n_tasks, minimum=1)
         check_int("n_points", n_points, minimum=1)
@@ -297,11 +311,13 @@ class RegressionLaw:
         x = self.inputs._draw(stream, (B, N + 1, self.d))  # (B, N+1, d), query last
         w = self.w_std * stream.normal((B, self.d))  # (B, d)
         eps = stream.normal((B, N + 1))  # (B, N+1)
-        y = stream.row_dot(x, w) + self.noise_std * eps  # (B, N+1)
+        s = stream.row_dot(x, w)  # (B, N+1)
+        y = (stream.relu(s) if self.link == "relu" else s) + self.noise_std * eps  # (B, N+1)
         return RegressionBatch(x_ctx=x[:, :N], y_ctx=y[:, :N], x_q=x[:, N], y_q=y[:, N], w=w)
 
 
 __all__ = [
+    "LINKS",
     "UNIFORM_M4",
     "UNIFORM_V",
     "X_DISTS",

@@ -29,6 +29,7 @@ from torch import Tensor
 
 from analysis.corpus import Corpus, CorpusSpec, build_corpus
 from analysis.regression_data import (
+    LINKS,
     InputLaw,
     RegressionBatch,
     RegressionLaw,
@@ -82,7 +83,8 @@ def _haar_orthogonal(d: int, seed: int) -> np.ndarray:
 
 @dataclass(frozen=True)
 class LinearRegressionTask:
-    """In-context linear regression: ``y = w . x + noise_std * eps``, a fresh ``w`` per sequence.
+    """In-context linear regression: ``y = w . x + noise_std * eps``, a fresh ``w`` per sequence
+    (``link="relu"``: ``y = max(0, w . x) + noise_std * eps``, a nonlinear response of the same draws).
 
     Inputs ``x``: ``"uniform"`` U(-1/2, 1/2)^d (von Oswald et al. 2023; E[x x^T] = I/12), ``"gaussian"``
     N(0, I), or ``"anisotropic"`` N(0, Sigma) with ``Sigma = Q diag(spectrum) Q^T``. ``Q`` is the
@@ -117,8 +119,10 @@ class LinearRegressionTask:
     noise_std: float = 0.0  # standard deviation of the label noise
     layout: str = "concat"  # "concat" (von Oswald) | "interleaved" (Garg)
     w_std: float = 1.0  # w ~ N(0, w_std^2 I)
+    link: str = "linear"  # "linear": y = w.x + noise | "relu": y = max(0, w.x) + noise (same x, w, noise)
 
     def __post_init__(self) -> None:
+        check_choice("link", self.link, LINKS)
         check_int("d", self.d, minimum=1, maximum=4096)
         check_int("n_points", self.n_points, minimum=1, maximum=100_000)
         check_choice("x_dist", self.x_dist, ("uniform", "gaussian", "anisotropic"))
@@ -148,7 +152,8 @@ class LinearRegressionTask:
     @property
     def name(self) -> str:
         noise = f"_noise{self.noise_std:g}" if self.noise_std else ""
-        return f"linreg_d{self.d}_n{self.n_points}_{self.x_dist}{noise}_{self.layout}"
+        link = "" if self.link == "linear" else f"_{self.link}"
+        return f"linreg_d{self.d}_n{self.n_points}_{self.x_dist}{noise}{link}_{self.layout}"
 
     @property
     def input_kind(self) -> str:
@@ -174,6 +179,8 @@ class LinearRegressionTask:
     def config(self) -> dict:
         d = dataclasses.asdict(self)
         d["spectrum"] = list(self.spectrum) if self.spectrum is not None else None
+        if self.link == "linear":  # the field came later: linear tasks keep their checkpoint keys
+            del d["link"]
         return {"kind": "linear_regression", **d}
 
     # -- the data law ----------------------------------------------------------------------------
@@ -192,7 +199,7 @@ class LinearRegressionTask:
             inputs = InputLaw.standard(self.d, self.x_dist)
         else:
             inputs = InputLaw.from_spectrum(self.spectrum, None if self.basis_seed is None else self.basis)
-        return RegressionLaw(inputs, noise_std=self.noise_std, w_std=self.w_std)
+        return RegressionLaw(inputs, noise_std=self.noise_std, w_std=self.w_std, link=self.link)
 
     @property
     def covariance(self) -> np.ndarray:

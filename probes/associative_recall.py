@@ -85,7 +85,8 @@ from probes.base import MAX_SEED, ProbeConfig, Result, model_param, param
 
 NAME = "associative_recall"
 DESCRIPTION = "Associative recall: additive vs delta-rule memories, FAVOR+ variance, trained MQAR per token mixer."
-VERSION = "4"  # 4: in-context PCA by looped linear attention with and without LN (000#45); 3: the gated-RNN = LSA
+VERSION = "5"  # 5: the additive mixer's parallel = recurrent claims cite 003#64 (linear attention as an RNN);
+# 4: in-context PCA by looped linear attention with and without LN (000#45); 3: the gated-RNN = LSA
 # comparison (003#14) and selective copying (003#16)
 REQUIRES = None  # builds its own memories and models
 
@@ -98,6 +99,7 @@ MIXER = {  # ModelConfig fields of each kernel
 }
 K = 4.0  # standard errors of a prediction's band
 SEED_DELTA, SEED_SURVEY = "000#66", "003#8"  # 000#66 is 003#30 (REFERENCES.md)
+SEED_LINEAR_RNN = "003#64"  # linear attention computed as a recurrence (the additive mixer's two forms)
 SEED_GATED_RNN, SEED_SELECTIVE = "003#14", "003#16"
 SOURCE = "analysis/theory/associative_recall.py"
 GSOURCE = "analysis/theory/gated_recurrence.py"
@@ -1028,7 +1030,9 @@ def check_claims(result: Result) -> Ledger:
 
 
 def claim_forms(led: Ledger, r: Result) -> None:
-    """Parallel (UT transform) = recurrent scan, per recurrent kernel: on the memories and trained models."""
+    """Parallel (UT transform) = recurrent scan, per recurrent kernel: on the memories and trained models. The
+    additive mixer's two forms are linear attention and its RNN (003#64); the delta rules' parallel form is
+    DeltaNet's (000#66)."""
     d = r.data
     for kernel in [k for k in r.config.kernels if k != "softmax"]:
         for name, values in (("memories", d["form_difference"]), ("trained", d["trained_form_difference"])):
@@ -1041,7 +1045,7 @@ def claim_forms(led: Ledger, r: Result) -> None:
                 atol=1e-10,
                 source="analysis/recurrent.py: the UT-transform parallel form is the scan, rewritten exactly",
                 why="float64: the two forms sum the same terms in different orders over <= 128 tokens",
-                seed=SEED_DELTA,
+                seed=SEED_LINEAR_RNN if kernel == "additive" else SEED_DELTA,
                 statement=f"{kernel}: parallel form = sequential scan on the {name} (largest relative difference)",
                 figure="ar_capacity",
             )

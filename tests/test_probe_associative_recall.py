@@ -78,6 +78,9 @@ def test_a_broken_delta_rule_fails_the_overwrite_identity(monkeypatch):
     assert led["delta_overwrite_exact"].status == "fail"
     assert led["parallel_equals_recurrent_delta_memories"].status == "fail"  # the forms now disagree
     assert led["parallel_equals_recurrent_additive_memories"].status == "pass"
+    # the additive forms are linear attention and its RNN (003#64); the delta rules' parallel form is DeltaNet's
+    assert led["parallel_equals_recurrent_additive_memories"].seed == "003#64"
+    assert led["parallel_equals_recurrent_delta_memories"].seed == "000#66"
 
 
 def test_an_additive_memory_with_a_doubled_write_fails_the_interference_prediction(monkeypatch):

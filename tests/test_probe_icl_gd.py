@@ -204,6 +204,12 @@ def test_smoke_result_fields_and_ledger(smoke):
         "depth_loss_falls_with_K",
         "mahankali_gaussian_loss",
         "mahankali_anisotropic_loss",
+        "mahankali_relu_loss",
+        "mahankali_gaussian_gamma",
+        "mahankali_anisotropic_gamma",
+        "mahankali_relu_gamma",
+        "mahankali_gaussian_eta_fit",
+        "mahankali_relu_eta_fit",
     ):
         assert status[name] == "not_evaluated", name  # need the full preset (trained models, many tasks)
     for name in (
@@ -213,6 +219,7 @@ def test_smoke_result_fields_and_ledger(smoke):
         "least_squares_inverse_wishart",
         "mahankali_gaussian_loss_star_mc",
         "mahankali_anisotropic_loss_star_mc",
+        "mahankali_relu_loss_star_mc",
     ):
         assert status[name] != "not_evaluated", name  # evaluated (whatever the outcome) under smoke
     # noiseless uniform inputs: the ridge (least-squares) curve has an exact closed form at every k
@@ -277,7 +284,9 @@ def test_anisotropic_softmax_variant_runs(tmp_path, monkeypatch):
     )
     r = probes.run_probe("icl_gd", cfg, progress=False)
     assert "garg_loss_k" not in r.data
-    assert r.data["preconditioner_fit"].shape == (4, 4) and math.isfinite(r.scalars["preconditioner_rel_error"])
+    j = list(r.data["mk_dist"].values).index("anisotropic")
+    assert r.data["mk_gamma_fit_anisotropic"].shape == (cfg.mahankali_d,) * 2
+    assert math.isfinite(float(r.data["mk_gamma_rel_error"].values[j]))
     assert math.isnan(r.scalars["eta_fit_weights"])
     status = {c.name: c.status for c in r.checks}
     assert status["mahankali_anisotropic_loss"] == "not_evaluated"  # the linear LSA of Mahankali's setting
@@ -345,6 +354,32 @@ def test_claims_read_only_the_result_and_catch_a_planted_error(smoke):
     led = P.Ledger(P.NAME, preset="full")
     P.claims_mahankali(led, planted, s, cfg)
     assert led["mahankali_anisotropic_loss"].status == "fail"
+    assert "mahankali_anisotropic_eta_fit" not in led  # a preconditioned law has no plain rate to claim
+
+
+def test_mahankali_step_claims_judge_the_fitted_step_matrix_and_rate(smoke):
+    """The step-matrix claims pass at the optimal G and fail 20% away from it (issue 17's 5% band); the ReLU
+    law's rate claim fails at the linear law's rate (its alternative) and passes at its own eta*."""
+    s, ds, cfg = dict(smoke.scalars), smoke.data, smoke.config
+    j = list(ds["mk_dist"].values).index("relu")
+    eta, eta_lin = float(ds["mk_eta_star"].values[j]), float(ds["mk_eta_alt"].values[j])
+    assert eta == pytest.approx(cfg.mahankali_n / (cfg.mahankali_n + 2 * cfg.mahankali_d + 3), rel=1e-12)
+    assert eta_lin == pytest.approx(cfg.mahankali_n / (cfg.mahankali_n + cfg.mahankali_d + 1), rel=1e-12)
+    np.testing.assert_allclose(ds["mk_gamma_star_relu"].values, eta * np.eye(cfg.mahankali_d), rtol=1e-14)
+
+    def judged(**values):
+        planted = ds.copy(deep=True)
+        for name, v in values.items():
+            planted[name].values[j] = v
+        led = P.Ledger(P.NAME, preset="full")
+        P.claims_mahankali(led, planted, s, cfg)
+        return led
+
+    led = judged(mk_gamma_rel_error=0.0, mk_eta_fit=eta)
+    assert led["mahankali_relu_gamma"].status == "pass" and led["mahankali_relu_eta_fit"].status == "pass"
+    led = judged(mk_gamma_rel_error=0.2, mk_eta_fit=eta_lin)
+    assert led["mahankali_relu_gamma"].status == "fail" and led["mahankali_relu_eta_fit"].status == "fail"
+    assert led["mahankali_relu_gamma"].alternative["value"] == pytest.approx(abs(eta_lin / eta - 1), rel=1e-12)
     planted = ds.copy(deep=True)
     planted["excess_over_gdpp"].values[1] = 50 * planted["excess_over_gdpp_se"].values[1]
     led = P.Ledger(P.NAME, preset="full")

@@ -273,6 +273,30 @@ def test_noiseless_labels_are_the_linear_function(backend):
     np.testing.assert_allclose(yq, (xq * w).sum(-1), rtol=0, atol=8 * EPS64 * scale)
 
 
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_relu_link_shares_the_draws_and_rectifies_the_response(backend):
+    """link="relu" draws the same x, w and noise as the linear law of the same seed (same draw order) and
+    responds max(0, w.x) + noise: the labels differ exactly where w.x < 0."""
+    sigma, d = 0.4, 3
+    laws = [RegressionLaw(InputLaw.standard(d, "gaussian"), noise_std=sigma, link=k) for k in ("linear", "relu")]
+    dtype = None if backend == "numpy" else torch.float64
+    lin, relu = (
+        law.sample(
+            500, 6, np.random.default_rng(9) if backend == "numpy" else torch.Generator().manual_seed(9), dtype=dtype
+        )
+        for law in laws
+    )
+    for f in ("x_ctx", "x_q", "w"):
+        np.testing.assert_array_equal(np.asarray(getattr(lin, f)), np.asarray(getattr(relu, f)))
+    x, xq, w = (np.asarray(getattr(lin, f)) for f in ("x_ctx", "x_q", "w"))
+    s_ctx, s_q = np.einsum("bnd,bd->bn", x, w), (xq * w).sum(-1)
+    noise_ctx, noise_q = np.asarray(lin.y_ctx) - s_ctx, np.asarray(lin.y_q) - s_q  # the linear law's noise
+    tol = 8 * EPS64 * np.abs(x).max() * np.abs(w).max()
+    np.testing.assert_allclose(np.asarray(relu.y_ctx), np.maximum(s_ctx, 0) + noise_ctx, rtol=0, atol=tol)
+    np.testing.assert_allclose(np.asarray(relu.y_q), np.maximum(s_q, 0) + noise_q, rtol=0, atol=tol)
+    assert (s_ctx < 0).mean() > 0.4  # about half the responses are rectified
+
+
 def test_law_validation():
     with pytest.raises(ValueError, match="x_dist"):
         InputLaw.of(2, "laplace")
@@ -290,6 +314,8 @@ def test_law_validation():
         RegressionLaw("gaussian")
     with pytest.raises(ValueError, match="noise_std"):
         RegressionLaw(InputLaw.standard(2, "gaussian"), noise_std=-1.0)
+    with pytest.raises(ValueError, match="link"):
+        RegressionLaw(InputLaw.standard(2, "gaussian"), link="sigmoid")
     with pytest.raises(ValueError, match="n_points"):
         RegressionLaw(InputLaw.standard(2, "gaussian")).sample(2, 0, np.random.default_rng(0))
 

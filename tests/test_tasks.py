@@ -91,6 +91,22 @@ def test_regression_targets_are_linear_when_noiseless():
     assert (b.y_q - (b.x_q * b.w).sum(-1)).abs().max() <= 1e-12
 
 
+def test_relu_link_task_keeps_linear_keys_and_rectifies():
+    """A new field must not move existing checkpoint keys: the linear task's config has no ``link``; the ReLU
+    task's has it, a name of its own, and targets max(0, w.x) of the same draws."""
+    lin, relu = (
+        LinearRegressionTask(d=4, n_points=5, x_dist="gaussian"),
+        LinearRegressionTask(d=4, n_points=5, x_dist="gaussian", link="relu"),
+    )
+    assert "link" not in lin.config() and relu.config()["link"] == "relu"
+    assert relu.name == "linreg_d4_n5_gaussian_relu_concat" and lin.name == "linreg_d4_n5_gaussian_concat"
+    a, b = lin.draw(3, gen(6), dtype=torch.float64), relu.draw(3, gen(6), dtype=torch.float64)
+    assert torch.equal(a.x_ctx, b.x_ctx) and torch.equal(a.w, b.w)
+    assert torch.allclose(b.y_ctx, a.y_ctx.clamp_min(0.0), rtol=0, atol=1e-12)  # noiseless: relu of the linear y
+    with pytest.raises(ValueError, match="link"):
+        LinearRegressionTask(link="abs")
+
+
 def test_noise_and_layout_share_the_stream():
     # same seed: x and w identical whatever the noise level or layout (paired comparisons)
     a = LinearRegressionTask(noise_std=0.0).draw(3, gen(5))

@@ -286,6 +286,41 @@ def test_optimal_preconditioner_is_optimal_and_matches_monte_carlo():
         assert abs(mc - pre["loss_fn"](g)) <= Z * se
 
 
+@pytest.mark.parametrize("d,N,sigma", [(5, 20, 0.0), (3, 4, 0.5), (8, 6, 0.2)])
+def test_relu_response_one_step_theory_against_monte_carlo(d, N, sigma):
+    """ReLU responses, isotropic Gaussian inputs: eta* = N / (N + 2d + 3 + 4 sigma^2), Gamma* = eta* I, and the
+    closed-form loss of one least-squares GD step at several rates and at a random Gamma against direct Monte
+    Carlo squared errors on one shared batch drawn from the ReLU law."""
+    r = T.one_step_gd_relu_theory(d, N, sigma)
+    assert r["eta_star"] == pytest.approx(N / (N + 2 * d + 3 + 4 * sigma**2), rel=1e-14)
+    assert r["loss_fn"](r["eta_star"]) == pytest.approx(r["loss_star"], rel=1e-13)
+    assert r["loss_gamma"](r["eta_star"] * np.eye(d)) == pytest.approx(r["loss_star"], rel=1e-13)
+    lin = T.one_step_gd_theory(d, N, "gaussian", sigma)["eta_star"]
+    assert r["eta_star"] < lin  # the ReLU's larger fourth moment lowers the best step
+    rng = np.random.default_rng(11)
+    G = r["eta_star"] * np.eye(d) + 0.1 * rng.standard_normal((d, d))
+    assert r["loss_gamma"](G) > r["loss_star"]  # Gamma* = eta* I is the minimiser (strictly convex quadratic)
+    b = T.sample_regression(100000, d, N, "gaussian", sigma, np.random.default_rng(12), link="relu")
+    preds = [T.one_step_gd(e) for e in (r["eta_star"], lin, 1.0)] + [T.one_step_gd(1.0, G)]
+    expect = [r["loss_fn"](e) for e in (r["eta_star"], lin, 1.0)] + [r["loss_gamma"](G)]
+    for err, e in zip(_mc_squared_errors(preds, b), expect, strict=True):
+        mc, se = _mean_se(err)
+        assert abs(mc - e) <= Z * se, (mc, e, se)
+    # the linear law's formula is a different number: the check can tell the two laws apart
+    assert abs(T.one_step_gd_theory(d, N, "gaussian", sigma)["loss_fn"](r["eta_star"]) - r["loss_star"]) > 20 * se
+    mc = T.expected_loss_mc(T.one_step_gd(r["eta_star"]), d, N, "gaussian", sigma, rng, n_tasks=40000, link="relu")
+    assert mc["method"] == "monte_carlo" and abs(mc["loss"] - r["loss_star"]) <= Z * mc["se"]
+
+
+def test_relu_theory_and_law_refuse_bad_input():
+    with pytest.raises(ValueError, match="link"):
+        T.sample_regression(4, 3, 5, "gaussian", 0.0, np.random.default_rng(0), link="tanh")
+    with pytest.raises(ValueError, match="N"):
+        T.one_step_gd_relu_theory(3, 0, 0.0)
+    with pytest.raises(ValueError, match="shape"):
+        T.one_step_gd_relu_theory(3, 5, 0.0)["loss_gamma"](np.eye(2))
+
+
 @pytest.mark.parametrize(
     "d,N,x_dist,sigma",
     [(4, 10, "gaussian", 0.5), (4, 10, "anisotropic", 0.3), (6, 3, "gaussian", 0.5), (6, 3, "uniform", 0.0)],

@@ -81,6 +81,7 @@ from analysis.theory.icl_gd.bayes import (
 )
 from analysis.theory.icl_gd.closed_forms import (
     least_squares_theory,
+    one_step_gd_relu_theory,
     one_step_gd_theory,
     optimal_preconditioner,
     preconditioned_gd_loss,
@@ -153,6 +154,7 @@ __all__ = [
     "LinearSelfAttention",
     # .closed_forms
     "preconditioned_gd_loss",
+    "one_step_gd_relu_theory",
     "one_step_gd_theory",
     "optimal_preconditioner",
     "least_squares_theory",

@@ -121,6 +121,64 @@ def one_step_gd_theory(
     return {"eta_star": b / c, "loss_star": a - b * b / c, "a": a, "b": b, "c": c, "loss_fn": loss_fn}
 
 
+def one_step_gd_relu_theory(
+    d: int, N: int, sigma: float, w_std: float = 1.0, query_noise: bool = True
+) -> dict[str, Any]:
+    r"""One GD step on least squares (from w = 0) against a ReLU response: the best preconditioner and its loss.
+
+    The law: x ~ N(0, I_d), w ~ N(0, w_std^2 I_d), y = max(0, w.x) + sigma eps (context and query alike); the
+    predictor yhat = x_q^T Gamma h, h = (1/N) sum_i y_i x_i (one least-squares GD step, eta folded into Gamma).
+    Mahankali et al. 2023: changing only the responses to a nonlinear function of w.x leaves the optimal
+    one-layer LSA a single step of plain GD on least squares. Derivation, with s = w.x and u = w / |w|:
+
+    * Stein's lemma, E[g(s) x | w] = w E[g'(s) | w]; for g = relu, g' = 1{s > 0} has mean 1/2, so
+      m(w) := E[y x | w] = w / 2 and E[y_q x_q^T Gamma h] = E[m^T Gamma m] = (w_std^2 / 4) tr Gamma.
+    * Write x = u z + x_perp (z ~ N(0, 1) independent of x_perp). With E[relu(z)^2] = 1/2 and
+      E[relu(z)^2 z^2] = 3/2: E[relu(s)^2 x x^T | w] = |w|^2 (3/2 u u^T + 1/2 (I - u u^T)) = (|w|^2 / 2)(I + 2 u u^T);
+      averaging over w (E|w|^2 u u^T = E w w^T = w_std^2 I): E[relu(s)^2 x x^T] = w_std^2 (d + 2)/2 I.
+    * Context points are independent given w, so E[h h^T] = (1/N) E[y^2 x x^T] + (1 - 1/N) E[m m^T] = c I with
+          c = [w_std^2 (d + 2)/2 + sigma^2] / N + (1 - 1/N) w_std^2 / 4,
+      and (x_q independent, E x_q x_q^T = I) E[yhat^2] = tr(Gamma^T Gamma E[h h^T]) = c |Gamma|_F^2.
+    * E[y_q^2] = E[relu(s)^2] + sigma^2 = w_std^2 d / 2 + sigma^2 (query noise).
+
+    So loss(Gamma) = w_std^2 d/2 + qn sigma^2 - (w_std^2 / 2) tr Gamma + c |Gamma|_F^2, a strictly convex
+    quadratic whose minimiser is Gamma* = eta* I (a multiple of the identity: plain GD), with
+        eta* = (w_std^2 / 4) / c = N / (N + 2 d + 3 + 4 sigma^2 / w_std^2),   loss* = a - d eta* w_std^2 / 4.
+    The linear response's rate is N / (N + d + 1 + sigma^2 / w_std^2) (:func:`one_step_gd_theory`): the ReLU's
+    larger fourth moment (E[y^2 |x|^2]) lowers the best step. The LSA cannot predict y's mean E relu(s) != 0
+    (its output is linear in x_q): that part stays in loss*.
+
+    Returns dict(eta_star, loss_star, a, b, c, loss_fn, loss_gamma) with loss_fn(eta) = a - 2 b eta + d c eta^2
+    (b = d w_std^2 / 4) and loss_gamma(Gamma) the loss of any (d, d) preconditioner.
+    """
+    check_theory_args(d, N, sigma, w_std, query_noise)
+    w2, s2 = float(w_std) ** 2, float(sigma) ** 2
+    a = w2 * d / 2 + s2 * float(query_noise)
+    c = (w2 * (d + 2) / 2 + s2) / N + (1 - 1 / N) * w2 / 4
+    b = d * w2 / 4
+
+    def loss_fn(eta: float | np.ndarray) -> float | np.ndarray:
+        e = np.asarray(eta, dtype=np.float64)
+        return a - 2 * b * e + d * c * e**2
+
+    def loss_gamma(G: ArrayLike) -> float:
+        M = check_gamma(G)
+        if M.shape != (d, d):
+            raise ValueError(f"Gamma must have shape ({d}, {d}), got {M.shape}")
+        return float(a - (w2 / 2) * np.trace(M) + c * np.sum(M * M))
+
+    eta = (w2 / 4) / c
+    return {
+        "eta_star": eta,
+        "loss_star": a - b * eta,
+        "a": a,
+        "b": b,
+        "c": d * c,
+        "loss_fn": loss_fn,
+        "loss_gamma": loss_gamma,
+    }
+
+
 def optimal_preconditioner(
     Sigma: ArrayLike, N: int, sigma: float, w_std: float = 1.0, query_noise: bool = True
 ) -> dict[str, Any]:

@@ -40,12 +40,13 @@ def second_moment(d: int, x_dist: str, Sigma: ArrayLike | None = None) -> np.nda
 
 
 def regression_law(
-    d: int, x_dist: str, sigma: float, Sigma: ArrayLike | None = None, w_std: float = 1.0
+    d: int, x_dist: str, sigma: float, Sigma: ArrayLike | None = None, w_std: float = 1.0, link: str = "linear"
 ) -> RegressionLaw:
-    """The regression law: inputs from :func:`input_law`, w ~ N(0, w_std^2 I), label noise ``sigma``."""
+    """The regression law: inputs from :func:`input_law`, w ~ N(0, w_std^2 I), label noise ``sigma``,
+    responses ``g(w.x)`` with the link ``g`` of ``link`` (``linear`` or ``relu``)."""
     check_float("sigma", sigma, minimum=0.0)
     check_float("w_std", w_std, minimum=0.0)
-    return RegressionLaw(input_law(d, x_dist, Sigma), noise_std=sigma, w_std=w_std)
+    return RegressionLaw(input_law(d, x_dist, Sigma), noise_std=sigma, w_std=w_std, link=link)
 
 
 def sample_regression(
@@ -57,6 +58,7 @@ def sample_regression(
     rng: np.random.Generator,
     Sigma: ArrayLike | None = None,
     w_std: float = 1.0,
+    link: str = "linear",
 ) -> RegressionBatch:
     """Draw ``n_tasks`` independent tasks of ``N`` examples (numpy float64) from :func:`regression_law`.
 
@@ -66,4 +68,4 @@ def sample_regression(
     check_int("N", N, minimum=1)
     if not isinstance(rng, np.random.Generator):
         raise ValueError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
-    return regression_law(d, x_dist, sigma, Sigma, w_std).sample(n_tasks, N, rng)
+    return regression_law(d, x_dist, sigma, Sigma, w_std, link).sample(n_tasks, N, rng)

@@ -53,30 +53,33 @@ def expected_loss_mc(
     query_noise: bool = True,
     rao_blackwell: bool = True,
     chunk: int = 20000,
+    link: str = "linear",
 ) -> dict[str, Any]:
     """Monte Carlo expected loss with its standard error (sample std / sqrt(n)).
 
     Predictors with ``linear_map`` (linear in y) average the per-task loss analytically over w, the
-    noise and x_q (:func:`conditional_loss_linear`) unless ``rao_blackwell=False``; others (and that
-    case) use the squared error of one query per task. Returns dict(loss, se, n, method).
+    noise and x_q (:func:`conditional_loss_linear`) unless ``rao_blackwell=False`` or the responses are
+    nonlinear (``link`` other than ``linear``: that average assumes y = w.x); others (and those cases) use
+    the squared error of one query per task. Returns dict(loss, se, n, method).
     """
     check_theory_args(d, N, sigma, w_std, query_noise)
     check_int("n_tasks", n_tasks, minimum=2)
     check_int("chunk", chunk, minimum=1)
     S = second_moment(d, x_dist, Sigma)
-    use_rb = rao_blackwell and hasattr(predictor, "linear_map")
+    use_rb = rao_blackwell and hasattr(predictor, "linear_map") and link == "linear"
     vals = []
     done = 0
     while done < n_tasks:
         n = min(chunk, n_tasks - done)
-        batch = sample_regression(n, d, N, x_dist, sigma, rng, Sigma, w_std)
+        batch = sample_regression(n, d, N, x_dist, sigma, rng, Sigma, w_std, link)
         if use_rb:
             A = predictor.linear_map(batch.x_ctx)
             vals.append(conditional_loss_linear(A, batch.x_ctx, S, sigma, w_std, query_noise).numpy())
         else:
             with torch.no_grad():
                 yhat = predictor(batch.x_ctx, batch.y_ctx, batch.x_q).detach().numpy()
-            target = batch.y_q if query_noise else (batch.w * batch.x_q).sum(-1)
+            clean = (batch.w * batch.x_q).sum(-1)
+            target = batch.y_q if query_noise else (np.maximum(clean, 0.0) if link == "relu" else clean)
             vals.append((yhat - target) ** 2)
         done += n
     v = np.concatenate(vals)
