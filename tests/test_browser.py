@@ -174,10 +174,18 @@ PROMPTS = (
 )
 
 
+# The kernel is idle: the notebook toolbar's execution indicator says so (its data-status), or the
+# status bar's kernel item does ("Python 3 (workbench) | Idle"; JupyterLab 4.6.6 no longer shows that item by default).
+IDLE = (
+    "const i = document.querySelector('.jp-NotebookPanel-toolbar .jp-Notebook-ExecutionIndicator');"
+    "const s = (document.querySelector('.jp-StatusBar-Widget') || {}).innerText || '';"
+    "return (i !== null && i.getAttribute('data-status') === 'idle') || s.includes('| Idle');"
+)
+
+
 def _all_ran(drv) -> bool:
     prompts = _js(drv, PROMPTS)
-    idle = "| Idle" in _js(drv, "return (document.querySelector('.jp-StatusBar-Widget') || {}).innerText || ''")
-    return bool(prompts) and idle and all(p.strip() not in ("[ ]:", "[*]:", "") for p in prompts)
+    return bool(prompts) and bool(_js(drv, IDLE)) and all(p.strip() not in ("[ ]:", "[*]:", "") for p in prompts)
 
 
 def test_run_all_of_the_overview_in_jupyterlab(lab, driver):
@@ -186,8 +194,7 @@ def test_run_all_of_the_overview_in_jupyterlab(lab, driver):
     driver.get(f"{url}/lab/tree/00_overview.ipynb?token={token}")
     toolbar = "return (document.querySelector('.jp-NotebookPanel-toolbar') || {}).innerText || ''"
     _wait(driver, f"the kernel {KERNEL_NAME!r} in the toolbar", lambda d: KERNEL_NAME in _js(d, toolbar), 90)
-    status = "return (document.querySelector('.jp-StatusBar-Widget') || {}).innerText || ''"
-    _wait(driver, "an idle kernel", lambda d: "| Idle" in _js(d, status), 90)
+    _wait(driver, "an idle kernel", lambda d: bool(_js(d, IDLE)), 90)
     _click_menu(driver, "Run", "Run All Cells")
     _wait(driver, "every cell to run", _all_ran, RUN_ALL_TIMEOUT_S)
 
