@@ -156,8 +156,11 @@ def test_query_key_bias_hides_only_the_last_key():
 def test_config_validation():
     with pytest.raises(ValueError, match="x_dist"):
         P.Config(x_dist="laplace")
-    with pytest.raises(ValueError, match="n_eval"):
-        P.Config(x_dist="anisotropic", d=10, n_eval=50)
+    with pytest.raises(ValueError, match="n_eval"):  # the step matrix of Mahankali's setting needs >= 2 d^2 tasks
+        P.Config(mahankali_d=10, n_eval=150)
+    assert P.Config(mahankali_d=10, n_eval=150, mahankali=()).n_eval == 150  # without that setting: accepted
+    with pytest.raises(ValueError, match="mahankali"):
+        P.Config(mahankali=("laplace",))
     assert P.Config.preset("full") == P.Config()
 
 
