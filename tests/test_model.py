@@ -583,3 +583,36 @@ def test_rel_pos_and_kv_shift_refuse_what_they_cannot_do(over, match):
 def test_rel_pos_and_kv_shift_stay_out_of_existing_keys():
     assert "rel_pos" not in ModelConfig().to_dict() and "kv_shift" not in ModelConfig().to_dict()
     assert ModelConfig(rel_pos=4, kv_shift=True).to_dict()["rel_pos"] == 4
+
+
+@pytest.mark.parametrize("attention", ["softmax", "ssmax", "sigmoid", "linear"])
+def test_the_in_place_scores_buffer_is_the_out_of_place_formula_bit_for_bit(attention):
+    """Attention scales, biases and masks one scores buffer in place: a hook that keeps the scores sees exactly
+    the out-of-place arithmetic (the same ops in the same order: equal bits, float32 and float64), nothing
+    changes them after the hook, and the in-place ops leave autograd's gradients right (float64 gradcheck)."""
+    T = 7
+    for dtype in ("float32", "float64"):
+        cfg = ModelConfig(attention=attention, n_layers=1, d_model=16, n_heads=2, rel_pos=3, dtype=dtype, seed=2)
+        model = TinyTransformer(cfg)
+        with torch.no_grad():
+            model.blocks[0].attn.rel_bias.normal_(generator=torch.Generator().manual_seed(3))
+        bias = torch.randn(T, T, generator=torch.Generator().manual_seed(4)).to(cfg.torch_dtype)
+        names = [f"blocks.0.attn.hook_{n}" for n in ("q", "k", "attn_scores", "pattern")]
+        _, c = run_with_cache(model, tokens(T=T), names=names, attn_bias=bias)
+        q, k = (c[n].transpose(1, 2) for n in names[:2])
+        attn = model.blocks[0].attn
+        logits = (q @ k.transpose(-1, -2)) * cfg.scale
+        if attention == "ssmax":
+            logits = logits * (cfg.ssmax_s * torch.log(torch.arange(1, T + 1, dtype=logits.dtype)[:, None]))
+        logits = (logits + bias) + attn.rel_bias_rows(0, T, T)[None]
+        causal = torch.ones(T, T, dtype=torch.bool).tril()
+        expected = logits.masked_fill(~causal, float("-inf"))
+        assert torch.equal(c[names[2]], expected), (attention, dtype)
+        if attention in ("softmax", "ssmax"):
+            assert torch.equal(c[names[3]], torch.softmax(expected, -1))
+
+    cfg = ModelConfig(attention=attention, n_layers=1, d_model=8, n_heads=2, rel_pos=3, **F64)
+    attn = TinyTransformer(cfg).blocks[0].attn
+    x = torch.randn(1, 5, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(5), requires_grad=True)
+    b = torch.randn(5, 5, dtype=torch.float64, generator=torch.Generator().manual_seed(6), requires_grad=True)
+    assert torch.autograd.gradcheck(lambda x, b: attn(x, attn_bias=b), (x, b))
