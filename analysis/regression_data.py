@@ -316,6 +316,13 @@ class RegressionLaw:
         return RegressionBatch(x_ctx=x[:, :N], y_ctx=y[:, :N], x_q=x[:, N], y_q=y[:, N], w=w)
 
 
+def noiseless_query_target(batch: RegressionBatch, link: str = "linear") -> np.ndarray:
+    """g(w.x_q) of a numpy batch: the query's response without its noise, for the law's ``link``."""
+    check_choice("link", link, LINKS)
+    s = (batch.w * batch.x_q).sum(-1)
+    return np.maximum(s, 0.0) if link == "relu" else s
+
+
 __all__ = [
     "LINKS",
     "UNIFORM_M4",
@@ -326,4 +333,5 @@ __all__ = [
     "RegressionLaw",
     "concat_tokens",
     "interleaved_tokens",
+    "noiseless_query_target",
 ]

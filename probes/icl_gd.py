@@ -224,7 +224,7 @@ class Config(ProbeConfig):
     )
     mahankali: tuple[str, ...] = param(
         ("gaussian", "anisotropic", "relu"),
-        "laws on which a 1-layer linear LSA is also trained (Mahankali et al.; ~80 s each): Gaussian inputs, "
+        "laws on which a 1-layer linear LSA is also trained (Mahankali et al.; ~7 s each): Gaussian inputs, "
         "isotropic or anisotropic (cond), or isotropic with ReLU responses y = max(0, w.x) + noise",
         choices=MAHANKALI_LAWS,
         min_len=0,
@@ -1228,6 +1228,11 @@ def measure_mahankali(cfg: Config, progress: bool, data: dict, scalars: dict, co
         data[n] = (("mk_dist",), v)
     coords["mk_dist"] = np.asarray(dists, dtype=str)
     scalars["_cached"] = scalars.get("_cached", []) + cached
+
+
+# ================================================================================================
+# Looped (weight-tied) linear self-attention: multi-step GD in context (Chen et al., 003#50)
+# ================================================================================================
 
 
 def looped_config(cfg: Config, law: str) -> Config:

@@ -28,6 +28,7 @@ from analysis.regression_data import (
     RegressionLaw,
     concat_tokens,
     interleaved_tokens,
+    noiseless_query_target,
 )
 from analysis.tasks import LinearRegressionTask
 
@@ -295,6 +296,9 @@ def test_relu_link_shares_the_draws_and_rectifies_the_response(backend):
     np.testing.assert_allclose(np.asarray(relu.y_ctx), np.maximum(s_ctx, 0) + noise_ctx, rtol=0, atol=tol)
     np.testing.assert_allclose(np.asarray(relu.y_q), np.maximum(s_q, 0) + noise_q, rtol=0, atol=tol)
     assert (s_ctx < 0).mean() > 0.4  # about half the responses are rectified
+    if backend == "numpy":
+        np.testing.assert_array_equal(noiseless_query_target(relu, "relu"), np.maximum(s_q, 0))
+        np.testing.assert_array_equal(noiseless_query_target(lin), s_q)
 
 
 def test_law_validation():

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from analysis.regression_data import noiseless_query_target
 from analysis.theory.icl_gd._common import ArrayLike, as_f64, check_theory_args
 from analysis.theory.icl_gd.baselines import KNN, LeastSquares, Predictor, Ridge
 from analysis.theory.icl_gd.closed_forms import (
@@ -78,8 +79,7 @@ def expected_loss_mc(
         else:
             with torch.no_grad():
                 yhat = predictor(batch.x_ctx, batch.y_ctx, batch.x_q).detach().numpy()
-            clean = (batch.w * batch.x_q).sum(-1)
-            target = batch.y_q if query_noise else (np.maximum(clean, 0.0) if link == "relu" else clean)
+            target = batch.y_q if query_noise else noiseless_query_target(batch, link)
             vals.append((yhat - target) ** 2)
         done += n
     v = np.concatenate(vals)
