@@ -515,9 +515,8 @@ class Attention(nn.Module):
             scores.add_(bias_block(attn_bias, r0, r1, K).to(scores.dtype))
         if c.rel_pos:
             scores.add_(self.rel_bias_rows(r0, r1, K)[None])
-        support = self._support_rows(r0, r1, K, qh.device)  # (r, K) bool
         rows = None if whole else (r0, r1)
-        scores = self.hook_attn_scores(scores.masked_fill_(~support, float("-inf")), rows)
+        scores = self.hook_attn_scores(self._mask_rows(scores, r0, r1, K), rows)
         if c.attention in ("softmax", "ssmax", "uniform"):
             pattern = torch.softmax(scores, dim=-1)
         elif c.attention == "sigmoid":
@@ -537,11 +536,16 @@ class Attention(nn.Module):
         idx = off.clamp(0, R - 1) if self.cfg.causal else off.clamp(1 - R, R - 1) + R - 1
         return self.rel_bias[:, idx]
 
-    def _support_rows(self, r0: int, r1: int, K: int, device: torch.device) -> torch.Tensor:
-        """(r1 - r0, K) bool: which keys each query row sees (itself and earlier ones if causal)."""
-        if self.cfg.causal:
-            return torch.arange(K, device=device)[None, :] <= torch.arange(r0, r1, device=device)[:, None]
-        return torch.ones(r1 - r0, K, dtype=torch.bool, device=device)
+    def _mask_rows(self, scores: torch.Tensor, r0: int, r1: int, K: int) -> torch.Tensor:
+        """``scores`` (B, H, r1 - r0, K) of query rows ``r0:r1``, set in place to ``-inf`` where a row cannot see
+        the key: a causal row sees itself and earlier keys, so only keys ``r0..`` can be hidden and only that
+        part is written (the keys before ``r0`` are seen by every row of the block); a bidirectional row sees
+        every key, and nothing is written."""
+        if self.cfg.causal and r0 < K:
+            dev = scores.device
+            hide = torch.arange(r0, K, device=dev)[None, :] > torch.arange(r0, r1, device=dev)[:, None]  # (r, K - r0)
+            scores[..., r0:].masked_fill_(hide, float("-inf"))
+        return scores
 
     def _n_visible(self, T: int, x: torch.Tensor) -> torch.Tensor:
         if self.cfg.causal:

@@ -341,6 +341,13 @@ def max_abs_logit(scores: torch.Tensor, attn_bias=None, rows: int = 1024, row0: 
     are skipped. Row blocks of ``rows`` queries over their keys ``<=`` the block's last query (the
     probe needs a causal model, so later keys are masked) keep the temporaries a few MB instead of
     copying the whole tensor; the value is the same as over the full matrix.
+
+    The value is ``max(0, max |x|)`` over the finite entries, and the entries are split into regions that
+    are read in place when all their values are finite (:func:`_finite_absmax`): the keys every row of a
+    block sees, then the causal triangle in halves (:func:`_causal_absmax`). A compact
+    :class:`~analysis.model.PrefixKeyBias` is subtracted on its prefix keys only (the others carry a bias
+    of exactly 0); a dense bias is subtracted from the whole block. Every region gives the value the whole
+    block would, so the result does not depend on how it is split (tested against the direct formula).
     """
     n, K = scores.shape[-2:]
     best = 0.0
@@ -348,10 +355,51 @@ def max_abs_logit(scores: torch.Tensor, attn_bias=None, rows: int = 1024, row0: 
         i1 = min(i0 + rows, n)
         k = min(K, row0 + i1)
         blk = scores[..., i0:i1, :k]  # (B, H, r, k)
-        if attn_bias is not None:
-            blk = blk - bias_block(attn_bias, row0 + i0, row0 + i1, k).to(blk.dtype)
-        lo, hi = torch.aminmax(torch.nan_to_num(blk, nan=0.0, posinf=0.0, neginf=0.0))  # non-finite -> 0
-        best = max(best, float(hi), -float(lo))
+        if attn_bias is None:
+            best = max(best, _causal_absmax(blk, row0 + i0, 0))
+        elif isinstance(attn_bias, PrefixKeyBias):
+            p = min(attn_bias.n_keys, k)
+            own = blk[..., :p] - attn_bias.values[row0 + i0 : row0 + i1, None].to(blk.dtype)
+            best = max(best, _finite_absmax(own), _causal_absmax(blk, row0 + i0, p))
+        else:
+            best = max(best, _finite_absmax(blk - bias_block(attn_bias, row0 + i0, row0 + i1, k).to(blk.dtype)))
+    return best
+
+
+def _finite_absmax(x: torch.Tensor) -> float:
+    """``max(0, max |x|)`` over the finite entries of ``x``: ``amax`` and ``amin`` read a strided view in place
+    (``aminmax`` copies one first) and propagate NaN and any infinity they meet, so finite answers mean every
+    entry is finite; else the answer comes from a copy with non-finite entries set to 0 (which the floor at
+    0 makes harmless)."""
+    if x.numel() == 0:
+        return 0.0
+    lo, hi = x.amin(), x.amax()
+    if not (math.isfinite(float(lo)) and math.isfinite(float(hi))):
+        lo, hi = torch.aminmax(torch.nan_to_num(x, nan=0.0, posinf=0.0, neginf=0.0))
+    return max(0.0, float(hi), -float(lo))
+
+
+CAUSAL_LEAF = 64  # rows of a causal triangle read through the copying path at once (_causal_absmax)
+
+
+def _causal_absmax(blk: torch.Tensor, q0: int, c0: int) -> float:
+    """:func:`_finite_absmax` of keys ``c0 .. q0 + r - 1`` of ``blk`` (B, H, r, k), whose rows are the queries
+    ``q0 .. q0 + r - 1``: keys ``<= q0`` (seen by every row of a causal model, so finite) in place, the
+    triangle after them by halves of the rows, down to ``CAUSAL_LEAF`` rows (whose masked ``-inf`` entries
+    send them through the copy). A key after a row's own query is masked in a causal model, and the halves
+    skip those of their rows (the leaves read a few, which count as masked)."""
+    r, k = blk.shape[-2:]
+    c1 = min(k, q0 + r)  # no row of the block sees a key beyond its last query
+    if c1 <= c0:
+        return 0.0
+    full = max(c0, min(c1, q0 + 1))
+    best = _finite_absmax(blk[..., c0:full]) if full > c0 else 0.0
+    if full < c1:
+        if r <= CAUSAL_LEAF:
+            best = max(best, _finite_absmax(blk[..., full:c1]))
+        else:
+            h = r // 2
+            best = max(best, _causal_absmax(blk[..., :h, :], q0, full), _causal_absmax(blk[..., h:, :], q0 + h, full))
     return best
 
 

@@ -616,3 +616,31 @@ def test_the_in_place_scores_buffer_is_the_out_of_place_formula_bit_for_bit(atte
     x = torch.randn(1, 5, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(5), requires_grad=True)
     b = torch.randn(5, 5, dtype=torch.float64, generator=torch.Generator().manual_seed(6), requires_grad=True)
     assert torch.autograd.gradcheck(lambda x, b: attn(x, attn_bias=b), (x, b))
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_query_blocks_mask_only_the_keys_a_block_can_hide(causal):
+    """In blocks of query rows a causal block writes -inf only on keys from its first row on (earlier keys are
+    seen by all its rows) and a bidirectional one writes nothing: the reassembled scores hide exactly the keys
+    the whole matrix hides, their values and the patterns equal the whole matrix's to float64 rounding (a
+    block's product is a different matrix product), and gradients through the partly masked blocks pass
+    gradcheck (float64)."""
+    T = 11
+    cfg = ModelConfig(n_layers=1, d_model=16, n_heads=2, causal=causal, **F64)
+    model = TinyTransformer(cfg)
+    names = ["blocks.0.attn.hook_attn_scores", "blocks.0.attn.hook_pattern"]
+    x = tokens(T=T)
+    _, whole = run_with_cache(model, x, names=names)
+    seen = torch.ones(T, T, dtype=torch.bool)
+    seen = seen.tril() if causal else seen
+    assert torch.equal(torch.isfinite(whole[names[0]][0, 0]), seen)
+    for rows in (1, 4, 5):
+        model.query_block = rows
+        out, blocked = run_with_cache(model, x, names=names)
+        assert torch.equal(torch.isfinite(blocked[names[0]]), torch.isfinite(whole[names[0]])), rows
+        for n in names:
+            torch.testing.assert_close(blocked[n], whole[n], rtol=1e-12, atol=1e-12)
+    attn = model.blocks[0].attn
+    h = torch.randn(1, 6, 16, dtype=torch.float64, generator=torch.Generator().manual_seed(7), requires_grad=True)
+    attn.query_block = 4
+    assert torch.autograd.gradcheck(lambda h: attn(h), (h,))

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 import probes
-from analysis.model import TinyTransformer
+from analysis.model import PrefixKeyBias, TinyTransformer
 from analysis.paths import REPO
 from analysis.theory import prompt_forgetting as pf_theory
 from probes.base import run_probe
@@ -556,3 +556,48 @@ def test_logit_gain_scales_the_default_logit_scale_and_leaves_gain_1_unchanged()
     assert scaled.replace(logit_scale=None) == plain
     with pytest.raises(ValueError, match="logit_gain"):
         mod.Config.preset("smoke", logit_gain=0.0)
+
+
+def _absmax_direct(own: torch.Tensor) -> float:
+    """The definition: the largest |x| over the finite entries of the causal support (0 if none)."""
+    N = own.shape[-1]
+    causal = torch.ones(N, N, dtype=torch.bool).tril()
+    return float(torch.where(torch.isfinite(own) & causal, own.abs(), 0).amax())
+
+
+def test_max_abs_logit_regions_equal_the_definition(monkeypatch):
+    """The region split (keys every row sees read in place, the causal triangle by halves, the prefix bias
+    subtracted on its keys only) gives the definition's value exactly, also with non-finite entries among
+    the seen keys (an overflowed logit, a NaN, a -inf bias) and query blocks that start mid-matrix."""
+    gen = torch.Generator().manual_seed(11)
+    N, P = 203, 7
+    s = torch.randn(2, 3, N, N, generator=gen, dtype=torch.float64) * 3
+    s = s.masked_fill(~torch.ones(N, N, dtype=torch.bool).tril(), float("-inf"))
+    values = torch.randn(N, generator=gen, dtype=torch.float64)
+    compact = PrefixKeyBias(values, P)
+    dense = compact.dense()
+    monkeypatch.setattr(mod, "CAUSAL_LEAF", 4)  # the halving recursion runs several levels deep
+    for poison in (None, "inf", "nan", "neg", "diag"):
+        t = s.clone()
+        if poison == "inf":
+            t[1, 2, 150, 3] = float("inf")  # a key every row of its block sees
+        elif poison == "nan":
+            t[0, 1, 190, 120] = float("nan")
+        elif poison == "neg":
+            t[0, 0, 100, 50] = -1e6  # the largest |logit| is a negative entry among the seen keys
+        elif poison == "diag":
+            t[1, 0, 180, 179] = 1e6  # ... an entry of the causal triangle, next to the diagonal
+        expect = _absmax_direct(t)
+        for rows in (1, 16, 50, 1024):
+            assert mod.max_abs_logit(t, rows=rows) == expect, (poison, rows)
+            assert mod.max_abs_logit(t + dense, compact, rows=rows) == _absmax_direct(t + dense - dense), (poison, rows)
+            assert mod.max_abs_logit(t + dense, dense, rows=rows) == _absmax_direct(t + dense - dense), (poison, rows)
+        for r0 in (0, 37, 128):  # one hooked block of query rows r0.. (as the model's query blocks call the hook)
+            later = t.clone()
+            later[..., :r0, :] = float("-inf")  # the rows before the block do not count
+            assert mod.max_abs_logit(t[..., r0:, :], rows=64, row0=r0) == _absmax_direct(later), (poison, r0)
+    # a -inf bias hides a seen key: the compact bias's prefix goes through the copying path
+    hidden = PrefixKeyBias(values.clone().index_fill_(0, torch.tensor([120]), float("-inf")), P)
+    t = s + hidden.dense()
+    own = t - hidden.dense()  # -inf - (-inf) = NaN on the hidden entries: not finite, skipped
+    assert mod.max_abs_logit(t, hidden, rows=32) == _absmax_direct(own)
