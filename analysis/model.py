@@ -29,6 +29,7 @@ would defeat that: :class:`PrefixKeyBias` describes "a value per query row on th
 
 from __future__ import annotations
 
+import functools
 import math
 import typing
 from collections.abc import Sequence
@@ -339,15 +340,36 @@ def _activation(name: str):
 
 
 def rope_rotate(x: torch.Tensor, base: float) -> torch.Tensor:
-    """Rotary position embedding of ``x`` (B, T, H, dh): pairs (i, i + dh/2) rotate by angle t * base^(-2i/dh)."""
+    """Rotary position embedding of ``x`` (B, T, H, dh): pairs (i, i + dh/2) rotate by angle t * base^(-2i/dh).
+
+    ``[x1 cos - x2 sin, x1 sin + x2 cos]`` with the angle tables of :func:`rope_table`; without autograd the
+    halves are written straight into the output (the same four products and two sums, so the same bits as the
+    concatenating form autograd needs)."""
     B, T, H, dh = x.shape
     half = dh // 2
-    inv_freq = base ** (-torch.arange(half, dtype=torch.float64, device=x.device) * 2.0 / dh)  # (dh/2,)
-    angle = torch.arange(T, dtype=torch.float64, device=x.device)[:, None] * inv_freq  # (T, dh/2)
-    cos = angle.cos().to(x.dtype)[None, :, None, :]  # (1, T, 1, dh/2)
-    sin = angle.sin().to(x.dtype)[None, :, None, :]
+    cos, sin = rope_table(T, dh, float(base), x.dtype, x.device)
     x1, x2 = x[..., :half], x[..., half:]
-    return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)  # (B, T, H, dh)
+    if torch.is_grad_enabled() and x.requires_grad:
+        return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)  # (B, T, H, dh)
+    out = torch.empty_like(x, memory_format=torch.contiguous_format)
+    o1, o2 = out[..., :half], out[..., half:]
+    torch.mul(x1, cos, out=o1).sub_(x2 * sin)
+    torch.mul(x1, sin, out=o2).add_(x2 * cos)
+    return out
+
+
+@functools.lru_cache(maxsize=64)
+def rope_table(
+    T: int, dh: int, base: float, dtype: torch.dtype, device: torch.device
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(cos, sin)`` of the rotary angles ``t * base^(-2i/dh)`` (1, T, 1, dh/2), computed in float64 and cast
+    to ``dtype``; kept per shape, dtype and device (read-only, never autograd leaves or inference tensors, so
+    a table made under ``torch.inference_mode`` serves training too)."""
+    with torch.inference_mode(False), torch.no_grad():
+        half = dh // 2
+        inv_freq = base ** (-torch.arange(half, dtype=torch.float64, device=device) * 2.0 / dh)  # (dh/2,)
+        angle = torch.arange(T, dtype=torch.float64, device=device)[:, None] * inv_freq  # (T, dh/2)
+        return angle.cos().to(dtype)[None, :, None, :], angle.sin().to(dtype)[None, :, None, :]
 
 
 # ------------------------------------------------------------------------------------------------

@@ -644,3 +644,32 @@ def test_query_blocks_mask_only_the_keys_a_block_can_hide(causal):
     h = torch.randn(1, 6, 16, dtype=torch.float64, generator=torch.Generator().manual_seed(7), requires_grad=True)
     attn.query_block = 4
     assert torch.autograd.gradcheck(lambda h: attn(h), (h,))
+
+
+def test_rope_rotate_is_the_rotation_formula_bit_for_bit_with_and_without_autograd():
+    """RoPE writes its halves in place when no gradient is wanted and concatenates under autograd: both are
+    ``[x1 cos - x2 sin, x1 sin + x2 cos]`` with float64 angles cast to the dtype, bit for bit, also for a
+    strided input; a table first made under inference mode serves a training step afterwards."""
+    from analysis.model import rope_rotate, rope_table
+
+    def formula(x, base):
+        half, T = x.shape[-1] // 2, x.shape[1]
+        inv = base ** (-torch.arange(half, dtype=torch.float64) * 2.0 / x.shape[-1])
+        angle = torch.arange(T, dtype=torch.float64)[:, None] * inv
+        cos, sin = (f(angle).to(x.dtype)[None, :, None, :] for f in (torch.cos, torch.sin))
+        x1, x2 = x[..., :half], x[..., half:]
+        return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)
+
+    rope_table.cache_clear()
+    for dtype in (torch.float32, torch.float64):
+        x = torch.randn(2, 33, 3, 16, dtype=dtype, generator=torch.Generator().manual_seed(1)) * 5
+        with torch.inference_mode():
+            assert torch.equal(rope_rotate(x, 500.0), formula(x, 500.0))
+        strided = x.transpose(1, 2).contiguous().transpose(1, 2)
+        with torch.no_grad():
+            assert torch.equal(rope_rotate(strided, 500.0), formula(x, 500.0))
+        leaf = x.clone().requires_grad_()
+        y = rope_rotate(leaf, 500.0)
+        assert torch.equal(y.detach(), formula(x, 500.0))
+        y.pow(2).sum().backward()  # a rotation keeps norms: d/dx |R x|^2 = 2 x
+        torch.testing.assert_close(leaf.grad, 2 * x)
