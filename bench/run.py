@@ -167,26 +167,47 @@ def bench_forward(rounds: int = 5) -> dict:
 HOOK_ROUNDS = 80  # rounds of the hook benchmark: its ratio's run-to-run spread was +-0.05 at 25 rounds
 
 
-def bench_hooks() -> dict:
+def bench_hooks(rounds: int = HOOK_ROUNDS) -> dict:
     """Overhead of the hook machinery: no hooks vs caching the residual stream vs caching everything.
 
-    The three variants are interleaved round by round (so drifts in machine load hit all of them
-    alike) and each is summarised by its median over the rounds.
+    The variants are interleaved round by round (so drifts in machine load hit all of them alike) and each
+    is summarised by its median over the rounds. Two of them measure the floor of caching everything
+    without a model: every distinct buffer the cache holds is written and kept to the end of the call
+    (``retain_buffers``) or written and freed at once (``reuse_buffers``); their difference,
+    ``retention_s``, is what holding those bytes costs in page faults and cache misses, and
+    ``retention_floor_ratio = 1 + retention_s / no_hooks`` the ratio a cache with free hook machinery would
+    still reach.
     """
     cfg = ModelConfig(n_layers=4, d_model=128, n_heads=4, vocab_size=256)
     model = TinyTransformer(cfg).eval()
     x = torch.randint(0, 256, (4, 256), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        _, cached = run_with_cache(model, x, names=None)
+    storages = {t.untyped_storage().data_ptr(): t.untyped_storage().nbytes() for t in cached.values()}
+    sizes = [n // 4 for n in storages.values()]  # float32 elements of every distinct buffer the cache holds
+    del cached
+
+    def retain():  # the same buffers written and all kept to the end, as the cache keeps them
+        kept = [torch.empty(n).fill_(1.0) for n in sizes]
+        return len(kept)
+
+    def reuse():  # the same bytes written, each buffer freed before the next (the allocator recycles it)
+        for n in sizes:
+            torch.empty(n).fill_(1.0)
+
     variants = {
         "no_hooks": lambda: model(x),
         "cache_resid_post": lambda: run_with_cache(model, x, names="blocks.*.hook_resid_post"),
         "cache_everything": lambda: run_with_cache(model, x, names=None),
+        "retain_buffers": retain,
+        "reuse_buffers": reuse,
     }
     times: dict[str, list[float]] = {k: [] for k in variants}
     faults = dict.fromkeys(variants, 0)
     with torch.no_grad():
         for fn in variants.values():
             fn()  # warm-up
-        for _ in range(HOOK_ROUNDS):
+        for _ in range(rounds):
             for name, fn in variants.items():
                 f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
                 t0 = time.perf_counter()
@@ -194,10 +215,15 @@ def bench_hooks() -> dict:
                 times[name].append(time.perf_counter() - t0)
                 faults[name] += resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0
     med = {k: statistics.median(v) for k, v in times.items()}
-    out = {"config": f"L=4 d=128 H=4 T=256 B=4 float32, {HOOK_ROUNDS} interleaved rounds"}
+    out = {"config": f"L=4 d=128 H=4 T=256 B=4 float32, {rounds} interleaved rounds"}
     out["keep_freed_memory_limit"] = kept_limit()  # None: glibc's defaults (analysis/allocator.py)
-    out["minor_page_faults_per_forward"] = {k: v / HOOK_ROUNDS for k, v in faults.items()}
+    out["minor_page_faults_per_forward"] = {k: v / rounds for k, v in faults.items()}
     out["cache_everything_over_plain"] = med["cache_everything"] / med["no_hooks"]
+    # what keeping the cache's bytes costs with no model and no hooks: writing them into memory that stays
+    # allocated (fresh pages, or heap the caches do not hold) against writing them into one recycled buffer
+    out["cached_buffers"] = {"count": len(sizes), "mb": 4 * sum(sizes) / 2**20}
+    out["retention_s"] = med["retain_buffers"] - med["reuse_buffers"]
+    out["retention_floor_ratio"] = 1 + out["retention_s"] / med["no_hooks"]
     for name, v in times.items():
         out[name] = {
             "median_s": med[name],
@@ -687,6 +713,17 @@ def _headline(results: dict) -> list[str]:
         rows.append(
             ("cache everything / no hooks (time ratio)", f"{h['cache_everything']['overhead_ratio']:.2f}", h["config"])
         )
+        for key, label in (("hooks", "glibc defaults"), ("hooks_malloc", "freed memory kept")):
+            if "retention_floor_ratio" in results.get(key, {}):
+                r = results[key]
+                rows.append(
+                    (
+                        f"cache everything: the floor of holding its buffers ({label}; time ratio)",
+                        f"{r['retention_floor_ratio']:.2f} (measured {r['cache_everything_over_plain']:.2f})",
+                        f"{r['cached_buffers']['count']} buffers, {r['cached_buffers']['mb']:.0f} MB written and kept "
+                        f"vs recycled: {1000 * r['retention_s']:.2f} ms",
+                    )
+                )
         if "idle_hook_share_of_forward" in h:
             rows.append(
                 (

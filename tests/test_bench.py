@@ -75,3 +75,16 @@ def test_figure_runs_report_their_training_share(bench):
         "| make figures PRESET=full, cold cache (s) | 100 | exit 0 |",
         "|   of which training, summed over its checkpoints (s, one thread each) | 60 | 3 checkpoints |",
     ]
+
+
+def test_hook_benchmark_measures_the_floor_of_holding_its_buffers(bench):
+    r = bench.bench_hooks(rounds=2)
+    # the floor is the cost of writing and keeping the cache's distinct buffers against recycling them
+    assert r["retention_s"] == pytest.approx(r["retain_buffers"]["median_s"] - r["reuse_buffers"]["median_s"])
+    assert r["retention_floor_ratio"] == pytest.approx(1 + r["retention_s"] / r["no_hooks"]["median_s"])
+    # L=4 d=128 T=256 B=4: every layer's (4, 4, 256, 256) scores and pattern are among the buffers it holds
+    assert r["cached_buffers"]["mb"] > 4 * 2 * 4 * 4 * 256 * 256 * 4 / 2**20
+    assert r["cached_buffers"]["count"] >= 4 * 2
+    rows = bench._headline({"hooks": r, "hooks_malloc": r})
+    floor = f"{r['retention_floor_ratio']:.2f} (measured {r['cache_everything_over_plain']:.2f})"
+    assert sum(f"| {floor} |" in row for row in rows) == 2
