@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 
@@ -455,3 +456,55 @@ def test_resume_never_skips_a_missing_snapshot(tmp_path):
 def test_snapshot_steps_are_checked(bad):
     with pytest.raises(ValueError, match="snapshots"):
         run(snapshots=bad)
+
+
+@contextlib.contextmanager
+def _filling():
+    """The trainer's deterministic block with deterministic mode's NaN filling of new tensors left on."""
+    with _TRAINER_DETERMINISTIC():
+        torch.utils.deterministic.fill_uninitialized_memory = True
+        yield
+
+
+_TRAINER_DETERMINISTIC = train_mod._deterministic
+
+
+@pytest.mark.parametrize(
+    "over",
+    [
+        {},  # softmax through the fused kernel
+        dict(attention="ssmax", pos="rope", qk_norm=True),
+        dict(attention="sigmoid", norm="post", norm_type="rmsnorm", rel_pos=3),
+        dict(attention="linear", kv_shift=True, deepnorm=True, norm="post"),
+        dict(attention="recurrent", write_rule="delta", decay="gated", feature_map="elu1"),
+        dict(attention="recurrent", decay="fixed", feature_map="favor", n_features=8),
+    ],
+)
+def test_no_kernel_reads_memory_it_did_not_write(monkeypatch, over):
+    """The trainer turns off deterministic mode's NaN filling of new tensors; the weights and the history are
+    the same bits with it on, for every token mixer and both adaptive optimisers (a kernel reading memory it
+    never wrote would show as NaN with the filling, and as other bits without it)."""
+    model_cfg = MODEL.replace(**over)
+    for optimizer in ("adamw", "adam"):
+        cfg = TRAIN.replace(steps=6, optimizer=optimizer, eval_every=3)
+        plain = train(model_cfg, ShiftTask(), cfg, cache=None, progress=False)
+        assert torch.utils.deterministic.fill_uninitialized_memory  # the default is back after training
+        with monkeypatch.context() as m:
+            m.setattr(train_mod, "_deterministic", _filling)
+            filled = train(model_cfg, ShiftTask(), cfg, cache=None, progress=False)
+        assert_same_weights(plain.model, filled.model)
+        assert_same_history(plain.history, filled.history)
+        assert all(torch.isfinite(p).all() for p in filled.model.parameters())
+
+
+def test_the_fused_lsa_path_reads_no_memory_it_did_not_write(monkeypatch):
+    from probes import icl_gd as P
+
+    cfg = P.Config.preset("smoke")
+    task = P.NegYReadoutTask(P.regression_task(cfg), hide_query=True)
+    tcfg = TrainConfig(steps=5, batch_size=32, lr=1e-2, optimizer="adam", grad_clip=0.0, seed=0)
+    plain = train(P.model_config(cfg, 1), task, tcfg, cache=None, progress=False)
+    monkeypatch.setattr(train_mod, "_deterministic", _filling)
+    filled = train(P.model_config(cfg, 1), task, tcfg, cache=None, progress=False)
+    assert_same_weights(plain.model, filled.model)
+    assert_same_history(plain.history, filled.history)
