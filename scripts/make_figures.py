@@ -60,11 +60,13 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from analysis.firstlook import recorded_seconds
 from analysis.io import (
     atomic_write_bytes,
     atomic_write_json,
@@ -261,17 +263,25 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
-def plan(notebooks: list[Path], jobs: int | None, build: Path) -> tuple[int, int, list[Path]]:
+def plan(
+    notebooks: list[Path],
+    jobs: int | None,
+    build: Path,
+    preset: str = "full",
+    recorded: Callable[[str], dict[str, float]] | None = None,
+) -> tuple[int, int, list[Path]]:
     """(jobs, torch threads per kernel, execution order) for ``notebooks``.
 
     ``jobs`` defaults to the usable cores; each kernel gets ``cores // jobs`` threads (at least one) so that
     concurrent kernels never oversubscribe the machine, and at most ``len(notebooks)`` kernels run at once.
     The thread count does not depend on which notebooks are selected, so ``--only`` computes exactly
     what the full run does.
-    With several jobs the notebooks start longest first, by the wall time their last stamp recorded
-    (unknown ones first), which shortens the run's critical path; the manifest and the printed summary
-    keep notebook order.
+    With several jobs the notebooks start longest first, which shortens the run's critical path: by the
+    wall time their last stamp recorded, else (a fresh checkout has no stamps) by the cold-cache time of the
+    same preset in the newest figures benchmark (``recorded``: :func:`analysis.firstlook.recorded_seconds`,
+    ``bench/results/*.json``), unknown ones first; the manifest and the printed summary keep notebook order.
     """
+    recorded = recorded or recorded_seconds
     cores = usable_cores()
     requested = jobs if jobs is not None else cores
     threads = max(1, cores // requested)  # not capped by the selection: --only computes with the same threads
@@ -284,7 +294,7 @@ def plan(notebooks: list[Path], jobs: int | None, build: Path) -> tuple[int, int
 
     def last_wall(nb: Path) -> float:
         stamp = _read_json(build / "stamps" / f"{nb.stem}.json")
-        wall = stamp.get("wall_s")
+        wall = stamp.get("wall_s", recorded(nb.stem).get(preset))
         return float(wall) if isinstance(wall, (int, float)) else float("inf")
 
     return n, threads, sorted(notebooks, key=lambda nb: -last_wall(nb))  # stable: ties keep notebook order
@@ -717,7 +727,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     source_hash = tree_hash(args.sources)
     params_text = " ".join(f"{k}={json.dumps(v)}" for k, v in sorted(args.params.items()))
-    jobs, threads, order = plan(selected, args.jobs, args.build)
+    jobs, threads, order = plan(selected, args.jobs, args.build, args.preset)
     where = f"{jobs} at a time, {threads} thread(s) each" if jobs > 1 else f"{threads} thread(s)"
     print(f"make_figures: {len(selected)} notebook(s) ({where}), {params_text}, out {args.out}")
 

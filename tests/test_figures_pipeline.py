@@ -343,7 +343,8 @@ def test_smoke_figures_never_land_in_the_committed_gallery(script, monkeypatch):
 
 def test_plan_threads_and_order(script, tmp_path, monkeypatch):
     """Kernels never oversubscribe the cores; the selection does not change the thread count; the longest
-    notebook (by its last stamp) starts first, unknown ones before it."""
+    notebook (by its last stamp, else by the recorded figures benchmark of the same preset) starts first,
+    unknown ones before it."""
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     monkeypatch.setattr(script, "usable_cores", lambda: 4)
     nbs = [tmp_path / f"0{i}_n.ipynb" for i in range(1, 5)]
@@ -351,8 +352,15 @@ def test_plan_threads_and_order(script, tmp_path, monkeypatch):
     stamps.mkdir(parents=True)
     for nb, wall in zip(nbs[:3], (5.0, 50.0, 20.0), strict=True):
         (stamps / f"{nb.stem}.json").write_text(json.dumps({"wall_s": wall}))
-    jobs, threads, order = script.plan(nbs, None, tmp_path / "build")
+    none = lambda name: {}  # noqa: E731  (no figures benchmark recorded)
+    jobs, threads, order = script.plan(nbs, None, tmp_path / "build", recorded=none)
     assert (jobs, threads) == (4, 1)
+    assert [nb.stem for nb in order] == ["04_n", "02_n", "03_n", "01_n"]
+    # without a stamp, the preset's time in the newest figures benchmark orders it; a stamp comes first
+    bench = {"04_n": {"full": 30.0, "smoke": 100.0}, "01_n": {"full": 1000.0}}
+    order = script.plan(nbs, None, tmp_path / "build", "full", recorded=lambda name: bench.get(name, {}))[2]
+    assert [nb.stem for nb in order] == ["02_n", "04_n", "03_n", "01_n"]
+    order = script.plan(nbs, None, tmp_path / "build", "smoke", recorded=lambda name: bench.get(name, {}))[2]
     assert [nb.stem for nb in order] == ["04_n", "02_n", "03_n", "01_n"]
     assert script.plan(nbs[:1], None, tmp_path / "build")[:2] == (1, 1)  # --only: same threads
     assert script.plan(nbs, 2, tmp_path / "build")[:2] == (2, 2)
