@@ -218,7 +218,7 @@ class Config(ProbeConfig):
     )
     eta_seeds: int = param(
         3,
-        "one-layer models trained from seeds seed.. for the trained eta's uncertainty (~80 s each)",
+        "one-layer models trained from seeds seed.. for the trained eta's uncertainty (about 9 s each, one thread)",
         minimum=1,
         maximum=16,
     )
