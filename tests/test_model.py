@@ -636,7 +636,7 @@ def test_query_blocks_mask_only_the_keys_a_block_can_hide(causal):
     assert torch.equal(torch.isfinite(whole[names[0]][0, 0]), seen)
     for rows in (1, 4, 5):
         model.query_block = rows
-        out, blocked = run_with_cache(model, x, names=names)
+        _, blocked = run_with_cache(model, x, names=names)
         assert torch.equal(torch.isfinite(blocked[names[0]]), torch.isfinite(whole[names[0]])), rows
         for n in names:
             torch.testing.assert_close(blocked[n], whole[n], rtol=1e-12, atol=1e-12)

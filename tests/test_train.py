@@ -458,15 +458,15 @@ def test_snapshot_steps_are_checked(bad):
         run(snapshots=bad)
 
 
+_TRAINER_DETERMINISTIC = train_mod._deterministic  # the real block, before a test patches it
+
+
 @contextlib.contextmanager
 def _filling():
     """The trainer's deterministic block with deterministic mode's NaN filling of new tensors left on."""
     with _TRAINER_DETERMINISTIC():
         torch.utils.deterministic.fill_uninitialized_memory = True
         yield
-
-
-_TRAINER_DETERMINISTIC = train_mod._deterministic
 
 
 @pytest.mark.parametrize(
