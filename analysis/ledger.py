@@ -54,12 +54,17 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from analysis import evidence
+from analysis.evidence import COVERAGE, STABLE_AT
 from analysis.io import atomic_write_json
 from analysis.validation import check_choice, check_float
 
 ROLES = ("identity", "prediction", "bound", "paper")
-STATUSES = ("pass", "fail", "deviation", "inconclusive", "loose", "not_evaluated")
-EVALUATED = ("pass", "fail", "deviation", "inconclusive", "loose")
+STATUSES = ("pass", "fail", "deviation", "inconclusive", "loose", "unstable", "not_evaluated")
+EVALUATED = ("pass", "fail", "deviation", "inconclusive", "loose", "unstable")
+VERDICTS = ("pass", "fail", "inconclusive", "loose")  # what a comparison alone decides (before diagnosis)
+FINDINGS = ("regime", "scale", "refuted", "bug")  # a fail's triage; "bug": a failing identity
+STABILITY_METHODS = ("resample", "rounding")
 KINDS = ("close", "bound", "within", "manual")
 PRESETS = ("smoke", "full")
 RELATIONS = ("<=", "<", ">=", ">")
@@ -97,6 +102,9 @@ class Claim:
     diagnosis: str = ""  # what the diagnosing claims show, in words
     outcome: bool | None = None  # the comparison itself (None: not evaluated or non-finite)
     figure: str | None = None  # the figure that shows this claim, if any
+    stability: dict[str, Any] | None = None  # evaluated non-identity claims: analysis.evidence.stability's record
+    triage: dict[str, Any] = field(default_factory=dict)  # {"regime": [claim names], "scale": "how, which knob"}
+    finding: dict[str, Any] | None = None  # a fail's triage: {"kind": regime|scale|refuted|bug, ...}
 
     @property
     def passed(self) -> bool:
@@ -139,10 +147,45 @@ class Claim:
         d["tolerance"] = dict(d.get("tolerance") or {})
         d["diagnosed_by"] = list(d.get("diagnosed_by") or [])
         d["diagnosis_requires"] = dict(d.get("diagnosis_requires") or {})
+        d["triage"] = dict(d.get("triage") or {})
         check_choice("status", d.get("status"), STATUSES)
         check_choice("kind", d.get("kind"), KINDS)
         check_choice("role", d.get("role"), ROLES)
-        return cls(**d)
+        claim = cls(**d)
+        claim.check_evidence()
+        return claim
+
+    def check_evidence(self) -> None:
+        """Refuse a claim whose ``stability`` or ``finding`` is missing or malformed (one line naming it)."""
+        where = f"claim {self.context}/{self.name}"
+        evaluated = self.status not in ("not_evaluated",) and self.role != "identity" and self.kind != "manual"
+        st = self.stability
+        if evaluated:
+            if not isinstance(st, dict) or st.get("method") not in STABILITY_METHODS:
+                raise ValueError(f"{where}: stability must be a record with method in {STABILITY_METHODS}, got {st!r}")
+            v = st.get("value")
+            if isinstance(v, bool) or not isinstance(v, int | float) or not 0.0 <= v <= 1.0:
+                raise ValueError(f"{where}: stability value must be a fraction in [0, 1], got {v!r}")
+            if st.get("verdict") not in VERDICTS or not isinstance(st.get("rounding"), bool):
+                raise ValueError(f"{where}: stability needs a verdict in {VERDICTS} and a rounding flag, got {st!r}")
+            if (self.status == "unstable") != (v < STABLE_AT):
+                raise ValueError(
+                    f"{where}: status {self.status!r} disagrees with stability {v!r} (unstable below {STABLE_AT})"
+                )
+        elif st is not None and self.status == "not_evaluated":
+            raise ValueError(f"{where}: an unevaluated claim has no stability, got {st!r}")
+        f = self.finding
+        if self.status == "fail":
+            if not isinstance(f, dict) or f.get("kind") not in FINDINGS:
+                raise ValueError(f"{where}: a fail needs a finding with kind in {FINDINGS}, got {f!r}")
+            if f["kind"] == "regime" and (not isinstance(f.get("claims"), list) or not f["claims"]):
+                raise ValueError(f"{where}: a regime finding must name the failing hypothesis claims, got {f!r}")
+            if f["kind"] == "scale" and (not isinstance(f.get("note"), str) or not f["note"].strip()):
+                raise ValueError(f"{where}: a scale finding must say how the paper's setting is larger, got {f!r}")
+            if (f["kind"] == "bug") != (self.role == "identity"):
+                raise ValueError(f"{where}: only a failing identity is a bug, got {f!r} for role {self.role!r}")
+        elif f is not None:
+            raise ValueError(f"{where}: only a fail carries a finding, got {f!r} with status {self.status!r}")
 
     def against_alternative(self) -> Claim:
         """This claim re-judged against its alternative instead of its expected value.
@@ -238,13 +281,16 @@ class Ledger:
         self,
         name: str,
         *,
-        measured: Any,
         expected: Any,
         alternative: Any,
         hypothesis: str,
+        measured: Any = None,
+        replicates: Any = None,
         se: Any = None,
-        k: float | None = None,
+        dof: Any = None,
         ci: Any = None,
+        coverage: float | None = None,
+        within_run: str | None = None,
         atol: float | None = None,
         rtol: float = 0.0,
         source: str,
@@ -253,56 +299,83 @@ class Ledger:
         requires_full: bool = False,
         diagnosed_by: Mapping[str, str] | None = None,
         diagnosis: str = "",
+        regime: Iterable[str] | None = None,
+        scale: str | None = None,
         statement: str | None = None,
         figure: str | None = None,
     ) -> Claim:
-        """A derived number against a measurement, with the measurement's own uncertainty.
+        """A derived number against a measurement, with the measurement's own uncertainty under the one band
+        policy (:mod:`analysis.evidence`: 95% coverage, Student-t multiples).
 
-        The uncertainty is given as exactly one of: ``se`` and ``k`` (band ``expected ± k se``), ``ci``
-        (a confidence interval ``(lo, hi)`` of the measurement: pass iff it contains ``expected``) or
-        ``atol``/``rtol`` (a band whose origin ``why`` states, e.g. a bootstrap half-width).
+        The uncertainty is given as exactly one of:
+
+        * ``replicates``: the values of independent replicates (seeds); the measurement is their mean, the
+          band ``t(95%, n - 1) x SE``;
+        * ``se`` with ``dof``: a standard error over replicates (``dof = n - 1``), or a within-run SE with
+          ``within_run`` saying why the quantity is deterministic given the model (``dof``: its degrees of
+          freedom, ``math.inf`` for many draws); the band is ``t(95%, dof) x se``;
+        * ``ci`` with ``coverage=0.95``: a 95% confidence interval ``(lo, hi)`` of the measurement (pass
+          iff it contains ``expected``), over replicates or ``within_run``;
+        * ``atol``/``rtol``: a criterion band (a stated tolerance that is not a measurement's uncertainty,
+          e.g. "within 5%"); ``why`` says where it comes from.
+
         ``alternative`` is the value the competing ``hypothesis`` predicts; the measurement is judged
         against it with the same uncertainty, and a claim consistent with both is ``inconclusive``.
+        ``regime`` (claims of this ledger that measure the theorem's hypotheses) and ``scale`` (how the
+        paper's setting is larger, and which knob reaches it) triage a fail (:class:`Claim` ``finding``).
         """
-        given = sum(x is not None for x in (se, ci, atol))
+        given = sum(x is not None for x in (replicates, se, ci, atol))
         if given != 1:
-            raise ValueError("predict needs exactly one of se (with k), ci or atol for the measurement's uncertainty")
+            raise ValueError(
+                "predict needs exactly one of replicates, se (with dof), ci (with coverage) or atol (a criterion)"
+            )
         alt = _alternative(alternative, hypothesis)
-        m = _as_measured(measured)
         e = _as_finite_float("expected", expected)
+        triage = _triage(name, regime, scale)
+        common = dict(
+            source=source,
+            why=why,
+            seed=seed,
+            requires_full=requires_full,
+            diagnosed_by=diagnosed_by,
+            diagnosis=diagnosis,
+            triage=triage,
+            figure=figure,
+        )
         if ci is not None:
+            m = _as_measured(measured)
             lo, hi = _ci(ci)
+            _check_coverage(coverage)
             ok = _finite(m) and math.isfinite(lo) and math.isfinite(hi)
             band = [e - (hi - m), e + (m - lo)] if ok else [e, e]
             outcome = (lo <= e <= hi) if ok else None
             alt["consistent"] = (lo <= alt["value"] <= hi) if ok else None
-            statement = statement or f"{name}: {_fmt(e)} inside the measurement's CI"
+            statement = statement or f"{name}: {_fmt(e)} inside the measurement's 95% CI"
+            tol = {"policy": "ci95", "coverage": COVERAGE, "center": e, "ci": [_float_to_json(lo), _float_to_json(hi)]}
+            tol["within_run"] = _within_run(within_run)
             return self._record(
                 name,
                 role="prediction",
                 kind="within",
                 expected=band,
                 measured=m,
-                tolerance={"center": e, "ci": [_float_to_json(lo), _float_to_json(hi)]},
+                tolerance=tol,
                 outcome=outcome,
                 alternative=alt,
-                source=source,
-                why=why,
-                seed=seed,
-                requires_full=requires_full,
-                diagnosed_by=diagnosed_by,
-                diagnosis=diagnosis,
                 statement=statement,
-                figure=figure,
+                **common,
             )
-        tol: dict[str, Any] = {}
-        if se is not None:
-            if k is None:
-                raise ValueError("k (how many standard errors) must be given with se")
-            check_float("k", k, minimum=0.0)
-            se_f = _to_float("se", se)
-            tol = {"k": float(k), "se": _float_to_json(se_f)}
-            atol = k * se_f if math.isfinite(se_f) and se_f >= 0 else math.nan
+        if atol is not None:
+            if within_run is not None or dof is not None or coverage is not None:
+                raise ValueError("a criterion band (atol/rtol) takes no within_run, dof or coverage")
+            extra = {"policy": "criterion"}
+            m = _as_measured(measured)
+        else:
+            m, se_f, dof_f, n = _band_inputs(measured, replicates, se, dof, within_run, coverage)
+            k = _t_or_nan(dof_f)
+            extra = {"policy": "t95", "coverage": COVERAGE, "k": k, "se": _float_to_json(se_f), "dof": _dof_json(dof_f)}
+            extra.update(n=n, within_run=_within_run(within_run))
+            atol = k * se_f if math.isfinite(se_f) and se_f >= 0 and math.isfinite(k) else math.nan
             rtol = 0.0
         return self.close(
             name,
@@ -312,63 +385,69 @@ class Ledger:
             atol=atol,
             rtol=rtol,
             alternative=alt,
-            source=source,
-            why=why,
-            seed=seed,
-            requires_full=requires_full,
-            diagnosed_by=diagnosed_by,
-            diagnosis=diagnosis,
             statement=statement,
-            figure=figure,
-            _extra_tolerance=tol,
+            _extra_tolerance=extra,
+            **common,
         )
 
     def direction(
         self,
         name: str,
         *,
-        measured: Any,
         sign: int,
         hypothesis: str,
+        measured: Any = None,
         alternative: float = 0.0,
+        replicates: Any = None,
         se: Any = None,
-        k: float | None = None,
+        dof: Any = None,
         ci: Any = None,
+        coverage: float | None = None,
+        within_run: str | None = None,
         source: str,
         why: str,
         seed: str | None = None,
         requires_full: bool = False,
         diagnosed_by: Mapping[str, str] | None = None,
         diagnosis: str = "",
+        regime: Iterable[str] | None = None,
+        scale: str | None = None,
         statement: str | None = None,
         figure: str | None = None,
     ) -> Claim:
         """A predicted sign: the measurement lies on the ``sign`` side (+1 above, -1 below) of the
-        alternative (default 0, "no effect"), its uncertainty (``k`` SE or a CI) excluding it.
+        alternative (default 0, "no effect"), its 95% uncertainty excluding it. The uncertainty is given as
+        in :meth:`predict` (``replicates``, ``se`` with ``dof``, or ``ci`` with ``coverage``).
 
         Use it where theory fixes a direction but not a number (a slope's sign, a ratio above 1 with
         ``alternative=1``); where it fixes a number, use :meth:`predict`.
         """
         if sign not in (1, -1):
             raise ValueError(f"sign must be 1 or -1, got {sign!r}")
-        if (se is None) == (ci is None):
-            raise ValueError("direction needs exactly one of se (with k) or ci")
+        if sum(x is not None for x in (replicates, se, ci)) != 1:
+            raise ValueError("direction needs exactly one of replicates, se (with dof) or ci (with coverage)")
         alt = _alternative(alternative, hypothesis)
         a = alt["value"]
-        m = _as_measured(measured)
+        triage = _triage(name, regime, scale)
         if ci is not None:
+            m = _as_measured(measured)
             lo, hi = _ci(ci)
+            _check_coverage(coverage)
             near = (m - lo) if sign > 0 else (hi - m)  # distance from the estimate to the CI's end facing a
-            tol: dict[str, Any] = {"ci": [_float_to_json(lo), _float_to_json(hi)]}
+            tol: dict[str, Any] = {
+                "policy": "ci95",
+                "coverage": COVERAGE,
+                "ci": [_float_to_json(lo), _float_to_json(hi)],
+            }
             consistent = lo <= a <= hi
         else:
-            if k is None:
-                raise ValueError("k (how many standard errors) must be given with se")
-            check_float("k", k, minimum=0.0)
-            se_f = _to_float("se", se)
+            m, se_f, dof_f, n = _band_inputs(measured, replicates, se, dof, within_run, coverage)
+            k = _t_or_nan(dof_f)
             near = k * se_f
-            tol = {"k": float(k), "se": _float_to_json(se_f)}
+            tol = {"policy": "t95", "coverage": COVERAGE, "k": k, "se": _float_to_json(se_f), "dof": _dof_json(dof_f)}
+            tol["n"] = n
             consistent = _finite(m) and abs(m - a) <= near
+        tol["within_run"] = _within_run(within_run)
         ok = _finite(m) and math.isfinite(near) and near >= 0
         edge = a + sign * near if ok else a
         band = [edge, FAR] if sign > 0 else [-FAR, edge]
@@ -391,6 +470,7 @@ class Ledger:
             requires_full=requires_full,
             diagnosed_by=diagnosed_by,
             diagnosis=diagnosis,
+            triage=triage,
             statement=statement,
             figure=figure,
         )
@@ -408,6 +488,8 @@ class Ledger:
         requires_full: bool = False,
         diagnosed_by: Mapping[str, str] | None = None,
         diagnosis: str = "",
+        regime: Iterable[str] | None = None,
+        scale: str | None = None,
         statement: str | None = None,
         figure: str | None = None,
     ) -> Claim:
@@ -424,6 +506,8 @@ class Ledger:
             requires_full=requires_full,
             diagnosed_by=diagnosed_by,
             diagnosis=diagnosis,
+            regime=regime,
+            scale=scale,
             statement=statement,
             figure=figure,
         )
@@ -449,6 +533,7 @@ class Ledger:
         diagnosis: str = "",
         statement: str | None = None,
         figure: str | None = None,
+        triage: dict | None = None,
         _extra_tolerance: dict | None = None,
     ) -> Claim:
         """Check ``|measured - expected| <= atol + rtol * |expected|`` (float64, inclusive)."""
@@ -482,6 +567,7 @@ class Ledger:
             tolerance={"rtol": float(rtol), "atol": _float_to_json(atol_f), **(_extra_tolerance or {})},
             outcome=outcome,
             alternative=alt,
+            triage=triage,
             source=source,
             why=why,
             seed=seed,
@@ -507,6 +593,8 @@ class Ledger:
         requires_full: bool = False,
         diagnosed_by: Mapping[str, str] | None = None,
         diagnosis: str = "",
+        regime: Iterable[str] | None = None,
+        scale: str | None = None,
         statement: str | None = None,
         figure: str | None = None,
     ) -> Claim:
@@ -520,6 +608,7 @@ class Ledger:
         check_choice("relation", relation, RELATIONS)
         m = _as_measured(measured)
         outcome = None if not _finite(m) else _RELATION_OPS[relation](m, bound_f)
+        given_tightness = tightness is not None
         if role == "bound" and tightness is None and _finite(m) and m > 0 and bound_f > 0:
             tightness = m / bound_f if relation in ("<=", "<") else bound_f / m
         if statement is None:
@@ -530,9 +619,10 @@ class Ledger:
             kind="bound",
             expected=bound_f,
             measured=m,
-            tolerance={"relation": relation},
+            tolerance={"relation": relation, "tightness_given": given_tightness},
             outcome=outcome,
             tightness=None if tightness is None else float(tightness),
+            triage=_triage(name, regime, scale),
             source=source,
             why=why,
             seed=seed,
@@ -557,6 +647,8 @@ class Ledger:
         requires_full: bool = False,
         diagnosed_by: Mapping[str, str] | None = None,
         diagnosis: str = "",
+        regime: Iterable[str] | None = None,
+        scale: str | None = None,
         statement: str | None = None,
         figure: str | None = None,
     ) -> Claim:
@@ -580,6 +672,7 @@ class Ledger:
             measured=m,
             tolerance={},
             outcome=outcome,
+            triage=_triage(name, regime, scale),
             source=source,
             why=why,
             seed=seed,
@@ -804,9 +897,10 @@ class Ledger:
         diagnosis: str,
         alternative=None,
         tightness=None,
+        triage: dict | None = None,
         **kw,
     ) -> Claim:
-        """Decide the status (module docstring) and store the claim."""
+        """Decide the status (module docstring), the stability of the verdict, and store the claim."""
         if not isinstance(requires_full, bool):
             raise ValueError(f"requires_full must be true or false, got {requires_full!r}")
         if role == "prediction" and not alternative:
@@ -821,9 +915,13 @@ class Ledger:
             outcome=None if skipped else outcome,
             alternative=alternative,
             tightness=tightness,
+            triage=triage,
             **diag,
             **kw,
         )
+        if not skipped and role != "identity" and claim.kind != "manual":
+            record = claim_stability(claim)
+            claim = replace(claim, stability=record, status="unstable" if record["value"] < STABLE_AT else status)
         return self.add(claim)
 
     def _make(
@@ -847,6 +945,7 @@ class Ledger:
         diagnosed_by=(),
         diagnosis_requires=None,
         diagnosis="",
+        triage=None,
     ) -> Claim:
         _check_name("name", name)
         if not isinstance(source, str) or not source.strip():
@@ -878,16 +977,21 @@ class Ledger:
             diagnosis=diagnosis,
             outcome=outcome,
             figure=figure,
+            triage=dict(triage or {}),
         )
 
     def _resolve(self) -> None:
         """Decide every failed, diagnosed claim: ``deviation`` when each diagnosing claim of its
         context is present, evaluated and has the required status, else ``fail`` (to a fixed point:
-        a diagnosing claim may itself be a deviation)."""
+        a diagnosing claim may itself be a deviation). Then triage every fail (:func:`finding_of`)."""
         for _ in range(len(self._claims) + 1):
             changed = False
             for key, c in self._claims.items():
-                if c.outcome is not False or not c.diagnosed_by or c.status in ("not_evaluated", "inconclusive"):
+                if (
+                    c.outcome is not False
+                    or not c.diagnosed_by
+                    or c.status in ("not_evaluated", "inconclusive", "unstable")
+                ):
                     continue
                 ok = all(
                     (c.context, ref) in self._claims and self._claims[(c.context, ref)].status == need
@@ -898,7 +1002,144 @@ class Ledger:
                     self._claims[key] = replace(c, status=status)
                     changed = True
             if not changed:
-                return
+                break
+        for key, c in self._claims.items():
+            found = finding_of(c, lambda ref, c=c: self._claims.get((c.context, ref)))
+            if found != c.finding:
+                self._claims[key] = replace(c, finding=found)
+
+
+def finding_of(claim: Claim, lookup) -> dict[str, Any] | None:
+    """The triage of a fail (None for any other status): ``bug`` for an identity; ``regime`` when a claim
+    named in ``triage["regime"]`` (a measured hypothesis of the theorem, same context) fails, naming it;
+    ``scale`` when the claim says how the paper's setting is larger (``triage["scale"]``); otherwise
+    ``refuted``: in the theorem's regime as far as it was measured, at the scale it was run."""
+    if claim.status != "fail":
+        return None
+    if claim.role == "identity":
+        return {"kind": "bug"}
+    failing = [
+        ref
+        for ref in claim.triage.get("regime", [])
+        if (h := lookup(ref)) is not None and h.status in ("fail", "deviation")
+    ]
+    if failing:
+        return {"kind": "regime", "claims": failing}
+    if claim.triage.get("scale"):
+        return {"kind": "scale", "note": claim.triage["scale"]}
+    return {"kind": "refuted"}
+
+
+# ---------------------------------------------------------------------- judging again
+
+
+def claim_uncertainty(claim: Claim) -> tuple[float, float] | None:
+    """``(se, dof)`` of the measurement behind a prediction's band (a 95% CI as its normal-limit SE),
+    None for a claim judged without one (bounds, paper ranges, criterion bands)."""
+    tol = claim.tolerance
+    if tol.get("policy") == "t95":
+        se, dof = _float_from_json(tol.get("se")), _dof_from_json(tol.get("dof"))
+        ok = se is not None and math.isfinite(se) and dof is not None and dof >= 1
+        return (se, dof) if ok else None
+    if tol.get("policy") == "ci95":
+        lo, hi = (_float_from_json(x) for x in tol["ci"])
+        if math.isfinite(lo) and math.isfinite(hi):
+            return (hi - lo) / (2 * evidence.t_multiple(math.inf)), math.inf
+    return None
+
+
+def verdict_function(claim: Claim):
+    """``f(m)``: the verdict (``pass`` | ``fail`` | ``inconclusive`` | ``loose``) ``claim`` would reach had it
+    measured ``m``, its band, bound or range as recorded (a CI moves with the estimate). Built from the
+    stored fields only, so a committed ledger can be judged again (``tests/test_rejudge.py``)."""
+    role, kind, tol, e = claim.role, claim.kind, claim.tolerance, claim.expected
+    alt = dict(claim.alternative) if claim.alternative else None
+    m0 = claim.measured
+
+    def judged(outcome, consistent=None, tightness=None):
+        if alt is not None:
+            alt["consistent"] = consistent
+        return _status(role, outcome, alt, tightness)
+
+    if kind == "close":
+        width = (_float_from_json(tol.get("atol")) or 0.0) + float(tol.get("rtol", 0.0)) * abs(e)
+
+        def f(m):
+            if not (_finite(m) and math.isfinite(width)):
+                return judged(None)
+            consistent = None
+            if alt is not None:
+                consistent = abs(m - alt["value"]) <= width or abs(alt["value"] - e) <= width
+            return judged(abs(m - e) <= width, consistent)
+
+        return f
+    if kind == "within" and "sign" in tol:
+        sign, a = tol["sign"], alt["value"]
+        if "ci" in tol:
+            lo, hi = (_float_from_json(x) for x in tol["ci"])
+            near = (m0 - lo) if sign > 0 else (hi - m0)
+        else:
+            lo = hi = None
+            near = float(tol["k"]) * (_float_from_json(tol["se"]))
+
+        def f(m):
+            if not (_finite(m) and _finite(m0) and math.isfinite(near) and near >= 0):
+                return judged(None)
+            if lo is not None:
+                d = m - m0
+                consistent = lo + d <= a <= hi + d
+            else:
+                consistent = abs(m - a) <= near
+            return judged(sign * (m - a) >= near, bool(consistent))
+
+        return f
+    if kind == "within" and "ci" in tol:
+        lo, hi = (_float_from_json(x) for x in tol["ci"])
+        center = float(tol["center"])
+
+        def f(m):
+            if not (_finite(m) and _finite(m0) and math.isfinite(lo) and math.isfinite(hi)):
+                return judged(None)
+            d = m - m0
+            return judged(lo + d <= center <= hi + d, lo + d <= alt["value"] <= hi + d)
+
+        return f
+    if kind == "within":
+        lo, hi = e
+
+        def f(m):
+            return judged(lo <= m <= hi if _finite(m) else None)
+
+        return f
+    if kind == "bound":
+        relation, b = tol["relation"], float(e)
+        fixed = tol.get("tightness_given", True)
+
+        def f(m):
+            if not _finite(m):
+                return judged(None)
+            t = claim.tightness
+            if role == "bound" and not fixed:
+                t = (m / b if relation in ("<=", "<") else b / m) if m > 0 and b > 0 else None
+            return judged(_RELATION_OPS[relation](m, b), tightness=t)
+
+        return f
+    raise ValueError(f"claim {claim.context}/{claim.name}: kind {kind!r} has no verdict function")
+
+
+def claim_stability(claim: Claim) -> dict[str, Any]:
+    """The stability record (:func:`analysis.evidence.stability`) of an evaluated comparison."""
+    f = verdict_function(claim)
+    if not _finite(claim.measured):
+        return {"verdict": f(claim.measured), "rounding": True, "method": "rounding", "value": 1.0}
+    unc = claim_uncertainty(claim)
+    ref = claim.expected if isinstance(claim.expected, int | float) else None
+    if claim.alternative:
+        ref = claim.alternative["value"] if ref is None else ref
+    if ref is None and isinstance(claim.expected, list):
+        ref = max((abs(x) for x in claim.expected if abs(x) < FAR), default=0.0)
+    se, dof = unc if unc else (None, math.inf)
+    return evidence.stability(f, claim.measured, se=se, dof=dof, scale=ref or 0.0)
 
 
 # ---------------------------------------------------------------------- counting
@@ -923,8 +1164,10 @@ def count_by_role(claims: Iterable[Claim]) -> dict[str, dict[str, int]]:
 def headline(claims: Iterable[Claim]) -> str:
     """The tally a reader should see first, unique claims by role and status, e.g. "142 predictions
     pass (alternative excluded), 38 tight bounds, 71 identities, 6 diagnosed deviations, 3
-    inconclusive, 4 loose, 0 fail"."""
-    by = count_by_role(claims)
+    inconclusive, 4 loose, 9 unstable, 12 fail (regime 3, scale 5, refuted 4; 7.1 expected by chance
+    among 150 evaluated predictions at 95%)"."""
+    unique = unique_claims(claims)
+    by = count_by_role(unique)
     parts = [
         f"{by['prediction']['pass']} predictions pass (alternative excluded)",
         f"{by['bound']['pass']} tight bounds",
@@ -933,14 +1176,49 @@ def headline(claims: Iterable[Claim]) -> str:
         f"{sum(r['deviation'] for r in by.values())} diagnosed deviations",
         f"{sum(r['inconclusive'] for r in by.values())} inconclusive",
         f"{sum(r['loose'] for r in by.values())} loose",
+        f"{sum(r['unstable'] for r in by.values())} unstable",
         f"{sum(r['fail'] for r in by.values())} fail",
     ]
+    triage = finding_counts(unique)
+    chance = chance_fail_text(unique)
+    detail = [", ".join(f"{k} {v}" for k, v in triage.items() if v and k != "bug")] if any(triage.values()) else []
     if by["identity"]["fail"]:
-        parts[-1] += f" ({by['identity']['fail']} identities: bugs)"
+        detail.append(f"{by['identity']['fail']} identities: bugs")
+    if chance:
+        detail.append(chance)
+    detail = [d for d in detail if d]
+    if detail:
+        parts[-1] += f" ({'; '.join(detail)})"
     n_e = sum(r["not_evaluated"] for r in by.values())
     if n_e:
         parts.append(f"{n_e} not evaluated")
     return ", ".join(parts)
+
+
+def finding_counts(claims: Iterable[Claim]) -> dict[str, int]:
+    """Unique fails counted by their finding's kind (every kind present)."""
+    counts = dict.fromkeys(FINDINGS, 0)
+    for c in unique_claims(claims):
+        if c.status == "fail" and c.finding:
+            counts[c.finding["kind"]] += 1
+    return counts
+
+
+def chance_fail_text(claims: Iterable[Claim]) -> str:
+    """How many fails the policy's coverage gives by chance among the evaluated predictions whose band is a
+    measurement's uncertainty (``analysis.evidence.chance_fails``), in words; "" when there are none."""
+    two = one = 0
+    for c in unique_claims(claims):
+        if c.role != "prediction" or c.status == "not_evaluated" or c.tolerance.get("policy") not in ("t95", "ci95"):
+            continue
+        if "sign" in c.tolerance:
+            one += 1
+        else:
+            two += 1
+    if not two + one:
+        return ""
+    expected = evidence.chance_fails(two, one)
+    return f"{expected:.1f} expected by chance among {two + one} evaluated predictions at {COVERAGE:.0%}"
 
 
 def collect(context: str, preset: str, parts: Mapping[str | None, Ledger | Iterable[Claim]]) -> Ledger:
@@ -994,6 +1272,84 @@ def _alternative(value: Any, hypothesis: Any) -> dict[str, Any]:
     if not isinstance(hypothesis, str) or not hypothesis.strip():
         raise ValueError(f"hypothesis must name the competing hypothesis behind the alternative, got {hypothesis!r}")
     return {"value": v, "hypothesis": hypothesis, "consistent": None}
+
+
+def _triage(name: str, regime: Iterable[str] | None, scale: str | None) -> dict[str, Any]:
+    """A claim's declared triage of a fail: hypothesis claims it depends on, and how it is out of scale."""
+    out: dict[str, Any] = {}
+    if regime is not None:
+        if isinstance(regime, str):
+            regime = [regime]
+        refs = list(regime)
+        for ref in refs:
+            _check_name("regime", ref)
+            if ref == name:
+                raise ValueError(f"{name}: a claim cannot be its own hypothesis (regime)")
+        if refs:
+            out["regime"] = refs
+    if scale is not None:
+        if not isinstance(scale, str) or not scale.strip():
+            raise ValueError(f"{name}: scale must say how the paper's setting is larger and which knob reaches it")
+        out["scale"] = scale
+    return out
+
+
+def _check_coverage(coverage: Any) -> None:
+    if coverage != COVERAGE:
+        raise ValueError(f"coverage must be {COVERAGE} (the one band policy, analysis.evidence), got {coverage!r}")
+
+
+def _within_run(reason: Any) -> str | None:
+    if reason is None:
+        return None
+    if not isinstance(reason, str) or not reason.strip():
+        raise ValueError(f"within_run must say why the quantity is deterministic given the model, got {reason!r}")
+    return reason
+
+
+def _band_inputs(measured, replicates, se, dof, within_run, coverage) -> tuple:
+    """``(measured, se, dof, n)`` of an SE band from replicate values or a given SE (:meth:`Ledger.predict`)."""
+    if coverage is not None:
+        raise ValueError("coverage goes with ci; an SE band is always at the policy's 95%")
+    if replicates is not None:
+        if within_run is not None or dof is not None or se is not None:
+            raise ValueError("replicates take no se, dof or within_run: their spread is the uncertainty")
+        try:
+            stats_ = evidence.mean_se(replicates)
+        except (TypeError, ValueError):
+            raise ValueError(f"replicates must be a sequence of numbers, got {replicates!r}") from None
+        m = _as_measured(measured)
+        if (
+            m is not None
+            and math.isfinite(stats_.mean)
+            and not math.isclose(m, stats_.mean, rel_tol=1e-9, abs_tol=1e-300)
+        ):
+            raise ValueError(f"measured {m!r} is not the mean {stats_.mean!r} of its replicates")
+        return stats_.mean, stats_.se, stats_.dof, stats_.n
+    if dof is None:
+        raise ValueError("se needs dof: n - 1 over n replicates, or a within-run SE's degrees of freedom (math.inf)")
+    dof_f = _to_float("dof", dof)
+    if math.isnan(dof_f) or dof_f < 0:
+        raise ValueError(f"dof must be >= 0 (or math.inf), got {dof!r}")
+    if within_run is None and math.isinf(dof_f):
+        raise ValueError("an SE over replicates has finite dof (n - 1); a within-run SE says why (within_run=...)")
+    n = int(dof_f) + 1 if within_run is None else None
+    return _as_measured(measured), _to_float("se", se), dof_f, n
+
+
+def _t_or_nan(dof: float) -> float:
+    """The policy's t multiple; nan below one degree of freedom (one replicate: the claim is unmeasured)."""
+    return evidence.t_multiple(dof) if dof >= 1 else math.nan
+
+
+def _dof_json(dof: float) -> float | str:
+    return "inf" if math.isinf(dof) else float(dof)
+
+
+def _dof_from_json(x: Any) -> float | None:
+    if x is None:
+        return None
+    return math.inf if x == "inf" else float(x)
 
 
 def _ci(ci: Any) -> tuple[float, float]:

@@ -34,8 +34,9 @@ A minimal probe module::
         rng = np.random.default_rng(config.seed)
         ...
         led = Ledger(NAME, preset=config.preset_name)
-        led.predict("mean", measured=m, expected=0.5, se=1 / np.sqrt(12 * config.n), k=5, alternative=0.0,
-                    hypothesis="draws from a distribution centred at 0", source="...", why="5 SE of n draws")
+        led.predict("mean", measured=m, expected=0.5, se=1 / np.sqrt(12 * config.n), dof=math.inf,
+                    within_run="no model: the draws' Monte Carlo SE is the whole uncertainty", alternative=0.0,
+                    hypothesis="draws from a distribution centred at 0", source="...", why="95% band of n draws")
         return Result(probe=NAME, config=config, data=xr.Dataset(...), scalars={"mean": m}, ledger=led)
 
 Config rules. Every field has a default, and **the defaults are the full experiment**: ``PRESETS``
@@ -106,7 +107,7 @@ from probes import registry
 if TYPE_CHECKING:
     from analysis.model import ModelConfig
 
-FORMAT_VERSION = 2  # layout of a saved Result folder; part of every cache key
+FORMAT_VERSION = 3  # layout of a saved Result folder (3: claims carry stability and finding); in every cache key
 RESULT_FILES = ("data.nc", "result.json")  # the files manifest.json hashes
 NETCDF_ENGINE = "netcdf4"
 # Option names the command line keeps for itself; no Config field may use them.

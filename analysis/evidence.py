@@ -1,0 +1,157 @@
+"""Evidence: the one band policy of every prediction, independent replicate seeds, and a verdict's stability.
+
+**The band policy.** A prediction's band is the measurement's own uncertainty at one coverage,
+:data:`COVERAGE` (95%, two-sided):
+
+* Over **independent replicates** (seeds of weights and data): the mean of the ``n`` replicate values,
+  its standard error ``sd / sqrt(n)`` (``ddof = 1``) and the Student-t multiple with ``n - 1`` degrees of
+  freedom (:func:`t_multiple`; 2.78 at 5 seeds, 4.30 at 3). Every claim that depends on trained or
+  initialised weights takes its band from replicates.
+* A **within-run** standard error (a Monte Carlo SE, a regression SE of one curve, a bootstrap over
+  inputs) may stand alone only when the quantity is deterministic given the model, or there is no model
+  (a closed form checked by Monte Carlo, a property of one named pretrained network); the claim states
+  so (``within_run=`` in :meth:`analysis.ledger.Ledger.predict`) and gives the degrees of freedom of its
+  SE (``math.inf`` for a normal limit of many draws).
+* A **confidence interval** must be a 95% one (``coverage=COVERAGE``), over replicates or within-run
+  under the same rule.
+
+A fixed ``k = 2`` covers about 82% at 3 seeds; the t multiple covers 95% at every ``n``. At 95%, a correct
+prediction still fails one time in twenty: :func:`chance_fails` is how many fails the ledger's evaluated
+predictions would give by chance alone, and the headline states it.
+
+**Replicate seeds.** Replicate ``i`` of a run with ``--seed s`` uses :func:`replicate_seed` ``(s, i)``:
+replicate 0 is ``s`` itself (so a probe's first model keeps its key) and replicate ``i >= 1`` is a
+hash of ``(s, i)`` into ``[2**24, 2**30)``. Seeds a user types are small, so two runs with different
+seeds below ``2**24`` never share a model (seed ``s`` and ``s + 1`` used to share all but one).
+
+**Stability.** A verdict is evidence only if it survives what should not matter. ``stability`` is the
+fraction of resamples of the measurement from its own sampling distribution that reach the same
+verdict (a parametric bootstrap: ``m* = m + se t``, ``t`` on :data:`RESAMPLES` fixed quantiles of the
+band's Student-t law, the band itself fixed), and 0 when a perturbation at the float rounding scale
+(:data:`ROUNDING_RTOL`) changes the verdict: a verdict that last-bit rounding of another CPU can
+flip is not evidence. A claim below :data:`STABLE_AT` is ``unstable``, not pass or fail. A claim
+without an uncertainty (a bound, a paper range, a criterion band) is judged on the rounding check alone.
+With a stability below 0.8 the measurement lies within about one SE of its band's edge: another set of
+seeds would give the other verdict one time in five or more.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from typing import NamedTuple
+
+import numpy as np
+from scipy import stats
+
+COVERAGE = 0.95  # the two-sided coverage of every prediction's band
+STABLE_AT = 0.8  # a verdict reached by fewer resamples than this is "unstable"
+RESAMPLES = 2000  # quantile points of the parametric bootstrap (deterministic)
+# Relative perturbation of a measurement standing for another platform's rounding: 4x the largest relative
+# move (2.4e-5) seen when the summation order of a float32 probe changed (attention blocks of 1024 -> 256 rows).
+ROUNDING_RTOL = 1e-4
+SEED_SPACE = (2**24, 2**30)  # where replicate seeds i >= 1 lie: above any seed a user types, below MAX_SEED
+
+
+class MeanSE(NamedTuple):
+    """Mean, standard error and count of independent replicates (``se`` is nan below two)."""
+
+    mean: float
+    se: float
+    n: int
+
+    @property
+    def dof(self) -> float:
+        return float(self.n - 1)
+
+
+def t_multiple(dof: float, coverage: float = COVERAGE) -> float:
+    """``k`` such that ``estimate ± k se`` covers the truth with probability ``coverage`` (two-sided), for an
+    SE with ``dof`` degrees of freedom (Student t; ``math.inf``: the normal limit, 1.96 at 95%)."""
+    if isinstance(dof, bool) or not isinstance(dof, int | float | np.integer | np.floating):
+        raise ValueError(f"dof must be a number of degrees of freedom >= 1 (or math.inf), got {dof!r}")
+    dof = float(dof)
+    if math.isnan(dof) or dof < 1:
+        raise ValueError(f"dof must be >= 1 (or math.inf), got {dof!r}: a standard error needs two replicates")
+    if not 0 < coverage < 1:
+        raise ValueError(f"coverage must be in (0, 1), got {coverage!r}")
+    q = 0.5 + coverage / 2
+    return float(stats.norm.ppf(q)) if math.isinf(dof) else float(stats.t.ppf(q, dof))
+
+
+def mean_se(values: Iterable[float]) -> MeanSE:
+    """Mean and standard error (``ddof = 1``) of independent replicate values, in float64. A nan value
+    makes both nan (the claim then fails as unmeasured); one value has a nan SE."""
+    x = np.asarray(list(values) if not isinstance(values, np.ndarray) else values, dtype=np.float64).ravel()
+    if x.size == 0:
+        raise ValueError("values must hold at least one replicate")
+    se = float(x.std(ddof=1) / math.sqrt(x.size)) if x.size > 1 else math.nan
+    return MeanSE(float(x.mean()), se, int(x.size))
+
+
+def replicate_seed(seed: int, index: int) -> int:
+    """The seed of replicate ``index`` of a run with seed ``seed`` (module docstring): ``seed`` itself for
+    replicate 0, a hash of ``(seed, index)`` into :data:`SEED_SPACE` otherwise."""
+    for name, v in (("seed", seed), ("index", index)):
+        if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 0:
+            raise ValueError(f"{name} must be an integer >= 0, got {v!r}")
+    if index == 0:
+        return int(seed)
+    lo, hi = SEED_SPACE
+    word = np.random.SeedSequence([int(seed), int(index), 0x5EED]).generate_state(2, np.uint32)
+    return lo + int((int(word[0]) << 32 | int(word[1])) % (hi - lo))
+
+
+def replicate_seeds(seed: int, n: int) -> list[int]:
+    """Seeds of replicates ``0 .. n - 1`` of a run with seed ``seed``."""
+    if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1:
+        raise ValueError(f"n (number of replicates) must be an integer >= 1, got {n!r}")
+    return [replicate_seed(seed, i) for i in range(int(n))]
+
+
+def chance_fails(n_two_sided: int, n_one_sided: int = 0, coverage: float = COVERAGE) -> float:
+    """Expected number of fails among correct predictions from the band's coverage alone: ``1 - coverage``
+    of the two-sided ones and at most half that of the one-sided ones (a sign fails only on one side)."""
+    return (1 - coverage) * n_two_sided + (1 - coverage) / 2 * n_one_sided
+
+
+def resample_quantiles(dof: float, n: int = RESAMPLES) -> np.ndarray:
+    """``n`` fixed quantiles (midpoints ``(i + 1/2) / n``) of Student's t with ``dof`` degrees of freedom."""
+    q = (np.arange(n) + 0.5) / n
+    return stats.norm.ppf(q) if math.isinf(dof) else stats.t.ppf(q, dof)
+
+
+def stability(
+    verdict_at: Callable[[float], str],
+    measured: float,
+    *,
+    se: float | None = None,
+    dof: float = math.inf,
+    scale: float = 0.0,
+) -> dict:
+    """The stability record of a verdict (module docstring).
+
+    ``verdict_at(m)`` is the verdict the claim would reach had it measured ``m`` (its band fixed).
+    ``se``/``dof`` give the measurement's sampling law (None: no uncertainty, the rounding check alone);
+    ``scale`` is the size of the numbers behind the measurement (the expected value, bound or alternative),
+    so the rounding perturbation is ``ROUNDING_RTOL max(|measured|, |scale|)``.
+    """
+    verdict = verdict_at(measured)
+    delta = ROUNDING_RTOL * max(abs(measured), abs(scale))
+    rounding = all(verdict_at(measured + s * delta) == verdict for s in (-1.0, 1.0))
+    record: dict = {"verdict": verdict, "rounding": bool(rounding)}
+    if se is not None and math.isfinite(se) and se > 0:
+        t = resample_quantiles(dof)
+        same = sum(verdict_at(float(measured + se * ti)) == verdict for ti in t)
+        record.update(method="resample", resamples=len(t), resampled=float(same / len(t)))
+        value = record["resampled"]
+    else:
+        record.update(method="rounding")
+        value = 1.0
+    record["value"] = float(value) if rounding else 0.0
+    return record
+
+
+def is_stable(record: dict | None) -> bool:
+    """True unless the record says the verdict is reached by fewer than :data:`STABLE_AT` of its resamples."""
+    return record is None or record["value"] >= STABLE_AT
