@@ -10,10 +10,11 @@ save the probe's ledger (:func:`collect`).
   against its Hugging Face copy). Tolerance is float precision with the reason. It shows the code is
   right, not that a theory holds; a failing identity is a bug (``make figures`` and ``make test`` fail).
 * ``prediction`` -- a number we derive compared with a measurement. The tolerance is the
-  measurement's own uncertainty (``k`` standard errors, or a bootstrap CI), and the claim names an
-  **alternative**: the value a competing hypothesis predicts. The measurement is also judged against
-  the alternative with the same uncertainty; when it is consistent with both, the claim is
-  ``inconclusive``: neither pass nor fail.
+  measurement's own uncertainty under the one band policy of :mod:`analysis.evidence` (a 95% Student-t
+  band over independent replicates, a within-run SE only where the quantity is deterministic given the
+  model, or a 95% CI), and the claim names an **alternative**: the value a competing hypothesis
+  predicts. The measurement is also judged against the alternative with the same uncertainty; when it
+  is consistent with both, the claim is ``inconclusive``: neither pass nor fail.
 * ``bound`` -- a measured value against a proven or derived bound. ``tightness`` is measured / bound
   for an upper bound and bound / measured for a lower one (when both are positive); a bound that holds
   with tightness below :data:`LOOSE_BELOW` is ``loose``: true, but not evidence.
@@ -37,6 +38,15 @@ the caller decided; identities and paper claims only).
    requires (a theorem's condition measured to fail; the same quantity passing where the paper
    measured it). Otherwise ``fail``. A reason written before the run cannot make a claim unfailable:
    if a diagnosing claim is missing, unevaluated, or comes out otherwise, the miss is a ``fail``.
+5. **Stability** (every evaluated comparison but identities and manual verdicts): the fraction of
+   resamples of the measurement that reach the same verdict, 0 when a perturbation at the float rounding
+   scale flips it (:func:`analysis.evidence.stability`). Below :data:`analysis.evidence.STABLE_AT` the claim
+   is ``unstable``: neither pass nor fail (its verdict is kept in ``stability["verdict"]``).
+
+Every ``fail`` carries a **finding** (:func:`finding_of`): ``regime`` when a claim it names in ``regime``
+(a measured hypothesis of the theorem, same ledger) fails, ``scale`` when it says how the paper's setting
+is larger (``scale``), ``refuted`` otherwise; a failing identity is a ``bug``. The headline states how many
+fails the 95% coverage alone would give among the evaluated predictions (:func:`chance_fail_text`).
 
 A claim is identified by ``(context, name)``: recording the same name again in the same context
 replaces the earlier claim in place. Counts (:meth:`Ledger.summary`, :func:`headline`) count each
@@ -214,6 +224,7 @@ class Claim:
             "deviation": "DEVN",
             "inconclusive": "INCL",
             "loose": "LOOS",
+            "unstable": "UNST",
             "not_evaluated": "N/E ",
         }[self.status]
         text = f"[{mark}] {self.role}: {self.context}/{self.name}: {self.statement}"
@@ -225,6 +236,13 @@ class Claim:
             text += f"; tightness {_fmt(self.tightness)}"
         if self.status == "deviation":
             text += f" (deviation, diagnosed by {', '.join(self.diagnosed_by)}: {self.diagnosis})"
+        if self.status == "unstable":
+            st = self.stability
+            why = "a rounding step flips it" if not st["rounding"] else f"{st['value']:.2f} of resamples agree"
+            text += f" (unstable: verdict {st['verdict']}, {why})"
+        if self.finding and self.finding["kind"] != "refuted":
+            detail = ", ".join(self.finding.get("claims", [])) or self.finding.get("note", "")
+            text += f" [finding: {self.finding['kind']}{': ' + detail if detail else ''}]"
         return text
 
 
@@ -1133,13 +1151,20 @@ def claim_stability(claim: Claim) -> dict[str, Any]:
     if not _finite(claim.measured):
         return {"verdict": f(claim.measured), "rounding": True, "method": "rounding", "value": 1.0}
     unc = claim_uncertainty(claim)
-    ref = claim.expected if isinstance(claim.expected, int | float) else None
-    if claim.alternative:
-        ref = claim.alternative["value"] if ref is None else ref
-    if ref is None and isinstance(claim.expected, list):
-        ref = max((abs(x) for x in claim.expected if abs(x) < FAR), default=0.0)
     se, dof = unc if unc else (None, math.inf)
-    return evidence.stability(f, claim.measured, se=se, dof=dof, scale=ref or 0.0)
+    return evidence.stability(f, claim.measured, se=se, dof=dof, scale=reference_scale(claim))
+
+
+def reference_scale(claim: Claim) -> float:
+    """The size of the numbers a claim compares its measurement with (expected value, alternative, or the
+    range's finite ends): with the measurement's own size it sets the rounding perturbation."""
+    if isinstance(claim.expected, int | float):
+        return abs(float(claim.expected))
+    if claim.alternative:
+        return abs(float(claim.alternative["value"]))
+    if isinstance(claim.expected, list):
+        return max((abs(x) for x in claim.expected if abs(x) < FAR), default=0.0)
+    return 0.0
 
 
 # ---------------------------------------------------------------------- counting
@@ -1218,7 +1243,7 @@ def chance_fail_text(claims: Iterable[Claim]) -> str:
     if not two + one:
         return ""
     expected = evidence.chance_fails(two, one)
-    return f"{expected:.1f} expected by chance among {two + one} evaluated predictions at {COVERAGE:.0%}"
+    return f"{expected:.2g} expected by chance among {two + one} evaluated predictions at {COVERAGE:.0%}"
 
 
 def collect(context: str, preset: str, parts: Mapping[str | None, Ledger | Iterable[Claim]]) -> Ledger:

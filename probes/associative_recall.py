@@ -20,7 +20,8 @@ per-token decay, Gated DeltaNet).
 4. Trained (``trained``): a ``layers``-layer, ``heads``-head, attention-only model with head size
    ``d_key`` per kernel and N, trained on MQAR (paired layout: a key and its value share a position;
    :class:`analysis.tasks.AssociativeRecall`) with :func:`analysis.train.train` (cached), ``train_seeds``
-   seeds; accuracy over ``n_eval`` held-out sequences at the query positions. Each trained recurrent
+   independent replicate seeds (:func:`analysis.evidence.replicate_seeds`, as in every trained item);
+   accuracy over ``n_eval`` held-out sequences at the query positions (each seed its own). Each trained recurrent
    model is also run in float64 in both forms (identity).
 5. Linearisation (seed 000#39): one softmax head of the zoo (width and head size ``lin_d``, float64, no norm,
    no MLP) reads ``lin_queries`` queries over ``n`` i.i.d. ``N(0, I)`` tokens for each n in ``lin_ns``
@@ -68,6 +69,7 @@ import torch
 import xarray as xr
 
 from analysis.devices import to_numpy
+from analysis.evidence import mean_se, replicate_seeds
 from analysis.hooks import hooks, run_with_cache
 from analysis.ledger import Ledger
 from analysis.model import ModelConfig, TinyTransformer
@@ -85,7 +87,9 @@ from probes.base import MAX_SEED, ProbeConfig, Result, model_param, param
 
 NAME = "associative_recall"
 DESCRIPTION = "Associative recall: additive vs delta-rule memories, FAVOR+ variance, trained MQAR per token mixer."
-VERSION = "5"  # 5: the additive mixer's parallel = recurrent claims cite 003#64 (linear attention as an RNN);
+VERSION = "6"  # 6: the one band policy (95% Student t; trained claims over five replicate seeds hashed from
+# (seed, i)): every band and the trained numbers change; 5: the additive mixer's parallel = recurrent claims
+# cite 003#64 (linear attention as an RNN);
 # 4: in-context PCA by looped linear attention with and without LN (000#45); 3: the gated-RNN = LSA
 # comparison (003#14) and selective copying (003#16)
 REQUIRES = None  # builds its own memories and models
@@ -97,7 +101,6 @@ MIXER = {  # ModelConfig fields of each kernel
     "delta": {"attention": "recurrent", "write_rule": "delta"},
     "gated_delta": {"attention": "recurrent", "write_rule": "delta", "decay": "gated"},
 }
-K = 4.0  # standard errors of a prediction's band
 SEED_DELTA, SEED_SURVEY = "000#66", "003#8"  # 000#66 is 003#30 (REFERENCES.md)
 SEED_LINEAR_RNN = "003#64"  # linear attention computed as a recurrence (the additive mixer's two forms)
 SEED_GATED_RNN, SEED_SELECTIVE = "003#14", "003#16"
@@ -161,7 +164,9 @@ class Config(ProbeConfig):
     train_steps: int = param(600, "optimiser updates per trained model", minimum=1)
     train_batch: int = param(32, "sequences per update", minimum=1, maximum=1024)
     lr: float = param(3e-3, "peak learning rate (AdamW, cosine)", minimum=1e-6, maximum=1.0)
-    train_seeds: int = param(2, "training seeds per kernel and N (their spread enters the uncertainty)", minimum=1)
+    train_seeds: int = param(
+        5, "replicate training seeds per kernel and N (the claims' 95% t band is over them)", minimum=1
+    )
     n_eval: int = param(256, "held-out MQAR sequences per trained model", minimum=1, maximum=100_000)
     lin_ns: tuple[int, ...] = param(
         (32, 64, 128, 256, 512, 1024), "token counts n of the linearisation check (increasing)", minimum=2, maximum=8192
@@ -177,7 +182,7 @@ class Config(ProbeConfig):
     gr_steps: int = param(400, "Adam updates per item-6 model", minimum=1)
     gr_batch: int = param(256, "tasks per update in item 6", minimum=1, maximum=8192)
     gr_lr: float = param(1e-2, "peak Adam learning rate of item 6 (cosine to 10%)", minimum=1e-6, maximum=1.0)
-    gr_seeds: int = param(3, "training seeds per item-6 model", minimum=1, maximum=16)
+    gr_seeds: int = param(5, "replicate training seeds per item-6 model", minimum=1, maximum=16)
     gr_eval: int = param(50_000, "held-out regression tasks (float64, shared by every model)", minimum=16)
     sc_n_copy: int = param(3, "data tokens to copy in item 7", minimum=1, maximum=16)
     sc_values: int = param(6, "data-token vocabulary of item 7", minimum=2, maximum=64)
@@ -187,7 +192,7 @@ class Config(ProbeConfig):
     sc_steps: int = param(300, "AdamW updates per item-7 model", minimum=1)
     sc_batch: int = param(32, "sequences per update in item 7", minimum=1, maximum=1024)
     sc_lr: float = param(1e-2, "peak learning rate of item 7", minimum=1e-6, maximum=1.0)
-    sc_seeds: int = param(2, "training seeds per item-7 decay and spacing", minimum=1, maximum=16)
+    sc_seeds: int = param(5, "replicate training seeds per item-7 decay and spacing", minimum=1, maximum=16)
     sc_eval: int = param(2000, "held-out selective-copying sequences per item-7 model", minimum=1)
     pm: bool = param(True, "train looped linear attention with and without LayerNorm on in-context PCA (item 8)")
     pm_d: int = param(4, "input dimension d of the item-8 PCA prompts", minimum=2, maximum=16)
@@ -208,9 +213,11 @@ class Config(ProbeConfig):
         3e-3, "peak Adam learning rate of item 8 (50-update warm-up, cosine to 10%)", minimum=1e-6, maximum=1.0
     )
     pm_init_std: float = param(0.1, "item-8 initial weights N(0, this^2) (gpt2 init)", minimum=1e-4, maximum=1.0)
-    pm_seeds: int = param(3, "training seeds per item-8 model", minimum=1, maximum=16)
+    pm_seeds: int = param(5, "replicate training seeds per item-8 model", minimum=1, maximum=16)
     pm_eval: int = param(2000, "held-out item-8 prompts (float64, shared by every model)", minimum=16)
-    seed: int = model_param("seed", 0, "memories, features, weights and data")
+    seed: int = model_param(
+        "seed", 0, "memories, features, weights and data; replicate i of a trained item uses replicate_seed(seed, i)"
+    )
 
     def validate(self) -> None:
         super().validate()
@@ -234,6 +241,16 @@ class Config(ProbeConfig):
             )
         if max(self.n_pairs) > self.n_keys:
             raise ValueError(f"n_keys must be >= the largest n_pairs ({max(self.n_pairs)}), got {self.n_keys}")
+
+
+def part_seeds(config: Config, part: str) -> list[int]:
+    """The replicate seeds of a trained item (``part``: ``trained`` MQAR, ``gr`` item 6, ``sc`` item 7, ``pm``
+    item 8): replicate i uses :func:`analysis.evidence.replicate_seed` ``(config.seed, i)``, so replicate 0
+    is ``config.seed`` and runs with different seeds share no model."""
+    n = {"trained": config.train_seeds, "gr": config.gr_seeds, "sc": config.sc_seeds, "pm": config.pm_seeds}
+    if part not in n:
+        raise ValueError(f"part must be one of {', '.join(n)}, got {part!r}")
+    return replicate_seeds(config.seed, n[part])
 
 
 # ================================================================================================ memories
@@ -275,8 +292,7 @@ def measure_memories(config: Config) -> dict[str, np.ndarray]:
         for i, kernel in enumerate(config.kernels):
             read = read_memory(kernel, keys, vals)
             err = ((read - vals) ** 2).sum(-1).mean(-1)  # (R,) relative: |v| = 1
-            out["error"][i, j] = float(err.mean())
-            out["error_se"][i, j] = float(err.std() / math.sqrt(err.numel()))
+            out["error"][i, j], out["error_se"][i, j], _ = mean_se(err.numpy())
             nearest = (read @ vals.transpose(-1, -2)).argmax(-1) == torch.arange(n)
             out["nearest"][i, j] = float(nearest.double().mean())
             if kernel != "softmax":
@@ -326,7 +342,7 @@ def measure_favor(config: Config) -> dict[str, np.ndarray]:
         z = _favor_terms(qt, kt[0], config.favor_draws * m, seed).view(config.favor_draws, m).mean(1)
         dev2 = (z - z.mean()) ** 2
         out["var"][i] = float(dev2.sum() / (z.numel() - 1))
-        out["var_se"][i] = float(dev2.std() / math.sqrt(z.numel()))
+        out["var_se"][i] = mean_se(dev2.numpy()).se  # the SE of the mean of dev2: the fourth moment
         gen = torch.Generator().manual_seed(seed + 1)
         proj = torch.randn(config.favor_row_draws, m, config.d_key, generator=gen, dtype=torch.float64)
         a = positive_random_features(kt[None], proj) @ positive_random_features(qt[None, None], proj)[..., 0, :, None]
@@ -480,26 +496,26 @@ def train_one(config: Config, kernel: str, n: int, seed: int, progress: bool) ->
 
 
 def measure_trained(config: Config, progress: bool) -> dict[str, np.ndarray]:
-    """Per kernel, N and training seed: held-out accuracy and the float64 form difference."""
+    """Per kernel, N and replicate seed (:func:`part_seeds`): held-out accuracy and the float64 form difference."""
     shape = (len(config.kernels), len(config.n_pairs), config.train_seeds)
+    seeds = part_seeds(config, "trained")
     acc, diff, nq = np.full(shape, np.nan), np.full(shape, np.nan), np.zeros(shape)
     jobs = [(i, j, s) for i in range(shape[0]) for j in range(shape[1]) for s in range(shape[2])]
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # tiny models: one thread is fastest (and fixes the reduction order)
     try:
         for i, j, s in bar(jobs, desc="associative_recall: training", disable=not progress):
-            got = train_one(config, config.kernels[i], config.n_pairs[j], config.seed + s, progress=False)
+            got = train_one(config, config.kernels[i], config.n_pairs[j], seeds[s], progress=False)
             acc[i, j, s], diff[i, j, s], nq[i, j, s] = got["accuracy"], got["form_diff"], got["n_queries"]
     finally:
         torch.set_num_threads(threads)
     return {"accuracy": acc, "form_diff": diff, "n_queries": nq}
 
 
-def accuracy_se(acc: np.ndarray, n_queries: np.ndarray) -> np.ndarray:
-    """(kernel, N) SE of the seed-mean accuracy: binomial within each seed plus the spread over seeds."""
-    binom = (acc * (1 - acc) / np.maximum(n_queries, 1)).mean(-1) / acc.shape[-1]
-    spread = acc.var(-1, ddof=1) / acc.shape[-1] if acc.shape[-1] > 1 else np.zeros(acc.shape[:2])
-    return np.sqrt(binom + spread)
+def seed_se(acc: np.ndarray) -> np.ndarray:
+    """SE of the seed mean over the last axis (the replicates; each seed has its own held-out sequences, so
+    their spread holds the binomial noise too): the claims' uncertainty. NaN with one seed."""
+    return np.apply_along_axis(lambda v: mean_se(v).se, -1, acc)
 
 
 # ================================================================================================ result
@@ -511,7 +527,7 @@ def linearisation_arrays(config: Config, lin: dict) -> dict[str, tuple]:
     ns, err = np.asarray(config.lin_ns, dtype=np.float64), lin["err"]
     return {
         "lin_mse": (("lin_n",), err.mean(-1)),
-        "lin_mse_se": (("lin_n",), err.std(-1, ddof=1) / math.sqrt(err.shape[-1])),
+        "lin_mse_se": (("lin_n",), np.array([mean_se(e).se for e in err])),
         "lin_mse_theory": (("lin_n",), lin["constant"].mean() / ns),
         "lin_mse_iid": (("lin_n",), lin["constant_iid"] / ns),
         "lin_constant": (("lin_query",), lin["constant"]),
@@ -536,7 +552,7 @@ def build_dataset(config: Config, mem: dict, ow: dict, fav: dict, tr: dict | Non
         "readout_accuracy": (kn, mem["nearest"]),
         "form_difference": (kn, mem["form_diff"]),
         "accuracy": (kn, acc.mean(-1) if tr else nan),
-        "accuracy_se": (kn, accuracy_se(acc, tr["n_queries"]) if tr else nan),
+        "accuracy_se": (kn, seed_se(acc) if tr else nan),
         "accuracy_seed": ((*kn, "train_seed"), acc),
         "trained_form_difference": ((*kn, "train_seed"), tr["form_diff"] if tr else acc),
         "favor_variance": (("m",), fav["var"]),
@@ -662,12 +678,13 @@ def measure_gated_rnn(config: Config, progress: bool) -> dict:
     ident = np.zeros((len(GR_MODELS), S))
     gates = []
     n_id = min(config.gr_eval, 512)
+    seeds = part_seeds(config, "gr")
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
         for i, kind in enumerate(GR_MODELS):
             for s in bar(range(S), desc=f"associative_recall: {kind}", disable=not progress):
-                seed = config.seed + s
+                seed = seeds[s]
                 tc = TrainConfig(
                     steps=config.gr_steps,
                     batch_size=config.gr_batch,
@@ -697,12 +714,12 @@ def measure_gated_rnn(config: Config, progress: bool) -> dict:
     gd_err = (one["eta_star"] * (h * batch.x_q).sum(-1) - batch.y_q) ** 2  # one GD step at eta*, same tasks
     excess = err - gd_err  # (model, seed, task): paired with the LSA optimum's predictor
     ex_se = excess.std(-1, ddof=1) / math.sqrt(config.gr_eval)
-    ex_spread = excess.mean(-1).var(-1, ddof=1) / S if S > 1 else np.full(len(GR_MODELS), math.nan)
+    ex_spread = np.array([mean_se(e).se ** 2 for e in excess.mean(-1)])  # (model,) the seed mean's SE^2
     loss, loss_se = err.mean(-1), err.std(-1, ddof=1) / math.sqrt(config.gr_eval)
     ratio = loss[1] / loss[0]  # (S,) per seed: gated over LSA
     ratio_eval_se = (err[1] - ratio[:, None] * err[0]).std(-1, ddof=1) / math.sqrt(config.gr_eval) / loss[0]
-    spread = ratio.var(ddof=1) / S if S > 1 else math.nan
-    lsa_spread = loss[0].var(ddof=1) / S if S > 1 else math.nan
+    spread = mean_se(ratio).se ** 2  # nan with one seed: no spread, the claims unmeasured
+    lsa_spread = mean_se(loss[0]).se ** 2
     scalars = {
         "gr_loss_star": float(one["loss_star"]),
         "gr_linear_loss": gth.linear_predictor_loss(config.gr_d, config.gr_noise),
@@ -771,6 +788,7 @@ def measure_selective(config: Config, progress: bool) -> dict[str, np.ndarray]:
     shape = (len(SC_DECAYS), len(SC_SPACINGS), config.sc_seeds)
     acc, nq = np.zeros(shape), np.zeros(shape)
     jobs = [(i, j, s) for i in range(shape[0]) for j in range(shape[1]) for s in range(shape[2])]
+    seeds = part_seeds(config, "sc")
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
@@ -778,7 +796,7 @@ def measure_selective(config: Config, progress: bool) -> dict[str, np.ndarray]:
             task = SelectiveCopying(
                 n_copy=config.sc_n_copy, n_values=config.sc_values, length=config.sc_length, spacing=SC_SPACINGS[j]
             )
-            seed = config.seed + s
+            seed = seeds[s]
             tc = TrainConfig(
                 steps=config.sc_steps,
                 batch_size=config.sc_batch,
@@ -806,7 +824,7 @@ def gated_arrays(config: Config, gr: dict, sc: dict) -> dict[str, tuple]:
         "gr_identity": (("gr_model", "gr_seed"), gr["identity"]),
         "sc_accuracy_seed": (("sc_decay", "spacing", "sc_seed"), acc),
         "sc_accuracy": (("sc_decay", "spacing"), acc.mean(-1)),
-        "sc_accuracy_se": (("sc_decay", "spacing"), accuracy_se(acc, sc["n_queries"])),
+        "sc_accuracy_se": (("sc_decay", "spacing"), seed_se(acc)),
     }
 
 
@@ -892,10 +910,11 @@ def _boot_median_se(values: np.ndarray, rng: np.random.Generator) -> float:
 
 
 def _seed_combine(means: np.ndarray, ses: np.ndarray) -> tuple[float, float]:
-    """Mean over seeds and its SE: the within-seed SEs (prompts) plus the spread over seeds."""
-    S = means.size
-    spread = float(np.var(means, ddof=1)) / S if S > 1 else 0.0
-    return float(np.mean(means)), math.sqrt(float(np.mean(ses**2)) / S + spread)
+    """Mean over the replicate seeds and its SE: the SE of the mean over seeds (:func:`analysis.evidence.mean_se`;
+    0 with one seed) plus the within-seed SEs over the shared prompts. The claims take dof = seeds - 1."""
+    over = mean_se(means)
+    spread = over.se**2 if over.n > 1 else 0.0
+    return over.mean, math.sqrt(float(np.mean(ses**2)) / over.n + spread)
 
 
 def pm_trained_iterates(config: Config, task, x: np.ndarray, v0: np.ndarray, progress: bool) -> np.ndarray:
@@ -903,12 +922,13 @@ def pm_trained_iterates(config: Config, task, x: np.ndarray, v0: np.ndarray, pro
     (T = pm_loops loops in training, cached), looped K = pm_eval_loops times in float64 on the shared prompts."""
     K, T, S = config.pm_eval_loops, config.pm_loops, config.pm_seeds
     iters = np.full((2, S, K, *v0.shape), np.nan)
+    seeds = part_seeds(config, "pm")
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
         for i, kind in enumerate(("ln", "none")):
             for s in bar(range(S), desc=f"associative_recall: PCA ({kind})", disable=not progress):
-                seed = config.seed + s
+                seed = seeds[s]
                 tc = TrainConfig(
                     steps=config.pm_steps,
                     batch_size=config.pm_batch,
@@ -1063,13 +1083,16 @@ def claim_additive_interference(led: Ledger, r: Result) -> None:
             measured=float(row["readout_error"]),
             expected=float(row["readout_error_theory"]),
             se=float(row["readout_error_se"]),
-            k=K,
+            dof=r.config.draws - 1,
+            within_run="no weights: random unit keys and values written by the mixer's own code, a closed form "
+            "checked by Monte Carlo over independent memories",
             alternative=float(n / dk),
             hypothesis="all N stored pairs interfere, the queried one included (N / d_k): the crosstalk "
             "estimate that ignores that the queried key reads its own value exactly",
             source=f"{SOURCE}, item 1 (exact for unit keys uniform on the sphere, independent zero-mean values)",
             seed=SEED_DELTA,
-            why=f"{K:g} SE over {r.config.draws} independent memories; the alternative lies 1/d_k away",
+            why=f"95% t band of the within-run MC SE over {r.config.draws} independent memories (no model); the "
+            "alternative lies 1/d_k away",
             statement=f"additive memory, N = {n}, d_k = {dk}: E|S k - v|^2 / E|v|^2 = (N - 1)/d_k",
             figure="ar_capacity",
         )
@@ -1109,12 +1132,15 @@ def claim_favor(led: Ledger, r: Result) -> None:
             measured=float(row["favor_variance"]),
             expected=float(row["favor_variance_theory"]),
             se=float(row["favor_variance_se"]),
-            k=K,
+            dof=r.config.favor_draws - 1,
+            within_run="no model: the feature map's random projections for a fixed q and k, a closed form "
+            "checked by Monte Carlo over independent estimators",
             alternative=float(row["trig_variance_theory"]),
             hypothesis="the trigonometric random features' variance (Performer, Lemma 1)",
             source=f"{SOURCE}, item 3 (Performer, Lemma 2, i.i.d. positive features)",
             seed="004#70",
-            why=f"{K:g} SE of the sample variance of {r.config.favor_draws} estimators (fourth moment)",
+            why=f"95% t band of the within-run MC SE of the sample variance of {r.config.favor_draws} independent "
+            "estimators (fourth moment)",
             statement=f"FAVOR+ with m = {m}: Var phi(q).phi(k) = e^(2 q.k) (e^|q+k|^2 - 1) / m",
             figure="ar_favor",
         )
@@ -1125,12 +1151,15 @@ def claim_favor(led: Ledger, r: Result) -> None:
         measured=r.scalars["favor_row_slope"],
         expected=th.ROW_ERROR_EXPONENT,
         se=r.scalars["favor_row_slope_se"],
-        k=K,
+        dof=math.inf,
+        within_run="no model: the feature map's random projections for a fixed q and keys; the bootstrap "
+        "resamples independent feature draws",
         alternative=-1.0,
         hypothesis="the row error falls as 1/m (a bias-dominated ratio estimator)",
         source=f"{SOURCE}, item 4 (delta method: MSE = c/m + O(m^-2))",
         seed="004#70",
-        why=f"{K:g} bootstrap SE of the log-log slope (feature draws resampled within each m)",
+        why="95% normal band of the within-run bootstrap SE of the log-log slope (feature draws resampled within "
+        "each m)",
         statement="FAVOR+ attention row: RMS error ~ m^(-1/2)",
         figure="ar_favor",
     )
@@ -1148,13 +1177,16 @@ def claim_linearisation(led: Ledger, r: Result) -> None:
         measured=float(n * row["lin_mse"]),
         expected=float(n * row["lin_mse_theory"]),
         se=float(n * row["lin_mse_se"]),
-        k=K,
+        dof=c.lin_reps - 1,
+        within_run="deterministic given the head: the closed form is evaluated at the measured head's own "
+        "W_o W_v and logit vectors (a fixed construction with |a| set by lin_a_norm), so its weights enter "
+        "both sides; the SE is over independent token sets",
         alternative=float(n * row["lin_mse_iid"]),
         hypothesis="the softmax average is as good as n draws from the tilted law (effective sample size n)",
         source=f"{SOURCE}, item 5 (self-normalised importance sampling, delta method, Gaussian tilting)",
         seed="000#39",
-        why=f"{K:g} SE over {c.lin_reps} independent token sets; the O(1/n^2) remainder is ~ e^(2|a|^2)/n = "
-        f"{tilt:.3f} of the constant",
+        why=f"95% t band of the within-run MC SE over {c.lin_reps} independent token sets; the O(1/n^2) "
+        f"remainder is ~ e^(2|a|^2)/n = {tilt:.3f} of the constant",
         statement=f"one softmax head over n = {n} i.i.d. N(0, I) tokens, |a| = {c.lin_a_norm:g}: "
         "n E|o - W_o W_v a|^2 = e^|a|^2 (|M|_F^2 + |M a|^2), averaged over the queries",
         figure="ar_linearisation",
@@ -1166,12 +1198,15 @@ def claim_linearisation(led: Ledger, r: Result) -> None:
         measured=r.scalars["lin_slope"],
         expected=th.LINEARISATION_EXPONENT,
         se=r.scalars["lin_slope_se"],
-        k=K,
+        dof=math.inf,
+        within_run="deterministic given the head: the -1/2 exponent holds for any fixed weights and |a| is set by "
+        "lin_a_norm; the bootstrap resamples independent token sets",
         alternative=0.0,
         hypothesis="softmax attention does not settle on a linear map of the query (the distance stays O(1))",
         source=f"{SOURCE}, item 5 (MSE = C/n + O(n^-2))",
         seed="000#39",
-        why=f"{K:g} bootstrap SE of the log-log slope (token sets resampled within each n), fitted over the n "
+        why="95% normal band of the within-run bootstrap SE of the log-log slope (token sets resampled within "
+        f"each n), fitted over the n "
         f">= {r.scalars['lin_slope_n_min']:g} where the O(n^-2) remainder e^(2|a|^2)/n is below "
         f"{th.LINEARISATION_REMAINDER_MAX:g} (theory item 5; over every n the slope is "
         f"{r.scalars['lin_slope_all_n']:.3f})",
@@ -1181,28 +1216,29 @@ def claim_linearisation(led: Ledger, r: Result) -> None:
 
 
 def claim_trained(led: Ledger, r: Result) -> None:
-    """Trained MQAR (full preset): delta > additive and softmax >= delta at every N; additive collapses past d_k."""
+    """Trained MQAR (full preset): delta > additive and softmax >= delta at every N; additive collapses past d_k.
+    Each claim is over the replicate seeds: per seed the paired difference of two accuracies (the same seed's
+    models, each on its own held-out sequences)."""
     c = r.config
     if not c.trained:
         return
-    acc, se = r.data["accuracy"], r.data["accuracy_se"]
+    acc = r.data["accuracy_seed"]  # (kernel, N, seed)
+    S = c.train_seeds
+    why = f"95% t band over {S} replicate training seeds (per seed the difference of two held-out accuracies)"
     pairs = [("delta", "additive", "delta_beats_additive"), ("softmax", "delta", "softmax_beats_delta")]
     for a, b, name in pairs:
         if a not in c.kernels or b not in c.kernels:
             continue
         for n in c.n_pairs:
-            diff = float(acc.sel(kernel=a, n_pairs=n) - acc.sel(kernel=b, n_pairs=n))
-            err = float(np.hypot(se.sel(kernel=a, n_pairs=n), se.sel(kernel=b, n_pairs=n)))
+            diff = acc.sel(kernel=a, n_pairs=n).values - acc.sel(kernel=b, n_pairs=n).values  # (seed,)
             led.direction(
                 f"{name}_N{n}",
-                measured=diff,
+                replicates=diff,
                 sign=1,
-                se=err,
-                k=3.0,
                 hypothesis="no difference between the two mixers' recall accuracy",
                 source="003#30: the delta rule is more effective at associative recall than the additive update",
                 seed=SEED_DELTA,
-                why=f"3 SE: binomial over the held-out queries plus the spread over {c.train_seeds} training seeds",
+                why=why,
                 requires_full=True,
                 statement=f"trained MQAR, N = {n}: accuracy({a}) - accuracy({b}) > 0",
                 figure="ar_capacity",
@@ -1212,14 +1248,12 @@ def claim_trained(led: Ledger, r: Result) -> None:
         a = acc.sel(kernel="additive")
         led.direction(
             "additive_collapses_past_d_key",
-            measured=float(a.sel(n_pairs=small) - a.sel(n_pairs=large)),
+            replicates=a.sel(n_pairs=small).values - a.sel(n_pairs=large).values,
             sign=1,
-            se=float(np.hypot(se.sel(kernel="additive", n_pairs=small), se.sel(kernel="additive", n_pairs=large))),
-            k=3.0,
             hypothesis="the additive memory's accuracy does not depend on N",
             source=f"{SOURCE}, item 1: interference (N - 1)/d_k reaches 1 near N = d_k",
             seed=SEED_SURVEY,
-            why="3 SE: binomial over the held-out queries plus the spread over training seeds",
+            why=why,
             requires_full=True,
             statement=f"trained additive mixer: accuracy at N = {small} above that at N = {large} >= d_k = {c.d_key}",
             figure="ar_capacity",
@@ -1245,19 +1279,23 @@ def claim_gated_rnn(led: Ledger, r: Result) -> None:
             figure="ar_gated_rnn",
         )
     S = c.gr_seeds
+    shared = (
+        f"95% t band, dof = {S} - 1 (seeds): the SE of the mean over {S} replicate training seeds plus the SE over "
+        f"the {c.gr_eval} held-out tasks they all share (common to every seed, so not in their spread)"
+    )
     led.predict(
         "lsa_regression_loss",
         measured=s["gr_lsa_loss"],
         expected=s["gr_loss_star"],
         se=s["gr_lsa_loss_se"],
-        k=K,
+        dof=S - 1,
         alternative=s["gr_linear_loss"],
         hypothesis="an RNN without multiplicative gates: any predictor affine in the tokens is uncorrelated "
         "with y_q, so its best loss is the zero predictor's w^2 tr Sigma + sigma^2",
         source="analysis/theory/icl_gd/closed_forms.py (one_step_gd_theory: the one-layer LSA optimum); "
         f"{GSOURCE}, item 2",
         seed=SEED_GATED_RNN,
-        why=f"{K:g} SE: the spread over {S} training seeds plus the SE over {c.gr_eval} held-out tasks",
+        why=shared,
         requires_full=True,
         statement=f"one trained causal LSA layer on in-context regression (d = {c.gr_d}, N = {c.gr_n}): "
         "loss = the one-step-GD optimum",
@@ -1269,15 +1307,14 @@ def claim_gated_rnn(led: Ledger, r: Result) -> None:
             measured=s[f"gr_excess_{kind}"],
             expected=0.0,
             se=s[f"gr_excess_{kind}_se"],
-            k=K,
+            dof=S - 1,
             alternative=s["gr_averaging_excess"],
             hypothesis="the layer implements plain averaging (one GD step at eta = 1, Garg et al.'s baseline) "
             "rather than the optimal step eta*",
             source="analysis/theory/icl_gd/closed_forms.py: one GD step at eta* is the one-layer LSA optimum; "
             f"{GSOURCE}, item 2: the gated RNN contains that layer",
             seed=SEED_GATED_RNN,
-            why=f"{K:g} SE: paired with the eta* predictor on the same {c.gr_eval} tasks, plus the spread over "
-            f"{S} seeds",
+            why=f"{shared}; per task paired with the eta* predictor",
             requires_full=True,
             statement=f"trained {what}: held-out loss minus that of one GD step at eta* on the same tasks = 0",
             figure="ar_gated_rnn",
@@ -1287,14 +1324,16 @@ def claim_gated_rnn(led: Ledger, r: Result) -> None:
         measured=s["gr_ratio"],
         expected=1.0,
         se=s["gr_ratio_se"],
-        k=K,
+        dof=S - 1,
         alternative=s["gr_linear_loss"] / s["gr_loss_star"],
         hypothesis="the recurrence does not find attention: it is no better than an RNN without multiplicative "
         "gates (the zero predictor), over the LSA optimum",
         source=f"{GSOURCE}, items 1-2: the gated RNN contains the LSA layer (g = 1) and the LSA optimum is "
         "one-step GD; the ratio of two losses at one optimum is 1",
         seed=SEED_GATED_RNN,
-        why=f"{K:g} SE: the spread of the per-seed ratios over {S} seeds plus the paired SE over the shared tasks",
+        why=f"95% t band, dof = {S} - 1 (seeds): the SE of the mean of the per-seed ratios over {S} replicate "
+        "seeds plus the paired (delta-method) SE over the shared tasks",
+        regime=["lsa_excess_over_gd_optimum", "gated_excess_over_gd_optimum"],  # ratio 1 = both at one optimum
         diagnosed_by={"lsa_excess_over_gd_optimum": "fail", "gated_excess_over_gd_optimum": "pass"},
         diagnosis="a ratio below 1 with the gated RNN at the one-step-GD optimum and the LSA above it: the LSA "
         "layer has not reached its optimum in the training budget (the two share it)",
@@ -1310,31 +1349,29 @@ def claim_selective(led: Ledger, r: Result) -> None:
     c, s = r.config, r.scalars
     if not c.gated:
         return
-    acc, se = r.data["sc_accuracy"], r.data["sc_accuracy_se"]
-    why = f"3 SE: binomial over the held-out go positions plus the spread over {c.sc_seeds} training seeds"
+    acc = r.data["sc_accuracy_seed"]  # (decay, spacing, seed)
+    why = (
+        f"95% t band over {c.sc_seeds} replicate training seeds (each seed's accuracy on its own held-out "
+        "sequences, so their spread holds the binomial noise)"
+    )
     shape = f"{c.sc_layers} layers, width {c.sc_width}, {c.sc_n_copy} tokens in {c.sc_length}, {c.sc_values} values"
-    diff = float(acc.sel(sc_decay="gated", spacing="random") - acc.sel(sc_decay="fixed", spacing="random"))
-    err = float(np.hypot(se.sel(sc_decay="gated", spacing="random"), se.sel(sc_decay="fixed", spacing="random")))
+    diff = acc.sel(sc_decay="gated", spacing="random").values - acc.sel(sc_decay="fixed", spacing="random").values
     led.direction(
         "selective_copy_gated_beats_fixed_decay",
-        measured=diff,
+        replicates=diff,  # per seed: the same seed's two models
         sign=1,
-        se=err,
-        k=3.0,
         hypothesis="the decay's input dependence does not matter to selective copying",
         source="003#16: selective (input-dependent) SSM parameters solve selective copying, time-invariant ones do not",
         seed=SEED_SELECTIVE,
-        why=why,
+        why=f"{why}; per seed the difference of the two decays' accuracies",
         requires_full=True,
         statement=f"selective copying, random spacing ({shape}): accuracy(gated decay) - accuracy(fixed decay) > 0",
         figure="ar_selective_copy",
     )
     led.direction(
         "selective_copy_fixed_decay_beyond_one_tap",
-        measured=float(acc.sel(sc_decay="fixed", spacing="random")),
+        replicates=acc.sel(sc_decay="fixed", spacing="random").values,
         sign=1,
-        se=float(se.sel(sc_decay="fixed", spacing="random")),
-        k=3.0,
         alternative=s["sc_tap_random"],
         hypothesis="the fixed-decay model is time-invariant, so it copies no better than the best fixed "
         "one-tap read-out (theory item 3)",
@@ -1350,16 +1387,14 @@ def claim_selective(led: Ledger, r: Result) -> None:
     for decay in SC_DECAYS:
         led.predict(
             f"selective_copy_fixed_spacing_{decay}_decay",
-            measured=float(acc.sel(sc_decay=decay, spacing="fixed")),
+            replicates=acc.sel(sc_decay=decay, spacing="fixed").values,
             expected=s["sc_tap_fixed"],
-            se=float(se.sel(sc_decay=decay, spacing="fixed")),
-            k=K,
             alternative=s["sc_tap_random"],
             hypothesis="the model does not use the fixed positions: no better than the one-tap read-out of "
             "random spacing",
             source=f"{GSOURCE}, item 3: with fixed spacing the one-tap read-out (a time-invariant filter) is exact",
             seed=SEED_SELECTIVE,
-            why=f"{K:g} SE: binomial over the held-out go positions plus the spread over {c.sc_seeds} seeds",
+            why=why,
             requires_full=True,
             statement=f"selective copying, fixed spacing, {decay} decay: accuracy 1",
             figure="ar_selective_copy",
@@ -1389,13 +1424,16 @@ def claim_power_method(led: Ledger, r: Result) -> None:
         statement=f"the exact power-step layer looped k = 1..{L} times: v_k = S^k v_0 / |S^k v_0| ({shape})",
         figure="ar_power_method",
     )
-    why = f"{K:g} SE: bootstrap over the {c.pm_eval} shared prompts (medians) plus the spread over {S} training seed(s)"
+    why = (
+        f"95% t band, dof = {S} - 1 (seeds): the SE of the mean over {S} replicate training seeds plus the "
+        f"bootstrap SE of the medians over the {c.pm_eval} prompts they share"
+    )
     led.predict(
         "pm_ln_first_loop_is_power_step",
         measured=s["pm_tan1_ln"],
         expected=s["pm_tan1_power"],
         se=s["pm_tan1_ln_se"],
-        k=K,
+        dof=S - 1,
         alternative=s["pm_tan0_power"],
         hypothesis="the loop does not step towards u_1 (tan theta_1 = tan theta_0 of the start vector)",
         source=f"{PSOURCE}, items 1 and 3: one loop of the LN layer is one power iteration",
@@ -1411,7 +1449,7 @@ def claim_power_method(led: Ledger, r: Result) -> None:
         measured=s["pm_rate_ln"],
         expected=s["pm_rate_power"],
         se=s["pm_rate_ln_se"],
-        k=K,
+        dof=S - 1,
         alternative=1.0,
         hypothesis="the looped layer does not converge: tan theta stops contracting beyond the trained loops",
         source=f"{PSOURCE}, item 1: tan theta contracts per loop towards l_2/l_1 (median l_2/l_1 of S "
@@ -1428,12 +1466,13 @@ def claim_power_method(led: Ledger, r: Result) -> None:
         measured=s["pm_err_T_ln"],
         expected=s["pm_err_T_power"],
         se=s["pm_err_T_ln_se"],
-        k=K,
+        dof=S - 1,
         alternative=s["pm_err_T_none"],
         hypothesis="the norm does not matter: the LN layer is no closer to the power method than the one without",
         source=f"{PSOURCE}, items 1 and 3: T loops of the LN layer are T power iterations",
         seed=SEED_POWER,
-        why=f"{K:g} SE: over the {c.pm_eval} shared prompts plus the spread over {S} training seed(s)",
+        why=f"95% t band, dof = {S} - 1 (seeds): the SE of the mean over {S} replicate training seeds plus the "
+        f"SE over the {c.pm_eval} prompts they share",
         requires_full=True,
         statement=f"trained with post-LN: mean |v_T - s u_1|^2 after the T = {T} trained loops = T power iterations'",
         figure="ar_power_method",
@@ -1444,12 +1483,13 @@ def claim_power_method(led: Ledger, r: Result) -> None:
             measured=s[f"pm_err_T_none_minus_{ref}"],
             sign=1,
             se=s[f"pm_err_T_none_minus_{ref}_se"],
-            k=3.0,
+            dof=S - 1,
             hypothesis=f"without a norm the looped layer reaches {what} error",
             source=f"000#45: a transformer without LN cannot exactly learn the power method; {PSOURCE}, item 3 "
             "(the self-cancellation holds only on the unit sphere, which nothing keeps the iterate on)",
             seed=SEED_POWER,
-            why=f"3 SE: paired over the {c.pm_eval} shared prompts plus the spread over {S} training seed(s)",
+            why=f"95% t band, dof = {S} - 1 (seeds): the SE of the mean over {S} replicate training seeds plus "
+            f"the paired SE over the {c.pm_eval} prompts they share",
             requires_full=True,
             statement=f"trained without a norm (T = {T}): mean |v_T - s u_1|^2 minus {what} > 0",
             figure="ar_power_method",

@@ -68,6 +68,7 @@ import xarray as xr
 
 from analysis.corpus import CorpusSpec, build_corpus
 from analysis.devices import model_device
+from analysis.evidence import MeanSE, mean_se, replicate_seed
 from analysis.hooks import SCORES, canonical_name, hooks
 from analysis.ledger import Ledger
 from analysis.model import ModelConfig, TinyTransformer
@@ -77,18 +78,20 @@ from analysis.tasks import CorpusLM, MarkovLanguage, PlantedKeyRetrieval
 from analysis.theory import attention_entropy as th
 from analysis.train import TrainConfig, train
 from analysis.validation import check_choice
-from probes._overview import t_multiplier
 from probes.base import ModelIncompatibleError, ProbeConfig, Result, model_param, param
 
 NAME = "attention_entropy"
 DESCRIPTION = "Attention entropy vs context length and logit scale; dilution, SSMax, sigmoid; collapse in training."
-# VERSION history: 7: trained planted-key retrieval at longer contexts, softmax vs SSMax (000#6), and trained
+# VERSION history: 8: the one band policy (analysis.evidence: 95% Student-t bands over independent replicates,
+# replicate i seeded by replicate_seed(seed, i), no longer seed + i; within-run only for the exact planted network),
+# 5 seeds / replicate models by default (were 3, 4);
+# 7: trained planted-key retrieval at longer contexts, softmax vs SSMax (000#6), and trained
 # sigmoid attention against softmax (000#17), with their claims; 6: the nonlinearity comparison (004#30: with and
 # without LayerNorm and GELU) and its claims;
 # 5: sigmoid row totals at initialisation (b = 0 and b = -ln n) with their claims; 4:
 # Gaussian-entropy claims not evaluated past the quadrature's reach (were NaN fails); 3: claims ledger roles;
 # replicate models, training seeds, SSMax fading away from s g = 1
-VERSION = "7"
+VERSION = "8"
 REQUIRES = {"input": "tokens"}
 
 # Largest values the config accepts: far beyond every preset and notebook, and below where the logits (float32
@@ -144,10 +147,10 @@ class Config(ProbeConfig):
     ctx_lens: tuple[int, ...] = param((16, 64, 256, 1024, 4096), "context lengths n (keys visible to a row)", minimum=2)
     rows_per_n: int = param(8, "query rows averaged per n (the rows ending at n; causal models)", minimum=1)
     replicates: int = param(
-        4,
-        "independent untrained models (seeds seed, seed+1, ...: weights and tokens) of the "
-        "Gaussian-entropy comparisons; their spread over models and heads is the measurement's "
-        "uncertainty",
+        5,
+        "independent untrained models (replicate seeds: seed itself, then analysis.evidence.replicate_seed(seed, "
+        "r); weights and tokens) of the Gaussian-entropy comparisons; the spread of the per-model values is the "
+        "measurement's uncertainty (95% t band)",
         minimum=2,
     )
     data: str = param(
@@ -197,9 +200,9 @@ class Config(ProbeConfig):
     )
     train_steps: int = param(150, "optimiser updates per run", minimum=1)
     train_seeds: int = param(
-        3,
-        "training seeds (seed, seed+1, ...: weights and data) per lr and QK-norm setting; "
-        "their spread is the uncertainty of the training claims",
+        5,
+        "training seeds (replicate seeds: seed itself, then analysis.evidence.replicate_seed(seed, t); weights and "
+        "data) per lr and QK-norm setting; their spread is the uncertainty of the training claims (95% t band)",
         minimum=1,
     )
     train_seq_len: int = param(32, "training context length", minimum=4)
@@ -215,9 +218,9 @@ class Config(ProbeConfig):
         32, "width of the nonlinearity comparison's models (heads: the config's heads)", minimum=2
     )
     nonlin_seeds: int = param(
-        3,
-        "training seeds (seed, seed+1, ...: weights and data) of each variant of the nonlinearity comparison; "
-        "their spread is the uncertainty of its claims",
+        5,
+        "training seeds (replicate seeds, as train_seeds: weights and data) of each variant of the nonlinearity "
+        "comparison; their spread is the uncertainty of its claims (95% t band)",
         minimum=2,
     )
     nonlin_lr: float = param(
@@ -251,9 +254,9 @@ class Config(ProbeConfig):
     retrieval_steps: int = param(600, "optimiser updates per retrieval model (AdamW, cosine, batch 32)", minimum=1)
     retrieval_lr: float = param(1e-2, "peak learning rate of the retrieval models", minimum=0.0, maximum=MAX_LR)
     retrieval_seeds: int = param(
-        3,
-        "training seeds (seed, seed+1, ...: weights, data and test sequences) per kernel; their spread is the "
-        "uncertainty of the retrieval claims",
+        5,
+        "training seeds (replicate seeds, as train_seeds: weights, data and test sequences) per kernel; their "
+        "spread is the uncertainty of the retrieval claims (95% t band)",
         minimum=2,
     )
     retrieval_eval: int = param(128, "test sequences per context length and model", minimum=2)
@@ -314,7 +317,7 @@ def model_config(
 ) -> ModelConfig:
     """The measured TinyTransformer: the config's model fields, pre-LN, no positions (so row n-1 sees exactly
     n keys), a vocabulary of ``vocab`` tokens. ``logit_scale``, ``attention`` and ``seed`` replace the config's
-    when given; ``seed`` is a replicate's own seed, which may pass the config's largest seed."""
+    when given; ``seed`` is a replicate's own seed (:func:`analysis.evidence.replicate_seed`)."""
     given = {"logit_scale": logit_scale, "attention": attention or None, "seed": seed}
     return config.model_config(
         input="tokens",
@@ -656,7 +659,7 @@ def train_sweep(config: Config, progress: bool = True) -> dict[str, np.ndarray]:
     probe_x, _ = task.sample(2, gen)
     runs = [(i, j, t) for i in range(shape[0]) for j in range(shape[1]) for t in range(shape[2])]
     for i, j, t in bar(runs, progress=progress, desc="train sweep", leave=False):
-        seed = config.seed + t
+        seed = replicate_seed(config.seed, t)  # training seed t: weights and data order
         cfg = model_config(config, vocab=task.vocab_size, qk_norm=config.qk_norm[i]).replace(
             attention="softmax", seed=seed
         )
@@ -761,7 +764,7 @@ def nonlin_sweep(config: Config, progress: bool = True) -> dict[str, np.ndarray]
     out["final_loss"] = np.full((len(VARIANTS), config.nonlin_seeds), np.nan)
     runs = [(v, t) for v in range(len(VARIANTS)) for t in range(config.nonlin_seeds)]
     for v, t in bar(runs, progress=progress, desc="nonlinearity comparison", leave=False):
-        seed = config.seed + t
+        seed = replicate_seed(config.seed, t)  # seed t: both variants' weights and data
         cfg = nonlin_model_config(config, VARIANTS[v], task.vocab_size, seed)
         res = train(
             cfg,
@@ -926,7 +929,7 @@ def retrieval_sweep(config: Config, progress: bool = True) -> dict[str, np.ndarr
     )
     runs = [(k, t) for k in range(len(RETRIEVAL_KERNELS)) for t in range(config.retrieval_seeds)]
     for k, t in bar(runs, progress=progress, desc="retrieval", leave=False):
-        kernel, seed = RETRIEVAL_KERNELS[k], config.seed + t
+        kernel, seed = RETRIEVAL_KERNELS[k], replicate_seed(config.seed, t)
         res = train(
             retrieval_model_config(config, kernel, seed),
             task,
@@ -982,7 +985,7 @@ def sigmoid_trained_sweep(config: Config, tr: dict | None, progress: bool = True
     shared = tr is not None and config.sigmoid_lr in config.lr and False in config.qk_norm
     runs = [(v, t) for v in range(len(SIG_VARIANTS)) for t in range(S)]
     for v, t in bar(runs, progress=progress, desc="sigmoid training", leave=False):
-        variant, seed = SIG_VARIANTS[v], config.seed + t
+        variant, seed = SIG_VARIANTS[v], replicate_seed(config.seed, t)  # the training sweep's seed t
         if variant == "softmax" and shared:
             out["trace"][v, t] = tr["trace_loss"][config.qk_norm.index(False), config.lr.index(config.sigmoid_lr), t]
             continue
@@ -1023,12 +1026,13 @@ def _gaussian_exact(n, std: np.ndarray) -> np.ndarray:
 
 def measure_replicates(config: Config, first: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Entropy and logit std per n, (replicate, layer, head, n), of ``config.replicates`` own untrained causal
-    models on distinct tokens (replicate r: weights and tokens of seed + r; r = 0 is the main run ``first``)."""
+    models on distinct tokens (replicate r: weights and tokens of ``replicate_seed(seed, r)``; r = 0 is the main run
+    ``first``, of the config's own seed)."""
     ns = np.asarray(config.ctx_lens)
     T, k = int(ns.max()), config.rows_per_n
     ent, std = [first["entropy"]], [first["std"]]
     for r in range(1, config.replicates):
-        seed = config.seed + r  # not through Config.replace: it may pass MAX_SEED
+        seed = replicate_seed(config.seed, r)
         m = TinyTransformer(model_config(config, vocab=T, seed=seed), device=config.torch_device()).eval()
         rows = measure_rows(m, distinct_tokens(T, seed, vocab=T), normalised=True)
         ent.append(_entropy_at_n(rows["entropy"], ns, k))
@@ -1046,7 +1050,7 @@ def measure_sweep(config: Config, progress: bool = False) -> dict[str, np.ndarra
     slack, tight = math.inf, 0.0
     grid = [(a, f, r) for a, f in enumerate(config.scale_factors) for r in range(config.replicates)]
     for a, f, r in bar(grid, progress=progress, desc="scale sweep", leave=False):
-        seed = config.seed + r  # not through Config.replace: it may pass MAX_SEED
+        seed = replicate_seed(config.seed, r)  # the replicate models' seeds
         mcfg = model_config(config, vocab=n_, logit_scale=f / math.sqrt(dh), seed=seed)
         m = TinyTransformer(mcfg, device=config.torch_device()).eval()
         rows = measure_rows(m, distinct_tokens(n_, seed), normalised=True)
@@ -1126,7 +1130,7 @@ def measure_sigmoid_totals(config: Config) -> dict[str, np.ndarray]:
     total, std = np.full(shape, np.nan), np.full(shape, np.nan)
     for a, b in enumerate(biases):
         for r in range(config.replicates):
-            seed = config.seed + r  # as the replicate models: not through Config.replace (may pass MAX_SEED)
+            seed = replicate_seed(config.seed, r)  # as the replicate models
             cfg = model_config(config, vocab=n_, attention="sigmoid", seed=seed).replace(sigmoid_bias=float(b))
             model = TinyTransformer(cfg, device=config.torch_device()).eval()
             total[a, r], std[a, r] = _sigmoid_rows(model, distinct_tokens(n_, seed), k)
@@ -1379,11 +1383,18 @@ def claim_planted_closed_forms(led: Ledger, ds: xr.Dataset, config: Config) -> N
         )
 
 
+FADE_WITHIN_RUN = (
+    "the planted-key network is a fixed float64 construction with no random weights: its fitted fading rate is "
+    "deterministic, and the finite-n drift of the fitted slope between two half-decades is its only uncertainty"
+)
+
+
 def claim_ssmax_fading_rate(led: Ledger, ds: xr.Dataset, config: Config) -> None:
     """SSMax (000#6): the planted weight n^{sg}/(n^{sg}+n-1) fades like n^{min(sg-1, 0)}; fading stops iff s g >= 1.
 
     Made at s g away from the threshold (|s g - 1| >= fade_margin); the measurement is the slope fitted over the
-    upper half-decade below planted_max_n, its uncertainty the drift of that slope from the lower half-decade."""
+    upper half-decade below planted_max_n, its uncertainty the drift of that slope from the lower half-decade: a
+    within-run uncertainty (the planted network is a fixed construction, no random weights; :data:`FADE_WITHIN_RUN`)."""
     lo_n, hi_n = config.planted_max_n / 10.0, config.planted_max_n
     for sg in config.fade_sg:
         if abs(sg - 1.0) < config.fade_margin:
@@ -1403,13 +1414,15 @@ def claim_ssmax_fading_rate(led: Ledger, ds: xr.Dataset, config: Config) -> None
             alternative=alt,
             hypothesis=hyp,
             se=drift,
-            k=2.0,
+            dof=math.inf,
+            within_run=FADE_WITHIN_RUN,
             seed="000#6",
             figure="ae_ssmax_rate",
             source="derivation: w = 1/(1 + (n-1) n^{-sg}) ~ n^{min(sg-1, 0)}; fading stops iff s g >= 1",
             why=f"se = |slope on n in [{lo_n:g}, {hi_n / math.sqrt(10):.0f}] - slope on [{hi_n / math.sqrt(10):.0f}, "
             f"{hi_n:g}]|: how far the fitted exponent still drifts at these n (the network is exact, the "
-            "only uncertainty about the n -> infinity rate is this finite-n drift); k = 2",
+            "only uncertainty about the n -> infinity rate is this finite-n drift); within-run band: 95% normal "
+            "multiple (1.96, dof inf) of the drift",
             statement=f"SSMax, s g = {sg:g}: fitted d ln w / d ln n at n ~ {hi_n:g} = min(sg - 1, 0) "
             f"= {min(sg - 1.0, 0.0):g}",
         )
@@ -1425,12 +1438,14 @@ def claim_softmax_dilution_rate(led: Ledger, ds: xr.Dataset, scalars: dict, conf
         expected=-1.0,
         alternative=0.0,
         se=drift,
-        k=2.0,
+        dof=math.inf,
+        within_run=FADE_WITHIN_RUN,
         seed="000#6",
         hypothesis="no dilution: a key with a fixed logit gap keeps its weight as n grows",
         source="derivation: softmax planted weight e^g/(e^g + n - 1) ~ e^g / n",
         figure="ae_ssmax_rate",
-        why="se = drift of the fitted slope between the two half-decades below planted_max_n (as for SSMax); k = 2",
+        why="se = drift of the fitted slope between the two half-decades below planted_max_n (as for SSMax); "
+        "within-run band: 95% normal multiple (1.96, dof inf) of the drift",
         statement=f"softmax: fitted d ln w / d ln n at n ~ {config.planted_max_n} = -1 (dilution)",
     )
 
@@ -1519,19 +1534,17 @@ def claim_gaussian_entropy(led: Ledger, ds: xr.Dataset, config: Config) -> None:
         led.not_evaluated(name, role="prediction", source=source, reason=QUADRATURE_RANGE)
         return
     eps = float(np.max(th.partition_fluctuation(n, ds["rep_logit_std"].sel(sel).values)))
-    ratio = (d_meas / d_th).ravel()  # one value per model, layer and head
+    per_model = (d_meas / d_th).mean((1, 2))  # (R,): each independent model's mean over its layers and heads
     led.predict(
         name,
-        measured=float(ratio.mean()),
+        replicates=per_model,
         expected=1.0,
         alternative=0.0,
         figure="ae_entropy_vs_n",
         hypothesis="uniform attention: no entropy deficit (H = ln n)",
-        se=float(ratio.std(ddof=1) / math.sqrt(ratio.size)),
-        k=2.0,
         source=source,
-        why=f"se: standard error of the mean over {ratio.size} (model, layer, head) values "
-        f"({config.replicates} independent models); k = 2",
+        why=f"95% t band over {per_model.size} independent untrained models (weights and tokens of replicate "
+        f"seeds), each model's mean ratio over its {d_meas[0].size} (layer, head) values",
         statement=f"n = {n}: (ln n - H) / (ln n - E_gauss[H]) at the measured logit std = 1, mean over "
         f"models, layers and heads (largest (e^{{s^2}}-1)/n = {eps:.2g})",
     )
@@ -1556,13 +1569,14 @@ def claim_gaussian_past_breakdown(led: Ledger, ds: xr.Dataset, config: Config) -
             reason=f"the largest logit scale does not pass the breakdown s^2 = ln {n}",
         )
         return
-    h = ds["sweep_entropy"].sel(top).values.ravel()
+    h = ds["sweep_entropy"].sel(top).values  # (replicate, head)
     top.pop("layer")
-    exact = ds["sweep_theory_exact_layer0"].sel(top).values.ravel()
+    exact = ds["sweep_theory_exact_layer0"].sel(top).values  # (replicate, head)
     if not np.isfinite(exact).all():
         led.not_evaluated(name, role="prediction", source=source, reason=QUADRATURE_RANGE)
         return
-    lln = np.maximum(ds["sweep_theory_lln_layer0"].sel(top).values.ravel(), 0.0)
+    lln = np.maximum(ds["sweep_theory_lln_layer0"].sel(top).values, 0.0)
+    resid = mean_se((h - exact).mean(-1))  # per independent model: its mean over heads of H - E_gauss[H]
     led.predict(
         name,
         measured=float(h.mean()),
@@ -1570,11 +1584,11 @@ def claim_gaussian_past_breakdown(led: Ledger, ds: xr.Dataset, config: Config) -
         alternative=float(lln.mean()),
         hypothesis="the LLN law ln n - s^2/2 still holds past the breakdown, floored at H = 0 (all weight on "
         "the largest logit) past freezing",
-        se=float((h - exact).std(ddof=1) / math.sqrt(h.size)),
-        k=2.0,
+        se=resid.se,
+        dof=resid.dof,
         source=source,
-        why=f"se: standard error of the mean of H - E_gauss[H] over {h.size} (model, head) values of layer 0 "
-        f"({config.replicates} independent models); k = 2",
+        why=f"95% t band over {resid.n} independent models (replicate seeds): se is the standard error over "
+        f"models of each model's mean H - E_gauss[H] over its {h.shape[-1]} layer-0 heads (dof {resid.n} - 1)",
         figure="ae_entropy_vs_scale",
         statement=f"layer 0, n = {n}, logit std {s.min():.2f}..{s.max():.2f} (breakdown at "
         f"{math.sqrt(math.log(n)):.2f}): mean H = mean E_gauss[H]",
@@ -1606,7 +1620,7 @@ def claim_sigmoid_row_totals(led: Ledger, ds: xr.Dataset, config: Config) -> Non
     for a, name in enumerate(names):
         meas = ds["sigmoid_total"].isel(bias=a).values  # (R, L, H, rows)
         theo = ds["sigmoid_total_theory"].isel(bias=a).values
-        resid = (meas - theo).mean(-1).ravel()  # one value per model, layer and head
+        resid = mean_se((meas - theo).mean((1, 2, 3)))  # per independent model: mean over layers, heads, rows
         alt, hyp = alternatives[name]
         b = float(ds["bias"].values[a])
         led.predict(
@@ -1615,13 +1629,14 @@ def claim_sigmoid_row_totals(led: Ledger, ds: xr.Dataset, config: Config) -> Non
             expected=float(theo.mean()),
             alternative=alt,
             hypothesis=hyp,
-            se=float(resid.std(ddof=1) / math.sqrt(resid.size)),
-            k=2.0,
+            se=resid.se,
+            dof=resid.dof,
             source=SIGMOID_SOURCE,
             seed="000#17",
             figure="ae_sigmoid_init",
-            why=f"se: standard error of the mean residual (measured - theory) over {resid.size} (model, layer, head) "
-            f"values ({config.replicates} independent models); k = 2",
+            why=f"95% t band over {resid.n} independent models (replicate seeds): se is the standard error over "
+            f"models of each model's mean residual (measured - theory) over its layers, heads and rows "
+            f"(dof {resid.n} - 1)",
             statement=f"n = {n}, b = {b:.3g}: the total weight of a sigmoid-attention row at initialisation = "
             f"n E sigma(s Z + b) at the measured logit std, mean over the last {ds['keys'].size} rows",
         )
@@ -1648,21 +1663,8 @@ def claim_spectral_bound_trained(led: Ledger, ds: xr.Dataset) -> None:
     )
 
 
-def _seed_k(n_seeds: int) -> float:
-    """The band's multiple of a standard error over ``n_seeds`` seeds: the two-sided 95% Student-t multiple
-    (n - 1 degrees of freedom; 4.30 at 3 seeds). A fixed k = 2 covers about 82% at 3 seeds, not 95%."""
-    return t_multiplier(max(int(n_seeds), 2), confidence=0.95)
-
-
-def _k_text(n_seeds: int) -> str:
-    return f"k = t(95%, {n_seeds} - 1 dof) = {_seed_k(n_seeds):.2f}"
-
-
-def _paired(x: np.ndarray) -> tuple[float, float]:
-    """Mean and standard error over training seeds (nan SE with one seed: the claim then fails, unmeasured)."""
-    x = np.asarray(x, dtype=np.float64)
-    se = float(x.std(ddof=1) / math.sqrt(x.size)) if x.size > 1 else math.nan
-    return float(x.mean()), se
+def _band_text(n_seeds: int) -> str:
+    return f"95% t band over {n_seeds} training seeds (replicate seeds)"
 
 
 def claim_qknorm(led: Ledger, ds: xr.Dataset, config: Config) -> None:
@@ -1676,34 +1678,27 @@ def claim_qknorm(led: Ledger, ds: xr.Dataset, config: Config) -> None:
     top = {"lr": float(ds["lr"].max())}
     plain, normed = ds.sel({**top, "qk_norm": False}), ds.sel({**top, "qk_norm": True})
     log_ratio = np.log(plain["trace_max_logit"].max("step").values / normed["trace_max_logit"].max("step").values)
-    m, se = _paired(log_ratio)
     led.direction(
         "qknorm_bounds_logits",
-        measured=m,
+        replicates=log_ratio,
         sign=1,
-        se=se,
-        k=_seed_k(config.train_seeds),
         requires_full=True,
         source=src,
         hypothesis="QK-norm leaves the attention logits' growth unchanged (log ratio 0)",
         figure="ae_training",
-        why=f"se: standard error over {config.train_seeds} training seeds (each seed trains both models); "
-        f"{_k_text(config.train_seeds)}",
+        why=f"{_band_text(config.train_seeds)} of the per-seed log ratio (each seed trains both models)",
         statement=f"lr = {top['lr']:g}: ln(max |logit| over training without QK-norm / with QK-norm) > 0",
     )
     gap = normed["trace_min_ent_norm"].isel(step=-1).values - plain["trace_min_ent_norm"].isel(step=-1).values
-    m, se = _paired(gap)
     led.direction(
         "qknorm_keeps_entropy_higher",
-        measured=m,
+        replicates=gap,
         sign=1,
-        se=se,
-        k=_seed_k(config.train_seeds),
         requires_full=True,
         source=src,
         hypothesis="QK-norm does not change the smallest head entropy",
         figure="ae_training",
-        why=f"se: standard error over {config.train_seeds} training seeds (paired); {_k_text(config.train_seeds)}",
+        why=f"{_band_text(config.train_seeds)} of the paired difference",
         statement=f"lr = {top['lr']:g}: final min head H/ln n with QK-norm - without > 0",
     )
 
@@ -1719,18 +1714,15 @@ def claim_entropy_collapse(led: Ledger, ds: xr.Dataset, config: Config) -> None:
     plain = ds.sel(qk_norm=False)["trace_min_ent_norm"].isel(step=-1)  # (lr, train_seed)
     lo, hi = float(ds["lr"].min()), float(ds["lr"].max())
     drop = plain.sel(lr=lo).values - plain.sel(lr=hi).values
-    m, se = _paired(drop)
     led.direction(
         name,
-        measured=m,
+        replicates=drop,
         sign=1,
-        se=se,
-        k=_seed_k(config.train_seeds),
         requires_full=True,
         source=src,
         hypothesis="the learning rate does not change the smallest head entropy",
         figure="ae_training",
-        why=f"se: standard error over {config.train_seeds} training seeds (paired); {_k_text(config.train_seeds)}",
+        why=f"{_band_text(config.train_seeds)} of the paired difference (each seed trains at both lrs)",
         statement=f"no QK-norm: final min head H/ln n at lr {lo:g} - at lr {hi:g} > 0",
     )
 
@@ -1754,14 +1746,14 @@ def nonlin_thirds(n_layers: int) -> tuple[list[int], list[int]]:
     return list(range(k)), list(range(n_layers - k, n_layers))
 
 
-def _seed_resid(ds: xr.Dataset, variant: str, state: str, theory: str, layers) -> tuple[float, float, float]:
-    """Mean measured and predicted H / ln n over seeds, the given layers and heads, and the standard error over
-    seeds of the per-seed mean residual (measured - predicted)."""
+def _seed_resid(ds: xr.Dataset, variant: str, state: str, theory: str, layers) -> tuple[float, float, MeanSE]:
+    """Mean measured and predicted H / ln n over seeds, the given layers and heads, and the mean and standard error
+    over seeds of the per-seed mean residual (measured - predicted)."""
     sel = {"variant": variant, "state": state, "nonlin_layer": layers}
     meas = ds["nonlin_ent_norm"].sel(sel).values  # (seed, layer, head)
     theo = ds[f"nonlin_{theory}"].sel(sel).values
     resid = (meas - theo).mean((1, 2))
-    return float(meas.mean()), float(theo.mean()), _paired(resid)[1]
+    return float(meas.mean()), float(theo.mean()), mean_se(resid)
 
 
 def claim_nonlin_gaussian(led: Ledger, ds: xr.Dataset, config: Config) -> None:
@@ -1771,8 +1763,8 @@ def claim_nonlin_gaussian(led: Ledger, ds: xr.Dataset, config: Config) -> None:
     diagnosed by the rows claim: the rows' scales differ and E[H] is convex in s, so the mean lies above)."""
     S = config.nonlin_seeds
     why = (
-        f"se: standard error over {S} training seeds of the per-seed residual (measured - predicted, mean over "
-        f"heads and the rows of the probe batch); {_k_text(S)}"
+        f"{_band_text(S)}: se is the standard error over seeds of the per-seed residual (measured - predicted, "
+        f"mean over heads and the rows of the probe batch; dof {S} - 1)"
     )
     jensen = (
         "the rows' logit stds differ within a layer and E[H] is convex in s where attention collapses (E[H] ~ 1/s), "
@@ -1793,26 +1785,28 @@ def claim_nonlin_gaussian(led: Ledger, ds: xr.Dataset, config: Config) -> None:
                         reason="a training run diverged: non-finite attention logits, no logit std to predict from",
                     )
                 continue
-            common = dict(alternative=1.0, hypothesis=UNIFORM_HYP, k=_seed_k(S), seed=SEED_NONLIN, figure="ae_nonlin")
+            common = dict(alternative=1.0, hypothesis=UNIFORM_HYP, seed=SEED_NONLIN, figure="ae_nonlin")
             rows_name = f"{prefix}_rows_{state}{suffix}"
-            m, e, se = _seed_resid(ds, variant, state, "theory_rows", layers)
+            m, e, res = _seed_resid(ds, variant, state, "theory_rows", layers)
             led.predict(
                 rows_name,
                 measured=m,
                 expected=e,
-                se=se,
+                se=res.se,
+                dof=res.dof,
                 source=NONLIN_SOURCE,
                 why=why,
                 statement=f"{variant}, {state}, {where}: mean H / ln n = mean over rows of E_gauss[H](n, s_row) / ln n "
                 "at each row's measured logit std",
                 **common,
             )
-            m, e, se = _seed_resid(ds, variant, state, "theory", layers)
+            m, e, res = _seed_resid(ds, variant, state, "theory", layers)
             led.predict(
                 f"{prefix}_{state}{suffix}",
                 measured=m,
                 expected=e,
-                se=se,
+                se=res.se,
+                dof=res.dof,
                 source=NONLIN_SOURCE,
                 why=why,
                 diagnosed_by={rows_name: "pass"},
@@ -1829,20 +1823,16 @@ def claim_nonlin_logit_growth(led: Ledger, ds: xr.Dataset, config: Config) -> No
     for state in STATES:
         std = ds["nonlin_logit_std"].sel(state=state).mean("head")  # (variant, seed, layer)
         growth = np.log(std.isel(nonlin_layer=last) / std.isel(nonlin_layer=0))  # (variant, seed)
-        m, se = _paired(growth.sel(variant="no_nonlin").values - growth.sel(variant="standard").values)
         led.direction(
             f"no_nonlin_logit_std_grows_with_depth_{state}",
-            measured=m,
+            replicates=growth.sel(variant="no_nonlin").values - growth.sel(variant="standard").values,
             sign=1,
-            se=se,
-            k=_seed_k(config.nonlin_seeds),
             seed=SEED_NONLIN,
             source="derivation: without LayerNorm each block adds linear maps of the residual stream to it, so its "
             "norm, and the logit std ~ |x|^2, grow with depth; Pre-LN normalises every attention input",
             hypothesis="removing LayerNorm and GELU does not change how the logit std changes with depth",
             figure="ae_nonlin",
-            why=f"se: standard error over {config.nonlin_seeds} seeds (each seed initialises both variants); "
-            f"{_k_text(config.nonlin_seeds)}",
+            why=f"{_band_text(config.nonlin_seeds)} of the paired difference (each seed initialises both variants)",
             statement=f"{state}: ln(s_last / s_first) without nonlinearities - with them > 0 (s: head-mean logit std)",
         )
 
@@ -1868,7 +1858,7 @@ def claim_nonlin_thresholds(led: Ledger, ds: xr.Dataset, config: Config) -> None
                 reason="a standard-model training run diverged: no alternative to compare with",
             )
             continue
-        se = _paired(tr.sel(variant="no_nonlin", **sel).mean(("nonlin_layer", "head")).values)[1]
+        se = mean_se(tr.sel(variant="no_nonlin", **sel).mean(("nonlin_layer", "head")).values).se
         led.predict(
             name,
             measured=m,
@@ -1881,7 +1871,8 @@ def claim_nonlin_thresholds(led: Ledger, ds: xr.Dataset, config: Config) -> None
             requires_full=True,
             source=f"issue 17 on 004#30: {what}",
             figure="ae_nonlin",
-            why=f"band = issue 17's threshold; the measurement's own SE over {config.nonlin_seeds} seeds is {se:.2g}",
+            why=f"band = issue 17's threshold (a criterion, not an uncertainty); the measurement's own SE over "
+            f"{config.nonlin_seeds} training seeds is {se:.2g}",
             statement=f"trained, no LayerNorm or GELU, layers {layers}: mean H / ln n {what}",
         )
 
@@ -1936,21 +1927,22 @@ def claim_retrieval_slopes(led: Ledger, ds: xr.Dataset, config: Config) -> None:
     for kernel, (alt, hyp, detail) in cases.items():
         sub = ds.sel(retrieval_kernel=kernel)
         meas, pred = sub["retrieval_slope"].values, sub["retrieval_slope_theory"].values
+        resid = mean_se(meas - pred)
         led.predict(
             f"ssmax_trained_{kernel}_slope",
             measured=float(meas.mean()),
             expected=float(pred.mean()),
             alternative=alt,
             hypothesis=hyp,
-            se=_paired(meas - pred)[1],
-            k=_seed_k(config.retrieval_seeds),
+            se=resid.se,
+            dof=resid.dof,
             requires_full=True,
             seed=SEED_SSMAX,
             figure="ae_ssmax_trained",
             source=RETRIEVAL_SOURCE,
-            why=f"se: standard error over {config.retrieval_seeds} training seeds of the per-seed residual (fitted "
-            f"slope - predicted slope; each seed its own test sequences, {config.retrieval_eval} per length); "
-            f"{_k_text(config.retrieval_seeds)}",
+            why=f"{_band_text(config.retrieval_seeds)}: se is the standard error over seeds of the per-seed "
+            f"residual (fitted slope - predicted slope; each seed its own test sequences, {config.retrieval_eval} per "
+            f"length; dof {config.retrieval_seeds} - 1)",
             statement=f"{kernel}, {span}: fitted d ln w / d ln n of the mean planted weight = the slope predicted "
             f"from the gaps measured at n = {int(ns[0])} ({detail})",
         )
@@ -1971,20 +1963,17 @@ def claim_retrieval_accuracy(led: Ledger, ds: xr.Dataset, config: Config) -> Non
             reason="a retrieval training run diverged (non-finite attention weights)",
         )
         return
-    m, se = _paired(ssm - soft)
     led.direction(
         f"ssmax_trained_retrieval_{fmax}x",
-        measured=m,
+        replicates=ssm - soft,
         sign=1,
-        se=se,
-        k=_seed_k(config.retrieval_seeds),
         requires_full=True,
         seed=SEED_SSMAX,
         hypothesis="the kernel does not change retrieval at the longest length (accuracy difference 0)",
         source="000#6: SSMax generalises to longer contexts and retrieves better there than softmax",
         figure="ae_ssmax_trained",
-        why=f"se: standard error over {config.retrieval_seeds} training seeds of the paired difference (both kernels "
-        f"of a seed see the same {config.retrieval_eval} test sequences); {_k_text(config.retrieval_seeds)}",
+        why=f"{_band_text(config.retrieval_seeds)} of the paired difference (both kernels of a seed see the same "
+        f"{config.retrieval_eval} test sequences)",
         statement=f"n = {top} pairs ({fmax}x the training length): accuracy SSMax - softmax > 0 (softmax "
         f"{soft.mean():.3f}, SSMax {ssm.mean():.3f})",
     )
@@ -2005,38 +1994,31 @@ def claim_sigmoid_trained(led: Ledger, ds: xr.Dataset, config: Config) -> None:
     soft = loss.sel(sig_variant="softmax").values
     ln_t, zero = loss.sel(sig_variant="sigmoid_ln_t").values, loss.sel(sig_variant="sigmoid_zero").values
     T, S = config.train_seq_len, config.train_seeds
-    m, se = _paired(ln_t / soft)
     setting = f"{config.train_data}, {config.train_steps} updates at lr {config.sigmoid_lr:g}, T = {T}"
     led.predict(
         names[0],
-        measured=m,
+        replicates=ln_t / soft,
         expected=1.0,
         alternative=float(np.mean(zero / soft)),
         hypothesis="the bias does not matter: the loss ratio of the b = 0 sigmoid model",
-        se=se,
-        k=_seed_k(S),
         requires_full=True,
         seed=SEED_SIGMOID,
         figure="ae_sigmoid_trained",
         source=src,
-        why=f"se: standard error over {S} training seeds of the per-seed ratio (each seed trains all three models on "
-        f"the same data); {_k_text(S)}",
+        why=f"{_band_text(S)} of the per-seed ratio (each seed trains all three models on the same data)",
         statement=f"{setting}: final loss sigmoid (b = -ln T) / softmax = 1 (mean of the last 20 updates; "
         f"softmax {soft.mean():.4f}, sigmoid {ln_t.mean():.4f}, b = 0 {zero.mean():.4f})",
     )
-    g, gse = _paired(np.log(zero / ln_t))
     led.direction(
         names[1],
-        measured=g,
+        replicates=np.log(zero / ln_t),
         sign=1,
-        se=gse,
-        k=_seed_k(S),
         requires_full=True,
         seed=SEED_SIGMOID,
         hypothesis="the bias does not change the trained loss (log ratio 0)",
         source="000#17: stabilising the large initial attention norms (b = -ln n) is crucial for training sigmoid "
         "attention",
         figure="ae_sigmoid_trained",
-        why=f"se: standard error over {S} training seeds (paired); {_k_text(S)}",
+        why=f"{_band_text(S)} of the paired log ratio",
         statement=f"{setting}: ln(final loss at b = 0 / at b = -ln T) > 0",
     )

@@ -10,7 +10,7 @@ logit bias) and ``kv_shift`` (keys and values mixed with the previous token's) o
    ``construction_batch`` white sequences padded with K - 1 zero vectors, against the convolution.
 2. Trained heads (seed 004#89): H = 1..K heads of the same content-free form (attention "uniform" + ``rel_pos``,
    no norm, no residual, no MLP: a linear layer whose patterns depend only on positions) trained on the
-   regression ``y = conv(x)`` with :func:`analysis.train.train` (cached), ``train_seeds`` seeds. Measured: the
+   regression ``y = conv(x)`` with :func:`analysis.train.train` (cached), ``train_seeds`` replicate seeds. Measured: the
    exact population relative MSE of the trained layer on white inputs over the rows t >= K - 1, from its impulse
    responses in float64, against the Eckart-Young bound of the unfolded kernel.
 3. Induction (seed 004#24): attention-only token models (no MLP) trained on :class:`analysis.tasks.Induction`:
@@ -41,6 +41,11 @@ logit bias) and ``kv_shift`` (keys and values mixed with the previous token's) o
    c. Stable ranks ``|A|_F^2 / |A|_2^2`` along training (``san_snapshots`` + 1 checkpoints of run a) of each head's
       ``W_q,h^T W_k,h`` (mean over heads) and of ``W_O``, per layer; the statistic is the relative change over the
       second half of training, averaged over layers, per seed.
+
+Replicates: seed i of every trained part (``train_seeds``, ``nn_seeds``, ``san_seeds``, ``deep_seeds``) is
+:func:`analysis.evidence.replicate_seed` ``(seed, i)`` for weights, data and held-out data (replicate 0 is ``seed``
+itself), and every claim on trained models takes its 95% Student-t band from the spread of the per-seed values
+(:mod:`analysis.evidence`); models of different kinds with the same replicate index are paired.
 """
 
 from __future__ import annotations
@@ -53,6 +58,7 @@ import torch
 import xarray as xr
 
 from analysis.corpus import CorpusSpec
+from analysis.evidence import mean_se, replicate_seed, replicate_seeds, t_multiple
 from analysis.hooks import hooks
 from analysis.ledger import Ledger
 from analysis.model import ModelConfig, TinyTransformer
@@ -67,12 +73,11 @@ DESCRIPTION = (
     "Attention-only layers: convolution by relative-position heads (rank bound), KV-shift induction, rank against "
     "heads, and attention-only networks (matched parameters, QK-norm in deep stacks, stable ranks)."
 )
-VERSION = "3"
+VERSION = "4"
 REQUIRES = None  # builds its own models
 
 SEED_CONV, SEED_KV, SEED_RANK, SEED_SAN = "004#89", "004#24", "004#72", "004#1"
 SOURCE = "analysis/theory/attention_only.py"
-K_SE = 3.0  # standard errors of a direction's band
 SOLVED = 0.9  # issue 17: accuracy >= 0.9 counts as solving induction
 FAILS = 0.2  # issue 17: one vanilla layer stays <= 0.2
 # name -> (layers, pos, kv_shift) of the induction models
@@ -109,12 +114,13 @@ class Config(ProbeConfig):
         "smoke": {
             "construction_batch": 8,
             "conv_steps": 20,
-            "train_seeds": 1,
+            "train_seeds": 2,
             "ind_steps": 20,
             "n_eval": 32,
             "nn_d": 4,
             "nn_keys": 4,
             "nn_steps": 3,
+            "nn_seeds": 2,
             "nn_eval": 16,
             "nn_theory_sets": 64,
             "san_width": 8,
@@ -144,7 +150,9 @@ class Config(ProbeConfig):
     conv_batch: int = param(32, "sequences per update (convolution)", minimum=1, maximum=1024)
     conv_lr: float = param(0.03, "peak learning rate (convolution; Adam, cosine)", minimum=1e-6, maximum=1.0)
     trained: bool = param(True, "train the convolution layers and the induction models")
-    train_seeds: int = param(2, "training seeds per model (their spread enters the uncertainty)", minimum=1)
+    train_seeds: int = param(
+        5, "training seeds per model: replicate_seed(seed, i), their spread is the uncertainty", minimum=1
+    )
     vocab_size: int = model_param("vocab_size", 32, maximum=512)
     seq_len: int = param(24, "induction sequence length T", minimum=4, maximum=256)
     segment: int = param(8, "length L of the repeated segment", minimum=2, maximum=128)
@@ -163,7 +171,7 @@ class Config(ProbeConfig):
     nn_steps: int = param(600, "nearest neighbour: optimiser updates per model", minimum=1)
     nn_batch: int = param(32, "nearest neighbour: sequences per update", minimum=1, maximum=1024)
     nn_lr: float = param(0.03, "nearest neighbour: peak learning rate (Adam, cosine)", minimum=1e-6, maximum=1.0)
-    nn_seeds: int = param(1, "nearest neighbour: training seeds per model", minimum=1)
+    nn_seeds: int = param(5, "nearest neighbour: training seeds per model (replicate_seed(seed, i))", minimum=1)
     nn_eval: int = param(512, "nearest neighbour: held-out sequences per model", minimum=2, maximum=100_000)
     nn_theory_sets: int = param(2000, "nearest neighbour: key sets of the theory's Monte Carlo", minimum=8)
     san_width: int = param(32, "attention-only networks: width d of the matched models", minimum=2, maximum=256)
@@ -173,7 +181,9 @@ class Config(ProbeConfig):
         64, "attention-only networks: corpus context T of the matched models", minimum=4, maximum=256
     )
     san_steps: int = param(300, "attention-only networks: updates per matched model (probe-LM recipe)", minimum=1)
-    san_seeds: int = param(3, "attention-only networks: training seeds per matched model", minimum=1, maximum=16)
+    san_seeds: int = param(
+        5, "attention-only networks: training seeds per matched model (replicate_seed(seed, i))", minimum=1, maximum=16
+    )
     san_eval_batches: int = param(8, "attention-only networks: held-out batches of 16 windows", minimum=1, maximum=64)
     san_snapshots: int = param(
         8, "attention-only networks: checkpoint intervals of the stable ranks (even)", minimum=2, maximum=64
@@ -185,10 +195,12 @@ class Config(ProbeConfig):
     deep_batch: int = param(8, "deep stacks: sequences per update", minimum=1, maximum=256)
     deep_steps: int = param(200, "deep stacks: updates (Adam, constant lr, no warm-up, no clipping)", minimum=1)
     deep_lr: float = param(1e-3, "deep stacks: Adam learning rate (torch's default)", minimum=1e-6, maximum=1.0)
-    deep_seeds: int = param(3, "deep stacks: seeds per QK-norm setting", minimum=1, maximum=16)
+    deep_seeds: int = param(
+        3, "deep stacks: seeds per QK-norm setting (replicate_seed(seed, i); ~33 s per seed)", minimum=1, maximum=16
+    )
     spike_window: int = param(20, "loss spikes: trailing window of earlier updates", minimum=2, maximum=1000)
     spike_k: float = param(6.0, "loss spikes: threshold in scaled MADs above the window's median", minimum=0.5)
-    seed: int = model_param("seed", 0, "weights, data and held-out data")
+    seed: int = model_param("seed", 0, "weights, data and held-out data (replicate i: replicate_seed(seed, i))")
 
     def validate(self) -> None:
         super().validate()
@@ -352,9 +364,10 @@ def measure_conv_trained(config: Config, progress: bool) -> dict[str, np.ndarray
     """(heads, seed) relative MSE (mean over the rows t >= K - 1) and its smallest row."""
     shape = (config.taps, config.train_seeds)
     out = {name: np.full(shape, np.nan) for name in ("rel_mse", "rel_mse_min_row", "pattern_floor")}
+    seeds = replicate_seeds(config.seed, config.train_seeds)
     jobs = [(h, s) for h in range(1, config.taps + 1) for s in range(config.train_seeds)]
     for h, s in bar(jobs, desc="attention_only: convolution", progress=progress):
-        got = train_conv(config, h, config.seed + s, progress=False)
+        got = train_conv(config, h, seeds[s], progress=False)
         out["rel_mse"][h - 1, s], out["rel_mse_min_row"][h - 1, s] = got["rel_mse"], got["rel_mse_worst_row"]
         out["pattern_floor"][h - 1, s] = got["pattern_floor"]
     return out
@@ -392,10 +405,11 @@ def measure_induction(config: Config, progress: bool) -> dict[str, np.ndarray]:
     acc = np.full((len(names), config.train_seeds), np.nan)
     per_pos = np.full((len(names), config.train_seeds, config.segment), np.nan)
     shift_off = math.nan
+    seeds = replicate_seeds(config.seed, config.train_seeds)
     jobs = [(i, s) for i in range(len(names)) for s in range(config.train_seeds)]
     for i, s in bar(jobs, desc="attention_only: induction", progress=progress):
-        model = train_induction(config, names[i], config.seed + s, progress=False)
-        x, y = eval_batch(config, config.seed + s)
+        model = train_induction(config, names[i], seeds[s], progress=False)
+        x, y = eval_batch(config, seeds[s])
         with torch.no_grad():
             hits = task.accuracy(model(x), y).double()  # (n_eval, L)
         acc[i, s], per_pos[i, s] = float(hits.mean()), hits.mean(0).numpy()
@@ -452,13 +466,6 @@ def constructed_induction(config: Config, shift: bool = True) -> float:
             p.copy_(torch.from_numpy(w[key.split(".")[0]]))
         x, y = eval_batch(config, config.seed)
         return float(config.induction_task().accuracy(model(x), y).double().mean())
-
-
-def accuracy_se(acc: np.ndarray, n: int) -> np.ndarray:
-    """(model,) SE of the seed-mean accuracy: binomial within each seed (n positions) plus the seed spread."""
-    binom = (acc * (1 - acc) / n).mean(-1) / acc.shape[-1]
-    spread = acc.var(-1, ddof=1) / acc.shape[-1] if acc.shape[-1] > 1 else np.zeros(acc.shape[0])
-    return np.sqrt(binom + spread)
 
 
 # ================================================================================================ nearest neighbour
@@ -550,10 +557,11 @@ def measure_nn_trained(config: Config, progress: bool) -> dict[str, np.ndarray]:
     shape = (len(names), config.nn_seeds)
     out = {k: np.full(shape, np.nan) for k in ("rel_mse", "rel_mse_se")}
     out["beta_eff"], out["anisotropy"] = np.full(config.nn_seeds, np.nan), np.full(config.nn_seeds, np.nan)
+    seeds = replicate_seeds(config.seed, config.nn_seeds)
     jobs = [(i, s) for i in range(len(names)) for s in range(config.nn_seeds)]
     for i, s in bar(jobs, desc="attention_only: nearest neighbour", progress=progress):
-        model = train_nn(config, names[i], config.seed + s, progress=False)
-        err = nn_errors(config, model, NN_MODELS[names[i]][2], config.seed + s)
+        model = train_nn(config, names[i], seeds[s], progress=False)
+        err = nn_errors(config, model, NN_MODELS[names[i]][2], seeds[s])
         out["rel_mse"][i, s], out["rel_mse_se"][i, s] = err.mean(), err.std(ddof=1) / math.sqrt(err.size)
         if names[i] == "full_1x":
             out["beta_eff"][s], out["anisotropy"][s] = learned_scale(config, model)
@@ -804,7 +812,7 @@ def measure_deep(config: Config, progress: bool) -> dict[str, np.ndarray]:
         desc="attention_only: deep stacks",
         progress=progress,
     ):
-        seed = config.seed + s
+        seed = replicate_seed(config.seed, s)
         tc = TrainConfig(
             steps=config.deep_steps,
             batch_size=config.deep_batch,
@@ -853,7 +861,7 @@ def measure_san(config: Config, progress: bool) -> dict[str, np.ndarray]:
         out[key] = np.full((2, S, len(steps), max(depth, config.san_layers)), np.nan)
     jobs = [(i, s) for i in range(len(SAN_MODELS)) for s in range(S)]
     for i, s in bar(jobs, desc="attention_only: matched parameters", progress=progress):
-        seed = config.seed + s
+        seed = replicate_seed(config.seed, s)
         tc = probe_lm_train_config(config.san_steps, seed).replace(
             eval_every=config.san_steps, eval_batches=config.san_eval_batches
         )
@@ -945,7 +953,6 @@ def build_dataset(config: Config, conv: dict | None, ind: dict | None, nn: dict 
     names = list(MODELS)
     acc = ind["accuracy"] if ind else np.full((len(names), 1), np.nan)
     per_pos = ind["accuracy_position"] if ind else np.full((len(names), 1, config.segment), np.nan)
-    n_pos = config.n_eval * config.segment
     nn_names = list(NN_MODELS)
     nan_nn = np.full((len(nn_names), 1), np.nan)
     data = {
@@ -956,7 +963,7 @@ def build_dataset(config: Config, conv: dict | None, ind: dict | None, nn: dict 
         "pattern_floor_seed": (("heads", "train_seed"), conv["pattern_floor"] if conv else nan2),
         "accuracy_seed": (("model", "ind_seed"), acc),
         "accuracy": (("model",), acc.mean(-1)),
-        "accuracy_se": (("model",), accuracy_se(acc, n_pos)),
+        "accuracy_se": (("model",), np.array([mean_se(row).se for row in acc])),  # over seeds (NaN for one)
         "accuracy_position": (("model", "position"), per_pos.mean(1)),
         "bag_ceiling_position": (("position",), th.bag_ceiling_per_position(config.seq_len, config.segment)),
         "nn_rel_mse_seed": (("nn_model", "nn_seed"), nn["rel_mse"] if nn else nan_nn),

@@ -69,9 +69,9 @@ import sympy as sp
 import torch
 import xarray as xr
 from scipy.optimize import minimize_scalar
-from scipy.stats import t as student_t
 
 from analysis import fused_lsa
+from analysis.evidence import mean_se, replicate_seeds
 from analysis.hooks import hooks
 from analysis.ledger import Ledger
 from analysis.model import ModelConfig, TinyTransformer
@@ -132,7 +132,11 @@ class Config(ProbeConfig):
             "garg_n_points": 6,
             "garg_steps": 40,
             "garg_batch": 32,
-            "eta_seeds": 1,
+            "eta_seeds": 2,
+            "depth_seeds": 2,
+            "mahankali_seeds": 2,
+            "looped_seeds": 2,
+            "garg_seeds": 2,
             "mahankali_d": 3,
             "mahankali_n": 6,
             "ridge_mc_d": 4,
@@ -213,12 +217,26 @@ class Config(ProbeConfig):
     garg_heads: int = param(4, "attention heads of the interleaved model", minimum=1, maximum=16)
     garg_steps: int = param(1500, "Adam updates of the interleaved model (~45 s on one core)", minimum=1)
     garg_batch: int = param(64, "sequences per update of the interleaved model", minimum=1)
+    garg_seeds: int = param(
+        3,
+        "replicate seeds of the interleaved model (replicate 0 is seed; ~45 s each: 3, not 5, for compute)",
+        minimum=1,
+        maximum=16,
+    )
     garg_lr: float = param(
         1e-3, "peak Adam learning rate of the interleaved model (warm-up, cosine)", minimum=0.0, maximum=MAX_LR
     )
     eta_seeds: int = param(
-        3,
-        "one-layer models trained from seeds seed.. for the trained eta's uncertainty (about 9 s each, one thread)",
+        5,
+        "one-layer models trained from replicate seeds (replicate 0 is seed, the headline model; "
+        "analysis.evidence.replicate_seed): the one-layer claims' band over replicates (about 8 s each, one thread)",
+        minimum=1,
+        maximum=16,
+    )
+    depth_seeds: int = param(
+        5,
+        "replicate seeds of every stack of layers (replicate 0 is seed): the depth claims' band over replicates "
+        "(about 5 s at K = 2 to 10 s at K = 4 each, one thread)",
         minimum=1,
         maximum=16,
     )
@@ -228,6 +246,9 @@ class Config(ProbeConfig):
         "isotropic or anisotropic (cond), or isotropic with ReLU responses y = max(0, w.x) + noise",
         choices=MAHANKALI_LAWS,
         min_len=0,
+    )
+    mahankali_seeds: int = param(
+        5, "replicate seeds of each Mahankali law's layer (replicate 0 is seed; ~7 s each)", minimum=1, maximum=16
     )
     mahankali_d: int = param(5, "input dimension of Mahankali et al.'s setting", minimum=1, maximum=32)
     mahankali_n: int = param(20, "context examples N of Mahankali et al.'s setting", minimum=1, maximum=200)
@@ -246,6 +267,12 @@ class Config(ProbeConfig):
         "laws on which a weight-tied (looped) one-layer LSA is trained (Chen et al., 003#50; ~20 s each)",
         choices=("gaussian", "anisotropic"),
         min_len=0,
+    )
+    looped_seeds: int = param(
+        3,
+        "replicate seeds of each looped LSA (replicate 0 is seed; ~20 s each: 3, not 5, for compute)",
+        minimum=1,
+        maximum=16,
     )
     looped_d: int = param(5, "input dimension of the looped-LSA task", minimum=1, maximum=32)
     looped_n: int = param(20, "context examples n of the looped-LSA task (n = O(d): 4 d)", minimum=1, maximum=200)
@@ -272,7 +299,11 @@ class Config(ProbeConfig):
     lg_steps: int = param(800, "Adam updates of each one-step softmax layer", minimum=1)
     lg_batch: int = param(256, "prompts per update of the one-step softmax layer", minimum=1)
     lg_lr: float = param(1e-2, "peak Adam learning rate of the one-step softmax layer", minimum=1e-6, maximum=1.0)
-    lg_seeds: int = param(2, "training seeds of the one-step softmax layer (the claim takes the worst)", minimum=1)
+    lg_seeds: int = param(
+        5,
+        "replicate seeds of the one-step softmax layer (replicate 0 is seed; ~4 s each; the claim takes the worst)",
+        minimum=1,
+    )
     lg_eval: int = param(2000, "held-out classification prompts", minimum=2)
 
     def validate(self) -> None:
@@ -296,6 +327,16 @@ class Config(ProbeConfig):
 # ================================================================================================
 # Models, the training task, weights in the theory module's convention
 # ================================================================================================
+
+SEED_PARTS = ("eta", "depth", "mahankali", "looped", "garg", "lg")  # the parts with a ``<part>_seeds`` field
+
+
+def part_seeds(cfg: Config, part: str) -> list[int]:
+    """The replicate seeds of one trained part (:data:`SEED_PARTS`): ``analysis.evidence.replicate_seeds``
+    of the config's seed; replicate 0 is ``cfg.seed`` itself (the part's first model keeps its key)."""
+    if part not in SEED_PARTS:
+        raise ValueError(f"part must be one of {SEED_PARTS}, got {part!r}")
+    return replicate_seeds(cfg.seed, int(getattr(cfg, f"{part}_seeds")))
 
 
 def spectrum(cfg: Config) -> np.ndarray | None:
@@ -515,7 +556,7 @@ def garg_task(cfg: Config) -> LinearRegressionTask:
     )
 
 
-def garg_model_config(cfg: Config, dtype: str = "float32") -> ModelConfig:
+def garg_model_config(cfg: Config, dtype: str = "float32", seed: int | None = None) -> ModelConfig:
     """A small standard causal transformer: linear read-in of the (d+1)-dim tokens, learned positions,
     pre-LN, softmax attention, GELU MLP of width 4 d_model, linear read-out of width 1 (GPT-2 init)."""
     return ModelConfig(
@@ -533,11 +574,11 @@ def garg_model_config(cfg: Config, dtype: str = "float32") -> ModelConfig:
         causal=True,
         init="gpt2",
         dtype=dtype,
-        seed=cfg.seed,
+        seed=cfg.seed if seed is None else seed,
     )
 
 
-def garg_train_config(cfg: Config) -> TrainConfig:
+def garg_train_config(cfg: Config, seed: int | None = None) -> TrainConfig:
     return TrainConfig(
         steps=cfg.garg_steps,
         batch_size=cfg.garg_batch,
@@ -547,7 +588,7 @@ def garg_train_config(cfg: Config) -> TrainConfig:
         warmup_steps=min(100, cfg.garg_steps // 10),
         schedule="cosine",
         min_lr_ratio=0.1,
-        seed=cfg.seed,
+        seed=cfg.seed if seed is None else seed,
     )
 
 
@@ -590,9 +631,9 @@ def garg_loss_vs_k(cfg: Config, model: Any, n_tasks: int) -> dict[str, np.ndarra
             for n, f in preds.items():
                 sq[n] = (f(xc, yc, xq).numpy() - y[:, k]) ** 2
         for i, n in enumerate(names):
-            mean[i, k], se[i, k] = _mean_se(sq[n])
+            mean[i, k], se[i, k] = mean_se(sq[n])[:2]
         best = "averaging" if mean[names.index("averaging"), k] <= mean[names.index("knn"), k] else "knn"
-        diff[k], diff_se[k] = _mean_se(sq["model"] - sq[best])
+        diff[k], diff_se[k] = mean_se(sq["model"] - sq[best])[:2]
     return {"mean": mean, "se": se, "diff": diff, "diff_se": diff_se, "names": np.asarray(names)}
 
 
@@ -615,10 +656,6 @@ def _sample(cfg: Config, n: int, N: int, purpose: str, link: str = "linear") -> 
 
 def _sq_err(pred: torch.Tensor, batch: RegressionBatch) -> np.ndarray:
     return (pred.detach().numpy() - batch.y_q) ** 2
-
-
-def _mean_se(v: np.ndarray) -> tuple[float, float]:
-    return float(v.mean()), float(v.std(ddof=1) / math.sqrt(v.size))
 
 
 def _predict(f, batch: RegressionBatch) -> torch.Tensor:
@@ -647,7 +684,7 @@ def eta_star_mc(cfg: Config, eta_star: float) -> dict[str, float]:
     eta_hat = float((g * b.y_q).mean() / c_hat)
     infl = (g * b.y_q - eta_hat * g * g) / c_hat  # influence function of the ratio
     se_eta = float(infl.std(ddof=1) / math.sqrt(g.size))
-    loss, se_loss = _mean_se((eta_star * g - b.y_q) ** 2)
+    loss, se_loss = mean_se((eta_star * g - b.y_q) ** 2)[:2]
     return {"eta": eta_hat, "eta_se": se_eta, "loss": loss, "loss_se": se_loss}
 
 
@@ -673,9 +710,10 @@ def run(config: Config, model: Any = None, progress: bool = True) -> Result:
     measure_sympy(scalars)
     measure_eta_star(cfg, one, data, scalars, coords)
     trained = train_stacks(cfg, model, progress)
-    predictors = measure_stacks(cfg, trained, one["eta_star"], data, scalars, coords)
-    measure_eta_seeds(cfg, trained, model, progress, data, scalars, coords)
-    measure_loss_vs_k(cfg, predictors, data, scalars, coords)
+    predictors, sq_schedules = measure_stacks(cfg, trained, one["eta_star"], data, scalars, coords)
+    measure_depth_seeds(cfg, trained, sq_schedules, model, progress, data, scalars, coords)
+    one_layer = measure_eta_seeds(cfg, trained, model, progress, data, scalars, coords)
+    measure_loss_vs_k(cfg, predictors, one_layer, data, scalars, coords)
     measure_ridge_mc(cfg, data, scalars, coords)
     measure_mahankali(cfg, progress, data, scalars, coords)
     measure_looped(cfg, progress, data, scalars, coords)
@@ -762,8 +800,8 @@ def measure_eta_star(cfg: Config, one: dict, data: dict, scalars: dict, coords: 
 
 def train_one(cfg: Config, n_layers: int, progress: bool, seed: int | None = None, link: str = "linear") -> tuple:
     """Train (cached) one LSA stack: (float64 model, MSE history, wall time, from cache). ``seed`` (default
-    ``cfg.seed``: weights and data stream) may pass the config's largest seed (the eta seeds add to it);
-    ``link`` the responses of :func:`regression_task`."""
+    ``cfg.seed``: weights and data stream) is a replicate's seed (:func:`part_seeds`); ``link`` the responses
+    of :func:`regression_task`."""
     task = NegYReadoutTask(regression_task(cfg, link=link), hide_query=cfg.hide_query)
     with torch_threads(cfg.threads):
         res = train(
@@ -811,11 +849,14 @@ STACK_FIELDS = (
 STACK_SCHEDULES = ("eta_gd_perstep", "eta_gdpp", "gamma_gdpp")  # per depth and layer, (K, layer) arrays
 
 
-def measure_stacks(cfg: Config, trained: dict, eta_star: float, data: dict, scalars: dict, coords: dict) -> dict:
+def measure_stacks(
+    cfg: Config, trained: dict, eta_star: float, data: dict, scalars: dict, coords: dict
+) -> tuple[dict, dict]:
     """Per depth K: loss, eta read two ways (:func:`stack_weights`), K-step GD (one eta, per-step etas) and
     GD++ fitted on a separate batch and measured paired with the model (:func:`stack_vs_gd`); the paired
     difference to the previous depth; then the headline (first) model against GD at eta* and the
-    baselines (:func:`measure_headline`). Returns the predictors."""
+    baselines (:func:`measure_headline`). Returns the predictors and, per depth, the fitted schedules'
+    squared errors on the evaluation tasks."""
     Sigma = th.second_moment(cfg.d, cfg.x_dist, spectrum(cfg))
     evalN = _sample(cfg, cfg.n_eval, cfg.n_context, "eval")
     fit_batch = _sample(cfg, cfg.n_fit, cfg.n_context, "gd_schedule_fit")
@@ -823,19 +864,21 @@ def measure_stacks(cfg: Config, trained: dict, eta_star: float, data: dict, scal
     per_K: dict[str, list[float]] = {k: [] for k in STACK_FIELDS}
     sched = {n: np.full((len(trained), Kmax), np.nan) for n in STACK_SCHEDULES}
     predictors: dict[int, ModelPredictor] = {}
+    sq_schedules: dict[int, dict[str, np.ndarray]] = {}
     sq_prev = None
     for i, (K, (mk, hist, wall, _cached)) in enumerate(trained.items()):
         f = predictors[K] = ModelPredictor(mk, label=f"lsa{K}", hide_query=cfg.hide_query)
         pred = _predict(f, evalN)
         sq_model = _sq_err(pred, evalN)
-        row = dict(zip(("loss_model", "loss_model_se"), _mean_se(sq_model), strict=True))
+        row = dict(zip(("loss_model", "loss_model_se"), mean_se(sq_model)[:2], strict=True))
         row.update(zip(("eta_fit_pred", "eta_fit_pred_se"), fit_eta_se(pred, evalN), strict=True))
         row.update(stack_weights(cfg, mk, pred, evalN, eta_star if i == 0 else None, data))
-        fits, schedules = stack_vs_gd(cfg, K, f, sq_model, evalN, fit_batch, Sigma, eta_star)
+        fits, schedules, sq_fits = stack_vs_gd(cfg, K, f, sq_model, evalN, fit_batch, Sigma, eta_star)
         row.update(fits)
+        sq_schedules[K] = sq_fits
         for key, values in schedules.items():
             sched[key][i, :K] = values
-        diff = _mean_se(sq_model - sq_prev) if sq_prev is not None else (math.nan, math.nan)
+        diff = mean_se(sq_model - sq_prev)[:2] if sq_prev is not None else (math.nan, math.nan)
         row.update(zip(("depth_diff_prev", "depth_diff_prev_se"), diff, strict=True), train_time_s=wall)
         sq_prev = sq_model
         for key in STACK_FIELDS:
@@ -848,7 +891,50 @@ def measure_stacks(cfg: Config, trained: dict, eta_star: float, data: dict, scal
         data[key] = (("K", "layer"), arr)
     coords.update(K=np.asarray(Ks, dtype=np.int64), layer=np.arange(1, Kmax + 1))
     measure_headline(cfg, Ks[0], predictors[Ks[0]], evalN, eta_star, per_K, data, scalars)
-    return predictors
+    return predictors, sq_schedules
+
+
+DEPTH_SEED_FIELDS = ("excess_over_gd_perstep", "excess_over_gdpp", "depth_diff_prev")  # (K, depth_seed) each
+
+
+def measure_depth_seeds(
+    cfg: Config,
+    trained: dict,
+    sq_schedules: dict,
+    model: Any,
+    progress: bool,
+    data: dict,
+    scalars: dict,
+    coords: dict,
+) -> None:
+    """Every stack of ``layers`` from ``depth_seeds`` replicate seeds (replicate 0: the stacks of
+    :func:`measure_stacks`), each on the same evaluation tasks against the same fitted K-step GD and GD++
+    schedules (they do not depend on the model): per replicate the paired excess over each, and over the
+    next shallower stack of the same seed. Their spread over seeds is the depth claims' uncertainty (a
+    given ``model`` has no replicates)."""
+    seeds = part_seeds(cfg, "depth") if model is None else [cfg.seed]
+    evalN = _sample(cfg, cfg.n_eval, cfg.n_context, "eval")
+    Ks = list(trained)
+    out = {n: np.full((len(Ks), len(seeds)), np.nan) for n in DEPTH_SEED_FIELDS}
+    cached = []
+    for r, seed in enumerate(seeds):
+        sq_prev = None
+        for i, K in enumerate(Ks):
+            if r == 0:
+                mk = trained[K][0]
+            else:
+                mk, _hist, _wall, from_cache = train_one(cfg, K, progress, seed=seed)
+                cached.append(from_cache)
+            sq = _sq_err(_predict(ModelPredictor(mk, hide_query=cfg.hide_query), evalN), evalN)
+            for key in ("gd_perstep", "gdpp"):
+                out[f"excess_over_{key}"][i, r] = mean_se(sq - sq_schedules[K][key]).mean
+            if sq_prev is not None:
+                out["depth_diff_prev"][i, r] = mean_se(sq - sq_prev).mean
+            sq_prev = sq
+    for n, v in out.items():
+        data[f"{n}_seeds"] = (("K", "depth_seed"), v)
+    coords["depth_seed"] = np.asarray(seeds, dtype=np.int64)
+    scalars["_cached"] = scalars.get("_cached", []) + cached
 
 
 def stack_weights(
@@ -893,17 +979,19 @@ def stack_vs_gd(
     its best per-step learning rates, and GD++ (per-layer eta and gamma). The schedules are fitted on a
     separate fixed batch (float64, Rao-Blackwellised loss), then measured on the evaluation tasks paired
     with the model (same tasks: the differences have small standard errors). Returns the per-depth
-    results and the fitted schedules."""
+    results, the fitted schedules and their squared errors on the evaluation tasks (they do not depend on
+    the model: :func:`measure_depth_seeds` measures the other replicates against them)."""
     eta_K, loss_K = best_gd_eta(evalN, K, Sigma, cfg, hi=3.0 * eta_star)
     fits = {
         "gd_perstep": th.fit_gd_schedule(fit_batch.x_ctx, Sigma, cfg.noise, K, eta0=eta_K),
         "gdpp": th.fit_gd_schedule(fit_batch.x_ctx, Sigma, cfg.noise, K, plus_plus=True, eta0=eta_K),
     }
     row: dict[str, float] = {}
+    sq_fits: dict[str, np.ndarray] = {}
     for key, fit in fits.items():
-        sq_fit = _sq_err(_predict(fit["predictor"], evalN), evalN)
-        row[f"loss_{key}"] = _mean_se(sq_fit)[0]
-        row[f"excess_over_{key}"], row[f"excess_over_{key}_se"] = _mean_se(sq_model - sq_fit)
+        sq_fit = sq_fits[key] = _sq_err(_predict(fit["predictor"], evalN), evalN)
+        row[f"loss_{key}"] = mean_se(sq_fit).mean
+        row[f"excess_over_{key}"], row[f"excess_over_{key}_se"] = mean_se(sq_model - sq_fit)[:2]
     schedules = {
         "eta_gd_perstep": fits["gd_perstep"]["eta"],
         "eta_gdpp": fits["gdpp"]["eta"],
@@ -918,7 +1006,7 @@ def stack_vs_gd(
         preds_diff_steps=cmp["preds_diff"],
         model_diff_steps=cmp["model_diff"],
     )
-    return row, schedules
+    return row, schedules, sq_fits
 
 
 def measure_headline(
@@ -939,8 +1027,8 @@ def measure_headline(
     n_show = min(500, cfg.n_eval)  # predictions kept for the trained-vs-GD scatter
     data["scatter_model"] = (("task",), pred_main.numpy()[:n_show])
     data["scatter_gd"] = (("task",), pred_gd.numpy()[:n_show])
-    diff, diff_se = _mean_se(_sq_err(pred_main, evalN) - _sq_err(pred_gd, evalN))
-    base_loss = {n: _mean_se(_sq_err(_predict(b, evalN), evalN)) for n, b in baselines(cfg).items()}
+    diff, diff_se = mean_se(_sq_err(pred_main, evalN) - _sq_err(pred_gd, evalN))[:2]
+    base_loss = {n: mean_se(_sq_err(_predict(b, evalN), evalN))[:2] for n, b in baselines(cfg).items()}
     scalars.update(
         layers_main=main_K,
         loss_model=per_K["loss_model"][0],
@@ -948,7 +1036,7 @@ def measure_headline(
         loss_model_excess_over_gd_star=diff,
         loss_model_excess_over_gd_star_se=diff_se,
         loss_model_paired=scalars["loss_gd_theory"] + diff,  # closed-form loss* plus the paired MC excess
-        loss_gd=_mean_se(_sq_err(pred_gd, evalN))[0],
+        loss_gd=mean_se(_sq_err(pred_gd, evalN)).mean,
         loss_ols=base_loss["least_squares"][0],
         loss_ridge=base_loss["ridge"][0],
         eta_fit=per_K["eta_fit_pred"][0],
@@ -984,24 +1072,39 @@ def fit_eta_se(pred: torch.Tensor, batch: RegressionBatch) -> tuple[float, float
 
 def measure_eta_seeds(
     cfg: Config, trained: dict, model: Any, progress: bool, data: dict, scalars: dict, coords: dict
-) -> None:
-    """eta fitted to one-layer models trained from ``eta_seeds`` seeds (the first is the headline model
-    when it has one layer): their spread is the uncertainty of the trained eta (optimiser noise, finite
-    training), which the regression's SE on fixed tasks does not see."""
-    seeds = [cfg.seed + j for j in range(cfg.eta_seeds)] if model is None and 1 in trained else []
+) -> list[tuple[int, Any, float]]:
+    """One-layer models from ``eta_seeds`` replicate seeds (replicate 0 is the one-layer model of ``layers``):
+    per replicate the eta fitted to its predictions and its paired excess loss over one GD step at eta* on the
+    evaluation tasks. Their spread over seeds (optimiser noise, finite training) is the one-layer claims'
+    uncertainty, which an SE over the tasks of one model does not see. Returns (seed, model, eta_fit) per
+    replicate (none for a given ``model``)."""
+    seeds = part_seeds(cfg, "eta") if model is None and 1 in trained else []
     evalN = _sample(cfg, cfg.n_eval, cfg.n_context, "eval")
-    etas = []
-    for s in seeds:
-        mk = trained[1][0] if s == cfg.seed else train_one(cfg, 1, progress, seed=s)[0]
-        etas.append(fit_eta_se(_predict(ModelPredictor(mk, hide_query=cfg.hide_query), evalN), evalN)[0])
-    data["eta_fit_seeds"] = (("eta_seed",), np.asarray(etas, dtype=np.float64))
+    sq_gd = _sq_err(_predict(th.one_step_gd(scalars["eta_theory"]), evalN), evalN)
+    out, excess, cached = [], [], []
+    for r, s in enumerate(seeds):
+        if r == 0:
+            mk = trained[1][0]
+        else:
+            mk, _hist, _wall, from_cache = train_one(cfg, 1, progress, seed=s)
+            cached.append(from_cache)
+        pred = _predict(ModelPredictor(mk, hide_query=cfg.hide_query), evalN)
+        out.append((s, mk, fit_eta_se(pred, evalN)[0]))
+        excess.append(mean_se(_sq_err(pred, evalN) - sq_gd).mean)
+    data["eta_fit_seeds"] = (("eta_seed",), np.asarray([e for _s, _m, e in out], dtype=np.float64))
+    data["excess_gd_star_seeds"] = (("eta_seed",), np.asarray(excess, dtype=np.float64))
     coords["eta_seed"] = np.asarray(seeds, dtype=np.int64)
+    scalars["_cached"] = scalars.get("_cached", []) + cached
+    return out
 
 
-def measure_loss_vs_k(cfg: Config, predictors: dict, data: dict, scalars: dict, coords: dict) -> None:
+def measure_loss_vs_k(
+    cfg: Config, predictors: dict, one_layer: list, data: dict, scalars: dict, coords: dict
+) -> None:
     """Loss against the context length k: every stack, the baselines and one GD step at eta*(k); the
-    headline layer paired with one GD step at eta_fit k/N (its 1/N is fixed in its weights); Bayes
-    ridge against its closed form (Rao-Blackwellised on the same contexts)."""
+    headline layer, and each one-layer replicate of :func:`measure_eta_seeds`, paired with one GD step at its
+    eta_fit k/N (its 1/N is fixed in its weights); Bayes ridge against its closed form (Rao-Blackwellised on
+    the same contexts)."""
     d, N = cfg.d, cfg.n_context
     Sigma = th.second_moment(d, cfg.x_dist, spectrum(cfg))
     Ks = list(predictors)
@@ -1015,6 +1118,7 @@ def measure_loss_vs_k(cfg: Config, predictors: dict, data: dict, scalars: dict, 
         np.full(nk, np.nan) for _ in range(8)
     )
     ridge_exact = np.zeros(nk, dtype=bool)
+    excess_seeds, th_seeds = np.full((len(one_layer), nk), np.nan), np.full((len(one_layer), nk), np.nan)
     # Bayes ridge closed form: exact for sigma = 0, Marchenko-Pastur for sigma > 0 (Gaussian inputs only)
     isotropic = cfg.x_dist != "anisotropic" and (cfg.noise == 0 or cfg.x_dist == "gaussian")
     base = baselines(cfg)
@@ -1026,19 +1130,24 @@ def measure_loss_vs_k(cfg: Config, predictors: dict, data: dict, scalars: dict, 
             eta_eff = scalars["eta_fit"] * k / N
             th_model[j] = float(one_k["loss_fn"](eta_eff))
             paired = _sq_err(_predict(predictors[main_K], bk), bk) - _sq_err(_predict(th.one_step_gd(eta_eff), bk), bk)
-            excess[j], excess_se[j] = _mean_se(paired)
+            excess[j], excess_se[j] = mean_se(paired)[:2]
+        for r, (_seed, mk, eta_r) in enumerate(one_layer):
+            eta_eff = eta_r * k / N
+            th_seeds[r, j] = float(one_k["loss_fn"](eta_eff))
+            f = ModelPredictor(mk, hide_query=cfg.hide_query)
+            excess_seeds[r, j] = mean_se(_sq_err(_predict(f, bk), bk) - _sq_err(_predict(th.one_step_gd(eta_eff), bk), bk)).mean
         for i, K in enumerate(Ks):
-            lm[i, j], lm_se[i, j] = _mean_se(_sq_err(_predict(predictors[K], bk), bk))
+            lm[i, j], lm_se[i, j] = mean_se(_sq_err(_predict(predictors[K], bk), bk))[:2]
         preds = {"gd_star": th.one_step_gd(one_k["eta_star"]), **base}
         for i, n in enumerate(curve_names):
-            lb[i, j], lb_se[i, j] = _mean_se(_sq_err(_predict(preds[n], bk), bk))
+            lb[i, j], lb_se[i, j] = mean_se(_sq_err(_predict(preds[n], bk), bk))[:2]
         if isotropic:
             rt = th.ridge_bayes_loss_theory(d, k, cfg.noise, v=float(Sigma[0, 0]))
             ridge_th[j], ridge_exact[j] = rt["loss"], rt["method"] == "exact"
             A = base["ridge"].linear_map(bk.x_ctx)  # the same k contexts, averaged exactly over w, noise, x_q
-            ridge_rb[j], ridge_rb_se[j] = _mean_se(
+            ridge_rb[j], ridge_rb_se[j] = mean_se(
                 th.conditional_loss_linear(A, bk.x_ctx, Sigma, cfg.noise, 1.0).numpy()
-            )
+            )[:2]
     data.update(
         loss_model_k=(("K", "k"), lm),
         loss_model_k_se=(("K", "k"), lm_se),
@@ -1049,6 +1158,8 @@ def measure_loss_vs_k(cfg: Config, predictors: dict, data: dict, scalars: dict, 
         loss_model_theory_k=(("k",), th_model),
         excess_model_k=(("k",), excess),
         excess_model_k_se=(("k",), excess_se),
+        excess_model_k_seeds=(("eta_seed", "k"), excess_seeds),
+        loss_model_theory_k_seeds=(("eta_seed", "k"), th_seeds),
         loss_ridge_theory_k=(("k",), ridge_th),
         loss_ridge_rb_k=(("k",), ridge_rb),
         loss_ridge_rb_k_se=(("k",), ridge_rb_se),
@@ -1181,6 +1292,7 @@ MK_FIELDS = (
     "mk_loss_star_mc_se",
     "mk_mc_alt",
 )
+MK_SEED_FIELDS = ("mk_excess_seeds", "mk_gamma_rel_error_seeds", "mk_eta_fit_seeds")  # (mk_dist, mk_seed) each
 
 
 def measure_mahankali(cfg: Config, progress: bool, data: dict, scalars: dict, coords: dict) -> None:
@@ -1189,9 +1301,13 @@ def measure_mahankali(cfg: Config, progress: bool, data: dict, scalars: dict, co
     inputs with ReLU responses, each measured paired with the optimal one step on the same tasks: GD at eta*
     (isotropic; the ReLU law's own eta*) or preconditioned by Gamma* (anisotropic). Per law also the step
     matrix G = eta Gamma fitted to the layer's predictions against the optimal one (claims: the preconditioner
-    within 5%, Gamma proportional to I for ReLU responses) and the plain rate fitted to them."""
+    within 5%, Gamma proportional to I for ReLU responses) and the plain rate fitted to them. The ``mk_*`` fields
+    are replicate 0's (``seed``); ``mk_*_seeds`` hold the excess, the step matrix's distance and the rate of
+    every replicate of ``mahankali_seeds`` (:func:`part_seeds`), on the same tasks: the claims' band."""
     dists = list(cfg.mahankali)
     out = {n: np.full(len(dists), np.nan) for n in MK_FIELDS}
+    seeds = part_seeds(cfg, "mahankali")
+    per_seed = {n: np.full((len(dists), len(seeds)), np.nan) for n in MK_SEED_FIELDS}
     cached = []
     for j, law in enumerate(dists):
         c, link = mahankali_config(cfg, law), ("relu" if law == "relu" else "linear")
@@ -1220,13 +1336,28 @@ def measure_mahankali(cfg: Config, progress: bool, data: dict, scalars: dict, co
             link=link,
         )
         out["mk_loss_star_mc"][j], out["mk_loss_star_mc_se"][j], out["mk_mc_alt"][j] = mc["loss"], mc["se"], t["mc_alt"]
-        out["mk_excess"][j], out["mk_excess_se"][j] = _mean_se(_sq_err(pred, b) - _sq_err(_predict(t["ref"], b), b))
+        out["mk_excess"][j], out["mk_excess_se"][j] = mean_se(_sq_err(pred, b) - _sq_err(_predict(t["ref"], b), b))[:2]
         out["mk_loss_star"][j], out["mk_loss_alt"][j] = t["loss_star"], t["loss_alt"]
         out["mk_eta_star"][j], out["mk_eta_alt"][j] = t["eta_star"], t["eta_alt"]
         out["mk_eta_fit"][j], out["mk_eta_fit_se"][j] = fit_eta_se(pred, b)
+        sq_ref = _sq_err(_predict(t["ref"], b), b)
+        for r, seed in enumerate(seeds):
+            if r:
+                mk, _hist, _wall, from_cache = train_one(c, 1, progress, seed=seed, link=link)
+                cached.append(from_cache)
+                pred = _predict(ModelPredictor(mk, hide_query=cfg.hide_query), b)
+                G = th.fit_preconditioner(pred, b.x_ctx, b.y_ctx, b.x_q)
+            per_seed["mk_excess_seeds"][j, r] = mean_se(_sq_err(pred, b) - sq_ref).mean
+            per_seed["mk_gamma_rel_error_seeds"][j, r] = np.linalg.norm(G - t["gamma_star"]) / np.linalg.norm(
+                t["gamma_star"]
+            )
+            per_seed["mk_eta_fit_seeds"][j, r] = fit_eta_se(pred, b)[0]
     for n, v in out.items():
         data[n] = (("mk_dist",), v)
+    for n, v in per_seed.items():
+        data[n] = (("mk_dist", "mk_seed"), v)
     coords["mk_dist"] = np.asarray(dists, dtype=str)
+    coords["mk_seed"] = np.asarray(seeds, dtype=np.int64)
     scalars["_cached"] = scalars.get("_cached", []) + cached
 
 
@@ -1364,13 +1495,13 @@ def measure_looped(cfg: Config, progress: bool, data: dict, scalars: dict, coord
         eta_best, _ = lp.best_constant_step(b.x_ctx, T, c.noise)
         eta_construction = eta_best if eta_construction is None else eta_construction
         for i in range(K):
-            out["looped_err_model"][j, i], out["looped_err_model_se"][j, i] = _mean_se(err_model[:, i])
-            out["looped_diff_gd"][j, i], out["looped_diff_gd_se"][j, i] = _mean_se(err_model[:, i] - th_gd[:, i])
-            out["looped_diff_gdpp"][j, i], out["looped_diff_gdpp_se"][j, i] = _mean_se(err_model[:, i] - th_pp[:, i])
+            out["looped_err_model"][j, i], out["looped_err_model_se"][j, i] = mean_se(err_model[:, i])[:2]
+            out["looped_diff_gd"][j, i], out["looped_diff_gd_se"][j, i] = mean_se(err_model[:, i] - th_gd[:, i])[:2]
+            out["looped_diff_gdpp"][j, i], out["looped_diff_gdpp_se"][j, i] = mean_se(err_model[:, i] - th_pp[:, i])[:2]
             if i + 1 < K:
-                out["looped_next_diff"][j, i], out["looped_next_diff_se"][j, i] = _mean_se(
+                out["looped_next_diff"][j, i], out["looped_next_diff_se"][j, i] = mean_se(
                     err_model[:, i + 1] - err_model[:, i]
-                )
+                )[:2]
         out["looped_err_gd"][j] = th_gd.mean(0)
         out["looped_err_gdpp"][j] = th_pp.mean(0)
         out["looped_err_gd_best"][j] = lp.gd_weight_error(b.x_ctx, eta_best, loops, c.noise).mean(0)

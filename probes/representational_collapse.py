@@ -64,6 +64,7 @@ import xarray as xr
 
 from analysis import protocol, tasks
 from analysis.devices import model_device, to_numpy
+from analysis.evidence import t_multiple
 from analysis.fitting import bootstrap_power_law
 from analysis.hooks import resid_names, resolve_names, run_with_cache
 from analysis.ledger import Ledger
@@ -79,7 +80,7 @@ NAME = "representational_collapse"
 DESCRIPTION = (
     "Representational collapse: last-token distance of near-identical sequences vs length, precision, over-squashing."
 )
-VERSION = "6"
+VERSION = "7"  # 7: the one band policy (95% Student-t bands, S - 1 dof over the bases)
 REQUIRES = {"input": "tokens"}
 BIDIRECTIONAL = "bidirectional model: the causal derivation does not apply"
 
@@ -770,19 +771,23 @@ def run(config: Config, model=None, progress: bool = True) -> Result:
     return result
 
 
-def collapse_prediction(result: Result, dtype: str, grid_ratio: float = 1.0, k: float = 3.0) -> dict[str, float]:
+def collapse_prediction(
+    result: Result, dtype: str, grid_ratio: float = 1.0, k: float | None = None
+) -> dict[str, float]:
     """Where ``result``'s float64 power law puts the collapse of ``dtype``, with an interval for a measurement.
 
     Anchored at the run's longest length ``n_a`` (the probe's ``collapse_n_extrapolated``):
     ``n* = n_a (D(n_a) / eps|h(n_a)|)^(1/alpha)``. The interval
     (:func:`analysis.theory.representational_collapse.collapse_interval`) takes ``alpha`` over the fit's
-    bootstrap CI, the level ``ln D(n_a)`` within ``k`` standard errors of its mean over the ``S`` samples
+    bootstrap CI, the level ``ln D(n_a)`` within ``k`` standard errors of its mean over the ``S`` samples (``None``:
+    the 95% Student-t multiple with ``S - 1`` dof, :func:`analysis.evidence.t_multiple`)
     (``std_s ln D_s(n_a) / sqrt(S)``; counted twice in variance, ``sqrt(2)``, because a second run that measures
     the collapse draws its own samples) and one step ``grid_ratio`` of the measuring run's length grid.
     """
     d, s = result.data, result.scalars
     ln_d = np.log(d["distance_samples"].sel(dtype="float64").values[:, -1])  # (S,)
     log_se = float(ln_d.std(ddof=1) / math.sqrt(ln_d.size)) * math.sqrt(2.0)
+    k = t_multiple(ln_d.size - 1) if k is None else k
     ratio = float(d["distance"].sel(dtype="float64")[-1] / d["resolution"].sel(dtype=dtype)[-1])
     n_a = float(d["n"].values[-1])
     lo, hi = th.collapse_interval(n_a, ratio, (s["slope_ci_lo"], s["slope_ci_hi"]), log_se, grid_ratio, k)
@@ -803,7 +808,21 @@ def protocol_width(model) -> int:
 # Claims: one function per theorem, reading only the result
 
 SEED = "004#81"  # Barbero et al. 2024, Transformers need glasses! (seed catalogue 1.4)
-K = 3.0  # standard errors of every SE-based band
+
+
+def _one_model(r: Result, over: str = "random bases") -> str:
+    """The ``within_run`` reason of a claim about the run's one model: its value is fixed by the weights, and
+    the SE is the bootstrap (or spread) over the inputs ``over``."""
+    if not r.meta.get("own_model", True):
+        who = f"the passed model ({r.meta.get('model', 'given weights')})"
+    else:
+        who = f"this one model (weight seed {r.config.seed}{', trained' if r.config.trained else ', untrained'})"
+    return f"a property of {who}: fixed by its weights; the SE is over its {over}"
+
+
+def _bases_dof(r: Result) -> int:
+    """Degrees of freedom of an SE over the run's ``n_bases`` samples (bootstrap or spread)."""
+    return int(r.config.n_bases) - 1
 
 
 def check_claims(result: Result) -> Ledger:
@@ -876,8 +895,9 @@ def claim_exact_uniform(led: Ledger, r: Result) -> None:
 
 
 def _slope_claim(led: Ledger, r: Result, name: str, layer: int, alt: tuple[float, str], requires_full: bool) -> None:
-    """The fitted exponent at ``layer`` against the predicted one (``K`` bootstrap SE), and where it misses,
-    the drift of the exponent across the window that diagnoses a finite-n correction."""
+    """The fitted exponent at ``layer`` against the predicted one (95% t band of its bootstrap SE over the bases,
+    ``n_bases - 1`` dof), and where it misses, the drift of the exponent across the window that diagnoses a
+    finite-n correction."""
     d, config = r.data, r.config
     sel = {"layer": layer}
     measured, se = float(d["layer_slope"].sel(sel)), float(d["layer_slope_se"].sel(sel))
@@ -892,7 +912,8 @@ def _slope_claim(led: Ledger, r: Result, name: str, layer: int, alt: tuple[float
             reason=f"a zero distance at layer {layer} (bitwise-equal float64 states): no power law to fit",
         )
         return
-    missed = abs(measured - want) > K * se
+    dof = _bases_dof(r)
+    missed = abs(measured - want) > t_multiple(dof) * se
     diag = f"{name}_drifts_toward_prediction"
     if missed and math.isfinite(drift):
         led.direction(
@@ -900,11 +921,13 @@ def _slope_claim(led: Ledger, r: Result, name: str, layer: int, alt: tuple[float
             measured=drift,
             sign=1 if want > measured else -1,
             se=drift_se,
-            k=K,
+            dof=dof,
+            within_run=_one_model(r, "bases (one draw of them for both halves)"),
             seed=SEED,
             hypothesis="a constant exponent across the window: the miss is not a finite-n transient",
             source="derivation: the expansions' next order decays with n (theory module, items 1-3)",
-            why=f"{K:g} bootstrap SE of the difference (one draw of the samples for both halves)",
+            why="95% t band (n_bases - 1 dof) of the bootstrap SE of the difference (one draw of the samples for "
+            "both halves)",
             requires_full=requires_full,
             figure="rc_depth",
             statement=f"layer {layer}: the exponent fitted on the window's upper half is nearer the "
@@ -919,12 +942,13 @@ def _slope_claim(led: Ledger, r: Result, name: str, layer: int, alt: tuple[float
         measured=measured,
         expected=want,
         se=se,
-        k=K,
+        dof=dof,
+        within_run=_one_model(r),
         alternative=alt[0],
         hypothesis=alt[1],
         source=f"{SOURCE}; derivation (theory module, items 1-3, 6, 7)",
         seed=SEED,
-        why=f"{K:g} bootstrap SE of the fitted exponent (resampling the bases)",
+        why="95% t band (n_bases - 1 dof) of the bootstrap SE of the fitted exponent (resampling the bases)",
         requires_full=requires_full,
         statement=where,
         figure="rc_depth" if layer == 1 else "rc_distance",
@@ -968,11 +992,12 @@ def claim_learned_positions(led: Ledger, r: Result) -> None:
         measured=s["slope"],
         expected=0.0,
         se=s["slope_se"],
-        k=K,
+        dof=_bases_dof(r),
+        within_run=_one_model(r),
         alternative=free,
         hypothesis=f"positions do not matter: the position-free rate {free:g}",
         source="derivation: the read-out position differs between the two sequences (theory module, item 2)",
-        why=f"{K:g} bootstrap SE of the fitted exponent",
+        why="95% t band (n_bases - 1 dof) of the bootstrap SE of the fitted exponent (resampling the bases)",
         seed=SEED,
         requires_full=config.trained or not r.meta.get("own_model", True),
         statement=f"{config.family} with learned absolute positions: the distance does not decay (alpha = 0)",
@@ -1000,12 +1025,14 @@ def claim_sensitivity(led: Ledger, r: Result) -> None:
         measured=float(x.mean()),
         sign=1,
         se=se,
-        k=K,
+        dof=x.size - 1,
+        within_run=_one_model(r, "sensitivity bases"),
         hypothesis="no position preference: a flat profile, as for one layer (ln ratio 0)",
         source=source,
         seed=SEED,
         figure="rc_sensitivity",
-        why=f"{K:g} standard errors of the mean over {x.size} random bases (at least 64 eps64: the "
+        why=f"95% t band ({x.size - 1} dof) of the standard error of the mean over {x.size} random bases (at "
+        "least 64 eps64: the "
         "uniform linear stack's profile does not depend on the base, its spread is rounding)",
         statement="ln(|dh_last/dx_1| / |dh_last/dx_(T/2)|) > 0 at the last layer (mean over bases)",
     )
@@ -1019,14 +1046,17 @@ def claim_floor(led: Ledger, r: Result, dt: str) -> None:
         return  # coarser formats collapse inside the window
     beta, se = s[f"floor_exponent_{dt}"], s[f"floor_exponent_se_{dt}"]
     source = "derivation: probabilistic rounding of n-term attention sums (theory module, precision)"
-    why = f"{K:g} bootstrap SE of the fitted exponent of |(h_a - h_b) - (h_a - h_b)_64| / |h| against n"
+    why = (
+        "95% t band (n_bases - 1 dof) of the bootstrap SE of the fitted exponent of "
+        "|(h_a - h_b) - (h_a - h_b)_64| / |h| against n"
+    )
+    band = dict(se=se, dof=_bases_dof(r), within_run=_one_model(r))
     if config.family == "counting":  # with separators the prefix is two-state: still coherent
         led.direction(
             f"floor_{dt}_exponent",
             measured=beta,
             sign=1,
-            se=se,
-            k=K,
+            **band,
             source=source,
             why=why,
             hypothesis="independent roundings: an n-independent floor (beta = 0)",
@@ -1038,8 +1068,7 @@ def claim_floor(led: Ledger, r: Result, dt: str) -> None:
         f"floor_{dt}_exponent",
         measured=beta,
         expected=0.0,
-        se=se,
-        k=K,
+        **band,
         alternative=0.5,
         hypothesis="coherent roundings as for the counting prefix: a + b sqrt(n), local beta up to 1/2",
         source=source,
@@ -1088,12 +1117,13 @@ def claim_unresolved(led: Ledger, r: Result, dt: str) -> None:
         measured=float(x.mean()),
         sign=1,
         se=float(x.std(ddof=1) / math.sqrt(x.size)),
-        k=K,
+        dof=x.size - 1,
+        within_run=_one_model(r, "samples"),
         hypothesis="the format resolves the pair past eps|h| as before it (no change of relative error)",
         source=SOURCE,
         seed=SEED,
         figure="rc_precision",
-        why=f"{K:g} standard errors of the mean over samples of the per-sample shift",
+        why=f"95% t band ({x.size - 1} dof) of the standard error of the mean over samples of the per-sample shift",
         statement=f"{dt}: mean ln(|D_{dt} - D_64| / D_64) over n >= collapse_n minus over n < collapse_n is positive",
     )
 
@@ -1133,14 +1163,17 @@ def claim_collapse_length(led: Ledger, r: Result) -> None:
         measured=m,
         expected=p["n_star"],
         ci=ci,
+        coverage=0.95,
+        within_run=_one_model(r, "bases (the main run's and the extension's)"),
         alternative=alt,
         hypothesis=alt_h,
         source=source,
         seed=SEED,
         requires_full=True,
         figure="rc_long_collapse",
-        why="alpha over the fit's 95% bootstrap CI, ln D(max_len) within 3 SE of its mean over the bases of "
-        "two independent sample sets, plus one step of the extension's grid (theory: collapse_interval)",
+        why="alpha over the fit's 95% bootstrap CI, ln D(max_len) within the 95% t band (n_bases - 1 dof) of its "
+        "mean over the bases of two independent sample sets, plus one step of the extension's grid (theory: "
+        "collapse_interval)",
         statement=f"{config.family}, {dt}: the first length from which the float64 distance stays below "
         f"eps({dt}) |h| (measured on lengths up to {int(r.data['n_ext'].values[-1])}) is where the "
         "main run's power law puts it",

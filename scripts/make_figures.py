@@ -66,6 +66,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from analysis.evidence import STABLE_AT
 from analysis.firstlook import recorded_seconds
 from analysis.io import (
     atomic_write_bytes,
@@ -75,7 +76,7 @@ from analysis.io import (
     sha256_file,
     unwritable,
 )
-from analysis.ledger import STATUSES, Claim, Ledger, count_by_role, headline, unique_claims
+from analysis.ledger import STATUSES, Claim, Ledger, count_by_role, finding_counts, headline, unique_claims
 from analysis.paths import BUILD, NOTEBOOKS, REPO, figures_dir
 from analysis.provenance import SOURCE_TREES, check_name, package_versions, tree_hash
 
@@ -550,8 +551,15 @@ def collect(notebooks: list[Path], out: Path) -> dict[str, Any]:
     ledgers: dict[str, Ledger | None] = {}
     for nb in notebooks:
         path = out / f"{nb.stem}.claims.json"
-        ledgers[nb.stem] = Ledger.load(path) if path.is_file() else None
+        try:
+            ledgers[nb.stem] = Ledger.load(path) if path.is_file() else None
+        except ValueError as err:  # a missing or malformed field (stability, finding, ...): one line naming the claim
+            raise LedgerError(f"{_display(path)}: {err}") from None
     return {"figures": figures, "ledgers": ledgers}
+
+
+class LedgerError(ValueError):
+    """A saved ledger that breaks the evidence rules (``make figures`` exits 2 with this one line)."""
 
 
 def _all_claims(ledgers: dict[str, Ledger | None]) -> list[Claim]:
@@ -573,6 +581,8 @@ def claims_document(ledgers: dict[str, Ledger | None]) -> dict[str, Any]:
         "summary": tally(ledgers),
         "by_role": count_by_role(claims),
         "failing": [f"{c.context}/{c.name}" for c in claims if c.status == "fail"],
+        "findings": finding_counts(claims),
+        "unstable": [f"{c.context}/{c.name}" for c in claims if c.status == "unstable"],
         "broken_identities": [f"{c.context}/{c.name}" for c in claims if c.status == "fail" and c.role == "identity"],
         "notebooks": {name: led.to_dict() for name, led in ledgers.items() if led is not None},
     }
@@ -600,6 +610,16 @@ def _against(c: Claim) -> str:
         text += f"; alternative {c.alternative['value']:.6g} ({c.alternative['hypothesis']})"
     if c.status == "deviation":
         text += f"; diagnosed by {', '.join(f'`{d}`' for d in c.diagnosed_by)}: {c.diagnosis}"
+    if c.stability is not None and c.stability.get("method") == "resample":
+        text += f"; stability {c.stability['value']:.2f}"
+    elif c.stability is not None and not c.stability.get("rounding", True):
+        text += "; a rounding step flips it"
+    if c.status == "unstable":
+        text += f" (verdict {c.stability['verdict']})"
+    if c.finding and c.finding["kind"] == "regime":
+        text += f"; out of regime: {', '.join(f'`{r}`' for r in c.finding['claims'])} fails"
+    elif c.finding and c.finding["kind"] == "scale":
+        text += f"; scale: {c.finding['note']}"
     return text
 
 
@@ -631,14 +651,35 @@ def gallery(notebooks: list[Path], collected: dict[str, Any]) -> str:
         f"**Claims: {headline(_all_claims(ledgers))}.**",
         "",
     ]
-    failing = [c for c in unique_claims(_all_claims(ledgers)) if c.status == "fail"]
+    unique = unique_claims(_all_claims(ledgers))
+    failing = [c for c in unique if c.status == "fail"]
+    groups = [
+        ("bug", "Failing identities: bugs"),
+        ("regime", "Out of the theorem's regime: a measured hypothesis of the same run fails"),
+        ("scale", "At too small a scale: the paper's setting is larger (how, and the knob that reaches it)"),
+        ("refuted", "Refuted: in regime as far as measured, at the scale run"),
+    ]
     if failing:
         lines += [
             "## Failing claims",
             "",
-            "Findings (and, for identities, bugs), reported with their numbers; the figures are still built.",
+            "Findings (and, for identities, bugs), reported with their numbers and grouped by their triage;",
+            "the figures are still built.",
             "",
-            *_claims_table(failing),
+        ]
+        for kind, title in groups:
+            mine = [c for c in failing if (c.finding or {}).get("kind") == kind]
+            if mine:
+                lines += [f"### {title} ({len(mine)})", "", *_claims_table(mine), ""]
+    unstable = [c for c in unique if c.status == "unstable"]
+    if unstable:
+        lines += [
+            "## Unstable claims",
+            "",
+            f"Verdicts reached by fewer than {STABLE_AT:.0%} of the measurement's resamples, or flipped by a",
+            "perturbation at the float rounding scale: neither pass nor fail (`analysis/evidence.py`).",
+            "",
+            *_claims_table(unstable),
             "",
         ]
     for nb in notebooks:
@@ -681,7 +722,7 @@ def write_collection(notebooks: list[Path], out: Path) -> list[Claim]:
     claims = unique_claims(c for led in led_values for c in led.claims)
     print(f"claims: {headline(claims)}")
     for c in claims:
-        if c.status in ("deviation", "not_evaluated", "inconclusive", "loose"):
+        if c.status in ("deviation", "not_evaluated", "inconclusive", "loose", "unstable"):
             print("  " + c.line())
     return [c for c in claims if c.status == "fail"]
 
@@ -709,6 +750,14 @@ def prepare_only(notebooks: list[Path], params: dict[str, Any], dest: Path) -> i
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except LedgerError as err:
+        print(f"make_figures: error: {err}", file=sys.stderr)
+        return 2
+
+
+def _main(argv: list[str] | None) -> int:
     # notebooks run with notebooks/ as working directory: a relative cache or figures folder given in
     # the environment must mean the same folder there as here
     for var in ("WORKBENCH_CACHE", "WORKBENCH_FIGURES"):

@@ -72,8 +72,8 @@ from analysis.ledger import Ledger
 from analysis.plotting import save_ledger
 led = Ledger("02_badclaim", preset=preset)
 led.bound("condition", measured=3.0, bound=1.0, source="theorem")
-led.predict("wrong", measured=2.0, expected=1.0, se=0.05, k=2, alternative=2.0, hypothesis="doubling",
-            source="arithmetic", why="2 SE")
+led.predict("wrong", measured=2.0, expected=1.0, se=0.05, dof=4, alternative=2.0, hypothesis="doubling",
+            source="arithmetic", why="95% t band over 5 seeds", scale="the paper's n is larger; knob: n")
 led.paper("known_gap", measured=2.0, lo=0.9, hi=1.1, source="paper", diagnosed_by={"condition": "fail"},
           diagnosis="outside the theorem's regime")
 led.identity("big_only", measured=2.0, expected=1.0, source="arithmetic", why="exact", requires_full=True)
@@ -147,15 +147,23 @@ def test_failures_are_reported_and_resume_skips_finished(throwaway):
         "deviation": 1,
         "inconclusive": 0,
         "loose": 0,
+        "unstable": 0,
         "not_evaluated": 1,
     }
     assert claims["by_role"]["prediction"]["fail"] == 1
+    assert claims["findings"] == {"regime": 0, "scale": 1, "refuted": 1, "bug": 0} and claims["unstable"] == []
     gallery = (figs / "README.md").read_text()
     assert (
         "0 predictions pass (alternative excluded), 0 tight bounds, 1 identities, 0 paper ranges met, "
-        "1 diagnosed deviations, 0 inconclusive, 0 loose, 2 fail, 1 not evaluated"
+        "1 diagnosed deviations, 0 inconclusive, 0 loose, 0 unstable, 2 fail (scale 1, refuted 1; "
+        "0.05 expected by chance among 1 evaluated predictions at 95%), 1 not evaluated"
     ) in gallery
     assert gallery.index("## Failing claims") < gallery.index("## 01_ok")
+    # fails grouped by their triage: the prediction says how the paper's setting is larger, the bound does not
+    assert gallery.index("### At too small a scale") < gallery.index("02_badclaim/wrong")
+    assert (
+        gallery.index("### Refuted") < gallery.index("`02_badclaim/condition`") and "Out of the theorem" not in gallery
+    )
     # failing predictions, bounds and paper claims are findings: collecting exits 0 unless --strict
     assert make_figures(*_args(root, "--collect-only")).returncode == 0
     assert make_figures(*_args(root, "--collect-only", "--strict")).returncode == 1
@@ -273,6 +281,34 @@ def test_unwritable_output_is_refused_before_any_notebook_runs(tmp_path):
     res = make_figures("--preset", "smoke", "--out", blocker / "figs", "--build", tmp_path / "build")
     assert res.returncode == 2 and "--out: cannot write to" in res.stderr and "is not a folder" in res.stderr
     assert not (tmp_path / "build").exists()
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("finding", None, "a fail needs a finding"),
+        ("finding", {"kind": "regime", "claims": []}, "regime finding"),
+        ("stability", None, "stability must be a record"),
+        ("stability", {"method": "resample", "value": "high"}, "stability value"),
+    ],
+)
+def test_malformed_ledger_fails_collection_in_one_line(field, value, message, tmp_path):
+    """A saved ledger whose fail has no triage, or whose verdict has no stability, stops make figures (exit 2)
+    with one line naming the file and the claim."""
+    led = Ledger("01_real", preset="full")
+    led.bound("too_big", measured=3.0, bound=1.0, source="theorem", why="exact")
+    d = led.to_dict()
+    d["claims"][0][field] = value
+    nbs, out = tmp_path / "notebooks", tmp_path / "figs"
+    nbs.mkdir()
+    out.mkdir()
+    write_notebook(nbs / "01_real.ipynb", PARAMS, "x = 1")
+    (out / "01_real.claims.json").write_text(json.dumps(d))
+    res = make_figures("--collect-only", "--notebooks", nbs, "--out", out, "--build", tmp_path / "build")
+    assert res.returncode == 2, res.stdout + res.stderr
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and "01_real.claims.json" in lines[0] and "claim 01_real/too_big" in lines[0]
+    assert message in lines[0]
 
 
 @pytest.mark.parametrize(

@@ -70,14 +70,26 @@ def test_close_converts_numpy_float32_to_float64():
         (4.0, ">=", "pass"),
         (4.0, ">", "fail"),
         (np.nextafter(4.0, 5.0), ">", "pass"),
-        (3.0, ">=", "fail"),
     ],
 )
 def test_bound_relations_at_boundary(measured, relation, status):
     claim = _ledger().bound("b", measured=measured, bound=4.0, relation=relation, source="paper")
-    assert claim.status == status
-    assert claim.expected == 4.0
-    assert claim.tolerance == {"relation": relation}
+    assert claim.stability["verdict"] == status  # the comparison, inclusive or strict as the relation says
+    # within a rounding step of the bound the verdict is one another CPU could flip: unstable, not pass or fail
+    assert claim.status == "unstable" and claim.stability["rounding"] is False and claim.stability["value"] == 0.0
+    assert claim.expected == 4.0 and claim.finding is None
+    assert claim.tolerance == {"relation": relation, "tightness_given": False}
+
+
+def test_bound_away_from_its_edge_is_stable():
+    far = _ledger().bound("b", measured=3.0, bound=4.0, relation=">=", source="paper")
+    assert far.status == "fail" and far.stability == {
+        "verdict": "fail",
+        "rounding": True,
+        "method": "rounding",
+        "value": 1.0,
+    }
+    assert far.finding == {"kind": "refuted"}
 
 
 @pytest.mark.parametrize(
@@ -86,8 +98,10 @@ def test_bound_relations_at_boundary(measured, relation, status):
 )
 def test_within_is_inclusive(measured, status):
     claim = _ledger().within("w", role="paper", measured=measured, lo=0.5, hi=0.75, source="seed")
-    assert claim.status == status
+    assert claim.stability["verdict"] == status and claim.status == "unstable"  # at the edge: rounding decides
     assert claim.expected == [0.5, 0.75]
+    inside = _ledger().within("w", role="paper", measured=0.6, lo=0.5, hi=0.75, source="seed")
+    assert inside.status == "pass" and inside.stability["value"] == 1.0
 
 
 def test_within_rejects_empty_interval():
@@ -105,9 +119,10 @@ def _predict(led, name="p", measured=1.02, **kw):
         alternative=2.0,
         hypothesis="slope 2",
         se=0.02,
-        k=2.0,
+        dof=math.inf,
+        within_run="a closed form's Monte Carlo check: no model",
         source="derivation",
-        why="2 SE of the fit",
+        why="95% band of the Monte Carlo estimate",
     )
     return led.predict(name, **{**args, **kw})
 
@@ -131,16 +146,17 @@ def test_every_claim_has_a_role_and_prediction_needs_an_alternative():
 @pytest.mark.parametrize(
     ("measured", "se", "status"),
     [
-        (1.02, 0.02, "pass"),  # |1.02 - 1| <= 0.04 and |1.02 - 2| > 0.04: the alternative is excluded
-        (1.05, 0.02, "fail"),  # outside the band
-        (1.5, 0.3, "inconclusive"),  # within 2 SE of both 1 and 2
-        (1.1, 0.3, "pass"),  # band [0.5, 1.7] excludes 2, and |1.1 - 2| = 0.9 > 0.6: the alternative is excluded
+        (1.02, 0.02, "pass"),  # |1.02 - 1| <= 1.96 x 0.02 and |1.02 - 2| > 0.039: the alternative is excluded
+        (1.1, 0.02, "fail"),  # 5 SE outside the band
+        (1.5, 0.6, "inconclusive"),  # the band (1.96 x 0.6) holds both 1 and 2
+        (1.1, 0.3, "pass"),  # band [0.41, 1.59] excludes 2, and |1.1 - 2| = 0.9 > 0.59: the alternative is excluded
     ],
 )
 def test_prediction_status(measured, se, status):
     claim = _predict(_ledger(), measured=measured, se=se)
     assert claim.status == status
-    assert claim.role == "prediction" and claim.tolerance["k"] == 2.0 and claim.tolerance["se"] == se
+    assert claim.role == "prediction" and claim.tolerance["se"] == se and claim.tolerance["policy"] == "t95"
+    assert claim.tolerance["k"] == pytest.approx(1.959964, abs=1e-6)  # the normal limit of a within-run SE
     assert claim.alternative["value"] == 2.0 and claim.alternative["hypothesis"] == "slope 2"
 
 
@@ -167,6 +183,7 @@ def test_prediction_from_a_confidence_interval():
         ci=(0.55, 0.66),
         alternative=1.0,
         hypothesis="alpha 1",
+        coverage=0.95,
         source="s",
         why="bootstrap 95% CI",
     )
@@ -174,11 +191,27 @@ def test_prediction_from_a_confidence_interval():
     lo, hi = ok.expected  # the band of measurements consistent with 0.62 given this CI's shape
     assert lo <= ok.measured <= hi and not lo <= 1.0 <= hi
     miss = led.predict(
-        "b", measured=0.6, expected=0.7, ci=(0.55, 0.66), alternative=1.0, hypothesis="h", source="s", why="CI"
+        "b",
+        measured=0.6,
+        expected=0.7,
+        ci=(0.55, 0.66),
+        coverage=0.95,
+        alternative=1.0,
+        hypothesis="h",
+        source="s",
+        why="CI",
     )
     assert miss.status == "fail"
     both = led.predict(
-        "c", measured=0.8, expected=0.7, ci=(0.5, 1.1), alternative=1.0, hypothesis="h", source="s", why="CI"
+        "c",
+        measured=0.8,
+        expected=0.7,
+        ci=(0.2, 1.4),
+        coverage=0.95,
+        alternative=1.0,
+        hypothesis="h",
+        source="s",
+        why="CI",
     )
     assert both.status == "inconclusive"
     nan = led.predict(
@@ -186,6 +219,7 @@ def test_prediction_from_a_confidence_interval():
         measured=math.nan,
         expected=0.7,
         ci=(math.nan, math.nan),
+        coverage=0.95,
         alternative=1.0,
         hypothesis="h",
         source="s",
@@ -197,8 +231,12 @@ def test_prediction_from_a_confidence_interval():
 def test_prediction_needs_exactly_one_uncertainty():
     with pytest.raises(ValueError, match="exactly one"):
         _predict(_ledger(), ci=(0.9, 1.1))
-    with pytest.raises(ValueError, match="k"):
-        _predict(_ledger(), k=None)
+    with pytest.raises(TypeError):
+        _predict(_ledger(), k=2.0)  # the multiple is the policy's, never the caller's
+    with pytest.raises(ValueError, match="dof"):
+        _predict(_ledger(), dof=None)
+    with pytest.raises(ValueError, match="coverage"):
+        _predict(_ledger(), se=None, ci=(0.9, 1.1), coverage=0.99)
 
 
 def test_nan_standard_error_fails_the_prediction():
@@ -211,7 +249,15 @@ def test_nan_standard_error_fails_the_prediction():
 )
 def test_direction(measured, sign, status):
     claim = _ledger().direction(
-        "d", measured=measured, sign=sign, se=0.05, k=2.0, hypothesis="no effect", source="s", why="2 SE"
+        "d",
+        measured=measured,
+        sign=sign,
+        se=0.05,
+        dof=math.inf,
+        within_run="no model",
+        hypothesis="no effect",
+        source="s",
+        why="95%",
     )
     assert claim.status == status
     lo, hi = claim.expected
@@ -222,13 +268,29 @@ def test_direction_from_ci_and_against_one():
     led = _ledger()
     assert (
         led.direction(
-            "r", measured=1.4, sign=1, alternative=1.0, ci=(1.1, 1.8), hypothesis="equal", source="s", why="CI"
+            "r",
+            measured=1.4,
+            sign=1,
+            alternative=1.0,
+            ci=(1.3, 1.8),
+            coverage=0.95,
+            hypothesis="equal",
+            source="s",
+            why="CI",
         ).status
         == "pass"
     )
     assert (
         led.direction(
-            "s", measured=1.4, sign=1, alternative=1.0, ci=(0.9, 1.8), hypothesis="equal", source="s", why="CI"
+            "s",
+            measured=1.2,
+            sign=1,
+            alternative=1.0,
+            ci=(0.5, 1.9),
+            coverage=0.95,
+            hypothesis="equal",
+            source="s",
+            why="CI",
         ).status
         == "inconclusive"
     )
@@ -238,7 +300,7 @@ def test_direction_from_ci_and_against_one():
     ("measured", "bound", "relation", "tightness", "status"),
     [
         (0.5, 1.0, "<=", 0.5, "pass"),
-        (0.1, 1.0, "<=", 0.1, "pass"),  # tightness exactly 0.1 is still evidence
+        (0.1, 1.0, "<=", 0.1, "pass"),  # tightness exactly 0.1 is still evidence (but rounding could flip it)
         (0.099, 1.0, "<=", 0.099, "loose"),
         (20.0, 1.0, ">=", 0.05, "loose"),
         (2.0, 1.0, ">=", 0.5, "pass"),
@@ -248,7 +310,8 @@ def test_direction_from_ci_and_against_one():
 )
 def test_bound_tightness_and_loose(measured, bound, relation, tightness, status):
     claim = _ledger().bound("b", measured=measured, bound=bound, relation=relation, source="s")
-    assert claim.status == status
+    assert claim.stability["verdict"] == status
+    assert claim.status == ("unstable" if tightness == 0.1 else status)
     assert claim.tightness == (pytest.approx(tightness) if tightness is not None else None)
     assert LOOSE_BELOW == 0.1
 
@@ -349,7 +412,7 @@ def test_non_finite_measurement_fails(bad):
     assert led.bound("b", measured=bad, bound=1.0, relation=">=", source="s").status == "fail"
     assert led.within("w", role="paper", measured=bad, lo=-1e300, hi=1e300, source="s").status == "fail"
     assert _predict(led, measured=bad).status == "fail"
-    assert led.direction("d", measured=bad, sign=1, se=0.1, k=2, hypothesis="h", source="s", why="x").status == "fail"
+    assert led.direction("d", measured=bad, sign=1, se=0.1, dof=4, hypothesis="h", source="s", why="x").status == "fail"
     assert len(led.failed) == 5 and led.ok  # only a failing identity is a bug
     led.identity("i", measured=bad, source="s", why="x")
     assert not led.ok
@@ -385,23 +448,27 @@ def test_summary_and_headline_count_by_role_and_status():
     assert led.summary() == dict.fromkeys(STATUSES, 0)
     led.identity("i", measured=0.0, source="s", why="x")
     _predict(led, "p")
-    _predict(led, "q", measured=1.5, se=0.3)  # inconclusive
+    _predict(led, "q", measured=1.5, se=0.6)  # inconclusive
     led.bound("t", measured=0.5, bound=1.0, source="s")
     led.bound("l", measured=1e-3, bound=1.0, source="s")
     led.bound("f", measured=2.0, bound=1.0, source="s")
     led.bound("n", measured=0.0, bound=1.0, source="s", requires_full=True)
-    assert led.summary() == {"pass": 3, "fail": 1, "deviation": 0, "inconclusive": 1, "loose": 1, "not_evaluated": 1}
+    expected = {"pass": 3, "fail": 1, "deviation": 0, "inconclusive": 1, "loose": 1, "unstable": 0, "not_evaluated": 1}
+    assert led.summary() == expected
     assert led.by_role()["bound"] == {
         "pass": 1,
         "fail": 1,
         "deviation": 0,
         "inconclusive": 0,
         "loose": 1,
+        "unstable": 0,
         "not_evaluated": 1,
     }
     text = led.headline()
     assert text.startswith("1 predictions pass (alternative excluded), 1 tight bounds, 1 identities")
-    assert "1 inconclusive, 1 loose, 1 fail" in text and "1 not evaluated" in text
+    assert "1 inconclusive, 1 loose, 0 unstable, 1 fail (refuted 1;" in text and "1 not evaluated" in text
+    # two evaluated two-sided predictions at 95%: 0.1 fails expected by chance alone
+    assert "0.1 expected by chance among 2 evaluated predictions at 95%" in text
     report = led.report()
     assert "[FAIL] bound: unit/f" in report and "[INCL] prediction: unit/q" in report
 
@@ -421,7 +488,7 @@ def test_against_alternatives_rejudges_only_predictions():
     led = _ledger()
     _predict(led, "p")  # pass -> fail against the alternative
     _predict(led, "q", measured=1.98)  # fail -> pass against the alternative
-    led.direction("d", measured=-0.3, sign=-1, se=0.05, k=2, hypothesis="flat", source="s", why="x")
+    led.direction("d", measured=-0.3, sign=-1, se=0.05, dof=4, hypothesis="flat", source="s", why="x")
     led.bound("b", measured=0.5, bound=1.0, source="s")
     again = led.against_alternatives()
     assert [c.status for c in led.claims] == ["pass", "fail", "pass", "pass"]
@@ -480,7 +547,7 @@ def _mixed_ledger() -> Ledger:
         statement="alpha",
     )
     _predict(led, "p")
-    led.direction("d", measured=-0.3, sign=-1, ci=(-0.5, -0.1), hypothesis="flat", source="s", why="CI")
+    led.direction("d", measured=-0.3, sign=-1, ci=(-0.5, -0.1), coverage=0.95, hypothesis="flat", source="s", why="CI")
     led.manual("m", role="identity", passed=True, source="s", statement="same hooks", measured=2.0)
     led.not_evaluated("n", role="bound", source="paper", reason="too slow")
     return led

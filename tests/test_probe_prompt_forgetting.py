@@ -601,3 +601,38 @@ def test_max_abs_logit_regions_equal_the_definition(monkeypatch):
     t = s + hidden.dense()
     own = t - hidden.dense()  # -inf - (-inf) = NaN on the hidden entries: not finite, skipped
     assert mod.max_abs_logit(t, hidden, rows=32) == _absmax_direct(own)
+
+
+def test_weight_seeds_of_two_runs_share_no_replicate():
+    a, b = mod.weight_seeds(0, 5), mod.weight_seeds(1, 5)
+    assert a[0] == 0 and b[0] == 1  # replicate 0 keeps the run's own seed (its first model's key)
+    assert len(set(a)) == 5 and not set(a) & set(b)  # seed + i would share all but one
+
+
+def test_depth_law_claims_take_the_seed_replicates():
+    seeds = mod.weight_seeds(0, 3)
+    Ls = (1, 2, 4)
+    runs = [_depth_run(L, s, _relay(L) + 0.01 * j) for L in Ls for j, s in enumerate(seeds)]
+    law = mod.depth_law(runs)
+    led = mod.depth_law_claims(law)
+    c = led["alpha_vs_relay_L2"]
+    per_seed = law["alpha"].sel(layers=2).values
+    assert c.tolerance["n"] == 3 and c.tolerance["dof"] == 2.0
+    assert c.tolerance["se"] == pytest.approx(per_seed.std(ddof=1) / math.sqrt(3))
+    assert c.tolerance["k"] == pytest.approx(law.attrs["k95"])
+    assert led["alpha_falls_with_depth"].tolerance["n"] == 3
+
+
+def test_trained_vs_untrained_over_weight_seeds_takes_the_per_seed_differences():
+    seeds = mod.weight_seeds(0, 3)
+    un = [_fake("full", alpha=0.5 + 0.01 * i, data="markov", seed=s) for i, s in enumerate(seeds)]
+    tr = [_fake("full", alpha=0.8 - 0.02 * i, data="markov", trained=True, seed=s) for i, s in enumerate(seeds)]
+    claim = mod.trained_vs_untrained_claims(un, tr)["trained_forgets_faster"]
+    diffs = [t.scalars["alpha"] - u.scalars["alpha"] for u, t in zip(un, tr, strict=True)]
+    assert claim.status == "pass" and claim.tolerance["n"] == 3 and claim.tolerance["within_run"] is None
+    assert claim.measured == pytest.approx(float(np.mean(diffs)))
+    assert claim.tolerance["se"] == pytest.approx(float(np.std(diffs, ddof=1) / math.sqrt(3)))
+    single = mod.trained_vs_untrained_claims(un[0], tr[0])["trained_forgets_faster"]
+    assert single.tolerance["within_run"] and single.tolerance["dof"] == un[0].config.n_pairs - 1
+    with pytest.raises(ValueError, match="same weight seeds"):
+        mod.trained_vs_untrained_claims(un, tr[:2])

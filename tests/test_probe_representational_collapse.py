@@ -12,6 +12,7 @@ import pytest
 import torch
 
 import probes
+from analysis.evidence import t_multiple
 from analysis.model import TinyTransformer
 from analysis.paths import REPO
 from probes.base import run_probe
@@ -58,7 +59,10 @@ def test_uniform_stack_is_exact_and_rates_match(family):
     c = r.ledger["slope_matches_prediction"]
     assert c.role == "prediction" and c.status != "not_evaluated" and c.expected == r.scalars["predicted_slope"]
     assert c.alternative["value"] == (1.0 if family == "counting" else 2.0)  # n^-1 against n^-2
-    assert c.tolerance["k"] == 3.0 and c.tolerance["se"] == pytest.approx(float(r.data["layer_slope_se"][-1]))
+    # the 95% t band of the bootstrap SE over the bases, n_bases - 1 dof, stated as a claim about this one model
+    assert c.tolerance["dof"] == r.config.n_bases - 1 and c.tolerance["within_run"]
+    assert c.tolerance["k"] == pytest.approx(t_multiple(r.config.n_bases - 1))
+    assert c.tolerance["se"] == pytest.approx(float(r.data["layer_slope_se"][-1]))
 
 
 def _rejudge(r, preset="full", **planted):

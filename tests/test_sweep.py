@@ -101,8 +101,9 @@ PROBE_SOURCE = textwrap.dedent(
         led.identity("sum_is_last_partial", measured=float(x.sum()), expected=float(partial[-1]),
                      atol=1e-12 * (1 + abs(float(partial[-1]))), source="summation", why="a few roundings")
         se = float(config.scale / np.sqrt(config.n))
-        led.predict("mean_near_zero", measured=float(x.mean()), expected=0.0, se=se,
-                    k=5.0, alternative=100.0, hypothesis="draws centred at 100", source="symmetry", why="5 SE")
+        led.predict("mean_near_zero", measured=float(x.mean()), expected=0.0, se=se, dof=float("inf"),
+                    within_run="no model: the draws' own sampling error", alternative=100.0,
+                    hypothesis="draws centred at 100", source="symmetry", why="95% band of the draws' mean")
         if config.extra_claim:
             led.identity("extra", measured=1.0, expected=1.0, source="none", why="exact")
         scalars = {"total": float(partial[-1]), "n": config.n, "label": f"n{config.n}", "big": bool(partial[-1] > 0),
