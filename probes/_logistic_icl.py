@@ -5,9 +5,10 @@ Protocol (theory: :mod:`analysis.theory.logistic_icl`, data: :mod:`analysis.logi
 1. Construction: the one-head softmax layer of :func:`analysis.theory.logistic_icl.construction_weights`
    (float64) applied once to every GD iterate w_0 .. w_(T-1) of ``lg_eval`` prompts reproduces the next
    iterate of normalised GD on the log-mean-exp loss (identity, per-step rounding bound).
-2. Training: ``lg_seeds`` one-layer softmax models (same shape, free weights, query hidden as a key) trained
-   through :func:`analysis.train.train` (cached) on :class:`analysis.logistic_data.OneStepGDTask`: supervised
-   by one GD step from iterates w of norm up to ``lg_radius``.
+2. Training: ``lg_seeds`` one-layer softmax models (same shape, free weights, query hidden as a key; replicate
+   seeds of :func:`seeds`, replicate 0 is ``seed``) trained through :func:`analysis.train.train` (cached) on
+   :class:`analysis.logistic_data.OneStepGDTask`: supervised by one GD step from iterates w of norm up to
+   ``lg_radius``.
 3. Looping: each trained layer, in float64, looped T = 1..``lg_loops`` times from w_0 = 0 with the zoo's
    weight-tied looping (``ModelConfig.loops``), against T steps of GD on the same ``lg_eval`` held-out
    prompts: the cosine of the query's w-slot with w_T, per prompt; and the uniform-attention alternative's
@@ -21,6 +22,7 @@ import math
 import numpy as np
 import torch
 
+from analysis.evidence import replicate_seeds
 from analysis.ledger import Ledger
 from analysis.logistic_data import ClassificationLaw, OneStepGDTask, query_hidden_bias, tokens
 from analysis.model import ModelConfig, TinyTransformer
@@ -31,6 +33,11 @@ SEED = "000#33"
 SOURCE = "analysis/theory/logistic_icl.py"
 CRITERION = 0.99  # issue 17: the looped layer tracks T-step normalised GD with cosine >= 0.99 for T <= 10
 CLAIM_LOOPS = (2, 5, 10)  # T = 1 is the alternative's own direction (GD's first step is eta z_bar)
+
+
+def seeds(c) -> list[int]:
+    """The replicate seeds of the ``lg_seeds`` trained layers (:func:`analysis.evidence.replicate_seeds`)."""
+    return replicate_seeds(c.seed, c.lg_seeds)
 
 
 def model_config(d: int, seed: int, loops: int = 1, dtype: str = "float32") -> ModelConfig:
@@ -116,8 +123,7 @@ def measure(c, progress: bool, data: dict, scalars: dict, coords: dict, device) 
     rel = np.full((S, T), np.nan)
     worst = np.full((S, T), np.nan)
     loss = np.full(S, np.nan)
-    for s in range(S):
-        seed = c.seed + s
+    for s, seed in enumerate(seeds(c)):
         res = train(model_config(d, seed), task(c), train_config(c, seed), device=device, progress=progress)
         loss[s] = float(res.history["loss"][-1])
         for t in range(1, T + 1):
@@ -126,7 +132,7 @@ def measure(c, progress: bool, data: dict, scalars: dict, coords: dict, device) 
             cos[s, t - 1], worst[s, t - 1] = ct.mean(), ct.min()
             rel[s, t - 1] = float(np.mean(np.linalg.norm(w - it[t], axis=-1) / np.linalg.norm(it[t], axis=-1)))
     alt = th.mean_direction_cosine(Z, it)[1:]  # (T, B)
-    coords["lg_seed"] = np.arange(S, dtype=np.int64)
+    coords["lg_seed"] = np.asarray(seeds(c), dtype=np.int64)
     coords["lg_loop"] = np.arange(1, T + 1, dtype=np.int64)
     data["lg_cos"] = (("lg_seed", "lg_loop"), cos)
     data["lg_cos_min"] = (("lg_seed", "lg_loop"), worst)

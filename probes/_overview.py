@@ -9,7 +9,8 @@ thing and records the claims about it in a :class:`Ledger` of context :data:`CON
   the head output is the running mean of the values (two identities, worst layer each);
 * :func:`residual_rms` -- the residual-stream RMS after each block, Pre-LN and Post-LN, over several
   initialisations: Post-LN's per-token RMS equals LayerNorm's closed form (identity) and Pre-LN's grows
-  with depth (a direction, with the spread over initialisations as its uncertainty).
+  with depth (a direction, its 95% t band over the independent initialisations). Initialisation ``i`` has
+  the seed :func:`analysis.evidence.replicate_seed` ``(base.seed, i)`` (:func:`init_seeds`).
 """
 
 from __future__ import annotations
@@ -19,15 +20,14 @@ from typing import Any
 
 import numpy as np
 import torch
-from scipy import stats
 
+from analysis.evidence import replicate_seeds
 from analysis.hooks import resid_names, run_with_cache
 from analysis.ledger import Ledger
 from analysis.model import ModelConfig, TinyTransformer
 
 CONTEXT = "overview"
 EPS = float(torch.finfo(torch.float64).eps)  # float64 machine epsilon
-CONFIDENCE = 0.99  # two-sided level of the Student-t multiplier k applied to a standard error
 
 
 @dataclass(frozen=True)
@@ -38,11 +38,10 @@ class Measured:
     ledger: Ledger
 
 
-def t_multiplier(n: int, confidence: float = CONFIDENCE) -> float:
-    """k such that mean ± k SE is a two-sided ``confidence`` interval from ``n`` draws (Student t, n - 1 dof)."""
-    if n < 2:
-        raise ValueError(f"a standard error needs at least 2 draws, got {n}")
-    return float(stats.t.ppf(0.5 + confidence / 2, n - 1))
+def init_seeds(base: ModelConfig, n_inits: int) -> list[int]:
+    """Weight seeds of the ``n_inits`` independent initialisations: ``base.seed`` itself, then
+    :func:`analysis.evidence.replicate_seed` ``(base.seed, i)`` (runs with different seeds share none)."""
+    return replicate_seeds(base.seed, n_inits)
 
 
 def uniform_attention(base: ModelConfig, tokens: torch.Tensor, preset: str) -> Measured:
@@ -101,8 +100,8 @@ def measure_residual_rms(base: ModelConfig, tokens: torch.Tensor, n_inits: int) 
     out: dict[str, Any] = {"post_dev": 0.0}
     for norm in ("pre", "post"):
         runs = []
-        for i in range(n_inits):
-            cfg = base.replace(norm=norm, seed=base.seed + i)
+        for seed in init_seeds(base, n_inits):
+            cfg = base.replace(norm=norm, seed=seed)
             names = resid_names(L, "depth") + (["blocks.*.ln2.hook_in"] if norm == "post" else [])
             _, c = run_with_cache(TinyTransformer(cfg), tokens, names=names)
             streams = [c[name] for name in resid_names(L, "depth")]
@@ -134,26 +133,22 @@ def post_ln_rms_claim(led: Ledger, data: dict[str, Any], d_model: int) -> None:
 def pre_ln_growth_claim(led: Ledger, data: dict[str, Any]) -> None:
     """Pre-LN: every block adds a branch to an un-normalised stream, so its RMS grows with depth.
 
-    Measured: the final / embedding RMS ratio, averaged over initialisations; its uncertainty is the
-    standard error over them (k from Student t). Alternative: ratio 1, a stream that keeps its scale.
+    Measured: the final / embedding RMS ratio, averaged over independent initialisations; its uncertainty is
+    their spread (the 95% Student-t band over replicates). Alternative: ratio 1, a stream that keeps its scale.
     """
     ratio = data["pre"][:, -1] / data["pre"][:, 0]  # (n_inits,)
     n = len(ratio)
-    k = t_multiplier(n)
     led.direction(
         "pre_ln_rms_grows",
-        measured=float(ratio.mean()),
+        replicates=ratio,
         sign=1,
         alternative=1.0,
-        se=float(ratio.std(ddof=1) / np.sqrt(n)),
-        k=k,
         seed="000#12",
         figure="overview_residual_rms",
         hypothesis="no growth: the residual stream keeps the embedding's RMS, as a normalised (Post-LN) stream does",
         source="Xiong et al. 2020 (Pre-LN hidden-state norm grows with depth at initialisation); seed "
         "000#12 (hidden-state magnitude escalates with depth under Pre-LN)",
-        why=f"SE over {n} initialisations; k = {k:.3g} is the two-sided {CONFIDENCE:.0%} Student-t "
-        f"multiplier for {n - 1} degrees of freedom",
+        why=f"95% t band over {n} independent initialisations (replicate seeds of the weights; the same tokens)",
         statement="Pre-LN: final / embedding residual RMS exceeds 1 beyond its spread over initialisations",
     )
 

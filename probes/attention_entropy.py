@@ -17,8 +17,8 @@ Four measurements, each beside its closed form in :mod:`analysis.theory.attentio
    quadrature at the *measured* ``s`` (own untrained models on distinct tokens); on every row the
    range bound ``ln(1 + (n-1) e^{-R})``, the dilution bound ``max p <= e^M / (e^M + (n-1) e^{-M})`` and
    (zoo layout, pre-LN, no QK-norm/RoPE) the spectral bound with ``||W_q^T W_k||_2``. Own models on
-   distinct tokens are repeated over ``replicates`` independent models (weights and tokens): the spread
-   over models and heads is the uncertainty of the Gaussian-entropy prediction.
+   distinct tokens are repeated over ``replicates`` independent models (weights and tokens, replicate seeds): the
+   spread of the per-model values is the uncertainty of the Gaussian-entropy predictions (95% t band).
 2. Logit-scale sweep: the same measurement with ``logit_scale = f / sqrt(dh)`` for ``f`` in
    ``scale_factors`` at ``n = sweep_len`` (every replicate model); the breakdown ``n e^{-s^2} = 1`` and
    freezing ``s^2 = 2 ln n``, past which the exact Gaussian entropy is predicted and the LLN law is not.
@@ -1870,6 +1870,10 @@ def claim_nonlin_thresholds(led: Ledger, ds: xr.Dataset, config: Config) -> None
             seed=SEED_NONLIN,
             requires_full=True,
             source=f"issue 17 on 004#30: {what}",
+            scale=f"004#30 reports these failure modes in decoder-only language models pre-trained as LLMs (its "
+            f"abstract); here {config.nonlin_layers} layers of width {config.nonlin_d_model}, "
+            f"{config.train_steps} updates on {config.train_data} text of length {config.train_seq_len}; knobs: "
+            "nonlin_layers, nonlin_d_model, train_steps",
             figure="ae_nonlin",
             why=f"band = issue 17's threshold (a criterion, not an uncertainty); the measurement's own SE over "
             f"{config.nonlin_seeds} training seeds is {se:.2g}",

@@ -1072,7 +1072,6 @@ def claim_rank_bound(led: Ledger, r: Result) -> None:
             figure="ao_convolution",
         )
     exact = d["rel_mse_seed"].sel(heads=c.taps).values
-    se = float(exact.std(ddof=1) / math.sqrt(exact.size)) if exact.size > 1 else math.nan
     alt = float(d["rank_bound"].sel(heads=c.taps - 1))
     floor = d["pattern_floor_seed"].sel(heads=c.taps).values
     led.bound(
@@ -1091,15 +1090,13 @@ def claim_rank_bound(led: Ledger, r: Result) -> None:
     )
     led.predict(
         "conv_heads_K_reach_exact",
-        measured=float(exact.mean()),
         expected=0.0,
-        se=se,
-        k=4.0,
+        replicates=exact,
         alternative=alt,
         hypothesis=f"K heads do no better than K - 1: the rank-{c.taps - 1} bound",
         source=f"{SOURCE}, items 1-2: K heads express the convolution exactly",
         seed=SEED_CONV,
-        why=f"4 SE of the mean over {c.train_seeds} training seeds (their spread)",
+        why=f"95% t band over the {exact.size} training seeds of the per-seed exact population error",
         requires_full=True,
         diagnosed_by={f"conv_heads{c.taps}_at_pattern_floor": "pass"},
         diagnosis="the exact solution needs one-hot patterns (bias -inf off the tap); trained softmax biases are "
@@ -1138,20 +1135,22 @@ def claim_induction(led: Ledger, r: Result) -> None:
     c = r.config
     if not c.trained:
         return
-    acc, se = r.data["accuracy"], r.data["accuracy_se"]
-    a = {m: float(acc.sel(model=m)) for m in MODELS}
-    e = {m: float(se.sel(model=m)) for m in MODELS}
+    acc = r.data["accuracy_seed"]  # (model, seed): one held-out batch per replicate seed, shared by the models
+    a = {m: acc.sel(model=m).values for m in MODELS}
+    stat = {m: mean_se(v) for m, v in a.items()}
     ceiling, guess = r.scalars["bag_ceiling"], r.scalars["offset_guess"]
-    n_pos = c.n_eval * c.segment
+    n = acc.sizes["ind_seed"]
     common = dict(seed=SEED_KV, requires_full=True, figure="ao_induction")
+    v1 = stat["vanilla_1"]
+    margin = t_multiple(v1.dof) * v1.se if math.isfinite(v1.se) else 0.0
     led.bound(
         "vanilla_one_layer_below_bag_ceiling",
-        measured=a["vanilla_1"],
-        bound=ceiling + K_SE * e["vanilla_1"],
-        tightness=a["vanilla_1"] / ceiling,
+        measured=v1.mean,
+        bound=ceiling + margin,
+        tightness=v1.mean / ceiling,
         source=f"{SOURCE}, item 3: a position-free layer sees x_t and the multiset of the context",
-        why=f"the Bayes accuracy {ceiling:.4f} plus {K_SE:g} SE (binomial over {n_pos} positions per seed and the "
-        "seed spread); tightness = measured / ceiling",
+        why=f"the Bayes accuracy {ceiling:.4f} plus the 95% t band of the mean over {n} seeds (their spread: "
+        "training and held-out sequences; one seed: no margin); tightness = measured / ceiling",
         statement="one vanilla layer without positions: accuracy <= the bag-of-tokens ceiling",
         **common,
     )
@@ -1162,11 +1161,12 @@ def claim_induction(led: Ledger, r: Result) -> None:
     ):
         led.predict(
             f"{name}_solves_induction",
-            measured=a[name],
+            measured=stat[name].mean,
             expected=1.0,
             alternative=alt,
             hypothesis=hyp,
-            why=f"band = issue 17's criterion (accuracy >= {SOLVED}); the measurement's own SE is {e[name]:.2g}",
+            why=f"band = issue 17's criterion (accuracy >= {SOLVED}); the mean over {n} seeds has SE "
+            f"{stat[name].se:.2g} (their spread)",
             statement=f"{name}: held-out induction accuracy >= {SOLVED} (a constructive solution exists)",
             **half,
             **common,
@@ -1174,13 +1174,12 @@ def claim_induction(led: Ledger, r: Result) -> None:
     for name, base in (("kv_shift_1", "vanilla_1"), ("vanilla_2_rope", "vanilla_1_rope")):
         led.direction(
             f"{name}_beats_{base}",
-            measured=a[name] - a[base],
+            replicates=a[name] - a[base],
             sign=1,
-            se=math.hypot(e[name], e[base]),
-            k=K_SE,
             hypothesis="no difference in induction accuracy",
             source="004#24: KV shifting (or a second layer) supplies the previous token the induction key needs",
-            why=f"{K_SE:g} SE: binomial over the held-out positions plus the seed spread",
+            why=f"95% t band over {n} seeds of the paired difference (the same replicate seed: training data and "
+            "held-out sequences)",
             statement=f"accuracy({name}) - accuracy({base}) > 0",
             **common,
         )
@@ -1188,25 +1187,21 @@ def claim_induction(led: Ledger, r: Result) -> None:
         return
     led.predict(
         "vanilla_1_rope_fails_induction",
-        measured=a["vanilla_1_rope"],
+        measured=stat["vanilla_1_rope"].mean,
         expected=guess,
         atol=FAILS - guess,
         alternative=1.0,
         hypothesis="one vanilla layer with positions solves induction",
         source=f"issue 17 (<= {FAILS}); {SOURCE}: offset guess 1/(T - 2L + 1)",
-        why=f"band up to issue 17's {FAILS}; the measurement's own SE is {e['vanilla_1_rope']:.2g}",
+        why=f"band up to issue 17's {FAILS}; the mean over {n} seeds has SE {stat['vanilla_1_rope'].se:.2g}",
         statement=f"one vanilla layer with RoPE: accuracy near the offset guess, <= {FAILS}",
         **common,
     )
 
 
-def _nn(r: Result, name: str) -> tuple[float, float]:
-    """(mean over seeds, SE) of model ``name``'s held-out relative MSE: the per-seed SEs over sequences and the
-    seed spread."""
-    m = r.data["nn_rel_mse_seed"].sel(nn_model=name).values
-    se = r.data["nn_rel_mse_se_seed"].sel(nn_model=name).values
-    spread = m.var(ddof=1) / m.size if m.size > 1 else 0.0
-    return float(m.mean()), float(math.sqrt((se**2).mean() / m.size + spread))
+def _nn(r: Result, name: str) -> np.ndarray:
+    """(seed,) model ``name``'s held-out relative MSE per replicate seed (each seed its own held-out sequences)."""
+    return r.data["nn_rel_mse_seed"].sel(nn_model=name).values
 
 
 def claim_nn_construction(led: Ledger, r: Result) -> None:
@@ -1233,98 +1228,92 @@ def claim_nn_rank(led: Ledger, r: Result) -> None:
         return
     d = c.nn_d
     common = dict(seed=SEED_RANK, requires_full=True, figure="ao_rank_heads")
-    full, full_se = _nn(r, "full_1x")
+    full_seeds = _nn(r, "full_1x")
+    full = mean_se(full_seeds)
+    n = full.n
     led.predict(
         "nn_full_head_reaches_threshold",
-        measured=full,
+        measured=full.mean,
         expected=0.0,
         atol=NN_THRESHOLD,
         alternative=s["nn_floor_quarter"],
         hypothesis=f"one rank-{d} head does no better than 4 rank-{d // 4} heads can: their additive floor A({d // 4})",
         source=f"{SOURCE}, item 4: the construction's error -> 0 as beta -> inf; issue 17: <= {NN_THRESHOLD}",
-        why=f"band = issue 17's criterion (relative MSE <= {NN_THRESHOLD}); the measurement's own SE is {full_se:.2g}",
+        why=f"band = issue 17's criterion (relative MSE <= {NN_THRESHOLD}); the mean over {n} seeds has SE "
+        f"{full.se:.2g} (their spread)",
         statement=f"one trained rank-{d} head, N = {c.nn_keys}: held-out relative MSE <= {NN_THRESHOLD}",
         **common,
     )
     theory, theory_se = s["nn_construction_at_beta_eff"], s["nn_construction_at_beta_eff_se"]
     led.predict(
         "nn_full_head_at_its_learned_scale",
-        measured=full,
+        measured=full.mean,
         expected=theory,
-        se=math.hypot(full_se, theory_se),
-        k=K_SE,
+        se=math.hypot(full.se, theory_se),
+        dof=full.dof,
         alternative=s["nn_query_free_long"],
         hypothesis="the trained head ignores the query: the error of the best query-free output E[f | K]",
         source=f"{SOURCE}, item 4: the construction's error at beta = tr M / d of the trained head's QK form M",
-        why=f"{K_SE:g} SE: the held-out sequences (and seed spread) of the measurement and the theory's Monte Carlo; "
-        f"the trained M is not exactly beta I (|M - beta I| / |M| = {s['nn_anisotropy']:.2f})",
+        why=f"95% t band of the hypot of the SE over {n} seeds (their spread) and the theory's Monte Carlo SE "
+        f"({theory_se:.2g}, {c.nn_theory_sets} key sets), dof = {n} - 1 (the seeds); beta is the seeds' mean and the "
+        f"trained M is not exactly beta I (|M - beta I| / |M| = {s['nn_anisotropy']:.2f})",
         statement=f"the trained rank-{d} head's error is the construction's at its learned scale "
         f"beta = {s['nn_beta_eff']:.3g}",
         **common,
     )
     for name, tag in (("quarter_4x", "quarter"), ("rank1_dx", "rank1")):
         H = NN_MODELS[name][0](d)
-        low, low_se = _nn(r, name)
+        low = _nn(r, name)
         floor = s[f"nn_floor_{tag}"]
         led.bound(
             f"nn_{name}_above_additive_floor",
-            measured=low,
+            measured=float(low.mean()),
             bound=floor,
             relation=">=",
             source=f"{SOURCE}, item 4: H heads of rank r compute sum_h g_h(A_h^T q, K); on orthogonal projections "
             "no additive function beats the first-order Hoeffding residual A(r)",
-            why=f"A(r) by pick-freeze Monte Carlo (SE {s[f'nn_floor_{tag}_se']:.2g}); it binds heads whose query "
-            "projections are orthogonal (oblique or overlapping ones are not covered); tightness = floor / measured",
+            why=f"the mean over {n} seeds against A(r) by pick-freeze Monte Carlo (SE {s[f'nn_floor_{tag}_se']:.2g}); "
+            "it binds heads whose query projections are orthogonal (oblique or overlapping ones are not covered); "
+            "tightness = floor / measured",
             statement=f"{H} trained heads of rank {d // H}: relative MSE >= A({d // H}) (N = {c.nn_keys})",
             **common,
         )
         led.direction(
             f"nn_{name}_3x_worse",
-            measured=low - NN_WORSE * full,
+            replicates=low - NN_WORSE * full_seeds,
             sign=1,
-            se=math.hypot(low_se, NN_WORSE * full_se),
-            k=K_SE,
             hypothesis=f"{H} heads of rank {d // H} come within {NN_WORSE:g}x of one rank-{d} head",
             source=f"issue 17 ({NN_WORSE:g}x); {SOURCE}, item 4: A({d // H}) = {floor:.3f}, the construction -> 0",
-            why=f"{K_SE:g} SE of the difference (held-out sequences and seed spread)",
+            why=f"95% t band over {n} seeds of the paired difference (the same replicate seed: training data and "
+            "held-out sequences)",
             statement=f"relative MSE of {H} heads of rank {d // H} >= {NN_WORSE:g} x that of one rank-{d} head",
             **common,
         )
-    one, one_se = _nn(r, "short_rank1_dx")
-    two, two_se = _nn(r, "short_rank1_dx_2layers")
-    fs, fs_se = _nn(r, "short_full_1x")
+    one, two, fs = _nn(r, "short_rank1_dx"), _nn(r, "short_rank1_dx_2layers"), _nn(r, "short_full_1x")
     led.bound(
         "nn_short_rank1_above_additive_floor",
-        measured=one,
+        measured=float(one.mean()),
         bound=s["nn_floor_short_rank1"],
         relation=">=",
         source=f"{SOURCE}, item 4 at N = {c.nn_keys_short}: A(1)",
-        why=f"A(1) by Monte Carlo (SE {s['nn_floor_short_rank1_se']:.2g}), for heads on orthogonal projections; "
-        "tightness = floor / measured",
+        why=f"the mean over {n} seeds against A(1) by Monte Carlo (SE {s['nn_floor_short_rank1_se']:.2g}), for heads "
+        "on orthogonal projections; tightness = floor / measured",
         statement=f"one layer of {d} rank-1 heads, N = {c.nn_keys_short}: relative MSE >= A(1)",
         **common,
     )
-    gap = one - fs
     led.direction(
         "nn_short_two_rank1_layers_close_half_gap",
-        measured=(one - two) - NN_HALF * gap,
+        replicates=(one - two) - NN_HALF * (one - fs),
         sign=1,
-        se=math.sqrt(one_se**2 * (1 - NN_HALF) ** 2 + two_se**2 + (NN_HALF * fs_se) ** 2),
-        k=K_SE,
         hypothesis=f"a second rank-1 layer closes less than {NN_HALF:g} of the gap to one rank-{d} head",
         source=f"issue 17; 004#72: for short contexts depth lets low-rank attention approximate the target "
         f"(one layer: >= A(1) = {s['nn_floor_short_rank1']:.3f})",
-        why=f"{K_SE:g} SE of (e1 - e2) - {NN_HALF:g} (e1 - e_full), the three models' held-out SEs (independent)",
+        why=f"95% t band over {n} seeds of the per-seed (e1 - e2) - {NN_HALF:g} (e1 - e_full) (the three models of "
+        "one replicate seed share its training data and held-out sequences)",
         statement=f"N = {c.nn_keys_short}: two layers of {d} rank-1 heads close >= {NN_HALF:g} of the gap between "
         f"one such layer and one rank-{d} head",
         **common,
     )
-
-
-def _mean_se(values: np.ndarray) -> tuple[float, float]:
-    """(mean, SE of the mean) over seeds (SE NaN for one seed)."""
-    v = np.asarray(values, dtype=np.float64)
-    return float(v.mean()), float(v.std(ddof=1) / math.sqrt(v.size)) if v.size > 1 else math.nan
 
 
 def claim_san_identities(led: Ledger, r: Result) -> None:
@@ -1374,47 +1363,42 @@ def claim_san_gap(led: Ledger, r: Result) -> None:
     loss = r.data["san_loss"]
     gap = (loss.sel(san_model="attention_only") - loss.sel(san_model="standard")).values
     deleted = (loss.sel(san_model="mlp_deleted") - loss.sel(san_model="standard")).values
-    g, g_se = _mean_se(gap)
-    dl, dl_se = _mean_se(deleted)
+    g, dl = mean_se(gap), mean_se(deleted)
     common = dict(seed=SEED_SAN, requires_full=True, figure="ao_san_matched")
     depth = int(r.scalars["san_layers_matched"])
     led.predict(
         "san_matched_params_gap_zero",
-        measured=g,
         expected=0.0,
-        se=g_se,
-        k=K_SE,
-        alternative=dl,
+        replicates=gap,
+        alternative=dl.mean,
         hypothesis=f"attention depth does not replace the MLPs: the matched model is as far behind as the standard "
         f"with its MLPs deleted in place ({c.san_layers} layers)",
         source="004#1: at matched parameters the gap is 0.006 nats; "
         f"{SOURCE}, item 5: {depth} attention-only blocks match {c.san_layers} standard ones",
-        why=f"{K_SE:g} SE of the mean over {c.san_seeds} paired seeds (same data stream and validation windows): "
-        "their spread",
+        why=f"95% t band over {g.n} seeds of the paired difference (the same replicate seed: data stream and "
+        "validation windows)",
         statement=f"held-out loss, attention-only ({depth} layers) minus standard ({c.san_layers} layers, MLP 4d), "
         f"width {c.san_width}, equal parameters: 0",
         **common,
     )
     led.paper(
         "san_matched_params_gap_within_seed_range",
-        measured=g,
+        measured=g.mean,
         lo=-SAN_GAP,
         hi=SAN_GAP,
         source="004#1 / issue 17: a standard and an attention-only model with equal parameters differ by <= 0.05 "
         "nats (0.006 at matched parameters, 0.040 measured on fineweb-edu)",
-        why=f"the seed's range; the measurement's own SE is {g_se:.2g}",
+        why=f"the seed's range; the mean over {g.n} seeds has SE {g.se:.2g} (their spread)",
         statement=f"|held-out loss gap| at equal parameters <= {SAN_GAP:g} nats",
         **common,
     )
     led.direction(
         "san_mlp_deletion_in_place_costs",
-        measured=dl,
+        replicates=deleted,
         sign=1,
-        se=dl_se,
-        k=K_SE,
         hypothesis="the MLPs add nothing at matched depth",
         source="004#1: deleting feed-forward layers in place costs 0.47 nats at matched depth",
-        why=f"{K_SE:g} SE of the mean paired difference over {c.san_seeds} seeds",
+        why=f"95% t band over {dl.n} seeds of the paired difference (the same replicate seed)",
         statement="held-out loss of the standard model with its MLPs deleted minus the standard's > 0",
         **common,
     )
@@ -1442,15 +1426,15 @@ def claim_deep_qknorm(led: Ledger, r: Result) -> None:
     )
     ml = d["deep_max_logit"].values  # (qk, seed, step)
     growth = np.log(tail_mean(ml) / ml[..., 0])  # (qk, seed)
-    g0, g0_se = _mean_se(growth[0])
-    diff, diff_se = _mean_se(growth[0] - growth[1])
-    why = f"{K_SE:g} SE over {c.deep_seeds} seeds (the pairs share initial weights and data)"
+    n = growth.shape[1]
+    why = (
+        f"95% t band over {n} seeds (the pairs share the replicate seed: initial weights and data); {n} seeds: "
+        "compute (about 33 s per seed for both QK-norm settings, one thread)"
+    )
     led.direction(
         "deep_no_qknorm_max_logit_grows",
-        measured=g0,
+        replicates=growth[0],
         sign=1,
-        se=g0_se,
-        k=K_SE,
         hypothesis="the max logit does not grow without QK-norm",
         source="004#1: without QK-normalisation deep attention-only stacks' logits grow",
         why=why,
@@ -1459,10 +1443,8 @@ def claim_deep_qknorm(led: Ledger, r: Result) -> None:
     )
     led.direction(
         "deep_max_logit_grows_more_without_qknorm",
-        measured=diff,
+        replicates=growth[0] - growth[1],
         sign=1,
-        se=diff_se,
-        k=K_SE,
         hypothesis="QK-norm does not change the max-logit growth",
         source="004#1; theory item 5: with QK-norm the logit is bounded by the gains",
         why=why,
@@ -1480,7 +1462,9 @@ def claim_deep_qknorm(led: Ledger, r: Result) -> None:
         hypothesis="QK-norm makes no difference: runs without it spike as often as runs with it",
         source="004#1: QK-normalisation is what keeps 48-layer attention-only stacks trainable; issue 17: loss "
         "spikes without it",
-        why=f"band: a majority of the {c.deep_seeds} runs ({spike_def})",
+        why=f"band: a majority of the {c.deep_seeds} runs ({spike_def}); {c.deep_seeds} seeds: compute (about 33 s "
+        "per seed for both QK-norm settings, one thread)",
+        regime=["deep_no_qknorm_max_logit_grows"],  # the mechanism: logits grow without QK-norm
         statement="fraction of runs without QK-norm with a loss spike: 1 (more than half)",
         **common,
     )
@@ -1492,21 +1476,21 @@ def claim_deep_qknorm(led: Ledger, r: Result) -> None:
         alternative=float(spiky[0]),
         hypothesis="QK-norm makes no difference: runs with it spike as often as runs without it",
         source="004#1: with QK-norm the 48-layer stack trains",
-        why=f"band: fewer than half of the {c.deep_seeds} runs ({spike_def})",
+        why=f"band: fewer than half of the {c.deep_seeds} runs ({spike_def}); {c.deep_seeds} seeds: compute (about "
+        "33 s per seed for both QK-norm settings, one thread)",
+        regime=["deep_qknorm_max_logit_below_bound"],  # the mechanism: QK-norm bounds the logits
         statement="fraction of runs with QK-norm with a loss spike: 0 (less than half)",
         **common,
     )
     ev = d["deep_eval_loss"].values
-    dev, dev_se = _mean_se(ev[0] - ev[1])
     led.direction(
         "deep_qknorm_reaches_lower_loss",
-        measured=dev,
+        replicates=ev[0] - ev[1],
         sign=1,
-        se=dev_se,
-        k=K_SE,
         hypothesis="QK-norm makes no difference to the loss reached",
         source="004#1: without QK-norm the 48-layer stack does not train, with it it does",
         why=why,
+        regime=["deep_max_logit_grows_more_without_qknorm"],  # the mechanism: QK-norm curbs the logits' growth
         statement=f"held-out loss after {c.deep_steps} updates without QK-norm minus with QK-norm > 0",
         **common,
     )
@@ -1522,41 +1506,32 @@ def claim_stable_ranks(led: Ledger, r: Result) -> None:
     wo = second_half_change(d["san_sr_o"].sel(san_sr_model="attention_only").values)
     wo_std = second_half_change(d["san_sr_o"].sel(san_sr_model="standard").values)
     common = dict(seed=SEED_SAN, requires_full=True, figure="ao_stable_rank")
-    why = f"{K_SE:g} SE over {c.san_seeds} seeds of the per-seed statistic (mean over layers)"
+    why = f"95% t band over {qk.size} seeds of the per-seed statistic (mean over layers)"
     stat = "relative change of the stable rank between the middle and the end of training (mean over layers)"
-    m, se = _mean_se(wo)
     led.direction(
         "sr_wo_still_grows",
-        measured=m,
+        replicates=wo,
         sign=1,
-        se=se,
-        k=K_SE,
         hypothesis="W_O's stable rank has settled by mid-training",
         source="004#1: content matrices accumulate rank slowly; without FFNs in the attention output projection",
         why=why,
         statement=f"attention-only model: {stat} of W_O > 0",
         **common,
     )
-    m, se = _mean_se(wo - np.abs(qk))
     led.direction(
         "sr_qk_settles_before_wo",
-        measured=m,
+        replicates=wo - np.abs(qk),
         sign=1,
-        se=se,
-        k=K_SE,
         hypothesis="the routing (W_q^T W_k) stable rank moves as much as W_O's in the second half",
         source="004#1: routing matrices (Q/K) crystallize early",
         why=why,
         statement=f"attention-only model: {stat} of W_O minus |that of W_q,h^T W_k,h| > 0",
         **common,
     )
-    m, se = _mean_se(wo - wo_std)
     led.direction(
         "sr_wo_accumulates_more_without_mlp",
-        measured=m,
+        replicates=wo - wo_std,
         sign=1,
-        se=se,
-        k=K_SE,
         hypothesis="removing the MLPs does not move rank accumulation to W_O",
         source="004#1: removing feed-forward layers relocates this accumulation to the attention output projection",
         why=why + " (pairs share the seed)",

@@ -1,8 +1,9 @@
 """Activation, gradient and Jacobian statistics across depth for every norm placement; rank collapse.
 
-For each norm placement and depth the probe builds ``n_samples`` TinyTransformers (weight seeds
-``seed + i``; trained on a Markov language through the checkpoint cache when ``trained``) and
-measures, in float64, on Markov-language token batches:
+For each norm placement and depth the probe builds ``n_samples`` TinyTransformers (weight seed of
+initialisation ``i``: :func:`analysis.evidence.replicate_seed` ``(seed, i)``, ``seed`` itself for ``i = 0``;
+trained on a Markov language through the checkpoint cache when ``trained``) and measures, in float64, on
+Markov-language token batches:
 
 * ``resid_var`` / ``resid_rms``: second moment per coordinate ``mean(x^2)`` (= variance: the
   coordinates have mean zero over the weight draw) and its square root, after the embedding
@@ -43,9 +44,11 @@ bidirectional, e.g. the Hugging Face adapter) is measured alone with the same st
 within its vocabulary or on corpus text in its own tokenizer (``data``); see :func:`run_model`.
 
 **Claims** are small functions, one per theorem or paper (:data:`CLAIMS`), that read only the result
-Dataset and the config. A prediction's band is ``K`` standard errors of its measurement (over
-initialisations, over the blocks' martingale increments, or of a fitted slope) and names the value a
-competing hypothesis predicts.
+Dataset and the config. Every claim depends on random (initialised or trained) weights, so a prediction's
+band is the 95% Student-t band over the independent initialisations (:mod:`analysis.evidence`): of the
+per-seed values of its measurement (a mean, a paired difference, a slope fitted to each seed's own curve),
+never a within-run SE of one model or of a curve averaged over seeds; it names the value a competing
+hypothesis predicts.
 
 Model-specific access is limited to hook names and ``named_parameters`` names
 (``blocks.{l}.attn.W_q.weight`` ..., or any path with a layer index after ``layers``/``layer``/``h``/``blocks``).
@@ -66,6 +69,7 @@ from scipy import stats
 from analysis import protocol
 from analysis.corpus import build_corpus
 from analysis.devices import model_device
+from analysis.evidence import mean_se, replicate_seed
 from analysis.hooks import hooks, resid_names, run_with_cache
 from analysis.ledger import Ledger
 from analysis.model import ATTENTION_KERNELS, ModelConfig, TinyTransformer
@@ -82,7 +86,9 @@ DESCRIPTION = "Residual variance, gradients, block Jacobians and rank collapse a
 # with skip connections only; corpus data with any vocab_size; 7: jacobian_norm (block Jacobian spectral norms)
 # 10: trained runs add DeepNet stability at depth (Post-LN vs DeepNorm, no warm-up) and the Curse of Depth's
 # trained variance growth and layer ablations (Pre-LN vs LayerNorm scaling)
-VERSION = "10"
+# 11: the one band policy (95% t over per-seed values; slopes fitted per seed, not to the seed mean), replicate
+# seeds hashed from (seed, i) instead of seed + i, exact Jacobians and curse measurements of 5 seeds (were 2, 3)
+VERSION = "11"
 REQUIRES = {"input": "tokens"}  # a passed model (causal or not) is measured alone; None -> the zoo sweep
 
 # norm variant -> ModelConfig overrides
@@ -115,15 +121,19 @@ MASKS = ("causal", "full")
 # Post-LN leaves the linear regime first).
 UPDATE_NORMS = ("pre", "post", "deepnorm")
 UPDATE_LR = {"sgd": 1e-5, "adam": 1e-6}
-UPDATE_SAMPLES = 3  # initialisations per (norm, depth) of the update measurement (it is deterministic)
+# initialisations per (norm, depth) of the update measurement (deterministic given the weights, so its spread is
+# the seeds'); 3, not 5: compute (about 60 s per seed for the 3 norms x 7 depths x 2 optimisers, one thread)
+UPDATE_SAMPLES = 3
 DATA = ("markov", "corpus")
 _PARAM_RE = re.compile(r"^blocks\.(\d+)\.(?:attn|mlp)\.(W_\w+)\.weight$")
 LAYER_SEGMENTS = ("layers", "layer", "h", "blocks")  # parameter-path segments followed by the layer index
 HIDDEN_LOSS_WIDTH = 16  # k: width of the fixed random projection of the hidden-state loss
 
 JACOBIAN_SEQUENCES = 2  # sequences whose last position's block Jacobians are computed (d backward passes each)
-JACOBIAN_SAMPLES = 2  # initialisations with Jacobians (the costliest statistic); NaN for the others
-K = 3.0  # a prediction's band in standard errors of its measurement (normal: a correct law fails w.p. 0.3%)
+# initialisations with Jacobians (the costliest statistic: about 12 s per seed for 8 norms x 7 depths); NaN for the
+# others
+JACOBIAN_SAMPLES = 5
+JACOBIAN_BATCHES = 2  # a passed model (run_model): data batches with Jacobians (d backward passes each, d up to 1e3)
 
 
 @dataclass(frozen=True)
@@ -161,7 +171,9 @@ class Config(ProbeConfig):
         choices=DATA,
     )
     batch_size: int = param(8, "sequences per measurement batch", minimum=1)
-    n_samples: int = param(6, "initialisations (weight seeds seed + i) per (norm, depth)", minimum=2)
+    n_samples: int = param(
+        6, "initialisations (weight seeds replicate_seed(seed, i), i < n_samples) per (norm, depth)", minimum=2
+    )
     vocab_size: int = model_param(
         "vocab_size",
         64,
@@ -175,14 +187,25 @@ class Config(ProbeConfig):
         48, "trained runs: depth of the Post-LN / DeepNorm stability runs (no warm-up)", minimum=2, maximum=256
     )
     stability_steps: int = param(150, "trained runs: optimiser updates of each stability run", minimum=2)
-    stability_seeds: int = param(3, "trained runs: weight seeds (seed + i) of the stability runs", minimum=2)
-    curse_seeds: int = param(
-        3,
-        "trained runs: weight seeds (seed + i) of the Pre-LN / LayerNorm-scaling models whose variance profile "
-        "and layer ablations are measured at the deepest depth",
+    stability_seeds: int = param(
+        5,
+        "trained runs: weight seeds (replicate_seed(seed, i)) of the stability runs (about 37 s per seed for a "
+        "Post-LN and a DeepNorm run; at 3 seeds the failed-fraction claim's band exceeds its range)",
         minimum=2,
     )
-    seed: int = model_param("seed", 0, "first weight seed; also seeds the token batches")
+    curse_seeds: int = param(
+        5,
+        "trained runs: weight seeds (replicate_seed(seed, i)) of the Pre-LN / LayerNorm-scaling models whose "
+        "variance profile and layer ablations are measured at the deepest depth (the first n_samples are the "
+        "sweep's own checkpoints)",
+        minimum=2,
+    )
+    seed: int = model_param(
+        "seed",
+        0,
+        "weight seed of the first initialisation (replicate 0; the others are hashed from it); also "
+        "seeds the Markov language and the token batches",
+    )
 
     def validate(self) -> None:
         super().validate()
@@ -247,6 +270,8 @@ def build(cfg: Config, norm: str, depth: int, seed: int, progress: bool = False)
 
 def batch(cfg: Config, sample: int, vocab: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """(inputs, targets) (B, T) Markov sequences for sample ``sample``: the same for every norm and depth.
+    The generator seed ``seed * 1_000_003 + sample + 17`` never repeats across runs of different seeds (for
+    ``sample < 1_000_003``), so replicates of two runs share no batch as they share no weights.
 
     ``vocab`` (a passed model's vocabulary) caps the Markov language at ``min(vocab_size, vocab)`` ids.
     """
@@ -505,7 +530,7 @@ def update_pieces(
     sublayer moves (the Theorem's terms: ``effect / step`` is the output's sensitivity along the step).
     The Theorem bounds ``u <= sum effect``. NaN arrays when ``pieces`` is False.
     """
-    model = TinyTransformer(model_config(cfg, norm, depth, cfg.seed + sample), device=cfg.torch_device())
+    model = TinyTransformer(model_config(cfg, norm, depth, replicate_seed(cfg.seed, sample)), device=cfg.torch_device())
     inputs, targets = (t.to(model_device(model)) for t in batch(cfg, sample))
     name = resid_names(depth)[-1]
 
@@ -553,7 +578,7 @@ def collapse_curve(cfg: Config, variant: str, mask: str, sample: int) -> np.ndar
         n_layers=L,
         causal=mask == "causal",
         dtype="float64",
-        seed=cfg.seed + sample,
+        seed=replicate_seed(cfg.seed, sample),
         **overrides,
     )
     inputs = batch(cfg, sample)[0].to(cfg.torch_device())
@@ -592,7 +617,8 @@ def stability_run(cfg: Config, norm: str, sample: int) -> tuple[np.ndarray, floa
     and the relative change of the final stream after the first update,
     ``|x_L(theta_1) - x_L(theta_0)| / |x_L(theta_0)|`` on the sample's batch (the one-step model update of
     theory section 10 at the training rate)."""
-    mcfg = dataclasses.replace(model_config(cfg, norm, cfg.stability_depth, cfg.seed + sample), dtype=STABILITY_DTYPE)
+    seed = replicate_seed(cfg.seed, sample)
+    mcfg = dataclasses.replace(model_config(cfg, norm, cfg.stability_depth, seed), dtype=STABILITY_DTYPE)
     res = train(mcfg, task(cfg), stability_train_config(cfg), device=cfg.torch_device(), progress=False, snapshots=(1,))
     inputs = batch(cfg, sample)[0].to(cfg.torch_device())
     name = resid_names(cfg.stability_depth)[-1]
@@ -633,7 +659,7 @@ def sum_rule_at_init(cfg: Config, norm: str, depth: int, sample: int, inputs: to
     """(depth + 1,) the Pre-LN sum rule ``m_0 + sum_l (a_l + g_l)`` (theory sections 1-3) of the untrained model
     of the same seed on ``inputs``: ``a_l`` from its attention patterns and normalised inputs, ``g_l`` in closed
     form; what the stream's growth would be if training kept the initialisation's law."""
-    model = TinyTransformer(model_config(cfg, norm, depth, cfg.seed + sample), device=cfg.torch_device())
+    model = TinyTransformer(model_config(cfg, norm, depth, replicate_seed(cfg.seed, sample)), device=cfg.torch_device())
     first = resid_names(depth, "depth")[0]
     names = [first] + [f"blocks.{l}.{h}" for l in range(depth) for h in ("attn.hook_pattern", "ln1.hook_normalized")]
     with torch.no_grad():
@@ -652,7 +678,7 @@ def curse_measure(cfg: Config, norm: str, sample: int) -> tuple[np.ndarray, np.n
     second moments ``m_l`` (L + 1,) on the held-out batch, the loss increase when each block is removed
     (L,), its held-out loss, and the same seed's sum rule at initialisation (:func:`sum_rule_at_init`)."""
     L = max(cfg.depths)
-    model = build(cfg, norm, L, cfg.seed + sample)
+    model = build(cfg, norm, L, replicate_seed(cfg.seed, sample))
     inputs, targets = (t.to(model_device(model)) for t in held_out(cfg))
     names = resid_names(L, "depth")
     with torch.no_grad():
@@ -786,7 +812,7 @@ def _run(config: Config, progress: bool) -> Result:
     jobs = [(i, n, j, L, s) for i, n in enumerate(norms) for j, L in enumerate(depths) for s in range(S)]
     measured = {}
     for i, norm, j, L, s in bar(jobs, desc=NAME, progress=progress):
-        model_ = build(cfg, norm, L, cfg.seed + s, progress=False)
+        model_ = build(cfg, norm, L, replicate_seed(cfg.seed, s), progress=False)
         inputs, targets = batches[s]
         measured[i, j, s] = measure(
             model_,
@@ -888,7 +914,7 @@ def run_model(config: Config, model, progress: bool = True) -> Result:
                 targets,
                 mlp=mlp,
                 pre_like=False,
-                jacobian=cfg.jacobian and s < JACOBIAN_SAMPLES,
+                jacobian=cfg.jacobian and s < JACOBIAN_BATCHES,
                 seed=cfg.seed,
             )
             measured[0, 0, s] = m
@@ -929,32 +955,35 @@ def run_model(config: Config, model, progress: bool = True) -> Result:
 # ================================================================================================
 #
 # One function per theorem or paper, each reading only the result (the Dataset, the config and the
-# scalars dict it adds to). Tolerances come from the measurement's own uncertainty: K standard errors of
-# a mean over initialisations (or over the martingale increments of the blocks), or of a least-squares
-# slope; every prediction names the value a competing hypothesis predicts.
+# scalars dict it adds to). Every claim depends on random weights, so its band is the 95% Student-t band over
+# the independent initialisations (analysis.evidence): replicates= the per-seed values of the measurement (a
+# slope is fitted to each seed's own curve), or se= the SE over seeds of a per-seed difference with dof = n - 1;
+# every prediction names the value a competing hypothesis predicts.
 
 
-def _se(v: np.ndarray) -> float:
-    """Standard error of the mean of the finite entries of ``v`` (NaN with fewer than 2)."""
-    v = np.asarray(v, dtype=np.float64)
+def _seeds(v: np.ndarray) -> list[float]:
+    """The per-seed replicate values of a claim: the finite entries of ``v`` (a seed whose statistic is
+    undefined, e.g. a log-decrement growth with too few steps above round-off or a seed without Jacobians, is
+    left out, and the band's ``n`` counts the others); ``[nan]`` when none is finite (the claim is unmeasured)."""
+    v = np.asarray(v, dtype=np.float64).ravel()
     v = v[np.isfinite(v)]
-    return float(v.std(ddof=1) / math.sqrt(v.size)) if v.size >= 2 else math.nan
+    return [float(x) for x in v] if v.size else [math.nan]
 
 
-def _mean_se(v: np.ndarray) -> tuple[float, float]:
-    v = np.asarray(v, dtype=np.float64)
-    return float(np.nanmean(v)) if np.isfinite(v).any() else math.nan, _se(v)
+def _paired_se(d: np.ndarray) -> tuple[float, float]:
+    """SE over seeds of the finite per-seed values ``d`` (measurement minus prediction, same seed) and its
+    degrees of freedom ``n - 1``: the band of a prediction whose expected value is itself measured per seed."""
+    st = mean_se(_seeds(d))
+    return st.se, float(max(st.n - 1, 0))
 
 
-def _welch(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
-    """Difference of the means of the finite entries of ``a`` and ``b`` and its Welch standard error."""
-    a, b = (np.asarray(x, dtype=np.float64).ravel() for x in (a, b))
-    a, b = a[np.isfinite(a)], b[np.isfinite(b)]
-    if a.size < 2 or b.size < 2:
-        return math.nan, math.nan
-    return float(a.mean() - b.mean()), float(
-        math.hypot(a.std(ddof=1) / math.sqrt(a.size), b.std(ddof=1) / math.sqrt(b.size))
-    )
+def _slopes(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """(sample,) log-log slope of each seed's column of ``y`` (points, sample) on ``x`` (points,) or on its own
+    column of ``x`` (points, sample)."""
+    y = np.asarray(y, dtype=np.float64)
+    x = np.asarray(x, dtype=np.float64)
+    xs = x if x.ndim == 2 else np.repeat(x[:, None], y.shape[1], axis=1)
+    return np.array([th.loglog_slope(xs[:, s], y[:, s])[0] for s in range(y.shape[1])])
 
 
 def last_layer_grad(data: xr.Dataset, norm: str) -> np.ndarray:
@@ -986,10 +1015,10 @@ def _mlp_terms(cfg: Config, norm: str, L: int) -> np.ndarray:
 
 
 INCREMENT_WHY = (
-    f"{K:g} SE of the mean of the per-block residuals (increment - prediction) pooled over blocks and "
-    "initialisations: each block's residual has conditional mean zero given the stream before it (the "
-    "branch's last weight matrix is sign-symmetric and independent of it), so the residuals are martingale "
-    "differences, uncorrelated across blocks and independent across initialisations"
+    "95% t band over the initialisations (n seeds, dof n - 1) of each seed's mean per-block residual (increment - "
+    "prediction, the prediction measured on the same seed): each block's residual has conditional mean zero given "
+    "the stream before it (the branch's last weight matrix is sign-symmetric and independent of it), so a seed's "
+    "mean residual has mean zero and the seeds are independent"
 )
 
 
@@ -1002,14 +1031,14 @@ def claim_pre_ln_sum_rule(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict) 
         L, v, inc = _stream(data, norm)
         a = data["attn_moment"].sel(norm=norm, depth=L).values[:L]  # (layer, sample)
         g = _mlp_terms(cfg, norm, L)[:, None]
-        resid = inc - a - g
+        se, dof = _paired_se((inc - a - g).mean(0))  # (sample,) each seed's mean residual
         sc[f"{norm}_increment_per_block"] = float(inc.mean())
         led.predict(
             f"{norm}_variance_sum_rule",
             measured=float(inc.mean()),
             expected=float((a + g).mean()),
-            se=_se(resid),
-            k=K,
+            se=se,
+            dof=dof,
             alternative=float(g.mean()),
             hypothesis="the attention branch adds no second moment (a_l = 0): only the MLP's g_l",
             source="derivation (theory sections 1-3): E[m_{l+1} - m_l | stream] = a_l + g_l, summed: "
@@ -1052,14 +1081,14 @@ def claim_peri_ln_linear(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict) -
     g = th.gelu_second_moment(1.0) if cfg.mlp else 0.0
     led.predict(
         "peri_variance_linear",
-        measured=float(inc.mean()),
+        replicates=_seeds(inc.mean(0)),  # (sample,) each seed's mean increment per block
         expected=per,
-        se=_se(inc - per),
-        k=K,
         alternative=1.0 + g,
         hypothesis="no output LayerNorm: a block adds at most s^2 + g (the Pre-LN envelope)",
         source="derivation (theory section 4, 000#11 Peri-LN): E m_L = m_0 + (sublayers per block) L",
-        why=INCREMENT_WHY,
+        why="95% t band over the initialisations (n seeds) of each seed's mean increment per block: a block's "
+        "increment minus its prediction has conditional mean zero given the stream before it (the branch's last "
+        "weight matrix is sign-symmetric and independent of it), and the seeds are independent",
         seed="000#11",
         statement=f"peri, L={L}: mean increment of m_l per block = {per:g}",
         figure="signal_variance_profiles",
@@ -1078,17 +1107,18 @@ def claim_pre_ln_growth_law(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict
     expo = mb * (mb / ma) ** ((deep - b_) / (b_ - a_))
     sc["pre_variance_linear_extrapolation"] = float(lin.mean())
     sc["pre_variance_exponential_extrapolation"] = float(expo.mean())
+    se, dof = _paired_se(md - lin)
     led.predict(
         "pre_variance_growth_linear",
         measured=float(md.mean()),
         expected=float(lin.mean()),
-        se=_se(md - lin),
-        k=K,
+        se=se,
+        dof=dof,
         alternative=float(expo.mean()),
         hypothesis="000#2 GPAS / 000#50 Curse of Depth: exponential growth, m_L extrapolated geometrically",
         source="derivation (theory sections 1-3): a bounded moment per block, so m_L grows linearly at init",
-        why=f"{K:g} SE over initialisations of m_{deep} minus the straight line through m_{a_}, m_{b_} of the "
-        "same initialisation",
+        why=f"95% t band over the initialisations (n seeds, dof n - 1) of m_{deep} minus the straight line through "
+        f"m_{a_}, m_{b_} of the same initialisation",
         seed="000#2",
         statement=f"pre, init: m_{deep} on the line through L={a_}, {b_} (not on the exponential)",
         figure="signal_variance_profiles",
@@ -1128,12 +1158,13 @@ def claim_no_norm_growth(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict) -
     a = data["attn_moment"].sel(norm="none", depth=L).values[:L]
     gm = data["mlp_moment"].sel(norm="none", depth=L).values[:L] if cfg.mlp else np.zeros_like(a)
     m = v[:L]  # the block's input moment: relative increments have comparable spread at every depth
+    se, dof = _paired_se(((inc - a - gm) / m).mean(0))  # (sample,) each seed's mean relative residual
     led.predict(
         "none_variance_sum_rule",
         measured=float((inc / m).mean()),
         expected=float(((a + gm) / m).mean()),
-        se=_se((inc - a - gm) / m),
-        k=K,
+        se=se,
+        dof=dof,
         alternative=float((gm / m).mean()),
         hypothesis="the attention branch adds no second moment (a_l = 0): only the MLP's G",
         source="derivation (theory section 8): E[m_{l+1} - m_l | stream] = a_l + mean_t G(q_mid,t)",
@@ -1159,21 +1190,31 @@ def claim_no_norm_growth(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict) -
     if L < 8:
         return
     half = L // 2
-    fit = stats.linregress(np.arange(half, L + 1), np.log(v[half : L + 1].mean(1)))
-    kappa = float(np.nanmean(a[half:] / v[half:L]))
-    growth = float(np.exp(fit.slope))
-    sc["none_growth_factor_per_block"] = growth
+    layers = np.arange(half, L + 1)
+    # per seed: the growth factor exp(slope) of its own log m_l over the deep half, and its own kappa = a_l / m_l
+    growth = np.array([np.exp(stats.linregress(layers, np.log(v[half : L + 1, s])).slope) for s in range(v.shape[1])])
+    kappas = np.nanmean(a[half:] / v[half:L], axis=0)  # (sample,)
+    predicted = np.array([th.no_norm_growth_factor(k, cfg.mlp) for k in kappas])
+    kappa = float(np.nanmean(kappas))
+    se, dof = _paired_se(growth - predicted)
+    sc["none_growth_factor_per_block"] = float(np.mean(growth))
     sc["none_kappa_deep_mean"] = kappa
     led.predict(
         "none_exponential_growth_factor",
-        measured=growth,
+        measured=float(np.mean(growth)),
         expected=th.no_norm_growth_factor(kappa, cfg.mlp),
-        se=growth * float(fit.stderr),
-        k=K,
+        se=se,
+        dof=dof,
         alternative=th.no_norm_growth_factor(0.0, cfg.mlp),
         hypothesis="the attention adds nothing (kappa = 0): factor 3/2 from the MLP alone",
         source="derivation (theory section 8): m_{l+1}/m_l -> (1 + kappa) 3/2, kappa = a_l/m_l measured",
-        why=f"{K:g} SE of exp(slope) of log m_l on l over the deep half (delta method)",
+        why="95% t band over the initialisations (n seeds, dof n - 1) of each seed's exp(slope) of log m_l on l "
+        "over the deep half minus (1 + kappa) 3/2 at that seed's own mean kappa (the law is linear in kappa, so "
+        "the mean prediction is the law at the mean kappa)",
+        regime=["none_variance_sum_rule"],  # the growth law is the sum rule's increment a_l + G at large q
+        scale=f"the law is the mean-field limit d -> inf (theory section 8); here d_model = {cfg.d_model}: the "
+        "per-block ratios m_{l+1}/m_l fluctuate (sd of their log about 0.3 at d = 32, 0.14 at d = 128) and exp(slope), "
+        "their geometric mean, lies below their mean by about half that variance; knob: d_model",
         statement=f"none, L={L}: per-block growth factor of m_l in the deep half = (1 + kappa) 3/2",
         requires_full=True,
         figure="signal_variance_profiles",
@@ -1209,37 +1250,34 @@ def claim_deepnorm_layer_change(cfg: Config, data: xr.Dataset, led: Ledger, sc: 
     for norm, expo, alt, hyp in rows:
         if norm not in ang:
             continue
-        slope, se = th.loglog_slope(np.array(big, float), ang[norm].mean(1))
-        sc[f"{norm}_angle_vs_depth_exponent"] = slope
+        slopes = _seeds(_slopes(np.array(big, float), ang[norm]))  # (sample,) one fit per seed
+        sc[f"{norm}_angle_vs_depth_exponent"] = mean_se(slopes).mean
         led.predict(
             f"{norm}_layer_change_vs_depth",
-            measured=slope,
+            replicates=slopes,
             expected=expo,
-            se=se,
-            k=K,
             alternative=alt,
             hypothesis=hyp,
             source="derivation (theory section 9) of Wang et al. 2022's DeepNorm init",
-            why=f"{K:g} SE of the log-log slope over depths >= 4",
+            why="95% t band over the initialisations (n seeds) of each seed's log-log slope of its mean per-layer "
+            "angle on L over depths >= 4",
             seed="000#65",
             statement=f"{norm}, init: mean per-layer angular distance ~ L^{expo:g}",
             requires_full=True,
             figure="signal_deepnorm_update",
         )
     if len(ang) == 2:
-        lr = np.log(ang["deepnorm"][-1] / ang["post"][-1])  # (sample,) same seeds
-        m, se = _mean_se(lr)
-        sc["deepnorm_over_post_layer_change_deepest"] = float(np.exp(m))
+        lr = _seeds(np.log(ang["deepnorm"][-1] / ang["post"][-1]))  # (sample,) same seeds
+        sc["deepnorm_over_post_layer_change_deepest"] = float(np.exp(mean_se(lr).mean))
         led.direction(
             "deepnorm_smaller_layer_change_than_post",
-            measured=m,
+            replicates=lr,
             sign=-1,
-            se=se,
-            k=K,
             alternative=0.0,
             hypothesis="DeepNorm's alpha, beta change nothing: the same angle as Post-LN",
             source="000#65 Wang et al. 2022: DeepNorm bounds the per-layer update that Post-LN lets grow",
-            why=f"{K:g} SE over initialisations of log(angle deepnorm / angle post) at L = {big[-1]}",
+            why=f"95% t band over the initialisations (n seeds) of the paired log(angle deepnorm / angle post) at "
+            f"L = {big[-1]}",
             seed="000#65",
             statement=f"L={big[-1]}: log(angle(deepnorm) / angle(post)) < 0",
             figure="signal_deepnorm_update",
@@ -1256,22 +1294,23 @@ def claim_deepnorm_update(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict) 
     for opt in th.OPTIMISERS:
         fits = {}
         for norm in UPDATE_NORMS:
-            u = data["update_size"].sel(update_norm=norm, optimiser=opt, depth=ud).mean("usample").values
-            fits[norm] = th.loglog_slope(x, u)
-            sc[f"{norm}_update_vs_depth_exponent_{opt}"] = fits[norm][0]
-            sc[f"{norm}_update_deepest_{opt}"] = float(u[-1])
-        (ds, dse), (ps, pse) = fits["deepnorm"], fits["post"]
+            u = data["update_size"].sel(update_norm=norm, optimiser=opt, depth=ud).values  # (depth, usample)
+            fits[norm] = _slopes(x, u)  # (usample,) one fit per seed
+            sc[f"{norm}_update_vs_depth_exponent_{opt}"] = float(np.mean(fits[norm]))
+            sc[f"{norm}_update_deepest_{opt}"] = float(u[-1].mean())
+        ds, ps = fits["deepnorm"], fits["post"]
+        n_u = ds.size
         led.predict(
             f"deepnorm_update_vs_depth_{opt}",
-            measured=ds,
+            replicates=_seeds(ds),
             expected=th.UPDATE_BOUND_EXPONENT["deepnorm", opt],
-            se=dse,
-            k=K,
             alternative=th.UPDATE_BOUND_EXPONENT["post", opt],
             hypothesis="Post-LN's bound (alpha = beta = 1): the update grows as N",
             source="Wang et al. 2022 (DeepNet) Theorem with alpha = (2N)^(1/4), beta = (8N)^(-1/4); theory "
             "section 10 for the depth factor per optimiser",
-            why=f"{K:g} SE of the log-log slope over depths >= 2",
+            why=f"95% t band over the initialisations (n seeds) of each seed's log-log slope over depths >= 2; "
+            f"{n_u} seeds (UPDATE_SAMPLES = 3, not 5: compute, about 60 s per seed for 3 norms x every depth x 2 "
+            "optimisers, one thread)",
             seed="000#65",
             statement=(
                 f"deepnorm, one {opt} step from init: |dx_L|/|x_L| ~ L^{th.UPDATE_BOUND_EXPONENT['deepnorm', opt]:g}"
@@ -1281,14 +1320,14 @@ def claim_deepnorm_update(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict) 
         )
         led.direction(
             f"post_update_grows_faster_than_deepnorm_{opt}",
-            measured=ps - ds,
+            replicates=_seeds(ps - ds),
             sign=1,
-            se=math.hypot(dse, pse),
-            k=K,
             alternative=0.0,
             hypothesis="DeepNorm's init changes nothing: the same depth exponent",
             source="Wang et al. 2022: Post-LN accumulates the sublayers' updates, DeepNorm does not",
-            why=f"{K:g} combined SE of the two log-log slopes",
+            why="95% t band over the initialisations (n seeds) of the paired difference of the two log-log slopes "
+            f"(post minus deepnorm, same weight seed and batch); {n_u} seeds (UPDATE_SAMPLES = 3, not 5: compute, "
+            "about 60 s per seed)",
             seed="000#65",
             statement=f"one {opt} step from init: update exponent in L, post minus deepnorm > 0",
             requires_full=True,
@@ -1296,11 +1335,12 @@ def claim_deepnorm_update(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict) 
         )
         led.bound(
             f"post_update_at_most_linear_{opt}",
-            measured=ps,
+            measured=float(np.mean(ps)),
             bound=th.UPDATE_BOUND_EXPONENT["post", opt],
             relation="<=",
             source="Wang et al. 2022 Theorem with alpha = beta = 1: Post-LN's update bound grows as N",
-            why="the bound's depth exponent; the fitted exponent is compared unwidened. A miss is a fail until "
+            why="the bound's depth exponent; the mean over seeds of the exponent fitted to each seed is compared "
+            "unwidened. A miss is a fail until "
             "the growth is derived (the decomposition arrays update_step / update_effect hold its pieces)",
             seed="000#65",
             statement=f"post, one {opt} step from init: update exponent in L <= 1",
@@ -1344,19 +1384,18 @@ def claim_token_correlation(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict
     if cfg.trained or "pre" not in data.norm.values or L < 4:
         return
     cos = data["token_cosine"].sel(norm="pre", depth=L).values[: L + 1]  # (pos, sample)
-    m, se = _mean_se(cos[L] - cos[0])
-    sc["pre_token_cosine_growth"], sc["pre_token_cosine_growth_se"] = m, se
+    growth = _seeds(cos[L] - cos[0])
+    st = mean_se(growth)
+    sc["pre_token_cosine_growth"], sc["pre_token_cosine_growth_se"] = st.mean, st.se
     sc["pre_token_cosine_spearman"] = float(stats.spearmanr(np.arange(L + 1), cos.mean(1)).statistic)
     led.direction(
         "pre_token_correlation_grows",
-        measured=m,
+        replicates=growth,
         sign=1,
-        se=se,
-        k=K,
         alternative=0.0,
         hypothesis="depth leaves the tokens' mean cosine unchanged",
         source="Noci et al. 2022: at initialisation the tokens' correlation increases with depth (Pre-LN)",
-        why=f"{K:g} SE over initialisations of cos(x_L) - cos(x_0)",
+        why="95% t band over the initialisations (n seeds) of cos(x_L) - cos(x_0)",
         requires_full=True,
         statement=f"pre, L={L}: mean pairwise token cosine after the last block exceeds the embedding's",
         figure="signal_init_vs_trained",
@@ -1373,64 +1412,69 @@ def claim_last_layer_gradient(cfg: Config, data: xr.Dataset, led: Ledger, sc: di
         return
     idx = [depths.index(L) for L in big]
     if "pre" in norms:
-        g, m = last_layer_grad(data, "pre")[idx], final_moment(data, "pre")[idx]
-        slope, se = th.loglog_slope(m.mean(1), g.mean(1))
-        sc["pre_last_grad_vs_depth_exponent"] = th.loglog_slope(np.array(big, float), g.mean(1))[0]
-        sc["pre_last_grad_vs_moment_exponent"] = slope
+        g, m = last_layer_grad(data, "pre")[idx], final_moment(data, "pre")[idx]  # (depth, sample)
+        slopes = _seeds(_slopes(m, g))  # each seed's gradients on its own moments
+        sc["pre_last_grad_vs_depth_exponent"] = float(np.mean(_slopes(np.array(big, float), g)))
+        sc["pre_last_grad_vs_moment_exponent"] = mean_se(slopes).mean
         led.predict(
             "pre_last_grad_vs_moment",
-            measured=slope,
+            replicates=slopes,
             expected=th.PRE_LN_GRADIENT_VS_MOMENT_EXPONENT,
-            se=se,
-            k=K,
             alternative=0.0,
             hypothesis="the final LayerNorm's 1/sqrt(m_L) does not reach the gradient",
             source="Xiong et al. 2020 adapted (theory section 5): grad ~ m_L^(-1/2)",
             seed="000#4",
-            why=f"{K:g} SE of the log-log slope over depths >= 2",
+            why="95% t band over the initialisations (n seeds) of each seed's log-log slope of its last-layer "
+            "gradient on its own m_L over depths >= 2",
             statement="pre: log-log slope of last-layer W_out gradient on m_L = -1/2",
             requires_full=True,
             figure="signal_last_layer_gradient",
         )
     if "post" in norms:
         g = last_layer_grad(data, "post")[idx]
-        slope, se = th.loglog_slope(np.array(big, float), g.mean(1))
-        sc["post_last_grad_vs_depth_exponent"] = slope
+        slopes = _seeds(_slopes(np.array(big, float), g))
+        sc["post_last_grad_vs_depth_exponent"] = mean_se(slopes).mean
         led.predict(
             "post_last_grad_depth_independent",
-            measured=slope,
+            replicates=slopes,
             expected=th.POST_LN_LAST_LAYER_EXPONENT,
-            se=se,
-            k=K,
             alternative=-0.5,
             hypothesis="Pre-LN's law: m_L^(-1/2) ~ L^(-1/2)",
             source="Xiong et al. 2020: Post-LN last-layer gradient O(1) in L",
             seed="000#4",
-            why=f"{K:g} SE of the log-log slope over depths >= 2",
+            why="95% t band over the initialisations (n seeds) of each seed's log-log slope of its last-layer "
+            "gradient on L over depths >= 2",
             statement="post: last-layer gradient exponent in L = 0",
             requires_full=True,
             figure="signal_last_layer_gradient",
         )
     if {"pre", "post"} <= set(norms):
         j = depths.index(max(depths))
-        lr = np.log(last_layer_grad(data, "post")[j] / last_layer_grad(data, "pre")[j])  # (sample,) same seeds
-        m, se = _mean_se(lr)
-        sc["post_over_pre_last_grad_deepest"] = float(np.exp(m))
+        lr = _seeds(np.log(last_layer_grad(data, "post")[j] / last_layer_grad(data, "pre")[j]))  # same seeds
+        sc["post_over_pre_last_grad_deepest"] = float(np.exp(mean_se(lr).mean))
         led.direction(
             "post_larger_last_grad_than_pre",
-            measured=m,
+            replicates=lr,
             sign=1,
-            se=se,
-            k=K,
             alternative=0.0,
             hypothesis="the norm placement does not change the last layer's gradient",
             source="000#4 Xiong et al.: Post-LN gradients near the output are large, Pre-LN well-behaved",
-            why=f"{K:g} SE over initialisations of log(grad post / grad pre) at the deepest model",
+            why="95% t band over the initialisations (n seeds) of the paired log(grad post / grad pre) at the "
+            "deepest model",
             seed="000#4",
             statement=f"L={max(depths)}: log(grad(post) / grad(pre)) > 0",
             requires_full=True,
             figure="signal_last_layer_gradient",
         )
+
+
+def _curse_scale(cfg: Config) -> str:
+    """How the Curse of Depth's (000#50) trained setting is larger than a trained run here, and the knobs."""
+    return (
+        f"000#50 pre-trains LLMs of 130M to 1B parameters; here L = {max(cfg.depths)}, d = {cfg.d_model}, "
+        f"{cfg.train_steps} updates on a Markov language of {cfg.vocab_size} tokens; knobs toward it: train_steps, "
+        "d_model (at most 128), depths (none reaches it)"
+    )
 
 
 def _gaps(data: xr.Dataset, norm: str, L: int) -> np.ndarray:
@@ -1449,59 +1493,63 @@ def claim_jacobian_gap(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict) -> 
     tag = "trained" if cfg.trained else "init"
     lg = _gaps(data, "pre", L)
     if not cfg.trained and cfg.skip:
-        mom = data["resid_var"].sel(norm="pre", depth=L).values[:L].mean(1)  # input moment of block l
-        slope, se = th.loglog_slope(mom[1:], np.exp(np.nanmean(lg, axis=1))[1:])  # block 0 reads the embedding
-        sc["pre_jacobian_gap_vs_moment_exponent"] = slope
+        mom = data["resid_var"].sel(norm="pre", depth=L).values[:L]  # (layer, sample) input moment of block l
+        js = [s for s in range(lg.shape[1]) if np.isfinite(lg[:, s]).all()]  # the seeds with Jacobians
+        # block 0 reads the embedding: layers 1..L-1, each seed's gaps on its own moments
+        slopes = _seeds(_slopes(mom[1:, js], np.exp(lg[1:, js]))) if js else [math.nan]
+        sc["pre_jacobian_gap_vs_moment_exponent"] = mean_se(slopes).mean
         led.predict(
             "pre_jacobian_gap_vs_moment",
-            measured=slope,
+            replicates=slopes,
             expected=th.PRE_LN_JACOBIAN_VS_MOMENT_EXPONENT,
-            se=se,
-            k=K,
             alternative=0.0,
             hypothesis="the blocks' distance from the identity does not depend on the stream",
             source="derivation (theory section 6): |J_l - I| ~ m_l^(-1/2)",
             seed="000#50",
-            why=f"{K:g} SE of the log-log slope over layers 1..L-1",
+            why="95% t band over the initialisations with exact Jacobians (n seeds, the first JACOBIAN_SAMPLES) of "
+            "each seed's log-log slope of |J_l - I| on its own m_l over layers 1..L-1",
             statement=f"pre, L={L}: slope of log |J_l - I| on log m_l = -1/2",
             requires_full=True,
             figure="signal_jacobian_gap",
         )
     half = L // 2
-    d, se = _welch(lg[half:], lg[:half])
-    sc[f"pre_jacobian_gap_late_over_early_{tag}"] = float(np.exp(d))
+    with np.errstate(invalid="ignore"):  # seeds without Jacobians are all NaN and left out
+        d = _seeds(lg[half:].mean(0) - lg[:half].mean(0))  # (sample,) per seed, deep half minus shallow half
+    sc[f"pre_jacobian_gap_late_over_early_{tag}"] = float(np.exp(mean_se(d).mean))
     led.direction(
         f"pre_deep_blocks_near_identity_{tag}",
-        measured=d,
+        replicates=d,
         sign=-1,
-        se=se,
-        k=K,
         alternative=0.0,
         hypothesis="every block equally far from the identity",
         seed="000#50",
         source="000#50 Curse of Depth: deep Pre-LN blocks' Jacobians approach the identity"
         + ("" if cfg.trained else "; at init theory section 6 (m_l grows)"),
-        why=f"{K:g} Welch SE of the difference of mean log gaps, deep half minus shallow half, over (layer, "
-        "initialisation) entries",
+        why="95% t band over the initialisations with exact Jacobians (n seeds) of each seed's mean log gap over "
+        "the deep half minus that over the shallow half",
         statement=f"pre ({tag}), L={L}: mean log gap, deep half < shallow half",
         requires_full=True,
         figure="signal_jacobian_gap",
     )
     if "ln_scaling" not in norms:
         return
-    d, se = _welch(_gaps(data, "ln_scaling", L)[half:], lg[half:])
-    sc[f"ln_scaling_over_pre_deep_gap_{tag}"] = float(np.exp(d))
+    with np.errstate(invalid="ignore"):
+        d = _seeds(_gaps(data, "ln_scaling", L)[half:].mean(0) - lg[half:].mean(0))  # (sample,) same seeds: paired
+    sc[f"ln_scaling_over_pre_deep_gap_{tag}"] = float(np.exp(mean_se(d).mean))
+    why = (
+        "95% t band over the initialisations with exact Jacobians (n seeds) of the paired difference of each "
+        "seed's mean log gap over the deep half, ln_scaling minus pre (same weight seed and batch)"
+    )
     if cfg.trained:
         led.direction(
             "ln_scaling_moves_deep_blocks_from_identity",
-            measured=d,
+            replicates=d,
             sign=1,
-            se=se,
-            k=K,
             alternative=0.0,
             hypothesis="LayerNorm scaling leaves the deep blocks' distance from the identity unchanged",
             source="000#50 Curse of Depth: LayerNorm scaling makes deep blocks less identity-like (trained LLMs)",
-            why=f"{K:g} Welch SE over (layer, initialisation) entries of the deep half's log gaps",
+            why=why,
+            scale=_curse_scale(cfg),
             seed="000#50",
             statement=f"trained, L={L}: mean log gap over the deep half, ln_scaling > pre",
             requires_full=True,
@@ -1510,15 +1558,13 @@ def claim_jacobian_gap(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict) -> 
     else:
         led.direction(
             "ln_scaling_deep_blocks_closer_to_identity_at_init",
-            measured=d,
+            replicates=d,
             sign=-1,
-            se=se,
-            k=K,
             alternative=0.0,
             hypothesis="the 1/sqrt(l) branch scaling leaves the gap unchanged",
             source="derivation (theory section 6): 1/sqrt(l) shrinks every branch, so at init the blocks start "
             "closer to the identity (the opposite of the trained-model claim of 000#50)",
-            why=f"{K:g} Welch SE over (layer, initialisation) entries of the deep half's log gaps",
+            why=why,
             statement=f"init, L={L}: mean log gap over the deep half, ln_scaling < pre",
             requires_full=True,
             figure="signal_jacobian_gap",
@@ -1544,19 +1590,16 @@ def claim_gradient_profiles(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict
         sc[f"{norm}_grad_cv_{tag}"] = float(cv[norm].mean())
     if not cfg.trained:
         return
-    why = f"{K:g} SE over initialisations of log(mean grad, first quarter / last quarter)"
+    why = "95% t band over the trained seeds (n seeds) of log(mean grad, first quarter / last quarter)"
     for norm, sign, src, seed in (
         ("pre", 1, "000#94 NormFormer: Pre-LN early-layer gradients exceed late ones", "000#94"),
         ("post", -1, "000#62 Mix-LN: Post-LN gradients vanish in earlier layers", "000#62"),
     ):
         if norm in lr:
-            m, se = _mean_se(lr[norm])
             led.direction(
                 f"{norm}_early_gradients_{'larger' if sign > 0 else 'smaller'}",
-                measured=m,
+                replicates=_seeds(lr[norm]),
                 sign=sign,
-                se=se,
-                k=K,
                 alternative=0.0,
                 hypothesis="gradient norms uniform across layers",
                 source=src,
@@ -1569,18 +1612,16 @@ def claim_gradient_profiles(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict
             )
     if {"pre", "post", "mix"} <= set(cv):
         best = "pre" if cv["pre"].mean() < cv["post"].mean() else "post"
-        m, se = _mean_se(cv["mix"] - cv[best])  # same seeds: paired
         led.direction(
             "mix_most_uniform_gradients",
-            measured=m,
+            replicates=_seeds(cv["mix"] - cv[best]),  # same seeds: paired
             sign=-1,
-            se=se,
-            k=K,
             alternative=0.0,
             hypothesis=f"Mix-LN no more uniform than the better of Pre-/Post-LN ({best})",
             source="000#62 Mix-LN: Post-LN early + Pre-LN deep gives more uniform layer gradients",
             seed="000#62",
-            why=f"{K:g} SE over initialisations of CV(mix) - CV({best}) of per-layer gradient norms",
+            why=f"95% t band over the trained seeds (n seeds) of the paired CV(mix) - CV({best}) of per-layer "
+            "gradient norms",
             statement=f"mix (trained), L={L}: CV of per-layer gradient norm below {best}'s",
             requires_full=True,
             figure="signal_gradient_profiles",
@@ -1620,18 +1661,17 @@ def claim_dong_doubly_exponential(cfg: Config, data: xr.Dataset, led: Ledger, sc
     }
     for mask in MASKS:
         for variant, source in src.items():
-            m, se = _mean_se(_decrement_growth(_collapse(data, variant, mask)))
-            sc[f"{variant}_decrement_growth_{mask}"] = m
+            growth = _seeds(_decrement_growth(_collapse(data, variant, mask)))
+            sc[f"{variant}_decrement_growth_{mask}"] = mean_se(growth).mean
             led.direction(
                 f"{variant}_doubly_exponential_{mask}",
-                measured=m,
+                replicates=growth,
                 sign=1,
-                se=se,
-                k=K,
                 alternative=0.0,
                 hypothesis=DOUBLY,
                 source=source,
-                why=f"{K:g} SE over initialisations of the mean log(delta_(l+1)/delta_l) of the log-decrements "
+                why="95% t band over the initialisations (n seeds: those with two decrements above round-off) of "
+                "each seed's mean log(delta_(l+1)/delta_l) of the log-decrements "
                 "delta_l = log(r_l/r_(l+1)) above round-off (log 3 for r -> c r^3 once r is small, 0 for an "
                 "exponential)",
                 statement=f"{variant} ({mask} mask): the log-decrement grows with depth",
@@ -1654,20 +1694,19 @@ def claim_dong_mlp_slows(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict) -
                     for s in range(pure.shape[1])
                 ]
             )
-        m, se = _mean_se(per)
-        sc[f"mlp_over_pure_log10_residual_{mask}"] = m
+        per = _seeds(per)
+        sc[f"mlp_over_pure_log10_residual_{mask}"] = mean_se(per).mean
         led.direction(
             f"mlp_slows_collapse_{mask}",
-            measured=m,
+            replicates=per,
             sign=1,
-            se=se,
-            k=K,
             alternative=0.0,
             hypothesis="the MLP does not change the residual ratio",
             source="Dong et al. 2021: MLPs slow down rank "
             "collapse (our skip-free fan-in GELU MLP has gain sqrt(G(q)/q) in [1/2, 1/sqrt 2], theory section 8)",
-            why=f"{K:g} SE over initialisations of the mean log10 ratio of the residuals, attention + MLP over "
-            "pure attention, over the layers where both are above round-off",
+            why="95% t band over the initialisations (n seeds) of each seed's mean log10 ratio of the residuals, "
+            "attention + MLP over pure attention (same weight seed and tokens), over the layers where both are above "
+            "round-off",
             statement=f"attention + MLP ({mask} mask): mean log10 residual ratio above pure attention's",
             figure="signal_rank_collapse",
         )
@@ -1703,33 +1742,27 @@ def claim_collapse_prevented(cfg: Config, data: xr.Dataset, led: Ledger, sc: dic
             ),
         )
         for name, better, worse, source in rows:
-            m, se = _mean_se(kept[better] - kept[worse])  # same seeds and tokens: paired
             led.direction(
                 f"{name}_{mask}",
-                measured=m,
+                replicates=_seeds(kept[better] - kept[worse]),  # same seeds and tokens: paired
                 sign=1,
-                se=se,
-                k=K,
                 alternative=0.0,
                 hypothesis=f"{better} keeps no more rank than {worse}",
                 source=source,
-                why=f"{K:g} SE over initialisations of the paired difference of log10(r_L/r_0) (floored at "
-                "float64 round-off)",
+                why="95% t band over the initialisations (n seeds) of the paired difference of log10(r_L/r_0) "
+                "(floored at float64 round-off)",
                 statement=f"{better} over {worse} ({mask} mask): log10(r_L/r_0) larger",
                 figure="signal_rank_collapse",
             )
-        m, se = _mean_se(kept["attention_ln"])
         led.direction(
             f"attention_ln_still_collapses_{mask}",
-            measured=m,
+            replicates=_seeds(kept["attention_ln"]),
             sign=-1,
-            se=se,
-            k=K,
             alternative=0.0,
             hypothesis="the LayerNorm restores the rank: no net loss over the depth",
             source="derivation (theory section 11): a LayerNorm rescales a nearly collapsed stream's residual "
             "by a finite factor and cannot restore the rank lost to averaging",
-            why=f"{K:g} SE over initialisations of log10(r_L/r_0)",
+            why="95% t band over the initialisations (n seeds) of log10(r_L/r_0)",
             statement=f"attention + LayerNorm, no skip ({mask} mask): log10(r_L/r_0) < 0",
             figure="signal_rank_collapse",
         )
@@ -1775,16 +1808,18 @@ def claim_deepnet_stability(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict
         f"L = {N}, d = {cfg.d_model}, T = {cfg.seq_len}, {cfg.stability_steps} Adam updates at the probe's rate "
         f"{stability_train_config(cfg).lr:g} without warm-up, {S} seeds"
     )
+    cost = f"{S} independent seeds (about 37 s per seed for a Post-LN and a DeepNorm run, one thread)"
     led.direction(
         "deepnet_post_fails_where_deepnorm_trains",
         measured=(failed["post"] - failed["deepnorm"]) / S,
         sign=1,
         se=math.hypot(_laplace_se(failed["post"], S), _laplace_se(failed["deepnorm"], S)),
-        k=K,
+        dof=S - 1,
         alternative=0.0,
         hypothesis="DeepNorm's alpha, beta change nothing: Post-LN fails as often as DeepNorm",
         source="000#65 Wang et al. 2022 (DeepNet): deep Post-LN diverges or stalls without warm-up, DeepNorm trains",
-        why=f"{K:g} SE of the difference of two fractions of {S} runs each (Laplace estimates (k+1)/(n+2)); a run "
+        why=f"95% t band of the difference of two fractions of {S} runs each: SE the hypot of the two fractions' "
+        f"Laplace SEs ((k+1)/(n+2), finite at 0 and n), dof {S} - 1 (the smaller group's n - 1); {cost}; a run "
         "fails when it diverges (non-finite loss, or final loss above the first) or stalls (final loss, the mean "
         "over the last tenth of the steps, not a tenth of the context gap H(pi) - H below the context-free H(pi))",
         seed="000#65",
@@ -1792,34 +1827,31 @@ def claim_deepnet_stability(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict
         requires_full=True,
         figure="signal_deepnet_trained",
     )
-    m, se = _mean_se(floor - final["deepnorm"])
-    sc["deepnorm_context_gain"] = m
+    gain = _seeds(floor - final["deepnorm"])
+    sc["deepnorm_context_gain"] = mean_se(gain).mean
     led.direction(
         "deepnorm_trains_at_depth_without_warmup",
-        measured=m,
+        replicates=gain,
         sign=1,
-        se=se,
-        k=K,
         alternative=0.0,
         hypothesis="DeepNorm stalls at the context-free loss H(pi) as Post-LN does",
         source="000#65 Wang et al. 2022: DeepNorm trains very deep Post-LN-style stacks stably",
-        why=f"{K:g} SE over seeds of H(pi) minus the final training loss (mean over the last tenth of the steps)",
+        why="95% t band over the seeds (n seeds) of H(pi) minus the final training loss (mean over the last tenth "
+        f"of the steps); {cost}",
         seed="000#65",
         statement=f"deepnorm, {rule}: final loss below the context-free loss H(pi)",
         requires_full=True,
         figure="signal_deepnet_trained",
     )
-    m, se = _mean_se(final["post"] - final["deepnorm"])  # same seeds and data stream: paired
     led.direction(
         "post_final_loss_above_deepnorm_at_depth",
-        measured=m,
+        replicates=_seeds(final["post"] - final["deepnorm"]),  # same seeds and data stream: paired
         sign=1,
-        se=se,
-        k=K,
         alternative=0.0,
         hypothesis="the same final loss with and without DeepNorm",
         source="000#65 Wang et al. 2022: Post-LN's instability at depth costs loss that DeepNorm keeps",
-        why=f"{K:g} SE over seeds of the paired difference of final losses (same weight seed and data stream)",
+        why="95% t band over the seeds (n seeds) of the paired difference of final losses (same weight seed and "
+        f"data stream); {cost}",
         seed="000#65",
         statement=f"{rule}: final loss Post-LN minus DeepNorm > 0",
         requires_full=True,
@@ -1829,23 +1861,22 @@ def claim_deepnet_stability(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict
         lr_ = np.log(
             data["stab_update"].sel(stab_norm="post").values / data["stab_update"].sel(stab_norm="deepnorm").values
         )
-    m, se = _mean_se(lr_)
+    lr_ = _seeds(lr_)
     ratio = float(th.deepnorm_update_ratio(N, "adam"))
-    sc["post_over_deepnorm_first_update"] = float(np.exp(m))
+    sc["post_over_deepnorm_first_update"] = float(np.exp(mean_se(lr_).mean))
     sc["post_over_deepnorm_update_bound_ratio"] = ratio
     led.predict(
         "post_over_deepnorm_first_update_at_depth",
-        measured=m,
+        replicates=lr_,
         expected=math.log(ratio),
-        se=se,
-        k=K,
         alternative=0.0,
         hypothesis="DeepNorm's alpha, beta leave the update unchanged (ratio 1)",
         source="Wang et al. 2022 (DeepNet) Theorem, theory section 10: the Adam update bounds' depth factors "
         "2 sqrt 2 N (Post-LN) and sqrt(2N) (DeepNorm), ratio 2 sqrt N; here at the training rate, where the "
         "one-step claims deepnorm_update_vs_depth_adam / post_update_at_most_linear_adam use a rate 3000x "
         "smaller, and with every parameter moving (the Theorem holds the LayerNorm gains fixed)",
-        why=f"{K:g} SE over seeds of log(|dx_L| post / |dx_L| deepnorm) after the first update, same seed and batch",
+        why="95% t band over the seeds (n seeds) of the paired log(|dx_L| post / |dx_L| deepnorm) after the first "
+        f"update, same seed and batch; {cost}",
         seed="000#65",
         statement=f"L = {N}, first Adam update at rate {stability_train_config(cfg).lr:g}: "
         f"log(update post / update deepnorm) = log(2 sqrt N)",
@@ -1866,20 +1897,17 @@ def claim_curse_of_depth_trained(cfg: Config, data: xr.Dataset, led: Ledger, sc:
     m_pre = data["curse_resid_var"].sel(curse_norm="pre").values  # (pos, seed)
     C = m_pre.shape[1]
     p = np.array([th.variance_growth_exponent(m_pre[:, s])[0] for s in range(C)])
-    mp, sep = _mean_se(p)
-    sc["pre_variance_growth_exponent_trained"] = mp
+    sc["pre_variance_growth_exponent_trained"] = mean_se(_seeds(p)).mean
     led.direction(
         "pre_variance_growth_superlinear_trained",
-        measured=mp,
+        replicates=_seeds(p),
         sign=1,
-        se=sep,
-        k=K,
         alternative=th.PRE_LN_INIT_GROWTH_EXPONENT,
         hypothesis="linear growth (exponent 1): the sum rule's bounded increment per block, as at initialisation",
         source="000#2 GPAS / 000#50 Curse of Depth: the Pre-LN stream's variance grows faster than linearly "
         "(exponentially) across the layers of trained models",
-        why=f"{K:g} SE over {C} trained seeds of the exponent p of m_l - m_0 ~ l^p (least squares on log-log, "
-        "layers 1..L with m_l > m_0, held-out Markov batch)",
+        why=f"95% t band over the {C} trained seeds of the exponent p of m_l - m_0 ~ l^p (least squares on log-log "
+        "per seed, layers 1..L with m_l > m_0, held-out Markov batch)",
         seed="000#2",
         statement=f"pre (trained), L={L}: exponent of the variance increase over layers > 1",
         requires_full=True,
@@ -1888,39 +1916,33 @@ def claim_curse_of_depth_trained(cfg: Config, data: xr.Dataset, led: Ledger, sc:
     q = np.array(
         [th.variance_growth_exponent(r)[0] for r in data["curse_sum_rule_init"].sel(curse_norm="pre").values.T]
     )
-    m, se = _mean_se(p - q)  # same seed, same held-out batch: paired
     sc["pre_variance_growth_exponent_sum_rule_init"] = float(np.nanmean(q))
     led.direction(
         "pre_variance_grows_faster_than_init_sum_rule_trained",
-        measured=m,
+        replicates=_seeds(p - q),  # same seed, same held-out batch: paired
         sign=1,
-        se=se,
-        k=K,
         alternative=0.0,
         hypothesis="training keeps the initialisation's growth law: the exponent of the sum rule m_0 + sum_l "
         "(a_l + g_l) of the same seed's untrained model (a_l grows with the tokens' correlation, so it exceeds 1)",
         source="000#2 GPAS / 000#50 Curse of Depth: training makes the Pre-LN stream grow faster across layers; "
         "theory sections 1-3 and 12 for the initialisation's law",
-        why=f"{K:g} SE over {C} seeds of the paired difference of exponents (trained model minus the sum rule of "
-        "its own initialisation, same held-out batch)",
+        why=f"95% t band over the {C} seeds of the paired difference of exponents (trained model minus the sum rule "
+        "of its own initialisation, same held-out batch)",
         seed="000#2",
         statement=f"pre, L={L}: growth exponent of m_l - m_0, trained minus the sum rule at init > 0",
         requires_full=True,
         figure="signal_curse_of_depth_trained",
     )
     share_pre = np.array([deep_share(x) for x in data["curse_ablation"].sel(curse_norm="pre").values.T])
-    ms, ses = _mean_se(share_pre)
-    sc["pre_deep_ablation_share_trained"] = ms
+    sc["pre_deep_ablation_share_trained"] = mean_se(_seeds(share_pre)).mean
     led.direction(
         "pre_deep_blocks_matter_less_trained",
-        measured=ms,
+        replicates=_seeds(share_pre),
         sign=-1,
-        se=ses,
-        k=K,
         alternative=0.5,
         hypothesis="every block equally important: the deep half takes half the ablation damage",
         source="000#50 Curse of Depth: removing a deep Pre-LN layer costs much less than removing a shallow one",
-        why=f"{K:g} SE over {C} trained seeds of D / (D + S), D and S the mean held-out loss increase when one "
+        why=f"95% t band over the {C} trained seeds of D / (D + S), D and S the mean held-out loss increase when one "
         "block of the deep half (L/2..L-1), resp. of blocks 1..L/2-1, is removed (its residual contribution zeroed)",
         seed="000#50",
         statement=f"pre (trained), L={L}: deep half's share of the per-block ablation damage < 1/2",
@@ -1928,7 +1950,7 @@ def claim_curse_of_depth_trained(cfg: Config, data: xr.Dataset, led: Ledger, sc:
         figure="signal_curse_of_depth_trained",
     )
     if "ln_scaling" in data.curse_norm.values:
-        _claim_ln_scaling_trained(data, led, sc, m_pre, share_pre)
+        _claim_ln_scaling_trained(cfg, data, led, sc, m_pre, share_pre)
 
 
 CLAIMS = (
@@ -1952,41 +1974,37 @@ CLAIMS = (
 
 
 def _claim_ln_scaling_trained(
-    data: xr.Dataset, led: Ledger, sc: dict, m_pre: np.ndarray, share_pre: np.ndarray
+    cfg: Config, data: xr.Dataset, led: Ledger, sc: dict, m_pre: np.ndarray, share_pre: np.ndarray
 ) -> None:
     """The LayerNorm-scaling half of :func:`claim_curse_of_depth_trained`, paired with Pre-LN's same seeds."""
     L, C = data.sizes["clayer"], m_pre.shape[1]
     m_ls = data["curse_resid_var"].sel(curse_norm="ln_scaling").values
-    m, se = _mean_se(np.log(m_ls[L] / m_pre[L]))  # same seeds and batch: paired
-    sc["ln_scaling_over_pre_last_variance_trained"] = float(np.exp(m))
+    lr = _seeds(np.log(m_ls[L] / m_pre[L]))  # same seeds and batch: paired
+    sc["ln_scaling_over_pre_last_variance_trained"] = float(np.exp(mean_se(lr).mean))
     led.direction(
         "ln_scaling_lowers_last_variance_trained",
-        measured=m,
+        replicates=lr,
         sign=-1,
-        se=se,
-        k=K,
         alternative=0.0,
         hypothesis="LayerNorm scaling leaves the trained stream's variance unchanged",
         source="000#50 Curse of Depth: LayerNorm scaling (1/sqrt(l) on the norms' output) tames the variance growth",
-        why=f"{K:g} SE over {C} seeds of the paired log(m_L ln_scaling / m_L pre)",
+        why=f"95% t band over the {C} seeds of the paired log(m_L ln_scaling / m_L pre)",
         seed="000#50",
         statement=f"trained, L={L}: last-layer variance, ln_scaling below pre",
         requires_full=True,
         figure="signal_curse_of_depth_trained",
     )
     share_ls = np.array([deep_share(x) for x in data["curse_ablation"].sel(curse_norm="ln_scaling").values.T])
-    m, se = _mean_se(share_ls - share_pre)
     sc["ln_scaling_deep_ablation_share_trained"] = float(np.nanmean(share_ls))
     led.direction(
         "ln_scaling_raises_deep_block_share_trained",
-        measured=m,
+        replicates=_seeds(share_ls - share_pre),  # same seeds and batch: paired
         sign=1,
-        se=se,
-        k=K,
         alternative=0.0,
         hypothesis="LayerNorm scaling leaves the deep blocks' share of the ablation damage unchanged",
         source="000#50 Curse of Depth: with LayerNorm scaling deep layers contribute more (removing them costs more)",
-        why=f"{K:g} SE over {C} seeds of the paired difference of the deep half's share D / (D + S)",
+        why=f"95% t band over the {C} seeds of the paired difference of the deep half's share D / (D + S)",
+        scale=_curse_scale(cfg),
         seed="000#50",
         statement=f"trained, L={L}: deep half's ablation share, ln_scaling minus pre > 0",
         requires_full=True,

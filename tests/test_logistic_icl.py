@@ -116,3 +116,13 @@ def test_tokens_layout():
     np.testing.assert_array_equal(x[:, :3, 2:], 0)
     np.testing.assert_array_equal(x[:, 3, 2:], w[:, ::-1])
     assert query_hidden_bias(4)[0, -1] == -np.inf
+
+
+def test_replicate_seeds_of_two_runs_are_disjoint():
+    """The trained layers' seeds are replicate seeds: replicate 0 is the run's seed, and runs with seed 0 and
+    seed 1 share no layer (seed + i would share all but one)."""
+    from types import SimpleNamespace
+
+    s0, s1 = (lg.seeds(SimpleNamespace(seed=s, lg_seeds=5)) for s in (0, 1))
+    assert s0[0] == 0 and s1[0] == 1 and len(set(s0)) == 5 and not set(s0) & set(s1)
+    assert lg.model_config(4, s1[3]).seed == s1[3]

@@ -6,15 +6,23 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from scipy import stats
 
 from analysis.ledger import Ledger
 from analysis.model import ModelConfig
 from probes import _overview as ov
 
 
-def base(n_layers: int = 3) -> ModelConfig:
+def base(n_layers: int = 3, seed: int = 0) -> ModelConfig:
     return ModelConfig(
-        input="tokens", vocab_size=32, output="none", d_model=16, n_layers=n_layers, n_heads=2, dtype="float64", seed=0
+        input="tokens",
+        vocab_size=32,
+        output="none",
+        d_model=16,
+        n_layers=n_layers,
+        n_heads=2,
+        dtype="float64",
+        seed=seed,
     )
 
 
@@ -22,11 +30,23 @@ def tokens(batch: int = 2, T: int = 8) -> torch.Tensor:
     return torch.randint(0, 32, (batch, T), generator=torch.Generator().manual_seed(0))
 
 
-def test_t_multiplier_is_student_t():
-    assert ov.t_multiplier(2) == pytest.approx(63.657, rel=1e-4)  # t_{0.995, 1}
-    assert ov.t_multiplier(10**6) == pytest.approx(2.5758, rel=1e-3)  # the normal quantile
-    with pytest.raises(ValueError):
-        ov.t_multiplier(1)
+def test_initialisations_are_replicate_seeds_and_seeds_0_and_1_share_none(monkeypatch):
+    built: list[int] = []
+    real = ov.TinyTransformer
+
+    def spy(cfg, *args, **kwargs):
+        built.append(cfg.seed)
+        return real(cfg, *args, **kwargs)
+
+    monkeypatch.setattr(ov, "TinyTransformer", spy)
+    used = {}
+    for seed in (0, 1):
+        built.clear()
+        ov.measure_residual_rms(base(2, seed=seed), tokens(), n_inits=5)
+        assert built[0] == seed  # initialisation 0 keeps the base seed
+        assert built == ov.init_seeds(base(2, seed=seed), 5) * 2  # Pre-LN, then Post-LN, on the same seeds
+        used[seed] = set(built)
+    assert len(used[0]) == 5 and not used[0] & used[1]
 
 
 def test_uniform_attention_records_one_identity_each_at_the_worst_layer():
@@ -44,7 +64,10 @@ def test_residual_rms_claims_on_the_model():
     post, pre = res.ledger["post_ln_block_rms"], res.ledger["pre_ln_rms_grows"]
     assert post.role == "identity" and post.status == "pass", res.ledger.report()
     assert pre.role == "prediction" and pre.alternative["value"] == 1.0 and pre.alternative["hypothesis"]
-    assert pre.seed == "000#12" and pre.tolerance["k"] == pytest.approx(ov.t_multiplier(3))
+    # the one band policy: a 95% Student-t band over the 3 initialisations
+    assert pre.seed == "000#12" and pre.tolerance["policy"] == "t95" and pre.tolerance["coverage"] == 0.95
+    assert pre.tolerance["k"] == pytest.approx(stats.t.ppf(0.975, 2)) and pre.tolerance["n"] == 3
+    assert not pre.tolerance["within_run"]
     ratio = res.data["pre"][:, -1] / res.data["pre"][:, 0]
     assert pre.measured == pytest.approx(ratio.mean())
     assert pre.tolerance["se"] == pytest.approx(ratio.std(ddof=1) / np.sqrt(3))

@@ -20,9 +20,16 @@ def smoke(tmp_path_factory):
 
 def test_smoke_claims_pass_and_the_trained_ones_wait_for_full(smoke):
     by_status = {c.name: c.status for c in smoke.checks}
-    assert all(s in ("pass", "not_evaluated") for s in by_status.values()), by_status
+    by = {c.name: c for c in smoke.checks}
+    assert all(c.status == "pass" for c in smoke.checks if c.role == "identity"), by_status
+    # At the 95% band the smoke preset's FAVOR+ row-error slope over m = 16, 64, 256 is a finding, not a pass
+    # (unstable or fail): it sits about -0.46 to -0.49 with 100 to 1000 row draws (2.6 to 3.3 bootstrap SE
+    # above -1/2), the c/m + O(m^-2) expansion's remainder at small m. It is still far from the alternative -1.
+    fails = {n for n, s in by_status.items() if s == "fail"}
+    assert fails <= {"favor_row_error_slope"}, by_status
+    assert all(s in ("pass", "unstable", "fail", "not_evaluated") for s in by_status.values()), by_status
     assert by_status["additive_readout_error_N8"] == "pass" and by_status["delta_overwrite_exact"] == "pass"
-    assert by_status["favor_row_error_slope"] == "pass"
+    assert by["favor_row_error_slope"].alternative["consistent"] is False
     assert {n for n, s in by_status.items() if s == "not_evaluated"} == {
         c.name
         for c in smoke.checks
@@ -167,7 +174,10 @@ def test_zero_logit_vector_makes_the_constant_claim_inconclusive():
     """At a = 0 softmax is the plain average: the theory constant equals the alternative's, so the claim
     cannot tell the hypotheses apart and says so."""
     led = ar.run(_small(lin_ns=(256, 512), lin_reps=16, lin_a_norm=0.0), progress=False).ledger
-    assert led["linearisation_mse_constant"].status == "inconclusive"
+    claim = led["linearisation_mse_constant"]
+    assert claim.alternative["value"] == pytest.approx(claim.expected)
+    # the verdict is inconclusive; with 16 token sets it may sit near the band's edge (then "unstable")
+    assert claim.stability["verdict"] == "inconclusive" and claim.status in ("inconclusive", "unstable")
 
 
 def test_gated_rnn_items_record_losses_theory_and_accuracies(smoke):
@@ -269,3 +279,117 @@ def test_config_refuses_too_few_eval_loops_and_a_radius_below_the_spectrum():
         ar.Config.preset("smoke", pm_loops=4, pm_eval_loops=3)
     with pytest.raises(ValueError, match="^pm_radius"):
         ar.Config.preset("smoke", pm_d=8, pm_rho=0.9, pm_radius=1.0)
+
+
+# ------------------------------------------------------------------------------------------------ replicates
+
+
+def test_runs_with_seeds_0_and_1_share_no_replicate_seed():
+    """Replicate i of a trained item uses replicate_seed(seed, i): seed 0 keeps its first model, and runs with
+    seeds 0 and 1 (which used to share all but one of seed + i) share none."""
+    from analysis.evidence import replicate_seeds
+
+    parts = ("trained", "gr", "sc", "pm")
+    runs = [ar.Config(seed=seed) for seed in (0, 1)]
+    seeds = [{s for part in parts for s in ar.part_seeds(c, part)} for c in runs]
+    assert not seeds[0] & seeds[1]
+    for c in runs:
+        assert ar.part_seeds(c, "trained") == replicate_seeds(c.seed, c.train_seeds)
+        assert all(ar.part_seeds(c, part)[0] == c.seed for part in parts)
+    assert len(ar.part_seeds(runs[0], "trained")) == runs[0].train_seeds
+    with pytest.raises(ValueError, match="^part must be one of"):
+        ar.part_seeds(runs[0], "memories")
+
+
+def test_trained_items_train_their_replicate_seeds(monkeypatch):
+    """Every trained model (MQAR, items 6-8) is built and trained with a seed of its item's part_seeds."""
+    real_one, real_train, got = ar.train_one, ar.train, {"trained": [], "other": []}
+
+    def one(config, kernel, n, seed, progress):
+        got["trained"].append(seed)
+        return real_one(config, kernel, n, seed, progress)
+
+    def train(model_cfg, task, tc, **kw):
+        assert model_cfg.seed == tc.seed
+        got["other"].append(tc.seed)
+        return real_train(model_cfg, task, tc, **kw)
+
+    monkeypatch.setattr(ar, "train_one", one)
+    monkeypatch.setattr(ar, "train", train)
+    c = _small(
+        kernels=("additive",),
+        n_pairs=(4,),
+        trained=True,
+        train_steps=2,
+        train_seeds=2,
+        gated=True,
+        gr_steps=2,
+        gr_seeds=2,
+        gr_eval=64,
+        sc_steps=1,
+        sc_seeds=2,
+        sc_eval=8,
+        pm=True,
+        pm_steps=1,
+        pm_seeds=2,
+        pm_eval=32,
+        pm_eval_loops=4,
+        seed=3,
+    )
+    ar.run(c, progress=False)
+    assert got["trained"] == ar.part_seeds(c, "trained")
+    assert set(got["other"]) == {s for part in ("trained", "gr", "sc", "pm") for s in ar.part_seeds(c, part)}
+    assert len(got["other"]) == c.train_seeds + 2 * c.gr_seeds + 4 * c.sc_seeds + 2 * c.pm_seeds
+
+
+def test_claims_take_the_one_band_policy(smoke):
+    """Monte Carlo checks without trained weights carry a within-run SE (saying why); every trained claim's
+    band is the 95% t band over its replicate seeds."""
+    from analysis.evidence import COVERAGE, t_multiple
+    from analysis.ledger import Ledger
+
+    by = {c.name: c for c in smoke.checks}
+    for name in ("additive_readout_error_N8", "favor_variance_m16", "favor_row_error_slope", "linearisation_rms_slope"):
+        tol = by[name].tolerance
+        assert tol["policy"] == "t95" and tol["coverage"] == COVERAGE and tol["within_run"], name
+    assert by["additive_readout_error_N8"].tolerance["dof"] == smoke.config.draws - 1
+    # the trained claims, evaluated on a small run with two seeds per item
+    c = _small(
+        kernels=("additive", "delta"),
+        n_pairs=(4, 16),
+        trained=True,
+        train_steps=2,
+        train_seeds=2,
+        gated=True,
+        gr_steps=2,
+        gr_seeds=3,
+        gr_eval=64,
+        sc_steps=1,
+        sc_seeds=2,
+        sc_eval=8,
+        pm=True,
+        pm_steps=1,
+        pm_seeds=2,
+        pm_eval=32,
+        pm_eval_loops=4,
+    )
+    r = ar.run(c, progress=False)
+    led = Ledger("t", preset="full")
+    for claim in (ar.claim_trained, ar.claim_gated_rnn, ar.claim_selective, ar.claim_power_method):
+        claim(led, r)
+    trained = [x for x in led.claims if x.role == "prediction"]
+    assert {x.name for x in trained} >= {"delta_beats_additive_N4", "additive_collapses_past_d_key"}
+    seeds = {"gr": c.gr_seeds, "pm": c.pm_seeds}
+    for x in trained:
+        tol = x.tolerance
+        n = seeds["gr"] if x.figure == "ar_gated_rnn" else seeds["pm"] if x.figure == "ar_power_method" else 2
+        assert tol["policy"] == "t95" and tol["within_run"] is None and tol["dof"] == n - 1, x.name
+        if np.isfinite(tol["k"]):
+            assert tol["k"] == pytest.approx(t_multiple(n - 1))
+    d = r.data["accuracy_seed"]
+    want = d.sel(kernel="delta", n_pairs=4) - d.sel(kernel="additive", n_pairs=4)
+    assert led["delta_beats_additive_N4"].measured == pytest.approx(float(want.mean()))
+    assert led["gated_rnn_over_lsa_loss"].triage["regime"] == [
+        "lsa_excess_over_gd_optimum",
+        "gated_excess_over_gd_optimum",
+    ]

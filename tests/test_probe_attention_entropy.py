@@ -84,13 +84,19 @@ def test_smoke_claims_are_recorded_with_their_roles(smoke):
             assert c.status == "not_evaluated" and c.why
             continue
         assert c.alternative and c.alternative["hypothesis"], c.line()
+        tol = c.tolerance
         if c.name in ("no_nonlin_deep_layers_collapse", "no_nonlin_early_layers_overload"):  # issue 17's bands
+            assert tol["policy"] == "criterion", c.line()
             continue
-        if "seeds" in c.why and "independent models" not in c.why:  # a band over a handful of training seeds
-            n = int(c.why.split("k = t(95%, ")[1].split(" - 1 dof)")[0])
-            assert c.tolerance.get("k") == pytest.approx(stats.t.ppf(0.975, n - 1)), c.line()
-        else:  # a standard error over many (model, layer, head) values or a fitted slope's drift
-            assert c.tolerance.get("k") == 2.0, c.line()
+        # the one band policy: a 95% Student-t multiple of the measurement's SE
+        assert tol["policy"] == "t95" and tol["coverage"] == 0.95, c.line()
+        dof = math.inf if tol["dof"] == "inf" else tol["dof"]
+        k = stats.norm.ppf(0.975) if math.isinf(dof) else stats.t.ppf(0.975, dof)
+        assert tol["k"] == pytest.approx(k), c.line()
+        if c.name.startswith(("ssmax_fade_rate_", "softmax_fade_rate")):  # the exact planted network: within-run
+            assert tol["within_run"] and math.isinf(dof), c.line()
+        else:  # everything that depends on random weights: over the independent replicates (seeds) of the run
+            assert not tol["within_run"] and dof == _replicates(c.name, smoke.config) - 1, c.line()
     for name in ("qknorm_bounds_logits", "qknorm_keeps_entropy_higher"):
         assert led[name].status == "not_evaluated" and led[name].measured is not None  # requires the full preset
     assert led["entropy_collapse_grows_with_lr"].status == "not_evaluated"  # the smoke preset has one lr
@@ -105,6 +111,17 @@ def test_smoke_claims_are_recorded_with_their_roles(smoke):
     named = {f"ssmax_fade_rate_sg{sg:g}" for sg in cfg.fade_sg if abs(sg - 1) >= cfg.fade_margin}
     assert named and named == {c.name for c in led if c.name.startswith("ssmax_fade_rate_")}
     assert all(led[nm].seed == "000#6" for nm in named)
+
+
+def _replicates(name: str, cfg) -> int:
+    """The number of independent replicates (seeds) behind a weight-dependent claim of the probe."""
+    if name.startswith(("entropy_deficit", "entropy_past", "sigmoid_row_total")):
+        return cfg.replicates
+    if name.startswith(("no_nonlin_", "standard_")):
+        return cfg.nonlin_seeds
+    if name.startswith("ssmax_trained_"):
+        return cfg.retrieval_seeds
+    return cfg.train_seeds  # QK-norm, entropy collapse, trained sigmoid attention
 
 
 def _rejudge(result, claim, data=None, scalars=None):
@@ -272,10 +289,12 @@ def test_ssmax_fading_rate_measurement(untrained):
     for a, v in enumerate(sg):
         w = th.planted_weight_ssmax(n, cfg.planted_gap, v / cfg.planted_gap)
         np.testing.assert_allclose([rate[a], lower[a]], mod.fade_fits(n, w, cfg.planted_max_n), atol=1e-9)
-    # the claim's band is k = 2 times the drift between the two half-decades
+    # the claim's band is the 95% normal multiple of the drift between the two half-decades, within-run (the
+    # planted network has no random weights)
     c = r.ledger["ssmax_fade_rate_sg0.5"]
     a = int(np.argmin(np.abs(sg - 0.5)))
-    assert c.tolerance["k"] == 2.0 and c.tolerance["se"] == pytest.approx(abs(rate[a] - lower[a]))
+    assert c.tolerance["k"] == pytest.approx(stats.norm.ppf(0.975)) and c.tolerance["dof"] == "inf"
+    assert c.tolerance["within_run"] and c.tolerance["se"] == pytest.approx(abs(rate[a] - lower[a]))
     assert c.expected == pytest.approx(-0.5) and c.alternative["value"] == 0.0
 
 
@@ -564,3 +583,61 @@ def test_retrieval_and_sigmoid_claims_fail_when_the_mechanism_is_broken(smoke):
     assert led[SIGMOID_CLAIMS[0]].status == "fail" and led[SIGMOID_CLAIMS[1]].status == "fail", led.report()
     loss["sigmoid_trained_loss"].loc[{"sig_variant": "sigmoid_zero"}] = 1.5 * soft * (1 - 1e-3 * d["train_seed"])
     assert _rejudge(smoke, mod.claim_sigmoid_trained, loss)[SIGMOID_CLAIMS[1]].status == "inconclusive"
+
+
+# ---------------------------------------------------------------------------------------------
+# Independent replicates
+
+
+def test_replicate_seeds_are_hashed_and_runs_of_seeds_0_and_1_share_none(monkeypatch):
+    """Every replicate model and training run takes analysis.evidence.replicate_seed(seed, i): replicate 0 is the
+    config's own seed (the main model keeps its key), and runs with seed 0 and seed 1 share no replicate (with
+    seed + i they shared all but one)."""
+    from analysis.evidence import replicate_seeds
+
+    small = dict(
+        UNTRAINED,
+        scale_factors=(1.0,),
+        fade_sg=(0.5,),
+        replicates=3,
+        trained=True,
+        lr=(0.1,),
+        qk_norm=(False,),
+        train_steps=2,
+        train_seeds=2,
+        nonlin_layers=2,
+        nonlin_seeds=2,
+        retrieval_factors=(1, 2),
+        retrieval_steps=2,
+        retrieval_seeds=2,
+        retrieval_eval=2,
+    )
+    seen: list[int] = []
+    builders = ("model_config", "nonlin_model_config", "retrieval_model_config")
+    for name in builders:
+        real = getattr(mod, name)
+
+        def spy(*args, _real=real, **kwargs):
+            cfg = _real(*args, **kwargs)
+            seen.append(cfg.seed)
+            return cfg
+
+        monkeypatch.setattr(mod, name, spy)
+    real_train = mod.train
+    trained: list[tuple[int, int]] = []
+
+    def train_spy(cfg, task, tcfg, **kwargs):
+        trained.append((cfg.seed, tcfg.seed))
+        return real_train(cfg, task, tcfg, **kwargs)
+
+    monkeypatch.setattr(mod, "train", train_spy)
+    used = {}
+    for seed in (0, 1):
+        seen.clear()
+        trained.clear()
+        run_probe(mod, mod.Config.preset("smoke", **small, seed=seed), progress=False)
+        assert all(m == t for m, t in trained)  # a training run's data order follows its model's seed
+        assert {m for m, _ in trained} == set(replicate_seeds(seed, 2))  # every part trains both seeds
+        used[seed] = set(seen)
+        assert used[seed] == set(replicate_seeds(seed, 3)) and seed in used[seed]
+    assert not used[0] & used[1]

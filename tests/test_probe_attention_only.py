@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from analysis.evidence import replicate_seeds
 from analysis.theory import attention_only as th
 from probes import attention_only as ao
 from probes.base import run_probe
@@ -76,17 +77,59 @@ def test_a_kv_shift_switched_off_fails_the_induction_construction(monkeypatch):
 
 def test_trained_claims_judge_their_numbers(smoke):
     """The claims on trained models, fed chosen numbers: a bound broken below the Eckart-Young value fails, and
-    one KV-shift layer at the vanilla level fails its prediction and its direction."""
+    one KV-shift layer at the vanilla level (per seed) fails its prediction and its direction."""
     r = smoke
     r = ao.Result(r.probe, r.config.replace(preset_name="full"), r.data.copy(deep=True), dict(r.scalars))
     r.data["rel_mse_min_row_seed"][0] = 0.5 * r.data["rank_bound"].values[0]
-    acc = r.data["accuracy"].copy()
-    acc.loc[{"model": "kv_shift_1"}] = float(acc.sel(model="vanilla_1"))
-    r.data["accuracy"] = acc
+    acc = r.data["accuracy_seed"]
+    S = acc.sizes["ind_seed"]
+    assert S >= 2  # the smoke preset has replicates: the bands below are t bands over seeds
+    vanilla = acc.sel(model="vanilla_1").values
+    acc.loc[{"model": "kv_shift_1"}] = vanilla + np.linspace(-1e-3, 1e-3, S)  # the vanilla level, a little spread
     led = ao.check_claims(r)
     assert led["conv_heads1_rel_mse_above_rank_bound"].status == "fail"
     assert led["kv_shift_1_solves_induction"].status == "fail"
-    assert led["kv_shift_1_beats_vanilla_1"].status in ("fail", "inconclusive")
+    beats = led["kv_shift_1_beats_vanilla_1"]
+    assert beats.status in ("fail", "inconclusive")
+    assert beats.tolerance["policy"] == "t95" and beats.tolerance["n"] == S
+    diff = acc.sel(model="kv_shift_1").values - vanilla
+    assert beats.tolerance["se"] == pytest.approx(diff.std(ddof=1) / np.sqrt(S), rel=1e-12)
+
+    # well above the vanilla level in every seed: the direction passes with its t band over the seeds
+    acc.loc[{"model": "kv_shift_1"}] = np.clip(vanilla + 0.5, 0, 1) + np.linspace(0.0, 1e-2, S)
+    assert ao.check_claims(r)["kv_shift_1_beats_vanilla_1"].status == "pass"
+
+
+class _FakeTrain:
+    """Stands in for :func:`analysis.train.train`: records each model's seed and returns its untrained weights."""
+
+    def __init__(self, steps: int):
+        self.steps, self.seeds = steps, []
+
+    def __call__(self, model_config, task, tc, progress=False, snapshots=(), callback=None, callback_id=None):
+        assert model_config.seed == tc.seed  # weights and data of one replicate come from one seed
+        self.seeds.append(model_config.seed)
+        model = ao.TinyTransformer(model_config)
+        history = {k: np.ones(self.steps) for k in ("loss", "max_logit", "bound_ratio", "qk_bound", "eval_loss")}
+        return type("Fake", (), {"model": model, "history": history, "snapshot_model": lambda self, step: model})()
+
+
+def test_runs_with_seeds_0_and_1_share_no_replicate(monkeypatch):
+    """Replicate i of a run uses replicate_seed(seed, i): seed 0's replicates and seed 1's are disjoint (they used
+    to be seed + i, sharing all but one), and replicate 0 keeps the run's seed."""
+    used = {}
+    for seed in (0, 1):
+        fake = _FakeTrain(ao.Config.preset("smoke").deep_steps)
+        monkeypatch.setattr(ao, "train", fake)
+        cfg = ao.Config.preset("smoke", seed=seed)
+        ao.run(cfg, progress=False)
+        n = max(cfg.train_seeds, cfg.nn_seeds, cfg.san_seeds, cfg.deep_seeds)
+        assert set(fake.seeds) == set(replicate_seeds(seed, n)), fake.seeds
+        assert seed in fake.seeds and len(set(fake.seeds)) == n >= 2
+        used[seed] = set(fake.seeds)
+    assert not used[0] & used[1]
+    many = [set(replicate_seeds(s, 5)) for s in (0, 1, 2)]
+    assert not (many[0] & many[1] or many[0] & many[2] or many[1] & many[2])
 
 
 def test_a_permuted_query_map_fails_the_nearest_neighbour_construction(monkeypatch):
@@ -105,27 +148,33 @@ def test_a_permuted_query_map_fails_the_nearest_neighbour_construction(monkeypat
 def test_nearest_neighbour_claims_judge_their_numbers(smoke):
     """Fed chosen numbers: a full head at the query-free error fails the threshold and its learned-scale
     prediction; low-rank heads below their additive floor break the bound and, at the full head's level, are not
-    3x worse; a second layer that closes the whole gap passes."""
+    3x worse; a second layer that closes the whole gap passes. Every seed gets a little spread: the bands are t
+    bands over the seeds."""
     r = ao.Result(
         smoke.probe, smoke.config.replace(preset_name="full"), smoke.data.copy(deep=True), dict(smoke.scalars)
     )
     r.scalars.update(nn_construction_at_beta_eff=0.05, nn_construction_at_beta_eff_se=0.001)
     mse = r.data["nn_rel_mse_seed"].copy()
-    set_ = lambda name, v: mse.loc[{"nn_model": name}].__setitem__(Ellipsis, v)  # noqa: E731
+    S = mse.sizes["nn_seed"]
+    assert S >= 2
+    jitter = np.linspace(-1e-3, 1e-3, S)
+    set_ = lambda name, v: mse.loc[{"nn_model": name}].__setitem__(Ellipsis, v + jitter)  # noqa: E731
     set_("full_1x", r.scalars["nn_query_free_long"])
     set_("quarter_4x", 0.5 * r.scalars["nn_floor_quarter"])
     set_("rank1_dx", r.scalars["nn_query_free_long"])
-    set_("short_full_1x", 0.0)
+    set_("short_full_1x", 1e-3)
     set_("short_rank1_dx", r.scalars["nn_query_free_short"])
-    set_("short_rank1_dx_2layers", 0.0)
+    set_("short_rank1_dx_2layers", 1e-3)
     r.data["nn_rel_mse_seed"] = mse
-    r.data["nn_rel_mse_se_seed"] = r.data["nn_rel_mse_se_seed"] * 0 + 0.001
     led = ao.check_claims(r)
     assert led["nn_full_head_reaches_threshold"].status == "fail"
     assert led["nn_full_head_at_its_learned_scale"].status == "fail"
     assert led["nn_quarter_4x_above_additive_floor"].status == "fail"
     assert led["nn_rank1_dx_3x_worse"].status in ("fail", "inconclusive")
     assert led["nn_short_two_rank1_layers_close_half_gap"].status == "pass"
+    scale = led["nn_full_head_at_its_learned_scale"].tolerance  # seeds' SE (hypot) the theory's MC SE, dof S - 1
+    assert scale["dof"] == S - 1 and scale["se"] == pytest.approx(np.hypot(jitter.std(ddof=1) / np.sqrt(S), 0.001))
+    assert all(led[n].tolerance["n"] == S for n in ("nn_rank1_dx_3x_worse", "nn_short_two_rank1_layers_close_half_gap"))
 
 
 def test_learned_scale_reads_beta_from_the_construction():
@@ -288,6 +337,10 @@ def test_attention_only_network_claims_judge_their_numbers(smoke):
     ]
     assert {n: led[n].status for n in names} == dict.fromkeys(names, "pass")
     assert all(led[n].seed == "004#1" for n in names)
+    for n in ("san_matched_params_gap_zero", "san_mlp_deletion_in_place_costs", "sr_wo_still_grows"):
+        assert led[n].tolerance["policy"] == "t95" and led[n].tolerance["n"] == S, n
+    for n in ("deep_no_qknorm_max_logit_grows", "deep_qknorm_reaches_lower_loss"):
+        assert led[n].tolerance["n"] == D, n
 
     # the opposite: the attention-only model as bad as the MLP-deleted one, a logit above the bound, no spikes
     # without QK-norm, and W_O frozen while QK moves

@@ -8,11 +8,12 @@ import numpy as np
 import pytest
 import torch
 import xarray as xr
+from scipy import stats
 
+from analysis.evidence import replicate_seed
 from analysis.hf import HFModel, gpt2_config, zoo_from_gpt2
 from analysis.ledger import Ledger
 from probes import _real_models as rm
-from probes._overview import t_multiplier
 
 
 @pytest.fixture(scope="module")
@@ -51,19 +52,39 @@ def _rank(with_skip: np.ndarray, without: np.ndarray) -> dict:
 
 def test_dong_claim_is_a_direction_against_no_collapse():
     led = Ledger(rm.CONTEXT, preset="smoke")
-    rm.dong_claims(led, _rank(np.array([0.5, 0.6, 0.55, 0.52]), np.array([1e-7, 2e-7, 1.5e-7, 1e-7])), {"m": "tag"})
+    pre = ("m",)  # one pretrained network: its SE over text batches stands alone (within-run)
+    rm.dong_claims(
+        led, _rank(np.array([0.5, 0.6, 0.55, 0.52]), np.array([1e-7, 2e-7, 1.5e-7, 1e-7])), {"m": "tag"}, pre
+    )
     c = led["dong_noskip_collapses_tag"]
     assert len(led) == 1 and c.role == "prediction" and c.status == "pass"
     assert c.alternative["value"] == 0.0 and c.alternative["hypothesis"]
-    assert c.tolerance["k"] == pytest.approx(t_multiplier(4))
+    assert c.tolerance["policy"] == "t95" and c.tolerance["k"] == pytest.approx(stats.t.ppf(0.975, 3))
+    assert c.tolerance["within_run"] and "pretrained" in c.tolerance["within_run"]
     assert led.against_alternatives()["dong_noskip_collapses_tag"].status == "fail"
     # planted: removing the skips changes nothing (the alternative) -> not a pass
     same = np.array([0.5, 0.6, 0.55, 0.52])
-    rm.dong_claims(led, _rank(same, same * np.array([1.01, 0.99, 1.0, 1.02])), {"m": "tag"})
+    rm.dong_claims(led, _rank(same, same * np.array([1.01, 0.99, 1.0, 1.02])), {"m": "tag"}, pre)
     assert led["dong_noskip_collapses_tag"].status in ("fail", "inconclusive")
     # planted: removing the skips raises the residual -> fail
-    rm.dong_claims(led, _rank(same, same * 1.5), {"m": "tag"})
+    rm.dong_claims(led, _rank(same, same * 1.5), {"m": "tag"}, pre)
     assert led["dong_noskip_collapses_tag"].status == "fail"
+
+
+def test_dong_claim_over_initialisations_takes_their_band_and_a_random_model_alone_none():
+    rng = np.random.default_rng(0)
+    runs = [_rank(0.5 + 0.05 * rng.random(4), 1e-7 * (1 + rng.random(4))) for _ in range(5)]
+    rank = {key: np.stack([r[key] for r in runs]) for key in runs[0]}  # (inits, L + 1, batches)
+    led = Ledger(rm.CONTEXT, preset="smoke")
+    rm.dong_claims(led, rank, {"m": "tag"})
+    c = led["dong_noskip_collapses_tag"]
+    per_init = (np.log10(rank["m", False][:, -1]) - np.log10(rank["m", True][:, -1])).mean(-1)
+    assert c.status == "pass" and c.measured == pytest.approx(per_init.mean())
+    assert c.tolerance["n"] == 5 and not c.tolerance["within_run"]
+    assert c.tolerance["se"] == pytest.approx(per_init.std(ddof=1) / np.sqrt(5))
+    # one initialisation of a random model, not declared pretrained: nothing to claim about initialisations
+    rm.dong_claims(led, _rank(np.array([0.5, 0.6]), np.array([1e-7, 2e-7])), {"m": "tag"})
+    assert led["dong_noskip_collapses_tag"].status == "not_evaluated"
 
 
 class _Run:
@@ -83,21 +104,42 @@ class _Run:
 def test_entropy_claim_worst_layer_and_planted_miss():
     rng = np.random.default_rng(0)
     theory = np.full((3, 8), 0.01)
-    good = _Run(theory * (1 + 0.01 * rng.standard_normal((3, 8))), theory)
+    eps = 0.01 * rng.standard_normal((3, 4))
+    # the theory within a spread over heads, every layer's mean exactly on it (+-eps pairs): the worst of the three
+    # layers is then no false fail at 95% (a random spread would give one 14% of the time, worst of 3)
+    good = _Run(theory * (1 + np.concatenate([eps, -eps], axis=-1)), theory)
     led = Ledger(rm.CONTEXT, preset="smoke")
-    ratios = rm.entropy_claims(led, {"a": good}, {"a": "a"}, 64)
+    ratios = rm.entropy_claims(led, {"a": good}, {"a": "a"}, 64, pretrained=("a",))
     c = led["entropy_deficit_gaussian_a"]
     assert len(led) == 1 and c.role == "prediction" and c.status == "pass", led.report()
-    assert c.alternative["value"] == 0.0 and c.tolerance["k"] == pytest.approx(t_multiplier(8))
+    assert c.alternative["value"] == 0.0 and c.tolerance["k"] == pytest.approx(stats.t.ppf(0.975, 7))
+    assert c.tolerance["within_run"]  # one pretrained network: its heads are the draws
     mean, se = ratios["a"]
     assert mean.shape == (3,) and np.all(se > 0)
     # one layer 30% off: the worst layer is recorded and the claim fails (no diagnosis is declared)
     off = theory * (1 + 0.01 * rng.standard_normal((3, 8)))
     off[1] *= 1.3
-    rm.entropy_claims(led, {"a": _Run(off, theory)}, {"a": "a"}, 64)
+    rm.entropy_claims(led, {"a": _Run(off, theory)}, {"a": "a"}, 64, pretrained=("a",))
     c = led["entropy_deficit_gaussian_a"]
     assert c.status == "fail" and c.measured == pytest.approx(1.3, rel=0.02) and "worst layer, 1" in c.statement
     assert not c.diagnosed_by
+
+
+def test_entropy_claim_over_initialisations_and_a_random_model_alone():
+    rng = np.random.default_rng(1)
+    theory = np.full((3, 8), 0.01)
+    inits = [_Run(theory * (1 + 0.01 * rng.standard_normal((3, 8))), theory) for _ in range(5)]
+    for r in inits:  # layer 1 of every initialisation 30% off the theory
+        r.data["entropy"][1] -= 0.3 * 0.01
+    led = Ledger(rm.CONTEXT, preset="smoke")
+    ratios = rm.entropy_claims(led, {"a": inits}, {"a": "a"}, 64)
+    c = led["entropy_deficit_gaussian_a"]
+    per_init = np.array([rm.deficit_ratio(r, 64)[0][1] for r in inits])  # layer 1, mean over heads
+    assert c.status == "fail" and "worst layer, 1" in c.statement and c.measured == pytest.approx(per_init.mean())
+    assert c.tolerance["n"] == 5 and not c.tolerance["within_run"]
+    np.testing.assert_allclose(ratios["a"][0], rm.deficit_ratio(inits[0], 64)[0])  # the first initialisation's
+    rm.entropy_claims(led, {"a": inits[0]}, {"a": "a"}, 64)  # random weights, one initialisation
+    assert led["entropy_deficit_gaussian_a"].status == "not_evaluated"
 
 
 def test_probe_claims_filter_by_role():
@@ -129,13 +171,24 @@ def test_no_skip_collapse_runs_signal_propagation_on_each_pair():
         max_len=64,
         seed=0,
     )
-    pair = (TinyTransformer(cfg).eval(), TinyTransformer(cfg.replace(attn_residual=False, mlp_residual=False)).eval())
+
+    def pair(seed):
+        c = cfg.replace(seed=seed)
+        return TinyTransformer(c).eval(), TinyTransformer(c.replace(attn_residual=False, mlp_residual=False)).eval()
+
     sp = dict(data="corpus", seq_len=12, n_samples=3, batch_size=2, jacobian=False, seed=0)
-    res = rm.no_skip_collapse({"tiny": pair}, {"tiny": "tiny"}, sp, "smoke")
+    inits = [pair(replicate_seed(0, i)) for i in range(2)]  # random weights: two independent initialisations
+    res = rm.no_skip_collapse({"tiny": inits}, {"tiny": "tiny"}, sp, "smoke")
     assert res.data["rank"]["tiny", True].shape == (4, 3) and set(res.runs) == {"tiny_skip", "tiny_noskip"}
+    assert res.data["rank_inits"]["tiny", True].shape == (2, 4, 3)
+    np.testing.assert_array_equal(res.data["rank_inits"]["tiny", True][0], res.data["rank"]["tiny", True])
     c = res.ledger["dong_noskip_collapses_tiny"]
     assert len(res.ledger) == 1 and c.role == "prediction" and c.status != "not_evaluated"
-    logratio = np.log10(np.maximum(res.data["rank"]["tiny", False][-1], rm.RESOLUTION)) - np.log10(
-        np.maximum(res.data["rank"]["tiny", True][-1], rm.RESOLUTION)
-    )
-    assert c.measured == pytest.approx(logratio.mean())
+    ranks = res.data["rank_inits"]
+    logratio = np.log10(np.maximum(ranks["tiny", False][:, -1], rm.RESOLUTION)) - np.log10(
+        np.maximum(ranks["tiny", True][:, -1], rm.RESOLUTION)
+    )  # (inits, batches)
+    assert c.measured == pytest.approx(logratio.mean()) and c.tolerance["n"] == 2
+    # one initialisation alone, not declared pretrained: not evaluated
+    alone = rm.no_skip_collapse({"tiny": inits[0]}, {"tiny": "tiny"}, sp, "smoke")
+    assert alone.ledger["dong_noskip_collapses_tiny"].status == "not_evaluated"
