@@ -28,9 +28,10 @@ seeds below ``2**24`` never share a model (seed ``s`` and ``s + 1`` used to shar
 fraction of resamples of the measurement from its own sampling distribution that reach the same
 verdict (a parametric bootstrap: ``m* = m + se t``, ``t`` on :data:`RESAMPLES` fixed quantiles of the
 band's Student-t law, the band itself fixed), and 0 when a perturbation at the float rounding scale
-(:data:`ROUNDING_RTOL`) changes the verdict: a verdict that last-bit rounding of another CPU can
-flip is not evidence. A claim below :data:`STABLE_AT` is ``unstable``, not pass or fail. A claim
-without an uncertainty (a bound, a paper range, a criterion band) is judged on the rounding check alone.
+(:func:`rounding_step`: :data:`ROUNDING_RTOL` relative, at most a tenth of the band) changes the verdict:
+a verdict that last-bit rounding of another CPU can flip is not evidence. A claim below :data:`STABLE_AT` is
+``unstable``, not pass or fail. A claim without an uncertainty (a bound, a paper range, a criterion band)
+is judged on the rounding check alone.
 With a stability below 0.8 the measurement lies within about one SE of its band's edge: another set of
 seeds would give the other verdict one time in five or more.
 """
@@ -128,16 +129,18 @@ def stability(
     se: float | None = None,
     dof: float = math.inf,
     scale: float = 0.0,
+    width: float | None = None,
 ) -> dict:
     """The stability record of a verdict (module docstring).
 
     ``verdict_at(m)`` is the verdict the claim would reach had it measured ``m`` (its band fixed).
     ``se``/``dof`` give the measurement's sampling law (None: no uncertainty, the rounding check alone);
-    ``scale`` is the size of the numbers behind the measurement (the expected value, bound or alternative),
-    so the rounding perturbation is ``ROUNDING_RTOL max(|measured|, |scale|)``.
+    ``scale`` is the size of the numbers behind the measurement (the expected value, bound or alternative)
+    and ``width`` the half-width of the claim's band (None for a bound or a range): the rounding perturbation
+    is :func:`rounding_step`.
     """
     verdict = verdict_at(measured)
-    delta = ROUNDING_RTOL * max(abs(measured), abs(scale))
+    delta = rounding_step(measured, scale, width)
     rounding = all(verdict_at(measured + s * delta) == verdict for s in (-1.0, 1.0))
     record: dict = {"verdict": verdict, "rounding": bool(rounding)}
     if se is not None and math.isfinite(se) and se > 0:
@@ -150,6 +153,18 @@ def stability(
         value = 1.0
     record["value"] = float(value) if rounding else 0.0
     return record
+
+
+def rounding_step(measured: float, scale: float = 0.0, width: float | None = None) -> float:
+    """The perturbation standing for another platform's rounding: ``ROUNDING_RTOL max(|measured|, |scale|)``,
+    at most a tenth of the band's half-width ``width`` where the claim has a band. A band narrower than the
+    relative step (a measurement resolved to better than 1e-4: a float64 sum, a paired difference of seeds that
+    agree to 1e-5) states the precision its own computation reaches; a tenth of it is then what rounding may
+    move it, and a measurement that close to the band's edge is still flagged."""
+    step = ROUNDING_RTOL * max(abs(measured), abs(scale))
+    if width is not None and math.isfinite(width) and width > 0:
+        step = min(step, width / 10)
+    return step
 
 
 def is_stable(record: dict | None) -> bool:

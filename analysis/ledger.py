@@ -361,39 +361,14 @@ class Ledger:
             figure=figure,
         )
         if ci is not None:
-            m = _as_measured(measured)
-            lo, hi = _ci(ci)
-            _check_coverage(coverage)
-            ok = _finite(m) and math.isfinite(lo) and math.isfinite(hi)
-            band = [e - (hi - m), e + (m - lo)] if ok else [e, e]
-            outcome = (lo <= e <= hi) if ok else None
-            alt["consistent"] = (lo <= alt["value"] <= hi) if ok else None
-            statement = statement or f"{name}: {_fmt(e)} inside the measurement's 95% CI"
-            tol = {"policy": "ci95", "coverage": COVERAGE, "center": e, "ci": [_float_to_json(lo), _float_to_json(hi)]}
-            tol["within_run"] = _within_run(within_run)
-            return self._record(
-                name,
-                role="prediction",
-                kind="within",
-                expected=band,
-                measured=m,
-                tolerance=tol,
-                outcome=outcome,
-                alternative=alt,
-                statement=statement,
-                **common,
-            )
+            return self._predict_ci(name, measured, e, ci, coverage, within_run, alt, statement, common)
         if atol is not None:
             if within_run is not None or dof is not None or coverage is not None:
                 raise ValueError("a criterion band (atol/rtol) takes no within_run, dof or coverage")
             extra = {"policy": "criterion"}
             m = _as_measured(measured)
         else:
-            m, se_f, dof_f, n = _band_inputs(measured, replicates, se, dof, within_run, coverage)
-            k = _t_or_nan(dof_f)
-            extra = {"policy": "t95", "coverage": COVERAGE, "k": k, "se": _float_to_json(se_f), "dof": _dof_json(dof_f)}
-            extra.update(n=n, within_run=_within_run(within_run))
-            atol = k * se_f if math.isfinite(se_f) and se_f >= 0 and math.isfinite(k) else math.nan
+            m, atol, extra = _t95_band(measured, replicates, se, dof, within_run, coverage)
             rtol = 0.0
         return self.close(
             name,
@@ -405,6 +380,30 @@ class Ledger:
             alternative=alt,
             statement=statement,
             _extra_tolerance=extra,
+            **common,
+        )
+
+    def _predict_ci(self, name, measured, e, ci, coverage, within_run, alt, statement, common) -> Claim:
+        """:meth:`predict` from a 95% CI ``(lo, hi)`` of the measurement: pass iff it contains ``e``."""
+        m = _as_measured(measured)
+        lo, hi = _ci(ci)
+        _check_coverage(coverage)
+        ok = _finite(m) and math.isfinite(lo) and math.isfinite(hi)
+        band = [e - (hi - m), e + (m - lo)] if ok else [e, e]
+        outcome = (lo <= e <= hi) if ok else None
+        alt["consistent"] = (lo <= alt["value"] <= hi) if ok else None
+        tol = {"policy": "ci95", "coverage": COVERAGE, "center": e, "ci": [_float_to_json(lo), _float_to_json(hi)]}
+        tol["within_run"] = _within_run(within_run)
+        return self._record(
+            name,
+            role="prediction",
+            kind="within",
+            expected=band,
+            measured=m,
+            tolerance=tol,
+            outcome=outcome,
+            alternative=alt,
+            statement=statement or f"{name}: {_fmt(e)} inside the measurement's 95% CI",
             **common,
         )
 
@@ -459,11 +458,7 @@ class Ledger:
             }
             consistent = lo <= a <= hi
         else:
-            m, se_f, dof_f, n = _band_inputs(measured, replicates, se, dof, within_run, coverage)
-            k = _t_or_nan(dof_f)
-            near = k * se_f
-            tol = {"policy": "t95", "coverage": COVERAGE, "k": k, "se": _float_to_json(se_f), "dof": _dof_json(dof_f)}
-            tol["n"] = n
+            m, near, tol = _t95_band(measured, replicates, se, dof, within_run, coverage)
             consistent = _finite(m) and abs(m - a) <= near
         tol["within_run"] = _within_run(within_run)
         ok = _finite(m) and math.isfinite(near) and near >= 0
@@ -869,6 +864,19 @@ class Ledger:
         """A copy in which every evaluated prediction is judged against its alternative."""
         return Ledger(self.context, self.preset, [c.against_alternative() for c in self.claims])
 
+    def rejudged(self) -> Ledger:
+        """A copy whose verdicts' stability (and so their ``unstable`` status), deviations and findings are decided
+        again from the stored bands by today's rules: a cached result read back reports what the ledger's
+        rules say now, without recomputing its measurements."""
+        claims = []
+        for c in self.claims:
+            if c.stability is not None:
+                record = claim_stability(c)
+                status = "unstable" if record["value"] < STABLE_AT else record["verdict"]
+                c = replace(c, stability=record, status=status, finding=None)
+            claims.append(c)
+        return Ledger(self.context, self.preset, claims)
+
     def report(self) -> str:
         """Multi-line text: the headline, then one line per claim."""
         lines = [f"{self.context} ({self.preset}): {len(self.unique())} claims: {self.headline()}"]
@@ -1098,7 +1106,7 @@ def verdict_function(claim: Claim):
             near = (m0 - lo) if sign > 0 else (hi - m0)
         else:
             lo = hi = None
-            near = float(tol["k"]) * (_float_from_json(tol["se"]))
+            near = _float_from_json(tol["k"]) * _float_from_json(tol["se"])
 
         def f(m):
             if not (_finite(m) and _finite(m0) and math.isfinite(near) and near >= 0):
@@ -1152,7 +1160,23 @@ def claim_stability(claim: Claim) -> dict[str, Any]:
         return {"verdict": f(claim.measured), "rounding": True, "method": "rounding", "value": 1.0}
     unc = claim_uncertainty(claim)
     se, dof = unc if unc else (None, math.inf)
-    return evidence.stability(f, claim.measured, se=se, dof=dof, scale=reference_scale(claim))
+    return evidence.stability(f, claim.measured, se=se, dof=dof, scale=reference_scale(claim), width=band_width(claim))
+
+
+def band_width(claim: Claim) -> float | None:
+    """The half-width of a prediction's band (its k SE, its CI's half-width, its criterion); None for a bound,
+    a paper range or a claim without a finite band."""
+    tol = claim.tolerance
+    if claim.kind == "close":
+        w = (_float_from_json(tol.get("atol")) or 0.0) + float(tol.get("rtol", 0.0)) * abs(claim.expected)
+    elif tol.get("policy") == "ci95":
+        lo, hi = (_float_from_json(x) for x in tol["ci"])
+        w = (hi - lo) / 2
+    elif tol.get("policy") == "t95" and "sign" in tol:
+        w = _float_from_json(tol.get("k")) * _float_from_json(tol.get("se"))
+    else:
+        return None
+    return w if math.isfinite(w) and w > 0 else None
 
 
 def reference_scale(claim: Claim) -> float:
@@ -1360,6 +1384,16 @@ def _band_inputs(measured, replicates, se, dof, within_run, coverage) -> tuple:
         raise ValueError("an SE over replicates has finite dof (n - 1); a within-run SE says why (within_run=...)")
     n = int(dof_f) + 1 if within_run is None else None
     return _as_measured(measured), _to_float("se", se), dof_f, n
+
+
+def _t95_band(measured, replicates, se, dof, within_run, coverage) -> tuple[float | None, float, dict[str, Any]]:
+    """``(measured, half-width, tolerance record)`` of the policy's t band (nan half-width when unmeasured)."""
+    m, se_f, dof_f, n = _band_inputs(measured, replicates, se, dof, within_run, coverage)
+    k = _t_or_nan(dof_f)
+    half = k * se_f if math.isfinite(se_f) and se_f >= 0 and math.isfinite(k) else math.nan
+    tol = {"policy": "t95", "coverage": COVERAGE, "k": _float_to_json(k), "se": _float_to_json(se_f)}
+    tol.update(dof=_dof_json(dof_f), n=n, within_run=_within_run(within_run))
+    return m, half, tol
 
 
 def _t_or_nan(dof: float) -> float:

@@ -418,7 +418,7 @@ class Result:
             config=config_cls.from_dict(record["config"]),
             data=data,
             scalars={k: _scalar_from_json(v) for k, v in record["scalars"].items()},
-            ledger=Ledger.from_dict(record["ledger"]),
+            ledger=Ledger.from_dict(record["ledger"]).rejudged(),  # today's stability and triage rules
             version=record["version"],
             meta=record["meta"],
         )

@@ -267,3 +267,29 @@ def test_malformed_stability_or_finding_is_refused_naming_the_claim(edit, messag
     with pytest.raises(ValueError, match=message) as err:
         Claim.from_dict(d)
     assert "claim unit/bad_claim" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_rounding_step_is_capped_by_the_band():
+    """A measurement resolved far below 1e-4 relative (seeds agreeing to 2e-5) is judged at its own precision: it
+    is not flagged for sitting well inside its band, and still flagged within a tenth of the band of its edge."""
+    assert evidence.rounding_step(0.77, 0.77) == pytest.approx(0.77e-4)
+    assert evidence.rounding_step(0.77, 0.77, width=4.6e-5) == pytest.approx(4.6e-6)
+    led = _led()
+    args = dict(se=1.65e-5, dof=4, expected=0.7719173, alternative=0.9, hypothesis="h", source="s", why="w")
+    inside = led.predict("inside", measured=0.7719176, **args)
+    assert inside.status == "pass" and inside.stability["rounding"] is True
+    edge = 0.7719173 + t_multiple(4) * 1.65e-5 * 0.99  # 1% of the band from its edge
+    assert led.predict("edge", measured=edge, **args).stability["rounding"] is False
+
+
+def test_rejudged_decides_stability_again_from_the_stored_band():
+    led = _led()
+    c = led.predict(
+        "p", measured=1.0, se=0.1, dof=4, expected=1.0, alternative=3.0, hypothesis="h", source="s", why="w"
+    )
+    stale = Ledger(
+        "unit", claims=[Claim(**{**c.__dict__, "stability": {**c.stability, "value": 0.1}, "status": "unstable"})]
+    )
+    fresh = stale.rejudged()
+    assert fresh["p"] == c and fresh["p"].status == "pass"
+    assert led.rejudged()["p"] == c  # judging again changes nothing while the rules are the same

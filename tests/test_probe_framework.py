@@ -376,6 +376,7 @@ def test_result_to_json_dict(probe):
         "deviation": 0,
         "inconclusive": 0,
         "loose": 0,
+        "unstable": 0,
         "not_evaluated": 1,
     }
 
