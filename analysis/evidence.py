@@ -162,7 +162,7 @@ def rounding_step(measured: float, scale: float = 0.0, width: float | None = Non
     agree to 1e-5) states the precision its own computation reaches; a tenth of it is then what rounding may
     move it, and a measurement that close to the band's edge is still flagged."""
     step = ROUNDING_RTOL * max(abs(measured), abs(scale))
-    if width is not None and math.isfinite(width) and width > 0:
+    if width is not None and math.isfinite(width) and width >= 0:  # a zero band (five seeds all at 1.0): exact
         step = min(step, width / 10)
     return step
 

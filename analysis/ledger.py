@@ -1176,7 +1176,7 @@ def band_width(claim: Claim) -> float | None:
         w = _float_from_json(tol.get("k")) * _float_from_json(tol.get("se"))
     else:
         return None
-    return w if math.isfinite(w) and w > 0 else None
+    return w if math.isfinite(w) and w >= 0 else None
 
 
 def reference_scale(claim: Claim) -> float:

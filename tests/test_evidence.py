@@ -280,6 +280,11 @@ def test_rounding_step_is_capped_by_the_band():
     assert inside.status == "pass" and inside.stability["rounding"] is True
     edge = 0.7719173 + t_multiple(4) * 1.65e-5 * 0.99  # 1% of the band from its edge
     assert led.predict("edge", measured=edge, **args).stability["rounding"] is False
+    # five seeds all at accuracy 1: a zero band is exact, and the measurement on it is no rounding matter
+    exact = led.predict(
+        "exact", replicates=[1.0] * 5, expected=1.0, alternative=0.5, hypothesis="h", source="s", why="w"
+    )
+    assert exact.status == "pass" and exact.stability["rounding"] is True
 
 
 def test_rejudged_decides_stability_again_from_the_stored_band():
