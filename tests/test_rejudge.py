@@ -4,16 +4,25 @@ of another CPU could flip is shown as a pass or a fail.
 Two CPUs (an EPYC and a Xeon) gave different verdicts for the same claims from float rounding alone
 (``floor_float32_exponent``, ``looped_gaussian_tied_gdpp``). Here every evaluated comparison in
 ``figures/claims.json`` is judged again from its stored fields with the measurement perturbed by
-``analysis.evidence.ROUNDING_RTOL`` (4x the largest relative move a change of float32 summation order made in
-this workbench); each claim whose verdict changes is listed, and each must be recorded ``unstable``.
+``analysis.evidence.rounding_step`` (``ROUNDING_RTOL`` relative, 4x the largest relative move a change of float32
+summation order made in this workbench, at most a tenth of the claim's band); each claim whose verdict changes is
+listed, and each must be recorded ``unstable``.
 """
 
 import json
 
 import pytest
 
-from analysis.evidence import ROUNDING_RTOL, STABLE_AT
-from analysis.ledger import Claim, claim_stability, finding_counts, reference_scale, unique_claims, verdict_function
+from analysis.evidence import ROUNDING_RTOL, STABLE_AT, rounding_step
+from analysis.ledger import (
+    Claim,
+    band_width,
+    claim_stability,
+    finding_counts,
+    reference_scale,
+    unique_claims,
+    verdict_function,
+)
 from analysis.paths import REPO
 
 LEDGER = REPO / "figures" / "claims.json"
@@ -43,11 +52,14 @@ def test_verdicts_rounding_could_flip_are_unstable(committed, capsys):
         if c.measured is None:
             continue
         f = verdict_function(c)
-        delta = ROUNDING_RTOL * max(abs(c.measured), reference_scale(c))
+        delta = rounding_step(c.measured, reference_scale(c), band_width(c))
         if any(f(c.measured + s * delta) != c.stability["verdict"] for s in (-1, 1)):
             flips.append(c)
     with capsys.disabled():
-        print(f"\n{len(flips)} committed claim(s) change verdict under a relative {ROUNDING_RTOL:g} perturbation:")
+        print(
+            f"\n{len(flips)} committed claim(s) change verdict under the rounding step ({ROUNDING_RTOL:g} relative, "
+            "at most a tenth of the band):"
+        )
         for c in unique_claims(flips):
             print(f"  {c.context}/{c.name}: {c.stability['verdict']} at {c.measured:.10g} ({c.status})")
     assert all(c.status == "unstable" for c in flips), [
