@@ -165,8 +165,3 @@ def rounding_step(measured: float, scale: float = 0.0, width: float | None = Non
     if width is not None and math.isfinite(width) and width >= 0:  # a zero band (five seeds all at 1.0): exact
         step = min(step, width / 10)
     return step
-
-
-def is_stable(record: dict | None) -> bool:
-    """True unless the record says the verdict is reached by fewer than :data:`STABLE_AT` of its resamples."""
-    return record is None or record["value"] >= STABLE_AT

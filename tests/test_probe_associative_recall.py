@@ -316,30 +316,18 @@ def test_trained_items_train_their_replicate_seeds(monkeypatch):
 
     monkeypatch.setattr(ar, "train_one", one)
     monkeypatch.setattr(ar, "train", train)
-    c = _small(
-        kernels=("additive",),
-        n_pairs=(4,),
-        trained=True,
-        train_steps=2,
-        train_seeds=2,
-        gated=True,
-        gr_steps=2,
-        gr_seeds=2,
-        gr_eval=64,
-        sc_steps=1,
-        sc_seeds=2,
-        sc_eval=8,
-        pm=True,
-        pm_steps=1,
-        pm_seeds=2,
-        pm_eval=32,
-        pm_eval_loops=4,
-        seed=3,
-    )
+    c = _small_trained(kernels=("additive",), n_pairs=(4,), gr_seeds=2, seed=3)
     ar.run(c, progress=False)
     assert got["trained"] == ar.part_seeds(c, "trained")
     assert set(got["other"]) == {s for part in ("trained", "gr", "sc", "pm") for s in ar.part_seeds(c, part)}
     assert len(got["other"]) == c.train_seeds + 2 * c.gr_seeds + 4 * c.sc_seeds + 2 * c.pm_seeds
+
+
+def _small_trained(**kw):
+    """A small run of every trained item (two seeds each unless ``kw`` says otherwise)."""
+    base = dict(trained=True, train_steps=2, train_seeds=2, gated=True, gr_steps=2, gr_seeds=2, gr_eval=64)
+    base |= dict(sc_steps=1, sc_seeds=2, sc_eval=8, pm=True, pm_steps=1, pm_seeds=2, pm_eval=32, pm_eval_loops=4)
+    return _small(**(base | kw))
 
 
 def test_claims_take_the_one_band_policy(smoke):
@@ -354,25 +342,7 @@ def test_claims_take_the_one_band_policy(smoke):
         assert tol["policy"] == "t95" and tol["coverage"] == COVERAGE and tol["within_run"], name
     assert by["additive_readout_error_N8"].tolerance["dof"] == smoke.config.draws - 1
     # the trained claims, evaluated on a small run with two seeds per item
-    c = _small(
-        kernels=("additive", "delta"),
-        n_pairs=(4, 16),
-        trained=True,
-        train_steps=2,
-        train_seeds=2,
-        gated=True,
-        gr_steps=2,
-        gr_seeds=3,
-        gr_eval=64,
-        sc_steps=1,
-        sc_seeds=2,
-        sc_eval=8,
-        pm=True,
-        pm_steps=1,
-        pm_seeds=2,
-        pm_eval=32,
-        pm_eval_loops=4,
-    )
+    c = _small_trained(kernels=("additive", "delta"), n_pairs=(4, 16), gr_seeds=3)
     r = ar.run(c, progress=False)
     led = Ledger("t", preset="full")
     for claim in (ar.claim_trained, ar.claim_gated_rnn, ar.claim_selective, ar.claim_power_method):
