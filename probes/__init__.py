@@ -22,7 +22,9 @@ Typical use::
     result.ledger.summary()
     ds = probes.sweep("prompt_forgetting", {"layers": [1, 2]}, preset="smoke", seeds=range(3))  # Dataset (layers, seed)
 
-``probes.sweep`` runs one probe over a grid of config values, serially or on a Dask cluster (see
+``probes.replicated_run(name, config, n)`` runs one configuration at ``n`` independent seeds and judges
+the probe's claims over them (:mod:`probes.replicates`). ``probes.sweep`` runs one probe over a grid of config
+values, serially or on a Dask cluster (see
 :mod:`probes.sweep`); ``probes.sweep_results`` gives back the points' Results.
 """
 
@@ -47,6 +49,7 @@ from probes.base import (
     validate_probe,
 )
 from probes.registry import available
+from probes.replicates import Replicates, replicated_run
 from probes.sweep import sweep, sweep_results
 
 __all__ = [
@@ -54,6 +57,7 @@ __all__ = [
     "FieldSpec",
     "ModelIncompatibleError",
     "ProbeConfig",
+    "Replicates",
     "Result",
     "available",
     "cache_key",
@@ -64,6 +68,7 @@ __all__ = [
     "model_param",
     "param",
     "register",
+    "replicated_run",
     "run_probe",
     "sweep",
     "sweep_results",

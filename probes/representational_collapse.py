@@ -64,7 +64,7 @@ import xarray as xr
 
 from analysis import protocol, tasks
 from analysis.devices import model_device, to_numpy
-from analysis.evidence import t_multiple
+from analysis.evidence import replicate_seed, t_multiple
 from analysis.fitting import bootstrap_power_law
 from analysis.hooks import resid_names, resolve_names, run_with_cache
 from analysis.ledger import Ledger
@@ -86,6 +86,10 @@ BIDIRECTIONAL = "bidirectional model: the causal derivation does not apply"
 
 SOURCE = "Barbero et al. 2024, Transformers need glasses! (ANCHORS.md 4)"
 LOW_DTYPES = ("float32", "bfloat16", "float16")
+# Independent seeds per configuration in the notebook's designs (probes.replicates): every claim's band is the
+# seed-to-seed spread. Five in full (the policy's minimum for claims that depend on weights), two in smoke.
+REPLICATES = {"smoke": 2, "full": 5}
+EXTENSION_FIELDS = ("extend_dtype", "extend_lo", "extend_hi", "extend_lengths", "extend_bases")
 
 
 @dataclass(frozen=True)
@@ -825,17 +829,81 @@ def _bases_dof(r: Result) -> int:
     return int(r.config.n_bases) - 1
 
 
+def _band(rs: tuple[Result, ...], values, se: float, dof: int, over: str = "random bases") -> dict:
+    """Band arguments of a claim measured once per model: over two or more replicates their values (the
+    seed-to-seed spread, :mod:`probes.replicates`); for one run its measurement with the within-run SE ``se``
+    (``dof``) over its inputs ``over``."""
+    if len(rs) > 1:
+        return dict(replicates=[float(v) for v in values])
+    return dict(measured=float(values[0]), se=float(se), dof=dof, within_run=_one_model(rs[0], over))
+
+
+def _why(rs: tuple[Result, ...], one_run: str) -> str:
+    """The band's ``why``: the spread over the replicate seeds, or ``one_run`` for a single run."""
+    if len(rs) > 1:
+        n = len(rs)
+        trained = ", each trained by the same recipe" if rs[0].config.trained else ""
+        return (
+            f"95% t band ({n - 1} dof) of the standard error of the mean over {n} independent seeds (weights, "
+            f"samples and bootstrap: analysis.evidence.replicate_seed{trained})"
+        )
+    return one_run
+
+
+def _mean_over(rs: tuple[Result, ...], values) -> tuple[float, float]:
+    """``(mean, half-width of the 95% t band)`` that :func:`_band` gives ``values`` (the one run: its own)."""
+    x = np.asarray(values, dtype=float)
+    if x.size == 1:
+        return float(x[0]), math.nan
+    return float(x.mean()), t_multiple(x.size - 1) * float(x.std(ddof=1) / math.sqrt(x.size))
+
+
+def _seeds_note(rs: tuple[Result, ...], bad: int) -> str:
+    return f" in {bad} of {len(rs)} seeds" if len(rs) > 1 else ""
+
+
+def check_replicates(results) -> tuple[Result, ...]:
+    """``results`` as a tuple of replicates of one design: the same configuration apart from the seed and the
+    extension (measured on the first only, :func:`replicate_config`); ``ValueError`` otherwise."""
+    rs = tuple(results)
+    if not rs:
+        raise ValueError("results must hold at least one result")
+    ext = {f: getattr(rs[0].config, f) for f in EXTENSION_FIELDS}
+    design = rs[0].config.replace(seed=0, **ext)
+    for i, r in enumerate(rs[1:], start=1):
+        if r.probe != NAME or r.config.replace(seed=0, **ext) != design:
+            raise ValueError(f"results[{i}] is not a replicate of results[0] (configs differ beyond seed, extension)")
+    if len({r.config.seed for r in rs}) != len(rs):
+        raise ValueError("results must have distinct seeds (independent replicates)")
+    return rs
+
+
+def replicate_config(config: Config, index: int) -> Config:
+    """Replicate ``index`` of ``config`` (:mod:`probes.replicates`): its own seed; the extension beyond
+    ``max_len`` is measured on replicate 0 only (its claim checks that model's collapse against its own fit)."""
+    default = Config()
+    ext = {f: getattr(default, f) for f in EXTENSION_FIELDS}
+    return config.replace(seed=replicate_seed(config.seed, index), **ext)
+
+
 def check_claims(result: Result) -> Ledger:
-    """The ledger of ``result``: every claim below, recorded from the result's data, scalars and config."""
-    led = Ledger(NAME, preset=result.config.preset_name)
-    claim_exact_uniform(led, result)
-    claim_rate(led, result)
-    claim_learned_positions(led, result)
-    claim_sensitivity(led, result)
-    for dt in result.data["dtype"].values[1:]:
-        claim_floor(led, result, str(dt))
-        claim_unresolved(led, result, str(dt))
-    claim_collapse_length(led, result)
+    """The ledger of ``result`` alone: every claim below, its band the within-run SE of its one model."""
+    return check_claims_over((result,))
+
+
+def check_claims_over(results) -> Ledger:
+    """The ledger of replicates of one design (:mod:`probes.replicates`): each claim measured on every
+    replicate, its band the spread over the seeds (with one result: :func:`check_claims`)."""
+    rs = check_replicates(results)
+    led = Ledger(NAME, preset=rs[0].config.preset_name)
+    claim_exact_uniform(led, rs)
+    claim_rate(led, rs)
+    claim_learned_positions(led, rs)
+    claim_sensitivity(led, rs)
+    for dt in rs[0].data["dtype"].values[1:]:
+        claim_floor(led, rs, str(dt))
+        claim_unresolved(led, rs, str(dt))
+    claim_collapse_length(led, rs[0])
     return led
 
 
@@ -858,21 +926,24 @@ def rate_alternative(config: Config, pos: str, attention: str, L: int) -> tuple[
     return 0.0, "no decay: an early token keeps its influence on the last position"
 
 
-def claim_exact_uniform(led: Ledger, r: Result) -> None:
-    """Uniform attention without norm or MLP is exactly the linear stack (theory module, items 4, 5)."""
+def claim_exact_uniform(led: Ledger, rs: tuple[Result, ...]) -> None:
+    """Uniform attention without norm or MLP is exactly the linear stack (theory module, items 4, 5): on
+    every replicate (the worst error is recorded)."""
+    r = rs[0]
     s, config, L = r.scalars, r.config, int(r.data["layer"].size)
     if "uniform_stack_error" not in s:
         return
     T = int(r.data["n"].values[-1]) + 2
     tol = 8.0 * L * max(T, config.sens_len) * math.sqrt(config.d_model) * th.EPS["float64"]
     why = "float64 summation error of T-term running means and d-term products over L layers (8 L T sqrt(d) eps)"
+    every = f" (worst of {len(rs)} seeds)" if len(rs) > 1 else ""
     led.identity(
         "uniform_equals_linear_stack",
-        measured=s["uniform_stack_error"],
+        measured=max(x.scalars["uniform_stack_error"] for x in rs),
         atol=tol,
         why=why,
         source="derivation: uniform attention without norm or MLP is exactly linear (theory module, item 5)",
-        statement="network last-token states == exact linear stack (max abs error / max |h|)",
+        statement=f"network last-token states == exact linear stack (max abs error / max |h|){every}",
         figure="rc_distance",
     )
     if not config.sensitivity:
@@ -885,49 +956,54 @@ def claim_exact_uniform(led: Ledger, r: Result) -> None:
         return
     led.identity(
         "sensitivity_equals_path_sum",
-        measured=s["sensitivity_path_error"],
+        measured=max(x.scalars["sensitivity_path_error"] for x in rs),
         atol=tol,
         why=why,
         source="derivation: backward path recursion of the linear stack (theory module, item 4)",
-        statement="autograd |dh_last/dx_i|_F == exact path sum with the model's W_o W_v, every i and base",
+        statement=f"autograd |dh_last/dx_i|_F == exact path sum with the model's W_o W_v, every i and base{every}",
         figure="rc_sensitivity",
     )
 
 
-def _slope_claim(led: Ledger, r: Result, name: str, layer: int, alt: tuple[float, str], requires_full: bool) -> None:
-    """The fitted exponent at ``layer`` against the predicted one (95% t band of its bootstrap SE over the bases,
-    ``n_bases - 1`` dof), and where it misses, the drift of the exponent across the window that diagnoses a
-    finite-n correction."""
+def _slope_claim(
+    led: Ledger, rs: tuple[Result, ...], name: str, layer: int, alt: tuple[float, str], requires_full: bool
+) -> None:
+    """The fitted exponent at ``layer`` against the predicted one, and where it misses, the drift of the
+    exponent across the window that diagnoses a finite-n correction."""
+    r = rs[0]
     d, config = r.data, r.config
     sel = {"layer": layer}
-    measured, se = float(d["layer_slope"].sel(sel)), float(d["layer_slope_se"].sel(sel))
+    measured = [float(x.data["layer_slope"].sel(sel)) for x in rs]
     want = float(d["layer_slope_predicted"].sel(sel))
-    drift, drift_se = float(d["layer_drift"].sel(sel)), float(d["layer_drift_se"].sel(sel))
-    if not math.isfinite(measured):
+    drift = [float(x.data["layer_drift"].sel(sel)) for x in rs]
+    if bad := sum(not math.isfinite(m) for m in measured):
         led.not_evaluated(
             name,
             role="prediction",
             source=SOURCE,
             seed=SEED,
-            reason=f"a zero distance at layer {layer} (bitwise-equal float64 states): no power law to fit",
+            reason=f"a zero distance at layer {layer}{_seeds_note(rs, bad)} (bitwise-equal float64 states): no "
+            "power law to fit",
         )
         return
     dof = _bases_dof(r)
-    missed = abs(measured - want) > t_multiple(dof) * se
+    mean, half = _mean_over(rs, measured)
+    if len(rs) == 1:
+        half = t_multiple(dof) * float(d["layer_slope_se"].sel(sel))
     diag = f"{name}_drifts_toward_prediction"
-    if missed and math.isfinite(drift):
+    if abs(mean - want) > half and all(math.isfinite(x) for x in drift):
         led.direction(
             diag,
-            measured=drift,
-            sign=1 if want > measured else -1,
-            se=drift_se,
-            dof=dof,
-            within_run=_one_model(r, "bases (one draw of them for both halves)"),
+            sign=1 if want > mean else -1,
+            **_band(rs, drift, float(d["layer_drift_se"].sel(sel)), dof, "bases (one draw of them for both halves)"),
             seed=SEED,
             hypothesis="a constant exponent across the window: the miss is not a finite-n transient",
             source="derivation: the expansions' next order decays with n (theory module, items 1-3)",
-            why="95% t band (n_bases - 1 dof) of the bootstrap SE of the difference (one draw of the samples for "
-            "both halves)",
+            why=_why(
+                rs,
+                "95% t band (n_bases - 1 dof) of the bootstrap SE of the difference (one draw of the samples for "
+                "both halves)",
+            ),
             requires_full=requires_full,
             figure="rc_depth",
             statement=f"layer {layer}: the exponent fitted on the window's upper half is nearer the "
@@ -939,16 +1015,13 @@ def _slope_claim(led: Ledger, r: Result, name: str, layer: int, alt: tuple[float
     )
     led.predict(
         name,
-        measured=measured,
         expected=want,
-        se=se,
-        dof=dof,
-        within_run=_one_model(r),
+        **_band(rs, measured, float(d["layer_slope_se"].sel(sel)), dof),
         alternative=alt[0],
         hypothesis=alt[1],
         source=f"{SOURCE}; derivation (theory module, items 1-3, 6, 7)",
         seed=SEED,
-        why="95% t band (n_bases - 1 dof) of the bootstrap SE of the fitted exponent (resampling the bases)",
+        why=_why(rs, "95% t band (n_bases - 1 dof) of the bootstrap SE of the fitted exponent (resampling the bases)"),
         requires_full=requires_full,
         statement=where,
         figure="rc_depth" if layer == 1 else "rc_distance",
@@ -959,8 +1032,9 @@ def _slope_claim(led: Ledger, r: Result, name: str, layer: int, alt: tuple[float
     )
 
 
-def claim_rate(led: Ledger, r: Result) -> None:
+def claim_rate(led: Ledger, rs: tuple[Result, ...]) -> None:
     """Barbero et al.: the last-token distance decays as a power of n, at the predicted rate at every depth."""
+    r = rs[0]
     config, s, L = r.config, r.scalars, int(r.data["layer"].size)
     names = ["slope_matches_prediction"] + (["slope_layer1"] if L >= 2 else [])
     if not s["causal"]:
@@ -975,29 +1049,30 @@ def claim_rate(led: Ledger, r: Result) -> None:
     attention = config.attention if own else "softmax"
     pos = r.meta.get("pos_assumed", config.pos)
     requires_full = config.attention != "uniform" or not own  # the softmax rates are asymptotic: the long window
-    _slope_claim(led, r, names[0], L, rate_alternative(config, pos, attention, L), requires_full)
+    _slope_claim(led, rs, names[0], L, rate_alternative(config, pos, attention, L), requires_full)
     if L >= 2:
-        _slope_claim(led, r, names[1], 1, rate_alternative(config, pos, attention, 1), requires_full)
+        _slope_claim(led, rs, names[1], 1, rate_alternative(config, pos, attention, 1), requires_full)
 
 
-def claim_learned_positions(led: Ledger, r: Result) -> None:
+def claim_learned_positions(led: Ledger, rs: tuple[Result, ...]) -> None:
     """Learned absolute positions: the read-out position differs between the two sequences: no decay."""
+    r = rs[0]
     config, s = r.config, r.scalars
     pos = r.meta.get("pos_assumed", config.pos)
-    if not (s["causal"] and pos == "learned" and config.family != "early_token" and math.isfinite(s["slope"])):
+    slopes = [x.scalars["slope"] for x in rs]
+    if not (s["causal"] and pos == "learned" and config.family != "early_token"):
+        return
+    if not all(math.isfinite(v) for v in slopes):
         return
     free = th.predicted_slope(config.family, "none", config.separator_every > 0, config.attention)
     led.predict(
         "learned_positions_no_collapse",
-        measured=s["slope"],
         expected=0.0,
-        se=s["slope_se"],
-        dof=_bases_dof(r),
-        within_run=_one_model(r),
+        **_band(rs, slopes, s["slope_se"], _bases_dof(r)),
         alternative=free,
         hypothesis=f"positions do not matter: the position-free rate {free:g}",
         source="derivation: the read-out position differs between the two sequences (theory module, item 2)",
-        why="95% t band (n_bases - 1 dof) of the bootstrap SE of the fitted exponent (resampling the bases)",
+        why=_why(rs, "95% t band (n_bases - 1 dof) of the bootstrap SE of the fitted exponent (resampling the bases)"),
         seed=SEED,
         requires_full=config.trained or not r.meta.get("own_model", True),
         statement=f"{config.family} with learned absolute positions: the distance does not decay (alpha = 0)",
@@ -1005,9 +1080,16 @@ def claim_learned_positions(led: Ledger, r: Result) -> None:
     )
 
 
-def claim_sensitivity(led: Ledger, r: Result) -> None:
+def _sensitivity_ratio(r: Result) -> np.ndarray:
+    """Per sensitivity base: ln(|dh_last/dx_1| / |dh_last/dx_(T/2)|) at the last layer."""
+    S = r.data["sensitivity_samples"].sel(layer=int(r.data["layer"].size)).values  # (bases, T)
+    return np.log(S[:, 0] / S[:, r.config.sens_len // 2])
+
+
+def claim_sensitivity(led: Ledger, rs: tuple[Result, ...]) -> None:
     """Over-squashing by path counting: with L >= 2 early tokens have more paths to the last position, so
     the last state is more sensitive to the first token than to a middle one (theory module, item 4)."""
+    r = rs[0]
     config, L = r.config, int(r.data["layer"].size)
     name, source = "sensitivity_first_exceeds_middle", f"{SOURCE}; path counting (theory module, item 4)"
     if L < 2:
@@ -1016,45 +1098,46 @@ def claim_sensitivity(led: Ledger, r: Result) -> None:
         reason = BIDIRECTIONAL if not r.scalars["causal"] else "sensitivity=False: not measured"
         led.not_evaluated(name, role="prediction", source=source, reason=reason, seed=SEED)
         return
-    S = r.data["sensitivity_samples"].sel(layer=L).values  # (bases, T)
-    x = np.log(S[:, 0] / S[:, config.sens_len // 2])  # per base
+    xs = [_sensitivity_ratio(x) for x in rs]
+    x = xs[0]
     floor = 64 * th.EPS["float64"]  # a linear stack's profile is input-independent: bases agree to rounding
     se = max(float(x.std(ddof=1) / math.sqrt(x.size)), floor)
     led.direction(
         name,
-        measured=float(x.mean()),
         sign=1,
-        se=se,
-        dof=x.size - 1,
-        within_run=_one_model(r, "sensitivity bases"),
+        **_band(rs, [v.mean() for v in xs], se, x.size - 1, "sensitivity bases"),
         hypothesis="no position preference: a flat profile, as for one layer (ln ratio 0)",
         source=source,
         seed=SEED,
         figure="rc_sensitivity",
-        why=f"95% t band ({x.size - 1} dof) of the standard error of the mean over {x.size} random bases (at "
-        "least 64 eps64: the "
-        "uniform linear stack's profile does not depend on the base, its spread is rounding)",
-        statement="ln(|dh_last/dx_1| / |dh_last/dx_(T/2)|) > 0 at the last layer (mean over bases)",
+        why=_why(
+            rs,
+            f"95% t band ({x.size - 1} dof) of the standard error of the mean over {x.size} random bases (at "
+            "least 64 eps64: the uniform linear stack's profile does not depend on the base, its spread is rounding)",
+        ),
+        statement="ln(|dh_last/dx_1| / |dh_last/dx_(T/2)|) > 0 at the last layer (mean over bases"
+        + (" and seeds)" if len(rs) > 1 else ")"),
     )
 
 
-def claim_floor(led: Ledger, r: Result, dt: str) -> None:
+def claim_floor(led: Ledger, rs: tuple[Result, ...], dt: str) -> None:
     """The effective float32 floor (rounding model of the theory module): the dtype's pair difference
     against float64's is n-independent for random bases and grows (a + b sqrt(n)) for the coherent counting prefix."""
+    r = rs[0]
     s, config = r.scalars, r.config
     if dt != "float32" or f"floor_exponent_{dt}" not in s:
         return  # coarser formats collapse inside the window
-    beta, se = s[f"floor_exponent_{dt}"], s[f"floor_exponent_se_{dt}"]
+    betas = [x.scalars[f"floor_exponent_{dt}"] for x in rs]
     source = "derivation: probabilistic rounding of n-term attention sums (theory module, precision)"
-    why = (
+    why = _why(
+        rs,
         "95% t band (n_bases - 1 dof) of the bootstrap SE of the fitted exponent of "
-        "|(h_a - h_b) - (h_a - h_b)_64| / |h| against n"
+        "|(h_a - h_b) - (h_a - h_b)_64| / |h| against n",
     )
-    band = dict(se=se, dof=_bases_dof(r), within_run=_one_model(r))
+    band = _band(rs, betas, s[f"floor_exponent_se_{dt}"], _bases_dof(r))
     if config.family == "counting":  # with separators the prefix is two-state: still coherent
         led.direction(
             f"floor_{dt}_exponent",
-            measured=beta,
             sign=1,
             **band,
             source=source,
@@ -1066,7 +1149,6 @@ def claim_floor(led: Ledger, r: Result, dt: str) -> None:
         return
     led.predict(
         f"floor_{dt}_exponent",
-        measured=beta,
         expected=0.0,
         **band,
         alternative=0.5,
@@ -1078,14 +1160,28 @@ def claim_floor(led: Ledger, r: Result, dt: str) -> None:
     )
 
 
-def claim_unresolved(led: Ledger, r: Result, dt: str) -> None:
-    """Barbero et al.: below the format's resolution eps|h| the format no longer resolves the pair: its
-    distance stops tracking float64's (relative error after the crossing above the error before it)."""
+def _unresolved_shift(r: Result, dt: str) -> np.ndarray | None:
+    """Per sample: mean ln relative error of ``dt`` against float64 at n >= collapse_n minus at n < collapse_n
+    (``None`` without a collapse inside the window, or with no resolved length before it)."""
     d = r.data
     c = float(d["collapse_n"].sel(dtype=dt))
+    after = d["n"].values >= c
+    if not math.isfinite(c) or after.all():
+        return None
+    D = d["distance_samples"]
+    err = np.abs(D.sel(dtype=dt).values - D.sel(dtype="float64").values) / D.sel(dtype="float64").values
+    le = np.log(np.maximum(err, 1e-300))  # (samples, n); an exact match counts as a tiny error
+    return le[:, after].mean(1) - le[:, ~after].mean(1)
+
+
+def claim_unresolved(led: Ledger, rs: tuple[Result, ...], dt: str) -> None:
+    """Barbero et al.: below the format's resolution eps|h| the format no longer resolves the pair: its
+    distance stops tracking float64's (relative error after the crossing above the error before it)."""
+    d = rs[0].data
     name = f"collapse_{dt}_unresolved"
     n = d["n"].values
-    if not math.isfinite(c):
+    collapse = [float(x.data["collapse_n"].sel(dtype=dt)) for x in rs]
+    if bad := sum(not math.isfinite(c) for c in collapse):
         ratio = float(d["distance"].sel(dtype="float64")[-1] / d["resolution"].sel(dtype=dt)[-1])
         n_star = float(d["collapse_n_extrapolated"].sel(dtype=dt))
         led.not_evaluated(
@@ -1094,36 +1190,33 @@ def claim_unresolved(led: Ledger, r: Result, dt: str) -> None:
             source=SOURCE,
             seed=SEED,
             figure="rc_precision",
-            reason=f"no collapse in {dt} up to n = {int(n[-1])}: the float64 distance there is {ratio:.3g} "
-            f"eps|h|; the fitted power law puts the crossing at n ~ {n_star:.3g}",
+            reason=f"no collapse in {dt} up to n = {int(n[-1])}{_seeds_note(rs, bad)}: the float64 distance there "
+            f"is {ratio:.3g} eps|h|; the fitted power law puts the crossing at n ~ {n_star:.3g}"
+            + (" (first seed)" if len(rs) > 1 else ""),
         )
         return
-    after = n >= c
-    if after.all():
+    shifts = [_unresolved_shift(x, dt) for x in rs]
+    if bad := sum(x is None for x in shifts):
         led.not_evaluated(
             name,
             role="prediction",
             source=SOURCE,
             seed=SEED,
-            reason="collapsed from the shortest length on: no resolved length to compare with",
+            reason=f"collapsed from the shortest length on{_seeds_note(rs, bad)}: no resolved length to compare with",
         )
         return
-    D = d["distance_samples"]
-    err = np.abs(D.sel(dtype=dt).values - D.sel(dtype="float64").values) / D.sel(dtype="float64").values
-    le = np.log(np.maximum(err, 1e-300))  # (samples, n); an exact match counts as a tiny error
-    x = le[:, after].mean(1) - le[:, ~after].mean(1)  # per sample
+    x = shifts[0]
     led.direction(
         name,
-        measured=float(x.mean()),
         sign=1,
-        se=float(x.std(ddof=1) / math.sqrt(x.size)),
-        dof=x.size - 1,
-        within_run=_one_model(r, "samples"),
+        **_band(rs, [v.mean() for v in shifts], float(x.std(ddof=1) / math.sqrt(x.size)), x.size - 1, "samples"),
         hypothesis="the format resolves the pair past eps|h| as before it (no change of relative error)",
         source=SOURCE,
         seed=SEED,
         figure="rc_precision",
-        why=f"95% t band ({x.size - 1} dof) of the standard error of the mean over samples of the per-sample shift",
+        why=_why(
+            rs, f"95% t band ({x.size - 1} dof) of the standard error of the mean over samples of the per-sample shift"
+        ),
         statement=f"{dt}: mean ln(|D_{dt} - D_64| / D_64) over n >= collapse_n minus over n < collapse_n is positive",
     )
 

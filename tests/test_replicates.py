@@ -1,0 +1,195 @@
+"""Replicates of one configuration at independent seeds (probes.replicates) and the claims judged over them."""
+
+from __future__ import annotations
+
+import math
+import textwrap
+
+import numpy as np
+import pytest
+
+import probes
+from analysis.evidence import mean_se, replicate_seeds, t_multiple
+from probes.replicates import Replicates, replicate_configs, replicated_run
+
+PROBE_SOURCE = textwrap.dedent(
+    '''
+    """A probe whose claim is the mean of draws that depend on the seed (for probes.replicates)."""
+
+    import os
+    from dataclasses import dataclass
+
+    import numpy as np
+
+    from analysis.ledger import Ledger
+    from probes.base import ProbeConfig, Result, param
+
+    NAME = "repfake"
+    VERSION = "1"
+    REQUIRES = None
+
+
+    @dataclass(frozen=True)
+    class Config(ProbeConfig):
+        PRESETS = {"smoke": {"n": 8}, "full": {}}
+        n: int = param(32, "draws", minimum=2)
+        offset: float = param(0.0, "added to every draw")
+        seed: int = param(0, "seed of the draws", minimum=0)
+
+
+    def run(config, model=None, progress=True):
+        with open(os.environ["REPFAKE_LOG"], "a") as f:
+            f.write(f"{config.seed}\\n")
+        x = np.random.default_rng(config.seed).normal(config.offset, 1.0, config.n)
+        r = Result(probe=NAME, config=config, scalars={"mean": float(x.mean()), "se": float(x.std(ddof=1) / 8)})
+        r.ledger = check_claims(r)
+        return r
+
+
+    def check_claims(r):
+        return check_claims_over((r,))
+
+
+    def check_claims_over(results):
+        led = Ledger(NAME, preset=results[0].config.preset_name)
+        if len(results) > 1:
+            band = dict(replicates=[x.scalars["mean"] for x in results])
+        else:
+            band = dict(measured=results[0].scalars["mean"], se=results[0].scalars["se"], dof=7,
+                        within_run="the draws of one run")
+        led.predict("mean_is_offset", expected=results[0].config.offset, **band, alternative=50.0,
+                    hypothesis="a far mean", source="construction", why="95% t band")
+        return led
+    '''
+)
+
+
+@pytest.fixture
+def fake(tmp_path, monkeypatch):
+    folder = tmp_path / "probe"
+    folder.mkdir()
+    (folder / "repfake.py").write_text(PROBE_SOURCE)
+    monkeypatch.syspath_prepend(str(folder))
+    monkeypatch.setenv("WORKBENCH_PROBES", "repfake")
+    monkeypatch.setenv("WORKBENCH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("REPFAKE_LOG", str(tmp_path / "log"))
+    monkeypatch.setenv("TQDM_DISABLE", "1")
+    return probes.get("repfake")
+
+
+def runs_logged(tmp_path) -> list[int]:
+    log = tmp_path / "log"
+    return [int(s) for s in log.read_text().split()] if log.exists() else []
+
+
+def test_replicates_are_independent_seeds_and_replicate_zero_is_the_config(fake, tmp_path):
+    cfg = fake.Config.preset("smoke", seed=3)
+    rep = replicated_run("repfake", cfg, 4, progress=False)
+    assert rep.seeds == replicate_seeds(3, 4) and rep.main.config == cfg
+    assert sorted(runs_logged(tmp_path)) == sorted(replicate_seeds(3, 4))
+    assert rep.keys == [probes.cache_key(fake, r.config) for r in rep.results] and len(set(rep.keys)) == 4
+    assert list(rep.inputs("main")) == [f"main seed {s}" for s in rep.seeds]
+    assert rep.scalars is rep.main.scalars and rep.config == cfg
+
+
+def test_band_is_the_spread_over_seeds(fake, tmp_path):
+    rep = replicated_run("repfake", fake.Config.preset("smoke"), 5, progress=False)
+    c = rep.ledger["mean_is_offset"]
+    values = [r.scalars["mean"] for r in rep.results]
+    stats = mean_se(values)
+    assert c.measured == pytest.approx(stats.mean, rel=1e-12)
+    assert c.tolerance["policy"] == "t95" and c.tolerance["n"] == 5 and c.tolerance["within_run"] is None
+    assert c.tolerance["k"] == pytest.approx(t_multiple(4)) and c.tolerance["se"] == pytest.approx(stats.se)
+    # one run alone: its within-run band
+    single = rep.main.ledger["mean_is_offset"]
+    assert single.tolerance["within_run"] and single.tolerance["n"] is None
+
+
+def test_warm_rerun_computes_nothing_and_an_interrupted_set_resumes(fake, tmp_path):
+    cfg = fake.Config.preset("smoke")
+    probes.cached_run("repfake", cfg.replace(seed=replicate_seeds(0, 3)[1]), progress=False)  # one done earlier
+    replicated_run("repfake", cfg, 3, progress=False)
+    assert len(runs_logged(tmp_path)) == 3  # the earlier one was not run again
+    again = replicated_run("repfake", cfg, 3, progress=False)
+    assert len(runs_logged(tmp_path)) == 3 and all(r.from_cache for r in again.results)
+
+
+def test_bad_input_names_the_parameter(fake):
+    cfg = fake.Config.preset("smoke")
+    for n in (0, -1, 2.5, True):
+        with pytest.raises(ValueError, match="^n must be"):
+            replicate_configs(fake, cfg, n)
+    with pytest.raises(ValueError, match="no check_claims_over"):
+        Replicates(probes.get("prompt_forgetting"), (probes.cached_run("repfake", cfg, progress=False),))
+    with pytest.raises(ValueError, match="at least one"):
+        Replicates(fake, ())
+
+
+def test_a_hook_must_keep_the_replicate_seed(fake, monkeypatch):
+    monkeypatch.setattr(fake, "replicate_config", lambda config, i: config.replace(seed=config.seed + i), raising=False)
+    with pytest.raises(ValueError, match="replicate_seed"):
+        replicate_configs(fake, fake.Config.preset("smoke"), 2)
+
+
+# ---------------------------------------------------------------------- representational collapse
+
+
+@pytest.fixture(scope="module")
+def collapse_pair(tmp_path_factory):
+    mod = probes.get("representational_collapse")
+    cfg = mod.Config.preset("smoke", family="counting", extend_dtype="float32", layers=2)
+    rep = replicated_run(mod, cfg, 2, cache_root=tmp_path_factory.mktemp("rc"), progress=False)
+    return mod, rep
+
+
+def test_collapse_replicates_drop_the_extension_after_the_first(collapse_pair):
+    mod, rep = collapse_pair
+    first, second = (r.config for r in rep.results)
+    assert first.extend_dtype == "float32" and second.extend_dtype == "" and second.seed == rep.seeds[1]
+    assert second == first.replace(seed=rep.seeds[1], extend_dtype="", extend_lo=0.5, extend_hi=2.0)
+    assert "ext_collapse_n" in rep.results[0].scalars and "ext_collapse_n" not in rep.results[1].scalars
+
+
+def test_collapse_claims_over_seeds_take_the_seed_spread(collapse_pair):
+    mod, rep = collapse_pair
+    led = rep.ledger
+    c = led["slope_matches_prediction"]
+    slopes = [float(r.data["layer_slope"].sel(layer=2)) for r in rep.results]
+    assert c.measured == pytest.approx(float(np.mean(slopes)), rel=1e-12)
+    assert c.tolerance["n"] == 2 and c.tolerance["within_run"] is None
+    assert "2 independent seeds" in c.why
+    identity = led["uniform_equals_linear_stack"] if "uniform_equals_linear_stack" in led else None
+    assert identity is None  # softmax: no exact linear stack
+    # the collapse length compares one model with its own fit: the first seed, its within-run interval
+    length = led["collapse_length_float32"]
+    assert length.to_dict() == rep.results[0].ledger["collapse_length_float32"].to_dict()
+    # every other evaluated claim is over the seeds
+    for claim in led.claims:
+        if claim.status != "not_evaluated" and claim.role == "prediction" and claim.name != length.name:
+            assert not claim.tolerance.get("within_run"), (claim.name, claim.tolerance)
+
+
+def test_collapse_claims_of_one_result_are_its_own_ledger(collapse_pair):
+    mod, rep = collapse_pair
+    for r in rep.results:
+        assert mod.check_claims_over((r,)).to_dict() == mod.check_claims(r).to_dict()
+
+
+def test_collapse_refuses_results_that_are_not_replicates(collapse_pair):
+    mod, rep = collapse_pair
+    a, b = rep.results
+    with pytest.raises(ValueError, match="distinct seeds"):
+        mod.check_claims_over((a, a))
+    other = probes.Result(probe=mod.NAME, config=b.config.replace(layers=1), data=b.data, scalars=b.scalars)
+    with pytest.raises(ValueError, match=r"results\[1\] is not a replicate"):
+        mod.check_claims_over((a, other))
+    with pytest.raises(ValueError, match="at least one"):
+        mod.check_claims_over(())
+
+
+def test_collapse_slope_band_matches_the_t_rule(collapse_pair):
+    mod, rep = collapse_pair
+    c = rep.ledger["slope_layer1"]
+    slopes = [float(r.data["layer_slope"].sel(layer=1)) for r in rep.results]
+    half = t_multiple(1) * float(np.std(slopes, ddof=1)) / math.sqrt(2)
+    assert c.tolerance["k"] * c.tolerance["se"] == pytest.approx(half, rel=1e-9)
