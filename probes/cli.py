@@ -21,8 +21,9 @@ scalars and the tally of its claims). Values: booleans ``true``/``false``; lists
 field that may be None.
 
 ``--json -`` writes the result as JSON to stdout (nothing else goes there); ``--json PATH`` writes
-it to PATH atomically. The JSON holds ``probe``, ``version``, ``preset``, ``config``, ``scalars``,
-``arrays`` (nested lists with their ``dims``), ``coords``, ``checks`` (one dict per claim) and
+it to PATH atomically, into a folder that must exist (checked, like every output, before the probe is
+imported: a mistyped folder exits 2 at once). The JSON holds ``probe``, ``version``, ``preset``,
+``config``, ``scalars``, ``arrays`` (nested lists with their ``dims``), ``coords``, ``checks`` (one dict per claim) and
 ``check_summary``. ``--save DIR`` also writes the full result folder (see ``probes.base.Result``);
 ``--cache`` reads and writes the content-addressed result cache, as notebooks do.
 
@@ -179,6 +180,8 @@ def _dispatch(args: list[str]) -> int:
         available = ", ".join(probes.available()) or "(none yet)"
         raise UsageError(f"{command} needs a probe name; available: {available}")
     name, rest = rest[0], rest[1:]
+    if command in ("run", "sweep"):
+        _check_outputs_early(command, rest)
     module = _get(name)
     if command == "show":
         if rest:
@@ -350,6 +353,46 @@ def _check_writable(folder: Path, option: str) -> None:
         raise UsageError(f"{option}: cannot write to {folder}: {problem}")
 
 
+def _check_file_output(path: Path, option: str) -> None:
+    """A file output goes into an existing, writable folder: nothing is created for it, so a mistyped folder
+    is an error before any work rather than a new folder found after a long run."""
+    if not path.parent.is_dir():
+        what = "is not a folder" if path.parent.exists() else "does not exist"
+        raise UsageError(f"{option}: cannot write to {path.parent}: the folder {what} (create it first)")
+    _check_writable(path.parent, option)
+
+
+# the output options of run and sweep: a file in an existing folder, or a folder created under a writable one
+_OUTPUTS = {"run": {"--json": "file", "--save": "folder"}, "sweep": {"--out": "file"}}
+
+
+def _option_values(args: list[str], option: str) -> list[str]:
+    """Every value given to ``option`` in ``args`` (``--opt VALUE`` or ``--opt=VALUE``)."""
+    values = []
+    for i, a in enumerate(args):
+        if a == option and i + 1 < len(args):
+            values.append(args[i + 1])
+        elif a.startswith(option + "="):
+            values.append(a[len(option) + 1 :])
+    return values
+
+
+def _check_outputs_early(command: str, args: list[str]) -> None:
+    """Refuse an output that cannot be written before the probe is imported, parsed or run (exit 2 in
+    seconds); the same checks run again after parsing."""
+    for option, kind in _OUTPUTS[command].items():
+        for value in _option_values(args, option):
+            if not value or value == "-" or value.startswith("-"):
+                continue
+            path = Path(value)
+            if kind == "file":
+                if path.is_dir():
+                    raise UsageError(f"{option}: {path} is a folder; give a file name such as {path / 'out'}")
+                _check_file_output(path, option)
+            else:
+                _check_writable(path.parent, option)
+
+
 def _run(module: Any, name: str, args: list[str]) -> int:
     try:
         config, ns = parse_config(module, name, args)
@@ -361,7 +404,7 @@ def _run(module: Any, name: str, args: list[str]) -> int:
     except ValueError as e:  # device=cuda on a machine without one
         raise UsageError(f"--device: {e}") from None
     if ns.json and ns.json != "-":
-        _check_writable(Path(ns.json).parent, "--json")
+        _check_file_output(Path(ns.json), "--json")
     if ns.save:
         _check_writable(Path(ns.save).parent, "--save")
     model = None if ns.model == "zoo" else _load_model(module, name, ns)
@@ -627,7 +670,7 @@ def _sweep(module: Any, name: str, args: list[str]) -> int:
     out = Path(ns.out)
     if out.is_dir():
         raise UsageError(f"--out: {out} is a folder; give a file name such as {out / 'sweep.nc'}")
-    _check_writable(out.parent, "--out")
+    _check_file_output(out, "--out")
     outcomes: list[dict] = []
     kwargs = dict(preset=ns.preset, seeds=seeds, base=overrides, progress=not ns.no_progress, outcomes=outcomes)
     t0 = time.perf_counter()

@@ -268,6 +268,7 @@ def test_json_to_stdout_is_only_json(fake, capsys):
 
 def test_json_to_file_and_save(fake, capsys, tmp_path):
     target = tmp_path / "out" / "r.json"
+    target.parent.mkdir()
     rc, out, _ = run_main(
         capsys, "run", "clifake", "--preset", "smoke", "--json", str(target), "--save", str(tmp_path / "res")
     )
@@ -378,6 +379,21 @@ def test_unwritable_output_is_refused_before_the_run(fake, capsys, monkeypatch, 
     rc, out, err = run_main(capsys, "run", "clifake", "--preset", "smoke", option, str(blocker / "out" / "r.json"))
     assert rc == 2 and out == ""
     assert len(err.strip().splitlines()) == 1 and err.startswith(f"probes: error: {option}: cannot write to ")
+
+
+def test_a_missing_output_folder_exits_2_before_the_probe_is_imported(tmp_path):
+    """A file output needs an existing folder: the mistake is reported before the (heavy) probe module is
+    imported or anything runs, even where the folder could be created (as root)."""
+    code = (
+        "import sys; from probes import cli; "
+        f"rc = cli.main(['run', 'icl_gd', '--json', {str(tmp_path / 'missing' / 'x' / 'out.json')!r}]); "
+        "print(rc, 'probes.icl_gd' in sys.modules)"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert proc.stdout.split() == ["2", "False"], proc.stderr
+    [line] = proc.stderr.strip().splitlines()
+    assert line.startswith("probes: error: --json: cannot write to ") and "does not exist" in line
+    assert not (tmp_path / "missing").exists()
 
 
 def test_with_model_only_incompatibility_is_a_usage_error(fake, capsys, monkeypatch):
