@@ -77,6 +77,7 @@ from analysis.tasks import CorpusLM, MarkovLanguage
 from analysis.theory import prompt_forgetting as th
 from analysis.train import derived_seed, evaluate, probe_lm_train_config, train
 from probes.base import ModelIncompatibleError, ProbeConfig, Result, model_param, param
+from probes.replicates import worst_of
 
 NAME = "prompt_forgetting"
 DESCRIPTION = "Prompt-forgetting exponent: offset of two prompts' hidden states under one continuation vs t."
@@ -803,20 +804,59 @@ def bias_trajectory(
 # Claims of one run: each function reads the result (Dataset, scalars, config) and records its claims
 
 
-def claims(config: Config, data: xr.Dataset, scalars: dict, own_model: bool) -> Ledger:
+def claims(
+    config: Config, data: xr.Dataset, scalars: dict, own_model: bool, replicates: tuple[Result, ...] | None = None
+) -> Ledger:
     """The ledger of one run: the relay identities, the bias identities, the theorem's conditions and
-    bound, the relay model's exponent and the seed's ranges."""
+    bound, the relay model's exponent and the seed's ranges. With ``replicates`` (results at independent
+    seeds of the same design, this run's first) the alpha claims take the seed-to-seed spread; the
+    identities and bounds are each replicate's (:func:`check_claims_over` keeps the worst)."""
     led = Ledger(NAME, preset=config.preset_name)
+    many = replicates if replicates is not None and len(replicates) > 1 else None
     claim_relay_identities(led, config, data, scalars, own_model)
     claim_cancel_bias_identities(led, config, data, own_model)
-    claim_bias_trajectory(led, config, data)
+    claim_bias_trajectory(led, config, data, many)
     if config.attention == "softmax" and config.logit_bias == "none":
         claim_conditions(led, config, data, scalars, own_model)
         if config.norm == "pre" or not own_model:
             claim_bound_ratio(led, config, data)
-            claim_relay_exponent(led, config, data, scalars, own_model)
-            claim_seed_range(led, config, data, scalars, own_model)
+            claim_relay_exponent(led, config, data, scalars, own_model, many)
+            claim_seed_range(led, config, data, scalars, own_model, many)
     return led
+
+
+def _own_model(r: Result) -> bool:
+    return not str(r.meta.get("model", "built from config")).startswith("passed in")
+
+
+def check_claims(result: Result) -> Ledger:
+    """The ledger of ``result`` alone (what :func:`run` records)."""
+    return claims(result.config, result.data, result.scalars, _own_model(result))
+
+
+def check_claims_over(results) -> Ledger:
+    """The ledger of replicates of one design at independent seeds (:mod:`probes.replicates`): the alpha
+    claims over the seeds (their spread is the band), every identity and bound the worst replicate's
+    (each must hold on every model). With one result: :func:`check_claims`."""
+    rs = tuple(results.results if hasattr(results, "results") else results)
+    if not rs:
+        raise ValueError("results must hold at least one result")
+    design = rs[0].config.replace(seed=0)
+    for i, r in enumerate(rs[1:], start=1):
+        if r.probe != NAME or r.config.replace(seed=0) != design:
+            raise ValueError(f"results[{i}] is not a replicate of results[0] (configs differ beyond the seed)")
+    if len({r.config.seed for r in rs}) != len(rs):
+        raise ValueError("results must have distinct seeds (independent replicates)")
+    if len(rs) == 1:
+        return check_claims(rs[0])
+    r0, own = rs[0], _own_model(rs[0])
+    led = claims(r0.config, r0.data, r0.scalars, own, replicates=rs)
+    per = [check_claims(r) for r in rs]
+    out = [
+        worst_of([p[c.name] for p in per]) if c.role in ("identity", "bound") and c.name in per[0] else c
+        for c in led.claims
+    ]
+    return Ledger(NAME, preset=r0.config.preset_name, claims=out)
 
 
 def _eps(config: Config) -> float:
@@ -1016,8 +1056,11 @@ _ONE_MODEL = (
 )
 
 
-def claim_relay_exponent(led: Ledger, config: Config, data: xr.Dataset, scalars: dict, own_model: bool) -> None:
-    """Untrained pre-LN softmax with small logits as the relay model: alpha over the window = the relay's."""
+def claim_relay_exponent(
+    led: Ledger, config: Config, data: xr.Dataset, scalars: dict, own_model: bool, many: tuple | None = None
+) -> None:
+    """Untrained pre-LN softmax with small logits as the relay model: alpha over the window = the relay's
+    (``many``: replicates at independent seeds, the band their spread; else this one model's bootstrap CI)."""
     if config.trained or not own_model:
         return
     L = data.sizes["layer"]
@@ -1032,29 +1075,54 @@ def claim_relay_exponent(led: Ledger, config: Config, data: xr.Dataset, scalars:
         )
         return
     expected = scalars["alpha_relay_window"]
+    if many:
+        band = dict(replicates=[r.scalars["alpha"] for r in many])
+        why = _over_seeds(many, "last-layer alpha")
+    else:
+        band = dict(
+            measured=scalars["alpha"],
+            ci=(scalars["alpha_ci_lo"], scalars["alpha_ci_hi"]),
+            coverage=0.95,
+            within_run=_ONE_MODEL,
+        )
+        why = (
+            "95% percentile bootstrap CI over prompt pairs of this one model's last-layer alpha (the same claim "
+            "over weight seeds, with their spread: alpha_vs_relay_L<L> of depth_law_claims)"
+        )
     led.predict(
         "alpha_matches_relay",
-        measured=scalars["alpha"],
         expected=expected,
-        ci=(scalars["alpha_ci_lo"], scalars["alpha_ci_hi"]),
-        coverage=0.95,
-        within_run=_ONE_MODEL,
+        **band,
         alternative=1.0,
         hypothesis="pure dilution without relay: D ~ 1/t (alpha = 1, one layer or no mixing)",
         seed="000#1",
         source=src,
         # the relay model linearises near-uniform attention: logits too large to reach dilution are outside it
         regime=["condition_dilution_regime"],
-        why="95% percentile bootstrap CI over prompt pairs of this one model's last-layer alpha (the same claim "
-        "over weight seeds, with their spread: alpha_vs_relay_L<L> of depth_law_claims)",
-        statement=f"untrained pre-LN softmax, L = {L}: last-layer alpha equals the relay model's alpha over "
-        f"the same window ({expected:.3f})",
+        why=why,
+        statement=f"untrained pre-LN softmax, L = {L}: last-layer alpha{_mean_note(many)} equals the relay "
+        f"model's alpha over the same window ({expected:.3f})",
         figure="pf_alpha_summary",
     )
 
 
-def claim_seed_range(led: Ledger, config: Config, data: xr.Dataset, scalars: dict, own_model: bool) -> None:
-    """The seed's measured ranges: trained alpha 0.55-0.7, untrained 0.2-0.5 (large LMs, another setting)."""
+def _over_seeds(many: tuple, what: str) -> str:
+    """The ``why`` of a band over replicates at independent seeds."""
+    return (
+        f"95% t band ({len(many) - 1} dof) of the standard error of the mean {what} over {len(many)} independent "
+        "seeds (weights, prompts, continuations and bootstrap: analysis.evidence.replicate_seed)"
+    )
+
+
+def _mean_note(many: tuple | None) -> str:
+    return f" (mean over {len(many)} seeds)" if many else ""
+
+
+def claim_seed_range(
+    led: Ledger, config: Config, data: xr.Dataset, scalars: dict, own_model: bool, many: tuple | None = None
+) -> None:
+    """The seed's measured ranges: trained alpha 0.55-0.7, untrained 0.2-0.5 (large LMs, another setting);
+    with replicates (``many``) their mean alpha."""
     if not own_model:
         led.not_evaluated(
             "alpha_seed_range",
@@ -1072,14 +1140,14 @@ def claim_seed_range(led: Ledger, config: Config, data: xr.Dataset, scalars: dic
         diag = dict(diagnosed_by={"alpha_matches_relay": "pass"}, diagnosis=_untrained_diagnosis(config, scalars))
     led.paper(
         f"alpha_{fam}_seed_range",
-        measured=scalars["alpha"],
+        measured=float(np.mean([r.scalars["alpha"] for r in many])) if many else scalars["alpha"],
         lo=lo,
         hi=hi,
         source=SEED_SOURCE,
         seed="000#1",
         why="the seed's reported range for this family (large LMs, long contexts)",
         requires_full=True,
-        statement=f"{fam} pre-LN softmax: last-layer alpha in the seed's range [{lo}, {hi}]",
+        statement=f"{fam} pre-LN softmax: last-layer alpha{_mean_note(many)} in the seed's range [{lo}, {hi}]",
         figure="pf_alpha_summary",
         scale=_seed_scale(config),
         **diag,
@@ -1098,11 +1166,12 @@ def _seed_scale(config: Config) -> str:
 EARLY = 0.01  # "early in training": checkpoints at or before this fraction of the steps
 
 
-def claim_bias_trajectory(led: Ledger, config: Config, data: xr.Dataset) -> None:
+def claim_bias_trajectory(led: Ledger, config: Config, data: xr.Dataset, many: tuple | None = None) -> None:
     """The seed's intervention along training (000#1): the cancelling bias stops the decay early in
     training (alpha = 0 at checkpoints <= 1% of the steps; alternative: the unbiased alpha of the same
     checkpoint) and reverses it after (alpha < 0 at the last step; alternative 0, it only stops it).
-    The checkpoints in between are measured and plotted, not claimed: the seed gives no sign for them."""
+    The checkpoints in between are measured and plotted, not claimed: the seed gives no sign for them.
+    With replicates (``many``, trained at independent seeds) each checkpoint's band is their spread."""
     if "alpha_bias_trajectory" not in data:
         return
     steps = data["train_step"].values
@@ -1112,18 +1181,24 @@ def claim_bias_trajectory(led: Ledger, config: Config, data: xr.Dataset) -> None
         + TRAINED_ONE_SEED
     )
     arch = f"L = {config.layers}, {config.data} data"
+    if many:
+        why = _over_seeds(many, "biased last-layer alpha at this checkpoint")
     for i, s in enumerate(steps):
-        a = float(data["alpha_bias_trajectory"].values[i])
-        ci = tuple(float(x) for x in data["alpha_bias_trajectory_ci"].values[i])
+        if many:
+            band = dict(replicates=[float(r.data["alpha_bias_trajectory"].values[i]) for r in many])
+            plain = float(np.mean([r.data["alpha_trajectory"].values[i] for r in many]))
+        else:
+            ci = tuple(float(x) for x in data["alpha_bias_trajectory_ci"].values[i])
+            band = dict(
+                measured=float(data["alpha_bias_trajectory"].values[i]), ci=ci, coverage=0.95, within_run=_ONE_MODEL
+            )
+            plain = float(data["alpha_trajectory"].values[i])
         if s <= EARLY * config.train_steps:
             led.predict(
                 f"bias_stops_decay_step{s}",
-                measured=a,
                 expected=0.0,
-                ci=ci,
-                coverage=0.95,
-                within_run=_ONE_MODEL,
-                alternative=float(data["alpha_trajectory"].values[i]),
+                **band,
+                alternative=plain,
                 seed="000#1",
                 source=src,
                 why=why,
@@ -1134,11 +1209,8 @@ def claim_bias_trajectory(led: Ledger, config: Config, data: xr.Dataset) -> None
         elif s == config.train_steps:
             led.direction(
                 "bias_reverses_decay_trained",
-                measured=a,
                 sign=-1,
-                ci=ci,
-                coverage=0.95,
-                within_run=_ONE_MODEL,
+                **band,
                 alternative=0.0,
                 seed="000#1",
                 hypothesis="the bias only stops the decay (alpha = 0), it does not reverse it",
@@ -1182,10 +1254,29 @@ def _check_pair(a: Result, b: Result, differ: set[str]) -> None:
         raise ValueError(f"the two runs must differ only in {sorted(differ)}; they also differ in {sorted(other)}")
 
 
-def bias_claims(plain: Result, biased: Result) -> Ledger:
+def _runs(x) -> list[Result]:
+    """The Results of one design: a :class:`probes.replicates.Replicates`, a list of Results, or one Result."""
+    if hasattr(x, "results"):
+        return list(x.results)
+    return list(x) if isinstance(x, list | tuple) else [x]
+
+
+def _paired(a, b, differ: set[str]) -> tuple[list[Result], list[Result]]:
+    """Two designs' Results paired by seed (the same seeds on both sides), each pair checked by _check_pair."""
+    ra, rb = sorted(_runs(a), key=lambda r: r.config.seed), sorted(_runs(b), key=lambda r: r.config.seed)
+    if [r.config.seed for r in ra] != [r.config.seed for r in rb]:
+        raise ValueError("the two designs must have the same seeds")
+    for x, y in zip(ra, rb, strict=True):
+        _check_pair(x, y, differ)
+    return ra, rb
+
+
+def bias_claims(plain, biased) -> Ledger:
     """The seed's intervention: cancelling dilution stops the decay early in training (alpha = 0) and
-    reverses it after (alpha < 0). ``plain`` and ``biased`` differ only in ``logit_bias``."""
-    _check_pair(plain, biased, {"logit_bias"})
+    reverses it after (alpha < 0). ``plain`` and ``biased`` differ only in ``logit_bias``: one Result each,
+    or replicates at the same independent seeds (:mod:`probes.replicates`), whose spread is then the band."""
+    plains, biaseds = _paired(plain, biased, {"logit_bias"})
+    plain, biased = plains[0], biaseds[0]
     cfg = biased.config
     if cfg.logit_bias != "cancel" or plain.config.logit_bias != "none":
         raise ValueError("bias_claims needs an unbiased run and its cancel-bias twin")
@@ -1194,19 +1285,23 @@ def bias_claims(plain: Result, biased: Result) -> Ledger:
             "the relay network's bias claim is exact: uniform_bias_offset_constant in the biased run's own ledger"
         )
     led = Ledger(NAME, preset=cfg.preset_name)
-    a, ci = biased.scalars["alpha"], (biased.scalars["alpha_ci_lo"], biased.scalars["alpha_ci_hi"])
     src = "seed: cancelling the dilution with a logit bias stops the decay early in training, reverses it after"
-    why = "95% percentile bootstrap CI over prompt pairs of the biased run's last-layer alpha" + (
-        f"; {TRAINED_ONE_SEED}" if cfg.trained else ""
-    )
+    unbiased = float(np.mean([r.scalars["alpha"] for r in plains]))
+    note = _mean_note(tuple(biaseds) if len(biaseds) > 1 else None)
+    if len(biaseds) > 1:
+        band = dict(replicates=[r.scalars["alpha"] for r in biaseds])
+        why = _over_seeds(tuple(biaseds), "biased last-layer alpha")
+    else:
+        ci = (biased.scalars["alpha_ci_lo"], biased.scalars["alpha_ci_hi"])
+        band = dict(measured=biased.scalars["alpha"], ci=ci, coverage=0.95, within_run=_ONE_MODEL)
+        why = "95% percentile bootstrap CI over prompt pairs of the biased run's last-layer alpha" + (
+            f"; {TRAINED_ONE_SEED}" if cfg.trained else ""
+        )
     if cfg.trained:
         led.direction(
             "bias_reverses_decay",
-            measured=a,
             sign=-1,
-            ci=ci,
-            coverage=0.95,
-            within_run=_ONE_MODEL,
+            **band,
             alternative=0.0,
             seed="000#1",
             hypothesis="the bias only stops the decay (alpha = 0), it does not reverse it",
@@ -1215,23 +1310,20 @@ def bias_claims(plain: Result, biased: Result) -> Ledger:
             requires_full=True,
             figure="pf_bias",
             statement=f"trained model with the cancelling bias: alpha < 0 (the offset grows; unbiased alpha "
-            f"{plain.scalars['alpha']:.3f})",
+            f"{unbiased:.3f})",
         )
     else:
         led.predict(
             "bias_stops_decay",
-            measured=a,
             expected=0.0,
-            ci=ci,
-            coverage=0.95,
-            within_run=_ONE_MODEL,
-            alternative=plain.scalars["alpha"],
+            **band,
+            alternative=unbiased,
             hypothesis="dilution is not what makes the prompt fade: the bias leaves alpha at its unbiased value",
             seed="000#1",
             source=src,
             why=why,
             figure="pf_bias",
-            statement=f"untrained {cfg.attention} model with the cancelling bias: alpha = 0",
+            statement=f"untrained {cfg.attention} model with the cancelling bias: alpha{note} = 0",
         )
     return led
 
@@ -1288,13 +1380,17 @@ def trained_vs_untrained_claims(untrained, trained) -> Ledger:
     return led
 
 
-def depth_sweep_claims(results: list[Result]) -> Ledger:
+def depth_sweep_claims(results: list) -> Ledger:
     """The relay model's depth law: alpha over a fixed window falls with L as the relay model's does.
 
     ``results``: untrained runs differing only in ``layers`` (one weight seed). Measured: the OLS slope of
     alpha on L (SE propagated from each run's bootstrap CI over prompt pairs); predicted: the same slope of
-    the relay model's window alphas. The same law over weight seeds: :func:`depth_law_claims`.
+    the relay model's window alphas. The same law over weight seeds: :func:`depth_law_claims`. Each item
+    may instead be replicates at the same independent seeds (:mod:`probes.replicates`): the slope is then
+    fitted per seed and the band is the spread of the per-seed slopes.
     """
+    designs = [_runs(x) for x in results]
+    results = [d[0] for d in designs]
     if len(results) < 2:
         raise ValueError("depth_sweep_claims needs runs at two depths at least")
     for r in results[1:]:
@@ -1312,20 +1408,33 @@ def depth_sweep_claims(results: list[Result]) -> Ledger:
         ]
     )
     led = Ledger(NAME, preset=results[0].config.preset_name)
+    if len(designs[0]) > 1:
+        paired = [_paired(designs[0], d, {"layers"}) for d in designs[1:]]
+        per_depth = [paired[0][0]] + [b for _, b in paired]  # (depth) lists of Results, seeds in order
+        alphas = np.array([[r.scalars["alpha"] for r in d] for d in per_depth])  # (depth, seed)
+        band = dict(replicates=[float(w @ alphas[:, j]) for j in range(alphas.shape[1])])
+        why = _over_seeds(tuple(per_depth[0]), "OLS slope of alpha on L (fitted per seed)")
+    else:
+        band = dict(
+            measured=float(w @ alpha),
+            se=se,
+            dof=_pairs_dof(results),
+            within_run="a claim about these models (one weight seed per depth): each alpha is fixed by its "
+            "weights, its SE the bootstrap over prompt pairs",
+        )
+        why = (
+            "95% t band of the OLS slope (dof: the fewest prompt pairs - 1), each alpha's SE its 95% bootstrap "
+            "CI half-width / 1.96; over weight seeds: alpha_falls_with_depth of depth_law_claims"
+        )
     led.predict(
         "alpha_depth_slope_matches_relay",
-        measured=float(w @ alpha),
         expected=float(w @ relay),
-        se=se,
-        dof=_pairs_dof(results),
-        within_run="a claim about these models (one weight seed per depth): each alpha is fixed by its weights, "
-        "its SE the bootstrap over prompt pairs",
+        **band,
         alternative=0.0,
         hypothesis="alpha independent of depth (no relay: each layer only dilutes)",
         seed="000#1",
         source="seed's linear relay model: each layer adds a factor ln t (relay_alpha_window)",
-        why="95% t band of the OLS slope (dof: the fewest prompt pairs - 1), each alpha's SE its 95% bootstrap CI "
-        "half-width / 1.96; over weight seeds: alpha_falls_with_depth of depth_law_claims",
+        why=why,
         statement=f"d alpha / dL over L = {[int(x) for x in Ls]} equals the relay model's "
         f"({float(w @ relay):.3f} per layer)",
         figure="pf_alpha_summary",

@@ -25,17 +25,17 @@ interrupted set resumes where it stopped and a warm rerun computes nothing.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any
 
 from analysis.evidence import replicate_seed
-from analysis.ledger import Ledger
+from analysis.ledger import Claim, Ledger
 from analysis.progress import bar
 from analysis.validation import check_int
 from probes.base import Result, _resolve, _resolve_config, cache_key, cached_run
 
-__all__ = ["Replicates", "replicate_configs", "replicated_run"]
+__all__ = ["Replicates", "replicate_configs", "replicated_run", "worst_of"]
 
 
 @dataclass(frozen=True)
@@ -121,3 +121,33 @@ def replicated_run(
     for c in bar(configs, progress=progress and n > 1, desc=f"{name} replicates"):
         results.append(cached_run(module, c, cache_root=cache_root, progress=False))
     return Replicates(module, tuple(results))
+
+
+def worst_of(claims: list[Claim]) -> Claim:
+    """The record of an identity or a bound measured once per replicate: it must hold on every model, so the
+    replicate's record that is furthest from holding stands for all (an unmeasured one first, then a failing
+    one, then the largest deviation from the identity or the measurement nearest the bound's wrong side),
+    its statement marked "worst of n seeds". One claim is returned as it is."""
+    if not claims:
+        raise ValueError("claims must hold one record per replicate")
+    names = {(c.context, c.name, c.role) for c in claims}
+    if len(names) != 1:
+        raise ValueError(f"worst_of takes the records of one claim, got {sorted(names)}")
+    if len(claims) == 1:
+        return claims[0]
+    first = claims[0]
+    if first.role not in ("identity", "bound"):
+        raise ValueError(f"worst_of takes identities and bounds, got the {first.role} {first.name!r}")
+
+    def badness(c: Claim) -> tuple:
+        if c.outcome is None or c.measured is None:
+            return (2, 0.0)
+        if first.role == "identity":
+            spread = abs(c.measured - c.expected) if isinstance(c.expected, int | float) else 0.0
+        else:
+            upper = c.tolerance.get("relation", "<=") in ("<=", "<")
+            spread = c.measured if upper else -c.measured
+        return (0 if c.outcome else 1, spread)
+
+    worst = max(claims, key=badness)  # the first of equals: replicate order
+    return replace(worst, statement=f"{worst.statement} (worst of {len(claims)} seeds)")

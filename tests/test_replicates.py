@@ -120,7 +120,7 @@ def test_bad_input_names_the_parameter(fake):
         with pytest.raises(ValueError, match="^n must be"):
             replicate_configs(fake, cfg, n)
     with pytest.raises(ValueError, match="no check_claims_over"):
-        Replicates(probes.get("prompt_forgetting"), (probes.cached_run("repfake", cfg, progress=False),))
+        Replicates(probes.get("icl_gd"), (probes.cached_run("repfake", cfg, progress=False),))
     with pytest.raises(ValueError, match="at least one"):
         Replicates(fake, ())
 
@@ -193,3 +193,99 @@ def test_collapse_slope_band_matches_the_t_rule(collapse_pair):
     slopes = [float(r.data["layer_slope"].sel(layer=1)) for r in rep.results]
     half = t_multiple(1) * float(np.std(slopes, ddof=1)) / math.sqrt(2)
     assert c.tolerance["k"] * c.tolerance["se"] == pytest.approx(half, rel=1e-9)
+
+
+# ---------------------------------------------------------------------- worst_of
+
+
+def _record(kind: str, measured: float, **kw):
+    from analysis.ledger import Ledger
+
+    led = Ledger("w")
+    if kind == "identity":
+        led.identity("c", measured=measured, atol=1.0, source="s", why="w")
+    else:
+        led.bound(
+            "c", measured=measured, bound=kw.get("bound", 10.0), relation=kw.get("relation", "<="), source="s", why="w"
+        )
+    return led["c"]
+
+
+def test_worst_of_takes_the_record_furthest_from_holding():
+    from probes.replicates import worst_of
+
+    w = worst_of([_record("identity", x) for x in (0.1, -0.7, 0.3)])
+    assert w.measured == -0.7 and w.statement.endswith("(worst of 3 seeds)")
+    assert worst_of([_record("bound", x) for x in (2.0, 9.0, 4.0)]).measured == 9.0
+    assert worst_of([_record("bound", x, relation=">", bound=1.0) for x in (2.0, 9.0, 4.0)]).measured == 2.0
+    failing = worst_of([_record("bound", x) for x in (9.5, 12.0, 11.0)])
+    assert failing.measured == 12.0 and failing.status == "fail"
+    assert worst_of([_record("identity", x) for x in (0.1, math.nan, 3.0)]).outcome is None
+    one = _record("identity", 0.2)
+    assert worst_of([one]) is one
+    with pytest.raises(ValueError, match="one claim"):
+        worst_of([one, _record("bound", 1.0)])
+    with pytest.raises(ValueError, match="one record per replicate"):
+        worst_of([])
+
+
+# ---------------------------------------------------------------------- prompt forgetting
+
+
+@pytest.fixture(scope="module")
+def forgetting(tmp_path_factory):
+    mod = probes.get("prompt_forgetting")
+    root = tmp_path_factory.mktemp("pf")
+    base = mod.Config.preset("smoke")
+    reps = {L: replicated_run(mod, base.replace(layers=L), 2, cache_root=root, progress=False) for L in (1, 2, 3)}
+    reps["bias"] = replicated_run(mod, base.replace(logit_bias="cancel"), 2, cache_root=root, progress=False)
+    return mod, reps
+
+
+def test_forgetting_alpha_claims_take_the_seed_spread(forgetting):
+    mod, reps = forgetting
+    rep = reps[2]
+    alphas = [r.scalars["alpha"] for r in rep.results]
+    c = rep.ledger["alpha_matches_relay"]
+    assert c.measured == pytest.approx(float(np.mean(alphas)), rel=1e-12)
+    assert c.tolerance["policy"] == "t95" and c.tolerance["n"] == 2 and not c.tolerance.get("within_run")
+    assert "2 independent seeds" in c.why and "mean over 2 seeds" in c.statement
+    # one run alone keeps its bootstrap CI over prompt pairs
+    assert rep.main.ledger["alpha_matches_relay"].tolerance["policy"] == "ci95"
+    assert mod.check_claims_over(rep.results[:1]).to_dict() == mod.check_claims(rep.main).to_dict()
+
+
+def test_forgetting_bounds_over_seeds_are_the_worst_replicate(forgetting):
+    mod, reps = forgetting
+    rep = reps[2]
+    led = rep.ledger
+    worst_logit = max(r.scalars["max_logit"] for r in rep.results)
+    assert led["condition_dilution_regime"].measured == pytest.approx(worst_logit, rel=1e-12)
+    assert led["condition_prenorm_rms"].measured == pytest.approx(
+        min(r.scalars["min_prenorm_rms"] for r in rep.results), rel=1e-12
+    )
+    assert led["condition_dilution_regime"].statement.endswith("(worst of 2 seeds)")
+    # the regime triage of the alpha claim reads the worst replicate's condition
+    alpha = led["alpha_matches_relay"]
+    if alpha.status == "fail" and led["condition_dilution_regime"].status == "fail":
+        assert alpha.finding == {"kind": "regime", "claims": ["condition_dilution_regime"]}
+
+
+def test_forgetting_cross_run_claims_over_seeds(forgetting):
+    mod, reps = forgetting
+    stops = mod.bias_claims(reps[2], reps["bias"])["bias_stops_decay"]
+    biased = [r.scalars["alpha"] for r in reps["bias"].results]
+    assert stops.measured == pytest.approx(float(np.mean(biased)), rel=1e-12) and stops.tolerance["n"] == 2
+    assert stops.alternative["value"] == pytest.approx(float(np.mean([r.scalars["alpha"] for r in reps[2].results])))
+    slope = mod.depth_sweep_claims([reps[1], reps[2], reps[3]])["alpha_depth_slope_matches_relay"]
+    Ls = np.array([1.0, 2.0, 3.0])
+    w = (Ls - Ls.mean()) / ((Ls - Ls.mean()) ** 2).sum()
+    per_seed = [float(w @ [reps[L].results[j].scalars["alpha"] for L in (1, 2, 3)]) for j in range(2)]
+    assert slope.measured == pytest.approx(float(np.mean(per_seed)), rel=1e-12) and slope.tolerance["n"] == 2
+    # single results still give the one-model bands
+    single = mod.depth_sweep_claims([reps[L].main for L in (1, 2, 3)])["alpha_depth_slope_matches_relay"]
+    assert single.tolerance["within_run"]
+    with pytest.raises(ValueError, match="same seeds"):
+        mod.bias_claims(reps[2], reps["bias"].main)
+    with pytest.raises(ValueError, match="not a replicate"):
+        mod.check_claims_over((reps[2].main, reps[3].results[1]))
