@@ -112,7 +112,7 @@ RESULT_FILES = ("data.nc", "result.json")  # the files manifest.json hashes
 NETCDF_ENGINE = "netcdf4"
 # Option names the command line keeps for itself; no Config field may use them.
 RESERVED_FIELDS = frozenset(
-    {"preset", "json", "no_progress", "strict", "against_alternatives", "cache", "save", "help"}
+    {"preset", "json", "no_progress", "strict", "against_alternatives", "cache", "save", "help", "replicate_seeds"}
 )
 
 _MISSING = dataclasses.MISSING

@@ -6,7 +6,7 @@
     python -m probes show NAME                 # config fields (type, default, allowed values, help), presets
     python -m probes run NAME [--preset smoke|full] [--FIELD VALUE ...] [--model zoo|minilm|DIR]
                               [--json PATH|-] [--save DIR] [--cache] [--no-progress] [--strict]
-                              [--against-alternatives]
+                              [--against-alternatives] [--replicate-seeds N]
     python -m probes sweep NAME [--preset smoke|full] --grid FIELD=V1,V2,... [--grid ...] [--seeds 0-4]
                                 [--FIELD VALUE ...] --out PATH.nc [--scheduler local|none|tcp://HOST:PORT]
                                 [--workers N] [--no-progress]
@@ -18,7 +18,9 @@
 ``--field-name VALUE`` (underscores become dashes), runs the probe and prints a short summary (the
 scalars and the tally of its claims). Values: booleans ``true``/``false``; lists comma-separated
 (``--layers 0,1,3``; a list starting with a minus sign needs ``--values=-1,2``); ``none`` for a
-field that may be None.
+field that may be None. ``--replicate-seeds N`` runs the configuration at ``N`` independent seeds
+through the result cache and judges the claims over them (``probes.replicated_run``: the summary and JSON
+are the first seed's run with the ledger over all; probes that define ``check_claims_over`` only).
 
 ``--json -`` writes the result as JSON to stdout (nothing else goes there); ``--json PATH`` writes
 it to PATH atomically, into a folder that must exist (checked, like every output, before the probe is
@@ -77,6 +79,7 @@ An exception raised inside a probe's ``run`` is a bug and propagates with its tr
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import math
 import os
@@ -97,6 +100,7 @@ from analysis.paths import cache_dir, figures_dir
 from probes.base import (
     ModelIncompatibleError,
     ProbeConfig,
+    Result,
     cached_run,
     check_model_compat,
     description,
@@ -281,6 +285,11 @@ def _run_parser(module: Any, name: str) -> _Parser:
         action="store_true",
         help="re-judge every prediction against its alternative instead of its expected value",
     )
+    parser.add_argument(
+        "--replicate-seeds",
+        metavar="N",
+        help="run at N independent seeds (through the result cache) and judge the claims over them",
+    )
     group = parser.add_argument_group("config fields")
     for spec in module.Config.field_specs():
         group.add_argument(
@@ -393,6 +402,34 @@ def _check_outputs_early(command: str, args: list[str]) -> None:
                 _check_writable(path.parent, option)
 
 
+def _replicate_seeds(module: Any, name: str, ns: argparse.Namespace) -> int | None:
+    """``--replicate-seeds N`` checked against the other options (UsageError), or None when not given."""
+    if ns.replicate_seeds is None:
+        return None
+    try:
+        n = int(ns.replicate_seeds)
+    except ValueError:
+        n = 0
+    if n < 1 or str(n) != ns.replicate_seeds.strip():
+        raise UsageError(f"--replicate-seeds must be an integer >= 1, got {ns.replicate_seeds!r}")
+    if not callable(getattr(module, "check_claims_over", None)):
+        raise UsageError(f"--replicate-seeds: probe {name} judges no replicates (it has no check_claims_over)")
+    if ns.model != "zoo":
+        raise UsageError("--replicate-seeds runs the probe's own models at new seeds; it cannot take --model")
+    if ns.save:
+        raise UsageError("--replicate-seeds: --save writes one run's folder; the replicates are in the result cache")
+    return n
+
+
+def _replicated(module: Any, config: ProbeConfig, n: int, progress: bool) -> Result:
+    """The first seed's result carrying the ledger judged over ``n`` replicates (``meta["replicate_seeds"]``)."""
+    rep = probes.replicated_run(module, config, n, progress=progress)
+    result = copy.copy(rep.main)
+    result.meta = {**rep.main.meta, "replicate_seeds": rep.seeds}
+    result.ledger = rep.ledger
+    return result
+
+
 def _run(module: Any, name: str, args: list[str]) -> int:
     try:
         config, ns = parse_config(module, name, args)
@@ -407,8 +444,15 @@ def _run(module: Any, name: str, args: list[str]) -> int:
         _check_file_output(Path(ns.json), "--json")
     if ns.save:
         _check_writable(Path(ns.save).parent, "--save")
+    n_seeds = _replicate_seeds(module, name, ns)
     model = None if ns.model == "zoo" else _load_model(module, name, ns)
-    if ns.cache:
+    if n_seeds is not None:
+        try:
+            result = _replicated(module, config, n_seeds, progress)
+        except OSError as e:  # a read-only or full cache, as for --cache
+            print(f"probes: error: --replicate-seeds: {' '.join(str(e).split())}", file=sys.stderr)
+            return 1
+    elif ns.cache:
         try:
             result = cached_run(module, config, progress=progress)
         except OSError as e:  # a read-only or full cache: refused before computing, or the entry not written
@@ -427,12 +471,17 @@ def _run(module: Any, name: str, args: list[str]) -> int:
         result.save(ns.save)
     if ns.against_alternatives:
         result.ledger = result.ledger.against_alternatives()
+    payload = result.to_json_dict()
+    if n_seeds is not None:  # the ledger's seeds: replicate 0 is the run shown
+        payload["replicate_seeds"] = result.meta["replicate_seeds"]
     if ns.json == "-":
-        sys.stdout.write(json.dumps(result.to_json_dict(), indent=2, allow_nan=False) + "\n")
+        sys.stdout.write(json.dumps(payload, indent=2, allow_nan=False) + "\n")
     else:
         if ns.json:
-            atomic_write_json(ns.json, result.to_json_dict())
+            atomic_write_json(ns.json, payload)
         print(result.summary())
+        if n_seeds is not None:
+            print(f"claims judged over {n_seeds} independent seeds: {result.meta['replicate_seeds']}")
         if ns.json:
             print(f"wrote {ns.json}")
     broken, failed = result.ledger.broken, result.ledger.failed

@@ -289,3 +289,55 @@ def test_forgetting_cross_run_claims_over_seeds(forgetting):
         mod.bias_claims(reps[2], reps["bias"].main)
     with pytest.raises(ValueError, match="not a replicate"):
         mod.check_claims_over((reps[2].main, reps[3].results[1]))
+
+
+# ---------------------------------------------------------------------- the command line
+
+
+def test_run_with_replicate_seeds_judges_over_them(fake, tmp_path, capsys):
+    import json
+
+    from probes import cli
+
+    rc = cli.main(["run", "repfake", "--preset", "smoke", "--replicate-seeds", "3", "--json", "-", "--no-progress"])
+    out = capsys.readouterr().out
+    assert rc == 0
+    d = json.loads(out)
+    assert d["replicate_seeds"] == replicate_seeds(0, 3)
+    [check] = d["checks"]
+    means = [
+        probes.cached_run("repfake", fake.Config.preset("smoke", seed=s)).scalars["mean"] for s in replicate_seeds(0, 3)
+    ]
+    assert check["measured"] == pytest.approx(float(np.mean(means)), rel=1e-12)
+    assert sorted(runs_logged(tmp_path)) == sorted(replicate_seeds(0, 3))  # each seed ran once, into the cache
+    rc = cli.main(["run", "repfake", "--preset", "smoke", "--replicate-seeds", "3", "--no-progress"])
+    assert rc == 0 and "claims judged over 3 independent seeds" in capsys.readouterr().out
+    assert len(runs_logged(tmp_path)) == 3
+
+
+@pytest.mark.parametrize(
+    "extra, needle",
+    [
+        (["--replicate-seeds", "0"], "must be an integer >= 1, got '0'"),
+        (["--replicate-seeds", "two"], "must be an integer >= 1"),
+        (["--replicate-seeds", "2.5"], "must be an integer >= 1"),
+        (["--replicate-seeds", "2", "--save", "SAVE"], "--save writes one run's folder"),
+        (["--replicate-seeds", "2", "--model", "minilm"], "cannot take --model"),
+    ],
+)
+def test_replicate_seeds_bad_input_exits_2_with_one_line(fake, tmp_path, capsys, extra, needle):
+    from probes import cli
+
+    extra = [str(tmp_path / "res") if a == "SAVE" else a for a in extra]
+    rc = cli.main(["run", "repfake", "--preset", "smoke", *extra])
+    err = capsys.readouterr().err
+    assert rc == 2 and len(err.strip().splitlines()) == 1 and needle in err
+    assert runs_logged(tmp_path) == []
+
+
+def test_replicate_seeds_needs_a_probe_that_judges_replicates(capsys):
+    from probes import cli
+
+    rc = cli.main(["run", "icl_gd", "--preset", "smoke", "--replicate-seeds", "2"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "icl_gd judges no replicates" in err and len(err.strip().splitlines()) == 1
