@@ -217,6 +217,10 @@ def weight_seeds(seed: int, n: int) -> list[int]:
     return replicate_seeds(seed, n)
 
 
+# independent replicates of every untrained design in notebook 03 (probes.replicated_run; untrained runs take
+# seconds); a trained model stays at its one seed (TRAINED_ONE_SEED)
+REPLICATES = {"smoke": 2, "full": 5}
+
 # one weight seed per trained model: what a trained claim's band cannot include (the figure pipeline's cost)
 TRAINED_ONE_SEED = (
     "one weight seed per trained model: compute (training takes about 57 s at L = 2 to 215 s at L = 8 for 2000 "

@@ -24,12 +24,13 @@ interrupted set resumes where it stopped and a warm rerun computes nothing.
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any
 
-from analysis.evidence import replicate_seed
+from analysis.evidence import mean_se, replicate_seed, t_multiple
 from analysis.ledger import Claim, Ledger
 from analysis.progress import bar
 from analysis.validation import check_int
@@ -87,6 +88,15 @@ class Replicates:
     def inputs(self, tag: str) -> dict[str, str]:
         """``{"<tag> seed <s>": cache key}`` for every replicate: a figure's ``inputs`` provenance."""
         return {f"{tag} seed {s}": k for s, k in zip(self.seeds, self.keys, strict=True)}
+
+    def spread(self, scalar: str) -> tuple[float, float]:
+        """``(mean, half-width)`` of the scalar ``scalar`` over the replicates: the seed mean and its 95% t
+        interval's half-width (:mod:`analysis.evidence`; nan with one replicate), what a figure draws beside
+        replicate 0's within-run interval."""
+        if scalar not in self.main.scalars:
+            raise ValueError(f"scalar must be one of the result's scalars {sorted(self.main.scalars)}, got {scalar!r}")
+        m = mean_se(float(r.scalars[scalar]) for r in self.results)
+        return m.mean, (t_multiple(m.dof) * m.se if m.n > 1 else math.nan)
 
     @cached_property
     def ledger(self) -> Ledger:

@@ -105,6 +105,18 @@ def test_band_is_the_spread_over_seeds(fake, tmp_path):
     assert single.tolerance["within_run"] and single.tolerance["n"] is None
 
 
+def test_spread_is_the_seed_mean_and_its_t_interval(fake):
+    rep = replicated_run("repfake", fake.Config.preset("smoke"), 4, progress=False)
+    values = [r.scalars["mean"] for r in rep.results]
+    mean, half = rep.spread("mean")
+    assert mean == pytest.approx(np.mean(values), rel=1e-12)
+    assert half == pytest.approx(t_multiple(3) * np.std(values, ddof=1) / 2, rel=1e-12)
+    one = replicated_run("repfake", fake.Config.preset("smoke"), 1, progress=False)
+    assert one.spread("mean")[0] == one.scalars["mean"] and math.isnan(one.spread("mean")[1])
+    with pytest.raises(ValueError, match="^scalar must be one of"):
+        rep.spread("alpha")
+
+
 def test_warm_rerun_computes_nothing_and_an_interrupted_set_resumes(fake, tmp_path):
     cfg = fake.Config.preset("smoke")
     probes.cached_run("repfake", cfg.replace(seed=replicate_seeds(0, 3)[1]), progress=False)  # one done earlier
