@@ -19,6 +19,13 @@ A fixed ``k = 2`` covers about 82% at 3 seeds; the t multiple covers 95% at ever
 prediction still fails one time in twenty: :func:`chance_fails` is how many fails the ledger's evaluated
 predictions would give by chance alone, and the headline states it.
 
+**Worst of a family.** A claim that a law holds in every one of ``m`` cases (each depth, each loop, each
+layer), recorded at the case nearest to failing, would fail by chance in ``1 - 0.95^m`` of its trials at
+the per-case 95%: up to 23% at five cases. Such a claim states its family (``family=m`` in
+:meth:`analysis.ledger.Ledger.predict` and ``direction``) and its band takes the Sidak per-case coverage
+``0.95^(1/m)`` (:func:`family_coverage`), so the family as a whole keeps the one coverage and counts once
+among the chance fails.
+
 **Replicate seeds.** Replicate ``i`` of a run with ``--seed s`` uses :func:`replicate_seed` ``(s, i)``:
 replicate 0 is ``s`` itself (so a probe's first model keeps its key) and replicate ``i >= 1`` is a
 hash of ``(s, i)`` into ``[2**24, 2**30)``. Seeds a user types are small, so two runs with different
@@ -78,6 +85,16 @@ def t_multiple(dof: float, coverage: float = COVERAGE) -> float:
         raise ValueError(f"coverage must be in (0, 1), got {coverage!r}")
     q = 0.5 + coverage / 2
     return float(stats.norm.ppf(q)) if math.isinf(dof) else float(stats.t.ppf(q, dof))
+
+
+def family_coverage(family: int, coverage: float = COVERAGE) -> float:
+    """The per-case coverage ``coverage^(1/family)`` (Sidak) at which ``family`` independent cases all keep
+    their bands with probability ``coverage``: the band of a claim recorded at the worst of ``family`` cases."""
+    if isinstance(family, bool) or not isinstance(family, int | np.integer) or family < 1:
+        raise ValueError(
+            f"family must be an integer >= 1 (the number of cases the worst is taken over), got {family!r}"
+        )
+    return float(coverage ** (1.0 / int(family)))
 
 
 def mean_se(values: Iterable[float]) -> MeanSE:

@@ -309,6 +309,7 @@ class Ledger:
         ci: Any = None,
         coverage: float | None = None,
         within_run: str | None = None,
+        family: int | None = None,
         atol: float | None = None,
         rtol: float = 0.0,
         source: str,
@@ -337,6 +338,10 @@ class Ledger:
         * ``atol``/``rtol``: a criterion band (a stated tolerance that is not a measurement's uncertainty,
           e.g. "within 5%"); ``why`` says where it comes from.
 
+        ``family``: the claim is a law over ``family`` cases recorded at the one nearest to failing; its
+        band is then at the Sidak per-case coverage (:func:`analysis.evidence.family_coverage`) so that the
+        family keeps 95% (an SE band only: a given CI cannot be widened).
+
         ``alternative`` is the value the competing ``hypothesis`` predicts; the measurement is judged
         against it with the same uncertainty, and a claim consistent with both is ``inconclusive``.
         ``regime`` (claims of this ledger that measure the theorem's hypotheses) and ``scale`` (how the
@@ -347,6 +352,9 @@ class Ledger:
             raise ValueError(
                 "predict needs exactly one of replicates, se (with dof), ci (with coverage) or atol (a criterion)"
             )
+        if family is not None and (ci is not None or atol is not None):
+            raise ValueError("family needs an SE band (replicates, or se with dof): a CI or a criterion cannot widen")
+        why = _family_why(why, family)
         alt = _alternative(alternative, hypothesis)
         e = _as_finite_float("expected", expected)
         triage = _triage(name, regime, scale)
@@ -368,7 +376,7 @@ class Ledger:
             extra = {"policy": "criterion"}
             m = _as_measured(measured)
         else:
-            m, atol, extra = _t95_band(measured, replicates, se, dof, within_run, coverage)
+            m, atol, extra = _t95_band(measured, replicates, se, dof, within_run, coverage, family)
             rtol = 0.0
         return self.close(
             name,
@@ -421,6 +429,7 @@ class Ledger:
         ci: Any = None,
         coverage: float | None = None,
         within_run: str | None = None,
+        family: int | None = None,
         source: str,
         why: str,
         seed: str | None = None,
@@ -434,7 +443,8 @@ class Ledger:
     ) -> Claim:
         """A predicted sign: the measurement lies on the ``sign`` side (+1 above, -1 below) of the
         alternative (default 0, "no effect"), its 95% uncertainty excluding it. The uncertainty is given as
-        in :meth:`predict` (``replicates``, ``se`` with ``dof``, or ``ci`` with ``coverage``).
+        in :meth:`predict` (``replicates``, ``se`` with ``dof``, or ``ci`` with ``coverage``), and ``family``
+        as there (a sign in every one of ``family`` cases, recorded at the worst).
 
         Use it where theory fixes a direction but not a number (a slope's sign, a ratio above 1 with
         ``alternative=1``); where it fixes a number, use :meth:`predict`.
@@ -446,7 +456,10 @@ class Ledger:
         alt = _alternative(alternative, hypothesis)
         a = alt["value"]
         triage = _triage(name, regime, scale)
+        why = _family_why(why, family)
         if ci is not None:
+            if family is not None:
+                raise ValueError("family needs an SE band (replicates, or se with dof): a CI cannot widen")
             m = _as_measured(measured)
             lo, hi = _ci(ci)
             _check_coverage(coverage)
@@ -458,7 +471,7 @@ class Ledger:
             }
             consistent = lo <= a <= hi
         else:
-            m, near, tol = _t95_band(measured, replicates, se, dof, within_run, coverage)
+            m, near, tol = _t95_band(measured, replicates, se, dof, within_run, coverage, family)
             consistent = _finite(m) and abs(m - a) <= near
         tol["within_run"] = _within_run(within_run)
         ok = _finite(m) and math.isfinite(near) and near >= 0
@@ -1386,19 +1399,33 @@ def _band_inputs(measured, replicates, se, dof, within_run, coverage) -> tuple:
     return _as_measured(measured), _to_float("se", se), dof_f, n
 
 
-def _t95_band(measured, replicates, se, dof, within_run, coverage) -> tuple[float | None, float, dict[str, Any]]:
-    """``(measured, half-width, tolerance record)`` of the policy's t band (nan half-width when unmeasured)."""
+def _t95_band(
+    measured, replicates, se, dof, within_run, coverage, family=None
+) -> tuple[float | None, float, dict[str, Any]]:
+    """``(measured, half-width, tolerance record)`` of the policy's t band (nan half-width when unmeasured);
+    with ``family`` at the Sidak per-case coverage."""
     m, se_f, dof_f, n = _band_inputs(measured, replicates, se, dof, within_run, coverage)
-    k = _t_or_nan(dof_f)
+    per_case = COVERAGE if family is None else evidence.family_coverage(family)
+    k = _t_or_nan(dof_f, per_case)
     half = k * se_f if math.isfinite(se_f) and se_f >= 0 and math.isfinite(k) else math.nan
     tol = {"policy": "t95", "coverage": COVERAGE, "k": _float_to_json(k), "se": _float_to_json(se_f)}
     tol.update(dof=_dof_json(dof_f), n=n, within_run=_within_run(within_run))
+    if family is not None:
+        tol.update(family=int(family), coverage_per_case=per_case)
     return m, half, tol
 
 
-def _t_or_nan(dof: float) -> float:
+def _family_why(why: str, family: Any) -> str:
+    """``why`` with the Sidak note of a worst-of-``family`` band (``family`` validated here)."""
+    if family is None:
+        return why
+    per_case = evidence.family_coverage(family)
+    return f"{why}; recorded at the worst of {int(family)} cases: Sidak per-case coverage {per_case:.4f}, 95% for all"
+
+
+def _t_or_nan(dof: float, coverage: float = COVERAGE) -> float:
     """The policy's t multiple; nan below one degree of freedom (one replicate: the claim is unmeasured)."""
-    return evidence.t_multiple(dof) if dof >= 1 else math.nan
+    return evidence.t_multiple(dof, coverage) if dof >= 1 else math.nan
 
 
 def _dof_json(dof: float) -> float | str:

@@ -328,6 +328,7 @@ def entropy_claims(
             led.predict(
                 claim,
                 replicates=per_init[:, worst],
+                family=len(layer),
                 why=f"95% t band over {len(entry)} independent initialisations (replicate seeds of the weights and "
                 f"the text), each one's mean over its {n_heads} heads of the worst layer's per-head ratio",
                 statement=f"{name}: entropy deficit ln n - H at n = {n_top} over the Gaussian theory's is 1 "
@@ -342,6 +343,7 @@ def entropy_claims(
                 measured=float(mean[worst]),
                 se=float(se[worst]),
                 dof=n_heads - 1,
+                family=len(mean),
                 within_run=f"{name} is one pretrained network, its weights fixed: the ratio is a property of those "
                 "weights; its heads are the draws",
                 why=f"95% t band of the SE of the per-head ratio over the {n_heads} heads of the worst layer (dof "

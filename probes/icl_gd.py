@@ -1661,6 +1661,12 @@ def _worst(z: np.ndarray) -> int | None:
     return int(np.flatnonzero(ok)[np.argmax(z[ok])]) if ok.any() else None
 
 
+def _family(z: np.ndarray) -> int:
+    """How many cases a worst-of claim over ``z`` was chosen among (its Sidak family, at least 1):
+    ``family=`` in :meth:`analysis.ledger.Ledger.predict`."""
+    return max(int(np.isfinite(z).sum()), 1)
+
+
 def _seed_z(v: np.ndarray) -> np.ndarray:
     """Mean over replicate seeds (the last axis) in units of its SE, per case (NaN below two seeds)."""
     flat = v.reshape(-1, v.shape[-1])
@@ -1984,11 +1990,13 @@ def claims_depth(led: Ledger, ds: xr.Dataset, s: dict, cfg: Config) -> None:
     if not _seeds_ok(led, names, n, "depth", src):
         return
     e = ds["excess_over_gd_perstep_seeds"].values  # (K, depth_seed)
-    i = _worst(np.where(deep, _seed_z(e), np.nan))
+    z = np.where(deep, _seed_z(e), np.nan)
+    i = _worst(z)
     if i is not None:
         led.direction(
             "depth_beats_plain_gd",
             replicates=e[i],
+            family=_family(z),
             sign=-1,
             alternative=0.0,
             hypothesis="the stack implements plain K-step GD (von Oswald's construction, best per-step rates)",
@@ -2000,11 +2008,13 @@ def claims_depth(led: Ledger, ds: xr.Dataset, s: dict, cfg: Config) -> None:
             f"(worst depth, K = {Ks[i]}; {n} seeds, mean)",
         )
     e_pp = ds["excess_over_gdpp_seeds"].values
-    i = _worst(np.where(deep, np.abs(_seed_z(e_pp)), np.nan))
+    z = np.where(deep, np.abs(_seed_z(e_pp)), np.nan)
+    i = _worst(z)
     if i is not None:
         led.predict(
             "depth_matches_gdpp",
             replicates=e_pp[i],
+            family=_family(z),
             expected=0.0,
             alternative=float(ds["loss_gd_perstep"].values[i] - ds["loss_gdpp"].values[i]),
             hypothesis="the stack is plain K-step GD: its loss exceeds GD++'s by loss(GD per-step) - loss(GD++)",
@@ -2016,11 +2026,13 @@ def claims_depth(led: Ledger, ds: xr.Dataset, s: dict, cfg: Config) -> None:
             f"(worst depth, K = {Ks[i]}; {n} seeds, mean)",
         )
     dK = ds["depth_diff_prev_seeds"].values
-    i = _worst(_seed_z(dK))
+    z = _seed_z(dK)
+    i = _worst(z)
     if i is not None:
         led.direction(
             "depth_loss_falls_with_K",
             replicates=dK[i],
+            family=_family(z),
             sign=-1,
             alternative=0.0,
             hypothesis="an extra layer does not lower the in-context loss",
@@ -2045,13 +2057,15 @@ def claims_ridge(led: Ledger, ds: xr.Dataset, s: dict, cfg: Config) -> None:
         # SE gets a floor of 1e-9 E y^2 (pinv's relative error is ~ eps cond(X)^2, cond(X) < 1e3 here)
         se = ds["loss_ridge_rb_k_se"].values + 1e-9 * float(np.trace(Sigma))
         m, e = ds["loss_ridge_rb_k"].values, ds["loss_ridge_theory_k"].values
-        j = _worst(np.where(ex, np.abs(m - e) / se, np.nan))
+        z = np.where(ex, np.abs(m - e) / se, np.nan)
+        j = _worst(z)
         led.predict(
             "ridge_bayes_vs_k_exact",
             measured=float(m[j]),
             expected=float(e[j]),
             se=float(se[j]),
             dof=math.inf,
+            family=_family(z),
             within_run="no model: Bayes ridge is a fixed function of the drawn contexts, its Rao-Blackwellised Monte "
             "Carlo SE over them the whole uncertainty",
             alternative=float(np.trace(Sigma)) + cfg.noise**2,
@@ -2097,11 +2111,13 @@ def claims_garg(led: Ledger, ds: xr.Dataset, s: dict, cfg: Config) -> None:
     n = int(ds.sizes["garg_seed"])
     diff = ds["garg_diff_best_simple_seeds"].values  # (garg_k, garg_seed)
     if _seeds_ok(led, ["garg_beats_averaging_knn"], n, "garg", src):
-        i = _worst(np.where(kg >= cfg.garg_d, _seed_z(diff), np.nan))
+        z = np.where(kg >= cfg.garg_d, _seed_z(diff), np.nan)
+        i = _worst(z)
         if i is not None:
             led.direction(
                 "garg_beats_averaging_knn",
                 replicates=diff[i],
+                family=_family(z),
                 sign=-1,
                 alternative=0.0,
                 hypothesis="the transformer is no better than the better of averaging and 3-NN",
@@ -2196,12 +2212,14 @@ def claims_looped(led: Ledger, ds: xr.Dataset, s: dict, cfg: Config) -> None:
             f"squared weight error of T steps of GD with the step matrix read off their weights (replicate 0: "
             f"tr/d = {eta:.3g})",
         )
-        i = _worst(np.abs(_seed_z(v["looped_diff_gdpp"][:, :T].T)))
+        z = np.abs(_seed_z(v["looped_diff_gdpp"][:, :T].T))
+        i = _worst(z)
         i = T - 1 if i is None else i  # a replicate diverged (NaN): the claim fails as unmeasured
         err_pp = float(np.mean(v["looped_err_gdpp"][:, i]))
         led.predict(
             gdpp,
             replicates=err_pp + v["looped_diff_gdpp"][:, i],
+            family=_family(z),
             expected=err_pp,
             alternative=float(np.mean(v["looped_err_gd"][:, i])),
             hypothesis="plain (preconditioned) GD at the fitted step: the same weights without their input writes",
@@ -2215,12 +2233,14 @@ def claims_looped(led: Ledger, ds: xr.Dataset, s: dict, cfg: Config) -> None:
             f"error of weight-tied GD++ read off their weights' structured blocks (worst k = {i + 1})",
         )
         nd = v["looped_next_diff"]
-        i = _worst(_seed_z(nd.T))
+        z = _seed_z(nd.T)
+        i = _worst(z)
         if cfg.looped_eval_loops > 1:  # a change from loop k to k + 1 exists
             i = 0 if i is None else i  # a replicate diverged (NaN): the claim fails as unmeasured
             led.direction(
                 f"looped_{law}_error_falls_every_loop",
                 replicates=nd[:, i],
+                family=_family(z),
                 sign=-1,
                 alternative=0.0,
                 hypothesis="an extra loop does not lower the weight error (no gain past one step, or past the "

@@ -34,6 +34,60 @@ def test_t_multiple_normal_limit_and_bad_dof():
             t_multiple(bad)
 
 
+@pytest.mark.parametrize("m", [1, 3, 6])
+def test_worst_of_a_family_keeps_95_percent_with_the_sidak_band(m):
+    """A law true in each of m independent cases, each measured at 5 seeds and recorded at the case nearest to
+    failing: the per-case 95% band fails 1 - 0.95^m of the time (26% at 6); the family's Sidak band 5%."""
+    rng = np.random.default_rng(100 + m)
+    x = rng.normal(0.0, 1.0, size=(20_000, m, 5))
+    z = np.abs(x.mean(-1)) / (x.std(-1, ddof=1) / math.sqrt(5))
+    worst = z.max(-1)
+    fails_nominal = float(np.mean(worst > t_multiple(4)))
+    fails_family = float(np.mean(worst > t_multiple(4, evidence.family_coverage(m))))
+    assert abs(fails_nominal - (1 - COVERAGE**m)) < 0.01
+    assert abs(fails_family - (1 - COVERAGE)) < 0.006  # binomial SE of 20 000 trials is 0.0015
+
+
+def test_family_claim_records_its_sidak_band_and_rejects_what_cannot_widen():
+    led = Ledger("ctx", preset="smoke")
+    common = dict(expected=0.0, alternative=5.0, hypothesis="far", source="s", why="band")
+    reps = [0.1, -0.2, 0.05, 0.3, -0.1]
+    c = led.predict("worst_case", replicates=reps, family=4, **common)
+    m = mean_se(reps)
+    k = t_multiple(4, 0.95**0.25)
+    assert c.tolerance["family"] == 4 and c.tolerance["coverage_per_case"] == pytest.approx(0.95**0.25)
+    assert c.tolerance["k"] == pytest.approx(k) and c.tolerance["atol"] == pytest.approx(k * m.se)
+    assert c.tolerance["coverage"] == COVERAGE and "worst of 4 cases" in c.why and "Sidak" in c.why
+    assert verdict_function(c)(0.99 * k * m.se) == "pass"  # re-judged with its own wider band, about 0
+    assert verdict_function(c)(1.01 * k * m.se) == "fail"
+    d = led.direction(
+        "worst_sign", replicates=[1.0, 1.2, 0.9], sign=+1, family=3, hypothesis="none", source="s", why="band"
+    )
+    assert d.tolerance["k"] == pytest.approx(t_multiple(2, 0.95 ** (1 / 3))) and d.tolerance["family"] == 3
+    one = led.predict("one_case", replicates=reps, family=1, **common)
+    assert one.tolerance["k"] == pytest.approx(t_multiple(4))
+    for bad in (0, -2, 2.5, True, "3"):
+        with pytest.raises(ValueError, match="^family must be an integer >= 1"):
+            led.predict("bad", replicates=reps, family=bad, **common)
+    with pytest.raises(ValueError, match="family needs an SE band"):
+        led.predict("bad", measured=0.1, ci=(-0.1, 0.3), coverage=0.95, within_run="model fixed", family=3, **common)
+    with pytest.raises(ValueError, match="family needs an SE band"):
+        led.predict("bad", measured=0.1, atol=0.5, family=3, **common)
+    with pytest.raises(ValueError, match="family needs an SE band"):
+        led.direction(
+            "bad",
+            measured=0.5,
+            ci=(0.1, 0.9),
+            coverage=0.95,
+            within_run="fixed",
+            sign=1,
+            family=2,
+            hypothesis="none",
+            source="s",
+            why="band",
+        )
+
+
 def test_mean_se_of_replicates():
     r = mean_se([1.0, 2.0, 4.0])
     assert r.mean == pytest.approx(7 / 3) and r.n == 3 and r.dof == 2

@@ -228,8 +228,42 @@ def test_smoke_result_fields_and_ledger(smoke):
         assert status[name] != "not_evaluated", name  # evaluated (whatever the outcome) under smoke
     # noiseless uniform inputs: the ridge (least-squares) curve has an exact closed form at every k
     assert bool(ds["ridge_theory_exact_k"].values.all())
+    assert smoke.ledger["ridge_bayes_vs_k_exact"].tolerance["family"] == ds.sizes["k"]  # the worst of every k
     assert ds["gamma_gdpp"].dims == ("K", "layer") and ds["gamma_gdpp"].values[0, 0] == 0.0  # K = 1: no gamma
     assert np.isfinite(ds["loss_gdpp"].values).all() and np.isfinite(ds["cos_gdpp"].values).all()
+
+
+def test_worst_depth_claims_take_the_family_band():
+    """Each depth claim is recorded at the depth nearest to failing, with the Sidak band of the depths it was
+    chosen among: K = 2..4 for the comparisons with GD (K = 1 is one GD step), three steps for the loss falling."""
+    import xarray as xr
+
+    from analysis.ledger import Ledger
+
+    rng = np.random.default_rng(3)
+    Ks, n = np.array([1, 2, 3, 4]), 5
+    noise = 0.05 * rng.standard_normal(n)  # one spread for every depth: the mean alone orders them
+    e = np.array([-0.5, -0.5, -0.1, -0.4])[:, None] + noise  # K = 3 is the nearest to failing
+    dK = -0.3 + 0.05 * rng.standard_normal((4, n))
+    dK[0] = np.nan  # no shallower stack before K = 1
+    ds = xr.Dataset(
+        {
+            "excess_over_gd_perstep_seeds": (("K", "depth_seed"), e),
+            "excess_over_gdpp_seeds": (("K", "depth_seed"), 0.01 * rng.standard_normal((4, n))),
+            "depth_diff_prev_seeds": (("K", "depth_seed"), dK),
+            "loss_gd_perstep": ("K", np.full(4, 1.0)),
+            "loss_gdpp": ("K", np.full(4, 0.5)),
+        },
+        coords={"K": Ks},
+    )
+    led = Ledger(P.NAME, preset="full")
+    P.claims_depth(led, ds, {}, P.Config.preset("full"))
+    c = led["depth_beats_plain_gd"]
+    assert c.tolerance["family"] == 3 and "K = 3" in c.statement and "worst of 3 cases" in c.why
+    assert c.measured == pytest.approx(e[2].mean())
+    assert c.tolerance["k"] == pytest.approx(t_multiple(n - 1, 0.95 ** (1 / 3)))
+    assert led["depth_matches_gdpp"].tolerance["family"] == 3
+    assert led["depth_loss_falls_with_K"].tolerance["family"] == 3
 
 
 def test_smoke_interleaved_curves(smoke):
