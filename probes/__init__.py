@@ -25,7 +25,9 @@ Typical use::
 ``probes.replicated_run(name, config, n)`` runs one configuration at ``n`` independent seeds and judges
 the probe's claims over them (:mod:`probes.replicates`). ``probes.sweep`` runs one probe over a grid of config
 values, serially or on a Dask cluster (see
-:mod:`probes.sweep`); ``probes.sweep_results`` gives back the points' Results.
+:mod:`probes.sweep`); ``probes.sweep_results`` gives back the points' Results. ``probes.run_study(name, study,
+preset, params)`` runs a probe's declared study, the exact experiment behind a figure (its ``STUDIES``;
+:mod:`probes.studies`; ``python -m probes study NAME``).
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ from probes.base import (
 )
 from probes.registry import available
 from probes.replicates import Replicates, replicated_run
+from probes.studies import Study, run_study, study_configs
 from probes.sweep import sweep, sweep_results
 
 __all__ = [
@@ -59,6 +62,7 @@ __all__ = [
     "ProbeConfig",
     "Replicates",
     "Result",
+    "Study",
     "available",
     "cache_key",
     "cached_run",
@@ -70,7 +74,9 @@ __all__ = [
     "register",
     "replicated_run",
     "run_probe",
+    "run_study",
     "sweep",
+    "study_configs",
     "sweep_results",
     "unregister",
     "validate_probe",

@@ -10,6 +10,9 @@
     python -m probes sweep NAME [--preset smoke|full] --grid FIELD=V1,V2,... [--grid ...] [--seeds 0-4]
                                 [--FIELD VALUE ...] --out PATH.nc [--scheduler local|none|tcp://HOST:PORT]
                                 [--workers N] [--no-progress]
+    python -m probes study NAME [STUDY]        # a declared study: the exact experiment behind a figure
+                              [--preset smoke|full] [--PARAM VALUE ...] [--json PATH|-]
+                              [--scheduler none|local|tcp://HOST:PORT] [--workers N] [--no-progress]
     python -m probes cache ls                  # every cache entry: kind, key, probe/model, size, age
     python -m probes cache size                # entries and bytes per kind, and the total
     python -m probes cache prune [--older-than DAYS] [--keep-figures]
@@ -130,6 +133,7 @@ USAGE = (
     "[--against-alternatives]\n"
     "       python -m probes sweep NAME [--preset smoke|full] --grid FIELD=V1,V2,... [--seeds 0-4] "
     "[--FIELD VALUE ...] --out PATH.nc [--scheduler local|none|tcp://HOST:PORT] [--workers N]\n"
+    "       python -m probes study NAME [STUDY [--preset smoke|full] [--PARAM VALUE ...] [--json PATH|-]]\n"
     "       python -m probes cache ls|size|prune [--older-than DAYS] [--keep-figures]"
 )
 
@@ -172,8 +176,8 @@ def _dispatch(args: list[str]) -> int:
         print(__doc__)
         return 0
     command, rest = args[0], args[1:]
-    if command not in ("list", "show", "run", "sweep", "cache"):
-        raise UsageError(f"unknown command {command!r}; allowed: list, show, run, sweep, cache")
+    if command not in ("list", "show", "run", "sweep", "study", "cache"):
+        raise UsageError(f"unknown command {command!r}; allowed: list, show, run, sweep, study, cache")
     if command == "cache":
         return _cache(rest)
     if command == "list":
@@ -184,9 +188,11 @@ def _dispatch(args: list[str]) -> int:
         available = ", ".join(probes.available()) or "(none yet)"
         raise UsageError(f"{command} needs a probe name; available: {available}")
     name, rest = rest[0], rest[1:]
-    if command in ("run", "sweep"):
+    if command in ("run", "sweep", "study"):
         _check_outputs_early(command, rest)
     module = _get(name)
+    if command == "study":
+        return _study(module, name, rest)
     if command == "show":
         if rest:
             raise UsageError(f"show takes one probe name, got extra {' '.join(rest)}")
@@ -194,6 +200,25 @@ def _dispatch(args: list[str]) -> int:
     if command == "sweep":  # dask is imported only when a sweep runs on a cluster
         return _sweep(module, name, rest)
     return _run(module, name, rest)
+
+
+def _study(module: Any, name: str, args: list[str]) -> int:
+    """``python -m probes study NAME [STUDY ...]`` (:mod:`probes.studies`): everything is validated and
+    every point's config built before a run starts (exit 2, one line)."""
+    from probes import studies
+
+    try:
+        parsed = studies.parse_study_args(module, name, args)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    if isinstance(parsed, str):
+        print(parsed)
+        return 0
+    if parsed["scheduler"] not in ("none", "local") and not re.fullmatch(
+        r"(tcp|tls)://[^\s/]+:\d+/?", parsed["scheduler"]
+    ):
+        raise UsageError(f"--scheduler must be none, local or tcp://HOST:PORT, got {parsed['scheduler']!r}")
+    return studies.study_command(parsed)
 
 
 def _get(name: str) -> Any:
@@ -372,7 +397,7 @@ def _check_file_output(path: Path, option: str) -> None:
 
 
 # the output options of run and sweep: a file in an existing folder, or a folder created under a writable one
-_OUTPUTS = {"run": {"--json": "file", "--save": "folder"}, "sweep": {"--out": "file"}}
+_OUTPUTS = {"run": {"--json": "file", "--save": "folder"}, "sweep": {"--out": "file"}, "study": {"--json": "file"}}
 
 
 def _option_values(args: list[str], option: str) -> list[str]:

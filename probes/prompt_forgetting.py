@@ -78,6 +78,7 @@ from analysis.theory import prompt_forgetting as th
 from analysis.train import derived_seed, evaluate, probe_lm_train_config, train
 from probes.base import ModelIncompatibleError, ProbeConfig, Result, model_param, param
 from probes.replicates import worst_of
+from probes.studies import Study
 
 NAME = "prompt_forgetting"
 DESCRIPTION = "Prompt-forgetting exponent: offset of two prompts' hidden states under one continuation vs t."
@@ -1606,3 +1607,55 @@ def relay_model_claims(prompt_len: int, t_max: int, preset: str) -> Ledger:
         statement="|Delta/asymptotic - 1| <= L (L + P)/t for L <= 4 (measured: max of the ratio of the two)",
     )
     return led
+
+
+# ---------------------------------------------------------------------- declared studies (probes.studies)
+
+
+def notebook_base(
+    preset: str,
+    seed: int = 0,
+    layers: int = 2,
+    d_model: int = 64,
+    heads: int = 2,
+    prompt_len: int = 16,
+    cont_len: int = 4096,
+    n_pairs: int = 6,
+) -> Config:
+    """The configuration every design of notebook 03 starts from; the parameters are its parameter cell.
+    The full preset takes them as given (fit from t = 64); smoke shrinks the continuation to 128 tokens,
+    the pairs to 2 and the width to 32 (fit from t = 24)."""
+    full = preset == "full"
+    return Config.preset(
+        preset,
+        layers=layers,
+        d_model=d_model if full else 32,
+        heads=heads,
+        prompt_len=prompt_len,
+        cont_len=cont_len if full else 128,
+        n_pairs=n_pairs if full else 2,
+        fit_lo=64.0 if full else 24.0,
+        seed=seed,
+    )
+
+
+DEPTH_LAW_LAYERS = {"smoke": (1, 2, 3), "full": (1, 2, 3, 4, 6, 8, 12)}
+
+
+def depth_law_grid(preset: str, base: Config) -> dict[str, tuple]:
+    """Depths x independent weight seeds (:func:`weight_seeds`, ``REPLICATES[preset]`` of them)."""
+    return {"layers": DEPTH_LAW_LAYERS[preset], "seed": tuple(weight_seeds(base.seed, REPLICATES[preset]))}
+
+
+STUDIES = {
+    "depth_law": Study(
+        name="depth_law",
+        description="alpha against depth over independent weight seeds, against the relay model over the same "
+        "window (untrained pre-LN softmax at the main continuation length; notebook 03 section 2)",
+        base=notebook_base,
+        grid=depth_law_grid,
+        combine=depth_law,
+        claims=depth_law_claims,
+        figure="pf_alpha_depth",
+    ),
+}

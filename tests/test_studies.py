@@ -1,0 +1,82 @@
+"""Declared studies (probes.studies): the experiment behind a figure, the same from a notebook and the command line."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import probes
+from analysis.paths import REPO
+from probes import prompt_forgetting as pf
+from probes.cli import main
+from probes.studies import get_study, run_study, studies, study_configs
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("WORKBENCH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("TQDM_DISABLE", "1")
+    return tmp_path / "cache"
+
+
+def test_depth_law_study_is_the_committed_figures_experiment():
+    """Golden: the declared study builds exactly the runs behind the committed pf_alpha_depth figure (the same
+    result-cache keys, so the same configs, seeds and draws), before and after the design left the notebook."""
+    sidecar = json.loads((REPO / "figures" / "pf_alpha_depth.json").read_text())
+    keys = [probes.cache_key(pf, c) for c in study_configs(pf, "depth_law", "full")]
+    assert len(keys) == len(set(keys)) == len(pf.DEPTH_LAW_LAYERS["full"]) * pf.REPLICATES["full"]
+    assert set(keys) == set(sidecar["inputs"].values())
+
+
+def test_study_configs_follow_the_parameters():
+    cfgs = study_configs(pf, "depth_law", "smoke", {"seed": 3, "prompt_len": 8})
+    assert [c.layers for c in cfgs] == [L for L in pf.DEPTH_LAW_LAYERS["smoke"] for _ in range(pf.REPLICATES["smoke"])]
+    assert sorted({c.seed for c in cfgs}) == sorted(pf.weight_seeds(3, pf.REPLICATES["smoke"]))
+    assert {c.prompt_len for c in cfgs} == {8} and {c.cont_len for c in cfgs} == {128}  # smoke's shorter T
+    assert cfgs[0] == pf.notebook_base("smoke", seed=3, prompt_len=8).replace(layers=1)
+
+
+def test_run_study_through_the_cache(cache):
+    res = run_study(pf, "depth_law", "smoke", progress=False)
+    assert len(res.results) == 6 and not any(res.from_cache)
+    law = pf.depth_law(list(res.results))
+    assert res.combined.equals(law)
+    expect = pf.depth_law_claims(law)
+    assert [(c.name, c.status, c.measured) for c in res.ledger.claims] == [
+        (c.name, c.status, c.measured) for c in expect.claims
+    ]
+    again = run_study(pf, "depth_law", "smoke", progress=False)
+    assert all(again.from_cache) and again.keys == res.keys
+
+
+def test_bad_input_names_the_parameter():
+    with pytest.raises(ValueError, match="^study must be one of probe prompt_forgetting's studies: depth_law"):
+        get_study(pf, "nope")
+    with pytest.raises(ValueError, match="parameter must be one of seed, layers"):
+        study_configs(pf, "depth_law", "smoke", {"widht": 3})
+    with pytest.raises(ValueError, match="^preset must be one of smoke, full"):
+        study_configs(pf, "depth_law", "medium")
+    assert studies("icl_gd") == {}  # a probe that declares none
+
+
+def test_command_line_lists_runs_and_refuses_bad_input(cache, tmp_path, capsys):
+    assert main(["study", "prompt_forgetting"]) == 0
+    assert "depth_law:" in capsys.readouterr().out
+    out = tmp_path / "law.json"
+    assert main(["study", "prompt_forgetting", "depth_law", "--preset", "smoke", "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "6 runs, 6 computed, 0 from cache" in text and "alpha_falls_with_depth" in text
+    payload = json.loads(out.read_text())
+    assert payload["study"] == "depth_law" and len(payload["keys"]) == 6
+    assert {c["name"] for c in payload["checks"]} >= {"alpha_falls_with_depth", "alpha_vs_relay_L2"}
+    for args, needle in (
+        (["nope"], "study must be one of"),
+        (["depth_law", "--seed", "x"], "--seed must be a int"),
+        (["depth_law", "--widht", "3"], "unknown option --widht"),
+        (["depth_law", "--json", str(tmp_path / "no" / "x.json")], "--json: cannot write"),
+        (["depth_law", "--scheduler", "udp://x"], "--scheduler must be"),
+    ):
+        assert main(["study", "prompt_forgetting", *args]) == 2
+        err = capsys.readouterr().err.strip()
+        assert needle in err and len(err.splitlines()) == 1, err
