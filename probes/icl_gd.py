@@ -2152,13 +2152,8 @@ SOURCE_LOOPED = (
 )
 
 
-def claims_looped(led: Ledger, ds: xr.Dataset, s: dict, cfg: Config) -> None:
-    """Chen et al. (003#50): the looped one-step-GD layer is exactly multi-step GD; a trained looped LSA's
-    squared weight error against loops, read against GD at the step fitted from its weights (the seed's
-    mechanism) and against weight-tied GD++ (the same weights with their input writes), and whether every
-    extra loop lowers it (also past the loops it was trained with)."""
-    if "looped_construction_ratio" not in ds:
-        return
+def _claim_looped_construction(led: Ledger, ds: xr.Dataset, s: dict, cfg: Config) -> None:
+    """The identity under Chen et al.'s claims: one GD layer looped k times is exactly k GD steps."""
     r = ds["looped_construction_ratio"].values
     led.identity(
         "looped_construction_equals_gd",
@@ -2172,6 +2167,16 @@ def claims_looped(led: Ledger, ds: xr.Dataset, s: dict, cfg: Config) -> None:
         statement=f"one GD layer (step {s['looped_eta_construction']:.3g}) applied k times by the zoo's weight tying "
         f"predicts exactly k GD steps, k = 1..{cfg.looped_eval_loops} (worst k)",
     )
+
+
+def claims_looped(led: Ledger, ds: xr.Dataset, s: dict, cfg: Config) -> None:
+    """Chen et al. (003#50): the looped one-step-GD layer is exactly multi-step GD; a trained looped LSA's
+    squared weight error against loops, read against GD at the step fitted from its weights (the seed's
+    mechanism) and against weight-tied GD++ (the same weights with their input writes), and whether every
+    extra loop lowers it (also past the loops it was trained with)."""
+    if "looped_construction_ratio" not in ds:
+        return
+    _claim_looped_construction(led, ds, s, cfg)
     T = cfg.looped_loops
     n = int(ds.sizes["looped_seed"])
     seeds_why = f"95% t band over {n} training seeds (n seeds: compute, about 20 s per seed)"
