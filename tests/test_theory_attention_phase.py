@@ -1,0 +1,108 @@
+"""Softmax attention at init as a random-energy model (analysis.theory.attention_phase): closed forms against
+Monte Carlo, limits and the logit mapping."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from analysis.theory import attention_phase as ap
+from analysis.theory.attention_entropy import gaussian_entropy_mc
+
+
+@pytest.mark.parametrize("n,s", [(2, 2.0), (8, 0.5), (64, 1.0), (256, 3.0), (1024, 5.0)])
+def test_participation_quadrature_matches_monte_carlo(n, s):
+    exact = ap.gaussian_participation_exact(n, s)
+    mean, se = ap.gaussian_participation_mc(n, s, 20_000, np.random.default_rng(n))
+    assert abs(exact - mean) < 4 * se, (exact, mean, se)
+
+
+def test_participation_edge_cases():
+    assert ap.gaussian_participation_exact(1, 3.0) == 1.0
+    assert ap.gaussian_participation_exact(50, 0.0) == pytest.approx(1 / 50)
+    # two keys: sum a^2 = (1 + tanh^2(D/2))/2 with D = x1 - x2 ~ N(0, 2 s^2), a 1-D Gaussian integral
+    z = np.linspace(-12, 12, 20001)
+    w = np.exp(-(z**2) / 2) / math.sqrt(2 * math.pi) * (z[1] - z[0])
+    s = 1.3
+    two = float(np.sum(w * (1 + np.tanh(math.sqrt(2) * s * z / 2) ** 2) / 2))
+    assert ap.gaussian_participation_exact(2, s) == pytest.approx(two, rel=1e-9)
+    # a very cold softmax: all the weight on one key
+    assert ap.gaussian_participation_exact(16, 60.0) == pytest.approx(1.0, abs=0.05)
+
+
+def test_critical_beta_and_the_limits():
+    assert ap.critical_beta(0.0) == pytest.approx(math.sqrt(2)) and ap.critical_beta(0.5) == pytest.approx(2.0)
+    bc = ap.critical_beta(0.3)
+    assert ap.entropy_ratio_limit(bc, 0.3) == pytest.approx(0.0, abs=1e-12)
+    assert ap.entropy_ratio_limit(0.5 * bc, 0.3) == pytest.approx(0.75)
+    assert ap.entropy_ratio_limit(2 * bc, 0.3) == 0.0
+    assert ap.participation_limit(2 * bc, 0.3) == pytest.approx(0.5)
+    assert ap.participation_limit(0.9 * bc, 0.3) == 0.0 and ap.participation_limit(0.0, 0.3) == 0.0
+    np.testing.assert_allclose(ap.logit_std([0.0, 2.0], 0.75, 100), [0.0, 2 * math.sqrt(0.25 * math.log(100))])
+
+
+def test_finite_T_approaches_the_limits():
+    """The yardstick at finite T tends to the T -> oo laws, slowly (the limits are far at T ~ 1e3)."""
+    p = 0.2
+    bc = ap.critical_beta(p)
+    for beta in (0.5 * bc, 0.8 * bc):
+        gaps = [
+            abs(ap.entropy_ratio_finite(beta, p, T) - ap.entropy_ratio_limit(beta, p)) for T in (10**2, 10**4, 10**6)
+        ]
+        assert gaps[0] > gaps[1] > gaps[2], gaps
+    gaps = [
+        abs(ap.participation_finite(2 * bc, p, T) - ap.participation_limit(2 * bc, p)) for T in (10**2, 10**4, 10**6)
+    ]
+    assert gaps[0] > gaps[1] > gaps[2] and gaps[0] > 0.03, gaps
+    below = [ap.participation_finite(0.5 * bc, p, T) for T in (10**2, 10**4, 10**6)]
+    assert below[0] > below[1] > below[2] and below[2] < 1e-3  # condensation-free: Sigma a^2 -> 0
+
+
+def test_finite_entropy_is_the_gaussian_row_expectation():
+    beta, p, T = 1.1, 0.4, 128
+    s = float(ap.logit_std(beta, p, T))
+    mean, se = gaussian_entropy_mc(T, s, 4000, np.random.default_rng(1))
+    assert abs(ap.entropy_ratio_finite(beta, p, T) * math.log(T) - mean) < 4 * se
+
+
+def test_correlated_tokens_have_exact_cosines():
+    x = ap.correlated_tokens(20, 32, 0.35, np.random.default_rng(2))
+    gram = x @ x.T / 32
+    np.testing.assert_allclose(gram, 0.35 + 0.65 * np.eye(20), atol=1e-12)
+
+
+def test_a_row_is_softmax_over_iid_logits_of_the_predicted_spread():
+    """Section 1 with real weights: the within-row sample variance of the logits, over independent draws of
+    W_q and W_k (fan_in init), is beta^2 (1 - p) ln T |q|^2 / d_h on average (exactly, over W_k)."""
+    rng = np.random.default_rng(3)
+    T, d, dh, p, beta = 48, 49, 16, 0.6, 1.5
+    ratios = []
+    for _ in range(150):
+        x = ap.correlated_tokens(T, d, p, rng)
+        Wq, Wk = rng.standard_normal((2, dh, d)) / math.sqrt(d)
+        q, k = x @ Wq.T, x @ Wk.T
+        logits = beta * math.sqrt(math.log(T)) * q @ k.T / math.sqrt(dh)
+        predicted = beta**2 * (1 - p) * math.log(T) * (q * q).sum(1) / dh
+        ratios.append(np.mean(logits.var(axis=1, ddof=1) / predicted))
+    ratios = np.array(ratios)
+    se = ratios.std(ddof=1) / math.sqrt(len(ratios))
+    assert abs(ratios.mean() - 1) < 4 * se and se < 0.02, (ratios.mean(), se)
+    # the p-blind alternative (the whole logit variance, beta^2 ln T |q|^2 / d_h) is far outside
+    assert abs(ratios.mean() * (1 - p) - 1) > 20 * se
+
+
+def test_bad_input_names_the_parameter():
+    for bad in (-0.1, 1.0, 2.0):
+        with pytest.raises(ValueError, match=r"^p \(the tokens' pairwise cosine\) must be in \[0, 1\)"):
+            ap.critical_beta(bad)
+    with pytest.raises(ValueError, match=r"^beta \(inverse temperature\)"):
+        ap.entropy_ratio_limit(-1.0, 0.0)
+    for bad in (0, 2.5, True):
+        with pytest.raises(ValueError, match=r"^T \(tokens per row\) must be an integer >= 1"):
+            ap.logit_std(1.0, 0.0, bad)
+    with pytest.raises(ValueError, match=r"^s \(logit std\)"):
+        ap.gaussian_participation_exact(4, -1.0)
+    with pytest.raises(ValueError, match=r"^d \(token width\) must be an integer >= T \+ 1 = 21"):
+        ap.correlated_tokens(20, 20, 0.3, np.random.default_rng(0))
