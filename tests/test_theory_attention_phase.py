@@ -73,6 +73,16 @@ def test_correlated_tokens_have_exact_cosines():
     np.testing.assert_allclose(gram, 0.35 + 0.65 * np.eye(20), atol=1e-12)
 
 
+def test_many_tokens_in_a_narrow_space_have_the_cosine_on_average():
+    """T >> d: the Gaussian construction's cosines scatter by O(1/sqrt d) around p; their mean is p."""
+    d, T, p = 64, 2000, 0.3
+    x = ap.correlated_tokens(T, d, p, np.random.default_rng(5))
+    assert x.shape == (T, d)
+    np.testing.assert_allclose((x * x).sum(1), d, rtol=1e-12)
+    cos = (x @ x.T / d)[np.triu_indices(T, 1)]
+    assert abs(cos.mean() - p) < 0.02 and 0.5 / math.sqrt(d) < cos.std() < 2 / math.sqrt(d)
+
+
 def test_a_row_is_softmax_over_iid_logits_of_the_predicted_spread():
     """Section 1 with real weights: the within-row sample variance of the logits, over independent draws of
     W_q and W_k (fan_in init), is beta^2 (1 - p) ln T |q|^2 / d_h on average (exactly, over W_k)."""
@@ -104,5 +114,7 @@ def test_bad_input_names_the_parameter():
             ap.logit_std(1.0, 0.0, bad)
     with pytest.raises(ValueError, match=r"^s \(logit std\)"):
         ap.gaussian_participation_exact(4, -1.0)
-    with pytest.raises(ValueError, match=r"^d \(token width\) must be an integer >= T \+ 1 = 21"):
-        ap.correlated_tokens(20, 20, 0.3, np.random.default_rng(0))
+    with pytest.raises(ValueError, match=r"^d \(token width\) must be >= T \+ 1 = 21 for exact cosines"):
+        ap.correlated_tokens(20, 20, 0.3, np.random.default_rng(0), exact=True)
+    with pytest.raises(ValueError, match=r"^d \(token width\) must be an integer >= 1"):
+        ap.correlated_tokens(20, 0, 0.3, np.random.default_rng(0))

@@ -160,13 +160,28 @@ def participation_finite(beta: float, p: float, T: int) -> float:
     return gaussian_participation_exact(T, float(logit_std(beta, p, T)))
 
 
-def correlated_tokens(T: int, d: int, p: float, rng: np.random.Generator) -> np.ndarray:
-    """``(T, d)`` tokens on the sphere of radius ``sqrt(d)`` with pairwise cosine exactly ``p``:
-    ``x_i = sqrt(d) (sqrt(p) e_0 + sqrt(1 - p) e_i)`` for ``T + 1`` orthonormal vectors ``e`` in a random
-    orientation (so ``d >= T + 1``)."""
+def correlated_tokens(T: int, d: int, p: float, rng: np.random.Generator, exact: bool | None = None) -> np.ndarray:
+    """``(T, d)`` tokens on the sphere of radius ``sqrt(d)`` with pairwise cosine ``p``.
+
+    ``exact`` (the default when ``d >= T + 1``): ``x_i = sqrt(d) (sqrt(p) e_0 + sqrt(1 - p) e_i)`` for ``T + 1``
+    orthonormal vectors ``e`` in a random orientation, so every cosine is ``p`` to rounding. Otherwise (any
+    ``T``, e.g. ``T >> d``): ``x_i`` is ``sqrt(p d) u + sqrt(1 - p) g_i`` projected onto the sphere, with ``u`` a
+    random unit vector and ``g_i`` i.i.d. ``N(0, I_d)``: the cosines are ``p + O(1 / sqrt d)``, and for a
+    direction ``v`` drawn independently of the tokens the projections ``x_j . v`` are i.i.d. over ``j`` up to
+    that normalisation (section 1's i.i.d. logits, now exactly so given the query and key weights)."""
     T, p = _check_T(T), _check_p(p)
-    if isinstance(d, bool) or not isinstance(d, int | np.integer) or d < T + 1:
-        raise ValueError(f"d (token width) must be an integer >= T + 1 = {T + 1} for exact cosines, got {d!r}")
-    q, _ = np.linalg.qr(rng.standard_normal((int(d), T + 1)))  # orthonormal columns
-    e0, e = q[:, 0], q[:, 1:].T  # (d,), (T, d)
-    return math.sqrt(d) * (math.sqrt(p) * e0[None, :] + math.sqrt(1.0 - p) * e)
+    if isinstance(d, bool) or not isinstance(d, int | np.integer) or d < 1:
+        raise ValueError(f"d (token width) must be an integer >= 1, got {d!r}")
+    d = int(d)
+    if exact is None:
+        exact = d >= T + 1
+    if exact:
+        if d < T + 1:
+            raise ValueError(f"d (token width) must be >= T + 1 = {T + 1} for exact cosines, got {d}")
+        q, _ = np.linalg.qr(rng.standard_normal((d, T + 1)))  # orthonormal columns
+        e0, e = q[:, 0], q[:, 1:].T  # (d,), (T, d)
+        return math.sqrt(d) * (math.sqrt(p) * e0[None, :] + math.sqrt(1.0 - p) * e)
+    u = rng.standard_normal(d)
+    u /= np.linalg.norm(u)
+    x = math.sqrt(p * d) * u[None, :] + math.sqrt(1.0 - p) * rng.standard_normal((T, d))
+    return math.sqrt(d) * x / np.linalg.norm(x, axis=1, keepdims=True)
