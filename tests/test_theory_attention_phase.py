@@ -118,3 +118,97 @@ def test_bad_input_names_the_parameter():
         ap.correlated_tokens(20, 20, 0.3, np.random.default_rng(0), exact=True)
     with pytest.raises(ValueError, match=r"^d \(token width\) must be an integer >= 1"):
         ap.correlated_tokens(20, 0, 0.3, np.random.default_rng(0))
+
+
+# ---------------------------------------------------------------------- the post-LN block map
+
+
+def _ln(x):
+    x = x - x.mean(1, keepdims=True)
+    return x / x.std(1, keepdims=True)
+
+
+def _reference_block(x, beta, rng, var_v=0.2, var_w=0.2, var_b=4e-4):
+    """One post-LN block as the map assumes it (no output projection, ReLU MLP of width d, unit skips)."""
+    T, d = x.shape
+    Wq, Wk = rng.standard_normal((2, d, d)) / math.sqrt(d)
+    s = beta * math.sqrt(math.log(T)) * (x @ Wq.T) @ (x @ Wk.T).T / math.sqrt(d)
+    A = np.exp(s - s.max(1, keepdims=True))
+    A /= A.sum(1, keepdims=True)
+    Wv = rng.standard_normal((d, d)) * math.sqrt(var_v / d)
+    x1 = _ln(A @ (x @ Wv.T + rng.standard_normal(d) * math.sqrt(var_b)) + x)
+    W1, W2 = rng.standard_normal((2, d, d)) * math.sqrt(var_w / d)
+    b1, b2 = rng.standard_normal((2, d)) * math.sqrt(var_b)
+    x2 = _ln(np.maximum(x1 @ W1.T + b1, 0) @ W2.T + b2 + x1)
+    off = ~np.eye(T, dtype=bool)
+    return float((x2 @ x2.T / d)[off].mean()), float((A * A).sum(1).mean()), float((A @ A.T)[off].mean())
+
+
+def test_arccos_kernel_against_monte_carlo():
+    rng = np.random.default_rng(7)
+    z1, z2 = rng.standard_normal((2, 400_000))
+    for c in (-0.5, 0.0, 0.3, 0.9):
+        v = np.maximum(z1, 0) * np.maximum(c * z1 + math.sqrt(1 - c * c) * z2, 0)
+        assert abs(2 * v.mean() - ap.relu_arccos_kernel(c)) < 4 * 2 * v.std() / math.sqrt(v.size)
+    assert ap.relu_arccos_kernel(1.0) == pytest.approx(1.0) and ap.relu_arccos_kernel(0.0) == pytest.approx(1 / math.pi)
+
+
+def test_attention_overlaps_are_an_identity_given_the_weights():
+    rng = np.random.default_rng(8)
+    p = 0.45
+    x = ap.correlated_tokens(30, 40, p, rng)
+    A = rng.dirichlet(np.full(30, 0.3), size=30)  # any rows summing to 1
+    y = A @ x
+    q_a, p_a = ap.attention_update(p, 1.0, y2=float((A * A).sum(1)[0]), cross=float(A[0] @ A[1]))
+    assert (y[0] @ y[0]) / 40 == pytest.approx(q_a, rel=1e-12)
+    assert (y[0] @ y[1]) / 40 == pytest.approx(p_a, rel=1e-12)
+    assert ap.attention_update(p, 0.5) == (p, p)  # below beta_c: Y_2 -> 0
+    bc = ap.critical_beta(p)
+    assert ap.attention_update(p, 2 * bc)[0] == pytest.approx(p + (1 - p) * 0.5)
+
+
+def test_mlp_update_against_monte_carlo():
+    rng = np.random.default_rng(9)
+    d, q, p, var_w, var_b = 2000, 1.0, 0.3, 0.5, 0.01
+    x = math.sqrt(q) * ap.correlated_tokens(2, d + 1, p, rng)[:, :d]  # two tokens, cosine about p
+    p_in = float(x[0] @ x[1] / d)
+    qs, ps = [], []
+    for _ in range(40):
+        W1, W2 = rng.standard_normal((2, d, d)) * math.sqrt(var_w / d)
+        b1, b2 = rng.standard_normal((2, d)) * math.sqrt(var_b)
+        h = np.maximum(x @ W1.T + b1, 0) @ W2.T + b2
+        qs.append(float((h * h).sum(1).mean() / d))
+        ps.append(float(h[0] @ h[1] / d))
+    q_m, p_m = ap.mlp_update(float((x * x).sum(1).mean() / d), p_in, var_w, var_b)
+    for got, want in ((qs, q_m), (ps, p_m)):
+        assert abs(np.mean(got) - want) < 4 * np.std(got, ddof=1) / math.sqrt(len(got)) + 2e-3, (np.mean(got), want)
+
+
+@pytest.mark.parametrize("beta,p", [(0.5, 0.2), (3.0, 0.6)])
+def test_block_map_against_a_monte_carlo_block(beta, p):
+    """The map with the block's measured Y_2 and shared weight equals the cosine after a real block (T = 256,
+    d = 1024), below and above beta_c; the measured Y_2 is the finite-T participation of section 3."""
+    rng = np.random.default_rng(int(10 * beta + 100 * p))
+    runs = np.array([_reference_block(ap.correlated_tokens(256, 1024, p, rng), beta, rng) for _ in range(6)])
+    cos, y2, cross = runs.mean(0)
+    se = runs[:, 0].std(ddof=1) / math.sqrt(len(runs))
+    assert abs(cos - ap.post_ln_block_map(p, beta, y2=y2, cross=cross)) < 4 * se + 1e-3
+    y2_se = runs[:, 1].std(ddof=1) / math.sqrt(len(runs))
+    assert abs(y2 - ap.participation_finite(beta, p, 256)) < 4 * y2_se + 0.02
+    # the attention's effect is measurable: ignoring it (Y_2 = 0) is a different prediction above beta_c
+    if beta > ap.critical_beta(p):
+        assert abs(cos - ap.post_ln_block_map(p, beta, y2=0.0, cross=cross)) > 4 * se
+
+
+def test_rank_collapse_below_and_slower_collapse_above():
+    below = ap.cosine_across_depth(0.2, 0.5, 40)
+    above = ap.cosine_across_depth(0.2, 3.0, 40)
+    assert np.all(np.diff(below) > 0) and below[-1] > 0.99
+    assert np.all(above[1:16] < below[1:16])  # entropy collapse keeps the outputs apart for a while
+    assert ap.post_ln_block_map(1.0, 3.0) == 1.0
+    with pytest.raises(ValueError, match="^depth must be an integer >= 0"):
+        ap.cosine_across_depth(0.2, 0.5, -1)
+    with pytest.raises(ValueError, match=r"^y2 \(participation"):
+        ap.attention_update(0.2, 1.0, y2=1.5)
+    with pytest.raises(ValueError, match="^var_w must be > 0"):
+        ap.mlp_update(1.0, 0.2, 0.0, 0.0)

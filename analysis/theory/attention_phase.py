@@ -51,6 +51,30 @@ independence,
 in ``u = ln t`` the integrand is ``T E[g(u + x)] phi^{T-1}`` with ``g(y) = exp(2y - e^y)`` bounded by ``4/e^2``
 (no overflow at any ``sigma``). Checks (tests): ``T = 1`` gives 1, ``sigma = 0`` gives ``1/T``, Monte Carlo
 agrees within its standard error, and the finite-``T`` values approach the limits of 2 as ``T`` grows.
+
+4. The post-LN block map of the token cosine (the reference code's ``theory_update_relu``; Giorlandino &
+Goldt's block: attention without an output projection, a ReLU MLP of width ``d``, LayerNorm after each residual
+sum, skip strengths ``alpha_A``, ``alpha_M`` on the residual, weights ``N(0, var/d)``, biases ``N(0, var_b)``).
+Track the self-overlap ``q = |x_i|^2 / d`` and the cross-overlap ``p = x_i . x_k / d``; a LayerNorm maps
+``(q, p) -> (1, p / q)`` (the tokens' mean over features is 0 at init, as ``d -> oo``).
+
+* Attention. ``y_i = sum_j a_ij x_j`` with ``sum_j a_ij = 1``. For tokens of cosine ``p`` exactly,
+  ``|y_i|^2 / d = p + (1 - p) Y_2``, ``Y_2 = sum_j a_ij^2`` (an identity); the cross-overlap
+  ``y_i . y_k / d = p + (1 - p) sum_j a_ij a_kj``, whose last sum vanishes as ``T -> oo`` (two rows' logits are
+  correlated Gaussians of correlation below 1, whose Gibbs measures become disjoint). So
+  ``(q_A, p_A) = (p + (1 - p) Y_2, p)`` with ``Y_2`` the participation of section 2 (0 below ``beta_c``,
+  ``1 - beta_c / beta`` above; the finite-``T`` value as a yardstick) (:func:`attention_update`).
+* Values and skip: ``p_0 = (var_v p_A + var_b + alpha_A^2 p) / (var_v q_A + var_b + alpha_A^2)`` after the
+  LayerNorm (cross terms between branch and residual vanish over the weights).
+* ReLU MLP. With ``q_1 = var_w q + var_b``, ``p_1 = var_w p + var_b`` the pre-activations are Gaussian with
+  correlation ``c = p_1 / q_1``, and ``E relu(u) relu(v) = (q_1 / 2) rho(c)`` with the arc-cosine kernel
+  ``rho(c) = (sqrt(1 - c^2) + c (pi - arccos c)) / pi`` (:func:`relu_arccos_kernel`, ``rho(1) = 1``):
+  ``q_M = var_w q_1 / 2 + var_b``, ``p_M = var_w (q_1 / 2) rho(c) + var_b`` (:func:`mlp_update`).
+* Output: ``p_next = (p_M + alpha_M^2 p_0) / (q_M + alpha_M^2)`` (:func:`post_ln_block_map`).
+
+Below ``beta_c`` the attention averages (``q_A = p``) and the map drives the cosine to 1 with depth: rank
+collapse. Above, ``Y_2 > 0`` keeps the attention outputs apart (``q_A > p_A``): entropy collapse, and the cosine
+settles below 1 (:func:`cosine_across_depth`).
 """
 
 from __future__ import annotations
@@ -62,13 +86,18 @@ import numpy as np
 from analysis.theory.attention_entropy import _WZ, _Z, gaussian_entropy
 
 __all__ = [
+    "attention_update",
     "correlated_tokens",
+    "cosine_across_depth",
     "critical_beta",
     "entropy_ratio_finite",
     "entropy_ratio_limit",
     "gaussian_participation_exact",
     "gaussian_participation_mc",
     "logit_std",
+    "mlp_update",
+    "post_ln_block_map",
+    "relu_arccos_kernel",
     "participation_finite",
     "participation_limit",
 ]
@@ -185,3 +214,76 @@ def correlated_tokens(T: int, d: int, p: float, rng: np.random.Generator, exact:
     u /= np.linalg.norm(u)
     x = math.sqrt(p * d) * u[None, :] + math.sqrt(1.0 - p) * rng.standard_normal((T, d))
     return math.sqrt(d) * x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+# ---------------------------------------------------------------------- 4. the post-LN block map
+
+
+def relu_arccos_kernel(c) -> np.ndarray:
+    """``rho(c) = (sqrt(1 - c^2) + c (pi - arccos c)) / pi``: ``2 E[relu(u) relu(v)]`` for standard Gaussians of
+    correlation ``c`` (``rho(1) = 1``, ``rho(0) = 1/pi``)."""
+    c = np.asarray(c, dtype=np.float64)
+    if np.any(np.abs(c) > 1 + 1e-12):
+        raise ValueError(f"c (a correlation) must be in [-1, 1], got {c!r}")
+    c = np.clip(c, -1.0, 1.0)
+    return (np.sqrt(1.0 - c * c) + c * (math.pi - np.arccos(c))) / math.pi
+
+
+def attention_update(p: float, beta: float, y2: float | None = None, cross: float = 0.0) -> tuple[float, float]:
+    """``(q_A, p_A) = (p + (1 - p) Y_2, p + (1 - p) C)`` for unit-norm tokens of cosine ``p`` (section 4); ``Y_2``
+    is the T -> oo participation at ``beta`` unless given (e.g. :func:`participation_finite`), ``C`` the rows'
+    shared weight ``sum_j a_ij a_kj`` (0 as T -> oo; a measured value makes both exact at any T)."""
+    p = float(np.clip(p, -1.0, 1.0))
+    if p >= 1.0:
+        return 1.0, 1.0
+    y = float(participation_limit(beta, _check_p(max(p, 0.0)))) if y2 is None else float(y2)
+    if not 0.0 <= y <= 1.0:
+        raise ValueError(f"y2 (participation sum_j a_j^2) must be in [0, 1], got {y2!r}")
+    if not 0.0 <= cross <= 1.0:
+        raise ValueError(f"cross (shared weight sum_j a_ij a_kj) must be in [0, 1], got {cross!r}")
+    return p + (1.0 - p) * y, p + (1.0 - p) * float(cross)
+
+
+def mlp_update(q: float, p: float, var_w: float, var_b: float) -> tuple[float, float]:
+    """``(q_M, p_M)`` after a ReLU MLP ``W_2 relu(W_1 x + b_1) + b_2`` (weights ``N(0, var_w / d)``, biases
+    ``N(0, var_b)``) of inputs with self-overlap ``q`` and cross-overlap ``p`` (section 4)."""
+    if var_w <= 0 or var_b < 0:
+        raise ValueError(f"var_w must be > 0 and var_b >= 0, got {var_w!r}, {var_b!r}")
+    q1, p1 = var_w * q + var_b, var_w * p + var_b
+    return var_w * q1 / 2 + var_b, var_w * (q1 / 2) * float(relu_arccos_kernel(p1 / q1)) + var_b
+
+
+def post_ln_block_map(
+    p: float,
+    beta: float,
+    *,
+    var_v: float = 0.2,
+    var_w: float = 0.2,
+    var_b: float = 4e-4,
+    alpha_attn: float = 1.0,
+    alpha_mlp: float = 1.0,
+    y2: float | None = None,
+    cross: float = 0.0,
+) -> float:
+    """The token cosine after one post-LN block (section 4) from cosine ``p`` (defaults: the reference's
+    ``var_v = var_w = 0.2``, ``var_b = 4e-4``, unit skips)."""
+    if var_v < 0:
+        raise ValueError(f"var_v must be >= 0, got {var_v!r}")
+    if p >= 1.0:
+        return 1.0
+    q_a, p_a = attention_update(p, beta, y2, cross)
+    a2, m2 = alpha_attn**2, alpha_mlp**2
+    p0 = (var_v * p_a + var_b + a2 * p) / (var_v * q_a + var_b + a2)
+    q_m, p_m = mlp_update(1.0, p0, var_w, var_b)
+    return (p_m + m2 * p0) / (q_m + m2)
+
+
+def cosine_across_depth(p0: float, beta: float, depth: int, **kwargs) -> np.ndarray:
+    """``(depth + 1,)`` token cosines: ``p0`` and after each of ``depth`` post-LN blocks
+    (:func:`post_ln_block_map`; ``kwargs`` go to it)."""
+    if isinstance(depth, bool) or not isinstance(depth, int | np.integer) or depth < 0:
+        raise ValueError(f"depth must be an integer >= 0, got {depth!r}")
+    out = [float(p0)]
+    for _ in range(int(depth)):
+        out.append(post_ln_block_map(out[-1], beta, **kwargs))
+    return np.array(out)
