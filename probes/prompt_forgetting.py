@@ -57,7 +57,9 @@ theorem-condition claim ``not_evaluated`` with the reason.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import math
+import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -77,7 +79,7 @@ from analysis.tasks import CorpusLM, MarkovLanguage
 from analysis.theory import prompt_forgetting as th
 from analysis.train import derived_seed, evaluate, probe_lm_train_config, train
 from probes.base import ModelIncompatibleError, ProbeConfig, Result, model_param, param
-from probes.replicates import worst_of
+from probes.replicates import Replicates, worst_of
 from probes.studies import Study
 
 NAME = "prompt_forgetting"
@@ -1647,6 +1649,35 @@ def depth_law_grid(preset: str, base: Config) -> dict[str, tuple]:
     return {"layers": DEPTH_LAW_LAYERS[preset], "seed": tuple(weight_seeds(base.seed, REPLICATES[preset]))}
 
 
+def sweep_base(preset: str, **params) -> Config:
+    """:func:`notebook_base` at the sweep length of notebook 03's shorter-context sections: a quarter of the
+    continuation (smoke: 96 tokens), fitted from half the main fit start (smoke: 24)."""
+    base = notebook_base(preset, **params)
+    full = preset == "full"
+    return base.replace(cont_len=base.cont_len // 4 if full else 96, fit_lo=base.fit_lo / 2 if full else 24.0)
+
+
+# sweep_base keeps notebook_base's parameters (the studies list them from its signature)
+sweep_base.__signature__ = inspect.signature(notebook_base)
+
+DEPTH_SWEEP_LAYERS = {"smoke": (1, 2), "full": (1, 2, 3)}
+
+
+def depth_sweep_grid(preset: str, base: Config) -> dict[str, tuple]:
+    """Depths at the sweep length x independent seeds (``REPLICATES[preset]``: the replicates
+    :func:`probes.replicated_run` gives each depth)."""
+    return {"layers": DEPTH_SWEEP_LAYERS[preset], "seed": tuple(weight_seeds(base.seed, REPLICATES[preset]))}
+
+
+def by_design(runs: list[Result], field: str = "layers") -> list[Replicates]:
+    """Runs of a grid (``field`` outer, seed inner) grouped into one :class:`probes.Replicates` per value of
+    ``field``, its replicates in the grid's seed order (replicate 0 first)."""
+    groups: dict = {}
+    for r in runs:
+        groups.setdefault(getattr(r.config, field), []).append(r)
+    return [Replicates(sys.modules[__name__], tuple(rs)) for rs in groups.values()]
+
+
 STUDIES = {
     "depth_law": Study(
         name="depth_law",
@@ -1657,5 +1688,15 @@ STUDIES = {
         combine=depth_law,
         claims=depth_law_claims,
         figure="pf_alpha_depth",
+    ),
+    "depth_sweep": Study(
+        name="depth_sweep",
+        description="alpha against depth at the sweep length, each depth over independent seeds, its slope "
+        "against the relay model's (notebook 03 section 8, left)",
+        base=sweep_base,
+        grid=depth_sweep_grid,
+        combine=by_design,
+        claims=depth_sweep_claims,
+        figure="pf_alpha_summary",
     ),
 }

@@ -29,6 +29,24 @@ def test_depth_law_study_is_the_committed_figures_experiment():
     assert set(keys) == set(sidecar["inputs"].values())
 
 
+def test_depth_sweep_study_is_the_committed_figures_experiment():
+    """Golden: the depth-sweep study's runs are the depth half of the committed pf_alpha_summary figure's inputs."""
+    sidecar = json.loads((REPO / "figures" / "pf_alpha_summary.json").read_text())
+    keys = {probes.cache_key(pf, c) for c in study_configs(pf, "depth_sweep", "full")}
+    assert keys == {v for k, v in sidecar["inputs"].items() if k.startswith("L")}
+    assert len(keys) == len(pf.DEPTH_SWEEP_LAYERS["full"]) * pf.REPLICATES["full"]
+
+
+def test_depth_sweep_study_gives_one_replicate_set_per_depth(cache):
+    res = run_study(pf, "depth_sweep", "smoke", progress=False)
+    assert [r.config.layers for r in res.combined] == list(pf.DEPTH_SWEEP_LAYERS["smoke"])
+    base = pf.sweep_base("smoke")
+    for rep in res.combined:  # the replicates probes.replicated_run gives that design, in its order
+        want = probes.replicated_run(pf, base.replace(layers=rep.config.layers), pf.REPLICATES["smoke"], progress=False)
+        assert rep.keys == want.keys
+    assert [c.name for c in res.ledger.claims] == [c.name for c in pf.depth_sweep_claims(res.combined).claims]
+
+
 def test_study_configs_follow_the_parameters():
     cfgs = study_configs(pf, "depth_law", "smoke", {"seed": 3, "prompt_len": 8})
     assert [c.layers for c in cfgs] == [L for L in pf.DEPTH_LAW_LAYERS["smoke"] for _ in range(pf.REPLICATES["smoke"])]
