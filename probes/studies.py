@@ -234,6 +234,11 @@ def parse_study_args(module: Any, probe_name: str, args: Sequence[str]) -> dict[
         text = getattr(ns, f"param__{p.name}")
         if text is not None:
             values[p.name] = _parse_param(study, p, text)
+    _m, _s, _p, base, grid = _plan(module, study.name, ns.preset, values)
+    varied = sorted((set(values) & set(grid)) - {"seed"})  # the grid's seeds derive from the given seed
+    if varied:
+        option = "--" + varied[0].replace("_", "-")
+        raise ValueError(f"study {study.name} varies {varied[0]} itself (its grid: {', '.join(grid)}); drop {option}")
     configs = study_configs(module, study.name, ns.preset, values)  # validates every point
     if ns.workers is not None and (ns.workers < 1 or ns.scheduler != "local"):
         raise ValueError("--workers must be an integer >= 1 and goes with --scheduler local")

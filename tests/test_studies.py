@@ -88,12 +88,16 @@ def test_command_line_lists_runs_and_refuses_bad_input(cache, tmp_path, capsys):
     payload = json.loads(out.read_text())
     assert payload["study"] == "depth_law" and len(payload["keys"]) == 6
     assert {c["name"] for c in payload["checks"]} >= {"alpha_falls_with_depth", "alpha_vs_relay_L2"}
+    assert main(["study", "prompt_forgetting", "depth_law", "--preset", "smoke", "--seed", "3", "--json", "-"]) == 0
+    seeds = {c["seed"] for c in json.loads(capsys.readouterr().out)["configs"]}
+    assert seeds == set(pf.weight_seeds(3, pf.REPLICATES["smoke"]))  # the replicate seeds of seed 3
     for args, needle in (
         (["nope"], "study must be one of"),
         (["depth_law", "--seed", "x"], "--seed must be a int"),
         (["depth_law", "--widht", "3"], "unknown option --widht"),
         (["depth_law", "--json", str(tmp_path / "no" / "x.json")], "--json: cannot write"),
         (["depth_law", "--scheduler", "udp://x"], "--scheduler must be"),
+        (["depth_law", "--layers", "3"], "study depth_law varies layers itself"),
     ):
         assert main(["study", "prompt_forgetting", *args]) == 2
         err = capsys.readouterr().err.strip()
