@@ -57,6 +57,7 @@ Model-specific access is limited to hook names and ``named_parameters`` names
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import re
 from dataclasses import dataclass
@@ -246,8 +247,16 @@ def model_vocab(cfg: Config) -> int:
     return max(cfg.vocab_size, 256) if cfg.data == "corpus" else cfg.vocab_size
 
 
+@functools.lru_cache(maxsize=2)  # a V = 4096 language holds 128 MB of transition matrix
+def language(vocab_size: int, seq_len: int, seed: int) -> MarkovLanguage:
+    """The Markov language, built once per process for each (vocabulary, length, seed): it is immutable and
+    samples only from the generator it is given, and building one (a Dirichlet draw of V x V and its
+    primitivity check) takes about 40 s at V = 4096, which every batch of a passed model used to repeat."""
+    return MarkovLanguage(vocab_size=vocab_size, seq_len=seq_len, seed=seed)
+
+
 def task(cfg: Config) -> MarkovLanguage:
-    return MarkovLanguage(vocab_size=cfg.vocab_size, seq_len=cfg.seq_len, seed=cfg.seed)
+    return language(cfg.vocab_size, cfg.seq_len, cfg.seed)
 
 
 def train_config(cfg: Config):
@@ -278,8 +287,7 @@ def batch(cfg: Config, sample: int, vocab: int | None = None) -> tuple[torch.Ten
     gen = torch.Generator().manual_seed(cfg.seed * 1_000_003 + sample + 17)
     if vocab is None or vocab >= cfg.vocab_size:
         return task(cfg).sample(cfg.batch_size, gen)
-    small = MarkovLanguage(vocab_size=vocab, seq_len=cfg.seq_len, seed=cfg.seed)
-    return small.sample(cfg.batch_size, gen)
+    return language(vocab, cfg.seq_len, cfg.seed).sample(cfg.batch_size, gen)
 
 
 def corpus_batches(cfg: Config, model) -> list[tuple[torch.Tensor, torch.Tensor]]:

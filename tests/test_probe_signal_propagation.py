@@ -538,3 +538,18 @@ def test_trained_config_fields_are_validated():
             sp.Config(**{field: bad})
     d = sp.Config(stability_depth=5, curse_seeds=4).to_dict()
     assert d["stability_depth"] == 5 and d["curse_seeds"] == 4
+
+
+def test_the_markov_language_is_built_once_and_batches_are_unchanged():
+    """A passed model's batches (capped vocabulary) and the zoo's reuse one language per (V, T, seed): the same
+    object every call, and the same tokens a freshly built language gives for the same generator seed."""
+    from analysis.tasks import MarkovLanguage
+
+    cfg = sp.Config.preset("smoke")
+    assert sp.task(cfg) is sp.task(cfg)
+    for vocab in (None, 7):
+        got = sp.batch(cfg, 1, vocab=vocab)
+        fresh = MarkovLanguage(vocab_size=vocab or cfg.vocab_size, seq_len=cfg.seq_len, seed=cfg.seed)
+        want = fresh.sample(cfg.batch_size, torch.Generator().manual_seed(cfg.seed * 1_000_003 + 1 + 17))
+        assert all(torch.equal(a, b) for a, b in zip(got, want, strict=True))
+    assert sp.language(7, cfg.seq_len, cfg.seed) is sp.language(7, cfg.seq_len, cfg.seed)
