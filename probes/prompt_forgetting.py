@@ -1678,6 +1678,32 @@ def by_design(runs: list[Result], field: str = "layers") -> list[Replicates]:
     return [Replicates(sys.modules[__name__], tuple(rs)) for rs in groups.values()]
 
 
+REGIME_LAYERS = {"smoke": (2, 3), "full": (2, 3, 4)}
+REGIME_GAIN = {"smoke": 0.15, "full": 0.4}  # brings max|logit| below ln(T/P)/2 at these depths (notebook 03 sec. 5)
+
+
+def regime_base(preset: str, **params) -> Config:
+    """:func:`notebook_base` with the attention logits scaled down (``logit_gain = REGIME_GAIN[preset]``)."""
+    return notebook_base(preset, **params).replace(logit_gain=REGIME_GAIN[preset])
+
+
+regime_base.__signature__ = inspect.signature(notebook_base)
+
+
+def regime_grid(preset: str, base: Config) -> dict[str, tuple]:
+    """The depths of the bound's regime x independent seeds."""
+    return {"layers": REGIME_LAYERS[preset], "seed": tuple(weight_seeds(base.seed, REPLICATES[preset]))}
+
+
+def designs_ledger(designs: list[Replicates]) -> Ledger:
+    """Each design's own ledger (judged over its seeds), tagged ``L<layers>``: the claims of a study whose
+    designs make no cross-design claim."""
+    led = Ledger(NAME, preset=designs[0].config.preset_name)
+    for r in designs:
+        led.extend(r.ledger, tag=f"L{r.config.layers}")
+    return led
+
+
 STUDIES = {
     "depth_law": Study(
         name="depth_law",
@@ -1698,5 +1724,16 @@ STUDIES = {
         combine=by_design,
         claims=depth_sweep_claims,
         figure="pf_alpha_summary",
+    ),
+    "bound_regime": Study(
+        name="bound_regime",
+        description="the bound inside its regime: logits scaled down so max|logit| < ln(T/P)/2, the bound's ratio "
+        "not growing and both of the theorem's conditions, each depth over independent seeds (notebook 03 "
+        "section 5)",
+        base=regime_base,
+        grid=regime_grid,
+        combine=by_design,
+        claims=designs_ledger,
+        figure="pf_bound_regime",
     ),
 }

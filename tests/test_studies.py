@@ -47,6 +47,22 @@ def test_depth_sweep_study_gives_one_replicate_set_per_depth(cache):
     assert [c.name for c in res.ledger.claims] == [c.name for c in pf.depth_sweep_claims(res.combined).claims]
 
 
+def test_bound_regime_study_is_the_committed_figures_experiment():
+    sidecar = json.loads((REPO / "figures" / "pf_bound_regime.json").read_text())
+    cfgs = study_configs(pf, "bound_regime", "full")
+    assert {probes.cache_key(pf, c) for c in cfgs} == set(sidecar["inputs"].values())
+    assert {c.logit_gain for c in cfgs} == {pf.REGIME_GAIN["full"]}
+
+
+def test_a_study_of_designs_keeps_each_designs_ledger_tagged(cache):
+    res = run_study(pf, "bound_regime", "smoke", progress=False)
+    tags = {c.context for c in res.ledger.claims}
+    assert tags == {f"prompt_forgetting[L{L}]" for L in pf.REGIME_LAYERS["smoke"]}
+    for rep in res.combined:
+        mine = [c for c in res.ledger.claims if c.context == f"prompt_forgetting[L{rep.config.layers}]"]
+        assert [(c.name, c.status) for c in mine] == [(c.name, c.status) for c in rep.ledger.claims]
+
+
 def test_study_configs_follow_the_parameters():
     cfgs = study_configs(pf, "depth_law", "smoke", {"seed": 3, "prompt_len": 8})
     assert [c.layers for c in cfgs] == [L for L in pf.DEPTH_LAW_LAYERS["smoke"] for _ in range(pf.REPLICATES["smoke"])]
@@ -69,7 +85,7 @@ def test_run_study_through_the_cache(cache):
 
 
 def test_bad_input_names_the_parameter():
-    with pytest.raises(ValueError, match="^study must be one of probe prompt_forgetting's studies: depth_law"):
+    with pytest.raises(ValueError, match="^study must be one of probe prompt_forgetting's studies: bound_regime, depth_law, depth_sweep; got 'nope'"):
         get_study(pf, "nope")
     with pytest.raises(ValueError, match="parameter must be one of seed, layers"):
         study_configs(pf, "depth_law", "smoke", {"widht": 3})
