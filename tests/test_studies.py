@@ -85,7 +85,10 @@ def test_run_study_through_the_cache(cache):
 
 
 def test_bad_input_names_the_parameter():
-    with pytest.raises(ValueError, match="^study must be one of probe prompt_forgetting's studies: bound_regime, depth_law, depth_sweep; got 'nope'"):
+    known = "bound_regime, depth_law, depth_sweep"
+    with pytest.raises(
+        ValueError, match=f"^study must be one of probe prompt_forgetting's studies: {known}; got 'nope'"
+    ):
         get_study(pf, "nope")
     with pytest.raises(ValueError, match="parameter must be one of seed, layers"):
         study_configs(pf, "depth_law", "smoke", {"widht": 3})
