@@ -2169,6 +2169,33 @@ def _claim_looped_construction(led: Ledger, ds: xr.Dataset, s: dict, cfg: Config
     )
 
 
+def _looped_unmeasurable(led: Ledger, v: dict, eta: float, names: list[str], desc: str, n: int) -> bool:
+    """Whether a diverged looped training leaves nothing to judge (recording the claims not evaluated): replicate
+    0's weights gave no step to read off, or another replicate's gave a non-finite expectation."""
+    if not np.isfinite(eta):  # measure_looped skipped a diverged training run: nothing to read off
+        led.not_evaluated(
+            names[0],
+            role="prediction",
+            source=SOURCE_LOOPED,
+            seed=SEED_LOOPED,
+            reason=f"the looped LSA's training diverged ({desc}): non-finite weights, no step to read off",
+        )
+        return True
+    diverged = [k for k in ("looped_err_gd", "looped_err_gdpp") if not np.isfinite(v[k]).all()]
+    if diverged and n >= 2:  # another replicate's weights gave no finite reading: no expectation to compare
+        for name in names:
+            led.not_evaluated(
+                name,
+                role="prediction",
+                source=SOURCE_LOOPED,
+                seed=SEED_LOOPED,
+                reason=f"a replicate's looped training diverged ({desc}): its weights give a non-finite "
+                f"{' and '.join(diverged)}, so the seeds' expectation is undefined",
+            )
+        return True
+    return False
+
+
 def claims_looped(led: Ledger, ds: xr.Dataset, s: dict, cfg: Config) -> None:
     """Chen et al. (003#50): the looped one-step-GD layer is exactly multi-step GD; a trained looped LSA's
     squared weight error against loops, read against GD at the step fitted from its weights (the seed's
@@ -2188,14 +2215,7 @@ def claims_looped(led: Ledger, ds: xr.Dataset, s: dict, cfg: Config) -> None:
         eta = float(ds["looped_eta_fit"].values[j])
         gdpp = f"looped_{law}_tied_gdpp"
         names = [f"looped_{law}_gd_fitted_step", gdpp, f"looped_{law}_error_falls_every_loop"]
-        if not np.isfinite(eta):  # measure_looped skipped a diverged training run: nothing to read off
-            led.not_evaluated(
-                names[0],
-                role="prediction",
-                source=SOURCE_LOOPED,
-                seed=SEED_LOOPED,
-                reason=f"the looped LSA's training diverged ({desc}): non-finite weights, no step to read off",
-            )
+        if _looped_unmeasurable(led, v, eta, names, desc, n):
             continue
         if not _seeds_ok(led, names, n, "looped", SOURCE_LOOPED, SEED_LOOPED):
             continue

@@ -613,3 +613,31 @@ def test_logistic_claims_at_smoke_and_on_planted_numbers(smoke):
         judged = Ledger("icl_gd", preset="full")
         lg.claims(judged, d, s, full)
         assert judged["lg_looped_tracks_gd_T2"].status == status
+
+
+def test_a_diverged_looped_replicate_leaves_the_looped_claims_not_evaluated():
+    """A config the validator accepts whose second looped replicate diverges (huge init and step): replicate 0
+    still reads a finite step, but the seeds' expectations are undefined, so the claims are not evaluated
+    (found by the property test, where it raised on a non-finite alternative)."""
+    cfg = P.Config.preset(
+        "smoke",
+        d=1,
+        n_context=1,
+        steps=4,
+        lr=1 / 3,
+        init_std=6.468515407001071,
+        k_values=(1,),
+        layers=(1,),
+        looped_n=1,
+        looped_eval_loops=2,
+        looped_steps=1,
+        looped_batch=1,
+        looped_n_eval=16,
+        lg=False,
+    )
+    res = P.run(cfg, progress=False)
+    assert not np.isfinite(res.data["looped_err_gd_seeds"].values).all()  # the planted divergence happened
+    for law in res.data["looped_law"].values.tolist():
+        for name in (f"looped_{law}_gd_fitted_step", f"looped_{law}_tied_gdpp", f"looped_{law}_error_falls_every_loop"):
+            c = res.ledger[name]
+            assert c.status == "not_evaluated" and "diverged" in c.statement + str(c.why), name
