@@ -1644,9 +1644,17 @@ def notebook_base(
 DEPTH_LAW_LAYERS = {"smoke": (1, 2, 3), "full": (1, 2, 3, 4, 6, 8, 12)}
 
 
-def depth_law_grid(preset: str, base: Config) -> dict[str, tuple]:
-    """Depths x independent weight seeds (:func:`weight_seeds`, ``REPLICATES[preset]`` of them)."""
-    return {"layers": DEPTH_LAW_LAYERS[preset], "seed": tuple(weight_seeds(base.seed, REPLICATES[preset]))}
+def depths_x_seeds(layers: dict[str, tuple[int, ...]]):
+    """A study grid: the depths ``layers[preset]`` x independent weight seeds (:func:`weight_seeds`,
+    ``REPLICATES[preset]`` of them: the replicates :func:`probes.replicated_run` gives each depth)."""
+
+    def grid(preset: str, base: Config) -> dict[str, tuple]:
+        return {"layers": layers[preset], "seed": tuple(weight_seeds(base.seed, REPLICATES[preset]))}
+
+    return grid
+
+
+depth_law_grid = depths_x_seeds(DEPTH_LAW_LAYERS)
 
 
 def sweep_base(preset: str, **params) -> Config:
@@ -1663,10 +1671,7 @@ sweep_base.__signature__ = inspect.signature(notebook_base)
 DEPTH_SWEEP_LAYERS = {"smoke": (1, 2), "full": (1, 2, 3)}
 
 
-def depth_sweep_grid(preset: str, base: Config) -> dict[str, tuple]:
-    """Depths at the sweep length x independent seeds (``REPLICATES[preset]``: the replicates
-    :func:`probes.replicated_run` gives each depth)."""
-    return {"layers": DEPTH_SWEEP_LAYERS[preset], "seed": tuple(weight_seeds(base.seed, REPLICATES[preset]))}
+depth_sweep_grid = depths_x_seeds(DEPTH_SWEEP_LAYERS)
 
 
 def by_design(runs: list[Result], field: str = "layers") -> list[Replicates]:
@@ -1690,9 +1695,7 @@ def regime_base(preset: str, **params) -> Config:
 regime_base.__signature__ = inspect.signature(notebook_base)
 
 
-def regime_grid(preset: str, base: Config) -> dict[str, tuple]:
-    """The depths of the bound's regime x independent seeds."""
-    return {"layers": REGIME_LAYERS[preset], "seed": tuple(weight_seeds(base.seed, REPLICATES[preset]))}
+regime_grid = depths_x_seeds(REGIME_LAYERS)
 
 
 def designs_ledger(designs: list[Replicates]) -> Ledger:

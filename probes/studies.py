@@ -239,7 +239,7 @@ def parse_study_args(module: Any, probe_name: str, args: Sequence[str]) -> dict[
     if varied:
         option = "--" + varied[0].replace("_", "-")
         raise ValueError(f"study {study.name} varies {varied[0]} itself (its grid: {', '.join(grid)}); drop {option}")
-    configs = study_configs(module, study.name, ns.preset, values)  # validates every point
+    configs = plan(module, grid, base=base).configs  # validates every point
     if ns.workers is not None and (ns.workers < 1 or ns.scheduler != "local"):
         raise ValueError("--workers must be an integer >= 1 and goes with --scheduler local")
     return {
