@@ -78,6 +78,7 @@ from analysis.progress import bar
 from analysis.tasks import MarkovLanguage
 from analysis.theory import signal_propagation as th
 from analysis.train import TrainConfig, train
+from probes import _signal_phase as phase
 from probes.base import ModelIncompatibleError, ProbeConfig, Result, model_param, param
 
 NAME = "signal_propagation"
@@ -207,6 +208,31 @@ class Config(ProbeConfig):
         "weight seed of the first initialisation (replicate 0; the others are hashed from it); also "
         "seeds the Markov language and the token batches",
     )
+    # the attention phase diagram (probes._signal_phase); None: the preset's design (_signal_phase.DESIGN)
+    phase: bool = param(
+        False,
+        "also measure the attention phase diagram at initialisation (embedded tokens of cosine p, post-LN, "
+        "ReLU MLP, one head, logits beta sqrt(ln T) q.k / sqrt(d_h)): entropy, participation and token cosine",
+        omit_at_default=True,
+    )
+    phase_betas: tuple[float, ...] | None = param(
+        None, "phase: inverse temperatures beta (None: the preset's)", minimum=0.0, maximum=50.0, omit_at_default=True
+    )
+    phase_cosines: tuple[float, ...] | None = param(
+        None, "phase: pairwise token cosines p (None: the preset's)", minimum=0.0, maximum=0.99, omit_at_default=True
+    )
+    phase_tokens: int | None = param(
+        None, "phase: tokens per sequence T (None: the preset's)", minimum=2, maximum=2048, omit_at_default=True
+    )
+    phase_width: int | None = param(
+        None, "phase: model width d, >= T + 1 (None: the preset's)", minimum=3, maximum=4096, omit_at_default=True
+    )
+    phase_depth: int | None = param(
+        None, "phase: post-LN blocks (None: the preset's)", minimum=1, maximum=64, omit_at_default=True
+    )
+    phase_seeds: int | None = param(
+        None, "phase: independent seeds (weights and tokens; None: the preset's)", minimum=2, omit_at_default=True
+    )
 
     def validate(self) -> None:
         super().validate()
@@ -216,6 +242,9 @@ class Config(ProbeConfig):
             raise ValueError(f"depths must not repeat, got {list(self.depths)}")
         if self.data == "corpus" and self.trained:
             raise ValueError("data='corpus' needs trained=false (the zoo's models train on the Markov language)")
+        if self.phase and self.trained:
+            raise ValueError("phase needs trained=false (the phase diagram is measured at initialisation)")
+        phase.check_design(self)
 
 
 # ================================================================================================
@@ -875,6 +904,8 @@ def _run(config: Config, progress: bool) -> Result:
     data["update_effect"] = xr.DataArray(effect, dims=udims, coords=ucoords)
     if cfg.trained:
         _trained_extras(cfg, data)
+    if cfg.phase:
+        data = data.merge(phase.run(cfg, progress), combine_attrs="no_conflicts")
     data.attrs["gelu_second_moment"] = th.gelu_second_moment(1.0)
     data.attrs["trained"] = int(cfg.trained)
     data.attrs["source"] = "zoo"
@@ -895,6 +926,8 @@ def run_model(config: Config, model, progress: bool = True) -> Result:
     the zoo sweep's claims are not evaluated.
     """
     cfg = config
+    if cfg.phase:
+        raise ValueError("phase needs the zoo sweep (no passed model): the phase diagram builds its own models")
     protocol.describe(model)  # a ProbeModel, or a ValueError naming what is missing
     if model.input_kind != "tokens":
         raise ValueError(f"signal_propagation needs a token model (input_kind 'tokens'), got {model.input_kind!r}")
@@ -2026,6 +2059,7 @@ def check_claims(cfg: Config, data: xr.Dataset, led: Ledger) -> dict:
     scalars: dict = {"gelu_second_moment": th.gelu_second_moment(1.0)}
     for claim in CLAIMS:
         claim(cfg, data, led, scalars)
+    phase.claims(cfg, data, led, scalars)
     for norm in data.norm.values:
         for L in data.depth.values:
             scalars[f"loss_{norm}_L{L}"] = float(data["loss"].sel(norm=norm, depth=L).mean())
