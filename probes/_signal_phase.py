@@ -270,8 +270,28 @@ def claims(cfg, data: xr.Dataset, led: Ledger, sc: dict) -> None:
         figure=FIGURE,
     )
     for i, p in enumerate(data.phase_p.values):
+        _slope_scalars(data, sc, i, float(p))
         _claim_rows(data, led, sc, i, float(p), T)
         _claim_depth(data, led, sc, i, float(p))
+
+
+def _slope_scalars(data: xr.Dataset, sc: dict, i: int, p: float) -> None:
+    """The entropy slope in beta^2 below beta_c (the T -> oo law's is -1 / beta_c^2 = -(1 - p) / 2): fitted to each
+    seed's layer-1 entropies and to its yardstick over the grid's betas below beta_c (at least two)."""
+    betas = np.asarray(data.phase_beta.values, dtype=float)
+    below = betas < ap.critical_beta(p)
+    if below.sum() < 2:
+        return
+    x = betas[below] ** 2
+    meas = data["phase_entropy"].values[i, below, :, 0]  # (beta, seed)
+    yard = data["phase_yard_entropy"].values[i, below]
+    b_meas = np.polyfit(x, meas, 1)[0]  # (seed,)
+    b_yard = np.polyfit(x, yard, 1)[0]
+    t = tag(p)
+    sc[f"phase_entropy_slope_{t}_measured"] = float(b_meas.mean())
+    sc[f"phase_entropy_slope_{t}_se"] = float(b_meas.std(ddof=1) / math.sqrt(b_meas.size))
+    sc[f"phase_entropy_slope_{t}_finite_T"] = float(b_yard.mean())
+    sc[f"phase_entropy_slope_{t}_limit"] = -1.0 / ap.critical_beta(p) ** 2
 
 
 def _row_alternative(beta: float, p: float, T: int, quantity: str) -> tuple[float, str]:

@@ -39,6 +39,11 @@ under causal and full masks. The theory is :mod:`analysis.theory.signal_propagat
 * ``mlp_moment`` (no norm only): ``mean_t G(q_mid,t)``, the MLP's conditional second moment
   (theory section 8), for the no-norm sum rule and its exponential growth.
 
+With ``phase=True`` the run also measures the **attention phase diagram** at initialisation (Giorlandino & Goldt
+2026): embedded tokens of pairwise cosine ``p`` through the theory's post-LN block at inverse temperatures
+``beta``, against the random-energy model's finite-T laws (:mod:`probes._signal_phase`,
+:mod:`analysis.theory.attention_phase`).
+
 A **passed model** (``run(config, model)``; any token :class:`analysis.protocol.ProbeModel`, causal or
 bidirectional, e.g. the Hugging Face adapter) is measured alone with the same statistics on Markov ids
 within its vocabulary or on corpus text in its own tokenizer (``data``); see :func:`run_model`.
