@@ -107,6 +107,20 @@ def mean_se(values: Iterable[float]) -> MeanSE:
     return MeanSE(float(x.mean()), se, int(x.size))
 
 
+def t_band(values, axis: int = -1) -> tuple[np.ndarray, np.ndarray]:
+    """``(mean, half-width)`` over the replicates along ``axis`` of an array, per remaining index: the mean and
+    its 95% Student-t half-width ``t(95%, n - 1) x SE`` (the band of :func:`mean_se` for many cases at once, what
+    a figure draws as a seed band; the half-width is nan with one replicate, and a nan value makes its case nan)."""
+    x = np.moveaxis(np.asarray(values, dtype=np.float64), axis, -1)
+    n = x.shape[-1]
+    if n == 0:
+        raise ValueError("values must hold at least one replicate along axis")
+    mean = x.mean(-1)
+    if n == 1:
+        return mean, np.full(mean.shape, math.nan)
+    return mean, t_multiple(n - 1) * x.std(-1, ddof=1) / math.sqrt(n)
+
+
 def replicate_seed(seed: int, index: int) -> int:
     """The seed of replicate ``index`` of a run with seed ``seed`` (module docstring): ``seed`` itself for
     replicate 0, a hash of ``(seed, index)`` into :data:`SEED_SPACE` otherwise."""

@@ -24,13 +24,12 @@ interrupted set resumes where it stopped and a warm rerun computes nothing.
 
 from __future__ import annotations
 
-import math
 import os
 from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any
 
-from analysis.evidence import mean_se, replicate_seed, t_multiple
+from analysis.evidence import replicate_seed, t_band
 from analysis.ledger import Claim, Ledger
 from analysis.progress import bar
 from analysis.validation import check_int
@@ -95,8 +94,8 @@ class Replicates:
         replicate 0's within-run interval."""
         if scalar not in self.main.scalars:
             raise ValueError(f"scalar must be one of the result's scalars {sorted(self.main.scalars)}, got {scalar!r}")
-        m = mean_se(float(r.scalars[scalar]) for r in self.results)
-        return m.mean, (t_multiple(m.dof) * m.se if m.n > 1 else math.nan)
+        mean, half = t_band([float(r.scalars[scalar]) for r in self.results])
+        return float(mean), float(half)
 
     @cached_property
     def ledger(self) -> Ledger:

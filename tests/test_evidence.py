@@ -352,3 +352,17 @@ def test_rejudged_decides_stability_again_from_the_stored_band():
     fresh = stale.rejudged()
     assert fresh["p"] == c and fresh["p"].status == "pass"
     assert led.rejudged()["p"] == c  # judging again changes nothing while the rules are the same
+
+
+def test_t_band_is_mean_se_case_by_case():
+    rng = np.random.default_rng(3)
+    v = rng.normal(size=(3, 4, 6))
+    mean, half = evidence.t_band(v, axis=1)
+    assert mean.shape == half.shape == (3, 6)
+    m = evidence.mean_se(v[2, :, 5])
+    assert mean[2, 5] == pytest.approx(m.mean, rel=1e-12)
+    assert half[2, 5] == pytest.approx(evidence.t_multiple(m.dof) * m.se, rel=1e-12)
+    one_mean, one_half = evidence.t_band([[1.5]])
+    assert one_mean.tolist() == [1.5] and np.isnan(one_half).all()
+    with pytest.raises(ValueError, match="at least one replicate"):
+        evidence.t_band(np.zeros((2, 0)))
