@@ -85,6 +85,7 @@ from analysis.theory import signal_propagation as th
 from analysis.train import TrainConfig, train
 from probes import _signal_phase as phase
 from probes.base import ModelIncompatibleError, ProbeConfig, Result, model_param, param
+from probes.studies import Study
 
 NAME = "signal_propagation"
 DESCRIPTION = "Residual variance, gradients, block Jacobians and rank collapse across depth for every norm placement."
@@ -2069,3 +2070,65 @@ def check_claims(cfg: Config, data: xr.Dataset, led: Ledger) -> dict:
         for L in data.depth.values:
             scalars[f"loss_{norm}_L{L}"] = float(data["loss"].sel(norm=norm, depth=L).mean())
     return scalars
+
+
+# ================================================================================================
+# declared studies: the runs behind notebook 01 (python -m probes study signal_propagation STUDY)
+# ================================================================================================
+
+TRAINED_NORMS = ("pre", "post", "mix", "peri", "ln_scaling")  # the placements trained at one depth
+TRAINED_REPLICATES = {"smoke": 2, "full": 5}  # independent seeds (the same checkpoints as the curse runs)
+
+
+def init_base(preset: str, seed: int = 0, d_model: int = 32, heads: int = 4, trained_depth: int = 12) -> Config:
+    """The initialisation sweep of notebook 01 (every placement and depth) with the attention phase diagram;
+    the parameters are the notebook's parameter cell (``trained_depth`` is the trained study's)."""
+    return Config.preset(preset, seed=seed, d_model=d_model, heads=heads, phase=True)
+
+
+def trained_base(preset: str, seed: int = 0, d_model: int = 32, heads: int = 4, trained_depth: int = 12) -> Config:
+    """The trained comparison of notebook 01: the placements of :data:`TRAINED_NORMS` the preset has, trained
+    at one depth (``trained_depth``; smoke: 4) over :data:`TRAINED_REPLICATES` independent seeds."""
+    if isinstance(trained_depth, bool) or not isinstance(trained_depth, int) or trained_depth < 4:
+        raise ValueError(f"trained_depth must be an integer >= 4, got {trained_depth!r}")
+    init = Config.preset(preset, seed=seed, d_model=d_model, heads=heads)
+    return Config.preset(
+        preset,
+        seed=seed,
+        d_model=d_model,
+        heads=heads,
+        trained=True,
+        norms=tuple(n for n in TRAINED_NORMS if n in init.norms),
+        n_samples=TRAINED_REPLICATES[preset],
+        depths=(trained_depth if preset == "full" else 4,),
+    )
+
+
+def _single(results: list[Result]) -> Result:
+    return results[0]
+
+
+def _ledger_of(result: Result) -> Ledger:
+    return result.ledger
+
+
+STUDIES = {
+    "init": Study(
+        name="init",
+        description="every norm placement at every depth at initialisation, rank collapse, DeepNorm's update and "
+        "the attention phase diagram (one run, its seeds inside; notebook 01 sections 1-5 and 8)",
+        base=init_base,
+        grid=lambda preset, base: {},
+        combine=_single,
+        claims=_ledger_of,
+    ),
+    "trained": Study(
+        name="trained",
+        description="the placements trained at one depth over independent seeds, with the DeepNet stability and "
+        "Curse-of-Depth runs (notebook 01 sections 2, 4, 5-7)",
+        base=trained_base,
+        grid=lambda preset, base: {},
+        combine=_single,
+        claims=_ledger_of,
+    ),
+}

@@ -9,6 +9,7 @@ import pytest
 import probes
 from analysis.paths import REPO
 from probes import prompt_forgetting as pf
+from probes import signal_propagation as sp
 from probes.cli import main
 from probes.studies import get_study, run_study, studies, study_configs
 
@@ -35,6 +36,21 @@ def test_depth_sweep_study_is_the_committed_figures_experiment():
     keys = {probes.cache_key(pf, c) for c in study_configs(pf, "depth_sweep", "full")}
     assert keys == {v for k, v in sidecar["inputs"].items() if k.startswith("L")}
     assert len(keys) == len(pf.DEPTH_SWEEP_LAYERS["full"]) * pf.REPLICATES["full"]
+
+
+@pytest.mark.parametrize(
+    "figure", ["signal_variance_profiles", "signal_attention_phase", "signal_curse_of_depth_trained"]
+)
+def test_signal_propagation_studies_are_the_committed_figures_experiments(figure):
+    """Golden: notebook 01's two declared studies (one run each) are the init and trained inputs of its figures."""
+    sidecar = json.loads((REPO / "figures" / f"{figure}.json").read_text())
+    for name in ("init", "trained"):
+        [cfg] = study_configs(sp, name, "full")
+        assert probes.cache_key(sp, cfg) == sidecar["inputs"][name], name
+    assert study_configs(sp, "init", "full")[0].phase is True
+    assert study_configs(sp, "trained", "smoke", {"trained_depth": 8})[0].depths == (4,)  # smoke: depth 4
+    with pytest.raises(ValueError, match="^trained_depth must be an integer >= 4"):
+        study_configs(sp, "trained", "full", {"trained_depth": 2})
 
 
 def test_depth_sweep_study_gives_one_replicate_set_per_depth(cache):
