@@ -13,6 +13,8 @@
     python -m probes study NAME [STUDY]        # a declared study: the exact experiment behind a figure
                               [--preset smoke|full] [--PARAM VALUE ...] [--json PATH|-]
                               [--scheduler none|local|tcp://HOST:PORT] [--workers N] [--no-progress]
+    python -m probes claims [NAME]             # the committed claims (per probe, or NAME's: statement, seed)
+                              [--status S] [--role R] [--source] [--json PATH|-]
     python -m probes cache ls                  # every cache entry: kind, key, probe/model, size, age
     python -m probes cache size                # entries and bytes per kind, and the total
     python -m probes cache prune [--older-than DAYS] [--keep-figures]
@@ -134,6 +136,7 @@ USAGE = (
     "       python -m probes sweep NAME [--preset smoke|full] --grid FIELD=V1,V2,... [--seeds 0-4] "
     "[--FIELD VALUE ...] --out PATH.nc [--scheduler local|none|tcp://HOST:PORT] [--workers N]\n"
     "       python -m probes study NAME [STUDY [--preset smoke|full] [--PARAM VALUE ...] [--json PATH|-]]\n"
+    "       python -m probes claims [NAME] [--status S] [--role R] [--source] [--json PATH|-]\n"
     "       python -m probes cache ls|size|prune [--older-than DAYS] [--keep-figures]"
 )
 
@@ -176,10 +179,12 @@ def _dispatch(args: list[str]) -> int:
         print(__doc__)
         return 0
     command, rest = args[0], args[1:]
-    if command not in ("list", "show", "run", "sweep", "study", "cache"):
-        raise UsageError(f"unknown command {command!r}; allowed: list, show, run, sweep, study, cache")
+    if command not in ("list", "show", "run", "sweep", "study", "claims", "cache"):
+        raise UsageError(f"unknown command {command!r}; allowed: list, show, run, sweep, study, claims, cache")
     if command == "cache":
         return _cache(rest)
+    if command == "claims":
+        return _claims(rest)
     if command == "list":
         if rest:
             raise UsageError(f"list takes no arguments, got {' '.join(rest)}")
@@ -219,6 +224,41 @@ def _study(module: Any, name: str, args: list[str]) -> int:
     ):
         raise UsageError(f"--scheduler must be none, local or tcp://HOST:PORT, got {parsed['scheduler']!r}")
     return studies.study_command(parsed)
+
+
+def _claims(args: list[str]) -> int:
+    """``python -m probes claims [NAME ...]`` (:mod:`probes.inventory`): the committed ledgers, read only."""
+    from probes import inventory
+
+    parser = _Parser(prog="python -m probes claims", allow_abbrev=False)
+    parser.add_argument("name", nargs="?")
+    parser.add_argument("--status")
+    parser.add_argument("--role")
+    parser.add_argument("--source", action="store_true")
+    parser.add_argument("--json", metavar="PATH|-")
+    ns = parser.parse_args(args)
+    if ns.json not in (None, "-"):
+        if Path(ns.json).is_dir():
+            raise UsageError(f"--json: {ns.json} is a folder; give a file name such as {Path(ns.json) / 'claims.json'}")
+        _check_file_output(Path(ns.json), "--json")
+    try:
+        claims = inventory.committed_claims()
+        if ns.name is None:
+            if ns.status or ns.role:
+                raise ValueError("--status and --role need a probe name (python -m probes claims NAME --status fail)")
+            rows, text = claims, "\n".join(inventory.summary_lines(claims))
+        else:
+            rows = inventory.select(claims, ns.name, ns.status, ns.role)
+            text = inventory.format_claims(rows, source=ns.source)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    if ns.json == "-":
+        sys.stdout.write(json.dumps(rows, indent=2, allow_nan=False) + "\n")
+        return 0
+    if ns.json:
+        atomic_write_json(ns.json, rows)
+    print(text or "(no claims)")
+    return 0
 
 
 def _get(name: str) -> Any:
