@@ -13,6 +13,12 @@ invisible to ``python -m probes run`` and to anyone reading the probe. A probe d
 * ``combine(results)``: the runs' results, in grid order, into the study's dataset;
 * ``claims(combined)``: the study's ledger.
 
+A study of **designs** (runs that are not a product grid: each a set of field overrides, e.g. one family with
+its own extension fields, or one depth with the uniform kernel) gives ``designs(preset, base)`` instead of a
+grid, ``{tag: {field: value}}``, and ``replicates`` (``{preset: n}``): every design runs at ``n`` independent
+seeds (:func:`probes.replicates.replicate_configs`), ``combine`` receives ``{tag: Replicates}`` in the designs'
+order, and ``claims`` its ledger (:func:`designs_ledger`: each design's own ledger, tagged).
+
 :func:`run_study` runs every point through the result cache (:func:`probes.sweep`: serially, or on a
 Dask client), so a warm rerun computes nothing and an interrupted study resumes; :func:`study_configs`
 gives the configs without running anything. From the command line::
@@ -37,11 +43,13 @@ from typing import Any
 
 from analysis.io import atomic_write_json, to_jsonable
 from analysis.ledger import Ledger
-from probes.base import Result, _resolve, cache_key
-from probes.sweep import plan, sweep, sweep_results
+from probes.base import Result, _resolve, cache_key, cached_run
+from probes.replicates import Replicates, replicate_configs
+from probes.sweep import plan, run_configs, sweep, sweep_results
 
 __all__ = [
     "Study",
+    "designs_ledger",
     "StudyResult",
     "get_study",
     "parse_study_args",
@@ -63,9 +71,17 @@ class Study:
     description: str
     base: Callable[..., Any]
     grid: Callable[[str, Any], Mapping[str, Sequence[Any]]]
-    combine: Callable[[list[Result]], Any]
+    combine: Callable[[Any], Any]
     claims: Callable[[Any], Ledger]
     figure: str | None = None  # the figure drawn from it (its sidecar's inputs are the study's keys)
+    designs: Callable[[str, Any], Mapping[str, Mapping[str, Any]]] | None = None  # instead of a grid
+    replicates: Mapping[str, int] | None = None  # seeds per design, per preset (designs only)
+
+    def __post_init__(self) -> None:
+        if (self.grid is None) == (self.designs is None):
+            raise ValueError(f"study {self.name}: give exactly one of grid and designs")
+        if self.designs is not None and set(self.replicates or {}) != set(PRESETS):
+            raise ValueError(f"study {self.name}: designs need replicates for every preset {PRESETS}")
 
 
 @dataclass(frozen=True)
@@ -120,20 +136,46 @@ def _check_params(study: Study, params: Mapping[str, Any] | None) -> dict[str, A
 
 
 def _plan(probe: Any, name: str, preset: str, params: Mapping[str, Any] | None):
+    """``(module, study, params, base, grid)``; for a study of designs ``grid`` is ``{tag: [configs]}``."""
     if preset not in PRESETS:
         raise ValueError(f"preset must be one of {', '.join(PRESETS)}, got {preset!r}")
     module, _ = _resolve(probe)
     study = get_study(module, name)
     params = _check_params(study, params)
     base = study.base(preset, **params)
-    grid = dict(study.grid(preset, base))
-    return module, study, params, base, grid
+    if study.designs is None:
+        return module, study, params, base, dict(study.grid(preset, base))
+    n = study.replicates[preset]
+    designs = {
+        tag: replicate_configs(module, base.replace(**over), n) for tag, over in study.designs(preset, base).items()
+    }
+    return module, study, params, base, designs
+
+
+def _varied(study: Study, preset: str, base: Any, grid: Mapping[str, Any]) -> set[str]:
+    """The fields a study sets itself (its grid's, or every field a design overrides)."""
+    if study.designs is None:
+        return set(grid)
+    return {f for over in study.designs(preset, base).values() for f in over}
 
 
 def study_configs(probe: Any, name: str, preset: str = "full", params: Mapping[str, Any] | None = None) -> list:
-    """Every run's config, in grid order, without running anything (``ValueError`` on a bad input)."""
-    module, _study, _params, base, grid = _plan(probe, name, preset, params)
+    """Every run's config, in grid order (designs: each design's replicates in turn), without running anything
+    (``ValueError`` on a bad input)."""
+    module, study, _params, base, grid = _plan(probe, name, preset, params)
+    if study.designs is not None:
+        return [c for configs in grid.values() for c in configs]
     return list(plan(module, grid, base=base).configs)
+
+
+def designs_ledger(designs: Mapping[str, Any]) -> Ledger:
+    """The ledger of a study of designs: each design's own ledger (judged over its replicates), tagged with the
+    design's tag, in the designs' order."""
+    first = next(iter(designs.values()))
+    led = Ledger(first.module.NAME, preset=first.config.preset_name)
+    for tag, r in designs.items():
+        led.extend(r.ledger, tag=tag)
+    return led
 
 
 def run_study(
@@ -151,6 +193,8 @@ def run_study(
     through the result cache (``client``: None serially, or a ``distributed.Client``; ``threads``: torch
     threads per run, None to leave torch as it is). A run that raises is a bug: ``RuntimeError`` naming it."""
     module, study, params, base, grid = _plan(probe, name, preset, params)
+    if study.designs is not None:
+        return _run_designs(module, study, preset, params, grid, client, progress, cache_root, threads)
     outcomes: list[dict] = []
     ds = sweep(
         module,
@@ -172,6 +216,30 @@ def run_study(
         params=params,
         results=results,
         combined=study.combine(list(results)),
+        from_cache=tuple(bool(o.get("from_cache")) for o in outcomes),
+    )
+
+
+def _run_designs(module, study, preset, params, designs, client, progress, cache_root, threads) -> StudyResult:
+    """:func:`run_study` for a study of designs: every replicate of every design through the result cache."""
+    configs = [c for cs in designs.values() for c in cs]
+    outcomes = run_configs(module, configs, client=client, progress=progress, cache_root=cache_root, threads=threads)
+    failed = [o.get("error") for o in outcomes if not o.get("ok")]
+    if failed:
+        raise RuntimeError(f"study {study.name}: {len(failed)} failed run(s); first: {failed[0]}")
+    grouped = {}
+    for tag, cs in designs.items():
+        grouped[tag] = Replicates(
+            module, tuple(cached_run(module, c, cache_root=cache_root, progress=False) for c in cs)
+        )
+    results = tuple(r for rep in grouped.values() for r in rep.results)
+    return StudyResult(
+        study=study,
+        module=module,
+        preset=preset,
+        params=params,
+        results=results,
+        combined=study.combine(grouped),
         from_cache=tuple(bool(o.get("from_cache")) for o in outcomes),
     )
 
@@ -235,11 +303,14 @@ def parse_study_args(module: Any, probe_name: str, args: Sequence[str]) -> dict[
         if text is not None:
             values[p.name] = _parse_param(study, p, text)
     _m, _s, _p, base, grid = _plan(module, study.name, ns.preset, values)
-    varied = sorted((set(values) & set(grid)) - {"seed"})  # the grid's seeds derive from the given seed
+    sets = _varied(study, ns.preset, base, grid)
+    varied = sorted((set(values) & sets) - {"seed"})  # the grid's seeds derive from the given seed
     if varied:
         option = "--" + varied[0].replace("_", "-")
-        raise ValueError(f"study {study.name} varies {varied[0]} itself (its grid: {', '.join(grid)}); drop {option}")
-    configs = plan(module, grid, base=base).configs  # validates every point
+        raise ValueError(
+            f"study {study.name} varies {varied[0]} itself (it sets: {', '.join(sorted(sets))}); drop {option}"
+        )
+    configs = study_configs(module, study.name, ns.preset, values)  # validates every point
     if ns.workers is not None and (ns.workers < 1 or ns.scheduler != "local"):
         raise ValueError("--workers must be an integer >= 1 and goes with --scheduler local")
     return {

@@ -105,7 +105,16 @@ from analysis.progress import bar
 from probes import registry
 from probes.base import NETCDF_ENGINE, FieldSpec, ProbeConfig, _resolve, cache_key, cached_run, get
 
-__all__ = ["local_client", "parse_grid_arg", "parse_seeds", "plan", "sweep", "sweep_results", "write_netcdf"]
+__all__ = [
+    "local_client",
+    "parse_grid_arg",
+    "parse_seeds",
+    "plan",
+    "run_configs",
+    "sweep",
+    "sweep_results",
+    "write_netcdf",
+]
 
 SWEEP_FORMAT = 1  # layout of the Dataset; recorded in its attrs
 SEED_FIELD = "seed"
@@ -771,6 +780,42 @@ def sweep(
     ds = _assemble(p, got)
     ds.attrs.update(_provenance_attrs(threads))
     return ds
+
+
+def run_configs(
+    name: Any,
+    configs: Sequence[ProbeConfig],
+    *,
+    client: Any = None,
+    progress: bool = True,
+    cache_root: str | os.PathLike | None = None,
+    threads: int | None = 1,
+) -> list[dict]:
+    """Run a list of configs of one probe (not a product grid: e.g. a study's designs x their replicates) as
+    :func:`sweep` runs its points, each through the result cache, serially or on ``client``; returns one outcome
+    dict per config (``ok``, ``from_cache``, ``error``...), in order. Nothing is raised for a failed point."""
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
+        raise ValueError(f"threads must be an integer >= 1 or None, got {threads!r}")
+    module, probe_name = _resolve(name)
+    configs = list(configs)
+    if not configs:
+        raise ValueError("configs must hold at least one config")
+    for c in configs:
+        if not isinstance(c, module.Config):
+            raise ValueError(f"configs must be {probe_name}.Config values, got {type(c).__name__}")
+    p = Plan(
+        module,
+        probe_name,
+        dims=["point"],
+        values={"point": list(range(len(configs)))},
+        base=configs[0],
+        configs=configs,
+        keys=[cache_key(module, c) for c in configs],
+    )
+    root = None if cache_root is None else str(Path(cache_root).resolve())
+    return (
+        _run_serial(p, root, threads, progress) if client is None else _run_client(p, client, root, threads, progress)
+    )
 
 
 def sweep_results(ds: xr.Dataset, cache_root: str | os.PathLike | None = None) -> list:

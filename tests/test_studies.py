@@ -137,3 +137,73 @@ def test_command_line_lists_runs_and_refuses_bad_input(cache, tmp_path, capsys):
         assert main(["study", "prompt_forgetting", *args]) == 2
         err = capsys.readouterr().err.strip()
         assert needle in err and len(err.splitlines()) == 1, err
+
+
+# ---------------------------------------------------------------------- studies of designs (notebook 05)
+
+
+def _old_notebook_05_designs(preset, seed=0, layers=2, max_len=1024, n_bases=6):
+    """Golden: notebook 05's designs as its cells wrote them before they moved into the probe (verbatim)."""
+    from analysis.theory import representational_collapse as th
+    from probes import representational_collapse as mod
+    from probes.replicates import replicate_configs
+
+    full = preset == "full"
+    base = mod.Config.preset(
+        preset, seed=seed, layers=layers, **(dict(max_len=max_len, n_bases=n_bases) if full else {})
+    )
+    CHEAP = dict(dtypes=("bfloat16",), sensitivity=False)
+    UNIFORM = dict(attention="uniform", norm="none", mlp=0)
+    SENS = dict(max_len=128, n_lengths=6, fit_lo=8.0) if full else {}
+    EXTEND = {
+        "repeat_last": dict(extend_dtype="float16", extend_lo=0.5, extend_hi=2.0, extend_lengths=5),
+        "counting": dict(extend_dtype="float32", extend_lo=3.0, extend_hi=6.0, extend_lengths=4, extend_bases=2),
+        "early_token": {},
+    }
+
+    def run(**over):
+        return replicate_configs(mod, base.replace(**over), mod.REPLICATES[preset])
+
+    main = {f: run(family=f, sensitivity=False, **EXTEND[f]) for f in th.FAMILIES}
+    depths = (1, 2, 3) if full else (1, 2)
+    SWEEP = dict(CHEAP, sensitivity=True)
+    sens = {f"sens_softmax_L{L_}": run(layers=L_, **SWEEP, **SENS) for L_ in depths}
+    sens |= {f"sens_uniform_L{L_}": run(layers=L_, **UNIFORM, **SWEEP, **SENS) for L_ in depths}
+    pos = {
+        f"{f}_pos_{p}": run(family=f, pos=p, **CHEAP) for f in ("repeat_last", "counting") for p in ("rope", "learned")
+    }
+    pos |= {f"{f}_sep3": run(family=f, separator_every=3, **CHEAP) for f in ("repeat_last", "counting")}
+    trained = {
+        f"{f}_trained": run(family=f, trained=True, **dict(CHEAP, sensitivity=f == th.FAMILIES[0])) for f in th.FAMILIES
+    }
+    return {"main": main, "sensitivity": sens, "positions": pos, "trained": trained}
+
+
+@pytest.mark.parametrize("preset", ["smoke", "full"])
+def test_notebook_05_studies_are_its_old_designs(preset):
+    from probes import representational_collapse as rc
+    from probes.studies import _plan
+
+    old = _old_notebook_05_designs(preset)
+    for name, designs in old.items():
+        *_, planned = _plan(rc, name, preset, {})
+        assert list(planned) == list(designs), name  # the same tags in the same order (the ledger's order)
+        for tag in designs:
+            assert [probes.cache_key(rc, c) for c in planned[tag]] == [probes.cache_key(rc, c) for c in designs[tag]]
+    sidecar = json.loads((REPO / "figures" / "rc_distance.json").read_text())
+    keys = {probes.cache_key(rc, c) for c in study_configs(rc, "main", "full")}
+    assert keys == set(sidecar["inputs"].values())
+
+
+def test_a_study_of_designs_runs_and_tags_each_designs_ledger(cache):
+    from probes import representational_collapse as rc
+
+    res = run_study(rc, "positions", "smoke", progress=False)
+    assert list(res.combined) == list(rc.position_designs("smoke", None))
+    assert len(res.results) == len(res.combined) * rc.REPLICATES["smoke"] and not any(res.from_cache)
+    tags = {c.context for c in res.ledger.claims}
+    assert tags == {f"representational_collapse[{t}]" for t in res.combined}
+    again = run_study(rc, "positions", "smoke", progress=False)
+    assert all(again.from_cache) and [c.status for c in again.ledger.claims] == [c.status for c in res.ledger.claims]
+    with pytest.raises(ValueError, match="give exactly one of grid and designs"):
+        probes.Study(name="x", description="", base=rc.notebook_base, grid=None, combine=dict, claims=dict)
