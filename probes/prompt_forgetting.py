@@ -80,7 +80,7 @@ from analysis.theory import prompt_forgetting as th
 from analysis.train import derived_seed, evaluate, probe_lm_train_config, train
 from probes.base import ModelIncompatibleError, ProbeConfig, Result, model_param, param
 from probes.replicates import Replicates, worst_of
-from probes.studies import Study
+from probes.studies import Study, tagged_ledger
 
 NAME = "prompt_forgetting"
 DESCRIPTION = "Prompt-forgetting exponent: offset of two prompts' hidden states under one continuation vs t."
@@ -1707,6 +1707,142 @@ def designs_ledger(designs: list[Replicates]) -> Ledger:
     return led
 
 
+# ------------------------------------------------------------ studies of designs (notebook 03's other sections)
+
+UNIFORM = {"attention": "uniform", "norm": "none", "mlp": 0, "dtype": "float64"}  # the matrix relay network (exact)
+TRAIN_LAYERS = {"smoke": (1, 2), "full": (2, 4, 6, 8)}
+TRAIN_DATA = ("corpus", "markov")
+TRAINING = {  # the training recipe per data, per preset (smoke: the preset's own)
+    "full": {
+        "corpus": {"train_steps": 2000, "train_seq_len": 128},
+        "markov": {"train_steps": 600, "train_seq_len": 128},
+    },
+    "smoke": {"corpus": {}, "markov": {}},
+}
+TRAJECTORY = {"smoke": ("corpus", 2), "full": ("corpus", 4)}  # the trained run that also measures alpha along training
+TRAJECTORY_FRACTIONS = (0.01, 0.1, 0.3, 0.5, 0.7, 1.0)  # its checkpoints, as fractions of its updates
+PROMPT_LENGTHS = {"smoke": (4, 8), "full": (4, 16, 64)}
+VARIANTS = {  # tag -> (label, overrides): the architecture variants of notebook 03 section 9
+    "pre_ln_softmax": ("pre-LN softmax", {}),
+    "post_ln_softmax": ("post-LN softmax", {"norm": "post"}),
+    "pre_rmsnorm_softmax": ("pre-RMSNorm softmax", {"norm_type": "rmsnorm"}),
+    "pre_ln_ssmax": ("pre-LN ssmax", {"attention": "ssmax"}),
+    "pre_ln_sigmoid": ("pre-LN sigmoid", {"attention": "sigmoid"}),
+    "uniform": ("uniform (relay)", UNIFORM),
+}
+
+
+def design_replicates(preset: str, config: Config) -> int:
+    """Independent seeds of one design: :data:`REPLICATES` for an untrained model, one for a trained one (the
+    figure pipeline's cost; :data:`TRAINED_ONE_SEED`)."""
+    return 1 if config.trained else REPLICATES[preset]
+
+
+def kernel_designs(preset: str, base: Config) -> dict[str, dict]:
+    """Pre-LN softmax and the uniform relay network at the main length (notebook 03 section 1)."""
+    return {"softmax": {}, "uniform": dict(UNIFORM)}
+
+
+def trajectory_checkpoints(preset: str, base: Config) -> tuple[int, ...]:
+    """The updates at which the trajectory run measures alpha (0 and :data:`TRAJECTORY_FRACTIONS` of its steps)."""
+    data, _ = TRAJECTORY[preset]
+    steps = base.replace(**TRAINING[preset][data]).train_steps
+    return tuple(sorted({0, *(round(f * steps) for f in TRAJECTORY_FRACTIONS)}))
+
+
+def training_designs(preset: str, base: Config) -> dict[str, dict]:
+    """Each data and depth, untrained and trained on that data (the same text, prompts and continuations; notebook
+    03 section 3); the trajectory run also measures alpha along training (section 4)."""
+    out = {}
+    for data in TRAIN_DATA:
+        for L in TRAIN_LAYERS[preset]:
+            extra = (
+                {"train_checkpoints": trajectory_checkpoints(preset, base)} if (data, L) == TRAJECTORY[preset] else {}
+            )
+            out[f"untrained_{data}_L{L}"] = {"layers": L, "data": data}
+            out[f"trained_{data}_L{L}"] = {
+                "layers": L,
+                "data": data,
+                "trained": True,
+                **TRAINING[preset][data],
+                **extra,
+            }
+    return out
+
+
+def training_ledgers(designs: dict[str, Replicates]) -> dict[str, Ledger]:
+    """Each design's ledger, and after each trained one the paired claim against its untrained twin at the same
+    (first) seed, tagged ``trained_vs_untrained_<data>_L<layers>``."""
+    out = {}
+    for tag, r in designs.items():
+        out[tag] = r.ledger
+        if tag.startswith("trained_"):
+            twin = tag.replace("trained_", "untrained_", 1)
+            out[tag.replace("trained_", "trained_vs_untrained_", 1)] = trained_vs_untrained_claims(
+                designs[twin].main, r.main
+            )
+    return out
+
+
+def bias_designs(preset: str, base: Config) -> dict[str, dict]:
+    """Softmax and uniform at the sweep length with and without the dilution-cancelling bias (section 4)."""
+    return {
+        "plain_softmax": {},
+        "plain_uniform": dict(UNIFORM),
+        "bias_softmax": {"logit_bias": "cancel"},
+        "uniform_bias": {**UNIFORM, "logit_bias": "cancel"},
+    }
+
+
+def bias_ledgers(designs: dict[str, Replicates]) -> dict[str, Ledger]:
+    """The uniform network's ledger with the bias, and the bias claims (softmax with against without)."""
+    return {
+        "uniform_bias": designs["uniform_bias"].ledger,
+        "bias_softmax": bias_claims(designs["plain_softmax"], designs["bias_softmax"]),
+    }
+
+
+def prompt_length_designs(preset: str, base: Config) -> dict[str, dict]:
+    """The prompt length P at the sweep length, fitted from at least 2P after the prompt (section 8, right)."""
+    full = preset == "full"
+    return {
+        f"P{P}": {"prompt_len": P, "fit_lo": max(2.0 * P, base.fit_lo) if full else 24.0}
+        for P in PROMPT_LENGTHS[preset]
+    }
+
+
+def variant_designs(preset: str, base: Config) -> dict[str, dict]:
+    """The architecture variants at the sweep length (:data:`VARIANTS`; section 9)."""
+    return {tag: dict(over) for tag, (_label, over) in VARIANTS.items()}
+
+
+def uniform_depth_designs(preset: str, base: Config) -> dict[str, dict]:
+    """The uniform relay network at each depth of the depth sweep (section 10)."""
+    return {f"uniform_L{L}": {**UNIFORM, "layers": L} for L in DEPTH_SWEEP_LAYERS[preset]}
+
+
+def _own_ledgers(designs: dict[str, Replicates]) -> dict[str, Ledger]:
+    return {tag: r.ledger for tag, r in designs.items()}
+
+
+def _variant_ledgers(designs: dict[str, Replicates]) -> dict[str, Ledger]:
+    return {"variant_uniform": designs["uniform"].ledger}
+
+
+def _designs_study(name: str, description: str, base, designs, ledgers, figure: str) -> Study:
+    return Study(
+        name=name,
+        description=description,
+        base=base,
+        grid=None,
+        designs=designs,
+        replicates=design_replicates,
+        combine=dict,
+        claims=lambda combined: tagged_ledger(ledgers(combined)),
+        figure=figure,
+    )
+
+
 STUDIES = {
     "depth_law": Study(
         name="depth_law",
@@ -1738,5 +1874,54 @@ STUDIES = {
         combine=by_design,
         claims=designs_ledger,
         figure="pf_bound_regime",
+    ),
+    "kernels": _designs_study(
+        "kernels",
+        "pre-LN softmax and the uniform relay network at the main length (notebook 03 section 1)",
+        notebook_base,
+        kernel_designs,
+        _own_ledgers,
+        "pf_distance",
+    ),
+    "training": _designs_study(
+        "training",
+        "untrained and trained on corpus text and on the Markov language at each "
+        "depth, with alpha along training (notebook 03 sections 3-4)",
+        notebook_base,
+        training_designs,
+        training_ledgers,
+        "pf_trained_depth",
+    ),
+    "bias": _designs_study(
+        "bias",
+        "the dilution-cancelling bias against none, softmax and uniform, at the sweep length (notebook 03 section 4)",
+        sweep_base,
+        bias_designs,
+        bias_ledgers,
+        "pf_bias_training",
+    ),
+    "prompt_lengths": _designs_study(
+        "prompt_lengths",
+        "alpha against the prompt length at the sweep length (notebook 03 section 8, right)",
+        sweep_base,
+        prompt_length_designs,
+        _own_ledgers,
+        "pf_alpha_summary",
+    ),
+    "variants": _designs_study(
+        "variants",
+        "norm placement, norm kind and attention kernel at the sweep length (notebook 03 section 9)",
+        sweep_base,
+        variant_designs,
+        _variant_ledgers,
+        "pf_variants",
+    ),
+    "uniform_depths": _designs_study(
+        "uniform_depths",
+        "the uniform relay network at each depth of the depth sweep (notebook 03 section 10)",
+        sweep_base,
+        uniform_depth_designs,
+        _own_ledgers,
+        "pf_bound_constant",
     ),
 }

@@ -15,9 +15,10 @@ invisible to ``python -m probes run`` and to anyone reading the probe. A probe d
 
 A study of **designs** (runs that are not a product grid: each a set of field overrides, e.g. one family with
 its own extension fields, or one depth with the uniform kernel) gives ``designs(preset, base)`` instead of a
-grid, ``{tag: {field: value}}``, and ``replicates`` (``{preset: n}``): every design runs at ``n`` independent
-seeds (:func:`probes.replicates.replicate_configs`), ``combine`` receives ``{tag: Replicates}`` in the designs'
-order, and ``claims`` its ledger (:func:`designs_ledger`: each design's own ledger, tagged).
+grid, ``{tag: {field: value}}``, and ``replicates`` (``{preset: n}``, or ``(preset, config) -> n``): every
+design runs at ``n`` independent seeds (:func:`probes.replicates.replicate_configs`), ``combine`` receives
+``{tag: Replicates}`` in the designs' order, and ``claims`` its ledger (:func:`designs_ledger`: each design's own
+ledger, tagged).
 
 :func:`run_study` runs every point through the result cache (:func:`probes.sweep`: serially, or on a
 Dask client), so a warm rerun computes nothing and an interrupted study resumes; :func:`study_configs`
@@ -50,6 +51,7 @@ from probes.sweep import plan, run_configs, sweep, sweep_results
 __all__ = [
     "Study",
     "designs_ledger",
+    "tagged_ledger",
     "StudyResult",
     "get_study",
     "parse_study_args",
@@ -75,13 +77,18 @@ class Study:
     claims: Callable[[Any], Ledger]
     figure: str | None = None  # the figure drawn from it (its sidecar's inputs are the study's keys)
     designs: Callable[[str, Any], Mapping[str, Mapping[str, Any]]] | None = None  # instead of a grid
-    replicates: Mapping[str, int] | None = None  # seeds per design, per preset (designs only)
+    # seeds per design (designs only): {preset: n}, or a function (preset, the design's config) -> n
+    replicates: Mapping[str, int] | Callable[[str, Any], int] | None = None
 
     def __post_init__(self) -> None:
         if (self.grid is None) == (self.designs is None):
             raise ValueError(f"study {self.name}: give exactly one of grid and designs")
-        if self.designs is not None and set(self.replicates or {}) != set(PRESETS):
+        if self.designs is not None and not callable(self.replicates) and set(self.replicates or {}) != set(PRESETS):
             raise ValueError(f"study {self.name}: designs need replicates for every preset {PRESETS}")
+
+    def n_replicates(self, preset: str, config: Any) -> int:
+        """The independent seeds of one design at ``preset``."""
+        return int(self.replicates(preset, config) if callable(self.replicates) else self.replicates[preset])
 
 
 @dataclass(frozen=True)
@@ -145,10 +152,10 @@ def _plan(probe: Any, name: str, preset: str, params: Mapping[str, Any] | None):
     base = study.base(preset, **params)
     if study.designs is None:
         return module, study, params, base, dict(study.grid(preset, base))
-    n = study.replicates[preset]
-    designs = {
-        tag: replicate_configs(module, base.replace(**over), n) for tag, over in study.designs(preset, base).items()
-    }
+    designs = {}
+    for tag, over in study.designs(preset, base).items():
+        cfg = base.replace(**over)
+        designs[tag] = replicate_configs(module, cfg, study.n_replicates(preset, cfg))
     return module, study, params, base, designs
 
 
@@ -168,14 +175,21 @@ def study_configs(probe: Any, name: str, preset: str = "full", params: Mapping[s
     return list(plan(module, grid, base=base).configs)
 
 
+def tagged_ledger(ledgers: Mapping[str, Ledger]) -> Ledger:
+    """One ledger of several, each one's claims tagged with its key (in order): a study's ledger of parts."""
+    if not ledgers:
+        raise ValueError("ledgers must hold at least one ledger")
+    first = next(iter(ledgers.values()))
+    led = Ledger(first.context, preset=first.preset)
+    for tag, part in ledgers.items():
+        led.extend(part, tag=tag)
+    return led
+
+
 def designs_ledger(designs: Mapping[str, Any]) -> Ledger:
     """The ledger of a study of designs: each design's own ledger (judged over its replicates), tagged with the
     design's tag, in the designs' order."""
-    first = next(iter(designs.values()))
-    led = Ledger(first.module.NAME, preset=first.config.preset_name)
-    for tag, r in designs.items():
-        led.extend(r.ledger, tag=tag)
-    return led
+    return tagged_ledger({tag: r.ledger for tag, r in designs.items()})
 
 
 def run_study(

@@ -101,7 +101,7 @@ def test_run_study_through_the_cache(cache):
 
 
 def test_bad_input_names_the_parameter():
-    known = "bound_regime, depth_law, depth_sweep"
+    known = ", ".join(sorted(pf.STUDIES))
     with pytest.raises(
         ValueError, match=f"^study must be one of probe prompt_forgetting's studies: {known}; got 'nope'"
     ):
@@ -207,3 +207,91 @@ def test_a_study_of_designs_runs_and_tags_each_designs_ledger(cache):
     assert all(again.from_cache) and [c.status for c in again.ledger.claims] == [c.status for c in res.ledger.claims]
     with pytest.raises(ValueError, match="give exactly one of grid and designs"):
         probes.Study(name="x", description="", base=rc.notebook_base, grid=None, combine=dict, claims=dict)
+
+
+def _old_notebook_03_designs(preset, seed=0, layers=2, d_model=64, heads=2, prompt_len=16, cont_len=4096, n_pairs=6):
+    """Golden: notebook 03's single-design sections as its cells wrote them before they moved into the probe."""
+    from probes.replicates import replicate_configs
+
+    base = pf.notebook_base(
+        preset,
+        seed=seed,
+        layers=layers,
+        d_model=d_model,
+        heads=heads,
+        prompt_len=prompt_len,
+        cont_len=cont_len,
+        n_pairs=n_pairs,
+    )
+    T_main = base.cont_len
+    T_sweep = T_main // 4 if preset == "full" else 96
+    fit_sweep = base.fit_lo / 2 if preset == "full" else 24.0
+    UNIFORM = dict(attention="uniform", norm="none", mlp=0, dtype="float64")
+    n_seeds = pf.REPLICATES[preset]
+
+    def run(**over):
+        cfg = base.replace(**over)
+        return replicate_configs(pf, cfg, 1 if cfg.trained else n_seeds)
+
+    def sweep(**over):
+        return run(cont_len=T_sweep, fit_lo=fit_sweep, **over)
+
+    out = {"kernels": {"softmax": run(), "uniform": run(**UNIFORM)}}
+    train_Ls = (2, 4, 6, 8) if preset == "full" else (1, 2)
+    TRAINING = {
+        "corpus": dict(train_steps=2000, train_seq_len=128) if preset == "full" else {},
+        "markov": dict(train_steps=600, train_seq_len=128) if preset == "full" else {},
+    }
+    traj_L, traj_data = (4 if preset == "full" else 2), "corpus"
+    traj_steps = base.replace(**TRAINING[traj_data]).train_steps
+    checkpoints = tuple(sorted({0, *(round(f * traj_steps) for f in (0.01, 0.1, 0.3, 0.5, 0.7, 1.0))}))
+    training = {}
+    for data_ in ("corpus", "markov"):
+        for L_ in train_Ls:
+            extra = dict(train_checkpoints=checkpoints) if (data_, L_) == (traj_data, traj_L) else {}
+            training[f"untrained_{data_}_L{L_}"] = run(layers=L_, data=data_)
+            training[f"trained_{data_}_L{L_}"] = run(layers=L_, data=data_, trained=True, **TRAINING[data_], **extra)
+    out["training"] = training
+    out["bias"] = {
+        "plain_softmax": sweep(),
+        "plain_uniform": sweep(**UNIFORM),
+        "bias_softmax": sweep(logit_bias="cancel"),
+        "uniform_bias": sweep(**UNIFORM, logit_bias="cancel"),
+    }
+    Ps = (4, 16, 64) if preset == "full" else (4, 8)
+    out["prompt_lengths"] = {
+        f"P{P_}": run(prompt_len=P_, cont_len=T_sweep, fit_lo=max(2.0 * P_, fit_sweep) if preset == "full" else 24.0)
+        for P_ in Ps
+    }
+    VARIANTS = {
+        "pre-LN softmax": {},
+        "post-LN softmax": dict(norm="post"),
+        "pre-RMSNorm softmax": dict(norm_type="rmsnorm"),
+        "pre-LN ssmax": dict(attention="ssmax"),
+        "pre-LN sigmoid": dict(attention="sigmoid"),
+        "uniform (relay)": UNIFORM,
+    }
+    out["variants"] = {name: sweep(**over) for name, over in VARIANTS.items()}
+    Ls = pf.DEPTH_SWEEP_LAYERS[preset]
+    out["uniform_depths"] = {f"uniform_L{L_}": sweep(**UNIFORM, layers=L_) for L_ in Ls}
+    return out
+
+
+@pytest.mark.parametrize("preset", ["smoke", "full"])
+def test_notebook_03_design_studies_are_its_old_cells(preset):
+    from probes.studies import _plan
+
+    for name, designs in _old_notebook_03_designs(preset).items():
+        *_, planned = _plan(pf, name, preset, {})
+        if name == "variants":  # the plot's labels, in the same order
+            assert [pf.VARIANTS[t][0] for t in planned] == list(designs)
+            designs = dict(zip(planned, designs.values(), strict=True))
+        assert list(planned) == list(designs), name
+        for tag in designs:
+            got = [probes.cache_key(pf, c) for c in planned[tag]]
+            assert got == [probes.cache_key(pf, c) for c in designs[tag]], (name, tag)
+    # and the committed figures' inputs where the notebook records them
+    sidecar = json.loads((REPO / "figures" / "pf_distance.json").read_text())
+    if preset == "full":
+        keys = {probes.cache_key(pf, c) for c in study_configs(pf, "kernels", "full")}
+        assert keys <= set(sidecar["inputs"].values())
