@@ -2,7 +2,10 @@ r"""Signal propagation at initialisation: closed forms for our ``fan_in`` initia
 
 Everything here is float64 and model-free: it is the theory side of the ``signal_propagation`` probe
 (how the norm placement shapes activations, gradients and updates across depth: Xiong et al. 2020,
-Pre-LN variance growth, Peri-LN, Mix-LN, DeepNet, and Dong et al.'s rank collapse; see REFERENCES.md).
+Pre-LN variance growth, Peri-LN, Mix-LN, DeepNet, and Dong et al.'s rank collapse; see REFERENCES.md). The laws
+of softmax attention across its phase transition (inverse temperature against token correlation, the finite-T
+random-energy expectations and the post-LN block map of the token cosine) are in
+:mod:`analysis.theory.attention_phase`, the theory side of the probe's ``phase`` part.
 Notation: ``d`` model width, ``x_l`` the residual stream after block ``l`` (``x_0`` the
 embedding), ``m_l = E[x_l^2]`` its second moment per coordinate (the "residual variance": every
 coordinate has mean zero over the weight draw), ``N`` a LayerNorm with gain 1 and no bias, so that
