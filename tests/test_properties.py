@@ -82,6 +82,16 @@ CAPS: dict[str, dict[str, Cap]] = {
         "stability_steps": Cap(hi=3),
         "stability_seeds": Cap(hi=2),
         "curse_seeds": Cap(hi=2),
+        # the phase diagram: its finite-T yardstick is ~200 exact quadratures (about 6 s) whatever the design, so
+        # it is not drawn here (hi=0: always false); tests/test_probe_signal_phase.py runs it. Its sizes are
+        # capped all the same, for the draws that set them without it.
+        "phase": Cap(hi=0),
+        "phase_betas": Cap(hi=4.0, max_len=2),
+        "phase_cosines": Cap(max_len=2),
+        "phase_tokens": Cap(hi=6),
+        "phase_width": Cap(hi=8),
+        "phase_depth": Cap(hi=2),
+        "phase_seeds": Cap(hi=2),
     },
     # cost ~ replicates models over max(ctx_lens) tokens, scale_factors x replicates models over sweep_len
     # tokens, planted-key networks over up to planted_max_n keys for every fade_sg, and the training
@@ -366,7 +376,7 @@ def _item_strategy(spec: FieldSpec, cap: Cap) -> st.SearchStrategy:
         return st.sampled_from(spec.choices)
     lo, hi = spec.minimum, _upper(spec, cap)
     if spec.base is bool:
-        return st.booleans()
+        return st.booleans() if hi is None or hi >= 1 else st.just(False)
     if spec.base is int:
         return st.integers(None if lo is None else math.ceil(lo), None if hi is None else math.floor(hi))
     if spec.base is float:
