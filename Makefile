@@ -45,7 +45,7 @@ figures: $(STAMP)
 # The browser test (tests/test_browser.py) drives Debian's headless Chromium through chromedriver: `make browser`
 # installs both when missing (apt-get, as root or with sudo); where that is impossible the test skips and says why.
 test: lint browser
-	TQDM_DISABLE=1 $(PY) -m pytest -q tests
+	TQDM_DISABLE=1 $(PY) -m pytest -q --durations=30 tests
 	rm -rf build/nbval
 	$(PY) scripts/make_figures.py --preset smoke --prepare-only build/nbval
 	TQDM_DISABLE=1 WORKBENCH_STATIC=1 WORKBENCH_FIGURES=$(CURDIR)/build/nbval/figures \

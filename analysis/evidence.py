@@ -121,6 +121,34 @@ def t_band(values, axis: int = -1) -> tuple[np.ndarray, np.ndarray]:
     return mean, t_multiple(n - 1) * x.std(-1, ddof=1) / math.sqrt(n)
 
 
+def seed_z(values, axis: int = -1) -> np.ndarray:
+    """Per case, the mean over the replicates along ``axis`` in units of its standard error (signed): how far
+    each case's seed mean sits from 0, the measure by which a worst-of claim picks the case nearest to failing
+    (:func:`worst_case`). ``+-inf`` where the replicates agree exactly (SE 0) on a non-zero mean (a decisive
+    case, never dropped); NaN where they agree on 0, with fewer than two replicates, or where a value is NaN."""
+    x = np.moveaxis(np.asarray(values, dtype=np.float64), axis, -1)
+    n = x.shape[-1]
+    if n < 2:
+        return np.full(x.shape[:-1], math.nan)
+    mean, se = x.mean(-1), x.std(-1, ddof=1) / math.sqrt(n)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(se > 0, mean / np.where(se > 0, se, 1.0), np.where(mean != 0, np.sign(mean) * np.inf, np.nan))
+
+
+def worst_case(z) -> int | None:
+    """Flat index of the largest ``z`` (e.g. :func:`seed_z`, signed so that larger is nearer to failing) among the
+    cases that have one (NaN marks a case that is not a candidate); ``None`` when no case has one."""
+    flat = np.asarray(z, dtype=np.float64).ravel()
+    ok = ~np.isnan(flat)
+    return int(np.flatnonzero(ok)[np.argmax(flat[ok])]) if ok.any() else None
+
+
+def family_size(z) -> int:
+    """How many cases a worst-of claim over ``z`` was chosen among (those with a ``z``, at least 1): its Sidak
+    family, ``family=`` in :meth:`analysis.ledger.Ledger.predict` (:func:`family_coverage`)."""
+    return max(int((~np.isnan(np.asarray(z, dtype=np.float64))).sum()), 1)
+
+
 def replicate_seed(seed: int, index: int) -> int:
     """The seed of replicate ``index`` of a run with seed ``seed`` (module docstring): ``seed`` itself for
     replicate 0, a hash of ``(seed, index)`` into :data:`SEED_SPACE` otherwise."""

@@ -38,7 +38,7 @@ import numpy as np
 import torch
 import xarray as xr
 
-from analysis.evidence import replicate_seed
+from analysis.evidence import replicate_seed, seed_z
 from analysis.hooks import run_with_cache
 from analysis.ledger import Ledger
 from analysis.model import ModelConfig, TinyTransformer
@@ -239,15 +239,10 @@ FIGURE = "signal_attention_phase"
 RESOLUTION = 0.01
 
 
-def _seed_z(v: np.ndarray) -> np.ndarray:
-    """Per case (leading axes), the seed mean (last axis) in units of its standard error."""
-    m, se = v.mean(-1), v.std(-1, ddof=1) / math.sqrt(v.shape[-1])
-    return np.where(se > 0, np.abs(m) / np.where(se > 0, se, 1.0), np.inf * (m != 0))
-
-
 def _worst(cells: list[int], diffs: np.ndarray) -> int:
-    """The cell (an index into ``cells``' beta axis of ``diffs`` (beta, seed)) nearest to failing."""
-    z = _seed_z(diffs[cells])
+    """The cell (an index into ``cells``' beta axis of ``diffs`` (beta, seed)) nearest to failing: the largest
+    |seed mean| / SE; a cell without one (a NaN value: unmeasured) is the worst of all (``np.argmax`` picks NaN)."""
+    z = np.abs(seed_z(diffs[cells]))
     return cells[int(np.argmax(z))]
 
 

@@ -1324,10 +1324,9 @@ def run(config: Config, model=None, progress: bool = True) -> Result:
             part_data, part_coords = arrays(config, part)
             data.update(part_data)
             coords.update(part_coords)
-    ds = xr.Dataset(data, coords=coords)
-    led = Ledger(NAME, preset=config.preset_name)
-    record_claims(led, ds, scalars, config)
-    return Result(probe=NAME, config=config, data=ds, scalars=scalars, ledger=led)
+    result = Result(probe=NAME, config=config, data=xr.Dataset(data, coords=coords), scalars=scalars)
+    result.ledger = check_claims(result)
+    return result
 
 
 # ================================================================================================
@@ -1335,6 +1334,14 @@ def run(config: Config, model=None, progress: bool = True) -> Result:
 
 FLOAT64_ROW = 1e-9  # float64 rounding of a logsumexp over <= 4096 terms (~ n eps) of the same float64 logits
 FLOAT32_ROW = 1e-4  # float32 logits: a relative 1e-6 change of a range R <= ~10 moves ln(1+(n-1)e^{-R}) < 1e-4
+
+
+def check_claims(result: Result) -> Ledger:
+    """The ledger of ``result``: every claim of :func:`record_claims`, read from the result only (what
+    :func:`run` records, and what :func:`probes.base.judged` makes again for a result from the cache)."""
+    led = Ledger(NAME, preset=result.config.preset_name)
+    record_claims(led, result.data, result.scalars, result.config)
+    return led
 
 
 def record_claims(led: Ledger, ds: xr.Dataset, scalars: dict, config: Config) -> None:

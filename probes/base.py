@@ -10,7 +10,11 @@ probe is one module in ``probes/`` with this contract (checked by :func:`validat
                 (a tuple value lists the allowed values), ``{}`` for any model, ``None`` when the
                 probe never takes one (see :func:`check_model_compat`);
 ``Config``      a frozen dataclass subclassing :class:`ProbeConfig`, with ``PRESETS``;
-``run(config, model=None, progress=True) -> Result``.
+``run(config, model=None, progress=True) -> Result``;
+``check_claims(result) -> Ledger`` the probe's claims, reading the result only (its config, arrays, scalars
+                and meta); ``run`` records it, and :func:`cached_run` judges every cache hit again with it
+                (:func:`judged`), so a claim added or corrected later needs no recompute and no
+                ``VERSION`` bump. Optional: without it a hit keeps the ledger stored with it.
 
 A minimal probe module::
 
@@ -540,6 +544,8 @@ def validate_probe(module: Any, name: str) -> None:
         fail(f"REQUIRES must be a dict (or None for probes that take no model), got {requires!r}")
     if not callable(getattr(module, "run", None)):
         fail("needs a function run(config, model=None, progress=True) -> Result")
+    if getattr(module, "check_claims", None) is not None and not callable(module.check_claims):
+        fail("check_claims must be a function check_claims(result) -> Ledger")
     config_cls = getattr(module, "Config", None)
     if not (isinstance(config_cls, type) and issubclass(config_cls, ProbeConfig)):
         fail("Config must be a dataclass subclassing probes.base.ProbeConfig")
@@ -738,16 +744,34 @@ def cached_run(
     folder = Path(cache_root) if cache_root is not None else results_cache_dir()
     folder = folder / name / key
     if not refresh and (hit := _cached_result(folder, module.Config, name, key, repair=False)) is not None:
-        return hit
+        return judged(module, hit)
     with entry_lock(folder):
         if not refresh and (hit := _cached_result(folder, module.Config, name, key, repair=True)) is not None:
-            return hit
+            return judged(module, hit)
         result = run_probe(module, config, progress=progress)
         result.meta["cache_key"] = key
         try:
             result.save(folder)
         except OSError as err:
             raise write_error(folder, err, "result cache entry") from err
+    return result
+
+
+def judged(module_or_name: Any, result: Result) -> Result:
+    """``result`` with its ledger judged again by today's claims: the probe's ``check_claims(result)``.
+
+    A probe's claims read only its result (config, arrays, scalars, meta), so a result from the cache is
+    judged by the claim code of today, not of the day it was computed: adding or correcting a claim needs
+    no recompute and no ``VERSION`` bump (``VERSION`` is bumped when the *measurement* changes). A probe
+    without ``check_claims`` keeps the stored ledger (brought to today's stability and triage rules by
+    :meth:`Result.load`). The result is changed in place and returned.
+    """
+    module, name = _resolve(module_or_name)
+    if result.probe != name:
+        raise ValueError(f"cannot judge a result of probe {result.probe!r} with the claims of {name!r}")
+    check = getattr(module, "check_claims", None)
+    if check is not None:
+        result.ledger = check(result)
     return result
 
 

@@ -74,7 +74,7 @@ import xarray as xr
 from scipy.optimize import minimize_scalar
 
 from analysis import fused_lsa
-from analysis.evidence import mean_se, replicate_seeds
+from analysis.evidence import family_size, mean_se, replicate_seeds, seed_z, worst_case
 from analysis.hooks import hooks
 from analysis.ledger import Ledger
 from analysis.model import ModelConfig, TinyTransformer
@@ -730,10 +730,18 @@ def run(config: Config, model: Any = None, progress: bool = True) -> Result:
     ds = xr.Dataset(data, coords=coords)
     cached = [v[3] for v in trained.values()] + scalars.pop("_cached", [])
     scalars["trained_from_cache"] = all(cached) if model is None else False
-    led = Ledger(NAME, preset=cfg.preset_name)
+    result = Result(probe=NAME, config=cfg, data=ds, scalars=scalars)
+    result.ledger = check_claims(result)
+    return result
+
+
+def check_claims(result: Result) -> Ledger:
+    """The ledger of ``result``: every claim function of :data:`CLAIMS`, reading the result only (what
+    :func:`run` records, and what :func:`probes.base.judged` makes again for a result from the cache)."""
+    led = Ledger(NAME, preset=result.config.preset_name)
     for claim in CLAIMS:
-        claim(led, ds, scalars, cfg)
-    return Result(probe=NAME, config=cfg, data=ds, scalars=scalars, ledger=led)
+        claim(led, result.data, result.scalars, result.config)
+    return led
 
 
 def untuned_eta(cfg: Config) -> float:
@@ -1655,25 +1663,6 @@ def _seed(x_dist: str) -> str | None:
     return SEED_MAHANKALI if x_dist in ("gaussian", "anisotropic") else None
 
 
-def _worst(z: np.ndarray) -> int | None:
-    """Index of the largest finite z (the case nearest to failing), or None."""
-    ok = np.isfinite(z)
-    return int(np.flatnonzero(ok)[np.argmax(z[ok])]) if ok.any() else None
-
-
-def _family(z: np.ndarray) -> int:
-    """How many cases a worst-of claim over ``z`` was chosen among (its Sidak family, at least 1):
-    ``family=`` in :meth:`analysis.ledger.Ledger.predict`."""
-    return max(int(np.isfinite(z).sum()), 1)
-
-
-def _seed_z(v: np.ndarray) -> np.ndarray:
-    """Mean over replicate seeds (the last axis) in units of its SE, per case (NaN below two seeds)."""
-    flat = v.reshape(-1, v.shape[-1])
-    z = [(m / se if se > 0 else math.nan) for m, se, _n in map(mean_se, flat)] if v.shape[-1] >= 2 else []
-    return np.asarray(z, dtype=np.float64).reshape(v.shape[:-1]) if z else np.full(v.shape[:-1], np.nan)
-
-
 def _seeds_ok(led: Ledger, names: Sequence[str], n: int, part: str, source: str, seed: str | None = None) -> bool:
     """Whether ``n`` replicate seeds can give a band; otherwise the claims ``names`` are recorded as not
     evaluated (a given model, or ``<part>_seeds`` = 1)."""
@@ -1990,13 +1979,13 @@ def claims_depth(led: Ledger, ds: xr.Dataset, s: dict, cfg: Config) -> None:
     if not _seeds_ok(led, names, n, "depth", src):
         return
     e = ds["excess_over_gd_perstep_seeds"].values  # (K, depth_seed)
-    z = np.where(deep, _seed_z(e), np.nan)
-    i = _worst(z)
+    z = np.where(deep, seed_z(e), np.nan)
+    i = worst_case(z)
     if i is not None:
         led.direction(
             "depth_beats_plain_gd",
             replicates=e[i],
-            family=_family(z),
+            family=family_size(z),
             sign=-1,
             alternative=0.0,
             hypothesis="the stack implements plain K-step GD (von Oswald's construction, best per-step rates)",
@@ -2008,13 +1997,13 @@ def claims_depth(led: Ledger, ds: xr.Dataset, s: dict, cfg: Config) -> None:
             f"(worst depth, K = {Ks[i]}; {n} seeds, mean)",
         )
     e_pp = ds["excess_over_gdpp_seeds"].values
-    z = np.where(deep, np.abs(_seed_z(e_pp)), np.nan)
-    i = _worst(z)
+    z = np.where(deep, np.abs(seed_z(e_pp)), np.nan)
+    i = worst_case(z)
     if i is not None:
         led.predict(
             "depth_matches_gdpp",
             replicates=e_pp[i],
-            family=_family(z),
+            family=family_size(z),
             expected=0.0,
             alternative=float(ds["loss_gd_perstep"].values[i] - ds["loss_gdpp"].values[i]),
             hypothesis="the stack is plain K-step GD: its loss exceeds GD++'s by loss(GD per-step) - loss(GD++)",
@@ -2026,13 +2015,13 @@ def claims_depth(led: Ledger, ds: xr.Dataset, s: dict, cfg: Config) -> None:
             f"(worst depth, K = {Ks[i]}; {n} seeds, mean)",
         )
     dK = ds["depth_diff_prev_seeds"].values
-    z = _seed_z(dK)
-    i = _worst(z)
+    z = seed_z(dK)
+    i = worst_case(z)
     if i is not None:
         led.direction(
             "depth_loss_falls_with_K",
             replicates=dK[i],
-            family=_family(z),
+            family=family_size(z),
             sign=-1,
             alternative=0.0,
             hypothesis="an extra layer does not lower the in-context loss",
@@ -2058,14 +2047,14 @@ def claims_ridge(led: Ledger, ds: xr.Dataset, s: dict, cfg: Config) -> None:
         se = ds["loss_ridge_rb_k_se"].values + 1e-9 * float(np.trace(Sigma))
         m, e = ds["loss_ridge_rb_k"].values, ds["loss_ridge_theory_k"].values
         z = np.where(ex, np.abs(m - e) / se, np.nan)
-        j = _worst(z)
+        j = worst_case(z)
         led.predict(
             "ridge_bayes_vs_k_exact",
             measured=float(m[j]),
             expected=float(e[j]),
             se=float(se[j]),
             dof=math.inf,
-            family=_family(z),
+            family=family_size(z),
             within_run="no model: Bayes ridge is a fixed function of the drawn contexts, its Rao-Blackwellised Monte "
             "Carlo SE over them the whole uncertainty",
             alternative=float(np.trace(Sigma)) + cfg.noise**2,
@@ -2111,13 +2100,13 @@ def claims_garg(led: Ledger, ds: xr.Dataset, s: dict, cfg: Config) -> None:
     n = int(ds.sizes["garg_seed"])
     diff = ds["garg_diff_best_simple_seeds"].values  # (garg_k, garg_seed)
     if _seeds_ok(led, ["garg_beats_averaging_knn"], n, "garg", src):
-        z = np.where(kg >= cfg.garg_d, _seed_z(diff), np.nan)
-        i = _worst(z)
+        z = np.where(kg >= cfg.garg_d, seed_z(diff), np.nan)
+        i = worst_case(z)
         if i is not None:
             led.direction(
                 "garg_beats_averaging_knn",
                 replicates=diff[i],
-                family=_family(z),
+                family=family_size(z),
                 sign=-1,
                 alternative=0.0,
                 hypothesis="the transformer is no better than the better of averaging and 3-NN",
@@ -2237,14 +2226,14 @@ def claims_looped(led: Ledger, ds: xr.Dataset, s: dict, cfg: Config) -> None:
             f"squared weight error of T steps of GD with the step matrix read off their weights (replicate 0: "
             f"tr/d = {eta:.3g})",
         )
-        z = np.abs(_seed_z(v["looped_diff_gdpp"][:, :T].T))
-        i = _worst(z)
+        z = np.abs(seed_z(v["looped_diff_gdpp"][:, :T].T))
+        i = worst_case(z)
         i = T - 1 if i is None else i  # a replicate diverged (NaN): the claim fails as unmeasured
         err_pp = float(np.mean(v["looped_err_gdpp"][:, i]))
         led.predict(
             gdpp,
             replicates=err_pp + v["looped_diff_gdpp"][:, i],
-            family=_family(z),
+            family=family_size(z),
             expected=err_pp,
             alternative=float(np.mean(v["looped_err_gd"][:, i])),
             hypothesis="plain (preconditioned) GD at the fitted step: the same weights without their input writes",
@@ -2258,14 +2247,14 @@ def claims_looped(led: Ledger, ds: xr.Dataset, s: dict, cfg: Config) -> None:
             f"error of weight-tied GD++ read off their weights' structured blocks (worst k = {i + 1})",
         )
         nd = v["looped_next_diff"]
-        z = _seed_z(nd.T)
-        i = _worst(z)
+        z = seed_z(nd.T)
+        i = worst_case(z)
         if cfg.looped_eval_loops > 1:  # a change from loop k to k + 1 exists
             i = 0 if i is None else i  # a replicate diverged (NaN): the claim fails as unmeasured
             led.direction(
                 f"looped_{law}_error_falls_every_loop",
                 replicates=nd[:, i],
-                family=_family(z),
+                family=family_size(z),
                 sign=-1,
                 alternative=0.0,
                 hypothesis="an extra loop does not lower the weight error (no gain past one step, or past the "

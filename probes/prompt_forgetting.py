@@ -1698,13 +1698,13 @@ regime_base.__signature__ = inspect.signature(notebook_base)
 regime_grid = depths_x_seeds(REGIME_LAYERS)
 
 
-def designs_ledger(designs: list[Replicates]) -> Ledger:
+def layers_ledger(designs: list[Replicates]) -> Ledger:
     """Each design's own ledger (judged over its seeds), tagged ``L<layers>``: the claims of a study whose
-    designs make no cross-design claim."""
-    led = Ledger(NAME, preset=designs[0].config.preset_name)
-    for r in designs:
-        led.extend(r.ledger, tag=f"L{r.config.layers}")
-    return led
+    designs differ in depth and make no cross-design claim."""
+    tagged = {f"L{r.config.layers}": r.ledger for r in designs}
+    if len(tagged) != len(designs):
+        raise ValueError(f"designs must differ in layers, got {[r.config.layers for r in designs]}")
+    return tagged_ledger(tagged)
 
 
 # ------------------------------------------------------------ studies of designs (notebook 03's other sections)
@@ -1872,7 +1872,7 @@ STUDIES = {
         base=regime_base,
         grid=regime_grid,
         combine=by_design,
-        claims=designs_ledger,
+        claims=layers_ledger,
         figure="pf_bound_regime",
     ),
     "kernels": _designs_study(

@@ -916,7 +916,7 @@ def _run(config: Config, progress: bool) -> Result:
     data.attrs["trained"] = int(cfg.trained)
     data.attrs["source"] = "zoo"
     led = Ledger(NAME, preset=cfg.preset_name)
-    scalars = check_claims(cfg, data, led)
+    scalars = record_claims(cfg, data, led)
     return Result(probe=NAME, config=cfg, data=data, scalars=scalars, ledger=led)
 
 
@@ -2059,7 +2059,17 @@ def _claim_ln_scaling_trained(
     )
 
 
-def check_claims(cfg: Config, data: xr.Dataset, led: Ledger) -> dict:
+def check_claims(result: Result) -> Ledger:
+    """The ledger of ``result`` (what :func:`run` records, and what :func:`probes.base.judged` makes again
+    for a result from the cache): the zoo sweep's claims; none for a passed model (:func:`run_model` makes
+    no claim about it)."""
+    led = Ledger(NAME, preset=result.config.preset_name)
+    if result.data.attrs.get("source") != "passed model":
+        record_claims(result.config, result.data, led)
+    return led
+
+
+def record_claims(cfg: Config, data: xr.Dataset, led: Ledger) -> dict:
     """Record every comparison with theory or a paper in ``led`` (one function per theorem or paper,
     :data:`CLAIMS`); returns the probe's scalars."""
     scalars: dict = {"gelu_second_moment": th.gelu_second_moment(1.0)}

@@ -366,3 +366,25 @@ def test_t_band_is_mean_se_case_by_case():
     assert one_mean.tolist() == [1.5] and np.isnan(one_half).all()
     with pytest.raises(ValueError, match="at least one replicate"):
         evidence.t_band(np.zeros((2, 0)))
+
+
+def test_seed_z_is_mean_over_se_case_by_case_and_keeps_decisive_cases():
+    rng = np.random.default_rng(5)
+    v = rng.normal(0.3, 1.0, size=(4, 7))
+    z = evidence.seed_z(v)
+    for i in range(4):
+        m = evidence.mean_se(v[i])
+        assert z[i] == pytest.approx(m.mean / m.se, rel=1e-12)
+    assert evidence.seed_z(v.T, axis=0) == pytest.approx(z, rel=1e-15)
+    # replicates that agree exactly: a non-zero mean is decisive (+-inf, never dropped), zero has no z
+    exact = evidence.seed_z([[2.0, 2.0, 2.0], [-1.0, -1.0, -1.0], [0.0, 0.0, 0.0], [1.0, np.nan, 2.0]])
+    assert exact[0] == np.inf and exact[1] == -np.inf and np.isnan(exact[2]) and np.isnan(exact[3])
+    assert np.isnan(evidence.seed_z([[1.0], [2.0]])).all()  # one replicate: no SE
+
+
+def test_worst_case_and_family_size_skip_the_cases_without_a_z():
+    z = np.array([0.5, np.nan, 2.0, -3.0, np.nan])
+    assert evidence.worst_case(z) == 2 and evidence.family_size(z) == 3
+    assert evidence.worst_case([1.0, np.inf, 5.0]) == 1  # a decisive case is the worst
+    assert evidence.worst_case([[0.0, 4.0], [1.0, np.nan]]) == 1  # a flat index
+    assert evidence.worst_case([np.nan, np.nan]) is None and evidence.family_size([np.nan]) == 1

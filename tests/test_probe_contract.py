@@ -20,8 +20,9 @@ import math
 import pytest
 
 import probes
+from analysis.ledger import Ledger
 from probes import Result, cli
-from probes.base import run_probe
+from probes.base import judged, run_probe
 
 PROBES = probes.available()
 WALL_CLOCK_SUFFIX = "time_s"  # scalars that time the run (e.g. icl_gd's train_time_s): not computed numbers
@@ -78,6 +79,17 @@ def test_smoke_result_round_trips_through_save_and_load(name, smoke_results, tmp
     assert_same_scalars(loaded.scalars, result.scalars)
     assert loaded.ledger.to_dict() == result.ledger.to_dict()
     assert loaded.identical(result)  # arrays, dims, coordinates and attributes too
+
+
+@pytest.mark.parametrize("name", PROBES)
+def test_claims_are_judged_again_from_the_saved_result_alone(name, smoke_results, tmp_path):
+    """Every probe's ``check_claims(result)`` reads the result only: judged again after a save and load (as
+    :func:`probes.cached_run` does on every hit), the ledger is the one the run recorded, claim for claim."""
+    assert callable(getattr(probes.get(name), "check_claims", None)), f"{name} has no check_claims(result)"
+    result = smoke_results(name)
+    loaded = Result.load(result.save(tmp_path / name))
+    loaded.ledger = Ledger(name, preset=loaded.preset)  # forget the stored ledger
+    assert judged(name, loaded).ledger.to_dict() == result.ledger.to_dict()
 
 
 @pytest.mark.parametrize("name", PROBES)

@@ -24,6 +24,7 @@ from probes.base import (
     cache_key,
     cached_run,
     check_model_compat,
+    judged,
     param,
     run_probe,
     validate_probe,
@@ -409,6 +410,48 @@ def test_cache_miss_then_hit(probe, tmp_path):
     assert len(CALLS) == 2
     cached_run("running_mean", cfg, cache_root=tmp_path, refresh=True)
     assert len(CALLS) == 3
+
+
+def test_a_cache_hit_is_judged_by_todays_claims_without_recompute(probe, tmp_path):
+    """Claims read only the result, so a hit is judged again by the probe's ``check_claims``: a claim added
+    (or corrected) after the entry was stored appears without a recompute or a VERSION bump."""
+    cfg = MeanConfig.preset("smoke")
+    first = cached_run("running_mean", cfg, cache_root=tmp_path, progress=False)
+    assert [c.name for c in first.ledger.claims] == ["final_mean", "max_abs_error", "max_abs_error_full"]
+
+    def check_claims(result):  # today's claims: one new, read from the stored arrays
+        led = Ledger("running_mean", preset=result.config.preset_name)
+        running = result.data["running_mean"].values
+        led.identity(
+            "final_mean_again",
+            measured=float(running[-1]),
+            expected=float(result.data["theory"].values[-1]),
+            atol=1e-9,
+            source="closed form",
+            why="float64 summation of at most 4096 terms",
+        )
+        return led
+
+    probe.check_claims = check_claims
+    hit = cached_run("running_mean", cfg, cache_root=tmp_path, progress=False)
+    assert len(CALLS) == 1 and hit.from_cache  # no recompute
+    assert [c.name for c in hit.ledger.claims] == ["final_mean_again"] and hit.ledger.claims[0].status == "pass"
+    assert hit.data.identical(first.data) and hit.scalars == first.scalars  # the stored measurement
+    del probe.check_claims  # a probe without check_claims keeps the stored ledger
+    kept = cached_run("running_mean", cfg, cache_root=tmp_path, progress=False)
+    assert kept.ledger.to_dict() == first.ledger.to_dict()
+
+
+def test_judged_refuses_a_result_of_another_probe(probe):
+    other = types.SimpleNamespace(probe="something_else")
+    with pytest.raises(ValueError, match="cannot judge a result of probe 'something_else'"):
+        judged(probe, other)
+
+
+def test_check_claims_must_be_a_function(probe):
+    probe.check_claims = "not a function"
+    with pytest.raises(ValueError, match="check_claims must be a function"):
+        validate_probe(probe, "running_mean")
 
 
 def test_cache_key_depends_on_version_and_config(probe):
