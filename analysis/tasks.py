@@ -1,6 +1,6 @@
 """Training tasks: in-context regression, a Markov language, a text corpus, multi-query associative
 recall, planted-key retrieval, regression on a fixed convolution and induction (the sequence pairs of
-the representational-collapse probe live beside it, in ``probes/_collapse_pairs.py``).
+the representational-collapse probe live beside it, in ``probes/representational_collapse/pairs.py``).
 
 A *task* is the small interface the trainer codes against (:class:`Task`): it draws a batch
 ``(inputs, targets)`` from an explicit ``torch.Generator`` and turns the model's outputs into a scalar

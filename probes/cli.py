@@ -111,6 +111,7 @@ from probes.base import (
     description,
     run_probe,
 )
+from probes.parts import describe as describe_parts
 from probes.sweep import (
     SEED_FIELD,
     SWEEP_OPTIONS,
@@ -299,6 +300,11 @@ def _show(module: Any, name: str) -> int:
     for preset, overrides in config_cls.presets().items():
         text = ", ".join(f"{k}={_fmt(v)}" for k, v in overrides.items()) or "(the defaults)"
         print(f"  {preset}: {text}")
+    parts = getattr(module, "PARTS", None)
+    if parts:  # a probe package of parts (probes.parts): its sub-experiments, in the ledger's order
+        print("parts (in the ledger's order):")
+        for part, text in describe_parts(parts).items():
+            print(f"  {part}: {text}")
     return 0
 
 

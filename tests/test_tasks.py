@@ -1,5 +1,5 @@
-"""Tests for analysis/tasks.py and the collapse pairs of probes/_collapse_pairs.py: layouts, determinism,
-exact and statistical properties of the tasks."""
+"""Tests for analysis/tasks.py and the collapse pairs of probes/representational_collapse/pairs.py: layouts,
+determinism, exact and statistical properties of the tasks."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from analysis.tasks import (
     interleaved_tokens,
     task_from_config,
 )
-from probes._collapse_pairs import (
+from probes.representational_collapse.pairs import (
     apply_to_pair,
     counting_pair,
     early_token_pair,

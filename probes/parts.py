@@ -1,0 +1,150 @@
+"""Parts: the sub-experiments a probe package is made of, and the one run skeleton they share.
+
+A probe package (``probes/<name>/``, e.g. :mod:`probes.representational_collapse`) declares ``PARTS``, a tuple
+of :class:`Part` in the order their claims appear in the ledger. Each part is one module of the package with
+
+``name``         a short name (``"precision"``), unique in the probe;
+``description``  one line for ``python -m probes show`` and the notebooks;
+``gate``         the config field that switches the part on (truthy: on), or ``None`` (always runs);
+``fields``       the config fields the part reads (beyond the model's): what a user changes to change it;
+``measure``      ``measure(ctx) -> None``: adds the part's arrays (``ctx.data``, ``ctx.coords``) and scalars
+                 (``ctx.scalars``) and may leave intermediate results on ``ctx`` for later parts;
+``claims``       ``claims(led, results) -> None``: records the part's claims in ``led`` from ``results``, a
+                 tuple of replicate :class:`probes.base.Result` of one design (one result: its own within-run
+                 band), reading the results only (so a cached result is judged again by today's claims);
+``needs``        names of parts whose ``measure`` must run first (the ledger order stays that of ``PARTS``).
+
+:func:`run_parts` is the probe's ``run``: ``prepare(ctx)`` (the package's shared recipe: models, data), every
+part's ``measure`` in ``PARTS`` order moved after what it ``needs``, then one :class:`probes.base.Result` whose
+ledger is :func:`judge` over that result. :func:`judge` is the probe's ``check_claims_over``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import xarray as xr
+
+from analysis.ledger import Ledger
+from probes.base import Result
+
+
+@dataclass(frozen=True)
+class Part:
+    """One sub-experiment of a probe (module docstring)."""
+
+    name: str
+    description: str
+    measure: Callable[[Context], None] | None = None
+    claims: Callable[[Ledger, tuple[Result, ...]], None] | None = None
+    gate: str | None = None
+    fields: tuple[str, ...] = ()
+    needs: tuple[str, ...] = ()
+
+    def enabled(self, config: Any) -> bool:
+        """Whether the part runs (and claims) for ``config``: its gate field is truthy, or it has none."""
+        return self.gate is None or bool(getattr(config, self.gate))
+
+
+@dataclass
+class Context:
+    """What the parts of one run share: the config, a passed model (or ``None``), the arrays, coordinates,
+    scalars and meta the result is built from, and anything a part leaves for a later one (attributes)."""
+
+    config: Any
+    model: Any = None
+    progress: bool = True
+    data: dict[str, Any] = field(default_factory=dict)
+    coords: dict[str, Any] = field(default_factory=dict)
+    scalars: dict[str, Any] = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def own_model(self) -> bool:
+        """Whether the probe builds its model from the config (no model was passed)."""
+        return self.model is None
+
+
+def check_parts(parts: Sequence[Part], config_cls: type) -> None:
+    """``ValueError`` unless the parts have unique names, their gates and fields are fields of ``config_cls``
+    and what each ``needs`` is an earlier-or-later part of the same tuple (no cycle)."""
+    names = [p.name for p in parts]
+    if len(set(names)) != len(names):
+        raise ValueError(f"part names must be unique, got {names}")
+    known = set(config_cls.field_names())
+    for p in parts:
+        unknown = sorted({f for f in (*p.fields, *((p.gate,) if p.gate else ())) if f not in known})
+        if unknown:
+            raise ValueError(f"part {p.name!r} names fields the config does not have: {unknown}")
+        missing = sorted(set(p.needs) - set(names))
+        if missing:
+            raise ValueError(f"part {p.name!r} needs parts that do not exist: {missing}")
+    measure_order(parts)
+
+
+def measure_order(parts: Sequence[Part]) -> list[Part]:
+    """The parts in ``PARTS`` order, each moved after the parts it ``needs`` (depth first, stable);
+    ``ValueError`` on a cycle."""
+    by_name = {p.name: p for p in parts}
+    order: list[Part] = []
+    state: dict[str, int] = {}  # 1 visiting, 2 placed
+
+    def visit(p: Part, path: tuple[str, ...]) -> None:
+        if state.get(p.name) == 2:
+            return
+        if state.get(p.name) == 1:
+            raise ValueError(f"parts need each other in a cycle: {' -> '.join((*path, p.name))}")
+        state[p.name] = 1
+        for n in p.needs:
+            visit(by_name[n], (*path, p.name))
+        state[p.name] = 2
+        order.append(p)
+
+    for p in parts:
+        visit(p, ())
+    return order
+
+
+def run_parts(
+    name: str,
+    parts: Sequence[Part],
+    prepare: Callable[[Context], None],
+    check_claims: Callable[[Result], Ledger],
+    config: Any,
+    model: Any = None,
+    progress: bool = True,
+) -> Result:
+    """One run of a probe made of ``parts`` (module docstring): ``prepare``, every enabled part's ``measure``,
+    the result, and its ledger from ``check_claims(result)``."""
+    ctx = Context(config=config, model=model, progress=progress)
+    prepare(ctx)
+    for part in measure_order(parts):
+        if part.measure is not None and part.enabled(config):
+            part.measure(ctx)
+    data = xr.Dataset(ctx.data, coords=ctx.coords)
+    result = Result(probe=name, config=config, data=data, scalars=ctx.scalars, meta=ctx.meta)
+    result.ledger = check_claims(result)
+    return result
+
+
+def judge(name: str, parts: Sequence[Part], results: Sequence[Result]) -> Ledger:
+    """The ledger of ``results`` (replicates of one design): every enabled part's claims, in ``PARTS`` order."""
+    rs = tuple(results)
+    led = Ledger(name, preset=rs[0].config.preset_name)
+    for part in parts:
+        if part.claims is not None and part.enabled(rs[0].config):
+            part.claims(led, rs)
+    return led
+
+
+def describe(parts: Sequence[Part]) -> Mapping[str, str]:
+    """``{part name: "description (gate: field; reads: fields)"}``, for listings."""
+    out = {}
+    for p in parts:
+        extra = [f"gate: {p.gate}"] if p.gate else []
+        if p.fields:
+            extra.append("reads: " + ", ".join(p.fields))
+        out[p.name] = p.description + (f" ({'; '.join(extra)})" if extra else "")
+    return out

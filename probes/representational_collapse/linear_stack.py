@@ -1,0 +1,95 @@
+"""Part ``linear_stack``: uniform attention without norm or MLP is exactly a linear stack (theory module, items 4
+and 5): the network's last-token states and its sensitivity against the stack's, identities to float64 rounding."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from analysis.devices import to_numpy
+from analysis.ledger import Ledger
+from analysis.theory import representational_collapse as th
+from probes.base import Result
+from probes.parts import Context
+
+
+def uniform_matrices(model) -> list[np.ndarray]:
+    """``A_l = W_o W_v`` (d, d) per layer (uniform heads share one pattern, so the heads combine)."""
+    return [to_numpy(blk.attn.W_o.weight.double() @ blk.attn.W_v.weight.double()) for blk in model.blocks]
+
+
+def uniform_stack_error(m: dict, mats: list[np.ndarray]) -> float:
+    """Max over pairs of ``|h_last - linear_stack(h0)|`` / max ``|h_last|``: the network against the exact
+    linear stack ``h <- h + M h A^T`` recomputed from the block-0 inputs it saw (pads sit after the read-out
+    index; causal: no effect)."""
+    worst = 0.0
+    for (h0, idx), h_last in zip(m["exact"]["h0"], m["exact"]["last"], strict=True):
+        pred = np.stack([th.linear_stack(h0[r, : idx[r] + 1], mats)[-1] for r in range(h0.shape[0])])
+        worst = max(worst, float(np.abs(pred - h_last).max() / np.abs(h_last).max()))
+    return worst
+
+
+def exact_uniform(ctx: Context) -> bool:
+    """Whether the run's model is exactly a linear stack: an own model with uniform attention, no norm, no MLP."""
+    c = ctx.config
+    return c.attention == "uniform" and c.norm == "none" and c.mlp == 0 and ctx.own_model
+
+
+def measure(ctx: Context) -> None:
+    """For an exact linear stack only: its exact sensitivity with the model's ``W_o W_v``, the network's last-token
+    states against the stack recomputed from the block-0 inputs (``uniform_stack_error``) and, when measured, the
+    autograd sensitivity against the exact one (``sensitivity_path_error``)."""
+    if not exact_uniform(ctx):
+        return
+    config = ctx.config
+    mats = uniform_matrices(ctx.models["float64"])
+    R = th.linear_stack_sensitivity(config.sens_len, mats)
+    sens_exact = np.sqrt((R**2).sum(axis=(1, 2)))
+    ctx.data["sensitivity_exact"] = (("position",), sens_exact)
+    ctx.scalars["uniform_stack_error"] = uniform_stack_error(ctx.m, mats)
+    if config.sensitivity:
+        ctx.scalars["sensitivity_path_error"] = float(np.max(np.abs(ctx.sens_b[:, -1] - sens_exact) / sens_exact.max()))
+
+
+def claim_exact_uniform(led: Ledger, rs: tuple[Result, ...]) -> None:
+    """Uniform attention without norm or MLP is exactly the linear stack (theory module, items 4, 5): on
+    every replicate (the worst error is recorded)."""
+    r = rs[0]
+    s, config, L = r.scalars, r.config, int(r.data["layer"].size)
+    if "uniform_stack_error" not in s:
+        return
+    T = int(r.data["n"].values[-1]) + 2
+    tol = 8.0 * L * max(T, config.sens_len) * math.sqrt(config.d_model) * th.EPS["float64"]
+    why = "float64 summation error of T-term running means and d-term products over L layers (8 L T sqrt(d) eps)"
+    every = f" (worst of {len(rs)} seeds)" if len(rs) > 1 else ""
+    led.identity(
+        "uniform_equals_linear_stack",
+        measured=max(x.scalars["uniform_stack_error"] for x in rs),
+        atol=tol,
+        why=why,
+        source="derivation: uniform attention without norm or MLP is exactly linear (theory module, item 5)",
+        statement=f"network last-token states == exact linear stack (max abs error / max |h|){every}",
+        figure="rc_distance",
+    )
+    if not config.sensitivity:
+        led.not_evaluated(
+            "sensitivity_equals_path_sum",
+            role="identity",
+            source="derivation (theory module, item 4)",
+            reason="sensitivity=False: not measured",
+        )
+        return
+    led.identity(
+        "sensitivity_equals_path_sum",
+        measured=max(x.scalars["sensitivity_path_error"] for x in rs),
+        atol=tol,
+        why=why,
+        source="derivation: backward path recursion of the linear stack (theory module, item 4)",
+        statement=f"autograd |dh_last/dx_i|_F == exact path sum with the model's W_o W_v, every i and base{every}",
+        figure="rc_sensitivity",
+    )
+
+
+def claims(led: Ledger, rs: tuple[Result, ...]) -> None:
+    claim_exact_uniform(led, rs)

@@ -1,0 +1,146 @@
+"""probes.parts: a probe as a package of parts (sub-experiments) and the one run skeleton they share.
+
+A toy probe of three parts checks the skeleton (measure order after ``needs``, the ledger in ``PARTS`` order,
+gates switching a part's measurement and claims together, errors naming the part); then every probe package of
+the registry is checked against its own config, and ``python -m probes show`` lists its parts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+import probes
+from probes import cli
+from probes.base import ProbeConfig, Result, param
+from probes.parts import Context, Part, check_parts, describe, judge, measure_order, run_parts
+
+
+@dataclass(frozen=True)
+class ToyConfig(ProbeConfig):
+    PRESETS = {"smoke": {"n": 4}, "full": {}}
+    n: int = param(8, "points", minimum=1)
+    extra: bool = param(False, "run the extra part")
+
+
+def _toy_parts(calls: list[str]) -> tuple[Part, ...]:
+    def measure_sum(ctx: Context) -> None:
+        calls.append("sum")
+        ctx.scalars["sum"] = float(ctx.values.sum())  # left by `values`
+
+    def measure_values(ctx: Context) -> None:
+        calls.append("values")
+        ctx.values = np.arange(ctx.config.n, dtype=float)
+        ctx.coords["i"] = np.arange(ctx.config.n)
+        ctx.data["values"] = (("i",), ctx.values)
+
+    def measure_extra(ctx: Context) -> None:
+        calls.append("extra")
+        ctx.scalars["extra"] = 1.0
+
+    def claims_sum(led, rs):
+        n = rs[0].config.n
+        led.identity(
+            "sum_is_triangular",
+            measured=rs[0].scalars["sum"],
+            expected=n * (n - 1) / 2,
+            atol=1e-12,
+            source="closed form",
+            why="float64 sum of small integers is exact",
+        )
+
+    def claims_values(led, rs):
+        led.identity(
+            "first_is_zero",
+            measured=float(rs[0].data["values"][0]),
+            expected=0.0,
+            atol=0.0,
+            source="construction",
+            why="exact",
+        )
+
+    def claims_extra(led, rs):
+        led.identity(
+            "extra_is_one", measured=rs[0].scalars["extra"], expected=1.0, atol=0.0, source="construction", why="exact"
+        )
+
+    return (
+        Part("sum", "the sum of the values", measure=measure_sum, claims=claims_sum, fields=("n",), needs=("values",)),
+        Part("values", "the values", measure=measure_values, claims=claims_values, fields=("n",)),
+        Part("extra", "an optional part", measure=measure_extra, claims=claims_extra, gate="extra"),
+    )
+
+
+def _run(config: ToyConfig, calls: list[str]):
+    parts = _toy_parts(calls)
+    return run_parts("toy", parts, lambda ctx: calls.append("prepare"), lambda r: judge("toy", parts, [r]), config)
+
+
+def test_parts_measure_after_what_they_need_and_claim_in_declared_order():
+    calls: list[str] = []
+    r = _run(ToyConfig.preset("smoke"), calls)
+    assert calls == ["prepare", "values", "sum"]  # `sum` needs `values`; `extra` is gated off
+    assert [c.name for c in r.ledger.claims] == ["sum_is_triangular", "first_is_zero"]  # PARTS order
+    assert all(c.status == "pass" for c in r.ledger.claims)
+    assert r.scalars == {"sum": 6.0} and r.data["values"].dims == ("i",)
+
+
+def test_a_gate_switches_a_parts_measurement_and_its_claims_together():
+    calls: list[str] = []
+    r = _run(ToyConfig.preset("smoke", extra=True), calls)
+    assert calls == ["prepare", "values", "sum", "extra"]
+    assert [c.name for c in r.ledger.claims] == ["sum_is_triangular", "first_is_zero", "extra_is_one"]
+    # the same measurement judged under a config whose gate is off: the gated part makes no claim
+    off = Result(probe="toy", config=ToyConfig.preset("smoke"), data=r.data, scalars=r.scalars)
+    assert [c.name for c in judge("toy", _toy_parts([]), [off]).claims] == ["sum_is_triangular", "first_is_zero"]
+
+
+def test_measure_order_is_stable_and_refuses_a_cycle():
+    a = Part("a", "", needs=("c",))
+    b = Part("b", "")
+    c = Part("c", "", needs=("b",))
+    assert [p.name for p in measure_order((a, b, c))] == ["b", "c", "a"]
+    assert [p.name for p in measure_order((b, c, a))] == ["b", "c", "a"]
+    with pytest.raises(ValueError, match="cycle: a -> c -> a"):
+        measure_order((a, Part("c", "", needs=("a",))))
+
+
+@pytest.mark.parametrize(
+    ("parts", "message"),
+    [
+        ((Part("a", ""), Part("a", "")), r"part names must be unique, got \['a', 'a'\]"),
+        ((Part("a", "", fields=("n", "width")),), r"part 'a' names fields the config does not have: \['width'\]"),
+        ((Part("a", "", gate="deep"),), r"part 'a' names fields the config does not have: \['deep'\]"),
+        ((Part("a", "", needs=("b",)),), r"part 'a' needs parts that do not exist: \['b'\]"),
+    ],
+)
+def test_check_parts_names_the_part_and_what_is_wrong(parts, message):
+    with pytest.raises(ValueError, match=message):
+        check_parts(parts, ToyConfig)
+
+
+def test_describe_says_the_gate_and_the_fields():
+    text = describe(_toy_parts([]))
+    assert text["sum"] == "the sum of the values (reads: n)"
+    assert text["extra"] == "an optional part (gate: extra)"
+
+
+PACKAGES = [name for name in probes.available() if getattr(probes.get(name), "PARTS", None)]
+
+
+def test_representational_collapse_is_a_package_of_parts():
+    assert "representational_collapse" in PACKAGES
+    mod = probes.get("representational_collapse")
+    assert [p.name for p in mod.PARTS] == ["linear_stack", "distances", "oversquashing", "precision", "extension"]
+
+
+@pytest.mark.parametrize("name", PACKAGES)
+def test_every_probe_package_declares_valid_parts_and_show_lists_them(name, capsys):
+    mod = probes.get(name)
+    check_parts(mod.PARTS, mod.Config)
+    assert cli.main(["show", name]) == 0
+    out = capsys.readouterr().out
+    listed = out.split("parts (in the ledger's order):\n", 1)[1].splitlines()
+    assert [line.strip().split(":", 1)[0] for line in listed] == [p.name for p in mod.PARTS]
