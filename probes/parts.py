@@ -7,8 +7,8 @@ of :class:`Part` in the order their claims appear in the ledger. Each part is on
 ``description``  one line for ``python -m probes show`` and the notebooks;
 ``gate``         the config field that switches the part on (truthy: on), or ``None`` (always runs);
 ``fields``       the config fields the part reads (beyond the model's): what a user changes to change it;
-``measure``      ``measure(ctx) -> None``: adds the part's arrays (``ctx.data``, ``ctx.coords``) and scalars
-                 (``ctx.scalars``) and may leave intermediate results on ``ctx`` for later parts;
+``measure``      ``measure(ctx) -> None``: adds the part's arrays (``ctx.data``, ``ctx.coords``, ``ctx.attrs``)
+                 and scalars (``ctx.scalars``) and may leave intermediate results on ``ctx`` for later parts;
 ``claims``       ``claims(led, results) -> None``: records the part's claims in ``led`` from ``results``, a
                  tuple of replicate :class:`probes.base.Result` of one design (one result: its own within-run
                  band), reading the results only (so a cached result is judged again by today's claims);
@@ -60,6 +60,7 @@ class Context:
     coords: dict[str, Any] = field(default_factory=dict)
     scalars: dict[str, Any] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)
+    attrs: dict[str, Any] = field(default_factory=dict)  # the dataset's attributes
 
     @property
     def own_model(self) -> bool:
@@ -123,7 +124,7 @@ def run_parts(
     for part in measure_order(parts):
         if part.measure is not None and part.enabled(config):
             part.measure(ctx)
-    data = xr.Dataset(ctx.data, coords=ctx.coords)
+    data = xr.Dataset(ctx.data, coords=ctx.coords, attrs=ctx.attrs)
     result = Result(probe=name, config=config, data=data, scalars=ctx.scalars, meta=ctx.meta)
     result.ledger = check_claims(result)
     return result

@@ -1,0 +1,144 @@
+"""The configuration of the attention-only probe, and the constants its parts share."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from analysis.tasks import ConvolutionRegression, Induction, NearestNeighbour
+from probes.base import MAX_SEED, ProbeConfig, model_param, param
+
+SEED_CONV, SEED_KV, SEED_RANK, SEED_SAN = "004#89", "004#24", "004#72", "004#1"
+SOURCE = "analysis/theory/attention_only.py"
+
+
+@dataclass(frozen=True)
+class Config(ProbeConfig):
+    PRESETS = {
+        "smoke": {
+            "construction_batch": 8,
+            "conv_steps": 20,
+            "train_seeds": 2,
+            "ind_steps": 20,
+            "n_eval": 32,
+            "nn_d": 4,
+            "nn_keys": 4,
+            "nn_steps": 3,
+            "nn_seeds": 2,
+            "nn_eval": 16,
+            "nn_theory_sets": 64,
+            "san_width": 8,
+            "san_seq_len": 16,
+            "san_steps": 4,
+            "san_seeds": 2,
+            "san_eval_batches": 1,
+            "san_snapshots": 2,
+            "deep_layers": 3,
+            "deep_width": 8,
+            "deep_seq_len": 8,
+            "deep_batch": 2,
+            "deep_steps": 6,
+            "deep_seeds": 2,
+            "spike_window": 2,
+        },
+        "full": {},
+    }
+
+    d: int = param(4, "channel width d of the convolution (input and output)", minimum=1, maximum=32)
+    taps: int = param(4, "taps K of the convolution (the construction uses K heads)", minimum=2, maximum=8)
+    conv_len: int = param(16, "sequence length T of the convolution regression", minimum=2, maximum=256)
+    kernel_decay: float = param(1.0, "tap scale ratio c_(k+1)/c_k of the kernel", minimum=0.05, maximum=20.0)
+    kernel_seed: int = param(0, "seed of the convolution kernel", minimum=0, maximum=MAX_SEED)
+    construction_batch: int = param(64, "white sequences through the K-head construction", minimum=1, maximum=4096)
+    conv_steps: int = param(1500, "optimiser updates per trained convolution layer", minimum=1)
+    conv_batch: int = param(32, "sequences per update (convolution)", minimum=1, maximum=1024)
+    conv_lr: float = param(0.03, "peak learning rate (convolution; Adam, cosine)", minimum=1e-6, maximum=1.0)
+    trained: bool = param(True, "train the convolution layers and the induction models")
+    train_seeds: int = param(
+        5, "training seeds per model: replicate_seed(seed, i), their spread is the uncertainty", minimum=1
+    )
+    vocab_size: int = model_param("vocab_size", 32, maximum=512)
+    seq_len: int = param(24, "induction sequence length T", minimum=4, maximum=256)
+    segment: int = param(8, "length L of the repeated segment", minimum=2, maximum=128)
+    d_model: int = model_param("d_model", 32, maximum=256)
+    heads: int = model_param("heads", 2, maximum=8)
+    ind_steps: int = param(1000, "optimiser updates per induction model", minimum=1)
+    ind_batch: int = param(32, "sequences per update (induction)", minimum=1, maximum=1024)
+    ind_lr: float = param(3e-3, "peak learning rate (induction; Adam, cosine)", minimum=1e-6, maximum=1.0)
+    n_eval: int = param(256, "held-out induction sequences per trained model", minimum=1, maximum=100_000)
+    nn_d: int = param(
+        16, "nearest neighbour: dimension d (a multiple of 4: heads of rank d, d/4 and 1)", minimum=4, maximum=64
+    )
+    nn_keys: int = param(16, "nearest neighbour: keys N per sequence", minimum=2, maximum=256)
+    nn_keys_short: int = param(2, "nearest neighbour: keys N of the short context (depth)", minimum=2, maximum=256)
+    nn_queries: int = param(8, "nearest neighbour: queries M per sequence", minimum=1, maximum=256)
+    nn_steps: int = param(600, "nearest neighbour: optimiser updates per model", minimum=1)
+    nn_batch: int = param(32, "nearest neighbour: sequences per update", minimum=1, maximum=1024)
+    nn_lr: float = param(0.03, "nearest neighbour: peak learning rate (Adam, cosine)", minimum=1e-6, maximum=1.0)
+    nn_seeds: int = param(5, "nearest neighbour: training seeds per model (replicate_seed(seed, i))", minimum=1)
+    nn_eval: int = param(512, "nearest neighbour: held-out sequences per model", minimum=2, maximum=100_000)
+    nn_theory_sets: int = param(2000, "nearest neighbour: key sets of the theory's Monte Carlo", minimum=8)
+    san_width: int = param(32, "attention-only networks: width d of the matched models", minimum=2, maximum=256)
+    san_heads: int = param(2, "attention-only networks: heads of the matched models", minimum=1, maximum=8)
+    san_layers: int = param(2, "attention-only networks: blocks of the standard model (MLP 4d)", minimum=1, maximum=8)
+    san_seq_len: int = param(
+        64, "attention-only networks: corpus context T of the matched models", minimum=4, maximum=256
+    )
+    san_steps: int = param(300, "attention-only networks: updates per matched model (probe-LM recipe)", minimum=1)
+    san_seeds: int = param(
+        5, "attention-only networks: training seeds per matched model (replicate_seed(seed, i))", minimum=1, maximum=16
+    )
+    san_eval_batches: int = param(8, "attention-only networks: held-out batches of 16 windows", minimum=1, maximum=64)
+    san_snapshots: int = param(
+        8, "attention-only networks: checkpoint intervals of the stable ranks (even)", minimum=2, maximum=64
+    )
+    deep_layers: int = param(48, "deep stacks: depth of the attention-only stacks", minimum=1, maximum=96)
+    deep_width: int = param(32, "deep stacks: width d", minimum=2, maximum=128)
+    deep_heads: int = param(2, "deep stacks: heads", minimum=1, maximum=8)
+    deep_seq_len: int = param(16, "deep stacks: corpus context T", minimum=4, maximum=128)
+    deep_batch: int = param(8, "deep stacks: sequences per update", minimum=1, maximum=256)
+    deep_steps: int = param(200, "deep stacks: updates (Adam, constant lr, no warm-up, no clipping)", minimum=1)
+    deep_lr: float = param(1e-3, "deep stacks: Adam learning rate (torch's default)", minimum=1e-6, maximum=1.0)
+    deep_seeds: int = param(
+        3, "deep stacks: seeds per QK-norm setting (replicate_seed(seed, i); ~33 s per seed)", minimum=1, maximum=16
+    )
+    spike_window: int = param(20, "loss spikes: trailing window of earlier updates", minimum=2, maximum=1000)
+    spike_k: float = param(6.0, "loss spikes: threshold in scaled MADs above the window's median", minimum=0.5)
+    seed: int = model_param("seed", 0, "weights, data and held-out data (replicate i: replicate_seed(seed, i))")
+
+    def validate(self) -> None:
+        super().validate()
+        if (self.d_model // self.heads) % 2:
+            raise ValueError(
+                f"d_model / heads must be even (RoPE in the induction models), got {self.d_model} / {self.heads}"
+            )
+        if self.nn_d % 4:
+            raise ValueError(f"nn_d must be a multiple of 4 (heads of rank d / 4), got {self.nn_d}")
+        for prefix in ("san", "deep"):
+            width, heads = getattr(self, f"{prefix}_width"), getattr(self, f"{prefix}_heads")
+            if width % heads or (width // heads) % 2:
+                raise ValueError(
+                    f"{prefix}_width / {prefix}_heads must be an even integer (RoPE), got {width} / {heads}"
+                )
+        if self.san_snapshots % 2 or self.san_snapshots > self.san_steps:
+            raise ValueError(
+                f"san_snapshots must be even (the second half starts at a checkpoint) and <= san_steps "
+                f"({self.san_steps}), got {self.san_snapshots}"
+            )
+        if self.conv_len < self.taps:
+            raise ValueError(f"conv_len must be >= taps ({self.taps}), got {self.conv_len}")
+        if self.seq_len < 2 * self.segment + 1:
+            raise ValueError(f"seq_len must be >= 2 segment + 1 ({2 * self.segment + 1}), got {self.seq_len}")
+        if self.vocab_size < self.seq_len - self.segment:
+            raise ValueError(
+                f"vocab_size must be >= seq_len - segment ({self.seq_len - self.segment}) "
+                f"(the prefix has distinct tokens), got {self.vocab_size}"
+            )
+
+    def nn_task(self, short: bool = False) -> NearestNeighbour:
+        return NearestNeighbour(self.nn_d, self.nn_keys_short if short else self.nn_keys, self.nn_queries)
+
+    def conv_task(self) -> ConvolutionRegression:
+        return ConvolutionRegression(self.d, self.taps, self.conv_len, self.kernel_decay, self.kernel_seed)
+
+    def induction_task(self) -> Induction:
+        return Induction(self.vocab_size, self.seq_len, self.segment)

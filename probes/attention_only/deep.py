@@ -1,0 +1,288 @@
+"""Part ``deep`` (seed 004#1): deep attention-only stacks with and without QK-norm: the largest attention logit along
+training against the closed-form bound of QK-norm's gains (attained by a float64 construction), and loss spikes."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from analysis.evidence import replicate_seed
+from analysis.hooks import hooks
+from analysis.ledger import Ledger
+from analysis.model import TinyTransformer
+from analysis.progress import bar
+from analysis.theory import attention_only as th
+from analysis.train import TrainConfig, derived_seed, train
+from probes.attention_only.config import SEED_SAN, SOURCE, Config
+from probes.attention_only.models import (
+    QK_GAIN,
+    deep_model_config,
+    deep_task,
+    san_task,
+)
+from probes.base import MAX_SEED, Result
+from probes.parts import Context
+
+DEEP_CALLBACK_ID = "attention_only.deep.v1"  # names the deep stacks' training callback (part of the checkpoint key)
+DEEP_EVAL_BATCHES = 4  # held-out batches of the deep stacks' final loss
+TAIL = 0.1  # the last fraction of updates whose mean is a run's final max logit
+
+
+def loss_spikes(loss: np.ndarray, window: int, k: float) -> np.ndarray:
+    """(steps,) bool: update ``t >= window`` whose loss exceeds the median ``m`` of the ``window`` earlier finite
+    losses by more than ``k`` times their scaled MAD ``1.4826 median|l - m|``; a non-finite loss is a spike
+    (divergence). Fixed before any run: a robust z-score above ``k`` against the recent past, so the downward
+    trend of training (the median lies above the current loss) and batch noise (the MAD scales with it) are not
+    spikes."""
+    loss = np.asarray(loss, dtype=np.float64)
+    if loss.ndim != 1:
+        raise ValueError(f"loss must be one-dimensional, got shape {loss.shape}")
+    if int(window) != window or window < 2:
+        raise ValueError(f"window must be an integer >= 2, got {window!r}")
+    if not (k > 0 and math.isfinite(k)):
+        raise ValueError(f"k must be positive and finite, got {k!r}")
+    out = ~np.isfinite(loss)
+    for t in range(window, loss.size):
+        past = loss[t - window : t]
+        past = past[np.isfinite(past)]
+        if out[t] or past.size < 2:
+            continue
+        med = np.median(past)
+        mad = 1.4826 * np.median(np.abs(past - med))
+        out[t] = loss[t] > med + k * mad if mad > 0 else loss[t] > med
+    return out
+
+
+def layer_max_logits(model: TinyTransformer, x: torch.Tensor) -> np.ndarray:
+    """(L,) the largest |attention logit| (visible keys, every head and row) of each layer on tokens ``x``."""
+    names = [f"blocks.{i}.attn.hook_attn_scores" for i in range(model.config.n_layers)]
+    found: dict[str, float] = {}
+
+    def on_scores(sc: torch.Tensor, name: str) -> None:  # masked keys are -inf; NaN weights give no finite logit
+        seen = sc[torch.isfinite(sc)]
+        found[name] = float(seen.abs().max()) if seen.numel() else math.nan
+
+    with torch.no_grad(), hooks(model, [(n, on_scores) for n in names]):
+        model(x)
+    return np.array([found[n] for n in names])
+
+
+def qk_bounds(model: TinyTransformer) -> np.ndarray:
+    """(L,) theory item 5's logit bound of each layer from its current QK-norm gains (and biases)."""
+    c = model.config
+    out = []
+    for b in model.blocks:
+        qn, kn = b.attn.q_norm, b.attn.k_norm
+        get = lambda t: None if t is None else t.detach().to(torch.float64).numpy()  # noqa: E731
+        out.append(
+            th.qk_norm_logit_bound(get(qn.weight), get(kn.weight), c.head_size, c.scale, get(qn.bias), get(kn.bias))
+        )
+    return np.array(out)
+
+
+def make_deep_callback(probe_x: torch.Tensor):
+    """Callback for :func:`analysis.train.train`: per update the largest |logit| on ``probe_x`` and, with
+    QK-norm, the largest ratio of a layer's |logit| to its bound and the largest bound."""
+
+    def callback(step: int, model, metrics: dict) -> dict:
+        was_training = model.training
+        model.eval()
+        m = layer_max_logits(model, probe_x)
+        model.train(was_training)
+        out = {"max_logit": float(m.max())}
+        if model.config.qk_norm:
+            b = qk_bounds(model)
+            out.update(bound_ratio=float((m / b).max()), qk_bound=float(b.max()))
+        return out
+
+    return callback
+
+
+def measure_deep(config: Config, progress: bool) -> dict[str, np.ndarray]:
+    """(qk_norm, seed, step) training loss, max |logit| and bound ratio; (qk_norm, seed) held-out final loss."""
+    task = deep_task(config)
+    gen = torch.Generator().manual_seed(derived_seed(config.seed, "deep_probe") % MAX_SEED)
+    probe_x, _ = task.sample(2, gen)
+    shape = (2, config.deep_seeds)
+    traces = ("loss", "max_logit", "bound_ratio", "qk_bound")
+    out = {k: np.full((*shape, config.deep_steps), np.nan) for k in traces}
+    out["eval_loss"] = np.full(shape, np.nan)
+    for qk, s in bar(
+        [(q, s) for q in (0, 1) for s in range(config.deep_seeds)],
+        desc="attention_only: deep stacks",
+        progress=progress,
+    ):
+        seed = replicate_seed(config.seed, s)
+        tc = TrainConfig(
+            steps=config.deep_steps,
+            batch_size=config.deep_batch,
+            lr=config.deep_lr,
+            optimizer="adam",
+            schedule="constant",
+            warmup_steps=0,
+            grad_clip=0.0,
+            weight_decay=0.0,
+            eval_every=config.deep_steps,
+            eval_batches=DEEP_EVAL_BATCHES,
+            seed=seed,
+        )
+        res = train(
+            deep_model_config(config, bool(qk), task.vocab_size, seed),
+            task,
+            tc,
+            progress=False,
+            callback=make_deep_callback(probe_x),
+            callback_id=DEEP_CALLBACK_ID,
+        )
+        h = res.history
+        out["loss"][qk, s], out["max_logit"][qk, s] = h["loss"], h["max_logit"]
+        if qk:
+            out["bound_ratio"][qk, s], out["qk_bound"][qk, s] = h["bound_ratio"], h["qk_bound"]
+        out["eval_loss"][qk, s] = h["eval_loss"][-1]
+    return out
+
+
+def qk_bound_construction(config: Config) -> dict[str, float]:
+    """Theory item 5's equality case in float64: one deep-stack layer with QK-norm, eps 0, W_k = W_q and constant
+    gains QK_GAIN; the largest |logit| on random tokens over the bound (1 up to rounding: the diagonal q = k)."""
+    vocab = san_task(config).vocab_size
+    cfg = deep_model_config(config, True, vocab, dtype="float64").replace(n_layers=1, norm_eps=0.0)
+    model = TinyTransformer(cfg).eval()
+    attn = model.blocks[0].attn
+    with torch.no_grad():
+        attn.W_k.weight.copy_(attn.W_q.weight)
+        attn.q_norm.weight.fill_(QK_GAIN)
+        attn.k_norm.weight.fill_(QK_GAIN)
+    gen = torch.Generator().manual_seed(derived_seed(config.seed, "qk_construction") % MAX_SEED)
+    x = torch.randint(0, vocab, (4, config.deep_seq_len), generator=gen)
+    return {"qk_bound_construction_ratio": float(layer_max_logits(model, x)[0] / qk_bounds(model)[0])}
+
+
+def tail_mean(trace: np.ndarray) -> np.ndarray:
+    """Mean of the last ``TAIL`` fraction of updates (at least one) along the last axis, over finite values."""
+    n = max(1, int(round(TAIL * trace.shape[-1])))
+    return np.nanmean(trace[..., -n:], axis=-1)
+
+
+def measure(ctx: Context) -> None:
+    """The bound's construction; with ``trained``, per QK-norm setting, seed and update the loss, the largest logit,
+    its ratio to the bound and the bound, the spikes, and the final held-out loss (NaN when not trained)."""
+    config = ctx.config
+    ctx.scalars.update(qk_bound_construction(config))
+    deep = measure_deep(config, ctx.progress) if config.trained else None
+    nan = lambda *shape: np.full(shape, np.nan)  # noqa: E731
+    deep = deep or {
+        k: nan(2, config.deep_seeds, config.deep_steps) for k in ("loss", "max_logit", "bound_ratio", "qk_bound")
+    } | {"eval_loss": nan(2, config.deep_seeds)}
+    spikes = np.array([[loss_spikes(tr, config.spike_window, config.spike_k) for tr in row] for row in deep["loss"]])
+    dims3 = ("qk_norm", "deep_seed", "deep_step")
+    ctx.data.update(
+        deep_loss=(dims3, deep["loss"]),
+        deep_max_logit=(dims3, deep["max_logit"]),
+        deep_bound_ratio=(dims3, deep["bound_ratio"]),
+        deep_qk_bound=(dims3, deep["qk_bound"]),
+        deep_spike=(dims3, spikes),
+        deep_eval_loss=(("qk_norm", "deep_seed"), deep["eval_loss"]),
+    )
+    ctx.coords.update(
+        qk_norm=[False, True], deep_seed=np.arange(config.deep_seeds), deep_step=np.arange(config.deep_steps)
+    )
+
+
+def claims(led: Ledger, rs: tuple[Result, ...]) -> None:
+    (r,) = rs
+    claim_deep_qknorm(led, r)
+
+
+def claim_deep_qknorm(led: Ledger, r: Result) -> None:
+    """Deep stacks: the QK-norm bound, max-logit growth, loss spikes, the loss reached."""
+    c = r.config
+    if not c.trained:
+        return
+    d = r.data
+    common = dict(seed=SEED_SAN, requires_full=True, figure="ao_deep_qknorm")
+    ratio = d["deep_bound_ratio"].sel(qk_norm=True).values
+    led.bound(
+        "deep_qknorm_max_logit_below_bound",
+        measured=float(np.nanmax(ratio)),
+        bound=1.0,
+        relation="<=",
+        source=f"{SOURCE}, item 5: |logit| <= scale (sqrt(dh) max|w_q| + |b_q|)(sqrt(dh) max|w_k| + |b_k|)",
+        why="the largest ratio of a layer's max |logit| (probe batch) to the bound of its gains at that update, over "
+        "updates, layers and seeds; tightness = that ratio",
+        statement=f"{c.deep_layers} x {c.deep_width} attention-only stacks with QK-norm: every logit within the "
+        "closed-form bound throughout training",
+        **common,
+    )
+    ml = d["deep_max_logit"].values  # (qk, seed, step)
+    growth = np.log(tail_mean(ml) / ml[..., 0])  # (qk, seed)
+    n = growth.shape[1]
+    why = (
+        f"95% t band over {n} seeds (the pairs share the replicate seed: initial weights and data); {n} seeds: "
+        "compute (about 33 s per seed for both QK-norm settings, one thread)"
+    )
+    led.direction(
+        "deep_no_qknorm_max_logit_grows",
+        replicates=growth[0],
+        sign=1,
+        hypothesis="the max logit does not grow without QK-norm",
+        source="004#1: without QK-normalisation deep attention-only stacks' logits grow",
+        why=why,
+        statement=f"without QK-norm: ln(max |logit| over the last {TAIL:.0%} of updates / at init) > 0",
+        **common,
+    )
+    led.direction(
+        "deep_max_logit_grows_more_without_qknorm",
+        replicates=growth[0] - growth[1],
+        sign=1,
+        hypothesis="QK-norm does not change the max-logit growth",
+        source="004#1; theory item 5: with QK-norm the logit is bounded by the gains",
+        why=why,
+        statement="ln-growth of the max |logit| without QK-norm minus with QK-norm > 0",
+        **common,
+    )
+    spiky = d["deep_spike"].values.any(-1).mean(-1)  # (qk,) fraction of runs with a spike
+    spike_def = f"a spike: loss > median + {c.spike_k:g} scaled MAD of the previous {c.spike_window} (or non-finite)"
+    led.predict(
+        "deep_no_qknorm_loss_spikes",
+        measured=float(spiky[0]),
+        expected=1.0,
+        atol=0.5,
+        alternative=float(spiky[1]),
+        hypothesis="QK-norm makes no difference: runs without it spike as often as runs with it",
+        source="004#1: QK-normalisation is what keeps 48-layer attention-only stacks trainable; issue 17: loss "
+        "spikes without it",
+        why=f"band: a majority of the {c.deep_seeds} runs ({spike_def}); {c.deep_seeds} seeds: compute (about 33 s "
+        "per seed for both QK-norm settings, one thread)",
+        regime=["deep_no_qknorm_max_logit_grows"],  # the mechanism: logits grow without QK-norm
+        statement="fraction of runs without QK-norm with a loss spike: 1 (more than half)",
+        **common,
+    )
+    led.predict(
+        "deep_qknorm_no_loss_spikes",
+        measured=float(spiky[1]),
+        expected=0.0,
+        atol=0.5,
+        alternative=float(spiky[0]),
+        hypothesis="QK-norm makes no difference: runs with it spike as often as runs without it",
+        source="004#1: with QK-norm the 48-layer stack trains",
+        why=f"band: fewer than half of the {c.deep_seeds} runs ({spike_def}); {c.deep_seeds} seeds: compute (about "
+        "33 s per seed for both QK-norm settings, one thread)",
+        regime=["deep_qknorm_max_logit_below_bound"],  # the mechanism: QK-norm bounds the logits
+        statement="fraction of runs with QK-norm with a loss spike: 0 (less than half)",
+        **common,
+    )
+    ev = d["deep_eval_loss"].values
+    led.direction(
+        "deep_qknorm_reaches_lower_loss",
+        replicates=ev[0] - ev[1],
+        sign=1,
+        hypothesis="QK-norm makes no difference to the loss reached",
+        source="004#1: without QK-norm the 48-layer stack does not train, with it it does",
+        why=why,
+        regime=["deep_max_logit_grows_more_without_qknorm"],  # the mechanism: QK-norm curbs the logits' growth
+        statement=f"held-out loss after {c.deep_steps} updates without QK-norm minus with QK-norm > 0",
+        **common,
+    )
