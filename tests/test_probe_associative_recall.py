@@ -7,7 +7,10 @@ import pytest
 import torch
 
 import analysis.recurrent as rec
+from analysis.tasks import AssociativeRecall
+from analysis.train import derived_seed
 from probes import associative_recall as ar
+from probes.associative_recall import favor, gated_rnn, linearisation, mqar, power_method, selective
 from probes.base import run_probe
 
 
@@ -103,7 +106,7 @@ def test_an_additive_memory_with_a_doubled_write_fails_the_interference_predicti
 
 def test_a_biased_feature_map_fails_the_favor_variance(monkeypatch):
     real = rec.positive_random_features
-    monkeypatch.setattr(ar, "positive_random_features", lambda x, proj: real(x, 1.5 * proj))
+    monkeypatch.setattr(favor, "positive_random_features", lambda x, proj: real(x, 1.5 * proj))
     led = ar.run(_small(kernels=("additive",)), progress=False).ledger
     assert led["favor_variance_m16"].status == "fail"
 
@@ -119,7 +122,7 @@ def test_config_refuses_repeats_and_too_few_keys():
 
 def test_trained_model_is_the_declared_mixer():
     c = ar.Config.preset("smoke")
-    task = ar.AssociativeRecall(n_pairs=4)
+    task = AssociativeRecall(n_pairs=4)
     cfg = ar.model_config(c, "gated_delta", task, seed=0)
     assert (cfg.attention, cfg.write_rule, cfg.decay, cfg.head_size, cfg.d_mlp) == (
         "recurrent",
@@ -138,9 +141,9 @@ def test_linearisation_head_output_is_the_softmax_average_of_its_tokens():
     from analysis.hooks import run_with_cache
 
     c = _small(lin_d=4, lin_queries=3)
-    model = ar.linearisation_head(c)
-    A, M = ar.head_maps(model)
-    xq = ar.linearisation_queries(c, A)
+    model = linearisation.linearisation_head(c)
+    A, M = linearisation.head_maps(model)
+    xq = linearisation.linearisation_queries(c, A)
     assert np.allclose(np.linalg.norm(xq @ A.T, axis=-1), c.lin_a_norm)
     toks = np.random.default_rng(0).standard_normal((5, 4))
     x = torch.from_numpy(np.concatenate([toks, xq]))[None]
@@ -155,8 +158,8 @@ def test_linearisation_head_output_is_the_softmax_average_of_its_tokens():
 
 def test_uniform_attention_fails_the_linearisation_claims(monkeypatch):
     """A head that averages its tokens uniformly tends to 0, not to W_o W_v a: both claims fail."""
-    real = ar.linearisation_head
-    monkeypatch.setattr(ar, "linearisation_head", lambda c: _uniform(real(c)))
+    real = linearisation.linearisation_head
+    monkeypatch.setattr(linearisation, "linearisation_head", lambda c: _uniform(real(c)))
     led = ar.run(_small(lin_ns=(256, 512), lin_reps=16), progress=False).ledger
     assert led["linearisation_mse_constant"].status == "fail"
     assert led["linearisation_rms_slope"].status == "fail"
@@ -232,7 +235,7 @@ def test_power_method_items_record_the_power_method_and_the_trained_layers(smoke
     assert d["pm_tan"].dims == ("pm_model", "pm_seed", "pm_loop")
     assert list(d["pm_model"].values) == ["power", "ln", "none"] and d.sizes["pm_loop"] == c.pm_eval_loops + 1
     # the expected values are the power method's, recomputed here from the same prompts
-    x, v0 = ar.pm_task(c).law.sample(c.pm_eval, np.random.default_rng(ar.derived_seed(c.seed, "pm_eval")))
+    x, v0 = ar.pm_task(c).law.sample(c.pm_eval, np.random.default_rng(derived_seed(c.seed, "pm_eval")))
     tan = pmt.tan_angle(pmt.power_iterates(x, v0, c.pm_eval_loops), pmt.target(x, v0)[None])
     assert s["pm_rate_power"] == pytest.approx(float(np.median(pmt.per_loop_rate(tan, 1, c.pm_eval_loops))))
     assert s["pm_tan1_power"] == pytest.approx(float(np.median(tan[1])))
@@ -248,7 +251,7 @@ def test_trained_power_method_claims_are_wired_to_theory_and_alternatives():
 
     r = ar.run(_pm(), progress=False)
     led = Ledger("t", preset="full")  # evaluate the full-only claims on the small run's numbers
-    ar.claim_power_method(led, r)
+    power_method.claim_power_method(led, r)
     by = {c.name: c for c in led.claims}
     s = r.scalars
     assert by["pm_ln_rate_is_power_method"].expected == pytest.approx(s["pm_rate_power"])
@@ -303,7 +306,7 @@ def test_runs_with_seeds_0_and_1_share_no_replicate_seed():
 
 def test_trained_items_train_their_replicate_seeds(monkeypatch):
     """Every trained model (MQAR, items 6-8) is built and trained with a seed of its item's part_seeds."""
-    real_one, real_train, got = ar.train_one, ar.train, {"trained": [], "other": []}
+    real_one, real_train, got = mqar.train_one, mqar.train, {"trained": [], "other": []}
 
     def one(config, kernel, n, seed, progress):
         got["trained"].append(seed)
@@ -314,8 +317,9 @@ def test_trained_items_train_their_replicate_seeds(monkeypatch):
         got["other"].append(tc.seed)
         return real_train(model_cfg, task, tc, **kw)
 
-    monkeypatch.setattr(ar, "train_one", one)
-    monkeypatch.setattr(ar, "train", train)
+    monkeypatch.setattr(mqar, "train_one", one)
+    for part in (mqar, gated_rnn, selective, power_method):  # every part that trains, through its own name
+        monkeypatch.setattr(part, "train", train)
     c = _small_trained(kernels=("additive",), n_pairs=(4,), gr_seeds=2, seed=3)
     ar.run(c, progress=False)
     assert got["trained"] == ar.part_seeds(c, "trained")
@@ -345,7 +349,12 @@ def test_claims_take_the_one_band_policy(smoke):
     c = _small_trained(kernels=("additive", "delta"), n_pairs=(4, 16), gr_seeds=3)
     r = ar.run(c, progress=False)
     led = Ledger("t", preset="full")
-    for claim in (ar.claim_trained, ar.claim_gated_rnn, ar.claim_selective, ar.claim_power_method):
+    for claim in (
+        mqar.claim_trained,
+        gated_rnn.claim_gated_rnn,
+        selective.claim_selective,
+        power_method.claim_power_method,
+    ):
         claim(led, r)
     trained = [x for x in led.claims if x.role == "prediction"]
     assert {x.name for x in trained} >= {"delta_beats_additive_N4", "additive_collapses_past_d_key"}

@@ -1,0 +1,177 @@
+"""The configuration of the associative-recall probe, the constants its parts share and the replicate seeds of its
+trained parts."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from analysis.evidence import mean_se, replicate_seeds
+from analysis.theory import power_method as pmt
+from probes.base import ProbeConfig, model_param, param
+
+KERNELS = ("softmax", "additive", "delta", "gated_delta")
+MIXER = {  # ModelConfig fields of each kernel
+    "softmax": {"attention": "softmax"},
+    "additive": {"attention": "recurrent"},
+    "delta": {"attention": "recurrent", "write_rule": "delta"},
+    "gated_delta": {"attention": "recurrent", "write_rule": "delta", "decay": "gated"},
+}
+SEED_DELTA, SEED_SURVEY = "000#66", "003#8"  # 000#66 is 003#30 (REFERENCES.md)
+SEED_LINEAR_RNN = "003#64"  # linear attention computed as a recurrence (the additive mixer's two forms)
+SEED_GATED_RNN, SEED_SELECTIVE = "003#14", "003#16"
+SOURCE = "analysis/theory/associative_recall.py"
+GSOURCE = "analysis/theory/gated_recurrence.py"
+GR_MODELS = ("lsa", "gated")  # item 6: one linear self-attention layer, one gated linear recurrence
+SC_DECAYS = ("gated", "fixed")  # item 7: selective decay, time-invariant decay
+SC_SPACINGS = ("random", "fixed")
+SEED_POWER = "000#45"  # = 003#35 (REFERENCES.md)
+PSOURCE = "analysis/theory/power_method.py"
+PM_MODELS = ("power", "ln", "none")  # item 8: the power method itself, the post-LN looped layer, no norm
+PM_NORMS = {"ln": "post", "none": "none"}
+PM_BOOT = 300  # bootstrap resamples of the item-8 prompts
+
+
+@dataclass(frozen=True)
+class Config(ProbeConfig):
+    PRESETS = {
+        "smoke": {
+            "n_pairs": (4, 8),
+            "draws": 400,
+            "favor_m": (16, 64, 256),
+            "favor_draws": 2000,
+            "favor_row_draws": 100,
+            "train_steps": 20,
+            "train_seeds": 1,
+            "n_eval": 16,
+            "lin_ns": (256, 512),
+            "lin_reps": 16,
+            "gr_steps": 30,
+            "gr_seeds": 2,
+            "gr_eval": 2000,
+            "sc_steps": 10,
+            "sc_seeds": 1,
+            "sc_eval": 64,
+            "pm_steps": 20,
+            "pm_seeds": 1,
+            "pm_eval": 200,
+            "pm_eval_loops": 4,
+        },
+        "full": {},
+    }
+
+    kernels: tuple[str, ...] = param(KERNELS, "token mixers compared", choices=KERNELS)
+    n_pairs: tuple[int, ...] = param((4, 8, 16, 32), "numbers N of stored key-value pairs", minimum=1, maximum=64)
+    d_key: int = param(16, "key dimension d_k of a memory (the head size of the trained models)", minimum=2, maximum=64)
+    draws: int = param(4000, "independent untrained memories per kernel and N", minimum=16, maximum=100_000)
+    favor_m: tuple[int, ...] = param(
+        (16, 64, 256, 1024), "FAVOR+ numbers m of random features (increasing)", minimum=1, maximum=4096
+    )
+    favor_norm: float = param(0.6, "norm of the FAVOR+ query and keys", minimum=0.0, maximum=2.0)
+    favor_keys: int = param(16, "keys in the FAVOR+ attention row", minimum=2, maximum=256)
+    favor_draws: int = param(8000, "FAVOR+ estimators per m in the variance check", minimum=16, maximum=100_000)
+    favor_row_draws: int = param(400, "feature draws per m in the row-error check", minimum=8, maximum=10_000)
+    trained: bool = param(True, "train a model per kernel and N on MQAR")
+    layers: int = model_param("layers", 2, maximum=4)
+    d_model: int = model_param("d_model", 64, maximum=256)
+    heads: int = model_param("heads", 1, maximum=8)
+    n_keys: int = param(64, "key vocabulary of the MQAR task (>= the largest N)", minimum=1, maximum=512)
+    n_values: int = param(64, "value vocabulary of the MQAR task", minimum=2, maximum=512)
+    train_steps: int = param(600, "optimiser updates per trained model", minimum=1)
+    train_batch: int = param(32, "sequences per update", minimum=1, maximum=1024)
+    lr: float = param(3e-3, "peak learning rate (AdamW, cosine)", minimum=1e-6, maximum=1.0)
+    train_seeds: int = param(
+        5, "replicate training seeds per kernel and N (the claims' 95% t band is over them)", minimum=1
+    )
+    n_eval: int = param(256, "held-out MQAR sequences per trained model", minimum=1, maximum=100_000)
+    lin_ns: tuple[int, ...] = param(
+        (32, 64, 128, 256, 512, 1024), "token counts n of the linearisation check (increasing)", minimum=2, maximum=8192
+    )
+    lin_d: int = param(8, "width and head size of the linearisation head", minimum=1, maximum=64)
+    lin_queries: int = param(16, "queries per token set in the linearisation check", minimum=1, maximum=256)
+    lin_reps: int = param(256, "independent token sets per n in the linearisation check", minimum=4, maximum=10_000)
+    lin_a_norm: float = param(1.0, "norm of each query's logit vector a = c W_k^T W_q x_q", minimum=0.0, maximum=2.0)
+    gated: bool = param(True, "train the gated-RNN vs linear-attention comparison and selective copying (items 6, 7)")
+    gr_d: int = param(5, "input width d of the in-context regression of item 6", minimum=1, maximum=32)
+    gr_n: int = param(10, "in-context examples N of item 6", minimum=1, maximum=64)
+    gr_noise: float = param(0.0, "label noise sigma of item 6", minimum=0.0, maximum=10.0)
+    gr_steps: int = param(400, "Adam updates per item-6 model", minimum=1)
+    gr_batch: int = param(256, "tasks per update in item 6", minimum=1, maximum=8192)
+    gr_lr: float = param(1e-2, "peak Adam learning rate of item 6 (cosine to 10%)", minimum=1e-6, maximum=1.0)
+    gr_seeds: int = param(5, "replicate training seeds per item-6 model", minimum=1, maximum=16)
+    gr_eval: int = param(50_000, "held-out regression tasks (float64, shared by every model)", minimum=16)
+    sc_n_copy: int = param(3, "data tokens to copy in item 7", minimum=1, maximum=16)
+    sc_values: int = param(6, "data-token vocabulary of item 7", minimum=2, maximum=64)
+    sc_length: int = param(12, "length of the region holding the data tokens (item 7)", minimum=1, maximum=256)
+    sc_width: int = param(16, "d_model of the item-7 models (2 heads, MLP 4x, pre-LN, learned positions)", minimum=4)
+    sc_layers: int = param(2, "layers of the item-7 models", minimum=1, maximum=4)
+    sc_steps: int = param(300, "AdamW updates per item-7 model", minimum=1)
+    sc_batch: int = param(32, "sequences per update in item 7", minimum=1, maximum=1024)
+    sc_lr: float = param(1e-2, "peak learning rate of item 7", minimum=1e-6, maximum=1.0)
+    sc_seeds: int = param(5, "replicate training seeds per item-7 decay and spacing", minimum=1, maximum=16)
+    sc_eval: int = param(2000, "held-out selective-copying sequences per item-7 model", minimum=1)
+    pm: bool = param(True, "train looped linear attention with and without LayerNorm on in-context PCA (item 8)")
+    pm_d: int = param(4, "input dimension d of the item-8 PCA prompts", minimum=2, maximum=16)
+    pm_n: int = param(32, "vectors n per item-8 prompt", minimum=2, maximum=256)
+    pm_rho: float = param(
+        0.5, "item-8 spectrum 1, rho, rho^2, ... (gap lambda_2/lambda_1 = rho)", minimum=0.05, maximum=0.95
+    )
+    pm_radius: float = param(
+        4.0, "item 8: inputs conditioned on |x| <= this (the token layout's scale)", minimum=1.0, maximum=100.0
+    )
+    pm_loops: int = param(3, "loops T the item-8 layer is trained with (loss after loop T)", minimum=1, maximum=8)
+    pm_eval_loops: int = param(
+        8, "loops k = 1..this at which item 8 is evaluated (beyond T: extrapolation)", minimum=2, maximum=32
+    )
+    pm_steps: int = param(1200, "Adam updates per item-8 model", minimum=1)
+    pm_batch: int = param(64, "prompts per update in item 8", minimum=1, maximum=4096)
+    pm_lr: float = param(
+        3e-3, "peak Adam learning rate of item 8 (50-update warm-up, cosine to 10%)", minimum=1e-6, maximum=1.0
+    )
+    pm_init_std: float = param(0.1, "item-8 initial weights N(0, this^2) (gpt2 init)", minimum=1e-4, maximum=1.0)
+    pm_seeds: int = param(5, "replicate training seeds per item-8 model", minimum=1, maximum=16)
+    pm_eval: int = param(2000, "held-out item-8 prompts (float64, shared by every model)", minimum=16)
+    seed: int = model_param(
+        "seed", 0, "memories, features, weights and data; replicate i of a trained item uses replicate_seed(seed, i)"
+    )
+
+    def validate(self) -> None:
+        super().validate()
+        for name in ("kernels", "n_pairs", "favor_m", "lin_ns"):
+            values = getattr(self, name)
+            if len(set(values)) != len(values):
+                raise ValueError(f"{name} must not repeat, got {list(values)}")
+        for name in ("favor_m", "lin_ns"):
+            if list(getattr(self, name)) != sorted(getattr(self, name)):
+                raise ValueError(f"{name} must be increasing, got {list(getattr(self, name))}")
+        if self.sc_width % 2:  # the item-7 models have 2 heads
+            raise ValueError(f"sc_width must be even (the item-7 models have 2 heads), got {self.sc_width}")
+        if self.sc_length < self.sc_n_copy:
+            raise ValueError(f"sc_length must be >= sc_n_copy ({self.sc_n_copy}), got {self.sc_length}")
+        if self.pm_eval_loops < self.pm_loops:
+            raise ValueError(f"pm_eval_loops must be >= pm_loops = {self.pm_loops}, got {self.pm_eval_loops}")
+        if self.pm_radius**2 < float(pmt.spectrum(self.pm_d, self.pm_rho).sum()):
+            raise ValueError(
+                f"pm_radius must be at least sqrt(tr Sigma) = "
+                f"{math.sqrt(float(pmt.spectrum(self.pm_d, self.pm_rho).sum())):.3f}, got {self.pm_radius}"
+            )
+        if max(self.n_pairs) > self.n_keys:
+            raise ValueError(f"n_keys must be >= the largest n_pairs ({max(self.n_pairs)}), got {self.n_keys}")
+
+
+def part_seeds(config: Config, part: str) -> list[int]:
+    """The replicate seeds of a trained item (``part``: ``trained`` MQAR, ``gr`` item 6, ``sc`` item 7, ``pm``
+    item 8): replicate i uses :func:`analysis.evidence.replicate_seed` ``(config.seed, i)``, so replicate 0
+    is ``config.seed`` and runs with different seeds share no model."""
+    n = {"trained": config.train_seeds, "gr": config.gr_seeds, "sc": config.sc_seeds, "pm": config.pm_seeds}
+    if part not in n:
+        raise ValueError(f"part must be one of {', '.join(n)}, got {part!r}")
+    return replicate_seeds(config.seed, n[part])
+
+
+def seed_se(acc: np.ndarray) -> np.ndarray:
+    """SE of the seed mean over the last axis (the replicates; each seed has its own held-out sequences, so
+    their spread holds the binomial noise too): the claims' uncertainty. NaN with one seed."""
+    return np.apply_along_axis(lambda v: mean_se(v).se, -1, acc)
