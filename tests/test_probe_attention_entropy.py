@@ -28,6 +28,16 @@ def smoke():
     return run_probe(mod, mod.Config.preset("smoke"), progress=False)
 
 
+def _submodules_with(name: str) -> list:
+    """The modules of the attention_entropy package that hold ``name`` (a probe package's parts import what
+    they call, so a spy must stand in each of them)."""
+    import importlib
+    import pkgutil
+
+    found = [importlib.import_module(f"{mod.__name__}.{m.name}") for m in pkgutil.iter_modules(mod.__path__)]
+    return [m for m in found if name in vars(m)]
+
+
 def test_smoke_result_has_the_interface_fields(smoke):
     r, cfg = smoke, smoke.config
     L, H, N = cfg.layers, cfg.heads, len(cfg.ctx_lens)
@@ -622,15 +632,17 @@ def test_replicate_seeds_are_hashed_and_runs_of_seeds_0_and_1_share_none(monkeyp
             seen.append(cfg.seed)
             return cfg
 
-        monkeypatch.setattr(mod, name, spy)
-    real_train = mod.train
+        for part in _submodules_with(name):  # every module of the package that builds models by this name
+            monkeypatch.setattr(part, name, spy)
+    real_train = mod.training.train
     trained: list[tuple[int, int]] = []
 
     def train_spy(cfg, task, tcfg, **kwargs):
         trained.append((cfg.seed, tcfg.seed))
         return real_train(cfg, task, tcfg, **kwargs)
 
-    monkeypatch.setattr(mod, "train", train_spy)
+    for part in _submodules_with("train"):
+        monkeypatch.setattr(part, "train", train_spy)
     used = {}
     for seed in (0, 1):
         seen.clear()
