@@ -116,14 +116,18 @@ def run_parts(
     config: Any,
     model: Any = None,
     progress: bool = True,
+    finish: Callable[[Context], None] | None = None,
 ) -> Result:
     """One run of a probe made of ``parts`` (module docstring): ``prepare``, every enabled part's ``measure``,
-    the result, and its ledger from ``check_claims(result)``."""
+    ``finish`` (bookkeeping over every part, e.g. whether every trained model came from the cache), the result,
+    and its ledger from ``check_claims(result)``."""
     ctx = Context(config=config, model=model, progress=progress)
     prepare(ctx)
     for part in measure_order(parts):
         if part.measure is not None and part.enabled(config):
             part.measure(ctx)
+    if finish is not None:
+        finish(ctx)
     data = xr.Dataset(ctx.data, coords=ctx.coords, attrs=ctx.attrs)
     result = Result(probe=name, config=config, data=data, scalars=ctx.scalars, meta=ctx.meta)
     result.ledger = check_claims(result)

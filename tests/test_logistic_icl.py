@@ -8,7 +8,7 @@ import torch
 
 from analysis.logistic_data import ClassificationLaw, OneStepGDTask, gd_step_torch, query_hidden_bias, tokens
 from analysis.theory import logistic_icl as th
-from probes import _logistic_icl as lg
+from probes.icl_gd import logistic as lg
 
 
 def _prompts(B=64, d=4, n=12, seed=0):

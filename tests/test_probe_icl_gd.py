@@ -475,7 +475,7 @@ def test_eta_claim_uses_the_seed_spread(smoke):
 def test_replicate_seeds_of_two_runs_are_disjoint():
     """Every trained part's replicate seeds: replicate 0 is the run's seed, and runs with seed 0 and seed 1
     share no replicate (seed + i would share all but one); the model and training configs carry them."""
-    from probes import _logistic_icl as lg
+    from probes.icl_gd import logistic as lg
 
     c0, c1 = P.Config(seed=0), P.Config(seed=1)
     for part in P.SEED_PARTS:
@@ -592,14 +592,14 @@ def test_logistic_claims_at_smoke_and_on_planted_numbers(smoke):
     the stored cosines pass at the full preset when they are 1, and cosines equal to the uniform-attention
     alternative fail."""
     from analysis.ledger import Ledger
-    from probes import _logistic_icl as lg
+    from probes.icl_gd import logistic as lg
 
     led = smoke.ledger
     assert led["lg_construction_is_normalised_gd"].status == "pass"
     assert led["lg_construction_is_normalised_gd"].seed == "000#33"
     s, ds, cfg = dict(smoke.scalars), smoke.data, smoke.config
     planted = Ledger("icl_gd", preset="smoke")
-    lg.claims(planted, ds, {**s, "lg_construction_ratio": 2.0}, cfg)
+    lg.claims_classification(planted, ds, {**s, "lg_construction_ratio": 2.0}, cfg)
     assert planted["lg_construction_is_normalised_gd"].status == "fail"
     full = cfg.replace(lg_loops=2)
     for cos, status in ((1.0, "pass"), (None, "fail")):
@@ -611,7 +611,7 @@ def test_logistic_claims_at_smoke_and_on_planted_numbers(smoke):
         )
         d = d.isel(lg_loop=slice(0, 2))
         judged = Ledger("icl_gd", preset="full")
-        lg.claims(judged, d, s, full)
+        lg.claims_classification(judged, d, s, full)
         assert judged["lg_looped_tracks_gd_T2"].status == status
 
 

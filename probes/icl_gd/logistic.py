@@ -28,6 +28,9 @@ from analysis.logistic_data import ClassificationLaw, OneStepGDTask, query_hidde
 from analysis.model import ModelConfig, TinyTransformer
 from analysis.theory import logistic_icl as th
 from analysis.train import TrainConfig, derived_seed, train
+from probes.base import Result
+from probes.icl_gd.models import torch_threads
+from probes.parts import Context
 
 SEED = "000#33"
 SOURCE = "analysis/theory/logistic_icl.py"
@@ -107,7 +110,7 @@ def query_w(model: TinyTransformer, Z: np.ndarray, w: np.ndarray) -> np.ndarray:
     return out[:, -1, Z.shape[-1] :].numpy()
 
 
-def measure(c, progress: bool, data: dict, scalars: dict, coords: dict, device) -> None:
+def measure_classification(c, progress: bool, data: dict, scalars: dict, coords: dict, device) -> None:
     d, n, eta, T = c.lg_d, c.lg_n, c.lg_eta, c.lg_loops
     rng = np.random.default_rng(derived_seed(c.seed, "lg_eval"))
     Z, w_star = ClassificationLaw(d, n).sample(c.lg_eval, rng)
@@ -143,7 +146,7 @@ def measure(c, progress: bool, data: dict, scalars: dict, coords: dict, device) 
     data["lg_train_loss"] = (("lg_seed",), loss)
 
 
-def claims(led: Ledger, ds, s: dict, c) -> None:
+def claims_classification(led: Ledger, ds, s: dict, c) -> None:
     if "lg_construction_err" not in s:
         return
     led.identity(
@@ -182,3 +185,15 @@ def claims(led: Ledger, ds, s: dict, c) -> None:
             f"cos(w_T, T-step GD) >= {CRITERION}",
             figure="icl_looped_softmax",
         )
+
+
+def measure(ctx: Context) -> None:
+    """Part ``logistic`` (gate ``lg``): :func:`measure_classification` on ``threads`` torch threads."""
+    c = ctx.config
+    with torch_threads(c.threads):
+        measure_classification(c, ctx.progress, ctx.data, ctx.scalars, ctx.coords, c.torch_device())
+
+
+def claims(led: Ledger, rs: tuple[Result, ...]) -> None:
+    (r,) = rs
+    claims_classification(led, r.data, r.scalars, r.config)
