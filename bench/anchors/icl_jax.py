@@ -1,6 +1,6 @@
 """The JAX anchor of the ICL benchmark: von Oswald et al.'s in-context regression run, written plainly in JAX.
 
-Our own re-implementation of the protocol that ``probes/icl_gd.py`` trains (its full ``Config``): tasks with
+Our own re-implementation of the protocol that ``probes/icl_gd/`` trains (its full ``Config``): tasks with
 x ~ U(-1/2, 1/2)^d (context and query), w ~ N(0, I_d), y = w.x (no noise); tokens (x_i, y_i) and the query
 (x_q, 0) last; one linear self-attention layer (one head of width d + 1, unit logit scale, no norm, MLP or
 read-out, residual kept) whose keys are the N context tokens only; prediction = minus the query's last
