@@ -1,7 +1,9 @@
 """Parts: the sub-experiments a probe package is made of, and the one run skeleton they share.
 
 A probe package (``probes/<name>/``, e.g. :mod:`probes.representational_collapse`) declares ``PARTS``, a tuple
-of :class:`Part` in the order their claims appear in the ledger. Each part is one module of the package with
+of :class:`Part` in the order their claims appear in the ledger. Each part is one module of the package, which
+declares it with module constants (:func:`part_of`: ``PART_NAME``, ``DESCRIPTION``, ``GATE``, ``FIELDS``,
+``NEEDS``) and the functions ``measure`` and ``claims``:
 
 ``name``         a short name (``"precision"``), unique in the probe;
 ``description``  one line for ``python -m probes show`` and the notebooks;
@@ -66,6 +68,21 @@ class Context:
     def own_model(self) -> bool:
         """Whether the probe builds its model from the config (no model was passed)."""
         return self.model is None
+
+
+def part_of(module: Any) -> Part:
+    """The part a module declares: ``PART_NAME`` (default: the module's own name), ``DESCRIPTION``, ``GATE``
+    (default ``None``), ``FIELDS``, ``NEEDS`` and its functions ``measure(ctx)`` and ``claims(led, results)``
+    (either may be absent: a part that only measures, or only claims over what another part measured)."""
+    return Part(
+        name=getattr(module, "PART_NAME", module.__name__.rpartition(".")[2]),
+        description=module.DESCRIPTION,
+        measure=getattr(module, "measure", None),
+        claims=getattr(module, "claims", None),
+        gate=getattr(module, "GATE", None),
+        fields=tuple(getattr(module, "FIELDS", ())),
+        needs=tuple(getattr(module, "NEEDS", ())),
+    )
 
 
 def check_parts(parts: Sequence[Part], config_cls: type) -> None:

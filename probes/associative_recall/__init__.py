@@ -84,7 +84,7 @@ from probes.associative_recall.mqar import model_config
 from probes.associative_recall.power_method import PM_MODELS, pm_construction, pm_iterates, pm_model_config, pm_task
 from probes.associative_recall.selective import SC_DECAYS, SC_SPACINGS
 from probes.base import Result
-from probes.parts import Part, judge, run_parts
+from probes.parts import judge, part_of, run_parts
 
 NAME = "associative_recall"
 DESCRIPTION = "Associative recall: additive vs delta-rule memories, FAVOR+ variance, trained MQAR per token mixer."
@@ -95,64 +95,7 @@ VERSION = "6"  # 6: the one band policy (95% Student t; trained claims over five
 # comparison (003#14) and selective copying (003#16)
 REQUIRES = None  # builds its own memories and models
 
-PARTS = (
-    Part(
-        "memories",
-        "untrained memories of every kernel read with each key; both forms of every recurrent mixer",
-        measure=memories.measure,
-        claims=memories.claims,
-        fields=("kernels", "n_pairs", "n_keys", "d_key", "draws"),
-    ),
-    Part(
-        "overwrite",
-        "a key written again: the delta rule reads the new value, the additive rule old + new",
-        measure=overwrite.measure,
-        claims=overwrite.claims,
-        fields=("d_key",),
-    ),
-    Part(
-        "favor",
-        "FAVOR+ variance against the Performer formula, a softmax row's RMS error against m",
-        measure=favor.measure,
-        claims=favor.claims,
-        fields=("favor_m", "favor_norm", "favor_keys"),
-    ),
-    Part(
-        "linearisation",
-        "one softmax head over n Gaussian tokens against its linear limit",
-        measure=linearisation.measure,
-        claims=linearisation.claims,
-        fields=("lin_d", "lin_ns", "lin_reps", "lin_queries", "lin_a_norm"),
-    ),
-    Part(
-        "trained",
-        "attention-only models of every token mixer trained on MQAR",
-        measure=mqar.measure,
-        claims=mqar.claims,
-        fields=("trained", "train_seeds", "n_eval", "layers", "heads"),
-    ),
-    Part(
-        "gated_rnn",
-        "a trained gated linear recurrence against one linear self-attention layer on in-context regression",
-        measure=gated_rnn.measure,
-        claims=gated_rnn.claims,
-        gate="gated",
-    ),
-    Part(
-        "selective",
-        "selective copying with a selective and a time-invariant decay",
-        measure=selective.measure,
-        claims=selective.claims,
-        gate="gated",
-    ),
-    Part(
-        "power_method",
-        "in-context PCA by a looped linear-attention layer against the power method",
-        measure=power_method.measure,
-        claims=power_method.claims,
-        gate="pm",
-    ),
-)
+PARTS = tuple(part_of(m) for m in (memories, overwrite, favor, linearisation, mqar, gated_rnn, selective, power_method))
 
 
 def prepare(ctx) -> None:

@@ -20,6 +20,9 @@ from probes.associative_recall.config import (
 from probes.base import MAX_SEED, Result
 from probes.parts import Context
 
+DESCRIPTION = "FAVOR+ variance against the Performer formula, a softmax row's RMS error against m"
+FIELDS = ("favor_m", "favor_norm", "favor_keys")
+
 
 def favor_vectors(config: Config) -> tuple[np.ndarray, np.ndarray]:
     """q (d,) and keys (favor_keys, d) of norm ``favor_norm``, random directions; the variance check uses keys[0]."""

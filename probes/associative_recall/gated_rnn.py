@@ -28,6 +28,9 @@ from probes.associative_recall.config import (
 from probes.base import Result
 from probes.parts import Context
 
+DESCRIPTION = "a trained gated linear recurrence against one linear self-attention layer on in-context regression"
+GATE = "gated"
+
 GR_MODELS = ("lsa", "gated")  # item 6: one linear self-attention layer, one gated linear recurrence
 
 

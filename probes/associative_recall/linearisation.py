@@ -23,6 +23,9 @@ from probes.associative_recall.favor import slope_bootstrap
 from probes.base import MAX_SEED, Result
 from probes.parts import Context
 
+DESCRIPTION = "one softmax head over n Gaussian tokens against its linear limit"
+FIELDS = ("lin_d", "lin_ns", "lin_reps", "lin_queries", "lin_a_norm")
+
 
 def linearisation_head(config: Config) -> TinyTransformer:
     """One causal softmax head of width and head size ``lin_d``, float64, no norm, no MLP, seeded weights. It

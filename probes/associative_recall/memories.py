@@ -22,6 +22,9 @@ from probes.associative_recall.config import (
 from probes.base import MAX_SEED, Result
 from probes.parts import Context
 
+DESCRIPTION = "untrained memories of every kernel read with each key; both forms of every recurrent mixer"
+FIELDS = ("kernels", "n_pairs", "n_keys", "d_key", "draws")
+
 
 def unit_vectors(gen: torch.Generator, shape: tuple[int, ...], d: int) -> torch.Tensor:
     g = torch.randn(*shape, d, generator=gen, dtype=torch.float64)

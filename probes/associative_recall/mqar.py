@@ -25,6 +25,10 @@ from probes.associative_recall.config import (
 from probes.base import MAX_SEED, Result
 from probes.parts import Context
 
+PART_NAME = "trained"
+DESCRIPTION = "attention-only models of every token mixer trained on MQAR"
+FIELDS = ("trained", "train_seeds", "n_eval", "layers", "heads")
+
 
 def model_config(config: Config, kernel: str, task: AssociativeRecall, seed: int, dtype: str = "float32"):
     """The trained model: attention only, no positions (the memory is order-free), head size ``d_key``."""

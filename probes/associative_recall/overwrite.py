@@ -16,6 +16,9 @@ from probes.associative_recall.memories import unit_vectors, write_memory
 from probes.base import MAX_SEED, Result
 from probes.parts import Context
 
+DESCRIPTION = "a key written again: the delta rule reads the new value, the additive rule old + new"
+FIELDS = ("d_key",)
+
 
 def measure_overwrite(config: Config) -> dict[str, float]:
     """Orthonormal keys (d_key / 2 of them, 64 draws), key 0 written again: the largest deviation of the

@@ -25,6 +25,9 @@ from probes.associative_recall.config import (
 from probes.base import Result
 from probes.parts import Context
 
+DESCRIPTION = "in-context PCA by a looped linear-attention layer against the power method"
+GATE = "pm"
+
 PM_MODELS = ("power", "ln", "none")  # item 8: the power method itself, the post-LN looped layer, no norm
 PM_NORMS = {"ln": "post", "none": "none"}
 PM_BOOT = 300  # bootstrap resamples of the item-8 prompts

@@ -22,6 +22,9 @@ from probes.associative_recall.config import (
 from probes.base import MAX_SEED, Result
 from probes.parts import Context
 
+DESCRIPTION = "selective copying with a selective and a time-invariant decay"
+GATE = "gated"
+
 SC_DECAYS = ("gated", "fixed")  # item 7: selective decay, time-invariant decay
 SC_SPACINGS = ("random", "fixed")
 

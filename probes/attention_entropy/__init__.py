@@ -65,6 +65,7 @@ The probe is a package of parts (:mod:`probes.parts`), one module each, in the o
 from __future__ import annotations
 
 from analysis.ledger import Ledger
+from analysis.model import TinyTransformer
 from probes.attention_entropy import (
     fading,
     gaussian,
@@ -110,7 +111,7 @@ from probes.attention_entropy.rows import (
     claim_softmax_dilution_rate,
     measure_rows,
 )
-from probes.attention_entropy.shared import fit_log_slope
+from probes.attention_entropy.shared import fit_log_slope, spectral_bound_rows
 from probes.attention_entropy.sigmoid import claim_sigmoid_row_totals
 from probes.attention_entropy.sigmoid_trained import claim_sigmoid_trained
 from probes.attention_entropy.training import (
@@ -120,7 +121,7 @@ from probes.attention_entropy.training import (
     loss_spikes,
 )
 from probes.base import Result
-from probes.parts import Part, judge, run_parts
+from probes.parts import judge, part_of, run_parts
 
 NAME = "attention_entropy"
 DESCRIPTION = "Attention entropy vs context length and logit scale; dilution, SSMax, sigmoid; collapse in training."
@@ -136,67 +137,7 @@ DESCRIPTION = "Attention entropy vs context length and logit scale; dilution, SS
 VERSION = "8"
 REQUIRES = {"input": "tokens"}
 
-PARTS = (
-    Part(
-        "fading",
-        "the planted-key network against its closed form per kernel, and SSMax's fading rate (float64)",
-        measure=fading.measure,
-        claims=fading.claims,
-        fields=("planted_gap", "planted_max_n", "ssmax_s", "sigmoid_bias", "fade_sg"),
-    ),
-    Part(
-        "rows",
-        "every row's entropy, largest weight and logit range at initialisation against n; the bounds; the scale sweep",
-        measure=rows.measure,
-        claims=rows.claims,
-        fields=("ctx_lens", "rows_per_n", "data", "scale_factors", "replicates"),
-    ),
-    Part(
-        "gaussian",
-        "the entropy of Gaussian-logit rows against the exact quadrature over replicate models",
-        measure=gaussian.measure,
-        claims=gaussian.claims,
-        fields=("replicates", "data"),
-        needs=("rows",),
-    ),
-    Part(
-        "sigmoid",
-        "sigmoid attention's row totals at initialisation against their closed form",
-        measure=sigmoid.measure,
-        claims=sigmoid.claims,
-        fields=("replicates",),
-    ),
-    Part(
-        "training",
-        "tiny LMs trained over learning rates with and without QK-norm: logit growth and entropy collapse",
-        measure=training.measure,
-        claims=training.claims,
-        gate="trained",
-        fields=("qk_norm", "lr", "train_seeds", "train_steps"),
-    ),
-    Part(
-        "nonlin",
-        "models with and without LayerNorm and GELU: the entropy law per layer, collapse against overload",
-        measure=nonlin.measure,
-        claims=nonlin.claims,
-        gate="nonlin",
-    ),
-    Part(
-        "retrieval",
-        "planted-key retrieval trained with softmax and SSMax, tested at longer contexts",
-        measure=retrieval.measure,
-        claims=retrieval.claims,
-        gate="retrieval",
-    ),
-    Part(
-        "sigmoid_trained",
-        "sigmoid attention trained beside softmax on the training sweep's task and seeds",
-        measure=sigmoid_trained.measure,
-        claims=sigmoid_trained.claims,
-        gate="trained",
-        needs=("training",),
-    ),
-)
+PARTS = tuple(part_of(m) for m in (fading, rows, gaussian, sigmoid, training, nonlin, retrieval, sigmoid_trained))
 
 
 def run(config: Config, model=None, progress: bool = True) -> Result:
@@ -209,6 +150,8 @@ def check_claims(result: Result) -> Ledger:
 
 
 __all__ = [
+    "TinyTransformer",
+    "spectral_bound_rows",
     "claim_planted_closed_forms",
     "claim_ssmax_fading_rate",
     "COLLAPSED",

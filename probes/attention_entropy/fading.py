@@ -21,6 +21,9 @@ from probes.attention_entropy.shared import (
 from probes.base import Result
 from probes.parts import Context
 
+DESCRIPTION = "the planted-key network against its closed form per kernel, and SSMax's fading rate (float64)"
+FIELDS = ("planted_gap", "planted_max_n", "ssmax_s", "sigmoid_bias", "fade_sg")
+
 
 def planted_model(kernel: str, g: float, *, ssmax_s: float, sigmoid_bias: float) -> TinyTransformer:
     """One head (d_head 1), width 2, attention only, float64: logit ``q_i k_j = g [j = 0]`` when fed

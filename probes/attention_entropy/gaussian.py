@@ -23,6 +23,10 @@ from probes.attention_entropy.shared import (
 from probes.base import Result
 from probes.parts import Context
 
+DESCRIPTION = "the entropy of Gaussian-logit rows against the exact quadrature over replicate models"
+FIELDS = ("replicates", "data")
+NEEDS = ("rows",)
+
 # gaussian_entropy_exact's float64 quadrature overflows (NaN) for logit stds beyond about 45 (e^{s^2/2})
 QUADRATURE_RANGE = "a measured logit std lies beyond the reach of the exact Gaussian quadrature (about 45)"
 

@@ -28,6 +28,9 @@ from probes.attention_entropy.shared import (
 from probes.base import Result
 from probes.parts import Context
 
+DESCRIPTION = "models with and without LayerNorm and GELU: the entropy law per layer, collapse against overload"
+GATE = "nonlin"
+
 VARIANTS = ("standard", "no_nonlin")  # Pre-LN + GELU | norm none (no final norm) + identity activation
 STATES = ("init", "trained")
 SEED_NONLIN = "004#30"

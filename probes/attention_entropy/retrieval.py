@@ -28,6 +28,9 @@ from probes.attention_entropy.shared import (
 from probes.base import Result
 from probes.parts import Context
 
+DESCRIPTION = "planted-key retrieval trained with softmax and SSMax, tested at longer contexts"
+GATE = "retrieval"
+
 RETRIEVAL_KERNELS = ("softmax", "ssmax")
 RETRIEVAL_BATCH = 32  # training sequences per update
 PATTERN_FLOATS = 2**24  # test sequences per forward pass: at most this many (K x K) pattern entries

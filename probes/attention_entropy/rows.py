@@ -30,6 +30,11 @@ from probes.attention_entropy.shared import (
 from probes.base import Result
 from probes.parts import Context
 
+DESCRIPTION = (
+    "every row's entropy, largest weight and logit range at initialisation against n; the bounds; the scale sweep"
+)
+FIELDS = ("ctx_lens", "rows_per_n", "data", "scale_factors", "replicates")
+
 
 def measure_untrained(
     model, tokens: torch.Tensor, ns, k: int, *, normalised: bool, causal: bool, progress: bool = False

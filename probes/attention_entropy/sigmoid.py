@@ -24,6 +24,9 @@ from probes.attention_entropy.shared import (
 from probes.base import Result
 from probes.parts import Context
 
+DESCRIPTION = "sigmoid attention's row totals at initialisation against their closed form"
+FIELDS = ("replicates",)
+
 SIGMOID_SOURCE = (
     "derivation: n E sigma(s Z + b) for i.i.d. N(0, s^2) logits (analysis.theory.attention_entropy."
     "sigmoid_row_total, Gauss-Hermite); sigmoid attention's large initial attention norms and the bias b = -ln n"

@@ -23,6 +23,10 @@ from probes.attention_entropy.shared import (
 from probes.base import Result
 from probes.parts import Context
 
+DESCRIPTION = "sigmoid attention trained beside softmax on the training sweep's task and seeds"
+GATE = "trained"
+NEEDS = ("training",)
+
 SIG_VARIANTS = ("softmax", "sigmoid_ln_t", "sigmoid_zero")  # softmax | sigmoid b = -ln T | sigmoid b = 0
 
 

@@ -25,6 +25,10 @@ from probes.attention_entropy.shared import (
 from probes.base import Result
 from probes.parts import Context
 
+DESCRIPTION = "tiny LMs trained over learning rates with and without QK-norm: logit growth and entropy collapse"
+GATE = "trained"
+FIELDS = ("qk_norm", "lr", "train_seeds", "train_steps")
+
 CALLBACK_ID = "attention_entropy.trace.v2"  # names the training callback (part of the checkpoint key)
 
 

@@ -58,7 +58,7 @@ import torch
 
 from analysis.ledger import Ledger
 from analysis.model import TinyTransformer
-from probes.attention_only import convolution, deep, induction, matched, nearest_neighbour
+from probes.attention_only import convolution, deep, induction, matched, nearest_neighbour, stable_ranks
 from probes.attention_only.config import SEED_CONV, SEED_KV, SEED_RANK, SEED_SAN, SOURCE, Config
 from probes.attention_only.convolution import pattern_floor
 from probes.attention_only.deep import loss_spikes
@@ -74,7 +74,7 @@ from probes.attention_only.nearest_neighbour import (
     nn_model_config,
 )
 from probes.base import Result
-from probes.parts import Part, judge, run_parts
+from probes.parts import judge, part_of, run_parts
 
 NAME = "attention_only"
 DESCRIPTION = (
@@ -84,54 +84,7 @@ DESCRIPTION = (
 VERSION = "4"
 REQUIRES = None  # builds its own models
 
-PARTS = (
-    Part(
-        "convolution",
-        "a K-tap convolution built by K relative-position heads, and trained H-head layers against the rank bound",
-        measure=convolution.measure,
-        claims=convolution.claims,
-        fields=("d", "taps", "conv_len", "kernel_decay", "kernel_seed", "construction_batch", "conv_steps")
-        + ("conv_batch", "conv_lr", "trained", "train_seeds"),
-    ),
-    Part(
-        "induction",
-        "one KV-shift layer solves induction, one vanilla layer without positions cannot",
-        measure=induction.measure,
-        claims=induction.claims,
-        fields=("vocab_size", "seq_len", "segment", "d_model", "heads", "ind_steps", "ind_batch", "ind_lr", "n_eval")
-        + ("trained", "train_seeds"),
-    ),
-    Part(
-        "nearest_neighbour",
-        "heads of rank d, d/4 and 1 on nearest-neighbour search against the additive floor; depth at two keys",
-        measure=nearest_neighbour.measure,
-        claims=nearest_neighbour.claims,
-        fields=("nn_d", "nn_keys", "nn_keys_short", "nn_queries", "nn_steps", "nn_batch", "nn_lr", "nn_seeds")
-        + ("nn_eval", "nn_theory_sets", "trained"),
-    ),
-    Part(
-        "matched",
-        "a standard model against an attention-only stack with as many parameters and the MLP-deleted model",
-        measure=matched.measure,
-        claims=matched.claims,
-        fields=("san_width", "san_heads", "san_layers", "san_seq_len", "san_steps", "san_seeds", "san_eval_batches")
-        + ("san_snapshots", "trained"),
-    ),
-    Part(
-        "deep",
-        "deep attention-only stacks: the largest logit against QK-norm's bound, and loss spikes",
-        measure=deep.measure,
-        claims=deep.claims,
-        fields=("deep_layers", "deep_width", "deep_heads", "deep_seq_len", "deep_batch", "deep_steps", "deep_lr")
-        + ("deep_seeds", "spike_window", "spike_k", "trained"),
-    ),
-    Part(
-        "stable_ranks",
-        "the stable ranks of W_q^T W_k and W_O along the matched models' training (measured by matched)",
-        claims=matched.stable_rank_claims,
-        fields=("san_snapshots",),
-    ),
-)
+PARTS = tuple(part_of(m) for m in (convolution, induction, nearest_neighbour, matched, deep, stable_ranks))
 
 
 def prepare(ctx) -> None:

@@ -16,6 +16,21 @@ from probes.attention_only.config import SEED_CONV, SOURCE, Config
 from probes.base import MAX_SEED, Result
 from probes.parts import Context
 
+DESCRIPTION = "a K-tap convolution built by K relative-position heads, and trained H-head layers against the rank bound"
+FIELDS = (
+    "d",
+    "taps",
+    "conv_len",
+    "kernel_decay",
+    "kernel_seed",
+    "construction_batch",
+    "conv_steps",
+    "conv_batch",
+    "conv_lr",
+    "trained",
+    "train_seeds",
+)
+
 
 def conv_model_config(config: Config, heads: int, seed: int = 0, dtype: str = "float32") -> ModelConfig:
     """H content-free heads: uniform kernel + a relative-position bias over offsets 0..K (K: the shared edge),

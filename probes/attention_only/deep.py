@@ -25,6 +25,21 @@ from probes.attention_only.models import (
 from probes.base import MAX_SEED, Result
 from probes.parts import Context
 
+DESCRIPTION = "deep attention-only stacks: the largest logit against QK-norm's bound, and loss spikes"
+FIELDS = (
+    "deep_layers",
+    "deep_width",
+    "deep_heads",
+    "deep_seq_len",
+    "deep_batch",
+    "deep_steps",
+    "deep_lr",
+    "deep_seeds",
+    "spike_window",
+    "spike_k",
+    "trained",
+)
+
 DEEP_CALLBACK_ID = "attention_only.deep.v1"  # names the deep stacks' training callback (part of the checkpoint key)
 DEEP_EVAL_BATCHES = 4  # held-out batches of the deep stacks' final loss
 TAIL = 0.1  # the last fraction of updates whose mean is a run's final max logit

@@ -18,6 +18,21 @@ from probes.attention_only.config import SEED_KV, SOURCE, Config
 from probes.base import MAX_SEED, Result
 from probes.parts import Context
 
+DESCRIPTION = "one KV-shift layer solves induction, one vanilla layer without positions cannot"
+FIELDS = (
+    "vocab_size",
+    "seq_len",
+    "segment",
+    "d_model",
+    "heads",
+    "ind_steps",
+    "ind_batch",
+    "ind_lr",
+    "n_eval",
+    "trained",
+    "train_seeds",
+)
+
 SOLVED = 0.9  # issue 17: accuracy >= 0.9 counts as solving induction
 FAILS = 0.2  # issue 17: one vanilla layer stays <= 0.2
 # name -> (layers, pos, kv_shift) of the induction models

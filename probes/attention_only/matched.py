@@ -25,6 +25,19 @@ from probes.attention_only.models import (
 from probes.base import Result
 from probes.parts import Context
 
+DESCRIPTION = "a standard model against an attention-only stack with as many parameters and the MLP-deleted model"
+FIELDS = (
+    "san_width",
+    "san_heads",
+    "san_layers",
+    "san_seq_len",
+    "san_steps",
+    "san_seeds",
+    "san_eval_batches",
+    "san_snapshots",
+    "trained",
+)
+
 SAN_GAP = 0.05  # issue 17 / 004#1: a standard and an attention-only model with equal parameters differ by <= 0.05 nats
 
 
@@ -159,11 +172,6 @@ def claims(led: Ledger, rs: tuple[Result, ...]) -> None:
     claim_san_gap(led, r)
 
 
-def stable_rank_claims(led: Ledger, rs: tuple[Result, ...]) -> None:
-    (r,) = rs
-    claim_stable_ranks(led, r)
-
-
 def claim_san_identities(led: Ledger, r: Result) -> None:
     c, s = r.config, r.scalars
     std, san = int(s["params_standard"]), int(s["params_attention_only"])
@@ -248,49 +256,5 @@ def claim_san_gap(led: Ledger, r: Result) -> None:
         source="004#1: deleting feed-forward layers in place costs 0.47 nats at matched depth",
         why=f"95% t band over {dl.n} seeds of the paired difference (the same replicate seed)",
         statement="held-out loss of the standard model with its MLPs deleted minus the standard's > 0",
-        **common,
-    )
-
-
-def claim_stable_ranks(led: Ledger, r: Result) -> None:
-    """Second-half relative change of the stable ranks: W_O still grows, QK has settled, more than with MLPs."""
-    c = r.config
-    if not c.trained:
-        return
-    d = r.data
-    qk = second_half_change(d["san_sr_qk"].sel(san_sr_model="attention_only").values)
-    wo = second_half_change(d["san_sr_o"].sel(san_sr_model="attention_only").values)
-    wo_std = second_half_change(d["san_sr_o"].sel(san_sr_model="standard").values)
-    common = dict(seed=SEED_SAN, requires_full=True, figure="ao_stable_rank")
-    why = f"95% t band over {qk.size} seeds of the per-seed statistic (mean over layers)"
-    stat = "relative change of the stable rank between the middle and the end of training (mean over layers)"
-    led.direction(
-        "sr_wo_still_grows",
-        replicates=wo,
-        sign=1,
-        hypothesis="W_O's stable rank has settled by mid-training",
-        source="004#1: content matrices accumulate rank slowly; without FFNs in the attention output projection",
-        why=why,
-        statement=f"attention-only model: {stat} of W_O > 0",
-        **common,
-    )
-    led.direction(
-        "sr_qk_settles_before_wo",
-        replicates=wo - np.abs(qk),
-        sign=1,
-        hypothesis="the routing (W_q^T W_k) stable rank moves as much as W_O's in the second half",
-        source="004#1: routing matrices (Q/K) crystallize early",
-        why=why,
-        statement=f"attention-only model: {stat} of W_O minus |that of W_q,h^T W_k,h| > 0",
-        **common,
-    )
-    led.direction(
-        "sr_wo_accumulates_more_without_mlp",
-        replicates=wo - wo_std,
-        sign=1,
-        hypothesis="removing the MLPs does not move rank accumulation to W_O",
-        source="004#1: removing feed-forward layers relocates this accumulation to the attention output projection",
-        why=why + " (pairs share the seed)",
-        statement=f"{stat} of W_O: attention-only minus standard > 0",
         **common,
     )

@@ -18,6 +18,21 @@ from probes.attention_only.config import SEED_RANK, SOURCE, Config
 from probes.base import MAX_SEED, Result
 from probes.parts import Context
 
+DESCRIPTION = "heads of rank d, d/4 and 1 on nearest-neighbour search against the additive floor; depth at two keys"
+FIELDS = (
+    "nn_d",
+    "nn_keys",
+    "nn_keys_short",
+    "nn_queries",
+    "nn_steps",
+    "nn_batch",
+    "nn_lr",
+    "nn_seeds",
+    "nn_eval",
+    "nn_theory_sets",
+    "trained",
+)
+
 NN_THRESHOLD = 0.1  # issue 17: one rank-d head reaches relative MSE <= 0.1
 NN_WORSE = 3.0  # issue 17: low-rank heads with H r = d stay at least 3x worse
 NN_HALF = 0.5  # issue 17: at N = 2 two rank-1 layers close at least half the gap

@@ -70,6 +70,7 @@ from typing import Any
 
 from analysis.ledger import Ledger
 from analysis.model import TinyTransformer
+from analysis.regression_data import concat_tokens, interleaved_tokens
 from probes.base import Result
 from probes.icl_gd import (
     construction,
@@ -90,6 +91,7 @@ from probes.icl_gd.garg import GARG_BASELINES, claims_garg, garg_model_config, g
 from probes.icl_gd.looped import claims_looped, looped_config, looped_weight_vectors, with_loops
 from probes.icl_gd.mahankali import claims_mahankali
 from probes.icl_gd.models import (
+    FUSED_LSA,
     ModelPredictor,
     NegYReadoutTask,
     as_float64,
@@ -105,7 +107,7 @@ from probes.icl_gd.models import (
 )
 from probes.icl_gd.ridge import claims_ridge
 from probes.icl_gd.stacks import claims_one_layer
-from probes.parts import Part, judge, run_parts
+from probes.parts import judge, part_of, run_parts
 
 NAME = "icl_gd"
 DESCRIPTION = "In-context regression: trained linear self-attention vs one step of (preconditioned) GD."
@@ -122,71 +124,7 @@ DESCRIPTION = "In-context regression: trained linear self-attention vs one step 
 VERSION = "12"
 REQUIRES = {"input": "vectors"}  # a model reading concat tokens (B, N+1, d+1), returning (B, T, d+1)
 
-PARTS = (
-    Part(
-        "construction",
-        "von Oswald et al.'s LSA construction is one GD step; the one-step loss against sympy",
-        measure=construction.measure,
-        claims=construction.claims,
-    ),
-    Part(
-        "eta_star",
-        "the optimal step of one GD step in closed form against Monte Carlo",
-        measure=eta_star.measure,
-        claims=eta_star.claims,
-    ),
-    Part(
-        "one_layer",
-        "trained LSA stacks of every depth against GD, GD++ and the learned step; one layer over seeds",
-        measure=stacks.measure,
-        claims=stacks.claims,
-        fields=("eta_seeds", "steps", "lr"),
-    ),
-    Part(
-        "mahankali",
-        "one trained layer per input law is one step of preconditioned GD with the optimal step matrix",
-        measure=mahankali.measure,
-        claims=mahankali.claims,
-        fields=("mahankali", "mahankali_d", "mahankali_n", "mahankali_seeds"),
-    ),
-    Part(
-        "depth",
-        "K-layer stacks over independent seeds against K steps of GD and GD++",
-        measure=depth.measure,
-        claims=depth.claims,
-        fields=("depth_seeds", "depth_steps", "depth_lr"),
-        needs=("one_layer",),
-    ),
-    Part(
-        "ridge",
-        "the loss against the number of context examples; Bayes ridge against Monte Carlo",
-        measure=ridge.measure,
-        claims=ridge.claims,
-        needs=("one_layer",),
-    ),
-    Part(
-        "garg",
-        "a GPT-style transformer against least squares, ridge, k-NN and averaging (Garg et al. Fig. 2)",
-        measure=garg.measure,
-        claims=garg.claims,
-        gate="garg",
-    ),
-    Part(
-        "looped",
-        "weight-tied LSAs looped k times against k steps of GD and tied GD++",
-        measure=looped.measure,
-        claims=looped.claims,
-        fields=("looped", "looped_loops", "looped_eval_loops", "looped_seeds"),
-    ),
-    Part(
-        "logistic",
-        "in-context classification by a looped softmax layer against normalised GD",
-        measure=logistic.measure,
-        claims=logistic.claims,
-        gate="lg",
-        fields=("lg_seeds", "lg_loops", "threads"),
-    ),
-)
+PARTS = tuple(part_of(m) for m in (construction, eta_star, stacks, mahankali, depth, ridge, garg, looped, logistic))
 
 
 # every claim function in the ledger's order, each (led, ds, scalars, config): what check_claims records
@@ -213,6 +151,9 @@ def check_claims(result: Result) -> Ledger:
 
 
 __all__ = [
+    "FUSED_LSA",
+    "concat_tokens",
+    "interleaved_tokens",
     "CLAIMS",
     "DESCRIPTION",
     "GARG_BASELINES",

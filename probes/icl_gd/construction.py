@@ -14,6 +14,8 @@ from probes.icl_gd.config import EPS, Config
 from probes.icl_gd.models import ModelPredictor, model_from_lsa_weights, predict, sample_batch
 from probes.parts import Context
 
+DESCRIPTION = "von Oswald et al.'s LSA construction is one GD step; the one-step loss against sympy"
+
 
 def measure_construction(cfg: Config, eta_star: float, data: dict, scalars: dict, coords: dict) -> None:
     """The K-layer construction through our TinyTransformer against K GD steps (float64), with the

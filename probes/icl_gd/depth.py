@@ -16,6 +16,10 @@ from probes.icl_gd.models import ModelPredictor, predict, sample_batch, sq_err
 from probes.icl_gd.stacks import train_one
 from probes.parts import Context
 
+DESCRIPTION = "K-layer stacks over independent seeds against K steps of GD and GD++"
+FIELDS = ("depth_seeds", "depth_steps", "depth_lr")
+NEEDS = ("one_layer",)
+
 DEPTH_SEED_FIELDS = ("excess_over_gd_perstep", "excess_over_gdpp", "depth_diff_prev")  # (K, depth_seed) each
 
 

@@ -16,6 +16,8 @@ from probes.icl_gd.config import Config
 from probes.icl_gd.models import sample_batch
 from probes.parts import Context
 
+DESCRIPTION = "the optimal step of one GD step in closed form against Monte Carlo"
+
 
 def eta_star_mc(cfg: Config, eta_star: float) -> dict[str, float]:
     """Monte Carlo eta* = E[g y_q] / E[g^2], g = x_q . h (the least-squares eta of one GD step), with a

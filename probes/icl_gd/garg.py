@@ -22,6 +22,9 @@ from probes.icl_gd.config import Config, part_seeds
 from probes.icl_gd.models import rng_for, torch_threads
 from probes.parts import Context
 
+DESCRIPTION = "a GPT-style transformer against least squares, ridge, k-NN and averaging (Garg et al. Fig. 2)"
+GATE = "garg"
+
 
 def garg_task(cfg: Config) -> LinearRegressionTask:
     """Interleaved in-context regression (x_1, 0), (0, y_1), ...: the prediction of y_k is read at x_k."""

@@ -32,6 +32,10 @@ from probes.base import Result
 from probes.icl_gd.models import torch_threads
 from probes.parts import Context
 
+DESCRIPTION = "in-context classification by a looped softmax layer against normalised GD"
+GATE = "lg"
+FIELDS = ("lg_seeds", "lg_loops", "threads")
+
 SEED = "000#33"
 SOURCE = "analysis/theory/logistic_icl.py"
 CRITERION = 0.99  # issue 17: the looped layer tracks T-step normalised GD with cosine >= 0.99 for T <= 10

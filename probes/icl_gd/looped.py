@@ -35,6 +35,9 @@ from probes.icl_gd.models import (
 )
 from probes.parts import Context
 
+DESCRIPTION = "weight-tied LSAs looped k times against k steps of GD and tied GD++"
+FIELDS = ("looped", "looped_loops", "looped_eval_loops", "looped_seeds")
+
 
 def looped_config(cfg: Config, law: str) -> Config:
     """The probe's config on the looped task: d = looped_d, N = looped_n, inputs of law ``law``, linear

@@ -29,6 +29,9 @@ from probes.icl_gd.models import (
 from probes.icl_gd.stacks import fit_eta_se, headline_is_mahankali, train_one
 from probes.parts import Context
 
+DESCRIPTION = "one trained layer per input law is one step of preconditioned GD with the optimal step matrix"
+FIELDS = ("mahankali", "mahankali_d", "mahankali_n", "mahankali_seeds")
+
 
 def mahankali_config(cfg: Config, law: str) -> Config:
     """The config of one of Mahankali et al.'s laws: a one-layer linear LSA at (mahankali_d, mahankali_n) on

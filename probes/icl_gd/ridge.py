@@ -17,6 +17,9 @@ from probes.icl_gd.models import ModelPredictor, predict, rng_for, sample_batch,
 from probes.icl_gd.stacks import baselines
 from probes.parts import Context
 
+DESCRIPTION = "the loss against the number of context examples; Bayes ridge against Monte Carlo"
+NEEDS = ("one_layer",)
+
 
 def measure_loss_vs_k(cfg: Config, predictors: dict, one_layer: list, data: dict, scalars: dict, coords: dict) -> None:
     """Loss against the context length k: every stack, the baselines and one GD step at eta*(k); the

@@ -34,6 +34,10 @@ from probes.icl_gd.models import (
 )
 from probes.parts import Context
 
+PART_NAME = "one_layer"
+DESCRIPTION = "trained LSA stacks of every depth against GD, GD++ and the learned step; one layer over seeds"
+FIELDS = ("eta_seeds", "steps", "lr")
+
 
 def train_one(cfg: Config, n_layers: int, progress: bool, seed: int | None = None, link: str = "linear") -> tuple:
     """Train (cached) one LSA stack: (float64 model, MSE history, wall time, from cache). ``seed`` (default

@@ -64,7 +64,7 @@ from analysis.evidence import replicate_seed
 from analysis.ledger import Ledger
 from analysis.theory import representational_collapse as th
 from probes.base import Result
-from probes.parts import Part, judge, run_parts
+from probes.parts import judge, part_of, run_parts
 from probes.representational_collapse import distances, extension, linear_stack, oversquashing, precision
 from probes.representational_collapse.config import (
     BIDIRECTIONAL,
@@ -114,47 +114,7 @@ DESCRIPTION = (
 VERSION = "7"  # 7: the one band policy (95% Student-t bands, S - 1 dof over the bases)
 REQUIRES = {"input": "tokens"}
 
-PARTS = (
-    Part(
-        "linear_stack",
-        "uniform attention without norm or MLP is exactly a linear stack: its states and sensitivity (identities)",
-        measure=linear_stack.measure,
-        claims=linear_stack.claims,
-        fields=("attention", "norm", "mlp", "sens_len", "sensitivity"),
-        needs=("distances", "oversquashing"),
-    ),
-    Part(
-        "distances",
-        "the pair distance against the length in every dtype, and its decay exponent per layer against the rate",
-        measure=distances.measure,
-        claims=distances.claims,
-        fields=("family", "max_len", "min_len", "n_lengths", "n_bases", "early_position", "separator_every", "dtypes")
-        + ("fit_lo", "n_boot"),
-    ),
-    Part(
-        "oversquashing",
-        "the last state's sensitivity to each position against path counting, and the rank residual",
-        measure=oversquashing.measure,
-        claims=oversquashing.claims,
-        fields=("sens_len", "sensitivity", "sens_bases"),
-    ),
-    Part(
-        "precision",
-        "each format's collapse length, its outputs after it, and the effective float floor",
-        measure=precision.measure,
-        claims=precision.claims,
-        fields=("dtypes", "fit_lo", "n_boot"),
-        needs=("distances",),
-    ),
-    Part(
-        "extension",
-        "a format's collapse measured beyond max_len against the main fit's prediction",
-        measure=extension.measure,
-        claims=extension.claims,
-        gate="extend_dtype",
-        fields=EXTENSION_FIELDS,
-    ),
-)
+PARTS = tuple(part_of(m) for m in (linear_stack, distances, oversquashing, precision, extension))
 
 
 def run(config: Config, model=None, progress: bool = True) -> Result:

@@ -18,6 +18,20 @@ from probes.representational_collapse.bands import band, bases_dof, mean_over, s
 from probes.representational_collapse.config import BIDIRECTIONAL, SEED, SOURCE, Config
 from probes.representational_collapse.sequences import gmean, lengths, measure_distances
 
+DESCRIPTION = "the pair distance against the length in every dtype, and its decay exponent per layer against the rate"
+FIELDS = (
+    "family",
+    "max_len",
+    "min_len",
+    "n_lengths",
+    "n_bases",
+    "early_position",
+    "separator_every",
+    "dtypes",
+    "fit_lo",
+    "n_boot",
+)
+
 
 def half_window_drift(
     n: np.ndarray, Y: np.ndarray, window: tuple[float, float], n_boot: int, rng: np.random.Generator

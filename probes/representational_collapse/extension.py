@@ -13,10 +13,14 @@ from analysis.theory import representational_collapse as th
 from probes.base import Result
 from probes.parts import Context
 from probes.representational_collapse.bands import one_model_reason
-from probes.representational_collapse.config import SEED, SOURCE, Config, extension_lengths
+from probes.representational_collapse.config import EXTENSION_FIELDS, SEED, SOURCE, Config, extension_lengths
 from probes.representational_collapse.distances import rate_alternative
 from probes.representational_collapse.models import build_models, check_length
 from probes.representational_collapse.sequences import lengths, measure_distances
+
+DESCRIPTION = "a format's collapse measured beyond max_len against the main fit's prediction"
+GATE = "extend_dtype"
+FIELDS = EXTENSION_FIELDS
 
 
 def measure_extension(config: Config, models: dict, model, vocab: int, progress: bool) -> dict:

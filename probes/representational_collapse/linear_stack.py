@@ -13,6 +13,10 @@ from analysis.theory import representational_collapse as th
 from probes.base import Result
 from probes.parts import Context
 
+DESCRIPTION = "uniform attention without norm or MLP is exactly a linear stack: its states and sensitivity (identities)"
+FIELDS = ("attention", "norm", "mlp", "sens_len", "sensitivity")
+NEEDS = ("distances", "oversquashing")
+
 
 def uniform_matrices(model) -> list[np.ndarray]:
     """``A_l = W_o W_v`` (d, d) per layer (uniform heads share one pattern, so the heads combine)."""

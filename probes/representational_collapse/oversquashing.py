@@ -20,6 +20,9 @@ from probes.representational_collapse.config import BIDIRECTIONAL, SEED, SOURCE,
 from probes.representational_collapse.models import protocol_width
 from probes.representational_collapse.sequences import draw_samples, lengths, make_pair
 
+DESCRIPTION = "the last state's sensitivity to each position against path counting, and the rank residual"
+FIELDS = ("sens_len", "sensitivity", "sens_bases")
+
 
 def sensitivity(model, config: Config, vocab: int | None = None, chunk: int = 64) -> np.ndarray:
     """``|d h^l_last / d x_i|_F`` (B, L, T) by autograd w.r.t. ``hook_embed``, float64 model, ``sens_bases``

@@ -16,6 +16,10 @@ from probes.parts import Context
 from probes.representational_collapse.bands import band, bases_dof, seeds_note, why_band
 from probes.representational_collapse.config import SEED, SOURCE, Config
 
+DESCRIPTION = "each format's collapse length, its outputs after it, and the effective float floor"
+FIELDS = ("dtypes", "fit_lo", "n_boot")
+NEEDS = ("distances",)
+
 
 def precision_measures(ns: np.ndarray, per: dict, dist: np.ndarray, norm: np.ndarray, dts: list[str], fit) -> dict:
     """Per dtype: the measured ``collapse`` length, the ``extrap``olated one of the fitted power law, the
