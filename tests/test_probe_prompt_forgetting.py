@@ -17,6 +17,7 @@ from analysis.model import PrefixKeyBias, TinyTransformer
 from analysis.paths import REPO
 from analysis.theory import prompt_forgetting as pf_theory
 from probes.base import run_probe
+from probes.prompt_forgetting import offsets
 
 mod = probes.get("prompt_forgetting")
 SMALL = dict(cont_len=96, n_pairs=3, d_model=16, heads=2, mlp=0, n_boot=50, fit_lo=20.0, prompt_len=4)
@@ -150,9 +151,9 @@ def test_measure_in_query_blocks_equals_the_whole_matrix(monkeypatch):
     a, b, c = mod.draw_pairs(cfg)
     N = cfg.prompt_len + cfg.cont_len
     bias = mod.cancel_bias(cfg.prompt_len, N, torch.float64)
-    monkeypatch.setattr(mod, "QUERY_BLOCK", 10**6)  # one block: the whole matrix
+    monkeypatch.setattr(offsets, "QUERY_BLOCK", 10**6)  # one block: the whole matrix
     whole = mod.measure(model, a, b, c, attn_bias=bias.dense(), progress=False)
-    monkeypatch.setattr(mod, "QUERY_BLOCK", 13)  # 8 blocks, the last one short
+    monkeypatch.setattr(offsets, "QUERY_BLOCK", 13)  # 8 blocks, the last one short
     blocked = mod.measure(model, a, b, c, attn_bias=bias, progress=False)
     assert model.query_block is None  # restored
     for key in ("distance", "norm", "share", "share_max", "max_logit", "min_rms"):
@@ -576,7 +577,7 @@ def test_max_abs_logit_regions_equal_the_definition(monkeypatch):
     values = torch.randn(N, generator=gen, dtype=torch.float64)
     compact = PrefixKeyBias(values, P)
     dense = compact.dense()
-    monkeypatch.setattr(mod, "CAUSAL_LEAF", 4)  # the halving recursion runs several levels deep
+    monkeypatch.setattr(offsets, "CAUSAL_LEAF", 4)  # the halving recursion runs several levels deep
     for poison in (None, "inf", "nan", "neg", "diag"):
         t = s.clone()
         if poison == "inf":

@@ -1,0 +1,98 @@
+"""The configuration of the prompt-forgetting probe."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from probes.base import ProbeConfig, model_param, param
+
+NAME = "prompt_forgetting"
+
+
+SEED_SOURCE = "seed paper (seeds/000, first abstract)"
+
+
+# the norms' epsilon of the zoo (ModelConfig.norm_eps default); the RMS condition is read against it
+NORM_EPS = 1e-5
+
+
+@dataclass(frozen=True)
+class Config(ProbeConfig):
+    PRESETS = {
+        "smoke": {
+            "cont_len": 192,
+            "n_pairs": 3,
+            "d_model": 32,
+            "mlp": 64,
+            "n_boot": 200,
+            "fit_lo": 24.0,
+            "train_steps": 30,
+            "train_seq_len": 64,
+        },
+        "full": {},
+    }
+
+    # --- model ----------------------------------------------------------------------------------
+    layers: int = model_param("layers", 2)
+    d_model: int = model_param("d_model", 64)
+    heads: int = model_param("heads", 2)
+    attention: str = model_param("attention", "softmax", choices=("softmax", "uniform", "ssmax", "sigmoid", "linear"))
+    norm: str = model_param("norm", "pre", choices=("pre", "post", "peri", "mix", "none"))
+    norm_type: str = model_param("norm_type", "layernorm", choices=("layernorm", "rmsnorm"))
+    mlp: int = model_param("mlp", 256)
+    pos: str = model_param("pos", "none", "positions (exist at every t)", choices=("none", "rope"))
+    dtype: str = model_param("dtype", "float32", choices=("float32", "float64"))
+    logit_gain: float = param(
+        1.0,
+        "multiplies the attention logits' default scale 1/sqrt(d_head); below 1 it brings "
+        "the logits inside the theorem's bounded-logit regime",
+        minimum=1e-6,
+    )
+    vocab_size: int = model_param("vocab_size", 64, "vocabulary of random and Markov tokens (corpus: 256 bytes)")
+    # --- data and training ------------------------------------------------------------------------
+    data: str = param(
+        "random", "token source of prompts and continuation (and training)", choices=("random", "markov", "corpus")
+    )
+    trained: bool = param(False, "train the model on `data` first (markov or corpus) through analysis.train")
+    train_steps: int = param(400, "optimiser updates when trained", minimum=1)
+    train_seq_len: int = param(256, "training context length", minimum=2)
+    train_checkpoints: tuple[int, ...] = param(
+        (),
+        "optimiser steps (0..train_steps) at which, with trained=true, "
+        "alpha is measured with and without the cancelling bias "
+        "(arrays over train_step)",
+        minimum=0,
+        min_len=0,
+    )
+    # --- protocol -------------------------------------------------------------------------------
+    prompt_len: int = param(16, "prompt length P", minimum=1)
+    cont_len: int = param(4096, "continuation length T", minimum=8)
+    n_pairs: int = param(8, "prompt pairs (each with its own continuation)", minimum=2)
+    logit_bias: str = param(
+        "none", "none | cancel: bias ln(t-P) on the prompt keys (dilution cancelled)", choices=("none", "cancel")
+    )
+    # --- fit ------------------------------------------------------------------------------------
+    fit_lo: float = param(64.0, "first position t of the power-law window (last: P + T)", minimum=2.0)
+    n_boot: int = param(1000, "bootstrap replicates over pairs", minimum=10)
+    seed: int = model_param("seed", 0, "weights (model seed), data and bootstrap seeds")
+
+    def validate(self) -> None:
+        super().validate()
+        if self.trained and self.data == "random":
+            raise ValueError("trained=true needs data 'markov' or 'corpus' (random tokens teach nothing)")
+        if self.train_checkpoints and not self.trained:
+            raise ValueError("train_checkpoints needs trained=true (they are steps of the training run)")
+        if list(self.train_checkpoints) != sorted(set(self.train_checkpoints)):
+            raise ValueError(
+                f"train_checkpoints must be increasing without repeats, got {list(self.train_checkpoints)}"
+            )
+        if self.train_checkpoints and self.train_checkpoints[-1] > self.train_steps:
+            raise ValueError(
+                f"train_checkpoints must lie in [0, train_steps = {self.train_steps}], got "
+                f"{list(self.train_checkpoints)}"
+            )
+        if self.fit_lo <= self.prompt_len or self.fit_lo >= self.prompt_len + self.cont_len / 2:
+            raise ValueError(
+                f"fit_lo must lie in (prompt_len, prompt_len + cont_len/2) = ({self.prompt_len}, "
+                f"{self.prompt_len + self.cont_len / 2}), got {self.fit_lo}"
+            )
