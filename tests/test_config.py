@@ -503,7 +503,7 @@ def test_signal_propagation_models_are_unchanged(monkeypatch):
             )
             _same(sp.model_config(c, norm, 3, 7), want)
     built: list[ModelConfig] = []  # the collapse variants' configs, caught before any computation
-    monkeypatch.setattr(sp, "run_with_cache", lambda model, *a, **k: built.append(model.config) or 1 / 0)
+    monkeypatch.setattr(sp.updates, "run_with_cache", lambda model, *a, **k: built.append(model.config) or 1 / 0)
     for c in _configs("signal_propagation", *variants):
         for variant, over in sp.COLLAPSE_VARIANTS.items():
             over = {**over, **({"branch_scale": 1 / math.sqrt(c.collapse_depth)} if "branch_scale" in over else {})}

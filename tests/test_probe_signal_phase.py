@@ -1,4 +1,4 @@
-"""The attention phase diagram of signal_propagation (probes._signal_phase): exact checks of the measurement,
+"""The attention phase diagram of signal_propagation (probes.signal_propagation.phase): exact checks of the measurement,
 the claims judged and flipped by planted inputs, keys, validation and the command line."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 import torch
 
-from probes import _signal_phase as phase
 from probes import base, cli
 from probes import signal_propagation as sp
+from probes.signal_propagation import phase, phase_claims
 
 SMALL = dict(norms=("pre",), depths=(1, 2), collapse_depth=3)
 
@@ -50,7 +50,7 @@ def test_smoke_result_and_claims(smoke):
 
 def _rejudge(smoke, data):
     led = sp.Ledger(sp.NAME, preset="full")
-    phase.claims(smoke.config, data, led, {})
+    phase_claims.claims(smoke.config, data, led, {})
     return led
 
 

@@ -121,10 +121,22 @@ def _built_seeds(monkeypatch, cfg) -> list[int]:
         seeds.append(mcfg.seed)
         return real(mcfg, *args, **kwargs)
 
-    monkeypatch.setattr(sp, "TinyTransformer", recording)
+    _patch_everywhere(monkeypatch, "TinyTransformer", recording)
     sp.run(cfg, progress=False)
-    monkeypatch.setattr(sp, "TinyTransformer", real)
+    _patch_everywhere(monkeypatch, "TinyTransformer", real)
     return seeds
+
+
+def _patch_everywhere(monkeypatch, name: str, value) -> None:
+    """Stand ``value`` in for ``name`` in every module of the signal_propagation package that holds it (each
+    module imports what it calls)."""
+    import importlib
+    import pkgutil
+
+    for info in pkgutil.iter_modules(sp.__path__):
+        module = importlib.import_module(f"{sp.__name__}.{info.name}")
+        if name in vars(module):
+            monkeypatch.setattr(module, name, value)
 
 
 def test_runs_with_neighbouring_seeds_share_no_replicate(monkeypatch):
@@ -152,7 +164,7 @@ def test_runs_with_neighbouring_seeds_share_no_replicate(monkeypatch):
             trained[seed].append(mcfg.seed)
             raise Stop
 
-        monkeypatch.setattr(sp, "train", stop)
+        _patch_everywhere(monkeypatch, "train", stop)
         c = sp.Config.preset("smoke", trained=True, seed=seed)
         for s in range(c.stability_seeds):
             with pytest.raises(Stop):

@@ -19,6 +19,11 @@ SOURCE_ETA = "derivation: analysis.theory.icl_gd.one_step_gd_theory (Mahankali e
 
 
 HYP_INF = "infinite context (S = Sigma): the untuned rate tr Sigma^2 / tr Sigma^3 (= 1/v), no finite-N term"
+SEED_LOOPED = "003#50"  # Chen et al.: linear looped transformers do multi-step GD in context with n = O(d)
+SOURCE_LOOPED = (
+    "Chen et al. (seed 003#50): a linear looped transformer implements multi-step GD, small error at n = O(d); "
+    "closed forms: analysis.theory.looped"
+)
 
 
 def claim_seed(x_dist: str) -> str | None:

@@ -18,7 +18,7 @@ from analysis.theory import icl_gd as th
 from analysis.theory import looped as lp
 from analysis.train import train
 from probes.base import Result
-from probes.icl_gd.bands import seeds_ok
+from probes.icl_gd.bands import SEED_LOOPED, SOURCE_LOOPED, seeds_ok
 from probes.icl_gd.config import EPS, Config, part_seeds
 from probes.icl_gd.models import (
     NegYReadoutTask,
@@ -253,15 +253,6 @@ def measure_looped(cfg: Config, progress: bool, data: dict, scalars: dict, coord
         looped_mp_rate=lp.mp_rate(ratio)["rate"] if ratio < 1 else math.nan,
     )
     scalars["_cached"] = scalars.get("_cached", []) + cached
-
-
-SEED_LOOPED = "003#50"  # Chen et al.: linear looped transformers do multi-step GD in context with n = O(d)
-
-
-SOURCE_LOOPED = (
-    "Chen et al. (seed 003#50): a linear looped transformer implements multi-step GD, small error at n = O(d); "
-    "closed forms: analysis.theory.looped"
-)
 
 
 def _claim_looped_construction(led: Ledger, ds: xr.Dataset, s: dict, cfg: Config) -> None:

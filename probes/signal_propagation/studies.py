@@ -1,0 +1,68 @@
+"""The declared studies of the signal-propagation probe: the runs behind notebook 01
+(``python -m probes study signal_propagation STUDY``)."""
+
+from __future__ import annotations
+
+from analysis.ledger import Ledger
+from probes.base import Result
+from probes.signal_propagation.config import Config
+from probes.studies import Study
+
+TRAINED_NORMS = ("pre", "post", "mix", "peri", "ln_scaling")  # the placements trained at one depth
+
+
+TRAINED_REPLICATES = {"smoke": 2, "full": 5}  # independent seeds (the same checkpoints as the curse runs)
+
+
+def init_base(preset: str, seed: int = 0, d_model: int = 32, heads: int = 4, trained_depth: int = 12) -> Config:
+    """The initialisation sweep of notebook 01 (every placement and depth) with the attention phase diagram;
+    the parameters are the notebook's parameter cell (``trained_depth`` is the trained study's)."""
+    return Config.preset(preset, seed=seed, d_model=d_model, heads=heads, phase=True)
+
+
+def trained_base(preset: str, seed: int = 0, d_model: int = 32, heads: int = 4, trained_depth: int = 12) -> Config:
+    """The trained comparison of notebook 01: the placements of :data:`TRAINED_NORMS` the preset has, trained
+    at one depth (``trained_depth``; smoke: 4) over :data:`TRAINED_REPLICATES` independent seeds."""
+    if isinstance(trained_depth, bool) or not isinstance(trained_depth, int) or trained_depth < 4:
+        raise ValueError(f"trained_depth must be an integer >= 4, got {trained_depth!r}")
+    init = Config.preset(preset, seed=seed, d_model=d_model, heads=heads)
+    return Config.preset(
+        preset,
+        seed=seed,
+        d_model=d_model,
+        heads=heads,
+        trained=True,
+        norms=tuple(n for n in TRAINED_NORMS if n in init.norms),
+        n_samples=TRAINED_REPLICATES[preset],
+        depths=(trained_depth if preset == "full" else 4,),
+    )
+
+
+def _single(results: list[Result]) -> Result:
+    return results[0]
+
+
+def _ledger_of(result: Result) -> Ledger:
+    return result.ledger
+
+
+STUDIES = {
+    "init": Study(
+        name="init",
+        description="every norm placement at every depth at initialisation, rank collapse, DeepNorm's update and "
+        "the attention phase diagram (one run, its seeds inside; notebook 01 sections 1-5 and 8)",
+        base=init_base,
+        grid=lambda preset, base: {},
+        combine=_single,
+        claims=_ledger_of,
+    ),
+    "trained": Study(
+        name="trained",
+        description="the placements trained at one depth over independent seeds, with the DeepNet stability and "
+        "Curse-of-Depth runs (notebook 01 sections 2, 4, 5-7)",
+        base=trained_base,
+        grid=lambda preset, base: {},
+        combine=_single,
+        claims=_ledger_of,
+    ),
+}
