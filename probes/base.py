@@ -744,10 +744,10 @@ def cached_run(
     folder = Path(cache_root) if cache_root is not None else results_cache_dir()
     folder = folder / name / key
     if not refresh and (hit := _cached_result(folder, module.Config, name, key, repair=False)) is not None:
-        return judged(module, hit)
+        return _judge(module, name, hit)
     with entry_lock(folder):
         if not refresh and (hit := _cached_result(folder, module.Config, name, key, repair=True)) is not None:
-            return judged(module, hit)
+            return _judge(module, name, hit)
         result = run_probe(module, config, progress=progress)
         result.meta["cache_key"] = key
         try:
@@ -767,6 +767,11 @@ def judged(module_or_name: Any, result: Result) -> Result:
     :meth:`Result.load`). The result is changed in place and returned.
     """
     module, name = _resolve(module_or_name)
+    return _judge(module, name, result)
+
+
+def _judge(module: Any, name: str, result: Result) -> Result:
+    """:func:`judged` for a module already checked against the contract (:func:`cached_run` resolved it)."""
     if result.probe != name:
         raise ValueError(f"cannot judge a result of probe {result.probe!r} with the claims of {name!r}")
     check = getattr(module, "check_claims", None)

@@ -128,18 +128,20 @@ def measure_order(parts: Sequence[Part]) -> list[Part]:
 def run_parts(
     name: str,
     parts: Sequence[Part],
-    prepare: Callable[[Context], None],
+    prepare: Callable[[Context], None] | None,
     check_claims: Callable[[Result], Ledger],
     config: Any,
     model: Any = None,
     progress: bool = True,
     finish: Callable[[Context], None] | None = None,
 ) -> Result:
-    """One run of a probe made of ``parts`` (module docstring): ``prepare``, every enabled part's ``measure``,
+    """One run of a probe made of ``parts`` (module docstring): ``prepare`` (``None``: nothing shared, every part
+    builds its own models), every enabled part's ``measure``,
     ``finish`` (bookkeeping over every part, e.g. whether every trained model came from the cache), the result,
     and its ledger from ``check_claims(result)``."""
     ctx = Context(config=config, model=model, progress=progress)
-    prepare(ctx)
+    if prepare is not None:
+        prepare(ctx)
     for part in measure_order(parts):
         if part.measure is not None and part.enabled(config):
             part.measure(ctx)

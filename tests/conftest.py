@@ -43,3 +43,24 @@ def _isolated_workbench_dirs(tmp_path_factory):
             os.environ.pop(k, None)
         else:
             os.environ[k] = v
+
+
+@pytest.fixture
+def patch_in_package(monkeypatch):
+    """``patch(package, name, value)``: stand ``value`` in for ``name`` in every module of the probe package
+    ``package`` that holds it (each module of a probe package imports what it calls, so a spy or a stub must
+    stand in each of them); undone at the end of the test like any ``monkeypatch``. Returns the patched
+    modules."""
+    import importlib
+    import pkgutil
+
+    def patch(package, name: str, value) -> list:
+        names = [f"{package.__name__}.{m.name}" for m in pkgutil.iter_modules(package.__path__)]
+        holders = [m for m in map(importlib.import_module, names) if name in vars(m)]
+        if not holders:  # a stand-in that stands nowhere would leave the test checking nothing
+            raise AssertionError(f"no module of {package.__name__} holds {name!r}")
+        for module in holders:
+            monkeypatch.setattr(module, name, value)
+        return holders
+
+    return patch

@@ -304,7 +304,7 @@ def test_runs_with_seeds_0_and_1_share_no_replicate_seed():
         ar.part_seeds(runs[0], "memories")
 
 
-def test_trained_items_train_their_replicate_seeds(monkeypatch):
+def test_trained_items_train_their_replicate_seeds(monkeypatch, patch_in_package):
     """Every trained model (MQAR, items 6-8) is built and trained with a seed of its item's part_seeds."""
     real_one, real_train, got = mqar.train_one, mqar.train, {"trained": [], "other": []}
 
@@ -318,8 +318,7 @@ def test_trained_items_train_their_replicate_seeds(monkeypatch):
         return real_train(model_cfg, task, tc, **kw)
 
     monkeypatch.setattr(mqar, "train_one", one)
-    for part in (mqar, gated_rnn, selective, power_method):  # every part that trains, through its own name
-        monkeypatch.setattr(part, "train", train)
+    patch_in_package(ar, "train", train)  # every part that trains, through its own name
     c = _small_trained(kernels=("additive",), n_pairs=(4,), gr_seeds=2, seed=3)
     ar.run(c, progress=False)
     assert got["trained"] == ar.part_seeds(c, "trained")

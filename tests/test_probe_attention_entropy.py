@@ -28,16 +28,6 @@ def smoke():
     return run_probe(mod, mod.Config.preset("smoke"), progress=False)
 
 
-def _submodules_with(name: str) -> list:
-    """The modules of the attention_entropy package that hold ``name`` (a probe package's parts import what
-    they call, so a spy must stand in each of them)."""
-    import importlib
-    import pkgutil
-
-    found = [importlib.import_module(f"{mod.__name__}.{m.name}") for m in pkgutil.iter_modules(mod.__path__)]
-    return [m for m in found if name in vars(m)]
-
-
 def test_smoke_result_has_the_interface_fields(smoke):
     r, cfg = smoke, smoke.config
     L, H, N = cfg.layers, cfg.heads, len(cfg.ctx_lens)
@@ -599,7 +589,7 @@ def test_retrieval_and_sigmoid_claims_fail_when_the_mechanism_is_broken(smoke):
 # Independent replicates
 
 
-def test_replicate_seeds_are_hashed_and_runs_of_seeds_0_and_1_share_none(monkeypatch):
+def test_replicate_seeds_are_hashed_and_runs_of_seeds_0_and_1_share_none(patch_in_package):
     """Every replicate model and training run takes analysis.evidence.replicate_seed(seed, i): replicate 0 is the
     config's own seed (the main model keeps its key), and runs with seed 0 and seed 1 share no replicate (with
     seed + i they shared all but one)."""
@@ -632,8 +622,7 @@ def test_replicate_seeds_are_hashed_and_runs_of_seeds_0_and_1_share_none(monkeyp
             seen.append(cfg.seed)
             return cfg
 
-        for part in _submodules_with(name):  # every module of the package that builds models by this name
-            monkeypatch.setattr(part, name, spy)
+        patch_in_package(mod, name, spy)  # every module of the package that builds models by this name
     real_train = mod.training.train
     trained: list[tuple[int, int]] = []
 
@@ -641,8 +630,7 @@ def test_replicate_seeds_are_hashed_and_runs_of_seeds_0_and_1_share_none(monkeyp
         trained.append((cfg.seed, tcfg.seed))
         return real_train(cfg, task, tcfg, **kwargs)
 
-    for part in _submodules_with("train"):
-        monkeypatch.setattr(part, "train", train_spy)
+    patch_in_package(mod, "train", train_spy)
     used = {}
     for seed in (0, 1):
         seen.clear()

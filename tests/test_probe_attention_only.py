@@ -8,7 +8,6 @@ import pytest
 from analysis.evidence import replicate_seeds
 from analysis.theory import attention_only as th
 from probes import attention_only as ao
-from probes.attention_only import convolution, deep, induction, matched, nearest_neighbour
 from probes.base import run_probe
 
 
@@ -115,18 +114,13 @@ class _FakeTrain:
         return type("Fake", (), {"model": model, "history": history, "snapshot_model": lambda self, step: model})()
 
 
-PART_MODULES = (convolution, induction, nearest_neighbour, matched, deep)
-
-
-def test_runs_with_seeds_0_and_1_share_no_replicate(monkeypatch):
+def test_runs_with_seeds_0_and_1_share_no_replicate(patch_in_package):
     """Replicate i of a run uses replicate_seed(seed, i): seed 0's replicates and seed 1's are disjoint (they used
     to be seed + i, sharing all but one), and replicate 0 keeps the run's seed."""
     used = {}
     for seed in (0, 1):
         fake = _FakeTrain(ao.Config.preset("smoke").deep_steps)
-        for part in PART_MODULES:  # every part that trains calls analysis.train.train through its own name
-            if hasattr(part, "train"):
-                monkeypatch.setattr(part, "train", fake)
+        patch_in_package(ao, "train", fake)  # every part that trains calls analysis.train.train by its own name
         cfg = ao.Config.preset("smoke", seed=seed)
         ao.run(cfg, progress=False)
         n = max(cfg.train_seeds, cfg.nn_seeds, cfg.san_seeds, cfg.deep_seeds)

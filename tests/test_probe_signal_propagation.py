@@ -112,7 +112,7 @@ def test_planted_wrong_inputs_make_predictions_fail(smoke):
     assert led["skip_prevents_collapse_full"].status == "fail"
 
 
-def _built_seeds(monkeypatch, cfg) -> list[int]:
+def _built_seeds(patch_in_package, cfg) -> list[int]:
     """Weight seeds of every model a zoo run builds (the sweep, the update measurement, the collapse curves)."""
     seeds: list[int] = []
     real = TinyTransformer
@@ -121,25 +121,13 @@ def _built_seeds(monkeypatch, cfg) -> list[int]:
         seeds.append(mcfg.seed)
         return real(mcfg, *args, **kwargs)
 
-    _patch_everywhere(monkeypatch, "TinyTransformer", recording)
+    patch_in_package(sp, "TinyTransformer", recording)
     sp.run(cfg, progress=False)
-    _patch_everywhere(monkeypatch, "TinyTransformer", real)
+    patch_in_package(sp, "TinyTransformer", real)
     return seeds
 
 
-def _patch_everywhere(monkeypatch, name: str, value) -> None:
-    """Stand ``value`` in for ``name`` in every module of the signal_propagation package that holds it (each
-    module imports what it calls)."""
-    import importlib
-    import pkgutil
-
-    for info in pkgutil.iter_modules(sp.__path__):
-        module = importlib.import_module(f"{sp.__name__}.{info.name}")
-        if name in vars(module):
-            monkeypatch.setattr(module, name, value)
-
-
-def test_runs_with_neighbouring_seeds_share_no_replicate(monkeypatch):
+def test_runs_with_neighbouring_seeds_share_no_replicate(patch_in_package):
     # seed + i made the runs --seed 0 and --seed 1 share all initialisations but one (so their claims measured
     # nearly the same models); replicate i's weights now come from replicate_seed(seed, i), and replicate 0 is
     # the run's own seed (the first model keeps its checkpoint key)
@@ -147,7 +135,7 @@ def test_runs_with_neighbouring_seeds_share_no_replicate(monkeypatch):
         "smoke", norms=("pre", "post"), depths=(1, 2), n_samples=3, seq_len=4, batch_size=2, collapse_depth=2
     )
     cfg = cfg.replace(jacobian=False)
-    runs = {seed: _built_seeds(monkeypatch, cfg.replace(seed=seed)) for seed in (0, 1)}
+    runs = {seed: _built_seeds(patch_in_package, cfg.replace(seed=seed)) for seed in (0, 1)}
     for seed, seeds in runs.items():
         assert set(seeds) == set(replicate_seeds(seed, cfg.n_samples)), seed
         assert seed in seeds
@@ -164,7 +152,7 @@ def test_runs_with_neighbouring_seeds_share_no_replicate(monkeypatch):
             trained[seed].append(mcfg.seed)
             raise Stop
 
-        _patch_everywhere(monkeypatch, "train", stop)
+        patch_in_package(sp, "train", stop)
         c = sp.Config.preset("smoke", trained=True, seed=seed)
         for s in range(c.stability_seeds):
             with pytest.raises(Stop):

@@ -98,12 +98,8 @@ REQUIRES = None  # builds its own memories and models
 PARTS = tuple(part_of(m) for m in (memories, overwrite, favor, linearisation, mqar, gated_rnn, selective, power_method))
 
 
-def prepare(ctx) -> None:
-    """Nothing shared: every part builds its own memories and models."""
-
-
 def run(config: Config, model=None, progress: bool = True) -> Result:
-    return run_parts(NAME, PARTS, prepare, check_claims, config, model=model, progress=progress)
+    return run_parts(NAME, PARTS, None, check_claims, config, model=model, progress=progress)
 
 
 def check_claims(result: Result) -> Ledger:

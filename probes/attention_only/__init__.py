@@ -87,15 +87,11 @@ REQUIRES = None  # builds its own models
 PARTS = tuple(part_of(m) for m in (convolution, induction, nearest_neighbour, matched, deep, stable_ranks))
 
 
-def prepare(ctx) -> None:
-    """Nothing shared: every part builds and trains its own models."""
-
-
 def run(config: Config, model=None, progress: bool = True) -> Result:
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # tiny models: one thread is fastest (and fixes the reduction order)
     try:
-        return run_parts(NAME, PARTS, prepare, check_claims, config, model=model, progress=progress)
+        return run_parts(NAME, PARTS, None, check_claims, config, model=model, progress=progress)
     finally:
         torch.set_num_threads(threads)
 
