@@ -15,6 +15,8 @@
                               [--scheduler none|local|tcp://HOST:PORT] [--workers N] [--no-progress]
     python -m probes claims [NAME]             # the committed claims (per probe, or NAME's: statement, seed)
                               [--status S] [--role R] [--source] [--json PATH|-]
+    python -m probes claims NAME --declared    # the claims NAME's source makes, read from the code (nothing runs)
+                              [--role R] [--source] [--json PATH|-]
     python -m probes cache ls                  # every cache entry: kind, key, probe/model, size, age
     python -m probes cache size                # entries and bytes per kind, and the total
     python -m probes cache prune [--older-than DAYS] [--keep-figures]
@@ -101,6 +103,7 @@ from analysis.allocator import ENV_VAR, keep_freed_memory
 from analysis.cache import KINDS
 from analysis.devices import cuda_available
 from analysis.io import atomic_write_json, unwritable
+from analysis.ledger import ROLES
 from analysis.paths import cache_dir, figures_dir
 from probes.base import (
     ModelIncompatibleError,
@@ -138,6 +141,7 @@ USAGE = (
     "[--FIELD VALUE ...] --out PATH.nc [--scheduler local|none|tcp://HOST:PORT] [--workers N]\n"
     "       python -m probes study NAME [STUDY [--preset smoke|full] [--PARAM VALUE ...] [--json PATH|-]]\n"
     "       python -m probes claims [NAME] [--status S] [--role R] [--source] [--json PATH|-]\n"
+    "       python -m probes claims NAME --declared [--role R] [--source] [--json PATH|-]\n"
     "       python -m probes cache ls|size|prune [--older-than DAYS] [--keep-figures]"
 )
 
@@ -228,14 +232,16 @@ def _study(module: Any, name: str, args: list[str]) -> int:
 
 
 def _claims(args: list[str]) -> int:
-    """``python -m probes claims [NAME ...]`` (:mod:`probes.inventory`): the committed ledgers, read only."""
-    from probes import inventory
+    """``python -m probes claims [NAME ...]``: the committed ledgers, read only (:mod:`probes.inventory`), or with
+    ``--declared`` the claim-making calls of NAME's source (:mod:`probes.declared`)."""
+    from probes import declared, inventory
 
     parser = _Parser(prog="python -m probes claims", allow_abbrev=False)
     parser.add_argument("name", nargs="?")
     parser.add_argument("--status")
     parser.add_argument("--role")
     parser.add_argument("--source", action="store_true")
+    parser.add_argument("--declared", action="store_true")
     parser.add_argument("--json", metavar="PATH|-")
     ns = parser.parse_args(args)
     if ns.json not in (None, "-"):
@@ -243,12 +249,23 @@ def _claims(args: list[str]) -> int:
             raise UsageError(f"--json: {ns.json} is a folder; give a file name such as {Path(ns.json) / 'claims.json'}")
         _check_file_output(Path(ns.json), "--json")
     try:
-        claims = inventory.committed_claims()
-        if ns.name is None:
+        if ns.declared:
+            if ns.name is None or ns.status:
+                raise ValueError(
+                    "--declared needs a probe name and takes no --status (nothing has run): "
+                    "python -m probes claims NAME --declared [--role R]"
+                )
+            if ns.role is not None and ns.role not in ROLES:
+                raise ValueError(f"--role must be one of {', '.join(ROLES)}, got {ns.role!r}")
+            sites = [s for s in declared.declared_sites(ns.name) if ns.role is None or s.role == ns.role]
+            rows, text = [s.to_dict() for s in sites], declared.format_sites(sites, source=ns.source)
+        elif ns.name is None:
+            claims = inventory.committed_claims()
             if ns.status or ns.role:
                 raise ValueError("--status and --role need a probe name (python -m probes claims NAME --status fail)")
             rows, text = claims, "\n".join(inventory.summary_lines(claims))
         else:
+            claims = inventory.committed_claims()
             rows = inventory.select(claims, ns.name, ns.status, ns.role)
             text = inventory.format_claims(rows, source=ns.source)
     except ValueError as e:

@@ -23,7 +23,7 @@ from typing import Any
 PACKAGE = __name__.rpartition(".")[0]  # "probes"
 # modules of this package that are not probes
 FRAMEWORK_MODULES = frozenset(
-    {"base", "cli", "explorers", "inventory", "parts", "registry", "replicates", "studies", "sweep"}
+    {"base", "cli", "declared", "explorers", "inventory", "parts", "registry", "replicates", "studies", "sweep"}
 )
 _registered: dict[str, Any] = {}  # filled by add(); looked up before anything else
 
