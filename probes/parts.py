@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import torch
 import xarray as xr
 
 from analysis.ledger import Ledger
@@ -151,6 +152,36 @@ def run_parts(
     result = Result(probe=name, config=config, data=data, scalars=ctx.scalars, meta=ctx.meta)
     result.ledger = check_claims(result)
     return result
+
+
+def probe_functions(
+    name: str,
+    parts: Sequence[Part],
+    prepare: Callable[[Context], None] | None = None,
+    finish: Callable[[Context], None] | None = None,
+    threads: int | None = None,
+) -> tuple[Callable[..., Result], Callable[[Result], Ledger]]:
+    """The ``run(config, model=None, progress=True)`` and ``check_claims(result)`` of a probe made of ``parts``: one
+    form for every such probe (``run, check_claims = probe_functions(NAME, PARTS, prepare)`` in its package).
+    ``check_claims`` judges one run (the replicate seeds of its models are inside it); ``threads``: torch's
+    intra-op threads while the run measures (1 for tiny models: fastest, and it fixes the reduction order),
+    restored afterwards."""
+
+    def check_claims(result: Result) -> Ledger:
+        """Every part's claims on ``result`` (one run: the replicate seeds of its models are inside it)."""
+        return judge(name, parts, (result,))
+
+    def run(config: Any, model: Any = None, progress: bool = True) -> Result:
+        """One run: every enabled part measures, then every part's claims are judged (:func:`run_parts`)."""
+        before = torch.get_num_threads()
+        if threads is not None:
+            torch.set_num_threads(threads)
+        try:
+            return run_parts(name, parts, prepare, check_claims, config, model=model, progress=progress, finish=finish)
+        finally:
+            torch.set_num_threads(before)
+
+    return run, check_claims
 
 
 def judge(name: str, parts: Sequence[Part], results: Sequence[Result]) -> Ledger:

@@ -10,6 +10,7 @@ import torch
 
 import probes
 from analysis.evidence import replicate_seed, t_multiple
+from analysis.ledger import Ledger
 from analysis.theory import icl_gd as th
 from probes import icl_gd as P
 
@@ -384,13 +385,13 @@ def test_claims_read_only_the_result_and_catch_a_planted_error(smoke):
     """Re-running the claim functions on the stored result reproduces the ledger; a wrong expected
     value (eta*, the preconditioned loss*, GD++'s loss) makes the prediction fail."""
     s, ds, cfg = dict(smoke.scalars), smoke.data, smoke.config
-    led = P.Ledger(P.NAME, preset="smoke")
+    led = Ledger(P.NAME, preset="smoke")
     for claim in P.CLAIMS:
         claim(led, ds, s, cfg)
     assert [c.to_dict() for c in led.claims] == [c.to_dict() for c in smoke.ledger.claims]
 
     bad = dict(s, eta_theory=1.3 * s["eta_theory"])
-    led = P.Ledger(P.NAME, preset="smoke")
+    led = Ledger(P.NAME, preset="smoke")
     P.claims_eta_star(led, ds, bad, cfg)
     assert led["eta_star_mc"].status == "fail"
 
@@ -400,7 +401,7 @@ def test_claims_read_only_the_result_and_catch_a_planted_error(smoke):
     excess = planted["mk_excess_seeds"].values[j]  # per training seed: the band is their spread
     shift = 50 * excess.std(ddof=1) + abs(excess.mean()) + abs(planted["mk_loss_alt"].values[j])
     planted["mk_excess_seeds"].values[j] = excess - shift
-    led = P.Ledger(P.NAME, preset="full")
+    led = Ledger(P.NAME, preset="full")
     P.claims_mahankali(led, planted, s, cfg)
     assert led["mahankali_anisotropic_loss"].status == "fail"
     assert "mahankali_anisotropic_eta_fit" not in led  # a preconditioned law has no plain rate to claim
@@ -420,7 +421,7 @@ def test_mahankali_step_claims_judge_the_fitted_step_matrix_and_rate(smoke):
         planted = ds.copy(deep=True)
         for name, v in values.items():  # every training seed's value (the claims take their mean)
             planted[f"{name}_seeds"].values[j] = v
-        led = P.Ledger(P.NAME, preset="full")
+        led = Ledger(P.NAME, preset="full")
         P.claims_mahankali(led, planted, s, cfg)
         return led
 
@@ -433,7 +434,7 @@ def test_mahankali_step_claims_judge_the_fitted_step_matrix_and_rate(smoke):
     e = planted["excess_over_gdpp_seeds"].values[1]  # K = 2, per training seed
     alt = float(planted["loss_gd_perstep"].values[1] - planted["loss_gdpp"].values[1])
     planted["excess_over_gdpp_seeds"].values[1] = e - (50 * e.std(ddof=1) + abs(e.mean()) + abs(alt))
-    led = P.Ledger(P.NAME, preset="full")
+    led = Ledger(P.NAME, preset="full")
     P.claims_depth(led, planted, s, cfg)
     assert led["depth_matches_gdpp"].status == "fail"
     assert led["depth_matches_gdpp"].tolerance["n"] == cfg.depth_seeds
@@ -454,19 +455,19 @@ def test_eta_claim_uses_the_seed_spread(smoke):
         excess_model_k_seeds=(("eta_seed", "k"), np.zeros((3, nk))),
         loss_model_theory_k_seeds=(("eta_seed", "k"), np.ones((3, nk))),
     )
-    led = P.Ledger(P.NAME, preset="full")
+    led = Ledger(P.NAME, preset="full")
     P.claims_one_layer(led, ds, s, cfg)
     c = led["eta_fit_vs_eta_star"]
     assert c.tolerance["k"] == pytest.approx(t_multiple(2)) and c.tolerance["se"] == pytest.approx(0.01 * eta / 3**0.5)
     assert c.tolerance["n"] == 3 and c.tolerance["within_run"] is None
     assert c.alternative["value"] == s["eta_untuned"]
     ds = ds.assign(eta_fit_seeds=("eta_seed", np.array([1.29, 1.3, 1.31]) * eta))
-    led = P.Ledger(P.NAME, preset="full")
+    led = Ledger(P.NAME, preset="full")
     P.claims_one_layer(led, ds, s, cfg)
     assert led["eta_fit_vs_eta_star"].status == "fail"
     # one seed: no band over replicates, so the trained claims are not evaluated (not judged on one model)
     one = ds.isel(eta_seed=slice(0, 1))
-    led = P.Ledger(P.NAME, preset="full")
+    led = Ledger(P.NAME, preset="full")
     P.claims_one_layer(led, one, s, cfg)
     assert led["eta_fit_vs_eta_star"].status == "not_evaluated"
     assert led["trained_loss_vs_gd_star"].status == "not_evaluated"

@@ -66,7 +66,6 @@ The probe is a package of parts (:mod:`probes.parts`), one module each, in the o
 
 from __future__ import annotations
 
-from analysis.ledger import Ledger
 from probes.associative_recall import (
     favor,
     gated_rnn,
@@ -83,8 +82,7 @@ from probes.associative_recall.memories import read_memory, write_memory
 from probes.associative_recall.mqar import model_config
 from probes.associative_recall.power_method import PM_MODELS, pm_construction, pm_iterates, pm_model_config, pm_task
 from probes.associative_recall.selective import SC_DECAYS, SC_SPACINGS
-from probes.base import Result
-from probes.parts import judge, part_of, run_parts
+from probes.parts import part_of, probe_functions
 
 NAME = "associative_recall"
 DESCRIPTION = "Associative recall: additive vs delta-rule memories, FAVOR+ variance, trained MQAR per token mixer."
@@ -98,13 +96,8 @@ REQUIRES = None  # builds its own memories and models
 PARTS = tuple(part_of(m) for m in (memories, overwrite, favor, linearisation, mqar, gated_rnn, selective, power_method))
 
 
-def run(config: Config, model=None, progress: bool = True) -> Result:
-    return run_parts(NAME, PARTS, None, check_claims, config, model=model, progress=progress)
-
-
-def check_claims(result: Result) -> Ledger:
-    """Every part's claims on ``result`` (one run: the replicate seeds of its trained models are inside it)."""
-    return judge(NAME, PARTS, (result,))
+# run(config, model=None, progress=True) and check_claims(result): the one form of a probe made of parts
+run, check_claims = probe_functions(NAME, PARTS)
 
 
 __all__ = [

@@ -64,7 +64,6 @@ The probe is a package of parts (:mod:`probes.parts`), one module each, in the o
 
 from __future__ import annotations
 
-from analysis.ledger import Ledger
 from analysis.model import TinyTransformer
 from probes.attention_entropy import (
     fading,
@@ -120,8 +119,7 @@ from probes.attention_entropy.training import (
     claim_spectral_bound_trained,
     loss_spikes,
 )
-from probes.base import Result
-from probes.parts import judge, part_of, run_parts
+from probes.parts import part_of, probe_functions
 
 NAME = "attention_entropy"
 DESCRIPTION = "Attention entropy vs context length and logit scale; dilution, SSMax, sigmoid; collapse in training."
@@ -140,13 +138,8 @@ REQUIRES = {"input": "tokens"}
 PARTS = tuple(part_of(m) for m in (fading, rows, gaussian, sigmoid, training, nonlin, retrieval, sigmoid_trained))
 
 
-def run(config: Config, model=None, progress: bool = True) -> Result:
-    return run_parts(NAME, PARTS, prepare, check_claims, config, model=model, progress=progress)
-
-
-def check_claims(result: Result) -> Ledger:
-    """Every part's claims on ``result`` (one run: the replicate seeds of its models are inside it)."""
-    return judge(NAME, PARTS, (result,))
+# run(config, model=None, progress=True) and check_claims(result): the one form of a probe made of parts
+run, check_claims = probe_functions(NAME, PARTS, prepare)
 
 
 __all__ = [

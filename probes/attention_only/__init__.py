@@ -54,9 +54,6 @@ claims-only ``stable_ranks`` (5c, measured by ``matched``); ``config`` holds the
 
 from __future__ import annotations
 
-import torch
-
-from analysis.ledger import Ledger
 from analysis.model import TinyTransformer
 from probes.attention_only import convolution, deep, induction, matched, nearest_neighbour, stable_ranks
 from probes.attention_only.config import SEED_CONV, SEED_KV, SEED_RANK, SEED_SAN, SOURCE, Config
@@ -73,8 +70,7 @@ from probes.attention_only.nearest_neighbour import (
     learned_scale,
     nn_model_config,
 )
-from probes.base import Result
-from probes.parts import judge, part_of, run_parts
+from probes.parts import part_of, probe_functions
 
 NAME = "attention_only"
 DESCRIPTION = (
@@ -87,18 +83,9 @@ REQUIRES = None  # builds its own models
 PARTS = tuple(part_of(m) for m in (convolution, induction, nearest_neighbour, matched, deep, stable_ranks))
 
 
-def run(config: Config, model=None, progress: bool = True) -> Result:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny models: one thread is fastest (and fixes the reduction order)
-    try:
-        return run_parts(NAME, PARTS, None, check_claims, config, model=model, progress=progress)
-    finally:
-        torch.set_num_threads(threads)
-
-
-def check_claims(result: Result) -> Ledger:
-    """Every part's claims on ``result`` (one run: the replicate seeds of its trained models are inside it)."""
-    return judge(NAME, PARTS, (result,))
+# run(config, model=None, progress=True) and check_claims(result): the one form of a probe made of parts;
+# tiny models measure on one thread (fastest, and it fixes the reduction order)
+run, check_claims = probe_functions(NAME, PARTS, threads=1)
 
 
 __all__ = [

@@ -66,12 +66,8 @@ read), ``mahankali``, ``depth``, ``ridge``, ``garg`` (gate ``garg``), ``looped``
 
 from __future__ import annotations
 
-from typing import Any
-
-from analysis.ledger import Ledger
 from analysis.model import TinyTransformer
 from analysis.regression_data import concat_tokens, interleaved_tokens
-from probes.base import Result
 from probes.icl_gd import (
     construction,
     depth,
@@ -107,7 +103,7 @@ from probes.icl_gd.models import (
 )
 from probes.icl_gd.ridge import claims_ridge
 from probes.icl_gd.stacks import claims_one_layer
-from probes.parts import judge, part_of, run_parts
+from probes.parts import part_of, probe_functions
 
 NAME = "icl_gd"
 DESCRIPTION = "In-context regression: trained linear self-attention vs one step of (preconditioned) GD."
@@ -141,13 +137,8 @@ CLAIMS = (
 )
 
 
-def run(config: Config, model: Any = None, progress: bool = True) -> Result:
-    return run_parts(NAME, PARTS, prepare, check_claims, config, model=model, progress=progress, finish=finish)
-
-
-def check_claims(result: Result) -> Ledger:
-    """Every part's claims on ``result`` (one run: the replicate seeds of its trained models are inside it)."""
-    return judge(NAME, PARTS, (result,))
+# run(config, model=None, progress=True) and check_claims(result): the one form of a probe made of parts
+run, check_claims = probe_functions(NAME, PARTS, prepare, finish=finish)
 
 
 __all__ = [
