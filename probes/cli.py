@@ -378,15 +378,22 @@ def _run_parser(module: Any, name: str) -> _Parser:
         metavar="N",
         help="run at N independent seeds (through the result cache) and judge the claims over them",
     )
-    group = parser.add_argument_group("config fields")
+    _field_options(parser.add_argument_group("config fields"), module, with_default=True)
+    return parser
+
+
+def _field_options(group: Any, module: Any, with_default: bool, skip: Sequence[str] = ()) -> None:
+    """``--FIELD VALUE`` for every config field of the probe not in ``skip`` (dest ``field__NAME``)."""
     for spec in module.Config.field_specs():
+        if spec.name in skip:
+            continue
+        default = f" (default {_fmt(spec.default)})" if with_default else ""
         group.add_argument(
             spec.option,
             dest=f"field__{spec.name}",
             metavar=spec.type_name.upper().replace(" ", ""),
-            help=f"{spec.help}; {spec.allowed()} (default {_fmt(spec.default)})".replace("%", "%%"),
+            help=f"{spec.help}; {spec.allowed()}{default}".replace("%", "%%"),
         )
-    return parser
 
 
 def parse_config(module: Any, name: str, args: Sequence[str]) -> tuple[ProbeConfig, argparse.Namespace]:
@@ -728,15 +735,7 @@ def _sweep_parser(module: Any, name: str) -> _Parser:
     parser.add_argument("--workers", metavar="N", help="local workers (default: min(points, CPU cores)); 0: serially")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     group = parser.add_argument_group("fixed config fields (the same for every point)")
-    for spec in module.Config.field_specs():
-        if spec.name in SWEEP_OPTIONS:  # such a field can still be swept with --grid
-            continue
-        group.add_argument(
-            spec.option,
-            dest=f"field__{spec.name}",
-            metavar=spec.type_name.upper().replace(" ", ""),
-            help=f"{spec.help}; {spec.allowed()}".replace("%", "%%"),
-        )
+    _field_options(group, module, with_default=False, skip=SWEEP_OPTIONS)  # a skipped field can be swept (--grid)
     return parser
 
 

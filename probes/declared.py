@@ -75,15 +75,17 @@ def _template_re(template: str) -> re.Pattern:
 
 
 def probe_files(probe: str) -> list[Path]:
-    """The source files of a probe: its package ``probes/<probe>/`` or its companion module ``probes/_<probe>.py``
-    (the claims of the overview and real-model notebooks); ``ValueError`` naming the probes that have either."""
-    package, companion = PROBES_DIR / probe, PROBES_DIR / f"_{probe}.py"
-    if isinstance(probe, str) and (package / "__init__.py").is_file():
-        return sorted(package.glob("*.py"))
-    if isinstance(probe, str) and companion.is_file():
-        return [companion]
-    known = sorted(p.name for p in PROBES_DIR.iterdir() if (p / "__init__.py").is_file() and p.name != "__pycache__")
-    known += sorted(p.stem[1:] for p in PROBES_DIR.glob("_*.py") if p.stem != "__init__" and p.stem != "__main__")
+    """The source files of a probe: its package ``probes/<probe>/``, or a notebook companion module
+    (``probes/overview.py``, ``probes/real_models.py``: the claims of the overview and real-model notebooks);
+    ``ValueError`` naming the probes that have either."""
+    from probes.registry import COMPANION_MODULES
+
+    packages = sorted(p.name for p in PROBES_DIR.iterdir() if (p / "__init__.py").is_file())
+    if probe in packages:
+        return sorted((PROBES_DIR / probe).glob("*.py"))
+    if probe in COMPANION_MODULES:
+        return [PROBES_DIR / f"{probe}.py"]
+    known = packages + sorted(COMPANION_MODULES)
     raise ValueError(f"probe must be one whose source declares claims: {', '.join(known)}; got {probe!r}")
 
 

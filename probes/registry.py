@@ -6,7 +6,8 @@ take in against the contract. Use those (re-exported as ``probes.get`` / ``probe
 the functions here, except :func:`available`.
 
 * Every module of this package whose name does not start with an underscore is a probe, except the
-  framework's own (``FRAMEWORK_MODULES``); found without importing them, imported when asked for.
+  framework's own (``FRAMEWORK_MODULES``) and the notebook companions (``COMPANION_MODULES``); found without
+  importing them, imported when asked for.
 * :func:`add` registers a module under a name (tests and interactive work); looked up first.
 * ``WORKBENCH_PROBES="mypkg.my_probe,other.probe"`` adds importable modules, each under the last part
   of its dotted name (probes kept outside this repository).
@@ -25,6 +26,9 @@ PACKAGE = __name__.rpartition(".")[0]  # "probes"
 FRAMEWORK_MODULES = frozenset(
     {"base", "cli", "declared", "explorers", "inventory", "parts", "registry", "replicates", "studies", "sweep"}
 )
+# notebook companions: the experiment and claims of a notebook that is not one probe's (00_overview's, 06_real_models'
+# on real networks); imported by those notebooks and their tests, listed by `python -m probes claims`, not probes
+COMPANION_MODULES = frozenset({"overview", "real_models"})
 _registered: dict[str, Any] = {}  # filled by add(); looked up before anything else
 
 
@@ -33,7 +37,7 @@ def package_probes() -> dict[str, str]:
     return {
         info.name: f"{PACKAGE}.{info.name}"
         for info in pkgutil.iter_modules([str(Path(__file__).resolve().parent)])
-        if not info.name.startswith("_") and info.name not in FRAMEWORK_MODULES
+        if not info.name.startswith("_") and info.name not in FRAMEWORK_MODULES | COMPANION_MODULES
     }
 
 

@@ -59,21 +59,11 @@ class Replicates:
     def main(self) -> Result:
         return self.results[0]
 
-    @property
-    def data(self):
-        return self.main.data
-
-    @property
-    def scalars(self) -> dict:
-        return self.main.scalars
-
-    @property
-    def config(self):
-        return self.main.config
-
-    @property
-    def meta(self) -> dict:
-        return self.main.meta
+    # the first replicate's dataset, scalars, config and meta (what one run of the design shows)
+    data = property(lambda self: self.main.data)
+    scalars = property(lambda self: self.main.scalars)
+    config = property(lambda self: self.main.config)
+    meta = property(lambda self: self.main.meta)
 
     @property
     def seeds(self) -> list[int]:

@@ -223,15 +223,7 @@ def run_study(
     if bool(ds["failed"].any()):
         raise RuntimeError(f"study {study.name}: failed points {ds.attrs.get('failed')}")
     results = tuple(sweep_results(ds, cache_root=cache_root))
-    return StudyResult(
-        study=study,
-        module=module,
-        preset=preset,
-        params=params,
-        results=results,
-        combined=study.combine(list(results)),
-        from_cache=tuple(bool(o.get("from_cache")) for o in outcomes),
-    )
+    return _study_result(study, module, preset, params, results, study.combine(list(results)), outcomes)
 
 
 def _run_designs(module, study, preset, params, designs, client, progress, cache_root, threads) -> StudyResult:
@@ -247,15 +239,13 @@ def _run_designs(module, study, preset, params, designs, client, progress, cache
             module, tuple(cached_run(module, c, cache_root=cache_root, progress=False) for c in cs)
         )
     results = tuple(r for rep in grouped.values() for r in rep.results)
-    return StudyResult(
-        study=study,
-        module=module,
-        preset=preset,
-        params=params,
-        results=results,
-        combined=study.combine(grouped),
-        from_cache=tuple(bool(o.get("from_cache")) for o in outcomes),
-    )
+    return _study_result(study, module, preset, params, results, study.combine(grouped), outcomes)
+
+
+def _study_result(study, module, preset, params, results, combined, outcomes) -> StudyResult:
+    """The :class:`StudyResult` of a finished study (``outcomes``: each run's, in the results' order)."""
+    from_cache = tuple(bool(o.get("from_cache")) for o in outcomes)
+    return StudyResult(study, module, preset, params, results, combined, from_cache)
 
 
 # ---------------------------------------------------------------------- command line

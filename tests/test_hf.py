@@ -29,7 +29,7 @@ from analysis.hf import (
 from analysis.hooks import hooks, run_with_cache
 from analysis.model import ModelConfig, PrefixKeyBias
 from analysis.protocol import ProbeModel, encode_text, max_positions, vocab_size
-from probes._real_models import PROBE_AGREEMENT, probe_agreement
+from probes.real_models import PROBE_AGREEMENT, probe_agreement
 
 TOL = 1e-10  # float64, same weights, different code: rounding only (see the module docstring)
 

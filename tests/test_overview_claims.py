@@ -1,4 +1,4 @@
-"""The claims of ``00_overview`` (``probes/_overview.py``): recorded with the right role, one per quantity,
+"""The claims of ``00_overview`` (``probes/overview.py``): recorded with the right role, one per quantity,
 identities passing on the model, predictions that fail on planted data that contradicts them."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from scipy import stats
 
 from analysis.ledger import Ledger
 from analysis.model import ModelConfig
-from probes import _overview as ov
+from probes import overview as ov
 
 
 def base(n_layers: int = 3, seed: int = 0) -> ModelConfig:
@@ -93,3 +93,27 @@ def test_pre_ln_growth_passes_on_growth_and_not_without_it():
     assert led["pre_ln_rms_grows"].status in ("fail", "inconclusive")
     ov.pre_ln_growth_claim(led, _pre(np.array([0.5, 0.6, 0.55, 0.52])))  # shrinks
     assert led["pre_ln_rms_grows"].status == "fail"
+
+
+def test_the_design_is_the_committed_figures_and_bad_parameters_are_named():
+    """``overview.setup`` is the experiment behind the committed figure: its model configs and tokens hash to
+    the figure's recorded inputs (full preset, the notebook's default parameters)."""
+    import json
+
+    from analysis.io import content_hash
+    from analysis.paths import REPO
+
+    design = ov.setup("full")
+    inputs = json.loads((REPO / "figures" / "overview_residual_rms.json").read_text())["inputs"]
+    assert content_hash(design.model_configs()) == inputs["model_configs"]
+    assert content_hash(design.tokens.tolist()) == inputs["tokens"]
+    smoke = ov.setup("smoke", seed=3, n_layers=2)
+    assert smoke.n_inits == 4 and tuple(smoke.tokens.shape) == (4, 16) and smoke.base.n_layers == 2
+    assert len(smoke.model_configs()) == 2 * 4 and smoke.base.dtype == "float64" and smoke.base.seed == 3
+    for kwargs, message in (
+        ({"preset": "medium"}, "preset must be one of"),
+        ({"n_layers": 0}, "n_layers"),
+        ({"seed": -1}, "seed"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            ov.setup(**kwargs)

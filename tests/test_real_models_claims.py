@@ -1,4 +1,4 @@
-"""The claims of ``06_real_models`` (``probes/_real_models.py``): recorded with the right role and names,
+"""The claims of ``06_real_models`` (``probes/real_models``): recorded with the right role and names,
 one per quantity, identities passing on the same function and failing on a planted difference,
 predictions failing on planted data that contradicts them."""
 
@@ -13,7 +13,7 @@ from scipy import stats
 from analysis.evidence import replicate_seed
 from analysis.hf import HFModel, gpt2_config, zoo_from_gpt2
 from analysis.ledger import Ledger
-from probes import _real_models as rm
+from probes import real_models as rm
 
 
 @pytest.fixture(scope="module")
@@ -194,3 +194,31 @@ def test_no_skip_collapse_runs_signal_propagation_on_each_pair():
     # one initialisation alone, not declared pretrained: not evaluated
     alone = rm.no_skip_collapse({"tiny": inits[0]}, {"tiny": "tiny"}, sp, "smoke")
     assert alone.ledger["dong_noskip_collapses_tiny"].status == "not_evaluated"
+
+
+def test_the_design_is_the_committed_figures_and_builds_the_preset():
+    """``probes.real_models.design`` is the experiment behind the committed figures: its probe configurations
+    hash to their recorded inputs (full preset, seed 0); ``build`` gives the preset's models, independent
+    initialisations with replicate seeds, and names a bad parameter."""
+    import json
+
+    from analysis.io import content_hash
+    from analysis.paths import REPO
+    from probes.real_models import design
+
+    def inputs(figure):
+        return json.loads((REPO / "figures" / f"{figure}.json").read_text())["inputs"]
+
+    assert content_hash(design.signal_config("full", 0)) == inputs("real_rank_collapse")["config"]
+    assert content_hash(design.collapse_config("full", 0)) == inputs("real_representational_collapse")["config"]
+    assert content_hash(list(design.DESIGN["full"]["ctx_lens"])) == inputs("real_attention_entropy")["ctx_lens"]
+    built = design.build("smoke", seed=2, gpt2_layers=1)
+    assert len(built.encoder_inits) == len(built.tiny_pairs) == 2
+    assert [p[0].config.seed for p in built.tiny_pairs] == [2, replicate_seed(2, 1)]
+    assert not built.tiny_pairs[0][1].config.attn_residual and built.gpt2_label == "gpt2_random_L1_d64"
+    assert set(built.models) == set(built.tags) and built.tags[built.gpt2_name] == built.gpt2_label
+    assert built.sp_config["seq_len"] == 48 and built.rc_config["max_len"] == 48 and built.ctx_lens == (16, 64, 128)
+    assert len(built.sp_models[design.REINIT]) == 2 and tuple(built.agreement_tokens.shape) == (2, 64)
+    for kwargs, message in (({"preset": "big"}, "preset must be one of"), ({"gpt2_layers": 0}, "gpt2_layers")):
+        with pytest.raises(ValueError, match=message):
+            design.build(**kwargs)

@@ -1,9 +1,10 @@
-"""The claims of ``00_overview``: an untrained ``TinyTransformer``'s exact identities and its residual RMS.
+"""The experiment of ``00_overview``: an untrained ``TinyTransformer``'s exact identities and its residual RMS.
 
-Not a probe (the registry skips modules whose name starts with an underscore): the overview notebook
-calls these functions, plots what they measured and saves their ledgers. Each function measures one
-thing and records the claims about it in a :class:`Ledger` of context :data:`CONTEXT`; it returns a
-:class:`Measured` (the arrays and the ledger).
+A notebook companion, not a probe (:data:`probes.registry.COMPANION_MODULES`): the overview notebook builds
+its design with :func:`setup` (the model and tokens its parameters and preset give, :data:`DESIGN`), calls the
+functions below, plots what they measured and saves their ledgers. Each function measures one thing and
+records the claims about it in a :class:`Ledger` of context :data:`CONTEXT`; it returns a :class:`Measured`
+(the arrays and the ledger).
 
 * :func:`uniform_attention` -- with zero logits, attention weights are 1/(t+1) on the causal support and
   the head output is the running mean of the values (two identities, worst layer each);
@@ -25,9 +26,56 @@ from analysis.evidence import replicate_seeds
 from analysis.hooks import resid_names, run_with_cache
 from analysis.ledger import Ledger
 from analysis.model import ModelConfig, TinyTransformer
+from analysis.validation import check_choice, check_int
 
 CONTEXT = "overview"
 EPS = float(torch.finfo(torch.float64).eps)  # float64 machine epsilon
+# per preset: initialisations averaged (residual RMS), and the random tokens' batch size and length
+DESIGN = {"smoke": {"n_inits": 4, "batch": 4, "seq_len": 16}, "full": {"n_inits": 8, "batch": 8, "seq_len": 64}}
+
+
+@dataclass(frozen=True)
+class Setup:
+    """The overview's design: the float64 base model (its norm and seed replaced per run), the input tokens
+    ``(batch, seq_len)`` and the number of independent initialisations."""
+
+    preset: str
+    base: ModelConfig
+    tokens: torch.Tensor
+    n_inits: int
+
+    def model_configs(self) -> list[dict[str, Any]]:
+        """The configs of every residual-RMS model (Pre-LN, then Post-LN; each initialisation): a figure's inputs."""
+        return [
+            self.base.replace(norm=n, seed=s).to_dict()
+            for n in ("pre", "post")
+            for s in init_seeds(self.base, self.n_inits)
+        ]
+
+
+def setup(
+    preset: str = "full", seed: int = 0, n_layers: int = 6, d_model: int = 64, n_heads: int = 4, vocab_size: int = 64
+) -> Setup:
+    """The design the notebook's parameters give (``ValueError`` naming a bad one): a token-input model without
+    read-out in float64 whose weights have ``seed``, and random tokens drawn with ``seed``."""
+    check_choice("preset", preset, tuple(DESIGN))
+    check_int("seed", seed, minimum=0)
+    for name, value in (("n_layers", n_layers), ("d_model", d_model), ("n_heads", n_heads), ("vocab_size", vocab_size)):
+        check_int(name, value, minimum=1)
+    design = DESIGN[preset]
+    base = ModelConfig(
+        input="tokens",
+        vocab_size=vocab_size,
+        output="none",
+        d_model=d_model,
+        n_layers=n_layers,
+        n_heads=n_heads,
+        dtype="float64",
+        seed=seed,
+    )
+    shape = (design["batch"], design["seq_len"])
+    tokens = torch.randint(0, vocab_size, shape, generator=torch.Generator().manual_seed(seed))  # (B, T)
+    return Setup(preset, base, tokens, design["n_inits"])
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """The claims of ``06_real_models``: the probes on real networks through :class:`analysis.hf.HFModel`.
 
-Not a probe (the registry skips modules whose name starts with an underscore): ``06_real_models``
+A notebook companion, not a probe (:data:`probes.registry.COMPANION_MODULES`): ``06_real_models`` builds its
+models and configurations with :func:`probes.real_models.design.build` (per preset, :data:`design.DESIGN`),
 calls these functions, plots what they measured and saves their ledgers (with the ledgers of the probe
 runs they made, which the notebook includes by role). Each function measures one thing and records
 the claims about it in a :class:`Ledger` of context :data:`CONTEXT`; it returns a :class:`Measured`.
