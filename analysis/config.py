@@ -36,6 +36,9 @@ as lists); :meth:`BaseConfig.from_dict` and :meth:`BaseConfig.replace` refuse un
 Content hashes of ``to_dict()`` key the checkpoint and result caches, so a field's name, default and
 JSON form are part of every stored key: change them only together with a version bump.
 
+Fields renamed later. ``param(..., key="old_name")`` keeps a renamed field's stored name: ``to_dict()`` writes
+it under ``key`` (so every cache key stays as it was) and ``from_dict()`` reads either name.
+
 Fields added later. A field declared with ``param(..., omit_at_default=True)`` is left out of
 :meth:`BaseConfig.to_dict` while it holds its default, and :meth:`BaseConfig.from_dict` fills it in
 when absent. Adding such a field therefore leaves the dict (and every cache key) of each existing
@@ -70,6 +73,7 @@ def param(
     maximum: float | None = None,
     min_len: int | None = None,
     omit_at_default: bool = False,
+    key: str | None = None,
 ) -> Any:
     """A config field with the metadata the generic validation and the command line use.
 
@@ -77,11 +81,15 @@ def param(
     says the same); ``minimum``/``maximum`` bound numbers inclusively (each item, for tuple
     fields); ``min_len`` is the shortest allowed tuple (1 unless given). ``omit_at_default`` leaves
     the field out of ``to_dict()`` while it holds ``default`` (a field added after configs were
-    stored: their keys stay as they were; see the module docstring).
+    stored: their keys stay as they were; see the module docstring). ``key`` is the name the field has in
+    ``to_dict()`` when it differs from the attribute's (a field renamed after configs were stored under its old
+    name: the stored keys stay as they were; ``from_dict`` takes either name).
     """
     meta: dict[str, Any] = {"help": help}
     if omit_at_default:
         meta["omit_at_default"] = True
+    if key is not None:
+        meta["key"] = key
     if choices is not None:
         meta["choices"] = tuple(choices)
     if minimum is not None:
@@ -109,6 +117,7 @@ class FieldSpec:
     min_len: int  # shortest tuple
     max_len: int | None = None  # longest tuple (fixed-length tuples: == min_len)
     omit_at_default: bool = False  # left out of to_dict() while at its default (a field added later)
+    key: str = ""  # its name in to_dict() (and so in every stored key): the field's name unless renamed since
 
     @property
     def option(self) -> str:
@@ -288,8 +297,16 @@ def field_specs_of(cls: type) -> tuple[FieldSpec, ...]:
                 min_len=min_len,
                 max_len=kind.length,
                 omit_at_default=bool(meta.get("omit_at_default", False)),
+                key=meta.get("key", f.name),
             )
         )
+    keys = [s.key for s in specs]
+    clashes = sorted(
+        {k for k in keys if keys.count(k) > 1}
+        | ({s.key for s in specs if s.key != s.name} & {s.name for s in specs if s.key == s.name})
+    )
+    if clashes:
+        raise TypeError(f"{cls.__name__}: fields share the stored key(s) {clashes} (param key= must be unique)")
     return tuple(specs)
 
 
@@ -350,14 +367,19 @@ class BaseConfig:
             value = getattr(self, spec.name)
             if spec.omit_at_default and _same_value(value, spec.default):
                 continue
-            out[spec.name] = to_jsonable(value)
+            out[spec.key] = to_jsonable(value)
         return out
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]):
-        """The config with the values of ``d`` (as :meth:`to_dict` gives them); unknown names are refused."""
-        cls._check_names(d)
-        return cls(**d)
+        """The config with the values of ``d`` (as :meth:`to_dict` gives them: a renamed field under its stored
+        ``key``; its new name is taken too); unknown names are refused."""
+        renamed = {s.key: s.name for s in field_specs_of(cls) if s.key != s.name}
+        values = {renamed.get(k, k): v for k, v in d.items()}
+        if len(values) != len(d):
+            raise ValueError(f"a renamed field is given under both names: {sorted(set(d) & set(renamed.values()))}")
+        cls._check_names(values)
+        return cls(**values)
 
 
 def _same_value(a: Any, b: Any) -> bool:

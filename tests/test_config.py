@@ -278,13 +278,14 @@ def test_probe_config_dict_is_its_fields_in_order_and_round_trips(name, preset):
     later = [f.name for f in dataclasses.fields(Config) if f.metadata.get("omit_at_default")]
     assert "device" in later
     assert Config.field_names() == [f.name for f in dataclasses.fields(Config)]
-    assert list(d) == [n for n in Config.field_names() if n not in later]
+    keys = {s.name: s.key for s in Config.field_specs(include_preset=True)}  # a renamed field: its stored key
+    assert list(d) == [keys[n] for n in Config.field_names() if n not in later]
     assert list(d)[0] == "preset_name" and d["preset_name"] == preset
     again = Config.from_dict(json.loads(json.dumps(d)))
     assert again == cfg and _exact(again.to_dict()) == _exact(d) and cfg.digest() == content_hash(d)
     assert Config() == Config.preset("full")
     auto = Config.preset(preset, device="auto")
-    assert list(auto.to_dict()) == [n for n in Config.field_names() if n not in later or n == "device"]
+    assert list(auto.to_dict()) == [keys[n] for n in Config.field_names() if n not in later or n == "device"]
     assert auto.to_dict()["device"] == "auto"
     assert Config.from_dict(json.loads(json.dumps(auto.to_dict()))) == auto and auto.digest() != cfg.digest()
 
@@ -614,3 +615,27 @@ def test_omit_at_default_fields_stay_out_of_to_dict_until_set():
     assert Later.from_dict(Later(b=0.25).to_dict()) == Later(b=0.25)
     assert "b" in Later(b=0).to_dict()  # an int 0 is not the float default (its JSON differs)
     assert {s.name: s.omit_at_default for s in Later.field_specs()} == {"a": False, "b": True, "c": True}
+
+
+def test_a_renamed_field_keeps_its_stored_key():
+    @dataclass(frozen=True)
+    class Renamed(BaseConfig):
+        a: int = param(1, "an old field")
+        training: bool = param(True, "was called `trained`", key="trained")
+
+    assert Renamed(training=False).to_dict() == {"a": 1, "trained": False}  # the stored key, so cache keys stay
+    assert Renamed.from_dict({"a": 1, "trained": False}) == Renamed(training=False)  # stored entries load
+    assert Renamed.from_dict({"a": 1, "training": False}) == Renamed(training=False)  # and the new name is taken
+    with pytest.raises(ValueError, match="under both names"):
+        Renamed.from_dict({"trained": False, "training": True})
+    with pytest.raises(ValueError, match="unknown Renamed field"):
+        Renamed.from_dict({"untrained": True})
+    assert [s.key for s in Renamed.field_specs()] == ["a", "trained"]
+
+    @dataclass(frozen=True)
+    class Clash(BaseConfig):
+        trained: bool = param(False, "a field")
+        training: bool = param(True, "stored under another field's name", key="trained")
+
+    with pytest.raises(TypeError, match="share the stored key"):
+        Clash.field_specs()
