@@ -113,3 +113,21 @@ def test_show_states_the_model_requirements(name, capsys):
     else:
         for key, value in requires.items():
             assert f"{key}={value!r}" in line, (line, key)
+
+
+def test_every_exported_name_exists():
+    """A probe package's (and every framework module's) ``__all__`` names only what the module has: a re-export
+    dropped by a refactor is an AttributeError for every user of the old name."""
+    import importlib
+    import pkgutil
+
+    root = importlib.import_module("probes")
+    names = [f"probes.{m.name}" for m in pkgutil.iter_modules(root.__path__) if m.name != "__main__"]
+    names += [f"probes.{p}.{m.name}" for p in probes.available() for m in pkgutil.iter_modules(probes.get(p).__path__)]
+    missing = {}
+    for name in names:
+        module = importlib.import_module(name)
+        gone = [a for a in getattr(module, "__all__", ()) if not hasattr(module, a)]
+        if gone:
+            missing[name] = gone
+    assert not missing, f"__all__ names that do not exist: {missing}"

@@ -70,6 +70,7 @@ from probes.attention_only.nearest_neighbour import (
     learned_scale,
     nn_model_config,
 )
+from probes.base import Result
 from probes.parts import part_of, probe_functions
 
 NAME = "attention_only"

@@ -66,6 +66,7 @@ read), ``mahankali``, ``depth``, ``ridge``, ``garg`` (gate ``garg``), ``looped``
 
 from __future__ import annotations
 
+from analysis.ledger import Ledger
 from analysis.model import TinyTransformer
 from analysis.regression_data import concat_tokens, interleaved_tokens
 from probes.icl_gd import (
