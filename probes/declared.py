@@ -271,6 +271,27 @@ class _Resolver:
         return out
 
 
+def _dict_keywords(expr: ast.AST, fn: ast.AST | None) -> dict[str, ast.AST]:
+    """The keywords a ``**name`` passes: those of ``name = dict(k=...)`` or ``name = {"k": ...}`` in ``fn``."""
+    if not isinstance(expr, ast.Name) or fn is None:
+        return {}
+    out: dict[str, ast.AST] = {}
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == expr.id for t in node.targets):
+            value = node.value
+            if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "dict":
+                out.update({k.arg: k.value for k in value.keywords if k.arg})
+            elif isinstance(value, ast.Dict):
+                out.update(
+                    {
+                        k.value: v
+                        for k, v in zip(value.keys, value.values, strict=True)
+                        if isinstance(k, ast.Constant) and isinstance(k.value, str)
+                    }
+                )
+    return out
+
+
 def _first(values: list[Any]) -> str | None:
     """The string an argument takes; where it can take several (callers pass different ones), all of them."""
     strings = list(dict.fromkeys(v for v in values if isinstance(v, str)))
@@ -304,7 +325,9 @@ def _sites(probe: str, files: tuple[Path, ...]) -> tuple[Site, ...]:
             ):
                 continue
             fn = _enclosing(node)
-            kw = {k.arg: k.value for k in node.keywords if k.arg}
+            kw = {}
+            for k in node.keywords:  # **common: the keywords of a dict built in the same function
+                kw.update({k.arg: k.value} if k.arg else _dict_keywords(k.value, fn))
             role = METHODS[node.func.attr]
             if "role" in kw:
                 role = _first(resolver.values(kw["role"], mod, fn))

@@ -49,6 +49,8 @@ def claims(led, results):
     for label, kind in (("a", "x"), ("b", "y")):
         led.direction(f"{label}_rises", replicates=[1.0], sign=1, alternative=0.0, source=SOURCE, why="x",
                       hypothesis="h", statement="s")
+    common = dict(source=SOURCE, seed="000#2")
+    led.paper("from_common", measured=1.0, expected=1.0, why="x", statement="s", **common)
     helper(led, "from_caller", 3)
     led.identity(compute_name(), measured=1.0, expected=1.0, atol=0.0, source=SOURCE, why="x", statement="s")
 
@@ -74,6 +76,7 @@ def test_names_are_followed_to_their_values(tmp_path):
         ("predict", ("width_8_law", "width_16_law"), "prediction"),  # a loop over a literal tuple fills the field
         ("bound", ("paired_name",), "bound"),  # a tuple assignment
         ("direction", ("a_rises", "b_rises"), "prediction"),  # a loop over rows, unpacked
+        ("paper", ("from_common",), "paper"),
         ("identity", (), "identity"),  # a name computed by a call: not guessed
         ("not_evaluated", ("from_caller",), "prediction"),  # a parameter: the callers' arguments
         ("not_evaluated", ("from_caller_twice",), "bound"),
@@ -85,6 +88,7 @@ def test_names_are_followed_to_their_values(tmp_path):
 
     assert second.source == SOURCE_ETA and second.seed == "000#1"  # a constant imported from a probes module
     assert second.statement == "width 8: the law at {2 * int(width)} | width 16: the law at {2 * int(width)}"
+    assert sites[4].seed == "000#2" and sites[4].source == first.source  # keywords passed as **common
     assert declared.match(sites, "width_16_law", "prediction") == [second]
     assert declared.match(sites, "width_16_law", "identity") == [] and declared.match(sites, "width_32_law") == []
     text = declared.format_sites(sites, source=True)
