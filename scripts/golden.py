@@ -6,9 +6,10 @@
 ``record`` runs the probe directly (``module.run``, not the result cache: the code under test computes every
 number) on the config ``Config.preset(preset, **overrides)`` (values parsed as on the command line) and writes
 a digest: every data variable and coordinate (dims, dtype, a SHA-256 of its bytes), the scalars, the meta and
-the ledger's claims, to the last bit. Wall-clock entries (names ending ``time_s`` and ``elapsed_s``) and the
-``cached`` flags of trained models are left out. Run it in a worktree of the commit before the change and in
-the changed tree, each with its own ``WORKBENCH_CACHE`` (so no trained model is shared), then ``compare``:
+the ledger's claims, to the last bit. Wall-clock entries (scalars, meta, attributes and arrays whose names end
+``time_s`` or ``elapsed_s``) and the ``cached`` flags of trained models are left out. Run it in a worktree of
+the commit before the change and in the changed tree, each with its own ``WORKBENCH_CACHE`` (so no trained
+model is shared), then ``compare``:
 exit 0 when the digests are identical, 1 with the differing entries listed.
 """
 
@@ -43,6 +44,8 @@ def digest(result: Any) -> dict[str, Any]:
 
     arrays = {}
     for name, var in list(result.data.data_vars.items()) + list(result.data.coords.items()):
+        if _skip(name):  # wall-clock arrays (training time per model)
+            continue
         values = np.ascontiguousarray(var.values)
         raw = values.astype(str).tobytes() if values.dtype == object else values.tobytes()
         arrays[str(name)] = {

@@ -20,7 +20,10 @@ spec.loader.exec_module(golden)
 def fake_result(value: float, train_time: float) -> SimpleNamespace:
     led = Ledger("toy")
     led.identity("one", measured=value, expected=1.0, atol=1e-12, source="algebra", why="exact", statement="x")
-    data = xr.Dataset({"v": (("n",), np.array([value, 2.0]))}, coords={"n": [1, 2]})
+    data = xr.Dataset(
+        {"v": (("n",), np.array([value, 2.0])), "train_time_s": (("n",), np.array([train_time, 1.0]))},
+        coords={"n": [1, 2]},
+    )
     scalars = {"slope": value, "train_time_s": train_time, "trained_from_cache": train_time > 1}
     return SimpleNamespace(data=data, scalars=scalars, meta={"x": 1, "elapsed_s": train_time}, ledger=led)
 

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
 
+import numpy as np
+
+from analysis.evidence import family_size, seed_z, worst_case
 from analysis.ledger import Ledger
+from probes.base import Result
 
 MC_NO_MODEL = "no model: a closed form checked by Monte Carlo, whose SE over the draws is the whole uncertainty"
 
@@ -45,3 +51,104 @@ def seeds_ok(led: Ledger, names: Sequence[str], n: int, part: str, source: str, 
             reason=f"needs {part}_seeds >= 2 trained replicates for the band over seeds (has {n})",
         )
     return False
+
+
+def one_run(claims_of: Callable[[Ledger, Any, dict, Any], None]) -> Callable[[Ledger, tuple[Result, ...]], None]:
+    """A part's ``claims(led, results)`` from its claim function ``claims_of(led, ds, scalars, config)``, judged on
+    one run (the replicate seeds of its trained models are inside it)."""
+
+    def claims(led: Ledger, rs: tuple[Result, ...]) -> None:
+        (r,) = rs
+        claims_of(led, r.data, r.scalars, r.config)
+
+    return claims
+
+
+def below_zero_at_worst(
+    led: Ledger,
+    name: str,
+    replicates: np.ndarray,
+    candidates: np.ndarray | None = None,
+    *,
+    hypothesis: str,
+    source: str,
+    why: str,
+    statement: str,
+    worst: Callable[[int], str],
+    seed: str | None = None,
+    fallback: int | None = None,
+) -> None:
+    """The direction claim ``name`` (full runs): in every case the seeds' mean of ``replicates`` (case, seed) lies
+    below 0, recorded at the case nearest to failing, the largest :func:`seed_z` (among the ``candidates`` where
+    given), and stated as ``statement (worst(case))``. Where no case has a z nothing is recorded, or the case
+    ``fallback`` is (a replicate diverged: the claim fails as unmeasured)."""
+    z = seed_z(replicates) if candidates is None else np.where(candidates, seed_z(replicates), np.nan)
+    i = worst_case(z)
+    i = fallback if i is None else i
+    if i is None:
+        return
+    led.direction(
+        name,
+        replicates=replicates[i],
+        family=family_size(z),
+        sign=-1,
+        alternative=0.0,
+        hypothesis=hypothesis,
+        source=source,
+        seed=seed,
+        requires_full=True,
+        why=why,
+        statement=f"{statement} ({worst(i)})",
+    )
+
+
+def mc_check(
+    led: Ledger,
+    name: str,
+    measured: float,
+    expected: float,
+    se: float,
+    *,
+    alternative: float,
+    hypothesis: str,
+    source: str,
+    why: str,
+    statement: str,
+    seed: str | None = None,
+    family: int | None = None,
+    within_run: str = MC_NO_MODEL,
+) -> None:
+    """The prediction ``name``: a closed form (``expected``) equals its Monte Carlo estimate ``measured``, whose SE
+    ``se`` over the draws (a normal band) is the whole uncertainty (no model: ``within_run`` says so)."""
+    led.predict(
+        name,
+        measured=measured,
+        expected=expected,
+        se=se,
+        dof=math.inf,
+        family=family,
+        within_run=within_run,
+        alternative=alternative,
+        hypothesis=hypothesis,
+        source=source,
+        seed=seed,
+        why=why,
+        statement=statement,
+    )
+
+
+def within_rounding(
+    led: Ledger, name: str, ratio: np.ndarray, *, source: str, why: str, statement: str, seed: str | None = None
+) -> None:
+    """The identity ``name``: every deviation in ``ratio``, in units of its float64 rounding bound, is within 1 (the
+    bound); recorded at the worst."""
+    led.identity(
+        name,
+        measured=float(ratio.max()),
+        expected=0.0,
+        atol=1.0,
+        source=source,
+        seed=seed,
+        why=why,
+        statement=statement,
+    )

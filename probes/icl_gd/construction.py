@@ -9,7 +9,7 @@ import xarray as xr
 
 from analysis.ledger import Ledger
 from analysis.theory import icl_gd as th
-from probes.base import Result
+from probes.icl_gd.bands import one_run, within_rounding
 from probes.icl_gd.config import EPS, Config
 from probes.icl_gd.models import ModelPredictor, model_from_lsa_weights, predict, sample_batch
 from probes.parts import Context
@@ -58,12 +58,10 @@ def measure_sympy(scalars: dict) -> None:
 def claims_construction(led: Ledger, ds: xr.Dataset, s: dict, cfg: Config) -> None:
     """Identities: the K-layer construction is K GD steps; weights read back reproduce the model; the
     closed-form one-step loss equals a brute-force moment expansion (sympy)."""
-    ratio = ds["construction_error"].values / ds["construction_atol"].values
-    led.identity(
+    within_rounding(
+        led,
         "construction_equals_gd",
-        measured=float(ratio.max()),
-        expected=0.0,
-        atol=1.0,
+        ds["construction_error"].values / ds["construction_atol"].values,
         source="von Oswald et al. 2023 Prop. 1 and Sec. 3; analysis.theory.icl_gd.gd_lsa_stack",
         why="max |LSA - GD| over 256 tasks, in units of each K's float64 summation bound ((N + D) eps per layer "
         "on the terms' magnitudes, K layers): 1 is the bound",
@@ -105,6 +103,4 @@ def measure(ctx: Context) -> None:
     measure_sympy(ctx.scalars)
 
 
-def claims(led: Ledger, rs: tuple[Result, ...]) -> None:
-    (r,) = rs  # one run: the replicate seeds of its trained models are inside it
-    claims_construction(led, r.data, r.scalars, r.config)
+claims = one_run(claims_construction)

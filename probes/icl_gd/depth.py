@@ -9,8 +9,7 @@ import xarray as xr
 
 from analysis.evidence import family_size, mean_se, seed_z, worst_case
 from analysis.ledger import Ledger
-from probes.base import Result
-from probes.icl_gd.bands import seeds_ok
+from probes.icl_gd.bands import below_zero_at_worst, one_run, seeds_ok
 from probes.icl_gd.config import Config, part_seeds
 from probes.icl_gd.models import ModelPredictor, predict, sample_batch, sq_err
 from probes.icl_gd.stacks import train_one
@@ -76,24 +75,19 @@ def claims_depth(led: Ledger, ds: xr.Dataset, s: dict, cfg: Config) -> None:
     names = ("depth_beats_plain_gd", "depth_matches_gdpp", "depth_loss_falls_with_K")
     if not seeds_ok(led, names, n, "depth", src):
         return
+    paired = f"95% t band over {n} training seeds of the paired"
     e = ds["excess_over_gd_perstep_seeds"].values  # (K, depth_seed)
-    z = np.where(deep, seed_z(e), np.nan)
-    i = worst_case(z)
-    if i is not None:
-        led.direction(
-            "depth_beats_plain_gd",
-            replicates=e[i],
-            family=family_size(z),
-            sign=-1,
-            alternative=0.0,
-            hypothesis="the stack implements plain K-step GD (von Oswald's construction, best per-step rates)",
-            source=src,
-            requires_full=True,
-            why=f"95% t band over {n} training seeds of the paired (model - K-step GD) squared-error difference on "
-            "the same n_eval tasks",
-            statement=f"trained K-layer stacks have a lower loss than K plain GD steps at their best per-step rates "
-            f"(worst depth, K = {Ks[i]}; {n} seeds, mean)",
-        )
+    below_zero_at_worst(
+        led,
+        "depth_beats_plain_gd",
+        e,
+        deep,
+        hypothesis="the stack implements plain K-step GD (von Oswald's construction, best per-step rates)",
+        source=src,
+        why=f"{paired} (model - K-step GD) squared-error difference on the same n_eval tasks",
+        statement="trained K-layer stacks have a lower loss than K plain GD steps at their best per-step rates",
+        worst=lambda i: f"worst depth, K = {Ks[i]}; {n} seeds, mean",
+    )
     e_pp = ds["excess_over_gdpp_seeds"].values
     z = np.where(deep, np.abs(seed_z(e_pp)), np.nan)
     i = worst_case(z)
@@ -107,31 +101,20 @@ def claims_depth(led: Ledger, ds: xr.Dataset, s: dict, cfg: Config) -> None:
             hypothesis="the stack is plain K-step GD: its loss exceeds GD++'s by loss(GD per-step) - loss(GD++)",
             source=src,
             requires_full=True,
-            why=f"95% t band over {n} training seeds of the paired (model - GD++) squared-error difference on the "
-            "same n_eval tasks",
+            why=f"{paired} (model - GD++) squared-error difference on the same n_eval tasks",
             statement=f"trained K-layer stacks have the loss of GD++ (per-layer eta, gamma fitted on separate tasks) "
             f"(worst depth, K = {Ks[i]}; {n} seeds, mean)",
         )
-    dK = ds["depth_diff_prev_seeds"].values
-    z = seed_z(dK)
-    i = worst_case(z)
-    if i is not None:
-        led.direction(
-            "depth_loss_falls_with_K",
-            replicates=dK[i],
-            family=family_size(z),
-            sign=-1,
-            alternative=0.0,
-            hypothesis="an extra layer does not lower the in-context loss",
-            source=src,
-            requires_full=True,
-            why=f"95% t band over {n} training seeds of the paired difference of two consecutive stacks' squared "
-            "errors (the same seed's stacks) on the same tasks",
-            statement=(
-                "each trained stack has a lower loss than the next shallower one (worst step, K = "
-                f"{Ks[i - 1]} -> {Ks[i]}; {n} seeds, mean)"
-            ),
-        )
+    below_zero_at_worst(
+        led,
+        "depth_loss_falls_with_K",
+        ds["depth_diff_prev_seeds"].values,
+        hypothesis="an extra layer does not lower the in-context loss",
+        source=src,
+        why=f"{paired} difference of two consecutive stacks' squared errors (the same seed's stacks) on the same tasks",
+        statement="each trained stack has a lower loss than the next shallower one",
+        worst=lambda i: f"worst step, K = {Ks[i - 1]} -> {Ks[i]}; {n} seeds, mean",
+    )
 
 
 def measure(ctx: Context) -> None:
@@ -139,6 +122,4 @@ def measure(ctx: Context) -> None:
     measure_depth_seeds(cfg, ctx.trained, ctx.sq_schedules, ctx.model, ctx.progress, ctx.data, ctx.scalars, ctx.coords)
 
 
-def claims(led: Ledger, rs: tuple[Result, ...]) -> None:
-    (r,) = rs  # one run: the replicate seeds of its trained models are inside it
-    claims_depth(led, r.data, r.scalars, r.config)
+claims = one_run(claims_depth)

@@ -10,8 +10,7 @@ import xarray as xr
 
 from analysis.evidence import mean_se
 from analysis.ledger import Ledger
-from probes.base import Result
-from probes.icl_gd.bands import HYP_INF, MC_NO_MODEL, SOURCE_ETA, claim_seed
+from probes.icl_gd.bands import HYP_INF, SOURCE_ETA, claim_seed, mc_check, one_run
 from probes.icl_gd.config import Config
 from probes.icl_gd.models import sample_batch
 from probes.parts import Context
@@ -51,13 +50,12 @@ def measure_eta_star(cfg: Config, one: dict, data: dict, scalars: dict, coords: 
 def claims_eta_star(led: Ledger, ds: xr.Dataset, s: dict, cfg: Config) -> None:
     """The closed-form optimal rate eta* and its loss against Monte Carlo; the alternative is the
     infinite-context value (the untuned rate), which the 1/N fourth-moment term moves eta* away from."""
-    led.predict(
+    mc_check(
+        led,
         "eta_star_mc",
-        measured=s["eta_mc"],
-        expected=s["eta_theory"],
-        se=s["eta_mc_se"],
-        dof=math.inf,
-        within_run=MC_NO_MODEL,
+        s["eta_mc"],
+        s["eta_theory"],
+        s["eta_mc_se"],
         alternative=s["eta_untuned"],
         hypothesis=HYP_INF,
         source=SOURCE_ETA,
@@ -65,13 +63,12 @@ def claims_eta_star(led: Ledger, ds: xr.Dataset, s: dict, cfg: Config) -> None:
         why="95% band of the delta-method SE of the Monte Carlo least-squares rate E[g y_q]/E[g^2] over n_mc tasks",
         statement=f"eta* (closed form, {cfg.x_dist}) equals the Monte Carlo least-squares learning rate of one GD step",
     )
-    led.predict(
+    mc_check(
+        led,
         "loss_star_mc",
-        measured=s["loss_gd_mc"],
-        expected=s["loss_gd_theory"],
-        se=s["loss_gd_mc_se"],
-        dof=math.inf,
-        within_run=MC_NO_MODEL,
+        s["loss_gd_mc"],
+        s["loss_gd_theory"],
+        s["loss_gd_mc_se"],
         alternative=s["loss_gd_infinite_context"],
         hypothesis=HYP_INF + " (its loss formula at the same eta*)",
         source=SOURCE_ETA,
@@ -85,6 +82,4 @@ def measure(ctx: Context) -> None:
     measure_eta_star(ctx.config, ctx.one, ctx.data, ctx.scalars, ctx.coords)
 
 
-def claims(led: Ledger, rs: tuple[Result, ...]) -> None:
-    (r,) = rs  # one run: the replicate seeds of its trained models are inside it
-    claims_eta_star(led, r.data, r.scalars, r.config)
+claims = one_run(claims_eta_star)

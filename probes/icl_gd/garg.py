@@ -9,17 +9,16 @@ import numpy as np
 import torch
 import xarray as xr
 
-from analysis.evidence import family_size, mean_se, seed_z, worst_case
+from analysis.evidence import mean_se
 from analysis.ledger import Ledger
 from analysis.model import ModelConfig, TinyTransformer
 from analysis.regression_data import interleaved_tokens
 from analysis.tasks import LinearRegressionTask
 from analysis.theory import icl_gd as th
 from analysis.train import TrainConfig, train
-from probes.base import Result
-from probes.icl_gd.bands import seeds_ok
+from probes.icl_gd.bands import below_zero_at_worst, one_run, seeds_ok
 from probes.icl_gd.config import Config, part_seeds
-from probes.icl_gd.models import rng_for, torch_threads
+from probes.icl_gd.models import adam_cosine, rng_for, torch_threads
 from probes.parts import Context
 
 DESCRIPTION = "a GPT-style transformer against least squares, ridge, k-NN and averaging (Garg et al. Fig. 2)"
@@ -60,17 +59,9 @@ def garg_model_config(cfg: Config, dtype: str = "float32", seed: int | None = No
 
 
 def garg_train_config(cfg: Config, seed: int | None = None) -> TrainConfig:
-    return TrainConfig(
-        steps=cfg.garg_steps,
-        batch_size=cfg.garg_batch,
-        lr=cfg.garg_lr,
-        optimizer="adam",
-        grad_clip=1.0,
-        warmup_steps=min(100, cfg.garg_steps // 10),
-        schedule="cosine",
-        min_lr_ratio=0.1,
-        seed=cfg.seed if seed is None else seed,
-    )
+    warmup = min(100, cfg.garg_steps // 10)
+    seed = cfg.seed if seed is None else seed
+    return adam_cosine(cfg.garg_steps, cfg.garg_batch, cfg.garg_lr, seed, grad_clip=1.0, warmup_steps=warmup)
 
 
 GARG_BASELINES = ("least_squares", "ridge", "knn", "averaging", "gd_star")
@@ -181,23 +172,18 @@ def claims_garg(led: Ledger, ds: xr.Dataset, s: dict, cfg: Config) -> None:
     n = int(ds.sizes["garg_seed"])
     diff = ds["garg_diff_best_simple_seeds"].values  # (garg_k, garg_seed)
     if seeds_ok(led, ["garg_beats_averaging_knn"], n, "garg", src):
-        z = np.where(kg >= cfg.garg_d, seed_z(diff), np.nan)
-        i = worst_case(z)
-        if i is not None:
-            led.direction(
-                "garg_beats_averaging_knn",
-                replicates=diff[i],
-                family=family_size(z),
-                sign=-1,
-                alternative=0.0,
-                hypothesis="the transformer is no better than the better of averaging and 3-NN",
-                source=src,
-                requires_full=True,
-                why=f"95% t band over {n} training seeds (n seeds: compute, about 45 s per seed) of the paired "
-                "(model - better of averaging, 3-NN) squared-error difference on the same n_eval tasks",
-                statement=f"the interleaved-layout transformer beats averaging and 3-NN at every k >= d = "
-                f"{cfg.garg_d} (worst k = {kg[i]}; {n} seeds, mean)",
-            )
+        below_zero_at_worst(
+            led,
+            "garg_beats_averaging_knn",
+            diff,
+            kg >= cfg.garg_d,
+            hypothesis="the transformer is no better than the better of averaging and 3-NN",
+            source=src,
+            why=f"95% t band over {n} training seeds (n seeds: compute, about 45 s per seed) of the paired "
+            "(model - better of averaging, 3-NN) squared-error difference on the same n_eval tasks",
+            statement=f"the interleaved-layout transformer beats averaging and 3-NN at every k >= d = {cfg.garg_d}",
+            worst=lambda i: f"worst k = {kg[i]}; {n} seeds, mean",
+        )
     excess = mean_se(ds["garg_excess_over_ls_seeds"].values)
     led.paper(
         "garg_close_to_least_squares",
@@ -219,6 +205,4 @@ def measure(ctx: Context) -> None:
     garg_run(ctx.config, ctx.data, ctx.scalars, ctx.coords, ctx.progress)
 
 
-def claims(led: Ledger, rs: tuple[Result, ...]) -> None:
-    (r,) = rs  # one run: the replicate seeds of its trained models are inside it
-    claims_garg(led, r.data, r.scalars, r.config)
+claims = one_run(claims_garg)

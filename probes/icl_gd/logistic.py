@@ -28,8 +28,8 @@ from analysis.logistic_data import ClassificationLaw, OneStepGDTask, query_hidde
 from analysis.model import ModelConfig, TinyTransformer
 from analysis.theory import logistic_icl as th
 from analysis.train import TrainConfig, derived_seed, train
-from probes.base import Result
-from probes.icl_gd.models import torch_threads
+from probes.icl_gd.bands import one_run
+from probes.icl_gd.models import adam_cosine, torch_threads
 from probes.parts import Context
 
 DESCRIPTION = "in-context classification by a looped softmax layer against normalised GD"
@@ -73,17 +73,7 @@ def model_config(d: int, seed: int, loops: int = 1, dtype: str = "float32") -> M
 
 
 def train_config(c, seed: int) -> TrainConfig:
-    return TrainConfig(
-        steps=c.lg_steps,
-        batch_size=c.lg_batch,
-        lr=c.lg_lr,
-        optimizer="adam",
-        grad_clip=0.0,
-        warmup_steps=min(50, c.lg_steps),
-        schedule="cosine",
-        min_lr_ratio=0.01,
-        seed=seed,
-    )
+    return adam_cosine(c.lg_steps, c.lg_batch, c.lg_lr, seed, warmup_steps=min(50, c.lg_steps), min_lr_ratio=0.01)
 
 
 def task(c) -> OneStepGDTask:
@@ -198,6 +188,4 @@ def measure(ctx: Context) -> None:
         measure_classification(c, ctx.progress, ctx.data, ctx.scalars, ctx.coords, c.torch_device())
 
 
-def claims(led: Ledger, rs: tuple[Result, ...]) -> None:
-    (r,) = rs
-    claims_classification(led, r.data, r.scalars, r.config)
+claims = one_run(claims_classification)

@@ -17,8 +17,7 @@ from analysis.regression_data import RegressionBatch, concat_tokens
 from analysis.theory import icl_gd as th
 from analysis.theory import looped as lp
 from analysis.train import train
-from probes.base import Result
-from probes.icl_gd.bands import SEED_LOOPED, SOURCE_LOOPED, seeds_ok
+from probes.icl_gd.bands import SEED_LOOPED, SOURCE_LOOPED, below_zero_at_worst, one_run, seeds_ok, within_rounding
 from probes.icl_gd.config import EPS, Config, part_seeds
 from probes.icl_gd.models import (
     NegYReadoutTask,
@@ -257,12 +256,10 @@ def measure_looped(cfg: Config, progress: bool, data: dict, scalars: dict, coord
 
 def _claim_looped_construction(led: Ledger, ds: xr.Dataset, s: dict, cfg: Config) -> None:
     """The identity under Chen et al.'s claims: one GD layer looped k times is exactly k GD steps."""
-    r = ds["looped_construction_ratio"].values
-    led.identity(
+    within_rounding(
+        led,
         "looped_construction_equals_gd",
-        measured=float(r.max()),
-        expected=0.0,
-        atol=1.0,
+        ds["looped_construction_ratio"].values,
         source="von Oswald et al. 2023 Prop. 1 (one GD step per layer) with the zoo's weight tying (loops)",
         seed=SEED_LOOPED,
         why="max |looped LSA - k-step GD| over 256 prompts in units of the float64 summation bound of k loops "
@@ -360,26 +357,21 @@ def claims_looped(led: Ledger, ds: xr.Dataset, s: dict, cfg: Config) -> None:
             statement=f"looped LSAs ({desc}; {n} seeds, mean) have at every loop k <= T = {T} the squared weight "
             f"error of weight-tied GD++ read off their weights' structured blocks (worst k = {i + 1})",
         )
-        nd = v["looped_next_diff"]
-        z = seed_z(nd.T)
-        i = worst_case(z)
         if cfg.looped_eval_loops > 1:  # a change from loop k to k + 1 exists
-            i = 0 if i is None else i  # a replicate diverged (NaN): the claim fails as unmeasured
-            led.direction(
+            below_zero_at_worst(
+                led,
                 f"looped_{law}_error_falls_every_loop",
-                replicates=nd[:, i],
-                family=family_size(z),
-                sign=-1,
-                alternative=0.0,
+                v["looped_next_diff"].T,  # (loop, looped_seed)
                 hypothesis="an extra loop does not lower the weight error (no gain past one step, or past the "
                 "trained loop count)",
                 source=SOURCE_LOOPED,
                 seed=SEED_LOOPED,
-                requires_full=True,
+                fallback=0,  # a replicate diverged (NaN): the claim fails as unmeasured
                 why=f"{seeds_why} of the paired difference of the squared weight errors after k + 1 and k loops on "
                 "the same prompts",
                 statement=f"each extra loop lowers the looped LSAs' squared weight error ({desc}; {n} seeds, mean), "
-                f"k = 1...{cfg.looped_eval_loops} (trained with {T}; worst step k = {i + 1} -> {i + 2})",
+                f"k = 1...{cfg.looped_eval_loops}",
+                worst=lambda i: f"trained with {T}; worst step k = {i + 1} -> {i + 2}",
             )
 
 
@@ -387,6 +379,4 @@ def measure(ctx: Context) -> None:
     measure_looped(ctx.config, ctx.progress, ctx.data, ctx.scalars, ctx.coords)
 
 
-def claims(led: Ledger, rs: tuple[Result, ...]) -> None:
-    (r,) = rs  # one run: the replicate seeds of its trained models are inside it
-    claims_looped(led, r.data, r.scalars, r.config)
+claims = one_run(claims_looped)

@@ -14,8 +14,7 @@ from analysis.evidence import mean_se
 from analysis.ledger import Ledger
 from analysis.regression_data import RegressionBatch
 from analysis.theory import icl_gd as th
-from probes.base import Result
-from probes.icl_gd.bands import HYP_INF, MC_NO_MODEL, SEED_MAHANKALI, seeds_ok
+from probes.icl_gd.bands import HYP_INF, SEED_MAHANKALI, mc_check, one_run, seeds_ok
 from probes.icl_gd.config import ETA_CRITERION, PRECONDITIONER_CRITERION, Config, part_seeds, spectrum
 from probes.icl_gd.models import (
     ModelPredictor,
@@ -263,13 +262,12 @@ def claims_mahankali_loss(led: Ledger, r: dict, law: str, cfg: Config) -> None:
         "anisotropic": MK_ALT_WORDS["anisotropic"],
         "relu": "the ReLU responses behave as linear ones: the linear law's loss formula at the same eta*",
     }[law]
-    led.predict(
+    mc_check(
+        led,
         f"mahankali_{law}_loss_star_mc",
-        measured=r["mk_loss_star_mc"],
-        expected=r["mk_loss_star"],
-        se=r["mk_loss_star_mc_se"],
-        dof=math.inf,
-        within_run=MC_NO_MODEL,
+        r["mk_loss_star_mc"],
+        r["mk_loss_star"],
+        r["mk_loss_star_mc_se"],
         alternative=r["mk_mc_alt"],
         hypothesis=hyp,
         source=f"derivation: {MK_SOURCE[law]}",
@@ -328,6 +326,4 @@ def measure(ctx: Context) -> None:
     measure_mahankali(ctx.config, ctx.progress, ctx.data, ctx.scalars, ctx.coords)
 
 
-def claims(led: Ledger, rs: tuple[Result, ...]) -> None:
-    (r,) = rs  # one run: the replicate seeds of its trained models are inside it
-    claims_mahankali(led, r.data, r.scalars, r.config)
+claims = one_run(claims_mahankali)

@@ -120,27 +120,38 @@ def train_config(cfg: Config, n_layers: int = 1, seed: int | None = None) -> Tra
     warm-up the first updates overshoot and K >= 3 diverges. With a 100-update warm-up to 1e-2 they
     escape within a few hundred updates; Adam then shows transient loss spikes (sharp directions of the
     deep product) that the cosine decay damps, and 1200 updates end near GD++ loss."""
+    seed = cfg.seed if seed is None else seed
     if n_layers == 1:
-        return TrainConfig(
-            steps=cfg.steps,
-            batch_size=cfg.batch,
-            lr=cfg.lr,
-            optimizer="adam",
-            grad_clip=0.0,
-            schedule="cosine",
-            min_lr_ratio=0.1,
-            seed=cfg.seed if seed is None else seed,
-        )
+        return adam_cosine(cfg.steps, cfg.batch, cfg.lr, seed)
+    warmup = min(cfg.depth_warmup, cfg.depth_steps)
+    return adam_cosine(
+        cfg.depth_steps, cfg.depth_batch, cfg.depth_lr, seed, grad_clip=cfg.depth_clip, warmup_steps=warmup
+    )
+
+
+def adam_cosine(
+    steps: int,
+    batch_size: int,
+    lr: float,
+    seed: int,
+    *,
+    grad_clip: float = 0.0,
+    warmup_steps: int = 0,
+    min_lr_ratio: float = 0.1,
+) -> TrainConfig:
+    """The optimiser of every model the probe trains: Adam at peak rate ``lr`` after ``warmup_steps`` of linear
+    warm-up, then a cosine decay to ``min_lr_ratio`` of it; the global gradient norm clipped to ``grad_clip`` (0:
+    not clipped)."""
     return TrainConfig(
-        steps=cfg.depth_steps,
-        batch_size=cfg.depth_batch,
-        lr=cfg.depth_lr,
+        steps=steps,
+        batch_size=batch_size,
+        lr=lr,
         optimizer="adam",
-        grad_clip=cfg.depth_clip,
-        warmup_steps=min(cfg.depth_warmup, cfg.depth_steps),
+        grad_clip=grad_clip,
+        warmup_steps=warmup_steps,
         schedule="cosine",
-        min_lr_ratio=0.1,
-        seed=cfg.seed if seed is None else seed,
+        min_lr_ratio=min_lr_ratio,
+        seed=seed,
     )
 
 

@@ -3,15 +3,13 @@ and Bayes ridge in closed form against Monte Carlo."""
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import xarray as xr
 
 from analysis.evidence import family_size, mean_se, worst_case
 from analysis.ledger import Ledger
 from analysis.theory import icl_gd as th
-from probes.base import Result
+from probes.icl_gd.bands import mc_check, one_run
 from probes.icl_gd.config import Config, spectrum
 from probes.icl_gd.models import ModelPredictor, predict, rng_for, sample_batch, sq_err
 from probes.icl_gd.stacks import baselines
@@ -138,12 +136,12 @@ def claims_ridge(led: Ledger, ds: xr.Dataset, s: dict, cfg: Config) -> None:
         m, e = ds["loss_ridge_rb_k"].values, ds["loss_ridge_theory_k"].values
         z = np.where(ex, np.abs(m - e) / se, np.nan)
         j = worst_case(z)
-        led.predict(
+        mc_check(
+            led,
             "ridge_bayes_vs_k_exact",
-            measured=float(m[j]),
-            expected=float(e[j]),
-            se=float(se[j]),
-            dof=math.inf,
+            float(m[j]),
+            float(e[j]),
+            float(se[j]),
             family=family_size(z),
             within_run="no model: Bayes ridge is a fixed function of the drawn contexts, its Rao-Blackwellised Monte "
             "Carlo SE over them the whole uncertainty",
@@ -161,12 +159,12 @@ def claims_ridge(led: Ledger, ds: xr.Dataset, s: dict, cfg: Config) -> None:
             ),
         )
     d, k = s["ridge_mc_d"], s["ls_mc_k"]
-    led.predict(
+    mc_check(
+        led,
         "least_squares_inverse_wishart",
-        measured=s["ls_mc_loss"],
-        expected=s["ls_exact_loss"],
-        se=s["ls_mc_loss_se"],
-        dof=math.inf,
+        s["ls_mc_loss"],
+        s["ls_exact_loss"],
+        s["ls_mc_loss_se"],
         within_run="no model: least squares is a fixed function of the drawn contexts, the Monte Carlo SE over "
         "them the whole uncertainty",
         alternative=s["ls_asymptotic_loss"],
@@ -187,6 +185,4 @@ def measure(ctx: Context) -> None:
     measure_ridge_mc(cfg, ctx.data, ctx.scalars, ctx.coords)
 
 
-def claims(led: Ledger, rs: tuple[Result, ...]) -> None:
-    (r,) = rs  # one run: the replicate seeds of its trained models are inside it
-    claims_ridge(led, r.data, r.scalars, r.config)
+claims = one_run(claims_ridge)

@@ -15,8 +15,7 @@ from analysis.ledger import Ledger
 from analysis.regression_data import RegressionBatch
 from analysis.theory import icl_gd as th
 from analysis.train import train
-from probes.base import Result
-from probes.icl_gd.bands import SOURCE_ETA, SOURCE_VO, claim_seed, seeds_ok
+from probes.icl_gd.bands import SOURCE_ETA, SOURCE_VO, claim_seed, one_run, seeds_ok
 from probes.icl_gd.config import Config, part_seeds, spectrum
 from probes.icl_gd.models import (
     ModelPredictor,
@@ -392,6 +391,4 @@ def measure(ctx: Context) -> None:
     ctx.one_layer = measure_eta_seeds(cfg, ctx.trained, ctx.model, ctx.progress, ctx.data, ctx.scalars, ctx.coords)
 
 
-def claims(led: Ledger, rs: tuple[Result, ...]) -> None:
-    (r,) = rs  # one run: the replicate seeds of its trained models are inside it
-    claims_one_layer(led, r.data, r.scalars, r.config)
+claims = one_run(claims_one_layer)
