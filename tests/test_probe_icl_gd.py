@@ -483,7 +483,7 @@ def test_replicate_seeds_of_two_runs_are_disjoint():
         s0, s1 = P.part_seeds(c0, part), P.part_seeds(c1, part)
         assert len(s0) == getattr(c0, f"{part}_seeds") and len(set(s0)) == len(s0), part
         assert s0[0] == 0 and s1[0] == 1 and not set(s0) & set(s1), part
-    assert lg.seeds(c0) == P.part_seeds(c0, "lg")
+    assert lg.seeds(c0) == P.part_seeds(c0, "logistic")
     for s in P.part_seeds(c1, "depth"):
         assert P.model_config(c1, 2, seed=s).seed == s and P.train_config(c1, 2, seed=s).seed == s
     for s in P.part_seeds(c1, "garg"):
@@ -502,7 +502,7 @@ def test_smoke_replicates_are_stored_per_seed(smoke):
         ("mk_seed", "mahankali"),
         ("looped_seed", "looped"),
         ("garg_seed", "garg"),
-        ("lg_seed", "lg"),
+        ("lg_seed", "logistic"),
     ):
         assert list(ds[coord].values) == P.part_seeds(cfg, part), coord
     assert ds["eta_fit_seeds"].values[0] == smoke.scalars["eta_fit"]
@@ -602,7 +602,7 @@ def test_logistic_claims_at_smoke_and_on_planted_numbers(smoke):
     planted = Ledger("icl_gd", preset="smoke")
     lg.claims_classification(planted, ds, {**s, "lg_construction_ratio": 2.0}, cfg)
     assert planted["lg_construction_is_normalised_gd"].status == "fail"
-    full = cfg.replace(lg_loops=2)
+    full = cfg.replace(logistic_loops=2)
     for cos, status in ((1.0, "pass"), (None, "fail")):
         d = ds.copy()
         d["lg_cos"] = (
@@ -634,7 +634,7 @@ def test_a_diverged_looped_replicate_leaves_the_looped_claims_not_evaluated():
         looped_steps=1,
         looped_batch=1,
         looped_n_eval=16,
-        lg=False,
+        logistic=False,
     )
     res = P.run(cfg, progress=False)
     assert not np.isfinite(res.data["looped_err_gd_seeds"].values).all()  # the planted divergence happened

@@ -74,10 +74,10 @@ class Config(ProbeConfig):
             "looped_steps": 40,
             "looped_batch": 64,
             "looped_n_eval": 500,
-            "lg_loops": 3,
-            "lg_steps": 30,
-            "lg_seeds": 1,
-            "lg_eval": 64,
+            "logistic_loops": 3,
+            "logistic_steps": 30,
+            "logistic_seeds": 1,
+            "logistic_eval": 64,
         },
         "full": {},
     }
@@ -210,28 +210,38 @@ class Config(ProbeConfig):
     looped_steps: int = param(400, "Adam updates of each looped LSA (depth_* schedule otherwise)", minimum=1)
     looped_batch: int = param(256, "tasks per update of the looped LSA", minimum=1)
     looped_n_eval: int = param(4000, "evaluation prompts of the looped LSA", minimum=16)
-    lg: bool = param(
-        True, "also in-context classification by a looped softmax layer (000#33, probes/icl_gd/logistic.py)"
+    logistic: bool = param(
+        True, "also in-context classification by a looped softmax layer (000#33, probes/icl_gd/logistic.py)", key="lg"
     )
-    lg_d: int = param(5, "input dimension of the in-context classification task", minimum=1, maximum=32)
-    lg_n: int = param(20, "labelled examples per classification prompt", minimum=1, maximum=200)
-    lg_eta: float = param(1.0, "step of the normalised GD the softmax layer is trained on", minimum=1e-3, maximum=10.0)
-    lg_radius: float = param(
+    logistic_d: int = param(
+        5, "input dimension of the in-context classification task", minimum=1, maximum=32, key="lg_d"
+    )
+    logistic_n: int = param(20, "labelled examples per classification prompt", minimum=1, maximum=200, key="lg_n")
+    logistic_eta: float = param(
+        1.0, "step of the normalised GD the softmax layer is trained on", minimum=1e-3, maximum=10.0, key="lg_eta"
+    )
+    logistic_radius: float = param(
         8.0,
         "iterates of the one-step training task have |w| ~ U(0, this) (covers 10 loops)",
         minimum=0.1,
         maximum=100.0,
+        key="lg_radius",
     )
-    lg_loops: int = param(10, "the trained layer is looped T = 1..this times", minimum=1, maximum=32)
-    lg_steps: int = param(800, "Adam updates of each one-step softmax layer", minimum=1)
-    lg_batch: int = param(256, "prompts per update of the one-step softmax layer", minimum=1)
-    lg_lr: float = param(1e-2, "peak Adam learning rate of the one-step softmax layer", minimum=1e-6, maximum=1.0)
-    lg_seeds: int = param(
+    logistic_loops: int = param(
+        10, "the trained layer is looped T = 1..this times", minimum=1, maximum=32, key="lg_loops"
+    )
+    logistic_steps: int = param(800, "Adam updates of each one-step softmax layer", minimum=1, key="lg_steps")
+    logistic_batch: int = param(256, "prompts per update of the one-step softmax layer", minimum=1, key="lg_batch")
+    logistic_lr: float = param(
+        1e-2, "peak Adam learning rate of the one-step softmax layer", minimum=1e-6, maximum=1.0, key="lg_lr"
+    )
+    logistic_seeds: int = param(
         5,
         "replicate seeds of the one-step softmax layer (replicate 0 is seed; ~4 s each; the claim takes the worst)",
         minimum=1,
+        key="lg_seeds",
     )
-    lg_eval: int = param(2000, "held-out classification prompts", minimum=2)
+    logistic_eval: int = param(2000, "held-out classification prompts", minimum=2, key="lg_eval")
 
     def validate(self) -> None:
         super().validate()
@@ -251,7 +261,7 @@ class Config(ProbeConfig):
             )
 
 
-SEED_PARTS = ("eta", "depth", "mahankali", "looped", "garg", "lg")  # the parts with a ``<part>_seeds`` field
+SEED_PARTS = ("eta", "depth", "mahankali", "looped", "garg", "logistic")  # the parts with a ``<part>_seeds`` field
 
 
 def part_seeds(cfg: Config, part: str) -> list[int]:

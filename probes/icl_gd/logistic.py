@@ -33,8 +33,8 @@ from probes.icl_gd.models import adam_cosine, torch_threads
 from probes.parts import Context
 
 DESCRIPTION = "in-context classification by a looped softmax layer against normalised GD"
-GATE = "lg"
-FIELDS = ("lg_seeds", "lg_loops", "threads")
+GATE = "logistic"
+FIELDS = ("logistic_seeds", "logistic_loops", "threads")
 
 SEED = "000#33"
 SOURCE = "analysis/theory/logistic_icl.py"
@@ -44,7 +44,7 @@ CLAIM_LOOPS = (2, 5, 10)  # T = 1 is the alternative's own direction (GD's first
 
 def seeds(c) -> list[int]:
     """The replicate seeds of the ``lg_seeds`` trained layers (:func:`analysis.evidence.replicate_seeds`)."""
-    return replicate_seeds(c.seed, c.lg_seeds)
+    return replicate_seeds(c.seed, c.logistic_seeds)
 
 
 def model_config(d: int, seed: int, loops: int = 1, dtype: str = "float32") -> ModelConfig:
@@ -73,11 +73,18 @@ def model_config(d: int, seed: int, loops: int = 1, dtype: str = "float32") -> M
 
 
 def train_config(c, seed: int) -> TrainConfig:
-    return adam_cosine(c.lg_steps, c.lg_batch, c.lg_lr, seed, warmup_steps=min(50, c.lg_steps), min_lr_ratio=0.01)
+    return adam_cosine(
+        c.logistic_steps,
+        c.logistic_batch,
+        c.logistic_lr,
+        seed,
+        warmup_steps=min(50, c.logistic_steps),
+        min_lr_ratio=0.01,
+    )
 
 
 def task(c) -> OneStepGDTask:
-    return OneStepGDTask(d=c.lg_d, n=c.lg_n, eta=c.lg_eta, w_radius=c.lg_radius)
+    return OneStepGDTask(d=c.logistic_d, n=c.logistic_n, eta=c.logistic_eta, w_radius=c.logistic_radius)
 
 
 def construction_model(d: int, eta: float, loops: int = 1) -> TinyTransformer:
@@ -105,9 +112,9 @@ def query_w(model: TinyTransformer, Z: np.ndarray, w: np.ndarray) -> np.ndarray:
 
 
 def measure_classification(c, progress: bool, data: dict, scalars: dict, coords: dict, device) -> None:
-    d, n, eta, T = c.lg_d, c.lg_n, c.lg_eta, c.lg_loops
+    d, n, eta, T = c.logistic_d, c.logistic_n, c.logistic_eta, c.logistic_loops
     rng = np.random.default_rng(derived_seed(c.seed, "lg_eval"))
-    Z, w_star = ClassificationLaw(d, n).sample(c.lg_eval, rng)
+    Z, w_star = ClassificationLaw(d, n).sample(c.logistic_eval, rng)
     it = th.gd_iterates(Z, eta, T)  # (T + 1, B, d)
     # 1. the construction, one application per GD step
     one = construction_model(d, eta)
@@ -115,7 +122,7 @@ def measure_classification(c, progress: bool, data: dict, scalars: dict, coords:
     bound = np.stack([th.step_rounding_bound(Z, it[t], eta) for t in range(T)])
     scalars.update(lg_construction_err=float(err.max()), lg_construction_ratio=float((err / bound).max()))
     # 2-3. trained layers, looped
-    S = c.lg_seeds
+    S = c.logistic_seeds
     cos = np.full((S, T), np.nan)
     rel = np.full((S, T), np.nan)
     worst = np.full((S, T), np.nan)
@@ -151,8 +158,9 @@ def claims_classification(led: Ledger, ds, s: dict, c) -> None:
         source=f"{SOURCE}: q = w, k_i = -z_i, v_i = z_i, W_o = eta I into the w-slot; query hidden as a key",
         why="float64: the per-prompt, per-step rounding bound of step_rounding_bound (the unit of the measurement)",
         seed=SEED,
-        statement=f"one softmax head applied to w_t gives w_(t+1) of normalised GD (d = {c.lg_d}, n = {c.lg_n}, "
-        f"eta = {c.lg_eta:g}, t < {c.lg_loops}; worst of {c.lg_eval} prompts, in units of the rounding bound)",
+        statement="one softmax head applied to w_t gives w_(t+1) of normalised GD "
+        f"(d = {c.logistic_d}, n = {c.logistic_n}, eta = {c.logistic_eta:g}, t < {c.logistic_loops}; "
+        f"worst of {c.logistic_eval} prompts, in units of the rounding bound)",
         figure="icl_looped_softmax",
     )
     if "lg_cos" not in ds:
@@ -160,7 +168,7 @@ def claims_classification(led: Ledger, ds, s: dict, c) -> None:
     cos, alt = ds["lg_cos"], ds["lg_alt_cos"]
     S = int(ds.sizes["lg_seed"])
     for T in CLAIM_LOOPS:
-        if T > c.lg_loops:
+        if T > c.logistic_loops:
             continue
         per_seed = cos.sel(lg_loop=T).values
         led.predict(
@@ -172,7 +180,8 @@ def claims_classification(led: Ledger, ds, s: dict, c) -> None:
             hypothesis="the layer's attention stays uniform (linear attention): every loop adds eta z_bar, so its "
             "iterate keeps the class-mean direction z_bar",
             source=f"issue 17 (cosine >= {CRITERION}); {SOURCE}: the one-step target identifies the construction",
-            why=f"band = issue 17's criterion; the worst of {S} training seeds' mean cosine over {c.lg_eval} prompts",
+            why=f"band = issue 17's criterion; the worst of {S} training seeds' mean cosine over "
+            f"{c.logistic_eval} prompts",
             seed=SEED,
             requires_full=True,
             statement=f"a softmax layer trained on one normalised-GD step, looped {T} times from w = 0: "
