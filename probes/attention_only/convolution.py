@@ -11,8 +11,9 @@ from analysis.ledger import Ledger
 from analysis.model import ModelConfig, TinyTransformer
 from analysis.progress import bar
 from analysis.theory import attention_only as th
-from analysis.train import TrainConfig, derived_seed, train
+from analysis.train import derived_seed, train
 from probes.attention_only.config import SEED_CONV, SOURCE, Config
+from probes.attention_only.shared import part_claims, train_config
 from probes.base import MAX_SEED, Result
 from probes.parts import Context
 
@@ -110,13 +111,7 @@ def population_error(G: np.ndarray, kernel: np.ndarray) -> np.ndarray:
 
 def train_conv(config: Config, heads: int, seed: int, progress: bool) -> dict[str, float]:
     task = config.conv_task()
-    tc = TrainConfig(
-        steps=config.conv_steps,
-        batch_size=config.conv_batch,
-        lr=config.conv_lr,
-        warmup_steps=min(20, config.conv_steps),
-        seed=seed,
-    )
+    tc = train_config(config.conv_steps, config.conv_batch, config.conv_lr, 20, seed)
     model = train(conv_model_config(config, heads, seed), task, tc, progress=progress).model
     rows = population_error(impulse_kernels(model, config.conv_len, config.d), task.kernel)
     table = model.blocks[0].attn.rel_bias.detach().to(torch.float64).numpy()
@@ -183,12 +178,6 @@ def measure(ctx: Context) -> None:
     ctx.attrs.update(taps=K, d=config.d)
 
 
-def claims(led: Ledger, rs: tuple[Result, ...]) -> None:
-    (r,) = rs  # one run: its replicate seeds are inside it
-    claim_construction(led, r)
-    claim_rank_bound(led, r)
-
-
 def claim_construction(led: Ledger, r: Result) -> None:
     c = r.config
     led.identity(
@@ -207,10 +196,7 @@ def claim_construction(led: Ledger, r: Result) -> None:
 
 def claim_rank_bound(led: Ledger, r: Result) -> None:
     """Per H: the trained content-free layer's relative MSE >= the Eckart-Young bound; H = K reaches ~0."""
-    c = r.config
-    if not c.trained:
-        return
-    d = r.data
+    c, d = r.config, r.data
     for h in range(1, c.taps + 1):
         row = d.sel(heads=h)
         led.bound(
@@ -260,3 +246,6 @@ def claim_rank_bound(led: Ledger, r: Result) -> None:
         statement=f"K = {c.taps} trained heads: relative MSE -> 0",
         figure="ao_convolution",
     )
+
+
+claims = part_claims(claim_construction, trained=(claim_rank_bound,))

@@ -22,6 +22,7 @@ from probes.attention_only.models import (
     deep_task,
     san_task,
 )
+from probes.attention_only.shared import part_claims, positive_direction
 from probes.base import MAX_SEED, Result
 from probes.parts import Context
 
@@ -206,17 +207,53 @@ def measure(ctx: Context) -> None:
     )
 
 
-def claims(led: Ledger, rs: tuple[Result, ...]) -> None:
-    (r,) = rs
-    claim_deep_qknorm(led, r)
+def _claim_loss_spikes(led: Ledger, c: Config, spikes: np.ndarray, common: dict) -> None:
+    """Per QK-norm setting (``qk``: its index) the fraction of its runs with a loss spike (``spikes``: qk, seed,
+    step), against the other setting's."""
+    spiky = spikes.any(-1).mean(-1)  # (qk,) fraction of runs with a spike
+    spike_def = f"a spike: loss > median + {c.spike_k:g} scaled MAD of the previous {c.spike_window} (or non-finite)"
+    for name, qk, expected, hypothesis, source, band, mechanism, statement in (
+        (
+            "deep_no_qknorm_loss_spikes",
+            0,
+            1.0,
+            "QK-norm makes no difference: runs without it spike as often as runs with it",
+            "004#1: QK-normalisation is what keeps 48-layer attention-only stacks trainable; issue 17: loss "
+            "spikes without it",
+            "a majority",
+            "deep_no_qknorm_max_logit_grows",  # the mechanism: logits grow without QK-norm
+            "fraction of runs without QK-norm with a loss spike: 1 (more than half)",
+        ),
+        (
+            "deep_qknorm_no_loss_spikes",
+            1,
+            0.0,
+            "QK-norm makes no difference: runs with it spike as often as runs without it",
+            "004#1: with QK-norm the 48-layer stack trains",
+            "fewer than half",
+            "deep_qknorm_max_logit_below_bound",  # the mechanism: QK-norm bounds the logits
+            "fraction of runs with QK-norm with a loss spike: 0 (less than half)",
+        ),
+    ):
+        led.predict(
+            name,
+            measured=float(spiky[qk]),
+            expected=expected,
+            atol=0.5,
+            alternative=float(spiky[1 - qk]),
+            hypothesis=hypothesis,
+            source=source,
+            why=f"band: {band} of the {c.deep_seeds} runs ({spike_def}); {c.deep_seeds} seeds: compute (about 33 s "
+            "per seed for both QK-norm settings, one thread)",
+            regime=[mechanism],
+            statement=statement,
+            **common,
+        )
 
 
 def claim_deep_qknorm(led: Ledger, r: Result) -> None:
     """Deep stacks: the QK-norm bound, max-logit growth, loss spikes, the loss reached."""
-    c = r.config
-    if not c.trained:
-        return
-    d = r.data
+    c, d = r.config, r.data
     common = dict(seed=SEED_SAN, requires_full=True, figure="ao_deep_qknorm")
     ratio = d["deep_bound_ratio"].sel(qk_norm=True).values
     led.bound(
@@ -238,57 +275,24 @@ def claim_deep_qknorm(led: Ledger, r: Result) -> None:
         f"95% t band over {n} seeds (the pairs share the replicate seed: initial weights and data); {n} seeds: "
         "compute (about 33 s per seed for both QK-norm settings, one thread)"
     )
-    led.direction(
-        "deep_no_qknorm_max_logit_grows",
-        replicates=growth[0],
-        sign=1,
-        hypothesis="the max logit does not grow without QK-norm",
-        source="004#1: without QK-normalisation deep attention-only stacks' logits grow",
-        why=why,
-        statement=f"without QK-norm: ln(max |logit| over the last {TAIL:.0%} of updates / at init) > 0",
-        **common,
-    )
-    led.direction(
-        "deep_max_logit_grows_more_without_qknorm",
-        replicates=growth[0] - growth[1],
-        sign=1,
-        hypothesis="QK-norm does not change the max-logit growth",
-        source="004#1; theory item 5: with QK-norm the logit is bounded by the gains",
-        why=why,
-        statement="ln-growth of the max |logit| without QK-norm minus with QK-norm > 0",
-        **common,
-    )
-    spiky = d["deep_spike"].values.any(-1).mean(-1)  # (qk,) fraction of runs with a spike
-    spike_def = f"a spike: loss > median + {c.spike_k:g} scaled MAD of the previous {c.spike_window} (or non-finite)"
-    led.predict(
-        "deep_no_qknorm_loss_spikes",
-        measured=float(spiky[0]),
-        expected=1.0,
-        atol=0.5,
-        alternative=float(spiky[1]),
-        hypothesis="QK-norm makes no difference: runs without it spike as often as runs with it",
-        source="004#1: QK-normalisation is what keeps 48-layer attention-only stacks trainable; issue 17: loss "
-        "spikes without it",
-        why=f"band: a majority of the {c.deep_seeds} runs ({spike_def}); {c.deep_seeds} seeds: compute (about 33 s "
-        "per seed for both QK-norm settings, one thread)",
-        regime=["deep_no_qknorm_max_logit_grows"],  # the mechanism: logits grow without QK-norm
-        statement="fraction of runs without QK-norm with a loss spike: 1 (more than half)",
-        **common,
-    )
-    led.predict(
-        "deep_qknorm_no_loss_spikes",
-        measured=float(spiky[1]),
-        expected=0.0,
-        atol=0.5,
-        alternative=float(spiky[0]),
-        hypothesis="QK-norm makes no difference: runs with it spike as often as runs without it",
-        source="004#1: with QK-norm the 48-layer stack trains",
-        why=f"band: fewer than half of the {c.deep_seeds} runs ({spike_def}); {c.deep_seeds} seeds: compute (about "
-        "33 s per seed for both QK-norm settings, one thread)",
-        regime=["deep_qknorm_max_logit_below_bound"],  # the mechanism: QK-norm bounds the logits
-        statement="fraction of runs with QK-norm with a loss spike: 0 (less than half)",
-        **common,
-    )
+    for name, replicates, hypothesis, source, statement in (
+        (
+            "deep_no_qknorm_max_logit_grows",
+            growth[0],
+            "the max logit does not grow without QK-norm",
+            "004#1: without QK-normalisation deep attention-only stacks' logits grow",
+            f"without QK-norm: ln(max |logit| over the last {TAIL:.0%} of updates / at init) > 0",
+        ),
+        (
+            "deep_max_logit_grows_more_without_qknorm",
+            growth[0] - growth[1],
+            "QK-norm does not change the max-logit growth",
+            "004#1; theory item 5: with QK-norm the logit is bounded by the gains",
+            "ln-growth of the max |logit| without QK-norm minus with QK-norm > 0",
+        ),
+    ):
+        positive_direction(led, name, replicates, hypothesis, source, why, statement, common)
+    _claim_loss_spikes(led, c, d["deep_spike"].values, common)
     ev = d["deep_eval_loss"].values
     led.direction(
         "deep_qknorm_reaches_lower_loss",
@@ -301,3 +305,6 @@ def claim_deep_qknorm(led: Ledger, r: Result) -> None:
         statement=f"held-out loss after {c.deep_steps} updates without QK-norm minus with QK-norm > 0",
         **common,
     )
+
+
+claims = part_claims(trained=(claim_deep_qknorm,))

@@ -13,8 +13,9 @@ from analysis.ledger import Ledger
 from analysis.model import ModelConfig, TinyTransformer
 from analysis.progress import bar
 from analysis.theory import attention_only as th
-from analysis.train import TrainConfig, derived_seed, train
+from analysis.train import derived_seed, train
 from probes.attention_only.config import SEED_KV, SOURCE, Config
+from probes.attention_only.shared import part_claims, train_config
 from probes.base import MAX_SEED, Result
 from probes.parts import Context
 
@@ -55,13 +56,7 @@ def eval_batch(config: Config, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def train_induction(config: Config, name: str, seed: int, progress: bool) -> TinyTransformer:
-    tc = TrainConfig(
-        steps=config.ind_steps,
-        batch_size=config.ind_batch,
-        lr=config.ind_lr,
-        warmup_steps=min(50, config.ind_steps),
-        seed=seed,
-    )
+    tc = train_config(config.ind_steps, config.ind_batch, config.ind_lr, 50, seed)
     return train(induction_model_config(config, name, seed), config.induction_task(), tc, progress=progress).model
 
 
@@ -159,12 +154,6 @@ def measure(ctx: Context) -> None:
     ctx.scalars["offset_guess"] = th.offset_guess(config.seq_len, config.segment)
 
 
-def claims(led: Ledger, rs: tuple[Result, ...]) -> None:
-    (r,) = rs
-    claim_induction_identities(led, r)
-    claim_induction(led, r)
-
-
 def claim_induction_identities(led: Ledger, r: Result) -> None:
     s = r.scalars
     led.identity(
@@ -191,9 +180,6 @@ def claim_induction_identities(led: Ledger, r: Result) -> None:
 
 
 def claim_induction(led: Ledger, r: Result) -> None:
-    c = r.config
-    if not c.trained:
-        return
     acc = r.data["accuracy_seed"]  # (model, seed): one held-out batch per replicate seed, shared by the models
     a = {m: acc.sel(model=m).values for m in MODELS}
     stat = {m: mean_se(v) for m, v in a.items()}
@@ -256,3 +242,6 @@ def claim_induction(led: Ledger, r: Result) -> None:
         statement=f"one vanilla layer with RoPE: accuracy near the offset guess, <= {FAILS}",
         **common,
     )
+
+
+claims = part_claims(claim_induction_identities, trained=(claim_induction,))

@@ -22,6 +22,7 @@ from probes.attention_only.models import (
     san_model_config,
     san_task,
 )
+from probes.attention_only.shared import part_claims
 from probes.base import Result
 from probes.parts import Context
 
@@ -166,12 +167,6 @@ def measure(ctx: Context) -> None:
     ctx.scalars["san_residual_theory"] = float(matched_depth(config)["difference"])
 
 
-def claims(led: Ledger, rs: tuple[Result, ...]) -> None:
-    (r,) = rs
-    claim_san_identities(led, r)
-    claim_san_gap(led, r)
-
-
 def claim_san_identities(led: Ledger, r: Result) -> None:
     c, s = r.config, r.scalars
     std, san = int(s["params_standard"]), int(s["params_attention_only"])
@@ -214,8 +209,6 @@ def claim_san_identities(led: Ledger, r: Result) -> None:
 def claim_san_gap(led: Ledger, r: Result) -> None:
     """Matched parameters: the held-out gap against 0 (alternative: the in-place deletion gap); the seed's 0.05."""
     c = r.config
-    if not c.trained:
-        return
     loss = r.data["san_loss"]
     gap = (loss.sel(san_model="attention_only") - loss.sel(san_model="standard")).values
     deleted = (loss.sel(san_model="mlp_deleted") - loss.sel(san_model="standard")).values
@@ -258,3 +251,6 @@ def claim_san_gap(led: Ledger, r: Result) -> None:
         statement="held-out loss of the standard model with its MLPs deleted minus the standard's > 0",
         **common,
     )
+
+
+claims = part_claims(claim_san_identities, trained=(claim_san_gap,))

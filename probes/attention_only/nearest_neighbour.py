@@ -13,8 +13,9 @@ from analysis.ledger import Ledger
 from analysis.model import ModelConfig, TinyTransformer
 from analysis.progress import bar
 from analysis.theory import attention_only as th
-from analysis.train import TrainConfig, derived_seed, forward, train
+from analysis.train import derived_seed, forward, train
 from probes.attention_only.config import SEED_RANK, SOURCE, Config
+from probes.attention_only.shared import part_claims, train_config
 from probes.base import MAX_SEED, Result
 from probes.parts import Context
 
@@ -98,14 +99,7 @@ def learned_scale(config: Config, model: TinyTransformer) -> tuple[float, float]
 
 
 def train_nn(config: Config, name: str, seed: int, progress: bool) -> TinyTransformer:
-    tc = TrainConfig(
-        steps=config.nn_steps,
-        batch_size=config.nn_batch,
-        lr=config.nn_lr,
-        warmup_steps=min(50, config.nn_steps),
-        weight_decay=0.0,
-        seed=seed,
-    )
+    tc = train_config(config.nn_steps, config.nn_batch, config.nn_lr, 50, seed, weight_decay=0.0)
     short = NN_MODELS[name][2]
     return train(nn_model_config(config, name, seed), config.nn_task(short), tc, progress=progress).model
 
@@ -193,17 +187,6 @@ def measure(ctx: Context) -> None:
     ctx.scalars["nn_anisotropy"] = float(np.nanmean(nn["anisotropy"])) if nn else math.nan
 
 
-def claims(led: Ledger, rs: tuple[Result, ...]) -> None:
-    (r,) = rs
-    claim_nn_construction(led, r)
-    claim_nn_rank(led, r)
-
-
-def _nn(r: Result, name: str) -> np.ndarray:
-    """(seed,) model ``name``'s held-out relative MSE per replicate seed (each seed its own held-out sequences)."""
-    return r.data["nn_rel_mse_seed"].sel(nn_model=name).values
-
-
 def claim_nn_construction(led: Ledger, r: Result) -> None:
     c, s = r.config, r.scalars
     led.identity(
@@ -222,10 +205,13 @@ def claim_nn_construction(led: Ledger, r: Result) -> None:
     )
 
 
+def _nn(r: Result, name: str) -> np.ndarray:
+    """(seed,) model ``name``'s held-out relative MSE per replicate seed (each seed its own held-out sequences)."""
+    return r.data["nn_rel_mse_seed"].sel(nn_model=name).values
+
+
 def claim_nn_rank(led: Ledger, r: Result) -> None:
     c, s = r.config, r.scalars
-    if not c.trained:
-        return
     d = c.nn_d
     common = dict(seed=SEED_RANK, requires_full=True, figure="ao_rank_heads")
     full_seeds = _nn(r, "full_1x")
@@ -314,3 +300,6 @@ def claim_nn_rank(led: Ledger, r: Result) -> None:
         f"one such layer and one rank-{d} head",
         **common,
     )
+
+
+claims = part_claims(claim_nn_construction, trained=(claim_nn_rank,))

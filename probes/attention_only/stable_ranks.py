@@ -8,22 +8,15 @@ import numpy as np
 from analysis.ledger import Ledger
 from probes.attention_only.config import SEED_SAN
 from probes.attention_only.matched import second_half_change
+from probes.attention_only.shared import part_claims, positive_direction
 from probes.base import Result
 
 DESCRIPTION = "the stable ranks of W_q^T W_k and W_O along the matched models' training (measured by matched)"
 FIELDS = ("san_snapshots",)
 
 
-def claims(led: Ledger, rs: tuple[Result, ...]) -> None:
-    (r,) = rs
-    claim_stable_ranks(led, r)
-
-
 def claim_stable_ranks(led: Ledger, r: Result) -> None:
     """Second-half relative change of the stable ranks: W_O still grows, QK has settled, more than with MLPs."""
-    c = r.config
-    if not c.trained:
-        return
     d = r.data
     qk = second_half_change(d["san_sr_qk"].sel(san_sr_model="attention_only").values)
     wo = second_half_change(d["san_sr_o"].sel(san_sr_model="attention_only").values)
@@ -31,33 +24,33 @@ def claim_stable_ranks(led: Ledger, r: Result) -> None:
     common = dict(seed=SEED_SAN, requires_full=True, figure="ao_stable_rank")
     why = f"95% t band over {qk.size} seeds of the per-seed statistic (mean over layers)"
     stat = "relative change of the stable rank between the middle and the end of training (mean over layers)"
-    led.direction(
-        "sr_wo_still_grows",
-        replicates=wo,
-        sign=1,
-        hypothesis="W_O's stable rank has settled by mid-training",
-        source="004#1: content matrices accumulate rank slowly; without FFNs in the attention output projection",
-        why=why,
-        statement=f"attention-only model: {stat} of W_O > 0",
-        **common,
-    )
-    led.direction(
-        "sr_qk_settles_before_wo",
-        replicates=wo - np.abs(qk),
-        sign=1,
-        hypothesis="the routing (W_q^T W_k) stable rank moves as much as W_O's in the second half",
-        source="004#1: routing matrices (Q/K) crystallize early",
-        why=why,
-        statement=f"attention-only model: {stat} of W_O minus |that of W_q,h^T W_k,h| > 0",
-        **common,
-    )
-    led.direction(
-        "sr_wo_accumulates_more_without_mlp",
-        replicates=wo - wo_std,
-        sign=1,
-        hypothesis="removing the MLPs does not move rank accumulation to W_O",
-        source="004#1: removing feed-forward layers relocates this accumulation to the attention output projection",
-        why=why + " (pairs share the seed)",
-        statement=f"{stat} of W_O: attention-only minus standard > 0",
-        **common,
-    )
+    for name, replicates, hypothesis, source, paired, statement in (
+        (
+            "sr_wo_still_grows",
+            wo,
+            "W_O's stable rank has settled by mid-training",
+            "004#1: content matrices accumulate rank slowly; without FFNs in the attention output projection",
+            "",
+            f"attention-only model: {stat} of W_O > 0",
+        ),
+        (
+            "sr_qk_settles_before_wo",
+            wo - np.abs(qk),
+            "the routing (W_q^T W_k) stable rank moves as much as W_O's in the second half",
+            "004#1: routing matrices (Q/K) crystallize early",
+            "",
+            f"attention-only model: {stat} of W_O minus |that of W_q,h^T W_k,h| > 0",
+        ),
+        (
+            "sr_wo_accumulates_more_without_mlp",
+            wo - wo_std,
+            "removing the MLPs does not move rank accumulation to W_O",
+            "004#1: removing feed-forward layers relocates this accumulation to the attention output projection",
+            " (pairs share the seed)",
+            f"{stat} of W_O: attention-only minus standard > 0",
+        ),
+    ):
+        positive_direction(led, name, replicates, hypothesis, source, why + paired, statement, common)
+
+
+claims = part_claims(trained=(claim_stable_ranks,))

@@ -135,6 +135,25 @@ def _seed_scale(config: Config) -> str:
 
 
 EARLY = 0.01  # "early in training": checkpoints at or before this fraction of the steps
+BIAS_SOURCE = "seed: cancelling the dilution with a logit bias stops the decay early in training, reverses it after"
+
+
+def claim_bias_reverses(led: Ledger, name: str, band: dict, why: str, figure: str, statement: str) -> None:
+    """The seed's intervention on a trained model: the cancelling bias reverses the decay (alpha < 0; alternative
+    0, it only stops it), in the ``band`` of the biased alpha."""
+    led.direction(
+        name,
+        sign=-1,
+        **band,
+        alternative=0.0,
+        seed="000#1",
+        hypothesis="the bias only stops the decay (alpha = 0), it does not reverse it",
+        source=BIAS_SOURCE,
+        why=why,
+        requires_full=True,
+        figure=figure,
+        statement=statement,
+    )
 
 
 def claim_bias_trajectory(led: Ledger, config: Config, data: xr.Dataset, many: tuple | None = None) -> None:
@@ -146,7 +165,6 @@ def claim_bias_trajectory(led: Ledger, config: Config, data: xr.Dataset, many: t
     if "alpha_bias_trajectory" not in data:
         return
     steps = data["train_step"].values
-    src = "seed: cancelling the dilution with a logit bias stops the decay early in training, reverses it after"
     why = (
         "95% percentile bootstrap CI over prompt pairs of the biased last-layer alpha at this checkpoint; "
         + TRAINED_ONE_SEED
@@ -171,23 +189,18 @@ def claim_bias_trajectory(led: Ledger, config: Config, data: xr.Dataset, many: t
                 **band,
                 alternative=plain,
                 seed="000#1",
-                source=src,
+                source=BIAS_SOURCE,
                 why=why,
                 hypothesis="the bias does not change alpha (dilution is not what makes the prompt fade)",
                 statement=f"{arch}, after {s} of {config.train_steps} updates: with the cancelling bias alpha = 0",
                 figure="pf_bias_training",
             )
         elif s == config.train_steps:
-            led.direction(
+            claim_bias_reverses(
+                led,
                 "bias_reverses_decay_trained",
-                sign=-1,
-                **band,
-                alternative=0.0,
-                seed="000#1",
-                hypothesis="the bias only stops the decay (alpha = 0), it does not reverse it",
-                source=src,
+                band,
                 why=why,
-                requires_full=True,
                 figure="pf_bias_training",
                 statement=f"{arch}, trained ({s} updates): with the cancelling bias alpha < 0 (the offset grows)",
             )

@@ -12,7 +12,13 @@ from analysis.evidence import mean_se, t_multiple
 from analysis.ledger import Ledger
 from analysis.theory import prompt_forgetting as th
 from probes.base import Result
-from probes.prompt_forgetting.alpha_claims import ONE_MODEL, mean_note, over_seeds
+from probes.prompt_forgetting.alpha_claims import (
+    BIAS_SOURCE,
+    ONE_MODEL,
+    claim_bias_reverses,
+    mean_note,
+    over_seeds,
+)
 from probes.prompt_forgetting.config import NAME
 from probes.prompt_forgetting.models import TRAINED_ONE_SEED
 
@@ -65,7 +71,6 @@ def bias_claims(plain, biased) -> Ledger:
             "the relay network's bias claim is exact: uniform_bias_offset_constant in the biased run's own ledger"
         )
     led = Ledger(NAME, preset=cfg.preset_name)
-    src = "seed: cancelling the dilution with a logit bias stops the decay early in training, reverses it after"
     unbiased = float(np.mean([r.scalars["alpha"] for r in plains]))
     note = mean_note(tuple(biaseds) if len(biaseds) > 1 else None)
     if len(biaseds) > 1:
@@ -78,16 +83,11 @@ def bias_claims(plain, biased) -> Ledger:
             f"; {TRAINED_ONE_SEED}" if cfg.trained else ""
         )
     if cfg.trained:
-        led.direction(
+        claim_bias_reverses(
+            led,
             "bias_reverses_decay",
-            sign=-1,
-            **band,
-            alternative=0.0,
-            seed="000#1",
-            hypothesis="the bias only stops the decay (alpha = 0), it does not reverse it",
-            source=src,
+            band,
             why=why,
-            requires_full=True,
             figure="pf_bias",
             statement=f"trained model with the cancelling bias: alpha < 0 (the offset grows; unbiased alpha "
             f"{unbiased:.3f})",
@@ -100,7 +100,7 @@ def bias_claims(plain, biased) -> Ledger:
             alternative=unbiased,
             hypothesis="dilution is not what makes the prompt fade: the bias leaves alpha at its unbiased value",
             seed="000#1",
-            source=src,
+            source=BIAS_SOURCE,
             why=why,
             figure="pf_bias",
             statement=f"untrained {cfg.attention} model with the cancelling bias: alpha{note} = 0",

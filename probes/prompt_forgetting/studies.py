@@ -251,6 +251,18 @@ def _variant_ledgers(designs: dict[str, Replicates]) -> dict[str, Ledger]:
     return {"variant_uniform": designs["uniform"].ledger}
 
 
+def _grid_study(name: str, description: str, base, grid, combine, claims, figure: str) -> Study:
+    return Study(
+        name=name,
+        description=description,
+        base=base,
+        grid=grid,
+        combine=combine,
+        claims=claims,
+        figure=figure,
+    )
+
+
 def _designs_study(name: str, description: str, base, designs, ledgers, figure: str) -> Study:
     return Study(
         name=name,
@@ -266,36 +278,35 @@ def _designs_study(name: str, description: str, base, designs, ledgers, figure: 
 
 
 STUDIES = {
-    "depth_law": Study(
-        name="depth_law",
-        description="alpha against depth over independent weight seeds, against the relay model over the same "
-        "window (untrained pre-LN softmax at the main continuation length; notebook 03 section 2)",
-        base=notebook_base,
-        grid=depth_law_grid,
-        combine=depth_law,
-        claims=depth_law_claims,
-        figure="pf_alpha_depth",
+    "depth_law": _grid_study(
+        "depth_law",
+        "alpha against depth over independent weight seeds, against the relay model over the same window (untrained "
+        "pre-LN softmax at the main continuation length; notebook 03 section 2)",
+        notebook_base,
+        depth_law_grid,
+        depth_law,
+        depth_law_claims,
+        "pf_alpha_depth",
     ),
-    "depth_sweep": Study(
-        name="depth_sweep",
-        description="alpha against depth at the sweep length, each depth over independent seeds, its slope "
-        "against the relay model's (notebook 03 section 8, left)",
-        base=sweep_base,
-        grid=depth_sweep_grid,
-        combine=by_design,
-        claims=depth_sweep_claims,
-        figure="pf_alpha_summary",
+    "depth_sweep": _grid_study(
+        "depth_sweep",
+        "alpha against depth at the sweep length, each depth over independent seeds, its slope against the relay "
+        "model's (notebook 03 section 8, left)",
+        sweep_base,
+        depth_sweep_grid,
+        by_design,
+        depth_sweep_claims,
+        "pf_alpha_summary",
     ),
-    "bound_regime": Study(
-        name="bound_regime",
-        description="the bound inside its regime: logits scaled down so max|logit| < ln(T/P)/2, the bound's ratio "
-        "not growing and both of the theorem's conditions, each depth over independent seeds (notebook 03 "
-        "section 5)",
-        base=regime_base,
-        grid=regime_grid,
-        combine=by_design,
-        claims=layers_ledger,
-        figure="pf_bound_regime",
+    "bound_regime": _grid_study(
+        "bound_regime",
+        "the bound inside its regime: logits scaled down so max|logit| < ln(T/P)/2, the bound's ratio not growing "
+        "and both of the theorem's conditions, each depth over independent seeds (notebook 03 section 5)",
+        regime_base,
+        regime_grid,
+        by_design,
+        layers_ledger,
+        "pf_bound_regime",
     ),
     "kernels": _designs_study(
         "kernels",

@@ -9,7 +9,9 @@ import math
 import numpy as np
 
 from analysis.evidence import t_multiple
+from analysis.ledger import Ledger
 from probes.base import Result
+from probes.representational_collapse.config import SEED
 
 
 def one_model_reason(r: Result, over: str = "random bases") -> str:
@@ -58,3 +60,35 @@ def mean_over(rs: tuple[Result, ...], values) -> tuple[float, float]:
 
 def seeds_note(rs: tuple[Result, ...], bad: int) -> str:
     return f" in {bad} of {len(rs)} seeds" if len(rs) > 1 else ""
+
+
+def claim_positive_mean(
+    led: Ledger,
+    name: str,
+    rs: tuple[Result, ...],
+    samples: list[np.ndarray],
+    over: str,
+    why: str,
+    *,
+    hypothesis: str,
+    source: str,
+    figure: str,
+    statement: str,
+    se_floor: float = 0.0,
+) -> None:
+    """The claim ``name`` that the mean of per-sample values is positive (a direction, sign +1): ``samples`` holds
+    each replicate's values; over two or more replicates the band is their means' spread (:func:`band`), for one
+    run the SE of its mean over its ``over`` (at least ``se_floor``), ``why`` saying what they are."""
+    x = samples[0]
+    se = max(float(x.std(ddof=1) / math.sqrt(x.size)), se_floor)
+    led.direction(
+        name,
+        sign=1,
+        **band(rs, [v.mean() for v in samples], se, x.size - 1, over),
+        hypothesis=hypothesis,
+        source=source,
+        seed=SEED,
+        figure=figure,
+        why=why_band(rs, f"95% t band ({x.size - 1} dof) of the standard error of the mean over {why}"),
+        statement=statement,
+    )

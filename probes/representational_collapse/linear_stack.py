@@ -56,6 +56,24 @@ def measure(ctx: Context) -> None:
         ctx.scalars["sensitivity_path_error"] = float(np.max(np.abs(ctx.sens_b[:, -1] - sens_exact) / sens_exact.max()))
 
 
+STACK_WHY = "float64 summation error of T-term running means and d-term products over L layers (8 L T sqrt(d) eps)"
+
+
+def _worst_identity(
+    led: Ledger, rs: tuple[Result, ...], name: str, error: str, tol: float, source: str, statement: str, figure: str
+) -> None:
+    """The identity ``name``: the worst over the replicates of their scalar ``error`` is 0 within ``tol``."""
+    led.identity(
+        name,
+        measured=max(x.scalars[error] for x in rs),
+        atol=tol,
+        why=STACK_WHY,
+        source=source,
+        statement=statement,
+        figure=figure,
+    )
+
+
 def claim_exact_uniform(led: Ledger, rs: tuple[Result, ...]) -> None:
     """Uniform attention without norm or MLP is exactly the linear stack (theory module, items 4, 5): on
     every replicate (the worst error is recorded)."""
@@ -65,13 +83,13 @@ def claim_exact_uniform(led: Ledger, rs: tuple[Result, ...]) -> None:
         return
     T = int(r.data["n"].values[-1]) + 2
     tol = 8.0 * L * max(T, config.sens_len) * math.sqrt(config.d_model) * th.EPS["float64"]
-    why = "float64 summation error of T-term running means and d-term products over L layers (8 L T sqrt(d) eps)"
     every = f" (worst of {len(rs)} seeds)" if len(rs) > 1 else ""
-    led.identity(
+    _worst_identity(
+        led,
+        rs,
         "uniform_equals_linear_stack",
-        measured=max(x.scalars["uniform_stack_error"] for x in rs),
-        atol=tol,
-        why=why,
+        "uniform_stack_error",
+        tol,
         source="derivation: uniform attention without norm or MLP is exactly linear (theory module, item 5)",
         statement=f"network last-token states == exact linear stack (max abs error / max |h|){every}",
         figure="rc_distance",
@@ -84,11 +102,12 @@ def claim_exact_uniform(led: Ledger, rs: tuple[Result, ...]) -> None:
             reason="sensitivity=False: not measured",
         )
         return
-    led.identity(
+    _worst_identity(
+        led,
+        rs,
         "sensitivity_equals_path_sum",
-        measured=max(x.scalars["sensitivity_path_error"] for x in rs),
-        atol=tol,
-        why=why,
+        "sensitivity_path_error",
+        tol,
         source="derivation: backward path recursion of the linear stack (theory module, item 4)",
         statement=f"autograd |dh_last/dx_i|_F == exact path sum with the model's W_o W_v, every i and base{every}",
         figure="rc_sensitivity",

@@ -15,7 +15,7 @@ from analysis.theory import representational_collapse as th
 from analysis.theory.signal_propagation import rank_residual
 from probes.base import Result
 from probes.parts import Context
-from probes.representational_collapse.bands import band, why_band
+from probes.representational_collapse.bands import claim_positive_mean
 from probes.representational_collapse.config import BIDIRECTIONAL, SEED, SOURCE, Config
 from probes.representational_collapse.models import protocol_width
 from probes.representational_collapse.sequences import draw_samples, lengths, make_pair
@@ -113,22 +113,18 @@ def claim_sensitivity(led: Ledger, rs: tuple[Result, ...]) -> None:
         led.not_evaluated(name, role="prediction", source=source, reason=reason, seed=SEED)
         return
     xs = [_sensitivity_ratio(x) for x in rs]
-    x = xs[0]
-    floor = 64 * th.EPS["float64"]  # a linear stack's profile is input-independent: bases agree to rounding
-    se = max(float(x.std(ddof=1) / math.sqrt(x.size)), floor)
-    led.direction(
+    claim_positive_mean(
+        led,
         name,
-        sign=1,
-        **band(rs, [v.mean() for v in xs], se, x.size - 1, "sensitivity bases"),
+        rs,
+        xs,
+        "sensitivity bases",
+        f"{xs[0].size} random bases (at least 64 eps64: the uniform linear stack's profile does not depend on the "
+        "base, its spread is rounding)",
+        se_floor=64 * th.EPS["float64"],  # a linear stack's profile is input-independent: bases agree to rounding
         hypothesis="no position preference: a flat profile, as for one layer (ln ratio 0)",
         source=source,
-        seed=SEED,
         figure="rc_sensitivity",
-        why=why_band(
-            rs,
-            f"95% t band ({x.size - 1} dof) of the standard error of the mean over {x.size} random bases (at "
-            "least 64 eps64: the uniform linear stack's profile does not depend on the base, its spread is rounding)",
-        ),
         statement="ln(|dh_last/dx_1| / |dh_last/dx_(T/2)|) > 0 at the last layer (mean over bases"
         + (" and seeds)" if len(rs) > 1 else ")"),
     )

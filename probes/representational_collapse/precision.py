@@ -13,7 +13,7 @@ from analysis.ledger import Ledger
 from analysis.theory import representational_collapse as th
 from probes.base import Result
 from probes.parts import Context
-from probes.representational_collapse.bands import band, bases_dof, seeds_note, why_band
+from probes.representational_collapse.bands import band, bases_dof, claim_positive_mean, seeds_note, why_band
 from probes.representational_collapse.config import SEED, SOURCE, Config
 
 DESCRIPTION = "each format's collapse length, its outputs after it, and the effective float floor"
@@ -185,17 +185,15 @@ def claim_unresolved(led: Ledger, rs: tuple[Result, ...], dt: str) -> None:
             reason=f"collapsed from the shortest length on{seeds_note(rs, bad)}: no resolved length to compare with",
         )
         return
-    x = shifts[0]
-    led.direction(
+    claim_positive_mean(
+        led,
         name,
-        sign=1,
-        **band(rs, [v.mean() for v in shifts], float(x.std(ddof=1) / math.sqrt(x.size)), x.size - 1, "samples"),
+        rs,
+        shifts,
+        "samples",
+        "samples of the per-sample shift",
         hypothesis="the format resolves the pair past eps|h| as before it (no change of relative error)",
         source=SOURCE,
-        seed=SEED,
         figure="rc_precision",
-        why=why_band(
-            rs, f"95% t band ({x.size - 1} dof) of the standard error of the mean over samples of the per-sample shift"
-        ),
         statement=f"{dt}: mean ln(|D_{dt} - D_64| / D_64) over n >= collapse_n minus over n < collapse_n is positive",
     )

@@ -102,28 +102,20 @@ def claim_pre_ln_sum_rule(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict) 
             figure="signal_variance_profiles",
         )
         lower, upper = th.pre_ln_envelope(0.0, L, cfg.mlp, norm == "ln_scaling")
-        src = "derivation (theory sections 2-3): 0 <= a_l <= s_l^2 for any attention pattern"
-        led.bound(
-            f"{norm}_increment_above_mlp_floor",
-            measured=float(inc.mean()),
-            bound=float(lower[-1] / L),
-            relation=">=",
-            source=src,
-            why="the envelope's lower end (a_l = 0) per block; the point estimate of the mean increment, not widened",
-            statement=f"{norm}, L={L}: mean increment >= mean g_l",
-            figure="signal_variance_profiles",
-        )
-        led.bound(
-            f"{norm}_increment_below_envelope",
-            measured=float(inc.mean()),
-            bound=float(upper[-1] / L),
-            relation="<=",
-            source=src,
-            why="the envelope's upper end (a_l = s_l^2) per block; the point "
-            "estimate of the mean increment, not widened",
-            statement=f"{norm}, L={L}: mean increment <= mean (s_l^2 + g_l)",
-            figure="signal_variance_profiles",
-        )
+        for name, envelope, relation, end, statement in (
+            ("above_mlp_floor", lower, ">=", "lower end (a_l = 0)", "mean increment >= mean g_l"),
+            ("below_envelope", upper, "<=", "upper end (a_l = s_l^2)", "mean increment <= mean (s_l^2 + g_l)"),
+        ):
+            led.bound(
+                f"{norm}_increment_{name}",
+                measured=float(inc.mean()),
+                bound=float(envelope[-1] / L),
+                relation=relation,
+                source="derivation (theory sections 2-3): 0 <= a_l <= s_l^2 for any attention pattern",
+                why=f"the envelope's {end} per block; the point estimate of the mean increment, not widened",
+                statement=f"{norm}, L={L}: {statement}",
+                figure="signal_variance_profiles",
+            )
 
 
 def claim_peri_ln_linear(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict) -> None:

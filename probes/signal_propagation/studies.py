@@ -46,23 +46,27 @@ def _ledger_of(result: Result) -> Ledger:
     return result.ledger
 
 
+def _one_run(preset: str, base: Config) -> dict:
+    """The grid of a study of one run (its seeds inside it): no axis."""
+    return {}
+
+
+def _one_run_study(name: str, description: str, base) -> Study:
+    """A study of the one run ``base`` configures; its ledger is the run's own."""
+    return Study(name=name, description=description, base=base, grid=_one_run, combine=_single, claims=_ledger_of)
+
+
 STUDIES = {
-    "init": Study(
-        name="init",
-        description="every norm placement at every depth at initialisation, rank collapse, DeepNorm's update and "
-        "the attention phase diagram (one run, its seeds inside; notebook 01 sections 1-5 and 8)",
-        base=init_base,
-        grid=lambda preset, base: {},
-        combine=_single,
-        claims=_ledger_of,
+    "init": _one_run_study(
+        "init",
+        "every norm placement at every depth at initialisation, rank collapse, DeepNorm's update and the attention "
+        "phase diagram (one run, its seeds inside; notebook 01 sections 1-5 and 8)",
+        init_base,
     ),
-    "trained": Study(
-        name="trained",
-        description="the placements trained at one depth over independent seeds, with the DeepNet stability and "
-        "Curse-of-Depth runs (notebook 01 sections 2, 4, 5-7)",
-        base=trained_base,
-        grid=lambda preset, base: {},
-        combine=_single,
-        claims=_ledger_of,
+    "trained": _one_run_study(
+        "trained",
+        "the placements trained at one depth over independent seeds, with the DeepNet stability and Curse-of-Depth "
+        "runs (notebook 01 sections 2, 4, 5-7)",
+        trained_base,
     ),
 }
