@@ -84,6 +84,21 @@ def slope_bootstrap(
     return slope, float(np.std(boot, ddof=1))
 
 
+def mc_numbers(row, var: str, draws: int, scale: float | None = None) -> dict[str, float]:
+    """A Monte Carlo check's numbers from one row of the data: ``var`` measured, ``var_theory`` expected and
+    ``var_se`` its SE (each times ``scale``, when given) over ``draws`` independent draws (dof = draws - 1)."""
+
+    def value(key: str) -> float:
+        return float(row[key] if scale is None else scale * row[key])
+
+    return {"measured": value(var), "expected": value(f"{var}_theory"), "se": value(f"{var}_se"), "dof": draws - 1}
+
+
+def slope_numbers(scalars: dict, key: str) -> dict[str, float]:
+    """A log-log slope's numbers from the scalars: ``key`` measured, ``key_se`` its bootstrap SE (normal band)."""
+    return {"measured": scalars[key], "se": scalars[f"{key}_se"], "dof": math.inf}
+
+
 def measure(ctx: Context) -> None:
     config = ctx.config
     fav = measure_favor(config)
@@ -114,10 +129,7 @@ def claim_favor(led: Ledger, r: Result) -> None:
         row = d.sel(m=m)
         led.predict(
             f"favor_variance_m{m}",
-            measured=float(row["favor_variance"]),
-            expected=float(row["favor_variance_theory"]),
-            se=float(row["favor_variance_se"]),
-            dof=r.config.favor_draws - 1,
+            **mc_numbers(row, "favor_variance", r.config.favor_draws),
             within_run="no model: the feature map's random projections for a fixed q and k, a closed form "
             "checked by Monte Carlo over independent estimators",
             alternative=float(row["trig_variance_theory"]),
@@ -133,10 +145,8 @@ def claim_favor(led: Ledger, r: Result) -> None:
         return
     led.predict(
         "favor_row_error_slope",
-        measured=r.scalars["favor_row_slope"],
+        **slope_numbers(r.scalars, "favor_row_slope"),
         expected=th.ROW_ERROR_EXPONENT,
-        se=r.scalars["favor_row_slope_se"],
-        dof=math.inf,
         within_run="no model: the feature map's random projections for a fixed q and keys; the bootstrap "
         "resamples independent feature draws",
         alternative=-1.0,

@@ -18,13 +18,9 @@ from analysis.regression_data import concat_tokens
 from analysis.tasks import LinearRegressionTask
 from analysis.theory import gated_recurrence as gth
 from analysis.theory import icl_gd as icl
-from analysis.train import TrainConfig, derived_seed, train
-from probes.associative_recall.config import (
-    GSOURCE,
-    SEED_GATED_RNN,
-    Config,
-    part_seeds,
-)
+from analysis.train import derived_seed, train
+from probes.associative_recall.config import GSOURCE, SEED_GATED_RNN, Config, part_seeds
+from probes.associative_recall.mqar import adam_cosine_config, float64_copy, one_layer_config, one_thread, seed_numbers
 from probes.base import Result
 from probes.parts import Context
 
@@ -46,25 +42,7 @@ def gr_model_config(config: Config, kind: str, seed: int, dtype: str = "float32"
     linear recurrence (``gated``)."""
     D = config.gr_d + 1
     mixer = {"attention": "linear"} if kind == "lsa" else {"attention": "recurrent", "decay": "gated"}
-    return ModelConfig(
-        input="embedded",
-        d_in=D,
-        output="none",
-        vocab_size=2,
-        d_model=D,
-        n_layers=1,
-        n_heads=1,
-        d_head=D,
-        d_mlp=0,
-        norm="none",
-        logit_scale=1.0,
-        causal=True,
-        init="gpt2",
-        init_std=0.02,
-        dtype=dtype,
-        seed=seed,
-        **mixer,
-    )
+    return one_layer_config(D, seed, dtype, norm="none", causal=True, init_std=0.02, **mixer)
 
 
 def gated_rnn_of(model: TinyTransformer, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -95,27 +73,15 @@ def measure_gated_rnn(config: Config, progress: bool) -> dict:
     gates = []
     n_id = min(config.gr_eval, 512)
     seeds = part_seeds(config, "gr")
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with one_thread():
         for i, kind in enumerate(GR_MODELS):
             for s in bar(range(S), desc=f"associative_recall: {kind}", disable=not progress):
                 seed = seeds[s]
-                tc = TrainConfig(
-                    steps=config.gr_steps,
-                    batch_size=config.gr_batch,
-                    lr=config.gr_lr,
-                    optimizer="adam",
-                    grad_clip=0.0,
-                    schedule="cosine",
-                    min_lr_ratio=0.1,
-                    seed=seed,
-                )
+                tc = adam_cosine_config(config.gr_steps, config.gr_batch, config.gr_lr, seed, grad_clip=0.0)
                 trained = train(
                     gr_model_config(config, kind, seed), task, tc, device=config.torch_device(), progress=False
                 )
-                model = TinyTransformer(gr_model_config(config, kind, seed, dtype="float64")).eval()
-                model.load_state_dict({k: v.to("cpu", torch.float64) for k, v in trained.model.state_dict().items()})
+                model = float64_copy(trained.model, gr_model_config(config, kind, seed, dtype="float64"))
                 with torch.no_grad():
                     out = model(tokens)
                     rebuilt, gate = gated_rnn_of(model, tokens[:n_id])
@@ -123,8 +89,6 @@ def measure_gated_rnn(config: Config, progress: bool) -> dict:
                 ident[i, s] = float((rebuilt - out[:n_id]).abs().max() / out[:n_id].abs().max())
                 if gate is not None:
                     gates.append(float(gate[:, :-1].mean()))  # the context tokens' gates
-    finally:
-        torch.set_num_threads(threads)
     one = icl.one_step_gd_theory(config.gr_d, config.gr_n, "gaussian", config.gr_noise)
     h = (batch.y_ctx[:, :, None] * batch.x_ctx).mean(1)  # (1/N) sum_i y_i x_i
     gd_err = (one["eta_star"] * (h * batch.x_q).sum(-1) - batch.y_q) ** 2  # one GD step at eta*, same tasks
@@ -221,10 +185,8 @@ def claim_gated_rnn(led: Ledger, r: Result) -> None:
     )
     led.predict(
         "lsa_regression_loss",
-        measured=s["gr_lsa_loss"],
+        **seed_numbers(s, "gr_lsa_loss", S),
         expected=s["gr_loss_star"],
-        se=s["gr_lsa_loss_se"],
-        dof=S - 1,
         alternative=s["gr_linear_loss"],
         hypothesis="an RNN without multiplicative gates: any predictor affine in the tokens is uncorrelated "
         "with y_q, so its best loss is the zero predictor's w^2 tr Sigma + sigma^2",
@@ -240,10 +202,8 @@ def claim_gated_rnn(led: Ledger, r: Result) -> None:
     for kind, what in (("lsa", "linear self-attention layer"), ("gated", "gated linear recurrence")):
         led.predict(
             f"{kind}_excess_over_gd_optimum",
-            measured=s[f"gr_excess_{kind}"],
+            **seed_numbers(s, f"gr_excess_{kind}", S),
             expected=0.0,
-            se=s[f"gr_excess_{kind}_se"],
-            dof=S - 1,
             alternative=s["gr_averaging_excess"],
             hypothesis="the layer implements plain averaging (one GD step at eta = 1, Garg et al.'s baseline) "
             "rather than the optimal step eta*",
@@ -257,10 +217,8 @@ def claim_gated_rnn(led: Ledger, r: Result) -> None:
         )
     led.predict(
         "gated_rnn_over_lsa_loss",
-        measured=s["gr_ratio"],
+        **seed_numbers(s, "gr_ratio", S),
         expected=1.0,
-        se=s["gr_ratio_se"],
-        dof=S - 1,
         alternative=s["gr_linear_loss"] / s["gr_loss_star"],
         hypothesis="the recurrence does not find attention: it is no better than an RNN without multiplicative "
         "gates (the zero predictor), over the LSA optimum",

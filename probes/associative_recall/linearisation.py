@@ -19,7 +19,7 @@ from probes.associative_recall.config import (
     SOURCE,
     Config,
 )
-from probes.associative_recall.favor import slope_bootstrap
+from probes.associative_recall.favor import mc_numbers, slope_bootstrap, slope_numbers
 from probes.base import MAX_SEED, Result
 from probes.parts import Context
 
@@ -136,10 +136,7 @@ def claim_linearisation(led: Ledger, r: Result) -> None:
     tilt = float(np.exp(2.0 * c.lin_a_norm**2) / n)
     led.predict(
         "linearisation_mse_constant",
-        measured=float(n * row["lin_mse"]),
-        expected=float(n * row["lin_mse_theory"]),
-        se=float(n * row["lin_mse_se"]),
-        dof=c.lin_reps - 1,
+        **mc_numbers(row, "lin_mse", c.lin_reps, scale=n),
         within_run="deterministic given the head: the closed form is evaluated at the measured head's own "
         "W_o W_v and logit vectors (a fixed construction with |a| set by lin_a_norm), so its weights enter "
         "both sides; the SE is over independent token sets",
@@ -157,10 +154,8 @@ def claim_linearisation(led: Ledger, r: Result) -> None:
         return
     led.predict(
         "linearisation_rms_slope",
-        measured=r.scalars["lin_slope"],
+        **slope_numbers(r.scalars, "lin_slope"),
         expected=th.LINEARISATION_EXPONENT,
-        se=r.scalars["lin_slope_se"],
-        dof=math.inf,
         within_run="deterministic given the head: the -1/2 exponent holds for any fixed weights and |a| is set by "
         "lin_a_norm; the bootstrap resamples independent token sets",
         alternative=0.0,

@@ -19,6 +19,7 @@ from probes.associative_recall.config import (
     SOURCE,
     Config,
 )
+from probes.associative_recall.favor import mc_numbers
 from probes.base import MAX_SEED, Result
 from probes.parts import Context
 
@@ -134,10 +135,7 @@ def claim_additive_interference(led: Ledger, r: Result) -> None:
         row = d.sel(n_pairs=n)
         led.predict(
             f"additive_readout_error_N{n}",
-            measured=float(row["readout_error"]),
-            expected=float(row["readout_error_theory"]),
-            se=float(row["readout_error_se"]),
-            dof=r.config.draws - 1,
+            **mc_numbers(row, "readout_error", r.config.draws),
             within_run="no weights: random unit keys and values written by the mixer's own code, a closed form "
             "checked by Monte Carlo over independent memories",
             alternative=float(n / dk),

@@ -1,15 +1,18 @@
 """Part ``trained`` (item 4): attention-only models of every token mixer trained on MQAR at each N, ``train_seeds``
-replicate seeds; held-out accuracy, and each trained recurrent model's two forms in float64."""
+replicate seeds; held-out accuracy, and each trained recurrent model's two forms in float64. Also the training
+helpers that every trained item (4, 6, 7, 8) shares."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import numpy as np
 import torch
 
 from analysis.ledger import Ledger
-from analysis.model import TinyTransformer
+from analysis.model import ModelConfig, TinyTransformer
 from analysis.progress import bar
 from analysis.tasks import AssociativeRecall
 from analysis.train import TrainConfig, derived_seed, train
@@ -28,6 +31,79 @@ from probes.parts import Context
 PART_NAME = "trained"
 DESCRIPTION = "attention-only models of every token mixer trained on MQAR"
 FIELDS = ("trained", "train_seeds", "n_eval", "layers", "heads")
+
+
+@contextmanager
+def one_thread() -> Iterator[None]:
+    """Torch on one thread inside: tiny models, one thread is fastest (and fixes the reduction order)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+def warmup_config(steps: int, batch_size: int, lr: float, seed: int) -> TrainConfig:
+    """The default optimiser (AdamW) and schedule after a warm-up of min(20, steps) updates (items 4 and 7)."""
+    return TrainConfig(steps=steps, batch_size=batch_size, lr=lr, warmup_steps=min(20, steps), seed=seed)
+
+
+def adam_cosine_config(steps: int, batch_size: int, lr: float, seed: int, **fields) -> TrainConfig:
+    """Adam, cosine decay to 10% of ``lr`` (items 6 and 8); ``fields``: the item's warm-up or clipping."""
+    return TrainConfig(
+        steps=steps,
+        batch_size=batch_size,
+        lr=lr,
+        optimizer="adam",
+        schedule="cosine",
+        min_lr_ratio=0.1,
+        seed=seed,
+        **fields,
+    )
+
+
+def one_layer_config(width: int, seed: int, dtype: str, **fields) -> ModelConfig:
+    """One block on ``width``-wide embedded tokens (items 6 and 8): identity read-in, one head of size ``width``, no
+    MLP, no read-out, logit scale 1, gpt2 init; ``fields``: the item's norm, mixer, mask, init std (and loops)."""
+    return ModelConfig(
+        input="embedded",
+        d_in=width,
+        output="none",
+        vocab_size=2,
+        d_model=width,
+        n_layers=1,
+        n_heads=1,
+        d_head=width,
+        d_mlp=0,
+        logit_scale=1.0,
+        init="gpt2",
+        dtype=dtype,
+        seed=seed,
+        **fields,
+    )
+
+
+def float64_copy(model: torch.nn.Module, config64: ModelConfig) -> TinyTransformer:
+    """``model``'s weights in a model of ``config64`` (float64, on the CPU), in eval mode."""
+    ref = TinyTransformer(config64).eval()
+    ref.load_state_dict({k: v.to("cpu", torch.float64) for k, v in model.state_dict().items()})
+    return ref
+
+
+def held_out_hits(task, model, n: int, seed: int, purpose: str, device) -> tuple[torch.Tensor, torch.Tensor]:
+    """``n`` held-out sequences ``x`` (their generator seeded by ``seed`` and ``purpose``) and the model's hits at
+    their query positions (float64)."""
+    x, y = task.sample(n, torch.Generator().manual_seed(derived_seed(seed, purpose) % MAX_SEED))
+    with torch.no_grad():
+        hits = task.accuracy(model(x.to(device)), y.to(device)).double()
+    return x, hits
+
+
+def seed_numbers(scalars: dict, key: str, seeds: int) -> dict[str, float]:
+    """A trained item's numbers from its scalars: ``key`` measured, ``key_se`` its SE, over ``seeds`` replicate
+    seeds (dof = seeds - 1)."""
+    return {"measured": scalars[key], "se": scalars[f"{key}_se"], "dof": seeds - 1}
 
 
 def model_config(config: Config, kernel: str, task: AssociativeRecall, seed: int, dtype: str = "float32"):
@@ -49,22 +125,13 @@ def model_config(config: Config, kernel: str, task: AssociativeRecall, seed: int
 def train_one(config: Config, kernel: str, n: int, seed: int, progress: bool) -> dict[str, float]:
     """Train (cached) one model; its held-out accuracy and, for recurrent kernels, the float64 form difference."""
     task = AssociativeRecall(n_pairs=n, n_keys=config.n_keys, n_values=config.n_values)
-    tc = TrainConfig(
-        steps=config.train_steps,
-        batch_size=config.train_batch,
-        lr=config.lr,
-        warmup_steps=min(20, config.train_steps),
-        seed=seed,
-    )
+    tc = warmup_config(config.train_steps, config.train_batch, config.lr, seed)
     dev = config.torch_device()
     model = train(model_config(config, kernel, task, seed), task, tc, device=dev, progress=progress).model
-    x, y = task.sample(config.n_eval, torch.Generator().manual_seed(derived_seed(seed, f"eval{n}") % MAX_SEED))
-    with torch.no_grad():
-        hits = task.accuracy(model(x.to(dev)), y.to(dev)).double()
+    x, hits = held_out_hits(task, model, config.n_eval, seed, f"eval{n}", dev)
     out = {"accuracy": float(hits.mean()), "n_queries": float(hits.numel()), "form_diff": math.nan}
     if kernel != "softmax":
-        ref = TinyTransformer(model_config(config, kernel, task, seed, dtype="float64")).eval()  # float64, CPU
-        ref.load_state_dict({k: v.to("cpu", torch.float64) for k, v in model.state_dict().items()})
+        ref = float64_copy(model, model_config(config, kernel, task, seed, dtype="float64"))
         with torch.no_grad():
             par = ref(x)
             ref.recurrent_form = "recurrent"
@@ -79,14 +146,10 @@ def measure_trained(config: Config, progress: bool) -> dict[str, np.ndarray]:
     seeds = part_seeds(config, "trained")
     acc, diff, nq = np.full(shape, np.nan), np.full(shape, np.nan), np.zeros(shape)
     jobs = [(i, j, s) for i in range(shape[0]) for j in range(shape[1]) for s in range(shape[2])]
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny models: one thread is fastest (and fixes the reduction order)
-    try:
+    with one_thread():
         for i, j, s in bar(jobs, desc="associative_recall: training", disable=not progress):
             got = train_one(config, config.kernels[i], config.n_pairs[j], seeds[s], progress=False)
             acc[i, j, s], diff[i, j, s], nq[i, j, s] = got["accuracy"], got["form_diff"], got["n_queries"]
-    finally:
-        torch.set_num_threads(threads)
     return {"accuracy": acc, "form_diff": diff, "n_queries": nq}
 
 

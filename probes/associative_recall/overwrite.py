@@ -52,19 +52,25 @@ def claim_overwrite(led: Ledger, r: Result) -> None:
     s = r.scalars
     common = dict(atol=1e-12, seed=SEED_DELTA, figure="ar_capacity")
     why = "float64 rounding of <= 33 rank-one updates of unit vectors"
-    led.identity(
-        "delta_overwrite_exact",
-        measured=max(s["overwrite_delta_parallel"], s["overwrite_delta_recurrent"]),
-        source=f"{SOURCE}, item 2: r <- (1 - beta) r + beta w with beta = 1",
-        why=why,
-        statement="delta rule, orthonormal keys, beta = 1: a rewritten key reads exactly its new value",
-        **common,
-    )
-    led.identity(
-        "additive_overwrite_sum",
-        measured=max(s["overwrite_additive_parallel"], s["overwrite_additive_recurrent"]),
-        source=f"{SOURCE}, item 2: additive writes add",
-        why=why,
-        statement="additive rule, orthonormal keys: a rewritten key reads old + new value",
-        **common,
-    )
+    for name, rule, source, statement in (
+        (
+            "delta_overwrite_exact",
+            "delta",
+            f"{SOURCE}, item 2: r <- (1 - beta) r + beta w with beta = 1",
+            "delta rule, orthonormal keys, beta = 1: a rewritten key reads exactly its new value",
+        ),
+        (
+            "additive_overwrite_sum",
+            "additive",
+            f"{SOURCE}, item 2: additive writes add",
+            "additive rule, orthonormal keys: a rewritten key reads old + new value",
+        ),
+    ):
+        led.identity(
+            name,
+            measured=max(s[f"overwrite_{rule}_parallel"], s[f"overwrite_{rule}_recurrent"]),
+            source=source,
+            why=why,
+            statement=statement,
+            **common,
+        )

@@ -15,13 +15,9 @@ from analysis.model import ModelConfig, TinyTransformer
 from analysis.pca_data import PowerMethodTask, readout, tokens
 from analysis.progress import bar
 from analysis.theory import power_method as pmt
-from analysis.train import TrainConfig, derived_seed, train
-from probes.associative_recall.config import (
-    PSOURCE,
-    SEED_POWER,
-    Config,
-    part_seeds,
-)
+from analysis.train import derived_seed, train
+from probes.associative_recall.config import PSOURCE, SEED_POWER, Config, part_seeds
+from probes.associative_recall.mqar import adam_cosine_config, float64_copy, one_layer_config, one_thread, seed_numbers
 from probes.base import Result
 from probes.parts import Context
 
@@ -44,26 +40,15 @@ def pm_model_config(
     D, linear attention (logit scale 1, no causal mask), no MLP, no read-out, N(0, pm_init_std^2) weights,
     post-LayerNorm (``ln``) or no norm (``none``), applied ``loops`` times with the same weights.
     ``eps`` replaces the norm's epsilon (0 for the exact construction)."""
-    D = pmt.width(config.pm_d)
-    return ModelConfig(
-        input="embedded",
-        d_in=D,
-        output="none",
-        vocab_size=2,
-        d_model=D,
-        n_layers=1,
-        n_heads=1,
-        d_head=D,
-        d_mlp=0,
+    return one_layer_config(
+        pmt.width(config.pm_d),
+        seed,
+        dtype,
         norm=PM_NORMS[kind],
         attention="linear",
-        logit_scale=1.0,
         causal=False,
-        init="gpt2",
         init_std=config.pm_init_std,
         loops=loops,
-        dtype=dtype,
-        seed=seed,
         **({} if eps is None else {"norm_eps": eps}),
     )
 
@@ -125,31 +110,19 @@ def pm_trained_iterates(config: Config, task, x: np.ndarray, v0: np.ndarray, pro
     K, T, S = config.pm_eval_loops, config.pm_loops, config.pm_seeds
     iters = np.full((2, S, K, *v0.shape), np.nan)
     seeds = part_seeds(config, "pm")
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with one_thread():
         for i, kind in enumerate(("ln", "none")):
             for s in bar(range(S), desc=f"associative_recall: PCA ({kind})", disable=not progress):
                 seed = seeds[s]
-                tc = TrainConfig(
-                    steps=config.pm_steps,
-                    batch_size=config.pm_batch,
-                    lr=config.pm_lr,
-                    optimizer="adam",
-                    warmup_steps=min(50, config.pm_steps),
-                    schedule="cosine",
-                    min_lr_ratio=0.1,
-                    seed=seed,
+                tc = adam_cosine_config(
+                    config.pm_steps, config.pm_batch, config.pm_lr, seed, warmup_steps=min(50, config.pm_steps)
                 )
                 trained = train(
                     pm_model_config(config, kind, seed, T), task, tc, device=config.torch_device(), progress=False
                 )
-                model = TinyTransformer(pm_model_config(config, kind, seed, K, dtype="float64")).eval()
-                model.load_state_dict({k: v.to("cpu", torch.float64) for k, v in trained.model.state_dict().items()})
+                model = float64_copy(trained.model, pm_model_config(config, kind, seed, K, dtype="float64"))
                 with np.errstate(over="ignore", invalid="ignore"):
                     iters[i, s] = pm_iterates(model, x, v0, config.pm_radius)
-    finally:
-        torch.set_num_threads(threads)
     return iters
 
 
@@ -272,72 +245,68 @@ def claim_power_method(led: Ledger, r: Result) -> None:
         statement=f"the exact power-step layer looped k = 1..{L} times: v_k = S^k v_0 / |S^k v_0| ({shape})",
         figure="ar_power_method",
     )
-    why = (
-        f"95% t band, dof = {S} - 1 (seeds): the SE of the mean over {S} replicate training seeds plus the "
-        f"bootstrap SE of the medians over the {c.pm_eval} prompts they share"
-    )
-    led.predict(
-        "pm_ln_first_loop_is_power_step",
-        measured=s["pm_tan1_ln"],
-        expected=s["pm_tan1_power"],
-        se=s["pm_tan1_ln_se"],
-        dof=S - 1,
-        alternative=s["pm_tan0_power"],
-        hypothesis="the loop does not step towards u_1 (tan theta_1 = tan theta_0 of the start vector)",
-        source=f"{PSOURCE}, items 1 and 3: one loop of the LN layer is one power iteration",
-        seed=SEED_POWER,
-        why=why,
-        requires_full=True,
-        statement=f"trained looped linear attention with post-LN (T = {T}): median tan theta_1 to s u_1 after one "
-        "loop = that of one power iteration",
-        figure="ar_power_method",
-    )
-    led.predict(
-        "pm_ln_rate_is_power_method",
-        measured=s["pm_rate_ln"],
-        expected=s["pm_rate_power"],
-        se=s["pm_rate_ln_se"],
-        dof=S - 1,
-        alternative=1.0,
-        hypothesis="the looped layer does not converge: tan theta stops contracting beyond the trained loops",
-        source=f"{PSOURCE}, item 1: tan theta contracts per loop towards l_2/l_1 (median l_2/l_1 of S "
-        f"= {s['pm_gap_median']:.3f})",
-        seed=SEED_POWER,
-        why=why,
-        requires_full=True,
-        statement=f"trained with post-LN at T = {T}, looped to K = {L}: median per-loop contraction "
-        f"(tan theta_K / tan theta_1)^(1/(K-1)) = the power method's on the same prompts",
-        figure="ar_power_method",
-    )
-    led.predict(
-        "pm_ln_error_at_T_is_power_method",
-        measured=s["pm_err_T_ln"],
-        expected=s["pm_err_T_power"],
-        se=s["pm_err_T_ln_se"],
-        dof=S - 1,
-        alternative=s["pm_err_T_none"],
-        hypothesis="the norm does not matter: the LN layer is no closer to the power method than the one without",
-        source=f"{PSOURCE}, items 1 and 3: T loops of the LN layer are T power iterations",
-        seed=SEED_POWER,
-        why=f"95% t band, dof = {S} - 1 (seeds): the SE of the mean over {S} replicate training seeds plus the "
-        f"SE over the {c.pm_eval} prompts they share",
-        requires_full=True,
-        statement=f"trained with post-LN: mean |v_T - s u_1|^2 after the T = {T} trained loops = T power iterations'",
-        figure="ar_power_method",
-    )
+
+    def band(spread: str) -> str:
+        return (
+            f"95% t band, dof = {S} - 1 (seeds): the SE of the mean over {S} replicate training seeds plus the "
+            f"{spread} over the {c.pm_eval} prompts they share"
+        )
+
+    for name, key, alternative, hypothesis, source, spread, statement in (
+        (
+            "pm_ln_first_loop_is_power_step",
+            "tan1",
+            s["pm_tan0_power"],
+            "the loop does not step towards u_1 (tan theta_1 = tan theta_0 of the start vector)",
+            f"{PSOURCE}, items 1 and 3: one loop of the LN layer is one power iteration",
+            "bootstrap SE of the medians",
+            f"trained looped linear attention with post-LN (T = {T}): median tan theta_1 to s u_1 after one "
+            "loop = that of one power iteration",
+        ),
+        (
+            "pm_ln_rate_is_power_method",
+            "rate",
+            1.0,
+            "the looped layer does not converge: tan theta stops contracting beyond the trained loops",
+            f"{PSOURCE}, item 1: tan theta contracts per loop towards l_2/l_1 (median l_2/l_1 of S "
+            f"= {s['pm_gap_median']:.3f})",
+            "bootstrap SE of the medians",
+            f"trained with post-LN at T = {T}, looped to K = {L}: median per-loop contraction "
+            f"(tan theta_K / tan theta_1)^(1/(K-1)) = the power method's on the same prompts",
+        ),
+        (
+            "pm_ln_error_at_T_is_power_method",
+            "err_T",
+            s["pm_err_T_none"],
+            "the norm does not matter: the LN layer is no closer to the power method than the one without",
+            f"{PSOURCE}, items 1 and 3: T loops of the LN layer are T power iterations",
+            "SE",
+            f"trained with post-LN: mean |v_T - s u_1|^2 after the T = {T} trained loops = T power iterations'",
+        ),
+    ):
+        led.predict(
+            name,
+            **seed_numbers(s, f"pm_{key}_ln", S),
+            expected=s[f"pm_{key}_power"],
+            alternative=alternative,
+            hypothesis=hypothesis,
+            source=source,
+            seed=SEED_POWER,
+            why=band(spread),
+            requires_full=True,
+            statement=statement,
+            figure="ar_power_method",
+        )
     for ref, what in (("power", "the power method's (T power iterations)"), ("ln", "the post-LN layer's")):
         led.direction(
             f"pm_no_ln_error_above_{ref}",
-            measured=s[f"pm_err_T_none_minus_{ref}"],
+            **seed_numbers(s, f"pm_err_T_none_minus_{ref}", S),
             sign=1,
-            se=s[f"pm_err_T_none_minus_{ref}_se"],
-            dof=S - 1,
             hypothesis=f"without a norm the looped layer reaches {what} error",
             source=f"000#45: a transformer without LN cannot exactly learn the power method; {PSOURCE}, item 3 "
             "(the self-cancellation holds only on the unit sphere, which nothing keeps the iterate on)",
             seed=SEED_POWER,
-            why=f"95% t band, dof = {S} - 1 (seeds): the SE of the mean over {S} replicate training seeds plus "
-            f"the paired SE over the {c.pm_eval} prompts they share",
+            why=band("paired SE"),
             requires_full=True,
             statement=f"trained without a norm (T = {T}): mean |v_T - s u_1|^2 minus {what} > 0",
             figure="ar_power_method",

@@ -4,14 +4,13 @@ time-invariant decay, against the best time-invariant one-tap read-out."""
 from __future__ import annotations
 
 import numpy as np
-import torch
 
 from analysis.ledger import Ledger
 from analysis.model import ModelConfig
 from analysis.progress import bar
 from analysis.tasks import SelectiveCopying
 from analysis.theory import gated_recurrence as gth
-from analysis.train import TrainConfig, derived_seed, train
+from analysis.train import train
 from probes.associative_recall.config import (
     GSOURCE,
     SEED_SELECTIVE,
@@ -19,7 +18,8 @@ from probes.associative_recall.config import (
     part_seeds,
     seed_se,
 )
-from probes.base import MAX_SEED, Result
+from probes.associative_recall.mqar import held_out_hits, one_thread, warmup_config
+from probes.base import Result
 from probes.parts import Context
 
 DESCRIPTION = "selective copying with a selective and a time-invariant decay"
@@ -52,30 +52,17 @@ def measure_selective(config: Config, progress: bool) -> dict[str, np.ndarray]:
     acc, nq = np.zeros(shape), np.zeros(shape)
     jobs = [(i, j, s) for i in range(shape[0]) for j in range(shape[1]) for s in range(shape[2])]
     seeds = part_seeds(config, "sc")
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with one_thread():
         for i, j, s in bar(jobs, desc="associative_recall: selective copying", disable=not progress):
             task = SelectiveCopying(
                 n_copy=config.sc_n_copy, n_values=config.sc_values, length=config.sc_length, spacing=SC_SPACINGS[j]
             )
             seed = seeds[s]
-            tc = TrainConfig(
-                steps=config.sc_steps,
-                batch_size=config.sc_batch,
-                lr=config.sc_lr,
-                warmup_steps=min(20, config.sc_steps),
-                seed=seed,
-            )
+            tc = warmup_config(config.sc_steps, config.sc_batch, config.sc_lr, seed)
             dev = config.torch_device()
             model = train(sc_model_config(config, task, SC_DECAYS[i], seed), task, tc, device=dev, progress=False).model
-            gen = torch.Generator().manual_seed(derived_seed(seed, f"sc_eval_{SC_SPACINGS[j]}") % MAX_SEED)
-            x, y = task.sample(config.sc_eval, gen)
-            with torch.no_grad():
-                hits = task.accuracy(model(x.to(dev)), y.to(dev)).double()
+            _, hits = held_out_hits(task, model, config.sc_eval, seed, f"sc_eval_{SC_SPACINGS[j]}", dev)
             acc[i, j, s], nq[i, j, s] = float(hits.mean()), float(hits.numel())
-    finally:
-        torch.set_num_threads(threads)
     return {"accuracy": acc, "n_queries": nq}
 
 

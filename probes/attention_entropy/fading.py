@@ -14,10 +14,7 @@ from analysis.ledger import Ledger
 from analysis.model import ModelConfig, TinyTransformer
 from analysis.theory import attention_entropy as th
 from probes.attention_entropy.config import Config
-from probes.attention_entropy.shared import (
-    FADE_WITHIN_RUN,
-    fit_log_slope,
-)
+from probes.attention_entropy.shared import FADE_WITHIN_RUN, claim_each, fade_rate_numbers, fit_log_slope
 from probes.base import Result
 from probes.parts import Context
 
@@ -137,10 +134,7 @@ def measure(ctx: Context) -> None:
 
 
 def claims(led: Ledger, rs: tuple[Result, ...]) -> None:
-    (r,) = rs  # one run: its replicate seeds are inside it
-    ds, config = r.data, r.config
-    claim_planted_closed_forms(led, ds, config)
-    claim_ssmax_fading_rate(led, ds, config)
+    claim_each(led, rs, claim_planted_closed_forms, claim_ssmax_fading_rate)
 
 
 def claim_planted_closed_forms(led: Ledger, ds: xr.Dataset, config: Config) -> None:
@@ -174,8 +168,6 @@ def claim_ssmax_fading_rate(led: Ledger, ds: xr.Dataset, config: Config) -> None
     for sg in config.fade_sg:
         if abs(sg - 1.0) < config.fade_margin:
             continue
-        rate = float(ds["fade_rate"].sel(fade_sg=sg))
-        drift = abs(rate - float(ds["fade_rate_lower_half"].sel(fade_sg=sg)))
         fades = sg < 1.0
         alt, hyp = (
             (0.0, "the s ln n scaling stops the fading at every s (no threshold)")
@@ -184,12 +176,12 @@ def claim_ssmax_fading_rate(led: Ledger, ds: xr.Dataset, config: Config) -> None
         )
         led.predict(
             f"ssmax_fade_rate_sg{sg:g}",
-            measured=rate,
+            **fade_rate_numbers(
+                float(ds["fade_rate"].sel(fade_sg=sg)), float(ds["fade_rate_lower_half"].sel(fade_sg=sg))
+            ),
             expected=float(ds["fade_rate_theory"].sel(fade_sg=sg)),
             alternative=alt,
             hypothesis=hyp,
-            se=drift,
-            dof=math.inf,
             within_run=FADE_WITHIN_RUN,
             seed="000#6",
             figure="ae_ssmax_rate",

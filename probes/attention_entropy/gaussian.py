@@ -16,9 +16,11 @@ from probes.attention_entropy.config import Config
 from probes.attention_entropy.models import distinct_tokens, model_config
 from probes.attention_entropy.shared import (
     at_n,
+    claim_each,
     entropy_at_n,
     gaussian_exact,
     measure_rows,
+    residual_numbers,
 )
 from probes.base import Result
 from probes.parts import Context
@@ -60,10 +62,7 @@ def measure(ctx: Context) -> None:
 
 
 def claims(led: Ledger, rs: tuple[Result, ...]) -> None:
-    (r,) = rs  # one run: its replicate seeds are inside it
-    ds, config = r.data, r.config
-    claim_gaussian_entropy(led, ds, config)
-    claim_gaussian_past_breakdown(led, ds, config)
+    claim_each(led, rs, claim_gaussian_entropy, claim_gaussian_past_breakdown)
 
 
 def claim_gaussian_entropy(led: Ledger, ds: xr.Dataset, config: Config) -> None:
@@ -131,13 +130,10 @@ def claim_gaussian_past_breakdown(led: Ledger, ds: xr.Dataset, config: Config) -
     resid = mean_se((h - exact).mean(-1))  # per independent model: its mean over heads of H - E_gauss[H]
     led.predict(
         name,
-        measured=float(h.mean()),
-        expected=float(exact.mean()),
+        **residual_numbers(h, exact, resid),
         alternative=float(lln.mean()),
         hypothesis="the LLN law ln n - s^2/2 still holds past the breakdown, floored at H = 0 (all weight on "
         "the largest logit) past freezing",
-        se=resid.se,
-        dof=resid.dof,
         source=source,
         why=f"95% t band over {resid.n} independent models (replicate seeds): se is the standard error over "
         f"models of each model's mean H - E_gauss[H] over its {h.shape[-1]} layer-0 heads (dof {resid.n} - 1)",

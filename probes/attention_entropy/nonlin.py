@@ -10,7 +10,7 @@ import torch
 import xarray as xr
 
 from analysis.devices import model_device
-from analysis.evidence import MeanSE, mean_se, replicate_seed
+from analysis.evidence import mean_se, replicate_seed
 from analysis.hooks import hooks
 from analysis.ledger import Ledger
 from analysis.model import ModelConfig, TinyTransformer
@@ -21,6 +21,9 @@ from analysis.validation import check_choice
 from probes.attention_entropy.config import Config
 from probes.attention_entropy.shared import (
     band_text,
+    claim_each,
+    measure_own,
+    residual_numbers,
     score_hook_names,
     train_config,
     training_task,
@@ -150,30 +153,23 @@ def nonlin_thirds(n_layers: int) -> tuple[list[int], list[int]]:
     return list(range(k)), list(range(n_layers - k, n_layers))
 
 
-def _seed_resid(ds: xr.Dataset, variant: str, state: str, theory: str, layers) -> tuple[float, float, MeanSE]:
-    """Mean measured and predicted H / ln n over seeds, the given layers and heads, and the mean and standard error
-    over seeds of the per-seed mean residual (measured - predicted)."""
+def _entropy_numbers(ds: xr.Dataset, variant: str, state: str, theory: str, layers) -> dict[str, float]:
+    """The numbers of a prediction of H / ln n over seeds, the given layers and heads (:func:`residual_numbers`):
+    the mean measured and predicted values, and the standard error over seeds of the per-seed mean residual."""
     sel = {"variant": variant, "state": state, "nonlin_layer": layers}
     meas = ds["nonlin_ent_norm"].sel(sel).values  # (seed, layer, head)
     theo = ds[f"nonlin_{theory}"].sel(sel).values
-    resid = (meas - theo).mean((1, 2))
-    return float(meas.mean()), float(theo.mean()), mean_se(resid)
+    return residual_numbers(meas, theo, mean_se((meas - theo).mean((1, 2))))
 
 
 def measure(ctx: Context) -> None:
-    if ctx.own_model:
-        data, coords = nonlin_arrays(ctx.config, nonlin_sweep(ctx.config, progress=ctx.progress))
-        ctx.data.update(data)
-        ctx.coords.update(coords)
+    measure_own(ctx, nonlin_sweep, nonlin_arrays)
 
 
 def claims(led: Ledger, rs: tuple[Result, ...]) -> None:
-    (r,) = rs
-    ds, config = r.data, r.config
-    if "nonlin_ent_norm" in ds:
-        claim_nonlin_gaussian(led, ds, config)
-        claim_nonlin_logit_growth(led, ds, config)
-        claim_nonlin_thresholds(led, ds, config)
+    claim_each(
+        led, rs, claim_nonlin_gaussian, claim_nonlin_logit_growth, claim_nonlin_thresholds, needs="nonlin_ent_norm"
+    )
 
 
 def claim_nonlin_gaussian(led: Ledger, ds: xr.Dataset, config: Config) -> None:
@@ -207,26 +203,18 @@ def claim_nonlin_gaussian(led: Ledger, ds: xr.Dataset, config: Config) -> None:
                 continue
             common = dict(alternative=1.0, hypothesis=UNIFORM_HYP, seed=SEED_NONLIN, figure="ae_nonlin")
             rows_name = f"{prefix}_rows_{state}{suffix}"
-            m, e, res = _seed_resid(ds, variant, state, "theory_rows", layers)
             led.predict(
                 rows_name,
-                measured=m,
-                expected=e,
-                se=res.se,
-                dof=res.dof,
+                **_entropy_numbers(ds, variant, state, "theory_rows", layers),
                 source=NONLIN_SOURCE,
                 why=why,
                 statement=f"{variant}, {state}, {where}: mean H / ln n = mean over rows of E_gauss[H](n, s_row) / ln n "
                 "at each row's measured logit std",
                 **common,
             )
-            m, e, res = _seed_resid(ds, variant, state, "theory", layers)
             led.predict(
                 f"{prefix}_{state}{suffix}",
-                measured=m,
-                expected=e,
-                se=res.se,
-                dof=res.dof,
+                **_entropy_numbers(ds, variant, state, "theory", layers),
                 source=NONLIN_SOURCE,
                 why=why,
                 diagnosed_by={rows_name: "pass"},

@@ -23,7 +23,10 @@ from probes.attention_entropy.config import Config
 from probes.attention_entropy.shared import (
     SEED_SSMAX,
     band_text,
+    claim_each,
     fit_log_slope,
+    measure_own,
+    residual_numbers,
 )
 from probes.base import Result
 from probes.parts import Context
@@ -203,18 +206,11 @@ def retrieval_arrays(config: Config, rt: dict) -> tuple[dict, dict]:
 
 
 def measure(ctx: Context) -> None:
-    if ctx.own_model:
-        data, coords = retrieval_arrays(ctx.config, retrieval_sweep(ctx.config, progress=ctx.progress))
-        ctx.data.update(data)
-        ctx.coords.update(coords)
+    measure_own(ctx, retrieval_sweep, retrieval_arrays)
 
 
 def claims(led: Ledger, rs: tuple[Result, ...]) -> None:
-    (r,) = rs
-    ds, config = r.data, r.config
-    if "retrieval_weight" in ds:
-        claim_retrieval_slopes(led, ds, config)
-        claim_retrieval_accuracy(led, ds, config)
+    claim_each(led, rs, claim_retrieval_slopes, claim_retrieval_accuracy, needs="retrieval_weight")
 
 
 def claim_retrieval_slopes(led: Ledger, ds: xr.Dataset, config: Config) -> None:
@@ -256,15 +252,11 @@ def claim_retrieval_slopes(led: Ledger, ds: xr.Dataset, config: Config) -> None:
     for kernel, (alt, hyp, detail) in cases.items():
         sub = ds.sel(retrieval_kernel=kernel)
         meas, pred = sub["retrieval_slope"].values, sub["retrieval_slope_theory"].values
-        resid = mean_se(meas - pred)
         led.predict(
             f"ssmax_trained_{kernel}_slope",
-            measured=float(meas.mean()),
-            expected=float(pred.mean()),
+            **residual_numbers(meas, pred, mean_se(meas - pred)),
             alternative=alt,
             hypothesis=hyp,
-            se=resid.se,
-            dof=resid.dof,
             requires_full=True,
             seed=SEED_SSMAX,
             figure="ae_ssmax_trained",
@@ -283,11 +275,12 @@ def claim_retrieval_accuracy(led: Ledger, ds: xr.Dataset, config: Config) -> Non
     fmax = config.retrieval_factors[-1]
     acc = ds["retrieval_accuracy"].sel(retrieval_n=top)
     soft, ssm = acc.sel(retrieval_kernel="softmax").values, acc.sel(retrieval_kernel="ssmax").values
+    src = "000#6: SSMax generalises to longer contexts and retrieves better there than softmax"
     if not np.all(np.isfinite(ds["retrieval_weight"].values)):
         led.not_evaluated(
             f"ssmax_trained_retrieval_{fmax}x",
             role="prediction",
-            source="000#6: SSMax generalises to longer contexts and retrieves better there than softmax",
+            source=src,
             seed=SEED_SSMAX,
             reason="a retrieval training run diverged (non-finite attention weights)",
         )
@@ -299,7 +292,7 @@ def claim_retrieval_accuracy(led: Ledger, ds: xr.Dataset, config: Config) -> Non
         requires_full=True,
         seed=SEED_SSMAX,
         hypothesis="the kernel does not change retrieval at the longest length (accuracy difference 0)",
-        source="000#6: SSMax generalises to longer contexts and retrieves better there than softmax",
+        source=src,
         figure="ae_ssmax_trained",
         why=f"{band_text(config.retrieval_seeds)} of the paired difference (both kernels of a seed see the same "
         f"{config.retrieval_eval} test sequences)",

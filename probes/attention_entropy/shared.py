@@ -1,22 +1,26 @@
 """What more than one part of the attention-entropy probe uses: the row statistics of attention scores read
-through hooks, the spectral bound per row, the Gaussian closed form, the training recipe, the bands' wording and
-the rounding tolerances."""
+through hooks, the spectral bound per row, the Gaussian closed form, the training recipe, the bands' wording, the
+rounding tolerances, a claim's numbers and the measure and claims steps of the parts that train their own models."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 import torch
 
 from analysis.corpus import CorpusSpec
 from analysis.devices import model_device
+from analysis.evidence import MeanSE
 from analysis.hooks import SCORES, canonical_name, hooks
+from analysis.ledger import Ledger
 from analysis.tasks import CorpusLM, MarkovLanguage
 from analysis.theory import attention_entropy as th
 from analysis.train import TrainConfig
 from probes.attention_entropy.config import Config
-from probes.base import ModelIncompatibleError
+from probes.base import ModelIncompatibleError, Result
+from probes.parts import Context
 
 SEED_SSMAX, SEED_SIGMOID = "000#6", "000#17"
 ROW_BLOCK = 256  # query rows reduced at a time inside the hook (bounds float64 memory: H x 256 x T)
@@ -187,3 +191,33 @@ def fit_log_slope(n: np.ndarray, w: np.ndarray) -> float:
     """Least-squares slope of ``ln w`` against ``ln n``. For sorted ``n`` it is a convex combination of the
     secant slopes between neighbours, so it lies within the range of the local slope over the window."""
     return float(np.polyfit(np.log(n), np.log(w), 1)[0])
+
+
+def fade_rate_numbers(rate: float, lower_half: float) -> dict[str, float]:
+    """A fitted fading rate's numbers: the fit over the upper half-decade measured, its drift from the fit over the
+    lower half-decade the SE (normal band; a within-run uncertainty, :data:`FADE_WITHIN_RUN`)."""
+    return {"measured": rate, "se": abs(rate - lower_half), "dof": math.inf}
+
+
+def residual_numbers(measured: np.ndarray, predicted: np.ndarray, resid: MeanSE) -> dict[str, float]:
+    """A prediction's numbers over independent replicates: the mean measured and predicted values, and the SE (and
+    dof) of ``resid``, the mean over the replicates of each one's residual (measured - predicted)."""
+    return {"measured": float(measured.mean()), "expected": float(predicted.mean()), "se": resid.se, "dof": resid.dof}
+
+
+def measure_own(ctx: Context, sweep: Callable[..., dict], arrays: Callable[[Config, dict], tuple[dict, dict]]) -> None:
+    """Own models only: ``arrays(config, sweep(config, progress=...))``, the ``(data, coords)`` of the part's
+    training sweep, into the run."""
+    if ctx.own_model:
+        data, coords = arrays(ctx.config, sweep(ctx.config, progress=ctx.progress))
+        ctx.data.update(data)
+        ctx.coords.update(coords)
+
+
+def claim_each(led: Ledger, rs: tuple[Result, ...], *claims: Callable, needs: str | None = None) -> None:
+    """A part's claims on its one run (its replicate seeds are inside it): ``claim(led, data, config)`` for each of
+    ``claims`` in turn; none where the data lack the variable ``needs`` (the part measured nothing)."""
+    (r,) = rs
+    if needs is None or needs in r.data:
+        for claim in claims:
+            claim(led, r.data, r.config)

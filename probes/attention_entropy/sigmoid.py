@@ -17,10 +17,7 @@ from analysis.model import TinyTransformer
 from analysis.theory import attention_entropy as th
 from probes.attention_entropy.config import Config
 from probes.attention_entropy.models import distinct_tokens, model_config
-from probes.attention_entropy.shared import (
-    row_stats,
-    score_hook_names,
-)
+from probes.attention_entropy.shared import claim_each, residual_numbers, row_stats, score_hook_names
 from probes.base import Result
 from probes.parts import Context
 
@@ -94,9 +91,7 @@ def measure(ctx: Context) -> None:
 
 
 def claims(led: Ledger, rs: tuple[Result, ...]) -> None:
-    (r,) = rs  # one run: its replicate seeds are inside it
-    ds, config = r.data, r.config
-    claim_sigmoid_row_totals(led, ds, config)
+    claim_each(led, rs, claim_sigmoid_row_totals)
 
 
 def claim_sigmoid_row_totals(led: Ledger, ds: xr.Dataset, config: Config) -> None:
@@ -123,12 +118,9 @@ def claim_sigmoid_row_totals(led: Ledger, ds: xr.Dataset, config: Config) -> Non
         b = float(ds["bias"].values[a])
         led.predict(
             name,
-            measured=float(meas.mean()),
-            expected=float(theo.mean()),
+            **residual_numbers(meas, theo, resid),
             alternative=alt,
             hypothesis=hyp,
-            se=resid.se,
-            dof=resid.dof,
             source=SIGMOID_SOURCE,
             seed="000#17",
             figure="ae_sigmoid_init",

@@ -17,6 +17,7 @@ from probes.attention_entropy.models import model_config
 from probes.attention_entropy.shared import (
     SEED_SIGMOID,
     band_text,
+    claim_each,
     train_config,
     training_task,
 )
@@ -80,9 +81,7 @@ def measure(ctx: Context) -> None:
 
 
 def claims(led: Ledger, rs: tuple[Result, ...]) -> None:
-    (r,) = rs
-    if "sigmoid_trained_loss" in r.data:
-        claim_sigmoid_trained(led, r.data, r.config)
+    claim_each(led, rs, claim_sigmoid_trained, needs="sigmoid_trained_loss")
 
 
 def claim_sigmoid_trained(led: Ledger, ds: xr.Dataset, config: Config) -> None:

@@ -190,29 +190,34 @@ def claim_qknorm(led: Ledger, ds: xr.Dataset, config: Config) -> None:
     top = {"lr": float(ds["lr"].max())}
     plain, normed = ds.sel({**top, "qk_norm": False}), ds.sel({**top, "qk_norm": True})
     log_ratio = np.log(plain["trace_max_logit"].max("step").values / normed["trace_max_logit"].max("step").values)
-    led.direction(
-        "qknorm_bounds_logits",
-        replicates=log_ratio,
-        sign=1,
-        requires_full=True,
-        source=src,
-        hypothesis="QK-norm leaves the attention logits' growth unchanged (log ratio 0)",
-        figure="ae_training",
-        why=f"{band_text(config.train_seeds)} of the per-seed log ratio (each seed trains both models)",
-        statement=f"lr = {top['lr']:g}: ln(max |logit| over training without QK-norm / with QK-norm) > 0",
-    )
     gap = normed["trace_min_ent_norm"].isel(step=-1).values - plain["trace_min_ent_norm"].isel(step=-1).values
-    led.direction(
-        "qknorm_keeps_entropy_higher",
-        replicates=gap,
-        sign=1,
-        requires_full=True,
-        source=src,
-        hypothesis="QK-norm does not change the smallest head entropy",
-        figure="ae_training",
-        why=f"{band_text(config.train_seeds)} of the paired difference",
-        statement=f"lr = {top['lr']:g}: final min head H/ln n with QK-norm - without > 0",
-    )
+    for name, replicates, hypothesis, paired, statement in (
+        (
+            "qknorm_bounds_logits",
+            log_ratio,
+            "QK-norm leaves the attention logits' growth unchanged (log ratio 0)",
+            "of the per-seed log ratio (each seed trains both models)",
+            f"lr = {top['lr']:g}: ln(max |logit| over training without QK-norm / with QK-norm) > 0",
+        ),
+        (
+            "qknorm_keeps_entropy_higher",
+            gap,
+            "QK-norm does not change the smallest head entropy",
+            "of the paired difference",
+            f"lr = {top['lr']:g}: final min head H/ln n with QK-norm - without > 0",
+        ),
+    ):
+        led.direction(
+            name,
+            replicates=replicates,
+            sign=1,
+            requires_full=True,
+            source=src,
+            hypothesis=hypothesis,
+            figure="ae_training",
+            why=f"{band_text(config.train_seeds)} {paired}",
+            statement=statement,
+        )
 
 
 def claim_entropy_collapse(led: Ledger, ds: xr.Dataset, config: Config) -> None:
