@@ -47,7 +47,7 @@ def test_the_constructed_kv_shift_model_needs_its_shift(smoke):
 
 
 def _small(**over):
-    return ao.Config.preset("smoke", trained=False, **over)
+    return ao.Config.preset("smoke", training=False, **over)
 
 
 def test_a_construction_reading_the_wrong_offset_fails_the_identity(monkeypatch):
@@ -123,7 +123,7 @@ def test_runs_with_seeds_0_and_1_share_no_replicate(patch_in_package):
         patch_in_package(ao, "train", fake)  # every part that trains calls analysis.train.train by its own name
         cfg = ao.Config.preset("smoke", seed=seed)
         ao.run(cfg, progress=False)
-        n = max(cfg.train_seeds, cfg.nn_seeds, cfg.san_seeds, cfg.deep_seeds)
+        n = max(cfg.train_seeds, cfg.neighbour_seeds, cfg.matched_seeds, cfg.deep_seeds)
         assert set(fake.seeds) == set(replicate_seeds(seed, n)), fake.seeds
         assert seed in fake.seeds and len(set(fake.seeds)) == n >= 2
         used[seed] = set(fake.seeds)
@@ -180,7 +180,7 @@ def test_nearest_neighbour_claims_judge_their_numbers(smoke):
 def test_learned_scale_reads_beta_from_the_construction():
     cfg = ao.Config.preset("smoke")
     model = ao.TinyTransformer(ao.nn_model_config(cfg, "full_1x", dtype="float64"))
-    d = cfg.nn_d
+    d = cfg.neighbour_d
     attn = model.blocks[0].attn
     import torch
 
@@ -208,8 +208,8 @@ def test_config_refuses_short_sequences_and_small_vocabularies():
         ao.Config(vocab_size=8)
     with pytest.raises(ValueError, match="^conv_len must be >= taps"):
         ao.Config(conv_len=3, taps=4)
-    with pytest.raises(ValueError, match="^nn_d must be a multiple of 4"):
-        ao.Config(nn_d=6)
+    with pytest.raises(ValueError, match="^neighbour_d must be a multiple of 4"):
+        ao.Config(neighbour_d=6)
 
 
 # ============================================================================================== attention-only networks
@@ -269,10 +269,10 @@ def test_second_half_change_reads_the_middle_and_last_checkpoints():
 def test_config_refuses_odd_head_sizes_and_odd_snapshot_counts():
     with pytest.raises(ValueError, match="^deep_width / deep_heads must be an even integer"):
         ao.Config(deep_width=30, deep_heads=4)
-    with pytest.raises(ValueError, match="^san_width / san_heads must be an even integer"):
-        ao.Config(san_width=6, san_heads=2)
-    with pytest.raises(ValueError, match="^san_snapshots must be even"):
-        ao.Config(san_snapshots=3)
+    with pytest.raises(ValueError, match="^matched_width / matched_heads must be an even integer"):
+        ao.Config(matched_width=6, matched_heads=2)
+    with pytest.raises(ValueError, match="^matched_snapshots must be even"):
+        ao.Config(matched_snapshots=3)
 
 
 def test_a_miscounted_block_fails_the_parameter_identities(monkeypatch):

@@ -17,19 +17,19 @@ logit bias) and ``kv_shift`` (keys and values mixed with the previous token's) o
    one vanilla layer without positions, one KV-shift layer without positions, one vanilla layer with RoPE and two
    vanilla layers with RoPE; held-out accuracy at the repeated positions (``n_eval`` sequences). A hand-built
    one-layer KV-shift model solves the task exactly; switching its shift off makes it plain attention.
-4. Rank against heads (seed 004#72): :class:`analysis.tasks.NearestNeighbour` (``nn_keys`` unit keys in
-   ``nn_d`` dimensions, queries see the keys only). The head rank is the zoo's ``d_head``: a head of size ``r`` has
-   query/key maps of rank ``r`` (and value/output maps of rank ``r``, the standard ``H r = d`` convention the
-   paper's experiments use), so no new knob. A float64 construction (one head, QK = beta I, value the key) at a
+4. Rank against heads (seed 004#72): :class:`analysis.tasks.NearestNeighbour` (``neighbour_keys`` unit keys in
+   ``neighbour_d`` dimensions, queries see the keys only). The head rank is the zoo's ``d_head``: a head of size
+   ``r`` has query/key maps of rank ``r`` (and value/output maps of rank ``r``, the standard ``H r = d`` convention
+   the paper's experiments use), so no new knob. A float64 construction (one head, QK = beta I, value the key) at a
    huge beta reproduces the target; attention-only models (no norm, no MLP, residual on, logit scale 1) with one
    rank-d head, 4 heads of rank d/4 and d heads of rank 1 are trained (cached) and their held-out relative MSE is
    compared with the theory's additive floor A(r) and the construction's error at the trained head's scale; at
-   ``nn_keys_short`` keys (2), one layer of d rank-1 heads against two such layers and one rank-d head.
+   ``neighbour_keys_short`` keys (2), one layer of d rank-1 heads against two such layers and one rank-d head.
 5. Attention-only networks (seed 004#1) on the character corpus (:class:`analysis.tasks.CorpusLM`).
-   a. Matched parameters: a pre-LN standard model (``san_layers`` blocks of width ``san_width`` with MLP 4d), the
+   a. Matched parameters: a pre-LN standard model (``matched_layers`` blocks of width ``matched_width``, MLP 4d), the
       attention-only stack of the same width whose depth matches its parameters (theory item 5: 3x as deep, the
       residual difference ``L d`` norm gains), and the standard model with its MLPs deleted in place, each
-      trained ``san_seeds`` times with the workbench's probe-LM recipe
+      trained ``matched_seeds`` times with the workbench's probe-LM recipe
       (:func:`analysis.train.probe_lm_train_config`); held-out loss on the same validation windows.
    b. Deep attention-only stacks: ``deep_layers`` x ``deep_width`` (pre-LN, RoPE, no MLP) with and without
       QK-norm, Adam at ``deep_lr`` (torch's default Adam learning rate 1e-3, fixed before any run: constant, no
@@ -38,11 +38,11 @@ logit bias) and ``kv_shift`` (keys and values mixed with the previous token's) o
       current gains; the training loss, in which a spike (:func:`loss_spikes`) is an update whose loss exceeds the
       median of the previous ``spike_window`` losses by more than ``spike_k`` times their scaled MAD (or is not
       finite). A float64 construction (W_q = W_k, constant gains, eps 0) attains the bound.
-   c. Stable ranks ``|A|_F^2 / |A|_2^2`` along training (``san_snapshots`` + 1 checkpoints of run a) of each head's
+   c. Stable ranks ``|A|_F^2 / |A|_2^2`` along training (``matched_snapshots`` + 1 checkpoints of run a) of each head's
       ``W_q,h^T W_k,h`` (mean over heads) and of ``W_O``, per layer; the statistic is the relative change over the
       second half of training, averaged over layers, per seed.
 
-Replicates: seed i of every trained part (``train_seeds``, ``nn_seeds``, ``san_seeds``, ``deep_seeds``) is
+Replicates: seed i of every trained part (``train_seeds``, ``neighbour_seeds``, ``matched_seeds``, ``deep_seeds``) is
 :func:`analysis.evidence.replicate_seed` ``(seed, i)`` for weights, data and held-out data (replicate 0 is ``seed``
 itself), and every claim on trained models takes its 95% Student-t band from the spread of the per-seed values
 (:mod:`analysis.evidence`); models of different kinds with the same replicate index are paired.

@@ -20,18 +20,18 @@ class Config(ProbeConfig):
             "train_seeds": 2,
             "ind_steps": 20,
             "n_eval": 32,
-            "nn_d": 4,
-            "nn_keys": 4,
-            "nn_steps": 3,
-            "nn_seeds": 2,
-            "nn_eval": 16,
-            "nn_theory_sets": 64,
-            "san_width": 8,
-            "san_seq_len": 16,
-            "san_steps": 4,
-            "san_seeds": 2,
-            "san_eval_batches": 1,
-            "san_snapshots": 2,
+            "neighbour_d": 4,
+            "neighbour_keys": 4,
+            "neighbour_steps": 3,
+            "neighbour_seeds": 2,
+            "neighbour_eval": 16,
+            "neighbour_theory_sets": 64,
+            "matched_width": 8,
+            "matched_seq_len": 16,
+            "matched_steps": 4,
+            "matched_seeds": 2,
+            "matched_eval_batches": 1,
+            "matched_snapshots": 2,
             "deep_layers": 3,
             "deep_width": 8,
             "deep_seq_len": 8,
@@ -52,7 +52,7 @@ class Config(ProbeConfig):
     conv_steps: int = param(1500, "optimiser updates per trained convolution layer", minimum=1)
     conv_batch: int = param(32, "sequences per update (convolution)", minimum=1, maximum=1024)
     conv_lr: float = param(0.03, "peak learning rate (convolution; Adam, cosine)", minimum=1e-6, maximum=1.0)
-    trained: bool = param(True, "train the convolution layers and the induction models")
+    training: bool = param(True, "train the convolution layers and the induction models", key="trained")
     train_seeds: int = param(
         5, "training seeds per model: replicate_seed(seed, i), their spread is the uncertainty", minimum=1
     )
@@ -65,31 +65,65 @@ class Config(ProbeConfig):
     ind_batch: int = param(32, "sequences per update (induction)", minimum=1, maximum=1024)
     ind_lr: float = param(3e-3, "peak learning rate (induction; Adam, cosine)", minimum=1e-6, maximum=1.0)
     n_eval: int = param(256, "held-out induction sequences per trained model", minimum=1, maximum=100_000)
-    nn_d: int = param(
-        16, "nearest neighbour: dimension d (a multiple of 4: heads of rank d, d/4 and 1)", minimum=4, maximum=64
+    neighbour_d: int = param(
+        16,
+        "nearest neighbour: dimension d (a multiple of 4: heads of rank d, d/4 and 1)",
+        minimum=4,
+        maximum=64,
+        key="nn_d",
     )
-    nn_keys: int = param(16, "nearest neighbour: keys N per sequence", minimum=2, maximum=256)
-    nn_keys_short: int = param(2, "nearest neighbour: keys N of the short context (depth)", minimum=2, maximum=256)
-    nn_queries: int = param(8, "nearest neighbour: queries M per sequence", minimum=1, maximum=256)
-    nn_steps: int = param(600, "nearest neighbour: optimiser updates per model", minimum=1)
-    nn_batch: int = param(32, "nearest neighbour: sequences per update", minimum=1, maximum=1024)
-    nn_lr: float = param(0.03, "nearest neighbour: peak learning rate (Adam, cosine)", minimum=1e-6, maximum=1.0)
-    nn_seeds: int = param(5, "nearest neighbour: training seeds per model (replicate_seed(seed, i))", minimum=1)
-    nn_eval: int = param(512, "nearest neighbour: held-out sequences per model", minimum=2, maximum=100_000)
-    nn_theory_sets: int = param(2000, "nearest neighbour: key sets of the theory's Monte Carlo", minimum=8)
-    san_width: int = param(32, "attention-only networks: width d of the matched models", minimum=2, maximum=256)
-    san_heads: int = param(2, "attention-only networks: heads of the matched models", minimum=1, maximum=8)
-    san_layers: int = param(2, "attention-only networks: blocks of the standard model (MLP 4d)", minimum=1, maximum=8)
-    san_seq_len: int = param(
-        64, "attention-only networks: corpus context T of the matched models", minimum=4, maximum=256
+    neighbour_keys: int = param(16, "nearest neighbour: keys N per sequence", minimum=2, maximum=256, key="nn_keys")
+    neighbour_keys_short: int = param(
+        2, "nearest neighbour: keys N of the short context (depth)", minimum=2, maximum=256, key="nn_keys_short"
     )
-    san_steps: int = param(300, "attention-only networks: updates per matched model (probe-LM recipe)", minimum=1)
-    san_seeds: int = param(
-        5, "attention-only networks: training seeds per matched model (replicate_seed(seed, i))", minimum=1, maximum=16
+    neighbour_queries: int = param(
+        8, "nearest neighbour: queries M per sequence", minimum=1, maximum=256, key="nn_queries"
     )
-    san_eval_batches: int = param(8, "attention-only networks: held-out batches of 16 windows", minimum=1, maximum=64)
-    san_snapshots: int = param(
-        8, "attention-only networks: checkpoint intervals of the stable ranks (even)", minimum=2, maximum=64
+    neighbour_steps: int = param(600, "nearest neighbour: optimiser updates per model", minimum=1, key="nn_steps")
+    neighbour_batch: int = param(32, "nearest neighbour: sequences per update", minimum=1, maximum=1024, key="nn_batch")
+    neighbour_lr: float = param(
+        0.03, "nearest neighbour: peak learning rate (Adam, cosine)", minimum=1e-6, maximum=1.0, key="nn_lr"
+    )
+    neighbour_seeds: int = param(
+        5, "nearest neighbour: training seeds per model (replicate_seed(seed, i))", minimum=1, key="nn_seeds"
+    )
+    neighbour_eval: int = param(
+        512, "nearest neighbour: held-out sequences per model", minimum=2, maximum=100_000, key="nn_eval"
+    )
+    neighbour_theory_sets: int = param(
+        2000, "nearest neighbour: key sets of the theory's Monte Carlo", minimum=8, key="nn_theory_sets"
+    )
+    matched_width: int = param(
+        32, "attention-only networks: width d of the matched models", minimum=2, maximum=256, key="san_width"
+    )
+    matched_heads: int = param(
+        2, "attention-only networks: heads of the matched models", minimum=1, maximum=8, key="san_heads"
+    )
+    matched_layers: int = param(
+        2, "attention-only networks: blocks of the standard model (MLP 4d)", minimum=1, maximum=8, key="san_layers"
+    )
+    matched_seq_len: int = param(
+        64, "attention-only networks: corpus context T of the matched models", minimum=4, maximum=256, key="san_seq_len"
+    )
+    matched_steps: int = param(
+        300, "attention-only networks: updates per matched model (probe-LM recipe)", minimum=1, key="san_steps"
+    )
+    matched_seeds: int = param(
+        5,
+        "attention-only networks: training seeds per matched model (replicate_seed(seed, i))",
+        minimum=1,
+        maximum=16,
+        key="san_seeds",
+    )
+    matched_eval_batches: int = param(
+        8, "attention-only networks: held-out batches of 16 windows", minimum=1, maximum=64, key="san_eval_batches"
+    )
+    matched_snapshots: int = param(
+        8,
+        "attention-only networks: checkpoint intervals of the stable ranks (even)",
+        minimum=2,
+        maximum=64,
+        key="san_snapshots",
     )
     deep_layers: int = param(48, "deep stacks: depth of the attention-only stacks", minimum=1, maximum=96)
     deep_width: int = param(32, "deep stacks: width d", minimum=2, maximum=128)
@@ -111,18 +145,18 @@ class Config(ProbeConfig):
             raise ValueError(
                 f"d_model / heads must be even (RoPE in the induction models), got {self.d_model} / {self.heads}"
             )
-        if self.nn_d % 4:
-            raise ValueError(f"nn_d must be a multiple of 4 (heads of rank d / 4), got {self.nn_d}")
-        for prefix in ("san", "deep"):
+        if self.neighbour_d % 4:
+            raise ValueError(f"neighbour_d must be a multiple of 4 (heads of rank d / 4), got {self.neighbour_d}")
+        for prefix in ("matched", "deep"):
             width, heads = getattr(self, f"{prefix}_width"), getattr(self, f"{prefix}_heads")
             if width % heads or (width // heads) % 2:
                 raise ValueError(
                     f"{prefix}_width / {prefix}_heads must be an even integer (RoPE), got {width} / {heads}"
                 )
-        if self.san_snapshots % 2 or self.san_snapshots > self.san_steps:
+        if self.matched_snapshots % 2 or self.matched_snapshots > self.matched_steps:
             raise ValueError(
-                f"san_snapshots must be even (the second half starts at a checkpoint) and <= san_steps "
-                f"({self.san_steps}), got {self.san_snapshots}"
+                f"matched_snapshots must be even (the second half starts at a checkpoint) and <= matched_steps "
+                f"({self.matched_steps}), got {self.matched_snapshots}"
             )
         if self.conv_len < self.taps:
             raise ValueError(f"conv_len must be >= taps ({self.taps}), got {self.conv_len}")
@@ -135,7 +169,9 @@ class Config(ProbeConfig):
             )
 
     def nn_task(self, short: bool = False) -> NearestNeighbour:
-        return NearestNeighbour(self.nn_d, self.nn_keys_short if short else self.nn_keys, self.nn_queries)
+        return NearestNeighbour(
+            self.neighbour_d, self.neighbour_keys_short if short else self.neighbour_keys, self.neighbour_queries
+        )
 
     def conv_task(self) -> ConvolutionRegression:
         return ConvolutionRegression(self.d, self.taps, self.conv_len, self.kernel_decay, self.kernel_seed)

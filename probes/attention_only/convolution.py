@@ -161,7 +161,7 @@ def measure(ctx: Context) -> None:
     seed, the minimum over rows and the floor their patterns leave (NaN when not trained)."""
     config = ctx.config
     ctx.scalars.update(measure_construction(config))
-    conv = measure_conv_trained(config, ctx.progress) if config.trained else None
+    conv = measure_conv_trained(config, ctx.progress) if config.training else None
     kernel = config.conv_task().kernel
     K, S = config.taps, config.train_seeds
     heads = np.arange(1, K + 1)

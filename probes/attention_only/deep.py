@@ -187,7 +187,7 @@ def measure(ctx: Context) -> None:
     its ratio to the bound and the bound, the spikes, and the final held-out loss (NaN when not trained)."""
     config = ctx.config
     ctx.scalars.update(qk_bound_construction(config))
-    deep = measure_deep(config, ctx.progress) if config.trained else None
+    deep = measure_deep(config, ctx.progress) if config.training else None
     nan = lambda *shape: np.full(shape, np.nan)  # noqa: E731
     deep = deep or {
         k: nan(2, config.deep_seeds, config.deep_steps) for k in ("loss", "max_logit", "bound_ratio", "qk_bound")

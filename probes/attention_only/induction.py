@@ -137,7 +137,7 @@ def measure(ctx: Context) -> None:
     config = ctx.config
     ctx.scalars["constructed_induction"] = constructed_induction(config)
     ctx.scalars["constructed_induction_no_shift"] = constructed_induction(config, shift=False)
-    ind = measure_induction(config, ctx.progress) if config.trained else None
+    ind = measure_induction(config, ctx.progress) if config.training else None
     names = list(MODELS)
     acc = ind["accuracy"] if ind else np.full((len(names), 1), np.nan)
     per_pos = ind["accuracy_position"] if ind else np.full((len(names), 1, config.segment), np.nan)
@@ -166,7 +166,7 @@ def claim_induction_identities(led: Ledger, r: Result) -> None:
         statement="a hand-built one-layer, one-head KV-shift model predicts every repeated position",
         figure="ao_induction",
     )
-    if r.config.trained:
+    if r.config.training:
         led.identity(
             "kv_shift_off_is_plain_attention",
             measured=s["kv_shift_off_difference"],

@@ -28,14 +28,14 @@ from probes.parts import Context
 
 DESCRIPTION = "a standard model against an attention-only stack with as many parameters and the MLP-deleted model"
 FIELDS = (
-    "san_width",
-    "san_heads",
-    "san_layers",
-    "san_seq_len",
-    "san_steps",
-    "san_seeds",
-    "san_eval_batches",
-    "san_snapshots",
+    "matched_width",
+    "matched_heads",
+    "matched_layers",
+    "matched_seq_len",
+    "matched_steps",
+    "matched_seeds",
+    "matched_eval_batches",
+    "matched_snapshots",
     "trained",
 )
 
@@ -100,9 +100,9 @@ def second_half_change(sr: np.ndarray) -> np.ndarray:
 
 
 def snapshot_steps(config: Config) -> tuple[int, ...]:
-    """The ``san_snapshots + 1`` evenly spaced checkpoints 0..san_steps (the middle one starts the second half)."""
-    n = config.san_snapshots
-    return tuple(int(round(i * config.san_steps / n)) for i in range(n + 1))
+    """The ``san_snapshots + 1`` evenly spaced checkpoints 0..matched_steps (the middle one starts the second half)."""
+    n = config.matched_snapshots
+    return tuple(int(round(i * config.matched_steps / n)) for i in range(n + 1))
 
 
 def measure_san(config: Config, progress: bool) -> dict[str, np.ndarray]:
@@ -111,16 +111,16 @@ def measure_san(config: Config, progress: bool) -> dict[str, np.ndarray]:
     W_O, NaN-padded past a model's depth."""
     task = san_task(config)
     steps = snapshot_steps(config)
-    S, depth = config.san_seeds, matched_depth(config)["layers"]
-    held_out = list(task.eval_batches(16, max_batches=config.san_eval_batches))
+    S, depth = config.matched_seeds, matched_depth(config)["layers"]
+    held_out = list(task.eval_batches(16, max_batches=config.matched_eval_batches))
     out = {"loss": np.full((len(SAN_MODELS), S), np.nan), "loss_checkpoint": np.full((2, S, len(steps)), np.nan)}
     for key in ("sr_qk", "sr_o"):
-        out[key] = np.full((2, S, len(steps), max(depth, config.san_layers)), np.nan)
+        out[key] = np.full((2, S, len(steps), max(depth, config.matched_layers)), np.nan)
     jobs = [(i, s) for i in range(len(SAN_MODELS)) for s in range(S)]
     for i, s in bar(jobs, desc="attention_only: matched parameters", progress=progress):
         seed = replicate_seed(config.seed, s)
-        tc = probe_lm_train_config(config.san_steps, seed).replace(
-            eval_every=config.san_steps, eval_batches=config.san_eval_batches
+        tc = probe_lm_train_config(config.matched_steps, seed).replace(
+            eval_every=config.matched_steps, eval_batches=config.matched_eval_batches
         )
         snaps = steps if i < 2 else ()
         res = train(
@@ -140,9 +140,9 @@ def measure(ctx: Context) -> None:
     losses at the checkpoints of the first two (NaN when not trained)."""
     config = ctx.config
     ctx.scalars.update(measure_param_counts(config))
-    san = measure_san(config, ctx.progress) if config.trained else None
-    S, snaps = config.san_seeds, snapshot_steps(config)
-    layers = max(matched_depth(config)["layers"], config.san_layers)
+    san = measure_san(config, ctx.progress) if config.training else None
+    S, snaps = config.matched_seeds, snapshot_steps(config)
+    layers = max(matched_depth(config)["layers"], config.matched_layers)
     nan = lambda *shape: np.full(shape, np.nan)  # noqa: E731
     san = san or {
         "loss": nan(len(SAN_MODELS), S),
@@ -184,11 +184,11 @@ def claim_san_identities(led: Ledger, r: Result) -> None:
         "san_matched_params_residual",
         measured=san - std,
         expected=s["san_residual_theory"],
-        source=f"{SOURCE}, item 5: {c.san_layers} standard blocks hold as many parameters as "
+        source=f"{SOURCE}, item 5: {c.matched_layers} standard blocks hold as many parameters as "
         f"{int(s['san_layers_matched'])} attention-only blocks up to one norm's gains per standard block",
         why="integer counts: exact",
         statement=f"attention-only ({int(s['san_layers_matched'])} layers, {san} parameters) minus standard "
-        f"({c.san_layers} layers, {std}): the derived residual ({(san - std) / std:.2%} of the standard's)",
+        f"({c.matched_layers} layers, {std}): the derived residual ({(san - std) / std:.2%} of the standard's)",
         **common,
     )
     led.identity(
@@ -221,13 +221,13 @@ def claim_san_gap(led: Ledger, r: Result) -> None:
         replicates=gap,
         alternative=dl.mean,
         hypothesis=f"attention depth does not replace the MLPs: the matched model is as far behind as the standard "
-        f"with its MLPs deleted in place ({c.san_layers} layers)",
+        f"with its MLPs deleted in place ({c.matched_layers} layers)",
         source="004#1: at matched parameters the gap is 0.006 nats; "
-        f"{SOURCE}, item 5: {depth} attention-only blocks match {c.san_layers} standard ones",
+        f"{SOURCE}, item 5: {depth} attention-only blocks match {c.matched_layers} standard ones",
         why=f"95% t band over {g.n} seeds of the paired difference (the same replicate seed: data stream and "
         "validation windows)",
-        statement=f"held-out loss, attention-only ({depth} layers) minus standard ({c.san_layers} layers, MLP 4d), "
-        f"width {c.san_width}, equal parameters: 0",
+        statement=f"held-out loss, attention-only ({depth} layers) minus standard ({c.matched_layers} layers, MLP 4d), "
+        f"width {c.matched_width}, equal parameters: 0",
         **common,
     )
     led.paper(

@@ -14,33 +14,33 @@ QK_GAIN = 1.5  # the constant QK-norm gain of the float64 bound construction (an
 
 
 def san_task(config: Config) -> CorpusLM:
-    return CorpusLM(seq_len=config.san_seq_len, corpus=CorpusSpec(encoding="char"))
+    return CorpusLM(seq_len=config.matched_seq_len, corpus=CorpusSpec(encoding="char"))
 
 
 def matched_depth(config: Config) -> dict[str, int]:
     """Theory item 5 for the configured standard model: the matched attention-only depth and the residual."""
-    d, H = config.san_width, config.san_heads
-    return th.matched_attention_depth(config.san_layers, d, H, d // H, 4 * d)
+    d, H = config.matched_width, config.matched_heads
+    return th.matched_attention_depth(config.matched_layers, d, H, d // H, 4 * d)
 
 
 def san_model_config(config: Config, name: str, vocab: int, seed: int = 0, dtype: str = "float32") -> ModelConfig:
     """Model ``name`` of :data:`SAN_MODELS`: pre-LN, RoPE, width ``san_width``; ``standard`` has ``san_layers``
     blocks with MLP 4d, ``attention_only`` the matched depth without MLPs, ``mlp_deleted`` the standard's depth
     without MLPs."""
-    d = config.san_width
+    d = config.matched_width
     layers, mlp = {
-        "standard": (config.san_layers, 4 * d),
+        "standard": (config.matched_layers, 4 * d),
         "attention_only": (matched_depth(config)["layers"], 0),
-        "mlp_deleted": (config.san_layers, 0),
+        "mlp_deleted": (config.matched_layers, 0),
     }[name]
     return ModelConfig(
         vocab_size=vocab,
         d_model=d,
         n_layers=layers,
-        n_heads=config.san_heads,
+        n_heads=config.matched_heads,
         d_mlp=mlp,
         pos="rope",
-        max_len=config.san_seq_len,
+        max_len=config.matched_seq_len,
         dtype=dtype,
         seed=seed,
     )

@@ -21,16 +21,16 @@ from probes.parts import Context
 
 DESCRIPTION = "heads of rank d, d/4 and 1 on nearest-neighbour search against the additive floor; depth at two keys"
 FIELDS = (
-    "nn_d",
-    "nn_keys",
-    "nn_keys_short",
-    "nn_queries",
-    "nn_steps",
-    "nn_batch",
-    "nn_lr",
-    "nn_seeds",
-    "nn_eval",
-    "nn_theory_sets",
+    "neighbour_d",
+    "neighbour_keys",
+    "neighbour_keys_short",
+    "neighbour_queries",
+    "neighbour_steps",
+    "neighbour_batch",
+    "neighbour_lr",
+    "neighbour_seeds",
+    "neighbour_eval",
+    "neighbour_theory_sets",
     "trained",
 )
 
@@ -53,7 +53,7 @@ def nn_model_config(config: Config, name: str, seed: int = 0, dtype: str = "floa
     """Model ``name`` of :data:`NN_MODELS`: H heads of size (rank) d / H on the 2d-wide stream (keys in channels
     [:d], queries in [d:]), attention only, no norm, residual on, logit scale 1, linear read-out of width d."""
     heads, layers, _ = NN_MODELS[name]
-    d, H = config.nn_d, heads(config.nn_d)
+    d, H = config.neighbour_d, heads(config.neighbour_d)
     return ModelConfig(
         input="embedded",
         output="linear",
@@ -73,7 +73,7 @@ def nn_model_config(config: Config, name: str, seed: int = 0, dtype: str = "floa
 
 def nn_eval_batch(config: Config, short: bool, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
     gen = torch.Generator().manual_seed(derived_seed(seed, "nn_eval") % MAX_SEED)
-    return config.nn_task(short).sample(config.nn_eval, gen, dtype=torch.float64)
+    return config.nn_task(short).sample(config.neighbour_eval, gen, dtype=torch.float64)
 
 
 def nn_errors(config: Config, model: TinyTransformer, short: bool, seed: int) -> np.ndarray:
@@ -89,7 +89,7 @@ def nn_errors(config: Config, model: TinyTransformer, short: bool, seed: int) ->
 def learned_scale(config: Config, model: TinyTransformer) -> tuple[float, float]:
     """``(beta_eff, anisotropy)`` of a one-layer one-head model: ``M = scale W_q[:, d:]^T W_k[:, :d]`` (the
     query-to-key bilinear form), ``beta_eff = tr M / d`` and ``|M - beta_eff I|_F / |M|_F``."""
-    d = config.nn_d
+    d = config.neighbour_d
     attn = model.blocks[0].attn
     wq = attn.W_q.weight.detach().to(torch.float64).numpy()
     wk = attn.W_k.weight.detach().to(torch.float64).numpy()
@@ -99,7 +99,7 @@ def learned_scale(config: Config, model: TinyTransformer) -> tuple[float, float]
 
 
 def train_nn(config: Config, name: str, seed: int, progress: bool) -> TinyTransformer:
-    tc = train_config(config.nn_steps, config.nn_batch, config.nn_lr, 50, seed, weight_decay=0.0)
+    tc = train_config(config.neighbour_steps, config.neighbour_batch, config.neighbour_lr, 50, seed, weight_decay=0.0)
     short = NN_MODELS[name][2]
     return train(nn_model_config(config, name, seed), config.nn_task(short), tc, progress=progress).model
 
@@ -107,7 +107,7 @@ def train_nn(config: Config, name: str, seed: int, progress: bool) -> TinyTransf
 def measure_nn_construction(config: Config) -> dict[str, float]:
     """Item 4's full-rank head in float64 at beta = NN_BETA_EXACT: its relative MSE on the held-out batch and the
     mean over queries of the hard-max bound from each query's alignment gap."""
-    d, task = config.nn_d, config.nn_task()
+    d, task = config.neighbour_d, config.nn_task()
     model = TinyTransformer(nn_model_config(config, "full_1x", dtype="float64")).eval()
     attn, w = model.blocks[0].attn, th.nn_construction(d, NN_BETA_EXACT)
     weights = {attn.W_q.weight: w["W_q"], attn.W_k.weight: w["W_k"], attn.W_v.weight: w["W_v"]}
@@ -125,11 +125,14 @@ def measure_nn_construction(config: Config) -> dict[str, float]:
 def measure_nn_trained(config: Config, progress: bool) -> dict[str, np.ndarray]:
     """(model, seed) held-out relative MSE and its SE over sequences; (seed,) learned scale of full_1x."""
     names = list(NN_MODELS)
-    shape = (len(names), config.nn_seeds)
+    shape = (len(names), config.neighbour_seeds)
     out = {k: np.full(shape, np.nan) for k in ("rel_mse", "rel_mse_se")}
-    out["beta_eff"], out["anisotropy"] = np.full(config.nn_seeds, np.nan), np.full(config.nn_seeds, np.nan)
-    seeds = replicate_seeds(config.seed, config.nn_seeds)
-    jobs = [(i, s) for i in range(len(names)) for s in range(config.nn_seeds)]
+    out["beta_eff"], out["anisotropy"] = (
+        np.full(config.neighbour_seeds, np.nan),
+        np.full(config.neighbour_seeds, np.nan),
+    )
+    seeds = replicate_seeds(config.seed, config.neighbour_seeds)
+    jobs = [(i, s) for i in range(len(names)) for s in range(config.neighbour_seeds)]
     for i, s in bar(jobs, desc="attention_only: nearest neighbour", progress=progress):
         model = train_nn(config, names[i], seeds[s], progress=False)
         err = nn_errors(config, model, NN_MODELS[names[i]][2], seeds[s])
@@ -142,12 +145,12 @@ def measure_nn_trained(config: Config, progress: bool) -> dict[str, np.ndarray]:
 def nn_theory(config: Config, beta_eff: np.ndarray | None) -> dict[str, float]:
     """The additive floors A(d/4), A(1) at N keys and A(1) at the short N; the construction's error at the
     trained full head's mean learned scale."""
-    d, S = config.nn_d, config.nn_theory_sets
+    d, S = config.neighbour_d, config.neighbour_theory_sets
     out: dict[str, float] = {}
     for tag, n, r in (
-        ("quarter", config.nn_keys, d // 4),
-        ("rank1", config.nn_keys, 1),
-        ("short_rank1", config.nn_keys_short, 1),
+        ("quarter", config.neighbour_keys, d // 4),
+        ("rank1", config.neighbour_keys, 1),
+        ("short_rank1", config.neighbour_keys_short, 1),
     ):
         a = th.additive_floor(n, d, r, n_sets=S, seed=derived_seed(config.seed, f"nn_floor_{tag}") % MAX_SEED)
         out[f"floor_{tag}"], out[f"floor_{tag}_se"] = a["floor"], a["floor_se"]
@@ -158,7 +161,7 @@ def nn_theory(config: Config, beta_eff: np.ndarray | None) -> dict[str, float]:
     out["beta_eff"] = beta
     if math.isfinite(beta):
         e, se = th.softmax_nn_error(
-            beta, config.nn_keys, d, n_sets=S, seed=derived_seed(config.seed, "nn_beta") % MAX_SEED
+            beta, config.neighbour_keys, d, n_sets=S, seed=derived_seed(config.seed, "nn_beta") % MAX_SEED
         )
     else:
         e, se = math.nan, math.nan
@@ -171,14 +174,17 @@ def measure(ctx: Context) -> None:
     and the construction at the trained full head's learned scale."""
     config = ctx.config
     ctx.scalars.update(measure_nn_construction(config))
-    nn = measure_nn_trained(config, ctx.progress) if config.trained else None
+    nn = measure_nn_trained(config, ctx.progress) if config.training else None
     nn_names = list(NN_MODELS)
     nan_nn = np.full((len(nn_names), 1), np.nan)
     ctx.data.update(
         nn_rel_mse_seed=(("nn_model", "nn_seed"), nn["rel_mse"] if nn else nan_nn),
         nn_rel_mse_se_seed=(("nn_model", "nn_seed"), nn["rel_mse_se"] if nn else nan_nn),
-        nn_heads=(("nn_model",), np.array([NN_MODELS[m][0](config.nn_d) for m in nn_names])),
-        nn_rank=(("nn_model",), np.array([config.nn_d // NN_MODELS[m][0](config.nn_d) for m in nn_names])),
+        nn_heads=(("nn_model",), np.array([NN_MODELS[m][0](config.neighbour_d) for m in nn_names])),
+        nn_rank=(
+            ("nn_model",),
+            np.array([config.neighbour_d // NN_MODELS[m][0](config.neighbour_d) for m in nn_names]),
+        ),
         nn_layers=(("nn_model",), np.array([NN_MODELS[m][1] for m in nn_names])),
         nn_keys=(("nn_model",), np.array([config.nn_task(NN_MODELS[m][2]).n_keys for m in nn_names])),
     )
@@ -199,8 +205,8 @@ def claim_nn_construction(led: Ledger, r: Result) -> None:
         "alignment gap): atol = the mean of (2 (N - 1) e^(-beta delta))^2 over the held-out queries, plus 1e-24 "
         "for rounding (outputs are unit vectors, squared error ~ eps^2 d)",
         seed=SEED_RANK,
-        statement=f"one full-rank head (d = {c.nn_d}) with a large logit scale outputs the nearest of "
-        f"N = {c.nn_keys} keys (relative MSE to rounding and the hard-max bound)",
+        statement=f"one full-rank head (d = {c.neighbour_d}) with a large logit scale outputs the nearest of "
+        f"N = {c.neighbour_keys} keys (relative MSE to rounding and the hard-max bound)",
         figure="ao_rank_heads",
     )
 
@@ -212,7 +218,7 @@ def _nn(r: Result, name: str) -> np.ndarray:
 
 def claim_nn_rank(led: Ledger, r: Result) -> None:
     c, s = r.config, r.scalars
-    d = c.nn_d
+    d = c.neighbour_d
     common = dict(seed=SEED_RANK, requires_full=True, figure="ao_rank_heads")
     full_seeds = _nn(r, "full_1x")
     full = mean_se(full_seeds)
@@ -227,7 +233,7 @@ def claim_nn_rank(led: Ledger, r: Result) -> None:
         source=f"{SOURCE}, item 4: the construction's error -> 0 as beta -> inf; issue 17: <= {NN_THRESHOLD}",
         why=f"band = issue 17's criterion (relative MSE <= {NN_THRESHOLD}); the mean over {n} seeds has SE "
         f"{full.se:.2g} (their spread)",
-        statement=f"one trained rank-{d} head, N = {c.nn_keys}: held-out relative MSE <= {NN_THRESHOLD}",
+        statement=f"one trained rank-{d} head, N = {c.neighbour_keys}: held-out relative MSE <= {NN_THRESHOLD}",
         **common,
     )
     theory, theory_se = s["nn_construction_at_beta_eff"], s["nn_construction_at_beta_eff_se"]
@@ -241,8 +247,8 @@ def claim_nn_rank(led: Ledger, r: Result) -> None:
         hypothesis="the trained head ignores the query: the error of the best query-free output E[f | K]",
         source=f"{SOURCE}, item 4: the construction's error at beta = tr M / d of the trained head's QK form M",
         why=f"95% t band of the hypot of the SE over {n} seeds (their spread) and the theory's Monte Carlo SE "
-        f"({theory_se:.2g}, {c.nn_theory_sets} key sets), dof = {n} - 1 (the seeds); beta is the seeds' mean and the "
-        f"trained M is not exactly beta I (|M - beta I| / |M| = {s['nn_anisotropy']:.2f})",
+        f"({theory_se:.2g}, {c.neighbour_theory_sets} key sets), dof = {n} - 1 (the seeds); beta is the seeds' mean "
+        f"and the trained M is not exactly beta I (|M - beta I| / |M| = {s['nn_anisotropy']:.2f})",
         statement=f"the trained rank-{d} head's error is the construction's at its learned scale "
         f"beta = {s['nn_beta_eff']:.3g}",
         **common,
@@ -261,7 +267,7 @@ def claim_nn_rank(led: Ledger, r: Result) -> None:
             why=f"the mean over {n} seeds against A(r) by pick-freeze Monte Carlo (SE {s[f'nn_floor_{tag}_se']:.2g}); "
             "it binds heads whose query projections are orthogonal (oblique or overlapping ones are not covered); "
             "tightness = floor / measured",
-            statement=f"{H} trained heads of rank {d // H}: relative MSE >= A({d // H}) (N = {c.nn_keys})",
+            statement=f"{H} trained heads of rank {d // H}: relative MSE >= A({d // H}) (N = {c.neighbour_keys})",
             **common,
         )
         led.direction(
@@ -281,10 +287,10 @@ def claim_nn_rank(led: Ledger, r: Result) -> None:
         measured=float(one.mean()),
         bound=s["nn_floor_short_rank1"],
         relation=">=",
-        source=f"{SOURCE}, item 4 at N = {c.nn_keys_short}: A(1)",
+        source=f"{SOURCE}, item 4 at N = {c.neighbour_keys_short}: A(1)",
         why=f"the mean over {n} seeds against A(1) by Monte Carlo (SE {s['nn_floor_short_rank1_se']:.2g}), for heads "
         "on orthogonal projections; tightness = floor / measured",
-        statement=f"one layer of {d} rank-1 heads, N = {c.nn_keys_short}: relative MSE >= A(1)",
+        statement=f"one layer of {d} rank-1 heads, N = {c.neighbour_keys_short}: relative MSE >= A(1)",
         **common,
     )
     led.direction(
@@ -296,8 +302,8 @@ def claim_nn_rank(led: Ledger, r: Result) -> None:
         f"(one layer: >= A(1) = {s['nn_floor_short_rank1']:.3f})",
         why=f"95% t band over {n} seeds of the per-seed (e1 - e2) - {NN_HALF:g} (e1 - e_full) (the three models of "
         "one replicate seed share its training data and held-out sequences)",
-        statement=f"N = {c.nn_keys_short}: two layers of {d} rank-1 heads close >= {NN_HALF:g} of the gap between "
-        f"one such layer and one rank-{d} head",
+        statement=f"N = {c.neighbour_keys_short}: two layers of {d} rank-1 heads close >= {NN_HALF:g} of the gap "
+        f"between one such layer and one rank-{d} head",
         **common,
     )
 

@@ -23,11 +23,11 @@ def train_config(steps: int, batch_size: int, lr: float, warmup: int, seed: int,
 
 def part_claims(*claims: Claim, trained: tuple[Claim, ...] = ()) -> Callable[[Ledger, tuple[Result, ...]], None]:
     """A part's ``claims(led, rs)``: its one run (the replicate seeds inside it) goes to each of ``claims`` and,
-    when the run trained its models (``config.trained``), then to each of ``trained``, in that order."""
+    when the run trained its models (``config.training``), then to each of ``trained``, in that order."""
 
     def part(led: Ledger, rs: tuple[Result, ...]) -> None:
         (r,) = rs
-        for claim in claims + (trained if r.config.trained else ()):
+        for claim in claims + (trained if r.config.training else ()):
             claim(led, r)
 
     return part

@@ -12,7 +12,7 @@ from probes.attention_only.shared import part_claims, positive_direction
 from probes.base import Result
 
 DESCRIPTION = "the stable ranks of W_q^T W_k and W_O along the matched models' training (measured by matched)"
-FIELDS = ("san_snapshots",)
+FIELDS = ("matched_snapshots",)
 
 
 def claim_stable_ranks(led: Ledger, r: Result) -> None:
