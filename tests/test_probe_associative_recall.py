@@ -65,9 +65,9 @@ def test_prediction_claims_fail_against_their_alternatives(smoke):
 
 def _small(**over):
     base = dict(
-        trained=False,
+        training=False,
         gated=False,
-        pm=False,
+        power_method=False,
         n_pairs=(4, 8),
         draws=400,
         favor_m=(16, 64),
@@ -188,8 +188,8 @@ def test_gated_rnn_items_record_losses_theory_and_accuracies(smoke):
     from analysis.theory import icl_gd
 
     c, s, d = smoke.config, smoke.scalars, smoke.data
-    assert s["gr_loss_star"] == icl_gd.one_step_gd_theory(c.gr_d, c.gr_n, "gaussian", c.gr_noise)["loss_star"]
-    assert s["gr_linear_loss"] == gth.linear_predictor_loss(c.gr_d, c.gr_noise) > s["gr_loss_star"]
+    assert s["gr_loss_star"] == icl_gd.one_step_gd_theory(c.gated_d, c.gated_n, "gaussian", c.gated_noise)["loss_star"]
+    assert s["gr_linear_loss"] == gth.linear_predictor_loss(c.gated_d, c.gated_noise) > s["gr_loss_star"]
     assert d["gr_loss"].dims == ("gr_model", "gr_seed") and (d["gr_loss"] > 0).all()
     assert s["gr_ratio"] == pytest.approx(
         float(d["gr_loss"].sel(gr_model="gated").mean() / d["gr_loss"].sel(gr_model="lsa").mean())
@@ -211,21 +211,23 @@ def test_a_gated_rnn_missing_its_output_gate_fails_the_construction_identities(m
         return {**w, "C": torch.ones_like(w["C"])}
 
     monkeypatch.setattr(gth, "lsa_as_gated_rnn", no_query_gate)
-    cfg = _small(gated=True, gr_steps=5, gr_seeds=2, gr_eval=64, sc_steps=2, sc_eval=8)
+    cfg = _small(gated=True, gated_steps=5, gated_seeds=2, gated_eval=64, copying_steps=2, copying_eval=8)
     led = ar.run(cfg, progress=False).ledger
     assert led["gated_rnn_equals_lsa"].status == "fail" and led["gated_rnn_equals_gated"].status == "fail"
 
 
 def test_odd_selective_copy_width_is_refused_by_the_config():
-    with pytest.raises(ValueError, match="^sc_width must be even"):
-        ar.Config.preset("smoke", sc_width=5)
+    with pytest.raises(ValueError, match="^copying_width must be even"):
+        ar.Config.preset("smoke", copying_width=5)
 
 
 # ------------------------------------------------------------------------------------------------ item 8
 
 
 def _pm(**over):
-    return _small(**{"pm": True, "pm_steps": 3, "pm_eval": 64, "pm_eval_loops": 4, "pm_seeds": 1, **over})
+    return _small(
+        **{"power_method": True, "power_steps": 3, "power_eval": 64, "power_eval_loops": 4, "power_seeds": 1, **over}
+    )
 
 
 def test_power_method_items_record_the_power_method_and_the_trained_layers(smoke):
@@ -233,11 +235,11 @@ def test_power_method_items_record_the_power_method_and_the_trained_layers(smoke
 
     c, s, d = smoke.config, smoke.scalars, smoke.data
     assert d["pm_tan"].dims == ("pm_model", "pm_seed", "pm_loop")
-    assert list(d["pm_model"].values) == ["power", "ln", "none"] and d.sizes["pm_loop"] == c.pm_eval_loops + 1
+    assert list(d["pm_model"].values) == ["power", "ln", "none"] and d.sizes["pm_loop"] == c.power_eval_loops + 1
     # the expected values are the power method's, recomputed here from the same prompts
-    x, v0 = ar.pm_task(c).law.sample(c.pm_eval, np.random.default_rng(derived_seed(c.seed, "pm_eval")))
-    tan = pmt.tan_angle(pmt.power_iterates(x, v0, c.pm_eval_loops), pmt.target(x, v0)[None])
-    assert s["pm_rate_power"] == pytest.approx(float(np.median(pmt.per_loop_rate(tan, 1, c.pm_eval_loops))))
+    x, v0 = ar.pm_task(c).law.sample(c.power_eval, np.random.default_rng(derived_seed(c.seed, "pm_eval")))
+    tan = pmt.tan_angle(pmt.power_iterates(x, v0, c.power_eval_loops), pmt.target(x, v0)[None])
+    assert s["pm_rate_power"] == pytest.approx(float(np.median(pmt.per_loop_rate(tan, 1, c.power_eval_loops))))
     assert s["pm_tan1_power"] == pytest.approx(float(np.median(tan[1])))
     np.testing.assert_allclose(d["pm_tan"].sel(pm_model="power", pm_seed=0).values, np.median(tan, -1))
     assert s["pm_rate_power"] < s["pm_gap_median"] < 1  # the finite-loop geometric mean is below the limit
@@ -273,15 +275,15 @@ def test_a_construction_without_the_self_cancellation_fails_the_power_method_ide
         return W
 
     monkeypatch.setattr(pmt, "construction_weights", no_cancel)
-    led = ar.run(_pm(pm_steps=1), progress=False).ledger
+    led = ar.run(_pm(power_steps=1), progress=False).ledger
     assert led["power_method_construction_exact"].status == "fail"
 
 
 def test_config_refuses_too_few_eval_loops_and_a_radius_below_the_spectrum():
-    with pytest.raises(ValueError, match="^pm_eval_loops"):
-        ar.Config.preset("smoke", pm_loops=4, pm_eval_loops=3)
-    with pytest.raises(ValueError, match="^pm_radius"):
-        ar.Config.preset("smoke", pm_d=8, pm_rho=0.9, pm_radius=1.0)
+    with pytest.raises(ValueError, match="^power_eval_loops"):
+        ar.Config.preset("smoke", power_loops=4, power_eval_loops=3)
+    with pytest.raises(ValueError, match="^power_radius"):
+        ar.Config.preset("smoke", power_d=8, power_rho=0.9, power_radius=1.0)
 
 
 # ------------------------------------------------------------------------------------------------ replicates
@@ -292,14 +294,14 @@ def test_runs_with_seeds_0_and_1_share_no_replicate_seed():
     seeds 0 and 1 (which used to share all but one of seed + i) share none."""
     from analysis.evidence import replicate_seeds
 
-    parts = ("trained", "gr", "sc", "pm")
+    parts = ("mqar", "gated", "copying", "power")
     runs = [ar.Config(seed=seed) for seed in (0, 1)]
     seeds = [{s for part in parts for s in ar.part_seeds(c, part)} for c in runs]
     assert not seeds[0] & seeds[1]
     for c in runs:
-        assert ar.part_seeds(c, "trained") == replicate_seeds(c.seed, c.train_seeds)
+        assert ar.part_seeds(c, "mqar") == replicate_seeds(c.seed, c.train_seeds)
         assert all(ar.part_seeds(c, part)[0] == c.seed for part in parts)
-    assert len(ar.part_seeds(runs[0], "trained")) == runs[0].train_seeds
+    assert len(ar.part_seeds(runs[0], "mqar")) == runs[0].train_seeds
     with pytest.raises(ValueError, match="^part must be one of"):
         ar.part_seeds(runs[0], "memories")
 
@@ -319,17 +321,18 @@ def test_trained_items_train_their_replicate_seeds(monkeypatch, patch_in_package
 
     monkeypatch.setattr(mqar, "train_one", one)
     patch_in_package(ar, "train", train)  # every part that trains, through its own name
-    c = _small_trained(kernels=("additive",), n_pairs=(4,), gr_seeds=2, seed=3)
+    c = _small_trained(kernels=("additive",), n_pairs=(4,), gated_seeds=2, seed=3)
     ar.run(c, progress=False)
-    assert got["trained"] == ar.part_seeds(c, "trained")
-    assert set(got["other"]) == {s for part in ("trained", "gr", "sc", "pm") for s in ar.part_seeds(c, part)}
-    assert len(got["other"]) == c.train_seeds + 2 * c.gr_seeds + 4 * c.sc_seeds + 2 * c.pm_seeds
+    assert got["trained"] == ar.part_seeds(c, "mqar")
+    assert set(got["other"]) == {s for part in ("mqar", "gated", "copying", "power") for s in ar.part_seeds(c, part)}
+    assert len(got["other"]) == c.train_seeds + 2 * c.gated_seeds + 4 * c.copying_seeds + 2 * c.power_seeds
 
 
 def _small_trained(**kw):
     """A small run of every trained item (two seeds each unless ``kw`` says otherwise)."""
-    base = dict(trained=True, train_steps=2, train_seeds=2, gated=True, gr_steps=2, gr_seeds=2, gr_eval=64)
-    base |= dict(sc_steps=1, sc_seeds=2, sc_eval=8, pm=True, pm_steps=1, pm_seeds=2, pm_eval=32, pm_eval_loops=4)
+    base = dict(training=True, train_steps=2, train_seeds=2, gated=True, gated_steps=2, gated_seeds=2, gated_eval=64)
+    base |= dict(copying_steps=1, copying_seeds=2, copying_eval=8, power_method=True, power_steps=1, power_seeds=2)
+    base |= dict(power_eval=32, power_eval_loops=4)
     return _small(**(base | kw))
 
 
@@ -345,7 +348,7 @@ def test_claims_take_the_one_band_policy(smoke):
         assert tol["policy"] == "t95" and tol["coverage"] == COVERAGE and tol["within_run"], name
     assert by["additive_readout_error_N8"].tolerance["dof"] == smoke.config.draws - 1
     # the trained claims, evaluated on a small run with two seeds per item
-    c = _small_trained(kernels=("additive", "delta"), n_pairs=(4, 16), gr_seeds=3)
+    c = _small_trained(kernels=("additive", "delta"), n_pairs=(4, 16), gated_seeds=3)
     r = ar.run(c, progress=False)
     led = Ledger("t", preset="full")
     for claim in (
@@ -357,7 +360,7 @@ def test_claims_take_the_one_band_policy(smoke):
         claim(led, r)
     trained = [x for x in led.claims if x.role == "prediction"]
     assert {x.name for x in trained} >= {"delta_beats_additive_N4", "additive_collapses_past_d_key"}
-    seeds = {"gr": c.gr_seeds, "pm": c.pm_seeds}
+    seeds = {"gr": c.gated_seeds, "pm": c.power_seeds}
     for x in trained:
         tol = x.tolerance
         n = seeds["gr"] if x.figure == "ar_gated_rnn" else seeds["pm"] if x.figure == "ar_power_method" else 2

@@ -17,7 +17,7 @@ per-token decay, Gated DeltaNet).
 3. FAVOR+: the variance of ``phi(q) . phi(k)`` at each m in ``favor_m`` (q, k of norm ``favor_norm``)
    against the Performer formula (the trigonometric estimator's variance is the alternative), and the
    RMS error of a softmax row over ``favor_keys`` keys against m: slope -1/2 on log-log axes.
-4. Trained (``trained``): a ``layers``-layer, ``heads``-head, attention-only model with head size
+4. Trained (``training``): a ``layers``-layer, ``heads``-head, attention-only model with head size
    ``d_key`` per kernel and N, trained on MQAR (paired layout: a key and its value share a position;
    :class:`analysis.tasks.AssociativeRecall`) with :func:`analysis.train.train` (cached), ``train_seeds``
    independent replicate seeds (:func:`analysis.evidence.replicate_seeds`, as in every trained item);
@@ -31,26 +31,26 @@ per-token decay, Gated DeltaNet).
    ``e^{|a|^2}(|M|_F^2 + |M a|^2)`` (alternative: ``|M|_F^2``, an effective sample size of n), and the
    log-log slope of the RMS distance in n against -1/2 (alternative 0: no linear limit).
 6. Gated RNN = linear self-attention (seed 003#14; ``gated``). On in-context linear regression (Gaussian
-   inputs, width ``gr_d``, ``gr_n`` examples, tokens (x_i, y_i) and the query (x_q, 0), prediction minus the
+   inputs, width ``gated_d``, ``gated_n`` examples, tokens (x_i, y_i) and the query (x_q, 0), prediction minus the
    query's y-slot) one causal linear self-attention layer (the zoo's ``attention="linear"``, unnormalised,
    no norm, no MLP) and one gated linear recurrence of the same shape (``attention="recurrent",
-   decay="gated"``: S_t = g_t S_{t-1} + v_t k_t^T, g_t = sigmoid(w . x_t + b)) are trained, ``gr_seeds``
-   seeds each, and evaluated in float64 on ``gr_eval`` shared held-out tasks. Identities: the element-wise
+   decay="gated"``: S_t = g_t S_{t-1} + v_t k_t^T, g_t = sigmoid(w . x_t + b)) are trained, ``gated_seeds``
+   seeds each, and evaluated in float64 on ``gated_eval`` shared held-out tasks. Identities: the element-wise
    gated RNN of :mod:`analysis.theory.gated_recurrence` (item 1) built from each trained layer's weights
    reproduces its outputs. Predictions: the LSA's loss is the one-step-GD optimum ``loss_star``
    (alternative: the loss of an RNN without multiplicative gates, the zero predictor's); the gated RNN's
    loss over the LSA's is 1 (alternative: the ungated RNN's over ``loss_star``).
 7. Selective copying (seed 003#16; ``gated``): :class:`analysis.tasks.SelectiveCopying` with random and
-   fixed spacing; ``sc_layers``-layer recurrent models of width ``sc_width`` (learned positions, MLP) with
-   ``decay="gated"`` (selective) or ``"fixed"`` (time-invariant decay), ``sc_seeds`` seeds, held-out accuracy
-   on ``sc_eval`` sequences, against the best time-invariant one-tap read-out (theory item 3).
-8. In-context PCA by a looped linear transformer (seed 000#45 = 003#35; ``pm``): prompts of ``pm_n``
-   vectors in R^``pm_d`` (spectrum 1, rho, rho^2, ..., random rotation; :mod:`analysis.pca_data`) and a
+   fixed spacing; ``copying_layers``-layer recurrent models of width ``copying_width`` (learned positions, MLP) with
+   ``decay="gated"`` (selective) or ``"fixed"`` (time-invariant decay), ``copying_seeds`` seeds, held-out accuracy
+   on ``copying_eval`` sequences, against the best time-invariant one-tap read-out (theory item 3).
+8. In-context PCA by a looped linear transformer (seed 000#45 = 003#35; ``power_method``): prompts of ``power_n``
+   vectors in R^``power_d`` (spectrum 1, rho, rho^2, ..., random rotation; :mod:`analysis.pca_data`) and a
    query holding a unit start v_0; target s u_1, the top eigenvector of the empirical covariance S with
    the sign of u_1 . v_0 (the power method's limit). One linear-attention layer (one head, no MLP, every
-   token sees every token) applied ``pm_loops`` times with the same weights (the zoo's ``loops``) is
-   trained with post-LayerNorm and without a norm, ``pm_seeds`` seeds each, then looped k = 1..
-   ``pm_eval_loops`` times on ``pm_eval`` shared prompts in float64. Identity: the exact construction of
+   token sees every token) applied ``power_loops`` times with the same weights (the zoo's ``loops``) is
+   trained with post-LayerNorm and without a norm, ``power_seeds`` seeds each, then looped k = 1..
+   ``power_eval_loops`` times on ``power_eval`` shared prompts in float64. Identity: the exact construction of
    :mod:`analysis.theory.power_method` (item 3) in the zoo is one power iteration per loop. Predictions:
    the LN model's first loop is one power step (median tan theta_1 of the power method; alternative:
    no step, tan theta_0), its per-loop contraction of tan theta over loops 1..K that of the power
@@ -59,8 +59,8 @@ per-token decay, Gated DeltaNet).
    error after T loops above the power method's and above the LN model's.
 
 The probe is a package of parts (:mod:`probes.parts`), one module each, in the order of their claims:
-``memories`` (item 1), ``overwrite`` (2), ``favor`` (3), ``linearisation`` (5), ``trained`` (4, module ``mqar``),
-``gated_rnn`` (6, gate ``gated``), ``selective`` (7, gate ``gated``) and ``power_method`` (8, gate ``pm``);
+``memories`` (item 1), ``overwrite`` (2), ``favor`` (3), ``linearisation`` (5), ``mqar`` (4, when ``training``),
+``gated_rnn`` (6, gate ``gated``), ``selective`` (7, gate ``gated``) and ``power_method`` (8, gate ``power_method``);
 ``config`` holds the configuration and the replicate seeds.
 """
 

@@ -48,16 +48,16 @@ class Config(ProbeConfig):
             "n_eval": 16,
             "lin_ns": (256, 512),
             "lin_reps": 16,
-            "gr_steps": 30,
-            "gr_seeds": 2,
-            "gr_eval": 2000,
-            "sc_steps": 10,
-            "sc_seeds": 1,
-            "sc_eval": 64,
-            "pm_steps": 20,
-            "pm_seeds": 1,
-            "pm_eval": 200,
-            "pm_eval_loops": 4,
+            "gated_steps": 30,
+            "gated_seeds": 2,
+            "gated_eval": 2000,
+            "copying_steps": 10,
+            "copying_seeds": 1,
+            "copying_eval": 64,
+            "power_steps": 20,
+            "power_seeds": 1,
+            "power_eval": 200,
+            "power_eval_loops": 4,
         },
         "full": {},
     }
@@ -73,7 +73,7 @@ class Config(ProbeConfig):
     favor_keys: int = param(16, "keys in the FAVOR+ attention row", minimum=2, maximum=256)
     favor_draws: int = param(8000, "FAVOR+ estimators per m in the variance check", minimum=16, maximum=100_000)
     favor_row_draws: int = param(400, "feature draws per m in the row-error check", minimum=8, maximum=10_000)
-    trained: bool = param(True, "train a model per kernel and N on MQAR")
+    training: bool = param(True, "train a model per kernel and N on MQAR", key="trained")
     layers: int = model_param("layers", 2, maximum=4)
     d_model: int = model_param("d_model", 64, maximum=256)
     heads: int = model_param("heads", 1, maximum=8)
@@ -94,45 +94,77 @@ class Config(ProbeConfig):
     lin_reps: int = param(256, "independent token sets per n in the linearisation check", minimum=4, maximum=10_000)
     lin_a_norm: float = param(1.0, "norm of each query's logit vector a = c W_k^T W_q x_q", minimum=0.0, maximum=2.0)
     gated: bool = param(True, "train the gated-RNN vs linear-attention comparison and selective copying (items 6, 7)")
-    gr_d: int = param(5, "input width d of the in-context regression of item 6", minimum=1, maximum=32)
-    gr_n: int = param(10, "in-context examples N of item 6", minimum=1, maximum=64)
-    gr_noise: float = param(0.0, "label noise sigma of item 6", minimum=0.0, maximum=10.0)
-    gr_steps: int = param(400, "Adam updates per item-6 model", minimum=1)
-    gr_batch: int = param(256, "tasks per update in item 6", minimum=1, maximum=8192)
-    gr_lr: float = param(1e-2, "peak Adam learning rate of item 6 (cosine to 10%)", minimum=1e-6, maximum=1.0)
-    gr_seeds: int = param(5, "replicate training seeds per item-6 model", minimum=1, maximum=16)
-    gr_eval: int = param(50_000, "held-out regression tasks (float64, shared by every model)", minimum=16)
-    sc_n_copy: int = param(3, "data tokens to copy in item 7", minimum=1, maximum=16)
-    sc_values: int = param(6, "data-token vocabulary of item 7", minimum=2, maximum=64)
-    sc_length: int = param(12, "length of the region holding the data tokens (item 7)", minimum=1, maximum=256)
-    sc_width: int = param(16, "d_model of the item-7 models (2 heads, MLP 4x, pre-LN, learned positions)", minimum=4)
-    sc_layers: int = param(2, "layers of the item-7 models", minimum=1, maximum=4)
-    sc_steps: int = param(300, "AdamW updates per item-7 model", minimum=1)
-    sc_batch: int = param(32, "sequences per update in item 7", minimum=1, maximum=1024)
-    sc_lr: float = param(1e-2, "peak learning rate of item 7", minimum=1e-6, maximum=1.0)
-    sc_seeds: int = param(5, "replicate training seeds per item-7 decay and spacing", minimum=1, maximum=16)
-    sc_eval: int = param(2000, "held-out selective-copying sequences per item-7 model", minimum=1)
-    pm: bool = param(True, "train looped linear attention with and without LayerNorm on in-context PCA (item 8)")
-    pm_d: int = param(4, "input dimension d of the item-8 PCA prompts", minimum=2, maximum=16)
-    pm_n: int = param(32, "vectors n per item-8 prompt", minimum=2, maximum=256)
-    pm_rho: float = param(
-        0.5, "item-8 spectrum 1, rho, rho^2, ... (gap lambda_2/lambda_1 = rho)", minimum=0.05, maximum=0.95
+    gated_d: int = param(5, "input width d of the in-context regression of item 6", minimum=1, maximum=32, key="gr_d")
+    gated_n: int = param(10, "in-context examples N of item 6", minimum=1, maximum=64, key="gr_n")
+    gated_noise: float = param(0.0, "label noise sigma of item 6", minimum=0.0, maximum=10.0, key="gr_noise")
+    gated_steps: int = param(400, "Adam updates per item-6 model", minimum=1, key="gr_steps")
+    gated_batch: int = param(256, "tasks per update in item 6", minimum=1, maximum=8192, key="gr_batch")
+    gated_lr: float = param(
+        1e-2, "peak Adam learning rate of item 6 (cosine to 10%)", minimum=1e-6, maximum=1.0, key="gr_lr"
     )
-    pm_radius: float = param(
-        4.0, "item 8: inputs conditioned on |x| <= this (the token layout's scale)", minimum=1.0, maximum=100.0
+    gated_seeds: int = param(5, "replicate training seeds per item-6 model", minimum=1, maximum=16, key="gr_seeds")
+    gated_eval: int = param(
+        50_000, "held-out regression tasks (float64, shared by every model)", minimum=16, key="gr_eval"
     )
-    pm_loops: int = param(3, "loops T the item-8 layer is trained with (loss after loop T)", minimum=1, maximum=8)
-    pm_eval_loops: int = param(
-        8, "loops k = 1..this at which item 8 is evaluated (beyond T: extrapolation)", minimum=2, maximum=32
+    copying_n_copy: int = param(3, "data tokens to copy in item 7", minimum=1, maximum=16, key="sc_n_copy")
+    copying_values: int = param(6, "data-token vocabulary of item 7", minimum=2, maximum=64, key="sc_values")
+    copying_length: int = param(
+        12, "length of the region holding the data tokens (item 7)", minimum=1, maximum=256, key="sc_length"
     )
-    pm_steps: int = param(1200, "Adam updates per item-8 model", minimum=1)
-    pm_batch: int = param(64, "prompts per update in item 8", minimum=1, maximum=4096)
-    pm_lr: float = param(
-        3e-3, "peak Adam learning rate of item 8 (50-update warm-up, cosine to 10%)", minimum=1e-6, maximum=1.0
+    copying_width: int = param(
+        16, "d_model of the item-7 models (2 heads, MLP 4x, pre-LN, learned positions)", minimum=4, key="sc_width"
     )
-    pm_init_std: float = param(0.1, "item-8 initial weights N(0, this^2) (gpt2 init)", minimum=1e-4, maximum=1.0)
-    pm_seeds: int = param(5, "replicate training seeds per item-8 model", minimum=1, maximum=16)
-    pm_eval: int = param(2000, "held-out item-8 prompts (float64, shared by every model)", minimum=16)
+    copying_layers: int = param(2, "layers of the item-7 models", minimum=1, maximum=4, key="sc_layers")
+    copying_steps: int = param(300, "AdamW updates per item-7 model", minimum=1, key="sc_steps")
+    copying_batch: int = param(32, "sequences per update in item 7", minimum=1, maximum=1024, key="sc_batch")
+    copying_lr: float = param(1e-2, "peak learning rate of item 7", minimum=1e-6, maximum=1.0, key="sc_lr")
+    copying_seeds: int = param(
+        5, "replicate training seeds per item-7 decay and spacing", minimum=1, maximum=16, key="sc_seeds"
+    )
+    copying_eval: int = param(2000, "held-out selective-copying sequences per item-7 model", minimum=1, key="sc_eval")
+    power_method: bool = param(
+        True, "train looped linear attention with and without LayerNorm on in-context PCA (item 8)", key="pm"
+    )
+    power_d: int = param(4, "input dimension d of the item-8 PCA prompts", minimum=2, maximum=16, key="pm_d")
+    power_n: int = param(32, "vectors n per item-8 prompt", minimum=2, maximum=256, key="pm_n")
+    power_rho: float = param(
+        0.5,
+        "item-8 spectrum 1, rho, rho^2, ... (gap lambda_2/lambda_1 = rho)",
+        minimum=0.05,
+        maximum=0.95,
+        key="pm_rho",
+    )
+    power_radius: float = param(
+        4.0,
+        "item 8: inputs conditioned on |x| <= this (the token layout's scale)",
+        minimum=1.0,
+        maximum=100.0,
+        key="pm_radius",
+    )
+    power_loops: int = param(
+        3, "loops T the item-8 layer is trained with (loss after loop T)", minimum=1, maximum=8, key="pm_loops"
+    )
+    power_eval_loops: int = param(
+        8,
+        "loops k = 1..this at which item 8 is evaluated (beyond T: extrapolation)",
+        minimum=2,
+        maximum=32,
+        key="pm_eval_loops",
+    )
+    power_steps: int = param(1200, "Adam updates per item-8 model", minimum=1, key="pm_steps")
+    power_batch: int = param(64, "prompts per update in item 8", minimum=1, maximum=4096, key="pm_batch")
+    power_lr: float = param(
+        3e-3,
+        "peak Adam learning rate of item 8 (50-update warm-up, cosine to 10%)",
+        minimum=1e-6,
+        maximum=1.0,
+        key="pm_lr",
+    )
+    power_init_std: float = param(
+        0.1, "item-8 initial weights N(0, this^2) (gpt2 init)", minimum=1e-4, maximum=1.0, key="pm_init_std"
+    )
+    power_seeds: int = param(5, "replicate training seeds per item-8 model", minimum=1, maximum=16, key="pm_seeds")
+    power_eval: int = param(2000, "held-out item-8 prompts (float64, shared by every model)", minimum=16, key="pm_eval")
     seed: int = model_param(
         "seed", 0, "memories, features, weights and data; replicate i of a trained item uses replicate_seed(seed, i)"
     )
@@ -146,26 +178,35 @@ class Config(ProbeConfig):
         for name in ("favor_m", "lin_ns"):
             if list(getattr(self, name)) != sorted(getattr(self, name)):
                 raise ValueError(f"{name} must be increasing, got {list(getattr(self, name))}")
-        if self.sc_width % 2:  # the item-7 models have 2 heads
-            raise ValueError(f"sc_width must be even (the item-7 models have 2 heads), got {self.sc_width}")
-        if self.sc_length < self.sc_n_copy:
-            raise ValueError(f"sc_length must be >= sc_n_copy ({self.sc_n_copy}), got {self.sc_length}")
-        if self.pm_eval_loops < self.pm_loops:
-            raise ValueError(f"pm_eval_loops must be >= pm_loops = {self.pm_loops}, got {self.pm_eval_loops}")
-        if self.pm_radius**2 < float(pmt.spectrum(self.pm_d, self.pm_rho).sum()):
+        if self.copying_width % 2:  # the item-7 models have 2 heads
+            raise ValueError(f"copying_width must be even (the item-7 models have 2 heads), got {self.copying_width}")
+        if self.copying_length < self.copying_n_copy:
             raise ValueError(
-                f"pm_radius must be at least sqrt(tr Sigma) = "
-                f"{math.sqrt(float(pmt.spectrum(self.pm_d, self.pm_rho).sum())):.3f}, got {self.pm_radius}"
+                f"copying_length must be >= copying_n_copy ({self.copying_n_copy}), got {self.copying_length}"
+            )
+        if self.power_eval_loops < self.power_loops:
+            raise ValueError(
+                f"power_eval_loops must be >= power_loops = {self.power_loops}, got {self.power_eval_loops}"
+            )
+        if self.power_radius**2 < float(pmt.spectrum(self.power_d, self.power_rho).sum()):
+            raise ValueError(
+                f"power_radius must be at least sqrt(tr Sigma) = "
+                f"{math.sqrt(float(pmt.spectrum(self.power_d, self.power_rho).sum())):.3f}, got {self.power_radius}"
             )
         if max(self.n_pairs) > self.n_keys:
             raise ValueError(f"n_keys must be >= the largest n_pairs ({max(self.n_pairs)}), got {self.n_keys}")
 
 
 def part_seeds(config: Config, part: str) -> list[int]:
-    """The replicate seeds of a trained item (``part``: ``trained`` MQAR, ``gr`` item 6, ``sc`` item 7, ``pm``
+    """The replicate seeds of a trained item (``part``: ``mqar``, ``gated`` item 6, ``copying`` item 7, ``power``
     item 8): replicate i uses :func:`analysis.evidence.replicate_seed` ``(config.seed, i)``, so replicate 0
     is ``config.seed`` and runs with different seeds share no model."""
-    n = {"trained": config.train_seeds, "gr": config.gr_seeds, "sc": config.sc_seeds, "pm": config.pm_seeds}
+    n = {
+        "mqar": config.train_seeds,
+        "gated": config.gated_seeds,
+        "copying": config.copying_seeds,
+        "power": config.power_seeds,
+    }
     if part not in n:
         raise ValueError(f"part must be one of {', '.join(n)}, got {part!r}")
     return replicate_seeds(config.seed, n[part])

@@ -112,7 +112,7 @@ def claim_forms(led: Ledger, r: Result) -> None:
     for kernel in [k for k in r.config.kernels if k != "softmax"]:
         for name, values in (("memories", d["form_difference"]), ("trained", d["trained_form_difference"])):
             got = values.sel(kernel=kernel).values
-            if name == "trained" and not r.config.trained:
+            if name == "trained" and not r.config.training:
                 continue
             led.identity(
                 f"parallel_equals_recurrent_{kernel}_{name}",

@@ -28,9 +28,9 @@ from probes.associative_recall.config import (
 from probes.base import MAX_SEED, Result
 from probes.parts import Context
 
-PART_NAME = "trained"
+PART_NAME = "mqar"
 DESCRIPTION = "attention-only models of every token mixer trained on MQAR"
-FIELDS = ("trained", "train_seeds", "n_eval", "layers", "heads")
+FIELDS = ("training", "train_seeds", "n_eval", "layers", "heads")
 
 
 @contextmanager
@@ -143,7 +143,7 @@ def train_one(config: Config, kernel: str, n: int, seed: int, progress: bool) ->
 def measure_trained(config: Config, progress: bool) -> dict[str, np.ndarray]:
     """Per kernel, N and replicate seed (:func:`part_seeds`): held-out accuracy and the float64 form difference."""
     shape = (len(config.kernels), len(config.n_pairs), config.train_seeds)
-    seeds = part_seeds(config, "trained")
+    seeds = part_seeds(config, "mqar")
     acc, diff, nq = np.full(shape, np.nan), np.full(shape, np.nan), np.zeros(shape)
     jobs = [(i, j, s) for i in range(shape[0]) for j in range(shape[1]) for s in range(shape[2])]
     with one_thread():
@@ -156,7 +156,7 @@ def measure_trained(config: Config, progress: bool) -> dict[str, np.ndarray]:
 def measure(ctx: Context) -> None:
     """Accuracy per kernel, N and seed and the trained models' form differences (NaN when not trained)."""
     config = ctx.config
-    tr = measure_trained(config, ctx.progress) if config.trained else None
+    tr = measure_trained(config, ctx.progress) if config.training else None
     kn = ("kernel", "n_pairs")
     nan = np.full((len(config.kernels), len(config.n_pairs)), np.nan)
     acc = tr["accuracy"] if tr else np.full((*nan.shape, 1), np.nan)
@@ -179,7 +179,7 @@ def claim_trained(led: Ledger, r: Result) -> None:
     Each claim is over the replicate seeds: per seed the paired difference of two accuracies (the same seed's
     models, each on its own held-out sequences)."""
     c = r.config
-    if not c.trained:
+    if not c.training:
         return
     acc = r.data["accuracy_seed"]  # (kernel, N, seed)
     S = c.train_seeds

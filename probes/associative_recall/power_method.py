@@ -22,7 +22,7 @@ from probes.base import Result
 from probes.parts import Context
 
 DESCRIPTION = "in-context PCA by a looped linear-attention layer against the power method"
-GATE = "pm"
+GATE = "power_method"
 
 PM_MODELS = ("power", "ln", "none")  # item 8: the power method itself, the post-LN looped layer, no norm
 PM_NORMS = {"ln": "post", "none": "none"}
@@ -30,7 +30,7 @@ PM_BOOT = 300  # bootstrap resamples of the item-8 prompts
 
 
 def pm_task(config: Config) -> PowerMethodTask:
-    return PowerMethodTask(d=config.pm_d, n=config.pm_n, rho=config.pm_rho, radius=config.pm_radius)
+    return PowerMethodTask(d=config.power_d, n=config.power_n, rho=config.power_rho, radius=config.power_radius)
 
 
 def pm_model_config(
@@ -41,13 +41,13 @@ def pm_model_config(
     post-LayerNorm (``ln``) or no norm (``none``), applied ``loops`` times with the same weights.
     ``eps`` replaces the norm's epsilon (0 for the exact construction)."""
     return one_layer_config(
-        pmt.width(config.pm_d),
+        pmt.width(config.power_d),
         seed,
         dtype,
         norm=PM_NORMS[kind],
         attention="linear",
         causal=False,
-        init_std=config.pm_init_std,
+        init_std=config.power_init_std,
         loops=loops,
         **({} if eps is None else {"norm_eps": eps}),
     )
@@ -70,9 +70,9 @@ def pm_construction(config: Config, kind: str = "ln") -> TinyTransformer:
     """The exact power-step layer (theory item 3) in the zoo, float64, norm epsilon 0, looped
     ``pm_eval_loops`` times."""
     model = TinyTransformer(
-        pm_model_config(config, kind, 0, config.pm_eval_loops, dtype="float64", eps=0.0 if kind == "ln" else None)
+        pm_model_config(config, kind, 0, config.power_eval_loops, dtype="float64", eps=0.0 if kind == "ln" else None)
     ).eval()
-    W = pmt.construction_weights(config.pm_d, config.pm_n, config.pm_radius)
+    W = pmt.construction_weights(config.power_d, config.power_n, config.power_radius)
     state = model.state_dict()
     for name in ("W_q", "W_k", "W_v", "W_o"):
         state[f"blocks.0.attn.{name}.weight"] = torch.from_numpy(W[name])
@@ -107,22 +107,26 @@ def _seed_combine(means: np.ndarray, ses: np.ndarray) -> tuple[float, float]:
 def pm_trained_iterates(config: Config, task, x: np.ndarray, v0: np.ndarray, progress: bool) -> np.ndarray:
     """(2, S, K, B, d): the iterates of the looped layer trained with LN (0) and without (1), one per seed
     (T = pm_loops loops in training, cached), looped K = pm_eval_loops times in float64 on the shared prompts."""
-    K, T, S = config.pm_eval_loops, config.pm_loops, config.pm_seeds
+    K, T, S = config.power_eval_loops, config.power_loops, config.power_seeds
     iters = np.full((2, S, K, *v0.shape), np.nan)
-    seeds = part_seeds(config, "pm")
+    seeds = part_seeds(config, "power")
     with one_thread():
         for i, kind in enumerate(("ln", "none")):
             for s in bar(range(S), desc=f"associative_recall: PCA ({kind})", disable=not progress):
                 seed = seeds[s]
                 tc = adam_cosine_config(
-                    config.pm_steps, config.pm_batch, config.pm_lr, seed, warmup_steps=min(50, config.pm_steps)
+                    config.power_steps,
+                    config.power_batch,
+                    config.power_lr,
+                    seed,
+                    warmup_steps=min(50, config.power_steps),
                 )
                 trained = train(
                     pm_model_config(config, kind, seed, T), task, tc, device=config.torch_device(), progress=False
                 )
                 model = float64_copy(trained.model, pm_model_config(config, kind, seed, K, dtype="float64"))
                 with np.errstate(over="ignore", invalid="ignore"):
-                    iters[i, s] = pm_iterates(model, x, v0, config.pm_radius)
+                    iters[i, s] = pm_iterates(model, x, v0, config.power_radius)
     return iters
 
 
@@ -132,11 +136,11 @@ def measure_power_method(config: Config, progress: bool) -> dict:
     method on the same prompts: tan theta_k to s u_1 (medians), the error |v_k - s u_1|^2 (means), the
     per-loop contraction over loops 1..K, the iterate's norm, and the first loop's fit v_1 ~ a v_0 + b S v_0."""
     task = pm_task(config)
-    K, T, S = config.pm_eval_loops, config.pm_loops, config.pm_seeds
-    x, v0 = task.law.sample(config.pm_eval, np.random.default_rng(derived_seed(config.seed, "pm_eval")))
+    K, T, S = config.power_eval_loops, config.power_loops, config.power_seeds
+    x, v0 = task.law.sample(config.power_eval, np.random.default_rng(derived_seed(config.seed, "pm_eval")))
     u = pmt.target(x, v0)
     power = pmt.power_iterates(x, v0, K)  # (K + 1, B, d)
-    built = pm_iterates(pm_construction(config), x, v0, config.pm_radius)
+    built = pm_iterates(pm_construction(config), x, v0, config.power_radius)
     iters = pm_trained_iterates(config, task, x, v0, progress)  # (2, S, K, B, d)
     with np.errstate(over="ignore", invalid="ignore"):
         tan_power = pmt.tan_angle(power, u[None])  # (K + 1, B)
@@ -155,7 +159,7 @@ def measure_power_method(config: Config, progress: bool) -> dict:
     sc: dict[str, float] = {
         "pm_identity": float(np.abs(built - power[1:]).max()),
         "pm_identity_atol": float(
-            16 * np.finfo(np.float64).eps * (config.pm_n + 1 + pmt.width(config.pm_d)) * K * amplify.max()
+            16 * np.finfo(np.float64).eps * (config.power_n + 1 + pmt.width(config.power_d)) * K * amplify.max()
         ),
         "pm_gap_median": float(np.median(lam[:, 1] / lam[:, 0])),
         "pm_rate_power": float(rate_power),
@@ -212,7 +216,9 @@ def measure(ctx: Context) -> None:
     got = measure_power_method(config, ctx.progress)
     ctx.data.update(got["arrays"])
     ctx.coords.update(
-        pm_model=list(PM_MODELS), pm_loop=np.arange(config.pm_eval_loops + 1), pm_seed=list(range(config.pm_seeds))
+        pm_model=list(PM_MODELS),
+        pm_loop=np.arange(config.power_eval_loops + 1),
+        pm_seed=list(range(config.power_seeds)),
     )
     ctx.scalars.update(got["scalars"])
 
@@ -227,17 +233,17 @@ def claim_power_method(led: Ledger, r: Result) -> None:
     per-loop contraction and its error after T loops against the power method's; the no-LN layer's error
     above the power method's and the LN layer's."""
     c, s = r.config, r.scalars
-    if not c.pm:
+    if not c.power_method:
         return
-    L, T, S = c.pm_eval_loops, c.pm_loops, c.pm_seeds
-    shape = f"d = {c.pm_d}, n = {c.pm_n}, spectrum ratio {c.pm_rho:g}"
+    L, T, S = c.power_eval_loops, c.power_loops, c.power_seeds
+    shape = f"d = {c.power_d}, n = {c.power_n}, spectrum ratio {c.power_rho:g}"
     led.identity(
         "power_method_construction_exact",
         measured=s["pm_identity"],
         atol=s["pm_identity_atol"],
         source=f"{PSOURCE}, item 3: query = v-slot, keys/values = x-slot, the query's self-term -|v|^2 v "
         "cancels the residual, post-LayerNorm (epsilon 0) divides by |S v|",
-        why=f"float64: per loop a sum over n + 1 = {c.pm_n + 1} tokens and a norm over D = {pmt.width(c.pm_d)} "
+        why=f"float64: per loop a sum over n + 1 = {c.power_n + 1} tokens and a norm over D = {pmt.width(c.power_d)} "
         "coordinates, relative error <= (n + 1 + D) eps, over the L loops, 16x margin; the norm divides the "
         "query's other slots (rounding level) by |S v| each loop, so the bound carries the largest product over "
         "the prompts of max(1, 1/|S v_(k-1)|) (largest |difference| over the iterates)",
@@ -249,7 +255,7 @@ def claim_power_method(led: Ledger, r: Result) -> None:
     def band(spread: str) -> str:
         return (
             f"95% t band, dof = {S} - 1 (seeds): the SE of the mean over {S} replicate training seeds plus the "
-            f"{spread} over the {c.pm_eval} prompts they share"
+            f"{spread} over the {c.power_eval} prompts they share"
         )
 
     for name, key, alternative, hypothesis, source, spread, statement in (

@@ -36,8 +36,8 @@ def sc_model_config(config: Config, task: SelectiveCopying, decay: str, seed: in
         input="tokens",
         vocab_size=task.vocab_size,
         output="lm",
-        d_model=config.sc_width,
-        n_layers=config.sc_layers,
+        d_model=config.copying_width,
+        n_layers=config.copying_layers,
         n_heads=2,
         pos="learned",
         attention="recurrent",
@@ -48,20 +48,23 @@ def sc_model_config(config: Config, task: SelectiveCopying, decay: str, seed: in
 
 def measure_selective(config: Config, progress: bool) -> dict[str, np.ndarray]:
     """Item 7: (decay, spacing, seed) held-out accuracy over the go positions, and the number of them."""
-    shape = (len(SC_DECAYS), len(SC_SPACINGS), config.sc_seeds)
+    shape = (len(SC_DECAYS), len(SC_SPACINGS), config.copying_seeds)
     acc, nq = np.zeros(shape), np.zeros(shape)
     jobs = [(i, j, s) for i in range(shape[0]) for j in range(shape[1]) for s in range(shape[2])]
-    seeds = part_seeds(config, "sc")
+    seeds = part_seeds(config, "copying")
     with one_thread():
         for i, j, s in bar(jobs, desc="associative_recall: selective copying", disable=not progress):
             task = SelectiveCopying(
-                n_copy=config.sc_n_copy, n_values=config.sc_values, length=config.sc_length, spacing=SC_SPACINGS[j]
+                n_copy=config.copying_n_copy,
+                n_values=config.copying_values,
+                length=config.copying_length,
+                spacing=SC_SPACINGS[j],
             )
             seed = seeds[s]
-            tc = warmup_config(config.sc_steps, config.sc_batch, config.sc_lr, seed)
+            tc = warmup_config(config.copying_steps, config.copying_batch, config.copying_lr, seed)
             dev = config.torch_device()
             model = train(sc_model_config(config, task, SC_DECAYS[i], seed), task, tc, device=dev, progress=False).model
-            _, hits = held_out_hits(task, model, config.sc_eval, seed, f"sc_eval_{SC_SPACINGS[j]}", dev)
+            _, hits = held_out_hits(task, model, config.copying_eval, seed, f"sc_eval_{SC_SPACINGS[j]}", dev)
             acc[i, j, s], nq[i, j, s] = float(hits.mean()), float(hits.numel())
     return {"accuracy": acc, "n_queries": nq}
 
@@ -74,11 +77,15 @@ def measure(ctx: Context) -> None:
         sc_accuracy=(("sc_decay", "spacing"), acc.mean(-1)),
         sc_accuracy_se=(("sc_decay", "spacing"), seed_se(acc)),
     )
-    ctx.coords.update(sc_decay=list(SC_DECAYS), spacing=list(SC_SPACINGS), sc_seed=list(range(config.sc_seeds)))
+    ctx.coords.update(sc_decay=list(SC_DECAYS), spacing=list(SC_SPACINGS), sc_seed=list(range(config.copying_seeds)))
     ctx.scalars.update(
-        sc_tap_random=gth.fixed_tap_accuracy(config.sc_length, config.sc_n_copy, config.sc_values, "random"),
-        sc_tap_fixed=gth.fixed_tap_accuracy(config.sc_length, config.sc_n_copy, config.sc_values, "fixed"),
-        sc_chance=1.0 / config.sc_values,
+        sc_tap_random=gth.fixed_tap_accuracy(
+            config.copying_length, config.copying_n_copy, config.copying_values, "random"
+        ),
+        sc_tap_fixed=gth.fixed_tap_accuracy(
+            config.copying_length, config.copying_n_copy, config.copying_values, "fixed"
+        ),
+        sc_chance=1.0 / config.copying_values,
     )
 
 
@@ -95,10 +102,13 @@ def claim_selective(led: Ledger, r: Result) -> None:
         return
     acc = r.data["sc_accuracy_seed"]  # (decay, spacing, seed)
     why = (
-        f"95% t band over {c.sc_seeds} replicate training seeds (each seed's accuracy on its own held-out "
+        f"95% t band over {c.copying_seeds} replicate training seeds (each seed's accuracy on its own held-out "
         "sequences, so their spread holds the binomial noise)"
     )
-    shape = f"{c.sc_layers} layers, width {c.sc_width}, {c.sc_n_copy} tokens in {c.sc_length}, {c.sc_values} values"
+    shape = (
+        f"{c.copying_layers} layers, width {c.copying_width}, {c.copying_n_copy} tokens in {c.copying_length}, "
+        f"{c.copying_values} values"
+    )
     diff = acc.sel(sc_decay="gated", spacing="random").values - acc.sel(sc_decay="fixed", spacing="random").values
     led.direction(
         "selective_copy_gated_beats_fixed_decay",
