@@ -20,7 +20,7 @@ from analysis.theory import attention_entropy as th
 from probes.base import run_probe
 
 mod = probes.get("attention_entropy")
-UNTRAINED = dict(trained=False, ctx_lens=(8, 32, 128), sweep_len=128, scale_factors=(1.0, 16.0), d_model=16)
+UNTRAINED = dict(training=False, ctx_lens=(8, 32, 128), sweep_len=128, scale_factors=(1.0, 16.0), d_model=16)
 
 
 @pytest.fixture(scope="module")
@@ -353,7 +353,7 @@ def test_command_line_json():
             "attention_entropy",
             "--preset",
             "smoke",
-            "--trained",
+            "--training",
             "false",
             "--ctx-lens",
             "8,32",
@@ -600,7 +600,7 @@ def test_replicate_seeds_are_hashed_and_runs_of_seeds_0_and_1_share_none(patch_i
         scale_factors=(1.0,),
         fade_sg=(0.5,),
         replicates=3,
-        trained=True,
+        training=True,
         lr=(0.1,),
         qk_norm=(False,),
         train_steps=2,

@@ -27,7 +27,7 @@ Four measurements, each beside its closed form in :mod:`analysis.theory.attentio
    in row ``n - 1`` (n up to ``planted_max_n``) against the exact closed forms, and the SSMax fading
    rate ``d ln w / d ln n`` fitted over the top half-decade for every ``s g`` in ``fade_sg`` (the drift
    from the half-decade below is its uncertainty), against ``min(sg - 1, 0)``.
-4. Trained tiny LMs (``trained=true``) through :func:`analysis.train.train` (cached, with a named
+4. Trained tiny LMs (``training=true``) through :func:`analysis.train.train` (cached, with a named
    callback): for every learning rate in ``lr``, QK-norm setting in ``qk_norm`` and training seed
    (``train_seeds``: weights and data order; the spread is the training claims' uncertainty), per update the
    largest |attention logit| and the smallest head-mean normalised entropy on a fixed probe batch,
@@ -46,7 +46,7 @@ Four measurements, each beside its closed form in :mod:`analysis.theory.attentio
    (``retrieval_seeds`` seeds) and tested at ``retrieval_len x retrieval_factors`` pairs: the weight of the query
    row on the planted key, its prediction at every length from the logit gaps measured at the training length
    (:func:`analysis.theory.attention_entropy.retrieval_weight`), the fitted log-log slopes and the accuracy.
-   Trained sigmoid attention (``trained=true``, seed 000#17): softmax, sigmoid with ``b = -ln T`` and with
+   Trained sigmoid attention (``training=true``, seed 000#17): softmax, sigmoid with ``b = -ln T`` and with
    ``b = 0`` on the training sweep's task, model, steps and seeds at ``sigmoid_lr``; their final losses.
 
 Passed-in models: anything satisfying :class:`analysis.protocol.ProbeModel` with token input and

@@ -99,7 +99,7 @@ class Config(ProbeConfig):
         4096, "largest n of the planted-key network (the fading rates are fitted over its top decade)", minimum=20
     )
     # --- training -------------------------------------------------------------------------------
-    trained: bool = param(True, "train tiny LMs over the lr x qk_norm sweep")
+    training: bool = param(True, "train tiny LMs over the lr x qk_norm sweep", key="trained")
     lr: tuple[float, ...] = param(
         (1e-3, 1e-2, 1e-1), "peak learning rates of the trained sweep", minimum=0.0, maximum=MAX_LR
     )
@@ -172,7 +172,7 @@ class Config(ProbeConfig):
     sigmoid_lr: float = param(
         1e-2,
         "learning rate of the trained sigmoid comparison (softmax, sigmoid with b = -ln train_seq_len and b = 0 on "
-        "the training sweep's task, steps, schedule and seeds; trained=true)",
+        "the training sweep's task, steps, schedule and seeds; training=true)",
         minimum=0.0,
         maximum=MAX_LR,
     )

@@ -25,7 +25,7 @@ from probes.base import Result
 from probes.parts import Context
 
 DESCRIPTION = "sigmoid attention trained beside softmax on the training sweep's task and seeds"
-GATE = "trained"
+GATE = "training"
 NEEDS = ("training",)
 
 SIG_VARIANTS = ("softmax", "sigmoid_ln_t", "sigmoid_zero")  # softmax | sigmoid b = -ln T | sigmoid b = 0

@@ -26,7 +26,7 @@ from probes.base import Result
 from probes.parts import Context
 
 DESCRIPTION = "tiny LMs trained over learning rates with and without QK-norm: logit growth and entropy collapse"
-GATE = "trained"
+GATE = "training"
 FIELDS = ("qk_norm", "lr", "train_seeds", "train_steps")
 
 CALLBACK_ID = "attention_entropy.trace.v2"  # names the training callback (part of the checkpoint key)

@@ -280,7 +280,7 @@ def entropy_vs_gaussian(
         got = []
         for i, m in enumerate(initialisations(entry)):
             config = probes.get("attention_entropy").Config.preset(
-                preset, data=data, ctx_lens=tuple(ctx_lens), trained=False, seed=replicate_seed(seed, i)
+                preset, data=data, ctx_lens=tuple(ctx_lens), training=False, seed=replicate_seed(seed, i)
             )
             got.append(run_probe("attention_entropy", config, model=m, progress=False))
         runs[name] = got[0]
