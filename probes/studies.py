@@ -50,6 +50,7 @@ from probes.sweep import plan, run_configs, sweep, sweep_results
 
 __all__ = [
     "Study",
+    "replicates_by",
     "designs_ledger",
     "tagged_ledger",
     "StudyResult",
@@ -181,6 +182,19 @@ def study_configs(probe: Any, name: str, preset: str = "full", params: Mapping[s
     if study.designs is not None:
         return [c for configs in grid.values() for c in configs]
     return list(plan(module, grid, base=base).configs)
+
+
+def replicates_by(runs: Sequence[Result], field: str) -> list[Replicates]:
+    """The runs of a grid (``field`` outer, seed inner) as one :class:`probes.Replicates` per value of ``field``,
+    in the grid's order, each holding its runs in seed order (replicate 0 first): a study's ``combine`` when every
+    grid point is a design judged over its independent seeds."""
+    if not runs:
+        raise ValueError("runs must hold at least one result")
+    module, _ = _resolve(runs[0].probe)
+    groups: dict[Any, list[Result]] = {}
+    for r in runs:
+        groups.setdefault(getattr(r.config, field), []).append(r)
+    return [Replicates(module, tuple(rs)) for rs in groups.values()]
 
 
 def tagged_ledger(ledgers: Mapping[str, Ledger]) -> Ledger:

@@ -299,3 +299,21 @@ def test_notebook_03_design_studies_are_its_old_cells(preset):
     if preset == "full":
         keys = {probes.cache_key(pf, c) for c in study_configs(pf, "kernels", "full")}
         assert keys <= set(sidecar["inputs"].values())
+
+
+def test_replicates_by_groups_a_grid_per_design_in_order():
+    """A grid's runs (field outer, seed inner) as one Replicates per value of the field, seeds in order."""
+    from types import SimpleNamespace
+
+    from probes.studies import replicates_by
+
+    runs = [
+        SimpleNamespace(probe="prompt_forgetting", config=pf.Config.preset("smoke", layers=L, seed=s))
+        for L in (3, 1)
+        for s in (0, 7)
+    ]
+    groups = replicates_by(runs, "layers")
+    assert [g.config.layers for g in groups] == [3, 1] and [g.seeds for g in groups] == [[0, 7], [0, 7]]
+    assert all(g.module is pf for g in groups)
+    with pytest.raises(ValueError, match="runs must hold at least one result"):
+        replicates_by([], "layers")

@@ -4,10 +4,9 @@
 from __future__ import annotations
 
 import inspect
-import sys
+from functools import partial
 
 from analysis.ledger import Ledger
-from probes.base import Result
 from probes.prompt_forgetting.config import Config
 from probes.prompt_forgetting.cross_run import (
     bias_claims,
@@ -18,7 +17,7 @@ from probes.prompt_forgetting.cross_run import (
 )
 from probes.prompt_forgetting.models import REPLICATES, weight_seeds
 from probes.replicates import Replicates
-from probes.studies import Study, tagged_ledger
+from probes.studies import Study, replicates_by, tagged_ledger
 
 
 def notebook_base(
@@ -82,13 +81,7 @@ DEPTH_SWEEP_LAYERS = {"smoke": (1, 2), "full": (1, 2, 3)}
 depth_sweep_grid = depths_x_seeds(DEPTH_SWEEP_LAYERS)
 
 
-def by_design(runs: list[Result], field: str = "layers") -> list[Replicates]:
-    """Runs of a grid (``field`` outer, seed inner) grouped into one :class:`probes.Replicates` per value of
-    ``field``, its replicates in the grid's seed order (replicate 0 first)."""
-    groups: dict = {}
-    for r in runs:
-        groups.setdefault(getattr(r.config, field), []).append(r)
-    return [Replicates(sys.modules[__package__], tuple(rs)) for rs in groups.values()]  # the probe package
+by_design = partial(replicates_by, field="layers")  # a depth grid's runs: one Replicates per depth
 
 
 REGIME_LAYERS = {"smoke": (2, 3), "full": (2, 3, 4)}
