@@ -28,7 +28,7 @@ FIELDS = (
     "conv_steps",
     "conv_batch",
     "conv_lr",
-    "trained",
+    "training",
     "train_seeds",
 )
 

@@ -38,7 +38,7 @@ FIELDS = (
     "deep_seeds",
     "spike_window",
     "spike_k",
-    "trained",
+    "training",
 )
 
 DEEP_CALLBACK_ID = "attention_only.deep.v1"  # names the deep stacks' training callback (part of the checkpoint key)

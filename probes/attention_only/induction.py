@@ -30,7 +30,7 @@ FIELDS = (
     "ind_batch",
     "ind_lr",
     "n_eval",
-    "trained",
+    "training",
     "train_seeds",
 )
 

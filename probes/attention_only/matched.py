@@ -36,7 +36,7 @@ FIELDS = (
     "matched_seeds",
     "matched_eval_batches",
     "matched_snapshots",
-    "trained",
+    "training",
 )
 
 SAN_GAP = 0.05  # issue 17 / 004#1: a standard and an attention-only model with equal parameters differ by <= 0.05 nats

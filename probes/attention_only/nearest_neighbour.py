@@ -31,7 +31,7 @@ FIELDS = (
     "neighbour_seeds",
     "neighbour_eval",
     "neighbour_theory_sets",
-    "trained",
+    "training",
 )
 
 NN_THRESHOLD = 0.1  # issue 17: one rank-d head reaches relative MSE <= 0.1

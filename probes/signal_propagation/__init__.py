@@ -62,19 +62,20 @@ The probe is a package of modules: ``config``; ``models`` (the sweep's models an
 model's statistics); ``updates`` (DeepNorm's update, rank collapse); ``trained`` (the stability and
 Curse-of-Depth runs); ``phase`` (the attention phase diagram, gate ``phase``); ``runs`` (the zoo sweep and a
 passed model); the claims in ``claims_growth``, ``claims_deepnorm``, ``claims_collapse`` and ``claims_trained``
-(``claims`` lists them in the ledger's order); ``studies`` (notebook 01's runs).
+(``claims`` lists them in the ledger's order); ``studies`` (notebook 01's runs). ``runs`` declares the
+measurement parts (sweep, collapse, updates, trained, phase) and ``claims`` the claims parts, one per claims
+module: :data:`PARTS`, run by :func:`probes.parts.run_parts` like every probe's.
 """
 
 from __future__ import annotations
-
-import torch
 
 from analysis.ledger import Ledger
 from analysis.model import TinyTransformer
 from analysis.theory import signal_propagation as th
 from probes.base import Result
+from probes.parts import probe_functions
 from probes.signal_propagation import phase
-from probes.signal_propagation.claims import CLAIMS, check_claims, record_claims
+from probes.signal_propagation.claims import CLAIM_PARTS, CLAIMS, record_claims
 from probes.signal_propagation.claims_collapse import claim_collapse_prevented
 from probes.signal_propagation.claims_growth import (
     claim_peri_ln_linear,
@@ -109,7 +110,7 @@ from probes.signal_propagation.models import (
     model_vocab,
     task,
 )
-from probes.signal_propagation.runs import _run, run_model
+from probes.signal_propagation.runs import MEASURE_PARTS, finish, run_model
 from probes.signal_propagation.statistics import (
     block_jacobians,
     jacobian_identity_gaps,
@@ -140,17 +141,14 @@ VERSION = "11"
 REQUIRES = {"input": "tokens"}  # a passed model (causal or not) is measured alone; None -> the zoo sweep
 
 
-def run(config: Config, model=None, progress: bool = True) -> Result:
-    """The zoo sweep (``model=None``), or the same statistics of one passed token model."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny models and batches: one thread is faster, and the machine is shared
-    try:
-        return _run(config, progress) if model is None else run_model(config, model, progress)
-    finally:
-        torch.set_num_threads(threads)
+PARTS = MEASURE_PARTS + CLAIM_PARTS  # the measurements, then the claims in the ledger's order
+# run(config, model=None, progress=True) and check_claims(result): the one form of a probe made of parts; tiny
+# models and batches measure on one thread (faster, and the machine is shared)
+run, check_claims = probe_functions(NAME, PARTS, finish=finish, threads=1)
 
 
 __all__ = [
+    "Result",
     "TinyTransformer",
     "claim_collapse_prevented",
     "claim_peri_ln_linear",
@@ -184,7 +182,8 @@ __all__ = [
     "TRAINED_REPLICATES",
     "UPDATE_NORMS",
     "VERSION",
-    "_run",
+    "PARTS",
+    "finish",
     "ablated_loss",
     "batch",
     "block_jacobians",

@@ -1,4 +1,5 @@
-"""Every claim of the probe in the ledger's order (:data:`CLAIMS`, then the phase part's)."""
+"""Every claim of the probe in the ledger's order (:data:`CLAIMS`, then the phase part's), and the claims-only
+parts that make them (:data:`CLAIM_PARTS`: one per claims module, in the same order)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import xarray as xr
 from analysis.ledger import Ledger
 from analysis.theory import signal_propagation as th
 from probes.base import Result
+from probes.parts import Part
 from probes.signal_propagation import phase_claims
 from probes.signal_propagation.claims_collapse import (
     claim_collapse_prevented,
@@ -29,7 +31,7 @@ from probes.signal_propagation.claims_growth import (
     claim_pre_ln_sum_rule,
 )
 from probes.signal_propagation.claims_trained import claim_curse_of_depth_trained, claim_deepnet_stability
-from probes.signal_propagation.config import NAME, Config
+from probes.signal_propagation.config import Config
 
 CLAIMS = (
     claim_pre_ln_sum_rule,
@@ -51,14 +53,54 @@ CLAIMS = (
 )
 
 
-def check_claims(result: Result) -> Ledger:
-    """The ledger of ``result`` (what :func:`run` records, and what :func:`probes.base.judged` makes again
-    for a result from the cache): the zoo sweep's claims; none for a passed model (:func:`run_model` makes
-    no claim about it)."""
-    led = Ledger(NAME, preset=result.config.preset_name)
-    if result.data.attrs.get("source") != "passed model":
-        record_claims(result.config, result.data, led)
-    return led
+def _claims_of(functions: tuple) -> object:
+    """A part's ``claims(led, results)``: each of ``functions`` on the zoo run (a passed model gets none)."""
+
+    def claims(led: Ledger, rs: tuple[Result, ...]) -> None:
+        (r,) = rs  # one run: its initialisations are inside it
+        if r.data.attrs.get("source") == "passed model":
+            return
+        scalars: dict = {}  # the numbers are the run's scalars already (runs.finish)
+        for claim in functions:
+            claim(r.config, r.data, led, scalars)
+
+    return claims
+
+
+def _group(module: str) -> tuple:
+    return tuple(c for c in CLAIMS if c.__module__.endswith(f".{module}"))
+
+
+CLAIM_PARTS = (
+    Part(
+        "growth_claims",
+        "variance growth: the Pre-LN sum rule and growth law, Peri-LN, Post-LN, no norm",
+        claims=_claims_of(_group("claims_growth")),
+    ),
+    Part(
+        "deepnorm_claims",
+        "DeepNorm's layer change and update, token correlation, the last layer's gradient",
+        claims=_claims_of(_group("claims_deepnorm")),
+    ),
+    Part(
+        "collapse_claims",
+        "Jacobian gaps, gradient profiles and Dong et al.'s rank collapse",
+        claims=_claims_of(_group("claims_collapse")),
+    ),
+    Part(
+        "trained_claims",
+        "DeepNet stability and the Curse of Depth after training",
+        claims=_claims_of(_group("claims_trained")),
+    ),
+    Part(
+        "phase_claims",
+        "the attention phase diagram against the random-energy model",
+        claims=_claims_of((phase_claims.claims,)),
+    ),
+)
+assert sum(len(_group(m)) for m in ("claims_growth", "claims_deepnorm", "claims_collapse", "claims_trained")) == len(
+    CLAIMS
+), "every claim function belongs to one claims part"
 
 
 def record_claims(cfg: Config, data: xr.Dataset, led: Ledger) -> dict:

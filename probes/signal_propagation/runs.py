@@ -1,5 +1,7 @@
-"""The probe's two runs: the zoo sweep over placements and depths (:func:`sweep_run`) and one passed model
-(:func:`run_model`)."""
+"""The probe's measurements as parts (:mod:`probes.parts`), in the order they run: the sweep over placements and
+depths (or one passed model), rank collapse, DeepNorm's update, the trained extras (gate ``trained``) and the
+attention phase diagram (gate ``phase``); :func:`finish` adds the run's attributes and scalars. The claims are
+parts too (:data:`probes.signal_propagation.claims.CLAIM_PARTS`), after these."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from analysis.ledger import Ledger
 from analysis.progress import bar
 from analysis.theory import signal_propagation as th
 from probes.base import ModelIncompatibleError, Result
+from probes.parts import Context, Part
 from probes.signal_propagation import phase
 from probes.signal_propagation.claims import record_claims
 from probes.signal_propagation.config import (
@@ -33,8 +36,15 @@ from probes.signal_propagation.trained import _trained_extras
 from probes.signal_propagation.updates import collapse_curve, update_pieces
 
 
-def _run(config: Config, progress: bool) -> Result:
-    cfg = config
+def measure_sweep(ctx: Context) -> None:
+    """Every placement x depth x initialisation's statistics (:func:`statistics.measure`); with a passed model,
+    that model's (:func:`run_model`)."""
+    if not ctx.own_model:
+        passed = run_model(ctx.config, ctx.model, ctx.progress)
+        _store(ctx, passed.data)
+        ctx.scalars.update(passed.scalars)
+        return
+    cfg = ctx.config
     norms, depths = list(cfg.norms), sorted(cfg.depths)
     S = cfg.n_samples
     if cfg.data == "corpus":  # byte-level models (model_vocab), untrained (Config.validate)
@@ -43,7 +53,7 @@ def _run(config: Config, progress: bool) -> Result:
         batches = [batch(cfg, s) for s in range(S)]
     jobs = [(i, n, j, L, s) for i, n in enumerate(norms) for j, L in enumerate(depths) for s in range(S)]
     measured = {}
-    for i, norm, j, L, s in bar(jobs, desc=NAME, progress=progress):
+    for i, norm, j, L, s in bar(jobs, desc=NAME, progress=ctx.progress):
         model_ = build(cfg, norm, L, replicate_seed(cfg.seed, s), progress=False)
         inputs, targets = batches[s]
         measured[i, j, s] = measure(
@@ -56,15 +66,22 @@ def _run(config: Config, progress: bool) -> Result:
             no_norm=norm == "none",
             seed=cfg.seed,
         )
-    data = _dataset(norms, depths, S, PARAMS, measured)
+    _store(ctx, _dataset(norms, depths, S, PARAMS, measured))
 
+
+def measure_collapse(ctx: Context) -> None:
+    """Rank collapse at depth ``collapse_depth`` of every variant under both masks (at initialisation only:
+    NaN in a trained run)."""
+    if not ctx.own_model:
+        return
+    cfg, S = ctx.config, ctx.config.n_samples
     collapse = np.full((len(COLLAPSE_VARIANTS), len(MASKS), cfg.collapse_depth + 1, S), np.nan)
     if not cfg.trained:
         for v, variant in enumerate(COLLAPSE_VARIANTS):
             for k, mask in enumerate(MASKS):
                 for s in range(S):
                     collapse[v, k, :, s] = collapse_curve(cfg, variant, mask, s)
-    data["collapse_residual"] = xr.DataArray(
+    ctx.data["collapse_residual"] = xr.DataArray(
         collapse,
         dims=("variant", "mask", "cpos", "sample"),
         coords={
@@ -74,7 +91,16 @@ def _run(config: Config, progress: bool) -> Result:
             "sample": np.arange(S),
         },
     )
-    SU = min(UPDATE_SAMPLES, S)
+
+
+def measure_updates(ctx: Context) -> None:
+    """DeepNorm's model update after one SGD or Adam step and its pieces per sublayer (at initialisation only:
+    NaN in a trained run)."""
+    if not ctx.own_model:
+        return
+    cfg = ctx.config
+    depths = sorted(cfg.depths)
+    SU = min(UPDATE_SAMPLES, cfg.n_samples)
     Lmax = max(depths)
     upd = np.full((len(UPDATE_NORMS), len(depths), len(th.OPTIMISERS), SU), np.nan)
     step = np.full((len(UPDATE_NORMS), len(depths), len(th.OPTIMISERS), Lmax, 2, SU), np.nan)
@@ -93,20 +119,74 @@ def _run(config: Config, progress: bool) -> Result:
         "optimiser": list(th.OPTIMISERS),
         "usample": np.arange(SU),
     }
-    data["update_size"] = xr.DataArray(upd, dims=("update_norm", "depth", "optimiser", "usample"), coords=ucoords)
+    ctx.data["update_size"] = xr.DataArray(upd, dims=("update_norm", "depth", "optimiser", "usample"), coords=ucoords)
     udims = ("update_norm", "depth", "optimiser", "layer", "sublayer", "usample")
-    data["update_step"] = xr.DataArray(step, dims=udims, coords=ucoords)
-    data["update_effect"] = xr.DataArray(effect, dims=udims, coords=ucoords)
-    if cfg.trained:
-        _trained_extras(cfg, data)
-    if cfg.phase:
-        data = data.merge(phase.run(cfg, progress), combine_attrs="no_conflicts")
-    data.attrs["gelu_second_moment"] = th.gelu_second_moment(1.0)
-    data.attrs["trained"] = int(cfg.trained)
-    data.attrs["source"] = "zoo"
-    led = Ledger(NAME, preset=cfg.preset_name)
-    scalars = record_claims(cfg, data, led)
-    return Result(probe=NAME, config=cfg, data=data, scalars=scalars, ledger=led)
+    ctx.data["update_step"] = xr.DataArray(step, dims=udims, coords=ucoords)
+    ctx.data["update_effect"] = xr.DataArray(effect, dims=udims, coords=ucoords)
+
+
+class _Sink:
+    """What :func:`trained._trained_extras` writes into: the run's arrays and attributes."""
+
+    def __init__(self, ctx: Context):
+        self._ctx, self.attrs = ctx, ctx.attrs
+
+    def __setitem__(self, name: str, value: xr.DataArray) -> None:
+        self._ctx.data[name] = value
+
+
+def measure_trained(ctx: Context) -> None:
+    """DeepNet's stability runs and the Curse of Depth's trained measurements (gate ``trained``)."""
+    if ctx.own_model:
+        _trained_extras(ctx.config, _Sink(ctx))
+
+
+def measure_phase(ctx: Context) -> None:
+    """The attention phase diagram at initialisation (gate ``phase``; builds its own models)."""
+    if ctx.own_model:
+        _store(ctx, phase.run(ctx.config, ctx.progress))
+
+
+def finish(ctx: Context) -> None:
+    """The zoo run's attributes and its scalars (the numbers the claims read, :func:`claims.record_claims`)."""
+    if not ctx.own_model:
+        return
+    ctx.attrs["gelu_second_moment"] = th.gelu_second_moment(1.0)
+    ctx.attrs["trained"] = int(ctx.config.trained)
+    ctx.attrs["source"] = "zoo"
+    data = xr.Dataset(ctx.data, coords=ctx.coords, attrs=ctx.attrs)
+    ctx.scalars.update(record_claims(ctx.config, data, Ledger(NAME, preset=ctx.config.preset_name)))
+
+
+def _store(ctx: Context, ds: xr.Dataset) -> None:
+    """A measured Dataset's arrays, coordinates and attributes into the run's (attributes must not conflict)."""
+    for name, var in ds.data_vars.items():
+        ctx.data[name] = var
+    for name, coord in ds.coords.items():
+        ctx.coords.setdefault(name, coord)
+    for key, value in ds.attrs.items():
+        if key in ctx.attrs and ctx.attrs[key] != value:
+            raise ValueError(f"attribute {key!r} measured twice with different values")
+        ctx.attrs[key] = value
+
+
+MEASURE_PARTS = (
+    Part(
+        "sweep",
+        "statistics across depth of every norm placement (or of a passed model)",
+        measure_sweep,
+        fields=("norms", "depths", "n_samples", "data", "mlp", "jacobian"),
+    ),
+    Part(
+        "collapse",
+        "rank collapse of pure attention and its variants at init",
+        measure_collapse,
+        fields=("collapse_depth",),
+    ),
+    Part("updates", "DeepNorm's model update after one step, per sublayer, at init", measure_updates),
+    Part("trained", "DeepNet stability and the Curse of Depth after training", measure_trained, gate="trained"),
+    Part("phase", "the attention phase diagram at init (Giorlandino & Goldt 2026)", measure_phase, gate="phase"),
+)
 
 
 def run_model(config: Config, model, progress: bool = True) -> Result:
