@@ -71,27 +71,22 @@ def _group(module: str) -> tuple:
     return tuple(c for c in CLAIMS if c.__module__.endswith(f".{module}"))
 
 
-CLAIM_PARTS = (
-    Part(
+# (part, description, claims module): one claims-only part per claims module, in the ledger's order
+CLAIM_GROUPS = (
+    (
         "growth_claims",
         "variance growth: the Pre-LN sum rule and growth law, Peri-LN, Post-LN, no norm",
-        claims=_claims_of(_group("claims_growth")),
+        "claims_growth",
     ),
-    Part(
+    (
         "deepnorm_claims",
         "DeepNorm's layer change and update, token correlation, the last layer's gradient",
-        claims=_claims_of(_group("claims_deepnorm")),
+        "claims_deepnorm",
     ),
-    Part(
-        "collapse_claims",
-        "Jacobian gaps, gradient profiles and Dong et al.'s rank collapse",
-        claims=_claims_of(_group("claims_collapse")),
-    ),
-    Part(
-        "trained_claims",
-        "DeepNet stability and the Curse of Depth after training",
-        claims=_claims_of(_group("claims_trained")),
-    ),
+    ("collapse_claims", "Jacobian gaps, gradient profiles and Dong et al.'s rank collapse", "claims_collapse"),
+    ("trained_claims", "DeepNet stability and the Curse of Depth after training", "claims_trained"),
+)
+CLAIM_PARTS = tuple(Part(name, text, claims=_claims_of(_group(module))) for name, text, module in CLAIM_GROUPS) + (
     Part(
         "phase_claims",
         "the attention phase diagram against the random-energy model",
