@@ -160,16 +160,20 @@ def probe_functions(
     prepare: Callable[[Context], None] | None = None,
     finish: Callable[[Context], None] | None = None,
     threads: int | None = None,
+    check_claims: Callable[[Result], Ledger] | None = None,
 ) -> tuple[Callable[..., Result], Callable[[Result], Ledger]]:
     """The ``run(config, model=None, progress=True)`` and ``check_claims(result)`` of a probe made of ``parts``: one
     form for every such probe (``run, check_claims = probe_functions(NAME, PARTS, prepare)`` in its package).
     ``check_claims`` judges one run (the replicate seeds of its models are inside it); ``threads``: torch's
     intra-op threads while the run measures (1 for tiny models: fastest, and it fixes the reduction order),
-    restored afterwards."""
+    restored afterwards. A probe whose claims over one run are its claims over replicates of one design passes
+    its own ``check_claims`` (returned as given)."""
 
-    def check_claims(result: Result) -> Ledger:
+    def judge_one(result: Result) -> Ledger:
         """Every part's claims on ``result`` (one run: the replicate seeds of its models are inside it)."""
         return judge(name, parts, (result,))
+
+    judged = check_claims if check_claims is not None else judge_one
 
     def run(config: Any, model: Any = None, progress: bool = True) -> Result:
         """One run: every enabled part measures, then every part's claims are judged (:func:`run_parts`)."""
@@ -177,11 +181,11 @@ def probe_functions(
         if threads is not None:
             torch.set_num_threads(threads)
         try:
-            return run_parts(name, parts, prepare, check_claims, config, model=model, progress=progress, finish=finish)
+            return run_parts(name, parts, prepare, judged, config, model=model, progress=progress, finish=finish)
         finally:
             torch.set_num_threads(before)
 
-    return run, check_claims
+    return run, judged
 
 
 def judge(name: str, parts: Sequence[Part], results: Sequence[Result]) -> Ledger:

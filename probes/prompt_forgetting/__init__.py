@@ -61,12 +61,10 @@ worst identity and bound of the seeds); ``cross_run`` (claims across runs) and `
 
 from __future__ import annotations
 
-from typing import Any
-
 from analysis.ledger import Ledger
 from analysis.theory import prompt_forgetting as th
 from probes.base import Result
-from probes.parts import part_of, run_parts
+from probes.parts import part_of, probe_functions
 from probes.prompt_forgetting import laws, trajectory
 from probes.prompt_forgetting.alpha_claims import _untrained_diagnosis, claim_bias_trajectory
 from probes.prompt_forgetting.claims import check_claims, check_claims_over, claims
@@ -126,13 +124,15 @@ REQUIRES = {"causal": True, "input": "tokens"}
 PARTS = tuple(part_of(m) for m in (laws, trajectory))
 
 
-def run(config: Config, model: Any = None, progress: bool = True) -> Result:
-    return run_parts(NAME, PARTS, prepare, check_claims, config, model=model, progress=progress)
+# run(config, model=None, progress=True): the one form of a probe made of parts; its claims over one run are
+# those over replicates of one design (claims.check_claims_over: the seeds' spread, the worst identity and bound)
+run, _ = probe_functions(NAME, PARTS, prepare, check_claims=check_claims)
 
 
 measure = measure_offsets  # the offsets of one model (probes.prompt_forgetting.offsets.measure_offsets)
 
 __all__ = [
+    "Result",
     "DEPTH_LAW_LAYERS",
     "DEPTH_SWEEP_LAYERS",
     "DESCRIPTION",

@@ -64,7 +64,7 @@ from analysis.evidence import replicate_seed
 from analysis.ledger import Ledger
 from analysis.theory import representational_collapse as th
 from probes.base import Result
-from probes.parts import judge, part_of, run_parts
+from probes.parts import judge, part_of, probe_functions
 from probes.representational_collapse import distances, extension, linear_stack, oversquashing, precision
 from probes.representational_collapse.config import (
     BIDIRECTIONAL,
@@ -117,8 +117,13 @@ REQUIRES = {"input": "tokens"}
 PARTS = tuple(part_of(m) for m in (linear_stack, distances, oversquashing, precision, extension))
 
 
-def run(config: Config, model=None, progress: bool = True) -> Result:
-    return run_parts(NAME, PARTS, prepare, check_claims, config, model=model, progress=progress)
+def check_claims(result: Result) -> Ledger:
+    """The ledger of ``result`` alone: every claim below, its band the within-run SE of its one model."""
+    return check_claims_over((result,))
+
+
+# run(config, model=None, progress=True): the one form of a probe made of parts
+run, _ = probe_functions(NAME, PARTS, prepare, check_claims=check_claims)
 
 
 def check_replicates(results) -> tuple[Result, ...]:
@@ -143,11 +148,6 @@ def replicate_config(config: Config, index: int) -> Config:
     default = Config()
     ext = {f: getattr(default, f) for f in EXTENSION_FIELDS}
     return config.replace(seed=replicate_seed(config.seed, index), **ext)
-
-
-def check_claims(result: Result) -> Ledger:
-    """The ledger of ``result`` alone: every claim below, its band the within-run SE of its one model."""
-    return check_claims_over((result,))
 
 
 def check_claims_over(results) -> Ledger:
