@@ -151,16 +151,8 @@ def _plan(probe: Any, name: str, preset: str, params: Mapping[str, Any] | None):
     study = get_study(module, name)
     params = _check_params(study, params)
     base = study.base(preset, **params)
-    grid = dict(study.grid(preset, base)) if study.designs is None else None
-    sets = _varied(study, preset, base, grid)
-    varied = sorted((set(params) & sets) - {"seed"})  # the grid's seeds derive from the given seed
-    if varied:  # the grid (or a design) would silently replace the value given
-        raise ValueError(
-            f"study {study.name} varies {varied[0]} itself (it sets: {', '.join(sorted(sets))}); "
-            f"do not give the parameter {varied[0]} (--{varied[0].replace('_', '-')})"
-        )
-    if grid is not None:
-        return module, study, params, base, grid
+    if study.designs is None:  # a parameter the grid varies takes the grid's values (a notebook passes all its
+        return module, study, params, base, dict(study.grid(preset, base))  # parameters to each of its studies)
     designs = {}
     for tag, over in study.designs(preset, base).items():
         cfg = base.replace(**over)
@@ -328,6 +320,14 @@ def parse_study_args(module: Any, probe_name: str, args: Sequence[str]) -> dict[
         text = getattr(ns, f"param__{p.name}")
         if text is not None:
             values[p.name] = _parse_param(study, p, text)
+    _m, _s, _p, base, grid = _plan(module, study.name, ns.preset, values)
+    sets = _varied(study, ns.preset, base, grid)
+    varied = sorted((set(values) & sets) - {"seed"})  # the grid's seeds derive from the given seed
+    if varied:  # an option the user typed would be replaced by the grid's values without a word
+        option = "--" + varied[0].replace("_", "-")
+        raise ValueError(
+            f"study {study.name} varies {varied[0]} itself (it sets: {', '.join(sorted(sets))}); drop {option}"
+        )
     configs = study_configs(module, study.name, ns.preset, values)  # validates every point
     if ns.workers is not None and (ns.workers < 1 or ns.scheduler != "local"):
         raise ValueError("--workers must be an integer >= 1 and goes with --scheduler local")

@@ -110,10 +110,10 @@ def test_bad_input_names_the_parameter():
         study_configs(pf, "depth_law", "smoke", {"widht": 3})
     with pytest.raises(ValueError, match="^preset must be one of smoke, full"):
         study_configs(pf, "depth_law", "medium")
-    # a parameter the grid varies would be replaced without a word: refused, from Python as on the command line
-    with pytest.raises(ValueError, match="study depth_law varies layers itself .*do not give the parameter layers"):
-        study_configs(pf, "depth_law", "smoke", {"layers": 3})
-    assert study_configs(pf, "depth_law", "smoke", {"seed": 4})  # the seed: the grid's seeds derive from it
+    # from Python a parameter the grid varies takes the grid's values (a notebook passes all its parameters to
+    # each of its studies); the command line refuses it (test_command_line_lists_runs_and_refuses_bad_input)
+    grid_layers = {c.layers for c in study_configs(pf, "depth_law", "smoke")}
+    assert {c.layers for c in study_configs(pf, "depth_law", "smoke", {"layers": 3})} == grid_layers
     assert studies("icl_gd") == {}  # a probe that declares none
 
 
