@@ -1073,6 +1073,21 @@ class NearestNeighbour:
 
 
 # ================================================================================================
+# the model a task plugs into
+
+
+def model_io(task: Task) -> dict:
+    """The :class:`analysis.models.ModelConfig` fields that read a ``task``'s inputs and write its outputs:
+    token ids in and next-token logits out (``input="tokens"``, ``vocab_size``, ``output="lm"``), or feature
+    vectors in and a linear read-out out (``input="vectors"``, ``d_in``, ``output="linear"``, ``d_out``).
+    ``ValueError`` for any other ``task.input_kind``."""
+    check_choice("task.input_kind", task.input_kind, ("tokens", "vectors"))
+    if task.input_kind == "tokens":
+        return {"input": "tokens", "vocab_size": task.vocab_size, "output": "lm"}
+    return {"input": "vectors", "d_in": task.d_in, "output": "linear", "d_out": task.d_out}
+
+
+# ================================================================================================
 # rebuilding a task from its config
 
 
@@ -1140,5 +1155,6 @@ __all__ = [
     "Task",
     "concat_tokens",
     "interleaved_tokens",
+    "model_io",
     "task_from_config",
 ]

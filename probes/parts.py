@@ -13,7 +13,9 @@ declares it with module constants (:func:`part_of`: ``PART_NAME``, ``DESCRIPTION
                  and scalars (``ctx.scalars``) and may leave intermediate results on ``ctx`` for later parts;
 ``claims``       ``claims(led, results) -> None``: records the part's claims in ``led`` from ``results``, a
                  tuple of replicate :class:`probes.base.Result` of one design (one result: its own within-run
-                 band), reading the results only (so a cached result is judged again by today's claims);
+                 band), reading the results only (so a cached result is judged again by today's claims).
+                 A part judged on one run builds it with :func:`each_claim` from claim functions of one
+                 signature, ``claim(led, result) -> None``;
 ``needs``        names of parts whose ``measure`` must run first (the ledger order stays that of ``PARTS``).
 
 :func:`run_parts` is the probe's ``run``: ``prepare(ctx)`` (the package's shared recipe: models, data), every
@@ -186,6 +188,25 @@ def probe_functions(
             torch.set_num_threads(before)
 
     return run, judged
+
+
+def each_claim(*claims: Callable[[Ledger, Result], None], when: Callable[[Result], bool] | None = None):
+    """A part's ``claims(led, results)`` judged on one run (the replicate seeds of its models are inside it):
+    each of ``claims`` in turn, every one a claim function ``claim(led, result)``; none of them where
+    ``when(result)`` is false (e.g. :func:`measured`: the part measured nothing)."""
+
+    def part(led: Ledger, rs: tuple[Result, ...]) -> None:
+        (r,) = rs
+        if when is None or when(r):
+            for claim in claims:
+                claim(led, r)
+
+    return part
+
+
+def measured(variable: str) -> Callable[[Result], bool]:
+    """``when`` for :func:`each_claim`: whether the run's data hold ``variable`` (the part measured it)."""
+    return lambda r: variable in r.data
 
 
 def judge(name: str, parts: Sequence[Part], results: Sequence[Result]) -> Ledger:

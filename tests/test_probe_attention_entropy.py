@@ -126,20 +126,15 @@ def _replicates(name: str, cfg) -> int:
 
 def _rejudge(result, claim, data=None, scalars=None):
     """Re-run one claim function on a (possibly altered) result; return the fresh ledger."""
+    import dataclasses
+
     from analysis.ledger import Ledger
 
     led = Ledger(mod.NAME, preset="full")
-    args = {"data": data if data is not None else result.data, "scalars": scalars or result.scalars}
-    if claim in (mod.claim_range_bounds,):
-        claim(led, args["data"], args["scalars"])
-    elif claim in (mod.claim_dilution_bound,):
-        claim(led, args["scalars"])
-    elif claim in (mod.claim_softmax_dilution_rate,):
-        claim(led, args["data"], args["scalars"], result.config)
-    elif claim in (mod.claim_spectral_bound_trained,):
-        claim(led, args["data"])
-    else:
-        claim(led, args["data"], result.config)
+    altered = dataclasses.replace(
+        result, data=data if data is not None else result.data, scalars=scalars or result.scalars
+    )
+    claim(led, altered)
     return led
 
 

@@ -13,8 +13,14 @@ from analysis.evidence import replicate_seed, t_multiple
 from analysis.ledger import Ledger
 from analysis.theory import icl_gd as th
 from probes import icl_gd as P
+from probes.base import Result
 
 EPS = float(np.finfo(np.float64).eps)
+
+
+def run_of(ds, scalars, cfg) -> Result:
+    """A result holding ``ds``, ``scalars`` and ``cfg``: what a claim function ``claim(led, result)`` judges."""
+    return Result(probe=P.NAME, config=cfg, data=ds, scalars=dict(scalars))
 
 
 @pytest.fixture(scope="module")
@@ -258,7 +264,7 @@ def test_worst_depth_claims_take_the_family_band():
         coords={"K": Ks},
     )
     led = Ledger(P.NAME, preset="full")
-    P.claims_depth(led, ds, {}, P.Config.preset("full"))
+    P.claims_depth(led, run_of(ds, {}, P.Config.preset("full")))
     c = led["depth_beats_plain_gd"]
     assert c.tolerance["family"] == 3 and "K = 3" in c.statement and "worst of 3 cases" in c.why
     assert c.measured == pytest.approx(e[2].mean())
@@ -387,12 +393,12 @@ def test_claims_read_only_the_result_and_catch_a_planted_error(smoke):
     s, ds, cfg = dict(smoke.scalars), smoke.data, smoke.config
     led = Ledger(P.NAME, preset="smoke")
     for claim in P.CLAIMS:
-        claim(led, ds, s, cfg)
+        claim(led, run_of(ds, s, cfg))
     assert [c.to_dict() for c in led.claims] == [c.to_dict() for c in smoke.ledger.claims]
 
     bad = dict(s, eta_theory=1.3 * s["eta_theory"])
     led = Ledger(P.NAME, preset="smoke")
-    P.claims_eta_star(led, ds, bad, cfg)
+    P.claims_eta_star(led, run_of(ds, bad, cfg))
     assert led["eta_star_mc"].status == "fail"
 
     # the trained-model claims need the full preset: judge the smoke numbers as if they were full ones
@@ -402,7 +408,7 @@ def test_claims_read_only_the_result_and_catch_a_planted_error(smoke):
     shift = 50 * excess.std(ddof=1) + abs(excess.mean()) + abs(planted["mk_loss_alt"].values[j])
     planted["mk_excess_seeds"].values[j] = excess - shift
     led = Ledger(P.NAME, preset="full")
-    P.claims_mahankali(led, planted, s, cfg)
+    P.claims_mahankali(led, run_of(planted, s, cfg))
     assert led["mahankali_anisotropic_loss"].status == "fail"
     assert "mahankali_anisotropic_eta_fit" not in led  # a preconditioned law has no plain rate to claim
 
@@ -422,7 +428,7 @@ def test_mahankali_step_claims_judge_the_fitted_step_matrix_and_rate(smoke):
         for name, v in values.items():  # every training seed's value (the claims take their mean)
             planted[f"{name}_seeds"].values[j] = v
         led = Ledger(P.NAME, preset="full")
-        P.claims_mahankali(led, planted, s, cfg)
+        P.claims_mahankali(led, run_of(planted, s, cfg))
         return led
 
     led = judged(mk_gamma_rel_error=0.0, mk_eta_fit=eta)
@@ -435,7 +441,7 @@ def test_mahankali_step_claims_judge_the_fitted_step_matrix_and_rate(smoke):
     alt = float(planted["loss_gd_perstep"].values[1] - planted["loss_gdpp"].values[1])
     planted["excess_over_gdpp_seeds"].values[1] = e - (50 * e.std(ddof=1) + abs(e.mean()) + abs(alt))
     led = Ledger(P.NAME, preset="full")
-    P.claims_depth(led, planted, s, cfg)
+    P.claims_depth(led, run_of(planted, s, cfg))
     assert led["depth_matches_gdpp"].status == "fail"
     assert led["depth_matches_gdpp"].tolerance["n"] == cfg.depth_seeds
 
@@ -456,19 +462,19 @@ def test_eta_claim_uses_the_seed_spread(smoke):
         loss_model_theory_k_seeds=(("eta_seed", "k"), np.ones((3, nk))),
     )
     led = Ledger(P.NAME, preset="full")
-    P.claims_one_layer(led, ds, s, cfg)
+    P.claims_one_layer(led, run_of(ds, s, cfg))
     c = led["eta_fit_vs_eta_star"]
     assert c.tolerance["k"] == pytest.approx(t_multiple(2)) and c.tolerance["se"] == pytest.approx(0.01 * eta / 3**0.5)
     assert c.tolerance["n"] == 3 and c.tolerance["within_run"] is None
     assert c.alternative["value"] == s["eta_untuned"]
     ds = ds.assign(eta_fit_seeds=("eta_seed", np.array([1.29, 1.3, 1.31]) * eta))
     led = Ledger(P.NAME, preset="full")
-    P.claims_one_layer(led, ds, s, cfg)
+    P.claims_one_layer(led, run_of(ds, s, cfg))
     assert led["eta_fit_vs_eta_star"].status == "fail"
     # one seed: no band over replicates, so the trained claims are not evaluated (not judged on one model)
     one = ds.isel(eta_seed=slice(0, 1))
     led = Ledger(P.NAME, preset="full")
-    P.claims_one_layer(led, one, s, cfg)
+    P.claims_one_layer(led, run_of(one, s, cfg))
     assert led["eta_fit_vs_eta_star"].status == "not_evaluated"
     assert led["trained_loss_vs_gd_star"].status == "not_evaluated"
 
@@ -600,7 +606,7 @@ def test_logistic_claims_at_smoke_and_on_planted_numbers(smoke):
     assert led["lg_construction_is_normalised_gd"].seed == "000#33"
     s, ds, cfg = dict(smoke.scalars), smoke.data, smoke.config
     planted = Ledger("icl_gd", preset="smoke")
-    lg.claims_classification(planted, ds, {**s, "lg_construction_ratio": 2.0}, cfg)
+    lg.claims_classification(planted, run_of(ds, {**s, "lg_construction_ratio": 2.0}, cfg))
     assert planted["lg_construction_is_normalised_gd"].status == "fail"
     full = cfg.replace(logistic_loops=2)
     for cos, status in ((1.0, "pass"), (None, "fail")):
@@ -612,7 +618,7 @@ def test_logistic_claims_at_smoke_and_on_planted_numbers(smoke):
         )
         d = d.isel(lg_loop=slice(0, 2))
         judged = Ledger("icl_gd", preset="full")
-        lg.claims_classification(judged, d, s, full)
+        lg.claims_classification(judged, run_of(d, s, full))
         assert judged["lg_looped_tracks_gd_T2"].status == status
 
 

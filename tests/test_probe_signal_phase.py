@@ -3,6 +3,7 @@ the claims judged and flipped by planted inputs, keys, validation and the comman
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -50,7 +51,7 @@ def test_smoke_result_and_claims(smoke):
 
 def _rejudge(smoke, data):
     led = sp.Ledger(sp.NAME, preset="full")
-    phase_claims.claims(smoke.config, data, led, {})
+    phase_claims.claims(led, dataclasses.replace(smoke, data=data, scalars={}))
     return led
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
@@ -87,7 +88,7 @@ def test_smoke_claims_are_recorded_with_roles_and_alternatives(smoke):
 
 def _rejudge(smoke, claim, data):
     led = sp.Ledger(sp.NAME, preset="full")
-    claim(smoke.config, data, led, {})
+    claim(led, dataclasses.replace(smoke, data=data, scalars={}))
     return led
 
 

@@ -11,6 +11,7 @@ import torch
 
 from analysis.corpus import CorpusSpec
 from analysis.tasks import (
+    AssociativeRecall,
     CorpusLM,
     LinearRegressionTask,
     MarkovLanguage,
@@ -18,6 +19,7 @@ from analysis.tasks import (
     _is_primitive,
     concat_tokens,
     interleaved_tokens,
+    model_io,
     task_from_config,
 )
 from probes.representational_collapse.pairs import (
@@ -733,3 +735,36 @@ def test_planted_key_retrieval_validation(kwargs, field):
         PlantedKeyRetrieval(**kwargs)
     with pytest.raises(ValueError, match="outputs"):
         PlantedKeyRetrieval().loss(torch.zeros(2, 65, 5), torch.zeros(2, 65, dtype=torch.long))
+
+
+# ------------------------------------------------------------------------------------------------
+# model_io: the model a task plugs into
+
+
+@pytest.mark.parametrize(
+    "task",
+    [
+        AssociativeRecall(n_pairs=3, n_keys=8, n_values=5, layout="paired"),
+        AssociativeRecall(n_pairs=3, n_keys=8, n_values=5, layout="tokens"),
+        MarkovLanguage(vocab_size=7, seq_len=6),
+        LinearRegressionTask(d=3, n_points=4),
+    ],
+)
+def test_model_io_builds_a_model_that_reads_and_writes_the_task(task):
+    """The fields of model_io give a model whose forward pass takes the task's inputs and whose loss is finite."""
+    from analysis.model import ModelConfig, TinyTransformer
+
+    io = model_io(task)
+    assert io["input"] == task.input_kind
+    model = TinyTransformer(ModelConfig(**io, d_model=8, n_layers=1, n_heads=1, d_mlp=0, max_len=64, seed=0))
+    inputs, targets = task.sample(2, gen(0))
+    loss = task.loss(model(inputs), targets)
+    assert torch.isfinite(loss)
+
+
+def test_model_io_refuses_an_unknown_input_kind():
+    class Odd:
+        input_kind = "images"
+
+    with pytest.raises(ValueError, match="task.input_kind"):
+        model_io(Odd())

@@ -18,7 +18,7 @@ from probes.associative_recall.config import (
     Config,
 )
 from probes.base import MAX_SEED, Result
-from probes.parts import Context
+from probes.parts import Context, each_claim
 
 DESCRIPTION = "FAVOR+ variance against the Performer formula, a softmax row's RMS error against m"
 FIELDS = ("favor_m", "favor_norm", "favor_keys")
@@ -116,11 +116,6 @@ def measure(ctx: Context) -> None:
     ctx.scalars.update(favor_row_slope=fav["slope"], favor_row_slope_se=fav["slope_se"])
 
 
-def claims(led: Ledger, rs: tuple[Result, ...]) -> None:
-    (r,) = rs
-    claim_favor(led, r)
-
-
 def claim_favor(led: Ledger, r: Result) -> None:
     """FAVOR+ variance at each m (Performer formula; alternative the trigonometric features) and the row
     error's slope in m (-1/2; alternative -1)."""
@@ -158,3 +153,6 @@ def claim_favor(led: Ledger, r: Result) -> None:
         statement="FAVOR+ attention row: RMS error ~ m^(-1/2)",
         figure="ar_favor",
     )
+
+
+claims = each_claim(claim_favor)

@@ -22,7 +22,7 @@ from analysis.train import derived_seed, train
 from probes.associative_recall.config import GSOURCE, SEED_GATED_RNN, Config, part_seeds
 from probes.associative_recall.mqar import adam_cosine_config, float64_copy, one_layer_config, one_thread, seed_numbers
 from probes.base import Result
-from probes.parts import Context
+from probes.parts import Context, each_claim
 
 DESCRIPTION = "a trained gated linear recurrence against one linear self-attention layer on in-context regression"
 GATE = "gated"
@@ -155,11 +155,6 @@ def measure(ctx: Context) -> None:
     ctx.scalars.update(gr["scalars"])
 
 
-def claims(led: Ledger, rs: tuple[Result, ...]) -> None:
-    (r,) = rs
-    claim_gated_rnn(led, r)
-
-
 def claim_gated_rnn(led: Ledger, r: Result) -> None:
     """Item 6 (003#14): the gated RNN rebuilds both trained layers exactly; the LSA reaches loss_star; the
     gated RNN's loss over the LSA's is 1."""
@@ -235,3 +230,6 @@ def claim_gated_rnn(led: Ledger, r: Result) -> None:
         statement="trained gated linear recurrence / trained linear self-attention, in-context regression loss = 1",
         figure="ar_gated_rnn",
     )
+
+
+claims = each_claim(claim_gated_rnn)

@@ -21,7 +21,7 @@ from probes.associative_recall.config import (
 )
 from probes.associative_recall.favor import mc_numbers, slope_bootstrap, slope_numbers
 from probes.base import MAX_SEED, Result
-from probes.parts import Context
+from probes.parts import Context, each_claim
 
 DESCRIPTION = "one softmax head over n Gaussian tokens against its linear limit"
 FIELDS = ("lin_d", "lin_ns", "lin_reps", "lin_queries", "lin_a_norm")
@@ -122,11 +122,6 @@ def measure(ctx: Context) -> None:
     )
 
 
-def claims(led: Ledger, rs: tuple[Result, ...]) -> None:
-    (r,) = rs
-    claim_linearisation(led, r)
-
-
 def claim_linearisation(led: Ledger, r: Result) -> None:
     """Softmax over Gaussian tokens -> the linear map M a: n E|o - M a|^2 at the largest n against
     e^{|a|^2}(|M|_F^2 + |M a|^2) (alternative |M|_F^2), and the RMS distance's slope in n (-1/2; alternative 0)."""
@@ -170,3 +165,6 @@ def claim_linearisation(led: Ledger, r: Result) -> None:
         statement="softmax attention over i.i.d. Gaussian tokens: RMS distance from its linear limit ~ n^(-1/2)",
         figure="ar_linearisation",
     )
+
+
+claims = each_claim(claim_linearisation)

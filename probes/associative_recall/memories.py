@@ -21,7 +21,7 @@ from probes.associative_recall.config import (
 )
 from probes.associative_recall.favor import mc_numbers
 from probes.base import MAX_SEED, Result
-from probes.parts import Context
+from probes.parts import Context, each_claim
 
 DESCRIPTION = "untrained memories of every kernel read with each key; both forms of every recurrent mixer"
 FIELDS = ("kernels", "n_pairs", "n_keys", "d_key", "draws")
@@ -96,14 +96,6 @@ def measure(ctx: Context) -> None:
     ctx.attrs["d_key"] = config.d_key
 
 
-def claims(led: Ledger, rs: tuple[Result, ...]) -> None:
-    """The two forms of every recurrent kernel (on the memories and, when trained, on the trained models) and the
-    additive memory's interference."""
-    (r,) = rs  # one run: the replicate seeds of its trained models are inside it
-    claim_forms(led, r)
-    claim_additive_interference(led, r)
-
-
 def claim_forms(led: Ledger, r: Result) -> None:
     """Parallel (UT transform) = recurrent scan, per recurrent kernel: on the memories and trained models. The
     additive mixer's two forms are linear attention and its RNN (003#64); the delta rules' parallel form is
@@ -148,3 +140,8 @@ def claim_additive_interference(led: Ledger, r: Result) -> None:
             statement=f"additive memory, N = {n}, d_k = {dk}: E|S k - v|^2 / E|v|^2 = (N - 1)/d_k",
             figure="ar_capacity",
         )
+
+
+# the two forms of every recurrent kernel (on the memories and, when trained, on the trained models) and the
+# additive memory's interference
+claims = each_claim(claim_forms, claim_additive_interference)

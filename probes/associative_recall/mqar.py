@@ -14,7 +14,7 @@ import torch
 from analysis.ledger import Ledger
 from analysis.model import ModelConfig, TinyTransformer
 from analysis.progress import bar
-from analysis.tasks import AssociativeRecall
+from analysis.tasks import AssociativeRecall, model_io
 from analysis.train import TrainConfig, derived_seed, train
 from probes.associative_recall.config import (
     MIXER,
@@ -26,7 +26,7 @@ from probes.associative_recall.config import (
     seed_se,
 )
 from probes.base import MAX_SEED, Result
-from probes.parts import Context
+from probes.parts import Context, each_claim
 
 PART_NAME = "mqar"
 DESCRIPTION = "attention-only models of every token mixer trained on MQAR"
@@ -109,10 +109,7 @@ def seed_numbers(scalars: dict, key: str, seeds: int) -> dict[str, float]:
 def model_config(config: Config, kernel: str, task: AssociativeRecall, seed: int, dtype: str = "float32"):
     """The trained model: attention only, no positions (the memory is order-free), head size ``d_key``."""
     return config.model_config(
-        input="vectors",
-        d_in=task.d_in,
-        output="linear",
-        d_out=task.d_out,
+        **model_io(task),
         d_head=config.d_key,
         d_mlp=0,
         pos="none",
@@ -169,11 +166,6 @@ def measure(ctx: Context) -> None:
     ctx.coords.update(kernel=list(config.kernels), n_pairs=list(config.n_pairs), train_seed=list(range(acc.shape[-1])))
 
 
-def claims(led: Ledger, rs: tuple[Result, ...]) -> None:
-    (r,) = rs
-    claim_trained(led, r)
-
-
 def claim_trained(led: Ledger, r: Result) -> None:
     """Trained MQAR (full preset): delta > additive and softmax >= delta at every N; additive collapses past d_k.
     Each claim is over the replicate seeds: per seed the paired difference of two accuracies (the same seed's
@@ -217,3 +209,6 @@ def claim_trained(led: Ledger, r: Result) -> None:
             statement=f"trained additive mixer: accuracy at N = {small} above that at N = {large} >= d_k = {c.d_key}",
             figure="ar_capacity",
         )
+
+
+claims = each_claim(claim_trained)

@@ -14,7 +14,7 @@ from probes.associative_recall.config import (
 )
 from probes.associative_recall.memories import unit_vectors, write_memory
 from probes.base import MAX_SEED, Result
-from probes.parts import Context
+from probes.parts import Context, each_claim
 
 DESCRIPTION = "a key written again: the delta rule reads the new value, the additive rule old + new"
 FIELDS = ("d_key",)
@@ -40,11 +40,6 @@ def measure_overwrite(config: Config) -> dict[str, float]:
 
 def measure(ctx: Context) -> None:
     ctx.scalars.update({f"overwrite_{k}": v for k, v in measure_overwrite(ctx.config).items()})
-
-
-def claims(led: Ledger, rs: tuple[Result, ...]) -> None:
-    (r,) = rs
-    claim_overwrite(led, r)
 
 
 def claim_overwrite(led: Ledger, r: Result) -> None:
@@ -74,3 +69,6 @@ def claim_overwrite(led: Ledger, r: Result) -> None:
             statement=statement,
             **common,
         )
+
+
+claims = each_claim(claim_overwrite)

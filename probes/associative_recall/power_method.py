@@ -19,7 +19,7 @@ from analysis.train import derived_seed, train
 from probes.associative_recall.config import PSOURCE, SEED_POWER, Config, part_seeds
 from probes.associative_recall.mqar import adam_cosine_config, float64_copy, one_layer_config, one_thread, seed_numbers
 from probes.base import Result
-from probes.parts import Context
+from probes.parts import Context, each_claim
 
 DESCRIPTION = "in-context PCA by a looped linear-attention layer against the power method"
 GATE = "power_method"
@@ -223,11 +223,6 @@ def measure(ctx: Context) -> None:
     ctx.scalars.update(got["scalars"])
 
 
-def claims(led: Ledger, rs: tuple[Result, ...]) -> None:
-    (r,) = rs
-    claim_power_method(led, r)
-
-
 def claim_power_method(led: Ledger, r: Result) -> None:
     """Item 8 (000#45 = 003#35): the construction is the power method; the trained LN layer's first loop, its
     per-loop contraction and its error after T loops against the power method's; the no-LN layer's error
@@ -317,3 +312,6 @@ def claim_power_method(led: Ledger, r: Result) -> None:
             statement=f"trained without a norm (T = {T}): mean |v_T - s u_1|^2 minus {what} > 0",
             figure="ar_power_method",
         )
+
+
+claims = each_claim(claim_power_method)

@@ -8,7 +8,7 @@ import numpy as np
 from analysis.ledger import Ledger
 from analysis.model import ModelConfig
 from analysis.progress import bar
-from analysis.tasks import SelectiveCopying
+from analysis.tasks import SelectiveCopying, model_io
 from analysis.theory import gated_recurrence as gth
 from analysis.train import train
 from probes.associative_recall.config import (
@@ -20,7 +20,7 @@ from probes.associative_recall.config import (
 )
 from probes.associative_recall.mqar import held_out_hits, one_thread, warmup_config
 from probes.base import Result
-from probes.parts import Context
+from probes.parts import Context, each_claim
 
 DESCRIPTION = "selective copying with a selective and a time-invariant decay"
 GATE = "gated"
@@ -33,9 +33,7 @@ def sc_model_config(config: Config, task: SelectiveCopying, decay: str, seed: in
     """Item 7's model: ``sc_layers`` recurrent blocks (additive write, identity features), 2 heads, MLP 4x,
     pre-LN, learned positions; the decay ``gated`` (sigmoid(w . x_t + b)) or ``fixed`` (a scalar per head)."""
     return ModelConfig(
-        input="tokens",
-        vocab_size=task.vocab_size,
-        output="lm",
+        **model_io(task),
         d_model=config.copying_width,
         n_layers=config.copying_layers,
         n_heads=2,
@@ -87,11 +85,6 @@ def measure(ctx: Context) -> None:
         ),
         sc_chance=1.0 / config.copying_values,
     )
-
-
-def claims(led: Ledger, rs: tuple[Result, ...]) -> None:
-    (r,) = rs
-    claim_selective(led, r)
 
 
 def claim_selective(led: Ledger, r: Result) -> None:
@@ -153,3 +146,6 @@ def claim_selective(led: Ledger, r: Result) -> None:
             statement=f"selective copying, fixed spacing, {decay} decay: accuracy 1",
             figure="ar_selective_copy",
         )
+
+
+claims = each_claim(claim_selective)

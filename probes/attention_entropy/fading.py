@@ -7,16 +7,15 @@ import math
 
 import numpy as np
 import torch
-import xarray as xr
 
 from analysis.hooks import hooks
 from analysis.ledger import Ledger
 from analysis.model import ModelConfig, TinyTransformer
 from analysis.theory import attention_entropy as th
 from probes.attention_entropy.config import Config
-from probes.attention_entropy.shared import FADE_WITHIN_RUN, claim_each, fade_rate_numbers, fit_log_slope
+from probes.attention_entropy.shared import FADE_WITHIN_RUN, fade_rate_numbers, fit_log_slope
 from probes.base import Result
-from probes.parts import Context
+from probes.parts import Context, each_claim
 
 DESCRIPTION = "the planted-key network against its closed form per kernel, and SSMax's fading rate (float64)"
 FIELDS = ("planted_gap", "planted_max_n", "ssmax_s", "sigmoid_bias", "fade_sg")
@@ -133,13 +132,10 @@ def measure(ctx: Context) -> None:
     )
 
 
-def claims(led: Ledger, rs: tuple[Result, ...]) -> None:
-    claim_each(led, rs, claim_planted_closed_forms, claim_ssmax_fading_rate)
-
-
-def claim_planted_closed_forms(led: Ledger, ds: xr.Dataset, config: Config) -> None:
+def claim_planted_closed_forms(led: Ledger, r: Result) -> None:
     """Identities: the float64 planted-key network's weight equals its closed form, per kernel (SSMax over
     every s g of the fading sweep too)."""
+    ds = r.data
     n_max = int(ds["n_planted"].max())
     tol = 8.0 * n_max * float(np.finfo(np.float64).eps)  # each exp and the n-term sum round to <= n eps relative
     for kn in ("softmax", "ssmax", "sigmoid"):
@@ -158,12 +154,13 @@ def claim_planted_closed_forms(led: Ledger, ds: xr.Dataset, config: Config) -> N
         )
 
 
-def claim_ssmax_fading_rate(led: Ledger, ds: xr.Dataset, config: Config) -> None:
+def claim_ssmax_fading_rate(led: Ledger, r: Result) -> None:
     """SSMax (000#6): the planted weight n^{sg}/(n^{sg}+n-1) fades like n^{min(sg-1, 0)}; fading stops iff s g >= 1.
 
     Made at s g away from the threshold (|s g - 1| >= fade_margin); the measurement is the slope fitted over the
     upper half-decade below planted_max_n, its uncertainty the drift of that slope from the lower half-decade: a
     within-run uncertainty (the planted network is a fixed construction, no random weights; :data:`FADE_WITHIN_RUN`)."""
+    ds, config = r.data, r.config
     lo_n, hi_n = config.planted_max_n / 10.0, config.planted_max_n
     for sg in config.fade_sg:
         if abs(sg - 1.0) < config.fade_margin:
@@ -193,3 +190,6 @@ def claim_ssmax_fading_rate(led: Ledger, ds: xr.Dataset, config: Config) -> None
             statement=f"SSMax, s g = {sg:g}: fitted d ln w / d ln n at n ~ {hi_n:g} = min(sg - 1, 0) "
             f"= {min(sg - 1.0, 0.0):g}",
         )
+
+
+claims = each_claim(claim_planted_closed_forms, claim_ssmax_fading_rate)

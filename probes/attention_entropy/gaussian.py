@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import xarray as xr
 
 from analysis.evidence import mean_se, replicate_seed
 from analysis.ledger import Ledger
@@ -16,14 +15,13 @@ from probes.attention_entropy.config import Config
 from probes.attention_entropy.models import distinct_tokens, model_config
 from probes.attention_entropy.shared import (
     at_n,
-    claim_each,
     entropy_at_n,
     gaussian_exact,
     measure_rows,
     residual_numbers,
 )
 from probes.base import Result
-from probes.parts import Context
+from probes.parts import Context, each_claim
 
 DESCRIPTION = "the entropy of Gaussian-logit rows against the exact quadrature over replicate models"
 FIELDS = ("replicates", "data")
@@ -61,13 +59,10 @@ def measure(ctx: Context) -> None:
     ctx.data["rep_theory_entropy_top"] = (("replicate", "layer", "head"), gaussian_exact(ctx.T, rep["std"][..., -1]))
 
 
-def claims(led: Ledger, rs: tuple[Result, ...]) -> None:
-    claim_each(led, rs, claim_gaussian_entropy, claim_gaussian_past_breakdown)
-
-
-def claim_gaussian_entropy(led: Ledger, ds: xr.Dataset, config: Config) -> None:
+def claim_gaussian_entropy(led: Ledger, r: Result) -> None:
     """Untrained model, distinct tokens: the entropy deficit ln n - H equals E[ln n - H] for n i.i.d. N(0, s^2)
     logits at the measured s (= s^2 / 2 in the LLN regime), at the largest n."""
+    ds = r.data
     name, source = "entropy_deficit_matches_gaussian", "derivation: i.i.d. N(0, s^2) logits (exact quadrature)"
     if "rep_entropy" not in ds:
         led.not_evaluated(
@@ -101,9 +96,10 @@ def claim_gaussian_entropy(led: Ledger, ds: xr.Dataset, config: Config) -> None:
     )
 
 
-def claim_gaussian_past_breakdown(led: Ledger, ds: xr.Dataset, config: Config) -> None:
+def claim_gaussian_past_breakdown(led: Ledger, r: Result) -> None:
     """Past the breakdown s^2 = ln n the LLN law ln n - s^2/2 fails; the exact Gaussian E[H] is predicted to
     hold (layer 0: keys are i.i.d. by construction), at the largest logit scale of the sweep."""
+    ds, config = r.data, r.config
     name = "entropy_past_breakdown_matches_exact_gaussian"
     source = "derivation: exact Gaussian quadrature at the measured std vs the LLN law ln n - s^2/2"
     if "sweep_entropy" not in ds:
@@ -141,3 +137,6 @@ def claim_gaussian_past_breakdown(led: Ledger, ds: xr.Dataset, config: Config) -
         statement=f"layer 0, n = {n}, logit std {s.min():.2f}..{s.max():.2f} (breakdown at "
         f"{math.sqrt(math.log(n)):.2f}): mean H = mean E_gauss[H]",
     )
+
+
+claims = each_claim(claim_gaussian_entropy, claim_gaussian_past_breakdown)

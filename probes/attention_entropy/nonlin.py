@@ -21,7 +21,6 @@ from analysis.validation import check_choice
 from probes.attention_entropy.config import Config
 from probes.attention_entropy.shared import (
     band_text,
-    claim_each,
     measure_own,
     residual_numbers,
     score_hook_names,
@@ -29,7 +28,7 @@ from probes.attention_entropy.shared import (
     training_task,
 )
 from probes.base import Result
-from probes.parts import Context
+from probes.parts import Context, each_claim, measured
 
 DESCRIPTION = "models with and without LayerNorm and GELU: the entropy law per layer, collapse against overload"
 GATE = "nonlin"
@@ -166,17 +165,12 @@ def measure(ctx: Context) -> None:
     measure_own(ctx, nonlin_sweep, nonlin_arrays)
 
 
-def claims(led: Ledger, rs: tuple[Result, ...]) -> None:
-    claim_each(
-        led, rs, claim_nonlin_gaussian, claim_nonlin_logit_growth, claim_nonlin_thresholds, needs="nonlin_ent_norm"
-    )
-
-
-def claim_nonlin_gaussian(led: Ledger, ds: xr.Dataset, config: Config) -> None:
+def claim_nonlin_gaussian(led: Ledger, r: Result) -> None:
     """Per layer of the model without nonlinearities (and over all layers of the standard one), at
     initialisation and after training: the mean H / ln n equals the i.i.d.-Gaussian entropy at each row's own
     measured logit std (rows claims) and at the layer's pooled std (the brief's per-layer law; a failure there is
     diagnosed by the rows claim: the rows' scales differ and E[H] is convex in s, so the mean lies above)."""
+    ds, config = r.data, r.config
     S = config.nonlin_seeds
     why = (
         f"{band_text(S)}: se is the standard error over seeds of the per-seed residual (measured - predicted, "
@@ -225,8 +219,9 @@ def claim_nonlin_gaussian(led: Ledger, ds: xr.Dataset, config: Config) -> None:
             )
 
 
-def claim_nonlin_logit_growth(led: Ledger, ds: xr.Dataset, config: Config) -> None:
+def claim_nonlin_logit_growth(led: Ledger, r: Result) -> None:
     """The mechanism: without LayerNorm the logit std grows with depth faster than with it (seed-paired)."""
+    ds, config = r.data, r.config
     last = config.nonlin_layers - 1
     for state in STATES:
         std = ds["nonlin_logit_std"].sel(state=state).mean("head")  # (variant, seed, layer)
@@ -245,9 +240,10 @@ def claim_nonlin_logit_growth(led: Ledger, ds: xr.Dataset, config: Config) -> No
         )
 
 
-def claim_nonlin_thresholds(led: Ledger, ds: xr.Dataset, config: Config) -> None:
+def claim_nonlin_thresholds(led: Ledger, r: Result) -> None:
     """Issue 17 on 004#30, trained models: without LayerNorm and GELU the deep layers collapse (H / ln n < 0.2)
     and the early layers overload (H / ln n > 0.9); the alternative is the standard model's value there."""
+    ds, config = r.data, r.config
     early, deep = nonlin_thirds(config.nonlin_layers)
     tr = ds["nonlin_ent_norm"].sel(state="trained")
     for name, layers, expected, atol, what in (
@@ -287,3 +283,8 @@ def claim_nonlin_thresholds(led: Ledger, ds: xr.Dataset, config: Config) -> None
             f"{config.nonlin_seeds} training seeds is {se:.2g}",
             statement=f"trained, no LayerNorm or GELU, layers {layers}: mean H / ln n {what}",
         )
+
+
+claims = each_claim(
+    claim_nonlin_gaussian, claim_nonlin_logit_growth, claim_nonlin_thresholds, when=measured("nonlin_ent_norm")
+)

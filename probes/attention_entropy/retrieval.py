@@ -7,7 +7,6 @@ import math
 
 import numpy as np
 import torch
-import xarray as xr
 
 from analysis.devices import model_device
 from analysis.evidence import mean_se, replicate_seed
@@ -15,7 +14,7 @@ from analysis.hooks import hooks
 from analysis.ledger import Ledger
 from analysis.model import ModelConfig
 from analysis.progress import bar
-from analysis.tasks import PlantedKeyRetrieval
+from analysis.tasks import PlantedKeyRetrieval, model_io
 from analysis.theory import attention_entropy as th
 from analysis.train import TrainConfig, train
 from analysis.validation import check_choice
@@ -23,13 +22,12 @@ from probes.attention_entropy.config import Config
 from probes.attention_entropy.shared import (
     SEED_SSMAX,
     band_text,
-    claim_each,
     fit_log_slope,
     measure_own,
     residual_numbers,
 )
 from probes.base import Result
-from probes.parts import Context
+from probes.parts import Context, each_claim, measured
 
 DESCRIPTION = "planted-key retrieval trained with softmax and SSMax, tested at longer contexts"
 GATE = "retrieval"
@@ -65,10 +63,7 @@ def retrieval_model_config(config: Config, kernel: str, seed: int) -> ModelConfi
     task = retrieval_task(config)
     extra = {"ssmax_s": retrieval_ssmax_s(config)} if kernel == "ssmax" else {}
     return ModelConfig(
-        input="vectors",
-        d_in=task.d_in,
-        output="linear",
-        d_out=task.d_out,
+        **model_io(task),
         d_model=config.retrieval_d_model,
         n_layers=1,
         n_heads=1,
@@ -209,14 +204,11 @@ def measure(ctx: Context) -> None:
     measure_own(ctx, retrieval_sweep, retrieval_arrays)
 
 
-def claims(led: Ledger, rs: tuple[Result, ...]) -> None:
-    claim_each(led, rs, claim_retrieval_slopes, claim_retrieval_accuracy, needs="retrieval_weight")
-
-
-def claim_retrieval_slopes(led: Ledger, ds: xr.Dataset, config: Config) -> None:
+def claim_retrieval_slopes(led: Ledger, r: Result) -> None:
     """SSMax (000#6) on trained models: the fitted log-log slope of the planted weight over the test lengths equals
     the slope that the gaps measured at the training length predict, for softmax (alternative: no dilution, 0) and
     for SSMax (alternative: the softmax models' measured slope). Seed-paired residuals give the band."""
+    ds, config = r.data, r.config
     ns = ds["retrieval_n"].values
     if not np.all(np.isfinite(ds["retrieval_slope"].values) & np.isfinite(ds["retrieval_slope_theory"].values)):
         for name in (f"ssmax_trained_{kn}_slope" for kn in RETRIEVAL_KERNELS):
@@ -269,8 +261,9 @@ def claim_retrieval_slopes(led: Ledger, ds: xr.Dataset, config: Config) -> None:
         )
 
 
-def claim_retrieval_accuracy(led: Ledger, ds: xr.Dataset, config: Config) -> None:
+def claim_retrieval_accuracy(led: Ledger, r: Result) -> None:
     """SSMax (000#6): at the longest test length retrieval is better with SSMax than with softmax (seed-paired)."""
+    ds, config = r.data, r.config
     top = int(ds["retrieval_n"].values[-1])
     fmax = config.retrieval_factors[-1]
     acc = ds["retrieval_accuracy"].sel(retrieval_n=top)
@@ -299,3 +292,6 @@ def claim_retrieval_accuracy(led: Ledger, ds: xr.Dataset, config: Config) -> Non
         statement=f"n = {top} pairs ({fmax}x the training length): accuracy SSMax - softmax > 0 (softmax "
         f"{soft.mean():.3f}, SSMax {ssm.mean():.3f})",
     )
+
+
+claims = each_claim(claim_retrieval_slopes, claim_retrieval_accuracy, when=measured("retrieval_weight"))

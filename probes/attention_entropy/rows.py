@@ -7,7 +7,6 @@ import math
 
 import numpy as np
 import torch
-import xarray as xr
 
 from analysis.evidence import replicate_seed
 from analysis.ledger import Ledger
@@ -29,7 +28,7 @@ from probes.attention_entropy.shared import (
     worst_ratio,
 )
 from probes.base import Result
-from probes.parts import Context
+from probes.parts import Context, each_claim
 
 DESCRIPTION = (
     "every row's entropy, largest weight and logit range at initialisation against n; the bounds; the scale sweep"
@@ -175,16 +174,9 @@ def measure(ctx: Context) -> None:
         ctx.scalars.update({f"slack_{key}": float(v) for key, v in slack.items() if key != "absmax"})
 
 
-def claims(led: Ledger, rs: tuple[Result, ...]) -> None:
-    (r,) = rs  # one run: its replicate seeds are inside it
-    ds, scalars, config = r.data, r.scalars, r.config
-    claim_softmax_dilution_rate(led, ds, scalars, config)
-    claim_range_bounds(led, ds, scalars)
-    claim_dilution_bound(led, scalars)
-
-
-def claim_softmax_dilution_rate(led: Ledger, ds: xr.Dataset, scalars: dict, config: Config) -> None:
+def claim_softmax_dilution_rate(led: Ledger, r: Result) -> None:
     """Softmax dilution (000#6): a key with a fixed logit gap g keeps weight e^g/(e^g + n - 1) ~ e^g / n."""
+    scalars, config = r.scalars, r.config
     led.predict(
         "softmax_fade_rate",
         **fade_rate_numbers(scalars["softmax_fade_rate"], scalars["softmax_fade_rate_lower_half"]),
@@ -201,8 +193,9 @@ def claim_softmax_dilution_rate(led: Ledger, ds: xr.Dataset, scalars: dict, conf
     )
 
 
-def claim_range_bounds(led: Ledger, ds: xr.Dataset, scalars: dict) -> None:
+def claim_range_bounds(led: Ledger, r: Result) -> None:
     """H >= ln(1 + (n-1) e^{-R}) on every row (R: the row's logit range), and the spectral form of R (Zhai et al.)."""
+    scalars = r.scalars
     if "slack_range" not in scalars:
         return
     for name, key, tol, source, why, statement in (
@@ -238,8 +231,9 @@ def claim_range_bounds(led: Ledger, ds: xr.Dataset, scalars: dict) -> None:
             )
 
 
-def claim_dilution_bound(led: Ledger, scalars: dict) -> None:
+def claim_dilution_bound(led: Ledger, r: Result) -> None:
     """max p <= e^M / (e^M + (n-1) e^{-M}) for logits in [-M, M] (the max weight fades like e^{2M}/n; 000#6)."""
+    scalars = r.scalars
     if "slack_max_weight" not in scalars:
         return
     common = dict(
@@ -267,3 +261,6 @@ def claim_dilution_bound(led: Ledger, scalars: dict) -> None:
             statement="every row, every logit scale: the dilution bound at the row's measured max |logit|",
             **common,
         )
+
+
+claims = each_claim(claim_softmax_dilution_rate, claim_range_bounds, claim_dilution_bound)

@@ -14,12 +14,11 @@ from analysis.corpus import CorpusSpec
 from analysis.devices import model_device
 from analysis.evidence import MeanSE
 from analysis.hooks import SCORES, canonical_name, hooks
-from analysis.ledger import Ledger
 from analysis.tasks import CorpusLM, MarkovLanguage
 from analysis.theory import attention_entropy as th
 from analysis.train import TrainConfig
 from probes.attention_entropy.config import Config
-from probes.base import ModelIncompatibleError, Result
+from probes.base import ModelIncompatibleError
 from probes.parts import Context
 
 SEED_SSMAX, SEED_SIGMOID = "000#6", "000#17"
@@ -212,12 +211,3 @@ def measure_own(ctx: Context, sweep: Callable[..., dict], arrays: Callable[[Conf
         data, coords = arrays(ctx.config, sweep(ctx.config, progress=ctx.progress))
         ctx.data.update(data)
         ctx.coords.update(coords)
-
-
-def claim_each(led: Ledger, rs: tuple[Result, ...], *claims: Callable, needs: str | None = None) -> None:
-    """A part's claims on its one run (its replicate seeds are inside it): ``claim(led, data, config)`` for each of
-    ``claims`` in turn; none where the data lack the variable ``needs`` (the part measured nothing)."""
-    (r,) = rs
-    if needs is None or needs in r.data:
-        for claim in claims:
-            claim(led, r.data, r.config)

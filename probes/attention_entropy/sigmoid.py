@@ -7,7 +7,6 @@ import math
 
 import numpy as np
 import torch
-import xarray as xr
 
 from analysis.devices import model_device
 from analysis.evidence import mean_se, replicate_seed
@@ -17,9 +16,9 @@ from analysis.model import TinyTransformer
 from analysis.theory import attention_entropy as th
 from probes.attention_entropy.config import Config
 from probes.attention_entropy.models import distinct_tokens, model_config
-from probes.attention_entropy.shared import claim_each, residual_numbers, row_stats, score_hook_names
+from probes.attention_entropy.shared import residual_numbers, row_stats, score_hook_names
 from probes.base import Result
-from probes.parts import Context
+from probes.parts import Context, each_claim
 
 DESCRIPTION = "sigmoid attention's row totals at initialisation against their closed form"
 FIELDS = ("replicates",)
@@ -90,13 +89,10 @@ def measure(ctx: Context) -> None:
     ctx.coords.update(coords)
 
 
-def claims(led: Ledger, rs: tuple[Result, ...]) -> None:
-    claim_each(led, rs, claim_sigmoid_row_totals)
-
-
-def claim_sigmoid_row_totals(led: Ledger, ds: xr.Dataset, config: Config) -> None:
+def claim_sigmoid_row_totals(led: Ledger, r: Result) -> None:
     """Sigmoid attention at initialisation: a row's total weight is n E sigma(s Z + b) at the measured logit
     std, about 1 with b = -ln n and exactly n/2 in expectation with b = 0 (symmetric logits)."""
+    ds = r.data
     names = ("sigmoid_row_total_zero_bias", "sigmoid_row_total_minus_ln_n")
     if "sigmoid_total" not in ds:
         for name in names:
@@ -130,3 +126,6 @@ def claim_sigmoid_row_totals(led: Ledger, ds: xr.Dataset, config: Config) -> Non
             statement=f"n = {n}, b = {b:.3g}: the total weight of a sigmoid-attention row at initialisation = "
             f"n E sigma(s Z + b) at the measured logit std, mean over the last {ds['keys'].size} rows",
         )
+
+
+claims = each_claim(claim_sigmoid_row_totals)

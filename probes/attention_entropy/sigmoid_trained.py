@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import xarray as xr
 
 from analysis.evidence import replicate_seed
 from analysis.ledger import Ledger
@@ -17,12 +16,11 @@ from probes.attention_entropy.models import model_config
 from probes.attention_entropy.shared import (
     SEED_SIGMOID,
     band_text,
-    claim_each,
     train_config,
     training_task,
 )
 from probes.base import Result
-from probes.parts import Context
+from probes.parts import Context, each_claim, measured
 
 DESCRIPTION = "sigmoid attention trained beside softmax on the training sweep's task and seeds"
 GATE = "training"
@@ -80,13 +78,10 @@ def measure(ctx: Context) -> None:
         ctx.coords.update(coords)
 
 
-def claims(led: Ledger, rs: tuple[Result, ...]) -> None:
-    claim_each(led, rs, claim_sigmoid_trained, needs="sigmoid_trained_loss")
-
-
-def claim_sigmoid_trained(led: Ledger, ds: xr.Dataset, config: Config) -> None:
+def claim_sigmoid_trained(led: Ledger, r: Result) -> None:
     """Sigmoid attention (000#17) trained: with b = -ln T its final loss matches softmax's (ratio 1; alternative:
     the b = 0 model's ratio), and the bias lowers the trained loss against b = 0. Seed-paired."""
+    ds, config = r.data, r.config
     names = ("sigmoid_trained_loss_ratio", "sigmoid_trained_bias_lowers_loss")
     src = "000#17 (Ramapuram et al. 2024): sigmoid attention with b = -ln n trains to the loss of softmax attention"
     loss = ds["sigmoid_trained_loss"]
@@ -127,3 +122,6 @@ def claim_sigmoid_trained(led: Ledger, ds: xr.Dataset, config: Config) -> None:
         why=f"{band_text(S)} of the paired log ratio",
         statement=f"{setting}: ln(final loss at b = 0 / at b = -ln T) > 0",
     )
+
+
+claims = each_claim(claim_sigmoid_trained, when=measured("sigmoid_trained_loss"))

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-import xarray as xr
 
 from analysis.evidence import replicate_seed
 from analysis.ledger import Ledger
@@ -23,7 +22,7 @@ from probes.attention_entropy.shared import (
     worst_ratio,
 )
 from probes.base import Result
-from probes.parts import Context
+from probes.parts import Context, each_claim, measured
 
 DESCRIPTION = "tiny LMs trained over learning rates with and without QK-norm: logit growth and entropy collapse"
 GATE = "training"
@@ -149,17 +148,9 @@ def measure(ctx: Context) -> None:
         ctx.coords.update(coords)
 
 
-def claims(led: Ledger, rs: tuple[Result, ...]) -> None:
-    (r,) = rs
-    ds, config = r.data, r.config
-    if "trace_max_logit" in ds:
-        claim_spectral_bound_trained(led, ds)
-        claim_qknorm(led, ds, config)
-        claim_entropy_collapse(led, ds, config)
-
-
-def claim_spectral_bound_trained(led: Ledger, ds: xr.Dataset) -> None:
+def claim_spectral_bound_trained(led: Ledger, r: Result) -> None:
     """Zhai et al. 2023: H >= ln(1 + (n-1) exp(-2 c ||W_q^T W_k|| |x_i| max|x_j|)) on trained checkpoints."""
+    ds = r.data
     slack = ds["trained_spectral_slack"].values
     if not np.isfinite(slack).any():  # every run used QK-norm: the bound does not apply
         return
@@ -179,9 +170,10 @@ def claim_spectral_bound_trained(led: Ledger, ds: xr.Dataset) -> None:
     )
 
 
-def claim_qknorm(led: Ledger, ds: xr.Dataset, config: Config) -> None:
+def claim_qknorm(led: Ledger, r: Result) -> None:
     """Wortsman et al. 2023 (Dehghani et al. 2023): QK-norm stops the growth of attention logits, and with it
     the entropy collapse, at a learning rate where the plain model's logits grow. Highest lr, seed-paired."""
+    ds, config = r.data, r.config
     src = "Wortsman et al. 2023, Small-scale proxies for large-scale Transformer training instabilities"
     if True not in config.qk_norm or False not in config.qk_norm:
         for name in ("qknorm_bounds_logits", "qknorm_keeps_entropy_higher"):
@@ -220,9 +212,10 @@ def claim_qknorm(led: Ledger, ds: xr.Dataset, config: Config) -> None:
         )
 
 
-def claim_entropy_collapse(led: Ledger, ds: xr.Dataset, config: Config) -> None:
+def claim_entropy_collapse(led: Ledger, r: Result) -> None:
     """Zhai et al. 2023: attention entropy collapse comes with large learning rates (no QK-norm): the final
     smallest head entropy falls as the lr rises from the lowest to the highest of the sweep."""
+    ds, config = r.data, r.config
     name = "entropy_collapse_grows_with_lr"
     src = "Zhai et al. 2023, Stabilizing transformer training by preventing attention entropy collapse"
     if False not in config.qk_norm or len(config.lr) < 2:
@@ -242,3 +235,8 @@ def claim_entropy_collapse(led: Ledger, ds: xr.Dataset, config: Config) -> None:
         why=f"{band_text(config.train_seeds)} of the paired difference (each seed trains at both lrs)",
         statement=f"no QK-norm: final min head H/ln n at lr {lo:g} - at lr {hi:g} > 0",
     )
+
+
+claims = each_claim(
+    claim_spectral_bound_trained, claim_qknorm, claim_entropy_collapse, when=measured("trace_max_logit")
+)

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import numpy as np
 
 from analysis.evidence import family_size, seed_z, worst_case
 from analysis.ledger import Ledger
-from probes.base import Result
 
 MC_NO_MODEL = "no model: a closed form checked by Monte Carlo, whose SE over the draws is the whole uncertainty"
 
@@ -51,17 +49,6 @@ def seeds_ok(led: Ledger, names: Sequence[str], n: int, part: str, source: str, 
             reason=f"needs {part}_seeds >= 2 trained replicates for the band over seeds (has {n})",
         )
     return False
-
-
-def one_run(claims_of: Callable[[Ledger, Any, dict, Any], None]) -> Callable[[Ledger, tuple[Result, ...]], None]:
-    """A part's ``claims(led, results)`` from its claim function ``claims_of(led, ds, scalars, config)``, judged on
-    one run (the replicate seeds of its trained models are inside it)."""
-
-    def claims(led: Ledger, rs: tuple[Result, ...]) -> None:
-        (r,) = rs
-        claims_of(led, r.data, r.scalars, r.config)
-
-    return claims
 
 
 def below_zero_at_worst(

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import numpy as np
 import sympy as sp
-import xarray as xr
 
 from analysis.ledger import Ledger
 from analysis.theory import icl_gd as th
-from probes.icl_gd.bands import one_run, within_rounding
+from probes.base import Result
+from probes.icl_gd.bands import within_rounding
 from probes.icl_gd.config import EPS, Config
 from probes.icl_gd.models import ModelPredictor, model_from_lsa_weights, predict, sample_batch
-from probes.parts import Context
+from probes.parts import Context, each_claim
 
 DESCRIPTION = "von Oswald et al.'s LSA construction is one GD step; the one-step loss against sympy"
 
@@ -55,9 +55,10 @@ def measure_sympy(scalars: dict) -> None:
     scalars["sympy_loss_gaussian_exact"] = bool(sp.expand(brute - closed) == 0)
 
 
-def claims_construction(led: Ledger, ds: xr.Dataset, s: dict, cfg: Config) -> None:
+def claims_construction(led: Ledger, r: Result) -> None:
     """Identities: the K-layer construction is K GD steps; weights read back reproduce the model; the
     closed-form one-step loss equals a brute-force moment expansion (sympy)."""
+    ds, s, cfg = r.data, r.scalars, r.config
     within_rounding(
         led,
         "construction_equals_gd",
@@ -103,4 +104,4 @@ def measure(ctx: Context) -> None:
     measure_sympy(ctx.scalars)
 
 
-claims = one_run(claims_construction)
+claims = each_claim(claims_construction)

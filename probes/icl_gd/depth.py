@@ -5,15 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import xarray as xr
 
 from analysis.evidence import family_size, mean_se, seed_z, worst_case
 from analysis.ledger import Ledger
-from probes.icl_gd.bands import below_zero_at_worst, one_run, seeds_ok
+from probes.base import Result
+from probes.icl_gd.bands import below_zero_at_worst, seeds_ok
 from probes.icl_gd.config import Config, part_seeds
 from probes.icl_gd.models import ModelPredictor, predict, sample_batch, sq_err
 from probes.icl_gd.stacks import train_one
-from probes.parts import Context
+from probes.parts import Context, each_claim
 
 DESCRIPTION = "K-layer stacks over independent seeds against K steps of GD and GD++"
 FIELDS = ("depth_seeds", "depth_steps", "depth_lr")
@@ -62,10 +62,11 @@ def measure_depth_seeds(
     scalars["_cached"] = scalars.get("_cached", []) + cached
 
 
-def claims_depth(led: Ledger, ds: xr.Dataset, s: dict, cfg: Config) -> None:
+def claims_depth(led: Ledger, r: Result) -> None:
     """von Oswald et al. 2023 Sec. 3: K trained layers beat K plain GD steps and match GD++; the loss
     falls with depth. Each recorded once, at the depth nearest to failing, with its band over the
     ``depth_seeds`` replicates of every stack (:func:`measure_depth_seeds`)."""
+    ds = r.data
     Ks = ds["K"].values
     if len(Ks) < 2 or Ks[0] == Ks[1]:
         return
@@ -122,4 +123,4 @@ def measure(ctx: Context) -> None:
     measure_depth_seeds(cfg, ctx.trained, ctx.sq_schedules, ctx.model, ctx.progress, ctx.data, ctx.scalars, ctx.coords)
 
 
-claims = one_run(claims_depth)
+claims = each_claim(claims_depth)

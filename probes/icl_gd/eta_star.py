@@ -6,14 +6,14 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import xarray as xr
 
 from analysis.evidence import mean_se
 from analysis.ledger import Ledger
-from probes.icl_gd.bands import HYP_INF, SOURCE_ETA, claim_seed, mc_check, one_run
+from probes.base import Result
+from probes.icl_gd.bands import HYP_INF, SOURCE_ETA, claim_seed, mc_check
 from probes.icl_gd.config import Config
 from probes.icl_gd.models import sample_batch
-from probes.parts import Context
+from probes.parts import Context, each_claim
 
 DESCRIPTION = "the optimal step of one GD step in closed form against Monte Carlo"
 
@@ -47,9 +47,10 @@ def measure_eta_star(cfg: Config, one: dict, data: dict, scalars: dict, coords: 
     coords["eta"] = etas
 
 
-def claims_eta_star(led: Ledger, ds: xr.Dataset, s: dict, cfg: Config) -> None:
+def claims_eta_star(led: Ledger, r: Result) -> None:
     """The closed-form optimal rate eta* and its loss against Monte Carlo; the alternative is the
     infinite-context value (the untuned rate), which the 1/N fourth-moment term moves eta* away from."""
+    s, cfg = r.scalars, r.config
     mc_check(
         led,
         "eta_star_mc",
@@ -82,4 +83,4 @@ def measure(ctx: Context) -> None:
     measure_eta_star(ctx.config, ctx.one, ctx.data, ctx.scalars, ctx.coords)
 
 
-claims = one_run(claims_eta_star)
+claims = each_claim(claims_eta_star)

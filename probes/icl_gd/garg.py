@@ -7,7 +7,6 @@ from typing import Any
 
 import numpy as np
 import torch
-import xarray as xr
 
 from analysis.evidence import mean_se
 from analysis.ledger import Ledger
@@ -16,10 +15,11 @@ from analysis.regression_data import interleaved_tokens
 from analysis.tasks import LinearRegressionTask
 from analysis.theory import icl_gd as th
 from analysis.train import TrainConfig, train
-from probes.icl_gd.bands import below_zero_at_worst, one_run, seeds_ok
+from probes.base import Result
+from probes.icl_gd.bands import below_zero_at_worst, seeds_ok
 from probes.icl_gd.config import Config, part_seeds
 from probes.icl_gd.models import adam_cosine, rng_for, torch_threads
-from probes.parts import Context
+from probes.parts import Context, each_claim
 
 DESCRIPTION = "a GPT-style transformer against least squares, ridge, k-NN and averaging (Garg et al. Fig. 2)"
 GATE = "garg"
@@ -163,8 +163,9 @@ def garg_run(cfg: Config, data: dict[str, Any], scalars: dict[str, Any], coords:
     scalars["_cached"] = scalars.get("_cached", []) + cached
 
 
-def claims_garg(led: Ledger, ds: xr.Dataset, s: dict, cfg: Config) -> None:
+def claims_garg(led: Ledger, r: Result) -> None:
     """Garg et al. 2022 Fig. 2: a trained transformer beats averaging and 3-NN and tracks least squares."""
+    ds, cfg = r.data, r.config
     if "garg_loss_k" not in ds:
         return
     kg = ds["garg_k"].values
@@ -205,4 +206,4 @@ def measure(ctx: Context) -> None:
     garg_run(ctx.config, ctx.data, ctx.scalars, ctx.coords, ctx.progress)
 
 
-claims = one_run(claims_garg)
+claims = each_claim(claims_garg)

@@ -28,9 +28,9 @@ from analysis.logistic_data import ClassificationLaw, OneStepGDTask, query_hidde
 from analysis.model import ModelConfig, TinyTransformer
 from analysis.theory import logistic_icl as th
 from analysis.train import TrainConfig, derived_seed, train
-from probes.icl_gd.bands import one_run
+from probes.base import Result
 from probes.icl_gd.models import adam_cosine, torch_threads
-from probes.parts import Context
+from probes.parts import Context, each_claim
 
 DESCRIPTION = "in-context classification by a looped softmax layer against normalised GD"
 GATE = "logistic"
@@ -147,7 +147,8 @@ def measure_classification(c, progress: bool, data: dict, scalars: dict, coords:
     data["lg_train_loss"] = (("lg_seed",), loss)
 
 
-def claims_classification(led: Ledger, ds, s: dict, c) -> None:
+def claims_classification(led: Ledger, r: Result) -> None:
+    ds, s, c = r.data, r.scalars, r.config
     if "lg_construction_err" not in s:
         return
     led.identity(
@@ -197,4 +198,4 @@ def measure(ctx: Context) -> None:
         measure_classification(c, ctx.progress, ctx.data, ctx.scalars, ctx.coords, c.torch_device())
 
 
-claims = one_run(claims_classification)
+claims = each_claim(claims_classification)

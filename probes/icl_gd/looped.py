@@ -17,7 +17,8 @@ from analysis.regression_data import RegressionBatch, concat_tokens
 from analysis.theory import icl_gd as th
 from analysis.theory import looped as lp
 from analysis.train import train
-from probes.icl_gd.bands import SEED_LOOPED, SOURCE_LOOPED, below_zero_at_worst, one_run, seeds_ok, within_rounding
+from probes.base import Result
+from probes.icl_gd.bands import SEED_LOOPED, SOURCE_LOOPED, below_zero_at_worst, seeds_ok, within_rounding
 from probes.icl_gd.config import EPS, Config, part_seeds
 from probes.icl_gd.models import (
     NegYReadoutTask,
@@ -32,7 +33,7 @@ from probes.icl_gd.models import (
     torch_threads,
     train_config,
 )
-from probes.parts import Context
+from probes.parts import Context, each_claim
 
 DESCRIPTION = "weight-tied LSAs looped k times against k steps of GD and tied GD++"
 FIELDS = ("looped", "looped_loops", "looped_eval_loops", "looped_seeds")
@@ -296,11 +297,12 @@ def _looped_unmeasurable(led: Ledger, v: dict, eta: float, names: list[str], des
     return False
 
 
-def claims_looped(led: Ledger, ds: xr.Dataset, s: dict, cfg: Config) -> None:
+def claims_looped(led: Ledger, r: Result) -> None:
     """Chen et al. (003#50): the looped one-step-GD layer is exactly multi-step GD; a trained looped LSA's
     squared weight error against loops, read against GD at the step fitted from its weights (the seed's
     mechanism) and against weight-tied GD++ (the same weights with their input writes), and whether every
     extra loop lowers it (also past the loops it was trained with)."""
+    ds, s, cfg = r.data, r.scalars, r.config
     if "looped_construction_ratio" not in ds:
         return
     _claim_looped_construction(led, ds, s, cfg)
@@ -379,4 +381,4 @@ def measure(ctx: Context) -> None:
     measure_looped(ctx.config, ctx.progress, ctx.data, ctx.scalars, ctx.coords)
 
 
-claims = one_run(claims_looped)
+claims = each_claim(claims_looped)

@@ -8,13 +8,13 @@ from typing import Any
 
 import numpy as np
 import torch
-import xarray as xr
 
 from analysis.evidence import mean_se
 from analysis.ledger import Ledger
 from analysis.regression_data import RegressionBatch
 from analysis.theory import icl_gd as th
-from probes.icl_gd.bands import HYP_INF, SEED_MAHANKALI, mc_check, one_run, seeds_ok
+from probes.base import Result
+from probes.icl_gd.bands import HYP_INF, SEED_MAHANKALI, mc_check, seeds_ok
 from probes.icl_gd.config import ETA_CRITERION, PRECONDITIONER_CRITERION, Config, part_seeds, spectrum
 from probes.icl_gd.models import (
     ModelPredictor,
@@ -26,7 +26,7 @@ from probes.icl_gd.models import (
     untuned_eta,
 )
 from probes.icl_gd.stacks import fit_eta_se, headline_is_mahankali, train_one
-from probes.parts import Context
+from probes.parts import Context, each_claim
 
 DESCRIPTION = "one trained layer per input law is one step of preconditioned GD with the optimal step matrix"
 FIELDS = ("mahankali", "mahankali_d", "mahankali_n", "mahankali_seeds")
@@ -220,19 +220,20 @@ MK_SOURCE = {
 }
 
 
-def claims_mahankali(led: Ledger, ds: xr.Dataset, s: dict, cfg: Config) -> None:
+def claims_mahankali(led: Ledger, r: Result) -> None:
     """Mahankali et al. 2023: the optimal one-layer LSA is one GD step for isotropic Gaussian inputs, one
     preconditioned step for anisotropic ones, and still one plain least-squares GD step when only the responses
     are nonlinear (ReLU). Per law: the trained layers' loss (band over ``mahankali_seeds``) and its closed form
     against Monte Carlo; the fitted step matrix against the optimal one (issue 17: within 5%); the fitted plain
     rate (issue 17: within 1%)."""
+    ds, cfg = r.data, r.config
     if "mk_dist" not in ds.coords:
         return
     for j, law in enumerate(ds["mk_dist"].values.tolist()):
-        r = {n: float(ds[n].values[j]) for n in MK_FIELDS}
-        r.update({n: ds[n].values[j] for n in MK_SEED_FIELDS})
-        claims_mahankali_loss(led, r, law, cfg)
-        claims_mahankali_step(led, r, law)
+        row = {n: float(ds[n].values[j]) for n in MK_FIELDS}
+        row.update({n: ds[n].values[j] for n in MK_SEED_FIELDS})
+        claims_mahankali_loss(led, row, law, cfg)
+        claims_mahankali_step(led, row, law)
 
 
 def claims_mahankali_loss(led: Ledger, r: dict, law: str, cfg: Config) -> None:
@@ -326,4 +327,4 @@ def measure(ctx: Context) -> None:
     measure_mahankali(ctx.config, ctx.progress, ctx.data, ctx.scalars, ctx.coords)
 
 
-claims = one_run(claims_mahankali)
+claims = each_claim(claims_mahankali)

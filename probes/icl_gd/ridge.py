@@ -4,16 +4,16 @@ and Bayes ridge in closed form against Monte Carlo."""
 from __future__ import annotations
 
 import numpy as np
-import xarray as xr
 
 from analysis.evidence import family_size, mean_se, worst_case
 from analysis.ledger import Ledger
 from analysis.theory import icl_gd as th
-from probes.icl_gd.bands import mc_check, one_run
+from probes.base import Result
+from probes.icl_gd.bands import mc_check
 from probes.icl_gd.config import Config, spectrum
 from probes.icl_gd.models import ModelPredictor, predict, rng_for, sample_batch, sq_err
 from probes.icl_gd.stacks import baselines
-from probes.parts import Context
+from probes.parts import Context, each_claim
 
 DESCRIPTION = "the loss against the number of context examples; Bayes ridge against Monte Carlo"
 NEEDS = ("one_layer",)
@@ -124,9 +124,10 @@ def measure_ridge_mc(cfg: Config, data: dict, scalars: dict, coords: dict) -> No
     )
 
 
-def claims_ridge(led: Ledger, ds: xr.Dataset, s: dict, cfg: Config) -> None:
+def claims_ridge(led: Ledger, r: Result) -> None:
     """Closed forms of the Bayes-optimal predictor against Monte Carlo: ridge at lambda* = sigma^2
     (exact where it exists) and least squares' inverse-Wishart risk (Gaussian, finite d)."""
+    ds, s, cfg = r.data, r.scalars, r.config
     ex = ds["ridge_theory_exact_k"].values.astype(bool)
     if ex.any():
         Sigma = th.second_moment(cfg.d, cfg.x_dist, spectrum(cfg))
@@ -185,4 +186,4 @@ def measure(ctx: Context) -> None:
     measure_ridge_mc(cfg, ctx.data, ctx.scalars, ctx.coords)
 
 
-claims = one_run(claims_ridge)
+claims = each_claim(claims_ridge)

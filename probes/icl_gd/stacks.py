@@ -8,14 +8,14 @@ from typing import Any
 
 import numpy as np
 import torch
-import xarray as xr
 
 from analysis.evidence import mean_se
 from analysis.ledger import Ledger
 from analysis.regression_data import RegressionBatch
 from analysis.theory import icl_gd as th
 from analysis.train import train
-from probes.icl_gd.bands import SOURCE_ETA, SOURCE_VO, claim_seed, one_run, seeds_ok
+from probes.base import Result
+from probes.icl_gd.bands import SOURCE_ETA, SOURCE_VO, claim_seed, seeds_ok
 from probes.icl_gd.config import Config, part_seeds, spectrum
 from probes.icl_gd.models import (
     ModelPredictor,
@@ -31,7 +31,7 @@ from probes.icl_gd.models import (
     torch_threads,
     train_config,
 )
-from probes.parts import Context
+from probes.parts import Context, each_claim
 
 PART_NAME = "one_layer"
 DESCRIPTION = "trained LSA stacks of every depth against GD, GD++ and the learned step; one layer over seeds"
@@ -297,13 +297,15 @@ def measure_eta_seeds(
     return out
 
 
-def claims_one_layer(led: Ledger, ds: xr.Dataset, s: dict, cfg: Config) -> None:
+def claims_one_layer(led: Ledger, r: Result) -> None:
     """von Oswald et al. 2023: the trained one-layer LSA is one GD step at eta* (isotropic laws). Each claim's
     band is over the ``eta_seeds`` one-layer replicates (:func:`measure_eta_seeds`)."""
+    ds, s, cfg = r.data, r.scalars, r.config
     if int(ds["K"].values[0]) != 1 or cfg.x_dist == "anisotropic":
         return
     seed = claim_seed(cfg.x_dist)
     hyp_untuned = "the layer implements one GD step at the untuned rate 1/v (no finite-N correction)"
+    common = dict(hypothesis=hyp_untuned, seed=seed, requires_full=True)  # both trained-layer predictions
     etas = ds["eta_fit_seeds"].values
     n = int(etas.size)
     names = ["eta_fit_vs_eta_star"]
@@ -320,14 +322,12 @@ def claims_one_layer(led: Ledger, ds: xr.Dataset, s: dict, cfg: Config) -> None:
             replicates=s["loss_gd_theory"] + ds["excess_gd_star_seeds"].values,
             expected=s["loss_gd_theory"],
             alternative=s["loss_gd_untuned"],
-            hypothesis=hyp_untuned,
             source=SOURCE_VO,
-            seed=seed,
-            requires_full=True,
             why=f"95% t band over {n} training seeds of loss* plus each seed's paired (model - GD at eta*) "
             "squared-error difference on the same n_eval tasks",
             statement=f"trained 1-layer LSAs ({n} seeds, mean) have the loss of one GD step at eta* "
             "(closed-form loss*)",
+            **common,
         )
     if enough_seeds:
         led.predict(
@@ -335,12 +335,10 @@ def claims_one_layer(led: Ledger, ds: xr.Dataset, s: dict, cfg: Config) -> None:
             replicates=etas,
             expected=s["eta_theory"],
             alternative=s["eta_untuned"],
-            hypothesis=hyp_untuned,
             source=SOURCE_ETA,
-            seed=seed,
-            requires_full=True,
             why=f"95% t band over {n} training seeds of eta_fit (optimiser noise, finite training)",
             statement=f"the learning rate fitted to trained 1-layer LSAs ({n} seeds, mean) equals eta*",
+            **common,
         )
     led.paper(
         "cos_sensitivity_vs_gd_star",
@@ -391,4 +389,4 @@ def measure(ctx: Context) -> None:
     ctx.one_layer = measure_eta_seeds(cfg, ctx.trained, ctx.model, ctx.progress, ctx.data, ctx.scalars, ctx.coords)
 
 
-claims = one_run(claims_one_layer)
+claims = each_claim(claims_one_layer)

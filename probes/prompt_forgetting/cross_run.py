@@ -282,6 +282,7 @@ def depth_law_claims(law: xr.Dataset) -> Ledger:
     window = f"window [{law.attrs['fit_lo']:g}, {law.attrs['fit_hi']:g}]"
     led = Ledger(NAME, preset=law.attrs["preset"])
     src = "seed's linear relay model: each layer adds a factor ln t (relay_alpha_window over the same window)"
+    common = dict(seed="000#1", figure="pf_alpha_depth")  # every claim of the depth law
     if len(Ls) >= 2:
         w = (Ls - Ls.mean()) / ((Ls - Ls.mean()) ** 2).sum()
         led.direction(
@@ -290,11 +291,10 @@ def depth_law_claims(law: xr.Dataset) -> Ledger:
             sign=-1,
             alternative=0.0,
             hypothesis="alpha does not depend on depth (each layer only dilutes)",
-            seed="000#1",
             source=src,
             why=f"{seeds_why}, of each seed's OLS slope of alpha on L",
             statement=f"untrained pre-LN softmax: d alpha / dL < 0 over L = {[int(x) for x in Ls]} ({window})",
-            figure="pf_alpha_depth",
+            **common,
         )
     for i, L in enumerate(Ls.astype(int)):
         name = f"alpha_vs_relay_L{L}"
@@ -302,10 +302,9 @@ def depth_law_claims(law: xr.Dataset) -> Ledger:
             led.not_evaluated(
                 name,
                 role="prediction",
-                seed="000#1",
                 source=src,
-                figure="pf_alpha_depth",
                 reason="one layer: the relay model's alpha is 1, the alternative itself",
+                **common,
             )
             continue
         led.predict(
@@ -314,11 +313,10 @@ def depth_law_claims(law: xr.Dataset) -> Ledger:
             expected=float(relay[i]),
             alternative=1.0,
             hypothesis="alpha = 1: dilution alone, no relay across layers",
-            seed="000#1",
             source=src,
             why=f"{seeds_why}, of the last layer's alpha",
             statement=f"L = {L}: seed-mean alpha equals the relay model's {relay[i]:.3f} ({window})",
-            figure="pf_alpha_depth",
+            **common,
         )
     lo, hi = SEED_UNTRAINED
     inside = [int(L) for L, m in zip(Ls, mean, strict=True) if lo <= m <= hi]
@@ -330,9 +328,7 @@ def depth_law_claims(law: xr.Dataset) -> Ledger:
         measured=float(mean[-1]),
         lo=lo,
         hi=hi,
-        seed="000#1",
         source="seed paper: untrained models alpha 0.2-0.5",
-        figure="pf_alpha_depth",
         why="the seed's reported range for untrained models (large LMs, long contexts)",
         diagnosed_by=diag,
         diagnosis=(
@@ -343,6 +339,7 @@ def depth_law_claims(law: xr.Dataset) -> Ledger:
         else "",
         statement=f"untrained, L = {deep}: seed-mean alpha in the seed's range [{lo}, {hi}] (depths inside: "
         f"{inside or 'none'})",
+        **common,
     )
     return led
 

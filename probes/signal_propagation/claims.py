@@ -3,12 +3,12 @@ parts that make them (:data:`CLAIM_PARTS`: one per claims module, in the same or
 
 from __future__ import annotations
 
-import xarray as xr
+import dataclasses
 
 from analysis.ledger import Ledger
 from analysis.theory import signal_propagation as th
 from probes.base import Result
-from probes.parts import Part
+from probes.parts import Part, each_claim
 from probes.signal_propagation import phase_claims
 from probes.signal_propagation.claims_collapse import (
     claim_collapse_prevented,
@@ -31,7 +31,6 @@ from probes.signal_propagation.claims_growth import (
     claim_pre_ln_sum_rule,
 )
 from probes.signal_propagation.claims_trained import claim_curse_of_depth_trained, claim_deepnet_stability
-from probes.signal_propagation.config import Config
 
 CLAIMS = (
     claim_pre_ln_sum_rule,
@@ -54,15 +53,13 @@ CLAIMS = (
 
 
 def _claims_of(functions: tuple) -> object:
-    """A part's ``claims(led, results)``: each of ``functions`` on the zoo run (a passed model gets none)."""
+    """A part's ``claims(led, results)``: each of ``functions`` on the zoo run (a passed model gets none). The
+    claim functions also write the numbers they read into the result's scalars (:func:`record_claims`); here
+    they write into a copy, so judging leaves the result as it was."""
+    on_run = each_claim(*functions, when=lambda r: r.data.attrs.get("source") != "passed model")
 
     def claims(led: Ledger, rs: tuple[Result, ...]) -> None:
-        (r,) = rs  # one run: its initialisations are inside it
-        if r.data.attrs.get("source") == "passed model":
-            return
-        scalars: dict = {}  # the numbers are the run's scalars already (runs.finish)
-        for claim in functions:
-            claim(r.config, r.data, led, scalars)
+        on_run(led, tuple(dataclasses.replace(r, scalars=dict(r.scalars)) for r in rs))
 
     return claims
 
@@ -98,13 +95,15 @@ assert sum(len(_group(m)) for m in ("claims_growth", "claims_deepnorm", "claims_
 ), "every claim function belongs to one claims part"
 
 
-def record_claims(cfg: Config, data: xr.Dataset, led: Ledger) -> dict:
+def record_claims(result: Result, led: Ledger) -> dict:
     """Record every comparison with theory or a paper in ``led`` (one function per theorem or paper,
-    :data:`CLAIMS`); returns the probe's scalars."""
-    scalars: dict = {"gelu_second_moment": th.gelu_second_moment(1.0)}
+    :data:`CLAIMS`) and return the probe's scalars: those the claim functions write into ``result.scalars``
+    (the numbers they compare), with the GELU moment and the mean loss per norm and depth."""
+    data, scalars = result.data, result.scalars
+    scalars["gelu_second_moment"] = th.gelu_second_moment(1.0)
     for claim in CLAIMS:
-        claim(cfg, data, led, scalars)
-    phase_claims.claims(cfg, data, led, scalars)
+        claim(led, result)
+    phase_claims.claims(led, result)
     for norm in data.norm.values:
         for L in data.depth.values:
             scalars[f"loss_{norm}_L{L}"] = float(data["loss"].sel(norm=norm, depth=L).mean())

@@ -10,9 +10,10 @@ import xarray as xr
 from analysis.evidence import mean_se
 from analysis.ledger import Ledger
 from analysis.theory import signal_propagation as th
+from probes.base import Result
 from probes.signal_propagation.claims_deepnorm import _curse_scale
 from probes.signal_propagation.claims_growth import _seeds, _slopes
-from probes.signal_propagation.config import COLLAPSE_VARIANTS, MASKS, Config
+from probes.signal_propagation.config import COLLAPSE_VARIANTS, MASKS
 
 
 def _gaps(data: xr.Dataset, norm: str, L: int) -> np.ndarray:
@@ -21,9 +22,10 @@ def _gaps(data: xr.Dataset, norm: str, L: int) -> np.ndarray:
         return np.log(data["jacobian_identity_gap"].sel(norm=norm, depth=L).values[:L])
 
 
-def claim_jacobian_gap(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict) -> None:
+def claim_jacobian_gap(led: Ledger, r: Result) -> None:
     """Theory section 6 and Curse of Depth (000#50): Pre-LN blocks' Jacobians approach the identity with
     depth (|J_l - I| ~ m_l^(-1/2) at init); LayerNorm scaling's effect on the deep blocks."""
+    cfg, data, sc = r.config, r.data, r.scalars
     L = int(max(data.depth.values))
     norms = list(data.norm.values)
     if "pre" not in norms or L < 4:
@@ -109,10 +111,11 @@ def claim_jacobian_gap(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict) -> 
         )
 
 
-def claim_gradient_profiles(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict) -> None:
+def claim_gradient_profiles(led: Ledger, r: Result) -> None:
     """NormFormer (000#94) / Mix-LN (000#62), claims about trained models (evaluated on a trained run;
     at initialisation only the scalars are kept): Pre-LN's early layers get larger gradients, Post-LN's
     smaller; Mix-LN's are the most uniform."""
+    cfg, data, sc = r.config, r.data, r.scalars
     L = int(max(data.depth.values))
     if L < 8:
         return
@@ -187,9 +190,10 @@ def _log10_kept(r: np.ndarray) -> np.ndarray:
 DOUBLY = "exponential collapse (constant log-decrement) or none: no acceleration"
 
 
-def claim_dong_doubly_exponential(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict) -> None:
+def claim_dong_doubly_exponential(led: Ledger, r: Result) -> None:
     """Dong et al. 2021: pure attention, and attention + MLP without skips, lose rank doubly exponentially
     (r_{l+1} <= c r_l^3); theory section 11: a LayerNorm after each attention changes c, not the cube."""
+    cfg, data, sc = r.config, r.data, r.scalars
     if cfg.trained:
         return
     src = {
@@ -218,8 +222,9 @@ def claim_dong_doubly_exponential(cfg: Config, data: xr.Dataset, led: Ledger, sc
             )
 
 
-def claim_dong_mlp_slows(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict) -> None:
+def claim_dong_mlp_slows(led: Ledger, r: Result) -> None:
     """Dong et al. 2021: MLPs (a large Lipschitz constant) slow down rank collapse."""
+    cfg, data, sc = r.config, r.data, r.scalars
     if cfg.trained:
         return
     for mask in MASKS:
@@ -250,9 +255,10 @@ def claim_dong_mlp_slows(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict) -
         )
 
 
-def claim_collapse_prevented(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict) -> None:
+def claim_collapse_prevented(led: Ledger, r: Result) -> None:
     """Dong et al. 2021 / Noci et al. 2022: skips (with or without Pre-LN) keep the rank that pure attention
     loses, 1/sqrt(L) branch scaling keeps more; a LayerNorm without skips does not (theory section 11)."""
+    cfg, data, sc = r.config, r.data, r.scalars
     if cfg.trained:
         return
     for mask in MASKS:

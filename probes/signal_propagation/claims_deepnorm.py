@@ -10,13 +10,15 @@ from scipy import stats
 from analysis.evidence import mean_se
 from analysis.ledger import Ledger
 from analysis.theory import signal_propagation as th
+from probes.base import Result
 from probes.signal_propagation.claims_growth import _seeds, _slopes, final_moment, last_layer_grad
 from probes.signal_propagation.config import UPDATE_NORMS, Config
 
 
-def claim_deepnorm_layer_change(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict) -> None:
+def claim_deepnorm_layer_change(led: Ledger, r: Result) -> None:
     """Theory section 9 / DeepNet (000#65): a DeepNorm block turns the stream by beta^2/alpha ~ L^(-3/4);
     a Post-LN block by a depth-free angle."""
+    cfg, data, sc = r.config, r.data, r.scalars
     big = [int(L) for L in data.depth.values if L >= 4]
     if cfg.trained or len(big) < 3:
         return
@@ -77,9 +79,10 @@ def claim_deepnorm_layer_change(cfg: Config, data: xr.Dataset, led: Ledger, sc: 
         )
 
 
-def claim_deepnorm_update(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict) -> None:
+def claim_deepnorm_update(led: Ledger, r: Result) -> None:
     """Wang et al. 2022 (DeepNet, 000#65) Theorem: the model update after one step is bounded by a depth
     factor (theory section 10): 1 (SGD) or sqrt(2N) (Adam) for DeepNorm, 4N or 2 sqrt 2 N for Post-LN."""
+    cfg, data, sc = r.config, r.data, r.scalars
     ud = [int(L) for L in data.depth.values if L >= 2]
     if cfg.trained or len(ud) < 3:
         return
@@ -171,8 +174,9 @@ def _update_decomposition_scalars(data: xr.Dataset, ud: list[int], sc: dict) -> 
             sc[f"{norm}_update_coherence_deepest_{opt}"] = u / pieces["effect_sum"][-1]
 
 
-def claim_token_correlation(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict) -> None:
+def claim_token_correlation(led: Ledger, r: Result) -> None:
     """Noci et al. 2022: at initialisation the tokens' correlation grows with depth (Pre-LN)."""
+    cfg, data, sc = r.config, r.data, r.scalars
     L = int(max(data.depth.values))
     if cfg.trained or "pre" not in data.norm.values or L < 4:
         return
@@ -195,9 +199,10 @@ def claim_token_correlation(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict
     )
 
 
-def claim_last_layer_gradient(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict) -> None:
+def claim_last_layer_gradient(led: Ledger, r: Result) -> None:
     """Xiong et al. 2020 (000#4), theory section 5: the last layer's gradient ~ m_L^(-1/2) in Pre-LN,
     depth-free in Post-LN; Post-LN's is the larger."""
+    cfg, data, sc = r.config, r.data, r.scalars
     depths = [int(L) for L in data.depth.values]
     big = [L for L in depths if L >= 2]
     norms = list(data.norm.values)

@@ -12,6 +12,7 @@ from scipy import stats
 from analysis.evidence import mean_se
 from analysis.ledger import Ledger
 from analysis.theory import signal_propagation as th
+from probes.base import Result
 from probes.signal_propagation.config import PRE_LIKE, Config
 
 
@@ -76,9 +77,10 @@ INCREMENT_WHY = (
 )
 
 
-def claim_pre_ln_sum_rule(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict) -> None:
+def claim_pre_ln_sum_rule(led: Ledger, r: Result) -> None:
     """Theory sections 1-3: a Pre-LN block adds a_l + g_l to the stream's second moment; the closed-form
     envelope a_l in [0, s_l^2] bounds the mean increment per block."""
+    cfg, data, sc = r.config, r.data, r.scalars
     if cfg.trained or not cfg.skip:
         return
     for norm in [n for n in data.norm.values if n in PRE_LIKE]:
@@ -118,8 +120,9 @@ def claim_pre_ln_sum_rule(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict) 
             )
 
 
-def claim_peri_ln_linear(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict) -> None:
+def claim_peri_ln_linear(led: Ledger, r: Result) -> None:
     """Theory section 4: each Peri-LN sublayer adds exactly one unit (its output is a LayerNorm output)."""
+    cfg, data = r.config, r.data
     if cfg.trained or not cfg.skip or "peri" not in data.norm.values:
         return
     L, v, inc = _stream(data, "peri")
@@ -141,9 +144,10 @@ def claim_peri_ln_linear(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict) -
     )
 
 
-def claim_pre_ln_growth_law(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict) -> None:
+def claim_pre_ln_growth_law(led: Ledger, r: Result) -> None:
     """GPAS (000#2) / Curse of Depth (000#50): Pre-LN variance grows exponentially with depth. At
     initialisation our sum rule makes it linear; the papers' exponential is the alternative."""
+    cfg, data, sc = r.config, r.data, r.scalars
     depths = sorted(int(L) for L in data.depth.values)
     if cfg.trained or not cfg.skip or "pre" not in data.norm.values or len(depths) < 3 or depths[-1] < 8:
         return
@@ -171,11 +175,12 @@ def claim_pre_ln_growth_law(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict
     )
 
 
-def claim_post_ln_unit(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict) -> None:
+def claim_post_ln_unit(led: Ledger, r: Result) -> None:
     """A Post-LN stream is a LayerNorm output: its second moment is sigma^2 / (sigma^2 + eps) per token
     (at initialisation, where the LayerNorm's gain is 1 and its bias 0). Claimed with skip connections only:
     the tolerance needs token variances above 1e-2, which a unit stream plus a branch has; a bare branch
     need not (skip=false, d_model=2 gave 1 - m = 1.4e-3)."""
+    cfg, data = r.config, r.data
     if cfg.trained or not cfg.skip or "post" not in data.norm.values:
         return
     v, e = data["resid_var"].sel(norm="post"), data["post_ln_moment"].sel(norm="post")
@@ -196,8 +201,9 @@ def claim_post_ln_unit(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict) -> 
     )
 
 
-def claim_no_norm_growth(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict) -> None:
+def claim_no_norm_growth(led: Ledger, r: Result) -> None:
     """Theory section 8: without norms each block adds a_l + mean_t G(q_mid,t): exponential growth."""
+    cfg, data, sc = r.config, r.data, r.scalars
     if cfg.trained or not cfg.skip or "none" not in data.norm.values:
         return
     L, v, inc = _stream(data, "none")

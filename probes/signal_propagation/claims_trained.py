@@ -10,9 +10,9 @@ import xarray as xr
 from analysis.evidence import mean_se
 from analysis.ledger import Ledger
 from analysis.theory import signal_propagation as th
+from probes.base import Result
 from probes.signal_propagation.claims_deepnorm import _curse_scale
 from probes.signal_propagation.claims_growth import _seeds
-from probes.signal_propagation.config import Config
 from probes.signal_propagation.trained import deep_share, stability_train_config
 
 
@@ -36,9 +36,10 @@ def stability_outcomes(data: xr.Dataset) -> dict[str, list[str]]:
     }
 
 
-def claim_deepnet_stability(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict) -> None:
+def claim_deepnet_stability(led: Ledger, r: Result) -> None:
     """DeepNet (000#65), trained: at depth, Adam at the probe's rate without warm-up, Post-LN stalls or diverges
     where DeepNorm trains; the first update's size against the Theorem's depth factors (theory sections 10, 13)."""
+    cfg, data, sc = r.config, r.data, r.scalars
     if not cfg.trained or "stab_loss" not in data:
         return
     N, S = cfg.stability_depth, data.sizes["stab_seed"]
@@ -133,10 +134,11 @@ def claim_deepnet_stability(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict
     )
 
 
-def claim_curse_of_depth_trained(cfg: Config, data: xr.Dataset, led: Ledger, sc: dict) -> None:
+def claim_curse_of_depth_trained(led: Ledger, r: Result) -> None:
     """GPAS (000#2) / Curse of Depth (000#50), trained: Pre-LN's stream grows faster than linearly over the
     layers; LayerNorm scaling lowers it; removing a deep block costs less than a shallow one, less so with
     LayerNorm scaling (theory section 12 gives the linear alternative)."""
+    cfg, data, sc = r.config, r.data, r.scalars
     if not cfg.trained or "curse_resid_var" not in data or "pre" not in data.curse_norm.values:
         return
     L = data.sizes["clayer"]
@@ -198,13 +200,12 @@ def claim_curse_of_depth_trained(cfg: Config, data: xr.Dataset, led: Ledger, sc:
         figure="signal_curse_of_depth_trained",
     )
     if "ln_scaling" in data.curse_norm.values:
-        _claim_ln_scaling_trained(cfg, data, led, sc, m_pre, share_pre)
+        _claim_ln_scaling_trained(led, r, m_pre, share_pre)
 
 
-def _claim_ln_scaling_trained(
-    cfg: Config, data: xr.Dataset, led: Ledger, sc: dict, m_pre: np.ndarray, share_pre: np.ndarray
-) -> None:
+def _claim_ln_scaling_trained(led: Ledger, r: Result, m_pre: np.ndarray, share_pre: np.ndarray) -> None:
     """The LayerNorm-scaling half of :func:`claim_curse_of_depth_trained`, paired with Pre-LN's same seeds."""
+    cfg, data, sc = r.config, r.data, r.scalars
     L, C = data.sizes["clayer"], m_pre.shape[1]
     m_ls = data["curse_resid_var"].sel(curse_norm="ln_scaling").values
     lr = _seeds(np.log(m_ls[L] / m_pre[L]))  # same seeds and batch: paired

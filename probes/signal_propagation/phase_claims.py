@@ -11,6 +11,7 @@ import xarray as xr
 from analysis.evidence import seed_z
 from analysis.ledger import Ledger
 from analysis.theory import attention_phase as ap
+from probes.base import Result
 from probes.signal_propagation.phase import MAP_REPS, SOURCE, tag
 
 # ================================================================================================ claims
@@ -28,8 +29,9 @@ def _worst(cells: list[int], diffs: np.ndarray) -> int:
     return cells[int(np.argmax(z))]
 
 
-def claims(cfg, data: xr.Dataset, led: Ledger, sc: dict) -> None:
+def claims(led: Ledger, r: Result) -> None:
     """Every claim of the phase part (module docstring); nothing when the part did not run."""
+    data, sc = r.data, r.scalars
     if "phase_entropy" not in data:
         return
     T = int(data.attrs["phase_tokens"])

@@ -155,7 +155,8 @@ def finish(ctx: Context) -> None:
     ctx.attrs["trained"] = int(ctx.config.trained)
     ctx.attrs["source"] = "zoo"
     data = xr.Dataset(ctx.data, coords=ctx.coords, attrs=ctx.attrs)
-    ctx.scalars.update(record_claims(ctx.config, data, Ledger(NAME, preset=ctx.config.preset_name)))
+    run = Result(probe=NAME, config=ctx.config, data=data, scalars=ctx.scalars, meta=ctx.meta)
+    ctx.scalars.update(record_claims(run, Ledger(NAME, preset=ctx.config.preset_name)))  # the claims' numbers
 
 
 def _store(ctx: Context, ds: xr.Dataset) -> None:
