@@ -34,6 +34,7 @@ from analysis.theory import associative_recall as th_ar
 from analysis.theory import attention_entropy as th_ae
 from analysis.theory import attention_only as th_ao
 from analysis.theory import prompt_forgetting as th_pf
+from analysis.theory import softmax_alternatives as th_sa
 from analysis.theory.icl_gd import closed_forms as th_icl
 from analysis.validation import check_choice, check_float, check_int
 
@@ -422,3 +423,64 @@ def explore_conv_heads(static: bool | None = None) -> Explorer:
         Slider("decay", "tap decay", 0.0, 1.0, 0.05, 0.7),
     ]
     return Explorer("Convolution by attention", controls, _render_conv_heads, static)
+
+
+# ----------------------------------------------------------------------------------------------
+# softmax_alternatives: ReLU and softmax key-value memories against their slot count
+# ----------------------------------------------------------------------------------------------
+def memory_slot_curves(s: float, n_max: int, draws: int = 256, seed: int = 0) -> dict:
+    """Slot moments ``E[sum_i f_i^2]`` of ``n = 1..n_max`` slots with N(0, s^2) pre-activations: ReLU's ``n s^2 / 2``,
+    softmax's exact quadrature and its limit ``e^{s^2}/n``, the ``1/n`` of uniform weights, and a Monte Carlo of the
+    softmax moment (``draws`` memories per n, with its SE) as an independent check."""
+    check_float("s", s, minimum=0.0, maximum=4.0)
+    check_int("n_max", n_max, minimum=2, maximum=1 << 14)
+    n = np.unique(np.geomspace(1, n_max, 24).round().astype(np.int64))
+    rng = np.random.default_rng(seed)
+    mc = np.array([th_sa.softmax_slot_moment_mc(int(k), s, draws, rng) for k in n])
+    return {
+        "n": n,
+        "relu": th_sa.relu_slot_moment(n, s),
+        "softmax": th_sa.softmax_slot_moment(n, s),
+        "lln": th_sa.softmax_slot_moment_lln(n, s),
+        "uniform": 1.0 / n,
+        "measured": mc[:, 0],
+        "se": mc[:, 1],
+    }
+
+
+def _render_memory_slots(s: float, n_max: int):
+    c = memory_slot_curves(s, n_max)
+    fig, (ax, ax2) = _two_panels()
+    theory_line(ax, c["n"], np.maximum(c["relu"], 1e-300), "ReLU: n s^2 / 2")
+    ax.plot(c["n"], c["softmax"], "-", color=VERMILLION, label="softmax: E[sum p^2], exact")
+    ax.plot(c["n"], c["uniform"], ":", color=BLUE, label="uniform weights: 1/n")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("slots n")
+    ax.set_ylabel("E[sum_i f_i^2]")
+    ax.legend(fontsize=6)
+    ax2.errorbar(
+        c["n"],
+        c["n"] * c["measured"],
+        yerr=2 * c["n"] * c["se"],
+        fmt="o",
+        ms=3,
+        color=VERMILLION,
+        label="Monte Carlo (2 SE)",
+    )
+    theory_line(ax2, c["n"], c["n"] * c["softmax"], "n E[sum p^2], exact")
+    ax2.axhline(math.exp(s * s), color=BLUE, ls="--", lw=0.8, label="e^(s^2)")
+    ax2.set_xscale("log")
+    ax2.set_xlabel("slots n")
+    ax2.set_ylabel("softmax concentration n E[sum p^2]")
+    ax2.legend(fontsize=6)
+    return fig, f"s = {s:g}: softmax concentration e^(s^2) = {math.exp(s * s):.3g} once n >> e^(s^2)"
+
+
+def explore_memory_slots(static: bool | None = None) -> Explorer:
+    """Key-value memories: how ReLU and softmax reads scale with the number of slots, per pre-activation std."""
+    controls = [
+        Slider("s", "pre-activation std s", 0.0, 3.0, 0.05, 0.8),
+        Slider("n_max", "largest n", 16, 4096, 16, 1024, integer=True),
+    ]
+    return Explorer("Key-value memories", controls, _render_memory_slots, static)

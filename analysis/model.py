@@ -57,7 +57,7 @@ from analysis.validation import check_float, check_int
 
 InputKind = Literal["tokens", "vectors", "embedded"]
 OutputKind = Literal["lm", "linear", "none"]
-Activation = Literal["gelu", "gelu_tanh", "relu", "silu", "tanh", "identity"]
+Activation = Literal["gelu", "gelu_tanh", "relu", "silu", "tanh", "identity", "softmax"]
 NormPlacement = Literal["pre", "post", "peri", "mix", "none"]
 NormType = Literal["layernorm", "rmsnorm"]
 PatternKernel = Literal["softmax", "linear", "sigmoid", "ssmax", "uniform"]  # kernels with a T x T pattern
@@ -108,7 +108,9 @@ class ModelConfig(BaseConfig):
         None, "head size dh; None -> d_model // n_heads (then n_heads must divide d_model)", minimum=1
     )
     d_mlp: int | None = param(None, "MLP hidden width; None -> 4 d_model; 0 -> attention-only", minimum=0)
-    activation: Activation = param("gelu", "MLP nonlinearity")
+    activation: Activation = param(
+        "gelu", "MLP nonlinearity (softmax: over the hidden units, the MLP read as a key-value memory)"
+    )
     bias: bool = param(False, "biases in linear layers and LayerNorm")
     # --- normalisation --------------------------------------------------------------------------
     norm: NormPlacement = param("pre", "placement: pre | post | peri | mix | none")
@@ -336,6 +338,7 @@ def _activation(name: str):
         "silu": F.silu,
         "tanh": torch.tanh,
         "identity": lambda x: x,
+        "softmax": lambda x: torch.softmax(x, dim=-1),  # over the hidden units: the MLP as a softmax memory
     }[name]
 
 

@@ -93,6 +93,23 @@ def test_conv_heads_curves():
     assert ex.conv_heads_curves(3, 2, 0.0)["bound"][1] < 1e-12  # decay 0: one tap, one head
 
 
+def test_memory_slot_curves():
+    c = ex.memory_slot_curves(0.8, 512, draws=512, seed=3)
+    assert c["n"][0] == 1 and c["n"][-1] == 512
+    np.testing.assert_allclose(c["softmax"][0], 1.0, atol=1e-10)  # one slot reads its value
+    np.testing.assert_allclose(c["relu"], c["n"] * 0.8**2 / 2, rtol=1e-15)
+    # the Monte Carlo (an independent computation) agrees with the exact quadrature within its own error
+    assert np.all(np.abs(c["measured"] - c["softmax"]) <= 5 * c["se"] + 1e-12)
+    assert c["softmax"][-1] == pytest.approx(c["lln"][-1], rel=0.02) and np.all(c["softmax"][1:] > c["uniform"][1:])
+    zero = ex.memory_slot_curves(0.0, 64)
+    np.testing.assert_allclose(zero["softmax"], zero["uniform"], rtol=1e-15)
+
+
+def test_memory_slots_explorer_renders():
+    data, text = ex.explore_memory_slots(static=True).png(s=1.2)
+    assert data.startswith(PNG) and "e^(s^2)" in text
+
+
 @pytest.fixture(scope="module")
 def smoke():
     return {
@@ -203,6 +220,7 @@ PROBE_NOTEBOOKS = {
     "05_representational_collapse": "explore_collapse",
     "07_linear_attention": "explore_readout",
     "08_attention_only": "explore_conv_heads",
+    "09_softmax_alternatives": "explore_memory_slots",
 }
 
 

@@ -318,6 +318,13 @@ CAPS: dict[str, dict[str, Cap]] = {
         "deep_steps": Cap(hi=6),
         "deep_seeds": Cap(hi=2),
     },
+    "softmax_alternatives": {
+        # memory_seeds x len(memory_slots) x 2 one-layer float64 MLPs over memory_batch inputs
+        "memory_slots": Cap(hi=64, max_len=4),
+        "memory_width": Cap(hi=16),
+        "memory_batch": Cap(hi=16),
+        "memory_seeds": Cap(hi=3),
+    },
 }
 
 DEFAULT_MAX_LEN = 4  # longest generated list of a field without a Cap.max_len

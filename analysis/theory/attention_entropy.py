@@ -182,6 +182,14 @@ def _phi_psi(t: np.ndarray, s: float) -> tuple[np.ndarray, np.ndarray]:
     return phi, psi
 
 
+def log_t_grid(s: float, n_max: int, n_u: int) -> tuple[np.ndarray, float]:
+    """The trapezoid grid ``t = e^u`` (and its step ``du``) of the Laplace-transform quadratures over ``n <= n_max``
+    i.i.d. N(0, s^2) logits: ``u`` from ``-(s^2/2 + ln n_max + 40)`` (below, ``1/Z`` is never reached) to
+    ``14 s + 40`` (above, every ``exp(-t e^{x})`` factor is negligible), ``n_u`` points."""
+    u = np.linspace(-(s * s / 2 + math.log(n_max) + 40.0), 14.0 * s + 40.0, n_u)
+    return np.exp(u), float(u[1] - u[0])
+
+
 def gaussian_entropy_exact(n: int, s: float, n_u: int = 1201) -> float:
     """``E[H]`` for ``n`` i.i.d. N(0, s^2) logits by the Frullani/Laplace quadrature (float64).
 
@@ -198,12 +206,8 @@ def gaussian_entropy_exact(n: int, s: float, n_u: int = 1201) -> float:
     if s == 0.0 or n == 1:
         return math.log(n)
     # t below e^{u_lo}: e^{-t} - phi^n ~ t (n E e^x - 1) ~ n e^{s^2/2 + u}; above e^{u_hi}: phi^n tiny
-    u_lo = -(s * s / 2 + math.log(n) + 40.0)
-    u_hi = 14.0 * s + 40.0
-    u = np.linspace(u_lo, u_hi, n_u)
-    t = np.exp(u)
+    t, du = log_t_grid(s, n, n_u)
     phi, psi = _phi_psi(t, s)
-    du = u[1] - u[0]
     ln_z = np.sum(np.exp(-t) - phi**n) * du  # dt/t = du
     mean_px = n * np.sum(psi * phi ** (n - 1) * t) * du  # dt = t du
     return float(ln_z - mean_px)
@@ -223,10 +227,8 @@ def gaussian_entropy_exact_many(ns, s: float, n_u: int = 1201) -> np.ndarray:
         raise ValueError(f"s must be >= 0, got {s}")
     if s == 0.0:
         return np.log(ns.astype(np.float64))
-    u = np.linspace(-(s * s / 2 + math.log(int(ns.max())) + 40.0), 14.0 * s + 40.0, n_u)
-    t = np.exp(u)
+    t, du = log_t_grid(s, int(ns.max()), n_u)
     phi, psi = _phi_psi(t, s)
-    du = u[1] - u[0]
     out = np.empty(ns.shape, dtype=np.float64)
     for i, n in np.ndenumerate(ns):
         if n == 1:

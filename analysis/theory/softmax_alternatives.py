@@ -1,0 +1,145 @@
+"""Softmax and its alternatives as key-value memories (float64).
+
+1. Slot count (after Shen et al. 2023, seed 000#40). A key-value memory with ``n`` slots reads
+
+    o = sum_i f(h)_i v_i,      h_i = k_i . x,
+
+with keys ``k_i`` in R^d and values ``v_i`` in R^m; a transformer's MLP is one (``k_i`` the rows of ``W_in``,
+``v_i`` the columns of ``W_out``, f an elementwise activation), and a memory with softmax reads
+``f(h) = softmax(h)`` over the slots. Let the keys be i.i.d. N(0, a^2 I_d) and the values i.i.d. N(0, b^2 I_m),
+independent of the keys, and let the input have a fixed norm, ``|x|^2 = r``. Then, given x, the ``h_i`` are
+i.i.d. N(0, s^2) with ``s^2 = a^2 r`` exactly (a Gaussian vector's projection on a fixed direction), and since
+the values are zero-mean and independent of everything else, every cross term ``E[f_i f_j v_i . v_j]``,
+``i != j``, vanishes:
+
+    E|o|^2 = m b^2 E[sum_i f(h)_i^2]                                                   (slot moment)
+
+for an elementwise f and for softmax alike. The two differ in how ``E[sum_i f_i^2]`` scales with n:
+
+    ReLU:     E[sum_i relu(h_i)^2] = n s^2 / 2                   grows like n
+    softmax:  E[sum_i p_i^2] = n E[e^{2 h_1} / Z^2],  Z = sum_j e^{h_j}                 shrinks like 1/n
+
+For softmax, ``1/Z^2 = int_0^oo t e^{-t Z} dt`` and the independence of the ``h_j`` give the exact 1-D form
+
+    E[sum_i p_i^2] = n int_0^oo t chi(t) phi(t)^(n-1) dt,
+    phi(t) = E[exp(-t e^h)],   chi(t) = E[e^{2h} exp(-t e^h)],
+
+evaluated on ``u = ln t`` by the trapezoid rule (the integrand is smooth in u and decays like ``e^{2u}`` below
+and like a Gaussian in ``u / s`` above), with ``phi``, ``chi`` as Gaussian integrals on a fixed z grid. Checks:
+``n = 1`` gives 1, ``s = 0`` gives ``1/n``; by the law of large numbers ``Z/n -> E e^h = e^{s^2/2}`` and
+``n E[e^{2h_1}/Z^2] -> E e^{2h} / (n (E e^h)^2)`` so
+
+    E[sum_i p_i^2] ~ e^{s^2} / n        (n >> e^{s^2}),
+
+the ``1/n`` of uniform weights times ``e^{s^2}``, the concentration of the weights on the larger logits. The
+slopes in ``ln n`` are therefore +1 (ReLU) and close to -1 (softmax, exactly -1 in the limit): a ReLU memory's
+output grows with its slot count and a softmax memory's shrinks, the difference in normalisation Shen et al.
+give for ReLU handling many slots and softmax needing a LayerNorm after it to match.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from analysis.theory.attention_entropy import log_t_grid
+from analysis.validation import check_float, check_int
+
+_Z = np.linspace(-12.0, 12.0, 961)  # z grid of the Gaussian integrals (tails below e^{-72})
+_WZ = np.exp(-0.5 * _Z**2) / math.sqrt(2.0 * math.pi) * (_Z[1] - _Z[0])  # trapezoid weights (ends ~0)
+
+ACTIVATIONS = ("relu", "softmax")
+
+
+def _check_ns(ns) -> np.ndarray:
+    ns = np.asarray(ns, dtype=np.int64)
+    if ns.size == 0 or ns.min() < 1:
+        raise ValueError(f"n must be >= 1 (slots), got {ns.tolist()}")
+    return ns
+
+
+def relu_slot_moment(ns, s: float) -> np.ndarray:
+    """``E[sum_i relu(h_i)^2] = n s^2 / 2`` for ``n`` i.i.d. N(0, s^2) pre-activations, every n in ``ns``."""
+    check_float("s", s, minimum=0.0)
+    return _check_ns(ns).astype(np.float64) * float(s) ** 2 / 2.0
+
+
+def _phi_chi(t: np.ndarray, s: float) -> tuple[np.ndarray, np.ndarray]:
+    """``phi(t) = E[exp(-t e^{sz})]`` and ``chi(t) = E[e^{2sz} exp(-t e^{sz})]`` on a t vector (z ~ N(0, 1))."""
+    x = s * _Z
+    log_arg = np.log(t)[:, None] + x[None, :]
+    kern = np.exp(-np.exp(np.minimum(log_arg, 700.0)))  # exp(-t e^x), (Nt, Nz)
+    return kern @ _WZ, (kern * np.exp(2.0 * x)[None, :]) @ _WZ
+
+
+def softmax_slot_moment(ns, s: float, n_u: int = 2001) -> np.ndarray:
+    """``E[sum_i p_i^2]`` of ``p = softmax(h)`` over ``n`` i.i.d. N(0, s^2) logits, every n in ``ns``: the exact
+    1-D quadrature of the module docstring (float64; checked against Monte Carlo, ``n = 1`` and ``s = 0``)."""
+    ns = _check_ns(ns)
+    check_float("s", s, minimum=0.0, maximum=20.0)
+    check_int("n_u", n_u, minimum=101)
+    s = float(s)
+    if s == 0.0:
+        return 1.0 / ns.astype(np.float64)
+    t, du = log_t_grid(s, int(ns.max()), n_u)
+    phi, chi = _phi_chi(t, s)
+    out = np.empty(ns.shape, dtype=np.float64)
+    for i, n in np.ndenumerate(ns):
+        out[i] = n * np.sum(t * t * chi * phi ** (int(n) - 1)) * du  # dt = t du
+    return out
+
+
+def softmax_slot_moment_lln(ns, s: float) -> np.ndarray:
+    """The large-n form ``e^{s^2} / n`` of :func:`softmax_slot_moment`."""
+    check_float("s", s, minimum=0.0)
+    return math.exp(float(s) ** 2) / _check_ns(ns).astype(np.float64)
+
+
+def slot_moment(activation: str, ns, s: float) -> np.ndarray:
+    """``E[sum_i f(h)_i^2]`` for ``activation`` ``relu`` or ``softmax`` (over the slots)."""
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"activation must be one of {ACTIVATIONS}, got {activation!r}")
+    return relu_slot_moment(ns, s) if activation == "relu" else softmax_slot_moment(ns, s)
+
+
+def memory_output_moment(activation: str, ns, key_std: float, value_std: float, d: int, m: int) -> np.ndarray:
+    """``E|o|^2`` of a memory with ``n`` slots (every n in ``ns``), keys N(0, key_std^2 I_d), values
+    N(0, value_std^2 I_m) and an input of norm ``sqrt(d)``: ``m value_std^2 E[sum_i f_i^2]`` at
+    ``s = key_std sqrt(d)`` (module docstring)."""
+    check_float("key_std", key_std, minimum=0.0)
+    check_float("value_std", value_std, minimum=0.0)
+    check_int("d", d, minimum=1)
+    check_int("m", m, minimum=1)
+    return m * float(value_std) ** 2 * slot_moment(activation, ns, float(key_std) * math.sqrt(d))
+
+
+def softmax_slot_moment_mc(
+    n: int, s: float, reps: int, rng: np.random.Generator, batch: int = 4096
+) -> tuple[float, float]:
+    """Monte Carlo ``E[sum_i p_i^2]`` over ``reps`` draws of ``n`` i.i.d. N(0, s^2) logits: (mean, its SE)."""
+    check_int("n", n, minimum=1)
+    check_int("reps", reps, minimum=2)
+    vals = []
+    done = 0
+    while done < reps:
+        b = min(batch, reps - done)
+        h = s * rng.standard_normal((b, n))
+        h -= h.max(axis=1, keepdims=True)
+        p = np.exp(h)
+        p /= p.sum(axis=1, keepdims=True)
+        vals.append((p * p).sum(axis=1))
+        done += b
+    v = np.concatenate(vals)
+    return float(v.mean()), float(v.std(ddof=1) / math.sqrt(v.size))
+
+
+__all__ = [
+    "ACTIVATIONS",
+    "memory_output_moment",
+    "relu_slot_moment",
+    "slot_moment",
+    "softmax_slot_moment",
+    "softmax_slot_moment_lln",
+    "softmax_slot_moment_mc",
+]

@@ -1,0 +1,57 @@
+"""The configuration of the softmax-alternatives probe, and the constants its parts share."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from probes.base import MAX_SEED, ProbeConfig, param
+
+NAME = "softmax_alternatives"
+SEED_SLOTS = "000#40"  # Shen et al. 2023: ReLU against softmax key-value memories
+SOURCE = "analysis/theory/softmax_alternatives.py"
+MAX_SLOTS = 65536
+
+
+@dataclass(frozen=True)
+class Config(ProbeConfig):
+    PRESETS = {
+        "smoke": {"memory_slots": (16, 64, 256), "memory_seeds": 2, "memory_batch": 64},
+        "full": {},
+    }
+
+    seed: int = param(
+        0, "memory weights and inputs (replicate i: replicate_seed(seed, i))", minimum=0, maximum=MAX_SEED
+    )
+    # --- slot count (000#40) ---------------------------------------------------------------------------
+    memory_slots: tuple[int, ...] = param(
+        (16, 64, 256, 1024, 4096),
+        "slot counts n of the key-value memories (the MLP's hidden width), strictly increasing, at least 3",
+        minimum=1,
+        maximum=MAX_SLOTS,
+    )
+    memory_width: int = param(
+        64, "width d of the memories' input and output (the model width)", minimum=1, maximum=1024
+    )
+    memory_std: float = param(
+        0.1,
+        "std of the keys (the zoo's gpt2 init_std; the values' std is init_std / sqrt(2), its output-projection "
+        "rule at one layer); the pre-activations' std is memory_std sqrt(memory_width)",
+        minimum=1e-4,
+        maximum=1.0,
+    )
+    memory_batch: int = param(
+        512, "inputs per memory, uniform on the sphere of radius sqrt(d)", minimum=2, maximum=65536
+    )
+    memory_seeds: int = param(
+        5,
+        "independent memories per slot count (replicate seeds; ReLU and softmax share the weights of a seed); "
+        "their spread is the uncertainty of the claims (95% t band)",
+        minimum=2,
+        maximum=64,
+    )
+
+    def validate(self) -> None:
+        super().validate()
+        slots = self.memory_slots
+        if len(slots) < 3 or any(b <= a for a, b in zip(slots, slots[1:], strict=False)):
+            raise ValueError(f"memory_slots must be strictly increasing with at least 3 values, got {slots}")
