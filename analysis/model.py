@@ -60,8 +60,8 @@ OutputKind = Literal["lm", "linear", "none"]
 Activation = Literal["gelu", "gelu_tanh", "relu", "silu", "tanh", "identity", "softmax"]
 NormPlacement = Literal["pre", "post", "peri", "mix", "none"]
 NormType = Literal["layernorm", "rmsnorm"]
-PatternKernel = Literal["softmax", "linear", "sigmoid", "ssmax", "uniform"]  # kernels with a T x T pattern
-AttentionKernel = Literal["softmax", "linear", "sigmoid", "ssmax", "uniform", "recurrent"]
+PatternKernel = Literal["softmax", "linear", "sigmoid", "ssmax", "uniform", "sparsemax"]  # kernels with a T x T pattern
+AttentionKernel = Literal["softmax", "linear", "sigmoid", "ssmax", "uniform", "sparsemax", "recurrent"]
 LoopUnit = Literal["stack", "block"]
 Positional = Literal["none", "learned", "rope"]
 InitScheme = Literal["fan_in", "gpt2"]
@@ -129,7 +129,9 @@ class ModelConfig(BaseConfig):
     final_norm: bool | None = param(None, "norm before the head; None -> on for pre/peri/mix, off for post/none")
     # --- attention ------------------------------------------------------------------------------
     attention: AttentionKernel = param(
-        "softmax", "softmax | linear (unnormalised) | sigmoid | ssmax (logits x s ln n) | uniform (zero logits)"
+        "softmax",
+        "softmax | linear (unnormalised) | sigmoid | ssmax (logits x s ln n) | uniform (zero logits) | sparsemax "
+        "(the logits' Euclidean projection onto the simplex: exact zeros)",
     )
     logit_scale: float | None = param(None, "multiplies q.k; None -> 1 / sqrt(dh)")
     ssmax_s: float = param(1.0, "SSMax: logits multiplied by ssmax_s * ln(number of visible keys)")
@@ -378,6 +380,21 @@ def rope_table(
 # ------------------------------------------------------------------------------------------------
 # Attention
 # ------------------------------------------------------------------------------------------------
+def sparsemax(z: torch.Tensor) -> torch.Tensor:
+    """Sparsemax over the last dimension (Martins and Astudillo 2016): the Euclidean projection of ``z`` onto the
+    probability simplex, ``max(z - tau, 0)`` with ``tau`` such that each row sums to 1. With the logits sorted
+    decreasingly, ``z_(1) >= z_(2) >= ...``, the support is the largest ``k`` with ``1 + k z_(k) > sum_{i<=k} z_(i)``
+    and ``tau = (sum_{i<=k} z_(i) - 1) / k``. A ``-inf`` logit (a masked key) gets weight exactly 0, and so does every
+    key more than ``tau`` below the top: unlike softmax, sparsemax gives exact zeros."""
+    zs = torch.sort(z, dim=-1, descending=True).values
+    seen = torch.isfinite(zs)
+    csum = torch.where(seen, zs, torch.zeros((), dtype=z.dtype, device=z.device)).cumsum(-1)
+    k = torch.arange(1, z.shape[-1] + 1, dtype=z.dtype, device=z.device)
+    k_z = (seen & (1.0 + k * zs > csum)).sum(-1, keepdim=True)  # the support's size (>= 1 where a key is seen)
+    tau = (csum.gather(-1, (k_z - 1).clamp(min=0)) - 1.0) / k_z.to(z.dtype)
+    return torch.clamp(z - tau, min=0.0)
+
+
 def shift_mix(x: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
     """KV shifting of ``x`` (B, T, H, dh) with per-head ``weights`` (H, 2): ``w0 x_t + w1 x_(t-1)``, ``x_(-1) = 0``."""
     prev = F.pad(x, (0, 0, 0, 0, 1, 0))[:, :-1]  # (B, T, H, dh): x shifted one step later, zero first
@@ -438,7 +455,8 @@ class Attention(nn.Module):
 
     scores = scale * q k^T (+ ssmax factor) (+ bias), masked entries -inf   -> hook_attn_scores (B, H, T, T)
     pattern: softmax/ssmax/uniform -> softmax(scores); sigmoid -> sigmoid(scores + b) on the support;
-             linear -> scores on the support, 0 elsewhere (no normalisation)   -> hook_pattern (B, H, T, T)
+             sparsemax -> sparsemax(scores) (exact zeros); linear -> scores on the support, 0 elsewhere (no
+             normalisation)   -> hook_pattern (B, H, T, T)
     For every kernel a bias of -inf hides a key (e.g. the query token from itself in ICL layouts).
     ``rel_pos = R``: a learned per-head bias ``b_h[i - j]`` (parameter ``rel_bias``, zeros at init) joins the
     logits with ``attn_bias``. ``kv_shift``: keys and values are replaced by ``a1 k_t + a2 k_(t-1)`` and
@@ -546,6 +564,8 @@ class Attention(nn.Module):
             pattern = torch.softmax(scores, dim=-1)
         elif c.attention == "sigmoid":
             pattern = torch.sigmoid(scores + c.sigmoid_bias)  # sigmoid(-inf) = 0 off the support
+        elif c.attention == "sparsemax":
+            pattern = sparsemax(scores)
         else:  # linear: a logit of -inf (the mask, or a -inf bias) means "this key is not seen"
             pattern = torch.where(
                 scores == float("-inf"), torch.zeros((), dtype=scores.dtype, device=qh.device), scores

@@ -324,6 +324,11 @@ CAPS: dict[str, dict[str, Cap]] = {
         "memory_width": Cap(hi=16),
         "memory_batch": Cap(hi=16),
         "memory_seeds": Cap(hi=3),
+        # sparse_seeds x len(sparse_keys) x 2 one-head layers over sparse_batch sequences of n + 1 tokens
+        "sparse_keys": Cap(hi=32, max_len=3),
+        "sparse_width": Cap(hi=8),
+        "sparse_batch": Cap(hi=2),
+        "sparse_seeds": Cap(hi=3),
     },
 }
 

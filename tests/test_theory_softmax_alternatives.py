@@ -85,6 +85,44 @@ def test_slopes_in_the_slot_count_have_opposite_signs():
     assert relu == pytest.approx(1.0, abs=1e-12) and -1.0 < soft < -0.9
 
 
+def test_sparsemax_is_the_projection_onto_the_simplex():
+    """KKT of min |p - z|^2 on the simplex: p >= 0, sum 1, z_j - p_j = tau on the support, z_j <= tau off it."""
+    rng = np.random.default_rng(5)
+    z = 2.0 * rng.standard_normal((200, 9))
+    z[::7, 4:] = -np.inf  # masked keys
+    p = th.sparsemax(z)
+    np.testing.assert_allclose(p.sum(-1), 1.0, rtol=1e-13)
+    assert (p >= 0).all() and (p[::7, 4:] == 0).all()
+    for zi, pi in zip(z, p, strict=True):
+        on = pi > 0
+        tau = zi[on] - pi[on]
+        np.testing.assert_allclose(tau, tau[0], atol=1e-12)
+        assert (zi[~on] <= tau[0] + 1e-12).all()
+    # a planted logit 1 above every other is isolated exactly; just below 1, it is not
+    assert th.sparsemax(np.array([2.0, 1.0, 0.5]))[0] == 1.0 and th.sparsemax(np.array([1.99, 1.0, 0.5]))[0] < 1.0
+
+
+@pytest.mark.parametrize(("n", "g", "s"), [(2, 2.0, 1.0), (64, 3.0, 1.0), (256, 4.0, 1.3), (16, 0.5, 0.7)])
+def test_sparsemax_isolation_matches_monte_carlo(n, g, s):
+    rng = np.random.default_rng(n)
+    z = s * rng.standard_normal((100_000, n))
+    z[:, 0] += g
+    isolated = th.sparsemax(z)[:, 0] == 1.0  # the exact event, through the projection itself
+    p = th.sparsemax_isolation(n, g, s)
+    se = math.sqrt(p * (1 - p) / isolated.size)
+    assert abs(isolated.mean() - p) < 4.5 * se + 1e-9
+
+
+def test_sparsemax_isolation_limits_and_monotonicity():
+    ns = np.array([1, 2, 8, 64, 512])
+    p = th.sparsemax_isolation(ns, 3.0, 1.0)
+    assert p[0] == 1.0 and np.all(np.diff(p) < 0)
+    np.testing.assert_array_equal(th.sparsemax_isolation(ns, 3.0, 0.0), 1.0)  # distractors at their mean
+    np.testing.assert_array_equal(th.sparsemax_isolation(ns[1:], 0.5, 0.0), 0.0)  # gap below 1
+    both = th.sparsemax_isolation(64, 3.0, np.array([0.5, 1.0]))  # per-row stds broadcast against n
+    np.testing.assert_allclose(both, [th.sparsemax_isolation(64, 3.0, 0.5), th.sparsemax_isolation(64, 3.0, 1.0)])
+
+
 @pytest.mark.parametrize(
     ("call", "match"),
     [
@@ -93,6 +131,8 @@ def test_slopes_in_the_slot_count_have_opposite_signs():
         (lambda: th.relu_slot_moment([], 1.0), "n must be >= 1"),
         (lambda: th.slot_moment("gelu", [4], 1.0), "activation must be one of"),
         (lambda: th.memory_output_moment("relu", [4], 0.1, 0.1, 0, 4), "d"),
+        (lambda: th.sparsemax_isolation([0, 4], 3.0, 1.0), "n must be >= 1"),
+        (lambda: th.sparsemax_isolation([4], 3.0, -1.0), "s must be >= 0"),
     ],
 )
 def test_bad_input_names_the_parameter(call, match):

@@ -35,6 +35,18 @@ the ``1/n`` of uniform weights times ``e^{s^2}``, the concentration of the weigh
 slopes in ``ln n`` are therefore +1 (ReLU) and close to -1 (softmax, exactly -1 in the limit): a ReLU memory's
 output grows with its slot count and a softmax memory's shrinks, the difference in normalisation Shen et al.
 give for ReLU handling many slots and softmax needing a LayerNorm after it to match.
+
+2. Sparse attention isolates a planted key (after the entmax paper, seed 000#29). One query row sees ``n`` keys: a
+planted one with logit ``z_0 = g + s xi_0`` and ``n - 1`` distractors ``z_j = s xi_j``, the ``xi`` i.i.d. N(0, 1)
+(a random layer at initialisation, given its weights and the query: module section 1's argument). Sparsemax, the
+Euclidean projection of the logits onto the simplex, gives the planted key weight exactly 1 iff its logit exceeds
+every other by at least 1 (support of size one: ``1 + 2 z_(2) <= z_(1) + z_(2)``). Hence
+
+    P(isolated) = P(z_0 - max_j z_j >= 1) = int phi(u) Phi(u + (g - 1)/s)^(n-1) du,
+
+exactly; it falls with n (the largest distractor grows like ``s sqrt(2 ln n)``), from 1 at ``n = 1`` (for
+``g >= 1``). With the distractors at their mean (``s -> 0``) it would be 1 at every n for ``g > 1``: the fixed-logit
+picture in which sparse attention never disperses. Softmax never isolates (every weight is positive).
 """
 
 from __future__ import annotations
@@ -42,6 +54,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from scipy import special
 
 from analysis.theory.attention_entropy import log_t_grid
 from analysis.validation import check_float, check_int
@@ -134,6 +147,43 @@ def softmax_slot_moment_mc(
     return float(v.mean()), float(v.std(ddof=1) / math.sqrt(v.size))
 
 
+def sparsemax(z: np.ndarray) -> np.ndarray:
+    """Sparsemax over the last axis (float64 reference): the projection of ``z`` onto the simplex by sorting;
+    ``-inf`` entries get weight 0."""
+    z = np.asarray(z, dtype=np.float64)
+    zs = -np.sort(-z, axis=-1)
+    seen = np.isfinite(zs)
+    csum = np.cumsum(np.where(seen, zs, 0.0), axis=-1)
+    k = np.arange(1, z.shape[-1] + 1)
+    with np.errstate(invalid="ignore"):
+        k_z = np.sum(seen & (1.0 + k * zs > csum), axis=-1, keepdims=True)
+    tau = (np.take_along_axis(csum, np.maximum(k_z - 1, 0), axis=-1) - 1.0) / k_z
+    return np.maximum(z - tau, 0.0)
+
+
+def sparsemax_isolation(n, g: float, s) -> np.ndarray:
+    """``P(z_0 - max_j z_j >= 1)``: the probability that sparsemax gives a planted key (logit ``g + s xi_0``) weight
+    exactly 1 against ``n - 1`` i.i.d. N(0, s^2) distractors (section 2), for every ``n`` in ``n`` (broadcast with
+    ``s``); trapezoid on the module's z grid."""
+    n = np.asarray(n, dtype=np.float64)
+    s = np.asarray(s, dtype=np.float64)
+    if n.size and n.min() < 1:
+        raise ValueError(f"n must be >= 1 (keys), got {n.min():g}")
+    if s.size and s.min() < 0:
+        raise ValueError(f"s must be >= 0, got {s.min():g}")
+    check_float("g", g)
+    n_b, s_b = np.broadcast_arrays(n, s)
+    out = np.empty(n_b.shape, dtype=np.float64)
+    for idx in np.ndindex(n_b.shape):
+        nn, ss = float(n_b[idx]), float(s_b[idx])
+        if ss == 0.0 or nn == 1.0:
+            out[idx] = 1.0 if (nn == 1.0 or g >= 1.0) else 0.0
+            continue
+        cdf = 0.5 * special.erfc(-(_Z + (g - 1.0) / ss) / math.sqrt(2.0))
+        out[idx] = float(np.sum(_WZ * cdf ** (nn - 1.0)))
+    return out
+
+
 __all__ = [
     "ACTIVATIONS",
     "memory_output_moment",
@@ -142,4 +192,6 @@ __all__ = [
     "softmax_slot_moment",
     "softmax_slot_moment_lln",
     "softmax_slot_moment_mc",
+    "sparsemax",
+    "sparsemax_isolation",
 ]

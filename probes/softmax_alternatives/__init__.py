@@ -12,30 +12,37 @@ Carlo and exact cases); the zoo's ``activation="softmax"`` (softmax over an MLP'
    memories per slot count (ReLU and softmax share the weights of a seed); claimed: each activation's slope in
    ``ln n`` (the other's as the alternative) and the softmax memory's concentration factor (the alternative: the
    ``1/n`` of uniform weights).
+2. A planted key under sparsemax (seed 000#29). One random attention layer (fan-in init, one head, float64) over
+   Gaussian tokens, each row seeing n keys, one of them planted with a logit bias ``sparse_gap``. Given the
+   weights and the query, the other logits are i.i.d. N(0, s_i^2) with ``s_i = c |W_k^T q_i|``, so sparsemax
+   gives the planted key weight exactly 1 with probability ``int phi(u) Phi(u + (g - 1)/s_i)^(n-1) du``; claimed:
+   the isolated fraction against that probability row by row (the alternative: isolation at every n, as with
+   distractors at their mean logit), and the zoo's sparsemax against a float64 reference projection. Softmax's
+   planted weight is measured beside it (never exactly 1).
 
-Replicates: memory i draws its inputs and weights from :func:`analysis.evidence.replicate_seed` ``(seed, i)``;
+Replicates: memory (layer) i draws its inputs and weights from :func:`analysis.evidence.replicate_seed` ``(seed, i)``;
 every claim takes its 95% Student-t band from the spread of the per-memory values (:mod:`analysis.evidence`).
 
-The probe is a package of parts (:mod:`probes.parts`), one module each, in the order of their claims: ``memory``;
-``config`` holds the configuration.
+The probe is a package of parts (:mod:`probes.parts`), one module each, in the order of their claims: ``memory``
+and ``sparse``; ``config`` holds the configuration.
 """
 
 from __future__ import annotations
 
 from probes.base import Result
 from probes.parts import part_of, probe_functions
-from probes.softmax_alternatives import memory
-from probes.softmax_alternatives.config import NAME, SEED_SLOTS, SOURCE, Config
+from probes.softmax_alternatives import memory, sparse
+from probes.softmax_alternatives.config import NAME, SEED_SLOTS, SEED_SPARSE, SOURCE, Config
 from probes.softmax_alternatives.memory import ACTIVATIONS, memory_model, predicted_moment, sphere_inputs
 
 DESCRIPTION = (
     "Softmax alternatives: ReLU and softmax key-value memories (the MLP's output against its slot count at "
-    "initialisation, against closed forms)."
+    "initialisation) and sparsemax's isolation of a planted key among random ones, against closed forms."
 )
-VERSION = "1"
+VERSION = "2"
 REQUIRES = None  # builds its own models
 
-PARTS = tuple(part_of(m) for m in (memory,))
+PARTS = tuple(part_of(m) for m in (memory, sparse))
 
 # run(config, model=None, progress=True) and check_claims(result): the one form of a probe made of parts;
 # tiny float64 models measure on one thread (fastest, and it fixes the reduction order)
@@ -49,6 +56,7 @@ __all__ = [
     "PARTS",
     "REQUIRES",
     "SEED_SLOTS",
+    "SEED_SPARSE",
     "SOURCE",
     "VERSION",
     "Config",

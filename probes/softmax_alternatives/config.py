@@ -8,6 +8,7 @@ from probes.base import MAX_SEED, ProbeConfig, param
 
 NAME = "softmax_alternatives"
 SEED_SLOTS = "000#40"  # Shen et al. 2023: ReLU against softmax key-value memories
+SEED_SPARSE = "000#29"  # sparse (alpha-entmax) attention assigns exact zeros to irrelevant tokens
 SOURCE = "analysis/theory/softmax_alternatives.py"
 MAX_SLOTS = 65536
 
@@ -15,7 +16,14 @@ MAX_SLOTS = 65536
 @dataclass(frozen=True)
 class Config(ProbeConfig):
     PRESETS = {
-        "smoke": {"memory_slots": (16, 64, 256), "memory_seeds": 2, "memory_batch": 64},
+        "smoke": {
+            "memory_slots": (16, 64, 256),
+            "memory_seeds": 2,
+            "memory_batch": 64,
+            "sparse_keys": (8, 32, 128),
+            "sparse_seeds": 2,
+            "sparse_batch": 2,
+        },
         "full": {},
     }
 
@@ -50,8 +58,28 @@ class Config(ProbeConfig):
         maximum=64,
     )
 
+    # --- a planted key under sparsemax (000#29) ------------------------------------------------------
+    sparse: bool = param(True, "measure sparsemax's isolation of a planted key among n random keys (and softmax's)")
+    sparse_keys: tuple[int, ...] = param(
+        (16, 64, 256, 1024), "keys n each query row sees (one planted), strictly increasing", minimum=2, maximum=4096
+    )
+    sparse_gap: float = param(
+        4.0, "the planted key's logit bias g (row logit std about 1 at init)", minimum=0.0, maximum=50.0
+    )
+    sparse_width: int = param(16, "width d of the random attention layer (one head)", minimum=1, maximum=256)
+    sparse_batch: int = param(4, "sequences of n + 1 Gaussian tokens per layer and n (each row one query)", minimum=1)
+    sparse_seeds: int = param(
+        5,
+        "independent random layers (replicate seeds: weights and tokens); their spread is the claim's band",
+        minimum=2,
+        maximum=64,
+    )
+
     def validate(self) -> None:
         super().validate()
         slots = self.memory_slots
         if len(slots) < 3 or any(b <= a for a, b in zip(slots, slots[1:], strict=False)):
             raise ValueError(f"memory_slots must be strictly increasing with at least 3 values, got {slots}")
+        keys = self.sparse_keys
+        if any(b <= a for a, b in zip(keys, keys[1:], strict=False)):
+            raise ValueError(f"sparse_keys must be strictly increasing, got {keys}")
