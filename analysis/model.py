@@ -60,8 +60,11 @@ OutputKind = Literal["lm", "linear", "none"]
 Activation = Literal["gelu", "gelu_tanh", "relu", "silu", "tanh", "identity", "softmax"]
 NormPlacement = Literal["pre", "post", "peri", "mix", "none"]
 NormType = Literal["layernorm", "rmsnorm"]
-PatternKernel = Literal["softmax", "linear", "sigmoid", "ssmax", "uniform", "sparsemax"]  # kernels with a T x T pattern
-AttentionKernel = Literal["softmax", "linear", "sigmoid", "ssmax", "uniform", "sparsemax", "recurrent"]
+PatternKernel = Literal[
+    "softmax", "linear", "sigmoid", "ssmax", "uniform", "sparsemax", "k_interval"
+]  # kernels with a T x T pattern
+AttentionKernel = Literal["softmax", "linear", "sigmoid", "ssmax", "uniform", "sparsemax", "k_interval", "recurrent"]
+KIntervalMode = Literal["interpolate", "round"]
 LoopUnit = Literal["stack", "block"]
 Positional = Literal["none", "learned", "rope"]
 InitScheme = Literal["fan_in", "gpt2"]
@@ -131,7 +134,8 @@ class ModelConfig(BaseConfig):
     attention: AttentionKernel = param(
         "softmax",
         "softmax | linear (unnormalised) | sigmoid | ssmax (logits x s ln n) | uniform (zero logits) | sparsemax "
-        "(the logits' Euclidean projection onto the simplex: exact zeros)",
+        "(the logits' Euclidean projection onto the simplex: exact zeros) | k_interval (softmax with the "
+        "exponential read off a per-row grid of K + 1 values)",
     )
     logit_scale: float | None = param(None, "multiplies q.k; None -> 1 / sqrt(dh)")
     ssmax_s: float = param(1.0, "SSMax: logits multiplied by ssmax_s * ln(number of visible keys)")
@@ -169,6 +173,20 @@ class ModelConfig(BaseConfig):
         1, "weight-tied looping: the stack (or each block) applied this many times", minimum=1, omit_at_default=True
     )
     loop_unit: LoopUnit = param("stack", "what loops repeat: the whole stack | each block", omit_at_default=True)
+    # --- K-interval attention (added later) ----------------------------------------------------------
+    k_interval: int = param(
+        16,
+        "k_interval attention: the grid's intervals K; each row's exponential is read off K + 1 values spaced "
+        "evenly from its largest to its smallest visible logit",
+        minimum=1,
+        maximum=1 << 20,
+        omit_at_default=True,
+    )
+    k_interval_mode: KIntervalMode = param(
+        "interpolate",
+        "k_interval: linear interpolation between the two nearest grid values | hard rounding to the nearest one",
+        omit_at_default=True,
+    )
     # --- positional logit bias and KV shifting (attention kernels with a pattern; added later) -----
     rel_pos: int = param(
         0,
@@ -395,6 +413,30 @@ def sparsemax(z: torch.Tensor) -> torch.Tensor:
     return torch.clamp(z - tau, min=0.0)
 
 
+def k_interval_softmax(z: torch.Tensor, K: int, mode: str) -> torch.Tensor:
+    """K-interval softmax over the last dimension (after the K-interval attention paper): per row, the exponential
+    ``e^(z - M)`` is read off the grid ``e^(-k h)``, ``k = 0..K``, ``h = (M - m) / K`` between the row's largest and
+    smallest visible logits ``M``, ``m``; ``mode="round"`` takes the nearest grid value, ``"interpolate"`` the linear
+    interpolation between the two around it (exact at the grid points); then each row is normalised. A row whose
+    visible logits are all equal (``h = 0``) is uniform over them, as softmax; ``-inf`` logits get weight 0."""
+    seen = torch.isfinite(z)
+    zero = torch.zeros((), dtype=z.dtype, device=z.device)
+    top = torch.where(seen, z, torch.full((), float("-inf"), dtype=z.dtype, device=z.device)).amax(-1, keepdim=True)
+    low = torch.where(seen, z, torch.full((), float("inf"), dtype=z.dtype, device=z.device)).amin(-1, keepdim=True)
+    h = (top - low) / K
+    flat = h <= 0
+    h = torch.where(flat, torch.ones((), dtype=z.dtype, device=z.device), h)
+    u = torch.where(seen, (top - z) / h, zero)  # grid coordinate in [0, K]
+    if mode == "round":
+        approx = torch.exp(-torch.round(u) * h)
+    else:
+        k0 = torch.clamp(torch.floor(u), max=K - 1)
+        t = u - k0
+        approx = (1 - t) * torch.exp(-k0 * h) + t * torch.exp(-(k0 + 1) * h)
+    approx = torch.where(seen & ~flat, approx, torch.where(seen, torch.ones((), dtype=z.dtype, device=z.device), zero))
+    return approx / approx.sum(-1, keepdim=True)
+
+
 def shift_mix(x: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
     """KV shifting of ``x`` (B, T, H, dh) with per-head ``weights`` (H, 2): ``w0 x_t + w1 x_(t-1)``, ``x_(-1) = 0``."""
     prev = F.pad(x, (0, 0, 0, 0, 1, 0))[:, :-1]  # (B, T, H, dh): x shifted one step later, zero first
@@ -455,8 +497,8 @@ class Attention(nn.Module):
 
     scores = scale * q k^T (+ ssmax factor) (+ bias), masked entries -inf   -> hook_attn_scores (B, H, T, T)
     pattern: softmax/ssmax/uniform -> softmax(scores); sigmoid -> sigmoid(scores + b) on the support;
-             sparsemax -> sparsemax(scores) (exact zeros); linear -> scores on the support, 0 elsewhere (no
-             normalisation)   -> hook_pattern (B, H, T, T)
+             sparsemax -> sparsemax(scores) (exact zeros); k_interval -> softmax with a K-value grid of the
+             exponential; linear -> scores on the support, 0 elsewhere (no normalisation)   -> hook_pattern
     For every kernel a bias of -inf hides a key (e.g. the query token from itself in ICL layouts).
     ``rel_pos = R``: a learned per-head bias ``b_h[i - j]`` (parameter ``rel_bias``, zeros at init) joins the
     logits with ``attn_bias``. ``kv_shift``: keys and values are replaced by ``a1 k_t + a2 k_(t-1)`` and
@@ -566,6 +608,8 @@ class Attention(nn.Module):
             pattern = torch.sigmoid(scores + c.sigmoid_bias)  # sigmoid(-inf) = 0 off the support
         elif c.attention == "sparsemax":
             pattern = sparsemax(scores)
+        elif c.attention == "k_interval":
+            pattern = k_interval_softmax(scores, c.k_interval, c.k_interval_mode)
         else:  # linear: a logit of -inf (the mask, or a -inf bias) means "this key is not seen"
             pattern = torch.where(
                 scores == float("-inf"), torch.zeros((), dtype=scores.dtype, device=qh.device), scores

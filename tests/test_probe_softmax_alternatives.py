@@ -13,7 +13,7 @@ import torch
 from analysis.ledger import Ledger
 from probes import softmax_alternatives as sa
 from probes.base import run_probe
-from probes.softmax_alternatives import memory, sparse
+from probes.softmax_alternatives import k_interval, memory, sparse
 
 
 @pytest.fixture(scope="module")
@@ -27,9 +27,14 @@ def test_smoke_claims_wait_for_the_full_preset(tmp_path, monkeypatch):
     monkeypatch.setenv("WORKBENCH_CACHE", str(tmp_path))
     r = run_probe("softmax_alternatives", "smoke", progress=False)
     by_status = {c.name: c.status for c in r.checks}
-    assert by_status.pop("sparsemax_kernel_is_simplex_projection") == "pass"  # an identity: evaluated at smoke
+    for name in (  # exact algebra: evaluated at smoke
+        "sparsemax_kernel_is_simplex_projection",
+        "k_interval_interpolate_error_bound",
+        "k_interval_round_error_bound",
+    ):
+        assert by_status.pop(name) == "pass", name
     assert set(by_status.values()) == {"not_evaluated"}
-    assert {c.seed for c in r.checks} == {sa.SEED_SLOTS, sa.SEED_SPARSE}
+    assert {c.seed for c in r.checks} == {sa.SEED_SLOTS, sa.SEED_SPARSE, sa.SEED_INTERVAL}
     assert r.data["memory_moment"].dims == ("activation", "slots", "memory_seed")
 
 
@@ -41,6 +46,10 @@ def test_full_claims_pass_with_the_other_activation_outside_the_band(full):
         "memory_softmax_concentration",
         "sparsemax_kernel_is_simplex_projection",
         "sparsemax_isolation_vs_keys",
+        "k_interval_interpolate_error_bound",
+        "k_interval_round_error_bound",
+        "k_interval_interpolate_error_order",
+        "k_interval_round_error_order",
     }
     for c in by_name.values():
         assert c.status == "pass", (c.name, c.status, c.measured, c.expected)
@@ -105,6 +114,7 @@ def test_planted_wrong_numbers_fail_the_claims(full):
         ({"memory_std": 0.0}, "memory_std"),
         ({"sparse_keys": (64, 16)}, "sparse_keys"),
         ({"sparse_keys": (1, 16)}, "sparse_keys"),
+        ({"interval_ks": (64, 128)}, "interval_ks"),
     ],
 )
 def test_bad_configs_are_refused_by_name(over, match):
@@ -135,3 +145,17 @@ def test_a_planted_isolation_fraction_fails_the_claim(full):
     sparse.claims(led, (dataclasses.replace(full, data=data),))
     assert led["sparsemax_isolation_vs_keys"].status == "fail"
     assert led["sparsemax_kernel_is_simplex_projection"].status == "pass"
+
+
+def test_interpolation_at_the_rounding_order_fails_its_claim(full):
+    data = full.data.copy(deep=True)
+    Ks = data["interval_k"].values.astype(np.float64)
+    data["interval_error"].loc[{"interval_mode": "interpolate"}] = (1.0 / Ks)[:, None] * np.linspace(1, 1.1, 5)
+    led = Ledger(sa.NAME, preset="full")
+    k_interval.claims(led, (dataclasses.replace(full, data=data),))
+    assert led["k_interval_interpolate_error_order"].status == "fail"
+    assert led["k_interval_round_error_order"].status == "pass"
+    data["interval_bound_ratio"].values[0, 0, 0] = 1.5  # one row above its bound
+    led = Ledger(sa.NAME, preset="full")
+    k_interval.claims(led, (dataclasses.replace(full, data=data),))
+    assert led["k_interval_interpolate_error_bound"].status == "fail"

@@ -329,6 +329,12 @@ CAPS: dict[str, dict[str, Cap]] = {
         "sparse_width": Cap(hi=8),
         "sparse_batch": Cap(hi=2),
         "sparse_seeds": Cap(hi=3),
+        # interval_seeds x (1 + 2 len(interval_ks)) one-head layers over interval_batch x interval_len tokens
+        "interval_ks": Cap(hi=64, max_len=3),
+        "interval_width": Cap(hi=8),
+        "interval_len": Cap(hi=16),
+        "interval_batch": Cap(hi=2),
+        "interval_seeds": Cap(hi=3),
     },
 }
 

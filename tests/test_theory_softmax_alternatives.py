@@ -123,6 +123,44 @@ def test_sparsemax_isolation_limits_and_monotonicity():
     np.testing.assert_allclose(both, [th.sparsemax_isolation(64, 3.0, 0.5), th.sparsemax_isolation(64, 3.0, 1.0)])
 
 
+@pytest.mark.parametrize("mode", ["interpolate", "round"])
+def test_k_interval_weights_match_the_zoo_kernel_and_tend_to_softmax(mode):
+    import torch
+
+    from analysis.model import k_interval_softmax
+
+    rng = np.random.default_rng(11)
+    z = 1.5 * rng.standard_normal((40, 33))
+    z[::5, 20:] = -np.inf
+    z[3] = 0.7  # one flat row: uniform, as softmax
+    for K in (1, 4, 64):
+        got = k_interval_softmax(torch.tensor(z), K, mode).numpy()
+        np.testing.assert_allclose(th.k_interval_weights(z, K, mode), got, rtol=0, atol=1e-15)
+    e = np.exp(z - z.max(-1, keepdims=True))
+    exact = e / e.sum(-1, keepdims=True)
+    np.testing.assert_allclose(th.k_interval_weights(z, 1 << 16, mode), exact, atol=1e-4)
+    np.testing.assert_allclose(th.k_interval_weights(z, 8, mode)[3], 1 / 33, rtol=1e-15)
+
+
+@pytest.mark.parametrize("mode", ["interpolate", "round"])
+def test_k_interval_l1_bound_holds_and_is_the_ratio_range(mode):
+    """The bound b/a - 1 against brute force: interpolation's largest ratio on a fine cell grid, and the worst rows
+    of random logits (every row's L1 error below its bound)."""
+    ts = np.linspace(0.0, 1.0, 200_001)
+    for h in (0.01, 0.3, 1.5):
+        brute = (((1 - ts) + ts * np.exp(-h)) * np.exp(ts * h)).max() - 1 if mode == "interpolate" else np.expm1(h)
+        assert th.k_interval_l1_bound(h, mode) == pytest.approx(brute, rel=1e-9)
+    assert th.k_interval_l1_bound(0.0, mode) == 0.0
+    rng = np.random.default_rng(2)
+    z = 2.0 * rng.standard_normal((500, 17))
+    e = np.exp(z - z.max(-1, keepdims=True))
+    exact = e / e.sum(-1, keepdims=True)
+    for K in (8, 32, 128):  # h <= ~1.5: the regime of a grid (at h >> 1 e^h - 1 exceeds the trivial L1 bound 2)
+        err = np.abs(th.k_interval_weights(z, K, mode) - exact).sum(-1)
+        bound = th.k_interval_l1_bound((z.max(-1) - z.min(-1)) / K, mode)
+        assert (err <= bound).all() and (err / bound).max() > 0.1  # holds, and not by orders of magnitude
+
+
 @pytest.mark.parametrize(
     ("call", "match"),
     [
@@ -133,6 +171,9 @@ def test_sparsemax_isolation_limits_and_monotonicity():
         (lambda: th.memory_output_moment("relu", [4], 0.1, 0.1, 0, 4), "d"),
         (lambda: th.sparsemax_isolation([0, 4], 3.0, 1.0), "n must be >= 1"),
         (lambda: th.sparsemax_isolation([4], 3.0, -1.0), "s must be >= 0"),
+        (lambda: th.k_interval_weights(np.zeros(3), 4, "floor"), "mode must be one of"),
+        (lambda: th.k_interval_weights(np.zeros(3), 0, "round"), "K"),
+        (lambda: th.k_interval_l1_bound(-0.1, "round"), "h must be >= 0"),
     ],
 )
 def test_bad_input_names_the_parameter(call, match):

@@ -47,6 +47,22 @@ every other by at least 1 (support of size one: ``1 + 2 z_(2) <= z_(1) + z_(2)``
 exactly; it falls with n (the largest distractor grows like ``s sqrt(2 ln n)``), from 1 at ``n = 1`` (for
 ``g >= 1``). With the distractors at their mean (``s -> 0``) it would be 1 at every n for ``g > 1``: the fixed-logit
 picture in which sparse attention never disperses. Softmax never isolates (every weight is positive).
+
+3. K-interval softmax (after the K-interval attention paper, seed 000#16). Each row's exponential ``e^(z - M)`` is
+read off the grid ``e^(-k h)``, ``k = 0..K``, ``h = (M - m)/K`` between the row's largest and smallest logits.
+Every key's approximation is its exponential times a ratio ``rho``: hard rounding moves the exponent by at most
+``h/2``, so ``rho`` lies in ``[e^(-h/2), e^(h/2)]``; linear interpolation of the convex exponential overestimates it,
+``rho(t) = ((1 - t) + t e^(-h)) e^(t h) = 1 + t (1 - t) h^2 / 2 + O(h^3)`` at the fraction ``t`` of the cell, so
+``rho`` lies in ``[1, r(h)]``, ``r(h) = rho(t*)`` at ``t* = (1 - (1 - e^(-h))/h) / (1 - e^(-h))``, the maximiser
+(``r(h) - 1 = h^2/8 + O(h^3)``). If every ratio lies in ``[a, b]`` the weights ``p_i rho_i / sum_j p_j rho_j`` differ
+from softmax's by ``sum_i |dp_i| <= b/a - 1``:
+
+    rounding:       sum_i |dp_i| <= e^h - 1       (order h = (M - m)/K: error ~ 1/K)
+    interpolation:  sum_i |dp_i| <= r(h) - 1      (order h^2 / 8: error ~ 1/K^2)
+
+To first order ``dp_i = p_i (delta_i - sum_j p_j delta_j)`` with ``delta`` the exponent shift (rounding) or
+``t(1 - t) h^2 / 2`` (interpolation); the next terms are odd in the cell position and average out over many keys,
+so the mean error falls like ``K^-1`` and ``K^-2`` with corrections of relative order ``h^2``.
 """
 
 from __future__ import annotations
@@ -184,8 +200,53 @@ def sparsemax_isolation(n, g: float, s) -> np.ndarray:
     return out
 
 
+K_INTERVAL_MODES = ("interpolate", "round")
+
+
+def k_interval_weights(z: np.ndarray, K: int, mode: str) -> np.ndarray:
+    """K-interval softmax over the last axis (float64 reference of section 3; ``-inf`` entries weight 0; a row of
+    equal logits uniform)."""
+    if mode not in K_INTERVAL_MODES:
+        raise ValueError(f"mode must be one of {K_INTERVAL_MODES}, got {mode!r}")
+    check_int("K", K, minimum=1)
+    z = np.asarray(z, dtype=np.float64)
+    seen = np.isfinite(z)
+    top = np.max(np.where(seen, z, -np.inf), axis=-1, keepdims=True)
+    low = np.min(np.where(seen, z, np.inf), axis=-1, keepdims=True)
+    h = (top - low) / K
+    flat = h <= 0
+    h = np.where(flat, 1.0, h)
+    u = np.where(seen, (top - np.where(seen, z, 0.0)) / h, 0.0)
+    if mode == "round":
+        approx = np.exp(-np.round(u) * h)
+    else:
+        k0 = np.minimum(np.floor(u), K - 1)
+        t = u - k0
+        approx = (1 - t) * np.exp(-k0 * h) + t * np.exp(-(k0 + 1) * h)
+    approx = np.where(seen & ~flat, approx, np.where(seen, 1.0, 0.0))
+    return approx / approx.sum(axis=-1, keepdims=True)
+
+
+def k_interval_l1_bound(h, mode: str) -> np.ndarray:
+    """The bound ``b/a - 1`` on a row's ``sum_i |dp_i|`` against softmax at grid step ``h`` (section 3)."""
+    if mode not in K_INTERVAL_MODES:
+        raise ValueError(f"mode must be one of {K_INTERVAL_MODES}, got {mode!r}")
+    h = np.asarray(h, dtype=np.float64)
+    if h.size and h.min() < 0:
+        raise ValueError(f"h must be >= 0, got {h.min():g}")
+    if mode == "round":
+        return np.expm1(h)
+    safe = np.where(h > 0, h, 1.0)
+    c = -np.expm1(-safe)  # 1 - e^(-h)
+    t = (1.0 - c / safe) / c
+    return np.where(h > 0, (1.0 - t) * np.exp(t * safe) + t * np.exp((t - 1.0) * safe) - 1.0, 0.0)
+
+
 __all__ = [
     "ACTIVATIONS",
+    "K_INTERVAL_MODES",
+    "k_interval_l1_bound",
+    "k_interval_weights",
     "memory_output_moment",
     "relu_slot_moment",
     "slot_moment",

@@ -19,30 +19,36 @@ Carlo and exact cases); the zoo's ``activation="softmax"`` (softmax over an MLP'
    the isolated fraction against that probability row by row (the alternative: isolation at every n, as with
    distractors at their mean logit), and the zoo's sparsemax against a float64 reference projection. Softmax's
    planted weight is measured beside it (never exactly 1).
+3. K-interval softmax (seed 000#16). The same kind of random layer with each row's exponential read off K + 1 grid
+   values between its largest and smallest logit (``attention="k_interval"``), rounded or linearly interpolated,
+   against exact softmax on the same logits: every row's L1 error against its derived bound (``e^h - 1`` rounded,
+   ``r(h) - 1 ~ h^2/8`` interpolated, ``h = (max - min)/K``), and the mean error's order in K (-1 and -2, each the
+   other's alternative).
 
 Replicates: memory (layer) i draws its inputs and weights from :func:`analysis.evidence.replicate_seed` ``(seed, i)``;
 every claim takes its 95% Student-t band from the spread of the per-memory values (:mod:`analysis.evidence`).
 
-The probe is a package of parts (:mod:`probes.parts`), one module each, in the order of their claims: ``memory``
-and ``sparse``; ``config`` holds the configuration.
+The probe is a package of parts (:mod:`probes.parts`), one module each, in the order of their claims: ``memory``,
+``sparse`` and ``k_interval``; ``models`` holds the random layer they share and ``config`` the configuration.
 """
 
 from __future__ import annotations
 
 from probes.base import Result
 from probes.parts import part_of, probe_functions
-from probes.softmax_alternatives import memory, sparse
-from probes.softmax_alternatives.config import NAME, SEED_SLOTS, SEED_SPARSE, SOURCE, Config
+from probes.softmax_alternatives import k_interval, memory, sparse
+from probes.softmax_alternatives.config import NAME, SEED_INTERVAL, SEED_SLOTS, SEED_SPARSE, SOURCE, Config
 from probes.softmax_alternatives.memory import ACTIVATIONS, memory_model, predicted_moment, sphere_inputs
 
 DESCRIPTION = (
     "Softmax alternatives: ReLU and softmax key-value memories (the MLP's output against its slot count at "
-    "initialisation) and sparsemax's isolation of a planted key among random ones, against closed forms."
+    "initialisation), sparsemax's isolation of a planted key among random ones and K-interval softmax's error, "
+    "against closed forms and bounds."
 )
-VERSION = "2"
+VERSION = "3"
 REQUIRES = None  # builds its own models
 
-PARTS = tuple(part_of(m) for m in (memory, sparse))
+PARTS = tuple(part_of(m) for m in (memory, sparse, k_interval))
 
 # run(config, model=None, progress=True) and check_claims(result): the one form of a probe made of parts;
 # tiny float64 models measure on one thread (fastest, and it fixes the reduction order)
@@ -55,6 +61,7 @@ __all__ = [
     "NAME",
     "PARTS",
     "REQUIRES",
+    "SEED_INTERVAL",
     "SEED_SLOTS",
     "SEED_SPARSE",
     "SOURCE",

@@ -9,6 +9,7 @@ from probes.base import MAX_SEED, ProbeConfig, param
 NAME = "softmax_alternatives"
 SEED_SLOTS = "000#40"  # Shen et al. 2023: ReLU against softmax key-value memories
 SEED_SPARSE = "000#29"  # sparse (alpha-entmax) attention assigns exact zeros to irrelevant tokens
+SEED_INTERVAL = "000#16"  # K-interval attention: the exponential from K + 1 grid values
 SOURCE = "analysis/theory/softmax_alternatives.py"
 MAX_SLOTS = 65536
 
@@ -23,6 +24,10 @@ class Config(ProbeConfig):
             "sparse_keys": (8, 32, 128),
             "sparse_seeds": 2,
             "sparse_batch": 2,
+            "interval_ks": (16, 32, 64),
+            "interval_len": 33,
+            "interval_batch": 2,
+            "interval_seeds": 2,
         },
         "full": {},
     }
@@ -75,11 +80,29 @@ class Config(ProbeConfig):
         maximum=64,
     )
 
+    # --- K-interval softmax (000#16) --------------------------------------------------------------------
+    interval: bool = param(True, "measure K-interval softmax (rounded and interpolated) against exact softmax")
+    interval_ks: tuple[int, ...] = param(
+        (64, 128, 256, 512, 1024), "grid intervals K, strictly increasing, at least 3", minimum=1, maximum=1 << 16
+    )
+    interval_width: int = param(16, "width d of the random attention layer (one head)", minimum=1, maximum=256)
+    interval_len: int = param(257, "tokens per sequence (each row sees them all)", minimum=2, maximum=4096)
+    interval_batch: int = param(4, "Gaussian sequences per layer", minimum=1, maximum=1024)
+    interval_seeds: int = param(
+        5,
+        "independent random layers (replicate seeds: weights and tokens); their spread is the order claims' band",
+        minimum=2,
+        maximum=64,
+    )
+
     def validate(self) -> None:
         super().validate()
         slots = self.memory_slots
         if len(slots) < 3 or any(b <= a for a, b in zip(slots, slots[1:], strict=False)):
             raise ValueError(f"memory_slots must be strictly increasing with at least 3 values, got {slots}")
+        ks = self.interval_ks
+        if len(ks) < 3 or any(b <= a for a, b in zip(ks, ks[1:], strict=False)):
+            raise ValueError(f"interval_ks must be strictly increasing with at least 3 values, got {ks}")
         keys = self.sparse_keys
         if any(b <= a for a, b in zip(keys, keys[1:], strict=False)):
             raise ValueError(f"sparse_keys must be strictly increasing, got {keys}")

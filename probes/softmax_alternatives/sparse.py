@@ -9,13 +9,14 @@ import torch
 from analysis.evidence import replicate_seed
 from analysis.hooks import hooks
 from analysis.ledger import Ledger
-from analysis.model import ModelConfig, TinyTransformer
+from analysis.model import TinyTransformer
 from analysis.progress import bar
 from analysis.theory import softmax_alternatives as th
 from analysis.train import derived_seed
 from probes.base import MAX_SEED, Result
 from probes.parts import Context, each_claim
 from probes.softmax_alternatives.config import SEED_SPARSE, SOURCE, Config
+from probes.softmax_alternatives.models import random_head
 
 DESCRIPTION = "a planted key among n random ones: sparsemax's exact isolation against its probability, and softmax"
 FIELDS = ("sparse_keys", "sparse_gap", "sparse_width", "sparse_batch", "sparse_seeds")
@@ -28,23 +29,8 @@ SCORES = "blocks.0.attn.hook_attn_scores"
 
 
 def sparse_model(config: Config, kernel: str, seed: int) -> TinyTransformer:
-    """One attention-only head of width ``sparse_width`` (fan-in init, logit scale 1/sqrt(d), no norm, no positions,
-    full attention), float64: the inputs go in as they are, so a row's logits are ``q_i . k_j / sqrt(d)``."""
-    cfg = ModelConfig(
-        input="embedded",
-        output="none",
-        d_model=config.sparse_width,
-        n_layers=1,
-        n_heads=1,
-        d_mlp=0,
-        norm="none",
-        pos="none",
-        attention=kernel,
-        causal=False,
-        dtype="float64",
-        seed=seed,
-    )
-    return TinyTransformer(cfg).eval()
+    """The random layer of width ``sparse_width`` (:func:`models.random_head`) with attention ``kernel``."""
+    return random_head(config.sparse_width, kernel, seed)
 
 
 def planted_bias(n: int, gap: float) -> torch.Tensor:

@@ -1,0 +1,30 @@
+"""The random attention layer the parts measure: one head, no norm, no MLP, no positions, float64."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from analysis.model import ModelConfig, TinyTransformer
+
+
+def random_head(width: int, kernel: str, seed: int, **kernel_fields: Any) -> TinyTransformer:
+    """One attention-only head of width ``width`` (fan-in init, logit scale 1/sqrt(width), no norm, no positions,
+    full attention), float64, with attention ``kernel`` (and its ModelConfig fields): the inputs go in as they are,
+    so a row's logits are ``q_i . k_j / sqrt(width)``. The weights depend on ``seed`` and ``width`` only, so two
+    kernels built with one seed share them."""
+    cfg = ModelConfig(
+        input="embedded",
+        output="none",
+        d_model=width,
+        n_layers=1,
+        n_heads=1,
+        d_mlp=0,
+        norm="none",
+        pos="none",
+        attention=kernel,
+        causal=False,
+        dtype="float64",
+        seed=seed,
+        **kernel_fields,
+    )
+    return TinyTransformer(cfg).eval()
