@@ -99,6 +99,7 @@ def test_key_changes_with_every_model_field():
         "decay": "gated",
         "feature_map": "elu1",
         "loop_unit": "block",
+        "k_interval_mode": "round",
     }
     # fields only valid together with others: the extra changes that make the changed value valid
     needs = {
