@@ -53,8 +53,9 @@ def test_full_claims_pass_with_the_other_activation_outside_the_band(full):
     }
     for c in by_name.values():
         assert c.status == "pass", (c.name, c.status, c.measured, c.expected)
-        if c.role == "prediction":
-            assert c.tolerance["n"] == 5
+        if c.role == "prediction":  # every part's band is over its own independent seeds
+            seeds = {"memory": "memory_seeds", "sparsemax": "sparse_seeds", "k_interval": "interval_seeds"}
+            assert c.tolerance["n"] == getattr(full.config, next(v for k, v in seeds.items() if c.name.startswith(k)))
     assert by_name["memory_relu_slot_slope"].expected == pytest.approx(1.0, abs=1e-12)
     assert by_name["memory_softmax_slot_slope"].expected < -0.9
 

@@ -8,7 +8,6 @@ import numpy as np
 import torch
 
 from analysis.evidence import replicate_seed
-from analysis.hooks import hooks
 from analysis.ledger import Ledger
 from analysis.progress import bar
 from analysis.theory import softmax_alternatives as th
@@ -17,7 +16,7 @@ from analysis.train import derived_seed
 from probes.base import MAX_SEED, Result
 from probes.parts import Context, each_claim
 from probes.softmax_alternatives.config import SEED_INTERVAL, SOURCE, Config
-from probes.softmax_alternatives.models import random_head
+from probes.softmax_alternatives.models import PATTERN, SCORES, head_pattern_and_scores, random_head
 
 DESCRIPTION = "K-interval softmax (rounded, interpolated) against exact softmax: L1 error bound and order in K"
 FIELDS = ("interval_ks", "interval_width", "interval_len", "interval_batch", "interval_seeds")
@@ -27,20 +26,6 @@ MODES = th.K_INTERVAL_MODES  # ("interpolate", "round")
 ORDER = {"interpolate": -2.0, "round": -1.0}  # the error's order in K (theory section 3)
 ORDER_WORDS = {"interpolate": "t(1 - t) h^2 / 2", "round": "h (the exponent moved by <= h/2)"}
 FIGURE = "sa_k_interval"
-PATTERN = "blocks.0.attn.hook_pattern"
-SCORES = "blocks.0.attn.hook_attn_scores"
-
-
-def _head(model, x: torch.Tensor) -> dict[str, torch.Tensor]:
-    """The one head's pattern and logits ((B, T, T) each) of ``model`` on ``x``."""
-    got: dict[str, torch.Tensor] = {}
-
-    def keep(t: torch.Tensor, name: str) -> None:
-        got[name] = t[:, 0].clone()
-
-    with torch.no_grad(), hooks(model, [(PATTERN, keep), (SCORES, keep)]):
-        model(x)
-    return got
 
 
 def measure_layer(config: Config, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -49,14 +34,14 @@ def measure_layer(config: Config, seed: int) -> tuple[np.ndarray, np.ndarray]:
     g = torch.Generator().manual_seed(derived_seed(seed, "interval_inputs"))
     x = torch.randn(config.interval_batch, config.interval_len, config.interval_width, generator=g, dtype=torch.float64)
     weights = derived_seed(seed, "interval_weights") % MAX_SEED  # one layer per seed, shared by every kernel
-    exact = _head(random_head(config.interval_width, "softmax", weights), x)
+    exact = head_pattern_and_scores(random_head(config.interval_width, "softmax", weights), x)
     span = (exact[SCORES].amax(-1) - exact[SCORES].amin(-1)).numpy()  # (B, T): M - m per row
     error = np.empty((len(MODES), len(config.interval_ks)))
     ratio = np.empty_like(error)
     for a, mode in enumerate(MODES):
         for j, K in enumerate(config.interval_ks):
             model = random_head(config.interval_width, "k_interval", weights, k_interval=K, k_interval_mode=mode)
-            rows = (_head(model, x)[PATTERN] - exact[PATTERN]).abs().sum(-1).numpy()  # (B, T)
+            rows = (head_pattern_and_scores(model, x)[PATTERN] - exact[PATTERN]).abs().sum(-1).numpy()  # (B, T)
             error[a, j] = rows.mean()
             ratio[a, j] = (rows / th.k_interval_l1_bound(span / K, mode)).max()
     return error, ratio

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import torch
+
+from analysis.hooks import hooks
 from analysis.model import ModelConfig, TinyTransformer
+
+PATTERN = "blocks.0.attn.hook_pattern"
+SCORES = "blocks.0.attn.hook_attn_scores"
 
 
 def random_head(width: int, kernel: str, seed: int, **kernel_fields: Any) -> TinyTransformer:
@@ -28,3 +34,16 @@ def random_head(width: int, kernel: str, seed: int, **kernel_fields: Any) -> Tin
         **kernel_fields,
     )
     return TinyTransformer(cfg).eval()
+
+
+def head_pattern_and_scores(model: TinyTransformer, x: torch.Tensor, bias=None) -> dict[str, torch.Tensor]:
+    """The one head's pattern and logits (``{PATTERN: (B, T, T), SCORES: (B, T, T)}``) of ``model`` on ``x`` (with
+    the logit bias ``bias``, if any)."""
+    got: dict[str, torch.Tensor] = {}
+
+    def keep(t: torch.Tensor, name: str) -> None:
+        got[name] = t[:, 0].clone()
+
+    with torch.no_grad(), hooks(model, [(PATTERN, keep), (SCORES, keep)]):
+        model(x) if bias is None else model(x, attn_bias=bias)
+    return got

@@ -7,7 +7,6 @@ import numpy as np
 import torch
 
 from analysis.evidence import replicate_seed
-from analysis.hooks import hooks
 from analysis.ledger import Ledger
 from analysis.model import TinyTransformer
 from analysis.progress import bar
@@ -16,7 +15,7 @@ from analysis.train import derived_seed
 from probes.base import MAX_SEED, Result
 from probes.parts import Context, each_claim
 from probes.softmax_alternatives.config import SEED_SPARSE, SOURCE, Config
-from probes.softmax_alternatives.models import random_head
+from probes.softmax_alternatives.models import PATTERN, SCORES, head_pattern_and_scores, random_head
 
 DESCRIPTION = "a planted key among n random ones: sparsemax's exact isolation against its probability, and softmax"
 FIELDS = ("sparse_keys", "sparse_gap", "sparse_width", "sparse_batch", "sparse_seeds")
@@ -24,8 +23,6 @@ GATE = "sparse"
 
 KERNELS = ("sparsemax", "softmax")
 FIGURE = "sa_sparse_isolation"
-PATTERN = "blocks.0.attn.hook_pattern"
-SCORES = "blocks.0.attn.hook_attn_scores"
 
 
 def sparse_model(config: Config, kernel: str, seed: int) -> TinyTransformer:
@@ -53,14 +50,7 @@ def row_logit_std(model: TinyTransformer, x: torch.Tensor) -> torch.Tensor:
 
 def _rows(model: TinyTransformer, x: torch.Tensor, bias: torch.Tensor) -> dict[str, torch.Tensor]:
     """The one head's pattern and logits, rows ``i >= 1`` ((B, n, n + 1) each), of ``model`` on ``x``."""
-    got: dict[str, torch.Tensor] = {}
-
-    def keep(t: torch.Tensor, name: str) -> None:
-        got[name] = t[:, 0, 1:].clone()
-
-    with torch.no_grad(), hooks(model, [(PATTERN, keep), (SCORES, keep)]):
-        model(x, attn_bias=bias)
-    return got
+    return {name: t[:, 1:] for name, t in head_pattern_and_scores(model, x, bias).items()}
 
 
 def measure_keys(config: Config, n: int, seed: int) -> dict[str, np.ndarray]:
