@@ -61,13 +61,15 @@ Activation = Literal["gelu", "gelu_tanh", "relu", "silu", "tanh", "identity", "s
 NormPlacement = Literal["pre", "post", "peri", "mix", "none"]
 NormType = Literal["layernorm", "rmsnorm"]
 PatternKernel = Literal[
-    "softmax", "linear", "sigmoid", "ssmax", "uniform", "sparsemax", "k_interval"
+    "softmax", "linear", "sigmoid", "ssmax", "uniform", "sparsemax", "k_interval", "sa_softmax"
 ]  # kernels with a T x T pattern
-AttentionKernel = Literal["softmax", "linear", "sigmoid", "ssmax", "uniform", "sparsemax", "k_interval", "recurrent"]
+AttentionKernel = Literal[
+    "softmax", "linear", "sigmoid", "ssmax", "uniform", "sparsemax", "k_interval", "sa_softmax", "recurrent"
+]
 KIntervalMode = Literal["interpolate", "round"]
 LoopUnit = Literal["stack", "block"]
 Positional = Literal["none", "learned", "rope"]
-InitScheme = Literal["fan_in", "gpt2"]
+InitScheme = Literal["fan_in", "gpt2", "mimetic"]
 DType = Literal["float64", "float32", "bfloat16", "float16"]
 
 NORM_PLACEMENTS = typing.get_args(NormPlacement)
@@ -135,7 +137,7 @@ class ModelConfig(BaseConfig):
         "softmax",
         "softmax | linear (unnormalised) | sigmoid | ssmax (logits x s ln n) | uniform (zero logits) | sparsemax "
         "(the logits' Euclidean projection onto the simplex: exact zeros) | k_interval (softmax with the "
-        "exponential read off a per-row grid of K + 1 values)",
+        "exponential read off a per-row grid of K + 1 values) | sa_softmax (self-adjusting: z * softmax(z))",
     )
     logit_scale: float | None = param(None, "multiplies q.k; None -> 1 / sqrt(dh)")
     ssmax_s: float = param(1.0, "SSMax: logits multiplied by ssmax_s * ln(number of visible keys)")
@@ -211,9 +213,18 @@ class ModelConfig(BaseConfig):
     rope_base: float = param(10000.0, "RoPE frequency base (> 1)")
     # --- numerics and initialisation ------------------------------------------------------------
     init: InitScheme = param(
-        "fan_in", "fan_in: N(0, 1/fan_in), embeddings N(0, 1) | gpt2: N(0, init_std^2), out-proj / sqrt(2L)"
+        "fan_in",
+        "fan_in: N(0, 1/fan_in), embeddings N(0, 1) | gpt2: N(0, init_std^2), out-proj / sqrt(2L) | mimetic: "
+        "fan_in, then per head W_q^T W_k = alpha Z + beta I and W_o W_v = alpha' Z' - beta' I (Z, Z' i.i.d. "
+        "N(0, 1/d); the top head-size singular directions when a head is narrower than d)",
     )
     init_std: float = param(0.02, "gpt2 init only (> 0)")
+    mimetic_qk: tuple[float, float] = param(
+        (0.7, 0.7), "mimetic init: (alpha, beta) of W_q^T W_k = alpha Z + beta I", minimum=0.0, omit_at_default=True
+    )
+    mimetic_vo: tuple[float, float] = param(
+        (0.4, 0.4), "mimetic init: (alpha', beta') of W_o W_v = alpha' Z' - beta' I", minimum=0.0, omit_at_default=True
+    )
     dtype: DType = param("float32", "float64 | float32 | bfloat16 | float16")
     seed: int = param(0, "the initial weights are a function of this seed only", minimum=0)
 
@@ -247,6 +258,10 @@ class ModelConfig(BaseConfig):
             )
             raise ValueError(f"pos 'rope' needs an even head size, got {got}")
         check_float("init_std", self.init_std, minimum=0.0, strict_minimum=True)
+        defaults = {s.name: s.default for s in self.field_specs()}
+        for name in ("mimetic_qk", "mimetic_vo"):
+            if self.init != "mimetic" and getattr(self, name) != defaults[name]:
+                raise ValueError(f"{name} is only used with init 'mimetic', got init={self.init!r}")
         self._validate_recurrent()
 
     def _validate_recurrent(self) -> None:
@@ -498,7 +513,8 @@ class Attention(nn.Module):
     scores = scale * q k^T (+ ssmax factor) (+ bias), masked entries -inf   -> hook_attn_scores (B, H, T, T)
     pattern: softmax/ssmax/uniform -> softmax(scores); sigmoid -> sigmoid(scores + b) on the support;
              sparsemax -> sparsemax(scores) (exact zeros); k_interval -> softmax with a K-value grid of the
-             exponential; linear -> scores on the support, 0 elsewhere (no normalisation)   -> hook_pattern
+             exponential; sa_softmax -> scores * softmax(scores) (SA-Softmax: signed weights, no vanishing
+             gradient); linear -> scores on the support, 0 elsewhere (no normalisation)   -> hook_pattern
     For every kernel a bias of -inf hides a key (e.g. the query token from itself in ICL layouts).
     ``rel_pos = R``: a learned per-head bias ``b_h[i - j]`` (parameter ``rel_bias``, zeros at init) joins the
     logits with ``attn_bias``. ``kv_shift``: keys and values are replaced by ``a1 k_t + a2 k_(t-1)`` and
@@ -602,20 +618,26 @@ class Attention(nn.Module):
             scores.add_(self.rel_bias_rows(r0, r1, K)[None])
         rows = None if whole else (r0, r1)
         scores = self.hook_attn_scores(self._mask_rows(scores, r0, r1, K), rows)
-        if c.attention in ("softmax", "ssmax", "uniform"):
-            pattern = torch.softmax(scores, dim=-1)
-        elif c.attention == "sigmoid":
-            pattern = torch.sigmoid(scores + c.sigmoid_bias)  # sigmoid(-inf) = 0 off the support
-        elif c.attention == "sparsemax":
-            pattern = sparsemax(scores)
-        elif c.attention == "k_interval":
-            pattern = k_interval_softmax(scores, c.k_interval, c.k_interval_mode)
-        else:  # linear: a logit of -inf (the mask, or a -inf bias) means "this key is not seen"
-            pattern = torch.where(
-                scores == float("-inf"), torch.zeros((), dtype=scores.dtype, device=qh.device), scores
-            )
-        pattern = self.hook_pattern(pattern, rows)
+        pattern = self.hook_pattern(self.kernel(scores), rows)
         return pattern @ vh[:, :, :K]  # (B, H, r, dh)
+
+    def kernel(self, scores: torch.Tensor) -> torch.Tensor:
+        """The pattern of ``scores`` (..., K) under this module's attention kernel, row by row over the last axis; a
+        logit of ``-inf`` (the mask, or a ``-inf`` bias) is a key the row does not see, weight 0."""
+        c = self.cfg
+        if c.attention in ("softmax", "ssmax", "uniform"):
+            return torch.softmax(scores, dim=-1)
+        if c.attention == "sigmoid":
+            return torch.sigmoid(scores + c.sigmoid_bias)  # sigmoid(-inf) = 0 off the support
+        if c.attention == "sparsemax":
+            return sparsemax(scores)
+        if c.attention == "k_interval":
+            return k_interval_softmax(scores, c.k_interval, c.k_interval_mode)
+        unseen = scores == float("-inf")
+        zero = torch.zeros((), dtype=scores.dtype, device=scores.device)
+        if c.attention == "sa_softmax":  # z * softmax(z): 0 where unseen (not -inf * 0)
+            return torch.where(unseen, zero, scores * torch.softmax(scores, dim=-1))
+        return torch.where(unseen, zero, scores)  # linear
 
     def rel_bias_rows(self, r0: int, r1: int, K: int) -> torch.Tensor:
         """(H, r1 - r0, K): the relative-position bias ``b_h[i - j]`` of query rows ``r0:r1`` and keys ``:K``,
@@ -831,6 +853,31 @@ class Block(nn.Module):
 # ------------------------------------------------------------------------------------------------
 # The model
 # ------------------------------------------------------------------------------------------------
+def mimetic_heads(attn: nn.Module, c: ModelConfig, gen: torch.Generator) -> None:
+    """Mimetic initialisation (Trockman & Kolter 2023) of one attention module, per head h, drawing from ``gen``:
+    ``W_q^h^T W_k^h`` is the best rank-``dh`` factorisation of ``alpha Z + beta I`` and ``W_o^h W_v^h`` that of
+    ``alpha' Z' - beta' I`` (``Z`` i.i.d. N(0, 1/d); ``M = U S V^T`` split as ``sqrt(S)`` on each side). With one
+    head of width d the products are exact."""
+    d, H = c.d_model, c.n_heads
+    dh = attn.W_q.out_features // H
+
+    def factor(alpha: float, beta: float) -> tuple[torch.Tensor, torch.Tensor]:
+        Z = torch.randn(d, d, generator=gen, dtype=torch.float64) / math.sqrt(d)
+        U, S, Vh = torch.linalg.svd(alpha * Z + beta * torch.eye(d, dtype=torch.float64))
+        root = S[:dh].sqrt()
+        return U[:, :dh] * root, root[:, None] * Vh[:dh]  # (d, dh), (dh, d)
+
+    (a_qk, b_qk), (a_vo, b_vo) = c.mimetic_qk, c.mimetic_vo
+    for h in range(H):
+        rows = slice(h * dh, (h + 1) * dh)
+        left, right = factor(a_qk, b_qk)  # W_q^T W_k = left @ right
+        attn.W_q.weight[rows].copy_(left.T.to(attn.W_q.weight.dtype))
+        attn.W_k.weight[rows].copy_(right.to(attn.W_k.weight.dtype))
+        left, right = factor(a_vo, -b_vo)  # W_o W_v = left @ right
+        attn.W_o.weight[:, rows].copy_(left.to(attn.W_o.weight.dtype))
+        attn.W_v.weight[rows].copy_(right.to(attn.W_v.weight.dtype))
+
+
 class TinyTransformer(nn.Module):
     """Decoder-only transformer built from a :class:`ModelConfig`; weights are a function of ``cfg.seed``.
 
@@ -911,6 +958,10 @@ class TinyTransformer(nn.Module):
                     draw(m.weight, std)
                     if m.bias is not None:
                         m.bias.zero_()
+            if c.init == "mimetic":
+                for m in self.modules():
+                    if isinstance(m, (Attention, RecurrentAttention)):
+                        mimetic_heads(m, c, gen)
 
     # ---------------------------------------------------------------------------------------------
     @property

@@ -100,6 +100,8 @@ def test_key_changes_with_every_model_field():
         "feature_map": "elu1",
         "loop_unit": "block",
         "k_interval_mode": "round",
+        "mimetic_qk": (0.0, 1.0),
+        "mimetic_vo": (0.0, 1.0),
     }
     # fields only valid together with others: the extra changes that make the changed value valid
     needs = {
@@ -113,6 +115,8 @@ def test_key_changes_with_every_model_field():
         "n_features": {"attention": "recurrent", "feature_map": "favor"},
         "state_norm": {"attention": "recurrent", "feature_map": "elu1"},
         "loop_unit": {"loops": 2},
+        "mimetic_qk": {"init": "mimetic"},
+        "mimetic_vo": {"init": "mimetic"},
     }
     base = checkpoint_key(MODEL, TASK, TRAIN, trainer_version=V)
     seen = set()

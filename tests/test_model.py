@@ -183,6 +183,11 @@ def test_attention_kernels_match_their_definitions():
     q, k, scores, pattern = _pattern_and_scores(ModelConfig(attention="linear", **base), x)
     torch.testing.assert_close(pattern, 0.7 * q @ k.transpose(-1, -2) * causal, **EXACT)
 
+    q, k, scores, pattern = _pattern_and_scores(ModelConfig(attention="sa_softmax", **base), x)
+    logits = (0.7 * q @ k.transpose(-1, -2)).masked_fill(~causal, float("-inf"))
+    expected = torch.where(causal, logits.masked_fill(~causal, 0.0) * torch.softmax(logits, -1), 0.0)
+    torch.testing.assert_close(pattern, expected, **EXACT)
+
 
 @pytest.mark.parametrize("attention", ["softmax", "linear", "sigmoid", "ssmax", "uniform"])
 def test_a_minus_infinity_bias_hides_a_key_for_every_kernel(attention):
@@ -292,6 +297,29 @@ def test_initialisation_statistics_follow_the_config():
     assert abs(w.std().item() * 16 - 1) < 0.015
     m = TinyTransformer(ModelConfig(d_model=256, n_layers=2, init="gpt2", init_std=0.02, **F64))
     assert abs(m.blocks[0].attn.W_o.weight.std().item() / (0.02 / 2) - 1) < 0.015
+
+
+def test_mimetic_init_sets_each_heads_products_and_keeps_the_other_weights():
+    base = dict(d_model=16, n_layers=2, **F64)
+    one = TinyTransformer(ModelConfig(n_heads=1, init="mimetic", mimetic_qk=(0.0, 0.9), mimetic_vo=(0.0, 0.6), **base))
+    eye = torch.eye(16, dtype=torch.float64)
+    with torch.no_grad():
+        for b in one.blocks:  # alpha = 0: the products are exactly beta I and -beta' I
+            torch.testing.assert_close(b.attn.W_q.weight.T @ b.attn.W_k.weight, 0.9 * eye, rtol=0, atol=1e-12)
+            torch.testing.assert_close(b.attn.W_o.weight @ b.attn.W_v.weight, -0.6 * eye, rtol=0, atol=1e-12)
+    plain = TinyTransformer(ModelConfig(n_heads=1, **base))
+    assert torch.equal(one.blocks[1].mlp.W_in.weight, plain.blocks[1].mlp.W_in.weight)  # drawn before the heads
+    four = TinyTransformer(
+        ModelConfig(n_heads=4, init="mimetic", **base)
+    )  # heads of 4: rank-4 factors of 0.7 Z + 0.7 I
+    a = four.blocks[0].attn
+    with torch.no_grad():
+        M = a.W_q.weight[:4].T @ a.W_k.weight[:4]
+    assert torch.linalg.matrix_rank(M) == 4
+    with pytest.raises(ValueError, match="mimetic_qk is only used with init 'mimetic'"):
+        ModelConfig(mimetic_qk=(0.1, 0.2))
+    with pytest.raises(ValueError, match="mimetic_vo"):
+        ModelConfig(init="mimetic", mimetic_vo=(-1.0, 0.2))
 
 
 def test_determinism_same_seed_same_bits_other_seed_differs():

@@ -13,7 +13,7 @@ import torch
 from analysis.ledger import Ledger
 from probes import softmax_alternatives as sa
 from probes.base import run_probe
-from probes.softmax_alternatives import k_interval, memory, sparse
+from probes.softmax_alternatives import jacobian, k_interval, memory, mimetic, sparse
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +34,13 @@ def test_smoke_claims_wait_for_the_full_preset(tmp_path, monkeypatch):
     ):
         assert by_status.pop(name) == "pass", name
     assert set(by_status.values()) == {"not_evaluated"}
-    assert {c.seed for c in r.checks} == {sa.SEED_SLOTS, sa.SEED_SPARSE, sa.SEED_INTERVAL}
+    assert {c.seed for c in r.checks} == {
+        sa.SEED_SLOTS,
+        sa.SEED_SPARSE,
+        sa.SEED_INTERVAL,
+        sa.SEED_MIMETIC,
+        sa.SEED_JACOBIAN,
+    }
     assert r.data["memory_moment"].dims == ("activation", "slots", "memory_seed")
 
 
@@ -50,11 +56,21 @@ def test_full_claims_pass_with_the_other_activation_outside_the_band(full):
         "k_interval_round_error_bound",
         "k_interval_interpolate_error_order",
         "k_interval_round_error_order",
+        "mimetic_self_weight",
+        "softmax_jacobian_vs_scale",
+        "sa_softmax_jacobian_vs_scale",
     }
     for c in by_name.values():
         assert c.status == "pass", (c.name, c.status, c.measured, c.expected)
         if c.role == "prediction":  # every part's band is over its own independent seeds
-            seeds = {"memory": "memory_seeds", "sparsemax": "sparse_seeds", "k_interval": "interval_seeds"}
+            seeds = {
+                "memory": "memory_seeds",
+                "sparsemax": "sparse_seeds",
+                "k_interval": "interval_seeds",
+                "mimetic": "mimetic_seeds",
+                "softmax_jacobian": "jacobian_seeds",
+                "sa_softmax_jacobian": "jacobian_seeds",
+            }
             assert c.tolerance["n"] == getattr(full.config, next(v for k, v in seeds.items() if c.name.startswith(k)))
     assert by_name["memory_relu_slot_slope"].expected == pytest.approx(1.0, abs=1e-12)
     assert by_name["memory_softmax_slot_slope"].expected < -0.9
@@ -116,6 +132,10 @@ def test_planted_wrong_numbers_fail_the_claims(full):
         ({"sparse_keys": (64, 16)}, "sparse_keys"),
         ({"sparse_keys": (1, 16)}, "sparse_keys"),
         ({"interval_ks": (64, 128)}, "interval_ks"),
+        ({"mimetic_betas": (1.0, 0.5)}, "mimetic_betas must be strictly increasing"),
+        ({"jacobian_scales": (64.0, 16.0)}, "jacobian_scales must be strictly increasing"),
+        ({"jacobian_keys": 1}, "jacobian_keys"),
+        ({"mimetic_tokens": 1}, "mimetic_tokens"),
     ],
 )
 def test_bad_configs_are_refused_by_name(over, match):
@@ -160,3 +180,51 @@ def test_interpolation_at_the_rounding_order_fails_its_claim(full):
     led = Ledger(sa.NAME, preset="full")
     k_interval.claims(led, (dataclasses.replace(full, data=data),))
     assert led["k_interval_interpolate_error_bound"].status == "fail"
+
+
+def test_mimetic_layer_has_the_product_and_the_logit_law_it_is_judged_by():
+    """The zoo's init="mimetic" gives W_q^T W_k = alpha Z + beta I exactly (one head of width d); a row's own logit is
+    c x^T M x and its logits on fresh Gaussian keys have the std s_i the prediction uses."""
+    cfg = sa.Config.preset("full", mimetic_width=8)
+    model = mimetic.mimetic_model(cfg, 0.0, seed=4)  # alpha Z alone
+    with_eye = mimetic.mimetic_model(cfg, 1.5, seed=4)  # the same Z plus 1.5 I
+    attn, attn2 = model.blocks[0].attn, with_eye.blocks[0].attn
+    M0 = (attn.W_q.weight.T @ attn.W_k.weight).detach()
+    M1 = (attn2.W_q.weight.T @ attn2.W_k.weight).detach()
+    torch.testing.assert_close(M1 - M0, 1.5 * torch.eye(8, dtype=torch.float64), rtol=0, atol=1e-12)
+    assert float(M0.std()) == pytest.approx(cfg.mimetic_alpha / math.sqrt(8), rel=0.3)
+    x = torch.randn(1, 1, 8, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
+    a, s = mimetic.row_logits(with_eye, x)
+    c = with_eye.config.scale
+    assert a[0, 0] == pytest.approx(float(c * x[0, 0] @ M1 @ x[0, 0]), rel=1e-12)
+    keys = torch.randn(200_000, 8, generator=torch.Generator().manual_seed(3), dtype=torch.float64)
+    with torch.no_grad():
+        logits = c * (keys @ M1.T @ x[0, 0])
+    assert float(logits.std()) == pytest.approx(float(s[0, 0]), rel=0.01)
+
+
+def test_jacobian_is_autograd_through_the_zoos_kernels():
+    cfg = sa.Config.preset("full")
+    z = torch.randn(5, 7, generator=torch.Generator().manual_seed(1), dtype=torch.float64) * 10
+    p = torch.softmax(z, -1)
+    J = torch.diag_embed(p) - p[:, :, None] * p[:, None, :]
+    for kernel, want in (("softmax", J), ("sa_softmax", torch.diag_embed(p) + z[:, :, None] * J)):
+        model = jacobian.jacobian_model(cfg, kernel, 16.0, seed=0)
+        got = jacobian.kernel_jacobian_norms(model, z)
+        torch.testing.assert_close(got, want.flatten(1).norm(dim=1), rtol=1e-12, atol=1e-15)
+    scores = torch.arange(9.0).reshape(1, 3, 3)
+    assert jacobian.off_diagonal(scores).tolist() == [[1.0, 2.0], [3.0, 5.0], [6.0, 7.0]]
+
+
+def test_planted_mean_field_self_weights_and_vanishing_sa_gradients_fail(full):
+    data = full.data.copy(deep=True)
+    data["mimetic_self_weight"].values[:] = data["mimetic_self_weight_mean_field"].values
+    soft = data["jacobian_norm_theory"].sel(jacobian_kernel="softmax").values
+    data["jacobian_norm"].loc[{"jacobian_kernel": "sa_softmax"}] = soft  # SA-Softmax vanishing like softmax
+    led = Ledger(sa.NAME, preset="full")
+    planted = (dataclasses.replace(full, data=data),)
+    mimetic.claims(led, planted)
+    jacobian.claims(led, planted)
+    assert led["mimetic_self_weight"].status == "fail"
+    assert led["sa_softmax_jacobian_vs_scale"].status == "fail"
+    assert led["softmax_jacobian_vs_scale"].status == "pass"

@@ -335,6 +335,20 @@ CAPS: dict[str, dict[str, Cap]] = {
         "interval_len": Cap(hi=16),
         "interval_batch": Cap(hi=2),
         "interval_seeds": Cap(hi=3),
+        # mimetic_seeds x len(mimetic_betas) one-head layers over mimetic_batch sequences of mimetic_tokens, and a
+        # 1-D quadrature per row
+        "mimetic_betas": Cap(hi=4.0, max_len=2),
+        "mimetic_width": Cap(hi=8),
+        "mimetic_tokens": Cap(hi=8),
+        "mimetic_batch": Cap(hi=1),
+        "mimetic_seeds": Cap(hi=3),
+        # jacobian_seeds x (1 + 2 len(jacobian_scales)) one-head layers over jacobian_batch sequences of
+        # jacobian_keys + 1 tokens, a (keys x keys) Jacobian per row
+        "jacobian_scales": Cap(hi=256.0, max_len=2),
+        "jacobian_width": Cap(hi=8),
+        "jacobian_keys": Cap(hi=8),
+        "jacobian_batch": Cap(hi=1),
+        "jacobian_seeds": Cap(hi=3),
     },
 }
 

@@ -174,8 +174,86 @@ def test_k_interval_l1_bound_holds_and_is_the_ratio_range(mode):
         (lambda: th.k_interval_weights(np.zeros(3), 4, "floor"), "mode must be one of"),
         (lambda: th.k_interval_weights(np.zeros(3), 0, "round"), "K"),
         (lambda: th.k_interval_l1_bound(-0.1, "round"), "h must be >= 0"),
+        (lambda: th.mimetic_self_weight(0, 1.0, 1.0), "n"),
+        (lambda: th.mimetic_self_weight(8, 1.0, -1.0), "s must lie in"),
+        (lambda: th.two_key_jacobian_norm("sparsemax", 8.0, 8), "kernel must be one of"),
+        (lambda: th.two_key_jacobian_norm("softmax", 0.0, 8), "scale must be > 0"),
+        (lambda: th.jacobian_limit("softmax", 1), "n"),
     ],
 )
 def test_bad_input_names_the_parameter(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+# --- section 4: mimetic initialisation -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("n", "a", "s"), [(16, 2.0, 1.0), (64, 4.0, 2.0), (8, 0.5, 0.3), (64, 0.0, 1.5)])
+def test_self_weight_matches_monte_carlo_and_sits_above_the_mean_field(n, a, s):
+    rng = np.random.default_rng(7)
+    z = rng.normal(0.0, s, (200_000, n - 1))
+    w = 1.0 / (1.0 + np.exp(z - a).sum(1))
+    exact = float(th.mimetic_self_weight(n, a, s))
+    assert exact == pytest.approx(w.mean(), abs=5 * w.std() / math.sqrt(w.size))
+    assert float(th.mimetic_self_weight_jensen(n, a, s)) <= exact  # Jensen: 1/(1 + x) is convex
+
+
+@pytest.mark.parametrize(("a", "s"), [(0.0, 0.5), (1.5, 1.0), (3.0, 2.5)])
+def test_two_tokens_self_weight_is_a_logistic_normal_integral(a, s):
+    def f(x: float) -> float:
+        return math.exp(-x * x / 2) / math.sqrt(2 * math.pi) / (1.0 + math.exp(s * x - a))
+
+    ref = integrate.quad(f, -40.0, 40.0, epsabs=1e-14, epsrel=1e-13, limit=400)[0]
+    assert float(th.mimetic_self_weight(2, a, s)) == pytest.approx(ref, abs=QUAD_TOL)
+
+
+def test_self_weight_limits_and_broadcasting():
+    assert float(th.mimetic_self_weight(1, 0.3, 1.0)) == 1.0
+    assert float(th.mimetic_self_weight(10, 0.7, 0.0)) == pytest.approx(1 / (1 + 9 * math.exp(-0.7)), rel=1e-14)
+    both = th.mimetic_self_weight(32, np.array([1.0, 3.0]), np.array([0.5, 1.0]))
+    np.testing.assert_allclose(both, [th.mimetic_self_weight(32, 1.0, 0.5), th.mimetic_self_weight(32, 3.0, 1.0)])
+    assert both[1] > both[0]
+    # the weight rises with the own logit and falls with the other keys' spread at fixed mean-field exponent
+    assert th.mimetic_self_weight(32, 2.0, 1.0) < th.mimetic_self_weight(32, 2.5, 1.0)
+
+
+# --- section 5: the kernel's Jacobian against the logit scale -----------------------------------------------------
+
+
+def _jacobian_norms_mc(n: int, scale: float, rows: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Frobenius norms of softmax's and SA-Softmax's Jacobians on ``rows`` rows of n i.i.d. N(0, scale^2) logits,
+    from the closed Jacobians ``diag(p) - p p^T`` and ``diag(p) + diag(z) (diag(p) - p p^T)``."""
+    z = scale * np.random.default_rng(seed).standard_normal((rows, n))
+    p = np.exp(z - z.max(1, keepdims=True))
+    p /= p.sum(1, keepdims=True)
+    J = np.einsum("ri,ij->rij", p, np.eye(n)) - p[:, :, None] * p[:, None, :]
+    Js = np.einsum("ri,ij->rij", p, np.eye(n)) + z[:, :, None] * J
+    return np.linalg.norm(J, axis=(1, 2)), np.linalg.norm(Js, axis=(1, 2))
+
+
+@pytest.mark.parametrize("scale", [16.0, 64.0])
+def test_two_key_law_matches_monte_carlo_at_large_scale(scale):
+    soft, sa_ = _jacobian_norms_mc(16, scale, 200_000, seed=int(scale))
+    for kernel, v in (("softmax", soft), ("sa_softmax", sa_)):
+        law = float(th.two_key_jacobian_norm(kernel, scale, 16))
+        se = v.std() / math.sqrt(v.size)
+        assert law == pytest.approx(v.mean(), abs=4 * se + 0.005 * law), kernel  # + the neglected third keys
+
+
+def test_two_key_law_tends_to_its_limits():
+    n = 32
+    s = np.array([1e3, 1e4])
+    soft = s * th.two_key_jacobian_norm("softmax", s, n)
+    sa_ = th.two_key_jacobian_norm("sa_softmax", s, n)
+    assert soft[1] == pytest.approx(th.jacobian_limit("softmax", n), rel=1e-3)
+    assert sa_[1] == pytest.approx(th.jacobian_limit("sa_softmax", n), rel=1e-3)
+    assert abs(soft[1] - th.jacobian_limit("softmax", n)) < abs(soft[0] - th.jacobian_limit("softmax", n))
+    # f_delta(0) for n = 2: the difference of two N(0, 1) is N(0, 2), folded: 2 / sqrt(4 pi)
+    assert th.jacobian_limit("softmax", 2) == pytest.approx(1.0 / math.sqrt(math.pi), rel=1e-12)
+
+
+def test_median_top_gap_matches_monte_carlo():
+    x = np.sort(np.random.default_rng(3).standard_normal((200_000, 32)), axis=1)
+    gap = x[:, -1] - x[:, -2]
+    assert th.median_top_gap(32) == pytest.approx(float(np.median(gap)), abs=0.005)

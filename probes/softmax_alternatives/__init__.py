@@ -25,19 +25,41 @@ Carlo and exact cases); the zoo's ``activation="softmax"`` (softmax over an MLP'
    ``r(h) - 1 ~ h^2/8`` interpolated, ``h = (max - min)/K``), and the mean error's order in K (-1 and -2, each the
    other's alternative).
 
+4. Mimetic initialisation (seed 000#115). The same kind of random softmax layer with the zoo's ``init="mimetic"``
+   (``W_q^T W_k = alpha Z + beta I``) over n Gaussian tokens, each row seeing all of them: the mean weight of a token
+   on itself, per beta, against the exact quadrature at each row's own logit ``a_i`` and the std ``s_i`` of its
+   others (given the weights and the query they are i.i.d. N(0, s_i^2)); the alternatives: a random product (the
+   own logit like any other) and, at the largest beta, the mean-field formula ``1/(1 + (n - 1) e^{s^2/2 - a})``
+   (Jensen's lower bound).
+5. The kernel's Jacobian (seed 000#23). A random layer with the diagonal hidden (each row sees n keys, i.i.d. logits
+   given the query) at logit scales s: the mean Frobenius norm of the Jacobian of the zoo's kernel on the row's
+   logits (autograd), softmax and ``attention="sa_softmax"`` (``z * softmax(z)``), against the two-key law at each
+   row's effective scale ``s sigma_i`` (softmax's mean falls like 1/s, SA-Softmax's stays of order 1); the
+   alternatives: the typical row's ``e^{-s delta}`` (softmax) and softmax's law (SA-Softmax).
+
 Replicates: memory (layer) i draws its inputs and weights from :func:`analysis.evidence.replicate_seed` ``(seed, i)``;
 every claim takes its 95% Student-t band from the spread of the per-memory values (:mod:`analysis.evidence`).
 
 The probe is a package of parts (:mod:`probes.parts`), one module each, in the order of their claims: ``memory``,
-``sparse`` and ``k_interval``; ``models`` holds the random layer they share and ``config`` the configuration.
+``sparse``, ``k_interval``, ``mimetic`` and ``jacobian``; ``models`` holds the random layer they share and
+``config`` the configuration.
 """
 
 from __future__ import annotations
 
 from probes.base import Result
 from probes.parts import part_of, probe_functions
-from probes.softmax_alternatives import k_interval, memory, sparse
-from probes.softmax_alternatives.config import NAME, SEED_INTERVAL, SEED_SLOTS, SEED_SPARSE, SOURCE, Config
+from probes.softmax_alternatives import jacobian, k_interval, memory, mimetic, sparse
+from probes.softmax_alternatives.config import (
+    NAME,
+    SEED_INTERVAL,
+    SEED_JACOBIAN,
+    SEED_MIMETIC,
+    SEED_SLOTS,
+    SEED_SPARSE,
+    SOURCE,
+    Config,
+)
 from probes.softmax_alternatives.memory import ACTIVATIONS, memory_model, predicted_moment, sphere_inputs
 
 DESCRIPTION = (
@@ -45,10 +67,10 @@ DESCRIPTION = (
     "initialisation), sparsemax's isolation of a planted key among random ones and K-interval softmax's error, "
     "against closed forms and bounds."
 )
-VERSION = "3"
+VERSION = "4"
 REQUIRES = None  # builds its own models
 
-PARTS = tuple(part_of(m) for m in (memory, sparse, k_interval))
+PARTS = tuple(part_of(m) for m in (memory, sparse, k_interval, mimetic, jacobian))
 
 # run(config, model=None, progress=True) and check_claims(result): the one form of a probe made of parts;
 # tiny float64 models measure on one thread (fastest, and it fixes the reduction order)
@@ -62,6 +84,8 @@ __all__ = [
     "PARTS",
     "REQUIRES",
     "SEED_INTERVAL",
+    "SEED_JACOBIAN",
+    "SEED_MIMETIC",
     "SEED_SLOTS",
     "SEED_SPARSE",
     "SOURCE",

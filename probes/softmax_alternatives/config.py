@@ -10,6 +10,8 @@ NAME = "softmax_alternatives"
 SEED_SLOTS = "000#40"  # Shen et al. 2023: ReLU against softmax key-value memories
 SEED_SPARSE = "000#29"  # sparse (alpha-entmax) attention assigns exact zeros to irrelevant tokens
 SEED_INTERVAL = "000#16"  # K-interval attention: the exponential from K + 1 grid values
+SEED_MIMETIC = "000#115"  # mimetic initialisation: W_q W_k^T near the identity
+SEED_JACOBIAN = "000#23"  # SA-Softmax: z * softmax(z) against softmax's vanishing gradient
 SOURCE = "analysis/theory/softmax_alternatives.py"
 MAX_SLOTS = 65536
 
@@ -28,6 +30,13 @@ class Config(ProbeConfig):
             "interval_len": 33,
             "interval_batch": 2,
             "interval_seeds": 2,
+            "mimetic_betas": (0.5, 2.0),
+            "mimetic_tokens": 16,
+            "mimetic_batch": 1,
+            "mimetic_seeds": 2,
+            "jacobian_scales": (16.0, 64.0),
+            "jacobian_batch": 8,
+            "jacobian_seeds": 2,
         },
         "full": {},
     }
@@ -95,6 +104,51 @@ class Config(ProbeConfig):
         maximum=64,
     )
 
+    # --- mimetic initialisation (000#115) ----------------------------------------------------------
+    mimetic: bool = param(True, "measure each token's weight on itself in a layer with mimetic initialisation")
+    mimetic_betas: tuple[float, ...] = param(
+        (0.25, 0.5, 1.0, 1.5, 2.0),
+        "beta of W_q^T W_k = alpha Z + beta I (the zoo's init='mimetic'), strictly increasing",
+        minimum=0.0,
+        maximum=4.0,
+    )
+    mimetic_alpha: float = param(
+        0.7, "alpha of W_q^T W_k = alpha Z + beta I (Trockman & Kolter's 0.7)", minimum=0.0, maximum=2.0
+    )
+    mimetic_width: int = param(
+        16,
+        "width d of the random attention layer (one head; >= 4 keeps each row's logit spread within the quadrature's "
+        "range)",
+        minimum=4,
+        maximum=256,
+    )
+    mimetic_tokens: int = param(64, "Gaussian tokens n per sequence (each row sees all, itself included)", minimum=2)
+    mimetic_batch: int = param(8, "sequences per layer and beta", minimum=1, maximum=1024)
+    mimetic_seeds: int = param(
+        5,
+        "independent layers (replicate seeds: Z and tokens, shared by every beta); their spread is the claims' band",
+        minimum=2,
+        maximum=64,
+    )
+
+    # --- the kernel's Jacobian against the logit scale (000#23) ----------------------------------------
+    jacobian: bool = param(True, "measure the Jacobian of softmax and SA-Softmax against the logit scale")
+    jacobian_scales: tuple[float, ...] = param(
+        (16.0, 32.0, 64.0, 128.0),
+        "logit scales s (logits s q . k / sqrt(d)), strictly increasing; the two-key law needs s sigma >~ 8",
+        minimum=1.0,
+        maximum=1e4,
+    )
+    jacobian_width: int = param(16, "width d of the random attention layer (one head)", minimum=1, maximum=256)
+    jacobian_keys: int = param(32, "keys n each row sees (the n + 1 tokens but itself)", minimum=2, maximum=1024)
+    jacobian_batch: int = param(64, "sequences of n + 1 Gaussian tokens per layer (each row one query)", minimum=1)
+    jacobian_seeds: int = param(
+        5,
+        "independent random layers (replicate seeds: weights and tokens); their spread is the claims' band",
+        minimum=2,
+        maximum=64,
+    )
+
     def validate(self) -> None:
         super().validate()
         slots = self.memory_slots
@@ -103,6 +157,10 @@ class Config(ProbeConfig):
         ks = self.interval_ks
         if len(ks) < 3 or any(b <= a for a, b in zip(ks, ks[1:], strict=False)):
             raise ValueError(f"interval_ks must be strictly increasing with at least 3 values, got {ks}")
+        for name in ("mimetic_betas", "jacobian_scales"):
+            v = getattr(self, name)
+            if any(b <= a for a, b in zip(v, v[1:], strict=False)):
+                raise ValueError(f"{name} must be strictly increasing, got {v}")
         keys = self.sparse_keys
         if any(b <= a for a, b in zip(keys, keys[1:], strict=False)):
             raise ValueError(f"sparse_keys must be strictly increasing, got {keys}")
