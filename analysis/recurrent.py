@@ -118,6 +118,29 @@ def recurrent_scan(
     return torch.stack(out, dim=2), S
 
 
+def momentum_delta_scan(
+    k: torch.Tensor, v: torch.Tensor, *, beta: float, mu: float, state: torch.Tensor | None = None
+) -> torch.Tensor:
+    """The delta rule with momentum (Momentum DeltaNet, 003#112), sequentially: with ``M_0 = 0``,
+
+        M_t = mu M_{t-1} + beta (v_t - S_{t-1} k_t) k_t^T,      S_t = S_{t-1} + M_t,
+
+    heavy-ball online SGD on ``|S k_t - v_t|^2 / 2``; ``mu = 0`` is the delta rule (:func:`recurrent_scan`). ``k``
+    (B, T, dk), ``v`` (B, T, dv), ``state`` the initial ``S_0`` (B, dv, dk; zeros if None). Returns every state
+    ``S_0 .. S_T`` (B, T + 1, dv, dk). The sequential form only: it is not (yet) a mixer of the zoo."""
+    B, T, dk = k.shape
+    S = torch.zeros(B, v.shape[-1], dk, dtype=v.dtype, device=v.device) if state is None else state.clone()
+    M = torch.zeros_like(S)
+    out = [S]
+    for t in range(T):
+        kt = k[:, t]
+        err = v[:, t] - (S @ kt[..., None])[..., 0]  # v_t - S_{t-1} k_t
+        M = mu * M + beta * err[..., :, None] * kt[..., None, :]
+        S = S + M
+        out.append(S)
+    return torch.stack(out, dim=1)
+
+
 def decay_mask(log_alpha: torch.Tensor | None, T: int, like: torch.Tensor) -> torch.Tensor:
     """``Gamma`` (B, H, T, T) or (T, T): ``prod_{r=s+1..t} alpha_r`` for ``s <= t``, 0 above the diagonal."""
     causal = torch.ones(T, T, dtype=torch.bool, device=like.device).tril()

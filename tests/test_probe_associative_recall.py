@@ -10,7 +10,7 @@ import analysis.recurrent as rec
 from analysis.tasks import AssociativeRecall
 from analysis.train import derived_seed
 from probes import associative_recall as ar
-from probes.associative_recall import favor, gated_rnn, linearisation, mqar, power_method, selective
+from probes.associative_recall import favor, gated_rnn, linearisation, momentum, mqar, power_method, selective
 from probes.base import run_probe
 
 
@@ -46,6 +46,7 @@ def test_smoke_claims_pass_and_the_trained_ones_wait_for_full(smoke):
                 "gated_rnn_over",
                 "selective_copy",
                 "pm_",
+                "momentum_",
             )
         )
     }
@@ -374,3 +375,46 @@ def test_claims_take_the_one_band_policy(smoke):
         "lsa_excess_over_gd_optimum",
         "gated_excess_over_gd_optimum",
     ]
+
+
+def test_momentum_claims_pass_at_full_size_and_fail_on_the_first_order_picture():
+    """Item 9 at the full preset's momentum fields: both regimes follow the exact recurrence; a memory whose mean
+    overlap is the first-order picture's (momentum as a larger step) fails both."""
+    import dataclasses
+
+    from analysis.ledger import Ledger
+
+    full = ar.Config.preset("full")
+    c = _small(**{f: getattr(full, f) for f in momentum.FIELDS})
+    r = ar.run(c, progress=False)
+    led = Ledger("t", preset="full")
+    momentum.claims(led, (r,))
+    for name in [f"momentum_overlap_{regime}" for regime in momentum.REGIMES] + ["momentum_square_error_oscillating"]:
+        claim = led[name]
+        assert claim.status == "pass", (claim.name, claim.measured, claim.expected, claim.tolerance)
+        assert claim.tolerance["n"] == c.momentum_seeds
+    t = momentum.check_step(c)
+    theory = r.data["momentum_overlap_theory"].values
+    assert theory[0, t[0]] < 0 < r.data["momentum_overlap_first_order"].values[0, t[0]]  # the trough is an overshoot
+    data = r.data.copy(deep=True)
+    spread = np.linspace(0.999, 1.001, c.momentum_seeds)
+    data["momentum_overlap"].values[:] = data["momentum_overlap_first_order"].values[..., None] * spread
+    # the mean-field picture of the squared error: |E_t|^2 = r_t^2 |E_0|^2
+    data["momentum_square_error"].values[:] = data["momentum_overlap_theory"].values[..., None] ** 2 * spread
+    led = Ledger("t", preset="full")
+    momentum.claims(led, (dataclasses.replace(r, data=data),))
+    assert {led[f"momentum_overlap_{x}"].status for x in momentum.REGIMES} == {"fail"}
+    assert led["momentum_square_error_oscillating"].status == "fail"
+
+
+@pytest.mark.parametrize(
+    ("over", "match"),
+    [
+        ({"momentum_mus": (0.5, 0.5)}, r"momentum_mus\[0\] must give complex roots"),
+        ({"momentum_mus": (0.9, 0.9)}, r"momentum_mus\[1\] must give real roots"),
+        ({"momentum_beta": 0.0}, "momentum_beta"),
+    ],
+)
+def test_momentum_config_refuses_regimes_that_do_not_hold(over, match):
+    with pytest.raises(ValueError, match=match):
+        ar.Config.preset("full", **over)

@@ -268,6 +268,11 @@ CAPS: dict[str, dict[str, Cap]] = {
         "power_batch": Cap(hi=16),
         "power_seeds": Cap(hi=1),
         "power_eval": Cap(hi=32),
+        # momentum_seeds x 2 scans of momentum_steps writes over momentum_batch sequences of (d x d) states
+        "momentum_d": Cap(hi=8),
+        "momentum_steps": Cap(hi=40),
+        "momentum_batch": Cap(hi=4),
+        "momentum_seeds": Cap(hi=3),
     },
     # cost ~ the K-head construction over construction_batch sequences, taps x train_seeds convolution layers of
     # conv_steps updates on conv_batch sequences of conv_len (T d impulses each), 4 x train_seeds induction

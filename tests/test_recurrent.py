@@ -18,7 +18,15 @@ import torch
 
 from analysis.hooks import run_with_cache
 from analysis.model import ModelConfig, TinyTransformer
-from analysis.recurrent import DECAYS, FEATURE_MAPS, WRITE_RULES, parallel_form, recurrent_scan, unit_rows
+from analysis.recurrent import (
+    DECAYS,
+    FEATURE_MAPS,
+    WRITE_RULES,
+    momentum_delta_scan,
+    parallel_form,
+    recurrent_scan,
+    unit_rows,
+)
 from tests.test_config import MODEL_DEFAULTS, MODEL_VARIANTS
 
 F64 = torch.float64
@@ -248,3 +256,21 @@ def test_new_fields_appear_only_when_set_and_round_trip():
     assert ModelConfig.from_dict(json.loads(json.dumps(d))) == cfg
     old = ModelConfig.from_dict(dict(MODEL_DEFAULTS))  # a stored dict without the new keys
     assert old == ModelConfig() and old.write_rule == "additive" and old.loops == 1
+
+
+def test_momentum_delta_scan_is_the_delta_rule_at_zero_momentum_and_the_heavy_ball_written_out():
+    g = torch.Generator().manual_seed(5)
+    k = unit_rows(torch.randn(3, 6, 4, generator=g, dtype=torch.float64))
+    v = torch.randn(3, 6, 5, generator=g, dtype=torch.float64)
+    states = momentum_delta_scan(k, v, beta=0.7, mu=0.0)
+    beta = torch.full((3, 1, 6), 0.7, dtype=torch.float64)
+    _, final = recurrent_scan(k[:, None], k[:, None], v[:, None], beta=beta)
+    torch.testing.assert_close(states[:, -1], final[:, 0], rtol=0, atol=1e-14)
+    states = momentum_delta_scan(k, v, beta=0.7, mu=0.6)
+    S, M = torch.zeros(3, 5, 4, dtype=torch.float64), torch.zeros(3, 5, 4, dtype=torch.float64)
+    assert torch.equal(states[:, 0], S)
+    for t in range(6):  # M_t = mu M_(t-1) + beta (v_t - S_(t-1) k_t) k_t^T, S_t = S_(t-1) + M_t
+        err = v[:, t] - torch.einsum("bij,bj->bi", S, k[:, t])
+        M = 0.6 * M + 0.7 * torch.einsum("bi,bj->bij", err, k[:, t])
+        S = S + M
+        torch.testing.assert_close(states[:, t + 1], S, rtol=0, atol=1e-14)

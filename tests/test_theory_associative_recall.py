@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from analysis.recurrent import favor_projection, positive_random_features, recurrent_scan
+from analysis.recurrent import favor_projection, momentum_delta_scan, positive_random_features, recurrent_scan
 from analysis.theory import associative_recall as th
 
 K = 5  # standard errors of a Monte Carlo comparison
@@ -125,3 +125,65 @@ def test_linearisation_limit_is_the_tilted_mean():
     est = (w[:, None] * x).sum(0) / w.sum()
     assert np.allclose(est, th.linearisation_limit(M, a), atol=6e-3)
     assert np.allclose(th.linearisation_limit(2 * M, np.stack([a, -a])), [2 * a, -2 * a])
+
+
+@pytest.mark.parametrize(("b", "mu"), [(0.5 / 16, 0.9), (0.5 / 16, 0.5), (0.2, 0.3)])
+def test_momentum_overlap_is_the_mean_of_the_scan(b, mu):
+    """Item 6 is exact in expectation: the scan's mean overlap over many key sequences matches the recurrence
+    within its Monte Carlo error at every step."""
+    d, T, B = 8, 40, 4000
+    g = torch.Generator().manual_seed(11)
+    W = torch.randn(d, d, generator=g, dtype=torch.float64)
+    k = torch.randn(B, T, d, generator=g, dtype=torch.float64)
+    k = k / k.norm(dim=-1, keepdim=True)
+    E = momentum_delta_scan(k, k @ W.T, beta=b * d, mu=mu) - W
+    per = ((E * E[:, :1]).sum((-1, -2)) / (W * W).sum()).numpy()  # (B, T + 1)
+    se = per.std(0, ddof=1) / np.sqrt(B)
+    r = th.momentum_overlap(b, mu, T)
+    assert (np.abs(per.mean(0) - r) <= 5 * se + 1e-12).all()
+
+
+def test_momentum_recurrence_roots_regions_and_limits():
+    b, T = 0.05, 60
+    np.testing.assert_allclose(th.momentum_overlap(b, 0.0, T), th.first_order_overlap(b, T), rtol=1e-13)
+    for mu in (0.3, 0.9):  # closed form through the roots: r_t = A l1^t + B l2^t with r_0 = 1, r_1 = 1 - b
+        l1, l2 = th.momentum_roots(b, mu)
+        A = ((1 - b) - l2) / (l1 - l2)
+        t = np.arange(T + 1)
+        np.testing.assert_allclose(th.momentum_overlap(b, mu, T), (A * l1**t + (1 - A) * l2**t).real, atol=1e-12)
+    assert th.momentum_oscillates(b, 0.9) and not th.momentum_oscillates(b, 0.3)
+    assert th.momentum_overlap(b, 0.9, T).min() < 0 < th.momentum_overlap(b, 0.3, T).min()
+    assert abs(th.momentum_roots(b, 0.9)[0]) == pytest.approx(np.sqrt(0.9), rel=1e-12)  # complex: modulus sqrt(mu)
+    # the same total memory as the first-order picture at the larger step b / (1 - mu)
+    long = th.momentum_overlap(b, 0.9, 4000).sum()
+    assert long == pytest.approx(th.first_order_overlap(b / 0.1, 4000).sum(), rel=1e-9)
+    with pytest.raises(ValueError, match="mu"):
+        th.momentum_overlap(b, 1.5, T)
+
+
+@pytest.mark.parametrize("mu", [0.0, 0.5, 0.9])
+def test_momentum_second_moment_is_the_mean_square_error_of_the_scan(mu):
+    """The second-moment map of item 6 is exact: the scan's mean |E_t|^2 over many key sequences matches it."""
+    d, T, B, beta = 8, 40, 4000, 0.4
+    g = torch.Generator().manual_seed(12)
+    W = torch.randn(d, d, generator=g, dtype=torch.float64)
+    k = torch.randn(B, T, d, generator=g, dtype=torch.float64)
+    k = k / k.norm(dim=-1, keepdim=True)
+    E = momentum_delta_scan(k, k @ W.T, beta=beta, mu=mu) - W
+    per = ((E * E).sum((-1, -2)) / (W * W).sum()).numpy()
+    se = per.std(0, ddof=1) / np.sqrt(B)
+    a = th.momentum_second_moment(beta, d, mu, T)
+    assert (np.abs(per.mean(0) - a) <= 5 * se + 1e-12).all()
+
+
+def test_momentum_second_moment_limits_and_its_own_instability():
+    d, beta, T = 16, 0.5, 50
+    # mu = 0: the delta rule's contraction 1 - beta (2 - beta)/d per write
+    rate0 = 1 - beta * (2 - beta) / d
+    np.testing.assert_allclose(th.momentum_second_moment(beta, d, 0.0, T), rate0 ** np.arange(T + 1), rtol=1e-12)
+    assert th.momentum_second_moment_rate(beta, d, 0.0) == pytest.approx(rate0, rel=1e-12)
+    # mu = 0.9: the mean contracts (|roots| = sqrt(mu)) while the second moment grows
+    assert max(abs(x) for x in th.momentum_roots(beta / d, 0.9)) < 1 < th.momentum_second_moment_rate(beta, d, 0.9)
+    a = th.momentum_second_moment(beta, d, 0.9, 400)
+    assert a[400] / a[399] == pytest.approx(th.momentum_second_moment_rate(beta, d, 0.9), rel=1e-6)
+    assert (th.momentum_second_moment(beta, d, 0.5, T) >= th.momentum_overlap(beta / d, 0.5, T) ** 2 - 1e-15).all()

@@ -55,6 +55,33 @@ r"""Associative recall in a matrix memory: interference, the delta rule's overwr
    e^{|a|^2}/n`` times moments of the same tilted law (order ``e^{2|a|^2}/n`` at most,
    :func:`linearisation_remainder`): the ``n^{-1/2}`` law is asymptotic, and a slope measured where this is
    not small is biased (the measured ``n E|o - M a|^2`` approaches ``C`` from below).
+6. The delta rule with momentum (Momentum DeltaNet, 003#112; :func:`momentum_overlap`). Online regression of a
+   fixed map ``W`` (``v_t = W k_t``, keys uniform on the unit sphere of ``R^d``, ``S_0 = M_0 = 0``) by
+   ``M_t = mu M_{t-1} + beta (v_t - S_{t-1} k_t) k_t^T``, ``S_t = S_{t-1} + M_t``. The error ``E_t = S_t - W``
+   obeys ``E_t = E_{t-1} + M_t``, ``M_t = mu M_{t-1} - beta E_{t-1} k_t k_t^T``; ``k_t`` is independent of
+   ``(E_{t-1}, M_{t-1})`` and ``E[k k^T] = I/d`` exactly, so the means follow, with ``b = beta/d``,
+
+       E[E_t] = r_t E_0,   r_t = (1 + mu - b) r_{t-1} - mu r_{t-2},   r_0 = 1,  r_1 = 1 - b,
+
+   exactly (no large-d limit): a second-order system with roots ``lambda^2 - (1 + mu - b) lambda + mu = 0``,
+   complex (the overlap ``r_t = <E_0, E_t> / |E_0|^2`` in expectation oscillates through zero, with modulus
+   ``sqrt(mu)`` per step) iff ``(1 - sqrt(mu))^2 < b < (1 + sqrt(mu))^2``, real otherwise (two decaying
+   exponentials, no oscillation, for ``b < (1 - sqrt(mu))^2``), and stable iff ``0 < b < 2 (1 + mu)``. The competing
+   first-order picture, momentum as a larger step ``b / (1 - mu)`` (the heavy ball's long-run step; it has the same
+   sum ``sum_t r_t = (1 - mu)/b``), gives ``(1 - b/(1 - mu))^t``, which never changes sign for ``b < 1 - mu``.
+
+   The second moments are exact too (:func:`momentum_second_moment`): with ``P = k k^T`` a projector (``P^2 = P``),
+   every quadratic form of the update is linear in P (``|E P|^2 = tr(E^T E P)``, ``<M, E P>``), so with ``a =
+   E|E|^2``, ``c = E<E, M>``, ``m = E|M|^2`` (all over ``|E_0|^2``; start ``(1, 0, 0)``)::
+
+       m' = mu^2 m - 2 mu beta c / d + beta^2 a / d
+       c' = mu c - beta a / d + m'
+       a' = a + 2 (mu c - beta a / d) + m'
+
+   a linear map whose spectral radius decides whether the memory's error converges. It is not the first moment's:
+   at ``mu = 0.9``, ``beta/d = 1/32`` the mean overlap contracts by ``sqrt(mu) = 0.949`` per write while
+   ``E|E_t|^2`` grows by 1.10 per write (the key noise, amplified by the momentum, outruns the mean's decay); at
+   ``mu = 0`` it is the delta rule's ``1 - beta (2 - beta)/d``.
 """
 
 from __future__ import annotations
@@ -62,6 +89,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
+
+from analysis.validation import check_float, check_int
 
 ROW_ERROR_EXPONENT = -0.5  # d ln RMS / d ln m of a FAVOR+ row (item 4: c / m to leading order)
 
@@ -183,3 +212,69 @@ def mc_linearisation_mse(
     o = (w[..., None] * x).sum(1) / w.sum(-1, keepdims=True) @ np.asarray(M).T
     err = ((o - linearisation_limit(M, a)) ** 2).sum(-1)
     return float(err.mean()), float(err.std(ddof=1) / math.sqrt(reps))
+
+
+def momentum_roots(b: float, mu: float) -> tuple[complex, complex]:
+    """The roots of ``lambda^2 - (1 + mu - b) lambda + mu`` (item 6)."""
+    check_float("b", b, minimum=0.0)
+    check_float("mu", mu, minimum=0.0, maximum=1.0)
+    r = np.roots([1.0, -(1.0 + mu - b), mu])
+    return complex(r[0]), complex(r[1])
+
+
+def momentum_oscillates(b: float, mu: float) -> bool:
+    """Whether the mean overlap of item 6 oscillates: ``(1 - sqrt(mu))^2 < b < (1 + sqrt(mu))^2``."""
+    check_float("b", b, minimum=0.0)
+    check_float("mu", mu, minimum=0.0, maximum=1.0)
+    return (1.0 - math.sqrt(mu)) ** 2 < b < (1.0 + math.sqrt(mu)) ** 2
+
+
+def momentum_overlap(b: float, mu: float, T: int) -> np.ndarray:
+    """``r_0 .. r_T`` of item 6: the mean overlap ``E<E_0, E_t>/|E_0|^2`` of the momentum delta rule's error with its
+    start, ``b = beta / d``."""
+    check_float("b", b, minimum=0.0)
+    check_float("mu", mu, minimum=0.0, maximum=1.0)
+    check_int("T", T, minimum=1)
+    r = np.empty(T + 1)
+    r[0], r[1] = 1.0, 1.0 - b
+    for t in range(2, T + 1):
+        r[t] = (1.0 + mu - b) * r[t - 1] - mu * r[t - 2]
+    return r
+
+
+def first_order_overlap(b: float, T: int) -> np.ndarray:
+    """``(1 - b)^t``, t = 0..T: the delta rule's mean overlap at step ``b`` (item 6's alternative at ``b/(1 - mu)``)."""
+    check_float("b", b, minimum=0.0)
+    check_int("T", T, minimum=1)
+    return (1.0 - b) ** np.arange(T + 1, dtype=np.float64)
+
+
+def _second_moment_map(beta: float, d: int, mu: float) -> np.ndarray:
+    """The 3 x 3 map of ``(a, c, m)`` of item 6's second moments."""
+    m_row = np.array([beta * beta / d, -2.0 * mu * beta / d, mu * mu])
+    c_row = np.array([-beta / d, mu, 0.0]) + m_row
+    a_row = np.array([1.0 - 2.0 * beta / d, 2.0 * mu, 0.0]) + m_row
+    return np.stack([a_row, c_row, m_row])
+
+
+def momentum_second_moment(beta: float, d: int, mu: float, T: int) -> np.ndarray:
+    """``E|E_t|^2 / |E_0|^2``, t = 0..T, of item 6's momentum delta rule (unit keys in R^d, exact)."""
+    check_float("beta", beta, minimum=0.0)
+    check_int("d", d, minimum=1)
+    check_float("mu", mu, minimum=0.0, maximum=1.0)
+    check_int("T", T, minimum=1)
+    A = _second_moment_map(beta, d, mu)
+    state = np.array([1.0, 0.0, 0.0])
+    out = [1.0]
+    for _ in range(T):
+        state = A @ state
+        out.append(state[0])
+    return np.array(out)
+
+
+def momentum_second_moment_rate(beta: float, d: int, mu: float) -> float:
+    """The spectral radius of item 6's second-moment map: ``E|E_t|^2`` grows (> 1) or decays (< 1) like it^t."""
+    check_float("beta", beta, minimum=0.0)
+    check_int("d", d, minimum=1)
+    check_float("mu", mu, minimum=0.0, maximum=1.0)
+    return float(np.abs(np.linalg.eigvals(_second_moment_map(beta, d, mu))).max())

@@ -57,10 +57,17 @@ per-token decay, Gated DeltaNet).
    method on the same prompts (alternative 1: no convergence), its error |v_T - s u_1|^2 after the
    trained T loops the power method's (alternative: the no-LN model's); directions: the no-LN model's
    error after T loops above the power method's and above the LN model's.
+9. The delta rule with momentum (seed 003#112; ``momentum``): online regression of a Gaussian map W (``v_t = W
+   k_t``, unit keys in R^``momentum_d``) by :func:`analysis.recurrent.momentum_delta_scan` with write strength
+   ``momentum_beta`` and two momenta, one with complex roots (oscillating) and one with real roots (damped); the
+   mean overlap ``<E_0, E_t>/|E_0|^2`` of the error with its start over ``momentum_batch`` sequences, ``momentum_seeds``
+   independent memories, against the exact recurrence of theory item 6 at the step where it and the first-order
+   picture (momentum as the larger step ``b/(1 - mu)``, the alternative) differ most.
 
 The probe is a package of parts (:mod:`probes.parts`), one module each, in the order of their claims:
 ``memories`` (item 1), ``overwrite`` (2), ``favor`` (3), ``linearisation`` (5), ``mqar`` (4, when ``training``),
-``gated_rnn`` (6, gate ``gated``), ``selective`` (7, gate ``gated``) and ``power_method`` (8, gate ``power_method``);
+``gated_rnn`` (6, gate ``gated``), ``selective`` (7, gate ``gated``), ``power_method`` (8, gate ``power_method``) and
+``momentum`` (9, gate ``momentum``);
 ``config`` holds the configuration and the replicate seeds.
 """
 
@@ -71,6 +78,7 @@ from probes.associative_recall import (
     gated_rnn,
     linearisation,
     memories,
+    momentum,
     mqar,
     overwrite,
     power_method,
@@ -86,14 +94,17 @@ from probes.parts import part_of, probe_functions
 
 NAME = "associative_recall"
 DESCRIPTION = "Associative recall: additive vs delta-rule memories, FAVOR+ variance, trained MQAR per token mixer."
-VERSION = "6"  # 6: the one band policy (95% Student t; trained claims over five replicate seeds hashed from
+VERSION = "7"  # 7: the momentum delta rule (003#112) joins; 6: the one band policy (95% Student t; trained claims
+# over five replicate seeds hashed from
 # (seed, i)): every band and the trained numbers change; 5: the additive mixer's parallel = recurrent claims
 # cite 003#64 (linear attention as an RNN);
 # 4: in-context PCA by looped linear attention with and without LN (000#45); 3: the gated-RNN = LSA
 # comparison (003#14) and selective copying (003#16)
 REQUIRES = None  # builds its own memories and models
 
-PARTS = tuple(part_of(m) for m in (memories, overwrite, favor, linearisation, mqar, gated_rnn, selective, power_method))
+PARTS = tuple(
+    part_of(m) for m in (memories, overwrite, favor, linearisation, mqar, gated_rnn, selective, power_method, momentum)
+)
 
 
 # run(config, model=None, progress=True) and check_claims(result): the one form of a probe made of parts

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from analysis.evidence import mean_se, replicate_seeds
+from analysis.theory import associative_recall as amt
 from analysis.theory import power_method as pmt
 from probes.base import ProbeConfig, model_param, param
 
@@ -22,6 +23,7 @@ MIXER = {  # ModelConfig fields of each kernel
 SEED_DELTA, SEED_SURVEY = "000#66", "003#8"  # 000#66 is 003#30 (REFERENCES.md)
 SEED_LINEAR_RNN = "003#64"  # linear attention computed as a recurrence (the additive mixer's two forms)
 SEED_GATED_RNN, SEED_SELECTIVE = "003#14", "003#16"
+SEED_MOMENTUM = "003#112"  # Momentum DeltaNet: the momentum recurrence as a second-order system
 SOURCE = "analysis/theory/associative_recall.py"
 GSOURCE = "analysis/theory/gated_recurrence.py"
 GR_MODELS = ("lsa", "gated")  # item 6: one linear self-attention layer, one gated linear recurrence
@@ -58,6 +60,9 @@ class Config(ProbeConfig):
             "power_seeds": 1,
             "power_eval": 200,
             "power_eval_loops": 4,
+            "momentum_steps": 40,
+            "momentum_batch": 8,
+            "momentum_seeds": 2,
         },
         "full": {},
     }
@@ -169,8 +174,40 @@ class Config(ProbeConfig):
         "seed", 0, "memories, features, weights and data; replicate i of a trained item uses replicate_seed(seed, i)"
     )
 
+    # --- the delta rule with momentum (003#112) --------------------------------------------------------------
+    momentum: bool = param(True, "online regression by the momentum delta rule against its second-order recurrence")
+    momentum_d: int = param(16, "key (and value) dimension d of the regressed map", minimum=2, maximum=256)
+    momentum_beta: float = param(0.5, "write strength beta (b = beta/d per write)", minimum=1e-3, maximum=2.0)
+    momentum_mus: tuple[float, float] = param(
+        (0.9, 0.5),
+        "momenta (oscillating, damped): the first with complex roots, (1 - sqrt(mu))^2 < beta/d < (1 + sqrt(mu))^2, "
+        "the second with real ones, beta/d < (1 - sqrt(mu))^2",
+        minimum=0.0,
+        maximum=0.999,
+    )
+    momentum_steps: int = param(120, "writes T per sequence", minimum=4, maximum=10_000)
+    momentum_batch: int = param(256, "key sequences per memory (their mean overlap is one replicate)", minimum=1)
+    momentum_seeds: int = param(
+        5,
+        "independent memories (replicate seeds: map and keys); their spread is the claims' band",
+        minimum=2,
+        maximum=64,
+    )
+
     def validate(self) -> None:
         super().validate()
+        b = self.momentum_beta / self.momentum_d
+        osc, damped = self.momentum_mus
+        if not amt.momentum_oscillates(b, osc):
+            raise ValueError(
+                f"momentum_mus[0] must give complex roots at beta/d = {b:.4g}: (1 - sqrt(mu))^2 < beta/d < "
+                f"(1 + sqrt(mu))^2, got mu = {osc}"
+            )
+        if not b < (1.0 - math.sqrt(damped)) ** 2:
+            raise ValueError(
+                f"momentum_mus[1] must give real roots at beta/d = {b:.4g}: beta/d < (1 - sqrt(mu))^2, "
+                f"got mu = {damped}"
+            )
         for name in ("kernels", "n_pairs", "favor_m", "lin_ns"):
             values = getattr(self, name)
             if len(set(values)) != len(values):
