@@ -180,6 +180,21 @@ def model_param(name: str, default: Any, help: str | None = None, **bounds: Any)
     return field(default=default, metadata={**spec.metadata, "model_field": (name, target)})
 
 
+def replicates_param(what: str, default: int = 5) -> Any:
+    """A part's count of independent replicates: ``what`` says what each one draws afresh (e.g. "random layers
+    (weights and tokens)"); their spread is the band of the part's claims (95% Student t). At least 2 (a spread),
+    at most 64::
+
+        sparse_seeds: int = replicates_param("random layers (weights and tokens)")
+    """
+    return param(
+        default,
+        f"independent {what}, one replicate seed each; their spread is the claims' 95% t band",
+        minimum=2,
+        maximum=64,
+    )
+
+
 @cache
 def _model_fields_of(cls: type) -> dict[str, str]:
     """ModelConfig field -> probe field, for the fields of ``cls`` declared with :func:`model_param`."""

@@ -115,26 +115,35 @@ def uniform_attention(base: ModelConfig, tokens: torch.Tensor, preset: str) -> M
         # per position, in units of (t+1) max|v|: the scale of the summation error bound
         mean_dev.append(((z - running_mean).abs() / (t1[None, :, None, None] * v.abs().max())).max().item())
     led = Ledger(CONTEXT, preset=preset)
-    led.identity(
-        "uniform_pattern",
-        measured=max(pattern_dev),
-        expected=0.0,
-        atol=2 * EPS,
-        source="derivation: softmax of zero logits on the causal support",
-        why="e^0 = 1 and t + 1 are exact: one rounded reciprocal or quotient per weight, <= 2 eps relative",
-        statement=f"uniform attention weights equal 1/(t+1) on the causal support (worst of "
-        f"{base.n_layers} layers, in units of one weight)",
-    )
-    led.identity(
-        "uniform_running_mean",
-        measured=max(mean_dev),
-        expected=0.0,
-        atol=4 * EPS,
-        source="derivation: z_t = (1/(t+1)) sum_{j<=t} v_j",
-        why="sums of t+1 terms on both sides err by <= (t+1) eps max|v| each; x2 for the division",
-        statement=f"uniform-attention output equals the causal running mean of the values (worst of "
-        f"{base.n_layers} layers, in units of (t+1) max|v|)",
-    )
+    for name, dev, atol, source, why, statement in (
+        (
+            "uniform_pattern",
+            pattern_dev,
+            2 * EPS,
+            "derivation: softmax of zero logits on the causal support",
+            "e^0 = 1 and t + 1 are exact: one rounded reciprocal or quotient per weight, <= 2 eps relative",
+            "uniform attention weights equal 1/(t+1) on the causal support (worst of {L} layers, in units of one "
+            "weight)",
+        ),
+        (
+            "uniform_running_mean",
+            mean_dev,
+            4 * EPS,
+            "derivation: z_t = (1/(t+1)) sum_{j<=t} v_j",
+            "sums of t+1 terms on both sides err by <= (t+1) eps max|v| each; x2 for the division",
+            "uniform-attention output equals the causal running mean of the values (worst of {L} layers, in units "
+            "of (t+1) max|v|)",
+        ),
+    ):
+        led.identity(
+            name,
+            measured=max(dev),
+            expected=0.0,
+            atol=atol,
+            source=source,
+            why=why,
+            statement=statement.format(L=base.n_layers),
+        )
     return Measured({"pattern_dev": np.array(pattern_dev), "mean_dev": np.array(mean_dev)}, led)
 
 

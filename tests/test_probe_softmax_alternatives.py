@@ -13,7 +13,7 @@ import torch
 from analysis.ledger import Ledger
 from probes import softmax_alternatives as sa
 from probes.base import run_probe
-from probes.softmax_alternatives import jacobian, k_interval, memory, mimetic, sparse
+from probes.softmax_alternatives import features, jacobian, k_interval, memory, mimetic, sparse
 
 
 @pytest.fixture(scope="module")
@@ -40,6 +40,7 @@ def test_smoke_claims_wait_for_the_full_preset(tmp_path, monkeypatch):
         sa.SEED_INTERVAL,
         sa.SEED_MIMETIC,
         sa.SEED_JACOBIAN,
+        sa.SEED_FEATURES,
     }
     assert r.data["memory_moment"].dims == ("activation", "slots", "memory_seed")
 
@@ -59,6 +60,7 @@ def test_full_claims_pass_with_the_other_activation_outside_the_band(full):
         "mimetic_self_weight",
         "softmax_jacobian_vs_scale",
         "sa_softmax_jacobian_vs_scale",
+        "elu1_entropy_deficit",
     }
     for c in by_name.values():
         assert c.status == "pass", (c.name, c.status, c.measured, c.expected)
@@ -70,6 +72,7 @@ def test_full_claims_pass_with_the_other_activation_outside_the_band(full):
                 "mimetic": "mimetic_seeds",
                 "softmax_jacobian": "jacobian_seeds",
                 "sa_softmax_jacobian": "jacobian_seeds",
+                "elu1": "features_seeds",
             }
             assert c.tolerance["n"] == getattr(full.config, next(v for k, v in seeds.items() if c.name.startswith(k)))
     assert by_name["memory_relu_slot_slope"].expected == pytest.approx(1.0, abs=1e-12)
@@ -228,3 +231,19 @@ def test_planted_mean_field_self_weights_and_vanishing_sa_gradients_fail(full):
     assert led["mimetic_self_weight"].status == "fail"
     assert led["sa_softmax_jacobian_vs_scale"].status == "fail"
     assert led["softmax_jacobian_vs_scale"].status == "pass"
+
+
+def test_feature_rows_are_the_zoos_elu1_weights_and_a_softmax_like_deficit_fails(full):
+    s = torch.tensor([[1.0, 1.0, 1.0, 1.0], [4.0, 1e-300, 1e-300, 1e-300]], dtype=torch.float64)
+    torch.testing.assert_close(features.entropy_deficit(s), torch.tensor([0.0, math.log(4)], dtype=torch.float64))
+    d = full.data
+    assert float(d["elu1_entropy_deficit"].mean()) < 0.1 < float(d["softmax_entropy_deficit"].mean())
+    # softmax's measured deficit sits on its own exact law too (the alternative is a measured fact, not a guess)
+    np.testing.assert_allclose(
+        float(d["softmax_entropy_deficit"].mean()), float(d["softmax_entropy_deficit_exact"].mean()), rtol=0.05
+    )
+    data = d.copy(deep=True)
+    data["elu1_entropy_deficit"].values[:] = data["softmax_entropy_deficit"].values  # a kernel that concentrates
+    led = Ledger(sa.NAME, preset="full")
+    features.claims(led, (dataclasses.replace(full, data=data),))
+    assert led["elu1_entropy_deficit"].status == "fail"

@@ -354,6 +354,11 @@ CAPS: dict[str, dict[str, Cap]] = {
         "jacobian_keys": Cap(hi=8),
         "jacobian_batch": Cap(hi=1),
         "jacobian_seeds": Cap(hi=3),
+        # features_seeds x features_queries rows of features_keys keys, a Frullani quadrature per row
+        "features_width": Cap(hi=8),
+        "features_keys": Cap(hi=64),
+        "features_queries": Cap(hi=2),
+        "features_seeds": Cap(hi=3),
     },
 }
 

@@ -179,6 +179,9 @@ def test_k_interval_l1_bound_holds_and_is_the_ratio_range(mode):
         (lambda: th.two_key_jacobian_norm("sparsemax", 8.0, 8), "kernel must be one of"),
         (lambda: th.two_key_jacobian_norm("softmax", 0.0, 8), "scale must be > 0"),
         (lambda: th.jacobian_limit("softmax", 1), "n"),
+        (lambda: th.feature_of("relu", np.zeros(2)), "kind must be one of"),
+        (lambda: th.feature_entropy_deficit("elu1", np.array([1.0, -1.0]), 8), "positive coefficients"),
+        (lambda: th.feature_transforms("elu1", 0.0), "sigma"),
     ],
 )
 def test_bad_input_names_the_parameter(call, match):
@@ -257,3 +260,35 @@ def test_median_top_gap_matches_monte_carlo():
     x = np.sort(np.random.default_rng(3).standard_normal((200_000, 32)), axis=1)
     gap = x[:, -1] - x[:, -2]
     assert th.median_top_gap(32) == pytest.approx(float(np.median(gap)), abs=0.005)
+
+
+# --- section 6: linear attention's weights and their entropy -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kind", "sigma", "d", "n"), [("elu1", 1.0, 16, 1024), ("elu1", 2.0, 4, 256), ("exp", 0.7, 8, 512)]
+)
+def test_feature_entropy_deficit_matches_monte_carlo(kind, sigma, d, n):
+    rng = np.random.default_rng(3)
+    a = th.feature_of(kind, rng.normal(size=d))
+    s = (th.feature_of(kind, sigma * rng.normal(size=(3000, n, d))) * a).sum(-1)
+    p = s / s.sum(1, keepdims=True)
+    deficit = np.log(n) + (p * np.log(p)).sum(1)
+    se = deficit.std(ddof=1) / math.sqrt(deficit.size)
+    assert th.feature_entropy_deficit(kind, a, n, sigma) == pytest.approx(deficit.mean(), abs=5 * se + 2e-4)
+
+
+def test_one_exponential_feature_is_softmax_and_its_deficit_tends_to_half_the_variance():
+    # d = 1, phi = exp: the weights are softmax of sigma kappa, and D = E[x ln x] = sigma^2 / 2 exactly
+    for sigma in (0.5, 1.0):
+        big = th.feature_entropy_deficit("exp", np.array([1.0]), 10**9, sigma)
+        assert big == pytest.approx(sigma * sigma / 2, rel=1e-6)
+        from analysis.theory.attention_entropy import gaussian_entropy_exact
+
+        n = 256
+        exact = math.log(n) - gaussian_entropy_exact(n, sigma)
+        assert th.feature_entropy_deficit("exp", np.array([1.0]), n, sigma) == pytest.approx(exact, rel=0.01)
+    # elu + 1 over many coordinates averages out: a deficit of order 1/d
+    rng = np.random.default_rng(0)
+    small = th.feature_entropy_deficit("elu1", th.feature_of("elu1", rng.normal(size=64)), 10**6)
+    assert 0 < small < 0.02

@@ -102,6 +102,27 @@ rows with near-ties carry it) and SA-Softmax's stays of order 1. Both are 2-D Ga
 ``(u, t = s delta)``; the neglected third-key terms are of relative order ``1/s`` with a small coefficient (below
 0.5% at ``s >= 16``, ``n = 32``, in the tests against Monte Carlo). A row of i.i.d. N(0, sigma^2) logits at scale s
 is the unit row at scale ``s sigma``.
+
+6. Linear attention's weights and their entropy (after the Linear Log-Normal attention paper, seed 003#74). A
+kernelised row gives key j the weight ``p_j = s_j / sum_i s_i`` with ``s_j = phi(q) . phi(k_j) = sum_d a_d
+phi(kappa_jd)``, ``a = phi(q)`` (elu + 1: ``phi(x) = x + 1`` for ``x > 0``, ``e^x`` below). For keys with i.i.d.
+N(0, sigma^2) coordinates the ``s_j`` are i.i.d. given the query, and every moment we need factorises over d: with
+``L_m(tau) = E[phi(kappa)^m e^{-tau phi(kappa)}]`` (1-D Gaussian integrals) the Laplace transform of s is
+``psi(u) = prod_d L_0(u a_d)``, ``E[s e^{-us}] = psi sum_d a_d L_1/L_0`` and ``E[s^2 e^{-us}] = psi ((sum_d a_d
+L_1/L_0)^2 + sum_d a_d^2 (L_2/L_0 - (L_1/L_0)^2))``. Frullani's ``ln x = int_0^oo (e^{-u} - e^{-ux}) du/u`` then gives,
+for ``x = s/E[s]`` (mean 1, variance v),
+
+    D = E[x ln x] = int_0^oo (e^{-u} - E[x e^{-ux}]) du/u,
+    E[x^2 ln x] = int_0^oo ((1 + v) e^{-u} - E[x^2 e^{-ux}]) du/u,
+
+and with ``A = mean_j x_j``, ``B = mean_j x_j ln x_j`` the row's entropy ``H = ln n + ln A - B/A`` has, to first order
+in 1/n (the delta method; the next terms are O(n^-2)),
+
+    ln n - E[H] = D + v/(2n) - c/n + D v/n,     c = Cov(x, x ln x) = E[x^2 ln x] - D.
+
+Softmax is the same with ``s = e^z``, ``z ~ N(0, s_z^2)``: ``D = s_z^2/2`` (the deficit ln n - s_z^2/2 of section 1's
+concentration); elu + 1 averages d bounded-below terms, so its x has variance of order 1/d and its deficit stays
+near 0: the kernel does not concentrate the weights.
 """
 
 from __future__ import annotations
@@ -381,10 +402,59 @@ def median_top_gap(n: int) -> float:
     return float(optimize.brentq(lambda g: cdf(g) - 0.5, 1e-9, 10.0))
 
 
+FEATURE_KINDS = ("elu1", "exp")
+_TAU = np.exp(np.linspace(-40.0, 25.0, 3001))  # the tau grid of the 1-D transforms L_m (log-interpolated)
+_U = np.exp(np.linspace(-30.0, 12.0, 2001))  # the Frullani grid in u = ln t (x has mean 1)
+
+
+def feature_of(kind: str, x: np.ndarray) -> np.ndarray:
+    """``phi(x)``: elu + 1 (``elu1``) or ``e^x`` (``exp``)."""
+    if kind not in FEATURE_KINDS:
+        raise ValueError(f"kind must be one of {FEATURE_KINDS}, got {kind!r}")
+    return np.where(x > 0, x + 1.0, np.exp(np.minimum(x, 0.0))) if kind == "elu1" else np.exp(x)
+
+
+def feature_transforms(kind: str, sigma: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``L_0, L_1, L_2`` of section 6 on the module's tau grid, for kappa ~ N(0, sigma^2)."""
+    check_float("sigma", sigma, minimum=0.0, strict_minimum=True, maximum=10.0)
+    f = feature_of(kind, sigma * np.linspace(-12.0, 12.0, 1921))
+    w = np.exp(-0.5 * np.linspace(-12.0, 12.0, 1921) ** 2) / math.sqrt(2 * math.pi) * (24.0 / 1920)
+    e = np.exp(-_TAU[:, None] * f[None, :])
+    return e @ w, (f * e) @ w, (f * f * e) @ w
+
+
+def feature_entropy_deficit(kind: str, a, n: int, sigma: float = 1.0, transforms=None) -> float:
+    """``ln n - E[H]`` of a kernelised row with coefficients ``a = phi(q)`` (d,) over n keys with i.i.d. N(0, sigma^2)
+    coordinates (section 6; ``transforms`` from :func:`feature_transforms`, computed when None)."""
+    check_int("n", n, minimum=1)
+    a = np.asarray(a, dtype=np.float64)
+    if a.ndim != 1 or a.size == 0 or a.min() <= 0:
+        raise ValueError(f"a must be a non-empty vector of positive coefficients, got shape {a.shape}")
+    L0, L1, L2 = feature_transforms(kind, sigma) if transforms is None else transforms
+    Ef, Ef2 = float(L1[0]), float(L2[0])  # tau -> 0: E[phi], E[phi^2]
+    a = a / float((a * Ef).sum())  # x = s / E[s]
+    v = float((a * a * (Ef2 - Ef * Ef)).sum())
+    ta, lt = np.log(_U[:, None] * a[None, :]), np.log(_TAU)
+    l0 = np.exp(np.interp(ta, lt, np.log(np.maximum(L0, 1e-300))))  # L_0 underflows at large tau
+    l1 = np.interp(ta, lt, L1) / l0
+    r1 = (a * l1).sum(1)
+    r2 = (a * a * (np.interp(ta, lt, L2) / l0 - l1 * l1)).sum(1)
+    psi = np.exp(np.log(l0).sum(1))
+    du = float(np.log(_U[1]) - np.log(_U[0]))  # du/u on the log grid
+    D = float(np.sum(np.exp(-_U) - psi * r1) * du)
+    x2lnx = float(np.sum((1.0 + v) * np.exp(-_U) - psi * (r1 * r1 + r2)) * du)
+    c = x2lnx - D
+    return D + v / (2 * n) - c / n + D * v / n
+
+
 __all__ = [
     "ACTIVATIONS",
+    "FEATURE_KINDS",
     "JACOBIAN_KERNELS",
     "K_INTERVAL_MODES",
+    "feature_entropy_deficit",
+    "feature_of",
+    "feature_transforms",
     "jacobian_limit",
     "k_interval_l1_bound",
     "k_interval_weights",

@@ -11,7 +11,7 @@ import numpy as np
 from analysis.evidence import mean_se, replicate_seeds
 from analysis.theory import associative_recall as amt
 from analysis.theory import power_method as pmt
-from probes.base import ProbeConfig, model_param, param
+from probes.base import ProbeConfig, model_param, param, replicates_param
 
 KERNELS = ("softmax", "additive", "delta", "gated_delta")
 MIXER = {  # ModelConfig fields of each kernel
@@ -187,12 +187,7 @@ class Config(ProbeConfig):
     )
     momentum_steps: int = param(120, "writes T per sequence", minimum=4, maximum=10_000)
     momentum_batch: int = param(256, "key sequences per memory (their mean overlap is one replicate)", minimum=1)
-    momentum_seeds: int = param(
-        5,
-        "independent memories (replicate seeds: map and keys); their spread is the claims' band",
-        minimum=2,
-        maximum=64,
-    )
+    momentum_seeds: int = replicates_param("memories (map and keys)")
 
     def validate(self) -> None:
         super().validate()

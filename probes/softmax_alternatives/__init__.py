@@ -36,12 +36,16 @@ Carlo and exact cases); the zoo's ``activation="softmax"`` (softmax over an MLP'
    logits (autograd), softmax and ``attention="sa_softmax"`` (``z * softmax(z)``), against the two-key law at each
    row's effective scale ``s sigma_i`` (softmax's mean falls like 1/s, SA-Softmax's stays of order 1); the
    alternatives: the typical row's ``e^{-s delta}`` (softmax) and softmax's law (SA-Softmax).
+6. Linear attention's weights (seed 003#74). Gaussian queries, each over its own n Gaussian keys (unit
+   coordinates): the entropy deficit ``ln n - H`` of the elu + 1 weights ``phi(q) . phi(k_j) / sum`` (the zoo's
+   ``feature_map``) against its exact expectation given the query (theory section 6, paired per row); the
+   alternative: softmax's deficit on the same logits ``q . k / sqrt(d)`` (also measured, and exact).
 
 Replicates: memory (layer) i draws its inputs and weights from :func:`analysis.evidence.replicate_seed` ``(seed, i)``;
 every claim takes its 95% Student-t band from the spread of the per-memory values (:mod:`analysis.evidence`).
 
 The probe is a package of parts (:mod:`probes.parts`), one module each, in the order of their claims: ``memory``,
-``sparse``, ``k_interval``, ``mimetic`` and ``jacobian``; ``models`` holds the random layer they share and
+``sparse``, ``k_interval``, ``mimetic``, ``jacobian`` and ``features``; ``models`` holds the random layer they share and
 ``config`` the configuration.
 """
 
@@ -49,9 +53,10 @@ from __future__ import annotations
 
 from probes.base import Result
 from probes.parts import part_of, probe_functions
-from probes.softmax_alternatives import jacobian, k_interval, memory, mimetic, sparse
+from probes.softmax_alternatives import features, jacobian, k_interval, memory, mimetic, sparse
 from probes.softmax_alternatives.config import (
     NAME,
+    SEED_FEATURES,
     SEED_INTERVAL,
     SEED_JACOBIAN,
     SEED_MIMETIC,
@@ -67,10 +72,10 @@ DESCRIPTION = (
     "initialisation), sparsemax's isolation of a planted key among random ones and K-interval softmax's error, "
     "against closed forms and bounds."
 )
-VERSION = "4"
+VERSION = "5"
 REQUIRES = None  # builds its own models
 
-PARTS = tuple(part_of(m) for m in (memory, sparse, k_interval, mimetic, jacobian))
+PARTS = tuple(part_of(m) for m in (memory, sparse, k_interval, mimetic, jacobian, features))
 
 # run(config, model=None, progress=True) and check_claims(result): the one form of a probe made of parts;
 # tiny float64 models measure on one thread (fastest, and it fixes the reduction order)
@@ -83,6 +88,7 @@ __all__ = [
     "NAME",
     "PARTS",
     "REQUIRES",
+    "SEED_FEATURES",
     "SEED_INTERVAL",
     "SEED_JACOBIAN",
     "SEED_MIMETIC",

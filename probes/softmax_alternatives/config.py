@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from probes.base import MAX_SEED, ProbeConfig, param
+from probes.base import MAX_SEED, ProbeConfig, param, replicates_param
 
 NAME = "softmax_alternatives"
 SEED_SLOTS = "000#40"  # Shen et al. 2023: ReLU against softmax key-value memories
 SEED_SPARSE = "000#29"  # sparse (alpha-entmax) attention assigns exact zeros to irrelevant tokens
 SEED_INTERVAL = "000#16"  # K-interval attention: the exponential from K + 1 grid values
 SEED_MIMETIC = "000#115"  # mimetic initialisation: W_q W_k^T near the identity
+SEED_FEATURES = "003#74"  # Linear Log-Normal attention: the concentration of kernelised attention's weights
 SEED_JACOBIAN = "000#23"  # SA-Softmax: z * softmax(z) against softmax's vanishing gradient
 SOURCE = "analysis/theory/softmax_alternatives.py"
 MAX_SLOTS = 65536
@@ -37,6 +38,9 @@ class Config(ProbeConfig):
             "jacobian_scales": (16.0, 64.0),
             "jacobian_batch": 8,
             "jacobian_seeds": 2,
+            "features_keys": 64,
+            "features_queries": 4,
+            "features_seeds": 2,
         },
         "full": {},
     }
@@ -64,13 +68,7 @@ class Config(ProbeConfig):
     memory_batch: int = param(
         512, "inputs per memory, uniform on the sphere of radius sqrt(d)", minimum=2, maximum=65536
     )
-    memory_seeds: int = param(
-        5,
-        "independent memories per slot count (replicate seeds; ReLU and softmax share the weights of a seed); "
-        "their spread is the uncertainty of the claims (95% t band)",
-        minimum=2,
-        maximum=64,
-    )
+    memory_seeds: int = replicates_param("memories per slot count (ReLU and softmax share the weights of a seed)")
 
     # --- a planted key under sparsemax (000#29) ------------------------------------------------------
     sparse: bool = param(True, "measure sparsemax's isolation of a planted key among n random keys (and softmax's)")
@@ -82,12 +80,7 @@ class Config(ProbeConfig):
     )
     sparse_width: int = param(16, "width d of the random attention layer (one head)", minimum=1, maximum=256)
     sparse_batch: int = param(4, "sequences of n + 1 Gaussian tokens per layer and n (each row one query)", minimum=1)
-    sparse_seeds: int = param(
-        5,
-        "independent random layers (replicate seeds: weights and tokens); their spread is the claim's band",
-        minimum=2,
-        maximum=64,
-    )
+    sparse_seeds: int = replicates_param("random layers (weights and tokens)")
 
     # --- K-interval softmax (000#16) --------------------------------------------------------------------
     interval: bool = param(True, "measure K-interval softmax (rounded and interpolated) against exact softmax")
@@ -97,12 +90,7 @@ class Config(ProbeConfig):
     interval_width: int = param(16, "width d of the random attention layer (one head)", minimum=1, maximum=256)
     interval_len: int = param(257, "tokens per sequence (each row sees them all)", minimum=2, maximum=4096)
     interval_batch: int = param(4, "Gaussian sequences per layer", minimum=1, maximum=1024)
-    interval_seeds: int = param(
-        5,
-        "independent random layers (replicate seeds: weights and tokens); their spread is the order claims' band",
-        minimum=2,
-        maximum=64,
-    )
+    interval_seeds: int = replicates_param("random layers (weights and tokens)")
 
     # --- mimetic initialisation (000#115) ----------------------------------------------------------
     mimetic: bool = param(True, "measure each token's weight on itself in a layer with mimetic initialisation")
@@ -124,12 +112,7 @@ class Config(ProbeConfig):
     )
     mimetic_tokens: int = param(64, "Gaussian tokens n per sequence (each row sees all, itself included)", minimum=2)
     mimetic_batch: int = param(8, "sequences per layer and beta", minimum=1, maximum=1024)
-    mimetic_seeds: int = param(
-        5,
-        "independent layers (replicate seeds: Z and tokens, shared by every beta); their spread is the claims' band",
-        minimum=2,
-        maximum=64,
-    )
+    mimetic_seeds: int = replicates_param("layers (Z and tokens, shared by every beta)")
 
     # --- the kernel's Jacobian against the logit scale (000#23) ----------------------------------------
     jacobian: bool = param(True, "measure the Jacobian of softmax and SA-Softmax against the logit scale")
@@ -142,12 +125,16 @@ class Config(ProbeConfig):
     jacobian_width: int = param(16, "width d of the random attention layer (one head)", minimum=1, maximum=256)
     jacobian_keys: int = param(32, "keys n each row sees (the n + 1 tokens but itself)", minimum=2, maximum=1024)
     jacobian_batch: int = param(64, "sequences of n + 1 Gaussian tokens per layer (each row one query)", minimum=1)
-    jacobian_seeds: int = param(
-        5,
-        "independent random layers (replicate seeds: weights and tokens); their spread is the claims' band",
-        minimum=2,
-        maximum=64,
+    jacobian_seeds: int = replicates_param("random layers (weights and tokens)")
+
+    # --- linear attention's weights (003#74) ----------------------------------------------------------
+    features: bool = param(True, "measure the entropy of elu + 1 linear attention's weights against its exact law")
+    features_width: int = param(
+        16, "width d of the queries and keys (i.i.d. N(0, 1) coordinates)", minimum=1, maximum=256
     )
+    features_keys: int = param(1024, "keys n per query row", minimum=2, maximum=65536)
+    features_queries: int = param(16, "query rows per replicate, each over its own keys", minimum=1, maximum=1024)
+    features_seeds: int = replicates_param("sets of queries and keys")
 
     def validate(self) -> None:
         super().validate()
