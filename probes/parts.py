@@ -190,6 +190,24 @@ def probe_functions(
     return run, judged
 
 
+def over_replicates(
+    seed: int, count: int, measure_one: Callable[[int], Mapping[str, Any]], *, progress: bool, desc: str
+) -> dict[str, Any]:
+    """``measure_one(replicate_seed(seed, i))`` for ``i < count`` (a progress bar ``desc``), each a mapping of arrays of
+    one shape per key, stacked along a new last axis: ``{key: array (..., count)}``."""
+    import numpy as np
+
+    from analysis.evidence import replicate_seed
+    from analysis.progress import bar
+
+    runs = []
+    with bar(total=count, progress=progress, desc=desc) as steps:
+        for i in range(count):
+            runs.append(measure_one(replicate_seed(seed, i)))
+            steps.update()
+    return {k: np.stack([np.asarray(r[k]) for r in runs], axis=-1) for k in runs[0]}
+
+
 def each_claim(*claims: Callable[[Ledger, Result], None], when: Callable[[Result], bool] | None = None):
     """A part's ``claims(led, results)`` judged on one run (the replicate seeds of its models are inside it):
     each of ``claims`` in turn, every one a claim function ``claim(led, result)``; none of them where

@@ -144,3 +144,13 @@ def test_every_probe_package_declares_valid_parts_and_show_lists_them(name, caps
     out = capsys.readouterr().out
     listed = out.split("parts (in the ledger's order):\n", 1)[1].splitlines()
     assert [line.strip().split(":", 1)[0] for line in listed] == [p.name for p in mod.PARTS]
+
+
+def test_over_replicates_stacks_each_replicate_seed_along_a_last_axis():
+    from analysis.evidence import replicate_seed
+    from probes.parts import over_replicates
+
+    got = over_replicates(7, 3, lambda s: {"a": np.array([s, 2 * s]), "b": float(s)}, progress=False, desc="x")
+    seeds = [replicate_seed(7, i) for i in range(3)]
+    np.testing.assert_array_equal(got["a"], np.array([seeds, [2 * s for s in seeds]]))
+    np.testing.assert_array_equal(got["b"], np.array(seeds, dtype=float))

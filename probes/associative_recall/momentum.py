@@ -7,16 +7,14 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from analysis.evidence import replicate_seed
 from analysis.ledger import Ledger
-from analysis.progress import bar
 from analysis.recurrent import momentum_delta_scan
 from analysis.theory import associative_recall as th
 from analysis.train import derived_seed
 from probes.associative_recall.config import SEED_MOMENTUM, SOURCE, Config
 from probes.associative_recall.memories import unit_vectors
 from probes.base import MAX_SEED, Result
-from probes.parts import Context, each_claim
+from probes.parts import Context, each_claim, over_replicates
 
 DESCRIPTION = "the momentum delta rule's error overlap against its exact second-order recurrence"
 FIELDS = ("momentum_d", "momentum_beta", "momentum_mus", "momentum_steps", "momentum_batch", "momentum_seeds")
@@ -77,12 +75,14 @@ def measure_layer(config: Config, seed: int) -> tuple[np.ndarray, np.ndarray]:
 def measure(ctx: Context) -> None:
     c = ctx.config
     S = c.momentum_seeds
-    overlap = np.empty((len(REGIMES), c.momentum_steps + 1, S))
-    square = np.empty_like(overlap)
-    with bar(total=S, progress=ctx.progress, desc="momentum memories") as steps:
-        for i in range(S):
-            overlap[..., i], square[..., i] = measure_layer(c, replicate_seed(c.seed, i))
-            steps.update()
+    got = over_replicates(
+        c.seed,
+        S,
+        lambda s: dict(zip(("overlap", "square"), measure_layer(c, s), strict=True)),
+        progress=ctx.progress,
+        desc="momentum memories",
+    )
+    overlap, square = got["overlap"], got["square"]
     law = curves(c)
     dims = ("momentum_regime", "momentum_step", "momentum_seed")
     ctx.data["momentum_overlap"] = (dims, overlap)

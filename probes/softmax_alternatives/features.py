@@ -9,15 +9,13 @@ import math
 import numpy as np
 import torch
 
-from analysis.evidence import replicate_seed
 from analysis.ledger import Ledger
-from analysis.progress import bar
 from analysis.recurrent import feature_map
 from analysis.theory import softmax_alternatives as th
 from analysis.theory.attention_entropy import gaussian_entropy_exact
 from analysis.train import derived_seed
 from probes.base import MAX_SEED, Result
-from probes.parts import Context, each_claim
+from probes.parts import Context, each_claim, over_replicates
 from probes.softmax_alternatives.config import SEED_FEATURES, SOURCE, Config
 
 DESCRIPTION = "elu + 1 linear attention's weights: entropy deficit against its exact law, softmax's the alternative"
@@ -58,12 +56,9 @@ def measure(ctx: Context) -> None:
     c = ctx.config
     S = c.features_seeds
     transforms = th.feature_transforms("elu1", 1.0)
-    got = {k: np.empty((c.features_queries, S)) for k in ("elu1", "elu1_exact", "softmax", "softmax_exact")}
-    with bar(total=S, progress=ctx.progress, desc="feature-map rows") as steps:
-        for i in range(S):
-            for k, v in measure_layer(c, replicate_seed(c.seed, i), transforms).items():
-                got[k][:, i] = v
-            steps.update()
+    got = over_replicates(
+        c.seed, S, lambda s: measure_layer(c, s, transforms), progress=ctx.progress, desc="feature-map rows"
+    )
     dims = ("features_query", "features_seed")
     ctx.data["elu1_entropy_deficit"] = (dims, got["elu1"])
     ctx.data["elu1_entropy_deficit_exact"] = (dims, got["elu1_exact"])

@@ -12,11 +12,10 @@ import torch
 from analysis.evidence import replicate_seed
 from analysis.ledger import Ledger
 from analysis.model import TinyTransformer
-from analysis.progress import bar
 from analysis.theory import softmax_alternatives as th
 from analysis.train import derived_seed
 from probes.base import MAX_SEED, Result
-from probes.parts import Context, each_claim
+from probes.parts import Context, each_claim, over_replicates
 from probes.softmax_alternatives.config import SEED_JACOBIAN, SOURCE, Config
 from probes.softmax_alternatives.models import SCORES, head_pattern_and_scores, random_head
 from probes.softmax_alternatives.sparse import row_logit_std
@@ -99,12 +98,7 @@ def measure(ctx: Context) -> None:
     lo = min(float(sg.min()) for sg in sigmas) * min(c.jacobian_scales)
     hi = max(float(sg.max()) for sg in sigmas) * max(c.jacobian_scales)
     law = two_key_law(c, lo, hi)  # one grid for every layer
-    got: dict[str, np.ndarray] = {}
-    with bar(total=S, progress=ctx.progress, desc="kernel Jacobians") as steps:
-        for i, seed in enumerate(seeds):
-            for k, v in measure_layer(c, seed, law).items():
-                got.setdefault(k, np.empty((len(c.jacobian_scales), S)))[:, i] = v
-            steps.update()
+    got = over_replicates(c.seed, S, lambda s: measure_layer(c, s, law), progress=ctx.progress, desc="kernel Jacobians")
     dims3 = ("jacobian_kernel", "jacobian_scale", "jacobian_seed")
     ctx.data["jacobian_norm"] = (dims3, np.stack([got[f"{k}_measured"] for k in KERNELS]))
     ctx.data["jacobian_norm_theory"] = (dims3, np.stack([got[f"{k}_theory"] for k in KERNELS]))

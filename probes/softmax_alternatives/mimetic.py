@@ -6,14 +6,12 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from analysis.evidence import replicate_seed
 from analysis.ledger import Ledger
 from analysis.model import TinyTransformer
-from analysis.progress import bar
 from analysis.theory import softmax_alternatives as th
 from analysis.train import derived_seed
 from probes.base import MAX_SEED, Result
-from probes.parts import Context, each_claim
+from probes.parts import Context, each_claim, over_replicates
 from probes.softmax_alternatives.config import SEED_MIMETIC, SOURCE, Config
 from probes.softmax_alternatives.models import PATTERN, head_pattern_and_scores, random_head
 
@@ -66,13 +64,8 @@ def measure_layer(config: Config, seed: int) -> dict[str, np.ndarray]:
 
 def measure(ctx: Context) -> None:
     c = ctx.config
-    S, B = c.mimetic_seeds, len(c.mimetic_betas)
-    got = {k: np.empty((B, S)) for k in ("measured", "exact", "mean_field", "random")}
-    with bar(total=S, progress=ctx.progress, desc="mimetic layers") as steps:
-        for i in range(S):
-            for k, v in measure_layer(c, replicate_seed(c.seed, i)).items():
-                got[k][:, i] = v
-            steps.update()
+    S = c.mimetic_seeds
+    got = over_replicates(c.seed, S, lambda s: measure_layer(c, s), progress=ctx.progress, desc="mimetic layers")
     dims = ("mimetic_beta", "mimetic_seed")
     ctx.data["mimetic_self_weight"] = (dims, got["measured"])
     ctx.data["mimetic_self_weight_exact"] = (dims, got["exact"])
