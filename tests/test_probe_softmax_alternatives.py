@@ -13,7 +13,7 @@ import torch
 from analysis.ledger import Ledger
 from probes import softmax_alternatives as sa
 from probes.base import run_probe
-from probes.softmax_alternatives import features, jacobian, k_interval, memory, mimetic, sparse
+from probes.softmax_alternatives import features, jacobian, k_interval, memory, mimetic, sparse, taylor
 
 
 @pytest.fixture(scope="module")
@@ -41,6 +41,7 @@ def test_smoke_claims_wait_for_the_full_preset(tmp_path, monkeypatch):
         sa.SEED_MIMETIC,
         sa.SEED_JACOBIAN,
         sa.SEED_FEATURES,
+        sa.SEED_TAYLOR,
     }
     assert r.data["memory_moment"].dims == ("activation", "slots", "memory_seed")
 
@@ -61,6 +62,8 @@ def test_full_claims_pass_with_the_other_activation_outside_the_band(full):
         "softmax_jacobian_vs_scale",
         "sa_softmax_jacobian_vs_scale",
         "elu1_entropy_deficit",
+        "taylor_monotonicity_violations",
+        "taylor_entropy_deficit",
     }
     for c in by_name.values():
         assert c.status == "pass", (c.name, c.status, c.measured, c.expected)
@@ -73,6 +76,7 @@ def test_full_claims_pass_with_the_other_activation_outside_the_band(full):
                 "softmax_jacobian": "jacobian_seeds",
                 "sa_softmax_jacobian": "jacobian_seeds",
                 "elu1": "features_seeds",
+                "taylor": "taylor_seeds",
             }
             assert c.tolerance["n"] == getattr(full.config, next(v for k, v in seeds.items() if c.name.startswith(k)))
     assert by_name["memory_relu_slot_slope"].expected == pytest.approx(1.0, abs=1e-12)
@@ -247,3 +251,21 @@ def test_feature_rows_are_the_zoos_elu1_weights_and_a_softmax_like_deficit_fails
     led = Ledger(sa.NAME, preset="full")
     features.claims(led, (dataclasses.replace(full, data=data),))
     assert led["elu1_entropy_deficit"].status == "fail"
+
+
+def test_taylor_features_expand_softmax_to_second_order_and_a_monotone_map_fails_the_claim(full):
+    x = torch.randn(3, 8, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    f = taylor.taylor_features(x)
+    z = (x @ x.T) / math.sqrt(8)
+    torch.testing.assert_close(f @ f.T, 1 + z + z * z / 2, rtol=1e-13, atol=1e-13)
+    z = torch.tensor([[-3.0, -1.5, 0.0, 1.0]], dtype=torch.float64)
+    s = 1 + z + z * z / 2  # 2.5, 0.625, 1, 2.5: z_i < z_j is discordant iff z_i + z_j < -2 (-3 with -1.5 and 0;
+    # -3 with 1 is a tie of the scores, not counted)
+    assert float(taylor.discordant_fraction(z, s)[0]) == pytest.approx(2 / 6)
+    data = full.data.copy(deep=True)
+    data["taylor_discordant"].values[:] = 0.0  # a monotone map (softmax's exp)
+    data["taylor_entropy_deficit"].values[:] = data["taylor_softmax_deficit_exact"].values
+    led = Ledger(sa.NAME, preset="full")
+    taylor.claims(led, (dataclasses.replace(full, data=data),))
+    assert led["taylor_monotonicity_violations"].status == "fail"
+    assert led["taylor_entropy_deficit"].status == "fail"

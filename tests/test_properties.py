@@ -359,6 +359,11 @@ CAPS: dict[str, dict[str, Cap]] = {
         "features_keys": Cap(hi=64),
         "features_queries": Cap(hi=2),
         "features_seeds": Cap(hi=3),
+        # taylor_seeds x taylor_queries rows of taylor_keys keys (all pairs) and d + d^2 features
+        "taylor_width": Cap(hi=8),
+        "taylor_keys": Cap(hi=32),
+        "taylor_queries": Cap(hi=2),
+        "taylor_seeds": Cap(hi=3),
     },
 }
 

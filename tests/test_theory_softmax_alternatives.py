@@ -182,6 +182,8 @@ def test_k_interval_l1_bound_holds_and_is_the_ratio_range(mode):
         (lambda: th.feature_of("relu", np.zeros(2)), "kind must be one of"),
         (lambda: th.feature_entropy_deficit("elu1", np.array([1.0, -1.0]), 8), "positive coefficients"),
         (lambda: th.feature_transforms("elu1", 0.0), "sigma"),
+        (lambda: th.taylor_discordance(np.array([0.0, 1.0])), "sigma must be > 0"),
+        (lambda: th.taylor_entropy_deficit(1.0, 0), "n"),
     ],
 )
 def test_bad_input_names_the_parameter(call, match):
@@ -292,3 +294,28 @@ def test_one_exponential_feature_is_softmax_and_its_deficit_tends_to_half_the_va
     rng = np.random.default_rng(0)
     small = th.feature_entropy_deficit("elu1", th.feature_of("elu1", rng.normal(size=64)), 10**6)
     assert 0 < small < 0.02
+
+
+# --- section 7: the Taylor feature map ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("sigma", "n"), [(1.0, 256), (1.5, 64), (0.5, 1024)])
+def test_taylor_discordance_and_deficit_match_monte_carlo(sigma, n):
+    rng = np.random.default_rng(5)
+    z = sigma * rng.normal(size=(3000, n))
+    s = 1 + z + z * z / 2
+    p = s / s.sum(1, keepdims=True)
+    deficit = np.log(n) + (p * np.log(p)).sum(1)
+    se = deficit.std(ddof=1) / math.sqrt(deficit.size)
+    assert th.taylor_entropy_deficit(sigma, n) == pytest.approx(deficit.mean(), abs=5 * se + 2e-4)
+    z1, z2 = z[:, 0::2].ravel(), z[:, 1::2].ravel()
+    disc = (z1 - z2) * ((1 + z1 + z1 * z1 / 2) - (1 + z2 + z2 * z2 / 2)) < 0
+    se = math.sqrt(disc.mean() * (1 - disc.mean()) / disc.size)
+    assert float(th.taylor_discordance(sigma)) == pytest.approx(disc.mean(), abs=5 * se)
+
+
+def test_taylor_limits():
+    assert float(th.taylor_discordance(1e-3)) < 1e-300  # tiny logits: 1 + z + z^2/2 is increasing where they live
+    assert float(th.taylor_discordance(1e6)) == pytest.approx(0.5, abs=1e-5)  # huge logits: a coin flip
+    # small logits: the map is softmax to second order, and so is the deficit (sigma^2/2 to leading order)
+    assert th.taylor_entropy_deficit(0.1, 10**9) == pytest.approx(0.1**2 / 2, rel=0.05)

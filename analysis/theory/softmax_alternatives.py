@@ -123,6 +123,17 @@ in 1/n (the delta method; the next terms are O(n^-2)),
 Softmax is the same with ``s = e^z``, ``z ~ N(0, s_z^2)``: ``D = s_z^2/2`` (the deficit ln n - s_z^2/2 of section 1's
 concentration); elu + 1 averages d bounded-below terms, so its x has variance of order 1/d and its deficit stays
 near 0: the kernel does not concentrate the weights.
+
+7. The second-order Taylor feature map (after Hedgehog, seed 000#51). ``phi(x) = [1, x / d^(1/4), x (x) x / sqrt(2 d)]``
+gives ``phi(q) . phi(k) = 1 + z + z^2/2`` with ``z = q . k / sqrt(d)``, softmax's ``e^z`` to second order. For
+Gaussian keys the row's z are i.i.d. N(0, sigma^2), ``sigma = |q| / sqrt(d)``. The score is a function of z alone but
+not a monotone one: it falls for ``z < -1`` and is symmetric about -1, so for ``z_1 < z_2`` the scores disagree with
+the logits iff ``z_1 + z_2 < -2``; with ``u = z_1 + z_2`` and ``w = z_2 - z_1`` independent N(0, 2 sigma^2),
+
+    P(a pair of keys is ordered differently by the score than by the logit) = Phi(-sqrt(2) / sigma)
+
+exactly (softmax's ``e^z``: 0). Its weights are spikier than elu + 1's: the deficit is section 6's expansion with
+``x = s / E[s]``, ``E[s] = 1 + sigma^2/2``, every moment a 1-D Gaussian integral.
 """
 
 from __future__ import annotations
@@ -447,6 +458,26 @@ def feature_entropy_deficit(kind: str, a, n: int, sigma: float = 1.0, transforms
     return D + v / (2 * n) - c / n + D * v / n
 
 
+def taylor_discordance(sigma) -> np.ndarray:
+    """``Phi(-sqrt(2) / sigma)``: the fraction of key pairs the Taylor score orders against their logits (section 7)."""
+    sigma = np.asarray(sigma, dtype=np.float64)
+    if sigma.size and sigma.min() <= 0:
+        raise ValueError(f"sigma must be > 0, got {sigma.min():g}")
+    return 0.5 * special.erfc(1.0 / sigma)  # Phi(-sqrt(2)/sigma) = erfc(1/sigma)/2
+
+
+def taylor_entropy_deficit(sigma: float, n: int) -> float:
+    """``ln n - E[H]`` of a Taylor-feature row over n keys with logits N(0, sigma^2) (section 7, to O(n^-2))."""
+    check_float("sigma", sigma, minimum=0.0, strict_minimum=True, maximum=20.0)
+    check_int("n", n, minimum=1)
+    z = sigma * _Z
+    x = (1.0 + z + 0.5 * z * z) / (1.0 + 0.5 * sigma * sigma)
+    D = float(np.sum(_WZ * x * np.log(x)))
+    v = float(np.sum(_WZ * x * x)) - 1.0
+    c = float(np.sum(_WZ * x * x * np.log(x))) - D
+    return D + v / (2 * n) - c / n + D * v / n
+
+
 __all__ = [
     "ACTIVATIONS",
     "FEATURE_KINDS",
@@ -469,5 +500,7 @@ __all__ = [
     "softmax_slot_moment_mc",
     "sparsemax",
     "sparsemax_isolation",
+    "taylor_discordance",
+    "taylor_entropy_deficit",
     "two_key_jacobian_norm",
 ]

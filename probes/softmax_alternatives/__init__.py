@@ -40,20 +40,23 @@ Carlo and exact cases); the zoo's ``activation="softmax"`` (softmax over an MLP'
    coordinates): the entropy deficit ``ln n - H`` of the elu + 1 weights ``phi(q) . phi(k_j) / sum`` (the zoo's
    ``feature_map``) against its exact expectation given the query (theory section 6, paired per row); the
    alternative: softmax's deficit on the same logits ``q . k / sqrt(d)`` (also measured, and exact).
+7. The Taylor feature map (seed 000#51). The same rows with ``phi(q) . phi(k) = 1 + z + z^2/2``: the fraction of key
+   pairs it orders against their logits, against ``Phi(-sqrt(2)/sigma_i)`` (alternative 0: monotone like softmax's
+   exp), and its entropy deficit against its exact law (alternative: softmax's on the same logits).
 
 Replicates: memory (layer) i draws its inputs and weights from :func:`analysis.evidence.replicate_seed` ``(seed, i)``;
 every claim takes its 95% Student-t band from the spread of the per-memory values (:mod:`analysis.evidence`).
 
 The probe is a package of parts (:mod:`probes.parts`), one module each, in the order of their claims: ``memory``,
-``sparse``, ``k_interval``, ``mimetic``, ``jacobian`` and ``features``; ``models`` holds the random layer they share and
-``config`` the configuration.
+``sparse``, ``k_interval``, ``mimetic``, ``jacobian``, ``features`` and ``taylor``; ``models`` holds the random layer
+they share and ``config`` the configuration.
 """
 
 from __future__ import annotations
 
 from probes.base import Result
 from probes.parts import part_of, probe_functions
-from probes.softmax_alternatives import features, jacobian, k_interval, memory, mimetic, sparse
+from probes.softmax_alternatives import features, jacobian, k_interval, memory, mimetic, sparse, taylor
 from probes.softmax_alternatives.config import (
     NAME,
     SEED_FEATURES,
@@ -62,6 +65,7 @@ from probes.softmax_alternatives.config import (
     SEED_MIMETIC,
     SEED_SLOTS,
     SEED_SPARSE,
+    SEED_TAYLOR,
     SOURCE,
     Config,
 )
@@ -72,10 +76,10 @@ DESCRIPTION = (
     "initialisation), sparsemax's isolation of a planted key among random ones and K-interval softmax's error, "
     "against closed forms and bounds."
 )
-VERSION = "5"
+VERSION = "6"
 REQUIRES = None  # builds its own models
 
-PARTS = tuple(part_of(m) for m in (memory, sparse, k_interval, mimetic, jacobian, features))
+PARTS = tuple(part_of(m) for m in (memory, sparse, k_interval, mimetic, jacobian, features, taylor))
 
 # run(config, model=None, progress=True) and check_claims(result): the one form of a probe made of parts;
 # tiny float64 models measure on one thread (fastest, and it fixes the reduction order)
@@ -94,6 +98,7 @@ __all__ = [
     "SEED_MIMETIC",
     "SEED_SLOTS",
     "SEED_SPARSE",
+    "SEED_TAYLOR",
     "SOURCE",
     "VERSION",
     "Config",

@@ -13,6 +13,7 @@ SEED_INTERVAL = "000#16"  # K-interval attention: the exponential from K + 1 gri
 SEED_MIMETIC = "000#115"  # mimetic initialisation: W_q W_k^T near the identity
 SEED_FEATURES = "003#74"  # Linear Log-Normal attention: the concentration of kernelised attention's weights
 SEED_JACOBIAN = "000#23"  # SA-Softmax: z * softmax(z) against softmax's vanishing gradient
+SEED_TAYLOR = "000#51"  # Hedgehog: spiky and monotonic feature maps for linear attention
 SOURCE = "analysis/theory/softmax_alternatives.py"
 MAX_SLOTS = 65536
 
@@ -41,6 +42,9 @@ class Config(ProbeConfig):
             "features_keys": 64,
             "features_queries": 4,
             "features_seeds": 2,
+            "taylor_keys": 32,
+            "taylor_queries": 4,
+            "taylor_seeds": 2,
         },
         "full": {},
     }
@@ -135,6 +139,13 @@ class Config(ProbeConfig):
     features_keys: int = param(1024, "keys n per query row", minimum=2, maximum=65536)
     features_queries: int = param(16, "query rows per replicate, each over its own keys", minimum=1, maximum=1024)
     features_seeds: int = replicates_param("sets of queries and keys")
+
+    # --- the Taylor feature map (000#51) -------------------------------------------------------------
+    taylor: bool = param(True, "measure the Taylor feature map's monotonicity violations and weight entropy")
+    taylor_width: int = param(16, "width d of the queries and keys (i.i.d. N(0, 1) coordinates)", minimum=1, maximum=64)
+    taylor_keys: int = param(256, "keys n per query row (every pair of them compared)", minimum=2, maximum=2048)
+    taylor_queries: int = param(16, "query rows per replicate, each over its own keys", minimum=1, maximum=1024)
+    taylor_seeds: int = replicates_param("sets of queries and keys")
 
     def validate(self) -> None:
         super().validate()

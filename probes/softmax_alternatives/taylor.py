@@ -1,0 +1,129 @@
+"""Part ``taylor`` (seed 000#51): the second-order Taylor feature map ``phi(q) . phi(k) = 1 + z + z^2/2`` (Hedgehog's
+example of a linear attention that keeps softmax's spikiness), over Gaussian queries and keys: how often it orders a
+pair of keys against their logits (exactly ``Phi(-sqrt(2)/sigma)``; softmax's ``e^z`` never does) and its rows'
+entropy deficit against the exact law (softmax's on the same logits the alternative)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from analysis.ledger import Ledger
+from analysis.theory import softmax_alternatives as th
+from analysis.theory.attention_entropy import gaussian_entropy_exact
+from analysis.train import derived_seed
+from probes.base import MAX_SEED, Result
+from probes.parts import Context, each_claim, over_replicates
+from probes.softmax_alternatives.config import SEED_TAYLOR, SOURCE, Config
+from probes.softmax_alternatives.features import entropy_deficit
+
+DESCRIPTION = "the Taylor feature map: monotonicity violations Phi(-sqrt(2)/sigma) and the entropy of its weights"
+FIELDS = ("taylor_width", "taylor_keys", "taylor_queries", "taylor_seeds")
+GATE = "taylor"
+
+FIGURE = "sa_taylor"
+
+
+def taylor_features(x: torch.Tensor) -> torch.Tensor:
+    """``[1, x / d^(1/4), vec(x x^T) / sqrt(2 d)]`` over the last axis: ``phi(q) . phi(k) = 1 + z + z^2/2``, ``z = q . k
+    / sqrt(d)``."""
+    d = x.shape[-1]
+    outer = (x[..., :, None] * x[..., None, :]).flatten(-2) / math.sqrt(2 * d)
+    return torch.cat([torch.ones_like(x[..., :1]), x / d**0.25, outer], dim=-1)
+
+
+def discordant_fraction(z: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
+    """Per row (last axis: keys), the fraction of key pairs whose scores ``s`` and logits ``z`` order oppositely."""
+    dz = z[..., :, None] - z[..., None, :]
+    ds = s[..., :, None] - s[..., None, :]
+    n = z.shape[-1]
+    return ((dz * ds) < 0).sum((-1, -2)).double() / (n * (n - 1))
+
+
+def measure_layer(config: Config, seed: int) -> dict[str, np.ndarray]:
+    """Seed ``seed``: per query row over its own keys, the measured discordant fraction and entropy deficit of the
+    Taylor weights, their exact values at the row's logit std ``sigma = |q| / sqrt(d)``, and softmax's exact deficit."""
+    d, n, Q = config.taylor_width, config.taylor_keys, config.taylor_queries
+    g = torch.Generator().manual_seed(derived_seed(seed, "taylor") % MAX_SEED)
+    q = torch.randn(Q, d, generator=g, dtype=torch.float64)
+    k = torch.randn(Q, n, d, generator=g, dtype=torch.float64)
+    z = (k @ q[:, :, None])[..., 0] / math.sqrt(d)  # (Q, n) logits
+    s = (taylor_features(k) @ taylor_features(q)[:, :, None])[..., 0]  # (Q, n) scores phi(q) . phi(k)
+    sigma = (q.norm(dim=-1) / math.sqrt(d)).numpy()
+    return {
+        "discordant": discordant_fraction(z, s).numpy(),
+        "discordant_exact": th.taylor_discordance(sigma),
+        "deficit": entropy_deficit(s).numpy(),
+        "deficit_exact": np.array([th.taylor_entropy_deficit(float(x), n) for x in sigma]),
+        "softmax_exact": np.array([math.log(n) - gaussian_entropy_exact(n, float(x)) for x in sigma]),
+    }
+
+
+def measure(ctx: Context) -> None:
+    c = ctx.config
+    got = over_replicates(
+        c.seed, c.taylor_seeds, lambda s: measure_layer(c, s), progress=ctx.progress, desc="Taylor rows"
+    )
+    dims = ("taylor_query", "taylor_seed")
+    ctx.data["taylor_discordant"] = (dims, got["discordant"])
+    ctx.data["taylor_discordant_exact"] = (dims, got["discordant_exact"])
+    ctx.data["taylor_entropy_deficit"] = (dims, got["deficit"])
+    ctx.data["taylor_entropy_deficit_exact"] = (dims, got["deficit_exact"])
+    ctx.data["taylor_softmax_deficit_exact"] = (dims, got["softmax_exact"])
+    ctx.coords.update(taylor_query=list(range(c.taylor_queries)), taylor_seed=list(range(c.taylor_seeds)))
+
+
+def _paired(r: Result, measured: str) -> tuple[np.ndarray, float]:
+    """Per replicate, the overall exact level plus the replicate's mean over rows of measured minus exact."""
+    m, e = r.data[measured].values, r.data[f"{measured}_exact"].values  # (query, seed)
+    level = float(e.mean())
+    return level + (m - e).mean(axis=0), level
+
+
+def claim_monotonicity(led: Ledger, r: Result) -> None:
+    """000#51: softmax's exp is monotone in the logit; the Taylor map that approximates it is not, at an exact rate."""
+    c = r.config
+    replicates, level = _paired(r, "taylor_discordant")
+    led.predict(
+        "taylor_monotonicity_violations",
+        replicates=replicates,
+        expected=level,
+        alternative=0.0,
+        hypothesis="the Taylor map keeps dot-product monotonicity, as softmax's exp does: no pair ordered against its "
+        "logits",
+        source=f"{SOURCE}, section 7: P = Phi(-sqrt(2)/sigma) (for z_1 < z_2 discordant iff z_1 + z_2 < -2)",
+        seed=SEED_TAYLOR,
+        why=f"95% t band over {c.taylor_seeds} independent sets of queries and keys of each one's mean over "
+        f"{c.taylor_queries} rows of the discordant fraction of all key pairs minus Phi(-sqrt(2)/sigma_i) (paired), "
+        "plus the overall exact level",
+        requires_full=True,
+        statement=f"Taylor features, d = {c.taylor_width}, n = {c.taylor_keys} Gaussian keys: the fraction of key "
+        f"pairs ordered against their logits is Phi(-sqrt(2)/sigma) (mean {level:.4f})",
+        figure=FIGURE,
+    )
+
+
+def claim_spikiness(led: Ledger, r: Result) -> None:
+    """000#51: the Taylor map keeps part of softmax's concentration (elu + 1 keeps almost none), at its exact law."""
+    c = r.config
+    replicates, level = _paired(r, "taylor_entropy_deficit")
+    led.predict(
+        "taylor_entropy_deficit",
+        replicates=replicates,
+        expected=level,
+        alternative=float(r.data["taylor_softmax_deficit_exact"].values.mean()),
+        hypothesis="the Taylor map is as spiky as the softmax it expands: softmax's exact deficit on the same logits",
+        source=f"{SOURCE}, section 7: section 6's expansion with x = (1 + z + z^2/2)/(1 + sigma^2/2)",
+        seed=SEED_TAYLOR,
+        why=f"95% t band over {c.taylor_seeds} independent sets of each one's mean over rows of the measured deficit "
+        "minus its exact expectation at the row's sigma (paired), plus the overall exact level",
+        requires_full=True,
+        statement=f"Taylor features, n = {c.taylor_keys}: the rows' entropy deficit ln n - H is the exact law (mean "
+        f"{level:.4f} nats), between elu + 1's and softmax's",
+        figure=FIGURE,
+    )
+
+
+claims = each_claim(claim_monotonicity, claim_spikiness)
