@@ -75,55 +75,52 @@ def measure(ctx: Context) -> None:
     ctx.coords.update(taylor_query=list(range(c.taylor_queries)), taylor_seed=list(range(c.taylor_seeds)))
 
 
-def _paired(r: Result, measured: str) -> tuple[np.ndarray, float]:
-    """Per replicate, the overall exact level plus the replicate's mean over rows of measured minus exact."""
-    m, e = r.data[measured].values, r.data[f"{measured}_exact"].values  # (query, seed)
-    level = float(e.mean())
-    return level + (m - e).mean(axis=0), level
-
-
-def claim_monotonicity(led: Ledger, r: Result) -> None:
-    """000#51: softmax's exp is monotone in the logit; the Taylor map that approximates it is not, at an exact rate."""
-    c = r.config
-    replicates, level = _paired(r, "taylor_discordant")
-    led.predict(
-        "taylor_monotonicity_violations",
-        replicates=replicates,
-        expected=level,
-        alternative=0.0,
-        hypothesis="the Taylor map keeps dot-product monotonicity, as softmax's exp does: no pair ordered against its "
-        "logits",
-        source=f"{SOURCE}, section 7: P = Phi(-sqrt(2)/sigma) (for z_1 < z_2 discordant iff z_1 + z_2 < -2)",
-        seed=SEED_TAYLOR,
-        why=f"95% t band over {c.taylor_seeds} independent sets of queries and keys of each one's mean over "
-        f"{c.taylor_queries} rows of the discordant fraction of all key pairs minus Phi(-sqrt(2)/sigma_i) (paired), "
-        "plus the overall exact level",
-        requires_full=True,
-        statement=f"Taylor features, d = {c.taylor_width}, n = {c.taylor_keys} Gaussian keys: the fraction of key "
-        f"pairs ordered against their logits is Phi(-sqrt(2)/sigma) (mean {level:.4f})",
-        figure=FIGURE,
+def claim_taylor(led: Ledger, r: Result) -> None:
+    """000#51: softmax's exp is monotone in the logit and concentrates the weights; the Taylor map that approximates
+    it orders some pairs against their logits, at an exact rate, and keeps part of the concentration (elu + 1 keeps
+    almost none), at its exact law. Each claim is paired per row: the replicate's mean over rows of measured minus
+    exact, plus the overall exact level."""
+    c, d = r.config, r.data
+    S, Q, n = c.taylor_seeds, c.taylor_queries, c.taylor_keys
+    specs = (
+        (
+            "taylor_monotonicity_violations",
+            "taylor_discordant",
+            0.0,
+            "the Taylor map keeps dot-product monotonicity, as softmax's exp does: no pair ordered against its logits",
+            "P = Phi(-sqrt(2)/sigma) (for z_1 < z_2 discordant iff z_1 + z_2 < -2)",
+            "the discordant fraction of all key pairs minus Phi(-sqrt(2)/sigma_i)",
+            f"Taylor features, d = {c.taylor_width}, n = {n} Gaussian keys: the fraction of key pairs ordered against "
+            "their logits is Phi(-sqrt(2)/sigma) (mean {level:.4f})",
+        ),
+        (
+            "taylor_entropy_deficit",
+            "taylor_entropy_deficit",
+            float(d["taylor_softmax_deficit_exact"].values.mean()),
+            "the Taylor map is as spiky as the softmax it expands: softmax's exact deficit on the same logits",
+            "section 6's expansion with x = (1 + z + z^2/2)/(1 + sigma^2/2)",
+            "the measured deficit minus its exact expectation at the row's sigma",
+            f"Taylor features, n = {n}: the rows' entropy deficit ln n - H is the exact law (mean {{level:.4f}} nats), "
+            "between elu + 1's and softmax's",
+        ),
     )
+    for name, var, alternative, hypothesis, law, paired, statement in specs:
+        m, e = d[var].values, d[f"{var}_exact"].values  # (query, seed)
+        level = float(e.mean())
+        led.predict(
+            name,
+            replicates=level + (m - e).mean(axis=0),
+            expected=level,
+            alternative=alternative,
+            hypothesis=hypothesis,
+            source=f"{SOURCE}, section 7: {law}",
+            seed=SEED_TAYLOR,
+            why=f"95% t band over {S} independent sets of queries and keys of each one's mean over {Q} rows of "
+            f"{paired} (paired), plus the overall exact level",
+            requires_full=True,
+            statement=statement.format(level=level),
+            figure=FIGURE,
+        )
 
 
-def claim_spikiness(led: Ledger, r: Result) -> None:
-    """000#51: the Taylor map keeps part of softmax's concentration (elu + 1 keeps almost none), at its exact law."""
-    c = r.config
-    replicates, level = _paired(r, "taylor_entropy_deficit")
-    led.predict(
-        "taylor_entropy_deficit",
-        replicates=replicates,
-        expected=level,
-        alternative=float(r.data["taylor_softmax_deficit_exact"].values.mean()),
-        hypothesis="the Taylor map is as spiky as the softmax it expands: softmax's exact deficit on the same logits",
-        source=f"{SOURCE}, section 7: section 6's expansion with x = (1 + z + z^2/2)/(1 + sigma^2/2)",
-        seed=SEED_TAYLOR,
-        why=f"95% t band over {c.taylor_seeds} independent sets of each one's mean over rows of the measured deficit "
-        "minus its exact expectation at the row's sigma (paired), plus the overall exact level",
-        requires_full=True,
-        statement=f"Taylor features, n = {c.taylor_keys}: the rows' entropy deficit ln n - H is the exact law (mean "
-        f"{level:.4f} nats), between elu + 1's and softmax's",
-        figure=FIGURE,
-    )
-
-
-claims = each_claim(claim_monotonicity, claim_spikiness)
+claims = each_claim(claim_taylor)
