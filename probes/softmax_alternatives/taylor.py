@@ -82,7 +82,7 @@ def claim_taylor(led: Ledger, r: Result) -> None:
     exact, plus the overall exact level."""
     c, d = r.config, r.data
     S, Q, n = c.taylor_seeds, c.taylor_queries, c.taylor_keys
-    specs = (
+    for name, var, alternative, hypothesis, law, paired, statement in (
         (
             "taylor_monotonicity_violations",
             "taylor_discordant",
@@ -103,8 +103,7 @@ def claim_taylor(led: Ledger, r: Result) -> None:
             f"Taylor features, n = {n}: the rows' entropy deficit ln n - H is the exact law (mean {{level:.4f}} nats), "
             "between elu + 1's and softmax's",
         ),
-    )
-    for name, var, alternative, hypothesis, law, paired, statement in specs:
+    ):
         m, e = d[var].values, d[f"{var}_exact"].values  # (query, seed)
         level = float(e.mean())
         led.predict(
