@@ -219,7 +219,7 @@ def test_self_weight_limits_and_broadcasting():
     both = th.mimetic_self_weight(32, np.array([1.0, 3.0]), np.array([0.5, 1.0]))
     np.testing.assert_allclose(both, [th.mimetic_self_weight(32, 1.0, 0.5), th.mimetic_self_weight(32, 3.0, 1.0)])
     assert both[1] > both[0]
-    # the weight rises with the own logit and falls with the other keys' spread at fixed mean-field exponent
+    # the weight rises with the row's own logit
     assert th.mimetic_self_weight(32, 2.0, 1.0) < th.mimetic_self_weight(32, 2.5, 1.0)
 
 
