@@ -364,6 +364,14 @@ CAPS: dict[str, dict[str, Cap]] = {
         "taylor_keys": Cap(hi=32),
         "taylor_queries": Cap(hi=2),
         "taylor_seeds": Cap(hi=3),
+        # linearity_seeds x len(linearity_scales) x 2 one-block float64 models over linearity_batch x
+        # linearity_tokens tokens, a (hidden x hidden) Mehler sum per layer
+        "linearity_scales": Cap(hi=4.0, max_len=2),
+        "linearity_width": Cap(hi=4),
+        "linearity_hidden": Cap(hi=8),
+        "linearity_tokens": Cap(hi=8),
+        "linearity_batch": Cap(hi=8),
+        "linearity_seeds": Cap(hi=3),
     },
 }
 

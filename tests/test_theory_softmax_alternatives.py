@@ -184,6 +184,12 @@ def test_k_interval_l1_bound_holds_and_is_the_ratio_range(mode):
         (lambda: th.feature_transforms("elu1", 0.0), "sigma"),
         (lambda: th.taylor_discordance(np.array([0.0, 1.0])), "sigma must be > 0"),
         (lambda: th.taylor_entropy_deficit(1.0, 0), "n"),
+        (lambda: th.activation_of("relu", np.zeros(2)), "activation must be one of"),
+        (lambda: th.hermite_coefficients("gelu", 1.0, order=0), "order"),
+        (lambda: th.activation_covariance("gelu", np.zeros((2, 2))), "positive diagonal"),
+        (lambda: th.mlp_linearity(np.ones((4, 2)), np.ones((4, 2)), np.eye(2), True), "W_out"),
+        (lambda: th.linearity_score(np.ones((3, 2)), np.ones((3, 2))), "N >= 2"),
+        (lambda: th.linearity_unexplained(np.ones((10, 2)), np.ones((9, 2))), "N >= 4"),
     ],
 )
 def test_bad_input_names_the_parameter(call, match):
@@ -319,3 +325,105 @@ def test_taylor_limits():
     assert float(th.taylor_discordance(1e6)) == pytest.approx(0.5, abs=1e-5)  # huge logits: a coin flip
     # small logits: the map is softmax to second order, and so is the deficit (sigma^2/2 to leading order)
     assert th.taylor_entropy_deficit(0.1, 10**9) == pytest.approx(0.1**2 / 2, rel=0.05)
+
+
+# --- section 8: the linearity of an MLP sublayer ---------------------------------------------------------------
+
+
+def _mlp_weights(d: int, m: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal((m, d)) / math.sqrt(d), rng.standard_normal((d, m)) / math.sqrt(m)
+
+
+@pytest.mark.parametrize("activation", th.LINEARITY_ACTIVATIONS)
+@pytest.mark.parametrize("s", [0.3, 1.0, 3.0])
+def test_hermite_coefficients_satisfy_parseval_and_steins_lemma(activation, s):
+    a = th.hermite_coefficients(activation, s)[0]  # sqrt(n!) a_n
+    z = s * np.random.default_rng(0).standard_normal(400_000)
+    g = th.activation_of(activation, z)
+    assert a[0] == pytest.approx(g.mean(), abs=5 * g.std() / math.sqrt(z.size))
+    mean, var = th.hermite_coefficients(activation, s, order=80)[0, 0], None
+    u = np.linspace(-20.0, 20.0, 8001)  # an independent, finer grid
+    w = np.exp(-0.5 * u * u) / math.sqrt(2 * math.pi) * (u[1] - u[0])
+    gq = th.activation_of(activation, s * u)
+    var = float(np.sum(w * gq * gq)) - mean**2
+
+    # Parseval: exact to order 80 at s <= 1; at s = 3 the curvature sits at a small scale in u and the series
+    # converges slowly (a tail of order 1e-4 is left, shrinking with the order), which is why the covariance takes
+    # the exact variance on its diagonal (off it the terms carry rho^n, |rho| < 1)
+    def tail(order: int) -> float:
+        return 1.0 - float(np.sum(th.hermite_coefficients(activation, s, order=order)[0, 1:] ** 2)) / var
+
+    if s <= 1.0:
+        assert abs(tail(80)) < 1e-10
+    else:
+        assert 0.0 < tail(80) < tail(40) < 1e-2
+    # Stein: a_1 = E[g(s u) u] = s E[g'(s u)], by finite differences of g on the same nodes
+    h = 1e-5
+    slope = float(
+        np.sum(w * (th.activation_of(activation, s * u + h) - th.activation_of(activation, s * u - h))) / (2 * h)
+    )
+    assert a[1] == pytest.approx(s * slope, rel=1e-7)
+
+
+def test_gelu_slope_is_one_half_at_every_scale():
+    """E[gelu'(z)] = E[Phi(z)] + E[z phi(z)] = 1/2 for any centred Gaussian z: a_1 = s/2 exactly."""
+    s = np.array([0.1, 1.0, 5.0])
+    np.testing.assert_allclose(th.hermite_coefficients("gelu", s)[:, 1], s / 2, rtol=1e-12)
+
+
+def test_activation_covariance_matches_monte_carlo():
+    W_in, _ = _mlp_weights(6, 12, 1)
+    C = 1.7 * W_in @ W_in.T
+    n = 400_000
+    z = np.random.default_rng(2).standard_normal((n, 6)) * math.sqrt(1.7) @ W_in.T
+    g = th.activation_of("gelu", z)
+    emp = np.cov(g.T)
+    got = th.activation_covariance("gelu", C)
+    se = np.sqrt(np.outer(g.var(0), g.var(0)) * 3 / n)  # a generous bound on each entry's standard error
+    assert np.all(np.abs(got - emp) < 5 * se)
+
+
+@pytest.mark.parametrize("residual", [True, False])
+@pytest.mark.parametrize("activation", ["gelu", "tanh"])
+def test_mlp_linearity_matches_a_large_sample_regression(residual, activation):
+    d, m = 8, 32
+    W_in, W_out = _mlp_weights(d, m, 3)
+    A = np.random.default_rng(4).standard_normal((d, d)) / math.sqrt(d)
+    sigma = 2.0 * (np.eye(d) + 0.3 * (A + A.T) / 2 @ (A + A.T) / 2)
+    x = np.random.default_rng(5).multivariate_normal(np.zeros(d), sigma, size=1_000_000)
+    y = (x if residual else 0.0) + th.activation_of(activation, x @ W_in.T) @ W_out.T
+    law = th.mlp_linearity(W_in, W_out, sigma, residual, activation)
+    assert law["score"] == pytest.approx(1.0 - law["unexplained"], abs=1e-15)
+    assert th.linearity_unexplained(x, y) == pytest.approx(law["unexplained"], rel=0.01)
+
+
+def test_the_skip_connection_adds_only_explained_variance():
+    W_in, W_out = _mlp_weights(16, 64, 6)
+    sigma = np.eye(16)
+    with_skip = th.mlp_linearity(W_in, W_out, sigma, True)
+    without = th.mlp_linearity(W_in, W_out, sigma, False)
+    assert with_skip["nonlinear"] == without["nonlinear"]  # the same unexplained part
+    assert with_skip["unexplained"] < without["unexplained"] / 2
+    # small inputs: every smooth activation is nearly linear (the unexplained fraction falls like s^2 for gelu)
+    tiny = [th.mlp_linearity(W_in, W_out, s * s * sigma, False)["unexplained"] for s in (0.01, 0.02)]
+    assert tiny[0] < 1e-3 and tiny[1] / tiny[0] == pytest.approx(4.0, rel=0.02)
+
+
+def test_the_two_halves_estimate_removes_the_in_sample_bias():
+    """Over many small samples the in-sample fraction is low by about (d + 1)/N of itself; the two-halves estimate
+    is unbiased to first order."""
+    d, m, N = 6, 24, 240
+    W_in, W_out = _mlp_weights(d, m, 7)
+    truth = th.mlp_linearity(W_in, W_out, np.eye(d), False)["unexplained"]
+    rng = np.random.default_rng(8)
+    ins, two = [], []
+    for _ in range(400):
+        x = rng.standard_normal((N, d))
+        y = th.activation_of("gelu", x @ W_in.T) @ W_out.T
+        ins.append(1.0 - th.linearity_score(x, y))
+        two.append(th.linearity_unexplained(x, y))
+    ins, two = np.array(ins), np.array(two)
+    se = two.std() / math.sqrt(two.size)
+    assert ins.mean() < truth - 5 * ins.std() / math.sqrt(ins.size)  # the in-sample bias is real at this N
+    assert two.mean() == pytest.approx(truth, abs=4 * se)

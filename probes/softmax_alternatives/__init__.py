@@ -48,20 +48,21 @@ Replicates: memory (layer) i draws its inputs and weights from :func:`analysis.e
 every claim takes its 95% Student-t band from the spread of the per-memory values (:mod:`analysis.evidence`).
 
 The probe is a package of parts (:mod:`probes.parts`), one module each, in the order of their claims: ``memory``,
-``sparse``, ``k_interval``, ``mimetic``, ``jacobian``, ``features`` and ``taylor``; ``models`` holds the random layer
-they share and ``config`` the configuration.
+``sparse``, ``k_interval``, ``mimetic``, ``jacobian``, ``features``, ``taylor`` and ``linearity``; ``models`` holds
+the random layer they share and ``config`` the configuration.
 """
 
 from __future__ import annotations
 
 from probes.base import Result
 from probes.parts import part_of, probe_functions
-from probes.softmax_alternatives import features, jacobian, k_interval, memory, mimetic, sparse, taylor
+from probes.softmax_alternatives import features, jacobian, k_interval, linearity, memory, mimetic, sparse, taylor
 from probes.softmax_alternatives.config import (
     NAME,
     SEED_FEATURES,
     SEED_INTERVAL,
     SEED_JACOBIAN,
+    SEED_LINEARITY,
     SEED_MIMETIC,
     SEED_SLOTS,
     SEED_SPARSE,
@@ -73,13 +74,14 @@ from probes.softmax_alternatives.memory import ACTIVATIONS, memory_model, predic
 
 DESCRIPTION = (
     "Softmax alternatives: ReLU and softmax key-value memories (the MLP's output against its slot count at "
-    "initialisation), sparsemax's isolation of a planted key among random ones and K-interval softmax's error, "
-    "against closed forms and bounds."
+    "initialisation), sparsemax's isolation of a planted key among random ones, K-interval softmax's error, "
+    "mimetic init, SA-Softmax's Jacobian, linear attention's feature maps and an MLP sublayer's linearity with and "
+    "without its skip connection, against closed forms and bounds."
 )
-VERSION = "6"
+VERSION = "7"
 REQUIRES = None  # builds its own models
 
-PARTS = tuple(part_of(m) for m in (memory, sparse, k_interval, mimetic, jacobian, features, taylor))
+PARTS = tuple(part_of(m) for m in (memory, sparse, k_interval, mimetic, jacobian, features, taylor, linearity))
 
 # run(config, model=None, progress=True) and check_claims(result): the one form of a probe made of parts;
 # tiny float64 models measure on one thread (fastest, and it fixes the reduction order)
@@ -95,6 +97,7 @@ __all__ = [
     "SEED_FEATURES",
     "SEED_INTERVAL",
     "SEED_JACOBIAN",
+    "SEED_LINEARITY",
     "SEED_MIMETIC",
     "SEED_SLOTS",
     "SEED_SPARSE",

@@ -14,6 +14,7 @@ SEED_MIMETIC = "000#115"  # mimetic initialisation: W_q W_k^T near the identity
 SEED_FEATURES = "003#74"  # Linear Log-Normal attention: the concentration of kernelised attention's weights
 SEED_JACOBIAN = "000#23"  # SA-Softmax: z * softmax(z) against softmax's vanishing gradient
 SEED_TAYLOR = "000#51"  # Hedgehog: spiky and monotonic feature maps for linear attention
+SEED_LINEARITY = "003#37"  # "Your transformer is secretly linear": layer-to-layer linearity and the residual
 SOURCE = "analysis/theory/softmax_alternatives.py"
 MAX_SLOTS = 65536
 
@@ -45,6 +46,12 @@ class Config(ProbeConfig):
             "taylor_keys": 32,
             "taylor_queries": 4,
             "taylor_seeds": 2,
+            "linearity_scales": (1.0, 2.0),
+            "linearity_width": 8,
+            "linearity_hidden": 32,
+            "linearity_tokens": 16,
+            "linearity_batch": 16,
+            "linearity_seeds": 2,
         },
         "full": {},
     }
@@ -147,6 +154,27 @@ class Config(ProbeConfig):
     taylor_queries: int = param(16, "query rows per replicate, each over its own keys", minimum=1, maximum=1024)
     taylor_seeds: int = replicates_param("sets of queries and keys")
 
+    # --- the linearity of an MLP sublayer (003#37) ----------------------------------------------------
+    linearity: bool = param(True, "measure the linearity score of an MLP sublayer with and without its skip connection")
+    linearity_scales: tuple[float, ...] = param(
+        (0.5, 1.0, 2.0, 4.0),
+        "std of the Gaussian input tokens (the MLP's pre-activations scale with it), strictly increasing",
+        minimum=0.01,
+        maximum=16.0,
+    )
+    linearity_width: int = param(32, "width d of the block (fan-in init)", minimum=2, maximum=256)
+    linearity_hidden: int = param(128, "the MLP's hidden units", minimum=1, maximum=2048)
+    linearity_activation: str = param(
+        "gelu",
+        "the MLP's activation (a smooth one: gelu | gelu_tanh | silu | tanh)",
+        choices=("gelu", "gelu_tanh", "silu", "tanh"),
+    )
+    linearity_tokens: int = param(64, "tokens per sequence (uniform full attention over them)", minimum=2, maximum=4096)
+    linearity_batch: int = param(
+        256, "sequences per layer (the regression's samples: tokens x sequences, >> width)", minimum=1, maximum=65536
+    )
+    linearity_seeds: int = replicates_param("layers (weights and tokens)")
+
     def validate(self) -> None:
         super().validate()
         slots = self.memory_slots
@@ -155,10 +183,16 @@ class Config(ProbeConfig):
         ks = self.interval_ks
         if len(ks) < 3 or any(b <= a for a, b in zip(ks, ks[1:], strict=False)):
             raise ValueError(f"interval_ks must be strictly increasing with at least 3 values, got {ks}")
-        for name in ("mimetic_betas", "jacobian_scales"):
+        for name in ("mimetic_betas", "jacobian_scales", "linearity_scales"):
             v = getattr(self, name)
             if any(b <= a for a, b in zip(v, v[1:], strict=False)):
                 raise ValueError(f"{name} must be strictly increasing, got {v}")
+        if self.linearity and self.linearity_tokens * self.linearity_batch < 4 * (self.linearity_width + 1):
+            raise ValueError(
+                "linearity_tokens x linearity_batch (the regression's samples) must be at least "
+                "4 (linearity_width + 1), "
+                f"got {self.linearity_tokens * self.linearity_batch}"
+            )
         keys = self.sparse_keys
         if any(b <= a for a, b in zip(keys, keys[1:], strict=False)):
             raise ValueError(f"sparse_keys must be strictly increasing, got {keys}")

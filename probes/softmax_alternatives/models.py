@@ -13,12 +13,12 @@ PATTERN = "blocks.0.attn.hook_pattern"
 SCORES = "blocks.0.attn.hook_attn_scores"
 
 
-def random_head(width: int, kernel: str, seed: int, **kernel_fields: Any) -> TinyTransformer:
-    """One attention-only head of width ``width`` (fan-in init, logit scale 1/sqrt(width), no norm, no positions,
-    full attention), float64, with attention ``kernel`` (and its ModelConfig fields): the inputs go in as they are,
-    so a row's logits are ``q_i . k_j / sqrt(width)``. The weights depend on ``seed`` and ``width`` only, so two
-    kernels built with one seed share them."""
-    cfg = ModelConfig(
+def random_head(width: int, kernel: str, seed: int, **fields: Any) -> TinyTransformer:
+    """One attention head of width ``width`` (fan-in init, logit scale 1/sqrt(width), no norm, no positions, full
+    attention, no MLP unless ``fields`` give one), float64, with attention ``kernel`` and any other ModelConfig
+    ``fields``: the inputs go in as they are, so a row's logits are ``q_i . k_j / sqrt(width)``. The weights depend on
+    ``seed`` and the shapes only, so two kernels built with one seed share them."""
+    cfg = dict(
         input="embedded",
         output="none",
         d_model=width,
@@ -31,9 +31,8 @@ def random_head(width: int, kernel: str, seed: int, **kernel_fields: Any) -> Tin
         causal=False,
         dtype="float64",
         seed=seed,
-        **kernel_fields,
     )
-    return TinyTransformer(cfg).eval()
+    return TinyTransformer(ModelConfig(**{**cfg, **fields})).eval()
 
 
 def head_pattern_and_scores(model: TinyTransformer, x: torch.Tensor, bias=None) -> dict[str, torch.Tensor]:
