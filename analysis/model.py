@@ -57,7 +57,7 @@ from analysis.validation import check_float, check_int
 
 InputKind = Literal["tokens", "vectors", "embedded"]
 OutputKind = Literal["lm", "linear", "none"]
-Activation = Literal["gelu", "gelu_tanh", "relu", "silu", "tanh", "identity", "softmax"]
+Activation = Literal["gelu", "gelu_tanh", "relu", "silu", "tanh", "identity", "softmax", "bilinear"]
 NormPlacement = Literal["pre", "post", "peri", "mix", "none"]
 NormType = Literal["layernorm", "rmsnorm"]
 PatternKernel = Literal[
@@ -114,7 +114,10 @@ class ModelConfig(BaseConfig):
     )
     d_mlp: int | None = param(None, "MLP hidden width; None -> 4 d_model; 0 -> attention-only", minimum=0)
     activation: Activation = param(
-        "gelu", "MLP nonlinearity (softmax: over the hidden units, the MLP read as a key-value memory)"
+        "gelu",
+        "MLP nonlinearity (softmax: over the hidden units, the MLP read as a key-value memory; bilinear: no "
+        "nonlinearity, the product of two linear maps, W_out ((W_in x) * (W_gate x)), a GLU without its gate's "
+        "activation)",
     )
     bias: bool = param(False, "biases in linear layers and LayerNorm")
     # --- normalisation --------------------------------------------------------------------------
@@ -771,16 +774,27 @@ class RecurrentAttention(nn.Module):
 
 
 class MLP(nn.Module):
+    """``W_out f(W_in x)``, or with ``activation="bilinear"`` ``W_out ((W_in x) * (W_gate x))``: the bilinear MLP, a
+    quadratic form per output, ``y_o = x^T B_o x`` with ``B_o = sum_k W_out[o, k] sym(w_k g_k^T)`` (w_k, g_k the k-th
+    rows of W_in, W_gate; :func:`analysis.theory.softmax_alternatives.bilinear_interaction`). ``W_gate`` is drawn
+    right after ``W_out`` (fan-in like ``W_in``)."""
+
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
         self.W_in = nn.Linear(cfg.d_model, cfg.mlp_width, bias=cfg.bias)
         self.W_out = nn.Linear(cfg.mlp_width, cfg.d_model, bias=cfg.bias)
-        self.act = _activation(cfg.activation)
-        self.hook_pre = HookPoint()  # (B, T, d_mlp) pre-activation
-        self.hook_post = HookPoint()  # (B, T, d_mlp) post-activation
+        self.bilinear = cfg.activation == "bilinear"
+        self.act = None if self.bilinear else _activation(cfg.activation)
+        self.hook_pre = HookPoint()  # (B, T, d_mlp) pre-activation (bilinear: W_in x)
+        if self.bilinear:
+            self.W_gate = nn.Linear(cfg.d_model, cfg.mlp_width, bias=cfg.bias)
+            self.hook_gate = HookPoint()  # (B, T, d_mlp) W_gate x
+        self.hook_post = HookPoint()  # (B, T, d_mlp) post-activation (bilinear: the product)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.W_out(self.hook_post(self.act(self.hook_pre(self.W_in(x)))))
+        pre = self.hook_pre(self.W_in(x))
+        post = pre * self.hook_gate(self.W_gate(x)) if self.bilinear else self.act(pre)
+        return self.W_out(self.hook_post(post))
 
 
 class Block(nn.Module):

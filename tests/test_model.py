@@ -322,6 +322,25 @@ def test_mimetic_init_sets_each_heads_products_and_keeps_the_other_weights():
         ModelConfig(init="mimetic", mimetic_vo=(-1.0, 0.2))
 
 
+def test_bilinear_mlp_is_the_product_of_two_linear_maps_and_keeps_the_weights_drawn_before_it():
+    base = dict(d_model=8, n_layers=2, **F64)
+    bil = TinyTransformer(ModelConfig(activation="bilinear", **base))
+    plain = TinyTransformer(ModelConfig(**base))
+    mlp = bil.blocks[0].mlp
+    assert mlp.W_gate.weight.shape == mlp.W_in.weight.shape and not hasattr(plain.blocks[0].mlp, "W_gate")
+    for name in ("W_in", "W_out"):  # W_gate is drawn right after W_out
+        assert torch.equal(getattr(mlp, name).weight, getattr(plain.blocks[0].mlp, name).weight)
+    x = torch.randn(3, 5, 8, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    with torch.no_grad():
+        torch.testing.assert_close(mlp(x), mlp.W_out(mlp.W_in(x) * mlp.W_gate(x)), rtol=0, atol=0)
+    got = {}
+    names = [f"blocks.0.mlp.{h}" for h in ("hook_pre", "hook_gate", "hook_post")]
+    with torch.no_grad(), hooks(bil, [(n, lambda t, name: got.setdefault(name, t)) for n in names]):
+        bil(torch.randint(0, 64, (2, 5)))
+    pre, gate, post = (got[n] for n in names)
+    torch.testing.assert_close(post, pre * gate, rtol=0, atol=0)
+
+
 def test_determinism_same_seed_same_bits_other_seed_differs():
     cfg = ModelConfig(n_layers=2, pos="learned", qk_norm=True)
     a, b = TinyTransformer(cfg), TinyTransformer(cfg)

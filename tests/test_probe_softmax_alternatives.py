@@ -14,7 +14,17 @@ from analysis.hooks import hooks
 from analysis.ledger import Ledger
 from probes import softmax_alternatives as sa
 from probes.base import run_probe
-from probes.softmax_alternatives import features, jacobian, k_interval, linearity, memory, mimetic, sparse, taylor
+from probes.softmax_alternatives import (
+    bilinear,
+    features,
+    jacobian,
+    k_interval,
+    linearity,
+    memory,
+    mimetic,
+    sparse,
+    taylor,
+)
 
 
 @pytest.fixture(scope="module")
@@ -32,6 +42,7 @@ def test_smoke_claims_wait_for_the_full_preset(tmp_path, monkeypatch):
         "sparsemax_kernel_is_simplex_projection",
         "k_interval_interpolate_error_bound",
         "k_interval_round_error_bound",
+        "bilinear_tensor_decomposition_exact",
     ):
         assert by_status.pop(name) == "pass", name
     assert set(by_status.values()) == {"not_evaluated"}
@@ -44,6 +55,7 @@ def test_smoke_claims_wait_for_the_full_preset(tmp_path, monkeypatch):
         sa.SEED_FEATURES,
         sa.SEED_TAYLOR,
         sa.SEED_LINEARITY,
+        sa.SEED_BILINEAR,
     }
     assert r.data["memory_moment"].dims == ("activation", "slots", "memory_seed")
 
@@ -68,6 +80,8 @@ def test_full_claims_pass_with_the_other_activation_outside_the_band(full):
         "taylor_entropy_deficit",
         "mlp_linearity_with_residual",
         "mlp_linearity_without_residual",
+        "bilinear_tensor_decomposition_exact",
+        "bilinear_noise_outside_planted_rank",
     }
     for c in by_name.values():
         if c.name == "mlp_linearity_without_residual":
@@ -87,6 +101,7 @@ def test_full_claims_pass_with_the_other_activation_outside_the_band(full):
                 "elu1": "features_seeds",
                 "taylor": "taylor_seeds",
                 "mlp_linearity": "linearity_seeds",
+                "bilinear": "bilinear_seeds",
             }
             assert c.tolerance["n"] == getattr(full.config, next(v for k, v in seeds.items() if c.name.startswith(k)))
     assert by_name["memory_relu_slot_slope"].expected == pytest.approx(1.0, abs=1e-12)
@@ -156,6 +171,8 @@ def test_planted_wrong_numbers_fail_the_claims(full):
         ({"linearity_scales": (2.0, 1.0)}, "linearity_scales must be strictly increasing"),
         ({"linearity_activation": "relu"}, "linearity_activation"),
         ({"linearity_tokens": 2, "linearity_batch": 4}, "regression's samples"),
+        ({"bilinear_rank": 16}, "bilinear_rank must be < bilinear_width"),
+        ({"bilinear_samples": 100}, "bilinear_samples must be >= d"),
     ],
 )
 def test_bad_configs_are_refused_by_name(over, match):
@@ -321,3 +338,24 @@ def test_a_skip_connection_that_changes_nothing_fails_both_linearity_claims(full
     linearity.claims(led, (dataclasses.replace(full, data=data),))
     assert led["mlp_linearity_with_residual"].status == "fail"
     assert led["mlp_linearity_without_residual"].status == "fail"
+
+
+def test_bilinear_layer_is_the_zoos_mlp_trained_to_the_least_squares_minimum(full):
+    cfg = sa.Config.preset("full", bilinear_width=5, bilinear_hidden=8)
+    mlp = bilinear.bilinear_mlp(cfg, seed=3)
+    x = torch.randn(7, 5, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    with torch.no_grad():
+        torch.testing.assert_close(mlp(x), mlp.W_out(mlp.W_in(x) * mlp.W_gate(x)), rtol=0, atol=0)
+    # every full-preset layer ends within 1e-3 (relative) of the unique least-squares interaction matrices
+    assert full.scalars["bilinear_fit_gap_max"] < 1e-3
+    assert 0.95 < full.scalars["bilinear_top_fraction_mean"] < 1.0
+
+
+def test_a_low_rank_fit_and_a_broken_decomposition_fail_the_bilinear_claims(full):
+    data = full.data.copy(deep=True)
+    data["bilinear_outside_energy"].values[:] = 0.0  # nothing outside the planted rank: the implicit-bias picture
+    data["bilinear_decomposition_error"].values[0] = 1e-6
+    led = Ledger(sa.NAME, preset="full")
+    bilinear.claims(led, (dataclasses.replace(full, data=data),))
+    assert led["bilinear_noise_outside_planted_rank"].status == "fail"
+    assert led["bilinear_tensor_decomposition_exact"].status == "fail"

@@ -372,6 +372,13 @@ CAPS: dict[str, dict[str, Cap]] = {
         "linearity_tokens": Cap(hi=8),
         "linearity_batch": Cap(hi=8),
         "linearity_seeds": Cap(hi=3),
+        # bilinear_seeds L-BFGS fits of bilinear_steps iterations on bilinear_samples inputs, a (p x p) solve
+        "bilinear_width": Cap(hi=4),
+        "bilinear_hidden": Cap(hi=8),
+        "bilinear_rank": Cap(hi=3),
+        "bilinear_samples": Cap(hi=24),
+        "bilinear_steps": Cap(hi=10),
+        "bilinear_seeds": Cap(hi=3),
     },
 }
 

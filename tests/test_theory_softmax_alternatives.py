@@ -190,6 +190,14 @@ def test_k_interval_l1_bound_holds_and_is_the_ratio_range(mode):
         (lambda: th.mlp_linearity(np.ones((4, 2)), np.ones((4, 2)), np.eye(2), True), "W_out"),
         (lambda: th.linearity_score(np.ones((3, 2)), np.ones((3, 2))), "N >= 2"),
         (lambda: th.linearity_unexplained(np.ones((10, 2)), np.ones((9, 2))), "N >= 4"),
+        (lambda: th.bilinear_interaction(np.ones((4, 2)), np.ones((4, 3)), np.ones((2, 4))), "W_gate"),
+        (lambda: th.quadratic_features(np.ones(3)), "x must be"),
+        (lambda: th.symmetric_from_upper(np.ones(5), 3), "theta's last axis"),
+        (lambda: th.quadratic_least_squares(np.ones((4, 3)), np.ones((4, 1))), "N >= d"),
+        (lambda: th.outside_energy(np.zeros((1, 3, 3)), np.ones((3, 1))), "orthonormal"),
+        (lambda: th.outside_energy(np.zeros((1, 3, 3)), np.eye(3)), "r < d"),
+        (lambda: th.outside_noise_energy(np.ones((8, 2)), np.eye(2)[:, :1], -1.0, 1), "noise"),
+        (lambda: th.top_eigen_fraction(np.eye(3), 4), "r"),
     ],
 )
 def test_bad_input_names_the_parameter(call, match):
@@ -427,3 +435,57 @@ def test_the_two_halves_estimate_removes_the_in_sample_bias():
     se = two.std() / math.sqrt(two.size)
     assert ins.mean() < truth - 5 * ins.std() / math.sqrt(ins.size)  # the in-sample bias is real at this N
     assert two.mean() == pytest.approx(truth, abs=4 * se)
+
+
+# --- section 9: the bilinear MLP -----------------------------------------------------------------------------
+
+
+def test_bilinear_interaction_is_the_layer_exactly():
+    rng = np.random.default_rng(10)
+    d, m, do = 5, 7, 3
+    W_in, W_gate, W_out = rng.standard_normal((m, d)), rng.standard_normal((m, d)), rng.standard_normal((do, m))
+    x = rng.standard_normal((20, d))
+    B = th.bilinear_interaction(W_in, W_gate, W_out)
+    np.testing.assert_array_equal(B, B.transpose(0, 2, 1))
+    np.testing.assert_allclose(
+        np.einsum("ni,oij,nj->no", x, B, x), ((x @ W_in.T) * (x @ W_gate.T)) @ W_out.T, rtol=1e-12, atol=1e-12
+    )
+    theta = B[:, *np.triu_indices(d)]
+    np.testing.assert_array_equal(th.symmetric_from_upper(theta, d), B)
+    np.testing.assert_allclose(th.quadratic_features(x) @ theta.T, np.einsum("ni,oij,nj->no", x, B, x), rtol=1e-12)
+
+
+def _planted(d: int, r: int, outputs: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    U, _ = np.linalg.qr(rng.standard_normal((d, r)))
+    return U, np.einsum("ir,or,jr->oij", U, rng.standard_normal((outputs, r)), U)
+
+
+def test_noise_free_least_squares_recovers_the_planted_rank():
+    U, Q = _planted(6, 2, 3, 11)
+    x = np.random.default_rng(12).standard_normal((60, 6))
+    B = th.quadratic_least_squares(x, np.einsum("ni,oij,nj->no", x, Q, x))
+    np.testing.assert_allclose(B, Q, atol=1e-10)
+    assert th.outside_energy(B, U) < 1e-20
+    np.testing.assert_allclose(th.top_eigen_fraction(B, 2), 1.0, rtol=1e-12)
+    assert th.top_eigen_fraction(np.eye(6)[None], 2)[0] == pytest.approx(2 / 6)
+
+
+def test_outside_noise_energy_matches_monte_carlo_over_the_noise():
+    d, r, N, sigma, outputs = 8, 2, 200, 0.7, 3
+    U, Q = _planted(d, r, outputs, 13)
+    rng = np.random.default_rng(14)
+    x = rng.standard_normal((N, d))
+    clean = np.einsum("ni,oij,nj->no", x, Q, x)
+    got = np.array(
+        [
+            th.outside_energy(th.quadratic_least_squares(x, clean + sigma * rng.standard_normal((N, outputs))), U)
+            for _ in range(1500)
+        ]
+    )
+    law = th.outside_noise_energy(x, U, sigma, outputs)
+    assert law == pytest.approx(got.mean(), abs=4 * got.std() / math.sqrt(got.size))
+    assert th.outside_noise_energy(x, U, 2 * sigma, outputs) == pytest.approx(4 * law, rel=1e-12)  # sigma^2 exactly
+    more = np.random.default_rng(15).standard_normal((8 * N, d))
+    # 8x the inputs: below 1/8 of the law, since at N = 200 (p = 36 features) G^-1 is inflated above its 1/N
+    assert 0.5 / 8 < th.outside_noise_energy(more, U, sigma, outputs) / law < 1 / 8

@@ -154,6 +154,25 @@ coefficients by the trapezoid rule on a fine grid) and ``rho_kl = C_kl / (s_k s_
 The residual adds ``tr Sigma`` to the denominator only: for a random GELU layer at unit scale the unexplained
 fraction is about 0.27 without the skip connection and about 0.07 with it, the paper's "linearity decreases when
 the residual component is removed".
+
+9. The bilinear MLP and its eigendecomposition (after Pearce et al., "Bilinear MLPs enable weight-based mechanistic
+interpretability", seed 003#57). ``y = W_out ((W_in x) * (W_gate x))`` has no elementwise nonlinearity: output o is
+the quadratic form ``y_o = x^T B_o x`` of the symmetric interaction matrix ``B_o = sum_k W_out[o, k] (w_k g_k^T +
+g_k w_k^T) / 2`` (``w_k``, ``g_k`` the k-th rows of ``W_in``, ``W_gate``): the layer is the third-order tensor B,
+exactly, and each ``B_o`` (or any output direction's ``sum_o u_o B_o``) has an eigendecomposition that reads the
+layer's weights. Plant a rank-r target ``y_o = x^T Q_o x + sigma eps_o``, ``Q_o = U diag(lambda_o) U^T`` (U an
+orthonormal d x r basis shared by the outputs), on N Gaussian inputs. The loss is least squares in B, so a layer
+with enough units trained to its minimum holds the least-squares fit ``theta_hat = G^-1 Phi^T y`` in the quadratic
+features ``Phi`` (``x_i x_j``, i <= j, off-diagonal ones doubled; ``G = Phi^T Phi``): the planted part exactly plus
+the fitted noise ``G^-1 Phi^T eps``. Outside the planted subspace (``P = I - U U^T``) the target is 0, so
+``P B_o P`` is noise alone and, given the inputs,
+
+    E sum_o |P B_o P|_F^2 = d_out sigma^2 tr(L G^-1 L^T),      L: theta -> vec(P B(theta) P),
+
+exactly. The r planted eigenvalues carry the rest: the eigendecomposition finds the planted rank, and what lies
+outside it is the fitted noise, at a size set by sigma^2 and the design (of order sigma^2 (d - r)^2 / (2 N) per
+output). Gradient descent from a small start fits the planted directions first (an implicit low-rank bias); at its
+minimum it holds all of the noise the design lets through.
 """
 
 from __future__ import annotations
@@ -616,6 +635,94 @@ def linearity_unexplained(x: np.ndarray, y: np.ndarray) -> float:
     return float(np.mean([_unexplained(a, b, f) for f in fits for a, b in halves]))
 
 
+# ------------------------------------------------------------------------------------------------
+# 9. The bilinear MLP (seed 003#57)
+# ------------------------------------------------------------------------------------------------
+def bilinear_interaction(W_in, W_gate, W_out) -> np.ndarray:
+    """(d_out, d, d) symmetric interaction matrices ``B_o = sum_k W_out[o, k] (w_k g_k^T + g_k w_k^T) / 2`` of the
+    bilinear MLP ``W_out ((W_in x) * (W_gate x))`` (section 9): ``y_o = x^T B_o x`` exactly."""
+    W_in, W_gate, W_out = (np.asarray(a, dtype=np.float64) for a in (W_in, W_gate, W_out))
+    if W_in.ndim != 2 or W_gate.shape != W_in.shape or W_out.ndim != 2 or W_out.shape[1] != W_in.shape[0]:
+        raise ValueError(
+            f"need W_in, W_gate (m, d) and W_out (d_out, m); got {W_in.shape}, {W_gate.shape}, {W_out.shape}"
+        )
+    B = np.einsum("ok,ki,kj->oij", W_out, W_in, W_gate)
+    return 0.5 * (B + B.transpose(0, 2, 1))
+
+
+def quadratic_features(x) -> np.ndarray:
+    """(N, d (d + 1) / 2) features ``x_i x_j``, i <= j (row-major upper triangle), the off-diagonal ones doubled: a
+    symmetric B's quadratic form is ``x^T B x = features(x) . B[triu]``."""
+    x = np.asarray(x, dtype=np.float64)
+    if x.ndim != 2:
+        raise ValueError(f"x must be (N, d), got shape {x.shape}")
+    i, j = np.triu_indices(x.shape[1])
+    return x[:, i] * x[:, j] * np.where(i == j, 1.0, 2.0)
+
+
+def symmetric_from_upper(theta, d: int) -> np.ndarray:
+    """(..., d, d) symmetric matrices from their upper triangles (..., d (d + 1) / 2), row-major."""
+    theta = np.asarray(theta, dtype=np.float64)
+    check_int("d", d, minimum=1)
+    if theta.shape[-1] != d * (d + 1) // 2:
+        raise ValueError(f"theta's last axis must be d (d + 1) / 2 = {d * (d + 1) // 2}, got {theta.shape[-1]}")
+    i, j = np.triu_indices(d)
+    B = np.zeros((*theta.shape[:-1], d, d))
+    B[..., i, j] = theta
+    B[..., j, i] = theta
+    return B
+
+
+def quadratic_least_squares(x, y) -> np.ndarray:
+    """(d_out, d, d): the least-squares symmetric interaction matrices of ``y_o ~ x^T B_o x`` (no intercept: the
+    bilinear MLP has none; the trace term carries the mean)."""
+    phi = quadratic_features(x)
+    y = np.asarray(y, dtype=np.float64)
+    if y.ndim != 2 or y.shape[0] != phi.shape[0] or phi.shape[0] < phi.shape[1]:
+        raise ValueError(f"need y (N, d_out) with N >= d (d + 1) / 2 = {phi.shape[1]}, got {y.shape}")
+    theta, *_ = np.linalg.lstsq(phi, y, rcond=None)
+    return symmetric_from_upper(theta.T, np.asarray(x).shape[1])
+
+
+def _outside_projector(U, d: int) -> np.ndarray:
+    U = np.asarray(U, dtype=np.float64)
+    if U.ndim != 2 or U.shape[0] != d or U.shape[1] >= d:
+        raise ValueError(f"U must be (d, r) with r < d = {d}, got {U.shape}")
+    if not np.allclose(U.T @ U, np.eye(U.shape[1]), atol=1e-10):
+        raise ValueError("U must have orthonormal columns")
+    return np.eye(d) - U @ U.T
+
+
+def outside_energy(B, U) -> float:
+    """``sum_o |P B_o P|_F^2``, ``P = I - U U^T``: the interaction matrices' energy outside the planted subspace."""
+    B = np.asarray(B, dtype=np.float64)
+    P = _outside_projector(U, B.shape[-1])
+    return float(np.sum((P @ B @ P) ** 2))
+
+
+def outside_noise_energy(x, U, noise: float, outputs: int) -> float:
+    """``E sum_o |P B_hat_o P|_F^2 = outputs sigma^2 tr(L G^-1 L^T)`` for the least-squares fit of a target planted in
+    span U with i.i.d. N(0, noise^2) label noise, given the inputs x (section 9, exact)."""
+    check_float("noise", noise, minimum=0.0)
+    check_int("outputs", outputs, minimum=1)
+    phi = quadratic_features(x)
+    d = phi.shape[1]
+    d = int(round((math.sqrt(8 * d + 1) - 1) / 2))
+    P = _outside_projector(U, d)
+    basis = symmetric_from_upper(np.eye(phi.shape[1]), d)  # (p, d, d): B(e_k)
+    L = (P @ basis @ P).reshape(phi.shape[1], d * d).T  # (d^2, p)
+    G_inv_Lt = np.linalg.solve(phi.T @ phi, L.T)
+    return outputs * noise * noise * float(np.sum(L * G_inv_Lt.T))
+
+
+def top_eigen_fraction(B, r: int) -> np.ndarray:
+    """(d_out,) the fraction of each ``|B_o|_F^2`` carried by its r largest-magnitude eigenvalues."""
+    B = np.asarray(B, dtype=np.float64)
+    check_int("r", r, minimum=1, maximum=B.shape[-1])
+    ev = np.sort(np.linalg.eigvalsh(B) ** 2, axis=-1)[..., ::-1]
+    return ev[..., :r].sum(-1) / ev.sum(-1)
+
+
 __all__ = [
     "ACTIVATIONS",
     "FEATURE_KINDS",
@@ -628,6 +735,7 @@ __all__ = [
     "hermite_coefficients",
     "activation_covariance",
     "activation_of",
+    "bilinear_interaction",
     "jacobian_limit",
     "k_interval_l1_bound",
     "k_interval_weights",
@@ -638,6 +746,10 @@ __all__ = [
     "mimetic_self_weight",
     "mimetic_self_weight_jensen",
     "mlp_linearity",
+    "outside_energy",
+    "outside_noise_energy",
+    "quadratic_features",
+    "quadratic_least_squares",
     "relu_slot_moment",
     "slot_moment",
     "softmax_slot_moment",
@@ -645,7 +757,9 @@ __all__ = [
     "softmax_slot_moment_mc",
     "sparsemax",
     "sparsemax_isolation",
+    "symmetric_from_upper",
     "taylor_discordance",
     "taylor_entropy_deficit",
+    "top_eigen_fraction",
     "two_key_jacobian_norm",
 ]

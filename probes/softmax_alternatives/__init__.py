@@ -48,17 +48,28 @@ Replicates: memory (layer) i draws its inputs and weights from :func:`analysis.e
 every claim takes its 95% Student-t band from the spread of the per-memory values (:mod:`analysis.evidence`).
 
 The probe is a package of parts (:mod:`probes.parts`), one module each, in the order of their claims: ``memory``,
-``sparse``, ``k_interval``, ``mimetic``, ``jacobian``, ``features``, ``taylor`` and ``linearity``; ``models`` holds
-the random layer they share and ``config`` the configuration.
+``sparse``, ``k_interval``, ``mimetic``, ``jacobian``, ``features``, ``taylor``, ``linearity`` and ``bilinear``;
+``models`` holds the random layer they share and ``config`` the configuration.
 """
 
 from __future__ import annotations
 
 from probes.base import Result
 from probes.parts import part_of, probe_functions
-from probes.softmax_alternatives import features, jacobian, k_interval, linearity, memory, mimetic, sparse, taylor
+from probes.softmax_alternatives import (
+    bilinear,
+    features,
+    jacobian,
+    k_interval,
+    linearity,
+    memory,
+    mimetic,
+    sparse,
+    taylor,
+)
 from probes.softmax_alternatives.config import (
     NAME,
+    SEED_BILINEAR,
     SEED_FEATURES,
     SEED_INTERVAL,
     SEED_JACOBIAN,
@@ -75,13 +86,15 @@ from probes.softmax_alternatives.memory import ACTIVATIONS, memory_model, predic
 DESCRIPTION = (
     "Softmax alternatives: ReLU and softmax key-value memories (the MLP's output against its slot count at "
     "initialisation), sparsemax's isolation of a planted key among random ones, K-interval softmax's error, "
-    "mimetic init, SA-Softmax's Jacobian, linear attention's feature maps and an MLP sublayer's linearity with and "
-    "without its skip connection, against closed forms and bounds."
+    "mimetic init, SA-Softmax's Jacobian, linear attention's feature maps, an MLP sublayer's linearity with and "
+    "without its skip connection and a trained bilinear MLP's spectrum, against closed forms and bounds."
 )
-VERSION = "7"
+VERSION = "8"
 REQUIRES = None  # builds its own models
 
-PARTS = tuple(part_of(m) for m in (memory, sparse, k_interval, mimetic, jacobian, features, taylor, linearity))
+PARTS = tuple(
+    part_of(m) for m in (memory, sparse, k_interval, mimetic, jacobian, features, taylor, linearity, bilinear)
+)
 
 # run(config, model=None, progress=True) and check_claims(result): the one form of a probe made of parts;
 # tiny float64 models measure on one thread (fastest, and it fixes the reduction order)
@@ -94,6 +107,7 @@ __all__ = [
     "NAME",
     "PARTS",
     "REQUIRES",
+    "SEED_BILINEAR",
     "SEED_FEATURES",
     "SEED_INTERVAL",
     "SEED_JACOBIAN",

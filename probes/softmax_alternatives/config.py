@@ -14,6 +14,7 @@ SEED_MIMETIC = "000#115"  # mimetic initialisation: W_q W_k^T near the identity
 SEED_FEATURES = "003#74"  # Linear Log-Normal attention: the concentration of kernelised attention's weights
 SEED_JACOBIAN = "000#23"  # SA-Softmax: z * softmax(z) against softmax's vanishing gradient
 SEED_TAYLOR = "000#51"  # Hedgehog: spiky and monotonic feature maps for linear attention
+SEED_BILINEAR = "003#57"  # bilinear MLPs: weight-based interpretability by eigendecomposition
 SEED_LINEARITY = "003#37"  # "Your transformer is secretly linear": layer-to-layer linearity and the residual
 SOURCE = "analysis/theory/softmax_alternatives.py"
 MAX_SLOTS = 65536
@@ -52,6 +53,12 @@ class Config(ProbeConfig):
             "linearity_tokens": 16,
             "linearity_batch": 16,
             "linearity_seeds": 2,
+            "bilinear_width": 6,
+            "bilinear_hidden": 12,
+            "bilinear_rank": 2,
+            "bilinear_samples": 96,
+            "bilinear_steps": 100,
+            "bilinear_seeds": 2,
         },
         "full": {},
     }
@@ -175,6 +182,22 @@ class Config(ProbeConfig):
     )
     linearity_seeds: int = replicates_param("layers (weights and tokens)")
 
+    # --- the bilinear MLP on a planted low-rank target (003#57) ----------------------------------------
+    bilinear: bool = param(True, "train bilinear MLPs on a planted rank-r quadratic target and read their spectra")
+    bilinear_width: int = param(16, "input and output width d of the bilinear MLP", minimum=2, maximum=64)
+    bilinear_hidden: int = param(
+        64, "the MLP's units m (m >= d lets it hold any d interaction matrices)", minimum=1, maximum=1024
+    )
+    bilinear_rank: int = param(3, "rank r of the planted target (< bilinear_width)", minimum=1, maximum=63)
+    bilinear_samples: int = param(
+        1024, "training inputs N (>= d (d + 1) / 2: the least-squares fit is unique)", minimum=3, maximum=1 << 17
+    )
+    bilinear_noise: float = param(0.5, "std sigma of the label noise", minimum=0.0, maximum=100.0)
+    bilinear_steps: int = param(
+        1000, "L-BFGS iterations (full batch, float64) to the minimum", minimum=1, maximum=100000
+    )
+    bilinear_seeds: int = replicates_param("trained layers (weights, inputs, basis, eigenvalues and noise)")
+
     def validate(self) -> None:
         super().validate()
         slots = self.memory_slots
@@ -192,6 +215,15 @@ class Config(ProbeConfig):
                 "linearity_tokens x linearity_batch (the regression's samples) must be at least "
                 "4 (linearity_width + 1), "
                 f"got {self.linearity_tokens * self.linearity_batch}"
+            )
+        if self.bilinear and self.bilinear_rank >= self.bilinear_width:
+            raise ValueError(
+                f"bilinear_rank must be < bilinear_width ({self.bilinear_width}), got {self.bilinear_rank}"
+            )
+        if self.bilinear and self.bilinear_samples < self.bilinear_width * (self.bilinear_width + 1) // 2:
+            raise ValueError(
+                f"bilinear_samples must be >= d (d + 1) / 2 = {self.bilinear_width * (self.bilinear_width + 1) // 2} "
+                f"(d = bilinear_width), got {self.bilinear_samples}"
             )
         keys = self.sparse_keys
         if any(b <= a for a, b in zip(keys, keys[1:], strict=False)):
