@@ -17,11 +17,13 @@ from probes.base import run_probe
 from probes.softmax_alternatives import (
     bilinear,
     features,
+    isolation,
     jacobian,
     k_interval,
     linearity,
     memory,
     mimetic,
+    models,
     sparse,
     taylor,
 )
@@ -56,6 +58,7 @@ def test_smoke_claims_wait_for_the_full_preset(tmp_path, monkeypatch):
         sa.SEED_TAYLOR,
         sa.SEED_LINEARITY,
         sa.SEED_BILINEAR,
+        sa.SEED_ISOLATION,
     }
     assert r.data["memory_moment"].dims == ("activation", "slots", "memory_seed")
 
@@ -82,6 +85,8 @@ def test_full_claims_pass_with_the_other_activation_outside_the_band(full):
         "mlp_linearity_without_residual",
         "bilinear_tensor_decomposition_exact",
         "bilinear_noise_outside_planted_rank",
+        "softmax_collision_exact",
+        "softmax_isolation_grows_with_length",
     }
     for c in by_name.values():
         if c.name == "mlp_linearity_without_residual":
@@ -102,6 +107,8 @@ def test_full_claims_pass_with_the_other_activation_outside_the_band(full):
                 "taylor": "taylor_seeds",
                 "mlp_linearity": "linearity_seeds",
                 "bilinear": "bilinear_seeds",
+                "softmax_collision": "isolation_seeds",
+                "softmax_isolation": "isolation_seeds",
             }
             assert c.tolerance["n"] == getattr(full.config, next(v for k, v in seeds.items() if c.name.startswith(k)))
     assert by_name["memory_relu_slot_slope"].expected == pytest.approx(1.0, abs=1e-12)
@@ -173,6 +180,9 @@ def test_planted_wrong_numbers_fail_the_claims(full):
         ({"linearity_tokens": 2, "linearity_batch": 4}, "regression's samples"),
         ({"bilinear_rank": 16}, "bilinear_rank must be < bilinear_width"),
         ({"bilinear_samples": 100}, "bilinear_samples must be >= d"),
+        ({"isolation_tokens": (64, 16)}, "isolation_tokens must be strictly increasing"),
+        ({"isolation_tokens": (64,)}, "isolation_tokens needs at least 2"),
+        ({"isolation_width": 2}, "isolation_width"),
     ],
 )
 def test_bad_configs_are_refused_by_name(over, match):
@@ -231,7 +241,7 @@ def test_mimetic_layer_has_the_product_and_the_logit_law_it_is_judged_by():
     torch.testing.assert_close(M1 - M0, 1.5 * torch.eye(8, dtype=torch.float64), rtol=0, atol=1e-12)
     assert float(M0.std()) == pytest.approx(cfg.mimetic_alpha / math.sqrt(8), rel=0.3)
     x = torch.randn(1, 1, 8, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
-    a, s = mimetic.row_logits(with_eye, x)
+    a, s = models.row_logits(with_eye, x)
     c = with_eye.config.scale
     assert a[0, 0] == pytest.approx(float(c * x[0, 0] @ M1 @ x[0, 0]), rel=1e-12)
     keys = torch.randn(200_000, 8, generator=torch.Generator().manual_seed(3), dtype=torch.float64)
@@ -359,3 +369,16 @@ def test_a_low_rank_fit_and_a_broken_decomposition_fail_the_bilinear_claims(full
     bilinear.claims(led, (dataclasses.replace(full, data=data),))
     assert led["bilinear_noise_outside_planted_rank"].status == "fail"
     assert led["bilinear_tensor_decomposition_exact"].status == "fail"
+
+
+def test_uniform_weights_and_a_length_independent_share_fail_the_isolation_claims(full):
+    data = full.data.copy(deep=True)
+    ns = data["isolation_n"].values.astype(np.float64)
+    data["isolation_collision"].values[:] = (1.0 / ns)[:, None]  # even spreading: 1/n
+    led = Ledger(sa.NAME, preset="full")
+    isolation.claims(led, (dataclasses.replace(full, data=data),))
+    assert led["softmax_collision_exact"].status == "fail"
+    data["isolation_collision"].values[:] = 0.05  # the same share at every length
+    led = Ledger(sa.NAME, preset="full")
+    isolation.claims(led, (dataclasses.replace(full, data=data),))
+    assert led["softmax_isolation_grows_with_length"].status == "fail"

@@ -379,6 +379,13 @@ CAPS: dict[str, dict[str, Cap]] = {
         "bilinear_samples": Cap(hi=24),
         "bilinear_steps": Cap(hi=10),
         "bilinear_seeds": Cap(hi=3),
+        # isolation_seeds x len(isolation_tokens) one-head layers over isolation_batch sequences, a 1-D quadrature
+        # per row (isolation_rows of them)
+        "isolation_tokens": Cap(hi=16, max_len=3),
+        "isolation_width": Cap(hi=8),
+        "isolation_rows": Cap(hi=4),
+        "isolation_batch": Cap(hi=2),
+        "isolation_seeds": Cap(hi=3),
     },
 }
 

@@ -198,6 +198,8 @@ def test_k_interval_l1_bound_holds_and_is_the_ratio_range(mode):
         (lambda: th.outside_energy(np.zeros((1, 3, 3)), np.eye(3)), "r < d"),
         (lambda: th.outside_noise_energy(np.ones((8, 2)), np.eye(2)[:, :1], -1.0, 1), "noise"),
         (lambda: th.top_eigen_fraction(np.eye(3), 4), "r"),
+        (lambda: th.self_collision(0, 0.0, 1.0), "n"),
+        (lambda: th.self_collision(4, 0.0, -1.0), "s must lie in"),
     ],
 )
 def test_bad_input_names_the_parameter(call, match):
@@ -489,3 +491,29 @@ def test_outside_noise_energy_matches_monte_carlo_over_the_noise():
     more = np.random.default_rng(15).standard_normal((8 * N, d))
     # 8x the inputs: below 1/8 of the law, since at N = 200 (p = 36 features) G^-1 is inflated above its 1/N
     assert 0.5 / 8 < th.outside_noise_energy(more, U, sigma, outputs) / law < 1 / 8
+
+
+# --- section 10: token isolation at initialisation -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(("n", "a", "s"), [(2, 0.3, 1.0), (16, 0.5, 1.2), (64, -0.4, 0.8), (512, 0.2, 1.0)])
+def test_self_collision_matches_monte_carlo(n, a, s):
+    rng = np.random.default_rng(n)
+    rows = 200_000 // n + 2000
+    logits = np.concatenate([np.full((rows, 1), a), s * rng.standard_normal((rows, n - 1))], axis=1)
+    p = np.exp(logits - logits.max(axis=1, keepdims=True))
+    p /= p.sum(axis=1, keepdims=True)
+    c = (p * p).sum(axis=1)
+    assert float(th.self_collision(n, a, s)) == pytest.approx(c.mean(), abs=5 * c.std() / math.sqrt(rows))
+
+
+def test_self_collision_limits():
+    # equal logits: uniform weights; s = 0 with an own logit: the closed form; continuity at s -> 0
+    assert float(th.self_collision(8, 0.0, 0.0)) == pytest.approx(1 / 8, abs=1e-15)
+    z = 1 + 7 * math.exp(-0.3)
+    assert float(th.self_collision(8, 0.3, 0.0)) == pytest.approx((1 + 7 * math.exp(-0.6)) / z**2, rel=1e-14)
+    assert float(th.self_collision(8, 0.3, 1e-6)) == pytest.approx(float(th.self_collision(8, 0.3, 0.0)), rel=1e-9)
+    assert float(th.self_collision(1, 2.0, 1.0)) == 1.0
+    # many tokens: section 1's concentration e^(s^2)/n, the own logit a vanishing share
+    assert float(th.self_collision(20_000, 0.0, 1.0)) * 20_000 == pytest.approx(math.e, rel=0.01)
+    np.testing.assert_array_equal(th.self_collision(16, [0.0, 1.0], 1.0)[0], th.self_collision(16, 0.0, 1.0))

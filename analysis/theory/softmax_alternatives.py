@@ -173,6 +173,19 @@ exactly. The r planted eigenvalues carry the rest: the eigendecomposition finds 
 outside it is the fitted noise, at a size set by sigma^2 and the design (of order sigma^2 (d - r)^2 / (2 N) per
 output). Gradient descent from a small start fits the planted directions first (an implicit low-rank bias); at its
 minimum it holds all of the noise the design lets through.
+
+10. Token isolation at initialisation (after Richter & Wattenhofer, "Normalized attention without probability cage",
+seed 000#118). Softmax weights lie on the simplex, so a row passes on a convex combination of the values; with
+i.i.d. values (random tokens at initialisation) its energy is ``sum_j p_j^2`` times theirs, the row's weight
+collision. Given the weights and a Gaussian query, a row's own logit is ``a`` and its other ``n - 1`` logits are
+i.i.d. N(0, s^2) (section 4); with ``w_j = e^{z_j - a}`` and ``1/Z^2 = int_0^oo t e^{-tZ} dt``,
+
+    E[sum_j p_j^2] = int_0^oo t e^{-t} [phi(t e^-a)^(n-1) + (n - 1) e^{-2a} chi(t e^-a) phi(t e^-a)^(n-2)] dt,
+
+with section 1's ``phi`` and ``chi`` at std s, exactly; for large n it falls like ``e^{s^2}/n`` (section 1's
+concentration). So the attention branch's share of each token's update shrinks with the sequence length and the
+residual stream keeps each token to itself: the length-dependent bias towards token isolation the paper finds at
+initialisation, where sum pooling's weights (all 1) pass ``n`` times the energy and uniform ones ``1/n``.
 """
 
 from __future__ import annotations
@@ -352,11 +365,11 @@ def k_interval_l1_bound(h, mode: str) -> np.ndarray:
     return np.where(h > 0, (1.0 - t) * np.exp(t * safe) + t * np.exp((t - 1.0) * safe) - 1.0, 0.0)
 
 
-def mimetic_self_weight(n: int, a, s, n_u: int = 241) -> np.ndarray:
-    """``E[1 / (1 + sum_{j<n} e^{z_j - a})]``, ``z_j`` i.i.d. N(0, s^2): a row's expected weight on its own key when
-    its own logit is ``a`` and the ``n - 1`` others are i.i.d. N(0, s^2) (section 4), for every (a, s) pair
-    (broadcast); exact 1-D quadrature on ``u = ln t`` (the trapezoid rule converges geometrically on this smooth
-    integrand: 201 points agree with 3201 to 1e-13)."""
+def _row_quadrature(n: int, a, s, n_u: int, at_zero, integrand) -> np.ndarray:
+    """A softmax row's expectation over its own logit ``a`` and ``n - 1`` i.i.d. N(0, s^2) others, for every (a, s)
+    pair (broadcast): ``at_zero(a)`` where ``s = 0`` (and 1 where ``n = 1``), else the trapezoid rule on ``u = ln t``
+    of ``integrand(t, a, phi, chi)`` (``phi, chi`` of :func:`_phi_chi` at ``t e^-a``). The rule converges
+    geometrically on these smooth integrands: 201 points agree with 3201 to 1e-13."""
     check_int("n", n, minimum=1)
     check_int("n_u", n_u, minimum=101)
     a_b, s_b = np.broadcast_arrays(np.asarray(a, dtype=np.float64), np.asarray(s, dtype=np.float64))
@@ -371,11 +384,45 @@ def mimetic_self_weight(n: int, a, s, n_u: int = 241) -> np.ndarray:
     for idx in np.ndindex(a_b.shape):
         aa, ss = float(a_b[idx]), float(s_b[idx])
         if ss == 0.0:
-            out[idx] = 1.0 / (1.0 + (n - 1) * math.exp(-aa))
+            out[idx] = at_zero(aa)
             continue
-        phi, _ = _phi_chi(t * math.exp(-aa), ss)
-        out[idx] = float(np.sum(t * np.exp(-t) * phi ** (n - 1)) * du)
+        phi, chi = _phi_chi(t * math.exp(-aa), ss)
+        out[idx] = float(np.sum(integrand(t, aa, phi, chi)) * du)
     return out
+
+
+def mimetic_self_weight(n: int, a, s, n_u: int = 241) -> np.ndarray:
+    """``E[1 / (1 + sum_{j<n} e^{z_j - a})]``, ``z_j`` i.i.d. N(0, s^2): a row's expected weight on its own key when
+    its own logit is ``a`` and the ``n - 1`` others are i.i.d. N(0, s^2) (section 4), for every (a, s) pair
+    (broadcast); exact 1-D quadrature on ``u = ln t`` (:func:`_row_quadrature`)."""
+    return _row_quadrature(
+        n,
+        a,
+        s,
+        n_u,
+        lambda aa: 1.0 / (1.0 + (n - 1) * math.exp(-aa)),
+        lambda t, aa, phi, chi: t * np.exp(-t) * phi ** (n - 1),
+    )
+
+
+def _collision_at_zero(n: int, aa: float) -> float:
+    z = 1.0 + (n - 1) * math.exp(-aa)
+    return (1.0 + (n - 1) * math.exp(-2.0 * aa)) / (z * z)
+
+
+def self_collision(n: int, a, s, n_u: int = 241) -> np.ndarray:
+    """``E[sum_j p_j^2]`` of a softmax row over its own logit ``a`` and ``n - 1`` i.i.d. N(0, s^2) others (section 10),
+    for every (a, s) pair (broadcast); the 1-D quadrature of :func:`mimetic_self_weight` on ``u = ln t``."""
+    return _row_quadrature(
+        n,
+        a,
+        s,
+        n_u,
+        lambda aa: _collision_at_zero(n, aa),
+        lambda t, aa, phi, chi: (
+            t * t * np.exp(-t) * (phi ** (n - 1) + (n - 1) * math.exp(-2.0 * aa) * chi * phi ** (n - 2))
+        ),
+    )
 
 
 def mimetic_self_weight_jensen(n: int, a, s) -> np.ndarray:
@@ -750,6 +797,7 @@ __all__ = [
     "outside_noise_energy",
     "quadratic_features",
     "quadratic_least_squares",
+    "self_collision",
     "relu_slot_moment",
     "slot_moment",
     "softmax_slot_moment",

@@ -48,8 +48,8 @@ Replicates: memory (layer) i draws its inputs and weights from :func:`analysis.e
 every claim takes its 95% Student-t band from the spread of the per-memory values (:mod:`analysis.evidence`).
 
 The probe is a package of parts (:mod:`probes.parts`), one module each, in the order of their claims: ``memory``,
-``sparse``, ``k_interval``, ``mimetic``, ``jacobian``, ``features``, ``taylor``, ``linearity`` and ``bilinear``;
-``models`` holds the random layer they share and ``config`` the configuration.
+``sparse``, ``k_interval``, ``mimetic``, ``jacobian``, ``features``, ``taylor``, ``linearity``, ``bilinear`` and
+``isolation``; ``models`` holds the random layer they share and ``config`` the configuration.
 """
 
 from __future__ import annotations
@@ -59,6 +59,7 @@ from probes.parts import part_of, probe_functions
 from probes.softmax_alternatives import (
     bilinear,
     features,
+    isolation,
     jacobian,
     k_interval,
     linearity,
@@ -72,6 +73,7 @@ from probes.softmax_alternatives.config import (
     SEED_BILINEAR,
     SEED_FEATURES,
     SEED_INTERVAL,
+    SEED_ISOLATION,
     SEED_JACOBIAN,
     SEED_LINEARITY,
     SEED_MIMETIC,
@@ -87,13 +89,15 @@ DESCRIPTION = (
     "Softmax alternatives: ReLU and softmax key-value memories (the MLP's output against its slot count at "
     "initialisation), sparsemax's isolation of a planted key among random ones, K-interval softmax's error, "
     "mimetic init, SA-Softmax's Jacobian, linear attention's feature maps, an MLP sublayer's linearity with and "
-    "without its skip connection and a trained bilinear MLP's spectrum, against closed forms and bounds."
+    "without its skip connection, a trained bilinear MLP's spectrum and a softmax layer's weight collision against the "
+    "sequence length, against closed forms and bounds."
 )
-VERSION = "8"
+VERSION = "9"
 REQUIRES = None  # builds its own models
 
 PARTS = tuple(
-    part_of(m) for m in (memory, sparse, k_interval, mimetic, jacobian, features, taylor, linearity, bilinear)
+    part_of(m)
+    for m in (memory, sparse, k_interval, mimetic, jacobian, features, taylor, linearity, bilinear, isolation)
 )
 
 # run(config, model=None, progress=True) and check_claims(result): the one form of a probe made of parts;
@@ -110,6 +114,7 @@ __all__ = [
     "SEED_BILINEAR",
     "SEED_FEATURES",
     "SEED_INTERVAL",
+    "SEED_ISOLATION",
     "SEED_JACOBIAN",
     "SEED_LINEARITY",
     "SEED_MIMETIC",

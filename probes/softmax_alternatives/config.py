@@ -14,6 +14,7 @@ SEED_MIMETIC = "000#115"  # mimetic initialisation: W_q W_k^T near the identity
 SEED_FEATURES = "003#74"  # Linear Log-Normal attention: the concentration of kernelised attention's weights
 SEED_JACOBIAN = "000#23"  # SA-Softmax: z * softmax(z) against softmax's vanishing gradient
 SEED_TAYLOR = "000#51"  # Hedgehog: spiky and monotonic feature maps for linear attention
+SEED_ISOLATION = "000#118"  # normalised attention without the probability cage: token isolation at init
 SEED_BILINEAR = "003#57"  # bilinear MLPs: weight-based interpretability by eigendecomposition
 SEED_LINEARITY = "003#37"  # "Your transformer is secretly linear": layer-to-layer linearity and the residual
 SOURCE = "analysis/theory/softmax_alternatives.py"
@@ -59,6 +60,10 @@ class Config(ProbeConfig):
             "bilinear_samples": 96,
             "bilinear_steps": 100,
             "bilinear_seeds": 2,
+            "isolation_tokens": (8, 32),
+            "isolation_rows": 4,
+            "isolation_batch": 1,
+            "isolation_seeds": 2,
         },
         "full": {},
     }
@@ -198,6 +203,24 @@ class Config(ProbeConfig):
     )
     bilinear_seeds: int = replicates_param("trained layers (weights, inputs, basis, eigenvalues and noise)")
 
+    # --- token isolation at initialisation (000#118) ---------------------------------------------------
+    isolation: bool = param(True, "measure a random softmax layer's weight collision against the sequence length")
+    isolation_tokens: tuple[int, ...] = param(
+        (16, 64, 256, 1024),
+        "sequence lengths n (full attention over all n), strictly increasing",
+        minimum=2,
+        maximum=8192,
+    )
+    isolation_width: int = param(
+        16,
+        "width d of the random attention layer (one head; >= 4 keeps the logit spread in the quadrature's range)",
+        minimum=4,
+        maximum=256,
+    )
+    isolation_rows: int = param(64, "query rows per sequence (the first ones; all rows are alike)", minimum=1)
+    isolation_batch: int = param(4, "sequences per layer and length", minimum=1, maximum=1024)
+    isolation_seeds: int = replicates_param("layers (weights and tokens)")
+
     def validate(self) -> None:
         super().validate()
         slots = self.memory_slots
@@ -206,7 +229,7 @@ class Config(ProbeConfig):
         ks = self.interval_ks
         if len(ks) < 3 or any(b <= a for a, b in zip(ks, ks[1:], strict=False)):
             raise ValueError(f"interval_ks must be strictly increasing with at least 3 values, got {ks}")
-        for name in ("mimetic_betas", "jacobian_scales", "linearity_scales"):
+        for name in ("mimetic_betas", "jacobian_scales", "linearity_scales", "isolation_tokens"):
             v = getattr(self, name)
             if any(b <= a for a, b in zip(v, v[1:], strict=False)):
                 raise ValueError(f"{name} must be strictly increasing, got {v}")
@@ -216,6 +239,8 @@ class Config(ProbeConfig):
                 "4 (linearity_width + 1), "
                 f"got {self.linearity_tokens * self.linearity_batch}"
             )
+        if self.isolation and len(self.isolation_tokens) < 2:
+            raise ValueError(f"isolation_tokens needs at least 2 lengths (a slope), got {self.isolation_tokens}")
         if self.bilinear and self.bilinear_rank >= self.bilinear_width:
             raise ValueError(
                 f"bilinear_rank must be < bilinear_width ({self.bilinear_width}), got {self.bilinear_rank}"

@@ -13,7 +13,7 @@ from analysis.train import derived_seed
 from probes.base import MAX_SEED, Result
 from probes.parts import Context, each_claim, over_replicates
 from probes.softmax_alternatives.config import SEED_MIMETIC, SOURCE, Config
-from probes.softmax_alternatives.models import PATTERN, head_pattern_and_scores, random_head
+from probes.softmax_alternatives.models import PATTERN, head_pattern_and_scores, random_head, row_logits
 
 DESCRIPTION = "mimetic init (W_q^T W_k = alpha Z + beta I): each token's weight on itself against the exact law"
 FIELDS = ("mimetic_betas", "mimetic_alpha", "mimetic_width", "mimetic_tokens", "mimetic_batch", "mimetic_seeds")
@@ -28,18 +28,6 @@ def mimetic_model(config: Config, beta: float, seed: int) -> TinyTransformer:
     return random_head(
         config.mimetic_width, "softmax", seed, init="mimetic", mimetic_qk=(config.mimetic_alpha, float(beta))
     )
-
-
-def row_logits(model: TinyTransformer, x: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
-    """(B, T) each row's own logit ``a_i = c x_i^T M x_i`` and the std ``s_i = c |M^T x_i|`` of its logits on Gaussian
-    keys independent of ``x_i`` (``M = W_q^T W_k``): given the weights and the query, the other keys' logits are
-    i.i.d. N(0, s_i^2) exactly."""
-    attn, c = model.blocks[0].attn, model.config.scale
-    with torch.no_grad():
-        q, k = attn.W_q(x), attn.W_k(x)  # (B, T, d)
-        own = c * (q * k).sum(-1)
-        std = c * (q @ attn.W_k.weight).norm(dim=-1)  # x^T W_q^T W_k = (W_q x)^T W_k
-    return own.numpy(), std.numpy()
 
 
 def measure_layer(config: Config, seed: int) -> dict[str, np.ndarray]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import torch
 
 from analysis.hooks import hooks
@@ -46,3 +47,15 @@ def head_pattern_and_scores(model: TinyTransformer, x: torch.Tensor, bias=None) 
     with torch.no_grad(), hooks(model, [(PATTERN, keep), (SCORES, keep)]):
         model(x) if bias is None else model(x, attn_bias=bias)
     return got
+
+
+def row_logits(model: TinyTransformer, x: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
+    """(B, T) each row's own logit ``a_i = c x_i^T M x_i`` and the std ``s_i = c |M^T x_i|`` of its logits on Gaussian
+    keys independent of ``x_i`` (``M = W_q^T W_k``): given the weights and the query, the other keys' logits are
+    i.i.d. N(0, s_i^2) exactly."""
+    attn, c = model.blocks[0].attn, model.config.scale
+    with torch.no_grad():
+        q, k = attn.W_q(x), attn.W_k(x)  # (B, T, d)
+        own = c * (q * k).sum(-1)
+        std = c * (q @ attn.W_k.weight).norm(dim=-1)  # x^T W_q^T W_k = (W_q x)^T W_k
+    return own.numpy(), std.numpy()

@@ -1,0 +1,105 @@
+"""Part ``isolation`` (seed 000#118): a random softmax layer at initialisation passes on ``sum_j p_ij^2`` of its values'
+energy, a share that falls with the sequence length (the residual keeps each token to itself), against the exact law
+given each row's own logit and logit spread (theory section 10)."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from analysis.ledger import Ledger
+from analysis.theory import softmax_alternatives as th
+from analysis.train import derived_seed
+from probes.base import MAX_SEED, Result
+from probes.parts import Context, each_claim, over_replicates
+from probes.softmax_alternatives.config import SEED_ISOLATION, SOURCE, Config
+from probes.softmax_alternatives.models import PATTERN, head_pattern_and_scores, random_head, row_logits
+
+DESCRIPTION = "a random softmax layer's weight collision against the sequence length and its exact law"
+FIELDS = ("isolation_tokens", "isolation_width", "isolation_rows", "isolation_batch", "isolation_seeds")
+GATE = "isolation"
+
+FIGURE = "sa_isolation"
+
+
+def measure_layer(config: Config, seed: int) -> dict[str, np.ndarray]:
+    """Seed ``seed``: one random softmax layer (fan-in init, full attention, float64); per sequence length n, over the
+    first ``isolation_rows`` query rows of ``isolation_batch`` sequences of n Gaussian tokens, the mean measured
+    collision ``sum_j p_ij^2`` and the mean of its exact expectation at each row's ``(a_i, s_i)``."""
+    c = config
+    model = random_head(c.isolation_width, "softmax", derived_seed(seed, "isolation_weights") % MAX_SEED)
+    g = torch.Generator().manual_seed(derived_seed(seed, "isolation_inputs") % MAX_SEED)
+    out = {k: np.empty(len(c.isolation_tokens)) for k in ("measured", "exact")}
+    for i, n in enumerate(c.isolation_tokens):
+        x = torch.randn(c.isolation_batch, n, c.isolation_width, generator=g, dtype=torch.float64)
+        rows = min(c.isolation_rows, n)
+        p = head_pattern_and_scores(model, x)[PATTERN][:, :rows]  # (B, rows, n)
+        a, s = row_logits(model, x[:, :rows])
+        out["measured"][i] = float(p.pow(2).sum(-1).mean())
+        out["exact"][i] = float(th.self_collision(n, a, s).mean())
+    return out
+
+
+def measure(ctx: Context) -> None:
+    c = ctx.config
+    got = over_replicates(
+        c.seed, c.isolation_seeds, lambda s: measure_layer(c, s), progress=ctx.progress, desc="isolation layers"
+    )
+    dims = ("isolation_n", "isolation_seed")
+    ctx.data["isolation_collision"] = (dims, got["measured"])
+    ctx.data["isolation_collision_exact"] = (dims, got["exact"])
+    ctx.coords.update(isolation_n=list(c.isolation_tokens), isolation_seed=list(range(c.isolation_seeds)))
+
+
+def _slopes(values: np.ndarray, ns: np.ndarray) -> np.ndarray:
+    """(seed,) least-squares slope of ln(values) on ln n per replicate (values (n, seed))."""
+    x = np.log(ns) - np.log(ns).mean()
+    y = np.log(values) - np.log(values).mean(axis=0)
+    return (x[:, None] * y).sum(axis=0) / (x * x).sum()
+
+
+def claim_isolation(led: Ledger, r: Result) -> None:
+    """000#118: at initialisation softmax attention passes on a share of its values' energy that falls with the
+    sequence length, at its exact law (the alternative: uniform weights' 1/n), and its slope in ln n is the law's
+    (the alternative: a share that does not depend on the length)."""
+    c, d = r.config, r.data
+    m, e = d["isolation_collision"].values, d["isolation_collision_exact"].values  # (n, seed)
+    ns = np.asarray(c.isolation_tokens, dtype=np.float64)
+    why = f"95% t band over {c.isolation_seeds} independent layers (replicate seeds) of each one's "
+    statement = (
+        f"random softmax layer (width {c.isolation_width}, fan-in init), n = {list(c.isolation_tokens)} Gaussian "
+        "tokens: the weight collision sum_j p_ij^2 (the share of the values' energy a row passes on)"
+    )
+    led.predict(
+        "softmax_collision_exact",
+        replicates=(m / e).mean(axis=0),
+        expected=1.0,
+        alternative=float(((1.0 / ns)[:, None] / e).mean()),
+        hypothesis="the weights spread evenly over the n tokens: collision 1/n",
+        source=f"{SOURCE}, section 10: E[sum_j p_j^2] = int t e^-t [phi^(n-1) + (n-1) e^-2a chi phi^(n-2)] dt at "
+        "each row's (a_i, s_i)",
+        seed=SEED_ISOLATION,
+        why=why + "mean over n of the measured mean collision over its exact expectation (paired: each row's own "
+        "logits); the 1 is the ratio's definition",
+        requires_full=True,
+        statement=f"{statement} is the exact law (mean " + ", ".join(f"{v:.4f}" for v in e.mean(axis=1)) + ")",
+        figure=FIGURE,
+    )
+    law = _slopes(e, ns)
+    led.predict(
+        "softmax_isolation_grows_with_length",
+        replicates=_slopes(m, ns) - law + float(law.mean()),
+        expected=float(law.mean()),
+        alternative=0.0,
+        hypothesis="a length-independent share (no bias towards isolation; sum pooling's weights would even give +1)",
+        source=f"{SOURCE}, section 10: the law's slope in ln n (-> -1 as n >> e^(s^2))",
+        seed=SEED_ISOLATION,
+        why=why + "least-squares slope of ln(mean collision) on ln n minus its exact law's (paired), plus the law's "
+        "mean slope",
+        requires_full=True,
+        statement=f"{statement} falls with n at its law's slope in ln n ({float(law.mean()):.3f})",
+        figure=FIGURE,
+    )
+
+
+claims = each_claim(claim_isolation)
