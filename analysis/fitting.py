@@ -1,4 +1,4 @@
-"""Power-law fits with bootstrap confidence intervals, local exponents and geometric means.
+"""Power-law fits with bootstrap confidence intervals, local exponents, geometric means and Hill's tail index.
 
 Conventions (used by every probe that measures a decay rate):
 
@@ -191,3 +191,21 @@ def local_exponent_exact_grid(t, y) -> tuple[np.ndarray, np.ndarray]:
     y = np.asarray(y, dtype=np.float64)
     lt, ly = np.log(t), np.log(y)
     return t[1:-1], -(ly[2:] - ly[:-2]) / (lt[2:] - lt[:-2])
+
+
+def hill_tail_index(x, top: float) -> float:
+    """Hill's estimate of the tail index ``alpha`` of ``P(X > t) ~ t^-alpha L(t)`` from the ``k = round(top n)``
+    largest of ``n`` positive samples: ``1 / alpha = (1/k) sum_{i<=k} ln(X_(i) / X_(k+1))``, with ``X_(1) >= X_(2)
+    >= ...``. For an exact Pareto tail above ``X_(k+1)`` it is the maximum-likelihood estimate (``k / alpha_hat``
+    is Gamma(k, alpha)-distributed: ``alpha_hat`` has relative standard error about ``1/sqrt(k)``); a slowly varying
+    ``L`` adds a bias that falls as ``top`` does. ``alpha < 1``: no finite mean; a Gaussian-tailed X gives a large
+    index that grows with ``n / k`` (about ``2 ln(n / k)``)."""
+    x = np.asarray(x, dtype=np.float64).ravel()
+    check_float("top", top, minimum=0.0, maximum=0.5, strict_minimum=True)
+    if x.size == 0 or not np.all(np.isfinite(x)) or x.min() <= 0:
+        raise ValueError("x must be non-empty, finite and strictly positive")
+    k = int(round(top * x.size))
+    if k < 2:
+        raise ValueError(f"top x len(x) must give at least 2 tail samples, got {top} x {x.size}")
+    tail = np.sort(x)[-(k + 1) :]  # X_(k+1), then the k largest
+    return float(1.0 / np.mean(np.log(tail[1:] / tail[0])))

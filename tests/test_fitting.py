@@ -9,6 +9,7 @@ from analysis.fitting import (
     bootstrap_power_law,
     fit_power_law,
     geometric_mean,
+    hill_tail_index,
     local_exponent,
     local_exponent_exact_grid,
     log_grid,
@@ -92,3 +93,34 @@ def test_bootstrap_interval_coverage_is_roughly_nominal():
     se = np.sqrt(level * (1 - level) / reps)  # binomial SE of the coverage estimate (~0.017)
     # percentile bootstrap with n = 30 undercovers by O(1/n) (~0.03): allow that plus 3 SE
     assert level - 0.03 - 3 * se <= coverage <= level + 3 * se, coverage
+
+
+@pytest.mark.parametrize("alpha", [0.5, 1.0, 3.0])
+def test_hill_recovers_a_pareto_index(alpha):
+    """An exact Pareto tail: k / alpha_hat is Gamma(k, alpha), so alpha_hat lies within 4/sqrt(k) of alpha."""
+    rng = np.random.default_rng(int(alpha * 10))
+    x = rng.pareto(alpha, 100_000) + 1.0  # P(X > t) = t^-alpha, t >= 1
+    k = 2000
+    assert hill_tail_index(x, k / x.size) == pytest.approx(alpha, rel=4 / np.sqrt(k))
+
+
+def test_hill_sees_a_light_tail_and_is_scale_free():
+    rng = np.random.default_rng(0)
+    g = np.abs(rng.standard_normal(100_000))
+    light = hill_tail_index(g, 0.01)
+    assert 2 * np.log(100) * 0.7 < light < 2 * np.log(100) * 1.6  # about 2 ln(n / k) for a Gaussian tail
+    assert hill_tail_index(7.5 * g, 0.01) == pytest.approx(light, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("x", "top", "match"),
+    [
+        (np.ones(10), 0.0, "top must be > 0"),
+        (np.ones(10), 0.6, "top must be <= 0.5"),
+        (np.array([1.0, -1.0, 2.0]), 0.5, "strictly positive"),
+        (np.ones(100), 0.01, "at least 2 tail samples"),
+    ],
+)
+def test_hill_rejects_bad_input(x, top, match):
+    with pytest.raises(ValueError, match=match):
+        hill_tail_index(x, top)

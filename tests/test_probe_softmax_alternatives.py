@@ -12,10 +12,12 @@ import torch
 
 from analysis.hooks import hooks
 from analysis.ledger import Ledger
+from analysis.theory import softmax_alternatives as th
 from probes import softmax_alternatives as sa
 from probes.base import run_probe
 from probes.softmax_alternatives import (
     bilinear,
+    denominator,
     features,
     isolation,
     jacobian,
@@ -59,6 +61,7 @@ def test_smoke_claims_wait_for_the_full_preset(tmp_path, monkeypatch):
         sa.SEED_LINEARITY,
         sa.SEED_BILINEAR,
         sa.SEED_ISOLATION,
+        sa.SEED_DENOMINATOR,
     }
     assert r.data["memory_moment"].dims == ("activation", "slots", "memory_seed")
 
@@ -87,6 +90,8 @@ def test_full_claims_pass_with_the_other_activation_outside_the_band(full):
         "bilinear_noise_outside_planted_rank",
         "softmax_collision_exact",
         "softmax_isolation_grows_with_length",
+        "linear_attention_readout_tail_index",
+        "linear_attention_gradient_tail_index",
     }
     for c in by_name.values():
         if c.name == "mlp_linearity_without_residual":
@@ -109,6 +114,7 @@ def test_full_claims_pass_with_the_other_activation_outside_the_band(full):
                 "bilinear": "bilinear_seeds",
                 "softmax_collision": "isolation_seeds",
                 "softmax_isolation": "isolation_seeds",
+                "linear_attention": "denominator_seeds",
             }
             assert c.tolerance["n"] == getattr(full.config, next(v for k, v in seeds.items() if c.name.startswith(k)))
     assert by_name["memory_relu_slot_slope"].expected == pytest.approx(1.0, abs=1e-12)
@@ -183,6 +189,9 @@ def test_planted_wrong_numbers_fail_the_claims(full):
         ({"isolation_tokens": (64, 16)}, "isolation_tokens must be strictly increasing"),
         ({"isolation_tokens": (64,)}, "isolation_tokens needs at least 2"),
         ({"isolation_width": 2}, "isolation_width"),
+        ({"denominator_width": 1}, "denominator_width"),
+        ({"denominator_top": 0.0}, "denominator_top"),
+        ({"denominator_top": 1e-3, "denominator_batch": 4}, "denominator_top x denominator_tokens"),
     ],
 )
 def test_bad_configs_are_refused_by_name(over, match):
@@ -382,3 +391,33 @@ def test_uniform_weights_and_a_length_independent_share_fail_the_isolation_claim
     led = Ledger(sa.NAME, preset="full")
     isolation.claims(led, (dataclasses.replace(full, data=data),))
     assert led["softmax_isolation_grows_with_length"].status == "fail"
+
+
+def test_light_tails_and_a_gradient_like_the_read_out_fail_the_denominator_claims(full):
+    data = full.data.copy(deep=True)
+    # a denominator bounded away from zero: the read-out as light-tailed as its numerator
+    data["denominator_readout_tail_index"].values[:] = data["denominator_numerator_tail_index"].values
+    data["denominator_gradient_tail_index"].values[:] = data["denominator_readout_tail_index"].values  # 1/|D| only
+    led = Ledger(sa.NAME, preset="full")
+    denominator.claims(led, (dataclasses.replace(full, data=data),))
+    assert led["linear_attention_readout_tail_index"].status == "fail"
+    assert led["linear_attention_gradient_tail_index"].status == "fail"
+
+
+def test_the_denominator_rows_are_the_zoos_linear_kernel():
+    """The numerator y = c sum_j (q . k_j) v_j the part divides is what the zoo's unnormalised linear attention
+    computes (its hook_z), row by row; the part's self-attention indices read the same rows."""
+    cfg = sa.Config.preset("smoke")
+    model = models.random_head(8, "linear", seed=2)
+    x = torch.randn(3, 5, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    attn = model.blocks[0].attn
+    got = {}
+    with torch.no_grad(), hooks(model, [("blocks.0.attn.hook_z", lambda t, name: got.setdefault("z", t.clone()))]):
+        model(x)
+        q, k, v = (w(x).numpy() for w in (attn.W_q, attn.W_k, attn.W_v))
+    rows = th.linear_readouts(q, k, v, model.config.scale)
+    np.testing.assert_allclose(rows["numerator"], got["z"][:, :, 0].norm(dim=-1).numpy(), rtol=1e-12)
+    one = denominator.measure_layer(cfg, seed=4)
+    assert set(one) >= {f"{k}_index" for k in denominator.KINDS} | {"self_readout_index", "self_gradient_index"}
+    assert one["readout_quantile"].shape == (len(denominator.SURVIVAL),)
+    assert np.all(np.diff(one["readout_quantile"]) <= 0)  # quantiles fall as the survival probability rises

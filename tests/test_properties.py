@@ -386,6 +386,11 @@ CAPS: dict[str, dict[str, Cap]] = {
         "isolation_rows": Cap(hi=4),
         "isolation_batch": Cap(hi=2),
         "isolation_seeds": Cap(hi=3),
+        # denominator_seeds one-head layers over denominator_batch x denominator_tokens rows, two reads each
+        "denominator_width": Cap(hi=8),
+        "denominator_tokens": Cap(hi=16),
+        "denominator_batch": Cap(hi=8),
+        "denominator_seeds": Cap(hi=3),
     },
 }
 

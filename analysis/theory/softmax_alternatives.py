@@ -186,6 +186,43 @@ with section 1's ``phi`` and ``chi`` at std s, exactly; for large n it falls lik
 concentration). So the attention branch's share of each token's update shrinks with the sequence length and the
 residual stream keeps each token to itself: the length-dependent bias towards token isolation the paper finds at
 initialisation, where sum pooling's weights (all 1) pass ``n`` times the energy and uniform ones ``1/n``.
+
+11. The denominator of linear attention (after TransNormer, "The devil in linear transformer", seed 003#31). With the
+identity feature map, normalised linear attention reads, for a query q over keys ``k_j`` and values ``v_j``,
+
+    o = y / D,      y = c M^T q = c sum_j (q . k_j) v_j,      D = c q . s,      M = sum_j k_j v_j^T,  s = sum_j k_j,
+
+(c the logit scale). Unlike softmax's, the denominator has no sign: it crosses zero. (a) If q ~ N(0, I) given the
+keys and values, each ``(y_a, D)`` is a zero-mean Gaussian pair, so ``o_a = y_a / D`` is exactly Cauchy with
+location ``m_a . s / |s|^2`` and scale ``|m_a - (m_a . s / |s|^2) s| / |s|`` (``m_a`` column a of M): the read-out
+has no mean. (b) Whatever ties q to the keys, as long as D has a continuous density ``f_D`` with ``f_D(0) > 0`` and
+``y != 0`` where ``D = 0``: ``P(|o| > t) = P(|D| < |y| / t) ~ 2 f_D(0) E[|y| | D = 0] / t``, tail index 1. The
+gradient in the query,
+
+    J = do/dq = c (M^T - o s^T) / D,      |J|_F ~ c |y| |s| / D^2  as D -> 0,
+
+has ``P(|J|_F > t) ~ P(|D| < sqrt(c |y| |s| / t)) ~ t^(-1/2)``: tail index 1/2, no finite moment of order 1/2 or more
+(a few rows carry unbounded gradients: the instability the paper traces to the scaling). (c) TransNormer drops the
+denominator and normalises the output instead, ``o = sqrt(d_v) y / |y|`` (an RMSNorm without gain): |o| is fixed and
+
+    J = c sqrt(d_v) (I - y^ y^T) M^T / |y|,      |J|_F <= c sqrt(d_v) |M|_F / |y|,
+
+and ``y = c M^T q`` has a density in R^{d_v} (M of rank d_v), so ``P(|y| < r) ~ r^(d_v)``: tail index ``d_v``, every
+moment below ``d_v`` finite. Hill's estimator (:func:`analysis.fitting.hill_tail_index`) reads the index off the
+largest samples.
+
+12. Softplus and the l1 norm (after the paper that splits softmax into a nonlinearity and an l1 normalisation, seed
+000#85). Its attention weighs key j by ``p_j = softplus(z_j) / sum_i softplus(z_i)``. For a row with i.i.d.
+N(0, sigma^2) logits, section 6's expansion holds with ``x = softplus(sigma Z) / E[softplus(sigma Z)]`` (every moment
+a 1-D Gaussian integral). Softplus is scale-free at large logits, ``softplus(sigma z) / sigma -> relu(z)``, so x tends
+to ``sqrt(2 pi) relu(Z)``, and with ``E[Z ln Z; Z > 0] = (ln 2 - gamma) / (2 sqrt(2 pi))``
+
+    D -> (ln(4 pi) - gamma) / 2 = 0.9766...,      v -> pi - 1,
+
+as sigma -> oo: the row's entropy stays within about a nat of ``ln n`` at any logit scale (half the keys get almost
+nothing, the rest are weighed linearly), where softmax's deficit ``sigma^2/2`` grows without bound (until the row
+is one-hot): the l1 normalisation of a function that grows linearly cannot concentrate the weights, which is what
+keeps its entropy, and so its behaviour, the same at every length.
 """
 
 from __future__ import annotations
@@ -552,16 +589,36 @@ def taylor_discordance(sigma) -> np.ndarray:
     return 0.5 * special.erfc(1.0 / sigma)  # Phi(-sqrt(2)/sigma) = erfc(1/sigma)/2
 
 
+def _ratio_deficit(x: np.ndarray, w: np.ndarray, n: int) -> float:
+    """Section 6's ``D + v/(2n) - c/n + D v/n`` for ``x`` (mean 1 under the quadrature weights ``w``) on a z grid."""
+    xlx = np.where(x > 0, x * np.log(np.where(x > 0, x, 1.0)), 0.0)
+    D = float(np.sum(w * xlx))
+    v = float(np.sum(w * x * x)) - 1.0
+    c = float(np.sum(w * x * xlx)) - D
+    return D + v / (2 * n) - c / n + D * v / n
+
+
 def taylor_entropy_deficit(sigma: float, n: int) -> float:
     """``ln n - E[H]`` of a Taylor-feature row over n keys with logits N(0, sigma^2) (section 7, to O(n^-2))."""
     check_float("sigma", sigma, minimum=0.0, strict_minimum=True, maximum=20.0)
     check_int("n", n, minimum=1)
     z = sigma * _Z
-    x = (1.0 + z + 0.5 * z * z) / (1.0 + 0.5 * sigma * sigma)
-    D = float(np.sum(_WZ * x * np.log(x)))
-    v = float(np.sum(_WZ * x * x)) - 1.0
-    c = float(np.sum(_WZ * x * x * np.log(x))) - D
-    return D + v / (2 * n) - c / n + D * v / n
+    return _ratio_deficit((1.0 + z + 0.5 * z * z) / (1.0 + 0.5 * sigma * sigma), _WZ, n)
+
+
+# a finer z grid for softplus: at logit scale sigma its kink has width 1/sigma
+_Z_FINE = np.linspace(-12.0, 12.0, 24001)
+_WZ_FINE = np.exp(-0.5 * _Z_FINE**2) / math.sqrt(2.0 * math.pi) * (_Z_FINE[1] - _Z_FINE[0])
+SOFTPLUS_DEFICIT_LIMIT = 0.5 * (math.log(4.0 * math.pi) - np.euler_gamma)  # section 12's sigma -> oo limit of D
+
+
+def softplus_l1_entropy_deficit(sigma: float, n: int) -> float:
+    """``ln n - E[H]`` of an l1-normalised softplus row over n keys with logits N(0, sigma^2) (section 12, to
+    O(n^-2)); tends to :data:`SOFTPLUS_DEFICIT_LIMIT` (plus its 1/n terms) as sigma grows."""
+    check_float("sigma", sigma, minimum=0.0, strict_minimum=True, maximum=1000.0)
+    check_int("n", n, minimum=1)
+    f = np.logaddexp(0.0, sigma * _Z_FINE)  # softplus, stable at any scale
+    return _ratio_deficit(f / float(np.sum(_WZ_FINE * f)), _WZ_FINE, n)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -770,6 +827,64 @@ def top_eigen_fraction(B, r: int) -> np.ndarray:
     return ev[..., :r].sum(-1) / ev.sum(-1)
 
 
+def normalised_readout_cauchy(M, s) -> tuple[np.ndarray, np.ndarray]:
+    """Section 11 (a): the location and scale (each (d_v,)) of the Cauchy law of ``o_a = (M^T q)_a / (s . q)`` for
+    ``q ~ N(0, I_d)`` given ``M`` (d, d_v) and ``s`` (d,), ``s != 0`` (the logit scale cancels)."""
+    M = np.asarray(M, dtype=np.float64)
+    s = np.asarray(s, dtype=np.float64)
+    if M.ndim != 2 or s.shape != (M.shape[0],):
+        raise ValueError(f"M must be (d, d_v) and s (d,), got {M.shape} and {s.shape}")
+    ss = float(s @ s)
+    if not ss > 0:
+        raise ValueError("s must be non-zero")
+    loc = (M.T @ s) / ss  # (d_v,)
+    perp = M - s[:, None] * loc[None, :]  # columns with their s-component removed
+    return loc, np.linalg.norm(perp, axis=0) / math.sqrt(ss)
+
+
+def linear_readouts(q, k, v, c: float) -> dict[str, np.ndarray]:
+    """Section 11 for every query row: ``q`` (..., T, d) over keys ``k`` (..., n, d) and values ``v`` (..., n, d_v)
+    (full attention, identity features, logit scale c). Returns per row (shape (..., T)): ``numerator`` |y|,
+    ``denominator`` D, ``readout`` |y / D|, ``gradient`` |do/dq|_F of the normalised read-out y / D and
+    ``norm_gradient`` |do/dq|_F of the normalised output ``sqrt(d_v) y / |y|`` (TransNormer's NormAttention)."""
+    q, k, v = (np.asarray(a, dtype=np.float64) for a in (q, k, v))
+    if q.ndim < 2 or k.shape[:-1] != v.shape[:-1] or q.shape[:-2] != k.shape[:-2] or q.shape[-1] != k.shape[-1]:
+        raise ValueError(
+            f"q (..., T, d), k (..., n, d) and v (..., n, d_v) do not fit: {q.shape}, {k.shape}, {v.shape}"
+        )
+    check_float("c", c, minimum=0.0, strict_minimum=True)
+    M = np.swapaxes(k, -1, -2) @ v  # (..., d, d_v)
+    s = k.sum(axis=-2)  # (..., d)
+    y = c * q @ M  # (..., T, d_v)
+    D = c * q @ s[..., :, None]  # (..., T, 1)
+    o = y / D
+    ny = np.linalg.norm(y, axis=-1)  # (..., T)
+    Mf2 = np.sum(M * M, axis=(-2, -1))[..., None]  # |M|_F^2, (..., 1)
+    s2 = np.sum(s * s, axis=-1)[..., None]
+    Ms = np.einsum("...ka,...k->...a", M, s)  # M^T s, (..., d_v)
+    # |M^T - o s^T|_F^2 = |M|_F^2 - 2 o . M^T s + |o|^2 |s|^2
+    grad2 = Mf2 - 2.0 * np.einsum("...ta,...a->...t", o, Ms) + np.sum(o * o, axis=-1) * s2
+    yh = y / ny[..., None]
+    # |(I - y^ y^T) M^T|_F^2 = |M|_F^2 - |M y^|^2
+    My = np.einsum("...ka,...ta->...tk", M, yh)
+    norm2 = Mf2 - np.sum(My * My, axis=-1)
+    dv = v.shape[-1]
+    return {
+        "numerator": ny,
+        "denominator": D[..., 0],
+        "readout": np.abs(ny / D[..., 0]),
+        "gradient": c * np.sqrt(np.clip(grad2, 0.0, None)) / np.abs(D[..., 0]),
+        "norm_gradient": c * math.sqrt(dv) * np.sqrt(np.clip(norm2, 0.0, None)) / ny,
+    }
+
+
+def linear_attention_tail_indices(d_v: int) -> dict[str, float]:
+    """Section 11 (b, c): the tail indices of the normalised read-out |y / D| (1), of its query gradient (1/2) and of
+    NormAttention's query gradient (d_v, the output width)."""
+    check_int("d_v", d_v, minimum=1)
+    return {"readout": 1.0, "gradient": 0.5, "norm_gradient": float(d_v)}
+
+
 __all__ = [
     "ACTIVATIONS",
     "FEATURE_KINDS",
@@ -786,6 +901,8 @@ __all__ = [
     "jacobian_limit",
     "k_interval_l1_bound",
     "k_interval_weights",
+    "linear_attention_tail_indices",
+    "linear_readouts",
     "linearity_score",
     "linearity_unexplained",
     "median_top_gap",
@@ -793,6 +910,7 @@ __all__ = [
     "mimetic_self_weight",
     "mimetic_self_weight_jensen",
     "mlp_linearity",
+    "normalised_readout_cauchy",
     "outside_energy",
     "outside_noise_energy",
     "quadratic_features",
@@ -800,6 +918,7 @@ __all__ = [
     "self_collision",
     "relu_slot_moment",
     "slot_moment",
+    "softplus_l1_entropy_deficit",
     "softmax_slot_moment",
     "softmax_slot_moment_lln",
     "softmax_slot_moment_mc",

@@ -43,13 +43,19 @@ Carlo and exact cases); the zoo's ``activation="softmax"`` (softmax over an MLP'
 7. The Taylor feature map (seed 000#51). The same rows with ``phi(q) . phi(k) = 1 + z + z^2/2``: the fraction of key
    pairs it orders against their logits, against ``Phi(-sqrt(2)/sigma_i)`` (alternative 0: monotone like softmax's
    exp), and its entropy deficit against its exact law (alternative: softmax's on the same logits).
+8. The linearity of an MLP sublayer (seed 003#37), 9. a trained bilinear MLP's spectrum (seed 003#57) and 10. token
+   isolation at initialisation (seed 000#118): see their modules.
+11. The denominator of linear attention (seed 003#31). A random head with identity features over Gaussian tokens:
+   the normalised read-out ``y / D`` (``D = c q . sum_j k_j`` crosses zero) has tail index 1 and its query gradient
+   1/2 (theory section 11), read off by Hill's estimator (alternatives: the numerator's light tail, and 1);
+   TransNormer's NormAttention (``sqrt(d_v) y / |y|``) is measured beside them.
 
 Replicates: memory (layer) i draws its inputs and weights from :func:`analysis.evidence.replicate_seed` ``(seed, i)``;
 every claim takes its 95% Student-t band from the spread of the per-memory values (:mod:`analysis.evidence`).
 
 The probe is a package of parts (:mod:`probes.parts`), one module each, in the order of their claims: ``memory``,
-``sparse``, ``k_interval``, ``mimetic``, ``jacobian``, ``features``, ``taylor``, ``linearity``, ``bilinear`` and
-``isolation``; ``models`` holds the random layer they share and ``config`` the configuration.
+``sparse``, ``k_interval``, ``mimetic``, ``jacobian``, ``features``, ``taylor``, ``linearity``, ``bilinear``,
+``isolation`` and ``denominator``; ``models`` holds the random layer they share and ``config`` the configuration.
 """
 
 from __future__ import annotations
@@ -58,6 +64,7 @@ from probes.base import Result
 from probes.parts import part_of, probe_functions
 from probes.softmax_alternatives import (
     bilinear,
+    denominator,
     features,
     isolation,
     jacobian,
@@ -71,6 +78,7 @@ from probes.softmax_alternatives import (
 from probes.softmax_alternatives.config import (
     NAME,
     SEED_BILINEAR,
+    SEED_DENOMINATOR,
     SEED_FEATURES,
     SEED_INTERVAL,
     SEED_ISOLATION,
@@ -89,15 +97,27 @@ DESCRIPTION = (
     "Softmax alternatives: ReLU and softmax key-value memories (the MLP's output against its slot count at "
     "initialisation), sparsemax's isolation of a planted key among random ones, K-interval softmax's error, "
     "mimetic init, SA-Softmax's Jacobian, linear attention's feature maps, an MLP sublayer's linearity with and "
-    "without its skip connection, a trained bilinear MLP's spectrum and a softmax layer's weight collision against the "
-    "sequence length, against closed forms and bounds."
+    "without its skip connection, a trained bilinear MLP's spectrum, a softmax layer's weight collision against the "
+    "sequence length and the heavy tails of linear attention's denominator, against closed forms and bounds."
 )
-VERSION = "9"
+VERSION = "10"
 REQUIRES = None  # builds its own models
 
 PARTS = tuple(
     part_of(m)
-    for m in (memory, sparse, k_interval, mimetic, jacobian, features, taylor, linearity, bilinear, isolation)
+    for m in (
+        memory,
+        sparse,
+        k_interval,
+        mimetic,
+        jacobian,
+        features,
+        taylor,
+        linearity,
+        bilinear,
+        isolation,
+        denominator,
+    )
 )
 
 # run(config, model=None, progress=True) and check_claims(result): the one form of a probe made of parts;
@@ -112,6 +132,7 @@ __all__ = [
     "PARTS",
     "REQUIRES",
     "SEED_BILINEAR",
+    "SEED_DENOMINATOR",
     "SEED_FEATURES",
     "SEED_INTERVAL",
     "SEED_ISOLATION",

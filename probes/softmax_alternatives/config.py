@@ -17,6 +17,7 @@ SEED_TAYLOR = "000#51"  # Hedgehog: spiky and monotonic feature maps for linear 
 SEED_ISOLATION = "000#118"  # normalised attention without the probability cage: token isolation at init
 SEED_BILINEAR = "003#57"  # bilinear MLPs: weight-based interpretability by eigendecomposition
 SEED_LINEARITY = "003#37"  # "Your transformer is secretly linear": layer-to-layer linearity and the residual
+SEED_DENOMINATOR = "003#31"  # TransNormer: the scaling of linear attention and its unbounded gradients
 SOURCE = "analysis/theory/softmax_alternatives.py"
 MAX_SLOTS = 65536
 
@@ -64,6 +65,10 @@ class Config(ProbeConfig):
             "isolation_rows": 4,
             "isolation_batch": 1,
             "isolation_seeds": 2,
+            "denominator_tokens": 16,
+            "denominator_batch": 64,
+            "denominator_top": 0.02,
+            "denominator_seeds": 2,
         },
         "full": {},
     }
@@ -221,6 +226,22 @@ class Config(ProbeConfig):
     isolation_batch: int = param(4, "sequences per layer and length", minimum=1, maximum=1024)
     isolation_seeds: int = replicates_param("layers (weights and tokens)")
 
+    # --- the denominator of linear attention (003#31) -------------------------------------------------
+    denominator: bool = param(
+        True, "measure the tails of normalised linear attention's read-out and query gradient (and NormAttention's)"
+    )
+    denominator_width: int = param(
+        16, "width d of the random attention layer (one head; d_v = d)", minimum=2, maximum=256
+    )
+    denominator_tokens: int = param(
+        64, "tokens per sequence (every row a query over all of them)", minimum=2, maximum=4096
+    )
+    denominator_batch: int = param(2048, "Gaussian sequences per layer", minimum=1, maximum=65536)
+    denominator_top: float = param(
+        0.01, "fraction of the rows, the largest, Hill's estimator reads the tail index from", minimum=1e-4, maximum=0.5
+    )
+    denominator_seeds: int = replicates_param("layers (weights and tokens)")
+
     def validate(self) -> None:
         super().validate()
         slots = self.memory_slots
@@ -241,6 +262,11 @@ class Config(ProbeConfig):
             )
         if self.isolation and len(self.isolation_tokens) < 2:
             raise ValueError(f"isolation_tokens needs at least 2 lengths (a slope), got {self.isolation_tokens}")
+        if self.denominator and self.denominator_top * self.denominator_tokens * self.denominator_batch < 16:
+            raise ValueError(
+                "denominator_top x denominator_tokens x denominator_batch (Hill's tail samples) must be at least 16, "
+                f"got {self.denominator_top * self.denominator_tokens * self.denominator_batch:g}"
+            )
         if self.bilinear and self.bilinear_rank >= self.bilinear_width:
             raise ValueError(
                 f"bilinear_rank must be < bilinear_width ({self.bilinear_width}), got {self.bilinear_rank}"
