@@ -61,10 +61,19 @@ Activation = Literal["gelu", "gelu_tanh", "relu", "silu", "tanh", "identity", "s
 NormPlacement = Literal["pre", "post", "peri", "mix", "none"]
 NormType = Literal["layernorm", "rmsnorm"]
 PatternKernel = Literal[
-    "softmax", "linear", "sigmoid", "ssmax", "uniform", "sparsemax", "k_interval", "sa_softmax"
+    "softmax", "linear", "sigmoid", "ssmax", "uniform", "sparsemax", "k_interval", "sa_softmax", "softplus_l1"
 ]  # kernels with a T x T pattern
 AttentionKernel = Literal[
-    "softmax", "linear", "sigmoid", "ssmax", "uniform", "sparsemax", "k_interval", "sa_softmax", "recurrent"
+    "softmax",
+    "linear",
+    "sigmoid",
+    "ssmax",
+    "uniform",
+    "sparsemax",
+    "k_interval",
+    "sa_softmax",
+    "softplus_l1",
+    "recurrent",
 ]
 KIntervalMode = Literal["interpolate", "round"]
 LoopUnit = Literal["stack", "block"]
@@ -140,7 +149,8 @@ class ModelConfig(BaseConfig):
         "softmax",
         "softmax | linear (unnormalised) | sigmoid | ssmax (logits x s ln n) | uniform (zero logits) | sparsemax "
         "(the logits' Euclidean projection onto the simplex: exact zeros) | k_interval (softmax with the "
-        "exponential read off a per-row grid of K + 1 values) | sa_softmax (self-adjusting: z * softmax(z))",
+        "exponential read off a per-row grid of K + 1 values) | sa_softmax (self-adjusting: z * softmax(z)) | "
+        "softplus_l1 (softplus(z) over its row's l1 norm)",
     )
     logit_scale: float | None = param(None, "multiplies q.k; None -> 1 / sqrt(dh)")
     ssmax_s: float = param(1.0, "SSMax: logits multiplied by ssmax_s * ln(number of visible keys)")
@@ -517,7 +527,8 @@ class Attention(nn.Module):
     pattern: softmax/ssmax/uniform -> softmax(scores); sigmoid -> sigmoid(scores + b) on the support;
              sparsemax -> sparsemax(scores) (exact zeros); k_interval -> softmax with a K-value grid of the
              exponential; sa_softmax -> scores * softmax(scores) (SA-Softmax: signed weights, no vanishing
-             gradient); linear -> scores on the support, 0 elsewhere (no normalisation)   -> hook_pattern
+             gradient); softplus_l1 -> softplus(scores) / its row sum (the l1 norm; softplus(-inf) = 0);
+             linear -> scores on the support, 0 elsewhere (no normalisation)   -> hook_pattern
     For every kernel a bias of -inf hides a key (e.g. the query token from itself in ICL layouts).
     ``rel_pos = R``: a learned per-head bias ``b_h[i - j]`` (parameter ``rel_bias``, zeros at init) joins the
     logits with ``attn_bias``. ``kv_shift``: keys and values are replaced by ``a1 k_t + a2 k_(t-1)`` and
@@ -636,6 +647,9 @@ class Attention(nn.Module):
             return sparsemax(scores)
         if c.attention == "k_interval":
             return k_interval_softmax(scores, c.k_interval, c.k_interval_mode)
+        if c.attention == "softplus_l1":  # softplus(-inf) = 0: unseen keys weigh nothing
+            f = F.softplus(scores)
+            return f / f.sum(-1, keepdim=True)
         unseen = scores == float("-inf")
         zero = torch.zeros((), dtype=scores.dtype, device=scores.device)
         if c.attention == "sa_softmax":  # z * softmax(z): 0 where unseen (not -inf * 0)

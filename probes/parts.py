@@ -208,6 +208,31 @@ def over_replicates(
     return {k: np.stack([np.asarray(r[k]) for r in runs], axis=-1) for k in runs[0]}
 
 
+def measure_replicates(
+    ctx: Context, part: str, axis: tuple[str, Sequence[Any]], measure_one: Callable[[int], Mapping[str, Any]]
+) -> dict[str, Any]:
+    """:func:`over_replicates` of ``measure_one`` over the config's ``<part>_seeds`` replicate seeds of its seed,
+    each array ``measure_one`` returns (one value per ``axis`` coordinate) stored under its key as a data variable with
+    dims ``(axis name, "<part>_seed")``, the coordinates set; returns everything measured."""
+    count = getattr(ctx.config, f"{part}_seeds")
+    got = over_replicates(ctx.config.seed, count, measure_one, progress=ctx.progress, desc=f"{part} replicates")
+    seed_dim = f"{part}_seed"
+    for key, values in got.items():
+        ctx.data[key] = ((axis[0], seed_dim), values)
+    ctx.coords.update({axis[0]: list(axis[1]), seed_dim: list(range(count))})
+    return got
+
+
+def paired_with_law(measured, exact) -> tuple[Any, float]:
+    """A prediction paired row by row with its exact law, both (..., seed): each replicate's mean of ``measured -
+    exact`` over the other axes plus the overall exact level (the replicates), and that level (the expectation)."""
+    import numpy as np
+
+    measured, exact = np.asarray(measured, dtype=np.float64), np.asarray(exact, dtype=np.float64)
+    level = float(exact.mean())
+    return level + (measured - exact).reshape(-1, exact.shape[-1]).mean(axis=0), level
+
+
 def each_claim(*claims: Callable[[Ledger, Result], None], when: Callable[[Result], bool] | None = None):
     """A part's ``claims(led, results)`` judged on one run (the replicate seeds of its models are inside it):
     each of ``claims`` in turn, every one a claim function ``claim(led, result)``; none of them where

@@ -188,8 +188,13 @@ def test_attention_kernels_match_their_definitions():
     expected = torch.where(causal, logits.masked_fill(~causal, 0.0) * torch.softmax(logits, -1), 0.0)
     torch.testing.assert_close(pattern, expected, **EXACT)
 
+    q, k, scores, pattern = _pattern_and_scores(ModelConfig(attention="softplus_l1", **base), x)
+    f = torch.log1p(torch.exp(0.7 * q @ k.transpose(-1, -2))) * causal  # softplus, zero off the support
+    torch.testing.assert_close(pattern, f / f.sum(-1, keepdim=True), **EXACT)
+    torch.testing.assert_close(pattern.sum(-1), torch.ones_like(pattern[..., 0]), **EXACT)  # rows on the simplex
 
-@pytest.mark.parametrize("attention", ["softmax", "linear", "sigmoid", "ssmax", "uniform"])
+
+@pytest.mark.parametrize("attention", ["softmax", "linear", "sigmoid", "ssmax", "uniform", "softplus_l1"])
 def test_a_minus_infinity_bias_hides_a_key_for_every_kernel(attention):
     model = TinyTransformer(ModelConfig(attention=attention, n_layers=1, d_model=16, n_heads=2, **F64))
     bias = torch.zeros(6, 6, dtype=torch.float64)

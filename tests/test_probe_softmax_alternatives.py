@@ -26,6 +26,7 @@ from probes.softmax_alternatives import (
     memory,
     mimetic,
     models,
+    softplus,
     sparse,
     taylor,
 )
@@ -62,6 +63,7 @@ def test_smoke_claims_wait_for_the_full_preset(tmp_path, monkeypatch):
         sa.SEED_BILINEAR,
         sa.SEED_ISOLATION,
         sa.SEED_DENOMINATOR,
+        sa.SEED_SOFTPLUS,
     }
     assert r.data["memory_moment"].dims == ("activation", "slots", "memory_seed")
 
@@ -92,6 +94,7 @@ def test_full_claims_pass_with_the_other_activation_outside_the_band(full):
         "softmax_isolation_grows_with_length",
         "linear_attention_readout_tail_index",
         "linear_attention_gradient_tail_index",
+        "softplus_l1_entropy_deficit",
     }
     for c in by_name.values():
         if c.name == "mlp_linearity_without_residual":
@@ -115,6 +118,7 @@ def test_full_claims_pass_with_the_other_activation_outside_the_band(full):
                 "softmax_collision": "isolation_seeds",
                 "softmax_isolation": "isolation_seeds",
                 "linear_attention": "denominator_seeds",
+                "softplus": "softplus_seeds",
             }
             assert c.tolerance["n"] == getattr(full.config, next(v for k, v in seeds.items() if c.name.startswith(k)))
     assert by_name["memory_relu_slot_slope"].expected == pytest.approx(1.0, abs=1e-12)
@@ -192,6 +196,9 @@ def test_planted_wrong_numbers_fail_the_claims(full):
         ({"denominator_width": 1}, "denominator_width"),
         ({"denominator_top": 0.0}, "denominator_top"),
         ({"denominator_top": 1e-3, "denominator_batch": 4}, "denominator_top x denominator_tokens"),
+        ({"softplus_scales": (4.0, 1.0)}, "softplus_scales must be strictly increasing"),
+        ({"softplus_scales": (1.0, 32.0)}, "softplus_scales"),
+        ({"softplus_keys": 1}, "softplus_keys"),
     ],
 )
 def test_bad_configs_are_refused_by_name(over, match):
@@ -421,3 +428,27 @@ def test_the_denominator_rows_are_the_zoos_linear_kernel():
     assert set(one) >= {f"{k}_index" for k in denominator.KINDS} | {"self_readout_index", "self_gradient_index"}
     assert one["readout_quantile"].shape == (len(denominator.SURVIVAL),)
     assert np.all(np.diff(one["readout_quantile"]) <= 0)  # quantiles fall as the survival probability rises
+
+
+def test_softmax_like_concentration_fails_the_softplus_claim(full):
+    data = full.data.copy(deep=True)
+    data["softplus_entropy_deficit"].values[:] = data["softplus_softmax_deficit_exact"].values
+    led = Ledger(sa.NAME, preset="full")
+    softplus.claims(led, (dataclasses.replace(full, data=data),))
+    assert led["softplus_l1_entropy_deficit"].status == "fail"
+
+
+def test_softplus_rows_see_n_keys_through_the_zoos_kernel():
+    """Each row hides its own key and spreads softplus_l1 weights over the other n, summing to 1; the part's deficit
+    at one scale is the mean over those rows."""
+    cfg = sa.Config.preset("smoke", softplus_scales=(2.0, 4.0))
+    model = models.random_head(8, "softplus_l1", seed=0, logit_scale=2.0 / math.sqrt(8))
+    x = torch.randn(1, 6, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    p = models.head_pattern_and_scores(model, x, sparse.planted_bias(5, 0.0))[models.PATTERN][0]
+    assert torch.count_nonzero(p.diagonal()) == 0 and torch.allclose(p.sum(-1), torch.ones(6, dtype=torch.float64))
+    z = 2.0 / math.sqrt(8) * model.blocks[0].attn.W_q(x[0]) @ model.blocks[0].attn.W_k(x[0]).T
+    f = torch.nn.functional.softplus(z).fill_diagonal_(0.0)
+    torch.testing.assert_close(p, (f / f.sum(-1, keepdim=True)).detach())
+    one = softplus.measure_layer(cfg, seed=3)
+    exact, soft = one["softplus_entropy_deficit_exact"], one["softplus_softmax_deficit_exact"]
+    assert one["softplus_entropy_deficit"].shape == (2,) and np.all(exact < soft)

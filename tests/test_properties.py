@@ -389,8 +389,15 @@ CAPS: dict[str, dict[str, Cap]] = {
         # denominator_seeds one-head layers over denominator_batch x denominator_tokens rows, two reads each
         "denominator_width": Cap(hi=8),
         "denominator_tokens": Cap(hi=16),
-        "denominator_batch": Cap(hi=8),
+        "denominator_batch": Cap(hi=32),
         "denominator_seeds": Cap(hi=3),
+        # softplus_seeds x len(softplus_scales) one-head layers over softplus_batch sequences, two 1-D quadratures
+        # per row (softplus_rows of them)
+        "softplus_scales": Cap(hi=8.0, max_len=3),
+        "softplus_keys": Cap(hi=16),
+        "softplus_rows": Cap(hi=4),
+        "softplus_batch": Cap(hi=2),
+        "softplus_seeds": Cap(hi=3),
     },
 }
 

@@ -602,3 +602,49 @@ def test_tail_indices_of_the_read_out_and_its_gradient_match_monte_carlo():
 def test_denominator_theory_rejects_bad_input(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+# --- section 12: softplus over the l1 norm --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("sigma", "n"), [(0.5, 64), (2.0, 256), (8.0, 1024), (16.0, 128)])
+def test_softplus_l1_entropy_deficit_matches_monte_carlo(sigma, n):
+    rng = np.random.default_rng(int(sigma * n))
+    rows = 3000
+    f = np.logaddexp(0.0, sigma * rng.standard_normal((rows, n)))
+    p = f / f.sum(axis=1, keepdims=True)
+    deficit = math.log(n) + (p * np.log(p)).sum(axis=1)
+    se = deficit.std() / math.sqrt(rows)
+    assert th.softplus_l1_entropy_deficit(sigma, n) == pytest.approx(deficit.mean(), abs=5 * se + 2e-4)
+
+
+def test_softplus_l1_entropy_deficit_tends_to_the_relu_limit():
+    """Section 12: D -> (ln 4 pi - gamma)/2 and v -> pi - 1 as sigma grows, so at large n the deficit tends to D; it
+    rises with the logit scale and stays below the limit (softmax's s^2/2 passes it by s = 1.4)."""
+    limit = 0.5 * (math.log(4 * math.pi) - np.euler_gamma)
+    assert th.SOFTPLUS_DEFICIT_LIMIT == pytest.approx(limit, rel=1e-15)
+    big_n = 10**9
+    assert th.softplus_l1_entropy_deficit(500.0, big_n) == pytest.approx(limit, abs=1e-3)
+    # the 1/n terms at the limit: v / 2 - c + D v with x = sqrt(2 pi) relu(Z) (a 1-D integral, by scipy)
+    rl = math.sqrt(2 * math.pi)
+    c = integrate.quad(lambda z: (rl * z) ** 2 * math.log(rl * z) * math.exp(-z * z / 2) / rl, 0, 40)[0] - limit
+    v = math.pi - 1
+    n = 1000
+    expected = limit + v / (2 * n) - c / n + limit * v / n
+    assert th.softplus_l1_entropy_deficit(500.0, n) == pytest.approx(expected, abs=1e-3)
+    ds = [th.softplus_l1_entropy_deficit(s, big_n) for s in (0.25, 1.0, 4.0, 16.0, 64.0)]
+    assert all(b > a for a, b in zip(ds, ds[1:], strict=False)) and ds[-1] < limit
+    # small scale: softplus(sigma z) ~ ln 2 + sigma z / 2, so x ~ 1 + sigma z / (2 ln 2) and D ~ var(x) / 2
+    assert th.softplus_l1_entropy_deficit(0.01, big_n) == pytest.approx((0.01 / (2 * math.log(2))) ** 2 / 2, rel=0.01)
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda: th.softplus_l1_entropy_deficit(0.0, 16), "sigma must be > 0"),
+        (lambda: th.softplus_l1_entropy_deficit(1.0, 0), "n must be >= 1"),
+    ],
+)
+def test_softplus_theory_rejects_bad_input(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()

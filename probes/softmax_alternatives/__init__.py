@@ -49,13 +49,17 @@ Carlo and exact cases); the zoo's ``activation="softmax"`` (softmax over an MLP'
    the normalised read-out ``y / D`` (``D = c q . sum_j k_j`` crosses zero) has tail index 1 and its query gradient
    1/2 (theory section 11), read off by Hill's estimator (alternatives: the numerator's light tail, and 1);
    TransNormer's NormAttention (``sqrt(d_v) y / |y|``) is measured beside them.
+12. Softplus over the l1 norm (seed 000#85). A random head with ``attention="softplus_l1"`` at logit scales s, each
+   row hiding its own key: the rows' entropy deficit ``ln n - H`` against its exact law at each row's logit spread
+   (theory section 12; it tends to ``(ln 4 pi - gamma)/2`` at large s), softmax's deficit the alternative.
 
 Replicates: memory (layer) i draws its inputs and weights from :func:`analysis.evidence.replicate_seed` ``(seed, i)``;
 every claim takes its 95% Student-t band from the spread of the per-memory values (:mod:`analysis.evidence`).
 
 The probe is a package of parts (:mod:`probes.parts`), one module each, in the order of their claims: ``memory``,
 ``sparse``, ``k_interval``, ``mimetic``, ``jacobian``, ``features``, ``taylor``, ``linearity``, ``bilinear``,
-``isolation`` and ``denominator``; ``models`` holds the random layer they share and ``config`` the configuration.
+``isolation``, ``denominator`` and ``softplus``; ``models`` holds the random layer they share and ``config`` the
+configuration.
 """
 
 from __future__ import annotations
@@ -72,6 +76,7 @@ from probes.softmax_alternatives import (
     linearity,
     memory,
     mimetic,
+    softplus,
     sparse,
     taylor,
 )
@@ -86,6 +91,7 @@ from probes.softmax_alternatives.config import (
     SEED_LINEARITY,
     SEED_MIMETIC,
     SEED_SLOTS,
+    SEED_SOFTPLUS,
     SEED_SPARSE,
     SEED_TAYLOR,
     SOURCE,
@@ -98,9 +104,10 @@ DESCRIPTION = (
     "initialisation), sparsemax's isolation of a planted key among random ones, K-interval softmax's error, "
     "mimetic init, SA-Softmax's Jacobian, linear attention's feature maps, an MLP sublayer's linearity with and "
     "without its skip connection, a trained bilinear MLP's spectrum, a softmax layer's weight collision against the "
-    "sequence length and the heavy tails of linear attention's denominator, against closed forms and bounds."
+    "sequence length, the heavy tails of linear attention's denominator and softplus_l1 attention's bounded entropy "
+    "deficit, against closed forms and bounds."
 )
-VERSION = "10"
+VERSION = "11"
 REQUIRES = None  # builds its own models
 
 PARTS = tuple(
@@ -117,6 +124,7 @@ PARTS = tuple(
         bilinear,
         isolation,
         denominator,
+        softplus,
     )
 )
 
@@ -140,6 +148,7 @@ __all__ = [
     "SEED_LINEARITY",
     "SEED_MIMETIC",
     "SEED_SLOTS",
+    "SEED_SOFTPLUS",
     "SEED_SPARSE",
     "SEED_TAYLOR",
     "SOURCE",

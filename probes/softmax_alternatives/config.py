@@ -18,6 +18,7 @@ SEED_ISOLATION = "000#118"  # normalised attention without the probability cage:
 SEED_BILINEAR = "003#57"  # bilinear MLPs: weight-based interpretability by eigendecomposition
 SEED_LINEARITY = "003#37"  # "Your transformer is secretly linear": layer-to-layer linearity and the residual
 SEED_DENOMINATOR = "003#31"  # TransNormer: the scaling of linear attention and its unbounded gradients
+SEED_SOFTPLUS = "000#85"  # softmax split into a nonlinearity and the l1 norm: softplus attention across lengths
 SOURCE = "analysis/theory/softmax_alternatives.py"
 MAX_SLOTS = 65536
 
@@ -69,6 +70,11 @@ class Config(ProbeConfig):
             "denominator_batch": 64,
             "denominator_top": 0.02,
             "denominator_seeds": 2,
+            "softplus_scales": (1.0, 4.0),
+            "softplus_keys": 32,
+            "softplus_rows": 4,
+            "softplus_batch": 1,
+            "softplus_seeds": 2,
         },
         "full": {},
     }
@@ -242,6 +248,25 @@ class Config(ProbeConfig):
     )
     denominator_seeds: int = replicates_param("layers (weights and tokens)")
 
+    # --- softplus over the l1 norm (000#85) ---------------------------------------------------------------
+    softplus: bool = param(True, "measure the entropy of softplus_l1 attention's weights against the logit scale")
+    softplus_scales: tuple[float, ...] = param(
+        (1.0, 2.0, 4.0, 8.0),
+        "logit scales s (logits s q . k / sqrt(d)), strictly increasing; softmax's exact law needs s <= 16",
+        minimum=0.01,
+        maximum=16.0,
+    )
+    softplus_width: int = param(
+        16,
+        "width d of the random attention layer (one head; >= 4 keeps the rows' spread moderate)",
+        minimum=4,
+        maximum=256,
+    )
+    softplus_keys: int = param(1024, "keys n each row sees (the n + 1 tokens but itself)", minimum=2, maximum=8192)
+    softplus_rows: int = param(16, "query rows per sequence (the first ones; all rows are alike)", minimum=1)
+    softplus_batch: int = param(2, "sequences per layer", minimum=1, maximum=1024)
+    softplus_seeds: int = replicates_param("layers (weights and tokens, shared by every scale)")
+
     def validate(self) -> None:
         super().validate()
         slots = self.memory_slots
@@ -250,7 +275,7 @@ class Config(ProbeConfig):
         ks = self.interval_ks
         if len(ks) < 3 or any(b <= a for a, b in zip(ks, ks[1:], strict=False)):
             raise ValueError(f"interval_ks must be strictly increasing with at least 3 values, got {ks}")
-        for name in ("mimetic_betas", "jacobian_scales", "linearity_scales", "isolation_tokens"):
+        for name in ("mimetic_betas", "jacobian_scales", "linearity_scales", "isolation_tokens", "softplus_scales"):
             v = getattr(self, name)
             if any(b <= a for a, b in zip(v, v[1:], strict=False)):
                 raise ValueError(f"{name} must be strictly increasing, got {v}")
@@ -262,9 +287,9 @@ class Config(ProbeConfig):
             )
         if self.isolation and len(self.isolation_tokens) < 2:
             raise ValueError(f"isolation_tokens needs at least 2 lengths (a slope), got {self.isolation_tokens}")
-        if self.denominator and self.denominator_top * self.denominator_tokens * self.denominator_batch < 16:
+        if self.denominator and self.denominator_top * self.denominator_tokens * self.denominator_batch < 2:
             raise ValueError(
-                "denominator_top x denominator_tokens x denominator_batch (Hill's tail samples) must be at least 16, "
+                "denominator_top x denominator_tokens x denominator_batch (Hill's tail samples) must be at least 2, "
                 f"got {self.denominator_top * self.denominator_tokens * self.denominator_batch:g}"
             )
         if self.bilinear and self.bilinear_rank >= self.bilinear_width:

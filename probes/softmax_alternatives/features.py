@@ -15,7 +15,7 @@ from analysis.theory import softmax_alternatives as th
 from analysis.theory.attention_entropy import gaussian_entropy_exact
 from analysis.train import derived_seed
 from probes.base import MAX_SEED, Result
-from probes.parts import Context, each_claim, over_replicates
+from probes.parts import Context, each_claim, measure_replicates, paired_with_law
 from probes.softmax_alternatives.config import SEED_FEATURES, SOURCE, Config
 
 DESCRIPTION = "elu + 1 linear attention's weights: entropy deficit against its exact law, softmax's the alternative"
@@ -45,26 +45,20 @@ def measure_layer(config: Config, seed: int, transforms) -> dict[str, np.ndarray
     a = fq.numpy()
     s_row = (q.norm(dim=-1) / math.sqrt(d)).numpy()  # softmax logits on the row: i.i.d. N(0, |q|^2 / d)
     return {
-        "elu1": elu.numpy(),
-        "elu1_exact": np.array([th.feature_entropy_deficit("elu1", a[i], n, transforms=transforms) for i in range(Q)]),
-        "softmax": soft.numpy(),
-        "softmax_exact": np.array([math.log(n) - gaussian_entropy_exact(n, float(s)) for s in s_row]),
+        "elu1_entropy_deficit": elu.numpy(),
+        "elu1_entropy_deficit_exact": np.array(
+            [th.feature_entropy_deficit("elu1", a[i], n, transforms=transforms) for i in range(Q)]
+        ),
+        "softmax_entropy_deficit": soft.numpy(),
+        "softmax_entropy_deficit_exact": np.array([math.log(n) - gaussian_entropy_exact(n, float(s)) for s in s_row]),
     }
 
 
 def measure(ctx: Context) -> None:
     c = ctx.config
-    S = c.features_seeds
     transforms = th.feature_transforms("elu1", 1.0)
-    got = over_replicates(
-        c.seed, S, lambda s: measure_layer(c, s, transforms), progress=ctx.progress, desc="feature-map rows"
-    )
-    dims = ("features_query", "features_seed")
-    ctx.data["elu1_entropy_deficit"] = (dims, got["elu1"])
-    ctx.data["elu1_entropy_deficit_exact"] = (dims, got["elu1_exact"])
-    ctx.data["softmax_entropy_deficit"] = (dims, got["softmax"])
-    ctx.data["softmax_entropy_deficit_exact"] = (dims, got["softmax_exact"])
-    ctx.coords.update(features_query=list(range(c.features_queries)), features_seed=list(range(S)))
+    axis = ("features_query", range(c.features_queries))
+    measure_replicates(ctx, "features", axis, lambda s: measure_layer(c, s, transforms))
 
 
 def claim_elu1_deficit(led: Ledger, r: Result) -> None:
@@ -72,10 +66,10 @@ def claim_elu1_deficit(led: Ledger, r: Result) -> None:
     deficit of ln n, where softmax on the same logits loses about s^2/2."""
     d, c = r.data, r.config
     measured, exact = d["elu1_entropy_deficit"].values, d["elu1_entropy_deficit_exact"].values  # (query, seed)
-    level = float(exact.mean())
+    replicates, level = paired_with_law(measured, exact)
     led.predict(
         "elu1_entropy_deficit",
-        replicates=level + (measured - exact).mean(axis=0),
+        replicates=replicates,
         expected=level,
         alternative=float(d["softmax_entropy_deficit_exact"].values.mean()),
         hypothesis="the kernel concentrates like softmax: the deficit of softmax on the same logits q . k / sqrt(d) "

@@ -11,7 +11,7 @@ from analysis.ledger import Ledger
 from analysis.theory import softmax_alternatives as th
 from analysis.train import derived_seed
 from probes.base import MAX_SEED, Result
-from probes.parts import Context, each_claim, over_replicates
+from probes.parts import Context, each_claim, measure_replicates
 from probes.softmax_alternatives.config import SEED_ISOLATION, SOURCE, Config
 from probes.softmax_alternatives.models import PATTERN, head_pattern_and_scores, random_head, row_logits
 
@@ -29,26 +29,20 @@ def measure_layer(config: Config, seed: int) -> dict[str, np.ndarray]:
     c = config
     model = random_head(c.isolation_width, "softmax", derived_seed(seed, "isolation_weights") % MAX_SEED)
     g = torch.Generator().manual_seed(derived_seed(seed, "isolation_inputs") % MAX_SEED)
-    out = {k: np.empty(len(c.isolation_tokens)) for k in ("measured", "exact")}
+    out = {k: np.empty(len(c.isolation_tokens)) for k in ("isolation_collision", "isolation_collision_exact")}
     for i, n in enumerate(c.isolation_tokens):
         x = torch.randn(c.isolation_batch, n, c.isolation_width, generator=g, dtype=torch.float64)
         rows = min(c.isolation_rows, n)
         p = head_pattern_and_scores(model, x)[PATTERN][:, :rows]  # (B, rows, n)
         a, s = row_logits(model, x[:, :rows])
-        out["measured"][i] = float(p.pow(2).sum(-1).mean())
-        out["exact"][i] = float(th.self_collision(n, a, s).mean())
+        out["isolation_collision"][i] = float(p.pow(2).sum(-1).mean())
+        out["isolation_collision_exact"][i] = float(th.self_collision(n, a, s).mean())
     return out
 
 
 def measure(ctx: Context) -> None:
     c = ctx.config
-    got = over_replicates(
-        c.seed, c.isolation_seeds, lambda s: measure_layer(c, s), progress=ctx.progress, desc="isolation layers"
-    )
-    dims = ("isolation_n", "isolation_seed")
-    ctx.data["isolation_collision"] = (dims, got["measured"])
-    ctx.data["isolation_collision_exact"] = (dims, got["exact"])
-    ctx.coords.update(isolation_n=list(c.isolation_tokens), isolation_seed=list(range(c.isolation_seeds)))
+    measure_replicates(ctx, "isolation", ("isolation_n", c.isolation_tokens), lambda s: measure_layer(c, s))
 
 
 def _slopes(values: np.ndarray, ns: np.ndarray) -> np.ndarray:

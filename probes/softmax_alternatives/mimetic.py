@@ -11,7 +11,7 @@ from analysis.model import TinyTransformer
 from analysis.theory import softmax_alternatives as th
 from analysis.train import derived_seed
 from probes.base import MAX_SEED, Result
-from probes.parts import Context, each_claim, over_replicates
+from probes.parts import Context, each_claim, measure_replicates
 from probes.softmax_alternatives.config import SEED_MIMETIC, SOURCE, Config
 from probes.softmax_alternatives.models import PATTERN, head_pattern_and_scores, random_head, row_logits
 
@@ -30,6 +30,14 @@ def mimetic_model(config: Config, beta: float, seed: int) -> TinyTransformer:
     )
 
 
+NAMES = (
+    "mimetic_self_weight",
+    "mimetic_self_weight_exact",
+    "mimetic_self_weight_mean_field",
+    "mimetic_self_weight_random_product",
+)
+
+
 def measure_layer(config: Config, seed: int) -> dict[str, np.ndarray]:
     """Seed ``seed``: per beta, the mean over rows of the measured self weight, of its exact expectation given each
     row's ``(a_i, s_i)``, of the mean-field value ``1/(1 + (n - 1) e^{s_i^2/2 - a_i})`` and of the exact value with
@@ -38,28 +46,21 @@ def measure_layer(config: Config, seed: int) -> dict[str, np.ndarray]:
     g = torch.Generator().manual_seed(derived_seed(seed, "mimetic_inputs"))
     x = torch.randn(config.mimetic_batch, n, config.mimetic_width, generator=g, dtype=torch.float64)
     weights = derived_seed(seed, "mimetic_weights") % MAX_SEED  # one Z per seed, shared by every beta
-    out = {k: np.empty(len(config.mimetic_betas)) for k in ("measured", "exact", "mean_field", "random")}
+    out = {k: np.empty(len(config.mimetic_betas)) for k in NAMES}
     for j, beta in enumerate(config.mimetic_betas):
         model = mimetic_model(config, beta, weights)
         p = head_pattern_and_scores(model, x)[PATTERN].diagonal(dim1=-2, dim2=-1).numpy()  # (B, n)
         a, s = row_logits(model, x)
-        out["measured"][j] = p.mean()
-        out["exact"][j] = th.mimetic_self_weight(n, a, s).mean()
-        out["mean_field"][j] = th.mimetic_self_weight_jensen(n, a, s).mean()
-        out["random"][j] = th.mimetic_self_weight(n, np.zeros_like(a), s).mean()
+        out["mimetic_self_weight"][j] = p.mean()
+        out["mimetic_self_weight_exact"][j] = th.mimetic_self_weight(n, a, s).mean()
+        out["mimetic_self_weight_mean_field"][j] = th.mimetic_self_weight_jensen(n, a, s).mean()
+        out["mimetic_self_weight_random_product"][j] = th.mimetic_self_weight(n, np.zeros_like(a), s).mean()
     return out
 
 
 def measure(ctx: Context) -> None:
     c = ctx.config
-    S = c.mimetic_seeds
-    got = over_replicates(c.seed, S, lambda s: measure_layer(c, s), progress=ctx.progress, desc="mimetic layers")
-    dims = ("mimetic_beta", "mimetic_seed")
-    ctx.data["mimetic_self_weight"] = (dims, got["measured"])
-    ctx.data["mimetic_self_weight_exact"] = (dims, got["exact"])
-    ctx.data["mimetic_self_weight_mean_field"] = (dims, got["mean_field"])
-    ctx.data["mimetic_self_weight_random_product"] = (dims, got["random"])
-    ctx.coords.update(mimetic_beta=list(c.mimetic_betas), mimetic_seed=list(range(S)))
+    measure_replicates(ctx, "mimetic", ("mimetic_beta", c.mimetic_betas), lambda s: measure_layer(c, s))
 
 
 def claim_self_weight(led: Ledger, r: Result) -> None:

@@ -13,7 +13,7 @@ from analysis.progress import bar
 from analysis.theory import softmax_alternatives as th
 from analysis.train import derived_seed
 from probes.base import MAX_SEED, Result
-from probes.parts import Context, each_claim
+from probes.parts import Context, each_claim, paired_with_law
 from probes.softmax_alternatives.config import SEED_SPARSE, SOURCE, Config
 from probes.softmax_alternatives.models import PATTERN, SCORES, head_pattern_and_scores, random_head
 
@@ -129,11 +129,11 @@ def claim_isolation(led: Ledger, r: Result) -> None:
     d = r.data
     measured, theory = d["sparse_isolated"].values, d["sparse_isolation_theory"].values  # (keys, seed)
     S = d.sizes["sparse_seed"]
-    level = float(theory.mean())
+    replicates, level = paired_with_law(measured, theory)
     g = r.config.sparse_gap
     led.predict(
         "sparsemax_isolation_vs_keys",
-        replicates=level + (measured - theory).mean(axis=0),
+        replicates=replicates,
         expected=level,
         alternative=1.0,
         hypothesis=f"distractors at their mean logit: the planted key (gap {g:g} >= 1) is isolated at every n",

@@ -15,7 +15,7 @@ from analysis.theory import softmax_alternatives as th
 from analysis.theory.attention_entropy import gaussian_entropy_exact
 from analysis.train import derived_seed
 from probes.base import MAX_SEED, Result
-from probes.parts import Context, each_claim, over_replicates
+from probes.parts import Context, each_claim, measure_replicates, paired_with_law
 from probes.softmax_alternatives.config import SEED_TAYLOR, SOURCE, Config
 from probes.softmax_alternatives.features import entropy_deficit
 
@@ -53,26 +53,17 @@ def measure_layer(config: Config, seed: int) -> dict[str, np.ndarray]:
     s = (taylor_features(k) @ taylor_features(q)[:, :, None])[..., 0]  # (Q, n) scores phi(q) . phi(k)
     sigma = (q.norm(dim=-1) / math.sqrt(d)).numpy()
     return {
-        "discordant": discordant_fraction(z, s).numpy(),
-        "discordant_exact": th.taylor_discordance(sigma),
-        "deficit": entropy_deficit(s).numpy(),
-        "deficit_exact": np.array([th.taylor_entropy_deficit(float(x), n) for x in sigma]),
-        "softmax_exact": np.array([math.log(n) - gaussian_entropy_exact(n, float(x)) for x in sigma]),
+        "taylor_discordant": discordant_fraction(z, s).numpy(),
+        "taylor_discordant_exact": th.taylor_discordance(sigma),
+        "taylor_entropy_deficit": entropy_deficit(s).numpy(),
+        "taylor_entropy_deficit_exact": np.array([th.taylor_entropy_deficit(float(x), n) for x in sigma]),
+        "taylor_softmax_deficit_exact": np.array([math.log(n) - gaussian_entropy_exact(n, float(x)) for x in sigma]),
     }
 
 
 def measure(ctx: Context) -> None:
     c = ctx.config
-    got = over_replicates(
-        c.seed, c.taylor_seeds, lambda s: measure_layer(c, s), progress=ctx.progress, desc="Taylor rows"
-    )
-    dims = ("taylor_query", "taylor_seed")
-    ctx.data["taylor_discordant"] = (dims, got["discordant"])
-    ctx.data["taylor_discordant_exact"] = (dims, got["discordant_exact"])
-    ctx.data["taylor_entropy_deficit"] = (dims, got["deficit"])
-    ctx.data["taylor_entropy_deficit_exact"] = (dims, got["deficit_exact"])
-    ctx.data["taylor_softmax_deficit_exact"] = (dims, got["softmax_exact"])
-    ctx.coords.update(taylor_query=list(range(c.taylor_queries)), taylor_seed=list(range(c.taylor_seeds)))
+    measure_replicates(ctx, "taylor", ("taylor_query", range(c.taylor_queries)), lambda s: measure_layer(c, s))
 
 
 def claim_taylor(led: Ledger, r: Result) -> None:
@@ -105,10 +96,10 @@ def claim_taylor(led: Ledger, r: Result) -> None:
         ),
     ):
         m, e = d[var].values, d[f"{var}_exact"].values  # (query, seed)
-        level = float(e.mean())
+        replicates, level = paired_with_law(m, e)
         led.predict(
             name,
-            replicates=level + (m - e).mean(axis=0),
+            replicates=replicates,
             expected=level,
             alternative=alternative,
             hypothesis=hypothesis,
