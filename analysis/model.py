@@ -61,7 +61,16 @@ Activation = Literal["gelu", "gelu_tanh", "relu", "silu", "tanh", "identity", "s
 NormPlacement = Literal["pre", "post", "peri", "mix", "none"]
 NormType = Literal["layernorm", "rmsnorm"]
 PatternKernel = Literal[
-    "softmax", "linear", "sigmoid", "ssmax", "uniform", "sparsemax", "k_interval", "sa_softmax", "softplus_l1"
+    "softmax",
+    "linear",
+    "sigmoid",
+    "ssmax",
+    "uniform",
+    "sparsemax",
+    "k_interval",
+    "sa_softmax",
+    "softplus_l1",
+    "shaped",
 ]  # kernels with a T x T pattern
 AttentionKernel = Literal[
     "softmax",
@@ -73,6 +82,7 @@ AttentionKernel = Literal[
     "k_interval",
     "sa_softmax",
     "softplus_l1",
+    "shaped",
     "recurrent",
 ]
 KIntervalMode = Literal["interpolate", "round"]
@@ -150,7 +160,8 @@ class ModelConfig(BaseConfig):
         "softmax | linear (unnormalised) | sigmoid | ssmax (logits x s ln n) | uniform (zero logits) | sparsemax "
         "(the logits' Euclidean projection onto the simplex: exact zeros) | k_interval (softmax with the "
         "exponential read off a per-row grid of K + 1 values) | sa_softmax (self-adjusting: z * softmax(z)) | "
-        "softplus_l1 (softplus(z) over its row's l1 norm)",
+        "softplus_l1 (softplus(z) over its row's l1 norm) | shaped (alpha I + beta softmax(z) - gamma C, C the "
+        "uniform weights over the visible keys, per-head learned (alpha, beta, gamma) from (1, 1, 1))",
     )
     logit_scale: float | None = param(None, "multiplies q.k; None -> 1 / sqrt(dh)")
     ssmax_s: float = param(1.0, "SSMax: logits multiplied by ssmax_s * ln(number of visible keys)")
@@ -208,6 +219,12 @@ class ModelConfig(BaseConfig):
         "per-head learned relative-position logit bias b_h[i - j] over offsets |i - j| < rel_pos (farther "
         "keys share the edge offset's value), added to the logits before the kernel; 0 = off",
         minimum=0,
+        omit_at_default=True,
+    )
+    zero_query: bool = param(
+        False,
+        "W_q zero at initialisation (set after every draw, so no other weight moves): zero logits, so softmax "
+        "starts uniform and shaped attention at the identity",
         omit_at_default=True,
     )
     kv_shift: bool = param(
@@ -528,6 +545,9 @@ class Attention(nn.Module):
              sparsemax -> sparsemax(scores) (exact zeros); k_interval -> softmax with a K-value grid of the
              exponential; sa_softmax -> scores * softmax(scores) (SA-Softmax: signed weights, no vanishing
              gradient); softplus_l1 -> softplus(scores) / its row sum (the l1 norm; softplus(-inf) = 0);
+             shaped -> alpha I + beta softmax(scores) - gamma C, C softmax's weights at zero logits (uniform over
+             the visible keys), (alpha, beta, gamma) = ``shape_coef`` per head, init (1, 1, 1): with zero logits
+             (``zero_query``) exactly the identity (the shaped transformer; He & Hofmann's simplified blocks);
              linear -> scores on the support, 0 elsewhere (no normalisation)   -> hook_pattern
     For every kernel a bias of -inf hides a key (e.g. the query token from itself in ICL layouts).
     ``rel_pos = R``: a learned per-head bias ``b_h[i - j]`` (parameter ``rel_bias``, zeros at init) joins the
@@ -549,6 +569,8 @@ class Attention(nn.Module):
             self.k_norm = Norm(dh, cfg.norm_type, cfg.norm_eps, cfg.bias)
         if cfg.rel_pos:  # b_h[i - j]: causal offsets 0..R-1, bidirectional -(R-1)..R-1 (index + R - 1)
             self.rel_bias = nn.Parameter(torch.zeros(H, cfg.rel_pos if cfg.causal else 2 * cfg.rel_pos - 1))
+        if cfg.attention == "shaped":  # per head (alpha, beta, gamma) of alpha I + beta softmax - gamma C
+            self.shape_coef = nn.Parameter(torch.tensor([[1.0, 1.0, 1.0]] * H))
         if cfg.kv_shift:  # per head (current, previous) weights of the keys and of the values
             self.shift_k = nn.Parameter(torch.tensor([[1.0, 0.0]] * H))
             self.shift_v = nn.Parameter(torch.tensor([[1.0, 0.0]] * H))
@@ -632,12 +654,13 @@ class Attention(nn.Module):
             scores.add_(self.rel_bias_rows(r0, r1, K)[None])
         rows = None if whole else (r0, r1)
         scores = self.hook_attn_scores(self._mask_rows(scores, r0, r1, K), rows)
-        pattern = self.hook_pattern(self.kernel(scores), rows)
+        pattern = self.hook_pattern(self.kernel(scores, r0), rows)
         return pattern @ vh[:, :, :K]  # (B, H, r, dh)
 
-    def kernel(self, scores: torch.Tensor) -> torch.Tensor:
+    def kernel(self, scores: torch.Tensor, r0: int = 0) -> torch.Tensor:
         """The pattern of ``scores`` (..., K) under this module's attention kernel, row by row over the last axis; a
-        logit of ``-inf`` (the mask, or a ``-inf`` bias) is a key the row does not see, weight 0."""
+        logit of ``-inf`` (the mask, or a ``-inf`` bias) is a key the row does not see, weight 0. ``r0``: the query
+        index of the first row (shaped attention's identity term sits on key ``r0 + row``); heads on axis -3."""
         c = self.cfg
         if c.attention in ("softmax", "ssmax", "uniform"):
             return torch.softmax(scores, dim=-1)
@@ -647,6 +670,8 @@ class Attention(nn.Module):
             return sparsemax(scores)
         if c.attention == "k_interval":
             return k_interval_softmax(scores, c.k_interval, c.k_interval_mode)
+        if c.attention == "shaped":
+            return self._shaped(scores, r0)
         if c.attention == "softplus_l1":  # softplus(-inf) = 0: unseen keys weigh nothing
             f = F.softplus(scores)
             return f / f.sum(-1, keepdim=True)
@@ -655,6 +680,16 @@ class Attention(nn.Module):
         if c.attention == "sa_softmax":  # z * softmax(z): 0 where unseen (not -inf * 0)
             return torch.where(unseen, zero, scores * torch.softmax(scores, dim=-1))
         return torch.where(unseen, zero, scores)  # linear
+
+    def _shaped(self, scores: torch.Tensor, r0: int) -> torch.Tensor:
+        """``alpha I + beta softmax(scores) - gamma C`` over heads (axis -3), each term zero on unseen keys."""
+        unseen = scores == float("-inf")
+        r, K = scores.shape[-2:]
+        eye = torch.arange(r0, r0 + r, device=scores.device)[:, None] == torch.arange(K, device=scores.device)
+        eye = (eye & ~unseen).to(scores.dtype)
+        uniform = torch.softmax(torch.where(unseen, scores, torch.zeros_like(scores)), dim=-1)
+        a, b, g = (self.shape_coef[:, i, None, None].to(scores.dtype) for i in range(3))  # (H, 1, 1)
+        return a * eye + b * torch.softmax(scores, dim=-1) - g * uniform
 
     def rel_bias_rows(self, r0: int, r1: int, K: int) -> torch.Tensor:
         """(H, r1 - r0, K): the relative-position bias ``b_h[i - j]`` of query rows ``r0:r1`` and keys ``:K``,
@@ -990,6 +1025,10 @@ class TinyTransformer(nn.Module):
                 for m in self.modules():
                     if isinstance(m, (Attention, RecurrentAttention)):
                         mimetic_heads(m, c, gen)
+            if c.zero_query:  # after every draw: no other weight moves
+                for m in self.modules():
+                    if isinstance(m, (Attention, RecurrentAttention)):
+                        m.W_q.weight.zero_()
 
     # ---------------------------------------------------------------------------------------------
     @property

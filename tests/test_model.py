@@ -193,8 +193,25 @@ def test_attention_kernels_match_their_definitions():
     torch.testing.assert_close(pattern, f / f.sum(-1, keepdim=True), **EXACT)
     torch.testing.assert_close(pattern.sum(-1), torch.ones_like(pattern[..., 0]), **EXACT)  # rows on the simplex
 
+    model = TinyTransformer(ModelConfig(attention="shaped", **base))
+    with torch.no_grad():
+        model.blocks[0].attn.shape_coef.copy_(torch.tensor([[0.9, 1.3, 0.4], [1.1, 0.7, 0.8]], dtype=torch.float64))
+    _, cache = run_with_cache(
+        model, x, names=["blocks.0.attn.hook_q", "blocks.0.attn.hook_k", "blocks.0.attn.hook_pattern"]
+    )
+    q, k = (cache[f"blocks.0.attn.hook_{n}"].transpose(1, 2) for n in "qk")
+    logits = (0.7 * q @ k.transpose(-1, -2)).masked_fill(~causal, float("-inf"))
+    uniform = causal / n  # softmax at zero logits: 1/(i + 1) on the visible keys
+    coef = torch.tensor([[0.9, 1.3, 0.4], [1.1, 0.7, 0.8]], dtype=torch.float64)[:, :, None, None]
+    expected = (
+        coef[:, 0] * torch.eye(T, dtype=torch.float64) + coef[:, 1] * torch.softmax(logits, -1) - coef[:, 2] * uniform
+    )
+    torch.testing.assert_close(
+        cache["blocks.0.attn.hook_pattern"], expected.expand_as(cache["blocks.0.attn.hook_pattern"]), **EXACT
+    )
 
-@pytest.mark.parametrize("attention", ["softmax", "linear", "sigmoid", "ssmax", "uniform", "softplus_l1"])
+
+@pytest.mark.parametrize("attention", ["softmax", "linear", "sigmoid", "ssmax", "uniform", "softplus_l1", "shaped"])
 def test_a_minus_infinity_bias_hides_a_key_for_every_kernel(attention):
     model = TinyTransformer(ModelConfig(attention=attention, n_layers=1, d_model=16, n_heads=2, **F64))
     bias = torch.zeros(6, 6, dtype=torch.float64)
@@ -725,3 +742,30 @@ def test_rope_rotate_is_the_rotation_formula_bit_for_bit_with_and_without_autogr
         assert torch.equal(y.detach(), formula(x, 500.0))
         y.pow(2).sum().backward()  # a rotation keeps norms: d/dx |R x|^2 = 2 x
         torch.testing.assert_close(leaf.grad, 2 * x)
+
+
+def test_zero_query_starts_softmax_uniform_and_shaped_attention_at_the_identity():
+    """zero_query zeroes W_q after every draw (the other weights are the default draw's); at zero logits softmax is
+    the uniform causal average and shaped attention (init (1, 1, 1)) exactly the identity, in a block or in blocks
+    of row blocks alike."""
+    base = dict(n_layers=2, d_model=16, n_heads=2, **F64)
+    plain = TinyTransformer(ModelConfig(**base))
+    zero = TinyTransformer(ModelConfig(zero_query=True, **base))
+    for (name, a), (_, b) in zip(plain.named_parameters(), zero.named_parameters(), strict=True):
+        if name.endswith("attn.W_q.weight"):
+            assert not b.any()
+        else:
+            assert torch.equal(a, b), name
+    x = tokens(T=7)
+    T = 7
+    _, cache = run_with_cache(zero, x, names=["blocks.1.attn.hook_pattern"])
+    uniform = torch.ones(T, T, dtype=torch.float64).tril() / torch.arange(1, T + 1, dtype=torch.float64)[:, None]
+    got = cache["blocks.1.attn.hook_pattern"]
+    torch.testing.assert_close(got, uniform.expand_as(got), **EXACT)
+    shaped = TinyTransformer(ModelConfig(attention="shaped", zero_query=True, **base))
+    for block in (None, 3):  # whole matrices, then blocks of 3 query rows
+        for b in shaped.blocks:
+            b.attn.query_block = block
+        _, cache = run_with_cache(shaped, x, names=["blocks.1.attn.hook_pattern"])
+        got = cache["blocks.1.attn.hook_pattern"]
+        torch.testing.assert_close(got, torch.eye(T, dtype=torch.float64).expand_as(got), rtol=0.0, atol=1e-15)

@@ -26,6 +26,7 @@ from probes.softmax_alternatives import (
     memory,
     mimetic,
     models,
+    shaped,
     softplus,
     sparse,
     taylor,
@@ -48,6 +49,7 @@ def test_smoke_claims_wait_for_the_full_preset(tmp_path, monkeypatch):
         "k_interval_interpolate_error_bound",
         "k_interval_round_error_bound",
         "bilinear_tensor_decomposition_exact",
+        "shaped_attention_identity_at_init",
     ):
         assert by_status.pop(name) == "pass", name
     assert set(by_status.values()) == {"not_evaluated"}
@@ -64,6 +66,7 @@ def test_smoke_claims_wait_for_the_full_preset(tmp_path, monkeypatch):
         sa.SEED_ISOLATION,
         sa.SEED_DENOMINATOR,
         sa.SEED_SOFTPLUS,
+        sa.SEED_SHAPED,
     }
     assert r.data["memory_moment"].dims == ("activation", "slots", "memory_seed")
 
@@ -95,6 +98,9 @@ def test_full_claims_pass_with_the_other_activation_outside_the_band(full):
         "linear_attention_readout_tail_index",
         "linear_attention_gradient_tail_index",
         "softplus_l1_entropy_deficit",
+        "shaped_attention_identity_at_init",
+        "softmax_stack_kernel_collapse",
+        "shaped_stack_keeps_token_kernel",
     }
     for c in by_name.values():
         if c.name == "mlp_linearity_without_residual":
@@ -119,6 +125,8 @@ def test_full_claims_pass_with_the_other_activation_outside_the_band(full):
                 "softmax_isolation": "isolation_seeds",
                 "linear_attention": "denominator_seeds",
                 "softplus": "softplus_seeds",
+                "softmax_stack": "shaped_seeds",
+                "shaped_stack": "shaped_seeds",
             }
             assert c.tolerance["n"] == getattr(full.config, next(v for k, v in seeds.items() if c.name.startswith(k)))
     assert by_name["memory_relu_slot_slope"].expected == pytest.approx(1.0, abs=1e-12)
@@ -199,6 +207,8 @@ def test_planted_wrong_numbers_fail_the_claims(full):
         ({"softplus_scales": (4.0, 1.0)}, "softplus_scales must be strictly increasing"),
         ({"softplus_scales": (1.0, 32.0)}, "softplus_scales"),
         ({"softplus_keys": 1}, "softplus_keys"),
+        ({"shaped_depths": (2, 1)}, "shaped_depths must be strictly increasing"),
+        ({"shaped_tokens": 1}, "shaped_tokens"),
     ],
 )
 def test_bad_configs_are_refused_by_name(over, match):
@@ -452,3 +462,42 @@ def test_softplus_rows_see_n_keys_through_the_zoos_kernel():
     one = softplus.measure_layer(cfg, seed=3)
     exact, soft = one["softplus_entropy_deficit_exact"], one["softplus_softmax_deficit_exact"]
     assert one["softplus_entropy_deficit"].shape == (2,) and np.all(exact < soft)
+
+
+def test_swapped_kernels_and_a_broken_identity_fail_the_shaped_claims(full):
+    data = full.data.copy(deep=True)
+    soft, shp = data["shaped_softmax_correlation"].values.copy(), data["shaped_shaped_correlation"].values.copy()
+    data["shaped_softmax_correlation"].values[:] = shp  # softmax keeping the kernel
+    data["shaped_shaped_correlation"].values[:] = soft  # shaped attention collapsing it
+    data["shaped_identity_error"].values[0, 0] = 1e-9
+    led = Ledger(sa.NAME, preset="full")
+    shaped.claims(led, (dataclasses.replace(full, data=data),))
+    for name in (
+        "softmax_stack_kernel_collapse",
+        "shaped_stack_keeps_token_kernel",
+        "shaped_attention_identity_at_init",
+    ):
+        assert led[name].status == "fail", name
+
+
+def test_the_shaped_stacks_are_the_zoos_skipless_attention_with_zero_queries():
+    cfg = sa.Config.preset("smoke")
+    soft, shp = shaped.stack(cfg, "softmax", 3, seed=5), shaped.stack(cfg, "shaped", 3, seed=5)
+    shaped_weights = dict(shp.named_parameters())
+    for name, a in soft.named_parameters():
+        if name.endswith(("W_v.weight", "W_o.weight")):
+            assert torch.equal(a, shaped_weights[name]), name  # the same value and output weights
+    assert all(not blk.attn.W_q.weight.any() for blk in soft.blocks)
+    x = torch.randn(
+        2, cfg.shaped_tokens, cfg.shaped_width, dtype=torch.float64, generator=torch.Generator().manual_seed(0)
+    )
+    with torch.no_grad():
+        y = x
+        for blk in shp.blocks:  # the identity pattern: each layer is x W_v^T W_o^T, no skip
+            y = blk.attn.W_o(blk.attn.W_v(y))
+        torch.testing.assert_close(shp(x), y, rtol=1e-13, atol=1e-13)
+        C = torch.tensor(th.uniform_causal(cfg.shaped_tokens))
+        y = x
+        for blk in soft.blocks:
+            y = C @ blk.attn.W_o(blk.attn.W_v(y))
+        torch.testing.assert_close(soft(x), y, rtol=1e-13, atol=1e-13)

@@ -398,6 +398,12 @@ CAPS: dict[str, dict[str, Cap]] = {
         "softplus_rows": Cap(hi=4),
         "softplus_batch": Cap(hi=2),
         "softplus_seeds": Cap(hi=3),
+        # shaped_seeds x len(shaped_depths) x 2 stacks of up to max(shaped_depths) layers over shaped_batch sequences
+        "shaped_depths": Cap(hi=4, max_len=3),
+        "shaped_width": Cap(hi=8),
+        "shaped_tokens": Cap(hi=8),
+        "shaped_batch": Cap(hi=8),
+        "shaped_seeds": Cap(hi=3),
     },
 }
 

@@ -648,3 +648,46 @@ def test_softplus_l1_entropy_deficit_tends_to_the_relu_limit():
 def test_softplus_theory_rejects_bad_input(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+# --- section 13: shaped attention and the token kernel ---------------------------------------------------------
+
+
+def test_collapse_kernel_matches_monte_carlo_through_random_value_weights():
+    """E[X_L X_L^T] = tr(W^T W) C^L (C^L)^T for i.i.d. Gaussian token rows, whatever the right factor W."""
+    rng = np.random.default_rng(0)
+    T, d, L, B = 6, 8, 2, 20_000
+    C = th.uniform_causal(T)
+    W = rng.standard_normal((d, d)) @ rng.standard_normal((d, d)) / d
+    X = rng.standard_normal((B, T, d))
+    Y = np.linalg.matrix_power(C, L) @ X @ W
+    gram = np.einsum("btd,bsd->ts", Y, Y) / B
+    law = np.trace(W.T @ W) * th.collapse_kernel(T, L)
+    np.testing.assert_allclose(gram, law, atol=6 * np.abs(law).max() / math.sqrt(B))
+    assert th.mean_token_correlation(gram) == pytest.approx(th.mean_token_correlation(law), abs=0.01)
+
+
+def test_collapse_kernel_limits():
+    C = th.uniform_causal(5)
+    np.testing.assert_allclose(C.sum(axis=1), 1.0, rtol=1e-15)
+    assert C[3, 0] == pytest.approx(0.25) and C[0, 1] == 0.0
+    np.testing.assert_array_equal(th.collapse_kernel(5, 0), np.eye(5))
+    assert th.mean_token_correlation(th.collapse_kernel(5, 0)) == 0.0  # independent tokens
+    rho = [th.mean_token_correlation(th.collapse_kernel(16, L)) for L in (1, 2, 4, 8, 64)]
+    assert all(b > a for a, b in zip(rho, rho[1:], strict=False)) and rho[-1] == pytest.approx(1.0, abs=1e-12)
+    # one layer, two tokens: x_1 = x_0 / 1, y = (x_0 + x_1) / 2: correlation 1/sqrt(2)
+    assert th.mean_token_correlation(th.collapse_kernel(2, 1)) == pytest.approx(1 / math.sqrt(2), rel=1e-14)
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda: th.uniform_causal(0), "T must be >= 1"),
+        (lambda: th.collapse_kernel(4, -1), "depth must be >= 0"),
+        (lambda: th.mean_token_correlation(np.eye(1)), "at least 2 tokens"),
+        (lambda: th.mean_token_correlation(np.zeros((3, 3))), "positive diagonal"),
+    ],
+)
+def test_shaped_theory_rejects_bad_input(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()

@@ -223,6 +223,20 @@ as sigma -> oo: the row's entropy stays within about a nat of ``ln n`` at any lo
 nothing, the rest are weighed linearly), where softmax's deficit ``sigma^2/2`` grows without bound (until the row
 is one-hot): the l1 normalisation of a function that grows linearly cannot concentrate the weights, which is what
 keeps its entropy, and so its behaviour, the same at every length.
+
+13. Shaped attention keeps the token kernel at initialisation (after He & Hofmann, "Simplifying transformer blocks",
+seed 004#82, and the shaped transformer). With zero logits (``W_q = 0`` at init) causal softmax is the uniform average
+``C`` (``C_ij = 1/(i + 1)`` for ``j <= i``), so a skipless attention-only stack with value and output weights maps the
+tokens ``X`` (T, d) to ``C^L X W``, ``W`` the product of the layers' ``W_v^T W_o^T``. For tokens with i.i.d.
+N(0, I_d) rows, given the weights,
+
+    E[X_L X_L^T] = tr(W^T W) C^L (C^L)^T,
+
+exactly: the token kernel collapses at the rate of the powers of C (every row of ``C^L`` tends to the first token's
+indicator, so every pair of tokens tends to correlation 1: rank collapse). Shaped attention ``alpha I + beta softmax
+- gamma C`` starts at ``I`` (``beta = gamma``, zero logits), so the same stack maps ``X`` to ``X W`` and the kernel
+stays ``tr(W^T W) I``: independent tokens stay uncorrelated, at any depth. The summary both are compared on is the
+mean correlation ``rho_L = mean_{i != j} K_ij / sqrt(K_ii K_jj)`` of the kernel K.
 """
 
 from __future__ import annotations
@@ -885,6 +899,33 @@ def linear_attention_tail_indices(d_v: int) -> dict[str, float]:
     return {"readout": 1.0, "gradient": 0.5, "norm_gradient": float(d_v)}
 
 
+def uniform_causal(T: int) -> np.ndarray:
+    """(T, T) ``C``: causal softmax at zero logits, ``1/(i + 1)`` on ``j <= i`` (section 13)."""
+    check_int("T", T, minimum=1)
+    return np.tril(np.ones((T, T))) / np.arange(1, T + 1, dtype=np.float64)[:, None]
+
+
+def collapse_kernel(T: int, depth: int) -> np.ndarray:
+    """(T, T) ``C^L (C^L)^T``: the token kernel (up to ``tr(W^T W)``) after ``depth`` skipless layers of uniform
+    causal attention over i.i.d. Gaussian tokens (section 13); the identity at depth 0."""
+    check_int("depth", depth, minimum=0)
+    P = np.linalg.matrix_power(uniform_causal(T), depth)
+    return P @ P.T
+
+
+def mean_token_correlation(K) -> float:
+    """``mean_{i != j} K_ij / sqrt(K_ii K_jj)`` of a (T, T) kernel with a positive diagonal, T >= 2 (section 13)."""
+    K = np.asarray(K, dtype=np.float64)
+    if K.ndim != 2 or K.shape[0] != K.shape[1] or K.shape[0] < 2:
+        raise ValueError(f"K must be a square kernel of at least 2 tokens, got shape {K.shape}")
+    diag = np.diag(K)
+    if not np.all(diag > 0):
+        raise ValueError("K must have a positive diagonal")
+    R = K / np.sqrt(np.outer(diag, diag))
+    T = K.shape[0]
+    return float((R.sum() - np.trace(R)) / (T * (T - 1)))
+
+
 __all__ = [
     "ACTIVATIONS",
     "FEATURE_KINDS",
@@ -898,6 +939,7 @@ __all__ = [
     "activation_covariance",
     "activation_of",
     "bilinear_interaction",
+    "collapse_kernel",
     "jacobian_limit",
     "k_interval_l1_bound",
     "k_interval_weights",
@@ -905,6 +947,7 @@ __all__ = [
     "linear_readouts",
     "linearity_score",
     "linearity_unexplained",
+    "mean_token_correlation",
     "median_top_gap",
     "memory_output_moment",
     "mimetic_self_weight",
@@ -929,4 +972,5 @@ __all__ = [
     "taylor_entropy_deficit",
     "top_eigen_fraction",
     "two_key_jacobian_norm",
+    "uniform_causal",
 ]

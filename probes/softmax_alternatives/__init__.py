@@ -52,14 +52,17 @@ Carlo and exact cases); the zoo's ``activation="softmax"`` (softmax over an MLP'
 12. Softplus over the l1 norm (seed 000#85). A random head with ``attention="softplus_l1"`` at logit scales s, each
    row hiding its own key: the rows' entropy deficit ``ln n - H`` against its exact law at each row's logit spread
    (theory section 12; it tends to ``(ln 4 pi - gamma)/2`` at large s), softmax's deficit the alternative.
+13. Shaped attention at initialisation (seed 004#82). Skipless attention-only stacks with ``W_q = 0``: the mean token
+   correlation of the token kernel, causal softmax's (exactly the ``C^L (C^L)^T`` law, theory section 13) against
+   shaped attention's (0: every layer the identity, an identity claim), each the other's alternative.
 
 Replicates: memory (layer) i draws its inputs and weights from :func:`analysis.evidence.replicate_seed` ``(seed, i)``;
 every claim takes its 95% Student-t band from the spread of the per-memory values (:mod:`analysis.evidence`).
 
 The probe is a package of parts (:mod:`probes.parts`), one module each, in the order of their claims: ``memory``,
 ``sparse``, ``k_interval``, ``mimetic``, ``jacobian``, ``features``, ``taylor``, ``linearity``, ``bilinear``,
-``isolation``, ``denominator`` and ``softplus``; ``models`` holds the random layer they share and ``config`` the
-configuration.
+``isolation``, ``denominator``, ``softplus`` and ``shaped``; ``models`` holds the random layer they share and
+``config`` the configuration.
 """
 
 from __future__ import annotations
@@ -76,6 +79,7 @@ from probes.softmax_alternatives import (
     linearity,
     memory,
     mimetic,
+    shaped,
     softplus,
     sparse,
     taylor,
@@ -90,6 +94,7 @@ from probes.softmax_alternatives.config import (
     SEED_JACOBIAN,
     SEED_LINEARITY,
     SEED_MIMETIC,
+    SEED_SHAPED,
     SEED_SLOTS,
     SEED_SOFTPLUS,
     SEED_SPARSE,
@@ -105,9 +110,9 @@ DESCRIPTION = (
     "mimetic init, SA-Softmax's Jacobian, linear attention's feature maps, an MLP sublayer's linearity with and "
     "without its skip connection, a trained bilinear MLP's spectrum, a softmax layer's weight collision against the "
     "sequence length, the heavy tails of linear attention's denominator and softplus_l1 attention's bounded entropy "
-    "deficit, against closed forms and bounds."
+    "deficit and the token kernel of skipless softmax and shaped-attention stacks, against closed forms and bounds."
 )
-VERSION = "11"
+VERSION = "12"
 REQUIRES = None  # builds its own models
 
 PARTS = tuple(
@@ -125,6 +130,7 @@ PARTS = tuple(
         isolation,
         denominator,
         softplus,
+        shaped,
     )
 )
 
@@ -147,6 +153,7 @@ __all__ = [
     "SEED_JACOBIAN",
     "SEED_LINEARITY",
     "SEED_MIMETIC",
+    "SEED_SHAPED",
     "SEED_SLOTS",
     "SEED_SOFTPLUS",
     "SEED_SPARSE",

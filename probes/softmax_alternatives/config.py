@@ -18,6 +18,7 @@ SEED_ISOLATION = "000#118"  # normalised attention without the probability cage:
 SEED_BILINEAR = "003#57"  # bilinear MLPs: weight-based interpretability by eigendecomposition
 SEED_LINEARITY = "003#37"  # "Your transformer is secretly linear": layer-to-layer linearity and the residual
 SEED_DENOMINATOR = "003#31"  # TransNormer: the scaling of linear attention and its unbounded gradients
+SEED_SHAPED = "004#82"  # simplified (skipless, shaped-attention) transformer blocks: the token kernel at init
 SEED_SOFTPLUS = "000#85"  # softmax split into a nonlinearity and the l1 norm: softplus attention across lengths
 SOURCE = "analysis/theory/softmax_alternatives.py"
 MAX_SLOTS = 65536
@@ -75,6 +76,10 @@ class Config(ProbeConfig):
             "softplus_rows": 4,
             "softplus_batch": 1,
             "softplus_seeds": 2,
+            "shaped_depths": (1, 2),
+            "shaped_tokens": 6,
+            "shaped_batch": 8,
+            "shaped_seeds": 2,
         },
         "full": {},
     }
@@ -267,6 +272,19 @@ class Config(ProbeConfig):
     softplus_batch: int = param(2, "sequences per layer", minimum=1, maximum=1024)
     softplus_seeds: int = replicates_param("layers (weights and tokens, shared by every scale)")
 
+    # --- shaped attention and the token kernel at initialisation (004#82) --------------------------------
+    shaped: bool = param(True, "measure the token kernel of skipless softmax and shaped-attention stacks at init")
+    shaped_depths: tuple[int, ...] = param(
+        (1, 2, 3, 4),
+        "depths L of the stacks, strictly increasing (the softmax kernel is near 1 beyond ~4)",
+        minimum=1,
+        maximum=64,
+    )
+    shaped_width: int = param(32, "width d of every layer (one head)", minimum=2, maximum=256)
+    shaped_tokens: int = param(16, "tokens T per sequence (causal)", minimum=2, maximum=1024)
+    shaped_batch: int = param(64, "Gaussian sequences the token kernel averages over", minimum=1, maximum=65536)
+    shaped_seeds: int = replicates_param("stacks (weights and tokens, shared by both kernels)")
+
     def validate(self) -> None:
         super().validate()
         slots = self.memory_slots
@@ -275,7 +293,14 @@ class Config(ProbeConfig):
         ks = self.interval_ks
         if len(ks) < 3 or any(b <= a for a, b in zip(ks, ks[1:], strict=False)):
             raise ValueError(f"interval_ks must be strictly increasing with at least 3 values, got {ks}")
-        for name in ("mimetic_betas", "jacobian_scales", "linearity_scales", "isolation_tokens", "softplus_scales"):
+        for name in (
+            "mimetic_betas",
+            "jacobian_scales",
+            "linearity_scales",
+            "isolation_tokens",
+            "softplus_scales",
+            "shaped_depths",
+        ):
             v = getattr(self, name)
             if any(b <= a for a, b in zip(v, v[1:], strict=False)):
                 raise ValueError(f"{name} must be strictly increasing, got {v}")
