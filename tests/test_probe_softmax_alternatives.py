@@ -27,6 +27,7 @@ from probes.softmax_alternatives import (
     mimetic,
     models,
     shaped,
+    sigmoid,
     softplus,
     sparse,
     taylor,
@@ -67,6 +68,7 @@ def test_smoke_claims_wait_for_the_full_preset(tmp_path, monkeypatch):
         sa.SEED_DENOMINATOR,
         sa.SEED_SOFTPLUS,
         sa.SEED_SHAPED,
+        sa.SEED_SIGMOID,
     }
     assert r.data["memory_moment"].dims == ("activation", "slots", "memory_seed")
 
@@ -101,6 +103,8 @@ def test_full_claims_pass_with_the_other_activation_outside_the_band(full):
         "shaped_attention_identity_at_init",
         "softmax_stack_kernel_collapse",
         "shaped_stack_keeps_token_kernel",
+        "sigmoid_row_mass_exact",
+        "sigmoid_row_mass_length_free",
     }
     for c in by_name.values():
         if c.name == "mlp_linearity_without_residual":
@@ -127,6 +131,7 @@ def test_full_claims_pass_with_the_other_activation_outside_the_band(full):
                 "softplus": "softplus_seeds",
                 "softmax_stack": "shaped_seeds",
                 "shaped_stack": "shaped_seeds",
+                "sigmoid": "sigmoid_seeds",
             }
             assert c.tolerance["n"] == getattr(full.config, next(v for k, v in seeds.items() if c.name.startswith(k)))
     assert by_name["memory_relu_slot_slope"].expected == pytest.approx(1.0, abs=1e-12)
@@ -209,6 +214,8 @@ def test_planted_wrong_numbers_fail_the_claims(full):
         ({"softplus_keys": 1}, "softplus_keys"),
         ({"shaped_depths": (2, 1)}, "shaped_depths must be strictly increasing"),
         ({"shaped_tokens": 1}, "shaped_tokens"),
+        ({"sigmoid_keys": (64, 16)}, "sigmoid_keys must be strictly increasing"),
+        ({"sigmoid_keys": (64,)}, "sigmoid_keys needs at least 2"),
     ],
 )
 def test_bad_configs_are_refused_by_name(over, match):
@@ -501,3 +508,16 @@ def test_the_shaped_stacks_are_the_zoos_skipless_attention_with_zero_queries():
         for blk in soft.blocks:
             y = C @ blk.attn.W_o(blk.attn.W_v(y))
         torch.testing.assert_close(soft(x), y, rtol=1e-13, atol=1e-13)
+
+
+def test_softmax_like_mass_and_b0_growth_fail_the_sigmoid_claims(full):
+    data = full.data.copy(deep=True)
+    ns = data["sigmoid_n"].values.astype(np.float64)
+    data["sigmoid_row_mass"].values[:] = 1.0  # normalised like softmax
+    led = Ledger(sa.NAME, preset="full")
+    sigmoid.claims(led, (dataclasses.replace(full, data=data),))
+    assert led["sigmoid_row_mass_exact"].status == "fail"
+    data["sigmoid_row_mass"].values[:] = (ns / 2)[:, None]  # the bias left at 0
+    led = Ledger(sa.NAME, preset="full")
+    sigmoid.claims(led, (dataclasses.replace(full, data=data),))
+    assert led["sigmoid_row_mass_length_free"].status == "fail"

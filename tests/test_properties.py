@@ -404,6 +404,12 @@ CAPS: dict[str, dict[str, Cap]] = {
         "shaped_tokens": Cap(hi=8),
         "shaped_batch": Cap(hi=8),
         "shaped_seeds": Cap(hi=3),
+        # sigmoid_seeds x len(sigmoid_keys) one-head layers over sigmoid_batch sequences, a quadrature per row
+        "sigmoid_keys": Cap(hi=16, max_len=3),
+        "sigmoid_width": Cap(hi=8),
+        "sigmoid_rows": Cap(hi=4),
+        "sigmoid_batch": Cap(hi=2),
+        "sigmoid_seeds": Cap(hi=3),
     },
 }
 

@@ -691,3 +691,42 @@ def test_collapse_kernel_limits():
 def test_shaped_theory_rejects_bad_input(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+# --- section 14: sigmoid attention's row mass ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("n", "b", "s"), [(16, -math.log(16), 1.0), (256, -math.log(256), 1.5), (64, 0.0, 0.8)])
+def test_sigmoid_row_mass_matches_monte_carlo(n, b, s):
+    rng = np.random.default_rng(n)
+    rows = 20_000
+    mass = special_expit(s * rng.standard_normal((rows, n)) + b).sum(axis=1)
+    assert float(th.sigmoid_row_mass(n, b, s)) == pytest.approx(mass.mean(), abs=5 * mass.std() / math.sqrt(rows))
+
+
+def special_expit(z):
+    return 1.0 / (1.0 + np.exp(-z))
+
+
+def test_sigmoid_row_mass_limits():
+    """s = 0: n sigmoid(b); b = 0: n/2 at any s (sigmoid - 1/2 is odd); b = -ln n: -> e^(s^2/2) as n grows. (The
+    z grid's Gaussian weights sum to 1 within 1e-12.)"""
+    assert float(th.sigmoid_row_mass(10, 0.3, 0.0)) == pytest.approx(10 / (1 + math.exp(-0.3)), rel=1e-11)
+    assert float(th.sigmoid_row_mass(64, 0.0, 1.7)) == pytest.approx(32.0, rel=1e-11)
+    n = 10**7
+    assert float(th.sigmoid_row_mass(n, -math.log(n), 1.0)) == pytest.approx(math.exp(0.5), rel=1e-5)
+    masses = [float(th.sigmoid_row_mass(n, -math.log(n), 1.0)) for n in (16, 64, 256, 1024)]
+    assert all(b > a for a, b in zip(masses, masses[1:], strict=False)) and masses[-1] < math.exp(0.5)
+    np.testing.assert_allclose(th.sigmoid_row_mass(8, -1.0, [0.5, 1.0])[1], th.sigmoid_row_mass(8, -1.0, 1.0))
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda: th.sigmoid_row_mass(0, 0.0, 1.0), "n must be >= 1"),
+        (lambda: th.sigmoid_row_mass(4, 0.0, -1.0), "s must lie in"),
+    ],
+)
+def test_sigmoid_theory_rejects_bad_input(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()

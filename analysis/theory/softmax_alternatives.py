@@ -237,6 +237,16 @@ indicator, so every pair of tokens tends to correlation 1: rank collapse). Shape
 - gamma C`` starts at ``I`` (``beta = gamma``, zero logits), so the same stack maps ``X`` to ``X W`` and the kernel
 stays ``tr(W^T W) I``: independent tokens stay uncorrelated, at any depth. The summary both are compared on is the
 mean correlation ``rho_L = mean_{i != j} K_ij / sqrt(K_ii K_jj)`` of the kernel K.
+
+14. Sigmoid attention's row mass at initialisation (after "Theory, analysis, and best practices for sigmoid
+self-attention", seed 004#109). Sigmoid attention weighs each key independently, ``p_j = sigmoid(z_j + b)``, so a row's
+weights need not sum to 1. For a row with n i.i.d. N(0, s^2) logits
+
+    E[sum_j p_j] = n int sigmoid(s u + b) phi(u) du,
+
+a 1-D Gaussian integral. With ``b = 0`` it is about ``n/2``: the attention output's norm grows with the sequence
+length (the large initial attention norms the paper stabilises). With ``b = -ln n``, ``n sigmoid(z - ln n) = e^z /
+(1 + e^z / n) -> e^z``, so the mass tends to ``E e^z = e^{s^2/2}``, of order one at every n: like softmax's, but not 1.
 """
 
 from __future__ import annotations
@@ -926,6 +936,18 @@ def mean_token_correlation(K) -> float:
     return float((R.sum() - np.trace(R)) / (T * (T - 1)))
 
 
+def sigmoid_row_mass(n: int, b: float, s) -> np.ndarray:
+    """``n E[sigmoid(s u + b)]``, u ~ N(0, 1): the expected sum of a sigmoid-attention row's weights over n keys with
+    i.i.d. N(0, s^2) logits and bias b (section 14), for every s (broadcast); ``n sigmoid(b)`` at s = 0."""
+    check_int("n", n, minimum=1)
+    check_float("b", b, minimum=-1e3, maximum=1e3)
+    s = np.asarray(s, dtype=np.float64)
+    if s.size and (s.min() < 0 or s.max() > 100):
+        raise ValueError(f"s must lie in [0, 100], got [{s.min():g}, {s.max():g}]")
+    z = s[..., None] * _Z_FINE + b
+    return n * np.sum(_WZ_FINE * special.expit(z), axis=-1)
+
+
 __all__ = [
     "ACTIVATIONS",
     "FEATURE_KINDS",
@@ -959,6 +981,7 @@ __all__ = [
     "quadratic_features",
     "quadratic_least_squares",
     "self_collision",
+    "sigmoid_row_mass",
     "relu_slot_moment",
     "slot_moment",
     "softplus_l1_entropy_deficit",

@@ -55,14 +55,17 @@ Carlo and exact cases); the zoo's ``activation="softmax"`` (softmax over an MLP'
 13. Shaped attention at initialisation (seed 004#82). Skipless attention-only stacks with ``W_q = 0``: the mean token
    correlation of the token kernel, causal softmax's (exactly the ``C^L (C^L)^T`` law, theory section 13) against
    shaped attention's (0: every layer the identity, an identity claim), each the other's alternative.
+14. Sigmoid attention's row mass (seed 004#109). A random head with ``attention="sigmoid"`` and bias ``-ln n``, each
+   row hiding its own key: the mean weight mass against its exact law (theory section 14; the alternative: softmax's
+   1) and its slope in ln n (the alternative: b = 0's n/2, slope 1).
 
 Replicates: memory (layer) i draws its inputs and weights from :func:`analysis.evidence.replicate_seed` ``(seed, i)``;
 every claim takes its 95% Student-t band from the spread of the per-memory values (:mod:`analysis.evidence`).
 
 The probe is a package of parts (:mod:`probes.parts`), one module each, in the order of their claims: ``memory``,
 ``sparse``, ``k_interval``, ``mimetic``, ``jacobian``, ``features``, ``taylor``, ``linearity``, ``bilinear``,
-``isolation``, ``denominator``, ``softplus`` and ``shaped``; ``models`` holds the random layer they share and
-``config`` the configuration.
+``isolation``, ``denominator``, ``softplus``, ``shaped`` and ``sigmoid``; ``models`` holds the random layer they
+share and ``config`` the configuration.
 """
 
 from __future__ import annotations
@@ -80,6 +83,7 @@ from probes.softmax_alternatives import (
     memory,
     mimetic,
     shaped,
+    sigmoid,
     softplus,
     sparse,
     taylor,
@@ -95,6 +99,7 @@ from probes.softmax_alternatives.config import (
     SEED_LINEARITY,
     SEED_MIMETIC,
     SEED_SHAPED,
+    SEED_SIGMOID,
     SEED_SLOTS,
     SEED_SOFTPLUS,
     SEED_SPARSE,
@@ -110,9 +115,10 @@ DESCRIPTION = (
     "mimetic init, SA-Softmax's Jacobian, linear attention's feature maps, an MLP sublayer's linearity with and "
     "without its skip connection, a trained bilinear MLP's spectrum, a softmax layer's weight collision against the "
     "sequence length, the heavy tails of linear attention's denominator and softplus_l1 attention's bounded entropy "
-    "deficit and the token kernel of skipless softmax and shaped-attention stacks, against closed forms and bounds."
+    "deficit and the token kernel of skipless softmax and shaped-attention stacks and sigmoid attention's row "
+    "mass, against closed forms and bounds."
 )
-VERSION = "12"
+VERSION = "13"
 REQUIRES = None  # builds its own models
 
 PARTS = tuple(
@@ -131,6 +137,7 @@ PARTS = tuple(
         denominator,
         softplus,
         shaped,
+        sigmoid,
     )
 )
 
@@ -154,6 +161,7 @@ __all__ = [
     "SEED_LINEARITY",
     "SEED_MIMETIC",
     "SEED_SHAPED",
+    "SEED_SIGMOID",
     "SEED_SLOTS",
     "SEED_SOFTPLUS",
     "SEED_SPARSE",

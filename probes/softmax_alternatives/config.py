@@ -19,6 +19,7 @@ SEED_BILINEAR = "003#57"  # bilinear MLPs: weight-based interpretability by eige
 SEED_LINEARITY = "003#37"  # "Your transformer is secretly linear": layer-to-layer linearity and the residual
 SEED_DENOMINATOR = "003#31"  # TransNormer: the scaling of linear attention and its unbounded gradients
 SEED_SHAPED = "004#82"  # simplified (skipless, shaped-attention) transformer blocks: the token kernel at init
+SEED_SIGMOID = "004#109"  # sigmoid self-attention: the bias -ln n and the initial attention norm
 SEED_SOFTPLUS = "000#85"  # softmax split into a nonlinearity and the l1 norm: softplus attention across lengths
 SOURCE = "analysis/theory/softmax_alternatives.py"
 MAX_SLOTS = 65536
@@ -80,6 +81,10 @@ class Config(ProbeConfig):
             "shaped_tokens": 6,
             "shaped_batch": 8,
             "shaped_seeds": 2,
+            "sigmoid_keys": (8, 32),
+            "sigmoid_rows": 4,
+            "sigmoid_batch": 1,
+            "sigmoid_seeds": 2,
         },
         "full": {},
     }
@@ -285,6 +290,19 @@ class Config(ProbeConfig):
     shaped_batch: int = param(64, "Gaussian sequences the token kernel averages over", minimum=1, maximum=65536)
     shaped_seeds: int = replicates_param("stacks (weights and tokens, shared by both kernels)")
 
+    # --- sigmoid attention's row mass (004#109) ------------------------------------------------------------
+    sigmoid: bool = param(True, "measure sigmoid attention's row mass (bias -ln n) against the sequence length")
+    sigmoid_keys: tuple[int, ...] = param(
+        (16, 64, 256, 1024),
+        "keys n each row sees (the n + 1 tokens but itself), strictly increasing, at least 2",
+        minimum=2,
+        maximum=8192,
+    )
+    sigmoid_width: int = param(16, "width d of the random attention layer (one head)", minimum=2, maximum=256)
+    sigmoid_rows: int = param(64, "query rows per sequence (the first ones; all rows are alike)", minimum=1)
+    sigmoid_batch: int = param(4, "sequences per layer and n", minimum=1, maximum=1024)
+    sigmoid_seeds: int = replicates_param("layers (weights and tokens)")
+
     def validate(self) -> None:
         super().validate()
         slots = self.memory_slots
@@ -300,6 +318,7 @@ class Config(ProbeConfig):
             "isolation_tokens",
             "softplus_scales",
             "shaped_depths",
+            "sigmoid_keys",
         ):
             v = getattr(self, name)
             if any(b <= a for a, b in zip(v, v[1:], strict=False)):
@@ -310,6 +329,8 @@ class Config(ProbeConfig):
                 "4 (linearity_width + 1), "
                 f"got {self.linearity_tokens * self.linearity_batch}"
             )
+        if self.sigmoid and len(self.sigmoid_keys) < 2:
+            raise ValueError(f"sigmoid_keys needs at least 2 lengths (a slope), got {self.sigmoid_keys}")
         if self.isolation and len(self.isolation_tokens) < 2:
             raise ValueError(f"isolation_tokens needs at least 2 lengths (a slope), got {self.isolation_tokens}")
         if self.denominator and self.denominator_top * self.denominator_tokens * self.denominator_batch < 2:

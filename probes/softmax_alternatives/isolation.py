@@ -45,7 +45,7 @@ def measure(ctx: Context) -> None:
     measure_replicates(ctx, "isolation", ("isolation_n", c.isolation_tokens), lambda s: measure_layer(c, s))
 
 
-def _slopes(values: np.ndarray, ns: np.ndarray) -> np.ndarray:
+def log_slopes(values: np.ndarray, ns: np.ndarray) -> np.ndarray:
     """(seed,) least-squares slope of ln(values) on ln n per replicate (values (n, seed))."""
     x = np.log(ns) - np.log(ns).mean()
     y = np.log(values) - np.log(values).mean(axis=0)
@@ -79,10 +79,10 @@ def claim_isolation(led: Ledger, r: Result) -> None:
         statement=f"{statement} is the exact law (mean " + ", ".join(f"{v:.4f}" for v in e.mean(axis=1)) + ")",
         figure=FIGURE,
     )
-    law = _slopes(e, ns)
+    law = log_slopes(e, ns)
     led.predict(
         "softmax_isolation_grows_with_length",
-        replicates=_slopes(m, ns) - law + float(law.mean()),
+        replicates=log_slopes(m, ns) - law + float(law.mean()),
         expected=float(law.mean()),
         alternative=0.0,
         hypothesis="a length-independent share (no bias towards isolation; sum pooling's weights would even give +1)",

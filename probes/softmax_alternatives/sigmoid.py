@@ -1,0 +1,97 @@
+"""Part ``sigmoid`` (seed 004#109): sigmoid attention with the bias ``b = -ln n`` at initialisation: a row's weights
+need not sum to 1, and their sum is ``n E[sigmoid(z - ln n)]`` exactly (theory section 14), of order one at every
+sequence length (``-> e^{s^2/2}``), where ``b = 0`` gives ``n/2``; measured on random layers through the zoo's
+``attention="sigmoid"`` against the law at each row's logit spread."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from analysis.ledger import Ledger
+from analysis.theory import softmax_alternatives as th
+from analysis.train import derived_seed
+from probes.base import MAX_SEED, Result
+from probes.parts import Context, each_claim, measure_replicates, paired_with_law
+from probes.softmax_alternatives.config import SEED_SIGMOID, SOURCE, Config
+from probes.softmax_alternatives.isolation import log_slopes
+from probes.softmax_alternatives.models import PATTERN, head_pattern_and_scores, random_head, row_logits
+from probes.softmax_alternatives.sparse import planted_bias
+
+DESCRIPTION = "sigmoid attention with bias -ln n: a row's weight mass against the sequence length and its exact law"
+FIELDS = ("sigmoid_keys", "sigmoid_width", "sigmoid_rows", "sigmoid_batch", "sigmoid_seeds")
+GATE = "sigmoid"
+
+FIGURE = "sa_sigmoid"
+
+
+def measure_layer(config: Config, seed: int) -> dict[str, np.ndarray]:
+    """Seed ``seed``: one random head (fan-in init, float64, the weights shared by every n) with the zoo's sigmoid
+    attention and ``sigmoid_bias = -ln n``, per number of keys n over ``sigmoid_batch`` sequences of n + 1 Gaussian
+    tokens, each row hiding its own key (so it sees n keys with i.i.d. N(0, s_i^2) logits given the weights and the
+    query): the first ``sigmoid_rows`` rows' mean weight mass and the mean of its exact law at each row's s_i."""
+    c = config
+    weights = derived_seed(seed, "sigmoid_weights") % MAX_SEED
+    g = torch.Generator().manual_seed(derived_seed(seed, "sigmoid_inputs") % MAX_SEED)
+    out = {k: np.empty(len(c.sigmoid_keys)) for k in ("sigmoid_row_mass", "sigmoid_row_mass_exact")}
+    for i, n in enumerate(c.sigmoid_keys):
+        model = random_head(c.sigmoid_width, "sigmoid", weights, sigmoid_bias=-math.log(n))
+        x = torch.randn(c.sigmoid_batch, n + 1, c.sigmoid_width, generator=g, dtype=torch.float64)
+        rows = min(c.sigmoid_rows, n + 1)
+        p = head_pattern_and_scores(model, x, planted_bias(n, 0.0))[PATTERN][:, :rows]  # (B, rows, n + 1)
+        s = row_logits(model, x[:, :rows])[1].ravel()
+        out["sigmoid_row_mass"][i] = float(p.sum(-1).mean())
+        out["sigmoid_row_mass_exact"][i] = float(th.sigmoid_row_mass(n, -math.log(n), s).mean())
+    return out
+
+
+def measure(ctx: Context) -> None:
+    c = ctx.config
+    measure_replicates(ctx, "sigmoid", ("sigmoid_n", c.sigmoid_keys), lambda s: measure_layer(c, s))
+
+
+def claim_sigmoid_mass(led: Ledger, r: Result) -> None:
+    """004#109: with the bias -ln n, sigmoid attention's row mass is its exact law (the alternative: softmax's 1) and
+    does not grow with the sequence length (the alternative: b = 0's n/2, slope 1)."""
+    c, d = r.config, r.data
+    m, e = d["sigmoid_row_mass"].values, d["sigmoid_row_mass_exact"].values  # (n, seed)
+    ns = np.asarray(c.sigmoid_keys, dtype=np.float64)
+    why = f"95% t band over {c.sigmoid_seeds} independent layers (replicate seeds) of each one's "
+    statement = (
+        f"sigmoid attention with bias -ln n, random head (width {c.sigmoid_width}, fan-in init), n = "
+        f"{list(c.sigmoid_keys)} Gaussian keys: a row's weight mass sum_j sigmoid(z_j - ln n)"
+    )
+    replicates, level = paired_with_law(m, e)
+    led.predict(
+        "sigmoid_row_mass_exact",
+        replicates=replicates,
+        expected=level,
+        alternative=1.0,
+        hypothesis="normalised like softmax: every row's weights sum to 1",
+        source=f"{SOURCE}, section 14: E[sum_j p_j] = n int sigmoid(s u - ln n) phi(u) du at each row's s",
+        seed=SEED_SIGMOID,
+        why=why + "mean over n of the measured mean mass minus its exact law (paired), plus the law's mean",
+        requires_full=True,
+        statement=f"{statement} is the exact law (mean " + ", ".join(f"{v:.3f}" for v in e.mean(axis=1)) + ")",
+        figure=FIGURE,
+    )
+    law = log_slopes(e, ns)
+    led.predict(
+        "sigmoid_row_mass_length_free",
+        replicates=log_slopes(m, ns) - law + float(law.mean()),
+        expected=float(law.mean()),
+        alternative=1.0,
+        hypothesis="the mass grows with the sequence length like b = 0's n/2 (slope 1 in ln n)",
+        source=f"{SOURCE}, section 14: the law's slope in ln n (-> 0 as the mass tends to e^(s^2/2))",
+        seed=SEED_SIGMOID,
+        why=why + "least-squares slope of ln(mean mass) on ln n minus its exact law's (paired), plus the law's "
+        "mean slope",
+        requires_full=True,
+        statement=f"{statement} hardly grows with n: its slope in ln n is the law's ({float(law.mean()):.3f})",
+        figure=FIGURE,
+    )
+
+
+claims = each_claim(claim_sigmoid_mass)
