@@ -72,19 +72,7 @@ PatternKernel = Literal[
     "softplus_l1",
     "shaped",
 ]  # kernels with a T x T pattern
-AttentionKernel = Literal[
-    "softmax",
-    "linear",
-    "sigmoid",
-    "ssmax",
-    "uniform",
-    "sparsemax",
-    "k_interval",
-    "sa_softmax",
-    "softplus_l1",
-    "shaped",
-    "recurrent",
-]
+AttentionKernel = Literal[PatternKernel, "recurrent"]  # every value of ModelConfig.attention (flattened)
 KIntervalMode = Literal["interpolate", "round"]
 LoopUnit = Literal["stack", "block"]
 Positional = Literal["none", "learned", "rope"]
