@@ -71,6 +71,7 @@ PatternKernel = Literal[
     "sa_softmax",
     "softplus_l1",
     "shaped",
+    "cog",
 ]  # kernels with a T x T pattern
 AttentionKernel = Literal[PatternKernel, "recurrent"]  # every value of ModelConfig.attention (flattened)
 KIntervalMode = Literal["interpolate", "round"]
@@ -149,7 +150,8 @@ class ModelConfig(BaseConfig):
         "(the logits' Euclidean projection onto the simplex: exact zeros) | k_interval (softmax with the "
         "exponential read off a per-row grid of K + 1 values) | sa_softmax (self-adjusting: z * softmax(z)) | "
         "softplus_l1 (softplus(z) over its row's l1 norm) | shaped (alpha I + beta softmax(z) - gamma C, C the "
-        "uniform weights over the visible keys, per-head learned (alpha, beta, gamma) from (1, 1, 1))",
+        "uniform weights over the visible keys, per-head learned (alpha, beta, gamma) from (1, 1, 1)) | cog "
+        "(Cog attention's SignExp: sign(z) e^|z| over its row's sum of e^|z|, signed weights with |w| on the simplex)",
     )
     logit_scale: float | None = param(None, "multiplies q.k; None -> 1 / sqrt(dh)")
     ssmax_s: float = param(1.0, "SSMax: logits multiplied by ssmax_s * ln(number of visible keys)")
@@ -536,6 +538,8 @@ class Attention(nn.Module):
              shaped -> alpha I + beta softmax(scores) - gamma C, C softmax's weights at zero logits (uniform over
              the visible keys), (alpha, beta, gamma) = ``shape_coef`` per head, init (1, 1, 1): with zero logits
              (``zero_query``) exactly the identity (the shaped transformer; He & Hofmann's simplified blocks);
+             cog -> sign(scores) e^|scores| / sum e^|scores| (SignExp: negative weights, |weights| on the
+             simplex; flipping one token's sign flips its own output and no other's);
              linear -> scores on the support, 0 elsewhere (no normalisation)   -> hook_pattern
     For every kernel a bias of -inf hides a key (e.g. the query token from itself in ICL layouts).
     ``rel_pos = R``: a learned per-head bias ``b_h[i - j]`` (parameter ``rel_bias``, zeros at init) joins the
@@ -665,6 +669,9 @@ class Attention(nn.Module):
             return f / f.sum(-1, keepdim=True)
         unseen = scores == float("-inf")
         zero = torch.zeros((), dtype=scores.dtype, device=scores.device)
+        if c.attention == "cog":  # softmax of |z| (unseen keys stay -inf: weight 0) times sign(z), 0 where unseen
+            magnitude = torch.softmax(torch.where(unseen, scores, scores.abs()), dim=-1)
+            return torch.where(unseen, zero, torch.sign(scores) * magnitude)
         if c.attention == "sa_softmax":  # z * softmax(z): 0 where unseen (not -inf * 0)
             return torch.where(unseen, zero, scores * torch.softmax(scores, dim=-1))
         return torch.where(unseen, zero, scores)  # linear

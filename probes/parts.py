@@ -233,6 +233,25 @@ def paired_with_law(measured, exact) -> tuple[Any, float]:
     return level + (measured - exact).reshape(-1, exact.shape[-1]).mean(axis=0), level
 
 
+def log_slopes(values, xs):
+    """(seed,) least-squares slope of ``ln(values)`` on ``ln(xs)`` per replicate (``values`` (x, seed), positive)."""
+    import numpy as np
+
+    x = np.log(np.asarray(xs, dtype=np.float64))
+    x = x - x.mean()
+    y = np.log(np.asarray(values, dtype=np.float64))
+    y = y - y.mean(axis=0)
+    return (x[:, None] * y).sum(axis=0) / (x * x).sum()
+
+
+def paired_log_slope(measured, exact, xs) -> tuple[Any, float]:
+    """A slope in ``ln x`` paired with its exact law, both (x, seed): each replicate's measured slope of ``ln`` values
+    on ``ln xs`` minus its law's, plus the law's mean slope (the replicates), and that mean (the expectation)."""
+    law = log_slopes(exact, xs)
+    level = float(law.mean())
+    return log_slopes(measured, xs) - law + level, level
+
+
 def each_claim(*claims: Callable[[Ledger, Result], None], when: Callable[[Result], bool] | None = None):
     """A part's ``claims(led, results)`` judged on one run (the replicate seeds of its models are inside it):
     each of ``claims`` in turn, every one a claim function ``claim(led, result)``; none of them where

@@ -193,6 +193,13 @@ def test_attention_kernels_match_their_definitions():
     torch.testing.assert_close(pattern, f / f.sum(-1, keepdim=True), **EXACT)
     torch.testing.assert_close(pattern.sum(-1), torch.ones_like(pattern[..., 0]), **EXACT)  # rows on the simplex
 
+    q, k, scores, pattern = _pattern_and_scores(ModelConfig(attention="cog", **base), x)
+    logits = 0.7 * q @ k.transpose(-1, -2)
+    e = torch.exp(logits.abs()) * causal  # SignExp: sign(z) e^|z| over the row's sum of e^|z|, zero off the support
+    torch.testing.assert_close(pattern, torch.sign(logits) * e / e.sum(-1, keepdim=True), **EXACT)
+    torch.testing.assert_close(pattern.abs().sum(-1), torch.ones_like(pattern[..., 0]), **EXACT)  # |w| on the simplex
+    assert (pattern < 0).any()
+
     model = TinyTransformer(ModelConfig(attention="shaped", **base))
     with torch.no_grad():
         model.blocks[0].attn.shape_coef.copy_(torch.tensor([[0.9, 1.3, 0.4], [1.1, 0.7, 0.8]], dtype=torch.float64))
@@ -211,7 +218,9 @@ def test_attention_kernels_match_their_definitions():
     )
 
 
-@pytest.mark.parametrize("attention", ["softmax", "linear", "sigmoid", "ssmax", "uniform", "softplus_l1", "shaped"])
+@pytest.mark.parametrize(
+    "attention", ["softmax", "linear", "sigmoid", "ssmax", "uniform", "softplus_l1", "shaped", "cog"]
+)
 def test_a_minus_infinity_bias_hides_a_key_for_every_kernel(attention):
     model = TinyTransformer(ModelConfig(attention=attention, n_layers=1, d_model=16, n_heads=2, **F64))
     bias = torch.zeros(6, 6, dtype=torch.float64)
@@ -769,3 +778,32 @@ def test_zero_query_starts_softmax_uniform_and_shaped_attention_at_the_identity(
         _, cache = run_with_cache(shaped, x, names=["blocks.1.attn.hook_pattern"])
         got = cache["blocks.1.attn.hook_pattern"]
         torch.testing.assert_close(got, torch.eye(T, dtype=torch.float64).expand_as(got), rtol=0.0, atol=1e-15)
+
+
+def test_cog_attention_flips_exactly_the_flipped_tokens_outputs():
+    """SignExp attention (``attention="cog"``) is odd in each token separately: flipping token i's sign flips its
+    logits against every other token (its own is even) and its value, so exactly its own output flips, through a
+    deep skipless stack and through a residual pre-norm attention-only stack; softmax attention is not."""
+    g = torch.Generator().manual_seed(11)
+    x = torch.randn(3, 7, 16, generator=g, dtype=torch.float64)
+    flip = torch.tensor([1.0, -1.0, 1.0, 1.0, -1.0, -1.0, 1.0], dtype=torch.float64)[None, :, None]
+    for fields in (dict(attn_residual=False, norm="none"), dict(norm="pre")):
+        for attention, odd in (("cog", True), ("softmax", False)):
+            cfg = ModelConfig(
+                input="embedded",
+                output="none",
+                d_model=16,
+                n_layers=4,
+                n_heads=2,
+                d_mlp=0,
+                attention=attention,
+                **fields,
+                **F64,
+            )
+            model = TinyTransformer(cfg).eval()
+            with torch.no_grad():
+                y, y_flipped = model(x), model(flip * x)
+            if odd:
+                torch.testing.assert_close(y_flipped, flip * y, rtol=0, atol=1e-12)
+            else:
+                assert (y_flipped - flip * y).abs().max() > 1e-3

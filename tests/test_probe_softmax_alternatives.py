@@ -17,6 +17,7 @@ from probes import softmax_alternatives as sa
 from probes.base import run_probe
 from probes.softmax_alternatives import (
     bilinear,
+    cog,
     denominator,
     features,
     isolation,
@@ -26,6 +27,7 @@ from probes.softmax_alternatives import (
     memory,
     mimetic,
     models,
+    parallel,
     shaped,
     sigmoid,
     softplus,
@@ -51,6 +53,7 @@ def test_smoke_claims_wait_for_the_full_preset(tmp_path, monkeypatch):
         "k_interval_round_error_bound",
         "bilinear_tensor_decomposition_exact",
         "shaped_attention_identity_at_init",
+        "cog_token_sign_equivariance",
     ):
         assert by_status.pop(name) == "pass", name
     assert set(by_status.values()) == {"not_evaluated"}
@@ -69,6 +72,8 @@ def test_smoke_claims_wait_for_the_full_preset(tmp_path, monkeypatch):
         sa.SEED_SOFTPLUS,
         sa.SEED_SHAPED,
         sa.SEED_SIGMOID,
+        sa.SEED_COG,
+        sa.SEED_PARALLEL,
     }
     assert r.data["memory_moment"].dims == ("activation", "slots", "memory_seed")
 
@@ -105,6 +110,10 @@ def test_full_claims_pass_with_the_other_activation_outside_the_band(full):
         "shaped_stack_keeps_token_kernel",
         "sigmoid_row_mass_exact",
         "sigmoid_row_mass_length_free",
+        "cog_token_sign_equivariance",
+        "cog_stack_keeps_tokens_uncorrelated",
+        "parallel_mlp_discrepancy_exact",
+        "parallel_discrepancy_falls_with_depth",
     }
     for c in by_name.values():
         if c.name == "mlp_linearity_without_residual":
@@ -132,6 +141,8 @@ def test_full_claims_pass_with_the_other_activation_outside_the_band(full):
                 "softmax_stack": "shaped_seeds",
                 "shaped_stack": "shaped_seeds",
                 "sigmoid": "sigmoid_seeds",
+                "cog": "cog_seeds",
+                "parallel": "parallel_seeds",
             }
             assert c.tolerance["n"] == getattr(full.config, next(v for k, v in seeds.items() if c.name.startswith(k)))
     assert by_name["memory_relu_slot_slope"].expected == pytest.approx(1.0, abs=1e-12)
@@ -216,6 +227,10 @@ def test_planted_wrong_numbers_fail_the_claims(full):
         ({"shaped_tokens": 1}, "shaped_tokens"),
         ({"sigmoid_keys": (64, 16)}, "sigmoid_keys must be strictly increasing"),
         ({"sigmoid_keys": (64,)}, "sigmoid_keys needs at least 2"),
+        ({"cog_depths": (4, 2)}, "cog_depths must be strictly increasing"),
+        ({"cog_tokens": 1}, "cog_tokens"),
+        ({"parallel_depth": 1}, "parallel_depth"),
+        ({"parallel_heads": 3}, "parallel_heads must divide parallel_width"),
     ],
 )
 def test_bad_configs_are_refused_by_name(over, match):
@@ -521,3 +536,64 @@ def test_softmax_like_mass_and_b0_growth_fail_the_sigmoid_claims(full):
     led = Ledger(sa.NAME, preset="full")
     sigmoid.claims(led, (dataclasses.replace(full, data=data),))
     assert led["sigmoid_row_mass_length_free"].status == "fail"
+
+
+def test_softmax_like_collapse_and_a_broken_equivariance_fail_the_cog_claims(full):
+    data = full.data.copy(deep=True)
+    data["cog_cog_correlation"].values[:] = data["cog_softmax_correlation"].values  # collapsing like softmax
+    data["cog_equivariance_error"].values[-1, 0] = 1e-16  # one rounding off
+    led = Ledger(sa.NAME, preset="full")
+    cog.claims(led, (dataclasses.replace(full, data=data),))
+    assert led["cog_stack_keeps_tokens_uncorrelated"].status == "fail"
+    assert led["cog_token_sign_equivariance"].status == "fail"
+
+
+def test_the_cog_stacks_are_the_zoos_skipless_signexp_attention():
+    cfg = sa.Config.preset("smoke")
+    soft, sign = cog.stack(cfg, "softmax", 2, seed=5), cog.stack(cfg, "cog", 2, seed=5)
+    assert all(torch.equal(a, b) for a, b in zip(soft.parameters(), sign.parameters(), strict=True))
+    x = torch.randn(2, cfg.cog_tokens, cfg.cog_width, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    mask = torch.ones(cfg.cog_tokens, cfg.cog_tokens, dtype=torch.bool).tril()
+    with torch.no_grad():
+        y = x
+        for blk in sign.blocks:  # SignExp over the causal logits, no skip, no norm
+            a = blk.attn
+            z = (a.W_q(y) @ a.W_k(y).transpose(-1, -2) / math.sqrt(cfg.cog_width)).masked_fill(~mask, float("-inf"))
+            y = a.W_o(torch.from_numpy(th.sign_exp(z.numpy())) @ a.W_v(y))
+        torch.testing.assert_close(sign(x), y, rtol=1e-12, atol=1e-12)
+
+
+def test_commuting_sublayers_and_a_flat_cost_fail_the_parallel_claims(full):
+    data = full.data.copy(deep=True)
+    data["parallel_difference"].values[:] = 1e-9 * data["parallel_difference_exact"].values  # no change
+    led = Ledger(sa.NAME, preset="full")
+    parallel.claims(led, (dataclasses.replace(full, data=data),))
+    assert led["parallel_mlp_discrepancy_exact"].status == "fail"
+    data = full.data.copy(deep=True)
+    ratio = data["parallel_output"].values / data["parallel_output_exact"].values
+    data["parallel_difference"].values[:] = 0.2 * data["parallel_output"].values  # the same cost at every depth
+    led = Ledger(sa.NAME, preset="full")
+    parallel.claims(led, (dataclasses.replace(full, data=data),))
+    assert led["parallel_discrepancy_falls_with_depth"].status == "fail"
+    assert abs(ratio.mean() - 1) < 0.05  # the MLP's output moment is its law on average (one W_out per block)
+
+
+def test_the_parallel_part_feeds_each_blocks_own_mlp_its_two_inputs():
+    """The mid-block stream minus the block input is the attention output, the MLP sees ln2 of the mid-block stream
+    (the block's output is mid + mlp(ln2(mid))), and the law's output moment at RMS s is E gelu(s z)^2."""
+    cfg = sa.Config.preset("smoke")
+    model = parallel.parallel_model(cfg, seed=3)
+    x = torch.randn(2, cfg.parallel_tokens, cfg.parallel_width, dtype=torch.float64)
+    streams = parallel.block_inputs(model, x)
+    assert len(streams) == cfg.parallel_depth
+    with torch.no_grad():
+        for l, (pre, mid) in enumerate(streams):
+            blk = model.blocks[l]
+            torch.testing.assert_close(mid, pre + blk.attn(blk.ln1(pre)), rtol=1e-13, atol=1e-13)
+            after = streams[l + 1][0] if l + 1 < len(streams) else None
+            if after is not None:
+                torch.testing.assert_close(after, mid + blk.mlp(blk.ln2(mid)), rtol=1e-13, atol=1e-13)
+    z = np.random.default_rng(0).standard_normal(400_000)
+    moment = th.parallel_mlp_discrepancy("gelu", 1.3, 1.3, 1.0)["output"]
+    g = th.activation_of("gelu", 1.3 * z) ** 2
+    assert float(moment) == pytest.approx(g.mean(), abs=5 * g.std() / math.sqrt(z.size))

@@ -410,6 +410,22 @@ CAPS: dict[str, dict[str, Cap]] = {
         "sigmoid_rows": Cap(hi=4),
         "sigmoid_batch": Cap(hi=2),
         "sigmoid_seeds": Cap(hi=3),
+        # cog_seeds x len(cog_depths) x 2 stacks of up to max(cog_depths) layers over cog_batch sequences (the Cog
+        # stack twice: the flipped tokens)
+        "cog_depths": Cap(hi=4, max_len=3),
+        "cog_width": Cap(hi=8),
+        "cog_tokens": Cap(hi=8),
+        "cog_batch": Cap(hi=8),
+        "cog_seeds": Cap(hi=3),
+        # parallel_seeds pre-LN stacks of parallel_depth blocks over parallel_batch sequences, a Hermite series per
+        # block and token
+        "parallel_depth": Cap(hi=3),
+        "parallel_width": Cap(hi=8),
+        "parallel_heads": Cap(hi=2),
+        "parallel_hidden": Cap(hi=16),
+        "parallel_tokens": Cap(hi=8),
+        "parallel_batch": Cap(hi=2),
+        "parallel_seeds": Cap(hi=3),
     },
 }
 

@@ -730,3 +730,102 @@ def test_sigmoid_row_mass_limits():
 def test_sigmoid_theory_rejects_bad_input(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+# --- section 15: Cog attention's SignExp weights ----------------------------------------------------------------
+
+
+def test_sign_exp_is_signed_softmax_of_the_magnitudes():
+    z = np.array([[0.5, -2.0, 1.0, -np.inf], [-0.3, -np.inf, -np.inf, -np.inf], [0.0, 3.0, -3.0, 1e3]])
+    w = th.sign_exp(z)
+    e = np.exp(np.abs(z[0, :3]))
+    np.testing.assert_allclose(w[0, :3], np.sign(z[0, :3]) * e / e.sum(), rtol=1e-15)
+    assert w[0, 3] == 0.0 and w[1, 0] == -1.0 and not w[1, 1:].any()
+    assert w[2, 0] == 0.0  # a zero logit weighs nothing, whatever its share of the magnitudes
+    assert w[2, 3] == pytest.approx(1.0) and np.all(np.isfinite(w))  # no overflow at large logits
+    np.testing.assert_allclose(np.abs(th.sign_exp(z[[0, 2]])).sum(-1)[0], 1.0, rtol=1e-15)
+
+
+def _stack_correlation(kernel, x, weights):
+    """Skipless attention stack in numpy (one head, causal): the mean token correlation of the batch kernel."""
+    T, d = x.shape[1:]
+    hide = np.triu(np.ones((T, T), dtype=bool), 1)
+    y = x
+    for wq, wk, wv in weights:
+        z = np.where(hide, -np.inf, (y @ wq) @ (y @ wk).transpose(0, 2, 1) / math.sqrt(d))
+        if kernel == "cog":
+            p = th.sign_exp(z)
+        else:
+            p = np.exp(z - z.max(-1, keepdims=True))
+            p = p / p.sum(-1, keepdims=True)
+        y = p @ (y @ wv)
+    return th.mean_token_correlation(np.einsum("btd,bsd->ts", y, y) / x.shape[0]), y
+
+
+def test_signexp_stacks_are_token_sign_equivariant_and_keep_tokens_uncorrelated():
+    """Section 15's lemma (flipping tokens flips exactly their outputs, bit for bit) and its consequence: over random
+    stacks the mean token correlation averages to 0 with SignExp and stays far from it with softmax."""
+    rng = np.random.default_rng(7)
+    T, d, depth = 8, 12, 3
+    cog, soft = [], []
+    for _ in range(40):
+        weights = [tuple(rng.standard_normal((3, d, d)) / math.sqrt(d)) for _ in range(depth)]
+        x = rng.standard_normal((16, T, d))
+        c, y = _stack_correlation("cog", x, weights)
+        flips = rng.choice([-1.0, 1.0], size=(16, T, 1))
+        _, y_flipped = _stack_correlation("cog", flips * x, weights)
+        assert np.array_equal(y_flipped, flips * y)
+        cog.append(c)
+        soft.append(_stack_correlation("softmax", x, weights)[0])
+    cog, soft = np.array(cog), np.array(soft)
+    assert abs(cog.mean()) < 4 * cog.std() / math.sqrt(cog.size)
+    assert soft.mean() > 0.5
+
+
+def test_sign_exp_rejects_rows_with_no_visible_key():
+    with pytest.raises(ValueError, match="at least one finite logit"):
+        th.sign_exp(np.array([[-np.inf, -np.inf]]))
+
+
+# --- section 16: a pre-norm block's sublayers in parallel -------------------------------------------------------
+
+
+@pytest.mark.parametrize(("s_u", "s_v", "rho"), [(1.0, 1.0, 0.95), (1.2, 0.8, 0.6), (0.9, 1.1, -0.3)])
+def test_parallel_mlp_discrepancy_matches_monte_carlo(s_u, s_v, rho):
+    rng = np.random.default_rng(3)
+    n = 1_000_000
+    a = rng.standard_normal(n)
+    b = rho * a + math.sqrt(1 - rho * rho) * rng.standard_normal(n)
+    g = lambda z: th.activation_of("gelu", z)  # noqa: E731
+    diff, out = (g(s_u * a) - g(s_v * b)) ** 2, g(s_v * b) ** 2
+    law = th.parallel_mlp_discrepancy("gelu", s_u, s_v, rho)
+    assert float(law["difference"]) == pytest.approx(diff.mean(), abs=5 * diff.std() / math.sqrt(n))
+    assert float(law["output"]) == pytest.approx(out.mean(), abs=5 * out.std() / math.sqrt(n))
+
+
+def test_parallel_mlp_discrepancy_limits_and_broadcasting():
+    """Equal inputs change nothing; independent inputs (rho = 0) differ by twice the variance; the difference falls
+    monotonically as rho -> 1, like 2 (1 - rho) E g'(z)^2 s^2 to first order."""
+    assert float(th.parallel_mlp_discrepancy("gelu", 1.0, 1.0, 1.0)["difference"]) == pytest.approx(0.0, abs=1e-12)
+    c = th.hermite_coefficients("gelu", [1.0])[0]
+    var = float(th.parallel_mlp_discrepancy("gelu", 1.0, 1.0, 0.0)["output"]) - c[0] ** 2
+    assert float(th.parallel_mlp_discrepancy("gelu", 1.0, 1.0, 0.0)["difference"]) == pytest.approx(2 * var, rel=1e-10)
+    rhos = np.array([0.9, 0.99, 0.999])
+    diff = th.parallel_mlp_discrepancy("gelu", 1.0, 1.0, rhos)["difference"]
+    assert np.all(np.diff(diff) < 0)
+    slope2 = float(np.sum(np.arange(len(c)) * c**2))  # E[g'(z)^2] = sum_n n c_n^2 (s = 1)
+    assert diff[-1] == pytest.approx(2 * (1 - rhos[-1]) * slope2, rel=1e-2)
+    assert th.parallel_mlp_discrepancy("gelu", [1.0, 2.0], 1.0, 0.5)["difference"].shape == (2,)
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda: th.parallel_mlp_discrepancy("gelu", 0.0, 1.0, 0.5), "s_u and s_v must lie in"),
+        (lambda: th.parallel_mlp_discrepancy("gelu", 1.0, 1.0, 1.5), "rho must lie in"),
+        (lambda: th.parallel_mlp_discrepancy("relu", 1.0, 1.0, 0.5), "activation must be one of"),
+    ],
+)
+def test_parallel_theory_rejects_bad_input(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()

@@ -247,6 +247,44 @@ weights need not sum to 1. For a row with n i.i.d. N(0, s^2) logits
 a 1-D Gaussian integral. With ``b = 0`` it is about ``n/2``: the attention output's norm grows with the sequence
 length (the large initial attention norms the paper stabilises). With ``b = -ln n``, ``n sigmoid(z - ln n) = e^z /
 (1 + e^z / n) -> e^z``, so the mass tends to ``E e^z = e^{s^2/2}``, of order one at every n: like softmax's, but not 1.
+
+15. Cog attention keeps tokens uncorrelated at initialisation (after "More expressive attention with negative
+weights", seed 004#28). Cog attention's SignExp weighs key j of row i by ``w_ij = sign(z_ij) e^{|z_ij|} / sum_k
+e^{|z_ik|}``, ``z_ij = c q_i . k_j`` (the zoo's ``attention="cog"``). Flip the sign of one token, ``x_i -> -x_i``, in
+a layer without biases: ``q_i, k_i, v_i`` flip, so ``z_ij`` and ``z_ji`` flip for ``j != i`` while ``z_ii`` does not,
+and every ``|z|`` (hence every normaliser) stays. Row i's output ``sum_j w_ij v_j`` flips term by term (``w_ij``
+flips for ``j != i``, ``v_i`` flips for ``j = i``); row ``k != i`` keeps its terms (``w_ki v_i``: both flip). So
+
+    f(D X) = D f(X)        for every diagonal sign matrix D acting on the tokens,
+
+exactly (negation is exact in floating point, so the zoo's float64 layer satisfies it bit for bit), and so does a
+stack of such layers, with or without skip connections and bias-free LayerNorm (both odd). For tokens whose joint
+law is invariant under flipping any one of them (i.i.d. N(0, I) rows), the output's law is too, at every depth, so
+``E[y_i . y_k] = 0`` for ``i != k`` and, flipping token i in each sequence of a batch separately, the batch kernel's
+correlation ``K_ik / sqrt(K_ii K_kk)`` is symmetric about 0:
+
+    E[rho_L] = 0        at every depth L,
+
+where softmax's positive weights average the tokens and drive ``rho_L`` towards 1 (section 13's ``C^L`` at zero
+logits; with random queries the same collapse, measured). Softmax has no such symmetry: flipping ``x_i`` flips the
+logits ``z_ij`` and so changes the weights themselves.
+
+16. The cost of running a block's sublayers in parallel (after "Three things everyone should know about vision
+transformers", seed 000#96, insight 1). A pre-norm block feeds its MLP ``u = N(x + a)`` (``x`` the block's input,
+``a`` its attention output, N the norm); a parallel block feeds it ``v = N(x)``. Given u and v, an MLP ``W_out g(W_in
+.)`` with fan-in Gaussian weights (``W_in`` N(0, 1/d), ``W_out`` N(0, 1/m), no biases), independent of u and v at
+initialisation (they depend on earlier layers and on this block's attention only), has per hidden unit
+``(W_in u, W_in v)`` jointly Gaussian with variances ``s_u^2 = |u|^2/d``, ``s_v^2 = |v|^2/d`` and correlation
+``rho = cos(u, v)``, so exactly
+
+    E|M(u) - M(v)|^2 / d = E g(s_u a)^2 + E g(s_v b)^2 - 2 sum_n c_n(s_u) c_n(s_v) rho^n,
+
+Mehler's expansion of ``E g(s_u a) g(s_v b)`` in the normalised Hermite coefficients ``c_n(s)`` of ``g(s .)``
+(section 8; ``c_0`` the mean), and ``E|M(v)|^2 / d = E g(s_v b)^2``. In a pre-norm stack the stream's variance grows
+by about one branch per sublayer while the attention output stays of order one, so ``1 - rho``, the attention
+output's share of the stream, falls with depth, and with it the parallel block's error relative to the MLP's output
+(its slope in ``ln l`` is read off the law at the measured inputs); a post-norm stack, renormalising the stream after
+every sublayer, would pay the same at every depth.
 """
 
 from __future__ import annotations
@@ -948,6 +986,43 @@ def sigmoid_row_mass(n: int, b: float, s) -> np.ndarray:
     return n * np.sum(_WZ_FINE * special.expit(z), axis=-1)
 
 
+def sign_exp(z) -> np.ndarray:
+    """Cog attention's SignExp weights over the last axis (section 15): ``sign(z) e^{|z|} / sum e^{|z|}``, a logit of
+    ``-inf`` a key the row does not see (weight 0); float64."""
+    z = np.asarray(z, dtype=np.float64)
+    unseen = np.isneginf(z)
+    a = np.where(unseen, -np.inf, np.abs(z))
+    top = a.max(axis=-1, keepdims=True)
+    if not np.all(np.isfinite(top)):
+        raise ValueError("every row of z needs at least one finite logit")
+    e = np.exp(a - top)
+    return np.where(unseen, 0.0, np.sign(z) * e / e.sum(axis=-1, keepdims=True))
+
+
+def parallel_mlp_discrepancy(activation: str, s_u, s_v, rho, order: int = HERMITE_ORDER) -> dict[str, np.ndarray]:
+    """Section 16: for inputs of RMS ``s_u``, ``s_v`` and cosine ``rho`` (broadcast together) of a fan-in Gaussian MLP
+    with activation ``activation``, ``{"difference": E|M(u) - M(v)|^2 / d, "output": E|M(v)|^2 / d}`` exactly (the
+    difference by Mehler's expansion, truncated at ``order``; the output's second moment by quadrature)."""
+    s_u, s_v, rho = np.broadcast_arrays(*(np.asarray(a, dtype=np.float64) for a in (s_u, s_v, rho)))
+    if s_u.size and (min(s_u.min(), s_v.min()) <= 0 or max(s_u.max(), s_v.max()) > 100):
+        raise ValueError("s_u and s_v must lie in (0, 100]")
+    if rho.size and (np.abs(rho).max() > 1 + 1e-12 or not np.all(np.isfinite(rho))):
+        raise ValueError(f"rho must lie in [-1, 1], got [{rho.min():g}, {rho.max():g}]")
+    rho = np.clip(rho, -1.0, 1.0)
+    shape = s_u.shape
+    su, sv, r = s_u.ravel(), s_v.ravel(), rho.ravel()
+    cu, cv = hermite_coefficients(activation, su, order), hermite_coefficients(activation, sv, order)  # (k, order+1)
+    powers = r[:, None] ** np.arange(order + 1)[None, :]
+    cross = np.sum(cu * cv * powers, axis=1)
+
+    def second(s: np.ndarray) -> np.ndarray:
+        g = activation_of(activation, s[:, None] * _HU[None, :])
+        return (g * g) @ _HW
+
+    mu, mv = second(su), second(sv)
+    return {"difference": (mu + mv - 2.0 * cross).reshape(shape), "output": mv.reshape(shape)}
+
+
 __all__ = [
     "ACTIVATIONS",
     "FEATURE_KINDS",
@@ -978,10 +1053,12 @@ __all__ = [
     "normalised_readout_cauchy",
     "outside_energy",
     "outside_noise_energy",
+    "parallel_mlp_discrepancy",
     "quadratic_features",
     "quadratic_least_squares",
     "self_collision",
     "sigmoid_row_mass",
+    "sign_exp",
     "relu_slot_moment",
     "slot_moment",
     "softplus_l1_entropy_deficit",

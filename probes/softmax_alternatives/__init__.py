@@ -58,14 +58,22 @@ Carlo and exact cases); the zoo's ``activation="softmax"`` (softmax over an MLP'
 14. Sigmoid attention's row mass (seed 004#109). A random head with ``attention="sigmoid"`` and bias ``-ln n``, each
    row hiding its own key: the mean weight mass against its exact law (theory section 14; the alternative: softmax's
    1) and its slope in ln n (the alternative: b = 0's n/2, slope 1).
+15. Cog attention at initialisation (seed 004#28). Skipless attention-only stacks with random queries: Cog attention's
+   SignExp weights make every layer odd in each token (an identity claim: flipping tokens' signs flips exactly their
+   outputs), so the mean token correlation of the token kernel is 0 at every depth (theory section 15), where softmax
+   on the same weights collapses the tokens (the alternative).
+16. Sublayers in parallel (seed 000#96). A random pre-LN zoo stack: each block's MLP fed the block input (a parallel
+   block) instead of the mid-block stream; the mean squared change of its output against the exact law given each
+   token's two inputs (theory section 16; the alternative: no change), and its slope in ln(block index) relative to the
+   output (the alternative: a depth-independent cost).
 
 Replicates: memory (layer) i draws its inputs and weights from :func:`analysis.evidence.replicate_seed` ``(seed, i)``;
 every claim takes its 95% Student-t band from the spread of the per-memory values (:mod:`analysis.evidence`).
 
 The probe is a package of parts (:mod:`probes.parts`), one module each, in the order of their claims: ``memory``,
 ``sparse``, ``k_interval``, ``mimetic``, ``jacobian``, ``features``, ``taylor``, ``linearity``, ``bilinear``,
-``isolation``, ``denominator``, ``softplus``, ``shaped`` and ``sigmoid``; ``models`` holds the random layer they
-share and ``config`` the configuration.
+``isolation``, ``denominator``, ``softplus``, ``shaped``, ``sigmoid``, ``cog`` and ``parallel``; ``models`` holds
+the random layer they share and ``config`` the configuration.
 """
 
 from __future__ import annotations
@@ -74,6 +82,7 @@ from probes.base import Result
 from probes.parts import part_of, probe_functions
 from probes.softmax_alternatives import (
     bilinear,
+    cog,
     denominator,
     features,
     isolation,
@@ -82,6 +91,7 @@ from probes.softmax_alternatives import (
     linearity,
     memory,
     mimetic,
+    parallel,
     shaped,
     sigmoid,
     softplus,
@@ -91,6 +101,7 @@ from probes.softmax_alternatives import (
 from probes.softmax_alternatives.config import (
     NAME,
     SEED_BILINEAR,
+    SEED_COG,
     SEED_DENOMINATOR,
     SEED_FEATURES,
     SEED_INTERVAL,
@@ -98,6 +109,7 @@ from probes.softmax_alternatives.config import (
     SEED_JACOBIAN,
     SEED_LINEARITY,
     SEED_MIMETIC,
+    SEED_PARALLEL,
     SEED_SHAPED,
     SEED_SIGMOID,
     SEED_SLOTS,
@@ -115,10 +127,10 @@ DESCRIPTION = (
     "mimetic init, SA-Softmax's Jacobian, linear attention's feature maps, an MLP sublayer's linearity with and "
     "without its skip connection, a trained bilinear MLP's spectrum, a softmax layer's weight collision against the "
     "sequence length, the heavy tails of linear attention's denominator and softplus_l1 attention's bounded entropy "
-    "deficit and the token kernel of skipless softmax and shaped-attention stacks and sigmoid attention's row "
-    "mass, against closed forms and bounds."
+    "deficit, the token kernel of skipless softmax, shaped-attention and Cog-attention stacks, sigmoid attention's "
+    "row mass and the cost of a pre-norm block's sublayers run in parallel, against closed forms and bounds."
 )
-VERSION = "13"
+VERSION = "14"
 REQUIRES = None  # builds its own models
 
 PARTS = tuple(
@@ -138,6 +150,8 @@ PARTS = tuple(
         softplus,
         shaped,
         sigmoid,
+        cog,
+        parallel,
     )
 )
 
@@ -153,6 +167,7 @@ __all__ = [
     "PARTS",
     "REQUIRES",
     "SEED_BILINEAR",
+    "SEED_COG",
     "SEED_DENOMINATOR",
     "SEED_FEATURES",
     "SEED_INTERVAL",
@@ -160,6 +175,7 @@ __all__ = [
     "SEED_JACOBIAN",
     "SEED_LINEARITY",
     "SEED_MIMETIC",
+    "SEED_PARALLEL",
     "SEED_SHAPED",
     "SEED_SIGMOID",
     "SEED_SLOTS",

@@ -21,6 +21,8 @@ SEED_DENOMINATOR = "003#31"  # TransNormer: the scaling of linear attention and 
 SEED_SHAPED = "004#82"  # simplified (skipless, shaped-attention) transformer blocks: the token kernel at init
 SEED_SIGMOID = "004#109"  # sigmoid self-attention: the bias -ln n and the initial attention norm
 SEED_SOFTPLUS = "000#85"  # softmax split into a nonlinearity and the l1 norm: softplus attention across lengths
+SEED_COG = "004#28"  # Cog attention: negative weights (SignExp) against representational collapse
+SEED_PARALLEL = "000#96"  # three things about ViTs, insight 1: a block's residual layers processed in parallel
 SOURCE = "analysis/theory/softmax_alternatives.py"
 MAX_SLOTS = 65536
 
@@ -85,6 +87,17 @@ class Config(ProbeConfig):
             "sigmoid_rows": 4,
             "sigmoid_batch": 1,
             "sigmoid_seeds": 2,
+            "cog_depths": (1, 2),
+            "cog_tokens": 6,
+            "cog_batch": 8,
+            "cog_seeds": 2,
+            "parallel_depth": 3,
+            "parallel_width": 16,
+            "parallel_heads": 2,
+            "parallel_hidden": 32,
+            "parallel_tokens": 8,
+            "parallel_batch": 2,
+            "parallel_seeds": 2,
         },
         "full": {},
     }
@@ -303,6 +316,28 @@ class Config(ProbeConfig):
     sigmoid_batch: int = param(4, "sequences per layer and n", minimum=1, maximum=1024)
     sigmoid_seeds: int = replicates_param("layers (weights and tokens)")
 
+    # --- Cog attention's signed weights and the token kernel at initialisation (004#28) -------------------------
+    cog: bool = param(True, "measure the token kernel of skipless softmax and Cog-attention stacks at init")
+    cog_depths: tuple[int, ...] = param(
+        (1, 2, 4, 8), "depths L of the stacks, strictly increasing", minimum=1, maximum=64
+    )
+    cog_width: int = param(32, "width d of every layer (one head)", minimum=2, maximum=256)
+    cog_tokens: int = param(16, "tokens T per sequence (causal)", minimum=2, maximum=1024)
+    cog_batch: int = param(64, "Gaussian sequences the token kernel averages over", minimum=1, maximum=65536)
+    cog_seeds: int = replicates_param("stacks (weights and tokens, shared by both kernels)")
+
+    # --- a pre-norm block's sublayers in parallel (000#96) ------------------------------------------------------
+    parallel: bool = param(True, "measure what feeding each block's MLP the block input (parallel) changes at init")
+    parallel_depth: int = param(
+        12, "blocks L of the pre-LN stack (at least 2: a slope in depth)", minimum=2, maximum=64
+    )
+    parallel_width: int = param(64, "residual width d", minimum=2, maximum=512)
+    parallel_heads: int = param(4, "causal softmax heads per block (dividing the width)", minimum=1, maximum=64)
+    parallel_hidden: int = param(256, "MLP hidden units m", minimum=1, maximum=4096)
+    parallel_tokens: int = param(32, "tokens T per sequence", minimum=1, maximum=1024)
+    parallel_batch: int = param(8, "Gaussian sequences per stack", minimum=1, maximum=1024)
+    parallel_seeds: int = replicates_param("stacks (weights and tokens)")
+
     def validate(self) -> None:
         super().validate()
         slots = self.memory_slots
@@ -319,6 +354,7 @@ class Config(ProbeConfig):
             "softplus_scales",
             "shaped_depths",
             "sigmoid_keys",
+            "cog_depths",
         ):
             v = getattr(self, name)
             if any(b <= a for a, b in zip(v, v[1:], strict=False)):
@@ -328,6 +364,10 @@ class Config(ProbeConfig):
                 "linearity_tokens x linearity_batch (the regression's samples) must be at least "
                 "4 (linearity_width + 1), "
                 f"got {self.linearity_tokens * self.linearity_batch}"
+            )
+        if self.parallel and self.parallel_width % self.parallel_heads:
+            raise ValueError(
+                f"parallel_heads must divide parallel_width ({self.parallel_width}), got {self.parallel_heads}"
             )
         if self.sigmoid and len(self.sigmoid_keys) < 2:
             raise ValueError(f"sigmoid_keys needs at least 2 lengths (a slope), got {self.sigmoid_keys}")

@@ -11,7 +11,7 @@ from analysis.ledger import Ledger
 from analysis.theory import softmax_alternatives as th
 from analysis.train import derived_seed
 from probes.base import MAX_SEED, Result
-from probes.parts import Context, each_claim, measure_replicates
+from probes.parts import Context, each_claim, measure_replicates, paired_log_slope
 from probes.softmax_alternatives.config import SEED_ISOLATION, SOURCE, Config
 from probes.softmax_alternatives.models import PATTERN, head_pattern_and_scores, random_head, row_logits
 
@@ -45,13 +45,6 @@ def measure(ctx: Context) -> None:
     measure_replicates(ctx, "isolation", ("isolation_n", c.isolation_tokens), lambda s: measure_layer(c, s))
 
 
-def log_slopes(values: np.ndarray, ns: np.ndarray) -> np.ndarray:
-    """(seed,) least-squares slope of ln(values) on ln n per replicate (values (n, seed))."""
-    x = np.log(ns) - np.log(ns).mean()
-    y = np.log(values) - np.log(values).mean(axis=0)
-    return (x[:, None] * y).sum(axis=0) / (x * x).sum()
-
-
 def claim_isolation(led: Ledger, r: Result) -> None:
     """000#118: at initialisation softmax attention passes on a share of its values' energy that falls with the
     sequence length, at its exact law (the alternative: uniform weights' 1/n), and its slope in ln n is the law's
@@ -79,11 +72,11 @@ def claim_isolation(led: Ledger, r: Result) -> None:
         statement=f"{statement} is the exact law (mean " + ", ".join(f"{v:.4f}" for v in e.mean(axis=1)) + ")",
         figure=FIGURE,
     )
-    law = log_slopes(e, ns)
+    replicates, level = paired_log_slope(m, e, ns)
     led.predict(
         "softmax_isolation_grows_with_length",
-        replicates=log_slopes(m, ns) - law + float(law.mean()),
-        expected=float(law.mean()),
+        replicates=replicates,
+        expected=level,
         alternative=0.0,
         hypothesis="a length-independent share (no bias towards isolation; sum pooling's weights would even give +1)",
         source=f"{SOURCE}, section 10: the law's slope in ln n (-> -1 as n >> e^(s^2))",
@@ -91,7 +84,7 @@ def claim_isolation(led: Ledger, r: Result) -> None:
         why=why + "least-squares slope of ln(mean collision) on ln n minus its exact law's (paired), plus the law's "
         "mean slope",
         requires_full=True,
-        statement=f"{statement} falls with n at its law's slope in ln n ({float(law.mean()):.3f})",
+        statement=f"{statement} falls with n at its law's slope in ln n ({level:.3f})",
         figure=FIGURE,
     )
 

@@ -14,9 +14,8 @@ from analysis.ledger import Ledger
 from analysis.theory import softmax_alternatives as th
 from analysis.train import derived_seed
 from probes.base import MAX_SEED, Result
-from probes.parts import Context, each_claim, measure_replicates, paired_with_law
+from probes.parts import Context, each_claim, measure_replicates, paired_log_slope, paired_with_law
 from probes.softmax_alternatives.config import SEED_SIGMOID, SOURCE, Config
-from probes.softmax_alternatives.isolation import log_slopes
 from probes.softmax_alternatives.models import PATTERN, head_pattern_and_scores, random_head, row_logits
 from probes.softmax_alternatives.sparse import planted_bias
 
@@ -77,11 +76,11 @@ def claim_sigmoid_mass(led: Ledger, r: Result) -> None:
         statement=f"{statement} is the exact law (mean " + ", ".join(f"{v:.3f}" for v in e.mean(axis=1)) + ")",
         figure=FIGURE,
     )
-    law = log_slopes(e, ns)
+    replicates, level = paired_log_slope(m, e, ns)
     led.predict(
         "sigmoid_row_mass_length_free",
-        replicates=log_slopes(m, ns) - law + float(law.mean()),
-        expected=float(law.mean()),
+        replicates=replicates,
+        expected=level,
         alternative=1.0,
         hypothesis="the mass grows with the sequence length like b = 0's n/2 (slope 1 in ln n)",
         source=f"{SOURCE}, section 14: the law's slope in ln n (-> 0 as the mass tends to e^(s^2/2))",
@@ -89,7 +88,7 @@ def claim_sigmoid_mass(led: Ledger, r: Result) -> None:
         why=why + "least-squares slope of ln(mean mass) on ln n minus its exact law's (paired), plus the law's "
         "mean slope",
         requires_full=True,
-        statement=f"{statement} hardly grows with n: its slope in ln n is the law's ({float(law.mean()):.3f})",
+        statement=f"{statement} hardly grows with n: its slope in ln n is the law's ({level:.3f})",
         figure=FIGURE,
     )
 
