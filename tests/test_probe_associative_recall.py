@@ -10,7 +10,7 @@ import analysis.recurrent as rec
 from analysis.tasks import AssociativeRecall
 from analysis.train import derived_seed
 from probes import associative_recall as ar
-from probes.associative_recall import favor, gated_rnn, linearisation, momentum, mqar, power_method, selective
+from probes.associative_recall import decay, favor, gated_rnn, linearisation, momentum, mqar, power_method, selective
 from probes.base import run_probe
 
 
@@ -47,6 +47,7 @@ def test_smoke_claims_pass_and_the_trained_ones_wait_for_full(smoke):
                 "selective_copy",
                 "pm_",
                 "momentum_",
+                "decayed_memory_",
             )
         )
     }
@@ -416,5 +417,56 @@ def test_momentum_claims_pass_at_full_size_and_fail_on_the_first_order_picture()
     ],
 )
 def test_momentum_config_refuses_regimes_that_do_not_hold(over, match):
+    with pytest.raises(ValueError, match=match):
+        ar.Config.preset("full", **over)
+
+
+def test_decay_claims_pass_at_full_size_and_fail_without_the_decay():
+    """Item 10 at the full preset's decay fields: the decayed memories follow their exact law; memories read as if
+    undecayed ((N - 1)/d_k) fail both claims."""
+    import dataclasses
+
+    from analysis.ledger import Ledger
+    from analysis.theory import associative_recall as th
+
+    full = ar.Config.preset("full")
+    c = _small(**{f: getattr(full, f) for f in decay.FIELDS})
+    r = ar.run(c, progress=False)
+    led = Ledger("t", preset="full")
+    decay.claims(led, (r,))
+    for name in ("decayed_memory_readout_error", "decayed_memory_error_bounded_in_n"):
+        claim = led[name]
+        assert claim.status == "pass", (claim.name, claim.measured, claim.expected, claim.tolerance)
+        assert claim.tolerance["n"] == c.decay_seeds and claim.seed == "003#2"
+    data = r.data.copy(deep=True)
+    ns = np.asarray(c.decay_pairs, dtype=np.float64)
+    spread = np.linspace(0.999, 1.001, c.decay_seeds)
+    data["decay_error"].values[:] = th.additive_readout_error(ns, c.decay_key)[:, None] * spread
+    led = Ledger("t", preset="full")
+    decay.claims(led, (dataclasses.replace(r, data=data),))
+    assert led["decayed_memory_readout_error"].status == "fail"
+    assert led["decayed_memory_error_bounded_in_n"].status == "fail"
+
+
+def test_decayed_memory_is_the_mixers_scan_with_a_fixed_decay():
+    """The part's memory is sum_i gamma^(N-i) v_i k_i^T (the mixer's recurrent scan), read with each key."""
+    g = torch.Generator().manual_seed(4)
+    keys, vals = torch.randn(3, 7, 5, generator=g, dtype=torch.float64), torch.randn(3, 7, 5, generator=g).double()
+    gamma = 0.8
+    weights = gamma ** torch.arange(6, -1, -1, dtype=torch.float64)
+    S = torch.einsum("rn,rnv,rnk->rvk", weights.expand(3, 7), vals, keys)
+    torch.testing.assert_close(decay.decayed_readout(keys, vals, gamma), keys @ S.transpose(-1, -2))
+
+
+@pytest.mark.parametrize(
+    ("over", "match"),
+    [
+        ({"decay_pairs": (64, 16)}, "decay_pairs must be strictly increasing"),
+        ({"decay_pairs": (64,)}, "decay_pairs must be strictly increasing with at least 2"),
+        ({"decay_gamma": 1.0}, "decay_gamma"),
+        ({"decay_key": 1}, "decay_key"),
+    ],
+)
+def test_decay_config_refuses_bad_values(over, match):
     with pytest.raises(ValueError, match=match):
         ar.Config.preset("full", **over)

@@ -273,6 +273,11 @@ CAPS: dict[str, dict[str, Cap]] = {
         "momentum_steps": Cap(hi=40),
         "momentum_batch": Cap(hi=4),
         "momentum_seeds": Cap(hi=3),
+        # decay_seeds x len(decay_pairs) recurrent scans of up to max(decay_pairs) writes over decay_batch memories
+        "decay_pairs": Cap(hi=64, max_len=3),
+        "decay_key": Cap(hi=16),
+        "decay_batch": Cap(hi=8),
+        "decay_seeds": Cap(hi=3),
     },
     # cost ~ the K-head construction over construction_batch sequences, taps x train_seeds convolution layers of
     # conv_steps updates on conv_batch sequences of conv_len (T d impulses each), 4 x train_seeds induction

@@ -187,3 +187,43 @@ def test_momentum_second_moment_limits_and_its_own_instability():
     a = th.momentum_second_moment(beta, d, 0.9, 400)
     assert a[400] / a[399] == pytest.approx(th.momentum_second_moment_rate(beta, d, 0.9), rel=1e-6)
     assert (th.momentum_second_moment(beta, d, 0.5, T) >= th.momentum_overlap(beta / d, 0.5, T) ** 2 - 1e-15).all()
+
+
+# --- item 7: an additive memory with a global decay ------------------------------------------------------------
+
+
+def test_decayed_readout_error_matches_monte_carlo_item_by_item():
+    rng = np.random.default_rng(12)
+    n, dk, gamma, draws = 24, 8, 0.9, 20_000
+    keys, vals = th.unit_vectors(rng, (draws, n), dk), th.unit_vectors(rng, (draws, n), dk)
+    weights = gamma ** np.arange(n - 1, -1, -1, dtype=np.float64)
+    S = np.einsum("n,rnv,rnk->rvk", weights, vals, keys)
+    err = ((np.einsum("rvk,rnk->rnv", S, keys) - vals) ** 2).sum(-1)  # (draws, n)
+    law = th.decayed_readout_error(n, dk, gamma)
+    se = err.std(axis=0) / np.sqrt(draws)
+    assert np.all(np.abs(err.mean(axis=0) - law) < 5 * se)
+
+
+def test_decayed_readout_error_limits():
+    """gamma = 1: item 1's (N - 1)/d_k for every item; the newest item pays only interference, bounded by
+    gamma^2/(d_k (1 - gamma^2)) at every N; the mean tends to 1 + 1/(d_k (1 - gamma^2)) as N grows."""
+    np.testing.assert_allclose(th.decayed_readout_error(9, 4, 1.0), np.full(9, 2.0), rtol=1e-15)
+    bound = 1.0 / (16 * (1 - 0.95**2))
+    newest = [th.decayed_readout_error(n, 16, 0.95)[-1] for n in (4, 64, 4096)]
+    assert all(a < b < 0.95**2 * bound for a, b in zip(newest, newest[1:], strict=False))
+    assert newest[-1] == pytest.approx(0.95**2 * bound, rel=1e-12)
+    assert th.decayed_readout_error(4096, 16, 0.95).mean() == pytest.approx(1 + bound, rel=2e-2)
+    assert th.decayed_readout_error(1, 16, 0.5)[0] == 0.0
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda: th.decayed_readout_error(0, 4, 0.9), "n_pairs must be >= 1"),
+        (lambda: th.decayed_readout_error(4, 0, 0.9), "d_key must be >= 1"),
+        (lambda: th.decayed_readout_error(4, 4, 1.5), "gamma must be"),
+    ],
+)
+def test_decayed_readout_error_rejects_bad_input(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()

@@ -82,6 +82,17 @@ r"""Associative recall in a matrix memory: interference, the delta rule's overwr
    at ``mu = 0.9``, ``beta/d = 1/32`` the mean overlap contracts by ``sqrt(mu) = 0.949`` per write while
    ``E|E_t|^2`` grows by 1.10 per write (the key noise, amplified by the momentum, outruns the mean's decay); at
    ``mu = 0`` it is the delta rule's ``1 - beta (2 - beta)/d``.
+7. An additive memory with a global decay (RetNet, TransNormerLLM; the premise of gated linear attention, 003#2;
+   :func:`decayed_readout_error`). ``S_t = gamma S_{t-1} + v_t k_t^T`` over N writes leaves
+   ``S = sum_i gamma^(N-i) v_i k_i^T``. Reading key j, item 1's argument with the weights ``gamma^(N-i)``: the own
+   term is attenuated to ``gamma^(N-j) v_j`` and every other value enters with ``E[c_i^2] = 1/d_k``, so exactly::
+
+       E|S k_j - v_j|^2 / E|v_j|^2 = (1 - gamma^(N-j))^2 + (1/d_k) sum_{i != j} gamma^(2(N-i)),
+
+   with ``sum_i gamma^(2(N-i)) = (1 - gamma^(2N)) / (1 - gamma^2)``. The interference is bounded by
+   ``1 / (d_k (1 - gamma^2))`` at every N, where the undecayed memory's ``(N - 1)/d_k`` grows without bound; the
+   price is forgetting (old items' own term fades, their error tends to 1 + the interference). Averaged over the N
+   items the error therefore tends to a constant, ``1 + 1/(d_k (1 - gamma^2))``, as N grows.
 """
 
 from __future__ import annotations
@@ -98,6 +109,19 @@ ROW_ERROR_EXPONENT = -0.5  # d ln RMS / d ln m of a FAVOR+ row (item 4: c / m to
 def additive_readout_error(n_pairs: int | np.ndarray, d_key: int) -> float | np.ndarray:
     """``(N - 1) / d_k``: the exact relative squared read-out error of an additive memory (item 1)."""
     return (np.asarray(n_pairs, dtype=np.float64) - 1.0) / float(d_key)
+
+
+def decayed_readout_error(n_pairs: int, d_key: int, gamma: float) -> np.ndarray:
+    """(N,) the exact relative squared read-out error of item j = 1..N of an additive memory with decay ``gamma``
+    (item 7): ``(1 - gamma^(N-j))^2 + (sum_i gamma^(2(N-i)) - gamma^(2(N-j))) / d_k``; ``gamma = 1`` gives item 1's
+    ``(N - 1)/d_k`` for every j."""
+    check_int("n_pairs", n_pairs, minimum=1)
+    check_int("d_key", d_key, minimum=1)
+    check_float("gamma", gamma, minimum=0.0, maximum=1.0)
+    age = np.arange(n_pairs - 1, -1, -1, dtype=np.float64)  # N - j for j = 1..N
+    weight = gamma**age
+    total = float(np.sum(weight * weight))
+    return (1.0 - weight) ** 2 + (total - weight * weight) / d_key
 
 
 def unit_vectors(rng: np.random.Generator, shape: tuple[int, ...], d: int) -> np.ndarray:

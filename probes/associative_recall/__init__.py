@@ -63,17 +63,23 @@ per-token decay, Gated DeltaNet).
    mean overlap ``<E_0, E_t>/|E_0|^2`` of the error with its start over ``momentum_batch`` sequences, ``momentum_seeds``
    independent memories, against the exact recurrence of theory item 6 at the step where it and the first-order
    picture (momentum as the larger step ``b/(1 - mu)``, the alternative) differ most.
+10. A global decay (seed 003#2; ``decay``): ``decay_batch`` untrained additive memories per N in ``decay_pairs``
+   (unit keys and values in R^``decay_key``) written through :func:`analysis.recurrent.mix` with a fixed decay
+   ``decay_gamma`` (``S_t = gamma S_(t-1) + v_t k_t^T``), ``decay_seeds`` independent sets, read with each stored
+   key: the mean relative squared error against its exact law (theory item 7; the alternative: the undecayed
+   ``(N - 1)/d_k``) and its slope in ln N (bounded interference; the alternative: the undecayed slope).
 
 The probe is a package of parts (:mod:`probes.parts`), one module each, in the order of their claims:
 ``memories`` (item 1), ``overwrite`` (2), ``favor`` (3), ``linearisation`` (5), ``mqar`` (4, when ``training``),
-``gated_rnn`` (6, gate ``gated``), ``selective`` (7, gate ``gated``), ``power_method`` (8, gate ``power_method``) and
-``momentum`` (9, gate ``momentum``);
+``gated_rnn`` (6, gate ``gated``), ``selective`` (7, gate ``gated``), ``power_method`` (8, gate ``power_method``),
+``momentum`` (9, gate ``momentum``) and ``decay`` (10, gate ``decay``);
 ``config`` holds the configuration and the replicate seeds.
 """
 
 from __future__ import annotations
 
 from probes.associative_recall import (
+    decay,
     favor,
     gated_rnn,
     linearisation,
@@ -94,7 +100,8 @@ from probes.parts import part_of, probe_functions
 
 NAME = "associative_recall"
 DESCRIPTION = "Associative recall: additive vs delta-rule memories, FAVOR+ variance, trained MQAR per token mixer."
-VERSION = "7"  # 7: the momentum delta rule (003#112) joins; 6: the one band policy (95% Student t; trained claims
+VERSION = "8"  # 8: additive memories with a global decay (003#2) join; 7: the momentum delta rule (003#112) joins;
+# 6: the one band policy (95% Student t; trained claims
 # over five replicate seeds hashed from
 # (seed, i)): every band and the trained numbers change; 5: the additive mixer's parallel = recurrent claims
 # cite 003#64 (linear attention as an RNN);
@@ -103,7 +110,8 @@ VERSION = "7"  # 7: the momentum delta rule (003#112) joins; 6: the one band pol
 REQUIRES = None  # builds its own memories and models
 
 PARTS = tuple(
-    part_of(m) for m in (memories, overwrite, favor, linearisation, mqar, gated_rnn, selective, power_method, momentum)
+    part_of(m)
+    for m in (memories, overwrite, favor, linearisation, mqar, gated_rnn, selective, power_method, momentum, decay)
 )
 
 

@@ -24,6 +24,7 @@ SEED_DELTA, SEED_SURVEY = "000#66", "003#8"  # 000#66 is 003#30 (REFERENCES.md)
 SEED_LINEAR_RNN = "003#64"  # linear attention computed as a recurrence (the additive mixer's two forms)
 SEED_GATED_RNN, SEED_SELECTIVE = "003#14", "003#16"
 SEED_MOMENTUM = "003#112"  # Momentum DeltaNet: the momentum recurrence as a second-order system
+SEED_DECAY = "003#2"  # gated linear attention: a global decay term in the additive update (RetNet, TransNormerLLM)
 SOURCE = "analysis/theory/associative_recall.py"
 GSOURCE = "analysis/theory/gated_recurrence.py"
 GR_MODELS = ("lsa", "gated")  # item 6: one linear self-attention layer, one gated linear recurrence
@@ -63,6 +64,9 @@ class Config(ProbeConfig):
             "momentum_steps": 40,
             "momentum_batch": 8,
             "momentum_seeds": 2,
+            "decay_pairs": (4, 16),
+            "decay_batch": 4,
+            "decay_seeds": 2,
         },
         "full": {},
     }
@@ -189,6 +193,18 @@ class Config(ProbeConfig):
     momentum_batch: int = param(256, "key sequences per memory (their mean overlap is one replicate)", minimum=1)
     momentum_seeds: int = replicates_param("memories (map and keys)")
 
+    # --- an additive memory with a global decay (003#2) ----------------------------------------------------------
+    decay: bool = param(True, "untrained additive memories with a global decay against their exact read-out error")
+    decay_pairs: tuple[int, ...] = param(
+        (16, 64, 256, 1024), "numbers N of stored pairs, strictly increasing, at least 2", minimum=1, maximum=4096
+    )
+    decay_key: int = param(16, "key (and value) dimension d_k", minimum=2, maximum=256)
+    decay_gamma: float = param(
+        0.96875, "the decay gamma per write (default RetNet's first head, 1 - 2^-5)", minimum=0.5, maximum=0.9999
+    )
+    decay_batch: int = param(64, "memories per N and replicate", minimum=1, maximum=4096)
+    decay_seeds: int = replicates_param("sets of memories (keys and values)")
+
     def validate(self) -> None:
         super().validate()
         b = self.momentum_beta / self.momentum_d
@@ -225,6 +241,9 @@ class Config(ProbeConfig):
                 f"power_radius must be at least sqrt(tr Sigma) = "
                 f"{math.sqrt(float(pmt.spectrum(self.power_d, self.power_rho).sum())):.3f}, got {self.power_radius}"
             )
+        pairs = self.decay_pairs
+        if self.decay and (len(pairs) < 2 or any(b <= a for a, b in zip(pairs, pairs[1:], strict=False))):
+            raise ValueError(f"decay_pairs must be strictly increasing with at least 2 values, got {list(pairs)}")
         if max(self.n_pairs) > self.n_keys:
             raise ValueError(f"n_keys must be >= the largest n_pairs ({max(self.n_pairs)}), got {self.n_keys}")
 

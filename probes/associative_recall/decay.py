@@ -1,0 +1,101 @@
+"""Part ``decay`` (seed 003#2, the premise of gated linear attention: a global decay term in the additive update):
+untrained additive memories with a fixed decay ``gamma`` (RetNet's ``1 - 2^-5``), written through the zoo's recurrent
+mixer, read with each stored key; the mean read-out error against its exact law (theory item 7), which stays bounded
+as the number of pairs N grows, where the undecayed memory's ``(N - 1)/d_k`` grows without bound."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from analysis.ledger import Ledger
+from analysis.recurrent import mix
+from analysis.theory import associative_recall as th
+from analysis.train import derived_seed
+from probes.associative_recall.config import SEED_DECAY, SOURCE, Config
+from probes.associative_recall.memories import unit_vectors
+from probes.base import MAX_SEED, Result
+from probes.parts import Context, each_claim, log_slopes, measure_replicates, paired_log_slope
+
+DESCRIPTION = "additive memories with a global decay: the read-out error against N and its exact law"
+FIELDS = ("decay_pairs", "decay_key", "decay_gamma", "decay_batch", "decay_seeds")
+GATE = "decay"
+
+FIGURE = "ar_decay"
+
+
+def decayed_readout(keys: torch.Tensor, vals: torch.Tensor, gamma: float) -> torch.Tensor:
+    """(R, N, dv): the read-out at every stored key of the memory ``S_t = gamma S_(t-1) + v_t k_t^T`` written with
+    ``keys`` (R, N, dk) and ``vals`` (R, N, dv) through :func:`analysis.recurrent.mix` (the recurrent scan, one head:
+    its memory is O(N), the parallel form's N x N decay mask is not)."""
+    k, v = keys[:, None], vals[:, None]
+    log_alpha = torch.full(k.shape[:3], math.log(gamma), dtype=k.dtype)
+    _, S = mix("recurrent", k, k, v, log_alpha=log_alpha)
+    return keys @ S[:, 0].transpose(-1, -2)
+
+
+def measure_layer(config: Config, seed: int) -> dict[str, np.ndarray]:
+    """Seed ``seed``: per N, the mean relative squared read-out error ``|S k_j - v_j|^2`` over the N items of
+    ``decay_batch`` memories of unit keys and values (fresh per N), and its exact law's mean over the items."""
+    c = config
+    g = torch.Generator().manual_seed(derived_seed(seed, "decay_memories") % MAX_SEED)
+    out = {k: np.empty(len(c.decay_pairs)) for k in ("decay_error", "decay_error_exact")}
+    for i, n in enumerate(c.decay_pairs):
+        keys = unit_vectors(g, (c.decay_batch, n), c.decay_key)
+        vals = unit_vectors(g, (c.decay_batch, n), c.decay_key)
+        read = decayed_readout(keys, vals, c.decay_gamma)
+        out["decay_error"][i] = float(((read - vals) ** 2).sum(-1).mean())
+        out["decay_error_exact"][i] = float(th.decayed_readout_error(n, c.decay_key, c.decay_gamma).mean())
+    return out
+
+
+def measure(ctx: Context) -> None:
+    c = ctx.config
+    measure_replicates(ctx, "decay", ("decay_n", c.decay_pairs), lambda s: measure_layer(c, s))
+
+
+def claim_decay(led: Ledger, r: Result) -> None:
+    """003#2: a global decay bounds an additive memory's interference: its mean read-out error is the exact law (the
+    alternative: the undecayed (N - 1)/d_k) and grows with N far slower than the undecayed memory's (slope 1)."""
+    c, d = r.config, r.data
+    m, e = d["decay_error"].values, d["decay_error_exact"].values  # (N, seed)
+    ns = np.asarray(c.decay_pairs, dtype=np.float64)
+    undecayed = th.additive_readout_error(ns, c.decay_key)
+    why = f"95% t band over {c.decay_seeds} independent sets of memories (replicate seeds) of each one's "
+    statement = (
+        f"additive memories with decay gamma = {c.decay_gamma:g} (d_k = {c.decay_key}, unit keys and values), "
+        f"N = {list(c.decay_pairs)} pairs, read with each stored key: the mean relative squared read-out error"
+    )
+    led.predict(
+        "decayed_memory_readout_error",
+        replicates=(m / e).mean(axis=0),
+        expected=1.0,
+        alternative=float((undecayed / e.mean(axis=1)).mean()),
+        hypothesis="the decay changes nothing: the undecayed memory's (N - 1)/d_k",
+        source=f"{SOURCE}, item 7: (1 - gamma^(N-j))^2 + (1/d_k) sum_(i != j) gamma^(2(N-i)), averaged over j",
+        seed=SEED_DECAY,
+        why=why + "mean over N of the measured mean error over its exact law; the 1 is the ratio's definition",
+        requires_full=True,
+        statement=f"{statement} is the exact law (" + ", ".join(f"{v:.3f}" for v in e.mean(axis=1)) + ")",
+        figure=FIGURE,
+    )
+    replicates, level = paired_log_slope(m, e, ns)
+    led.predict(
+        "decayed_memory_error_bounded_in_n",
+        replicates=replicates,
+        expected=level,
+        alternative=float(log_slopes(undecayed[:, None], ns)[0]),
+        hypothesis="interference grows with the number of pairs as in the undecayed memory ((N - 1)/d_k)",
+        source=f"{SOURCE}, item 7: the law's slope in ln N (-> 0: the mean error tends to 1 + 1/(d_k (1 - gamma^2)))",
+        seed=SEED_DECAY,
+        why=why + "least-squares slope of ln(mean error) on ln N minus its exact law's (paired), plus the law's mean "
+        "slope",
+        requires_full=True,
+        statement=f"{statement} grows with N at its law's slope in ln N ({level:.3f})",
+        figure=FIGURE,
+    )
+
+
+claims = each_claim(claim_decay)
