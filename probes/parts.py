@@ -252,6 +252,53 @@ def paired_log_slope(measured, exact, xs) -> tuple[Any, float]:
     return log_slopes(measured, xs) - law + level, level
 
 
+def predict_law_and_slope(
+    led: Ledger,
+    pairs: tuple[Any, Any] | tuple[Any, Any, Any, Any],
+    xs: Any,
+    law: Sequence[Any],
+    slope: Sequence[Any],
+    *,
+    why: str,
+    paired: str = "ratio",
+    **common: Any,
+) -> None:
+    """Two predictions on a measurement paired with its exact law, both (x, seed) over replicate seeds: the
+    measurement against its law (``paired="ratio"``: each replicate's mean over x of measured over exact, expected
+    1; ``"difference"``: :func:`paired_with_law`) and its slope in ``ln x`` against the law's
+    (:func:`paired_log_slope`; ``pairs`` may give a second (measured, exact) for the slope). ``law`` and ``slope``
+    are each ``(name, alternative, hypothesis, source, why, statement)``: ``why`` follows the common prefix ``why``,
+    and the slope's statement may hold ``{level:.3f}``, the law's mean slope. ``common`` goes to both claims (seed,
+    figure); both need the full preset."""
+    import numpy as np
+
+    measured, exact = pairs[:2]
+    if paired == "ratio":
+        replicates, level = (np.asarray(measured) / np.asarray(exact)).mean(axis=0), 1.0
+    elif paired == "difference":
+        replicates, level = paired_with_law(measured, exact)
+    else:
+        raise ValueError(f"paired must be 'ratio' or 'difference', got {paired!r}")
+    slopes, slope_level = paired_log_slope(*(pairs[2:] or pairs), xs)
+    slope = (*slope[:5], slope[5].format(level=slope_level))
+    for (name, alternative, hypothesis, source, tail, statement), reps, expected in (
+        (law, replicates, level),
+        (slope, slopes, slope_level),
+    ):
+        led.predict(
+            name,
+            replicates=reps,
+            expected=expected,
+            alternative=alternative,
+            hypothesis=hypothesis,
+            source=source,
+            why=why + tail,
+            requires_full=True,
+            statement=statement,
+            **common,
+        )
+
+
 def each_claim(*claims: Callable[[Ledger, Result], None], when: Callable[[Result], bool] | None = None):
     """A part's ``claims(led, results)`` judged on one run (the replicate seeds of its models are inside it):
     each of ``claims`` in turn, every one a claim function ``claim(led, result)``; none of them where

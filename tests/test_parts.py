@@ -154,3 +154,33 @@ def test_over_replicates_stacks_each_replicate_seed_along_a_last_axis():
     seeds = [replicate_seed(7, i) for i in range(3)]
     np.testing.assert_array_equal(got["a"], np.array([seeds, [2 * s for s in seeds]]))
     np.testing.assert_array_equal(got["b"], np.array(seeds, dtype=float))
+
+
+def test_law_and_slope_predictions_pair_each_replicate_with_its_law():
+    """The law claim is each replicate's mean ratio (or difference plus the law's mean), the slope claim each
+    replicate's slope in ln x minus the law's plus the law's mean; a second pair serves the slope; a measurement
+    off its law by 10% fails, and an unknown pairing is refused by name."""
+    from analysis.ledger import Ledger
+    from probes.parts import log_slopes, predict_law_and_slope
+
+    xs = np.array([1.0, 2.0, 4.0, 8.0])
+    exact = np.outer(xs**-0.5, np.linspace(0.9, 1.1, 5))  # (x, seed)
+    noise = 1.0 + 1e-3 * np.sin(np.arange(20.0)).reshape(4, 5)
+    texts = ("hypothesis", "source", "why", "statement {level:.3f}")
+    led = Ledger("t", preset="full")
+    predict_law_and_slope(led, (exact * noise, exact), xs, ("law", 0.0, *texts), ("slope", 0.0, *texts), why="w: ")
+    assert led["law"].status == "pass" and led["law"].expected == 1.0
+    assert led["law"].measured == pytest.approx(float(noise.mean()))
+    assert led["slope"].expected == pytest.approx(-0.5) and led["slope"].status == "pass"
+    assert led["slope"].statement == "statement -0.500" and led["slope"].why == "w: why"
+    led = Ledger("t", preset="full")
+    other = (exact * noise, exact, exact * xs[:, None], exact)  # the slope reads the second pair
+    predict_law_and_slope(led, other, xs, ("law", 0.0, *texts), ("slope", 0.0, *texts), why="", paired="difference")
+    assert led["law"].measured == pytest.approx(float(exact.mean() + (exact * noise - exact).mean()))
+    assert led["slope"].measured == pytest.approx(float(log_slopes(exact, xs).mean()) + 1.0)
+    assert led["slope"].status == "fail"
+    led = Ledger("t", preset="full")
+    predict_law_and_slope(led, (1.1 * exact * noise, exact), xs, ("law", 0.0, *texts), ("slope", 0.0, *texts), why="")
+    assert led["law"].status == "fail"
+    with pytest.raises(ValueError, match="paired must be"):
+        predict_law_and_slope(led, (exact, exact), xs, ("a", 0.0, *texts), ("b", 0.0, *texts), why="", paired="x")

@@ -17,7 +17,7 @@ from analysis.train import derived_seed
 from probes.associative_recall.config import SEED_DECAY, SOURCE, Config
 from probes.associative_recall.memories import unit_vectors
 from probes.base import MAX_SEED, Result
-from probes.parts import Context, each_claim, log_slopes, measure_replicates, paired_log_slope
+from probes.parts import Context, each_claim, log_slopes, measure_replicates, predict_law_and_slope
 
 DESCRIPTION = "additive memories with a global decay: the read-out error against N and its exact law"
 FIELDS = ("decay_pairs", "decay_key", "decay_gamma", "decay_batch", "decay_seeds")
@@ -68,34 +68,23 @@ def claim_decay(led: Ledger, r: Result) -> None:
         f"additive memories with decay gamma = {c.decay_gamma:g} (d_k = {c.decay_key}, unit keys and values), "
         f"N = {list(c.decay_pairs)} pairs, read with each stored key: the mean relative squared read-out error"
     )
-    led.predict(
+    law = (
         "decayed_memory_readout_error",
-        replicates=(m / e).mean(axis=0),
-        expected=1.0,
-        alternative=float((undecayed / e.mean(axis=1)).mean()),
-        hypothesis="the decay changes nothing: the undecayed memory's (N - 1)/d_k",
-        source=f"{SOURCE}, item 7: (1 - gamma^(N-j))^2 + (1/d_k) sum_(i != j) gamma^(2(N-i)), averaged over j",
-        seed=SEED_DECAY,
-        why=why + "mean over N of the measured mean error over its exact law; the 1 is the ratio's definition",
-        requires_full=True,
-        statement=f"{statement} is the exact law (" + ", ".join(f"{v:.3f}" for v in e.mean(axis=1)) + ")",
-        figure=FIGURE,
+        float((undecayed / e.mean(axis=1)).mean()),
+        "the decay changes nothing: the undecayed memory's (N - 1)/d_k",
+        f"{SOURCE}, item 7: (1 - gamma^(N-j))^2 + (1/d_k) sum_(i != j) gamma^(2(N-i)), averaged over j",
+        "mean over N of the measured mean error over its exact law; the 1 is the ratio's definition",
+        f"{statement} is the exact law (" + ", ".join(f"{v:.3f}" for v in e.mean(axis=1)) + ")",
     )
-    replicates, level = paired_log_slope(m, e, ns)
-    led.predict(
+    slope = (
         "decayed_memory_error_bounded_in_n",
-        replicates=replicates,
-        expected=level,
-        alternative=float(log_slopes(undecayed[:, None], ns)[0]),
-        hypothesis="interference grows with the number of pairs as in the undecayed memory ((N - 1)/d_k)",
-        source=f"{SOURCE}, item 7: the law's slope in ln N (-> 0: the mean error tends to 1 + 1/(d_k (1 - gamma^2)))",
-        seed=SEED_DECAY,
-        why=why + "least-squares slope of ln(mean error) on ln N minus its exact law's (paired), plus the law's mean "
-        "slope",
-        requires_full=True,
-        statement=f"{statement} grows with N at its law's slope in ln N ({level:.3f})",
-        figure=FIGURE,
+        float(log_slopes(undecayed[:, None], ns)[0]),
+        "interference grows with the number of pairs as in the undecayed memory ((N - 1)/d_k)",
+        f"{SOURCE}, item 7: the law's slope in ln N (-> 0: the mean error tends to 1 + 1/(d_k (1 - gamma^2)))",
+        "least-squares slope of ln(mean error) on ln N minus its exact law's (paired), plus the law's mean slope",
+        f"{statement} grows with N at its law's slope in ln N ({{level:.3f}})",
     )
+    predict_law_and_slope(led, (m, e), ns, law, slope, why=why, seed=SEED_DECAY, figure=FIGURE)
 
 
 claims = each_claim(claim_decay)

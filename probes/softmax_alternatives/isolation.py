@@ -11,7 +11,7 @@ from analysis.ledger import Ledger
 from analysis.theory import softmax_alternatives as th
 from analysis.train import derived_seed
 from probes.base import MAX_SEED, Result
-from probes.parts import Context, each_claim, measure_replicates, paired_log_slope
+from probes.parts import Context, each_claim, measure_replicates, predict_law_and_slope
 from probes.softmax_alternatives.config import SEED_ISOLATION, SOURCE, Config
 from probes.softmax_alternatives.models import PATTERN, head_pattern_and_scores, random_head, row_logits
 
@@ -57,36 +57,25 @@ def claim_isolation(led: Ledger, r: Result) -> None:
         f"random softmax layer (width {c.isolation_width}, fan-in init), n = {list(c.isolation_tokens)} Gaussian "
         "tokens: the weight collision sum_j p_ij^2 (the share of the values' energy a row passes on)"
     )
-    led.predict(
+    law = (
         "softmax_collision_exact",
-        replicates=(m / e).mean(axis=0),
-        expected=1.0,
-        alternative=float(((1.0 / ns)[:, None] / e).mean()),
-        hypothesis="the weights spread evenly over the n tokens: collision 1/n",
-        source=f"{SOURCE}, section 10: E[sum_j p_j^2] = int t e^-t [phi^(n-1) + (n-1) e^-2a chi phi^(n-2)] dt at "
-        "each row's (a_i, s_i)",
-        seed=SEED_ISOLATION,
-        why=why + "mean over n of the measured mean collision over its exact expectation (paired: each row's own "
-        "logits); the 1 is the ratio's definition",
-        requires_full=True,
-        statement=f"{statement} is the exact law (mean " + ", ".join(f"{v:.4f}" for v in e.mean(axis=1)) + ")",
-        figure=FIGURE,
+        float(((1.0 / ns)[:, None] / e).mean()),
+        "the weights spread evenly over the n tokens: collision 1/n",
+        f"{SOURCE}, section 10: E[sum_j p_j^2] = int t e^-t [phi^(n-1) + (n-1) e^-2a chi phi^(n-2)] dt at each row's "
+        "(a_i, s_i)",
+        "mean over n of the measured mean collision over its exact expectation (paired: each row's own logits); the 1 "
+        "is the ratio's definition",
+        f"{statement} is the exact law (mean " + ", ".join(f"{v:.4f}" for v in e.mean(axis=1)) + ")",
     )
-    replicates, level = paired_log_slope(m, e, ns)
-    led.predict(
+    slope = (
         "softmax_isolation_grows_with_length",
-        replicates=replicates,
-        expected=level,
-        alternative=0.0,
-        hypothesis="a length-independent share (no bias towards isolation; sum pooling's weights would even give +1)",
-        source=f"{SOURCE}, section 10: the law's slope in ln n (-> -1 as n >> e^(s^2))",
-        seed=SEED_ISOLATION,
-        why=why + "least-squares slope of ln(mean collision) on ln n minus its exact law's (paired), plus the law's "
-        "mean slope",
-        requires_full=True,
-        statement=f"{statement} falls with n at its law's slope in ln n ({level:.3f})",
-        figure=FIGURE,
+        0.0,
+        "a length-independent share (no bias towards isolation; sum pooling's weights would even give +1)",
+        f"{SOURCE}, section 10: the law's slope in ln n (-> -1 as n >> e^(s^2))",
+        "least-squares slope of ln(mean collision) on ln n minus its exact law's (paired), plus the law's mean slope",
+        f"{statement} falls with n at its law's slope in ln n ({{level:.3f}})",
     )
+    predict_law_and_slope(led, (m, e), ns, law, slope, why=why, seed=SEED_ISOLATION, figure=FIGURE)
 
 
 claims = each_claim(claim_isolation)

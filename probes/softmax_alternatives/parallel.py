@@ -14,7 +14,7 @@ from analysis.model import ModelConfig, TinyTransformer
 from analysis.theory import softmax_alternatives as th
 from analysis.train import derived_seed
 from probes.base import MAX_SEED, Result
-from probes.parts import Context, each_claim, log_slopes, measure_replicates, paired_log_slope
+from probes.parts import Context, each_claim, measure_replicates, predict_law_and_slope
 from probes.softmax_alternatives.config import SEED_PARALLEL, SOURCE, Config
 
 DESCRIPTION = "a pre-norm stack's MLP fed the block input instead of the mid-block stream, against its exact law"
@@ -118,40 +118,29 @@ def claim_parallel(led: Ledger, r: Result) -> None:
         f"softmax heads, GELU MLP of {c.parallel_hidden}, fan-in init), {c.parallel_tokens} Gaussian tokens: each "
         "block's MLP fed N(x) (parallel) instead of N(x + a) (sequential)"
     )
-    led.predict(
+    law = (
         "parallel_mlp_discrepancy_exact",
-        replicates=(m / e).mean(axis=0),
-        expected=1.0,
-        alternative=0.0,
-        hypothesis="the sublayers commute at init: the parallel block's MLP output equals the sequential one's",
-        source=f"{SOURCE}, section 16: E|M(u) - M(v)|^2 / d = m2(s_u) + m2(s_v) - 2 sum_n c_n(s_u) c_n(s_v) rho^n "
-        "given each token's inputs",
-        seed=SEED_PARALLEL,
-        why=why + "mean over the blocks of the measured mean squared difference over its exact expectation (paired: "
-        "each token's own inputs); the 1 is the ratio's definition",
-        requires_full=True,
-        statement=f"{statement}: the mean squared change of the MLP's output is its exact law (relative to the "
-        "output, mean " + ", ".join(f"{v:.4f}" for v in rel_e.mean(axis=1)) + " by block)",
-        figure=FIGURE,
+        0.0,
+        "the sublayers commute at init: the parallel block's MLP output equals the sequential one's",
+        f"{SOURCE}, section 16: E|M(u) - M(v)|^2 / d = m2(s_u) + m2(s_v) - 2 sum_n c_n(s_u) c_n(s_v) rho^n given each "
+        "token's inputs",
+        "mean over the blocks of the measured mean squared difference over its exact expectation (paired: each "
+        "token's own inputs); the 1 is the ratio's definition",
+        f"{statement}: the mean squared change of the MLP's output is its exact law (relative to the output, mean "
+        + ", ".join(f"{v:.4f}" for v in rel_e.mean(axis=1))
+        + " by block)",
+    )
+    slope = (
+        "parallel_discrepancy_falls_with_depth",
+        0.0,
+        "a depth-independent cost, as in a post-norm stack that renormalises the stream after every sublayer",
+        f"{SOURCE}, section 16: the law's slope in ln l at each token's measured inputs",
+        "least-squares slope of ln(relative change) on ln(block index) minus its exact law's (paired), plus the "
+        "law's mean slope",
+        f"{statement}: the relative change falls with depth at its law's slope in ln l ({{level:.3f}})",
     )
     layers = np.arange(1, c.parallel_depth + 1, dtype=np.float64)
-    replicates, level = paired_log_slope(rel_m, rel_e, layers)
-    led.predict(
-        "parallel_discrepancy_falls_with_depth",
-        replicates=replicates,
-        expected=level,
-        alternative=0.0,
-        hypothesis="a depth-independent cost, as in a post-norm stack that renormalises the stream after every "
-        "sublayer",
-        source=f"{SOURCE}, section 16: the law's slope in ln l at each token's measured inputs",
-        seed=SEED_PARALLEL,
-        why=why + "least-squares slope of ln(relative change) on ln(block index) minus its exact law's (paired), plus "
-        "the law's mean slope",
-        requires_full=True,
-        statement=f"{statement}: the relative change falls with depth at its law's slope in ln l "
-        f"({float(log_slopes(rel_e, layers).mean()):.3f})",
-        figure=FIGURE,
-    )
+    predict_law_and_slope(led, (m, e, rel_m, rel_e), layers, law, slope, why=why, seed=SEED_PARALLEL, figure=FIGURE)
 
 
 claims = each_claim(claim_parallel)

@@ -14,7 +14,7 @@ from analysis.ledger import Ledger
 from analysis.theory import softmax_alternatives as th
 from analysis.train import derived_seed
 from probes.base import MAX_SEED, Result
-from probes.parts import Context, each_claim, measure_replicates, paired_log_slope, paired_with_law
+from probes.parts import Context, each_claim, measure_replicates, predict_law_and_slope
 from probes.softmax_alternatives.config import SEED_SIGMOID, SOURCE, Config
 from probes.softmax_alternatives.models import PATTERN, head_pattern_and_scores, random_head, row_logits
 from probes.softmax_alternatives.sparse import planted_bias
@@ -62,35 +62,23 @@ def claim_sigmoid_mass(led: Ledger, r: Result) -> None:
         f"sigmoid attention with bias -ln n, random head (width {c.sigmoid_width}, fan-in init), n = "
         f"{list(c.sigmoid_keys)} Gaussian keys: a row's weight mass sum_j sigmoid(z_j - ln n)"
     )
-    replicates, level = paired_with_law(m, e)
-    led.predict(
+    law = (
         "sigmoid_row_mass_exact",
-        replicates=replicates,
-        expected=level,
-        alternative=1.0,
-        hypothesis="normalised like softmax: every row's weights sum to 1",
-        source=f"{SOURCE}, section 14: E[sum_j p_j] = n int sigmoid(s u - ln n) phi(u) du at each row's s",
-        seed=SEED_SIGMOID,
-        why=why + "mean over n of the measured mean mass minus its exact law (paired), plus the law's mean",
-        requires_full=True,
-        statement=f"{statement} is the exact law (mean " + ", ".join(f"{v:.3f}" for v in e.mean(axis=1)) + ")",
-        figure=FIGURE,
+        1.0,
+        "normalised like softmax: every row's weights sum to 1",
+        f"{SOURCE}, section 14: E[sum_j p_j] = n int sigmoid(s u - ln n) phi(u) du at each row's s",
+        "mean over n of the measured mean mass minus its exact law (paired), plus the law's mean",
+        f"{statement} is the exact law (mean " + ", ".join(f"{v:.3f}" for v in e.mean(axis=1)) + ")",
     )
-    replicates, level = paired_log_slope(m, e, ns)
-    led.predict(
+    slope = (
         "sigmoid_row_mass_length_free",
-        replicates=replicates,
-        expected=level,
-        alternative=1.0,
-        hypothesis="the mass grows with the sequence length like b = 0's n/2 (slope 1 in ln n)",
-        source=f"{SOURCE}, section 14: the law's slope in ln n (-> 0 as the mass tends to e^(s^2/2))",
-        seed=SEED_SIGMOID,
-        why=why + "least-squares slope of ln(mean mass) on ln n minus its exact law's (paired), plus the law's "
-        "mean slope",
-        requires_full=True,
-        statement=f"{statement} hardly grows with n: its slope in ln n is the law's ({level:.3f})",
-        figure=FIGURE,
+        1.0,
+        "the mass grows with the sequence length like b = 0's n/2 (slope 1 in ln n)",
+        f"{SOURCE}, section 14: the law's slope in ln n (-> 0 as the mass tends to e^(s^2/2))",
+        "least-squares slope of ln(mean mass) on ln n minus its exact law's (paired), plus the law's mean slope",
+        f"{statement} hardly grows with n: its slope in ln n is the law's ({{level:.3f}})",
     )
+    predict_law_and_slope(led, (m, e), ns, law, slope, why=why, paired="difference", seed=SEED_SIGMOID, figure=FIGURE)
 
 
 claims = each_claim(claim_sigmoid_mass)
