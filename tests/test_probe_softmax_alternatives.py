@@ -13,8 +13,9 @@ import torch
 from analysis.hooks import hooks
 from analysis.ledger import Ledger
 from analysis.theory import softmax_alternatives as th
+from analysis.train import derived_seed
 from probes import softmax_alternatives as sa
-from probes.base import run_probe
+from probes.base import MAX_SEED, run_probe
 from probes.softmax_alternatives import (
     bilinear,
     cog,
@@ -28,6 +29,7 @@ from probes.softmax_alternatives import (
     mimetic,
     models,
     parallel,
+    persistent,
     shaped,
     sigmoid,
     softplus,
@@ -60,6 +62,7 @@ def test_smoke_claims_wait_for_the_full_preset(tmp_path, monkeypatch):
     assert {c.seed for c in r.checks} == {
         sa.SEED_SLOTS,
         sa.SEED_SPARSE,
+        sa.SEED_IRRELEVANT,
         sa.SEED_INTERVAL,
         sa.SEED_MIMETIC,
         sa.SEED_JACOBIAN,
@@ -74,6 +77,7 @@ def test_smoke_claims_wait_for_the_full_preset(tmp_path, monkeypatch):
         sa.SEED_SIGMOID,
         sa.SEED_COG,
         sa.SEED_PARALLEL,
+        sa.SEED_PERSISTENT,
     }
     assert r.data["memory_moment"].dims == ("activation", "slots", "memory_seed")
 
@@ -86,6 +90,8 @@ def test_full_claims_pass_with_the_other_activation_outside_the_band(full):
         "memory_softmax_concentration",
         "sparsemax_kernel_is_simplex_projection",
         "sparsemax_isolation_vs_keys",
+        "softmax_irrelevant_mass_exact",
+        "softmax_irrelevant_mass_grows_with_length",
         "k_interval_interpolate_error_bound",
         "k_interval_round_error_bound",
         "k_interval_interpolate_error_order",
@@ -114,6 +120,8 @@ def test_full_claims_pass_with_the_other_activation_outside_the_band(full):
         "cog_stack_keeps_tokens_uncorrelated",
         "parallel_mlp_discrepancy_exact",
         "parallel_discrepancy_falls_with_depth",
+        "persistent_memory_share_exact",
+        "persistent_memory_share_falls_with_context",
     }
     for c in by_name.values():
         if c.name == "mlp_linearity_without_residual":
@@ -126,6 +134,7 @@ def test_full_claims_pass_with_the_other_activation_outside_the_band(full):
             seeds = {
                 "memory": "memory_seeds",
                 "sparsemax": "sparse_seeds",
+                "softmax_irrelevant": "sparse_seeds",
                 "k_interval": "interval_seeds",
                 "mimetic": "mimetic_seeds",
                 "softmax_jacobian": "jacobian_seeds",
@@ -143,6 +152,7 @@ def test_full_claims_pass_with_the_other_activation_outside_the_band(full):
                 "sigmoid": "sigmoid_seeds",
                 "cog": "cog_seeds",
                 "parallel": "parallel_seeds",
+                "persistent": "persistent_seeds",
             }
             assert c.tolerance["n"] == getattr(full.config, next(v for k, v in seeds.items() if c.name.startswith(k)))
     assert by_name["memory_relu_slot_slope"].expected == pytest.approx(1.0, abs=1e-12)
@@ -231,6 +241,10 @@ def test_planted_wrong_numbers_fail_the_claims(full):
         ({"cog_tokens": 1}, "cog_tokens"),
         ({"parallel_depth": 1}, "parallel_depth"),
         ({"parallel_heads": 3}, "parallel_heads must divide parallel_width"),
+        ({"sparse_keys": (64,)}, "sparse_keys needs at least 2"),
+        ({"persistent_context": (64, 16)}, "persistent_context must be strictly increasing"),
+        ({"persistent_context": (64,)}, "persistent_context needs at least 2"),
+        ({"persistent_scale": 0.0}, "persistent_scale"),
     ],
 )
 def test_bad_configs_are_refused_by_name(over, match):
@@ -597,3 +611,59 @@ def test_the_parallel_part_feeds_each_blocks_own_mlp_its_two_inputs():
     moment = th.parallel_mlp_discrepancy("gelu", 1.3, 1.3, 1.0)["output"]
     g = th.activation_of("gelu", 1.3 * z) ** 2
     assert float(moment) == pytest.approx(g.mean(), abs=5 * g.std() / math.sqrt(z.size))
+
+
+def test_selective_sparsity_and_a_flat_share_fail_the_irrelevant_mass_claims(full):
+    data = full.data.copy(deep=True)
+    data["softmax_irrelevant_mass"].values[:] = 1e-9  # the irrelevant keys removed
+    led = Ledger(sa.NAME, preset="full")
+    sparse.claims(led, (dataclasses.replace(full, data=data),))
+    assert led["softmax_irrelevant_mass_exact"].status == "fail"
+    data["softmax_irrelevant_mass"].values[:] = 0.5  # the same share at every n
+    led = Ledger(sa.NAME, preset="full")
+    sparse.claims(led, (dataclasses.replace(full, data=data),))
+    assert led["softmax_irrelevant_mass_grows_with_length"].status == "fail"
+    assert led["sparsemax_isolation_vs_keys"].status == "pass"  # the sparsemax claim reads other variables
+
+
+def test_irrelevant_mass_is_the_zoos_softmax_beside_the_planted_key():
+    """The part's irrelevant mass is 1 - the zoo's softmax weight on the planted key, and its law is 1 - section 4's
+    planted weight at the row's planted logit (the score, gap included) and logit std."""
+    cfg = sa.Config.preset("smoke")
+    m = sparse.measure_keys(cfg, 8, seed=3)
+    rows = min(cfg.sparse_rows, 8)
+    assert m["irrelevant"].shape == (cfg.sparse_batch, rows)
+    model = sparse.sparse_model(cfg, "softmax", derived_seed(3, "sparse_weights") % MAX_SEED)
+    g = torch.Generator().manual_seed(derived_seed(3, "sparse_inputs_n8"))
+    x = torch.randn(cfg.sparse_batch, 9, cfg.sparse_width, generator=g, dtype=torch.float64)
+    got = models.head_pattern_and_scores(model, x, sparse.planted_bias(8, cfg.sparse_gap))
+    p, z = got[models.PATTERN][:, 1 : rows + 1], got[models.SCORES][:, 1 : rows + 1]
+    np.testing.assert_allclose(m["irrelevant"], 1.0 - p[..., 0].numpy(), rtol=0, atol=1e-15)
+    s = sparse.row_logit_std(model, x)[:, 1 : rows + 1].numpy()
+    np.testing.assert_allclose(m["irrelevant_exact"], 1.0 - th.mimetic_self_weight(8, z[..., 0].numpy(), s), rtol=1e-9)
+
+
+def test_exchangeable_keys_and_a_length_free_share_fail_the_persistent_claims(full):
+    data = full.data.copy(deep=True)
+    ts = data["persistent_t"].values.astype(np.float64)
+    N = full.config.persistent_slots
+    data["persistent_share"].values[:] = (N / (N + ts))[:, None]  # the memory's keys weighing like the context's
+    led = Ledger(sa.NAME, preset="full")
+    persistent.claims(led, (dataclasses.replace(full, data=data),))
+    assert led["persistent_memory_share_exact"].status == "fail"
+    data["persistent_share"].values[:] = 0.3  # a feed-forward-like contribution at every T
+    led = Ledger(sa.NAME, preset="full")
+    persistent.claims(led, (dataclasses.replace(full, data=data),))
+    assert led["persistent_memory_share_falls_with_context"].status == "fail"
+
+
+def test_persistent_rows_see_the_memory_and_the_other_context_tokens():
+    """Each context row sees the N persistent vectors and the T other context tokens (its own key hidden), and at a
+    scale of 1 the exact share of exchangeable keys is N / (N + T) whatever the row's spread."""
+    model = models.random_head(8, "softmax", seed=2)
+    N, T = 3, 5
+    x = torch.randn(2, N + T + 1, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    p = models.head_pattern_and_scores(model, x, persistent.memory_bias(N, T + 1))[models.PATTERN]
+    assert torch.count_nonzero(p.diagonal(dim1=-2, dim2=-1)[:, N:]) == 0  # no context row sees itself
+    assert int((p[0, N + 2] > 0).sum()) == N + T
+    np.testing.assert_allclose(th.persistent_share(N, T, np.array([0.4, 1.7]), 1.0), N / (N + T), rtol=1e-9)

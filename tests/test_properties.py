@@ -334,10 +334,12 @@ CAPS: dict[str, dict[str, Cap]] = {
         "memory_width": Cap(hi=16),
         "memory_batch": Cap(hi=16),
         "memory_seeds": Cap(hi=3),
-        # sparse_seeds x len(sparse_keys) x 2 one-head layers over sparse_batch sequences of n + 1 tokens
+        # sparse_seeds x len(sparse_keys) x 2 one-head layers over sparse_batch sequences of n + 1 tokens, a
+        # quadrature for each of sparse_rows rows
         "sparse_keys": Cap(hi=32, max_len=3),
         "sparse_width": Cap(hi=8),
         "sparse_batch": Cap(hi=2),
+        "sparse_rows": Cap(hi=4),
         "sparse_seeds": Cap(hi=3),
         # interval_seeds x (1 + 2 len(interval_ks)) one-head layers over interval_batch x interval_len tokens
         "interval_ks": Cap(hi=64, max_len=3),
@@ -431,6 +433,14 @@ CAPS: dict[str, dict[str, Cap]] = {
         "parallel_tokens": Cap(hi=8),
         "parallel_batch": Cap(hi=2),
         "parallel_seeds": Cap(hi=3),
+        # persistent_seeds x len(persistent_context) one-head layers over persistent_batch sequences, a quadrature
+        # per row
+        "persistent_slots": Cap(hi=8),
+        "persistent_context": Cap(hi=32, max_len=3),
+        "persistent_width": Cap(hi=8),
+        "persistent_rows": Cap(hi=4),
+        "persistent_batch": Cap(hi=2),
+        "persistent_seeds": Cap(hi=3),
     },
 }
 

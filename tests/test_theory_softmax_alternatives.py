@@ -829,3 +829,54 @@ def test_parallel_mlp_discrepancy_limits_and_broadcasting():
 def test_parallel_theory_rejects_bad_input(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+# --- section 17: persistent memory vectors -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("N", "T", "s", "r"), [(16, 64, 1.0, 2.0), (4, 256, 1.3, 1.5), (32, 16, 0.7, 0.5)])
+def test_persistent_share_matches_monte_carlo(N, T, s, r):
+    rng = np.random.default_rng(N + T)
+    rows = 20_000
+    zp, zc = r * s * rng.standard_normal((rows, N)), s * rng.standard_normal((rows, T))
+    top = np.maximum(zp.max(1), zc.max(1))[:, None]
+    ep, ec = np.exp(zp - top).sum(1), np.exp(zc - top).sum(1)
+    share = ep / (ep + ec)
+    law = float(th.persistent_share(N, T, np.array(s), r))
+    assert law == pytest.approx(share.mean(), abs=5 * share.std() / math.sqrt(rows))
+
+
+def test_persistent_share_limits():
+    """Exchangeable keys (r = 1 or s = 0): N / (N + T); no context: 1; large T: N e^((rs)^2/2) / (T e^(s^2/2))."""
+    np.testing.assert_allclose(th.persistent_share(3, 9, np.array([0.0, 0.8, 2.0]), 1.0), 0.25, rtol=1e-9)
+    np.testing.assert_allclose(th.persistent_share(5, 7, np.array([0.0]), 3.0), 5 / 12, rtol=1e-9)
+    assert float(th.persistent_share(4, 0, np.array(1.2), 1.5)) == pytest.approx(1.0, rel=1e-9)
+    T = 10**6
+    lln = 8 * math.exp(0.5 * 1.5**2) / (T + 8 * math.exp(0.5 * 1.5**2)) * math.exp(-0.5)
+    assert float(th.persistent_share(8, T, np.array(1.0), 1.5)) == pytest.approx(lln, rel=2e-2)
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda: th.persistent_share(0, 4, np.array(1.0), 1.0), "n_memory must be >= 1"),
+        (lambda: th.persistent_share(2, -1, np.array(1.0), 1.0), "n_context must be >= 0"),
+        (lambda: th.persistent_share(2, 4, np.array(-1.0), 1.0), "s and ratio"),
+    ],
+)
+def test_persistent_theory_rejects_bad_input(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+def test_distractor_mass_is_one_minus_the_planted_weight_without_cancellation():
+    """Beside a key of logit a, n - 1 keys with i.i.d. N(0, s^2) logits take 1 - E[p_0] (section 4's quadrature),
+    computed directly: at a huge gap it keeps the law of large numbers' (n - 1) e^(s^2/2 - a), where 1 - E[p_0]
+    is rounding noise; s = 0 gives (n - 1) / (n - 1 + e^a)."""
+    a, s = np.array([4.0, 2.5, 0.3]), np.array([1.0, 0.8, 1.6])
+    np.testing.assert_allclose(th.distractor_mass(64, a, s), 1.0 - th.mimetic_self_weight(64, a, s), rtol=1e-9)
+    assert float(th.distractor_mass(64, 33.0, 1.0)) == pytest.approx(63 * math.exp(0.5 - 33.0), rel=1e-6)
+    assert float(th.distractor_mass(9, 1.5, 0.0)) == pytest.approx(8 / (8 + math.exp(1.5)), rel=1e-9)
+    assert float(th.distractor_mass(1, 0.0, 1.0)) == 0.0
+    with pytest.raises(ValueError, match="s must lie in"):
+        th.distractor_mass(4, 0.0, -1.0)

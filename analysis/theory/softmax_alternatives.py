@@ -285,6 +285,20 @@ by about one branch per sublayer while the attention output stays of order one, 
 output's share of the stream, falls with depth, and with it the parallel block's error relative to the MLP's output
 (its slope in ``ln l`` is read off the law at the measured inputs); a post-norm stack, renormalising the stream after
 every sublayer, would pay the same at every depth.
+
+17. Persistent memory vectors in self-attention (after "Augmenting self-attention with persistent memory", seed
+004#90). An all-attention layer lets each query attend to its T context tokens and to N learned persistent key-value
+vectors, which take the feed-forward layer's place. At initialisation a row's logits on the context keys are i.i.d.
+N(0, s^2) given the weights and the query (section 2's argument) and, for persistent vectors drawn N(0, r^2 I), its
+logits on them are i.i.d. N(0, (r s)^2). With ``1/S = int e^{-tS} dt`` and the two groups independent, the share of
+the row's weight on the persistent memory is exactly
+
+    E[sum_{j in P} p_j] = N int chi_{rs}(t) phi_{rs}(t)^(N-1) phi_s(t)^T dt,
+    phi_s(t) = E[exp(-t e^{s xi})],   chi_s(t) = E[e^{s xi} exp(-t e^{s xi})],
+
+a 1-D quadrature on ``u = ln t``. By the law of large numbers it tends to ``N e^{(rs)^2/2} / (N e^{(rs)^2/2} + T
+e^{s^2/2})``: exchangeable keys (r = 1) give ``N/(N + T)``, and at any r the memory's share falls like 1/T as the
+context grows, so the persistent vectors' contribution, unlike a feed-forward layer's, depends on the context length.
 """
 
 from __future__ import annotations
@@ -986,6 +1000,54 @@ def sigmoid_row_mass(n: int, b: float, s) -> np.ndarray:
     return n * np.sum(_WZ_FINE * special.expit(z), axis=-1)
 
 
+def distractor_mass(n: int, a, s, n_u: int = 801) -> np.ndarray:
+    """``E[sum_{j>=1} p_j] = 1 - E[p_0]``: the expected softmax weight on ``n - 1`` keys with i.i.d. N(0, s^2) logits
+    beside one key of logit ``a`` (sections 2 and 4; the irrelevant mass of a planted key), computed directly as
+    ``(n - 1) int e^{-t e^a} psi_s(t) phi_s(t)^(n-2) dt`` (``psi_s = E[e^{s xi} exp(-t e^{s xi})]``) so that a mass far
+    below 1e-16 keeps its relative precision; every (a, s) pair (broadcast)."""
+    check_int("n", n, minimum=1)
+    a_b, s_b = np.broadcast_arrays(np.asarray(a, dtype=np.float64), np.asarray(s, dtype=np.float64))
+    if s_b.size and (s_b.min() < 0 or s_b.max() > 20):
+        raise ValueError(f"s must lie in [0, 20], got [{s_b.min():g}, {s_b.max():g}]")
+    out = np.zeros(a_b.shape, dtype=np.float64)
+    if n == 1:
+        return out
+    for idx in np.ndindex(a_b.shape):
+        aa, ss = float(a_b[idx]), float(s_b[idx])
+        u = np.linspace(-(abs(aa) + ss * ss / 2 + math.log(n) + 40.0), 14.0 * ss + abs(aa) + 40.0, n_u)
+        t, du = np.exp(u), float(u[1] - u[0])
+        kern = np.exp(-np.exp(np.minimum(u[:, None] + ss * _Z[None, :], 700.0)))
+        phi, psi = kern @ _WZ, (kern * np.exp(ss * _Z)[None, :]) @ _WZ
+        with np.errstate(divide="ignore"):  # psi and phi underflow to 0 far in the tail: their terms vanish
+            log_terms = np.log(psi) + special.xlogy(n - 2, phi) - t * math.exp(min(aa, 700.0)) + u
+        out[idx] = (n - 1) * float(np.sum(np.exp(log_terms)) * du)
+    return out
+
+
+def persistent_share(n_memory: int, n_context: int, s, ratio: float, n_u: int = 801) -> np.ndarray:
+    """Section 17: ``E[sum_{j in P} p_j]``, the expected softmax weight a row puts on ``n_memory`` keys with i.i.d.
+    N(0, (ratio s)^2) logits among them and ``n_context`` keys with i.i.d. N(0, s^2) logits, for every row spread
+    ``s`` (array; exact 1-D quadrature on ``u = ln t``)."""
+    check_int("n_memory", n_memory, minimum=1)
+    check_int("n_context", n_context, minimum=0)
+    check_float("ratio", ratio, minimum=0.0, maximum=20.0)
+    s = np.asarray(s, dtype=np.float64)
+    if s.size and (s.min() < 0 or s.max() > 20 or ratio * s.max() > 20):
+        raise ValueError(f"s and ratio * s must lie in [0, 20], got s in [{s.min():g}, {s.max():g}]")
+    out = np.empty(s.shape, dtype=np.float64)
+    for idx in np.ndindex(s.shape):
+        sc, sp = float(s[idx]), ratio * float(s[idx])
+        t, du = log_t_grid(max(sc, sp), n_memory + n_context, n_u)
+        log_arg = np.log(t)[:, None]
+        kern_p = np.exp(-np.exp(np.minimum(log_arg + sp * _Z[None, :], 700.0)))
+        kern_c = np.exp(-np.exp(np.minimum(log_arg + sc * _Z[None, :], 700.0)))
+        phi_p, chi_p, phi_c = kern_p @ _WZ, (kern_p * np.exp(sp * _Z)[None, :]) @ _WZ, kern_c @ _WZ
+        with np.errstate(divide="ignore"):  # chi and phi underflow to 0 far in the tail: their terms vanish
+            log_terms = np.log(chi_p) + special.xlogy(n_memory - 1, phi_p) + special.xlogy(n_context, phi_c)
+        out[idx] = n_memory * float(np.sum(np.exp(log_terms + np.log(t))) * du)
+    return out
+
+
 def sign_exp(z) -> np.ndarray:
     """Cog attention's SignExp weights over the last axis (section 15): ``sign(z) e^{|z|} / sum e^{|z|}``, a logit of
     ``-inf`` a key the row does not see (weight 0); float64."""
@@ -1037,6 +1099,7 @@ __all__ = [
     "activation_of",
     "bilinear_interaction",
     "collapse_kernel",
+    "distractor_mass",
     "jacobian_limit",
     "k_interval_l1_bound",
     "k_interval_weights",
@@ -1054,6 +1117,7 @@ __all__ = [
     "outside_energy",
     "outside_noise_energy",
     "parallel_mlp_discrepancy",
+    "persistent_share",
     "quadratic_features",
     "quadratic_least_squares",
     "self_collision",

@@ -18,7 +18,9 @@ Carlo and exact cases); the zoo's ``activation="softmax"`` (softmax over an MLP'
    gives the planted key weight exactly 1 with probability ``int phi(u) Phi(u + (g - 1)/s_i)^(n-1) du``; claimed:
    the isolated fraction against that probability row by row (the alternative: isolation at every n, as with
    distractors at their mean logit), and the zoo's sparsemax against a float64 reference projection. Softmax's
-   planted weight is measured beside it (never exactly 1).
+   planted weight is measured beside it (never exactly 1), and the mass it leaves on the distractors (seed 004#5:
+   softmax cannot fully remove irrelevant information) against its exact law at each row's planted logit and logit
+   std (section 4's quadrature; the alternative 0: selective sparsity) and its growth with n.
 3. K-interval softmax (seed 000#16). The same kind of random layer with each row's exponential read off K + 1 grid
    values between its largest and smallest logit (``attention="k_interval"``), rounded or linearly interpolated,
    against exact softmax on the same logits: every row's L1 error against its derived bound (``e^h - 1`` rounded,
@@ -66,13 +68,18 @@ Carlo and exact cases); the zoo's ``activation="softmax"`` (softmax over an MLP'
    block) instead of the mid-block stream; the mean squared change of its output against the exact law given each
    token's two inputs (theory section 16; the alternative: no change), and its slope in ln(block index) relative to the
    output (the alternative: a depth-independent cost).
+17. Persistent memory vectors (seed 004#90). A random softmax head whose context rows also see N persistent vectors
+   (scale r): the share of a row's weight on the memory against its exact law at the row's logit spread (theory
+   section 17; the alternative: exchangeable keys' N/(N + T)) and its slope in ln T (the alternative: a
+   length-independent contribution, like the feed-forward layer the memory replaces).
 
 Replicates: memory (layer) i draws its inputs and weights from :func:`analysis.evidence.replicate_seed` ``(seed, i)``;
 every claim takes its 95% Student-t band from the spread of the per-memory values (:mod:`analysis.evidence`).
 
 The probe is a package of parts (:mod:`probes.parts`), one module each, in the order of their claims: ``memory``,
 ``sparse``, ``k_interval``, ``mimetic``, ``jacobian``, ``features``, ``taylor``, ``linearity``, ``bilinear``,
-``isolation``, ``denominator``, ``softplus``, ``shaped``, ``sigmoid``, ``cog`` and ``parallel``; ``models`` holds
+``isolation``, ``denominator``, ``softplus``, ``shaped``, ``sigmoid``, ``cog``, ``parallel`` and ``persistent``;
+``models`` holds
 the random layer they share and ``config`` the configuration.
 """
 
@@ -92,6 +99,7 @@ from probes.softmax_alternatives import (
     memory,
     mimetic,
     parallel,
+    persistent,
     shaped,
     sigmoid,
     softplus,
@@ -105,11 +113,13 @@ from probes.softmax_alternatives.config import (
     SEED_DENOMINATOR,
     SEED_FEATURES,
     SEED_INTERVAL,
+    SEED_IRRELEVANT,
     SEED_ISOLATION,
     SEED_JACOBIAN,
     SEED_LINEARITY,
     SEED_MIMETIC,
     SEED_PARALLEL,
+    SEED_PERSISTENT,
     SEED_SHAPED,
     SEED_SIGMOID,
     SEED_SLOTS,
@@ -128,9 +138,10 @@ DESCRIPTION = (
     "without its skip connection, a trained bilinear MLP's spectrum, a softmax layer's weight collision against the "
     "sequence length, the heavy tails of linear attention's denominator and softplus_l1 attention's bounded entropy "
     "deficit, the token kernel of skipless softmax, shaped-attention and Cog-attention stacks, sigmoid attention's "
-    "row mass and the cost of a pre-norm block's sublayers run in parallel, against closed forms and bounds."
+    "row mass, the cost of a pre-norm block's sublayers run in parallel and persistent memory vectors' share of the "
+    "attention, against closed forms and bounds."
 )
-VERSION = "14"
+VERSION = "15"
 REQUIRES = None  # builds its own models
 
 PARTS = tuple(
@@ -152,6 +163,7 @@ PARTS = tuple(
         sigmoid,
         cog,
         parallel,
+        persistent,
     )
 )
 
@@ -171,11 +183,13 @@ __all__ = [
     "SEED_DENOMINATOR",
     "SEED_FEATURES",
     "SEED_INTERVAL",
+    "SEED_IRRELEVANT",
     "SEED_ISOLATION",
     "SEED_JACOBIAN",
     "SEED_LINEARITY",
     "SEED_MIMETIC",
     "SEED_PARALLEL",
+    "SEED_PERSISTENT",
     "SEED_SHAPED",
     "SEED_SIGMOID",
     "SEED_SLOTS",

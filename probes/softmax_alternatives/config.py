@@ -9,6 +9,7 @@ from probes.base import MAX_SEED, ProbeConfig, param, replicates_param
 NAME = "softmax_alternatives"
 SEED_SLOTS = "000#40"  # Shen et al. 2023: ReLU against softmax key-value memories
 SEED_SPARSE = "000#29"  # sparse (alpha-entmax) attention assigns exact zeros to irrelevant tokens
+SEED_IRRELEVANT = "004#5"  # length generalisation: softmax cannot fully remove irrelevant information
 SEED_INTERVAL = "000#16"  # K-interval attention: the exponential from K + 1 grid values
 SEED_MIMETIC = "000#115"  # mimetic initialisation: W_q W_k^T near the identity
 SEED_FEATURES = "003#74"  # Linear Log-Normal attention: the concentration of kernelised attention's weights
@@ -22,6 +23,7 @@ SEED_SHAPED = "004#82"  # simplified (skipless, shaped-attention) transformer bl
 SEED_SIGMOID = "004#109"  # sigmoid self-attention: the bias -ln n and the initial attention norm
 SEED_SOFTPLUS = "000#85"  # softmax split into a nonlinearity and the l1 norm: softplus attention across lengths
 SEED_COG = "004#28"  # Cog attention: negative weights (SignExp) against representational collapse
+SEED_PERSISTENT = "004#90"  # persistent memory vectors in self-attention in place of the feed-forward layer
 SEED_PARALLEL = "000#96"  # three things about ViTs, insight 1: a block's residual layers processed in parallel
 SOURCE = "analysis/theory/softmax_alternatives.py"
 MAX_SLOTS = 65536
@@ -37,6 +39,7 @@ class Config(ProbeConfig):
             "sparse_keys": (8, 32, 128),
             "sparse_seeds": 2,
             "sparse_batch": 2,
+            "sparse_rows": 4,
             "interval_ks": (16, 32, 64),
             "interval_len": 33,
             "interval_batch": 2,
@@ -98,6 +101,11 @@ class Config(ProbeConfig):
             "parallel_tokens": 8,
             "parallel_batch": 2,
             "parallel_seeds": 2,
+            "persistent_slots": 4,
+            "persistent_context": (8, 32),
+            "persistent_rows": 4,
+            "persistent_batch": 1,
+            "persistent_seeds": 2,
         },
         "full": {},
     }
@@ -137,6 +145,9 @@ class Config(ProbeConfig):
     )
     sparse_width: int = param(16, "width d of the random attention layer (one head)", minimum=1, maximum=256)
     sparse_batch: int = param(4, "sequences of n + 1 Gaussian tokens per layer and n (each row one query)", minimum=1)
+    sparse_rows: int = param(
+        64, "query rows per sequence whose irrelevant mass is paired with its exact law (the first ones)", minimum=1
+    )
     sparse_seeds: int = replicates_param("random layers (weights and tokens)")
 
     # --- K-interval softmax (000#16) --------------------------------------------------------------------
@@ -338,6 +349,27 @@ class Config(ProbeConfig):
     parallel_batch: int = param(8, "Gaussian sequences per stack", minimum=1, maximum=1024)
     parallel_seeds: int = replicates_param("stacks (weights and tokens)")
 
+    # --- persistent memory vectors beside the context (004#90) -----------------------------------------------
+    persistent: bool = param(True, "measure the persistent memory's share of a row's weight against the context length")
+    persistent_slots: int = param(32, "persistent key-value vectors N", minimum=1, maximum=1024)
+    persistent_scale: float = param(
+        1.5, "the persistent vectors' scale r (N(0, r^2 I); the context tokens have scale 1)", minimum=0.1, maximum=4.0
+    )
+    persistent_context: tuple[int, ...] = param(
+        (16, 64, 256, 1024),
+        "context lengths T each row sees beside the memory, strictly increasing, at least 2",
+        minimum=1,
+        maximum=8192,
+    )
+    persistent_width: int = param(16, "width d of the random attention layer (one head)", minimum=2, maximum=256)
+    persistent_rows: int = param(16, "context query rows per sequence (the first ones; all rows are alike)", minimum=1)
+    persistent_batch: int = param(2, "sequences per layer and T", minimum=1, maximum=1024)
+    persistent_seeds: int = replicates_param(
+        "layers and memories (weights, persistent vectors and tokens; ten: one memory's N vectors move a layer's "
+        "share by several per cent)",
+        default=10,
+    )
+
     def validate(self) -> None:
         super().validate()
         slots = self.memory_slots
@@ -355,6 +387,7 @@ class Config(ProbeConfig):
             "shaped_depths",
             "sigmoid_keys",
             "cog_depths",
+            "persistent_context",
         ):
             v = getattr(self, name)
             if any(b <= a for a, b in zip(v, v[1:], strict=False)):
@@ -365,6 +398,10 @@ class Config(ProbeConfig):
                 "4 (linearity_width + 1), "
                 f"got {self.linearity_tokens * self.linearity_batch}"
             )
+        if self.sparse and len(self.sparse_keys) < 2:
+            raise ValueError(f"sparse_keys needs at least 2 lengths (a slope), got {self.sparse_keys}")
+        if self.persistent and len(self.persistent_context) < 2:
+            raise ValueError(f"persistent_context needs at least 2 lengths (a slope), got {self.persistent_context}")
         if self.parallel and self.parallel_width % self.parallel_heads:
             raise ValueError(
                 f"parallel_heads must divide parallel_width ({self.parallel_width}), got {self.parallel_heads}"

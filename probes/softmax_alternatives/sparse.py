@@ -1,5 +1,6 @@
-"""Part ``sparse`` (seed 000#29): a random attention layer with a planted key, under sparsemax and softmax; how often
-sparsemax gives the planted key weight exactly 1 as the number of keys grows, against the exact probability."""
+"""Part ``sparse`` (seeds 000#29 and 004#5): a random attention layer with a planted key, under sparsemax and
+softmax; how often sparsemax gives the planted key weight exactly 1 as the number of keys grows, against the exact
+probability, and the mass softmax leaves on the irrelevant keys, against its exact law and its growth with n."""
 
 from __future__ import annotations
 
@@ -13,12 +14,12 @@ from analysis.progress import bar
 from analysis.theory import softmax_alternatives as th
 from analysis.train import derived_seed
 from probes.base import MAX_SEED, Result
-from probes.parts import Context, each_claim, paired_with_law
-from probes.softmax_alternatives.config import SEED_SPARSE, SOURCE, Config
+from probes.parts import Context, each_claim, paired_with_law, predict_law_and_slope
+from probes.softmax_alternatives.config import SEED_IRRELEVANT, SEED_SPARSE, SOURCE, Config
 from probes.softmax_alternatives.models import PATTERN, SCORES, head_pattern_and_scores, random_head
 
 DESCRIPTION = "a planted key among n random ones: sparsemax's exact isolation against its probability, and softmax"
-FIELDS = ("sparse_keys", "sparse_gap", "sparse_width", "sparse_batch", "sparse_seeds")
+FIELDS = ("sparse_keys", "sparse_gap", "sparse_width", "sparse_batch", "sparse_rows", "sparse_seeds")
 GATE = "sparse"
 
 KERNELS = ("sparsemax", "softmax")
@@ -75,12 +76,16 @@ def measure_keys(config: Config, n: int, seed: int) -> dict[str, np.ndarray]:
             out["std"] = row_logit_std(model, x)[:, 1:].numpy()
         else:
             out["softmax_weight"] = p[..., 0].numpy()
+            rows = min(config.sparse_rows, n)  # the first rows of each sequence (all rows are alike)
+            planted = got[SCORES][:, :rows, 0].numpy()  # each row's planted logit, its gap included
+            out["irrelevant"] = p[:, :rows, 1:].sum(-1).numpy()  # the distractors' weights (own key hidden: 0)
+            out["irrelevant_exact"] = th.distractor_mass(n, planted, out["std"][:, :rows])
     return out
 
 
 def _measure_all(c: Config, steps) -> dict[str, np.ndarray]:
     K, S = len(c.sparse_keys), c.sparse_seeds
-    iso, soft, pred = (np.empty((K, S)) for _ in range(3))
+    iso, soft, pred, irr, irr_exact = (np.empty((K, S)) for _ in range(5))
     worst = 0.0
     for i in range(S):
         seed = replicate_seed(c.seed, i)
@@ -89,9 +94,10 @@ def _measure_all(c: Config, steps) -> dict[str, np.ndarray]:
             iso[j, i] = m["isolated"].mean()
             soft[j, i] = m["softmax_weight"].mean()
             pred[j, i] = th.sparsemax_isolation(n, c.sparse_gap, m["std"]).mean()
+            irr[j, i], irr_exact[j, i] = m["irrelevant"].mean(), m["irrelevant_exact"].mean()
             worst = max(worst, float(m["reference_error"]))
             steps.update()
-    return {"iso": iso, "soft": soft, "pred": pred, "worst": np.array(worst)}
+    return {"iso": iso, "soft": soft, "pred": pred, "irr": irr, "irr_exact": irr_exact, "worst": np.array(worst)}
 
 
 def measure(ctx: Context) -> None:
@@ -102,6 +108,8 @@ def measure(ctx: Context) -> None:
     ctx.data["sparse_isolated"] = (dims, m["iso"])
     ctx.data["sparse_isolation_theory"] = (dims, m["pred"])
     ctx.data["softmax_planted_weight"] = (dims, m["soft"])
+    ctx.data["softmax_irrelevant_mass"] = (dims, m["irr"])
+    ctx.data["softmax_irrelevant_mass_exact"] = (dims, m["irr_exact"])
     ctx.coords.update(keys=list(c.sparse_keys), sparse_seed=list(range(c.sparse_seeds)))
     ctx.scalars["sparsemax_reference_error"] = float(m["worst"])
 
@@ -149,4 +157,39 @@ def claim_isolation(led: Ledger, r: Result) -> None:
     )
 
 
-claims = each_claim(claim_sparsemax_kernel, claim_isolation)
+def claim_irrelevant_mass(led: Ledger, r: Result) -> None:
+    """004#5: softmax cannot remove irrelevant information: beside the planted key every distractor keeps a positive
+    weight, and their total (the irrelevant mass) is its exact law given each row's planted logit and logit std
+    (the alternative 0: selective sparsity, the irrelevant keys removed), growing with the number of keys at the
+    law's slope in ln n (the alternative: a length-independent share)."""
+    c, d = r.config, r.data
+    m, e = d["softmax_irrelevant_mass"].values, d["softmax_irrelevant_mass_exact"].values  # (keys, seed)
+    ns = np.asarray(c.sparse_keys, dtype=np.float64)
+    why = f"95% t band over {c.sparse_seeds} independent layers (replicate seeds) of each one's "
+    statement = (
+        f"softmax, planted gap {c.sparse_gap:g}, n = {list(c.sparse_keys)} keys (random layer, width "
+        f"{c.sparse_width}): the irrelevant mass 1 - p_planted (the first {c.sparse_rows} rows of each sequence)"
+    )
+    law = (
+        "softmax_irrelevant_mass_exact",
+        0.0,
+        "selective sparsity: the irrelevant keys removed from the softmax, no mass left on them",
+        f"{SOURCE}, sections 2 and 4: 1 - E[p_planted] = (n-1) int e^(-t e^a) psi_s(t) phi_s(t)^(n-2) dt at each "
+        "row's planted logit a and logit std s",
+        "mean over n of the measured mean irrelevant mass over its exact expectation (paired: each row's own "
+        "logits); the 1 is the ratio's definition",
+        f"{statement} is the exact law (mean " + ", ".join(f"{v:.4f}" for v in e.mean(axis=1)) + ")",
+    )
+    slope = (
+        "softmax_irrelevant_mass_grows_with_length",
+        0.0,
+        "a length-independent irrelevant share",
+        f"{SOURCE}, section 4: the law's slope in ln n (-> 1 while the planted key dominates: (n - 1) e^(s^2/2 - a))",
+        "least-squares slope of ln(mean irrelevant mass) on ln n minus its exact law's (paired), plus the law's mean "
+        "slope",
+        f"{statement} grows with n at its law's slope in ln n ({{level:.3f}})",
+    )
+    predict_law_and_slope(led, (m, e), ns, law, slope, why=why, seed=SEED_IRRELEVANT, figure=FIGURE)
+
+
+claims = each_claim(claim_sparsemax_kernel, claim_isolation, claim_irrelevant_mass)
