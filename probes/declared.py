@@ -41,6 +41,10 @@ METHODS = {
     "manual": None,
 }
 _LEDGER_NAMES = ("led", "ledger")  # how probe code names the ledger it writes
+# shared claim helpers (probes.parts) -> (role, the positions of their claim-spec arguments): each spec a tuple
+# (name, alternative, hypothesis, source, why, statement), whose strings read (name, hypothesis, source, why,
+# statement) once the numeric alternative is left out
+HELPERS = {"predict_law_and_slope": ("prediction", (3, 4), ("law", "slope"))}
 _MAX_EXPANSION = 32  # the most templates one f-string expands to (its fields' known values multiplied)
 
 
@@ -346,7 +350,44 @@ def _sites(probe: str, files: tuple[Path, ...]) -> tuple[Site, ...]:
                     method=node.func.attr,
                 )
             )
+        sites += _helper_sites(probe, path, mod, resolver, repo)
     return tuple(sorted(sites, key=lambda s: (s.module, s.line)))
+
+
+def _helper_sites(probe: str, path: Path, mod: _Module, resolver: _Resolver, repo: Path) -> list[Site]:
+    """The claims a call of a shared helper (:data:`HELPERS`) makes: one site per claim-spec argument."""
+    out = []
+    for node in ast.walk(mod.tree):
+        if not isinstance(node, ast.Call):
+            continue
+        callee = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", None)
+        if callee not in HELPERS:
+            continue
+        role, positions, keywords = HELPERS[callee]
+        fn = _enclosing(node)
+        kw = {k.arg: k.value for k in node.keywords if k.arg}
+        for position, keyword in zip(positions, keywords, strict=True):
+            spec = node.args[position] if position < len(node.args) else kw.get(keyword)
+            for value in resolver.values(spec, mod, fn):
+                if not (isinstance(value, tuple) and len(value) >= 3):
+                    continue  # a statement built by a call (a join of numbers) leaves four strings
+                name, source, statement = value[0], value[2], value[4] if len(value) == 5 else None
+                out.append(
+                    Site(
+                        probe=probe,
+                        names=(name,),
+                        role=role,
+                        statement=statement,
+                        source=source,
+                        seed=_first(resolver.values(kw.get("seed"), mod, fn)),
+                        module=str(path.relative_to(repo)) if path.is_relative_to(repo) else str(path),
+                        line=node.lineno,
+                        function=fn.name if fn is not None else "<module>",
+                        part=mod.part,
+                        method=callee,
+                    )
+                )
+    return out
 
 
 def declared_sites(probe: str, files: list[str | Path] | None = None) -> list[Site]:

@@ -129,3 +129,31 @@ def test_command_line(capsys, tmp_path):
         assert main(argv) == 2
         [line] = capsys.readouterr().err.strip().splitlines()
         assert msg in line, line
+
+
+HELPER_SCRATCH = """
+from probes.parts import predict_law_and_slope
+
+SOURCE = "derivation: a scratch law"
+
+
+def claims(led, results):
+    values = [1.0, 2.0]
+    law = ("scratch_law", 0.0, "h", f"{SOURCE}, section 1", "why", "the law (" + ", ".join(map(str, values)) + ")")
+    slope = ("scratch_slope", 1.0, "h", f"{SOURCE}, section 1: slope", "why", "its slope ({level:.3f})")
+    predict_law_and_slope(led, (values, values), values, law, slope, why="w", seed="000#3", figure="f")
+"""
+
+
+def test_a_shared_helper_declares_one_site_per_claim_spec(tmp_path):
+    """predict_law_and_slope(led, pairs, xs, law, slope, ...) makes two predictions: their names, sources and the
+    seed come from the specs (a statement built by a call is left unknown, not guessed)."""
+    path = tmp_path / "scratch_helper.py"
+    path.write_text(textwrap.dedent(HELPER_SCRATCH))
+    sites = declared.declared_sites("scratch", [path])
+    assert [(s.method, s.names, s.role, s.seed) for s in sites] == [
+        ("predict_law_and_slope", ("scratch_law",), "prediction", "000#3"),
+        ("predict_law_and_slope", ("scratch_slope",), "prediction", "000#3"),
+    ]
+    assert sites[0].source == "derivation: a scratch law, section 1" and sites[0].statement is None
+    assert sites[1].statement == "its slope ({level:.3f})"
