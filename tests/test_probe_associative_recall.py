@@ -462,7 +462,8 @@ def test_decayed_memory_is_the_mixers_scan_with_a_fixed_decay():
     ("over", "match"),
     [
         ({"decay_pairs": (64, 16)}, "decay_pairs must be strictly increasing"),
-        ({"decay_pairs": (64,)}, "decay_pairs must be strictly increasing with at least 2"),
+        ({"decay_pairs": (64,)}, "decay_pairs must have at least 2"),
+        ({"decay_pairs": (1, 16)}, r"decay_pairs\[0\] must be >= 2"),
         ({"decay_gamma": 1.0}, "decay_gamma"),
         ({"decay_key": 1}, "decay_key"),
     ],

@@ -241,9 +241,9 @@ def test_planted_wrong_numbers_fail_the_claims(full):
         ({"cog_tokens": 1}, "cog_tokens"),
         ({"parallel_depth": 1}, "parallel_depth"),
         ({"parallel_heads": 3}, "parallel_heads must divide parallel_width"),
-        ({"sparse_keys": (64,)}, "sparse_keys needs at least 2"),
+        ({"sparse_keys": (64,)}, "sparse_keys must have at least 2"),
         ({"persistent_context": (64, 16)}, "persistent_context must be strictly increasing"),
-        ({"persistent_context": (64,)}, "persistent_context needs at least 2"),
+        ({"persistent_context": (64,)}, "persistent_context must have at least 2"),
         ({"persistent_scale": 0.0}, "persistent_scale"),
     ],
 )

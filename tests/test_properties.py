@@ -330,7 +330,7 @@ CAPS: dict[str, dict[str, Cap]] = {
     },
     "softmax_alternatives": {
         # memory_seeds x len(memory_slots) x 2 one-layer float64 MLPs over memory_batch inputs
-        "memory_slots": Cap(hi=64, max_len=4),
+        "memory_slots": Cap(hi=256, max_len=4),  # the smoke preset's (16, 64, 256) stays valid (3 increasing)
         "memory_width": Cap(hi=16),
         "memory_batch": Cap(hi=16),
         "memory_seeds": Cap(hi=3),
@@ -885,3 +885,10 @@ def test_regression_spectral_bound_of_diverged_weights():
     bound = ae.spectral_bound_rows(model, ae.distinct_tokens(16, 0, vocab=32))
     assert bound.shape == (config.layers, config.heads, 16)
     assert np.isnan(bound[0]).all()  # layer 0's weights; the NaN stream then reaches every later layer too
+
+
+@pytest.mark.parametrize("name", PROBES)
+def test_the_capped_smoke_preset_is_a_valid_config(name):
+    """Every generated config starts from the smoke preset with the caps applied: that start must itself be valid,
+    or only the examples that happen to override every field the caps broke can run."""
+    assert probes.get(name).Config.preset("smoke", **cheap_smoke(name)) is not None

@@ -196,7 +196,11 @@ class Config(ProbeConfig):
     # --- an additive memory with a global decay (003#2) ----------------------------------------------------------
     decay: bool = param(True, "untrained additive memories with a global decay against their exact read-out error")
     decay_pairs: tuple[int, ...] = param(
-        (16, 64, 256, 1024), "numbers N of stored pairs, strictly increasing, at least 2", minimum=1, maximum=4096
+        (16, 64, 256, 1024),
+        "numbers N of stored pairs (each at least 2: one interferes), strictly increasing, at least 2",
+        minimum=2,
+        maximum=4096,
+        min_len=2,
     )
     decay_key: int = param(16, "key (and value) dimension d_k", minimum=2, maximum=256)
     decay_gamma: float = param(
@@ -242,8 +246,8 @@ class Config(ProbeConfig):
                 f"{math.sqrt(float(pmt.spectrum(self.power_d, self.power_rho).sum())):.3f}, got {self.power_radius}"
             )
         pairs = self.decay_pairs
-        if self.decay and (len(pairs) < 2 or any(b <= a for a, b in zip(pairs, pairs[1:], strict=False))):
-            raise ValueError(f"decay_pairs must be strictly increasing with at least 2 values, got {list(pairs)}")
+        if self.decay and any(b <= a for a, b in zip(pairs, pairs[1:], strict=False)):
+            raise ValueError(f"decay_pairs must be strictly increasing, got {list(pairs)}")
         if max(self.n_pairs) > self.n_keys:
             raise ValueError(f"n_keys must be >= the largest n_pairs ({max(self.n_pairs)}), got {self.n_keys}")
 

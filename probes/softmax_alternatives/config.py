@@ -138,7 +138,11 @@ class Config(ProbeConfig):
     # --- a planted key under sparsemax (000#29) ------------------------------------------------------
     sparse: bool = param(True, "measure sparsemax's isolation of a planted key among n random keys (and softmax's)")
     sparse_keys: tuple[int, ...] = param(
-        (16, 64, 256, 1024), "keys n each query row sees (one planted), strictly increasing", minimum=2, maximum=4096
+        (16, 64, 256, 1024),
+        "keys n each query row sees (one planted), strictly increasing, at least 2 (a slope)",
+        minimum=2,
+        maximum=4096,
+        min_len=2,
     )
     sparse_gap: float = param(
         4.0, "the planted key's logit bias g (row logit std about 1 at init)", minimum=0.0, maximum=50.0
@@ -360,6 +364,7 @@ class Config(ProbeConfig):
         "context lengths T each row sees beside the memory, strictly increasing, at least 2",
         minimum=1,
         maximum=8192,
+        min_len=2,
     )
     persistent_width: int = param(16, "width d of the random attention layer (one head)", minimum=2, maximum=256)
     persistent_rows: int = param(16, "context query rows per sequence (the first ones; all rows are alike)", minimum=1)
@@ -398,10 +403,6 @@ class Config(ProbeConfig):
                 "4 (linearity_width + 1), "
                 f"got {self.linearity_tokens * self.linearity_batch}"
             )
-        if self.sparse and len(self.sparse_keys) < 2:
-            raise ValueError(f"sparse_keys needs at least 2 lengths (a slope), got {self.sparse_keys}")
-        if self.persistent and len(self.persistent_context) < 2:
-            raise ValueError(f"persistent_context needs at least 2 lengths (a slope), got {self.persistent_context}")
         if self.parallel and self.parallel_width % self.parallel_heads:
             raise ValueError(
                 f"parallel_heads must divide parallel_width ({self.parallel_width}), got {self.parallel_heads}"
