@@ -56,6 +56,8 @@ of one context are one claim.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
 import math
 import os
@@ -782,6 +784,13 @@ class Ledger:
 
     # ------------------------------------------------------------------ collection
 
+    def given(self, **defaults: Any) -> Given:
+        """A view of this ledger whose claim methods take ``defaults`` (``seed``, ``figure``, ``requires_full``,
+        ``source``, ...) for the keywords a call leaves out, each where the method takes it: a claim function opens
+        with ``led = led.given(seed=SEED, figure=FIGURE)`` instead of repeating them in every call. Claims go
+        into this ledger; ``ValueError`` for a keyword no claim method takes."""
+        return Given(self, defaults)
+
     def add(self, claim: Claim) -> Claim:
         """Insert ``claim``; one with the same ``(context, name)`` is replaced in place. Deviations are
         re-resolved against the claims now present (a diagnosis may be recorded after its claim)."""
@@ -1046,6 +1055,49 @@ class Ledger:
             found = finding_of(c, lambda ref, c=c: self._claims.get((c.context, ref)))
             if found != c.finding:
                 self._claims[key] = replace(c, finding=found)
+
+
+# the ledger methods that make a claim (the ones Ledger.given fills in defaults for)
+CLAIM_METHODS = ("identity", "predict", "direction", "paper", "close", "bound", "within", "manual", "not_evaluated")
+
+
+@functools.cache
+def _claim_keywords(method: str) -> frozenset[str]:
+    return frozenset(inspect.signature(getattr(Ledger, method)).parameters) - {"self", "name"}
+
+
+class Given:
+    """:meth:`Ledger.given`: the ledger's claim methods with default keywords; everything else is the ledger's."""
+
+    def __init__(self, ledger: Ledger, defaults: Mapping[str, Any]):
+        unknown = sorted(set(defaults) - set().union(*map(_claim_keywords, CLAIM_METHODS)))
+        if unknown:
+            raise ValueError(f"given: {', '.join(unknown)} is not a keyword of any claim method {CLAIM_METHODS}")
+        self.ledger = ledger.ledger if isinstance(ledger, Given) else ledger
+        self.defaults = {**(ledger.defaults if isinstance(ledger, Given) else {}), **defaults}
+
+    def given(self, **defaults: Any) -> Given:
+        return Given(self, defaults)
+
+    def __getattr__(self, attr: str) -> Any:
+        target = getattr(self.ledger, attr)
+        if attr not in CLAIM_METHODS:
+            return target
+        takes = _claim_keywords(attr)
+        fill = {k: v for k, v in self.defaults.items() if k in takes}
+        return functools.wraps(target)(lambda *args, **kw: target(*args, **{**fill, **kw}))
+
+    def __getitem__(self, name: str) -> Claim:
+        return self.ledger[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.ledger
+
+    def __iter__(self) -> Iterator[Claim]:
+        return iter(self.ledger)
+
+    def __len__(self) -> int:
+        return len(self.ledger)
 
 
 def finding_of(claim: Claim, lookup) -> dict[str, Any] | None:

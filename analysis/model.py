@@ -355,6 +355,16 @@ class ModelConfig(BaseConfig):
         return (8.0 * self.n_layers) ** -0.25 if self.deepnorm else 1.0
 
 
+def one_head_layer(d_model: int, **fields: Any) -> ModelConfig:
+    """The config of the smallest model the theory sections reason about: one layer of one attention head, no MLP
+    (``d_mlp=0``), the inputs taken in as they are (``input="embedded"``) and the final residual stream given out
+    (``output="none"``); ``fields`` set every other knob and may override these (``d_mlp``, ``input``,
+    ``output``). Equal to the :class:`ModelConfig` written out field by field, so its weights and cache keys are
+    the same."""
+    base = dict(input="embedded", output="none", d_model=d_model, n_layers=1, n_heads=1, d_mlp=0)
+    return ModelConfig(**{**base, **fields})
+
+
 # ------------------------------------------------------------------------------------------------
 # Norms
 # ------------------------------------------------------------------------------------------------

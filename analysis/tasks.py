@@ -242,6 +242,28 @@ class LinearRegressionTask:
         return 0.5 * sq if self.layout == "concat" else sq
 
 
+@dataclass(frozen=True)
+class QuerySlotReadout:
+    """A concat-layout :class:`LinearRegressionTask` read by a model without a read-out (``output="none"``), as
+    von Oswald et al. read their LSA stacks: the prediction is minus the query token's y-slot (the last coordinate
+    of the last token) and the loss is ``0.5 * mean (yhat - y_q)^2``. Samples exactly as the wrapped task.
+    Subclasses name their variant (``name`` and ``config``: the checkpoint key)."""
+
+    inner: LinearRegressionTask  # the concat-layout regression task
+
+    input_kind = "vectors"
+    vocab_size = 0
+    d_out = 0
+    d_in = property(lambda self: self.inner.d_in)
+
+    def sample(self, batch_size: int, generator: torch.Generator, device="cpu", dtype=torch.float32):
+        return self.inner.sample(batch_size, generator, device=device, dtype=dtype)
+
+    def loss(self, outputs: Tensor, targets: Tensor) -> Tensor:
+        pred = -outputs[:, -1, -1]  # (B,)
+        return 0.5 * (pred - targets).pow(2).mean()
+
+
 # ================================================================================================
 # 2. An order-1 Markov language with a known entropy rate
 
@@ -1150,6 +1172,7 @@ __all__ = [
     "LinearRegressionTask",
     "MarkovLanguage",
     "NearestNeighbour",
+    "QuerySlotReadout",
     "RegressionBatch",
     "SelectiveCopying",
     "Task",

@@ -30,7 +30,7 @@ A minimal probe module::
 
     @dataclass(frozen=True)
     class Config(ProbeConfig):
-        PRESETS = {"smoke": {"n": 100}, "full": {}}
+        SMOKE = {"n": 100}
         n: int = param(10_000, "number of draws", minimum=1)
         seed: int = param(0, "seed of the draws", minimum=0)
 
@@ -43,9 +43,10 @@ A minimal probe module::
                     hypothesis="draws from a distribution centred at 0", source="...", why="95% band of n draws")
         return Result(probe=NAME, config=config, data=xr.Dataset(...), scalars={"mean": m}, ledger=led)
 
-Config rules. Every field has a default, and **the defaults are the full experiment**: ``PRESETS``
-maps ``"smoke"`` (required) and ``"full"`` (optional, must agree with the defaults) to field
-overrides. Fields are declared as in every config of the workbench (:mod:`analysis.config`): types
+Config rules. Every field has a default, and **the defaults are the full experiment**: ``SMOKE``
+holds the field overrides of the smoke preset (``PRESETS``, derived from it, maps ``"smoke"`` to them and
+``"full"`` to none; a config may set ``PRESETS`` itself instead, where ``"full"`` must agree with the
+defaults). Fields are declared as in every config of the workbench (:mod:`analysis.config`): types
 ``int``, ``float``, ``bool``, ``str`` (or ``Literal[...]``) and tuples of them, each optionally
 ``| None``, with :func:`param` giving the help and bounds (``choices``, ``minimum``, ``maximum``,
 ``min_len``) that the generic validation and the command line use. Construction turns lists into
@@ -231,10 +232,19 @@ class ProbeConfig(BaseConfig):
     """Base of every probe's ``Config``: presets, the model fields, and (from
     :class:`analysis.config.BaseConfig`) generic validation and the dict round trip.
 
-    Subclasses are ``@dataclass(frozen=True)`` and set the class attribute ``PRESETS``.
+    Subclasses are ``@dataclass(frozen=True)`` and set the class attribute ``SMOKE``: the fields the smoke
+    preset overrides (the full preset is the defaults). ``PRESETS`` is derived from it.
     """
 
+    SMOKE: ClassVar[dict[str, Any]] = {}
     PRESETS: ClassVar[dict[str, dict[str, Any]]] = {"smoke": {}, "full": {}}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "SMOKE" in cls.__dict__:
+            if "PRESETS" in cls.__dict__:
+                raise TypeError(f"{cls.__qualname__} sets both SMOKE and PRESETS: set SMOKE (the smoke overrides)")
+            cls.PRESETS = {"smoke": cls.SMOKE, "full": {}}
 
     # which preset this config was built from; smoke runs leave `requires_full` claims unevaluated
     preset_name: str = param("full", "preset the config was built from", choices=PRESET_NAMES)

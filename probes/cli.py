@@ -114,6 +114,7 @@ from probes.base import (
     description,
     run_probe,
 )
+from probes.options import add_options
 from probes.parts import describe as describe_parts
 from probes.sweep import (
     SEED_FIELD,
@@ -242,7 +243,7 @@ def _claims(args: list[str]) -> int:
     parser.add_argument("--role")
     parser.add_argument("--source", action="store_true")
     parser.add_argument("--declared", action="store_true")
-    parser.add_argument("--json", metavar="PATH|-")
+    add_options(parser, "--json", json={"help": "write the claims as JSON to PATH, or stdout for -"})
     ns = parser.parse_args(args)
     if ns.json not in (None, "-"):
         if Path(ns.json).is_dir():
@@ -350,12 +351,7 @@ def _run_parser(module: Any, name: str) -> _Parser:
         description=description(module),
         allow_abbrev=False,  # `--n` must not silently mean `--n-layers`
     )
-    parser.add_argument(
-        "--preset",
-        default="full",
-        metavar="smoke|full",
-        help="smoke | full (default: full, the field defaults)",
-    )
+    add_options(parser, "--preset")
     parser.add_argument(
         "--model",
         default="zoo",
@@ -363,10 +359,10 @@ def _run_parser(module: Any, name: str) -> _Parser:
         help="zoo (default: the probe builds its models from the config), minilm (the pretrained encoder "
         "of the hf extra) or a local Hugging Face model folder; never downloads",
     )
-    parser.add_argument("--json", metavar="PATH|-", help="write the result as JSON to PATH, or stdout for -")
+    add_options(parser, "--json")
     parser.add_argument("--save", metavar="DIR", help="also save the full result folder to DIR")
     parser.add_argument("--cache", action="store_true", help="use the content-addressed result cache")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    add_options(parser, "--no-progress")
     parser.add_argument("--strict", action="store_true", help="exit 1 if any claim has status fail")
     parser.add_argument(
         "--against-alternatives",
@@ -715,7 +711,7 @@ def _sweep_parser(module: Any, name: str) -> _Parser:
         allow_abbrev=False,
         description=f"Sweep probe {name} over a grid of config values (see probes.sweep).",
     )
-    parser.add_argument("--preset", default="full", metavar="smoke|full", help="smoke | full (default: full)")
+    add_options(parser, "--preset")
     parser.add_argument(
         "--grid",
         action="append",
@@ -725,15 +721,7 @@ def _sweep_parser(module: Any, name: str) -> _Parser:
     )
     parser.add_argument("--seeds", metavar="0-4|0,2,5", help="set the probe's seed field: a range or a list")
     parser.add_argument("--out", required=True, metavar="PATH.nc", help="netCDF file to write (atomically)")
-    parser.add_argument(
-        "--scheduler",
-        default="local",
-        metavar="local|none|tcp://HOST:PORT",
-        help="local: a LocalCluster of processes (default); none: serially in this process; "
-        "tcp://HOST:PORT: a running dask scheduler",
-    )
-    parser.add_argument("--workers", metavar="N", help="local workers (default: min(points, CPU cores)); 0: serially")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_options(parser, "--scheduler", "--workers", "--no-progress")
     group = parser.add_argument_group("fixed config fields (the same for every point)")
     _field_options(group, module, with_default=False, skip=SWEEP_OPTIONS)  # a skipped field can be swept (--grid)
     return parser

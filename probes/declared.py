@@ -41,10 +41,14 @@ METHODS = {
     "manual": None,
 }
 _LEDGER_NAMES = ("led", "ledger")  # how probe code names the ledger it writes
-# shared claim helpers (probes.parts) -> (role, the positions of their claim-spec arguments): each spec a tuple
-# (name, alternative, hypothesis, source, why, statement), whose strings read (name, hypothesis, source, why,
-# statement) once the numeric alternative is left out
-HELPERS = {"predict_law_and_slope": ("prediction", (3, 4), ("law", "slope"))}
+# shared claim helpers (probes.parts) -> (role, the positions of their claim-spec arguments, their keywords, the
+# position and keyword of the Measured(subject, ...) whose subject starts every statement): each spec a tuple
+# (name, alternative, hypothesis, source), whose strings read (name, hypothesis, source) once the numeric
+# alternative is left out
+HELPERS = {
+    "predict_law": ("prediction", (2,), ("law",), (3, "what")),
+    "predict_law_and_slope": ("prediction", (3, 4), ("law", "slope"), (5, "what")),
+}
 _MAX_EXPANSION = 32  # the most templates one f-string expands to (its fields' known values multiplied)
 
 
@@ -329,7 +333,7 @@ def _sites(probe: str, files: tuple[Path, ...]) -> tuple[Site, ...]:
             ):
                 continue
             fn = _enclosing(node)
-            kw = {}
+            kw = _given_keywords(fn)
             for k in node.keywords:  # **common: the keywords of a dict built in the same function
                 kw.update({k.arg: k.value} if k.arg else _dict_keywords(k.value, fn))
             role = METHODS[node.func.attr]
@@ -363,15 +367,18 @@ def _helper_sites(probe: str, path: Path, mod: _Module, resolver: _Resolver, rep
         callee = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", None)
         if callee not in HELPERS:
             continue
-        role, positions, keywords = HELPERS[callee]
+        role, positions, keywords, (what_at, what_kw) = HELPERS[callee]
         fn = _enclosing(node)
-        kw = {k.arg: k.value for k in node.keywords if k.arg}
+        kw = {**_given_keywords(fn), **{k.arg: k.value for k in node.keywords if k.arg}}
+        what = _call_made(node.args[what_at] if what_at < len(node.args) else kw.get(what_kw), fn)
+        subjects = resolver.values(what.args[0], mod, fn) if what is not None and what.args else []
+        statement = _first(subjects)
         for position, keyword in zip(positions, keywords, strict=True):
             spec = node.args[position] if position < len(node.args) else kw.get(keyword)
             for value in resolver.values(spec, mod, fn):
                 if not (isinstance(value, tuple) and len(value) >= 3):
-                    continue  # a statement built by a call (a join of numbers) leaves four strings
-                name, source, statement = value[0], value[2], value[4] if len(value) == 5 else None
+                    continue
+                name, source = value[0], value[2]
                 out.append(
                     Site(
                         probe=probe,
@@ -388,6 +395,37 @@ def _helper_sites(probe: str, path: Path, mod: _Module, resolver: _Resolver, rep
                     )
                 )
     return out
+
+
+def _given_keywords(fn: ast.AST | None) -> dict[str, ast.AST]:
+    """The defaults a claim function gives its ledger (``led = led.given(seed=..., figure=...)``), by keyword."""
+    out: dict[str, ast.AST] = {}
+    for n in ast.walk(fn) if fn is not None else ():
+        if (
+            isinstance(n, ast.Assign)
+            and isinstance(n.value, ast.Call)
+            and isinstance(n.value.func, ast.Attribute)
+            and n.value.func.attr == "given"
+            and any(isinstance(t, ast.Name) and t.id in _LEDGER_NAMES for t in n.targets)
+        ):
+            out.update({k.arg: k.value for k in n.value.keywords if k.arg})
+    return out
+
+
+def _call_made(expr: ast.AST | None, fn: ast.AST | None) -> ast.Call | None:
+    """The call behind ``expr``: the expression itself, or the last call assigned to that name in ``fn``."""
+    if isinstance(expr, ast.Call) or expr is None:
+        return expr
+    if isinstance(expr, ast.Name) and fn is not None:
+        made = [
+            n.value
+            for n in ast.walk(fn)
+            if isinstance(n, ast.Assign)
+            and isinstance(n.value, ast.Call)
+            and any(isinstance(t, ast.Name) and t.id == expr.id for t in n.targets)
+        ]
+        return made[-1] if made else None
+    return None
 
 
 def declared_sites(probe: str, files: list[str | Path] | None = None) -> list[Site]:

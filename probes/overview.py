@@ -175,13 +175,13 @@ def measure_residual_rms(base: ModelConfig, tokens: torch.Tensor, n_inits: int) 
 
 def post_ln_rms_claim(led: Ledger, data: dict[str, Any], d_model: int) -> None:
     """LayerNorm algebra: a Post-LN block output (unit gain, zero bias) has RMS sqrt(var/(var + eps))."""
+    led = led.given(figure="overview_residual_rms")
     led.identity(
         "post_ln_block_rms",
         measured=data["post_dev"],
         expected=0.0,
         atol=2 * d_model * EPS,
         source="derivation: LayerNorm with unit gain, zero bias",
-        figure="overview_residual_rms",
         why="the norm's variance and our mean of squares each sum d terms: <= d eps relative error each",
         statement="Post-LN: per-token RMS of every block output equals sqrt(var/(var + eps)) of its input",
     )
@@ -193,6 +193,7 @@ def pre_ln_growth_claim(led: Ledger, data: dict[str, Any]) -> None:
     Measured: the final / embedding RMS ratio, averaged over independent initialisations; its uncertainty is
     their spread (the 95% Student-t band over replicates). Alternative: ratio 1, a stream that keeps its scale.
     """
+    led = led.given(seed="000#12", figure="overview_residual_rms")
     ratio = data["pre"][:, -1] / data["pre"][:, 0]  # (n_inits,)
     n = len(ratio)
     led.direction(
@@ -200,8 +201,6 @@ def pre_ln_growth_claim(led: Ledger, data: dict[str, Any]) -> None:
         replicates=ratio,
         sign=1,
         alternative=1.0,
-        seed="000#12",
-        figure="overview_residual_rms",
         hypothesis="no growth: the residual stream keeps the embedding's RMS, as a normalised (Post-LN) stream does",
         source="Xiong et al. 2020 (Pre-LN hidden-state norm grows with depth at initialisation); seed "
         "000#12 (hidden-state magnitude escalates with depth under Pre-LN)",

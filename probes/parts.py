@@ -252,51 +252,89 @@ def paired_log_slope(measured, exact, xs) -> tuple[Any, float]:
     return log_slopes(measured, xs) - law + level, level
 
 
+@dataclass(frozen=True)
+class Measured:
+    """What a :func:`predict_law_and_slope` pair measures, in words: the setting and quantity (``subject``, both
+    statements start with it), the symbol ``x`` of the axis the slope is taken in, the ``quantity`` compared with its
+    law, the ``units`` a replicate seed draws afresh, and the quantity whose slope is taken (``slope_quantity``,
+    default ``quantity``)."""
+
+    subject: str
+    x: str
+    quantity: str
+    units: str = "layers"
+    slope_quantity: str | None = None
+
+
+def _band(what: Measured, measured: Any) -> str:
+    return f"95% t band over {measured.shape[-1]} independent {what.units} (replicate seeds) of each one's "
+
+
+def _paired_claim(led: Ledger, spec: Sequence[Any], replicates, expected, why: str, statement: str, common) -> None:
+    name, alternative, hypothesis, source = spec
+    led.predict(
+        name,
+        replicates=replicates,
+        expected=expected,
+        alternative=alternative,
+        hypothesis=hypothesis,
+        source=source,
+        why=why,
+        requires_full=True,
+        statement=statement,
+        **common,
+    )
+
+
+def predict_law(
+    led: Ledger, pairs: tuple[Any, Any], law: Sequence[Any], what: Measured, *, paired: str = "ratio", **common: Any
+) -> None:
+    """A prediction on a measurement paired with its exact law, both (x, seed) over replicate seeds:
+    ``paired="ratio"``, each replicate's mean over x of measured over exact (expected 1); ``"difference"``,
+    :func:`paired_with_law` (expected the law's mean). ``law`` is ``(name, alternative, hypothesis, source)``; the
+    band text and the statement are written here, once, from ``what``. ``common`` goes to the claim (seed, figure);
+    it needs the full preset."""
+    import numpy as np
+
+    measured, exact = (np.asarray(v, dtype=np.float64) for v in pairs)
+    x, quantity = what.x, what.quantity
+    if paired == "ratio":
+        replicates, level = (measured / exact).mean(axis=0), 1.0
+        tail = f"mean over {x} of the measured mean {quantity} over its exact law (paired); 1 by definition"
+    elif paired == "difference":
+        replicates, level = paired_with_law(measured, exact)
+        tail = f"mean over {x} of the measured mean {quantity} minus its exact law (paired), plus the law's mean"
+    else:
+        raise ValueError(f"paired must be 'ratio' or 'difference', got {paired!r}")
+    by_x = exact.reshape(len(exact), -1).mean(axis=1)
+    shown = ", ".join(f"{v:.4g}" for v in by_x) + f" by {x}" if len(by_x) <= 8 else f"mean {float(exact.mean()):.4g}"
+    statement = f"{what.subject}: the mean {quantity} is its exact law ({shown})"
+    _paired_claim(led, law, replicates, level, _band(what, measured) + tail, statement, common)
+
+
 def predict_law_and_slope(
     led: Ledger,
     pairs: tuple[Any, Any] | tuple[Any, Any, Any, Any],
     xs: Any,
     law: Sequence[Any],
     slope: Sequence[Any],
+    what: Measured,
     *,
-    why: str,
     paired: str = "ratio",
     **common: Any,
 ) -> None:
     """Two predictions on a measurement paired with its exact law, both (x, seed) over replicate seeds: the
-    measurement against its law (``paired="ratio"``: each replicate's mean over x of measured over exact, expected
-    1; ``"difference"``: :func:`paired_with_law`) and its slope in ``ln x`` against the law's
-    (:func:`paired_log_slope`; ``pairs`` may give a second (measured, exact) for the slope). ``law`` and ``slope``
-    are each ``(name, alternative, hypothesis, source, why, statement)``: ``why`` follows the common prefix ``why``,
-    and the slope's statement may hold ``{level:.3f}``, the law's mean slope. ``common`` goes to both claims (seed,
-    figure); both need the full preset."""
-    import numpy as np
-
-    measured, exact = pairs[:2]
-    if paired == "ratio":
-        replicates, level = (np.asarray(measured) / np.asarray(exact)).mean(axis=0), 1.0
-    elif paired == "difference":
-        replicates, level = paired_with_law(measured, exact)
-    else:
-        raise ValueError(f"paired must be 'ratio' or 'difference', got {paired!r}")
-    slopes, slope_level = paired_log_slope(*(pairs[2:] or pairs), xs)
-    slope = (*slope[:5], slope[5].format(level=slope_level))
-    for (name, alternative, hypothesis, source, tail, statement), reps, expected in (
-        (law, replicates, level),
-        (slope, slopes, slope_level),
-    ):
-        led.predict(
-            name,
-            replicates=reps,
-            expected=expected,
-            alternative=alternative,
-            hypothesis=hypothesis,
-            source=source,
-            why=why + tail,
-            requires_full=True,
-            statement=statement,
-            **common,
-        )
+    measurement against its law (:func:`predict_law`) and its slope in ``ln x`` against the law's
+    (:func:`paired_log_slope`; ``pairs`` may give a second (measured, exact), of ``what.slope_quantity``, for the
+    slope). ``law`` and ``slope`` are each ``(name, alternative, hypothesis, source)``; the band texts and the
+    statements are written from ``what``. ``common`` goes to both claims (seed, figure); both need the full
+    preset."""
+    predict_law(led, pairs[:2], law, what, paired=paired, **common)
+    slopes, level = paired_log_slope(*(pairs[2:] or pairs), xs)
+    of, x = what.slope_quantity or what.quantity, what.x
+    why = f"least-squares slope of ln(mean {of}) on ln {x} minus its exact law's (paired), plus the law's mean"
+    statement = f"{what.subject}: ln(mean {of})'s slope in ln {x} is its law's ({level:.3f})"
+    _paired_claim(led, slope, slopes, level, _band(what, slopes[None, :]) + why, statement, common)
 
 
 def each_claim(*claims: Callable[[Ledger, Result], None], when: Callable[[Result], bool] | None = None):

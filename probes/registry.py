@@ -24,7 +24,19 @@ from typing import Any
 PACKAGE = __name__.rpartition(".")[0]  # "probes"
 # modules of this package that are not probes
 FRAMEWORK_MODULES = frozenset(
-    {"base", "cli", "declared", "explorers", "inventory", "parts", "registry", "replicates", "studies", "sweep"}
+    {
+        "base",
+        "cli",
+        "declared",
+        "explorers",
+        "inventory",
+        "options",
+        "parts",
+        "registry",
+        "replicates",
+        "studies",
+        "sweep",
+    }
 )
 # notebook companions: the experiment and claims of a notebook that is not one probe's (00_overview's, 06_real_models'
 # on real networks); imported by those notebooks and their tests, listed by `python -m probes claims`, not probes

@@ -45,6 +45,7 @@ from typing import Any
 from analysis.io import atomic_write_json, to_jsonable
 from analysis.ledger import Ledger
 from probes.base import Result, _resolve, cache_key, cached_run
+from probes.options import add_options
 from probes.replicates import Replicates, replicate_configs
 from probes.sweep import plan, run_configs, sweep, sweep_results
 
@@ -303,11 +304,19 @@ def parse_study_args(module: Any, probe_name: str, args: Sequence[str]) -> dict[
         return _listing(module, probe_name)
     study = get_study(module, args[0])
     parser = _Parser(prog=f"python -m probes study {probe_name} {study.name}", allow_abbrev=False)
-    parser.add_argument("--preset", default="full", choices=PRESETS)
-    parser.add_argument("--json", metavar="PATH|-")
-    parser.add_argument("--scheduler", default="none", metavar="none|local|tcp://HOST:PORT")
-    parser.add_argument("--workers", type=int, metavar="N")
-    parser.add_argument("--no-progress", action="store_true")
+    scheduler = {
+        "default": "none",
+        "metavar": "none|local|tcp://HOST:PORT",
+        "help": "none: serially in this process (default); local: a LocalCluster of processes; tcp://HOST:PORT: a "
+        "running dask scheduler",
+    }
+    add_options(
+        parser,
+        *("--preset", "--json", "--scheduler", "--workers", "--no-progress"),
+        preset={"choices": PRESETS},
+        scheduler=scheduler,
+        workers={"type": int},
+    )
     params = study_params(study)
     for p in params.values():
         parser.add_argument("--" + p.name.replace("_", "-"), dest=f"param__{p.name}", metavar="VALUE")

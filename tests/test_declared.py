@@ -132,28 +132,61 @@ def test_command_line(capsys, tmp_path):
 
 
 HELPER_SCRATCH = """
-from probes.parts import predict_law_and_slope
+from probes.parts import Measured, predict_law_and_slope
 
 SOURCE = "derivation: a scratch law"
 
 
 def claims(led, results):
     values = [1.0, 2.0]
-    law = ("scratch_law", 0.0, "h", f"{SOURCE}, section 1", "why", "the law (" + ", ".join(map(str, values)) + ")")
-    slope = ("scratch_slope", 1.0, "h", f"{SOURCE}, section 1: slope", "why", "its slope ({level:.3f})")
-    predict_law_and_slope(led, (values, values), values, law, slope, why="w", seed="000#3", figure="f")
+    law = ("scratch_law", 0.0, "h", f"{SOURCE}, section 1")
+    slope = ("scratch_slope", 1.0, "h", f"{SOURCE}, section 1: slope")
+    what = Measured(f"a scratch layer of width {len(values)}", "n", "share")
+    predict_law_and_slope(led, (values, values), values, law, slope, what, seed="000#3", figure="f")
+    predict_law_and_slope(led, (values, values), values, law, slope, Measured("inline", "n", "share"))
 """
 
 
 def test_a_shared_helper_declares_one_site_per_claim_spec(tmp_path):
-    """predict_law_and_slope(led, pairs, xs, law, slope, ...) makes two predictions: their names, sources and the
-    seed come from the specs (a statement built by a call is left unknown, not guessed)."""
+    """predict_law_and_slope(led, pairs, xs, law, slope, what, ...) makes two predictions: their names, sources and
+    the seed come from the specs, the statement's template from the Measured words' subject (assigned or inline)."""
     path = tmp_path / "scratch_helper.py"
     path.write_text(textwrap.dedent(HELPER_SCRATCH))
     sites = declared.declared_sites("scratch", [path])
     assert [(s.method, s.names, s.role, s.seed) for s in sites] == [
         ("predict_law_and_slope", ("scratch_law",), "prediction", "000#3"),
         ("predict_law_and_slope", ("scratch_slope",), "prediction", "000#3"),
+        ("predict_law_and_slope", ("scratch_law",), "prediction", None),
+        ("predict_law_and_slope", ("scratch_slope",), "prediction", None),
     ]
-    assert sites[0].source == "derivation: a scratch law, section 1" and sites[0].statement is None
-    assert sites[1].statement == "its slope ({level:.3f})"
+    assert sites[0].source == "derivation: a scratch law, section 1"
+    assert sites[1].statement == "a scratch layer of width {len(values)}" and sites[3].statement == "inline"
+
+
+GIVEN_SCRATCH = """
+SOURCE = "derivation: a scratch given"
+
+
+def claims(led, results):
+    led = led.given(seed="000#4", source=SOURCE, figure="f")
+    led.identity("given_identity", measured=1.0, expected=1.0, why="x", statement="s")
+    led.predict("given_but_own_seed", measured=1.0, expected=1.0, alternative=0.0, hypothesis="h", why="x",
+                statement="s", seed="000#5")
+
+
+def other(led, results):
+    led.identity("no_given", measured=1.0, expected=1.0, source="elsewhere", why="x", statement="s")
+"""
+
+
+def test_a_claim_function_s_given_defaults_are_its_calls_keywords(tmp_path):
+    """led = led.given(seed=..., source=...) at the top of a claim function: its calls that leave out a keyword
+    declare the given one, a keyword written in the call wins, and another function is not affected."""
+    path = tmp_path / "scratch_given.py"
+    path.write_text(textwrap.dedent(GIVEN_SCRATCH))
+    sites = declared.declared_sites("scratch", [path])
+    assert [(s.names, s.seed, s.source) for s in sites] == [
+        (("given_identity",), "000#4", "derivation: a scratch given"),
+        (("given_but_own_seed",), "000#5", "derivation: a scratch given"),
+        (("no_given",), None, "elsewhere"),
+    ]

@@ -604,3 +604,19 @@ def test_extend_with_tags_keeps_runs_apart():
     assert len(untagged.claims) == 1  # same (context, name): the second run replaces the first
     with pytest.raises(ValueError, match="tag"):
         nb.extend(a, tag=" ")
+
+
+def test_given_fills_the_keywords_a_call_leaves_out():
+    """led.given(...) is a view: its claims go into the ledger with the given seed, figure and requires_full where
+    the call leaves them out (a call's own keyword wins, a method that does not take one is not handed it), views
+    nest, and a keyword no claim method takes is refused by name."""
+    led = Ledger("t", preset="smoke")
+    view = led.given(seed="000#1", figure="fig", requires_full=True)
+    view.identity("a", measured=0.0, source="s", why="w")
+    view.given(figure="other").identity("b", measured=0.0, source="s", why="w", requires_full=False)
+    view.not_evaluated("c", role="prediction", source="s", reason="r")  # takes no requires_full
+    assert (led["a"].seed, led["a"].figure, led["a"].status) == ("000#1", "fig", "not_evaluated")
+    assert (led["b"].seed, led["b"].figure, led["b"].status) == ("000#1", "other", "pass")
+    assert led["c"].seed == "000#1" and len(view) == len(led) == 3 and "a" in view and view["a"] is led["a"]
+    with pytest.raises(ValueError, match="given: bogus is not a keyword"):
+        led.given(bogus=1)

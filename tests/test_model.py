@@ -807,3 +807,22 @@ def test_cog_attention_flips_exactly_the_flipped_tokens_outputs():
                 torch.testing.assert_close(y_flipped, flip * y, rtol=0, atol=1e-12)
             else:
                 assert (y_flipped - flip * y).abs().max() > 1e-3
+
+
+def test_one_head_layer_is_the_config_written_out():
+    """one_head_layer(d, **fields) is the one-layer, one-head, attention-only, embedded-in, stream-out config, field
+    for field (so its weights and cache keys are those of the config written out); fields override its defaults."""
+    from analysis.model import one_head_layer
+
+    written = ModelConfig(
+        input="embedded", output="none", d_model=8, n_layers=1, n_heads=1, d_mlp=0, norm="none", seed=3
+    )
+    assert one_head_layer(8, norm="none", seed=3) == written
+    assert one_head_layer(8, norm="none", seed=3).to_dict() == written.to_dict()
+    assert one_head_layer(8, d_mlp=16).d_mlp == 16 and one_head_layer(8, output="lm", vocab_size=5).output == "lm"
+    a, b = (
+        TinyTransformer(one_head_layer(8, seed=3)),
+        TinyTransformer(ModelConfig(**{**written.to_dict(), "norm": "pre"})),
+    )
+    for (na, pa), (nb, pb) in zip(a.state_dict().items(), b.state_dict().items(), strict=True):
+        assert na == nb and torch.equal(pa, pb)

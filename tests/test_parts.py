@@ -159,28 +159,34 @@ def test_over_replicates_stacks_each_replicate_seed_along_a_last_axis():
 def test_law_and_slope_predictions_pair_each_replicate_with_its_law():
     """The law claim is each replicate's mean ratio (or difference plus the law's mean), the slope claim each
     replicate's slope in ln x minus the law's plus the law's mean; a second pair serves the slope; a measurement
-    off its law by 10% fails, and an unknown pairing is refused by name."""
+    off its law by 10% fails, and an unknown pairing is refused by name. The band texts and statements are written
+    from the Measured words: the replicate count is the data's, the law's values and the slope's level are shown."""
     from analysis.ledger import Ledger
-    from probes.parts import log_slopes, predict_law_and_slope
+    from probes.parts import Measured, log_slopes, predict_law_and_slope
 
     xs = np.array([1.0, 2.0, 4.0, 8.0])
     exact = np.outer(xs**-0.5, np.linspace(0.9, 1.1, 5))  # (x, seed)
     noise = 1.0 + 1e-3 * np.sin(np.arange(20.0)).reshape(4, 5)
-    texts = ("hypothesis", "source", "why", "statement {level:.3f}")
+    law, slope = ("law", 0.0, "hypothesis", "source"), ("slope", 0.0, "hypothesis", "source")
+    what = Measured("a scratch layer", "n", "share", "memories")
     led = Ledger("t", preset="full")
-    predict_law_and_slope(led, (exact * noise, exact), xs, ("law", 0.0, *texts), ("slope", 0.0, *texts), why="w: ")
+    predict_law_and_slope(led, (exact * noise, exact), xs, law, slope, what)
     assert led["law"].status == "pass" and led["law"].expected == 1.0
     assert led["law"].measured == pytest.approx(float(noise.mean()))
     assert led["slope"].expected == pytest.approx(-0.5) and led["slope"].status == "pass"
-    assert led["slope"].statement == "statement -0.500" and led["slope"].why == "w: why"
+    assert led["slope"].statement == "a scratch layer: ln(mean share)'s slope in ln n is its law's (-0.500)"
+    assert led["law"].statement == "a scratch layer: the mean share is its exact law (1, 0.7071, 0.5, 0.3536 by n)"
+    assert led["law"].why.startswith("95% t band over 5 independent memories (replicate seeds) of each one's mean")
     led = Ledger("t", preset="full")
     other = (exact * noise, exact, exact * xs[:, None], exact)  # the slope reads the second pair
-    predict_law_and_slope(led, other, xs, ("law", 0.0, *texts), ("slope", 0.0, *texts), why="", paired="difference")
+    words = Measured("s", "T", "mass", slope_quantity="relative mass")
+    predict_law_and_slope(led, other, xs, law, slope, words, paired="difference")
     assert led["law"].measured == pytest.approx(float(exact.mean() + (exact * noise - exact).mean()))
     assert led["slope"].measured == pytest.approx(float(log_slopes(exact, xs).mean()) + 1.0)
-    assert led["slope"].status == "fail"
+    assert led["slope"].status == "fail" and "ln(mean relative mass) on ln T" in led["slope"].why
+    assert "minus its exact law (paired), plus the law's mean" in led["law"].why
     led = Ledger("t", preset="full")
-    predict_law_and_slope(led, (1.1 * exact * noise, exact), xs, ("law", 0.0, *texts), ("slope", 0.0, *texts), why="")
+    predict_law_and_slope(led, (1.1 * exact * noise, exact), xs, law, slope, what)
     assert led["law"].status == "fail"
     with pytest.raises(ValueError, match="paired must be"):
-        predict_law_and_slope(led, (exact, exact), xs, ("a", 0.0, *texts), ("b", 0.0, *texts), why="", paired="x")
+        predict_law_and_slope(led, (exact, exact), xs, ("a", *law[1:]), ("b", *slope[1:]), what, paired="x")

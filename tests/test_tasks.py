@@ -768,3 +768,20 @@ def test_model_io_refuses_an_unknown_input_kind():
 
     with pytest.raises(ValueError, match="task.input_kind"):
         model_io(Odd())
+
+
+def test_query_slot_readout_reads_minus_the_query_y_slot():
+    """QuerySlotReadout samples exactly as its regression task and scores minus the last token's last coordinate
+    with half the mean squared error (von Oswald's convention), whatever the rest of the output holds."""
+    from analysis.tasks import QuerySlotReadout
+
+    inner = LinearRegressionTask(d=3, n_points=5, layout="concat")
+    task = QuerySlotReadout(inner)
+    x, y = task.sample(4, torch.Generator().manual_seed(1))
+    x0, y0 = inner.sample(4, torch.Generator().manual_seed(1))
+    assert torch.equal(x, x0) and torch.equal(y, y0) and task.d_in == inner.d_in == 4
+    out = torch.randn(4, 6, 4, generator=torch.Generator().manual_seed(2))
+    expected = 0.5 * float(((-out[:, -1, -1] - y) ** 2).mean())
+    assert float(task.loss(out, y)) == pytest.approx(expected, rel=1e-6)
+    out[:, :, :-1] = 7.0  # only the query's y-slot is read
+    assert float(task.loss(out, y)) == pytest.approx(expected, rel=1e-6)

@@ -17,7 +17,7 @@ from analysis.train import derived_seed
 from probes.associative_recall.config import SEED_DECAY, SOURCE, Config
 from probes.associative_recall.memories import unit_vectors
 from probes.base import MAX_SEED, Result
-from probes.parts import Context, each_claim, log_slopes, measure_replicates, predict_law_and_slope
+from probes.parts import Context, Measured, each_claim, log_slopes, measure_replicates, predict_law_and_slope
 
 DESCRIPTION = "additive memories with a global decay: the read-out error against N and its exact law"
 FIELDS = ("decay_pairs", "decay_key", "decay_gamma", "decay_batch", "decay_seeds")
@@ -60,31 +60,28 @@ def claim_decay(led: Ledger, r: Result) -> None:
     """003#2: a global decay bounds an additive memory's interference: its mean read-out error is the exact law (the
     alternative: the undecayed (N - 1)/d_k) and grows with N far slower than the undecayed memory's (slope 1)."""
     c, d = r.config, r.data
-    m, e = d["decay_error"].values, d["decay_error_exact"].values  # (N, seed)
+    e = d["decay_error_exact"].values  # (N, seed)
     ns = np.asarray(c.decay_pairs, dtype=np.float64)
     undecayed = th.additive_readout_error(ns, c.decay_key)
-    why = f"95% t band over {c.decay_seeds} independent sets of memories (replicate seeds) of each one's "
-    statement = (
-        f"additive memories with decay gamma = {c.decay_gamma:g} (d_k = {c.decay_key}, unit keys and values), "
-        f"N = {list(c.decay_pairs)} pairs, read with each stored key: the mean relative squared read-out error"
-    )
     law = (
         "decayed_memory_readout_error",
         float((undecayed / e.mean(axis=1)).mean()),
         "the decay changes nothing: the undecayed memory's (N - 1)/d_k",
         f"{SOURCE}, item 7: (1 - gamma^(N-j))^2 + (1/d_k) sum_(i != j) gamma^(2(N-i)), averaged over j",
-        "mean over N of the measured mean error over its exact law; the 1 is the ratio's definition",
-        f"{statement} is the exact law (" + ", ".join(f"{v:.3f}" for v in e.mean(axis=1)) + ")",
     )
     slope = (
         "decayed_memory_error_bounded_in_n",
         float(log_slopes(undecayed[:, None], ns)[0]),
         "interference grows with the number of pairs as in the undecayed memory ((N - 1)/d_k)",
         f"{SOURCE}, item 7: the law's slope in ln N (-> 0: the mean error tends to 1 + 1/(d_k (1 - gamma^2)))",
-        "least-squares slope of ln(mean error) on ln N minus its exact law's (paired), plus the law's mean slope",
-        f"{statement} grows with N at its law's slope in ln N ({{level:.3f}})",
     )
-    predict_law_and_slope(led, (m, e), ns, law, slope, why=why, seed=SEED_DECAY, figure=FIGURE)
+    subject = (
+        f"additive memories with decay gamma = {c.decay_gamma:g} (d_k = {c.decay_key}, unit keys and values), "
+        f"N = {list(c.decay_pairs)} pairs, read with each stored key, the relative squared read-out error"
+    )
+    pairs = (d["decay_error"].values, e)
+    what = Measured(subject, "N", "error", "sets of memories")
+    predict_law_and_slope(led, pairs, ns, law, slope, what, seed=SEED_DECAY, figure=FIGURE)
 
 
 claims = each_claim(claim_decay)

@@ -119,6 +119,7 @@ def measure(ctx: Context) -> None:
 def claim_favor(led: Ledger, r: Result) -> None:
     """FAVOR+ variance at each m (Performer formula; alternative the trigonometric features) and the row
     error's slope in m (-1/2; alternative -1)."""
+    led = led.given(seed="004#70", figure="ar_favor")
     d = r.data
     for m in r.config.favor_m:
         row = d.sel(m=m)
@@ -130,11 +131,9 @@ def claim_favor(led: Ledger, r: Result) -> None:
             alternative=float(row["trig_variance_theory"]),
             hypothesis="the trigonometric random features' variance (Performer, Lemma 1)",
             source=f"{SOURCE}, item 3 (Performer, Lemma 2, i.i.d. positive features)",
-            seed="004#70",
             why=f"95% t band of the within-run MC SE of the sample variance of {r.config.favor_draws} independent "
             "estimators (fourth moment)",
             statement=f"FAVOR+ with m = {m}: Var phi(q).phi(k) = e^(2 q.k) (e^|q+k|^2 - 1) / m",
-            figure="ar_favor",
         )
     if len(r.config.favor_m) < 2:
         return
@@ -147,11 +146,9 @@ def claim_favor(led: Ledger, r: Result) -> None:
         alternative=-1.0,
         hypothesis="the row error falls as 1/m (a bias-dominated ratio estimator)",
         source=f"{SOURCE}, item 4 (delta method: MSE = c/m + O(m^-2))",
-        seed="004#70",
         why="95% normal band of the within-run bootstrap SE of the log-log slope (feature draws resampled within "
         "each m)",
         statement="FAVOR+ attention row: RMS error ~ m^(-1/2)",
-        figure="ar_favor",
     )
 
 

@@ -15,7 +15,7 @@ from analysis.ledger import Ledger
 from analysis.model import ModelConfig, TinyTransformer
 from analysis.progress import bar
 from analysis.regression_data import concat_tokens
-from analysis.tasks import LinearRegressionTask
+from analysis.tasks import LinearRegressionTask, QuerySlotReadout
 from analysis.theory import gated_recurrence as gth
 from analysis.theory import icl_gd as icl
 from analysis.train import derived_seed, train
@@ -121,26 +121,14 @@ def measure_gated_rnn(config: Config, progress: bool) -> dict:
 
 
 @dataclass(frozen=True)
-class NegYReadout:
-    """The regression task read as in ``icl_gd``: prediction minus the query's y-slot, loss half the MSE
-    (the query visible: causal attention over all N + 1 tokens)."""
-
-    inner: LinearRegressionTask
+class NegYReadout(QuerySlotReadout):
+    """The regression task read as in ``icl_gd`` (:class:`~analysis.tasks.QuerySlotReadout`: prediction minus the
+    query's y-slot, loss half the MSE), the query visible: causal attention over all N + 1 tokens."""
 
     name = property(lambda self: self.inner.name + "_negy_causal")
-    input_kind = "vectors"
-    vocab_size = 0
-    d_out = 0
-    d_in = property(lambda self: self.inner.d_in)
 
     def config(self) -> dict:
         return {**self.inner.config(), "readout": "neg_query_y_slot"}
-
-    def sample(self, batch_size: int, generator: torch.Generator, device="cpu", dtype=torch.float32):
-        return self.inner.sample(batch_size, generator, device=device, dtype=dtype)
-
-    def loss(self, outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-        return 0.5 * (-outputs[:, -1, -1] - targets).pow(2).mean()
 
 
 def measure(ctx: Context) -> None:
@@ -158,6 +146,7 @@ def measure(ctx: Context) -> None:
 def claim_gated_rnn(led: Ledger, r: Result) -> None:
     """Item 6 (003#14): the gated RNN rebuilds both trained layers exactly; the LSA reaches loss_star; the
     gated RNN's loss over the LSA's is 1."""
+    led = led.given(seed=SEED_GATED_RNN, figure="ar_gated_rnn")
     c, s = r.config, r.scalars
     if not c.gated:
         return
@@ -169,9 +158,7 @@ def claim_gated_rnn(led: Ledger, r: Result) -> None:
             source=f"{GSOURCE}, item 1: units (i, j) carry v_i k_j, the output gate multiplies by q_j",
             why="float64: the same sums of <= (N + 1) d_k d_v products in another order (relative to the "
             "largest output)",
-            seed=SEED_GATED_RNN,
             statement=f"an element-wise gated linear RNN built from each trained layer's weights reproduces {what}",
-            figure="ar_gated_rnn",
         )
     S = c.gated_seeds
     shared = (
@@ -187,12 +174,10 @@ def claim_gated_rnn(led: Ledger, r: Result) -> None:
         "with y_q, so its best loss is the zero predictor's w^2 tr Sigma + sigma^2",
         source="analysis/theory/icl_gd/closed_forms.py (one_step_gd_theory: the one-layer LSA optimum); "
         f"{GSOURCE}, item 2",
-        seed=SEED_GATED_RNN,
         why=shared,
         requires_full=True,
         statement=f"one trained causal LSA layer on in-context regression (d = {c.gated_d}, N = {c.gated_n}): "
         "loss = the one-step-GD optimum",
-        figure="ar_gated_rnn",
     )
     for kind, what in (("lsa", "linear self-attention layer"), ("gated", "gated linear recurrence")):
         led.predict(
@@ -204,11 +189,9 @@ def claim_gated_rnn(led: Ledger, r: Result) -> None:
             "rather than the optimal step eta*",
             source="analysis/theory/icl_gd/closed_forms.py: one GD step at eta* is the one-layer LSA optimum; "
             f"{GSOURCE}, item 2: the gated RNN contains that layer",
-            seed=SEED_GATED_RNN,
             why=f"{shared}; per task paired with the eta* predictor",
             requires_full=True,
             statement=f"trained {what}: held-out loss minus that of one GD step at eta* on the same tasks = 0",
-            figure="ar_gated_rnn",
         )
     led.predict(
         "gated_rnn_over_lsa_loss",
@@ -219,7 +202,6 @@ def claim_gated_rnn(led: Ledger, r: Result) -> None:
         "gates (the zero predictor), over the LSA optimum",
         source=f"{GSOURCE}, items 1-2: the gated RNN contains the LSA layer (g = 1) and the LSA optimum is "
         "one-step GD; the ratio of two losses at one optimum is 1",
-        seed=SEED_GATED_RNN,
         why=f"95% t band, dof = {S} - 1 (seeds): the SE of the mean of the per-seed ratios over {S} replicate "
         "seeds plus the paired (delta-method) SE over the shared tasks",
         regime=["lsa_excess_over_gd_optimum", "gated_excess_over_gd_optimum"],  # ratio 1 = both at one optimum
@@ -228,7 +210,6 @@ def claim_gated_rnn(led: Ledger, r: Result) -> None:
         "layer has not reached its optimum in the training budget (the two share it)",
         requires_full=True,
         statement="trained gated linear recurrence / trained linear self-attention, in-context regression loss = 1",
-        figure="ar_gated_rnn",
     )
 
 

@@ -12,7 +12,7 @@ from analysis.devices import to_numpy
 from analysis.evidence import mean_se
 from analysis.hooks import run_with_cache
 from analysis.ledger import Ledger
-from analysis.model import ModelConfig, TinyTransformer
+from analysis.model import TinyTransformer, one_head_layer
 from analysis.theory import associative_recall as th
 from analysis.train import derived_seed
 from probes.associative_recall.config import (
@@ -30,13 +30,8 @@ FIELDS = ("lin_d", "lin_ns", "lin_reps", "lin_queries", "lin_a_norm")
 def linearisation_head(config: Config) -> TinyTransformer:
     """One causal softmax head of width and head size ``lin_d``, float64, no norm, no MLP, seeded weights. It
     stays on the CPU whatever ``device`` says: a float64 measurement against a float64 closed form."""
-    cfg = ModelConfig(
-        input="embedded",
-        output="none",
-        d_model=config.lin_d,
-        n_layers=1,
-        n_heads=1,
-        d_mlp=0,
+    cfg = one_head_layer(
+        config.lin_d,
         norm="none",
         attention="softmax",
         dtype="float64",
@@ -125,6 +120,7 @@ def measure(ctx: Context) -> None:
 def claim_linearisation(led: Ledger, r: Result) -> None:
     """Softmax over Gaussian tokens -> the linear map M a: n E|o - M a|^2 at the largest n against
     e^{|a|^2}(|M|_F^2 + |M a|^2) (alternative |M|_F^2), and the RMS distance's slope in n (-1/2; alternative 0)."""
+    led = led.given(seed="000#39", figure="ar_linearisation")
     c, d = r.config, r.data
     n = max(c.lin_ns)
     row = d.sel(lin_n=n)
@@ -138,12 +134,10 @@ def claim_linearisation(led: Ledger, r: Result) -> None:
         alternative=float(n * row["lin_mse_iid"]),
         hypothesis="the softmax average is as good as n draws from the tilted law (effective sample size n)",
         source=f"{SOURCE}, item 5 (self-normalised importance sampling, delta method, Gaussian tilting)",
-        seed="000#39",
         why=f"95% t band of the within-run MC SE over {c.lin_reps} independent token sets; the O(1/n^2) "
         f"remainder is ~ e^(2|a|^2)/n = {tilt:.3f} of the constant",
         statement=f"one softmax head over n = {n} i.i.d. N(0, I) tokens, |a| = {c.lin_a_norm:g}: "
         "n E|o - W_o W_v a|^2 = e^|a|^2 (|M|_F^2 + |M a|^2), averaged over the queries",
-        figure="ar_linearisation",
     )
     if not np.isfinite(r.scalars["lin_slope"]):  # fewer than two n where the remainder is small
         return
@@ -156,14 +150,12 @@ def claim_linearisation(led: Ledger, r: Result) -> None:
         alternative=0.0,
         hypothesis="softmax attention does not settle on a linear map of the query (the distance stays O(1))",
         source=f"{SOURCE}, item 5 (MSE = C/n + O(n^-2))",
-        seed="000#39",
         why="95% normal band of the within-run bootstrap SE of the log-log slope (token sets resampled within "
         f"each n), fitted over the n "
         f">= {r.scalars['lin_slope_n_min']:g} where the O(n^-2) remainder e^(2|a|^2)/n is below "
         f"{th.LINEARISATION_REMAINDER_MAX:g} (theory item 5; over every n the slope is "
         f"{r.scalars['lin_slope_all_n']:.3f})",
         statement="softmax attention over i.i.d. Gaussian tokens: RMS distance from its linear limit ~ n^(-1/2)",
-        figure="ar_linearisation",
     )
 
 

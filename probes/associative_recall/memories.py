@@ -100,6 +100,7 @@ def claim_forms(led: Ledger, r: Result) -> None:
     """Parallel (UT transform) = recurrent scan, per recurrent kernel: on the memories and trained models. The
     additive mixer's two forms are linear attention and its RNN (003#64); the delta rules' parallel form is
     DeltaNet's (000#66)."""
+    led = led.given(figure="ar_capacity")
     d = r.data
     for kernel in [k for k in r.config.kernels if k != "softmax"]:
         for name, values in (("memories", d["form_difference"]), ("trained", d["trained_form_difference"])):
@@ -114,12 +115,12 @@ def claim_forms(led: Ledger, r: Result) -> None:
                 why="float64: the two forms sum the same terms in different orders over <= 128 tokens",
                 seed=SEED_LINEAR_RNN if kernel == "additive" else SEED_DELTA,
                 statement=f"{kernel}: parallel form = sequential scan on the {name} (largest relative difference)",
-                figure="ar_capacity",
             )
 
 
 def claim_additive_interference(led: Ledger, r: Result) -> None:
     """Untrained additive memory: relative squared read-out error (N - 1)/d_k at each N."""
+    led = led.given(seed=SEED_DELTA, figure="ar_capacity")
     if "additive" not in r.config.kernels:
         return
     d, dk = r.data.sel(kernel="additive"), r.config.d_key
@@ -134,11 +135,9 @@ def claim_additive_interference(led: Ledger, r: Result) -> None:
             hypothesis="all N stored pairs interfere, the queried one included (N / d_k): the crosstalk "
             "estimate that ignores that the queried key reads its own value exactly",
             source=f"{SOURCE}, item 1 (exact for unit keys uniform on the sphere, independent zero-mean values)",
-            seed=SEED_DELTA,
             why=f"95% t band of the within-run MC SE over {r.config.draws} independent memories (no model); the "
             "alternative lies 1/d_k away",
             statement=f"additive memory, N = {n}, d_k = {dk}: E|S k - v|^2 / E|v|^2 = (N - 1)/d_k",
-            figure="ar_capacity",
         )
 
 

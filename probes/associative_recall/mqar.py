@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from analysis.ledger import Ledger
-from analysis.model import ModelConfig, TinyTransformer
+from analysis.model import ModelConfig, TinyTransformer, one_head_layer
 from analysis.progress import bar
 from analysis.tasks import AssociativeRecall, model_io
 from analysis.train import TrainConfig, derived_seed, train
@@ -66,16 +66,11 @@ def adam_cosine_config(steps: int, batch_size: int, lr: float, seed: int, **fiel
 def one_layer_config(width: int, seed: int, dtype: str, **fields) -> ModelConfig:
     """One block on ``width``-wide embedded tokens (items 6 and 8): identity read-in, one head of size ``width``, no
     MLP, no read-out, logit scale 1, gpt2 init; ``fields``: the item's norm, mixer, mask, init std (and loops)."""
-    return ModelConfig(
-        input="embedded",
+    return one_head_layer(
+        width,
         d_in=width,
-        output="none",
         vocab_size=2,
-        d_model=width,
-        n_layers=1,
-        n_heads=1,
         d_head=width,
-        d_mlp=0,
         logit_scale=1.0,
         init="gpt2",
         dtype=dtype,
@@ -170,6 +165,7 @@ def claim_trained(led: Ledger, r: Result) -> None:
     """Trained MQAR (full preset): delta > additive and softmax >= delta at every N; additive collapses past d_k.
     Each claim is over the replicate seeds: per seed the paired difference of two accuracies (the same seed's
     models, each on its own held-out sequences)."""
+    led = led.given(figure="ar_capacity")
     c = r.config
     if not c.training:
         return
@@ -192,7 +188,6 @@ def claim_trained(led: Ledger, r: Result) -> None:
                 why=why,
                 requires_full=True,
                 statement=f"trained MQAR, N = {n}: accuracy({a}) - accuracy({b}) > 0",
-                figure="ar_capacity",
             )
     small, large = min(c.n_pairs), max(c.n_pairs)
     if "additive" in c.kernels and large >= c.d_key > small:
@@ -207,7 +202,6 @@ def claim_trained(led: Ledger, r: Result) -> None:
             why=why,
             requires_full=True,
             statement=f"trained additive mixer: accuracy at N = {small} above that at N = {large} >= d_k = {c.d_key}",
-            figure="ar_capacity",
         )
 
 

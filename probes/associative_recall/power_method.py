@@ -227,6 +227,7 @@ def claim_power_method(led: Ledger, r: Result) -> None:
     """Item 8 (000#45 = 003#35): the construction is the power method; the trained LN layer's first loop, its
     per-loop contraction and its error after T loops against the power method's; the no-LN layer's error
     above the power method's and the LN layer's."""
+    led = led.given(seed=SEED_POWER, figure="ar_power_method")
     c, s = r.config, r.scalars
     if not c.power_method:
         return
@@ -242,9 +243,7 @@ def claim_power_method(led: Ledger, r: Result) -> None:
         "coordinates, relative error <= (n + 1 + D) eps, over the L loops, 16x margin; the norm divides the "
         "query's other slots (rounding level) by |S v| each loop, so the bound carries the largest product over "
         "the prompts of max(1, 1/|S v_(k-1)|) (largest |difference| over the iterates)",
-        seed=SEED_POWER,
         statement=f"the exact power-step layer looped k = 1..{L} times: v_k = S^k v_0 / |S^k v_0| ({shape})",
-        figure="ar_power_method",
     )
 
     def band(spread: str) -> str:
@@ -292,11 +291,9 @@ def claim_power_method(led: Ledger, r: Result) -> None:
             alternative=alternative,
             hypothesis=hypothesis,
             source=source,
-            seed=SEED_POWER,
             why=band(spread),
             requires_full=True,
             statement=statement,
-            figure="ar_power_method",
         )
     for ref, what in (("power", "the power method's (T power iterations)"), ("ln", "the post-LN layer's")):
         led.direction(
@@ -306,11 +303,9 @@ def claim_power_method(led: Ledger, r: Result) -> None:
             hypothesis=f"without a norm the looped layer reaches {what} error",
             source=f"000#45: a transformer without LN cannot exactly learn the power method; {PSOURCE}, item 3 "
             "(the self-cancellation holds only on the unit sphere, which nothing keeps the iterate on)",
-            seed=SEED_POWER,
             why=band("paired SE"),
             requires_full=True,
             statement=f"trained without a norm (T = {T}): mean |v_T - s u_1|^2 minus {what} > 0",
-            figure="ar_power_method",
         )
 
 

@@ -90,6 +90,7 @@ def measure(ctx: Context) -> None:
 def claim_selective(led: Ledger, r: Result) -> None:
     """Item 7 (003#16): selective decay beats time-invariant decay on random spacing; the time-invariant
     model against the one-tap read-out; with fixed spacing both copy exactly."""
+    led = led.given(seed=SEED_SELECTIVE, figure="ar_selective_copy")
     c, s = r.config, r.scalars
     if not c.gated:
         return
@@ -109,11 +110,9 @@ def claim_selective(led: Ledger, r: Result) -> None:
         sign=1,
         hypothesis="the decay's input dependence does not matter to selective copying",
         source="003#16: selective (input-dependent) SSM parameters solve selective copying, time-invariant ones do not",
-        seed=SEED_SELECTIVE,
         why=f"{why}; per seed the difference of the two decays' accuracies",
         requires_full=True,
         statement=f"selective copying, random spacing ({shape}): accuracy(gated decay) - accuracy(fixed decay) > 0",
-        figure="ar_selective_copy",
     )
     led.direction(
         "selective_copy_fixed_decay_beyond_one_tap",
@@ -124,12 +123,10 @@ def claim_selective(led: Ledger, r: Result) -> None:
         "one-tap read-out (theory item 3)",
         source=f"{GSOURCE}, item 3: its keys and queries depend on the input (a blank writes nothing, a layer "
         "can count the data tokens), so the one-tap accuracy does not bound it",
-        seed=SEED_SELECTIVE,
         why=why,
         requires_full=True,
         statement=f"selective copying, random spacing: accuracy(fixed decay) > the best one-tap read-out's "
         f"{s['sc_tap_random']:.3f}",
-        figure="ar_selective_copy",
     )
     for decay in SC_DECAYS:
         led.predict(
@@ -140,11 +137,9 @@ def claim_selective(led: Ledger, r: Result) -> None:
             hypothesis="the model does not use the fixed positions: no better than the one-tap read-out of "
             "random spacing",
             source=f"{GSOURCE}, item 3: with fixed spacing the one-tap read-out (a time-invariant filter) is exact",
-            seed=SEED_SELECTIVE,
             why=why,
             requires_full=True,
             statement=f"selective copying, fixed spacing, {decay} decay: accuracy 1",
-            figure="ar_selective_copy",
         )
 
 

@@ -17,30 +17,27 @@ MAX_RETRIEVAL_PAIRS = 4096  # longest test context of the retrieval models (a (r
 
 @dataclass(frozen=True)
 class Config(ProbeConfig):
-    PRESETS = {
-        "smoke": {
-            "ctx_lens": (16, 64, 256),
-            "sweep_len": 256,
-            "scale_factors": (1.0, 8.0),
-            "replicates": 3,
-            "planted_max_n": 1024,
-            "d_model": 32,
-            "lr": (1e-1,),
-            "train_steps": 15,
-            "train_seeds": 2,
-            "train_seq_len": 32,
-            "train_data": "markov",
-            "nonlin_layers": 4,
-            "nonlin_d_model": 16,
-            "nonlin_seeds": 2,
-            "retrieval_len": 16,
-            "retrieval_factors": (1, 2, 4),
-            "retrieval_steps": 20,
-            "retrieval_seeds": 2,
-            "retrieval_eval": 16,
-            "retrieval_d_model": 16,
-        },
-        "full": {},
+    SMOKE = {
+        "ctx_lens": (16, 64, 256),
+        "sweep_len": 256,
+        "scale_factors": (1.0, 8.0),
+        "replicates": 3,
+        "planted_max_n": 1024,
+        "d_model": 32,
+        "lr": (1e-1,),
+        "train_steps": 15,
+        "train_seeds": 2,
+        "train_seq_len": 32,
+        "train_data": "markov",
+        "nonlin_layers": 4,
+        "nonlin_d_model": 16,
+        "nonlin_seeds": 2,
+        "retrieval_len": 16,
+        "retrieval_factors": (1, 2, 4),
+        "retrieval_steps": 20,
+        "retrieval_seeds": 2,
+        "retrieval_eval": 16,
+        "retrieval_d_model": 16,
     }
 
     # --- model ----------------------------------------------------------------------------------

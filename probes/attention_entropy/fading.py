@@ -10,7 +10,7 @@ import torch
 
 from analysis.hooks import hooks
 from analysis.ledger import Ledger
-from analysis.model import ModelConfig, TinyTransformer
+from analysis.model import TinyTransformer, one_head_layer
 from analysis.theory import attention_entropy as th
 from probes.attention_entropy.config import Config
 from probes.attention_entropy.shared import FADE_WITHIN_RUN, fade_rate_numbers, fit_log_slope
@@ -25,14 +25,9 @@ def planted_model(kernel: str, g: float, *, ssmax_s: float, sigmoid_bias: float)
     """One head (d_head 1), width 2, attention only, float64: logit ``q_i k_j = g [j = 0]`` when fed
     :func:`planted_inputs` (q reads coordinate 0, k reads coordinate 1 times g). It stays on the CPU whatever
     ``device`` says: a hand-set float64 weight checked against closed forms to rounding, not a measurement."""
-    cfg = ModelConfig(
-        input="embedded",
-        output="none",
-        d_model=2,
-        n_layers=1,
-        n_heads=1,
+    cfg = one_head_layer(
+        2,
         d_head=1,
-        d_mlp=0,
         norm="none",
         attention=kernel,
         logit_scale=1.0,
@@ -135,6 +130,7 @@ def measure(ctx: Context) -> None:
 def claim_planted_closed_forms(led: Ledger, r: Result) -> None:
     """Identities: the float64 planted-key network's weight equals its closed form, per kernel (SSMax over
     every s g of the fading sweep too)."""
+    led = led.given(figure="ae_planted")
     ds = r.data
     n_max = int(ds["n_planted"].max())
     tol = 8.0 * n_max * float(np.finfo(np.float64).eps)  # each exp and the n-term sum round to <= n eps relative
@@ -147,7 +143,6 @@ def claim_planted_closed_forms(led: Ledger, r: Result) -> None:
             measured=dev,
             expected=0.0,
             atol=tol,
-            figure="ae_planted",
             source=f"derivation: planted key weight ({kn}) in analysis/theory/attention_entropy.py",
             why="float64 rounding of an n-term softmax row",
             statement=f"{kn}: measured planted weight = closed form for n = 1..{n_max} (max |diff|)",

@@ -221,6 +221,7 @@ def claim_nonlin_gaussian(led: Ledger, r: Result) -> None:
 
 def claim_nonlin_logit_growth(led: Ledger, r: Result) -> None:
     """The mechanism: without LayerNorm the logit std grows with depth faster than with it (seed-paired)."""
+    led = led.given(seed=SEED_NONLIN, figure="ae_nonlin")
     ds, config = r.data, r.config
     last = config.nonlin_layers - 1
     for state in STATES:
@@ -230,11 +231,9 @@ def claim_nonlin_logit_growth(led: Ledger, r: Result) -> None:
             f"no_nonlin_logit_std_grows_with_depth_{state}",
             replicates=growth.sel(variant="no_nonlin").values - growth.sel(variant="standard").values,
             sign=1,
-            seed=SEED_NONLIN,
             source="derivation: without LayerNorm each block adds linear maps of the residual stream to it, so its "
             "norm, and the logit std ~ |x|^2, grow with depth; Pre-LN normalises every attention input",
             hypothesis="removing LayerNorm and GELU does not change how the logit std changes with depth",
-            figure="ae_nonlin",
             why=f"{band_text(config.nonlin_seeds)} of the paired difference (each seed initialises both variants)",
             statement=f"{state}: ln(s_last / s_first) without nonlinearities - with them > 0 (s: head-mean logit std)",
         )
@@ -243,6 +242,7 @@ def claim_nonlin_logit_growth(led: Ledger, r: Result) -> None:
 def claim_nonlin_thresholds(led: Ledger, r: Result) -> None:
     """Issue 17 on 004#30, trained models: without LayerNorm and GELU the deep layers collapse (H / ln n < 0.2)
     and the early layers overload (H / ln n > 0.9); the alternative is the standard model's value there."""
+    led = led.given(seed=SEED_NONLIN)
     ds, config = r.data, r.config
     early, deep = nonlin_thirds(config.nonlin_layers)
     tr = ds["nonlin_ent_norm"].sel(state="trained")
@@ -258,7 +258,6 @@ def claim_nonlin_thresholds(led: Ledger, r: Result) -> None:
                 name,
                 role="prediction",
                 source=f"issue 17 on 004#30: {what}",
-                seed=SEED_NONLIN,
                 reason="a standard-model training run diverged: no alternative to compare with",
             )
             continue
@@ -271,7 +270,6 @@ def claim_nonlin_thresholds(led: Ledger, r: Result) -> None:
             alternative=alt,
             hypothesis="removing LayerNorm and GELU leaves these layers' entropy as in the standard (Pre-LN, GELU) "
             "model",
-            seed=SEED_NONLIN,
             requires_full=True,
             source=f"issue 17 on 004#30: {what}",
             scale=f"004#30 reports these failure modes in decoder-only language models pre-trained as LLMs (its "

@@ -12,7 +12,7 @@ from analysis.devices import model_device
 from analysis.evidence import mean_se, replicate_seed
 from analysis.hooks import hooks
 from analysis.ledger import Ledger
-from analysis.model import ModelConfig
+from analysis.model import ModelConfig, one_head_layer
 from analysis.progress import bar
 from analysis.tasks import PlantedKeyRetrieval, model_io
 from analysis.theory import attention_entropy as th
@@ -62,12 +62,9 @@ def retrieval_model_config(config: Config, kernel: str, seed: int) -> ModelConfi
     check_choice("kernel", kernel, RETRIEVAL_KERNELS)
     task = retrieval_task(config)
     extra = {"ssmax_s": retrieval_ssmax_s(config)} if kernel == "ssmax" else {}
-    return ModelConfig(
+    return one_head_layer(
+        config.retrieval_d_model,
         **model_io(task),
-        d_model=config.retrieval_d_model,
-        n_layers=1,
-        n_heads=1,
-        d_mlp=0,
         norm="pre",
         pos="none",
         attention=kernel,
@@ -263,6 +260,7 @@ def claim_retrieval_slopes(led: Ledger, r: Result) -> None:
 
 def claim_retrieval_accuracy(led: Ledger, r: Result) -> None:
     """SSMax (000#6): at the longest test length retrieval is better with SSMax than with softmax (seed-paired)."""
+    led = led.given(seed=SEED_SSMAX)
     ds, config = r.data, r.config
     top = int(ds["retrieval_n"].values[-1])
     fmax = config.retrieval_factors[-1]
@@ -274,7 +272,6 @@ def claim_retrieval_accuracy(led: Ledger, r: Result) -> None:
             f"ssmax_trained_retrieval_{fmax}x",
             role="prediction",
             source=src,
-            seed=SEED_SSMAX,
             reason="a retrieval training run diverged (non-finite attention weights)",
         )
         return
@@ -283,7 +280,6 @@ def claim_retrieval_accuracy(led: Ledger, r: Result) -> None:
         replicates=ssm - soft,
         sign=1,
         requires_full=True,
-        seed=SEED_SSMAX,
         hypothesis="the kernel does not change retrieval at the longest length (accuracy difference 0)",
         source=src,
         figure="ae_ssmax_trained",

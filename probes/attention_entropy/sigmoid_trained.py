@@ -81,15 +81,14 @@ def measure(ctx: Context) -> None:
 def claim_sigmoid_trained(led: Ledger, r: Result) -> None:
     """Sigmoid attention (000#17) trained: with b = -ln T its final loss matches softmax's (ratio 1; alternative:
     the b = 0 model's ratio), and the bias lowers the trained loss against b = 0. Seed-paired."""
+    led = led.given(seed=SEED_SIGMOID)
     ds, config = r.data, r.config
     names = ("sigmoid_trained_loss_ratio", "sigmoid_trained_bias_lowers_loss")
     src = "000#17 (Ramapuram et al. 2024): sigmoid attention with b = -ln n trains to the loss of softmax attention"
     loss = ds["sigmoid_trained_loss"]
     if not np.isfinite(loss.values).all():
         for name in names:
-            led.not_evaluated(
-                name, role="prediction", source=src, seed=SEED_SIGMOID, reason="a training run diverged (no loss)"
-            )
+            led.not_evaluated(name, role="prediction", source=src, reason="a training run diverged (no loss)")
         return
     soft = loss.sel(sig_variant="softmax").values
     ln_t, zero = loss.sel(sig_variant="sigmoid_ln_t").values, loss.sel(sig_variant="sigmoid_zero").values
@@ -102,7 +101,6 @@ def claim_sigmoid_trained(led: Ledger, r: Result) -> None:
         alternative=float(np.mean(zero / soft)),
         hypothesis="the bias does not matter: the loss ratio of the b = 0 sigmoid model",
         requires_full=True,
-        seed=SEED_SIGMOID,
         figure="ae_sigmoid_trained",
         source=src,
         why=f"{band_text(S)} of the per-seed ratio (each seed trains all three models on the same data)",
@@ -114,7 +112,6 @@ def claim_sigmoid_trained(led: Ledger, r: Result) -> None:
         replicates=np.log(zero / ln_t),
         sign=1,
         requires_full=True,
-        seed=SEED_SIGMOID,
         hypothesis="the bias does not change the trained loss (log ratio 0)",
         source="000#17: stabilising the large initial attention norms (b = -ln n) is crucial for training sigmoid "
         "attention",

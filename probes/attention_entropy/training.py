@@ -150,6 +150,7 @@ def measure(ctx: Context) -> None:
 
 def claim_spectral_bound_trained(led: Ledger, r: Result) -> None:
     """Zhai et al. 2023: H >= ln(1 + (n-1) exp(-2 c ||W_q^T W_k|| |x_i| max|x_j|)) on trained checkpoints."""
+    led = led.given(figure="ae_training")
     ds = r.data
     slack = ds["trained_spectral_slack"].values
     if not np.isfinite(slack).any():  # every run used QK-norm: the bound does not apply
@@ -160,7 +161,6 @@ def claim_spectral_bound_trained(led: Ledger, r: Result) -> None:
         bound=-FLOAT32_ROW,
         relation=">=",
         tightness=float(np.nanmax(ds["trained_spectral_tightness"].values)),
-        figure="ae_training",
         source="Zhai et al. 2023 (Cauchy-Schwarz form derived in the theory module), trained weights",
         why="exact inequality; float32 logits: a relative 1e-6 change of the bounded range R moves "
         "ln(1 + (n-1) e^{-R}) by at most 1e-6 R (n-1) e^{-R} / (1 + (n-1) e^{-R}) << 1e-4; tightness = "

@@ -179,6 +179,7 @@ def measure(ctx: Context) -> None:
 
 
 def claim_construction(led: Ledger, r: Result) -> None:
+    led = led.given(seed=SEED_CONV, figure="ao_convolution")
     c = r.config
     led.identity(
         "conv_by_attention_exact",
@@ -187,15 +188,14 @@ def claim_construction(led: Ledger, r: Result) -> None:
         source=f"{SOURCE}, item 1: K heads, bias 0 at offset h and -inf elsewhere, W_o,h = W_h",
         why="float64: each softmax row is exactly one-hot (exp(-inf) = 0), so only the K products of d x d maps "
         "and their sum round (relative ~ K d eps = 1e-15)",
-        seed=SEED_CONV,
         statement=f"one layer of K = {c.taps} relative-position heads reproduces a {c.taps}-tap causal convolution "
         f"(d = {c.d}, zero padding) to rounding (largest relative difference)",
-        figure="ao_convolution",
     )
 
 
 def claim_rank_bound(led: Ledger, r: Result) -> None:
     """Per H: the trained content-free layer's relative MSE >= the Eckart-Young bound; H = K reaches ~0."""
+    led = led.given(seed=SEED_CONV, figure="ao_convolution")
     c, d = r.config, r.data
     for h in range(1, c.taps + 1):
         row = d.sel(heads=h)
@@ -208,10 +208,8 @@ def claim_rank_bound(led: Ledger, r: Result) -> None:
             why="exact population error of the trained layer (impulse responses, float64) at its best row and "
             "seed; a softmax pattern is nonnegative, so the bound (attained by a signed factor) may be out of "
             "reach: tightness = bound / measured",
-            seed=SEED_CONV,
             requires_full=True,
             statement=f"{h} content-free head(s), K = {c.taps}: relative MSE >= sum_(i>{h}) s_i^2 / sum s_i^2",
-            figure="ao_convolution",
         )
     exact = d["rel_mse_seed"].sel(heads=c.taps).values
     alt = float(d["rank_bound"].sel(heads=c.taps - 1))
@@ -225,10 +223,8 @@ def claim_rank_bound(led: Ledger, r: Result) -> None:
         why="the mean over seeds of exact population errors against the mean of their pattern floors (each row's "
         "softmax weights from the trained bias table); tightness = floor / measured: the share of the residual that "
         "the finite bias (patterns not exactly one-hot) leaves",
-        seed=SEED_CONV,
         requires_full=True,
         statement=f"K = {c.taps} trained heads: relative MSE >= the least error of any maps with their patterns",
-        figure="ao_convolution",
     )
     led.predict(
         "conv_heads_K_reach_exact",
@@ -237,14 +233,12 @@ def claim_rank_bound(led: Ledger, r: Result) -> None:
         alternative=alt,
         hypothesis=f"K heads do no better than K - 1: the rank-{c.taps - 1} bound",
         source=f"{SOURCE}, items 1-2: K heads express the convolution exactly",
-        seed=SEED_CONV,
         why=f"95% t band over the {exact.size} training seeds of the per-seed exact population error",
         requires_full=True,
         diagnosed_by={f"conv_heads{c.taps}_at_pattern_floor": "pass"},
         diagnosis="the exact solution needs one-hot patterns (bias -inf off the tap); trained softmax biases are "
         "finite, and the residual sits at the floor those patterns leave for any maps",
         statement=f"K = {c.taps} trained heads: relative MSE -> 0",
-        figure="ao_convolution",
     )
 
 

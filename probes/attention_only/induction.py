@@ -155,6 +155,7 @@ def measure(ctx: Context) -> None:
 
 
 def claim_induction_identities(led: Ledger, r: Result) -> None:
+    led = led.given(seed=SEED_KV, figure="ao_induction")
     s = r.scalars
     led.identity(
         "kv_shift_construction_solves_induction",
@@ -162,9 +163,7 @@ def claim_induction_identities(led: Ledger, r: Result) -> None:
         expected=1.0,
         source=f"{SOURCE}, item 3: key at j = onehot(x_(j-1)) through shift_k = (0, 1), value onehot(x_j)",
         why="a count: every held-out repeated position predicted (the matching key's weight is 1 - O(T e^-40))",
-        seed=SEED_KV,
         statement="a hand-built one-layer, one-head KV-shift model predicts every repeated position",
-        figure="ao_induction",
     )
     if r.config.training:
         led.identity(
@@ -173,9 +172,7 @@ def claim_induction_identities(led: Ledger, r: Result) -> None:
             atol=0.0,
             source="analysis/model.py: k' = 1 k_t + 0 k_(t-1), v' likewise",
             why="float64: multiplying by 1 and adding 0 are exact",
-            seed=SEED_KV,
             statement="the trained one-layer vanilla weights in a kv_shift model with shift (1, 0): identical logits",
-            figure="ao_induction",
         )
 
 

@@ -194,6 +194,7 @@ def measure(ctx: Context) -> None:
 
 
 def claim_nn_construction(led: Ledger, r: Result) -> None:
+    led = led.given(seed=SEED_RANK, figure="ao_rank_heads")
     c, s = r.config, r.scalars
     led.identity(
         "nn_full_head_construction_exact",
@@ -204,10 +205,8 @@ def claim_nn_construction(led: Ledger, r: Result) -> None:
         why="float64: the weights off the nearest key total at most (N - 1) e^(-beta delta) per query (delta its "
         "alignment gap): atol = the mean of (2 (N - 1) e^(-beta delta))^2 over the held-out queries, plus 1e-24 "
         "for rounding (outputs are unit vectors, squared error ~ eps^2 d)",
-        seed=SEED_RANK,
         statement=f"one full-rank head (d = {c.neighbour_d}) with a large logit scale outputs the nearest of "
         f"N = {c.neighbour_keys} keys (relative MSE to rounding and the hard-max bound)",
-        figure="ao_rank_heads",
     )
 
 

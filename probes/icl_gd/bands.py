@@ -79,7 +79,6 @@ def below_zero_at_worst(
         replicates=replicates[i],
         family=family_size(z),
         sign=-1,
-        alternative=0.0,
         hypothesis=hypothesis,
         source=source,
         seed=seed,

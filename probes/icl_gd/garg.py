@@ -125,11 +125,12 @@ def garg_train(cfg: Config, progress: bool, seed: int | None = None) -> tuple:
     return model.eval(), res
 
 
-def garg_run(cfg: Config, data: dict[str, Any], scalars: dict[str, Any], coords: dict, progress: bool) -> None:
+def measure(ctx: Context) -> None:
     """Train (cached) the interleaved-layout transformer from ``garg_seeds`` replicate seeds and measure its
     loss against k beside the baselines, paired on the same tasks (Garg et al. 2022, Fig. 2). The curves and
     scalars are replicate 0's (``seed``); ``garg_diff_best_simple_seeds`` and ``garg_excess_over_ls_seeds``
     hold every replicate's (the claims' band)."""
+    cfg, data, scalars, coords, progress = ctx.config, ctx.data, ctx.scalars, ctx.coords, ctx.progress
     seeds = part_seeds(cfg, "garg")
     diff_seeds = np.full((cfg.garg_n_points, len(seeds)), np.nan)
     excess_seeds = np.full(len(seeds), np.nan)
@@ -200,10 +201,6 @@ def claims_garg(led: Ledger, r: Result) -> None:
         statement=f"at k = {cfg.garg_n_points - 1} the {cfg.garg_layers}-layer width-{cfg.garg_width} transformer's "
         f"excess over least squares is within Garg et al.'s range (fraction of E y^2; mean over seeds)",
     )
-
-
-def measure(ctx: Context) -> None:
-    garg_run(ctx.config, ctx.data, ctx.scalars, ctx.coords, ctx.progress)
 
 
 claims = each_claim(claims_garg)

@@ -148,6 +148,7 @@ def measure_classification(c, progress: bool, data: dict, scalars: dict, coords:
 
 
 def claims_classification(led: Ledger, r: Result) -> None:
+    led = led.given(seed=SEED, figure="icl_looped_softmax")
     ds, s, c = r.data, r.scalars, r.config
     if "lg_construction_err" not in s:
         return
@@ -158,11 +159,9 @@ def claims_classification(led: Ledger, r: Result) -> None:
         atol=1.0,
         source=f"{SOURCE}: q = w, k_i = -z_i, v_i = z_i, W_o = eta I into the w-slot; query hidden as a key",
         why="float64: the per-prompt, per-step rounding bound of step_rounding_bound (the unit of the measurement)",
-        seed=SEED,
         statement="one softmax head applied to w_t gives w_(t+1) of normalised GD "
         f"(d = {c.logistic_d}, n = {c.logistic_n}, eta = {c.logistic_eta:g}, t < {c.logistic_loops}; "
         f"worst of {c.logistic_eval} prompts, in units of the rounding bound)",
-        figure="icl_looped_softmax",
     )
     if "lg_cos" not in ds:
         return
@@ -183,11 +182,9 @@ def claims_classification(led: Ledger, r: Result) -> None:
             source=f"issue 17 (cosine >= {CRITERION}); {SOURCE}: the one-step target identifies the construction",
             why=f"band = issue 17's criterion; the worst of {S} training seeds' mean cosine over "
             f"{c.logistic_eval} prompts",
-            seed=SEED,
             requires_full=True,
             statement=f"a softmax layer trained on one normalised-GD step, looped {T} times from w = 0: "
             f"cos(w_T, T-step GD) >= {CRITERION}",
-            figure="icl_looped_softmax",
         )
 
 

@@ -273,12 +273,12 @@ def _claim_looped_construction(led: Ledger, ds: xr.Dataset, s: dict, cfg: Config
 def _looped_unmeasurable(led: Ledger, v: dict, eta: float, names: list[str], desc: str, n: int) -> bool:
     """Whether a diverged looped training leaves nothing to judge (recording the claims not evaluated): replicate
     0's weights gave no step to read off, or another replicate's gave a non-finite expectation."""
+    led = led.given(seed=SEED_LOOPED)
     if not np.isfinite(eta):  # measure_looped skipped a diverged training run: nothing to read off
         led.not_evaluated(
             names[0],
             role="prediction",
             source=SOURCE_LOOPED,
-            seed=SEED_LOOPED,
             reason=f"the looped LSA's training diverged ({desc}): non-finite weights, no step to read off",
         )
         return True
@@ -289,7 +289,6 @@ def _looped_unmeasurable(led: Ledger, v: dict, eta: float, names: list[str], des
                 name,
                 role="prediction",
                 source=SOURCE_LOOPED,
-                seed=SEED_LOOPED,
                 reason=f"a replicate's looped training diverged ({desc}): its weights give a non-finite "
                 f"{' and '.join(diverged)}, so the seeds' expectation is undefined",
             )

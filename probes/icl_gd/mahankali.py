@@ -126,7 +126,7 @@ MK_FIELDS = (
 MK_SEED_FIELDS = ("mk_excess_seeds", "mk_gamma_rel_error_seeds", "mk_eta_fit_seeds")  # (mk_dist, mk_seed) each
 
 
-def measure_mahankali(cfg: Config, progress: bool, data: dict, scalars: dict, coords: dict) -> None:
+def measure(ctx: Context) -> None:
     """Mahankali et al.'s setting (d = mahankali_d, N = mahankali_n): a one-layer linear LSA trained on Gaussian
     inputs, isotropic and anisotropic (the geometric spectrum of condition number ``cond``), and on isotropic
     inputs with ReLU responses, each measured paired with the optimal one step on the same tasks: GD at eta*
@@ -135,6 +135,7 @@ def measure_mahankali(cfg: Config, progress: bool, data: dict, scalars: dict, co
     within 5%, Gamma proportional to I for ReLU responses) and the plain rate fitted to them. The ``mk_*`` fields
     are replicate 0's (``seed``); ``mk_*_seeds`` hold the excess, the step matrix's distance and the rate of
     every replicate of ``mahankali_seeds`` (:func:`part_seeds`), on the same tasks: the claims' band."""
+    cfg, data, scalars, coords, progress = ctx.config, ctx.data, ctx.scalars, ctx.coords, ctx.progress
     dists = list(cfg.mahankali)
     out = {n: np.full(len(dists), np.nan) for n in MK_FIELDS}
     seeds = part_seeds(cfg, "mahankali")
@@ -282,6 +283,7 @@ def claims_mahankali_loss(led: Ledger, r: dict, law: str, cfg: Config) -> None:
 def claims_mahankali_step(led: Ledger, r: dict, law: str) -> None:
     """The step matrix G = eta Gamma fitted to the trained layers against the optimal one, and their plain rate
     (the means over ``mahankali_seeds`` replicates, against issue 17's criteria)."""
+    led = led.given(seed=SEED_MAHANKALI)
     what = {
         "gaussian": "eta* I",
         "anisotropic": "the optimal preconditioner Gamma* = [(1 + 1/N) Sigma + (tr Sigma + sigma^2)/N I]^-1",
@@ -295,7 +297,6 @@ def claims_mahankali_step(led: Ledger, r: dict, law: str) -> None:
         atol=PRECONDITIONER_CRITERION,
         alternative=r["mk_gamma_alt_rel_error"],
         hypothesis=MK_ALT_WORDS[law] + ": its G's distance from the optimal one",
-        seed=SEED_MAHANKALI,
         source=f"issue 17 (within 5%, Frobenius); Mahankali et al. 2023; closed form: {MK_SOURCE[law]}",
         requires_full=True,
         why=f"band = issue 17's criterion (|G - G*|_F <= {PRECONDITIONER_CRITERION} |G*|_F); measured: the mean over "
@@ -313,7 +314,6 @@ def claims_mahankali_step(led: Ledger, r: dict, law: str) -> None:
         atol=ETA_CRITERION * r["mk_eta_star"],
         alternative=r["mk_eta_alt"],
         hypothesis=MK_ALT_WORDS[law],
-        seed=SEED_MAHANKALI,
         source=f"issue 17 (within 1%); closed form: {MK_SOURCE[law]}",
         requires_full=True,
         why=f"band = issue 17's criterion (within {ETA_CRITERION:.0%} of eta*); measured: the mean over {eta.n} "
@@ -321,10 +321,6 @@ def claims_mahankali_step(led: Ledger, r: dict, law: str) -> None:
         statement=f"{MK_LAW_WORDS[law]}: the plain GD rate fitted to the trained layers' predictions equals "
         f"eta*{' of the ReLU law' if law == 'relu' else ''} (closed form; mean over seeds)",
     )
-
-
-def measure(ctx: Context) -> None:
-    measure_mahankali(ctx.config, ctx.progress, ctx.data, ctx.scalars, ctx.coords)
 
 
 claims = each_claim(claims_mahankali)

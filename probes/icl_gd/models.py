@@ -16,7 +16,7 @@ from scipy.optimize import minimize_scalar
 from analysis import fused_lsa
 from analysis.model import ModelConfig, TinyTransformer
 from analysis.regression_data import RegressionBatch, concat_tokens
-from analysis.tasks import LinearRegressionTask
+from analysis.tasks import LinearRegressionTask, QuerySlotReadout
 from analysis.theory import icl_gd as th
 from analysis.train import TrainConfig
 from probes.icl_gd.config import Config, spectrum
@@ -40,24 +40,17 @@ def regression_task(cfg: Config, n_points: int | None = None, link: str = "linea
 
 
 @dataclass(frozen=True)
-class NegYReadoutTask:
-    """von Oswald's objective on the concat layout for a model without a read-out (output="none").
-
-    Samples exactly as the wrapped :class:`LinearRegressionTask`; the prediction is minus the query
-    token's y-slot (the last coordinate of the last token) and the loss is 0.5 * mean (yhat - y_q)^2.
-    With ``hide_query`` the trainer passes :func:`query_key_bias` (``attn_bias``), so every token
+class NegYReadoutTask(QuerySlotReadout):
+    """von Oswald's objective on the concat layout for a model without a read-out (output="none"): the
+    :class:`~analysis.tasks.QuerySlotReadout` of the wrapped task (prediction minus the query's y-slot, half the
+    MSE). With ``hide_query`` the trainer passes :func:`query_key_bias` (``attn_bias``), so every token
     attends to the N context tokens only: von Oswald's architecture, in which K layers of the
     construction are exactly K GD steps.
     """
 
-    inner: LinearRegressionTask  # the concat-layout regression task
     hide_query: bool = False  # hide the query token as a key from every row (bias[:, -1] = -inf)
 
     name = property(lambda self: self.inner.name + "_negy")
-    input_kind = "vectors"
-    vocab_size = 0
-    d_out = 0
-    d_in = property(lambda self: self.inner.d_in)
 
     def config(self) -> dict:
         out = {**self.inner.config(), "readout": "neg_query_y_slot", "hide_query": self.hide_query}
@@ -68,13 +61,6 @@ class NegYReadoutTask:
     def attn_bias(self, T: int, device="cpu", dtype=torch.float32) -> torch.Tensor | None:
         """(T, T) logit bias for :func:`analysis.train.forward`, or None when the query is visible."""
         return query_key_bias(T).to(device=device, dtype=dtype) if self.hide_query else None
-
-    def sample(self, batch_size: int, generator: torch.Generator, device="cpu", dtype=torch.float32):
-        return self.inner.sample(batch_size, generator, device=device, dtype=dtype)
-
-    def loss(self, outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-        pred = -outputs[:, -1, -1]  # (B,)
-        return 0.5 * (pred - targets).pow(2).mean()
 
     def fused_loss(self, model: Any, inputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor | None:
         """The same loss through :func:`analysis.fused_lsa.query_readout_loss` (hand-fused forward and

@@ -145,7 +145,6 @@ def claim_bias_reverses(led: Ledger, name: str, band: dict, why: str, figure: st
         name,
         sign=-1,
         **band,
-        alternative=0.0,
         seed="000#1",
         hypothesis="the bias only stops the decay (alpha = 0), it does not reverse it",
         source=BIAS_SOURCE,

@@ -123,6 +123,7 @@ def claim_relay_identities(led: Ledger, config: Config, data: xr.Dataset, scalar
 
 def claim_cancel_bias_identities(led: Ledger, config: Config, data: xr.Dataset, own_model: bool) -> None:
     """Uniform attention with the bias ln(t - P): constant prompt share; for the relay network, constant offset."""
+    led = led.given(figure="pf_bias")
     if not (config.attention == "uniform" and config.logit_bias == "cancel" and own_model):
         return
     P, L, N, eps = config.prompt_len, data.sizes["layer"], n_total(data), float_eps(config)
@@ -135,7 +136,6 @@ def claim_cancel_bias_identities(led: Ledger, config: Config, data: xr.Dataset, 
         source="derivation: b_t = ln(t - P) keeps a uniform row's prompt share at P/(P+1)",
         why="softmax of P equal logits and t-P equal logits: a few roundings per row",
         statement="uniform attention with the cancelling bias: prompt share = P/(P+1) at every t",
-        figure="pf_bias",
     )
     if config.norm == "none" and config.mlp == 0:
         # every prompt key weighs 1/(P+1) and every continuation key 1/((P+1)(t-P)) at every t > P: layer 1's
@@ -152,12 +152,12 @@ def claim_cancel_bias_identities(led: Ledger, config: Config, data: xr.Dataset, 
             statement="uniform/no-norm/no-MLP network with the cancelling bias: D(t) = D(P+1) at every "
             "t, layer and pair (the solvable model: cancelling dilution stops the decay)",
             seed="000#1",
-            figure="pf_bias",
         )
 
 
 def claim_conditions(led: Ledger, config: Config, data: xr.Dataset, scalars: dict, own_model: bool) -> None:
     """The theorem's hypotheses measured on the same passes (bounded logits, pre-norm RMS away from 0)."""
+    led = led.given(seed="000#1")
     P, eps = config.prompt_len, float_eps(config)
     t = data["t"].values
     max_logit, min_rms = scalars["max_logit"], scalars["min_prenorm_rms"]
@@ -168,7 +168,6 @@ def claim_conditions(led: Ledger, config: Config, data: xr.Dataset, scalars: dic
                 name,
                 role="bound",
                 source=src,
-                seed="000#1",
                 reason="the model exposes no attn.hook_attn_scores/attn.hook_pattern hooks: max |logit| and "
                 "the prompt share are not measured",
             )
@@ -178,7 +177,6 @@ def claim_conditions(led: Ledger, config: Config, data: xr.Dataset, scalars: dic
             "prompt_share_dilution_bound",
             measured=ratio,
             bound=1.0 + 1e3 * eps,
-            seed="000#1",
             source="derivation: |logit| <= B gives prompt share <= P e^2B / (P e^2B + t - P)",
             why="exact inequality; slack for the float rounding of softmax and of the measured B",
             statement="prompt share / dilution bound with the measured max |logit| <= 1 at every t, head, pair",
@@ -191,7 +189,6 @@ def claim_conditions(led: Ledger, config: Config, data: xr.Dataset, scalars: dic
             bound=0.5 * math.log((t[-1] - P) / P),
             relation="<",
             source=src,
-            seed="000#1",
             why="P e^(2B) < T - P: the dilution bound on the prompt share drops below 1/2 within the window",
             statement="max |attention logit| B < ln(T/P)/2 (the window reaches the dilution regime)",
         )
@@ -202,7 +199,6 @@ def claim_conditions(led: Ledger, config: Config, data: xr.Dataset, scalars: dic
             "condition_prenorm_rms",
             role="bound",
             source=src,
-            seed="000#1",
             reason="the model exposes no pre-norm input hooks (ln1/ln2.hook_in): min_prenorm_rms is NaN",
         )
     else:
@@ -213,7 +209,6 @@ def claim_conditions(led: Ledger, config: Config, data: xr.Dataset, scalars: dic
             bound=math.sqrt(NORM_EPS),
             relation=">",
             source=src,
-            seed="000#1",
             why=f"RMS above sqrt(norm eps = {NORM_EPS}): the norm's gain 1/RMS is bounded by the activations",
             statement="smallest RMS of a pre-norm input over all positions, layers and pairs > sqrt(eps)",
         )
@@ -239,6 +234,7 @@ def claim_bound_ratio(led: Ledger, config: Config, data: xr.Dataset) -> None:
     theorem's measured hypotheses (:data:`_THEOREM_CONDITIONS`): a miss where one of them fails is out of
     the theorem's regime; a miss inside it is a refutation.
     """
+    led = led.given(seed="000#1", figure="pf_bound_constant")
     lo = data["bound_plateau_slope_ci"].sel(end="lo").values  # (L,)
     worst = int(np.argmax(lo))
     growth = float(2.0 ** lo[worst])
@@ -247,13 +243,11 @@ def claim_bound_ratio(led: Ledger, config: Config, data: xr.Dataset) -> None:
         measured=growth,
         bound=1.0,
         relation="<=",
-        seed="000#1",
         source="seed theorem: D = O(P (ln t)^(L-1)/t) for pre-LN softmax with bounded logits",
         why="a bounded ratio cannot grow as a power of t: the growth factor of D t/(P (ln t)^(l-1)) from N/2 "
         "to N, taken at the lower end of the slope's 95% bootstrap CI over pairs (worst layer), must "
         "not exceed 1; tightness = that factor (the ratio falling fast means the bound is loose)",
         statement=f"D t/(P (ln t)^(l-1)) not growing over the last octave (worst layer {worst + 1}: slope "
         f"CI lower end {lo[worst]:.3f})",
-        figure="pf_bound_constant",
         regime=_THEOREM_CONDITIONS,
     )

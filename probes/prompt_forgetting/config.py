@@ -18,18 +18,15 @@ NORM_EPS = 1e-5
 
 @dataclass(frozen=True)
 class Config(ProbeConfig):
-    PRESETS = {
-        "smoke": {
-            "cont_len": 192,
-            "n_pairs": 3,
-            "d_model": 32,
-            "mlp": 64,
-            "n_boot": 200,
-            "fit_lo": 24.0,
-            "train_steps": 30,
-            "train_seq_len": 64,
-        },
-        "full": {},
+    SMOKE = {
+        "cont_len": 192,
+        "n_pairs": 3,
+        "d_model": 32,
+        "mlp": 64,
+        "n_boot": 200,
+        "fit_lo": 24.0,
+        "train_steps": 30,
+        "train_seq_len": 64,
     }
 
     # --- model ----------------------------------------------------------------------------------

@@ -145,7 +145,6 @@ def trained_vs_untrained_claims(untrained, trained) -> Ledger:
     led.direction(
         "trained_forgets_faster",
         sign=+1,
-        alternative=0.0,
         seed="000#1",
         hypothesis="training does not change the forgetting exponent",
         requires_full=True,
@@ -289,7 +288,6 @@ def depth_law_claims(law: xr.Dataset) -> Ledger:
             "alpha_falls_with_depth",
             replicates=w @ per_seed,  # the OLS slope on L of each seed's alphas
             sign=-1,
-            alternative=0.0,
             hypothesis="alpha does not depend on depth (each layer only dilutes)",
             source=src,
             why=f"{seeds_why}, of each seed's OLS slope of alpha on L",

@@ -19,21 +19,18 @@ EXTENSION_FIELDS = ("extend_dtype", "extend_lo", "extend_hi", "extend_lengths", 
 
 @dataclass(frozen=True)
 class Config(ProbeConfig):
-    PRESETS = {
-        "smoke": {
-            "max_len": 128,
-            "n_lengths": 8,
-            "n_bases": 3,
-            "d_model": 32,
-            "mlp": 64,
-            "sens_len": 32,
-            "n_boot": 100,
-            "fit_lo": 8.0,
-            "train_steps": 30,
-            "train_seq_len": 64,
-            "sens_bases": 3,
-        },
-        "full": {},
+    SMOKE = {
+        "max_len": 128,
+        "n_lengths": 8,
+        "n_bases": 3,
+        "d_model": 32,
+        "mlp": 64,
+        "sens_len": 32,
+        "n_boot": 100,
+        "fit_lo": 8.0,
+        "train_steps": 30,
+        "train_seq_len": 64,
+        "sens_bases": 3,
     }
 
     # --- protocol -------------------------------------------------------------------------------

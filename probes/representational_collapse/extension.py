@@ -104,6 +104,7 @@ def claims(led: Ledger, rs: tuple[Result, ...]) -> None:
 def claim_collapse_length(led: Ledger, r: Result) -> None:
     """Barbero et al. with the float64 power law: the format collapses where the fitted law meets eps|h|,
     measured on the extension beyond max_len against the interval the main fit predicts."""
+    led = led.given(seed=SEED)
     config, s = r.config, r.scalars
     dt = config.extend_dtype
     if not dt:
@@ -114,7 +115,6 @@ def claim_collapse_length(led: Ledger, r: Result) -> None:
             name,
             role="prediction",
             source=source,
-            seed=SEED,
             reason="no decaying power law: the slope CI reaches 0 (or the model is bidirectional)",
         )
         return
@@ -141,7 +141,6 @@ def claim_collapse_length(led: Ledger, r: Result) -> None:
         alternative=alt,
         hypothesis=alt_h,
         source=source,
-        seed=SEED,
         requires_full=True,
         figure="rc_long_collapse",
         why="alpha over the fit's 95% bootstrap CI, ln D(max_len) within the 95% t band (n_bases - 1 dof) of its "

@@ -12,7 +12,7 @@ from analysis.ledger import Ledger
 from analysis.theory import signal_propagation as th
 from probes.base import Result
 from probes.signal_propagation.claims_deepnorm import _curse_scale
-from probes.signal_propagation.claims_growth import _seeds, _slopes
+from probes.signal_propagation.claims_growth import _seeds, _slopes, summarised
 from probes.signal_propagation.config import COLLAPSE_VARIANTS, MASKS
 
 
@@ -25,6 +25,7 @@ def _gaps(data: xr.Dataset, norm: str, L: int) -> np.ndarray:
 def claim_jacobian_gap(led: Ledger, r: Result) -> None:
     """Theory section 6 and Curse of Depth (000#50): Pre-LN blocks' Jacobians approach the identity with
     depth (|J_l - I| ~ m_l^(-1/2) at init); LayerNorm scaling's effect on the deep blocks."""
+    led = led.given(figure="signal_jacobian_gap")
     cfg, data, sc = r.config, r.data, r.scalars
     L = int(max(data.depth.values))
     norms = list(data.norm.values)
@@ -37,10 +38,9 @@ def claim_jacobian_gap(led: Ledger, r: Result) -> None:
         js = [s for s in range(lg.shape[1]) if np.isfinite(lg[:, s]).all()]  # the seeds with Jacobians
         # block 0 reads the embedding: layers 1..L-1, each seed's gaps on its own moments
         slopes = _seeds(_slopes(mom[1:, js], np.exp(lg[1:, js]))) if js else [math.nan]
-        sc["pre_jacobian_gap_vs_moment_exponent"] = mean_se(slopes).mean
         led.predict(
             "pre_jacobian_gap_vs_moment",
-            replicates=slopes,
+            replicates=summarised(sc, "pre_jacobian_gap_vs_moment_exponent", slopes),
             expected=th.PRE_LN_JACOBIAN_VS_MOMENT_EXPONENT,
             alternative=0.0,
             hypothesis="the blocks' distance from the identity does not depend on the stream",
@@ -50,17 +50,14 @@ def claim_jacobian_gap(led: Ledger, r: Result) -> None:
             "each seed's log-log slope of |J_l - I| on its own m_l over layers 1..L-1",
             statement=f"pre, L={L}: slope of log |J_l - I| on log m_l = -1/2",
             requires_full=True,
-            figure="signal_jacobian_gap",
         )
     half = L // 2
     with np.errstate(invalid="ignore"):  # seeds without Jacobians are all NaN and left out
         d = _seeds(lg[half:].mean(0) - lg[:half].mean(0))  # (sample,) per seed, deep half minus shallow half
-    sc[f"pre_jacobian_gap_late_over_early_{tag}"] = float(np.exp(mean_se(d).mean))
     led.direction(
         f"pre_deep_blocks_near_identity_{tag}",
-        replicates=d,
+        replicates=summarised(sc, f"pre_jacobian_gap_late_over_early_{tag}", d, log_ratio=True),
         sign=-1,
-        alternative=0.0,
         hypothesis="every block equally far from the identity",
         seed="000#50",
         source="000#50 Curse of Depth: deep Pre-LN blocks' Jacobians approach the identity"
@@ -69,7 +66,6 @@ def claim_jacobian_gap(led: Ledger, r: Result) -> None:
         "the deep half minus that over the shallow half",
         statement=f"pre ({tag}), L={L}: mean log gap, deep half < shallow half",
         requires_full=True,
-        figure="signal_jacobian_gap",
     )
     if "ln_scaling" not in norms:
         return
@@ -85,7 +81,6 @@ def claim_jacobian_gap(led: Ledger, r: Result) -> None:
             "ln_scaling_moves_deep_blocks_from_identity",
             replicates=d,
             sign=1,
-            alternative=0.0,
             hypothesis="LayerNorm scaling leaves the deep blocks' distance from the identity unchanged",
             source="000#50 Curse of Depth: LayerNorm scaling makes deep blocks less identity-like (trained LLMs)",
             why=why,
@@ -93,21 +88,18 @@ def claim_jacobian_gap(led: Ledger, r: Result) -> None:
             seed="000#50",
             statement=f"trained, L={L}: mean log gap over the deep half, ln_scaling > pre",
             requires_full=True,
-            figure="signal_jacobian_gap",
         )
     else:
         led.direction(
             "ln_scaling_deep_blocks_closer_to_identity_at_init",
             replicates=d,
             sign=-1,
-            alternative=0.0,
             hypothesis="the 1/sqrt(l) branch scaling leaves the gap unchanged",
             source="derivation (theory section 6): 1/sqrt(l) shrinks every branch, so at init the blocks start "
             "closer to the identity (the opposite of the trained-model claim of 000#50)",
             why=why,
             statement=f"init, L={L}: mean log gap over the deep half, ln_scaling < pre",
             requires_full=True,
-            figure="signal_jacobian_gap",
         )
 
 
@@ -115,6 +107,7 @@ def claim_gradient_profiles(led: Ledger, r: Result) -> None:
     """NormFormer (000#94) / Mix-LN (000#62), claims about trained models (evaluated on a trained run;
     at initialisation only the scalars are kept): Pre-LN's early layers get larger gradients, Post-LN's
     smaller; Mix-LN's are the most uniform."""
+    led = led.given(figure="signal_gradient_profiles")
     cfg, data, sc = r.config, r.data, r.scalars
     L = int(max(data.depth.values))
     if L < 8:
@@ -141,7 +134,6 @@ def claim_gradient_profiles(led: Ledger, r: Result) -> None:
                 f"{norm}_early_gradients_{'larger' if sign > 0 else 'smaller'}",
                 replicates=_seeds(lr[norm]),
                 sign=sign,
-                alternative=0.0,
                 hypothesis="gradient norms uniform across layers",
                 source=src,
                 seed=seed,
@@ -149,7 +141,6 @@ def claim_gradient_profiles(led: Ledger, r: Result) -> None:
                 statement=f"{norm} (trained), L={L}: log grad(first quarter)/grad(last quarter) "
                 f"{'>' if sign > 0 else '<'} 0",
                 requires_full=True,
-                figure="signal_gradient_profiles",
             )
     if {"pre", "post", "mix"} <= set(cv):
         best = "pre" if cv["pre"].mean() < cv["post"].mean() else "post"
@@ -157,7 +148,6 @@ def claim_gradient_profiles(led: Ledger, r: Result) -> None:
             "mix_most_uniform_gradients",
             replicates=_seeds(cv["mix"] - cv[best]),  # same seeds: paired
             sign=-1,
-            alternative=0.0,
             hypothesis=f"Mix-LN no more uniform than the better of Pre-/Post-LN ({best})",
             source="000#62 Mix-LN: Post-LN early + Pre-LN deep gives more uniform layer gradients",
             seed="000#62",
@@ -165,7 +155,6 @@ def claim_gradient_profiles(led: Ledger, r: Result) -> None:
             "gradient norms",
             statement=f"mix (trained), L={L}: CV of per-layer gradient norm below {best}'s",
             requires_full=True,
-            figure="signal_gradient_profiles",
         )
 
 
@@ -193,6 +182,7 @@ DOUBLY = "exponential collapse (constant log-decrement) or none: no acceleration
 def claim_dong_doubly_exponential(led: Ledger, r: Result) -> None:
     """Dong et al. 2021: pure attention, and attention + MLP without skips, lose rank doubly exponentially
     (r_{l+1} <= c r_l^3); theory section 11: a LayerNorm after each attention changes c, not the cube."""
+    led = led.given(figure="signal_rank_collapse")
     cfg, data, sc = r.config, r.data, r.scalars
     if cfg.trained:
         return
@@ -204,12 +194,10 @@ def claim_dong_doubly_exponential(led: Ledger, r: Result) -> None:
     for mask in MASKS:
         for variant, source in src.items():
             growth = _seeds(_decrement_growth(_collapse(data, variant, mask)))
-            sc[f"{variant}_decrement_growth_{mask}"] = mean_se(growth).mean
             led.direction(
                 f"{variant}_doubly_exponential_{mask}",
-                replicates=growth,
+                replicates=summarised(sc, f"{variant}_decrement_growth_{mask}", growth),
                 sign=1,
-                alternative=0.0,
                 hypothesis=DOUBLY,
                 source=source,
                 why="95% t band over the initialisations (n seeds: those with two decrements above round-off) of "
@@ -218,12 +206,12 @@ def claim_dong_doubly_exponential(led: Ledger, r: Result) -> None:
                 "exponential)",
                 statement=f"{variant} ({mask} mask): the log-decrement grows with depth",
                 requires_full=True,
-                figure="signal_rank_collapse",
             )
 
 
 def claim_dong_mlp_slows(led: Ledger, r: Result) -> None:
     """Dong et al. 2021: MLPs (a large Lipschitz constant) slow down rank collapse."""
+    led = led.given(figure="signal_rank_collapse")
     cfg, data, sc = r.config, r.data, r.scalars
     if cfg.trained:
         return
@@ -238,12 +226,10 @@ def claim_dong_mlp_slows(led: Ledger, r: Result) -> None:
                 ]
             )
         per = _seeds(per)
-        sc[f"mlp_over_pure_log10_residual_{mask}"] = mean_se(per).mean
         led.direction(
             f"mlp_slows_collapse_{mask}",
-            replicates=per,
+            replicates=summarised(sc, f"mlp_over_pure_log10_residual_{mask}", per),
             sign=1,
-            alternative=0.0,
             hypothesis="the MLP does not change the residual ratio",
             source="Dong et al. 2021: MLPs slow down rank "
             "collapse (our skip-free fan-in GELU MLP has gain sqrt(G(q)/q) in [1/2, 1/sqrt 2], theory section 8)",
@@ -251,13 +237,13 @@ def claim_dong_mlp_slows(led: Ledger, r: Result) -> None:
             "attention + MLP over pure attention (same weight seed and tokens), over the layers where both are above "
             "round-off",
             statement=f"attention + MLP ({mask} mask): mean log10 residual ratio above pure attention's",
-            figure="signal_rank_collapse",
         )
 
 
 def claim_collapse_prevented(led: Ledger, r: Result) -> None:
     """Dong et al. 2021 / Noci et al. 2022: skips (with or without Pre-LN) keep the rank that pure attention
     loses, 1/sqrt(L) branch scaling keeps more; a LayerNorm without skips does not (theory section 11)."""
+    led = led.given(figure="signal_rank_collapse")
     cfg, data, sc = r.config, r.data, r.scalars
     if cfg.trained:
         return
@@ -290,23 +276,19 @@ def claim_collapse_prevented(led: Ledger, r: Result) -> None:
                 f"{name}_{mask}",
                 replicates=_seeds(kept[better] - kept[worse]),  # same seeds and tokens: paired
                 sign=1,
-                alternative=0.0,
                 hypothesis=f"{better} keeps no more rank than {worse}",
                 source=source,
                 why="95% t band over the initialisations (n seeds) of the paired difference of log10(r_L/r_0) "
                 "(floored at float64 round-off)",
                 statement=f"{better} over {worse} ({mask} mask): log10(r_L/r_0) larger",
-                figure="signal_rank_collapse",
             )
         led.direction(
             f"attention_ln_still_collapses_{mask}",
             replicates=_seeds(kept["attention_ln"]),
             sign=-1,
-            alternative=0.0,
             hypothesis="the LayerNorm restores the rank: no net loss over the depth",
             source="derivation (theory section 11): a LayerNorm rescales a nearly collapsed stream's residual "
             "by a finite factor and cannot restore the rank lost to averaging",
             why="95% t band over the initialisations (n seeds) of log10(r_L/r_0)",
             statement=f"attention + LayerNorm, no skip ({mask} mask): log10(r_L/r_0) < 0",
-            figure="signal_rank_collapse",
         )

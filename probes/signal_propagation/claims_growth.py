@@ -25,6 +25,14 @@ def _seeds(v: np.ndarray) -> list[float]:
     return [float(x) for x in v] if v.size else [math.nan]
 
 
+def summarised(sc: dict, key: str, replicates, log_ratio: bool = False):
+    """``replicates`` (a claim's per-seed values), their mean recorded as the result's scalar ``key`` first (for a
+    log ratio, ``log_ratio``: the exp of the mean, the geometric-mean ratio)."""
+    mean = mean_se(replicates).mean
+    sc[key] = float(np.exp(mean)) if log_ratio else mean
+    return replicates
+
+
 def _paired_se(d: np.ndarray) -> tuple[float, float]:
     """SE over seeds of the finite per-seed values ``d`` (measurement minus prediction, same seed) and its
     degrees of freedom ``n - 1``: the band of a prediction whose expected value is itself measured per seed."""
@@ -80,6 +88,7 @@ INCREMENT_WHY = (
 def claim_pre_ln_sum_rule(led: Ledger, r: Result) -> None:
     """Theory sections 1-3: a Pre-LN block adds a_l + g_l to the stream's second moment; the closed-form
     envelope a_l in [0, s_l^2] bounds the mean increment per block."""
+    led = led.given(figure="signal_variance_profiles")
     cfg, data, sc = r.config, r.data, r.scalars
     if cfg.trained or not cfg.skip:
         return
@@ -101,7 +110,6 @@ def claim_pre_ln_sum_rule(led: Ledger, r: Result) -> None:
             "E m_L = m_0 + sum_l (a_l + g_l)",
             why=INCREMENT_WHY,
             statement=f"{norm}, L={L}: mean increment of m_l per block = mean (a_l + g_l)",
-            figure="signal_variance_profiles",
         )
         lower, upper = th.pre_ln_envelope(0.0, L, cfg.mlp, norm == "ln_scaling")
         for name, envelope, relation, end, statement in (
@@ -116,12 +124,12 @@ def claim_pre_ln_sum_rule(led: Ledger, r: Result) -> None:
                 source="derivation (theory sections 2-3): 0 <= a_l <= s_l^2 for any attention pattern",
                 why=f"the envelope's {end} per block; the point estimate of the mean increment, not widened",
                 statement=f"{norm}, L={L}: {statement}",
-                figure="signal_variance_profiles",
             )
 
 
 def claim_peri_ln_linear(led: Ledger, r: Result) -> None:
     """Theory section 4: each Peri-LN sublayer adds exactly one unit (its output is a LayerNorm output)."""
+    led = led.given(seed="000#11", figure="signal_variance_profiles")
     cfg, data = r.config, r.data
     if cfg.trained or not cfg.skip or "peri" not in data.norm.values:
         return
@@ -138,15 +146,14 @@ def claim_peri_ln_linear(led: Ledger, r: Result) -> None:
         why="95% t band over the initialisations (n seeds) of each seed's mean increment per block: a block's "
         "increment minus its prediction has conditional mean zero given the stream before it (the branch's last "
         "weight matrix is sign-symmetric and independent of it), and the seeds are independent",
-        seed="000#11",
         statement=f"peri, L={L}: mean increment of m_l per block = {per:g}",
-        figure="signal_variance_profiles",
     )
 
 
 def claim_pre_ln_growth_law(led: Ledger, r: Result) -> None:
     """GPAS (000#2) / Curse of Depth (000#50): Pre-LN variance grows exponentially with depth. At
     initialisation our sum rule makes it linear; the papers' exponential is the alternative."""
+    led = led.given(seed="000#2", figure="signal_variance_profiles")
     cfg, data, sc = r.config, r.data, r.scalars
     depths = sorted(int(L) for L in data.depth.values)
     if cfg.trained or not cfg.skip or "pre" not in data.norm.values or len(depths) < 3 or depths[-1] < 8:
@@ -169,9 +176,7 @@ def claim_pre_ln_growth_law(led: Ledger, r: Result) -> None:
         source="derivation (theory sections 1-3): a bounded moment per block, so m_L grows linearly at init",
         why=f"95% t band over the initialisations (n seeds, dof n - 1) of m_{deep} minus the straight line through "
         f"m_{a_}, m_{b_} of the same initialisation",
-        seed="000#2",
         statement=f"pre, init: m_{deep} on the line through L={a_}, {b_} (not on the exponential)",
-        figure="signal_variance_profiles",
     )
 
 
@@ -180,6 +185,7 @@ def claim_post_ln_unit(led: Ledger, r: Result) -> None:
     (at initialisation, where the LayerNorm's gain is 1 and its bias 0). Claimed with skip connections only:
     the tolerance needs token variances above 1e-2, which a unit stream plus a branch has; a bare branch
     need not (skip=false, d_model=2 gave 1 - m = 1.4e-3)."""
+    led = led.given(figure="signal_variance_profiles")
     cfg, data = r.config, r.data
     if cfg.trained or not cfg.skip or "post" not in data.norm.values:
         return
@@ -197,12 +203,12 @@ def claim_post_ln_unit(led: Ledger, r: Result) -> None:
         why="the output's second moment is mean_t sigma_t^2 / (sigma_t^2 + eps) exactly (sigma_t^2: the norm "
         "input's variance over the width, read at its hook); float64 round-off of means over <= 1e4 values",
         statement="post: m_l = mean_t sigma_t^2 / (sigma_t^2 + eps) (= 1 - O(eps / sigma^2)) at every block and depth",
-        figure="signal_variance_profiles",
     )
 
 
 def claim_no_norm_growth(led: Ledger, r: Result) -> None:
     """Theory section 8: without norms each block adds a_l + mean_t G(q_mid,t): exponential growth."""
+    led = led.given(figure="signal_variance_profiles")
     cfg, data, sc = r.config, r.data, r.scalars
     if cfg.trained or not cfg.skip or "none" not in data.norm.values:
         return
@@ -222,7 +228,6 @@ def claim_no_norm_growth(led: Ledger, r: Result) -> None:
         source="derivation (theory section 8): E[m_{l+1} - m_l | stream] = a_l + mean_t G(q_mid,t)",
         why=INCREMENT_WHY + "; each residual is divided by the block's input moment m_l (known given the past)",
         statement=f"none, L={L}: mean relative increment (m_{{l+1}} - m_l)/m_l = mean (a_l + G_l)/m_l",
-        figure="signal_variance_profiles",
     )
     m0 = float(v[0].mean())
     lower = float(th.no_norm_lower_bound(m0, L, cfg.mlp)[-1])
@@ -237,7 +242,6 @@ def claim_no_norm_growth(led: Ledger, r: Result) -> None:
         "a lower bound on the attention ratio kappa (not derived) or a convex minorant of G (the mean-field "
         "iterate is no bound: G is not convex at large q); the tight law is none_exponential_growth_factor",
         statement=f"none, L={L}: m_L >= (5/4)^L m_0",
-        figure="signal_variance_profiles",
     )
     if L < 8:
         return
@@ -269,5 +273,4 @@ def claim_no_norm_growth(led: Ledger, r: Result) -> None:
         "their geometric mean, lies below their mean by about half that variance; knob: d_model",
         statement=f"none, L={L}: per-block growth factor of m_l in the deep half = (1 + kappa) 3/2",
         requires_full=True,
-        figure="signal_variance_profiles",
     )

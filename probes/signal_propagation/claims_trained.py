@@ -12,7 +12,7 @@ from analysis.ledger import Ledger
 from analysis.theory import signal_propagation as th
 from probes.base import Result
 from probes.signal_propagation.claims_deepnorm import _curse_scale
-from probes.signal_propagation.claims_growth import _seeds
+from probes.signal_propagation.claims_growth import _seeds, summarised
 from probes.signal_propagation.trained import deep_share, stability_train_config
 
 
@@ -39,6 +39,7 @@ def stability_outcomes(data: xr.Dataset) -> dict[str, list[str]]:
 def claim_deepnet_stability(led: Ledger, r: Result) -> None:
     """DeepNet (000#65), trained: at depth, Adam at the probe's rate without warm-up, Post-LN stalls or diverges
     where DeepNorm trains; the first update's size against the Theorem's depth factors (theory sections 10, 13)."""
+    led = led.given(seed="000#65", figure="signal_deepnet_trained")
     cfg, data, sc = r.config, r.data, r.scalars
     if not cfg.trained or "stab_loss" not in data:
         return
@@ -64,47 +65,37 @@ def claim_deepnet_stability(led: Ledger, r: Result) -> None:
         sign=1,
         se=math.hypot(_laplace_se(failed["post"], S), _laplace_se(failed["deepnorm"], S)),
         dof=S - 1,
-        alternative=0.0,
         hypothesis="DeepNorm's alpha, beta change nothing: Post-LN fails as often as DeepNorm",
         source="000#65 Wang et al. 2022 (DeepNet): deep Post-LN diverges or stalls without warm-up, DeepNorm trains",
         why=f"95% t band of the difference of two fractions of {S} runs each: SE the hypot of the two fractions' "
         f"Laplace SEs ((k+1)/(n+2), finite at 0 and n), dof {S} - 1 (the smaller group's n - 1); {cost}; a run "
         "fails when it diverges (non-finite loss, or final loss above the first) or stalls (final loss, the mean "
         "over the last tenth of the steps, not a tenth of the context gap H(pi) - H below the context-free H(pi))",
-        seed="000#65",
         statement=f"{rule}: fraction of failed runs, Post-LN minus DeepNorm > 0",
         requires_full=True,
-        figure="signal_deepnet_trained",
     )
     gain = _seeds(floor - final["deepnorm"])
-    sc["deepnorm_context_gain"] = mean_se(gain).mean
     led.direction(
         "deepnorm_trains_at_depth_without_warmup",
-        replicates=gain,
+        replicates=summarised(sc, "deepnorm_context_gain", gain),
         sign=1,
-        alternative=0.0,
         hypothesis="DeepNorm stalls at the context-free loss H(pi) as Post-LN does",
         source="000#65 Wang et al. 2022: DeepNorm trains very deep Post-LN-style stacks stably",
         why="95% t band over the seeds (n seeds) of H(pi) minus the final training loss (mean over the last tenth "
         f"of the steps); {cost}",
-        seed="000#65",
         statement=f"deepnorm, {rule}: final loss below the context-free loss H(pi)",
         requires_full=True,
-        figure="signal_deepnet_trained",
     )
     led.direction(
         "post_final_loss_above_deepnorm_at_depth",
         replicates=_seeds(final["post"] - final["deepnorm"]),  # same seeds and data stream: paired
         sign=1,
-        alternative=0.0,
         hypothesis="the same final loss with and without DeepNorm",
         source="000#65 Wang et al. 2022: Post-LN's instability at depth costs loss that DeepNorm keeps",
         why="95% t band over the seeds (n seeds) of the paired difference of final losses (same weight seed and "
         f"data stream); {cost}",
-        seed="000#65",
         statement=f"{rule}: final loss Post-LN minus DeepNorm > 0",
         requires_full=True,
-        figure="signal_deepnet_trained",
     )
     with np.errstate(divide="ignore", invalid="ignore"):
         lr_ = np.log(
@@ -126,11 +117,9 @@ def claim_deepnet_stability(led: Ledger, r: Result) -> None:
         "smaller, and with every parameter moving (the Theorem holds the LayerNorm gains fixed)",
         why="95% t band over the seeds (n seeds) of the paired log(|dx_L| post / |dx_L| deepnorm) after the first "
         f"update, same seed and batch; {cost}",
-        seed="000#65",
         statement=f"L = {N}, first Adam update at rate {stability_train_config(cfg).lr:g}: "
         f"log(update post / update deepnorm) = log(2 sqrt N)",
         requires_full=True,
-        figure="signal_deepnet_trained",
     )
 
 
@@ -171,7 +160,6 @@ def claim_curse_of_depth_trained(led: Ledger, r: Result) -> None:
         "pre_variance_grows_faster_than_init_sum_rule_trained",
         replicates=_seeds(p - q),  # same seed, same held-out batch: paired
         sign=1,
-        alternative=0.0,
         hypothesis="training keeps the initialisation's growth law: the exponent of the sum rule m_0 + sum_l "
         "(a_l + g_l) of the same seed's untrained model (a_l grows with the tokens' correlation, so it exceeds 1)",
         source="000#2 GPAS / 000#50 Curse of Depth: training makes the Pre-LN stream grow faster across layers; "
@@ -205,23 +193,20 @@ def claim_curse_of_depth_trained(led: Ledger, r: Result) -> None:
 
 def _claim_ln_scaling_trained(led: Ledger, r: Result, m_pre: np.ndarray, share_pre: np.ndarray) -> None:
     """The LayerNorm-scaling half of :func:`claim_curse_of_depth_trained`, paired with Pre-LN's same seeds."""
+    led = led.given(seed="000#50", figure="signal_curse_of_depth_trained")
     cfg, data, sc = r.config, r.data, r.scalars
     L, C = data.sizes["clayer"], m_pre.shape[1]
     m_ls = data["curse_resid_var"].sel(curse_norm="ln_scaling").values
     lr = _seeds(np.log(m_ls[L] / m_pre[L]))  # same seeds and batch: paired
-    sc["ln_scaling_over_pre_last_variance_trained"] = float(np.exp(mean_se(lr).mean))
     led.direction(
         "ln_scaling_lowers_last_variance_trained",
-        replicates=lr,
+        replicates=summarised(sc, "ln_scaling_over_pre_last_variance_trained", lr, log_ratio=True),
         sign=-1,
-        alternative=0.0,
         hypothesis="LayerNorm scaling leaves the trained stream's variance unchanged",
         source="000#50 Curse of Depth: LayerNorm scaling (1/sqrt(l) on the norms' output) tames the variance growth",
         why=f"95% t band over the {C} seeds of the paired log(m_L ln_scaling / m_L pre)",
-        seed="000#50",
         statement=f"trained, L={L}: last-layer variance, ln_scaling below pre",
         requires_full=True,
-        figure="signal_curse_of_depth_trained",
     )
     share_ls = np.array([deep_share(x) for x in data["curse_ablation"].sel(curse_norm="ln_scaling").values.T])
     sc["ln_scaling_deep_ablation_share_trained"] = float(np.nanmean(share_ls))
@@ -229,13 +214,10 @@ def _claim_ln_scaling_trained(led: Ledger, r: Result, m_pre: np.ndarray, share_p
         "ln_scaling_raises_deep_block_share_trained",
         replicates=_seeds(share_ls - share_pre),  # same seeds and batch: paired
         sign=1,
-        alternative=0.0,
         hypothesis="LayerNorm scaling leaves the deep blocks' share of the ablation damage unchanged",
         source="000#50 Curse of Depth: with LayerNorm scaling deep layers contribute more (removing them costs more)",
         why=f"95% t band over the {C} seeds of the paired difference of the deep half's share D / (D + S)",
         scale=_curse_scale(cfg),
-        seed="000#50",
         statement=f"trained, L={L}: deep half's ablation share, ln_scaling minus pre > 0",
         requires_full=True,
-        figure="signal_curse_of_depth_trained",
     )

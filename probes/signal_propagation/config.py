@@ -88,21 +88,18 @@ JACOBIAN_BATCHES = 2  # a passed model (run_model): data batches with Jacobians 
 
 @dataclass(frozen=True)
 class Config(ProbeConfig):
-    PRESETS = {
-        "smoke": {
-            "norms": ("pre", "post", "peri"),
-            "depths": (1, 2, 4),
-            "n_samples": 2,
-            "seq_len": 8,
-            "batch_size": 4,
-            "collapse_depth": 5,
-            "train_steps": 20,
-            "stability_depth": 4,
-            "stability_steps": 10,
-            "stability_seeds": 2,
-            "curse_seeds": 2,
-        },
-        "full": {},
+    SMOKE = {
+        "norms": ("pre", "post", "peri"),
+        "depths": (1, 2, 4),
+        "n_samples": 2,
+        "seq_len": 8,
+        "batch_size": 4,
+        "collapse_depth": 5,
+        "train_steps": 20,
+        "stability_depth": 4,
+        "stability_steps": 10,
+        "stability_seeds": 2,
+        "curse_seeds": 2,
     }
 
     norms: tuple[str, ...] = param(tuple(NORM_VARIANTS), "norm variants to measure", choices=tuple(NORM_VARIANTS))

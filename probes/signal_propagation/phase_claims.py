@@ -85,6 +85,7 @@ def _row_alternative(beta: float, p: float, T: int, quantity: str) -> tuple[floa
 
 def _claim_rows(data: xr.Dataset, led: Ledger, sc: dict, i: int, p: float, T: int) -> None:
     """Layer-1 entropy and participation against the per-row finite-T yardstick, worst beta of the grid."""
+    led = led.given(figure=FIGURE)
     betas = [float(b) for b in data.phase_beta.values]
     S = data.sizes["phase_seed"]
     for quantity, yard, law in (
@@ -102,7 +103,6 @@ def _claim_rows(data: xr.Dataset, led: Ledger, sc: dict, i: int, p: float, T: in
                 role="prediction",
                 source=SOURCE,
                 reason=f"at no beta of the grid does the alternative differ from the yardstick by {RESOLUTION:g}",
-                figure=FIGURE,
             )
             continue
         j = _worst(cells, diffs)
@@ -124,12 +124,12 @@ def _claim_rows(data: xr.Dataset, led: Ledger, sc: dict, i: int, p: float, T: in
             "the rows of layer 1; the yardstick is the exact finite-T expectation at each row's sigma_i",
             statement=f"p = {p:g}, T = {T}: layer-1 {law} = its finite-T random-energy value (worst beta = "
             f"{betas[j]:g} of {len(cells)}, beta_c = {ap.critical_beta(p):.3g})",
-            figure=FIGURE,
         )
 
 
 def _claim_depth(data: xr.Dataset, led: Ledger, sc: dict, i: int, p: float) -> None:
     """The token cosine across depth against the finite-T block map, on each side of beta_c."""
+    led = led.given(figure=FIGURE)
     betas = np.asarray(data.phase_beta.values, dtype=float)
     L, S = data.sizes["phase_layer"], data.sizes["phase_seed"]
     bc = ap.critical_beta(p)
@@ -163,7 +163,6 @@ def _claim_depth(data: xr.Dataset, led: Ledger, sc: dict, i: int, p: float) -> N
                 source=src,
                 reason=f"no beta of the grid {side} beta_c = "
                 f"{bc:.3g} at p = {p:g} where the alternative differs by {RESOLUTION:g}",
-                figure=FIGURE,
             )
             continue
         diffs = meas[:, :, k] - theory[:, k][:, None]  # (beta, seed)
@@ -184,5 +183,4 @@ def _claim_depth(data: xr.Dataset, led: Ledger, sc: dict, i: int, p: float) -> N
             f"shared weight is Monte Carlo over {MAP_REPS} row pairs per layer (SE <= {se_map:.1e})",
             statement=f"p = {p:g}: token cosine after {k} post-LN blocks = the finite-T block map, {side} beta_c = "
             f"{bc:.3g} (worst beta = {betas[j]:g} of {len(cells)})",
-            figure=FIGURE,
         )

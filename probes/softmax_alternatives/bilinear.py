@@ -143,6 +143,7 @@ def measure(ctx: Context) -> None:
 def claim_decomposition(led: Ledger, r: Result) -> None:
     """003#57: the bilinear MLP is exactly a third-order tensor: each output the quadratic form of its interaction
     matrix, on every measured input of every trained layer."""
+    led = led.given(seed=SEED_BILINEAR, figure=FIGURE)
     c = r.config
     terms = c.bilinear_hidden + c.bilinear_width**2
     led.identity(
@@ -151,12 +152,10 @@ def claim_decomposition(led: Ledger, r: Result) -> None:
         expected=0.0,
         atol=2 * terms * EPS,
         source=f"{SOURCE}, section 9: y_o = x^T B_o x, B_o = sum_k W_out[o, k] sym(w_k g_k^T)",
-        seed=SEED_BILINEAR,
         why=f"two float64 sums of at most {c.bilinear_hidden} (the layer) and {c.bilinear_width}^2 (the quadratic "
         "form) terms each round by at most their count times eps times their absolute sum (x2: both sides)",
         statement=f"every output of the {c.bilinear_seeds} trained bilinear layers equals x^T B_o x on its "
         f"{c.bilinear_samples} inputs (in units of the terms' absolute sum)",
-        figure=FIGURE,
     )
 
 
@@ -164,6 +163,7 @@ def claim_outside_noise(led: Ledger, r: Result) -> None:
     """003#57: the eigendecomposition of a trained bilinear layer finds the planted rank; outside it the interaction
     matrices hold exactly the noise the least-squares fit lets through (the alternative: an implicit low-rank bias that
     keeps them at the planted rank)."""
+    led = led.given(seed=SEED_BILINEAR, figure=FIGURE)
     c, d = r.config, r.data
     ratio = (d["bilinear_outside_energy"] / d["bilinear_outside_energy_exact"]).values
     frac = r.scalars["bilinear_top_fraction_mean"]
@@ -175,7 +175,6 @@ def claim_outside_noise(led: Ledger, r: Result) -> None:
         hypothesis="an implicit low-rank bias: gradient-trained factorised weights keep the planted rank and fit no "
         "noise outside it",
         source=f"{SOURCE}, section 9: E sum_o |P B_o P|_F^2 = d_out sigma^2 tr(L G^-1 L^T) given the inputs",
-        seed=SEED_BILINEAR,
         why=f"95% t band over {c.bilinear_seeds} independent layers and tasks (replicate seeds) of each one's measured "
         "energy outside the planted subspace over its exact expectation given its inputs; the 1 is the ratio's "
         "definition",
@@ -185,7 +184,6 @@ def claim_outside_noise(led: Ledger, r: Result) -> None:
         f"the top {c.bilinear_rank} eigenvalues carry {100 * frac:.1f}% of each interaction matrix, and the energy "
         "outside the planted subspace is the fitted noise's exact law "
         f"(mean {float(d['bilinear_outside_energy_exact'].values.mean()):.4f})",
-        figure=FIGURE,
     )
 
 

@@ -9,12 +9,11 @@ import numpy as np
 import torch
 
 from analysis.ledger import Ledger
-from analysis.theory import softmax_alternatives as th
 from analysis.train import derived_seed
 from probes.base import MAX_SEED, Result
 from probes.parts import Context, each_claim, measure_replicates
 from probes.softmax_alternatives.config import SEED_COG, SOURCE, Config
-from probes.softmax_alternatives.models import random_head
+from probes.softmax_alternatives.models import random_head, stack_correlations, stacks_setting
 
 DESCRIPTION = "skipless Cog-attention stacks at init: token sign equivariance, and no collapse where softmax collapses"
 FIELDS = ("cog_depths", "cog_width", "cog_tokens", "cog_batch", "cog_seeds")
@@ -40,19 +39,15 @@ def measure_layer(config: Config, seed: int) -> dict[str, np.ndarray]:
     x = torch.randn(c.cog_batch, c.cog_tokens, c.cog_width, generator=g, dtype=torch.float64)
     signs = torch.randint(0, 2, (c.cog_batch, c.cog_tokens, 1), generator=g).to(torch.float64) * 2.0 - 1.0
     weights = derived_seed(seed, "cog_weights") % MAX_SEED
-    out = {name: np.empty(len(c.cog_depths)) for name in (*CORRELATIONS.values(), "cog_equivariance_error")}
-    for i, depth in enumerate(c.cog_depths):
-        for kernel, name in CORRELATIONS.items():
-            model = stack(c, kernel, depth, weights)
-            with torch.no_grad():
-                y = model(x)
-            gram = torch.einsum("btd,bsd->ts", y, y).numpy() / c.cog_batch
-            out[name][i] = th.mean_token_correlation(gram)
-            if kernel == "cog":
-                with torch.no_grad():
-                    flipped = model(signs * x)
-                out["cog_equivariance_error"][i] = float((flipped - signs * y).abs().max() / y.abs().max())
-    return out
+
+    def equivariance(kernel: str, model, y: torch.Tensor) -> dict[str, float]:
+        if kernel != "cog":
+            return {}
+        with torch.no_grad():
+            flipped = model(signs * x)
+        return {"cog_equivariance_error": float((flipped - signs * y).abs().max() / y.abs().max())}
+
+    return stack_correlations(x, c.cog_depths, lambda k, L: stack(c, k, L, weights), CORRELATIONS, equivariance)
 
 
 def measure(ctx: Context) -> None:
@@ -63,26 +58,21 @@ def measure(ctx: Context) -> None:
 def claim_cog(led: Ledger, r: Result) -> None:
     """004#28: a Cog-attention stack is exactly odd in each token (an identity), so it keeps independent tokens
     uncorrelated at every depth (the alternative: the collapse softmax shows on the same weights)."""
+    led = led.given(seed=SEED_COG, figure=FIGURE)
     c, d = r.config, r.data
     soft = d["cog_softmax_correlation"].values  # (depth, seed)
     cog = d["cog_cog_correlation"].values
-    depths = list(c.cog_depths)
-    statement = (
-        f"skipless attention-only stacks (width {c.cog_width}, one head, fan-in init), {c.cog_tokens} causal "
-        f"Gaussian tokens, depths {depths}"
-    )
+    statement = stacks_setting(c.cog_width, c.cog_tokens, c.cog_depths, "fan-in init")
     led.identity(
         "cog_token_sign_equivariance",
         measured=float(d["cog_equivariance_error"].values.max()),
         expected=0.0,
         atol=0.0,
         source=f"{SOURCE}, section 15: f(D X) = D f(X) for every diagonal sign matrix D",
-        seed=SEED_COG,
         why="negation is exact in IEEE arithmetic and every sum of a flipped row flips term by term, so the float64 "
         "stack is odd in each token bit for bit",
         statement=f"{statement}: flipping any tokens' signs flips exactly their outputs (relative error, max over "
         "depths and replicates)",
-        figure=FIGURE,
     )
     level = float(soft.mean())
     led.predict(
@@ -93,13 +83,11 @@ def claim_cog(led: Ledger, r: Result) -> None:
         hypothesis="negative weights do not prevent the collapse: the Cog stack averages the tokens like softmax on "
         "the same weights (their measured mean correlation)",
         source=f"{SOURCE}, section 15: token sign equivariance makes the correlation symmetric about 0 at every depth",
-        seed=SEED_COG,
         why=f"95% t band over {c.cog_seeds} independent stacks (replicate seeds) of each one's mean over the depths "
         "of the measured mean token correlation",
         requires_full=True,
         statement=f"{statement}: the mean token correlation of the Cog stack's token kernel is 0 at every depth "
         "(softmax's on the same weights: " + ", ".join(f"{v:.3f}" for v in soft.mean(axis=1)) + ")",
-        figure=FIGURE,
     )
 
 

@@ -85,6 +85,7 @@ def claim_denominator_tails(led: Ledger, r: Result) -> None:
     tail index 1 for the read-out (the alternative: the numerator's own Gaussian-like tail, as with a denominator
     bounded away from zero) and 1/2 for the query gradient (the alternative: 1, a gradient no heavier than the
     read-out)."""
+    led = led.given(seed=SEED_DENOMINATOR, figure=FIGURE)
     c, d = r.config, r.data
     law = th.linear_attention_tail_indices(c.denominator_width)
     samples = c.denominator_batch * c.denominator_tokens
@@ -105,11 +106,9 @@ def claim_denominator_tails(led: Ledger, r: Result) -> None:
         hypothesis="a denominator bounded away from zero (softmax, positive features): the read-out as light-tailed "
         "as its numerator |y| (Hill's index on the same rows)",
         source=source,
-        seed=SEED_DENOMINATOR,
         why=why,
         requires_full=True,
         statement=f"{statement}: the read-out's tail index is 1 (no mean)",
-        figure=FIGURE,
     )
     led.predict(
         "linear_attention_gradient_tail_index",
@@ -118,11 +117,9 @@ def claim_denominator_tails(led: Ledger, r: Result) -> None:
         alternative=law["readout"],
         hypothesis="the gradient only as heavy as the read-out (a 1/|D| tail, index 1)",
         source=source + "; |do/dq| ~ c |y| |s| / D^2, so P(|do/dq| > t) ~ t^(-1/2)",
-        seed=SEED_DENOMINATOR,
         why=why,
         requires_full=True,
         statement=f"{statement}: the query gradient's tail index is 1/2 (no finite moment of order 1/2)",
-        figure=FIGURE,
     )
 
 

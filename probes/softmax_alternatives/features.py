@@ -15,7 +15,7 @@ from analysis.theory import softmax_alternatives as th
 from analysis.theory.attention_entropy import gaussian_entropy_exact
 from analysis.train import derived_seed
 from probes.base import MAX_SEED, Result
-from probes.parts import Context, each_claim, measure_replicates, paired_with_law
+from probes.parts import Context, Measured, each_claim, measure_replicates, predict_law
 from probes.softmax_alternatives.config import SEED_FEATURES, SOURCE, Config
 
 DESCRIPTION = "elu + 1 linear attention's weights: entropy deficit against its exact law, softmax's the alternative"
@@ -64,27 +64,22 @@ def measure(ctx: Context) -> None:
 def claim_elu1_deficit(led: Ledger, r: Result) -> None:
     """003#74: kernelised (elu + 1) attention does not concentrate: its rows' entropy stays within the exact, small
     deficit of ln n, where softmax on the same logits loses about s^2/2."""
+    led = led.given(seed=SEED_FEATURES, figure=FIGURE)
     d, c = r.data, r.config
-    measured, exact = d["elu1_entropy_deficit"].values, d["elu1_entropy_deficit_exact"].values  # (query, seed)
-    replicates, level = paired_with_law(measured, exact)
-    led.predict(
+    law = (
         "elu1_entropy_deficit",
-        replicates=replicates,
-        expected=level,
-        alternative=float(d["softmax_entropy_deficit_exact"].values.mean()),
-        hypothesis="the kernel concentrates like softmax: the deficit of softmax on the same logits q . k / sqrt(d) "
+        float(d["softmax_entropy_deficit_exact"].values.mean()),
+        "the kernel concentrates like softmax: the deficit of softmax on the same logits q . k / sqrt(d) "
         "(exact, ~ s^2/2)",
-        source=f"{SOURCE}, section 6: ln n - E[H] = D + v/(2n) - c/n + D v/n, D = E[x ln x] by Frullani's integral, "
+        f"{SOURCE}, section 6: ln n - E[H] = D + v/(2n) - c/n + D v/n, D = E[x ln x] by Frullani's integral, "
         "the transforms factorised over d",
-        seed=SEED_FEATURES,
-        why=f"95% t band over {c.features_seeds} independent sets of queries and keys (replicate seeds) of each one's "
-        f"mean over {c.features_queries} rows of the measured deficit minus its exact expectation given the query "
-        "(paired), plus the overall exact level",
-        requires_full=True,
-        statement=f"elu + 1 linear attention, d = {c.features_width}, n = {c.features_keys} Gaussian keys: the rows' "
-        f"entropy deficit ln n - H is the exact law (mean {level:.4f} nats), not softmax's",
-        figure=FIGURE,
     )
+    subject = (
+        f"elu + 1 linear attention, d = {c.features_width}, n = {c.features_keys} Gaussian keys, "
+        f"{c.features_queries} query rows, the entropy deficit ln n - H in nats"
+    )
+    pairs = (d["elu1_entropy_deficit"].values, d["elu1_entropy_deficit_exact"].values)  # (query, seed)
+    predict_law(led, pairs, law, Measured(subject, "row", "deficit", "sets of queries and keys"), paired="difference")
 
 
 claims = each_claim(claim_elu1_deficit)

@@ -11,7 +11,7 @@ from analysis.ledger import Ledger
 from analysis.theory import softmax_alternatives as th
 from analysis.train import derived_seed
 from probes.base import MAX_SEED, Result
-from probes.parts import Context, each_claim, measure_replicates, predict_law_and_slope
+from probes.parts import Context, Measured, each_claim, measure_replicates, predict_law_and_slope
 from probes.softmax_alternatives.config import SEED_ISOLATION, SOURCE, Config
 from probes.softmax_alternatives.models import PATTERN, head_pattern_and_scores, random_head, row_logits
 
@@ -50,32 +50,28 @@ def claim_isolation(led: Ledger, r: Result) -> None:
     sequence length, at its exact law (the alternative: uniform weights' 1/n), and its slope in ln n is the law's
     (the alternative: a share that does not depend on the length)."""
     c, d = r.config, r.data
-    m, e = d["isolation_collision"].values, d["isolation_collision_exact"].values  # (n, seed)
+    e = d["isolation_collision_exact"].values  # (n, seed)
     ns = np.asarray(c.isolation_tokens, dtype=np.float64)
-    why = f"95% t band over {c.isolation_seeds} independent layers (replicate seeds) of each one's "
-    statement = (
-        f"random softmax layer (width {c.isolation_width}, fan-in init), n = {list(c.isolation_tokens)} Gaussian "
-        "tokens: the weight collision sum_j p_ij^2 (the share of the values' energy a row passes on)"
-    )
     law = (
         "softmax_collision_exact",
         float(((1.0 / ns)[:, None] / e).mean()),
         "the weights spread evenly over the n tokens: collision 1/n",
         f"{SOURCE}, section 10: E[sum_j p_j^2] = int t e^-t [phi^(n-1) + (n-1) e^-2a chi phi^(n-2)] dt at each row's "
         "(a_i, s_i)",
-        "mean over n of the measured mean collision over its exact expectation (paired: each row's own logits); the 1 "
-        "is the ratio's definition",
-        f"{statement} is the exact law (mean " + ", ".join(f"{v:.4f}" for v in e.mean(axis=1)) + ")",
     )
     slope = (
         "softmax_isolation_grows_with_length",
         0.0,
         "a length-independent share (no bias towards isolation; sum pooling's weights would even give +1)",
         f"{SOURCE}, section 10: the law's slope in ln n (-> -1 as n >> e^(s^2))",
-        "least-squares slope of ln(mean collision) on ln n minus its exact law's (paired), plus the law's mean slope",
-        f"{statement} falls with n at its law's slope in ln n ({{level:.3f}})",
     )
-    predict_law_and_slope(led, (m, e), ns, law, slope, why=why, seed=SEED_ISOLATION, figure=FIGURE)
+    subject = (
+        f"random softmax layer (width {c.isolation_width}, fan-in init), n = {list(c.isolation_tokens)} Gaussian "
+        "tokens, the weight collision sum_j p_ij^2 (the share of the values' energy a row passes on)"
+    )
+    pairs = (d["isolation_collision"].values, e)
+    what = Measured(subject, "n", "collision")
+    predict_law_and_slope(led, pairs, ns, law, slope, what, seed=SEED_ISOLATION, figure=FIGURE)
 
 
 claims = each_claim(claim_isolation)

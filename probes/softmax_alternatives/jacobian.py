@@ -111,6 +111,7 @@ def measure(ctx: Context) -> None:
 def claim_jacobians(led: Ledger, r: Result) -> None:
     """000#23: softmax's gradient vanishes as the logits scale up, but over random rows like 1/s (the near-ties carry
     it), not like the typical row's e^{-s delta}; SA-Softmax's stays of order 1."""
+    led = led.given(seed=SEED_JACOBIAN, figure=FIGURE)
     d, c = r.data, r.config
     S = d.sizes["jacobian_seed"]
     scales = [float(s) for s in d["jacobian_scale"].values]
@@ -137,12 +138,10 @@ def claim_jacobians(led: Ledger, r: Result) -> None:
             alternative=float(alt.mean()),
             hypothesis=hypothesis,
             source=f"{SOURCE}, section 5: the two-key law int int f(u, delta) |J_2x2|_F at each row's effective scale",
-            seed=SEED_JACOBIAN,
             why=f"95% t band over {S} independent random layers of each one's mean over the scales of the measured "
             "mean |J|_F (autograd through the zoo's kernel) over its two-key law; the 1 is the ratio's definition",
             requires_full=True,
             statement=f"{kernel} attention, n = {c.jacobian_keys} keys, logit scale s = {scales}: {law}",
-            figure=FIGURE,
         )
 
 

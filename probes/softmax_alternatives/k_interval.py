@@ -64,6 +64,7 @@ def measure(ctx: Context) -> None:
 
 def claim_bounds(led: Ledger, r: Result) -> None:
     """Theory section 3: every row's L1 error against softmax is at most ``b/a - 1`` at its grid step."""
+    led = led.given(seed=SEED_INTERVAL, figure=FIGURE)
     d = r.data
     what = {"round": "e^h - 1", "interpolate": "r(h) - 1 (~ h^2/8)"}
     for mode in MODES:
@@ -72,17 +73,16 @@ def claim_bounds(led: Ledger, r: Result) -> None:
             measured=float(d["interval_bound_ratio"].sel(interval_mode=mode).max()),
             bound=1.0,
             source=f"{SOURCE}: every key's ratio to its exponential lies in [a, b], so sum_i |dp_i| <= b/a - 1",
-            seed=SEED_INTERVAL,
             why="exact algebra on each row (no sampling): the largest over rows, K and layers of the row's L1 error "
             "over its own bound at h = (max - min logit)/K; tightness is that largest ratio",
             statement=f"K-interval softmax ({mode}): every row's sum_i |p~_i - p_i| <= {what[mode]} at its grid step",
-            figure=FIGURE,
         )
 
 
 def claim_orders(led: Ledger, r: Result) -> None:
     """The mean error falls like K^-1 (rounding) and K^-2 (interpolation); each mode's order is the other's
     alternative."""
+    led = led.given(seed=SEED_INTERVAL, figure=FIGURE)
     d = r.data
     Ks = d["interval_k"].values
     S = d.sizes["interval_seed"]
@@ -96,12 +96,10 @@ def claim_orders(led: Ledger, r: Result) -> None:
             hypothesis=f"the grid's error does not depend on how a value is read off it (the {other} order)",
             source=f"{SOURCE}: first-order error p_i (delta_i - mean delta), delta of order {ORDER_WORDS[mode]}, "
             "h = (M - m)/K",
-            seed=SEED_INTERVAL,
             why=f"95% t band over {S} independent random layers of each one's least-squares slope of ln(mean row L1 "
             "error) on ln K",
             requires_full=True,
             statement=f"K-interval softmax ({mode}): d ln(mean L1 error) / d ln K = {ORDER[mode]:g}",
-            figure=FIGURE,
         )
 
 

@@ -110,6 +110,7 @@ def claim_linearity(led: Ledger, r: Result) -> None:
     """003#37: the map across an MLP sublayer is close to linear with the skip connection and much less so without
     it; each variant's unexplained fraction ``1 - score`` is its exact law, and the other variant's law (the skip
     connection changing nothing) is the alternative. Paired per layer: the measured over the exact fraction."""
+    led = led.given(seed=SEED_LINEARITY, figure=FIGURE)
     c, d = r.config, r.data
     m, e = d["linearity_unexplained"], d["linearity_unexplained_exact"]  # (scale, kind, seed)
     for kind, other, name, hypothesis in (
@@ -138,7 +139,6 @@ def claim_linearity(led: Ledger, r: Result) -> None:
             hypothesis=hypothesis,
             source=f"{SOURCE}, section 8: 1 - score = tr W_out (Cov g(z) - D C D) W_out^T / tr Cov(y), given the "
             "weights",
-            seed=SEED_LINEARITY,
             why=f"95% t band over {c.linearity_seeds} independent layers (replicate seeds) of each one's mean over the "
             "input scales of the measured unexplained fraction 1 - score over its exact value (paired: the layer's own "
             "weights); the 1 is the ratio's definition",
@@ -148,7 +148,6 @@ def claim_linearity(led: Ledger, r: Result) -> None:
             f"{list(c.linearity_scales)}: 1 - linearity score is the exact law ("
             + ", ".join(f"{v:.3f}" for v in level)
             + ")",
-            figure=FIGURE,
         )
 
 

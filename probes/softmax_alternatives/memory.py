@@ -10,7 +10,7 @@ import torch
 
 from analysis.evidence import replicate_seed
 from analysis.ledger import Ledger
-from analysis.model import ModelConfig, TinyTransformer
+from analysis.model import TinyTransformer, one_head_layer
 from analysis.progress import bar
 from analysis.theory import softmax_alternatives as th
 from analysis.theory.signal_propagation import loglog_slope
@@ -32,12 +32,8 @@ def memory_model(config: Config, activation: str, n: int, seed: int) -> TinyTran
     (``softmax``: over the hidden units), the gpt2 init at ``init_std = memory_std`` (keys N(0, std^2), values
     N(0, std^2 / 2), biases 0), float64. The weights depend on ``seed`` and the shapes only, so the ReLU and the
     softmax memory of one seed and slot count are the same keys and values."""
-    cfg = ModelConfig(
-        input="embedded",
-        output="none",
-        d_model=config.memory_width,
-        n_layers=1,
-        n_heads=1,
+    cfg = one_head_layer(
+        config.memory_width,
         d_mlp=n,
         activation=activation,
         init="gpt2",
@@ -110,6 +106,7 @@ def predicted_slope(r: Result, activation: str) -> float:
 def claim_slot_slopes(led: Ledger, r: Result) -> None:
     """Shen et al. 2023 (000#40): a ReLU memory's output grows with its slot count, a softmax memory's shrinks.
     Each activation's slope in ln n against the closed form's, the other activation's as the alternative."""
+    led = led.given(seed=SEED_SLOTS, figure=FIGURE)
     S = r.data.sizes["memory_seed"]
     slopes = {a: predicted_slope(r, a) for a in ACTIVATIONS}
     growth = {"relu": "grows like n (n s^2 / 2 per unit value variance)", "softmax": "shrinks like 1/n"}
@@ -121,19 +118,18 @@ def claim_slot_slopes(led: Ledger, r: Result) -> None:
             alternative=slopes[other],
             hypothesis=HYP_EQUIVALENT,
             source=f"{SOURCE}: E|o|^2 = m b^2 E[sum_i f_i^2]; f = {activation}: {growth[activation]}",
-            seed=SEED_SLOTS,
             why=f"95% t band over {S} independent memories (replicate seeds) of each one's least-squares slope of "
             "ln(mean |o|^2 over the inputs) on ln n",
             requires_full=True,
             statement=f"{activation} memory at initialisation: d ln E|o|^2 / d ln n equals the closed form's "
             f"{slopes[activation]:+.3f}",
-            figure=FIGURE,
         )
 
 
 def claim_softmax_concentration(led: Ledger, r: Result) -> None:
     """The softmax memory reads ``E[sum p_i^2]`` (exact quadrature, ``~ e^{s^2}/n``), not the ``1/n`` of uniform
     weights: each seed's measured moment over the closed form, averaged over the slot counts, is 1."""
+    led = led.given(seed=SEED_SLOTS, figure=FIGURE)
     d = r.data
     measured = d["memory_moment"].sel(activation="softmax").values  # (slots, seed)
     theory = d["memory_theory"].sel(activation="softmax").values  # (slots,)
@@ -146,11 +142,9 @@ def claim_softmax_concentration(led: Ledger, r: Result) -> None:
         alternative=float(np.mean(d["memory_uniform"].values / theory)),
         hypothesis="softmax weights average the slots: E[sum p_i^2] = 1/n, no concentration on the larger logits",
         source=f"{SOURCE}: E[sum p_i^2] = n int t chi(t) phi(t)^(n-1) dt (-> e^(s^2)/n)",
-        seed=SEED_SLOTS,
         why=f"95% t band over {S} independent memories of each one's mean over n of measured / closed-form E|o|^2",
         requires_full=True,
         statement=f"softmax memory at s = {s:.2f}: measured E|o|^2 over m b^2 E[sum p_i^2] equals 1 (mean over n)",
-        figure=FIGURE,
     )
 
 

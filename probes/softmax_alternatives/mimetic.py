@@ -66,6 +66,7 @@ def measure(ctx: Context) -> None:
 def claim_self_weight(led: Ledger, r: Result) -> None:
     """000#115: with ``W_q^T W_k`` near beta I every token attends to itself with the derived weight: the exact law,
     above the mean-field formula (Jensen's gap), far above a random product's."""
+    led = led.given(seed=SEED_MIMETIC, figure=FIGURE)
     d, c = r.data, r.config
     exact = d["mimetic_self_weight_exact"]
     ratio = (d["mimetic_self_weight"] / exact).values  # (beta, seed)
@@ -78,7 +79,6 @@ def claim_self_weight(led: Ledger, r: Result) -> None:
         hypothesis="the mean-field formula 1/(1 + (n - 1) exp(s^2/2 - a)): the other keys' sum at its mean (Jensen's "
         "lower bound; a random product, own logit like any other, is far lower still)",
         source=f"{SOURCE}, section 4: E[p_ii | x_i, M] = int_0^oo e^-t phi_s(t e^-a)^(n-1) dt at each row's (a_i, s_i)",
-        seed=SEED_MIMETIC,
         why=f"95% t band over {c.mimetic_seeds} independent layers (replicate seeds) of each one's mean over beta of "
         "the measured mean self weight over its exact expectation (paired: each row's own logits); the 1 is the "
         "ratio's definition",
@@ -86,7 +86,6 @@ def claim_self_weight(led: Ledger, r: Result) -> None:
         statement=f"mimetic init (alpha {c.mimetic_alpha:g}, beta {list(c.mimetic_betas)}), n = {c.mimetic_tokens} "
         f"Gaussian tokens: the mean weight of a token on itself is the exact law (mean {float(exact.mean()):.3f}), "
         "not the mean-field formula",
-        figure=FIGURE,
     )
 
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import torch
 
 from analysis.hooks import hooks
-from analysis.model import ModelConfig, TinyTransformer
+from analysis.model import TinyTransformer, one_head_layer
 
 PATTERN = "blocks.0.attn.hook_pattern"
 SCORES = "blocks.0.attn.hook_attn_scores"
@@ -19,21 +20,8 @@ def random_head(width: int, kernel: str, seed: int, **fields: Any) -> TinyTransf
     attention, no MLP unless ``fields`` give one), float64, with attention ``kernel`` and any other ModelConfig
     ``fields``: the inputs go in as they are, so a row's logits are ``q_i . k_j / sqrt(width)``. The weights depend on
     ``seed`` and the shapes only, so two kernels built with one seed share them."""
-    cfg = dict(
-        input="embedded",
-        output="none",
-        d_model=width,
-        n_layers=1,
-        n_heads=1,
-        d_mlp=0,
-        norm="none",
-        pos="none",
-        attention=kernel,
-        causal=False,
-        dtype="float64",
-        seed=seed,
-    )
-    return TinyTransformer(ModelConfig(**{**cfg, **fields})).eval()
+    cfg = dict(norm="none", pos="none", attention=kernel, causal=False, dtype="float64", seed=seed)
+    return TinyTransformer(one_head_layer(width, **{**cfg, **fields})).eval()
 
 
 def head_pattern_and_scores(model: TinyTransformer, x: torch.Tensor, bias=None) -> dict[str, torch.Tensor]:
@@ -59,3 +47,37 @@ def row_logits(model: TinyTransformer, x: torch.Tensor) -> tuple[np.ndarray, np.
         own = c * (q * k).sum(-1)
         std = c * (q @ attn.W_k.weight).norm(dim=-1)  # x^T W_q^T W_k = (W_q x)^T W_k
     return own.numpy(), std.numpy()
+
+
+def stack_correlations(
+    x: torch.Tensor,
+    depths: Any,
+    stacks: Callable[[str, int], TinyTransformer],
+    names: dict[str, str],
+    check: Callable[[str, TinyTransformer, torch.Tensor], dict[str, float]] | None = None,
+) -> dict[str, np.ndarray]:
+    """Per depth L of ``depths`` and attention kernel of ``names`` (kernel -> variable name), the mean token
+    correlation (:func:`~analysis.theory.softmax_alternatives.mean_token_correlation`) of the token kernel
+    ``mean_b X_L X_L^T`` of ``stacks(kernel, L)`` on the batch ``x`` (B, T, d); ``check(kernel, model, y)`` adds
+    named per-depth values measured on that stack and its output ``y``. Returns one array per name, by depth."""
+    from analysis.theory import softmax_alternatives as th
+
+    out = {name: np.empty(len(depths)) for name in names.values()}
+    for i, depth in enumerate(depths):
+        for kernel, name in names.items():
+            model = stacks(kernel, depth)
+            with torch.no_grad():
+                y = model(x)
+            out[name][i] = th.mean_token_correlation(torch.einsum("btd,bsd->ts", y, y).numpy() / x.shape[0])
+            for key, value in (check(kernel, model, y) if check is not None else {}).items():
+                out.setdefault(key, np.empty(len(depths)))[i] = value
+    return out
+
+
+def stacks_setting(width: int, tokens: int, depths: Any, init: str) -> str:
+    """The words of a claim on the skipless stacks of :func:`stack_correlations` (width, initialisation, tokens,
+    depths)."""
+    return (
+        f"skipless attention-only stacks (width {width}, one head, {init}), {tokens} causal Gaussian tokens, depths "
+        f"{list(depths)}"
+    )

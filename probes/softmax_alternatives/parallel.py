@@ -14,7 +14,7 @@ from analysis.model import ModelConfig, TinyTransformer
 from analysis.theory import softmax_alternatives as th
 from analysis.train import derived_seed
 from probes.base import MAX_SEED, Result
-from probes.parts import Context, each_claim, measure_replicates, predict_law_and_slope
+from probes.parts import Context, Measured, each_claim, measure_replicates, predict_law_and_slope
 from probes.softmax_alternatives.config import SEED_PARALLEL, SOURCE, Config
 
 DESCRIPTION = "a pre-norm stack's MLP fed the block input instead of the mid-block stream, against its exact law"
@@ -110,37 +110,28 @@ def claim_parallel(led: Ledger, r: Result) -> None:
     relative change that falls with depth at the law's slope (the alternative: the same cost at every depth)."""
     c, d = r.config, r.data
     m, e = d["parallel_difference"].values, d["parallel_difference_exact"].values  # (layer, seed)
-    rel_m = m / d["parallel_output"].values
-    rel_e = e / d["parallel_output_exact"].values
-    why = f"95% t band over {c.parallel_seeds} independent stacks (replicate seeds) of each one's "
-    statement = (
-        f"random pre-LN stacks ({c.parallel_depth} blocks, width {c.parallel_width}, {c.parallel_heads} causal "
-        f"softmax heads, GELU MLP of {c.parallel_hidden}, fan-in init), {c.parallel_tokens} Gaussian tokens: each "
-        "block's MLP fed N(x) (parallel) instead of N(x + a) (sequential)"
-    )
+    pairs = (m, e, m / d["parallel_output"].values, e / d["parallel_output_exact"].values)
     law = (
         "parallel_mlp_discrepancy_exact",
         0.0,
         "the sublayers commute at init: the parallel block's MLP output equals the sequential one's",
         f"{SOURCE}, section 16: E|M(u) - M(v)|^2 / d = m2(s_u) + m2(s_v) - 2 sum_n c_n(s_u) c_n(s_v) rho^n given each "
         "token's inputs",
-        "mean over the blocks of the measured mean squared difference over its exact expectation (paired: each "
-        "token's own inputs); the 1 is the ratio's definition",
-        f"{statement}: the mean squared change of the MLP's output is its exact law (relative to the output, mean "
-        + ", ".join(f"{v:.4f}" for v in rel_e.mean(axis=1))
-        + " by block)",
     )
     slope = (
         "parallel_discrepancy_falls_with_depth",
         0.0,
         "a depth-independent cost, as in a post-norm stack that renormalises the stream after every sublayer",
         f"{SOURCE}, section 16: the law's slope in ln l at each token's measured inputs",
-        "least-squares slope of ln(relative change) on ln(block index) minus its exact law's (paired), plus the "
-        "law's mean slope",
-        f"{statement}: the relative change falls with depth at its law's slope in ln l ({{level:.3f}})",
+    )
+    subject = (
+        f"random pre-LN stacks ({c.parallel_depth} blocks, width {c.parallel_width}, {c.parallel_heads} causal "
+        f"softmax heads, GELU MLP of {c.parallel_hidden}, fan-in init), {c.parallel_tokens} Gaussian tokens, each "
+        "block's MLP fed N(x) (parallel) instead of N(x + a) (sequential)"
     )
     layers = np.arange(1, c.parallel_depth + 1, dtype=np.float64)
-    predict_law_and_slope(led, (m, e, rel_m, rel_e), layers, law, slope, why=why, seed=SEED_PARALLEL, figure=FIGURE)
+    what = Measured(subject, "l", "squared change of the MLP's output", "stacks", "relative change")
+    predict_law_and_slope(led, pairs, layers, law, slope, what, seed=SEED_PARALLEL, figure=FIGURE)
 
 
 claims = each_claim(claim_parallel)

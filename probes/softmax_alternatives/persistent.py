@@ -12,7 +12,7 @@ from analysis.ledger import Ledger
 from analysis.theory import softmax_alternatives as th
 from analysis.train import derived_seed
 from probes.base import MAX_SEED, Result
-from probes.parts import Context, each_claim, measure_replicates, predict_law_and_slope
+from probes.parts import Context, Measured, each_claim, measure_replicates, predict_law_and_slope
 from probes.softmax_alternatives.config import SEED_PERSISTENT, SOURCE, Config
 from probes.softmax_alternatives.models import PATTERN, head_pattern_and_scores, random_head, row_logits
 
@@ -70,32 +70,29 @@ def claim_persistent(led: Ledger, r: Result) -> None:
     N/(N + T)) and falls with the context length at the law's slope in ln T (the alternative: a length-independent
     contribution, like the feed-forward layer it replaces)."""
     c, d = r.config, r.data
-    m, e = d["persistent_share"].values, d["persistent_share_exact"].values  # (T, seed)
+    e = d["persistent_share_exact"].values  # (T, seed)
     ts = np.asarray(c.persistent_context, dtype=np.float64)
     N = c.persistent_slots
-    why = f"95% t band over {c.persistent_seeds} independent layers and memories (replicate seeds) of each one's "
-    statement = (
-        f"a random softmax head (width {c.persistent_width}, fan-in init) with N = {N} persistent vectors of scale "
-        f"{c.persistent_scale:g} beside T = {list(c.persistent_context)} Gaussian context tokens: the share of a "
-        "row's weight on the persistent memory"
-    )
     law = (
         "persistent_memory_share_exact",
         float((N / (N + ts) / e.mean(axis=1)).mean()),
         "the persistent keys weigh like context keys (exchangeable): share N/(N + T)",
         f"{SOURCE}, section 17: N int chi_rs phi_rs^(N-1) phi_s^T dt at each row's logit spread s",
-        "mean over T of the measured mean share over its exact law; the 1 is the ratio's definition",
-        f"{statement} is the exact law (mean " + ", ".join(f"{v:.4f}" for v in e.mean(axis=1)) + ")",
     )
     slope = (
         "persistent_memory_share_falls_with_context",
         0.0,
         "a contribution independent of the context length, like the feed-forward layer the memory replaces",
         f"{SOURCE}, section 17: the law's slope in ln T (-> -1: N e^((rs)^2/2) / (T e^(s^2/2)))",
-        "least-squares slope of ln(mean share) on ln T minus its exact law's (paired), plus the law's mean slope",
-        f"{statement} falls with T at its law's slope in ln T ({{level:.3f}})",
     )
-    predict_law_and_slope(led, (m, e), ts, law, slope, why=why, seed=SEED_PERSISTENT, figure=FIGURE)
+    subject = (
+        f"a random softmax head (width {c.persistent_width}, fan-in init) with N = {N} persistent vectors of scale "
+        f"{c.persistent_scale:g} beside T = {list(c.persistent_context)} Gaussian context tokens, the share of a "
+        "row's weight on the persistent memory"
+    )
+    pairs = (d["persistent_share"].values, e)
+    what = Measured(subject, "T", "share", "layers and memories")
+    predict_law_and_slope(led, pairs, ts, law, slope, what, seed=SEED_PERSISTENT, figure=FIGURE)
 
 
 claims = each_claim(claim_persistent)

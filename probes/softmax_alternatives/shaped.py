@@ -15,7 +15,7 @@ from analysis.train import derived_seed
 from probes.base import MAX_SEED, Result
 from probes.parts import Context, each_claim, measure_replicates, paired_with_law
 from probes.softmax_alternatives.config import SEED_SHAPED, SOURCE, Config
-from probes.softmax_alternatives.models import random_head
+from probes.softmax_alternatives.models import random_head, stack_correlations, stacks_setting
 
 DESCRIPTION = "skipless attention stacks at init: softmax's token kernel collapses like C^L, shaped attention keeps it"
 FIELDS = ("shaped_depths", "shaped_width", "shaped_tokens", "shaped_batch", "shaped_seeds")
@@ -42,18 +42,17 @@ def measure_layer(config: Config, seed: int) -> dict[str, np.ndarray]:
     g = torch.Generator().manual_seed(derived_seed(seed, "shaped_inputs") % MAX_SEED)
     x = torch.randn(c.shaped_batch, c.shaped_tokens, c.shaped_width, generator=g, dtype=torch.float64)
     eye = torch.eye(c.shaped_tokens, dtype=torch.float64)
-    out = {name: np.empty(len(c.shaped_depths)) for name in (*CORRELATIONS.values(), "shaped_identity_error")}
     weights = derived_seed(seed, "shaped_weights") % MAX_SEED
-    for i, depth in enumerate(c.shaped_depths):
-        names = [f"blocks.{layer}.attn.hook_pattern" for layer in range(depth)]
-        for kernel, name in CORRELATIONS.items():
-            with torch.no_grad():
-                y, cache = run_with_cache(stack(c, kernel, depth, weights), x, names=names)
-            gram = torch.einsum("btd,bsd->ts", y, y).numpy() / c.shaped_batch
-            out[name][i] = th.mean_token_correlation(gram)
-            if kernel == "shaped":
-                out["shaped_identity_error"][i] = max(float((cache[n] - eye).abs().max()) for n in names)
-    return out
+
+    def identity_error(kernel: str, model, y: torch.Tensor) -> dict[str, float]:
+        if kernel != "shaped":
+            return {}
+        names = [f"blocks.{layer}.attn.hook_pattern" for layer in range(len(model.blocks))]
+        with torch.no_grad():
+            _, cache = run_with_cache(model, x, names=names)
+        return {"shaped_identity_error": max(float((cache[n] - eye).abs().max()) for n in names)}
+
+    return stack_correlations(x, c.shaped_depths, lambda k, L: stack(c, k, L, weights), CORRELATIONS, identity_error)
 
 
 def measure(ctx: Context) -> None:
@@ -69,26 +68,23 @@ def claim_shaped(led: Ledger, r: Result) -> None:
     """004#82: shaped attention starts at the identity and keeps the token kernel of a skipless stack (the
     alternative: softmax's collapse), where causal softmax at zero logits collapses it exactly like C^L (the
     alternative: the kernel kept)."""
+    led = led.given(seed=SEED_SHAPED, figure=FIGURE)
     c, d = r.config, r.data
     soft = d["shaped_softmax_correlation"].values  # (depth, seed)
     law = d["shaped_softmax_correlation_law"].values  # (depth,)
     shaped = d["shaped_shaped_correlation"].values
     why = f"95% t band over {c.shaped_seeds} independent stacks (replicate seeds) of each one's "
-    statement = (
-        f"skipless attention-only stacks (width {c.shaped_width}, one head, W_q = 0), {c.shaped_tokens} causal "
-        f"Gaussian tokens, depths {list(c.shaped_depths)}: the mean token correlation of the token kernel"
-    )
+    setting = stacks_setting(c.shaped_width, c.shaped_tokens, c.shaped_depths, "W_q = 0")
+    statement = f"{setting}: the mean token correlation of the token kernel"
     led.identity(
         "shaped_attention_identity_at_init",
         measured=float(d["shaped_identity_error"].values.max()),
         expected=0.0,
         atol=4 * EPS,
         source=f"{SOURCE}, section 13: alpha I + beta softmax(0) - gamma C = I at (1, 1, 1)",
-        seed=SEED_SHAPED,
         why="softmax at zero logits and C are the same float64 softmax of zeros, so I + P - P rounds to I; a few "
         "eps for the sum's order",
         statement=f"every shaped layer of the stacks (depths {list(c.shaped_depths)}) has pattern exactly I at init",
-        figure=FIGURE,
     )
     replicates, level = paired_with_law(soft, np.broadcast_to(law[:, None], soft.shape))
     led.predict(
@@ -98,11 +94,9 @@ def claim_shaped(led: Ledger, r: Result) -> None:
         alternative=0.0,
         hypothesis="the stack keeps the token kernel (independent tokens stay uncorrelated, as with shaped attention)",
         source=f"{SOURCE}, section 13: E[X_L X_L^T] = tr(W^T W) C^L (C^L)^T given the weights",
-        seed=SEED_SHAPED,
         why=why + "mean over the depths of the measured correlation minus the law's (paired), plus the law's mean",
         requires_full=True,
         statement=f"{statement} of the softmax stack is the law's (" + ", ".join(f"{v:.3f}" for v in law) + ")",
-        figure=FIGURE,
     )
     led.predict(
         "shaped_stack_keeps_token_kernel",
@@ -111,11 +105,9 @@ def claim_shaped(led: Ledger, r: Result) -> None:
         alternative=level,
         hypothesis="shaped attention collapses the kernel like softmax's uniform average: the C^L law's mean",
         source=f"{SOURCE}, section 13: the shaped stack maps X to X W, E[X_L X_L^T] = tr(W^T W) I",
-        seed=SEED_SHAPED,
         why=why + "mean over the depths of the measured correlation",
         requires_full=True,
         statement=f"{statement} of the shaped stack is 0 at every depth",
-        figure=FIGURE,
     )
 
 

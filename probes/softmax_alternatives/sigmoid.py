@@ -14,7 +14,7 @@ from analysis.ledger import Ledger
 from analysis.theory import softmax_alternatives as th
 from analysis.train import derived_seed
 from probes.base import MAX_SEED, Result
-from probes.parts import Context, each_claim, measure_replicates, predict_law_and_slope
+from probes.parts import Context, Measured, each_claim, measure_replicates, predict_law_and_slope
 from probes.softmax_alternatives.config import SEED_SIGMOID, SOURCE, Config
 from probes.softmax_alternatives.models import PATTERN, head_pattern_and_scores, random_head, row_logits
 from probes.softmax_alternatives.sparse import planted_bias
@@ -55,30 +55,27 @@ def claim_sigmoid_mass(led: Ledger, r: Result) -> None:
     """004#109: with the bias -ln n, sigmoid attention's row mass is its exact law (the alternative: softmax's 1) and
     does not grow with the sequence length (the alternative: b = 0's n/2, slope 1)."""
     c, d = r.config, r.data
-    m, e = d["sigmoid_row_mass"].values, d["sigmoid_row_mass_exact"].values  # (n, seed)
-    ns = np.asarray(c.sigmoid_keys, dtype=np.float64)
-    why = f"95% t band over {c.sigmoid_seeds} independent layers (replicate seeds) of each one's "
-    statement = (
-        f"sigmoid attention with bias -ln n, random head (width {c.sigmoid_width}, fan-in init), n = "
-        f"{list(c.sigmoid_keys)} Gaussian keys: a row's weight mass sum_j sigmoid(z_j - ln n)"
-    )
     law = (
         "sigmoid_row_mass_exact",
         1.0,
         "normalised like softmax: every row's weights sum to 1",
         f"{SOURCE}, section 14: E[sum_j p_j] = n int sigmoid(s u - ln n) phi(u) du at each row's s",
-        "mean over n of the measured mean mass minus its exact law (paired), plus the law's mean",
-        f"{statement} is the exact law (mean " + ", ".join(f"{v:.3f}" for v in e.mean(axis=1)) + ")",
     )
     slope = (
         "sigmoid_row_mass_length_free",
         1.0,
         "the mass grows with the sequence length like b = 0's n/2 (slope 1 in ln n)",
         f"{SOURCE}, section 14: the law's slope in ln n (-> 0 as the mass tends to e^(s^2/2))",
-        "least-squares slope of ln(mean mass) on ln n minus its exact law's (paired), plus the law's mean slope",
-        f"{statement} hardly grows with n: its slope in ln n is the law's ({{level:.3f}})",
     )
-    predict_law_and_slope(led, (m, e), ns, law, slope, why=why, paired="difference", seed=SEED_SIGMOID, figure=FIGURE)
+    subject = (
+        f"sigmoid attention with bias -ln n, random head (width {c.sigmoid_width}, fan-in init), n = "
+        f"{list(c.sigmoid_keys)} Gaussian keys, a row's weight mass sum_j sigmoid(z_j - ln n)"
+    )
+    pairs = (d["sigmoid_row_mass"].values, d["sigmoid_row_mass_exact"].values)  # (n, seed)
+    what = Measured(subject, "n", "mass")
+    predict_law_and_slope(
+        led, pairs, c.sigmoid_keys, law, slope, what, paired="difference", seed=SEED_SIGMOID, figure=FIGURE
+    )
 
 
 claims = each_claim(claim_sigmoid_mass)

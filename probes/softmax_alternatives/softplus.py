@@ -15,7 +15,7 @@ from analysis.theory import softmax_alternatives as th
 from analysis.theory.attention_entropy import gaussian_entropy_exact
 from analysis.train import derived_seed
 from probes.base import MAX_SEED, Result
-from probes.parts import Context, each_claim, measure_replicates, paired_with_law
+from probes.parts import Context, Measured, each_claim, measure_replicates, predict_law
 from probes.softmax_alternatives.config import SEED_SOFTPLUS, SOURCE, Config
 from probes.softmax_alternatives.features import entropy_deficit
 from probes.softmax_alternatives.models import PATTERN, head_pattern_and_scores, random_head, row_logits
@@ -70,28 +70,22 @@ def measure(ctx: Context) -> None:
 def claim_softplus_deficit(led: Ledger, r: Result) -> None:
     """000#85: l1-normalised softplus weights keep a bounded entropy deficit at every logit scale (the exact law,
     tending to (ln 4 pi - gamma)/2), where softmax's on the same logits grows with the scale."""
+    led = led.given(seed=SEED_SOFTPLUS, figure=FIGURE)
     c, d = r.config, r.data
-    m, e = d["softplus_entropy_deficit"].values, d["softplus_entropy_deficit_exact"].values  # (scale, seed)
-    replicates, level = paired_with_law(m, e)
-    led.predict(
+    law = (
         "softplus_l1_entropy_deficit",
-        replicates=replicates,
-        expected=level,
-        alternative=float(d["softplus_softmax_deficit_exact"].values.mean()),
-        hypothesis="the l1 norm concentrates the weights like softmax's: softmax's exact deficit on the same rows",
-        source=f"{SOURCE}, section 12: section 6's expansion with x = softplus(sigma Z) / E softplus(sigma Z), "
+        float(d["softplus_softmax_deficit_exact"].values.mean()),
+        "the l1 norm concentrates the weights like softmax's: softmax's exact deficit on the same rows",
+        f"{SOURCE}, section 12: section 6's expansion with x = softplus(sigma Z) / E softplus(sigma Z), "
         "-> (ln 4 pi - gamma)/2 as sigma grows",
-        seed=SEED_SOFTPLUS,
-        why=f"95% t band over {c.softplus_seeds} independent layers (replicate seeds) of each one's mean over the "
-        "scales of the measured mean deficit minus its exact law at the rows' own logit spreads (paired), plus the "
-        "overall exact level",
-        requires_full=True,
-        statement=f"softplus_l1 attention, random head (width {c.softplus_width}), n = {c.softplus_keys} keys, logit "
-        f"scales {list(c.softplus_scales)}: the rows' entropy deficit ln n - H is the exact law (per scale "
-        + ", ".join(f"{v:.3f}" for v in e.mean(axis=1))
-        + f"; limit {th.SOFTPLUS_DEFICIT_LIMIT:.3f}), not softmax's",
-        figure=FIGURE,
     )
+    subject = (
+        f"softplus_l1 attention, random head (width {c.softplus_width}), n = {c.softplus_keys} keys, logit scales "
+        f"sigma = {list(c.softplus_scales)}, the entropy deficit ln n - H (-> {th.SOFTPLUS_DEFICIT_LIMIT:.3f} as sigma "
+        "grows)"
+    )
+    pairs = (d["softplus_entropy_deficit"].values, d["softplus_entropy_deficit_exact"].values)  # (scale, seed)
+    predict_law(led, pairs, law, Measured(subject, "sigma", "deficit"), paired="difference")
 
 
 claims = each_claim(claim_softplus_deficit)

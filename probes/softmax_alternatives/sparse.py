@@ -14,7 +14,7 @@ from analysis.progress import bar
 from analysis.theory import softmax_alternatives as th
 from analysis.train import derived_seed
 from probes.base import MAX_SEED, Result
-from probes.parts import Context, each_claim, paired_with_law, predict_law_and_slope
+from probes.parts import Context, Measured, each_claim, predict_law, predict_law_and_slope
 from probes.softmax_alternatives.config import SEED_IRRELEVANT, SEED_SPARSE, SOURCE, Config
 from probes.softmax_alternatives.models import PATTERN, SCORES, head_pattern_and_scores, random_head
 
@@ -116,45 +116,37 @@ def measure(ctx: Context) -> None:
 
 def claim_sparsemax_kernel(led: Ledger, r: Result) -> None:
     """The zoo's sparsemax pattern is the simplex projection of its logits (float64 reference by sorting)."""
+    led = led.given(seed=SEED_SPARSE, figure=FIGURE)
     led.identity(
         "sparsemax_kernel_is_simplex_projection",
         measured=r.scalars["sparsemax_reference_error"],
         expected=0.0,
         atol=2 * float(np.finfo(np.float64).eps),
         source=f"{SOURCE}: sparsemax(z) = max(z - tau, 0), tau from the sorted logits' cumulative sums",
-        seed=SEED_SPARSE,
         why="the same sorted cumulative sums in two libraries: each sum of <= n terms of size <= max|z| rounds by "
         "<= n eps max|z|, and the threshold tau and so every weight carries that (x2: both sides)",
         statement="the zoo's sparsemax attention equals the float64 reference projection on every measured row (in "
         "units of n max|z|)",
-        figure=FIGURE,
     )
 
 
 def claim_isolation(led: Ledger, r: Result) -> None:
     """000#29: sparse attention can give the relevant key all the weight; with random distractors only as long as it
     exceeds the largest of them by 1, so the isolation probability falls with n, exactly as derived."""
-    d = r.data
-    measured, theory = d["sparse_isolated"].values, d["sparse_isolation_theory"].values  # (keys, seed)
-    S = d.sizes["sparse_seed"]
-    replicates, level = paired_with_law(measured, theory)
-    g = r.config.sparse_gap
-    led.predict(
+    led = led.given(seed=SEED_SPARSE, figure=FIGURE)
+    d, g = r.data, r.config.sparse_gap
+    law = (
         "sparsemax_isolation_vs_keys",
-        replicates=replicates,
-        expected=level,
-        alternative=1.0,
-        hypothesis=f"distractors at their mean logit: the planted key (gap {g:g} >= 1) is isolated at every n",
-        source=f"{SOURCE}: P(isolated) = int phi(u) Phi(u + (g - 1)/s)^(n-1) du at each row's logit std s",
-        seed=SEED_SPARSE,
-        why=f"95% t band over {S} independent layers (replicate seeds) of each one's mean over n of the isolated "
-        "fraction of its rows minus their mean exact probability (paired: each row's own logit std), plus the "
-        "overall predicted level",
-        requires_full=True,
-        statement=f"sparsemax, planted gap {g:g}, n = {[int(k) for k in d['keys'].values]} keys: the fraction of rows "
-        f"with the planted weight exactly 1 equals the exact probability (mean {level:.3f})",
-        figure=FIGURE,
+        1.0,
+        f"distractors at their mean logit: the planted key (gap {g:g} >= 1) is isolated at every n",
+        f"{SOURCE}: P(isolated) = int phi(u) Phi(u + (g - 1)/s)^(n-1) du at each row's logit std s",
     )
+    subject = (
+        f"sparsemax, planted gap {g:g}, n = {[int(k) for k in d['keys'].values]} keys, the fraction of rows with the "
+        "planted weight exactly 1"
+    )
+    pairs = (d["sparse_isolated"].values, d["sparse_isolation_theory"].values)  # (keys, seed)
+    predict_law(led, pairs, law, Measured(subject, "n", "isolated fraction"), paired="difference")
 
 
 def claim_irrelevant_mass(led: Ledger, r: Result) -> None:
@@ -163,33 +155,26 @@ def claim_irrelevant_mass(led: Ledger, r: Result) -> None:
     (the alternative 0: selective sparsity, the irrelevant keys removed), growing with the number of keys at the
     law's slope in ln n (the alternative: a length-independent share)."""
     c, d = r.config, r.data
-    m, e = d["softmax_irrelevant_mass"].values, d["softmax_irrelevant_mass_exact"].values  # (keys, seed)
-    ns = np.asarray(c.sparse_keys, dtype=np.float64)
-    why = f"95% t band over {c.sparse_seeds} independent layers (replicate seeds) of each one's "
-    statement = (
-        f"softmax, planted gap {c.sparse_gap:g}, n = {list(c.sparse_keys)} keys (random layer, width "
-        f"{c.sparse_width}): the irrelevant mass 1 - p_planted (the first {c.sparse_rows} rows of each sequence)"
-    )
     law = (
         "softmax_irrelevant_mass_exact",
         0.0,
         "selective sparsity: the irrelevant keys removed from the softmax, no mass left on them",
         f"{SOURCE}, sections 2 and 4: 1 - E[p_planted] = (n-1) int e^(-t e^a) psi_s(t) phi_s(t)^(n-2) dt at each "
         "row's planted logit a and logit std s",
-        "mean over n of the measured mean irrelevant mass over its exact expectation (paired: each row's own "
-        "logits); the 1 is the ratio's definition",
-        f"{statement} is the exact law (mean " + ", ".join(f"{v:.4f}" for v in e.mean(axis=1)) + ")",
     )
     slope = (
         "softmax_irrelevant_mass_grows_with_length",
         0.0,
         "a length-independent irrelevant share",
         f"{SOURCE}, section 4: the law's slope in ln n (-> 1 while the planted key dominates: (n - 1) e^(s^2/2 - a))",
-        "least-squares slope of ln(mean irrelevant mass) on ln n minus its exact law's (paired), plus the law's mean "
-        "slope",
-        f"{statement} grows with n at its law's slope in ln n ({{level:.3f}})",
     )
-    predict_law_and_slope(led, (m, e), ns, law, slope, why=why, seed=SEED_IRRELEVANT, figure=FIGURE)
+    subject = (
+        f"softmax, planted gap {c.sparse_gap:g}, n = {list(c.sparse_keys)} keys (random layer, width "
+        f"{c.sparse_width}), the irrelevant mass 1 - p_planted (the first {c.sparse_rows} rows of each sequence)"
+    )
+    pairs = (d["softmax_irrelevant_mass"].values, d["softmax_irrelevant_mass_exact"].values)  # (n, seed)
+    what = Measured(subject, "n", "irrelevant mass")
+    predict_law_and_slope(led, pairs, c.sparse_keys, law, slope, what, seed=SEED_IRRELEVANT, figure=FIGURE)
 
 
 claims = each_claim(claim_sparsemax_kernel, claim_isolation, claim_irrelevant_mass)

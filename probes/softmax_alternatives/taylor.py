@@ -15,7 +15,7 @@ from analysis.theory import softmax_alternatives as th
 from analysis.theory.attention_entropy import gaussian_entropy_exact
 from analysis.train import derived_seed
 from probes.base import MAX_SEED, Result
-from probes.parts import Context, each_claim, measure_replicates, paired_with_law
+from probes.parts import Context, Measured, each_claim, measure_replicates, predict_law
 from probes.softmax_alternatives.config import SEED_TAYLOR, SOURCE, Config
 from probes.softmax_alternatives.features import entropy_deficit
 
@@ -71,46 +71,36 @@ def claim_taylor(led: Ledger, r: Result) -> None:
     it orders some pairs against their logits, at an exact rate, and keeps part of the concentration (elu + 1 keeps
     almost none), at its exact law. Each claim is paired per row: the replicate's mean over rows of measured minus
     exact, plus the overall exact level."""
+    led = led.given(seed=SEED_TAYLOR, figure=FIGURE)
     c, d = r.config, r.data
-    S, Q, n = c.taylor_seeds, c.taylor_queries, c.taylor_keys
-    for name, var, alternative, hypothesis, law, paired, statement in (
+    setting = f"Taylor features, d = {c.taylor_width}, n = {c.taylor_keys} Gaussian keys, {c.taylor_queries} query rows"
+    for var, law, subject, quantity in (
         (
-            "taylor_monotonicity_violations",
             "taylor_discordant",
-            0.0,
-            "the Taylor map keeps dot-product monotonicity, as softmax's exp does: no pair ordered against its logits",
-            "P = Phi(-sqrt(2)/sigma) (for z_1 < z_2 discordant iff z_1 + z_2 < -2)",
-            "the discordant fraction of all key pairs minus Phi(-sqrt(2)/sigma_i)",
-            f"Taylor features, d = {c.taylor_width}, n = {n} Gaussian keys: the fraction of key pairs ordered against "
-            "their logits is Phi(-sqrt(2)/sigma) (mean {level:.4f})",
+            (
+                "taylor_monotonicity_violations",
+                0.0,
+                "the Taylor map keeps dot-product monotonicity, as softmax's exp does: no pair ordered against its "
+                "logits",
+                f"{SOURCE}, section 7: P = Phi(-sqrt(2)/sigma) (for z_1 < z_2 discordant iff z_1 + z_2 < -2)",
+            ),
+            f"{setting}, the fraction of key pairs ordered against their logits",
+            "discordant fraction",
         ),
         (
             "taylor_entropy_deficit",
-            "taylor_entropy_deficit",
-            float(d["taylor_softmax_deficit_exact"].values.mean()),
-            "the Taylor map is as spiky as the softmax it expands: softmax's exact deficit on the same logits",
-            "section 6's expansion with x = (1 + z + z^2/2)/(1 + sigma^2/2)",
-            "the measured deficit minus its exact expectation at the row's sigma",
-            f"Taylor features, n = {n}: the rows' entropy deficit ln n - H is the exact law (mean {{level:.4f}} nats), "
-            "between elu + 1's and softmax's",
+            (
+                "taylor_entropy_deficit",
+                float(d["taylor_softmax_deficit_exact"].values.mean()),
+                "the Taylor map is as spiky as the softmax it expands: softmax's exact deficit on the same logits",
+                f"{SOURCE}, section 7: section 6's expansion with x = (1 + z + z^2/2)/(1 + sigma^2/2)",
+            ),
+            f"{setting}, the entropy deficit ln n - H in nats",
+            "deficit",
         ),
     ):
-        m, e = d[var].values, d[f"{var}_exact"].values  # (query, seed)
-        replicates, level = paired_with_law(m, e)
-        led.predict(
-            name,
-            replicates=replicates,
-            expected=level,
-            alternative=alternative,
-            hypothesis=hypothesis,
-            source=f"{SOURCE}, section 7: {law}",
-            seed=SEED_TAYLOR,
-            why=f"95% t band over {S} independent sets of queries and keys of each one's mean over {Q} rows of "
-            f"{paired} (paired), plus the overall exact level",
-            requires_full=True,
-            statement=statement.format(level=level),
-            figure=FIGURE,
-        )
+        what = Measured(subject, "row", quantity, "sets of queries and keys")
+        predict_law(led, (d[var].values, d[f"{var}_exact"].values), law, what, paired="difference")
 
 
 claims = each_claim(claim_taylor)
