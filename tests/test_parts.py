@@ -190,3 +190,22 @@ def test_law_and_slope_predictions_pair_each_replicate_with_its_law():
     assert led["law"].status == "fail"
     with pytest.raises(ValueError, match="paired must be"):
         predict_law_and_slope(led, (exact, exact), xs, ("a", *law[1:]), ("b", *slope[1:]), what, paired="x")
+
+
+def test_predict_law_alone_names_the_law_s_values_or_its_mean():
+    """predict_law makes the law claim of predict_law_and_slope by itself: a difference pairing is the mean
+    measured-minus-exact plus the law's mean; up to 8 points the statement lists the law by point, beyond its
+    mean; the replicate count in the band text is the data's seed axis."""
+    from analysis.ledger import Ledger
+    from probes.parts import Measured, predict_law
+
+    exact = np.linspace(1.0, 2.0, 30).reshape(10, 3)  # (x, seed)
+    measured = exact + np.array([1e-3, -1e-3, 2e-3])
+    led = Ledger("t", preset="full")
+    predict_law(
+        led, (measured, exact), ("law", 0.0, "h", "s"), Measured("ten rows", "row", "mass"), paired="difference"
+    )
+    assert led["law"].measured == pytest.approx(float(exact.mean()) + 2e-3 / 3)
+    assert led["law"].expected == pytest.approx(float(exact.mean()))
+    assert led["law"].statement == f"ten rows: the mean mass is its exact law (mean {exact.mean():.4g})"
+    assert "over 3 independent layers" in led["law"].why
