@@ -269,6 +269,13 @@ def part_seeds(cfg: Config, part: str) -> list[int]:
     return replicate_seeds(cfg.seed, int(getattr(cfg, f"{part}_seeds")))
 
 
+def linear_task(cfg: Config, d: int, n: int, x_dist: str) -> Config:
+    """The probe's config on a part's own task: input dimension ``d``, ``n`` context examples, inputs of law
+    ``x_dist``, linear attention whatever the headline kernel (the constructions the parts compare with, and the
+    read-out of their weights, are linear)."""
+    return cfg.replace(d=d, n_context=n, x_dist=x_dist, attention="linear")
+
+
 def spectrum(cfg: Config) -> np.ndarray | None:
     """Eigenvalues of Sigma for anisotropic inputs (geometric, mean 1), else None."""
     return th.geometric_spectrum(cfg.d, cfg.cond) if cfg.x_dist == "anisotropic" else None

@@ -19,7 +19,7 @@ from analysis.theory import looped as lp
 from analysis.train import train
 from probes.base import Result
 from probes.icl_gd.bands import SEED_LOOPED, SOURCE_LOOPED, below_zero_at_worst, seeds_ok, within_rounding
-from probes.icl_gd.config import EPS, Config, part_seeds
+from probes.icl_gd.config import EPS, Config, linear_task, part_seeds
 from probes.icl_gd.models import (
     NegYReadoutTask,
     as_float64,
@@ -42,7 +42,7 @@ FIELDS = ("looped", "looped_loops", "looped_eval_loops", "looped_seeds")
 def looped_config(cfg: Config, law: str) -> Config:
     """The probe's config on the looped task: d = looped_d, N = looped_n, inputs of law ``law``, linear
     attention whatever the headline kernel (the looped-GD construction and the weight read-out are linear)."""
-    return cfg.replace(d=cfg.looped_d, n_context=cfg.looped_n, x_dist=law, attention="linear")
+    return linear_task(cfg, cfg.looped_d, cfg.looped_n, law)
 
 
 def train_looped(cfg: Config, law: str, progress: bool, seed: int | None = None) -> tuple:

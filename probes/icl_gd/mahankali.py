@@ -15,7 +15,7 @@ from analysis.regression_data import RegressionBatch
 from analysis.theory import icl_gd as th
 from probes.base import Result
 from probes.icl_gd.bands import HYP_INF, SEED_MAHANKALI, mc_check, seeds_ok
-from probes.icl_gd.config import ETA_CRITERION, PRECONDITIONER_CRITERION, Config, part_seeds, spectrum
+from probes.icl_gd.config import ETA_CRITERION, PRECONDITIONER_CRITERION, Config, linear_task, part_seeds, spectrum
 from probes.icl_gd.models import (
     ModelPredictor,
     infinite_context_loss,
@@ -30,13 +30,6 @@ from probes.parts import Context, each_claim
 
 DESCRIPTION = "one trained layer per input law is one step of preconditioned GD with the optimal step matrix"
 FIELDS = ("mahankali", "mahankali_d", "mahankali_n", "mahankali_seeds")
-
-
-def mahankali_config(cfg: Config, law: str) -> Config:
-    """The config of one of Mahankali et al.'s laws: a one-layer linear LSA at (mahankali_d, mahankali_n) on
-    Gaussian inputs (``relu``: isotropic inputs; the ReLU responses come from the ``link`` of the task)."""
-    x_dist = "gaussian" if law == "relu" else law
-    return cfg.replace(x_dist=x_dist, attention="linear", d=cfg.mahankali_d, n_context=cfg.mahankali_n)
 
 
 def mahankali_theory(c: Config, law: str) -> dict[str, Any]:
@@ -142,7 +135,10 @@ def measure(ctx: Context) -> None:
     per_seed = {n: np.full((len(dists), len(seeds)), np.nan) for n in MK_SEED_FIELDS}
     cached = []
     for j, law in enumerate(dists):
-        c, link = mahankali_config(cfg, law), ("relu" if law == "relu" else "linear")
+        # Mahankali et al.'s laws at (mahankali_d, mahankali_n); the ReLU law's inputs are isotropic Gaussian, its
+        # responses ReLU (the task's link)
+        x_dist, link = ("gaussian", "relu") if law == "relu" else (law, "linear")
+        c = linear_task(cfg, cfg.mahankali_d, cfg.mahankali_n, x_dist)
         mk, _hist, _wall, from_cache = train_one(c, 1, progress, link=link)
         cached.append(from_cache)
         b = sample_batch(c, cfg.n_eval, c.n_context, "mahankali", link=link)
