@@ -27,7 +27,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Site", "declared_sites", "format_sites", "match", "probe_files"]
+__all__ = ["LAW_STATEMENT", "SLOPE_STATEMENT", "Site", "declared_sites", "format_sites", "match", "probe_files"]
 
 PROBES_DIR = Path(__file__).resolve().parent
 # ledger methods that make a claim -> the role they give (None: the call names its role)
@@ -49,6 +49,12 @@ HELPERS = {
     "predict_law": ("prediction", (2,), ("law",), (3, "what")),
     "predict_law_and_slope": ("prediction", (3, 4), ("law", "slope"), (5, "what")),
 }
+# the statements the law helpers of probes.parts write (there the law's values or the slope's level are appended)
+LAW_STATEMENT = "{subject}: the mean {quantity} is its exact law"
+SLOPE_STATEMENT = "{subject}: ln(mean {quantity})'s slope in ln {x} is its law's"
+# the statement each claim spec of a helper gets
+TEMPLATES = {"predict_law": (LAW_STATEMENT,), "predict_law_and_slope": (LAW_STATEMENT, SLOPE_STATEMENT)}
+_MEASURED_FIELDS = ("subject", "x", "quantity", "units", "slope_quantity")
 _MAX_EXPANSION = 32  # the most templates one f-string expands to (its fields' known values multiplied)
 
 
@@ -370,10 +376,14 @@ def _helper_sites(probe: str, path: Path, mod: _Module, resolver: _Resolver, rep
         role, positions, keywords, (what_at, what_kw) = HELPERS[callee]
         fn = _enclosing(node)
         kw = {**_given_keywords(fn), **{k.arg: k.value for k in node.keywords if k.arg}}
-        what = _call_made(node.args[what_at] if what_at < len(node.args) else kw.get(what_kw), fn)
-        subjects = resolver.values(what.args[0], mod, fn) if what is not None and what.args else []
-        statement = _first(subjects)
-        for position, keyword in zip(positions, keywords, strict=True):
+        what = _measured_words(
+            _call_made(node.args[what_at] if what_at < len(node.args) else kw.get(what_kw), fn), resolver, mod, fn
+        )
+        for position, keyword, template in zip(positions, keywords, TEMPLATES[callee], strict=True):
+            slope_of = (
+                {"quantity": what["slope_quantity"]} if template is SLOPE_STATEMENT and "slope_quantity" in what else {}
+            )
+            statement = template.format(**(what | slope_of)) if what else None
             spec = node.args[position] if position < len(node.args) else kw.get(keyword)
             for value in resolver.values(spec, mod, fn):
                 if not (isinstance(value, tuple) and len(value) >= 3):
@@ -410,6 +420,19 @@ def _given_keywords(fn: ast.AST | None) -> dict[str, ast.AST]:
         ):
             out.update({k.arg: k.value for k in n.value.keywords if k.arg})
     return out
+
+
+def _measured_words(call: ast.Call | None, resolver: _Resolver, mod: _Module, fn: ast.AST | None) -> dict[str, str]:
+    """The words of a ``Measured(subject, x, quantity, ...)`` call, as written (templates), for a statement: the
+    slope's quantity is ``slope_quantity`` where given; ``{}`` where the subject cannot be read."""
+    if call is None:
+        return {}
+    args = dict(zip(_MEASURED_FIELDS, call.args, strict=False)) | {k.arg: k.value for k in call.keywords if k.arg}
+    words = {k: _first(resolver.values(v, mod, fn)) for k, v in args.items()}
+    words = {k: v for k, v in words.items() if v is not None}
+    if not {"subject", "quantity", "x"} <= set(words):
+        return {}
+    return words
 
 
 def _call_made(expr: ast.AST | None, fn: ast.AST | None) -> ast.Call | None:

@@ -34,6 +34,7 @@ import xarray as xr
 
 from analysis.ledger import Ledger
 from probes.base import Result
+from probes.declared import LAW_STATEMENT, SLOPE_STATEMENT
 
 
 @dataclass(frozen=True)
@@ -254,9 +255,10 @@ def paired_log_slope(measured, exact, xs) -> tuple[Any, float]:
 
 @dataclass(frozen=True)
 class Measured:
-    """What a :func:`predict_law_and_slope` pair measures, in words: the setting and quantity (``subject``, both
-    statements start with it), the symbol ``x`` of the axis the slope is taken in, the ``quantity`` compared with its
-    law, the ``units`` a replicate seed draws afresh, and the quantity whose slope is taken (``slope_quantity``,
+    """What a :func:`predict_law` claim (or a :func:`predict_law_and_slope` pair) measures, in words: the setting
+    (``subject``: every statement starts with it), the symbol ``x`` of the measurement's first axis (the points
+    the law is compared at, and the slope is taken along), the ``quantity`` compared with its law, the ``units`` a
+    replicate seed draws afresh (default ``"layers"``), and the quantity whose slope is taken (``slope_quantity``,
     default ``quantity``)."""
 
     subject: str
@@ -280,9 +282,8 @@ def _paired_claim(led: Ledger, spec: Sequence[Any], replicates, expected, why: s
         hypothesis=hypothesis,
         source=source,
         why=why,
-        requires_full=True,
         statement=statement,
-        **common,
+        **{"requires_full": True, **common},
     )
 
 
@@ -292,11 +293,18 @@ def predict_law(
     """A prediction on a measurement paired with its exact law, both (x, seed) over replicate seeds:
     ``paired="ratio"``, each replicate's mean over x of measured over exact (expected 1); ``"difference"``,
     :func:`paired_with_law` (expected the law's mean). ``law`` is ``(name, alternative, hypothesis, source)``; the
-    band text and the statement are written here, once, from ``what``. ``common`` goes to the claim (seed, figure);
-    it needs the full preset."""
+    band text and the statement are written here, once, from ``what``. With ``"ratio"`` the alternative is in the
+    ratio's units: the competing hypothesis's value over the law. ``measured`` and ``exact`` are (x, seed) arrays
+    (one point: slice it, ``values[-1:]``). ``common`` goes to the claim (seed, figure; ``requires_full`` defaults
+    to true)."""
     import numpy as np
 
     measured, exact = (np.asarray(v, dtype=np.float64) for v in pairs)
+    if measured.ndim != 2 or measured.shape != exact.shape:
+        raise ValueError(
+            f"pairs must be two (x, seed) arrays of one shape, got {measured.shape} and {exact.shape} (one point x: "
+            "slice it, values[-1:], to keep its axis)"
+        )
     x, quantity = what.x, what.quantity
     if paired == "ratio":
         replicates, level = (measured / exact).mean(axis=0), 1.0
@@ -306,9 +314,11 @@ def predict_law(
         tail = f"mean over {x} of the measured mean {quantity} minus its exact law (paired), plus the law's mean"
     else:
         raise ValueError(f"paired must be 'ratio' or 'difference', got {paired!r}")
-    by_x = exact.reshape(len(exact), -1).mean(axis=1)
-    shown = ", ".join(f"{v:.4g}" for v in by_x) + f" by {x}" if len(by_x) <= 8 else f"mean {float(exact.mean()):.4g}"
-    statement = f"{what.subject}: the mean {quantity} is its exact law ({shown})"
+    by_x = exact.mean(axis=1)
+    shown = (
+        ", ".join(f"{v:.4g}" for v in by_x) + f" by {x}" if 1 < len(by_x) <= 8 else f"mean {float(exact.mean()):.4g}"
+    )
+    statement = LAW_STATEMENT.format(subject=what.subject, quantity=quantity) + f" ({shown})"
     _paired_claim(led, law, replicates, level, _band(what, measured) + tail, statement, common)
 
 
@@ -333,7 +343,7 @@ def predict_law_and_slope(
     slopes, level = paired_log_slope(*(pairs[2:] or pairs), xs)
     of, x = what.slope_quantity or what.quantity, what.x
     why = f"least-squares slope of ln(mean {of}) on ln {x} minus its exact law's (paired), plus the law's mean"
-    statement = f"{what.subject}: ln(mean {of})'s slope in ln {x} is its law's ({level:.3f})"
+    statement = SLOPE_STATEMENT.format(subject=what.subject, quantity=of, x=x) + f" ({level:.3f})"
     _paired_claim(led, slope, slopes, level, _band(what, slopes[None, :]) + why, statement, common)
 
 

@@ -143,13 +143,16 @@ def claims(led, results):
     slope = ("scratch_slope", 1.0, "h", f"{SOURCE}, section 1: slope")
     what = Measured(f"a scratch layer of width {len(values)}", "n", "share")
     predict_law_and_slope(led, (values, values), values, law, slope, what, seed="000#3", figure="f")
-    predict_law_and_slope(led, (values, values), values, law, slope, Measured("inline", "n", "share"))
+    predict_law_and_slope(
+        led, (values, values), values, law, slope, Measured("inline", "n", "share", slope_quantity="relative share")
+    )
 """
 
 
 def test_a_shared_helper_declares_one_site_per_claim_spec(tmp_path):
     """predict_law_and_slope(led, pairs, xs, law, slope, what, ...) makes two predictions: their names, sources and
-    the seed come from the specs, the statement's template from the Measured words' subject (assigned or inline)."""
+    the seed come from the specs, the statement's template from the Measured words (assigned or inline; the slope's
+    quantity where given) and the helper's own sentence."""
     path = tmp_path / "scratch_helper.py"
     path.write_text(textwrap.dedent(HELPER_SCRATCH))
     sites = declared.declared_sites("scratch", [path])
@@ -160,7 +163,9 @@ def test_a_shared_helper_declares_one_site_per_claim_spec(tmp_path):
         ("predict_law_and_slope", ("scratch_slope",), "prediction", None),
     ]
     assert sites[0].source == "derivation: a scratch law, section 1"
-    assert sites[1].statement == "a scratch layer of width {len(values)}" and sites[3].statement == "inline"
+    assert sites[0].statement == "a scratch layer of width {len(values)}: the mean share is its exact law"
+    assert sites[1].statement == "a scratch layer of width {len(values)}: ln(mean share)'s slope in ln n is its law's"
+    assert sites[3].statement == "inline: ln(mean relative share)'s slope in ln n is its law's"
 
 
 GIVEN_SCRATCH = """

@@ -209,3 +209,20 @@ def test_predict_law_alone_names_the_law_s_values_or_its_mean():
     assert led["law"].expected == pytest.approx(float(exact.mean()))
     assert led["law"].statement == f"ten rows: the mean mass is its exact law (mean {exact.mean():.4g})"
     assert "over 3 independent layers" in led["law"].why
+
+
+def test_predict_law_refuses_a_point_without_its_axis_and_takes_requires_full():
+    """One point x must keep its axis (values[-1:]): a (seed,) array is refused by name with the fix; a claim the
+    smoke preset measures well enough may pass requires_full=False."""
+    from analysis.ledger import Ledger
+    from probes.parts import Measured, predict_law
+
+    exact = np.linspace(1.0, 2.0, 12).reshape(4, 3)
+    what = Measured("s", "n", "mass")
+    led = Ledger("t", preset="smoke")
+    with pytest.raises(ValueError, match=r"pairs must be two \(x, seed\) arrays.*values\[-1:\]"):
+        predict_law(led, (exact[-1], exact[-1]), ("law", 0.0, "h", "s"), what)
+    predict_law(led, (exact[-1:], exact[-1:]), ("law", 0.0, "h", "s"), what, requires_full=False)
+    assert led["law"].status != "not_evaluated" and led["law"].expected == 1.0
+    predict_law(led, (exact, exact), ("full", 0.0, "h", "s"), what)
+    assert led["full"].status == "not_evaluated"
