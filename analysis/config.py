@@ -74,6 +74,7 @@ def param(
     min_len: int | None = None,
     omit_at_default: bool = False,
     key: str | None = None,
+    smoke: Any = dataclasses.MISSING,
 ) -> Any:
     """A config field with the metadata the generic validation and the command line use.
 
@@ -83,7 +84,9 @@ def param(
     the field out of ``to_dict()`` while it holds ``default`` (a field added after configs were
     stored: their keys stay as they were; see the module docstring). ``key`` is the name the field has in
     ``to_dict()`` when it differs from the attribute's (a field renamed after configs were stored under its old
-    name: the stored keys stay as they were; ``from_dict`` takes either name).
+    name: the stored keys stay as they were; ``from_dict`` takes either name). ``smoke`` is the field's value in
+    a probe's smoke preset, declared beside its default (``probes.base.ProbeConfig.presets``: the config's
+    ``SMOKE`` entries win).
     """
     meta: dict[str, Any] = {"help": help}
     if omit_at_default:
@@ -98,6 +101,8 @@ def param(
         meta["maximum"] = maximum
     if min_len is not None:
         meta["min_len"] = min_len
+    if smoke is not dataclasses.MISSING:
+        meta["smoke"] = smoke
     return field(default=default, metadata=meta)
 
 

@@ -184,7 +184,7 @@ def model_param(name: str, default: Any, help: str | None = None, **bounds: Any)
 def replicates_param(what: str, default: int = 5) -> Any:
     """A part's count of independent replicates: ``what`` says what each one draws afresh (e.g. "random layers
     (weights and tokens)"); their spread is the band of the part's claims (95% Student t). At least 2 (a spread),
-    at most 64::
+    at most 64; the smoke preset runs 2 (unless its ``SMOKE`` says otherwise)::
 
         sparse_seeds: int = replicates_param("random layers (weights and tokens)")
     """
@@ -193,6 +193,7 @@ def replicates_param(what: str, default: int = 5) -> Any:
         f"independent {what}, one replicate seed each; their spread is the claims' 95% t band",
         minimum=2,
         maximum=64,
+        smoke=2,
     )
 
 
@@ -298,8 +299,14 @@ class ProbeConfig(BaseConfig):
 
     @classmethod
     def presets(cls) -> dict[str, dict[str, Any]]:
-        """``PRESETS`` in the order smoke, full, with ``"full"`` filled in as ``{}`` when absent."""
-        return {name: dict(cls.PRESETS.get(name, {})) for name in PRESET_NAMES if name in cls.PRESETS or name == "full"}
+        """``PRESETS`` in the order smoke, full, with ``"full"`` filled in as ``{}`` when absent; the smoke preset
+        holds every field's declared smoke value (``param(..., smoke=...)``, e.g. :func:`replicates_param`'s 2)
+        under the config's own ``SMOKE`` entries."""
+        out = {name: dict(cls.PRESETS.get(name, {})) for name in PRESET_NAMES if name in cls.PRESETS or name == "full"}
+        if "smoke" in out:
+            declared = {f.name: f.metadata["smoke"] for f in dataclasses.fields(cls) if "smoke" in f.metadata}
+            out["smoke"] = {**declared, **out["smoke"]}
+        return out
 
     @classmethod
     def field_specs(cls, include_preset: bool = False) -> tuple[FieldSpec, ...]:

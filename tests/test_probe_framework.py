@@ -491,3 +491,22 @@ def test_cache_root_defaults_to_workbench_cache(probe, tmp_path, monkeypatch):
     cfg = MeanConfig.preset("smoke")
     cached_run(probe, cfg, progress=False)
     assert (tmp_path / "results" / "running_mean" / cache_key(probe, cfg) / "result.json").exists()
+
+
+def test_a_field_declares_its_smoke_value_and_smoke_overrides_it():
+    """param(..., smoke=v) puts v in the smoke preset (replicates_param declares 2, the fewest with a spread); the
+    config's SMOKE entries win; the full preset stays the defaults."""
+    from dataclasses import dataclass
+
+    from probes.base import ProbeConfig, param, replicates_param
+
+    @dataclass(frozen=True)
+    class Config(ProbeConfig):
+        SMOKE = {"b_seeds": 3}
+        n: int = param(100, "draws", minimum=1, smoke=10)
+        a_seeds: int = replicates_param("draws")
+        b_seeds: int = replicates_param("draws")
+
+    assert Config.presets()["smoke"] == {"n": 10, "a_seeds": 2, "b_seeds": 3}
+    smoke, full = Config.preset("smoke"), Config.preset("full")
+    assert (smoke.n, smoke.a_seeds, smoke.b_seeds) == (10, 2, 3) and (full.n, full.a_seeds, full.b_seeds) == (100, 5, 5)

@@ -62,10 +62,8 @@ class Config(ProbeConfig):
         "power_eval_loops": 4,
         "momentum_steps": 40,
         "momentum_batch": 8,
-        "momentum_seeds": 2,
         "decay_pairs": (4, 16),
         "decay_batch": 4,
-        "decay_seeds": 2,
     }
 
     kernels: tuple[str, ...] = param(KERNELS, "token mixers compared", choices=KERNELS)

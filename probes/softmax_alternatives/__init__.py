@@ -106,8 +106,9 @@ from probes.softmax_alternatives import (
     sparse,
     taylor,
 )
-from probes.softmax_alternatives.config import (
-    NAME,
+from probes.softmax_alternatives.config import NAME, Config
+from probes.softmax_alternatives.memory import ACTIVATIONS, memory_model, predicted_moment, sphere_inputs
+from probes.softmax_alternatives.references import (
     SEED_BILINEAR,
     SEED_COG,
     SEED_DENOMINATOR,
@@ -127,9 +128,7 @@ from probes.softmax_alternatives.config import (
     SEED_SPARSE,
     SEED_TAYLOR,
     SOURCE,
-    Config,
 )
-from probes.softmax_alternatives.memory import ACTIVATIONS, memory_model, predicted_moment, sphere_inputs
 
 DESCRIPTION = (
     "Softmax alternatives: ReLU and softmax key-value memories (the MLP's output against its slot count at "

@@ -12,8 +12,9 @@ from analysis.theory import softmax_alternatives as th
 from analysis.train import derived_seed
 from probes.base import MAX_SEED, Result
 from probes.parts import Context, each_claim, over_replicates
-from probes.softmax_alternatives.config import SEED_BILINEAR, SOURCE, Config
+from probes.softmax_alternatives.config import Config
 from probes.softmax_alternatives.models import random_head
+from probes.softmax_alternatives.references import SEED_BILINEAR, SOURCE
 
 DESCRIPTION = (
     "a trained bilinear MLP: its exact interaction tensor, and the noise outside a planted rank against its law"

@@ -12,8 +12,9 @@ from analysis.ledger import Ledger
 from analysis.train import derived_seed
 from probes.base import MAX_SEED, Result
 from probes.parts import Context, each_claim, measure_replicates
-from probes.softmax_alternatives.config import SEED_COG, SOURCE, Config
+from probes.softmax_alternatives.config import Config
 from probes.softmax_alternatives.models import random_head, stack_correlations, stacks_setting
+from probes.softmax_alternatives.references import SEED_COG, SOURCE
 
 DESCRIPTION = "skipless Cog-attention stacks at init: token sign equivariance, and no collapse where softmax collapses"
 FIELDS = ("cog_depths", "cog_width", "cog_tokens", "cog_batch", "cog_seeds")

@@ -7,25 +7,6 @@ from dataclasses import dataclass
 from probes.base import MAX_SEED, ProbeConfig, param, replicates_param
 
 NAME = "softmax_alternatives"
-SEED_SLOTS = "000#40"  # Shen et al. 2023: ReLU against softmax key-value memories
-SEED_SPARSE = "000#29"  # sparse (alpha-entmax) attention assigns exact zeros to irrelevant tokens
-SEED_IRRELEVANT = "004#5"  # length generalisation: softmax cannot fully remove irrelevant information
-SEED_INTERVAL = "000#16"  # K-interval attention: the exponential from K + 1 grid values
-SEED_MIMETIC = "000#115"  # mimetic initialisation: W_q W_k^T near the identity
-SEED_FEATURES = "003#74"  # Linear Log-Normal attention: the concentration of kernelised attention's weights
-SEED_JACOBIAN = "000#23"  # SA-Softmax: z * softmax(z) against softmax's vanishing gradient
-SEED_TAYLOR = "000#51"  # Hedgehog: spiky and monotonic feature maps for linear attention
-SEED_ISOLATION = "000#118"  # normalised attention without the probability cage: token isolation at init
-SEED_BILINEAR = "003#57"  # bilinear MLPs: weight-based interpretability by eigendecomposition
-SEED_LINEARITY = "003#37"  # "Your transformer is secretly linear": layer-to-layer linearity and the residual
-SEED_DENOMINATOR = "003#31"  # TransNormer: the scaling of linear attention and its unbounded gradients
-SEED_SHAPED = "004#82"  # simplified (skipless, shaped-attention) transformer blocks: the token kernel at init
-SEED_SIGMOID = "004#109"  # sigmoid self-attention: the bias -ln n and the initial attention norm
-SEED_SOFTPLUS = "000#85"  # softmax split into a nonlinearity and the l1 norm: softplus attention across lengths
-SEED_COG = "004#28"  # Cog attention: negative weights (SignExp) against representational collapse
-SEED_PERSISTENT = "004#90"  # persistent memory vectors in self-attention in place of the feed-forward layer
-SEED_PARALLEL = "000#96"  # three things about ViTs, insight 1: a block's residual layers processed in parallel
-SOURCE = "analysis/theory/softmax_alternatives.py"
 MAX_SLOTS = 65536
 
 
@@ -33,78 +14,61 @@ MAX_SLOTS = 65536
 class Config(ProbeConfig):
     SMOKE = {
         "memory_slots": (16, 64, 256),
-        "memory_seeds": 2,
         "memory_batch": 64,
         "sparse_keys": (8, 32, 128),
-        "sparse_seeds": 2,
         "sparse_batch": 2,
         "sparse_rows": 4,
         "interval_ks": (16, 32, 64),
         "interval_len": 33,
         "interval_batch": 2,
-        "interval_seeds": 2,
         "mimetic_betas": (0.5, 2.0),
         "mimetic_tokens": 16,
         "mimetic_batch": 1,
-        "mimetic_seeds": 2,
         "jacobian_scales": (16.0, 64.0),
         "jacobian_batch": 8,
-        "jacobian_seeds": 2,
         "features_keys": 64,
         "features_queries": 4,
-        "features_seeds": 2,
         "taylor_keys": 32,
         "taylor_queries": 4,
-        "taylor_seeds": 2,
         "linearity_scales": (1.0, 2.0),
         "linearity_width": 8,
         "linearity_hidden": 32,
         "linearity_tokens": 16,
         "linearity_batch": 16,
-        "linearity_seeds": 2,
         "bilinear_width": 6,
         "bilinear_hidden": 12,
         "bilinear_rank": 2,
         "bilinear_samples": 96,
         "bilinear_steps": 100,
-        "bilinear_seeds": 2,
         "isolation_tokens": (8, 32),
         "isolation_rows": 4,
         "isolation_batch": 1,
-        "isolation_seeds": 2,
         "denominator_tokens": 16,
         "denominator_batch": 64,
         "denominator_top": 0.02,
-        "denominator_seeds": 2,
         "softplus_scales": (1.0, 4.0),
         "softplus_keys": 32,
         "softplus_rows": 4,
         "softplus_batch": 1,
-        "softplus_seeds": 2,
         "shaped_depths": (1, 2),
         "shaped_tokens": 6,
         "shaped_batch": 8,
-        "shaped_seeds": 2,
         "sigmoid_keys": (8, 32),
         "sigmoid_rows": 4,
         "sigmoid_batch": 1,
-        "sigmoid_seeds": 2,
         "cog_depths": (1, 2),
         "cog_tokens": 6,
         "cog_batch": 8,
-        "cog_seeds": 2,
         "parallel_depth": 3,
         "parallel_width": 16,
         "parallel_heads": 2,
         "parallel_hidden": 32,
         "parallel_tokens": 8,
         "parallel_batch": 2,
-        "parallel_seeds": 2,
         "persistent_slots": 4,
         "persistent_context": (8, 32),
         "persistent_rows": 4,
         "persistent_batch": 1,
-        "persistent_seeds": 2,
     }
 
     seed: int = param(

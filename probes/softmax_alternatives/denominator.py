@@ -17,8 +17,9 @@ from analysis.theory import softmax_alternatives as th
 from analysis.train import derived_seed
 from probes.base import MAX_SEED, Result
 from probes.parts import Context, each_claim, over_replicates
-from probes.softmax_alternatives.config import SEED_DENOMINATOR, SOURCE, Config
+from probes.softmax_alternatives.config import Config
 from probes.softmax_alternatives.models import random_head
+from probes.softmax_alternatives.references import SEED_DENOMINATOR, SOURCE
 
 DESCRIPTION = "normalised linear attention's read-out and query gradient: heavy tails of the 1/D scaling"
 FIELDS = (

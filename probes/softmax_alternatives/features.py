@@ -16,7 +16,8 @@ from analysis.theory.attention_entropy import gaussian_entropy_exact
 from analysis.train import derived_seed
 from probes.base import MAX_SEED, Result
 from probes.parts import Context, Measured, each_claim, measure_replicates, predict_law
-from probes.softmax_alternatives.config import SEED_FEATURES, SOURCE, Config
+from probes.softmax_alternatives.config import Config
+from probes.softmax_alternatives.references import SEED_FEATURES, SOURCE
 
 DESCRIPTION = "elu + 1 linear attention's weights: entropy deficit against its exact law, softmax's the alternative"
 FIELDS = ("features_width", "features_keys", "features_queries", "features_seeds")

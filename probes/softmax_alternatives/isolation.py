@@ -12,8 +12,9 @@ from analysis.theory import softmax_alternatives as th
 from analysis.train import derived_seed
 from probes.base import MAX_SEED, Result
 from probes.parts import Context, Measured, each_claim, measure_replicates, predict_law_and_slope
-from probes.softmax_alternatives.config import SEED_ISOLATION, SOURCE, Config
+from probes.softmax_alternatives.config import Config
 from probes.softmax_alternatives.models import PATTERN, head_pattern_and_scores, random_head, row_logits
+from probes.softmax_alternatives.references import SEED_ISOLATION, SOURCE
 
 DESCRIPTION = "a random softmax layer's weight collision against the sequence length and its exact law"
 FIELDS = ("isolation_tokens", "isolation_width", "isolation_rows", "isolation_batch", "isolation_seeds")

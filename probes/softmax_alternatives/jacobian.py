@@ -16,8 +16,9 @@ from analysis.theory import softmax_alternatives as th
 from analysis.train import derived_seed
 from probes.base import MAX_SEED, Result
 from probes.parts import Context, each_claim, over_replicates
-from probes.softmax_alternatives.config import SEED_JACOBIAN, SOURCE, Config
+from probes.softmax_alternatives.config import Config
 from probes.softmax_alternatives.models import SCORES, head_pattern_and_scores, random_head
+from probes.softmax_alternatives.references import SEED_JACOBIAN, SOURCE
 from probes.softmax_alternatives.sparse import row_logit_std
 
 DESCRIPTION = "the kernel's Jacobian against the logit scale: softmax falls like 1/s, SA-Softmax stays O(1)"

@@ -15,8 +15,9 @@ from analysis.theory.signal_propagation import loglog_slope
 from analysis.train import derived_seed
 from probes.base import MAX_SEED, Result
 from probes.parts import Context, each_claim
-from probes.softmax_alternatives.config import SEED_INTERVAL, SOURCE, Config
+from probes.softmax_alternatives.config import Config
 from probes.softmax_alternatives.models import PATTERN, SCORES, head_pattern_and_scores, random_head
+from probes.softmax_alternatives.references import SEED_INTERVAL, SOURCE
 
 DESCRIPTION = "K-interval softmax (rounded, interpolated) against exact softmax: L1 error bound and order in K"
 FIELDS = ("interval_ks", "interval_width", "interval_len", "interval_batch", "interval_seeds")

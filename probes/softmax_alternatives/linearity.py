@@ -14,8 +14,9 @@ from analysis.theory import softmax_alternatives as th
 from analysis.train import derived_seed
 from probes.base import MAX_SEED, Result
 from probes.parts import Context, each_claim, over_replicates
-from probes.softmax_alternatives.config import SEED_LINEARITY, SOURCE, Config
+from probes.softmax_alternatives.config import Config
 from probes.softmax_alternatives.models import random_head
+from probes.softmax_alternatives.references import SEED_LINEARITY, SOURCE
 
 DESCRIPTION = "the linearity score of an MLP sublayer with and without its skip connection, against its exact law"
 FIELDS = (

@@ -17,7 +17,8 @@ from analysis.theory.signal_propagation import loglog_slope
 from analysis.train import derived_seed
 from probes.base import MAX_SEED, Result
 from probes.parts import Context, each_claim
-from probes.softmax_alternatives.config import SEED_SLOTS, SOURCE, Config
+from probes.softmax_alternatives.config import Config
+from probes.softmax_alternatives.references import SEED_SLOTS, SOURCE
 
 DESCRIPTION = "ReLU and softmax key-value memories (the MLP): output second moment against the slot count"
 FIELDS = ("memory_slots", "memory_width", "memory_std", "memory_batch", "memory_seeds")

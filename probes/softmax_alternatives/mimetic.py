@@ -12,8 +12,9 @@ from analysis.theory import softmax_alternatives as th
 from analysis.train import derived_seed
 from probes.base import MAX_SEED, Result
 from probes.parts import Context, each_claim, measure_replicates
-from probes.softmax_alternatives.config import SEED_MIMETIC, SOURCE, Config
+from probes.softmax_alternatives.config import Config
 from probes.softmax_alternatives.models import PATTERN, head_pattern_and_scores, random_head, row_logits
+from probes.softmax_alternatives.references import SEED_MIMETIC, SOURCE
 
 DESCRIPTION = "mimetic init (W_q^T W_k = alpha Z + beta I): each token's weight on itself against the exact law"
 FIELDS = ("mimetic_betas", "mimetic_alpha", "mimetic_width", "mimetic_tokens", "mimetic_batch", "mimetic_seeds")

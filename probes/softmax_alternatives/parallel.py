@@ -15,7 +15,8 @@ from analysis.theory import softmax_alternatives as th
 from analysis.train import derived_seed
 from probes.base import MAX_SEED, Result
 from probes.parts import Context, Measured, each_claim, measure_replicates, predict_law_and_slope
-from probes.softmax_alternatives.config import SEED_PARALLEL, SOURCE, Config
+from probes.softmax_alternatives.config import Config
+from probes.softmax_alternatives.references import SEED_PARALLEL, SOURCE
 
 DESCRIPTION = "a pre-norm stack's MLP fed the block input instead of the mid-block stream, against its exact law"
 FIELDS = (

@@ -13,8 +13,9 @@ from analysis.theory import softmax_alternatives as th
 from analysis.train import derived_seed
 from probes.base import MAX_SEED, Result
 from probes.parts import Context, Measured, each_claim, measure_replicates, predict_law_and_slope
-from probes.softmax_alternatives.config import SEED_PERSISTENT, SOURCE, Config
+from probes.softmax_alternatives.config import Config
 from probes.softmax_alternatives.models import PATTERN, head_pattern_and_scores, random_head, row_logits
+from probes.softmax_alternatives.references import SEED_PERSISTENT, SOURCE
 
 DESCRIPTION = "persistent memory vectors beside the context: their share of a row's weight against T and its law"
 FIELDS = (

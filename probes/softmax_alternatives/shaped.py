@@ -14,8 +14,9 @@ from analysis.theory import softmax_alternatives as th
 from analysis.train import derived_seed
 from probes.base import MAX_SEED, Result
 from probes.parts import Context, each_claim, measure_replicates, paired_with_law
-from probes.softmax_alternatives.config import SEED_SHAPED, SOURCE, Config
+from probes.softmax_alternatives.config import Config
 from probes.softmax_alternatives.models import random_head, stack_correlations, stacks_setting
+from probes.softmax_alternatives.references import SEED_SHAPED, SOURCE
 
 DESCRIPTION = "skipless attention stacks at init: softmax's token kernel collapses like C^L, shaped attention keeps it"
 FIELDS = ("shaped_depths", "shaped_width", "shaped_tokens", "shaped_batch", "shaped_seeds")

@@ -15,8 +15,9 @@ from analysis.theory import softmax_alternatives as th
 from analysis.train import derived_seed
 from probes.base import MAX_SEED, Result
 from probes.parts import Context, Measured, each_claim, measure_replicates, predict_law_and_slope
-from probes.softmax_alternatives.config import SEED_SIGMOID, SOURCE, Config
+from probes.softmax_alternatives.config import Config
 from probes.softmax_alternatives.models import PATTERN, head_pattern_and_scores, random_head, row_logits
+from probes.softmax_alternatives.references import SEED_SIGMOID, SOURCE
 from probes.softmax_alternatives.sparse import planted_bias
 
 DESCRIPTION = "sigmoid attention with bias -ln n: a row's weight mass against the sequence length and its exact law"

@@ -16,9 +16,10 @@ from analysis.theory.attention_entropy import gaussian_entropy_exact
 from analysis.train import derived_seed
 from probes.base import MAX_SEED, Result
 from probes.parts import Context, Measured, each_claim, measure_replicates, predict_law
-from probes.softmax_alternatives.config import SEED_SOFTPLUS, SOURCE, Config
+from probes.softmax_alternatives.config import Config
 from probes.softmax_alternatives.features import entropy_deficit
 from probes.softmax_alternatives.models import PATTERN, head_pattern_and_scores, random_head, row_logits
+from probes.softmax_alternatives.references import SEED_SOFTPLUS, SOURCE
 from probes.softmax_alternatives.sparse import planted_bias
 
 DESCRIPTION = (

@@ -15,8 +15,9 @@ from analysis.theory import softmax_alternatives as th
 from analysis.train import derived_seed
 from probes.base import MAX_SEED, Result
 from probes.parts import Context, Measured, each_claim, predict_law, predict_law_and_slope
-from probes.softmax_alternatives.config import SEED_IRRELEVANT, SEED_SPARSE, SOURCE, Config
+from probes.softmax_alternatives.config import Config
 from probes.softmax_alternatives.models import PATTERN, SCORES, head_pattern_and_scores, random_head
+from probes.softmax_alternatives.references import SEED_IRRELEVANT, SEED_SPARSE, SOURCE
 
 DESCRIPTION = "a planted key among n random ones: sparsemax's exact isolation against its probability, and softmax"
 FIELDS = ("sparse_keys", "sparse_gap", "sparse_width", "sparse_batch", "sparse_rows", "sparse_seeds")

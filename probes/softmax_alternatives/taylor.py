@@ -16,8 +16,9 @@ from analysis.theory.attention_entropy import gaussian_entropy_exact
 from analysis.train import derived_seed
 from probes.base import MAX_SEED, Result
 from probes.parts import Context, Measured, each_claim, measure_replicates, predict_law
-from probes.softmax_alternatives.config import SEED_TAYLOR, SOURCE, Config
+from probes.softmax_alternatives.config import Config
 from probes.softmax_alternatives.features import entropy_deficit
+from probes.softmax_alternatives.references import SEED_TAYLOR, SOURCE
 
 DESCRIPTION = "the Taylor feature map: monotonicity violations Phi(-sqrt(2)/sigma) and the entropy of its weights"
 FIELDS = ("taylor_width", "taylor_keys", "taylor_queries", "taylor_seeds")
