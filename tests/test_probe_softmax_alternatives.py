@@ -184,12 +184,17 @@ def test_same_seed_same_numbers(full, tmp_path, monkeypatch):
     np.testing.assert_array_equal(again.data["memory_moment"].values, full.data["memory_moment"].values)
 
 
+def _judge(part, result, data) -> Ledger:
+    """The full-preset ledger of ``part``'s claims on ``result`` with its data replaced by ``data`` (planted)."""
+    led = Ledger(sa.NAME, preset="full")
+    part.claims(led, (dataclasses.replace(result, data=data),))
+    return led
+
+
 def _judged(result, moment) -> Ledger:
     data = result.data.copy(deep=True)
     data["memory_moment"].values[:] = moment
-    led = Ledger(sa.NAME, preset="full")
-    memory.claims(led, (dataclasses.replace(result, data=data),))
-    return led
+    return _judge(memory, result, data)
 
 
 def test_planted_wrong_numbers_fail_the_claims(full):
@@ -271,8 +276,7 @@ def test_sparse_rows_see_n_keys_one_planted_and_their_logit_std_is_exact():
 def test_a_planted_isolation_fraction_fails_the_claim(full):
     data = full.data.copy(deep=True)
     data["sparse_isolated"].values[:] = 1.0  # every row isolated: the distractors-at-their-mean picture
-    led = Ledger(sa.NAME, preset="full")
-    sparse.claims(led, (dataclasses.replace(full, data=data),))
+    led = _judge(sparse, full, data)
     assert led["sparsemax_isolation_vs_keys"].status == "fail"
     assert led["sparsemax_kernel_is_simplex_projection"].status == "pass"
 
@@ -281,13 +285,11 @@ def test_interpolation_at_the_rounding_order_fails_its_claim(full):
     data = full.data.copy(deep=True)
     Ks = data["interval_k"].values.astype(np.float64)
     data["interval_error"].loc[{"interval_mode": "interpolate"}] = (1.0 / Ks)[:, None] * np.linspace(1, 1.1, 5)
-    led = Ledger(sa.NAME, preset="full")
-    k_interval.claims(led, (dataclasses.replace(full, data=data),))
+    led = _judge(k_interval, full, data)
     assert led["k_interval_interpolate_error_order"].status == "fail"
     assert led["k_interval_round_error_order"].status == "pass"
     data["interval_bound_ratio"].values[0, 0, 0] = 1.5  # one row above its bound
-    led = Ledger(sa.NAME, preset="full")
-    k_interval.claims(led, (dataclasses.replace(full, data=data),))
+    led = _judge(k_interval, full, data)
     assert led["k_interval_interpolate_error_bound"].status == "fail"
 
 
@@ -350,8 +352,7 @@ def test_feature_rows_are_the_zoos_elu1_weights_and_a_softmax_like_deficit_fails
     )
     data = d.copy(deep=True)
     data["elu1_entropy_deficit"].values[:] = data["softmax_entropy_deficit"].values  # a kernel that concentrates
-    led = Ledger(sa.NAME, preset="full")
-    features.claims(led, (dataclasses.replace(full, data=data),))
+    led = _judge(features, full, data)
     assert led["elu1_entropy_deficit"].status == "fail"
 
 
@@ -367,8 +368,7 @@ def test_taylor_features_expand_softmax_to_second_order_and_a_monotone_map_fails
     data = full.data.copy(deep=True)
     data["taylor_discordant"].values[:] = 0.0  # a monotone map (softmax's exp)
     data["taylor_entropy_deficit"].values[:] = data["taylor_softmax_deficit_exact"].values
-    led = Ledger(sa.NAME, preset="full")
-    taylor.claims(led, (dataclasses.replace(full, data=data),))
+    led = _judge(taylor, full, data)
     assert led["taylor_monotonicity_violations"].status == "fail"
     assert led["taylor_entropy_deficit"].status == "fail"
 
@@ -406,8 +406,7 @@ def test_a_skip_connection_that_changes_nothing_fails_both_linearity_claims(full
     data = full.data.copy(deep=True)
     swapped = data["linearity_unexplained_exact"].values[:, ::-1].copy()  # each variant at the other's law
     data["linearity_unexplained"].values[:] = swapped
-    led = Ledger(sa.NAME, preset="full")
-    linearity.claims(led, (dataclasses.replace(full, data=data),))
+    led = _judge(linearity, full, data)
     assert led["mlp_linearity_with_residual"].status == "fail"
     assert led["mlp_linearity_without_residual"].status == "fail"
 
@@ -427,8 +426,7 @@ def test_a_low_rank_fit_and_a_broken_decomposition_fail_the_bilinear_claims(full
     data = full.data.copy(deep=True)
     data["bilinear_outside_energy"].values[:] = 0.0  # nothing outside the planted rank: the implicit-bias picture
     data["bilinear_decomposition_error"].values[0] = 1e-6
-    led = Ledger(sa.NAME, preset="full")
-    bilinear.claims(led, (dataclasses.replace(full, data=data),))
+    led = _judge(bilinear, full, data)
     assert led["bilinear_noise_outside_planted_rank"].status == "fail"
     assert led["bilinear_tensor_decomposition_exact"].status == "fail"
 
@@ -437,12 +435,10 @@ def test_uniform_weights_and_a_length_independent_share_fail_the_isolation_claim
     data = full.data.copy(deep=True)
     ns = data["isolation_n"].values.astype(np.float64)
     data["isolation_collision"].values[:] = (1.0 / ns)[:, None]  # even spreading: 1/n
-    led = Ledger(sa.NAME, preset="full")
-    isolation.claims(led, (dataclasses.replace(full, data=data),))
+    led = _judge(isolation, full, data)
     assert led["softmax_collision_exact"].status == "fail"
     data["isolation_collision"].values[:] = 0.05  # the same share at every length
-    led = Ledger(sa.NAME, preset="full")
-    isolation.claims(led, (dataclasses.replace(full, data=data),))
+    led = _judge(isolation, full, data)
     assert led["softmax_isolation_grows_with_length"].status == "fail"
 
 
@@ -451,8 +447,7 @@ def test_light_tails_and_a_gradient_like_the_read_out_fail_the_denominator_claim
     # a denominator bounded away from zero: the read-out as light-tailed as its numerator
     data["denominator_readout_tail_index"].values[:] = data["denominator_numerator_tail_index"].values
     data["denominator_gradient_tail_index"].values[:] = data["denominator_readout_tail_index"].values  # 1/|D| only
-    led = Ledger(sa.NAME, preset="full")
-    denominator.claims(led, (dataclasses.replace(full, data=data),))
+    led = _judge(denominator, full, data)
     assert led["linear_attention_readout_tail_index"].status == "fail"
     assert led["linear_attention_gradient_tail_index"].status == "fail"
 
@@ -479,8 +474,7 @@ def test_the_denominator_rows_are_the_zoos_linear_kernel():
 def test_softmax_like_concentration_fails_the_softplus_claim(full):
     data = full.data.copy(deep=True)
     data["softplus_entropy_deficit"].values[:] = data["softplus_softmax_deficit_exact"].values
-    led = Ledger(sa.NAME, preset="full")
-    softplus.claims(led, (dataclasses.replace(full, data=data),))
+    led = _judge(softplus, full, data)
     assert led["softplus_l1_entropy_deficit"].status == "fail"
 
 
@@ -506,8 +500,7 @@ def test_swapped_kernels_and_a_broken_identity_fail_the_shaped_claims(full):
     data["shaped_softmax_correlation"].values[:] = shp  # softmax keeping the kernel
     data["shaped_shaped_correlation"].values[:] = soft  # shaped attention collapsing it
     data["shaped_identity_error"].values[0, 0] = 1e-9
-    led = Ledger(sa.NAME, preset="full")
-    shaped.claims(led, (dataclasses.replace(full, data=data),))
+    led = _judge(shaped, full, data)
     for name in (
         "softmax_stack_kernel_collapse",
         "shaped_stack_keeps_token_kernel",
@@ -543,12 +536,10 @@ def test_softmax_like_mass_and_b0_growth_fail_the_sigmoid_claims(full):
     data = full.data.copy(deep=True)
     ns = data["sigmoid_n"].values.astype(np.float64)
     data["sigmoid_row_mass"].values[:] = 1.0  # normalised like softmax
-    led = Ledger(sa.NAME, preset="full")
-    sigmoid.claims(led, (dataclasses.replace(full, data=data),))
+    led = _judge(sigmoid, full, data)
     assert led["sigmoid_row_mass_exact"].status == "fail"
     data["sigmoid_row_mass"].values[:] = (ns / 2)[:, None]  # the bias left at 0
-    led = Ledger(sa.NAME, preset="full")
-    sigmoid.claims(led, (dataclasses.replace(full, data=data),))
+    led = _judge(sigmoid, full, data)
     assert led["sigmoid_row_mass_length_free"].status == "fail"
 
 
@@ -556,8 +547,7 @@ def test_softmax_like_collapse_and_a_broken_equivariance_fail_the_cog_claims(ful
     data = full.data.copy(deep=True)
     data["cog_cog_correlation"].values[:] = data["cog_softmax_correlation"].values  # collapsing like softmax
     data["cog_equivariance_error"].values[-1, 0] = 1e-16  # one rounding off
-    led = Ledger(sa.NAME, preset="full")
-    cog.claims(led, (dataclasses.replace(full, data=data),))
+    led = _judge(cog, full, data)
     assert led["cog_stack_keeps_tokens_uncorrelated"].status == "fail"
     assert led["cog_token_sign_equivariance"].status == "fail"
 
@@ -580,14 +570,12 @@ def test_the_cog_stacks_are_the_zoos_skipless_signexp_attention():
 def test_commuting_sublayers_and_a_flat_cost_fail_the_parallel_claims(full):
     data = full.data.copy(deep=True)
     data["parallel_difference"].values[:] = 1e-9 * data["parallel_difference_exact"].values  # no change
-    led = Ledger(sa.NAME, preset="full")
-    parallel.claims(led, (dataclasses.replace(full, data=data),))
+    led = _judge(parallel, full, data)
     assert led["parallel_mlp_discrepancy_exact"].status == "fail"
     data = full.data.copy(deep=True)
     ratio = data["parallel_output"].values / data["parallel_output_exact"].values
     data["parallel_difference"].values[:] = 0.2 * data["parallel_output"].values  # the same cost at every depth
-    led = Ledger(sa.NAME, preset="full")
-    parallel.claims(led, (dataclasses.replace(full, data=data),))
+    led = _judge(parallel, full, data)
     assert led["parallel_discrepancy_falls_with_depth"].status == "fail"
     assert abs(ratio.mean() - 1) < 0.05  # the MLP's output moment is its law on average (one W_out per block)
 
@@ -616,12 +604,10 @@ def test_the_parallel_part_feeds_each_blocks_own_mlp_its_two_inputs():
 def test_selective_sparsity_and_a_flat_share_fail_the_irrelevant_mass_claims(full):
     data = full.data.copy(deep=True)
     data["softmax_irrelevant_mass"].values[:] = 1e-9  # the irrelevant keys removed
-    led = Ledger(sa.NAME, preset="full")
-    sparse.claims(led, (dataclasses.replace(full, data=data),))
+    led = _judge(sparse, full, data)
     assert led["softmax_irrelevant_mass_exact"].status == "fail"
     data["softmax_irrelevant_mass"].values[:] = 0.5  # the same share at every n
-    led = Ledger(sa.NAME, preset="full")
-    sparse.claims(led, (dataclasses.replace(full, data=data),))
+    led = _judge(sparse, full, data)
     assert led["softmax_irrelevant_mass_grows_with_length"].status == "fail"
     assert led["sparsemax_isolation_vs_keys"].status == "pass"  # the sparsemax claim reads other variables
 
@@ -648,12 +634,10 @@ def test_exchangeable_keys_and_a_length_free_share_fail_the_persistent_claims(fu
     ts = data["persistent_t"].values.astype(np.float64)
     N = full.config.persistent_slots
     data["persistent_share"].values[:] = (N / (N + ts))[:, None]  # the memory's keys weighing like the context's
-    led = Ledger(sa.NAME, preset="full")
-    persistent.claims(led, (dataclasses.replace(full, data=data),))
+    led = _judge(persistent, full, data)
     assert led["persistent_memory_share_exact"].status == "fail"
     data["persistent_share"].values[:] = 0.3  # a feed-forward-like contribution at every T
-    led = Ledger(sa.NAME, preset="full")
-    persistent.claims(led, (dataclasses.replace(full, data=data),))
+    led = _judge(persistent, full, data)
     assert led["persistent_memory_share_falls_with_context"].status == "fail"
 
 

@@ -330,12 +330,26 @@ def relu_slot_moment(ns, s: float) -> np.ndarray:
     return _check_ns(ns).astype(np.float64) * float(s) ** 2 / 2.0
 
 
+def _phi_moment(log_t: np.ndarray, s: float, k: float) -> tuple[np.ndarray, np.ndarray]:
+    """``phi(t) = E[exp(-t e^{sz})]`` and ``E[e^{ksz} exp(-t e^{sz})]`` at ``t = e^{log_t}`` (a vector; z ~ N(0, 1),
+    Gauss-Hermite nodes)."""
+    x = s * _Z
+    kern = np.exp(-np.exp(np.minimum(log_t[:, None] + x[None, :], 700.0)))  # exp(-t e^x), (Nt, Nz)
+    return kern @ _WZ, (kern * np.exp(k * x)[None, :]) @ _WZ
+
+
 def _phi_chi(t: np.ndarray, s: float) -> tuple[np.ndarray, np.ndarray]:
     """``phi(t) = E[exp(-t e^{sz})]`` and ``chi(t) = E[e^{2sz} exp(-t e^{sz})]`` on a t vector (z ~ N(0, 1))."""
-    x = s * _Z
-    log_arg = np.log(t)[:, None] + x[None, :]
-    kern = np.exp(-np.exp(np.minimum(log_arg, 700.0)))  # exp(-t e^x), (Nt, Nz)
-    return kern @ _WZ, (kern * np.exp(2.0 * x)[None, :]) @ _WZ
+    return _phi_moment(np.log(t), s, 2.0)
+
+
+def _row_args(n: int, a, s) -> tuple[np.ndarray, np.ndarray]:
+    """A row's own logit ``a`` and the others' spread ``s``, broadcast together (float64), ``n`` and ``s`` checked."""
+    check_int("n", n, minimum=1)
+    a_b, s_b = np.broadcast_arrays(np.asarray(a, dtype=np.float64), np.asarray(s, dtype=np.float64))
+    if s_b.size and (s_b.min() < 0 or s_b.max() > 20):
+        raise ValueError(f"s must lie in [0, 20], got [{s_b.min():g}, {s_b.max():g}]")
+    return a_b, s_b
 
 
 def softmax_slot_moment(ns, s: float, n_u: int = 2001) -> np.ndarray:
@@ -483,11 +497,8 @@ def _row_quadrature(n: int, a, s, n_u: int, at_zero, integrand) -> np.ndarray:
     pair (broadcast): ``at_zero(a)`` where ``s = 0`` (and 1 where ``n = 1``), else the trapezoid rule on ``u = ln t``
     of ``integrand(t, a, phi, chi)`` (``phi, chi`` of :func:`_phi_chi` at ``t e^-a``). The rule converges
     geometrically on these smooth integrands: 201 points agree with 3201 to 1e-13."""
-    check_int("n", n, minimum=1)
     check_int("n_u", n_u, minimum=101)
-    a_b, s_b = np.broadcast_arrays(np.asarray(a, dtype=np.float64), np.asarray(s, dtype=np.float64))
-    if s_b.size and (s_b.min() < 0 or s_b.max() > 20):
-        raise ValueError(f"s must lie in [0, 20], got [{s_b.min():g}, {s_b.max():g}]")
+    a_b, s_b = _row_args(n, a, s)
     out = np.empty(a_b.shape, dtype=np.float64)
     if n == 1:
         out.fill(1.0)
@@ -1005,10 +1016,7 @@ def distractor_mass(n: int, a, s, n_u: int = 801) -> np.ndarray:
     beside one key of logit ``a`` (sections 2 and 4; the irrelevant mass of a planted key), computed directly as
     ``(n - 1) int e^{-t e^a} psi_s(t) phi_s(t)^(n-2) dt`` (``psi_s = E[e^{s xi} exp(-t e^{s xi})]``) so that a mass far
     below 1e-16 keeps its relative precision; every (a, s) pair (broadcast)."""
-    check_int("n", n, minimum=1)
-    a_b, s_b = np.broadcast_arrays(np.asarray(a, dtype=np.float64), np.asarray(s, dtype=np.float64))
-    if s_b.size and (s_b.min() < 0 or s_b.max() > 20):
-        raise ValueError(f"s must lie in [0, 20], got [{s_b.min():g}, {s_b.max():g}]")
+    a_b, s_b = _row_args(n, a, s)
     out = np.zeros(a_b.shape, dtype=np.float64)
     if n == 1:
         return out
@@ -1016,8 +1024,7 @@ def distractor_mass(n: int, a, s, n_u: int = 801) -> np.ndarray:
         aa, ss = float(a_b[idx]), float(s_b[idx])
         u = np.linspace(-(abs(aa) + ss * ss / 2 + math.log(n) + 40.0), 14.0 * ss + abs(aa) + 40.0, n_u)
         t, du = np.exp(u), float(u[1] - u[0])
-        kern = np.exp(-np.exp(np.minimum(u[:, None] + ss * _Z[None, :], 700.0)))
-        phi, psi = kern @ _WZ, (kern * np.exp(ss * _Z)[None, :]) @ _WZ
+        phi, psi = _phi_moment(u, ss, 1.0)
         with np.errstate(divide="ignore"):  # psi and phi underflow to 0 far in the tail: their terms vanish
             log_terms = np.log(psi) + special.xlogy(n - 2, phi) - t * math.exp(min(aa, 700.0)) + u
         out[idx] = (n - 1) * float(np.sum(np.exp(log_terms)) * du)
@@ -1038,10 +1045,8 @@ def persistent_share(n_memory: int, n_context: int, s, ratio: float, n_u: int = 
     for idx in np.ndindex(s.shape):
         sc, sp = float(s[idx]), ratio * float(s[idx])
         t, du = log_t_grid(max(sc, sp), n_memory + n_context, n_u)
-        log_arg = np.log(t)[:, None]
-        kern_p = np.exp(-np.exp(np.minimum(log_arg + sp * _Z[None, :], 700.0)))
-        kern_c = np.exp(-np.exp(np.minimum(log_arg + sc * _Z[None, :], 700.0)))
-        phi_p, chi_p, phi_c = kern_p @ _WZ, (kern_p * np.exp(sp * _Z)[None, :]) @ _WZ, kern_c @ _WZ
+        log_t = np.log(t)
+        (phi_p, chi_p), (phi_c, _) = _phi_moment(log_t, sp, 1.0), _phi_moment(log_t, sc, 0.0)
         with np.errstate(divide="ignore"):  # chi and phi underflow to 0 far in the tail: their terms vanish
             log_terms = np.log(chi_p) + special.xlogy(n_memory - 1, phi_p) + special.xlogy(n_context, phi_c)
         out[idx] = n_memory * float(np.sum(np.exp(log_terms + np.log(t))) * du)

@@ -41,7 +41,7 @@ def measure_layer(config: Config, seed: int) -> dict[str, np.ndarray]:
     signs = torch.randint(0, 2, (c.cog_batch, c.cog_tokens, 1), generator=g).to(torch.float64) * 2.0 - 1.0
     weights = derived_seed(seed, "cog_weights") % MAX_SEED
 
-    def equivariance(kernel: str, model, y: torch.Tensor) -> dict[str, float]:
+    def equivariance(kernel: str, model, y: torch.Tensor, cache) -> dict[str, float]:
         if kernel != "cog":
             return {}
         with torch.no_grad():

@@ -54,22 +54,25 @@ def stack_correlations(
     depths: Any,
     stacks: Callable[[str, int], TinyTransformer],
     names: dict[str, str],
-    check: Callable[[str, TinyTransformer, torch.Tensor], dict[str, float]] | None = None,
+    check: Callable[[str, TinyTransformer, torch.Tensor, Any], dict[str, float]] | None = None,
 ) -> dict[str, np.ndarray]:
     """Per depth L of ``depths`` and attention kernel of ``names`` (kernel -> variable name), the mean token
     correlation (:func:`~analysis.theory.softmax_alternatives.mean_token_correlation`) of the token kernel
-    ``mean_b X_L X_L^T`` of ``stacks(kernel, L)`` on the batch ``x`` (B, T, d); ``check(kernel, model, y)`` adds
-    named per-depth values measured on that stack and its output ``y``. Returns one array per name, by depth."""
+    ``mean_b X_L X_L^T`` of ``stacks(kernel, L)`` on the batch ``x`` (B, T, d); ``check(kernel, model, y, cache)``
+    adds named per-depth values measured on that stack, its output ``y`` and every layer's attention pattern
+    (``cache``, ``blocks.<l>.attn.hook_pattern``, from the same forward pass). Returns one array per name, by depth."""
+    from analysis.hooks import run_with_cache
     from analysis.theory import softmax_alternatives as th
 
     out = {name: np.empty(len(depths)) for name in names.values()}
     for i, depth in enumerate(depths):
+        patterns = [f"blocks.{layer}.attn.hook_pattern" for layer in range(depth)]
         for kernel, name in names.items():
             model = stacks(kernel, depth)
             with torch.no_grad():
-                y = model(x)
+                y, cache = run_with_cache(model, x, names=patterns)
             out[name][i] = th.mean_token_correlation(torch.einsum("btd,bsd->ts", y, y).numpy() / x.shape[0])
-            for key, value in (check(kernel, model, y) if check is not None else {}).items():
+            for key, value in (check(kernel, model, y, cache) if check is not None else {}).items():
                 out.setdefault(key, np.empty(len(depths)))[i] = value
     return out
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from analysis.hooks import run_with_cache
 from analysis.ledger import Ledger
 from analysis.theory import softmax_alternatives as th
 from analysis.train import derived_seed
@@ -45,13 +44,10 @@ def measure_layer(config: Config, seed: int) -> dict[str, np.ndarray]:
     eye = torch.eye(c.shaped_tokens, dtype=torch.float64)
     weights = derived_seed(seed, "shaped_weights") % MAX_SEED
 
-    def identity_error(kernel: str, model, y: torch.Tensor) -> dict[str, float]:
+    def identity_error(kernel: str, model, y: torch.Tensor, cache) -> dict[str, float]:
         if kernel != "shaped":
             return {}
-        names = [f"blocks.{layer}.attn.hook_pattern" for layer in range(len(model.blocks))]
-        with torch.no_grad():
-            _, cache = run_with_cache(model, x, names=names)
-        return {"shaped_identity_error": max(float((cache[n] - eye).abs().max()) for n in names)}
+        return {"shaped_identity_error": max(float((p - eye).abs().max()) for p in cache.values())}
 
     return stack_correlations(x, c.shaped_depths, lambda k, L: stack(c, k, L, weights), CORRELATIONS, identity_error)
 
