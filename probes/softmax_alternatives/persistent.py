@@ -1,7 +1,8 @@
 """Part ``persistent`` (seed 004#90): an all-attention layer's persistent memory vectors at initialisation. Each query
 row attends to its T context tokens and to N persistent key-value vectors (the feed-forward layer's replacement);
 the share of its weight on the persistent memory is exact given the row's logit spread (theory section 17) and falls
-like 1/T as the context grows, where a feed-forward layer's contribution does not depend on the context length."""
+with the context length at its law's slope (like 1/T once the context dominates), where a feed-forward layer's
+contribution does not depend on the context length."""
 
 from __future__ import annotations
 
