@@ -11,7 +11,7 @@ STAMP  := $(VENV)/.installed
 export MPLBACKEND := agg
 export PYTHONHASHSEED := 0
 
-.PHONY: install figures test lab browser bench lint clean-cache help
+.PHONY: install figures test test-thorough test-fixtures lab browser bench lint clean-cache help
 
 # `make lab`: JupyterLab on 127.0.0.1 with a token of its own (LAB_PORT=... LAB_TOKEN=... to choose them)
 LAB_PORT  ?= 8888
@@ -21,7 +21,10 @@ endif
 
 help:
 	@echo "make figures [PRESET=smoke|full]  regenerate every figure, its provenance and the claims ledger"
-	@echo "make test                         run the whole test suite (unit, theory, probes, notebooks, figures)"
+	@echo "make install                      create .venv and install the project into it (the others do it too)"
+	@echo "make test                         every test, fast tier: ~10 min on 2 cores (unit, theory, probes, notebooks)"
+	@echo "make test-thorough                the same tests at thorough settings (many examples, full presets): < 1 h"
+	@echo "make test-fixtures                recompute the committed full-preset results the fast tier reads"
 	@echo "make lab                          open the notebooks in JupyterLab with the project's kernel (prints the URL)"
 	@echo "make browser                      install the headless Chromium the browser test drives (part of make test)"
 	@echo "make bench                        run the benchmarks and record them in bench/results/"
@@ -39,18 +42,34 @@ install: $(STAMP)
 figures: $(STAMP)
 	$(PY) scripts/make_figures.py --preset $(PRESET)
 
-# The suite, then every notebook executed by nbval under the smoke preset: papermill writes copies of
-# the notebooks with preset="smoke" injected into build/nbval, nbval runs them (figures into build/),
-# and the last step fails if any claim those runs recorded fails.
+# The suite at one tier (tests/tier.py), then every notebook executed by nbval under the smoke preset: pytest runs on
+# both cores (pytest-xdist, one torch thread per worker) over one session cache, build/test-cache, which the
+# notebooks then reuse; papermill writes copies of the notebooks with preset="smoke" injected into build/nbval, nbval
+# runs them (figures into build/), and the last step fails if any claim those runs recorded fails. In the fast tier a
+# test whose setup or call takes more than 30 s fails the run (tests/conftest.py names it).
 # The browser test (tests/test_browser.py) drives Debian's headless Chromium through chromedriver: `make browser`
 # installs both when missing (apt-get, as root or with sudo); where that is impossible the test skips and says why.
-test: lint browser
-	TQDM_DISABLE=1 $(PY) -m pytest -q --durations=30 tests
-	rm -rf build/nbval
+TEST_WORKERS ?= 2
+TEST_CACHE   := $(CURDIR)/build/test-cache
+define run_suite
+	rm -rf build/test-cache build/nbval
+	TQDM_DISABLE=1 OMP_NUM_THREADS=1 WORKBENCH_TEST_TIER=$(1) WORKBENCH_TEST_CACHE=$(TEST_CACHE) \
+	  $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --durations=30 tests
 	$(PY) scripts/make_figures.py --preset smoke --prepare-only build/nbval
-	TQDM_DISABLE=1 WORKBENCH_STATIC=1 WORKBENCH_FIGURES=$(CURDIR)/build/nbval/figures \
-	  $(PY) -m pytest -q -p no:cacheprovider --nbval-lax --nbval-current-env build/nbval
+	TQDM_DISABLE=1 OMP_NUM_THREADS=1 WORKBENCH_STATIC=1 WORKBENCH_CACHE=$(TEST_CACHE) \
+	  WORKBENCH_FIGURES=$(CURDIR)/build/nbval/figures \
+	  $(PY) -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile --nbval-lax --nbval-current-env build/nbval
 	$(PY) scripts/make_figures.py --preset smoke --collect-only --out build/nbval/figures
+endef
+
+test: lint browser
+	$(call run_suite,fast)
+
+test-thorough: lint browser
+	$(call run_suite,thorough)
+
+test-fixtures: $(STAMP)
+	TQDM_DISABLE=1 $(PY) scripts/test_fixtures.py
 
 lab: $(STAMP)
 	@echo ""

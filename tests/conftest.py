@@ -1,28 +1,70 @@
-"""Test-suite configuration.
+"""Test-suite configuration: the tier, hypothesis's profiles, the session's caches and the time budget.
 
-Tests never touch the repository's own caches or figures: every test session gets a fresh
-``WORKBENCH_CACHE`` and ``WORKBENCH_FIGURES`` under pytest's temporary folder. Nor do they write
-hypothesis's ``.hypothesis/`` folder into the repository: its example database and the constants its
-pytest plugin reads from the source files while collecting go to a temporary folder, removed at the end.
+**Tiers** (``tests/tier.py``): ``WORKBENCH_TEST_TIER=fast`` (the default; ``make test``) or ``thorough``
+(``make test-thorough``) chooses the settings every test reads from ``tier.TIER`` and loads the hypothesis profile
+of the same name: few examples drawn the same way every run (a failure reproduces) in the fast tier, many examples
+drawn afresh each run in the thorough tier. Any other value stops the run with one line naming the allowed values.
+
+**Caches.** Tests never touch the repository's own caches or figures. Every session shares one result and
+checkpoint cache (``WORKBENCH_CACHE``; with pytest-xdist, one for all workers; ``WORKBENCH_TEST_CACHE`` names it,
+as ``make test`` does so that nbval runs the notebooks on the cache the tests warmed), so each probe's smoke result
+is computed once (the ``smoke_result`` fixture) and read by the contract, falsification and probe tests; a test
+that needs an empty cache makes its own. Figures go to a per-worker folder (``WORKBENCH_FIGURES``). Hypothesis's
+``.hypothesis/`` folder (its example database and the constants its pytest plugin reads while collecting) goes to
+a temporary folder, removed at the end.
+
+**Budget.** In the fast tier a test whose setup or call takes longer than ``TIER.budget_s`` (30 s;
+``WORKBENCH_TEST_BUDGET_S`` overrides it) fails the run: the summary names it and its duration. A slow test gets a
+fast setting; it does not leave the fast tier.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import tempfile
+from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 from hypothesis.configuration import set_hypothesis_home_dir
 
+import tier as tiers
+
 _HYPOTHESIS_HOME: str | None = None
+_OVER_BUDGET: list[tuple[str, str, float]] = []  # (test, phase, seconds) over the fast tier's budget
+
+
+def _register_hypothesis_profiles() -> None:
+    for t in tiers.TIERS.values():
+        settings.register_profile(
+            t.name,
+            max_examples=t.examples,
+            derandomize=t.derandomize,
+            database=None if t.derandomize else settings.default.database,
+            deadline=None,  # wall-clock deadlines flake on a loaded 2-core machine; the budget below times tests
+            print_blob=True,  # a failure in the thorough tier prints the @reproduce_failure line
+            suppress_health_check=[HealthCheck.too_slow],
+        )
 
 
 def pytest_configure(config):
+    try:
+        tier = tiers.tier_from_env()
+        tiers.TIER = dataclasses.replace(tier, budget_s=tiers.budget_from_env(tier))
+    except ValueError as e:
+        raise pytest.UsageError(str(e)) from None
     # before collection: hypothesis's plugin writes .hypothesis/constants while collecting
     global _HYPOTHESIS_HOME
     _HYPOTHESIS_HOME = tempfile.mkdtemp(prefix="workbench-hypothesis-")
     set_hypothesis_home_dir(_HYPOTHESIS_HOME)
+    _register_hypothesis_profiles()
+    settings.load_profile(tiers.TIER.name)
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # one torch thread per worker: the workers share the cores
+        import torch
+
+        torch.set_num_threads(1)
 
 
 def pytest_unconfigure(config):
@@ -31,11 +73,54 @@ def pytest_unconfigure(config):
         shutil.rmtree(_HYPOTHESIS_HOME, ignore_errors=True)
 
 
+def pytest_report_header(config):
+    budget = f"{tiers.TIER.budget_s:g} s per test" if tiers.TIER.budget_s else "none"
+    return f"test tier: {tiers.TIER.name} (hypothesis profile {tiers.TIER.name}; budget: {budget})"
+
+
+def pytest_runtest_logreport(report):
+    budget = tiers.TIER.budget_s
+    if budget is not None and report.when in ("setup", "call") and report.duration > budget:
+        _OVER_BUDGET.append((report.nodeid, report.when, report.duration))
+
+
+def _is_worker(config) -> bool:
+    return hasattr(config, "workerinput")  # a pytest-xdist worker: the controller judges the budget
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session, exitstatus):
+    if _OVER_BUDGET and not _is_worker(session.config) and exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    if not _OVER_BUDGET or _is_worker(config):
+        return
+    budget = tiers.TIER.budget_s
+    terminalreporter.section(f"over the {tiers.TIER.name} tier's budget of {budget:g} s per test", red=True)
+    for nodeid, when, seconds in sorted(_OVER_BUDGET, key=lambda r: -r[2]):
+        terminalreporter.write_line(f"{seconds:7.1f} s  {when:<5}  {nodeid}")
+    terminalreporter.write_line("give each a fast setting (tests/tier.py); the thorough tier has no budget")
+
+
+def _session_cache(tmp_path_factory) -> Path:
+    """The session's cache folder: ``WORKBENCH_TEST_CACHE`` when set, else one under pytest's temporary folder
+    shared by every xdist worker of this run."""
+    given = os.environ.get("WORKBENCH_TEST_CACHE")
+    if given:
+        return Path(given).resolve()
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # .../pytest-N/popen-gw0 -> .../pytest-N, the same for every worker
+    return base / "session-cache"
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _isolated_workbench_dirs(tmp_path_factory):
     root = tmp_path_factory.mktemp("workbench")
     old = {k: os.environ.get(k) for k in ("WORKBENCH_CACHE", "WORKBENCH_FIGURES")}
-    os.environ["WORKBENCH_CACHE"] = str(root / "cache")
+    os.environ["WORKBENCH_CACHE"] = str(_session_cache(tmp_path_factory))
     os.environ["WORKBENCH_FIGURES"] = str(root / "figures")
     yield
     for k, v in old.items():
@@ -64,3 +149,16 @@ def patch_in_package(monkeypatch):
         return holders
 
     return patch
+
+
+@pytest.fixture(scope="session")
+def smoke_result():
+    """``smoke_result(name)``: probe ``name``'s smoke-preset result, computed once per session in the session's
+    cache (by whichever worker asks first; the other waits on the entry's lock and reads it) and read from there
+    afterwards. Each call loads a fresh copy, so a test that plants numbers in it changes nobody else's."""
+    import probes
+
+    def get(name: str):
+        return probes.cached_run(name, "smoke", progress=False)
+
+    return get

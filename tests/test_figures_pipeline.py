@@ -20,6 +20,8 @@ import pytest
 from analysis.ledger import Ledger
 from analysis.paths import REPO
 
+from tier import TIER
+
 SCRIPT = REPO / "scripts" / "make_figures.py"
 # one BLAS/OpenMP thread per notebook: on a shared 2-core machine spinning threads double the run time
 ENV = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
@@ -114,10 +116,16 @@ def _args(root: Path, *extra) -> list:
     ]
 
 
+@pytest.fixture(scope="module")
+def first_run(throwaway) -> subprocess.CompletedProcess:
+    """The throwaway notebooks' first run (the two tests below read it in order, on one xdist worker)."""
+    return make_figures(*_args(throwaway))
+
+
 @pytest.mark.slow
-def test_failures_are_reported_and_resume_skips_finished(throwaway):
-    root = throwaway
-    first = make_figures(*_args(root))
+@pytest.mark.xdist_group("throwaway_notebooks")
+def test_failures_are_reported(throwaway, first_run):
+    root, first = throwaway, first_run
     assert first.returncode == 1, first.stdout + first.stderr
     err = first.stderr
     # the failing cell is named by its index in the committed notebook and its first line
@@ -178,6 +186,12 @@ def test_failures_are_reported_and_resume_skips_finished(throwaway):
     assert all(r["wall_s"] > 0 for r in manifest["notebooks"].values())
     assert (root / "build" / "notebooks" / "03_raises.ipynb").is_file()  # executed copy, with the traceback
 
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("throwaway_notebooks")
+def test_resume_skips_finished_and_reruns_the_failed(throwaway, first_run):
+    root, figs = throwaway, throwaway / "figs"
+    assert first_run.returncode == 1
     # resume: finished notebooks are skipped, the failed one runs again
     before = (figs / "ok_line.png").stat().st_mtime_ns
     second = make_figures(*_args(root))
@@ -186,7 +200,12 @@ def test_failures_are_reported_and_resume_skips_finished(throwaway):
     assert "03_raises ... FAILED" in second.stdout
     assert (figs / "ok_line.png").stat().st_mtime_ns == before
 
-    # --force re-runs; a changed parameter re-runs too
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("throwaway_notebooks")
+def test_force_an_edited_output_and_changed_sources_rerun(throwaway, first_run):
+    root, figs = throwaway, throwaway / "figs"
+    assert first_run.returncode == 1
     # --force re-runs; so does an edited output (see test_resume_key for what else invalidates a stamp)
     third = make_figures(*_args(root, "--only", "01_ok", "--force"))
     assert "01_ok ... ran" in third.stdout, third.stdout + third.stderr
@@ -198,6 +217,11 @@ def test_failures_are_reported_and_resume_skips_finished(throwaway):
     (root / "src" / "lib.py").write_text("x = 2\n")
     fifth = make_figures(*_args(root, "--only", "01_ok"))
     assert "01_ok ... ran" in fifth.stdout
+
+
+# the notebook's time limit: its kernel (a bare one: the cell imports os and time) writes its pid within a few
+# seconds of the start, so 10 s leave room on a loaded machine; the thorough tier allows 20 s
+TIMEOUT_S = 10 if TIER.fast else 20
 
 
 @pytest.mark.slow
@@ -221,27 +245,37 @@ def test_timeout_kills_the_notebook(tmp_path):
         "--preset",
         "smoke",
         "--timeout",
-        "20",
+        TIMEOUT_S,
     )
     assert time.perf_counter() - t0 < 90
     assert res.returncode == 1
-    assert "01_sleep.ipynb" in res.stderr and "timed out after 20 s" in res.stderr
+    assert "01_sleep.ipynb" in res.stderr and f"timed out after {TIMEOUT_S} s" in res.stderr
     kernel, deadline = int(pid_file.read_text()), time.monotonic() + 30
     while Path(f"/proc/{kernel}").exists() and time.monotonic() < deadline:  # the kernel goes too
         time.sleep(0.2)
     assert not Path(f"/proc/{kernel}").exists() or "Z" in Path(f"/proc/{kernel}/stat").read_text().rsplit(")")[1][:3]
 
 
+# The committed notebooks the figure-pipeline test renders: every one in the thorough tier; in the fast tier the
+# smallest (the overview), since nbval executes every notebook at the smoke preset in the same `make test`.
+SMALL_NOTEBOOKS = ("00_overview",)
+
+
 @pytest.mark.slow
 def test_smoke_preset_renders_every_committed_notebook(tmp_path):
-    """The committed notebooks regenerate their figures, sidecars, ledgers, claims.json and gallery."""
+    """The committed notebooks regenerate their figures, sidecars, ledgers, claims.json and gallery (the fast tier:
+    the small ones, ``SMALL_NOTEBOOKS``)."""
     committed = REPO / "figures"
     snapshot = sorted((p.name, p.stat().st_mtime_ns) for p in committed.iterdir()) if committed.exists() else None
     out, build = tmp_path / "figs", tmp_path / "build"
-    res = make_figures("--preset", "smoke", "--out", out, "--build", build)
-    assert res.returncode == 0, res.stdout + res.stderr
     notebooks = sorted((REPO / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-    assert notebooks
+    assert {nb.stem for nb in notebooks} >= set(SMALL_NOTEBOOKS)
+    only = []
+    if not TIER.every_notebook:
+        notebooks = [nb for nb in notebooks if nb.stem in SMALL_NOTEBOOKS]
+        only = ["--only", *SMALL_NOTEBOOKS]
+    res = make_figures("--preset", "smoke", "--out", out, "--build", build, *only)
+    assert res.returncode == 0, res.stdout + res.stderr
     claims = json.loads((out / "claims.json").read_text())
     assert set(claims["notebooks"]) == {nb.stem for nb in notebooks}
     assert claims["broken_identities"] == []  # failing predictions are findings; identities must hold

@@ -106,23 +106,43 @@ def _render_overview(tmp_path: Path, n_layers: int) -> Path:
     return out
 
 
+@pytest.fixture(scope="module")
+def overview_renders(tmp_path_factory):
+    """``render(n_layers)``: the overview rendered at the smoke preset with ``n_layers`` injected, once per depth:
+    its ledger, the residual figure's sidecar and PNG bytes."""
+    root, done = tmp_path_factory.mktemp("overview"), {}
+
+    def render(n_layers: int):
+        if n_layers not in done:
+            out = _render_overview(root, n_layers)
+            done[n_layers] = (
+                Ledger.load(out / "00_overview.claims.json"),
+                json.loads((out / "overview_residual_rms.json").read_text()),
+                (out / "overview_residual_rms.png").read_bytes(),
+            )
+        return done[n_layers]
+
+    return render
+
+
 @pytest.mark.slow
-def test_injected_parameters_change_the_results(tmp_path):
+@pytest.mark.xdist_group("overview_renders")
+@pytest.mark.parametrize("n_layers", [1, 3])
+def test_injected_n_layers_sets_the_depth(overview_renders, n_layers):
     """n_layers injected by papermill sets the depth: the identities cover every layer, one RMS per block."""
-    results = {}
-    for n_layers in (1, 3):
-        out = _render_overview(tmp_path, n_layers)
-        led = Ledger.load(out / "00_overview.claims.json")
-        side = json.loads((out / "overview_residual_rms.json").read_text())
-        results[n_layers] = (led, side, (out / "overview_residual_rms.png").read_bytes())
-    for n_layers, (led, side, _) in results.items():
-        assert led.preset == "smoke" and side["params"]["n_layers"] == n_layers and side["preset"] == "smoke"
-        pattern = next(c for c in led.claims if c.name == "uniform_pattern")  # one claim: the worst layer
-        assert f"worst of {n_layers} layers" in pattern.statement
-        assert all(c.status == "pass" for c in led.claims if c.role == "identity"), led.report()
-    # the residual stream of a 3-block Pre-LN model grows further than that of a 1-block model
-    growth = {
-        n: next(c for c in led.claims if c.name == "pre_ln_rms_grows").measured for n, (led, _, _) in results.items()
-    }
+    led, side, _ = overview_renders(n_layers)
+    assert led.preset == "smoke" and side["params"]["n_layers"] == n_layers and side["preset"] == "smoke"
+    pattern = next(c for c in led.claims if c.name == "uniform_pattern")  # one claim: the worst layer
+    assert f"worst of {n_layers} layers" in pattern.statement
+    assert all(c.status == "pass" for c in led.claims if c.role == "identity"), led.report()
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("overview_renders")
+def test_injected_parameters_change_the_results(overview_renders):
+    """The residual stream of a 3-block Pre-LN model grows further than that of a 1-block model, and the figure
+    differs (both depths rendered by the test above when it ran first on this worker)."""
+    results = {n: overview_renders(n) for n in (1, 3)}
+    growth = {n: next(c for c in r[0].claims if c.name == "pre_ln_rms_grows").measured for n, r in results.items()}
     assert growth[3] > growth[1] > 1.0
     assert results[1][2] != results[3][2]

@@ -11,14 +11,11 @@ from analysis.tasks import AssociativeRecall
 from analysis.train import derived_seed
 from probes import associative_recall as ar
 from probes.associative_recall import decay, favor, gated_rnn, linearisation, momentum, mqar, power_method, selective
-from probes.base import run_probe
 
 
 @pytest.fixture(scope="module")
-def smoke(tmp_path_factory):
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("WORKBENCH_CACHE", str(tmp_path_factory.mktemp("cache")))
-        return run_probe("associative_recall", "smoke", progress=False)
+def smoke(smoke_result):
+    return smoke_result("associative_recall")
 
 
 def test_smoke_claims_pass_and_the_trained_ones_wait_for_full(smoke):

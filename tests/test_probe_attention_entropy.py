@@ -24,8 +24,8 @@ UNTRAINED = dict(training=False, ctx_lens=(8, 32, 128), sweep_len=128, scale_fac
 
 
 @pytest.fixture(scope="module")
-def smoke():
-    return run_probe(mod, mod.Config.preset("smoke"), progress=False)
+def smoke(smoke_result):
+    return smoke_result(mod.NAME)
 
 
 def test_smoke_result_has_the_interface_fields(smoke):

@@ -8,14 +8,11 @@ import pytest
 from analysis.evidence import replicate_seeds
 from analysis.theory import attention_only as th
 from probes import attention_only as ao
-from probes.base import run_probe
 
 
 @pytest.fixture(scope="module")
-def smoke(tmp_path_factory):
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("WORKBENCH_CACHE", str(tmp_path_factory.mktemp("cache")))
-        return run_probe("attention_only", "smoke", progress=False)
+def smoke(smoke_result):
+    return smoke_result("attention_only")
 
 
 def test_smoke_identities_pass_and_the_trained_claims_wait_for_full(smoke):

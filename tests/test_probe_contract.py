@@ -7,10 +7,10 @@ many generated configs per probe through the ``--json`` text. Here, for each rea
 * a smoke run returns a ``Result`` that survives :meth:`Result.save` / :meth:`Result.load` (the result
   cache's format) with the same scalars, claims and arrays;
 * a second smoke run with the same seed, from an empty cache (so trained models are trained again),
-  gives the same scalars (except wall-clock times, ``*time_s``) and claims;
+  gives the same scalars (except wall-clock times, ``*time_s``) and claims as the session's smoke result;
 * ``python -m probes show NAME`` states the probe's model requirements.
 
-One smoke run per probe is shared by the tests of this module (module-scoped fixture).
+The smoke result of each probe is the session's (``smoke_result`` in conftest.py), computed once for the whole suite.
 """
 
 from __future__ import annotations
@@ -35,13 +35,13 @@ def _smoke_run(name: str, cache: str) -> Result:
 
 
 @pytest.fixture(scope="module")
-def smoke_results(tmp_path_factory) -> dict[str, Result]:
-    """The first smoke run of each probe, made when a test first asks for it."""
+def smoke_results(smoke_result) -> dict[str, Result]:
+    """Each probe's smoke result from the session's cache (conftest's ``smoke_result``), loaded once per module."""
     runs: dict[str, Result] = {}
 
     def get(name: str) -> Result:
         if name not in runs:
-            runs[name] = _smoke_run(name, str(tmp_path_factory.mktemp(f"cache-{name}")))
+            runs[name] = smoke_result(name)
         return runs[name]
 
     return get

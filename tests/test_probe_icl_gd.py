@@ -24,14 +24,8 @@ def run_of(ds, scalars, cfg) -> Result:
 
 
 @pytest.fixture(scope="module")
-def smoke(tmp_path_factory):
-    """One smoke run per module, training into a private checkpoint cache."""
-    mp = pytest.MonkeyPatch()
-    mp.setenv("WORKBENCH_CACHE", str(tmp_path_factory.mktemp("cache")))
-    try:
-        yield probes.run_probe("icl_gd", "smoke", progress=False)
-    finally:
-        mp.undo()
+def smoke(smoke_result):
+    return smoke_result("icl_gd")
 
 
 def _batch(cfg, n=64, N=None, seed=1):

@@ -27,8 +27,8 @@ FIELDS = (
 
 
 @pytest.fixture(scope="module")
-def smoke():
-    return base.run_probe(sp, sp.Config.preset("smoke"), progress=False)
+def smoke(smoke_result):
+    return smoke_result("signal_propagation")
 
 
 def test_probe_contract():

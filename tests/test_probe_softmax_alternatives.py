@@ -1,5 +1,10 @@
 """The softmax_alternatives probe: the memories are the zoo's MLP with the closed form's weights, the claims pass at
-the full preset (a few seconds) and fail on planted wrong numbers, and bad configs are refused by name."""
+the full preset and fail on planted wrong numbers, and bad configs are refused by name.
+
+The full preset takes about ten minutes of one core, so the fast tier reads its result from the committed fixture
+``tests/data/softmax_alternatives_full`` (``make test-fixtures`` writes it), judged by today's claims, after checking
+that the fixture's cache key is today's (config and ``VERSION``); the thorough tier runs the full preset again and
+checks the fixture's numbers against the run's."""
 
 from __future__ import annotations
 
@@ -12,10 +17,12 @@ import torch
 
 from analysis.hooks import hooks
 from analysis.ledger import Ledger
+from analysis.paths import REPO
 from analysis.theory import softmax_alternatives as th
 from analysis.train import derived_seed
 from probes import softmax_alternatives as sa
-from probes.base import MAX_SEED, run_probe
+from probes.base import MAX_SEED, Result, cache_key, judged, run_probe
+from probes.parts import Context
 from probes.softmax_alternatives import (
     bilinear,
     cog,
@@ -37,17 +44,41 @@ from probes.softmax_alternatives import (
     taylor,
 )
 
+from tier import TIER
+
+FIXTURE = REPO / "tests" / "data" / "softmax_alternatives_full"
+
 
 @pytest.fixture(scope="module")
-def full(tmp_path_factory):
+def committed() -> Result:
+    """The committed full-preset result, judged by today's claims (as a cache hit is)."""
+    return judged(sa.NAME, Result.load(FIXTURE))
+
+
+@pytest.fixture(scope="module")
+def full(committed, tmp_path_factory) -> Result:
+    """The full-preset result: run again in an empty cache in the thorough tier, the committed fixture in the fast."""
+    if not TIER.full_runs:
+        return committed
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("WORKBENCH_CACHE", str(tmp_path_factory.mktemp("cache")))
-        return run_probe("softmax_alternatives", "full", progress=False)
+        return run_probe(sa.NAME, "full", progress=False)
 
 
-def test_smoke_claims_wait_for_the_full_preset(tmp_path, monkeypatch):
-    monkeypatch.setenv("WORKBENCH_CACHE", str(tmp_path))
-    r = run_probe("softmax_alternatives", "smoke", progress=False)
+def test_the_committed_full_fixture_is_todays_full_preset(committed, full):
+    """The fixture was computed at today's full preset and VERSION (else `make test-fixtures` regenerates it); in the
+    thorough tier, today's full run measures the fixture's numbers and judges its claims the same way."""
+    assert committed.config == sa.Config.preset("full") and committed.version == sa.VERSION
+    assert committed.meta["cache_key"] == cache_key(sa.NAME, "full"), "stale fixture: run `make test-fixtures`"
+    if full is not committed:
+        assert set(full.data.data_vars) == set(committed.data.data_vars)
+        for name in committed.data.data_vars:
+            np.testing.assert_array_equal(full.data[name].values, committed.data[name].values, err_msg=name)
+        assert [(c.name, c.status) for c in full.checks] == [(c.name, c.status) for c in committed.checks]
+
+
+def test_smoke_claims_wait_for_the_full_preset(smoke_result):
+    r = smoke_result(sa.NAME)
     by_status = {c.name: c.status for c in r.checks}
     for name in (  # exact algebra: evaluated at smoke
         "sparsemax_kernel_is_simplex_projection",
@@ -179,9 +210,21 @@ def test_the_memory_is_the_zoos_mlp_with_the_closed_forms_weights():
 
 
 def test_same_seed_same_numbers(full, tmp_path, monkeypatch):
+    """The full preset's memories measured again from an empty cache, bit for bit: the whole probe again in the
+    thorough tier, the memory part alone (the part whose numbers are compared) in the fast tier."""
     monkeypatch.setenv("WORKBENCH_CACHE", str(tmp_path))
-    again = sa.run(full.config, progress=False)
-    np.testing.assert_array_equal(again.data["memory_moment"].values, full.data["memory_moment"].values)
+    if TIER.full_runs:
+        again = sa.run(full.config, progress=False).data["memory_moment"].values
+    else:
+        before = torch.get_num_threads()
+        torch.set_num_threads(1)  # as the probe's run does (probe_functions(..., threads=1))
+        try:
+            ctx = Context(config=full.config, progress=False)
+            memory.measure(ctx)
+        finally:
+            torch.set_num_threads(before)
+        again = ctx.data["memory_moment"][1]
+    np.testing.assert_array_equal(again, full.data["memory_moment"].values)
 
 
 def _judge(part, result, data) -> Ledger:

@@ -37,6 +37,8 @@ import probes
 from analysis.paths import REPO
 from probes.base import MAX_SEED, FieldSpec, ProbeConfig, run_probe
 
+from tier import TIER
+
 PROBES = probes.available()
 # extreme (valid) values overflow inside numpy on purpose: NaN and inf results are findings the ledger reports
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
@@ -664,13 +666,7 @@ def valid_configs_run(name: str, n_examples: int) -> None:
     """Run ``n_examples`` accepted configs of probe ``name``; fail on any exception or bad JSON."""
     ran: list[float] = []
 
-    @settings(
-        max_examples=n_examples,
-        deadline=None,
-        derandomize=True,
-        database=None,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
-    )
+    @settings(max_examples=n_examples, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
     @given(overrides=overrides_strategy(name))
     def prop(overrides):
         config = build_config(name, overrides)
@@ -697,18 +693,13 @@ def valid_configs_run(name: str, n_examples: int) -> None:
 
 
 @pytest.mark.parametrize("name", PROBES)
-def test_valid_configs_run_quick(name, one_thread):
-    valid_configs_run(name, 10)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("name", PROBES)
 def test_valid_configs_run(name, one_thread):
-    valid_configs_run(name, 200)
+    """``TIER.probe_examples`` generated configs per probe: 3 drawn the same way every run in the fast tier, 200
+    drawn afresh each run in the thorough tier."""
+    valid_configs_run(name, TIER.probe_examples)
 
 
 @pytest.mark.parametrize("name", PROBES)
-@settings(max_examples=300, deadline=None, derandomize=True, database=None)
 @given(data=st.data())
 def test_invalid_values_raise_valueerror_naming_the_field(name, data):
     field, bad = data.draw(invalid_overrides(name), label="field, value")
@@ -740,34 +731,39 @@ def cli_invalid_values(name: str) -> list[tuple[FieldSpec, str]]:
     return [p for p in picks if p is not None]
 
 
-# a subprocess costs seconds (torch import): the first case of each probe always runs, the others with the slow tests
+# A subprocess costs seconds (torch import): the first case of each probe runs in a fresh interpreter (exit code,
+# stderr and stdout as a shell sees them); in the fast tier the others call the same entry point in this process
+# (cli.main, which `python -m probes` runs), in the thorough tier they too run in a fresh interpreter.
 CLI_CASES = [
-    pytest.param(name, spec.name, text, marks=[pytest.mark.slow] if i else [])
+    pytest.param(name, spec.name, text, i == 0, id=f"{name}-{spec.name}-{text}")
     for name in PROBES
     for i, (spec, text) in enumerate(cli_invalid_values(name))
 ]
 
 
-@pytest.mark.parametrize(("name", "field", "text"), CLI_CASES)
-def test_cli_rejects_invalid_value_with_one_line(name, field, text, tmp_path):
+@pytest.mark.parametrize(("name", "field", "text", "first"), CLI_CASES)
+def test_cli_rejects_invalid_value_with_one_line(name, field, text, first, tmp_path, capsys, monkeypatch):
     option = "--" + field.replace("_", "-")
-    env = {**os.environ, "PYTHONPATH": str(REPO), "WORKBENCH_CACHE": str(tmp_path / "cache"), "TQDM_DISABLE": "1"}
-    proc = subprocess.run(
-        [sys.executable, "-m", "probes", "run", name, "--preset", "smoke", f"{option}={text}", "--no-progress"],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    lines = proc.stderr.strip().splitlines()
-    assert proc.returncode == 2, proc.stderr[-2000:]
-    assert len(lines) == 1, proc.stderr
+    args = ["run", name, "--preset", "smoke", f"{option}={text}", "--no-progress"]
+    if first or TIER.subprocess_every_case:
+        env = {**os.environ, "PYTHONPATH": str(REPO), "WORKBENCH_CACHE": str(tmp_path / "cache"), "TQDM_DISABLE": "1"}
+        proc = subprocess.run(
+            [sys.executable, "-m", "probes", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=300
+        )
+        rc, out, err = proc.returncode, proc.stdout, proc.stderr
+    else:
+        from probes import cli
+
+        monkeypatch.setenv("WORKBENCH_CACHE", str(tmp_path / "cache"))
+        rc = cli.main(args)
+        out, err = capsys.readouterr()
+    lines = err.strip().splitlines()
+    assert rc == 2, err[-2000:]
+    assert len(lines) == 1, err
     assert lines[0].startswith("probes: error: "), lines[0]
-    assert re.search(rf"({option}|\b{field}(\[\d+\])?) must ", lines[0]), lines[
-        0
-    ]  # names the field, says what is allowed
-    assert proc.stdout == ""
+    # names the field, says what is allowed
+    assert re.search(rf"({option}|\b{field}(\[\d+\])?) must ", lines[0]), lines[0]
+    assert out == ""
 
 
 # ================================================================================================

@@ -29,6 +29,8 @@ from analysis.paths import REPO
 from probes import cli
 from probes.sweep import local_client, parse_grid_arg, parse_seeds, write_netcdf
 
+from tier import TIER
+
 PROBE_SOURCE = textwrap.dedent(
     '''
     """Random draws through a random linear map, their running sum and two claims (a sweep test probe)."""
@@ -541,7 +543,9 @@ def test_killed_sweep_resumes_from_the_cache(fake, probe_dir, tmp_path):
 
 @pytest.mark.slow
 def test_killed_local_cluster_sweep_resumes_from_the_cache(fake, probe_dir, tmp_path):
-    _kill_and_resume(probe_dir, tmp_path, workers="2")
+    # a local cluster of worker processes: one in the fast tier (each worker imports torch; two cost a loaded
+    # 2-core machine about 10 s more), two in the thorough tier
+    _kill_and_resume(probe_dir, tmp_path, workers="1" if TIER.fast else "2")
 
 
 # ---------------------------------------------------------------------- usage errors: nothing runs
