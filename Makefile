@@ -43,9 +43,10 @@ figures: $(STAMP)
 	$(PY) scripts/make_figures.py --preset $(PRESET)
 
 # The suite at one tier (tests/tier.py), then every notebook executed by nbval under the smoke preset: pytest runs on
-# both cores (pytest-xdist, one torch thread per worker) over one session cache, build/test-cache, which the
+# both cores (pytest-xdist, one torch thread per worker, each test file on one worker so that its module fixtures
+# run once) over one session cache, build/test-cache, which the
 # notebooks then reuse; papermill writes copies of the notebooks with preset="smoke" injected into build/nbval, nbval
-# runs them (figures into build/), and the last step fails if any claim those runs recorded fails. In the fast tier a
+# runs them (figures into build/), and the last step fails if any identity those runs recorded fails. In the fast tier a
 # test whose setup or call takes more than 30 s fails the run (tests/conftest.py names it).
 # The browser test (tests/test_browser.py) drives Debian's headless Chromium through chromedriver: `make browser`
 # installs both when missing (apt-get, as root or with sudo); where that is impossible the test skips and says why.
@@ -54,7 +55,7 @@ TEST_CACHE   := $(CURDIR)/build/test-cache
 define run_suite
 	rm -rf build/test-cache build/nbval
 	TQDM_DISABLE=1 OMP_NUM_THREADS=1 WORKBENCH_TEST_TIER=$(1) WORKBENCH_TEST_CACHE=$(TEST_CACHE) \
-	  $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --durations=30 tests
+	  $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=30 tests
 	$(PY) scripts/make_figures.py --preset smoke --prepare-only build/nbval
 	TQDM_DISABLE=1 OMP_NUM_THREADS=1 WORKBENCH_STATIC=1 WORKBENCH_CACHE=$(TEST_CACHE) \
 	  WORKBENCH_FIGURES=$(CURDIR)/build/nbval/figures \

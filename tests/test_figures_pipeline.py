@@ -82,7 +82,9 @@ led.identity("big_only", measured=2.0, expected=1.0, source="arithmetic", why="e
 save_ledger(led, notebook="02_badclaim")"""
 
 
-@pytest.fixture(scope="module")
+# session scope, not module: under pytest-xdist a worker may run other modules' tests between the tests of one
+# group, which would tear a module fixture down and run it again
+@pytest.fixture(scope="session")
 def throwaway(tmp_path_factory):
     """Three notebooks: one fine, one with a failing claim, one whose fourth cell raises."""
     root = tmp_path_factory.mktemp("pipeline")
@@ -116,7 +118,7 @@ def _args(root: Path, *extra) -> list:
     ]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def first_run(throwaway) -> subprocess.CompletedProcess:
     """The throwaway notebooks' first run (the two tests below read it in order, on one xdist worker)."""
     return make_figures(*_args(throwaway))

@@ -106,7 +106,7 @@ def _render_overview(tmp_path: Path, n_layers: int) -> Path:
     return out
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # not module: xdist may run other modules' tests between this group's
 def overview_renders(tmp_path_factory):
     """``render(n_layers)``: the overview rendered at the smoke preset with ``n_layers`` injected, once per depth:
     its ledger, the residual figure's sidecar and PNG bytes."""
