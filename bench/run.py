@@ -19,6 +19,7 @@ import dataclasses
 import json
 import os
 import platform
+import re
 import resource
 import statistics
 import subprocess
@@ -508,19 +509,24 @@ def bench_figures_smoke() -> dict:
 def _test_tier(tier: str) -> dict:
     """Wall and CPU time (this process's children: pytest, its xdist workers, the notebook kernels) of the test
     suite at one tier, run as `make test` / `make test-thorough` runs it (lint and the browser install included),
-    from a cold test cache; the pytest summary lines of its two pytest runs (tests, then nbval)."""
+    from a cold test cache; the pytest summary lines of its two pytest runs (tests, then nbval). The run's whole
+    output goes to ``build/bench-<target>.log`` as it comes (its ``--durations`` table included)."""
     import resource
 
     repo = Path(__file__).resolve().parent.parent
     target = {"fast": "test", "thorough": "test-thorough"}[tier]
     env = {**os.environ, "TQDM_DISABLE": "1", "MPLBACKEND": "agg"}
+    log = repo / "build" / f"bench-{target}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    proc = subprocess.run(["make", "-s", target], env=env, cwd=repo, capture_output=True, text=True)
+    with open(log, "w", encoding="utf-8") as out:
+        proc = subprocess.run(["make", "-s", target], env=env, cwd=repo, stdout=out, stderr=subprocess.STDOUT)
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    summaries = [ln.strip("= ") for ln in proc.stdout.splitlines() if " passed" in ln or " failed" in ln]
+    lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
+    summaries = [ln.strip("= ") for ln in lines if re.search(r"\d+ (passed|failed)", ln)]
     return {
         "tier": tier,
         "command": f"make {target}",
@@ -528,6 +534,7 @@ def _test_tier(tier: str) -> dict:
         "cpu_s": cpu,
         "exit_code": proc.returncode,
         "summary": summaries,
+        "log": str(log.relative_to(repo)),
     }
 
 
