@@ -77,6 +77,19 @@ def test_figure_runs_report_their_training_share(bench):
     ]
 
 
+def test_test_tiers_report_wall_and_cpu_time(bench):
+    fast = {"tier": "fast", "command": "make test", "wall_s": 480.4, "cpu_s": 901.6, "exit_code": 0,
+            "summary": ["2143 passed in 350.00s", "153 passed in 88.00s"], "log": "build/bench-test.log"}  # fmt: skip
+    old = {"pytest_wall_s": 3600.0, "exit_code": 0, "summary": "2128 passed"}  # a record from before the tiers
+    rows = bench._headline({"tests": fast, "tests_thorough": {**fast, "tier": "thorough", "exit_code": 1}})
+    assert rows[:2] == [
+        "| make test, fast tier, wall (s); CPU (s) | 480; 902 | exit 0: 2143 passed in 350.00s; 153 passed in 88.00s |",
+        "| make test, thorough tier, wall (s); CPU (s) | 480; 902 | exit 1: 2143 passed in 350.00s; 153 passed in "
+        "88.00s |",
+    ]
+    assert bench._headline({"tests": old})[0] == "| pytest tests/ (s) | 3600 | 2128 passed |"
+
+
 def test_hook_benchmark_measures_the_floor_of_holding_its_buffers(bench):
     r = bench.bench_hooks(rounds=2)
     # the floor is the cost of writing and keeping the cache's distinct buffers against recycling them
