@@ -22,8 +22,8 @@ endif
 help:
 	@echo "make figures [PRESET=smoke|full]  regenerate every figure, its provenance and the claims ledger"
 	@echo "make install                      create .venv and install the project into it (the others do it too)"
-	@echo "make test                         every test, fast tier: ~10 min on 2 cores (unit, theory, probes, notebooks)"
-	@echo "make test-thorough                the same tests at thorough settings (many examples, full presets): < 1 h"
+	@echo "make test                         every test, fast tier: ~7 min on 2 cores (unit, theory, probes, notebooks)"
+	@echo "make test-thorough                the same tests at thorough settings (many examples, full presets): ~20 min"
 	@echo "make test-fixtures                recompute the committed full-preset results the fast tier reads"
 	@echo "make lab                          open the notebooks in JupyterLab with the project's kernel (prints the URL)"
 	@echo "make browser                      install the headless Chromium the browser test drives (part of make test)"
