@@ -53,7 +53,7 @@ figures: $(STAMP)
 TEST_WORKERS ?= 2
 TEST_CACHE   := $(CURDIR)/build/test-cache
 define run_suite
-	rm -rf build/test-cache build/nbval
+	rm -rf $(TEST_CACHE) build/nbval
 	TQDM_DISABLE=1 OMP_NUM_THREADS=1 WORKBENCH_TEST_TIER=$(1) WORKBENCH_TEST_CACHE=$(TEST_CACHE) \
 	  $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=30 tests
 	$(PY) scripts/make_figures.py --preset smoke --prepare-only build/nbval

@@ -1,10 +1,10 @@
 """The softmax_alternatives probe: the memories are the zoo's MLP with the closed form's weights, the claims pass at
 the full preset and fail on planted wrong numbers, and bad configs are refused by name.
 
-The full preset takes about ten minutes of one core, so the fast tier reads its result from the committed fixture
-``tests/data/softmax_alternatives_full`` (``make test-fixtures`` writes it), judged by today's claims, after checking
-that the fixture's cache key is today's (config and ``VERSION``); the thorough tier runs the full preset again and
-checks the fixture's numbers against the run's."""
+The full preset takes minutes of one core (``make test-fixtures`` writes it and prints how many), so the fast tier
+reads its result from the committed fixture ``tests/data/softmax_alternatives_full``, judged by today's claims,
+after checking that the fixture's cache key is today's (config and ``VERSION``); the thorough tier runs the full
+preset again and checks the fixture's numbers against the run's."""
 
 from __future__ import annotations
 

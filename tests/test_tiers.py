@@ -93,7 +93,7 @@ def test_a_test_over_the_fast_tiers_budget_fails_the_run_naming_it(suite_copy):
 
 
 def test_the_thorough_tier_has_no_budget(suite_copy):
-    assert TIERS["thorough"].budget_s is None and TIERS["fast"].budget_s == 30.0
+    assert TIERS["thorough"].budget_s is None
     res = _pytest(suite_copy, {ENV: "thorough"})
     assert res.returncode == pytest.ExitCode.OK, res.stdout + res.stderr
     assert "2 passed" in res.stdout and "budget of" not in res.stdout
@@ -118,8 +118,6 @@ def _fixtures_script():
 def test_the_committed_full_preset_fixtures_carry_todays_keys(capsys):
     script = _fixtures_script()
     assert script.main(["--check"]) == 0, capsys.readouterr().err
-    for probe in script.FIXTURES:
-        assert script.stale(probe) is None
     with pytest.raises(SystemExit) as info:
         script.main(["--check", "no_such_probe"])
     assert info.value.code == 2 and "probes must be among ['softmax_alternatives']" in capsys.readouterr().err

@@ -24,38 +24,37 @@ class Tier:
     name: str
     examples: int  # hypothesis examples of a cheap property (a config validated, a command line parsed)
     probe_examples: int  # generated configs each probe runs end to end (tests/test_properties.py)
-    derandomize: bool  # the same examples every run (fast: a failure reproduces) or new ones each run (thorough)
     budget_s: float | None  # a single test's setup or call longer than this fails the run (None: no budget)
-    every_notebook: bool  # the figure pipeline renders every committed notebook (else the small ones)
-    full_runs: bool  # tests may run a probe's full preset (else they read the committed full-preset fixture)
-    subprocess_every_case: bool  # every command-line case in a fresh interpreter (else the first of each probe)
 
     @property
     def fast(self) -> bool:
         return self.name == "fast"
 
+    # What the thorough tier does and the fast tier does not, each named where a test reads it.
+    @property
+    def derandomize(self) -> bool:
+        """The same examples every run (fast: a failure reproduces), else new ones each run."""
+        return self.fast
+
+    @property
+    def every_notebook(self) -> bool:
+        """The figure pipeline renders every committed notebook (else the small ones)."""
+        return not self.fast
+
+    @property
+    def full_runs(self) -> bool:
+        """Tests may run a probe's full preset (else they read the committed full-preset fixture)."""
+        return not self.fast
+
+    @property
+    def subprocess_every_case(self) -> bool:
+        """Every command-line case in a fresh interpreter (else the first of each probe)."""
+        return not self.fast
+
 
 TIERS: dict[str, Tier] = {
-    "fast": Tier(
-        name="fast",
-        examples=25,
-        probe_examples=3,
-        derandomize=True,
-        budget_s=30.0,
-        every_notebook=False,
-        full_runs=False,
-        subprocess_every_case=False,
-    ),
-    "thorough": Tier(
-        name="thorough",
-        examples=300,
-        probe_examples=200,
-        derandomize=False,
-        budget_s=None,
-        every_notebook=True,
-        full_runs=True,
-        subprocess_every_case=True,
-    ),
+    "fast": Tier(name="fast", examples=25, probe_examples=3, budget_s=30.0),
+    "thorough": Tier(name="thorough", examples=300, probe_examples=200, budget_s=None),
 }
 
 
