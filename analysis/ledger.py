@@ -45,8 +45,17 @@ the caller decided; identities and paper claims only).
 
 Every ``fail`` carries a **finding** (:func:`finding_of`): ``regime`` when a claim it names in ``regime``
 (a measured hypothesis of the theorem, same ledger) fails, ``scale`` when it says how the paper's setting
-is larger (``scale``), ``refuted`` otherwise; a failing identity is a ``bug``. The headline states how many
-fails the 95% coverage alone would give among the evaluated predictions (:func:`chance_fail_text`).
+is larger (``scale``), ``scope`` for a failing scope check, ``refuted`` otherwise; a failing identity is a ``bug``.
+
+**Declarations and verdicts.** In a probe that declares its claims (:mod:`analysis.specs`), every claim is
+recorded as declared: its ``tests`` (paper, derivation, toy_model, software) and ``paper`` are stamped on the
+record, a declared scope check is recorded with role ``scope``, and an undeclared claim is refused. Every record
+then carries a **verdict** (:func:`verdict_of`): ``agrees``, ``disagrees`` (saying what it contradicts),
+``undecided`` (saying what would decide it) or ``out_of_scope`` (a scope check of its run fails: exploration,
+never counted against the paper). The verdict is the comparison at the one error rate (a 95% band: an
+``unstable`` status is still inside or outside its band) and comes from evaluated evidence only, never from a
+default. The headline (:func:`headline`) counts verdicts and states how many disagreements the 95% band alone
+gives among the predictions it judged (:func:`chance_text`).
 
 A claim is identified by ``(context, name)``: recording the same name again in the same context
 replaces the earlier claim in place. Counts (:meth:`Ledger.summary`, :func:`headline`) count each
@@ -67,15 +76,18 @@ from pathlib import Path
 from typing import Any
 
 from analysis import evidence
-from analysis.evidence import COVERAGE, STABLE_AT
+from analysis.evidence import COVERAGE, ROUNDING_RTOL, STABLE_AT
 from analysis.io import atomic_write_json
+from analysis.specs import RECORDED_AS, TESTS, declarations
 from analysis.validation import check_choice, check_float
 
-ROLES = ("identity", "prediction", "bound", "paper")
+ROLES = ("identity", "prediction", "bound", "paper", "scope")
 STATUSES = ("pass", "fail", "deviation", "inconclusive", "loose", "unstable", "not_evaluated")
 EVALUATED = ("pass", "fail", "deviation", "inconclusive", "loose", "unstable")
-VERDICTS = ("pass", "fail", "inconclusive", "loose")  # what a comparison alone decides (before diagnosis)
-FINDINGS = ("regime", "scale", "refuted", "bug")  # a fail's triage; "bug": a failing identity
+COMPARISON_OUTCOMES = ("pass", "fail", "inconclusive", "loose")  # what a comparison alone decides (before diagnosis)
+FINDINGS = ("regime", "scale", "refuted", "bug", "scope")  # a fail's triage; "bug": a failing identity
+# what a claim's evidence says about the statement it tests (verdict_of): the one label a reader counts
+VERDICTS = ("agrees", "disagrees", "undecided", "out_of_scope")
 STABILITY_METHODS = ("resample", "rounding")
 KINDS = ("close", "bound", "within", "manual")
 PRESETS = ("smoke", "full")
@@ -97,7 +109,7 @@ class Claim:
 
     name: str  # unique within `context`, e.g. "eta_star_mc"
     context: str  # the probe that made the check, e.g. "icl_gd" ("icl_gd[tag]" for a tagged run)
-    role: str  # "identity" | "prediction" | "bound" | "paper"
+    role: str  # "identity" | "prediction" | "bound" | "paper" | "scope" (a theorem's hypothesis, measured)
     source: str  # where the expected value comes from: a derivation, a paper, a seed
     statement: str  # the claim in words
     kind: str  # "close" | "bound" | "within" | "manual"
@@ -116,7 +128,11 @@ class Claim:
     figure: str | None = None  # the figure that shows this claim, if any
     stability: dict[str, Any] | None = None  # evaluated non-identity claims: analysis.evidence.stability's record
     triage: dict[str, Any] = field(default_factory=dict)  # {"regime": [claim names], "scale": "how, which knob"}
-    finding: dict[str, Any] | None = None  # a fail's triage: {"kind": regime|scale|refuted|bug, ...}
+    finding: dict[str, Any] | None = None  # a fail's triage: {"kind": regime|scale|refuted|bug|scope, ...}
+    tests: str | None = None  # what a disagreement contradicts: paper | derivation | toy_model | software (declared)
+    paper: str | None = None  # the key of the paper whose statement it tests (analysis.papers; declared)
+    verdict: str | None = None  # agrees | disagrees | undecided | out_of_scope (verdict_of, from the evidence)
+    verdict_reason: str = ""  # the verdict in words: what it contradicts, what would decide it, which scope fails
 
     @property
     def passed(self) -> bool:
@@ -163,6 +179,10 @@ class Claim:
         check_choice("status", d.get("status"), STATUSES)
         check_choice("kind", d.get("kind"), KINDS)
         check_choice("role", d.get("role"), ROLES)
+        if d.get("tests") is not None:
+            check_choice("tests", d["tests"], TESTS)
+        if d.get("verdict") is not None:
+            check_choice("verdict", d["verdict"], VERDICTS)
         claim = cls(**d)
         claim.check_evidence()
         return claim
@@ -178,8 +198,10 @@ class Claim:
             v = st.get("value")
             if isinstance(v, bool) or not isinstance(v, int | float) or not 0.0 <= v <= 1.0:
                 raise ValueError(f"{where}: stability value must be a fraction in [0, 1], got {v!r}")
-            if st.get("verdict") not in VERDICTS or not isinstance(st.get("rounding"), bool):
-                raise ValueError(f"{where}: stability needs a verdict in {VERDICTS} and a rounding flag, got {st!r}")
+            if st.get("verdict") not in COMPARISON_OUTCOMES or not isinstance(st.get("rounding"), bool):
+                raise ValueError(
+                    f"{where}: stability needs a verdict in {COMPARISON_OUTCOMES} and a rounding flag, got {st!r}"
+                )
             if (self.status == "unstable") != (v < STABLE_AT):
                 raise ValueError(
                     f"{where}: status {self.status!r} disagrees with stability {v!r} (unstable below {STABLE_AT})"
@@ -245,6 +267,8 @@ class Claim:
         if self.finding and self.finding["kind"] != "refuted":
             detail = ", ".join(self.finding.get("claims", [])) or self.finding.get("note", "")
             text += f" [finding: {self.finding['kind']}{': ' + detail if detail else ''}]"
+        if self.verdict:
+            text += f" => {self.verdict}" + (f" ({self.tests})" if self.tests else "") + f": {self.verdict_reason}"
         return text
 
 
@@ -765,9 +789,11 @@ class Ledger:
         check_choice("role", role, ROLES)
         if not isinstance(reason, str) or not reason.strip():
             raise ValueError(f"reason must be a non-empty string, got {reason!r}")
+        role, _, declared = self._declared(name, role, None)
         claim = self._make(
             name,
             role=role,
+            **declared,
             kind="manual",
             expected=None,
             measured=None,
@@ -953,6 +979,7 @@ class Ledger:
             raise ValueError(f"requires_full must be true or false, got {requires_full!r}")
         if role == "prediction" and not alternative:
             raise ValueError(f"prediction {name!r} must name an alternative (value and hypothesis)")
+        role, triage, declared = self._declared(name, role, triage)
         diag = _diagnosis(name, role, diagnosed_by, diagnosis)
         skipped = requires_full and self.preset == "smoke"
         status = "not_evaluated" if skipped else _status(role, outcome, alternative, tightness)
@@ -964,6 +991,7 @@ class Ledger:
             alternative=alternative,
             tightness=tightness,
             triage=triage,
+            **declared,
             **diag,
             **kw,
         )
@@ -994,6 +1022,8 @@ class Ledger:
         diagnosis_requires=None,
         diagnosis="",
         triage=None,
+        tests=None,
+        paper=None,
     ) -> Claim:
         _check_name("name", name)
         if not isinstance(source, str) or not source.strip():
@@ -1026,7 +1056,37 @@ class Ledger:
             outcome=outcome,
             figure=figure,
             triage=dict(triage or {}),
+            tests=tests,
+            paper=paper,
         )
+
+    def _declared(self, name: str, role: str, triage: dict | None) -> tuple[str, dict | None, dict[str, Any]]:
+        """The role, triage and declared fields of claim ``name`` as its probe declares it
+        (:mod:`analysis.specs`): a scope check is recorded with role ``"scope"``, its declared scope checks join
+        the triage's ``regime``. A context without declarations (a user's own ledger, a test's) is unchanged; in a
+        probe that declares its claims an undeclared claim, or one recorded against its declaration, is refused."""
+        probe = self.context.split("[", 1)[0]
+        decl = declarations(probe)
+        if decl is None:
+            return role, triage, {}
+        spec = decl.lookup(name)
+        if spec is None:
+            raise ValueError(
+                f"claim {name!r} of {probe!r} is not declared: add a ClaimSpec for it to the probe's declarations"
+            )
+        allowed = RECORDED_AS[spec.comparison] + (("scope",) if spec.comparison == "scope" else ())
+        if role not in allowed:
+            raise ValueError(
+                f"claim {name!r} of {probe!r} is declared a {spec.comparison!r} comparison (recorded as "
+                f"{' or '.join(allowed)}), but recorded as {role!r}"
+            )
+        if spec.comparison == "scope":
+            role = "scope"
+        refs = list((triage or {}).get("regime", []))
+        refs += [r for r in spec.scope_checks if r not in refs]
+        if refs:
+            triage = {**(triage or {}), "regime": refs}
+        return role, triage, {"tests": spec.tests, "paper": spec.paper}
 
     def _resolve(self) -> None:
         """Decide every failed, diagnosed claim: ``deviation`` when each diagnosing claim of its
@@ -1055,6 +1115,10 @@ class Ledger:
             found = finding_of(c, lambda ref, c=c: self._claims.get((c.context, ref)))
             if found != c.finding:
                 self._claims[key] = replace(c, finding=found)
+        for key, c in self._claims.items():
+            verdict, reason = verdict_of(c, lambda ref, c=c: self._claims.get((c.context, ref)))
+            if (verdict, reason) != (c.verdict, c.verdict_reason):
+                self._claims[key] = replace(c, verdict=verdict, verdict_reason=reason)
 
 
 # the ledger methods that make a claim (the ones Ledger.given fills in defaults for)
@@ -1109,6 +1173,8 @@ def finding_of(claim: Claim, lookup) -> dict[str, Any] | None:
         return None
     if claim.role == "identity":
         return {"kind": "bug"}
+    if claim.role == "scope":
+        return {"kind": "scope"}  # a hypothesis of the theorem that this run does not meet
     failing = [
         ref
         for ref in claim.triage.get("regime", [])
@@ -1256,6 +1322,188 @@ def reference_scale(claim: Claim) -> float:
     return 0.0
 
 
+# ---------------------------------------------------------------------- verdicts
+
+TESTED = {
+    "paper": "the paper's own result",
+    "derivation": "our derivation for the paper's setting",
+    "toy_model": "the paper's toy model",
+    "software": "our software (a bug)",
+    None: "its statement",
+}
+
+
+def comparison_outcome(claim: Claim) -> str:
+    """What the comparison alone says at the one error rate (:data:`analysis.evidence.COVERAGE`, the band as
+    recorded): ``"agrees"``, ``"disagrees"``, ``"undecided"`` (the band holds both the prediction and the
+    alternative, or the measurement is not finite) or ``"not_evaluated"``. An ``unstable`` claim is judged by its
+    band like any other (near the band's edge is still inside or outside it); a bound attained to float rounding
+    holds (:func:`attained`)."""
+    status = claim.status
+    if status == "not_evaluated":
+        return "not_evaluated"
+    if status == "unstable":
+        status = claim.stability["verdict"]
+    if status in ("pass", "loose"):
+        return "agrees"
+    if status == "inconclusive":
+        return "undecided"
+    if attained(claim):
+        return "agrees"
+    if claim.outcome is None and claim.role != "identity":
+        return "undecided"  # a non-finite measurement: a numerical failure of the run, not evidence
+    return "disagrees"
+
+
+def attained(claim: Claim) -> bool:
+    """True for a bound whose measurement equals it to float rounding (:data:`analysis.evidence.ROUNDING_RTOL`
+    relative): a bound attained exactly holds."""
+    if claim.kind != "bound" or not _finite(claim.measured) or not isinstance(claim.expected, int | float):
+        return False
+    m, b = float(claim.measured), float(claim.expected)
+    return abs(m - b) <= ROUNDING_RTOL * max(abs(m), abs(b))
+
+
+def verdict_of(claim: Claim, lookup) -> tuple[str, str]:
+    """``(verdict, reason)``: what the evidence says about the statement ``claim`` tests, from its stored fields
+    and the scope checks of its run (``lookup(name)``: the claim of that name in the same context, or None).
+
+    * a scope check (role ``"scope"``): ``agrees`` when the run meets the hypothesis, ``out_of_scope`` when it does
+      not (never a disagreement), ``undecided`` when its band cannot say;
+    * any other claim: ``out_of_scope`` when a scope check it names (``triage["regime"]``) fails in its run (the
+      measurement is exploration, not evidence about the paper); otherwise its comparison's outcome:
+      ``agrees``; ``disagrees``, saying what it contradicts (``tests``), unless a scope check it needs is itself
+      undecided or absent (then ``undecided``); ``undecided``, saying what would decide it.
+    """
+    if claim.status == "not_evaluated":
+        if claim.kind == "manual" and claim.measured is None:
+            return "undecided", f"not evaluated: {claim.why}" if claim.why else "not evaluated by this run"
+        return "undecided", "not evaluated at the smoke preset: the full preset evaluates it"
+    outcome = comparison_outcome(claim)
+    if claim.role == "scope":
+        if outcome == "agrees":
+            return "agrees", "the run meets this hypothesis of the theorem"
+        if outcome == "disagrees":
+            return "out_of_scope", (
+                f"the run is outside this hypothesis of the theorem (measured {_fmt(claim.measured)}, "
+                f"needs {_against_text(claim)}): the claims that need it are out of scope"
+            )
+        return "undecided", what_would_decide(claim)
+    refs = list(claim.triage.get("regime", []))
+    checks = {ref: lookup(ref) for ref in refs}
+    failing = [r for r, h in checks.items() if h is not None and comparison_outcome(h) == "disagrees"]
+    if failing:
+        return "out_of_scope", (
+            f"outside the theorem's hypotheses: {', '.join(failing)} fails in this run; the measurement is "
+            "exploration, not evidence about the paper"
+        )
+    if outcome == "agrees":
+        return "agrees", _agree_text(claim)
+    if outcome == "undecided":
+        return "undecided", what_would_decide(claim)
+    if claim.role == "identity":
+        return "disagrees", f"a bug: the identity fails (measured {_fmt(claim.measured)}, {_against_text(claim)})"
+    unsettled = [r for r, h in checks.items() if h is None or comparison_outcome(h) != "agrees"]
+    if unsettled:
+        return "undecided", (
+            f"misses {_against_text(claim)} (measured {_fmt(claim.measured)}), but its scope check(s) "
+            f"{', '.join(unsettled)} are not decided in this run: deciding them decides whether the miss counts"
+        )
+    text = f"contradicts {TESTED.get(claim.tests, TESTED[None])}: measured {_fmt(claim.measured)}"
+    text += f", {_against_text(claim)}"
+    alt = claim.alternative
+    if alt and claim.role == "prediction":
+        text += (
+            f"; the alternative ({alt['hypothesis']}) is consistent"
+            if alt.get("consistent")
+            else "; the alternative is excluded too"
+        )
+    if claim.status == "deviation":
+        text += f"; diagnosed: {claim.diagnosis}"
+    if claim.triage.get("scale"):
+        text += f"; at this scale only: {claim.triage['scale']}"
+    return "disagrees", text
+
+
+def what_would_decide(claim: Claim) -> str:
+    """For an undecided claim: why its evidence cannot decide, and how many times the replicates or draws would
+    (the band narrows as one over the square root of their number), where the band says."""
+    if not _finite(claim.measured):
+        return f"the measurement is not finite ({_fmt(claim.measured)}): a numerical failure of the run, not evidence"
+    factor = samples_to_decide(claim)
+    alt = claim.alternative or {}
+    if factor is None:
+        if alt and isinstance(claim.expected, int | float) and alt.get("value") == claim.expected:
+            return "prediction and alternative coincide: no amount of data separates them"
+        return "its band holds both the statement and its alternative; a narrower band would decide it"
+    n = claim.tolerance.get("n")  # the replicates behind a t band (None for a within-run SE or a CI)
+    unit = "independent seeds" if isinstance(n, int) else "samples (draws or inputs)"
+    now = f" ({n} now, about {math.ceil(n * factor)} needed)" if isinstance(n, int) else ""
+    return (
+        f"the band holds both the statement and the alternative ({alt.get('hypothesis', 'its alternative')}): "
+        f"about {factor:.2g}x as many {unit}{now} would separate them"
+    )
+
+
+def samples_to_decide(claim: Claim) -> float | None:
+    """How many times the replicates or draws would narrow the band of an undecided prediction enough to exclude
+    one of prediction and alternative (None when the band or the separation is not a number)."""
+    w, alt = band_width(claim), claim.alternative
+    if w is None or not alt or not w > 0:
+        return None
+    a, tol = float(alt["value"]), claim.tolerance
+    if "sign" in tol:  # a predicted sign: the band must leave the alternative at the measured effect
+        sep = abs(float(claim.measured) - a)
+    elif isinstance(claim.expected, int | float):
+        sep = abs(float(claim.expected) - a) / 2
+    elif tol.get("center") is not None:
+        sep = abs(float(tol["center"]) - a) / 2
+    else:
+        return None
+    if not sep > 0:
+        return None
+    return max((w / sep) ** 2, 1.0)
+
+
+def _agree_text(claim: Claim) -> str:
+    if claim.kind == "bound":
+        if attained(claim) and claim.status != "pass":
+            return f"the bound is attained to float rounding ({_against_text(claim)})"
+        t = claim.tightness
+        text = f"holds ({_against_text(claim)})"
+        if t is not None and math.isfinite(t):
+            text += f", tightness {t:.3g}"
+            if t < LOOSE_BELOW:
+                text += f": loose (below {LOOSE_BELOW}), true but weak evidence"
+        return text
+    if claim.role == "identity":
+        return "exact to float rounding"
+    if claim.role == "paper":
+        return f"inside the paper's range ({_against_text(claim)})"
+    alt = claim.alternative
+    if alt:
+        return f"inside its band ({_against_text(claim)}); the alternative ({alt['hypothesis']}) excluded"
+    return f"inside its band ({_against_text(claim)})"
+
+
+def _against_text(claim: Claim) -> str:
+    tol, e = claim.tolerance, claim.expected
+    if claim.kind == "bound" and isinstance(e, int | float):
+        return f"bound {tol.get('relation', '')} {_fmt(e)}"
+    if claim.kind == "close" and isinstance(e, int | float):
+        w = (_float_from_json(tol.get("atol")) or 0.0) + float(tol.get("rtol", 0.0)) * abs(e)
+        return f"expected {_fmt(e)} +- {_fmt(w)}"
+    if "sign" in tol and claim.alternative:
+        return f"sign {'+' if tol['sign'] > 0 else '-'} against {_fmt(claim.alternative['value'])}"
+    if tol.get("policy") == "ci95" and "center" in tol:
+        lo, hi = (_float_from_json(x) for x in tol["ci"])
+        return f"{_fmt(float(tol['center']))} in the 95% interval [{_fmt(lo)}, {_fmt(hi)}]"
+    if isinstance(e, list) and len(e) == 2:
+        lo, hi = (_fmt(x) if abs(x) < FAR else ("-inf" if x < 0 else "inf") for x in e)
+        return f"range [{lo}, {hi}]"
+    return "its criterion"
+
+
 # ---------------------------------------------------------------------- counting
 
 
@@ -1276,37 +1524,73 @@ def count_by_role(claims: Iterable[Claim]) -> dict[str, dict[str, int]]:
 
 
 def headline(claims: Iterable[Claim]) -> str:
-    """The tally a reader should see first, unique claims by role and status, e.g. "142 predictions
-    pass (alternative excluded), 38 tight bounds, 71 identities, 6 diagnosed deviations, 3
-    inconclusive, 4 loose, 9 unstable, 12 fail (regime 3, scale 5, refuted 4; 7.1 expected by chance
-    among 150 evaluated predictions at 95%)"."""
+    """The tally a reader should see first: unique claims by verdict (scope checks apart), the disagreements by
+    what they contradict, and how many of them chance alone gives at the rule applied, e.g. "412 agree,
+    23 disagree (12 with our derivations, 4 with toy models, 7 with papers' results; 1.9 expected by chance among
+    38 predictions judged by a 95% band), 40 undecided (9 not evaluated), 21 out of scope; scope checks: 30 met,
+    19 not met, 2 undecided"."""
     unique = unique_claims(claims)
-    by = count_by_role(unique)
-    parts = [
-        f"{by['prediction']['pass']} predictions pass (alternative excluded)",
-        f"{by['bound']['pass']} tight bounds",
-        f"{by['identity']['pass']} identities",
-        f"{by['paper']['pass']} paper ranges met",
-        f"{sum(r['deviation'] for r in by.values())} diagnosed deviations",
-        f"{sum(r['inconclusive'] for r in by.values())} inconclusive",
-        f"{sum(r['loose'] for r in by.values())} loose",
-        f"{sum(r['unstable'] for r in by.values())} unstable",
-        f"{sum(r['fail'] for r in by.values())} fail",
-    ]
-    triage = finding_counts(unique)
-    chance = chance_fail_text(unique)
-    detail = [", ".join(f"{k} {v}" for k, v in triage.items() if v and k != "bug")] if any(triage.values()) else []
-    if by["identity"]["fail"]:
-        detail.append(f"{by['identity']['fail']} identities: bugs")
+    statements = [c for c in unique if c.role != "scope"]
+    verdicts = {v: sum(c.verdict == v for c in statements) for v in VERDICTS}
+    parts = [f"{verdicts['agrees']} agree", f"{verdicts['disagrees']} disagree"]
+    against = {t: sum(c.verdict == "disagrees" and c.tests == t for c in statements) for t in (*TESTS, None)}
+    detail = [f"{n} with {DISAGREES_WITH[t]}" for t, n in against.items() if n]
+    chance = chance_text(statements)
     if chance:
         detail.append(chance)
-    detail = [d for d in detail if d]
     if detail:
-        parts[-1] += f" ({'; '.join(detail)})"
-    n_e = sum(r["not_evaluated"] for r in by.values())
-    if n_e:
-        parts.append(f"{n_e} not evaluated")
-    return ", ".join(parts)
+        parts[-1] += f" ({', '.join(detail[:-1]) + '; ' + detail[-1] if len(detail) > 1 else detail[0]})"
+    n_e = sum(c.status == "not_evaluated" for c in statements)
+    parts.append(f"{verdicts['undecided']} undecided" + (f" ({n_e} not evaluated)" if n_e else ""))
+    parts.append(f"{verdicts['out_of_scope']} out of scope")
+    text = ", ".join(parts)
+    scope = [c for c in unique if c.role == "scope"]
+    if scope:
+        met = sum(c.verdict == "agrees" for c in scope)
+        out = sum(c.verdict == "out_of_scope" for c in scope)
+        text += f"; scope checks: {met} met, {out} not met, {len(scope) - met - out} undecided"
+    return text
+
+
+DISAGREES_WITH = {
+    "paper": "papers' results",
+    "derivation": "our derivations",
+    "toy_model": "toy models",
+    "software": "our software (bugs)",
+    None: "undeclared statements",
+}
+
+
+def chance_text(claims: Iterable[Claim]) -> str:
+    """How many disagreements the one error rate gives by chance alone among the predictions judged by a
+    measurement's band (two-sided or a sign, :func:`analysis.evidence.chance_fails`), in words ("" when none).
+    A true prediction disagrees exactly when its measurement leaves its 95% band, so this is the rate of the rule
+    applied; out-of-scope predictions are not judged and not counted."""
+    two = one = 0
+    for c in unique_claims(claims):
+        if c.role != "prediction" or c.verdict not in ("agrees", "disagrees", "undecided"):
+            continue
+        if c.status == "not_evaluated" or c.tolerance.get("policy") not in ("t95", "ci95"):
+            continue
+        if "sign" in c.tolerance:
+            one += 1
+        else:
+            two += 1
+    if not two + one:
+        return ""
+    expected = evidence.chance_fails(two, one)
+    return f"{expected:.2g} expected by chance among {two + one} predictions judged by a {COVERAGE:.0%} band"
+
+
+def count_by_verdict(claims: Iterable[Claim]) -> dict[str, dict[str, int]]:
+    """Unique claims counted by what they test (``tests``; scope checks as ``"scope"``), then verdict."""
+    counts = {t: dict.fromkeys(VERDICTS, 0) for t in (*TESTS, "scope")}
+    for c in unique_claims(claims):
+        row = "scope" if c.role == "scope" else c.tests
+        if row is None or c.verdict is None:
+            continue
+        counts[row][c.verdict] += 1
+    return counts
 
 
 def finding_counts(claims: Iterable[Claim]) -> dict[str, int]:
@@ -1316,23 +1600,6 @@ def finding_counts(claims: Iterable[Claim]) -> dict[str, int]:
         if c.status == "fail" and c.finding:
             counts[c.finding["kind"]] += 1
     return counts
-
-
-def chance_fail_text(claims: Iterable[Claim]) -> str:
-    """How many fails the policy's coverage gives by chance among the evaluated predictions whose band is a
-    measurement's uncertainty (``analysis.evidence.chance_fails``), in words; "" when there are none."""
-    two = one = 0
-    for c in unique_claims(claims):
-        if c.role != "prediction" or c.status == "not_evaluated" or c.tolerance.get("policy") not in ("t95", "ci95"):
-            continue
-        if "sign" in c.tolerance:
-            one += 1
-        else:
-            two += 1
-    if not two + one:
-        return ""
-    expected = evidence.chance_fails(two, one)
-    return f"{expected:.2g} expected by chance among {two + one} evaluated predictions at {COVERAGE:.0%}"
 
 
 def collect(context: str, preset: str, parts: Mapping[str | None, Ledger | Iterable[Claim]]) -> Ledger:
@@ -1351,11 +1618,12 @@ def collect(context: str, preset: str, parts: Mapping[str | None, Ledger | Itera
 def _status(role: str, outcome: bool | None, alternative: dict | None, tightness: float | None) -> str:
     if outcome is None:
         return "fail"
+    predicts = role in ("prediction", "scope")
     if not outcome:
-        if role == "prediction" and alternative and alternative.get("one_sided") and alternative.get("consistent"):
+        if predicts and alternative and alternative.get("one_sided") and alternative.get("consistent"):
             return "inconclusive"  # a predicted sign whose uncertainty straddles the alternative
         return "fail"  # made a deviation by _resolve when its diagnosis holds
-    if role == "prediction" and alternative and alternative.get("consistent"):
+    if predicts and alternative and alternative.get("consistent"):
         return "inconclusive"
     if role == "bound" and tightness is not None and math.isfinite(tightness) and tightness < LOOSE_BELOW:
         return "loose"

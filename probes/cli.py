@@ -15,7 +15,8 @@
                               [--scheduler none|local|tcp://HOST:PORT] [--workers N] [--no-progress]
     python -m probes claims [NAME]             # the committed claims (per probe, or NAME's: statement, seed)
                               [--status S] [--role R] [--source] [--json PATH|-]
-    python -m probes claims NAME --declared    # the claims NAME's source makes, read from the code (nothing runs)
+    python -m probes claims NAME --declared    # NAME's declared claims (probes/NAME/declarations.py; nothing runs)
+    python -m probes claims --paper KEY        # one paper's scorecard: its statements, their claims and verdicts
                               [--role R] [--source] [--json PATH|-]
     python -m probes cache ls                  # every cache entry: kind, key, probe/model, size, age
     python -m probes cache size                # entries and bytes per kind, and the total
@@ -68,7 +69,7 @@ Exit codes:
 
 * ``0`` -- the run finished; failing predictions, bounds and paper claims are findings, reported;
 * ``1`` -- an identity failed (exact algebra or a software equality: a bug), or ``--strict`` was
-  given and at least one claim has status ``"fail"``; also ``list`` when a probe module cannot be
+  given and at least one claim disagrees (verdict ``"disagrees"``); also ``list`` when a probe module cannot be
   imported, and ``sweep`` when a point failed (its probe raised; the others still ran and the Dataset
   is written) or an identity failed at a point, or the scheduler cannot be reached;
 * ``2`` -- a usage error: unknown command, unknown probe, unknown option, bad value or choice;
@@ -143,6 +144,7 @@ USAGE = (
     "       python -m probes study NAME [STUDY [--preset smoke|full] [--PARAM VALUE ...] [--json PATH|-]]\n"
     "       python -m probes claims [NAME] [--status S] [--role R] [--source] [--json PATH|-]\n"
     "       python -m probes claims NAME --declared [--role R] [--source] [--json PATH|-]\n"
+    "       python -m probes claims --paper KEY [--json PATH|-]\n"
     "       python -m probes cache ls|size|prune [--older-than DAYS] [--keep-figures]"
 )
 
@@ -234,8 +236,12 @@ def _study(module: Any, name: str, args: list[str]) -> int:
 
 def _claims(args: list[str]) -> int:
     """``python -m probes claims [NAME ...]``: the committed ledgers, read only (:mod:`probes.inventory`), or with
-    ``--declared`` the claim-making calls of NAME's source (:mod:`probes.declared`)."""
-    from probes import declared, inventory
+    ``--declared`` NAME's declared claims (:mod:`analysis.specs`), or with ``--paper`` one paper's scorecard."""
+    from analysis.papers import paper
+    from analysis.scorecard import format_paper
+    from analysis.specs import describe
+    from probes import inventory
+    from probes.registry import declarations_of
 
     parser = _Parser(prog="python -m probes claims", allow_abbrev=False)
     parser.add_argument("name", nargs="?")
@@ -243,6 +249,7 @@ def _claims(args: list[str]) -> int:
     parser.add_argument("--role")
     parser.add_argument("--source", action="store_true")
     parser.add_argument("--declared", action="store_true")
+    parser.add_argument("--paper")
     add_options(parser, "--json", json={"help": "write the claims as JSON to PATH, or stdout for -"})
     ns = parser.parse_args(args)
     if ns.json not in (None, "-"):
@@ -250,7 +257,15 @@ def _claims(args: list[str]) -> int:
             raise UsageError(f"--json: {ns.json} is a folder; give a file name such as {Path(ns.json) / 'claims.json'}")
         _check_file_output(Path(ns.json), "--json")
     try:
-        if ns.declared:
+        if ns.paper is not None:
+            if ns.name is not None or ns.status or ns.role or ns.declared:
+                raise ValueError(
+                    "--paper takes no probe name, --status, --role or --declared: python -m probes claims --paper KEY"
+                )
+            doc = inventory.committed_scorecard()
+            rows = next((p for p in doc["papers"] if p["key"] == paper(ns.paper).key), None)
+            text = format_paper(doc, ns.paper)
+        elif ns.declared:
             if ns.name is None or ns.status:
                 raise ValueError(
                     "--declared needs a probe name and takes no --status (nothing has run): "
@@ -258,8 +273,8 @@ def _claims(args: list[str]) -> int:
                 )
             if ns.role is not None and ns.role not in ROLES:
                 raise ValueError(f"--role must be one of {', '.join(ROLES)}, got {ns.role!r}")
-            sites = [s for s in declared.declared_sites(ns.name) if ns.role is None or s.role == ns.role]
-            rows, text = [s.to_dict() for s in sites], declared.format_sites(sites, source=ns.source)
+            chosen = [s for s in declarations_of(ns.name) if ns.role is None or s.records_as(ns.role)]
+            rows, text = [s.to_dict() for s in chosen], describe(chosen, details=ns.source)
         elif ns.name is None:
             claims = inventory.committed_claims()
             if ns.status or ns.role:
@@ -363,7 +378,7 @@ def _run_parser(module: Any, name: str) -> _Parser:
     parser.add_argument("--save", metavar="DIR", help="also save the full result folder to DIR")
     parser.add_argument("--cache", action="store_true", help="use the content-addressed result cache")
     add_options(parser, "--no-progress")
-    parser.add_argument("--strict", action="store_true", help="exit 1 if any claim has status fail")
+    parser.add_argument("--strict", action="store_true", help="exit 1 if any claim disagrees")
     parser.add_argument(
         "--against-alternatives",
         action="store_true",
@@ -575,12 +590,13 @@ def _run(module: Any, name: str, args: list[str]) -> int:
             print(f"claims judged over {n_seeds} independent seeds: {result.meta['replicate_seeds']}")
         if ns.json:
             print(f"wrote {ns.json}")
-    broken, failed = result.ledger.broken, result.ledger.failed
+    broken = result.ledger.broken
+    failed = [c for c in result.ledger.claims if c.verdict == "disagrees"]
     if broken and not ns.against_alternatives:
         print(f"{len(broken)} identity claim(s) failed (a bug): {', '.join(c.name for c in broken)}", file=sys.stderr)
         return 1
     if ns.strict and failed:
-        print(f"--strict: {len(failed)} claim(s) failed: {', '.join(c.name for c in failed)}", file=sys.stderr)
+        print(f"--strict: {len(failed)} claim(s) disagree: {', '.join(c.name for c in failed)}", file=sys.stderr)
         return 1
     return 0
 

@@ -7,6 +7,7 @@ status, statement, source, seed-paper key, figure and notebook. From the command
 
     python -m probes claims                       # claims per probe and status
     python -m probes claims NAME [--status S] [--role R] [--source] [--json PATH|-]
+    python -m probes claims --paper KEY           # one paper's statements, their claims and verdicts
 
 The listing is the committed full-preset ledger: a claim added since the last ``make figures`` appears after
 the figures are regenerated.
@@ -23,7 +24,7 @@ from typing import Any
 from analysis.ledger import ROLES, STATUSES
 from analysis.paths import REPO
 
-__all__ = ["committed_claims", "format_claims", "probe_of", "summary_lines"]
+__all__ = ["committed_claims", "committed_scorecard", "format_claims", "probe_of", "summary_lines"]
 
 FIELDS = ("name", "tag", "role", "status", "statement", "source", "seed", "figure", "notebook", "measured", "expected")
 
@@ -55,6 +56,15 @@ def committed_claims(folder: str | Path | None = None) -> list[dict[str, Any]]:
             row = {k: c.get(k) for k in FIELDS if k not in ("tag", "notebook")}
             out.append(row | {"probe": probe, "tag": tag, "notebook": notebook})
     return out
+
+
+def committed_scorecard(folder: str | Path | None = None) -> dict[str, Any]:
+    """The committed per-paper scorecard, ``papers.json`` of ``folder`` (default: the committed ``figures/``)."""
+    path = (Path(folder) if folder is not None else COMMITTED) / "papers.json"
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise ValueError(f"{path}: no readable scorecard ({type(e).__name__}); run make figures") from None
 
 
 def _check_filter(name: str, value: str | None, allowed: Iterable[str]) -> None:

@@ -26,7 +26,48 @@ from analysis.evidence import replicate_seeds
 from analysis.hooks import resid_names, run_with_cache
 from analysis.ledger import Ledger
 from analysis.model import ModelConfig, TinyTransformer
+from analysis.specs import ClaimSpec, declare
 from analysis.validation import check_choice, check_int
+
+DECLARED = declare(
+    "overview",
+    ClaimSpec(
+        name="uniform_pattern",
+        tests="software",
+        comparison="identity",
+        statement="Softmax of all-zero logits on the causal support: every uniform-attention weight equals "
+        "1/(t+1) on the t+1 visible keys and 0 off them.",
+        quantity="worst |A (t+1) - 1| over layers, in units of one row weight",
+    ),
+    ClaimSpec(
+        name="uniform_running_mean",
+        tests="software",
+        comparison="identity",
+        statement="Uniform attention's head output is the causal running mean of the values, "
+        "z_t = (1/(t+1)) sum_{j<=t} v_j.",
+        quantity="worst |z - running mean| over layers, in units of (t+1) max|v|",
+    ),
+    ClaimSpec(
+        name="post_ln_block_rms",
+        tests="software",
+        comparison="identity",
+        statement="LayerNorm algebra (unit gain, zero bias): the per-token RMS of a Post-LN block output equals "
+        "sqrt(var/(var + eps)) of its input.",
+        quantity="max per-token |RMS(y) - sqrt(var/(var + eps))| (dimensionless)",
+    ),
+    ClaimSpec(
+        name="pre_ln_rms_grows",
+        tests="paper",
+        comparison="sign",
+        paper="000#12",
+        statement="BHyT: under Pre-LN, «As layers grow, the magnitude and variance of the hidden state escalate, "
+        "destabilizing training».",
+        scope="by construction an untrained Pre-LN zoo stack, each block adding an un-normalised branch to the "
+        "stream; the paper states the escalation for Pre-LN LLMs in training, the run checks it at initialisation "
+        "only (the setting of Xiong et al., 000#4)",
+        quantity="final / embedding residual-stream RMS ratio (dimensionless)",
+    ),
+)
 
 CONTEXT = "overview"
 EPS = float(torch.finfo(torch.float64).eps)  # float64 machine epsilon

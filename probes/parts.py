@@ -34,7 +34,6 @@ import xarray as xr
 
 from analysis.ledger import Ledger
 from probes.base import Result
-from probes.declared import LAW_STATEMENT, SLOPE_STATEMENT
 
 
 @dataclass(frozen=True)
@@ -72,6 +71,10 @@ class Context:
     def own_model(self) -> bool:
         """Whether the probe builds its model from the config (no model was passed)."""
         return self.model is None
+
+
+LAW_STATEMENT = "{subject}: the mean {quantity} is its exact law"  # the statement of predict_law's level
+SLOPE_STATEMENT = "{subject}: ln(mean {quantity})'s slope in ln {x} is its law's"  # ... and of its slope
 
 
 def part_of(module: Any) -> Part:

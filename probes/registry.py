@@ -27,7 +27,6 @@ FRAMEWORK_MODULES = frozenset(
     {
         "base",
         "cli",
-        "declared",
         "explorers",
         "inventory",
         "options",
@@ -91,3 +90,32 @@ def add(name: str, module: Any) -> None:
 def remove(name: str) -> None:
     """Forget a registration (no error if there was none)."""
     _registered.pop(name, None)
+
+
+def load_declarations() -> dict[str, Any]:
+    """Import every probe of the package and ``WORKBENCH_PROBES`` and the notebook companions, so that their
+    claim declarations (:mod:`analysis.specs`) are registered; returns them by probe (ledger context)."""
+    from analysis.specs import registered as declared
+
+    for path in sorted({**package_probes(), **env_probes()}.values()) + [
+        f"{PACKAGE}.{m}" for m in sorted(COMPANION_MODULES)
+    ]:
+        importlib.import_module(path)
+    return declared()
+
+
+def declarations_of(name: str) -> Any:
+    """The declared claims of probe or notebook companion ``name``, its module imported;
+    ``ValueError`` naming those that declare claims."""
+    from analysis.specs import declarations
+
+    modules = {**package_probes(), **env_probes(), **{m: f"{PACKAGE}.{m}" for m in COMPANION_MODULES}}
+    if isinstance(name, str) and name in modules:
+        importlib.import_module(modules[name])
+    elif isinstance(name, str) and name in _registered:
+        pass
+    decl = declarations(name) if isinstance(name, str) else None
+    if decl is None:
+        known = ", ".join(sorted(load_declarations()))
+        raise ValueError(f"probe must be one that declares its claims: {known}; got {name!r}")
+    return decl

@@ -135,8 +135,10 @@ def worst_of(claims: list[Claim]) -> Claim:
     if len(claims) == 1:
         return claims[0]
     first = claims[0]
-    if first.role not in ("identity", "bound"):
-        raise ValueError(f"worst_of takes identities and bounds, got the {first.role} {first.name!r}")
+    if first.role not in ("identity", "bound") and not (first.role == "scope" and first.kind == "bound"):
+        raise ValueError(
+            f"worst_of takes identities and bounds (a scope check's too), got the {first.role} {first.name!r}"
+        )
 
     def badness(c: Claim) -> tuple:
         if c.outcome is None or c.measured is None:

@@ -248,7 +248,7 @@ def test_run_prints_summary(fake, capsys):
     assert rc == 0, err
     assert "probe clifake (preset smoke, version 1)" in out
     assert "total = 55" in out  # 1 + 4 + 9 + 16 + 25
-    assert "checks: 1 claims: 1 predictions pass (alternative excluded)" in out and "0 fail" in out
+    assert "checks: 1 claims: 1 agree, 0 disagree" in out
 
 
 def test_json_to_stdout_is_only_json(fake, capsys):
@@ -282,9 +282,9 @@ def test_json_to_file_and_save(fake, capsys, tmp_path):
 def test_strict_exits_1_only_when_a_claim_fails(fake, capsys):
     failing = ["run", "clifake", "--preset", "smoke", "--bias", "1"]
     rc, out, err = run_main(capsys, *failing)
-    assert rc == 0 and "1 fail" in out
+    assert rc == 0 and "0 agree, 1 disagree" in out
     rc, out, err = run_main(capsys, *failing, "--strict")
-    assert rc == 1 and "--strict: 1 claim(s) failed: sum" in err
+    assert rc == 1 and "--strict: 1 claim(s) disagree: sum" in err
     rc, _, _ = run_main(capsys, "run", "clifake", "--preset", "smoke", "--strict")
     assert rc == 0
 

@@ -132,11 +132,10 @@ def test_failures_are_reported(throwaway, first_run):
     err = first.stderr
     # the failing cell is named by its index in the committed notebook and its first line
     assert "03_raises.ipynb cell 3 (`y = x / 0  # deliberate`): ZeroDivisionError: division by zero" in err
-    # failing claims are listed as findings; deviations and not-evaluated claims are reported on stdout
+    # disagreeing claims are listed as findings (a diagnosed deviation too); undecided ones are reported on stdout
     assert "02_badclaim/wrong" in err and "02_badclaim/condition" in err and "findings" in err
-    assert "known_gap" not in err and "big_only" not in err
-    assert "[DEVN] paper: 02_badclaim/known_gap" in first.stdout
-    assert "[N/E ] identity: 02_badclaim/big_only" in first.stdout
+    assert "02_badclaim/known_gap" in err and "big_only" not in err
+    assert "[N/E ] identity: 02_badclaim/big_only" in first.stdout and "=> undecided" in first.stdout
 
     figs = root / "figs"
     for name in (
@@ -161,19 +160,19 @@ def test_failures_are_reported(throwaway, first_run):
         "not_evaluated": 1,
     }
     assert claims["by_role"]["prediction"]["fail"] == 1
-    assert claims["findings"] == {"regime": 0, "scale": 1, "refuted": 1, "bug": 0} and claims["unstable"] == []
+    assert claims["findings"] == {"regime": 0, "scale": 1, "refuted": 1, "bug": 0, "scope": 0} and claims["unstable"] == []
+    assert claims["by_verdict"]["software"]["agrees"] == 0  # the notebooks' claims are not declared: no row
     gallery = (figs / "README.md").read_text()
     assert (
-        "0 predictions pass (alternative excluded), 0 tight bounds, 1 identities, 0 paper ranges met, "
-        "1 diagnosed deviations, 0 inconclusive, 0 loose, 0 unstable, 2 fail (scale 1, refuted 1; "
-        "0.05 expected by chance among 1 evaluated predictions at 95%), 1 not evaluated"
+        "**Claims: 1 agree, 3 disagree (3 with undeclared statements; 0.05 expected by chance among 1 predictions "
+        "judged by a 95% band), 1 undecided (1 not evaluated), 0 out of scope.**"
     ) in gallery
-    assert gallery.index("## Failing claims") < gallery.index("## 01_ok")
-    # fails grouped by their triage: the prediction says how the paper's setting is larger, the bound does not
-    assert gallery.index("### At too small a scale") < gallery.index("02_badclaim/wrong")
-    assert (
-        gallery.index("### Refuted") < gallery.index("`02_badclaim/condition`") and "Out of the theorem" not in gallery
-    )
+    # disagreements first, grouped by what they contradict, each with its reason; then the undecided
+    assert gallery.index("## Disagreements") < gallery.index("### Contradicting its statement (3)")
+    assert gallery.index("### Contradicting its statement (3)") < gallery.index("## Undecided (1)")
+    assert gallery.index("## Undecided (1)") < gallery.index("## 01_ok")
+    assert "at this scale only: the paper's n is larger; knob: n" in gallery
+    assert "not evaluated at the smoke preset: the full preset evaluates it" in gallery
     # failing predictions, bounds and paper claims are findings: collecting exits 0 unless --strict
     assert make_figures(*_args(root, "--collect-only")).returncode == 0
     assert make_figures(*_args(root, "--collect-only", "--strict")).returncode == 1
@@ -326,6 +325,7 @@ def test_unwritable_output_is_refused_before_any_notebook_runs(tmp_path):
         ("finding", {"kind": "regime", "claims": []}, "regime finding"),
         ("stability", None, "stability must be a record"),
         ("stability", {"method": "resample", "value": "high"}, "stability value"),
+        ("verdict", None, "has no verdict (got None; allowed agrees, disagrees, undecided, out_of_scope)"),
     ],
 )
 def test_malformed_ledger_fails_collection_in_one_line(field, value, message, tmp_path):

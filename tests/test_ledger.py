@@ -464,11 +464,16 @@ def test_summary_and_headline_count_by_role_and_status():
         "unstable": 0,
         "not_evaluated": 1,
     }
+    # verdicts: i, p, t and l (loose, but it holds) agree; f disagrees; q (both consistent) and n undecided
+    assert [led[n].verdict for n in "ipqtlfn"] == ["agrees"] * 2 + ["undecided"] + ["agrees"] * 2 + [
+        "disagrees",
+        "undecided",
+    ]
     text = led.headline()
-    assert text.startswith("1 predictions pass (alternative excluded), 1 tight bounds, 1 identities")
-    assert "1 inconclusive, 1 loose, 0 unstable, 1 fail (refuted 1;" in text and "1 not evaluated" in text
-    # two evaluated two-sided predictions at 95%: 0.1 fails expected by chance alone
-    assert "0.1 expected by chance among 2 evaluated predictions at 95%" in text
+    assert text.startswith("4 agree, 1 disagree (1 with undeclared statements; ")
+    assert text.endswith("2 undecided (1 not evaluated), 0 out of scope")
+    # two evaluated two-sided predictions judged by a 95% band: 0.1 disagreements expected by chance alone
+    assert "0.1 expected by chance among 2 predictions judged by a 95% band" in text
     report = led.report()
     assert "[FAIL] bound: unit/f" in report and "[INCL] prediction: unit/q" in report
 
@@ -481,7 +486,7 @@ def test_repeated_measurements_under_tags_count_once():
     nb = collect("notebook", "full", {"run_a": a, "run_a_again": a, "run_b": b})
     assert len(nb) == 3 and len(nb.unique()) == 2
     assert nb.summary()["pass"] == 1 and nb.summary()["fail"] == 1
-    assert headline(nb.claims).startswith("0 predictions pass")
+    assert headline(nb.claims).startswith("1 agree, 1 disagree")
 
 
 def test_against_alternatives_rejudges_only_predictions():

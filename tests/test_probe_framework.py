@@ -387,8 +387,7 @@ def test_result_summary_and_validation(probe):
     text = result.summary()
     assert "probe running_mean (preset smoke, version 1)" in text
     assert "final_mean" in text and "running_mean(t=64)" in text
-    assert "checks: 3 claims: 0 predictions pass (alternative excluded), 0 tight bounds, 2 identities" in text
-    assert "0 fail, 1 not evaluated" in text
+    assert "checks: 3 claims: 2 agree, 0 disagree, 1 undecided (1 not evaluated), 0 out of scope" in text
     with pytest.raises(ValueError, match="ledger preset 'full' must match config.preset_name 'smoke'"):
         Result(probe="running_mean", config=MeanConfig.preset("smoke"), ledger=Ledger("running_mean"))
     with pytest.raises(ValueError, match="scalar 'v' must be a number or a string"):

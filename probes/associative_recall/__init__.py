@@ -80,6 +80,7 @@ from __future__ import annotations
 
 from probes.associative_recall import (
     decay,
+    declarations,  # noqa: F401  (registers the declared claims)
     favor,
     gated_rnn,
     linearisation,

@@ -66,6 +66,7 @@ from __future__ import annotations
 
 from analysis.model import TinyTransformer
 from probes.attention_entropy import (
+    declarations,  # noqa: F401  (registers the declared claims)
     fading,
     gaussian,
     nonlin,

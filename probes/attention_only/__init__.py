@@ -55,7 +55,15 @@ claims-only ``stable_ranks`` (5c, measured by ``matched``); ``config`` holds the
 from __future__ import annotations
 
 from analysis.model import TinyTransformer
-from probes.attention_only import convolution, deep, induction, matched, nearest_neighbour, stable_ranks
+from probes.attention_only import (
+    convolution,
+    declarations,  # noqa: F401  (registers the declared claims)
+    deep,
+    induction,
+    matched,
+    nearest_neighbour,
+    stable_ranks,
+)
 from probes.attention_only.config import SEED_CONV, SEED_KV, SEED_RANK, SEED_SAN, SOURCE, Config
 from probes.attention_only.convolution import pattern_floor
 from probes.attention_only.deep import loss_spikes

@@ -71,6 +71,7 @@ from analysis.model import TinyTransformer
 from analysis.regression_data import concat_tokens, interleaved_tokens
 from probes.icl_gd import (
     construction,
+    declarations,  # noqa: F401  (registers the declared claims)
     depth,
     eta_star,
     garg,

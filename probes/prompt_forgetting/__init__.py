@@ -65,7 +65,11 @@ from analysis.ledger import Ledger
 from analysis.theory import prompt_forgetting as th
 from probes.base import Result
 from probes.parts import part_of, probe_functions
-from probes.prompt_forgetting import laws, trajectory
+from probes.prompt_forgetting import (
+    declarations,  # noqa: F401  (registers the declared claims)
+    laws,
+    trajectory,
+)
 from probes.prompt_forgetting.alpha_claims import _untrained_diagnosis, claim_bias_trajectory
 from probes.prompt_forgetting.claims import check_claims, check_claims_over, claims
 from probes.prompt_forgetting.config import NAME, Config

@@ -36,6 +36,7 @@ from analysis.evidence import mean_se, replicate_seed
 from analysis.hooks import run_with_cache
 from analysis.ledger import Claim, Ledger
 from probes.base import Result, result_difference, run_probe
+from probes.real_models import declarations  # noqa: F401  (registers the declared claims)
 
 CONTEXT = "real_models"
 RESOLUTION = 1e-9  # floor of a relative residual before its log: far below float32's ~1e-7 resolution

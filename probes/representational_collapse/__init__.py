@@ -65,7 +65,14 @@ from analysis.ledger import Ledger
 from analysis.theory import representational_collapse as th
 from probes.base import Result
 from probes.parts import judge, part_of, probe_functions
-from probes.representational_collapse import distances, extension, linear_stack, oversquashing, precision
+from probes.representational_collapse import (
+    declarations,  # noqa: F401  (registers the declared claims)
+    distances,
+    extension,
+    linear_stack,
+    oversquashing,
+    precision,
+)
 from probes.representational_collapse.config import (
     BIDIRECTIONAL,
     EXTENSION_FIELDS,

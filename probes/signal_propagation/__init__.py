@@ -74,7 +74,10 @@ from analysis.model import TinyTransformer
 from analysis.theory import signal_propagation as th
 from probes.base import Result
 from probes.parts import probe_functions
-from probes.signal_propagation import phase
+from probes.signal_propagation import (
+    declarations,  # noqa: F401  (registers the declared claims)
+    phase,
+)
 from probes.signal_propagation.claims import CLAIM_PARTS, CLAIMS, record_claims
 from probes.signal_propagation.claims_collapse import claim_collapse_prevented
 from probes.signal_propagation.claims_growth import (

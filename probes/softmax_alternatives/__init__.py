@@ -90,6 +90,7 @@ from probes.parts import part_of, probe_functions
 from probes.softmax_alternatives import (
     bilinear,
     cog,
+    declarations,  # noqa: F401  (registers the declared claims)
     denominator,
     features,
     isolation,
