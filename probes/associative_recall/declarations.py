@@ -5,6 +5,7 @@ the momentum delta rule (003#112). Most numbers are our closed forms for the pap
 trained comparisons test the papers' own findings at toy scale; the exact rewrites are software identities."""
 
 from analysis.specs import ClaimSpec, declare
+from probes.icl_gd.declarations import ONE_LAYER_OPTIMUM
 
 _MEMORY_SCOPE = (
     "by construction: keys uniform on the unit sphere and independent unit values, written through the mixer's own "
@@ -177,9 +178,8 @@ DECLARED = declare(
         name="lsa_regression_loss",
         tests="derivation",
         comparison="prediction",
-        paper="003#14",
-        statement="«gradient descent in practice discovers our construction»; our closed form: one linear "
-        "self-attention layer's optimum on in-context linear regression is one GD step at eta*, loss loss_star",
+        paper="000#26",
+        statement=ONE_LAYER_OPTIMUM,
         scope="by construction: Gaussian inputs, noiseless labels, one causal unnormalised linear-attention layer "
         "without norm or MLP, as the closed form assumes; not checked: that 400 Adam updates reach the optimum",
         quantity="held-out in-context regression loss of the trained LSA layer",

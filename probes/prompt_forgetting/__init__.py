@@ -34,7 +34,8 @@ reached only like ``1/ln t``; for the first layer it holds at every ``t > P``.
 Claims. ``run`` measures, then :func:`claims` judges the result (Dataset, scalars, config) through one
 small function per theorem or paper: the relay identities, the bias identities, the theorem's conditions,
 its bound (``bound_ratio_not_growing``: an upper bound on ``D`` permits faster decay; what it forbids is
-``D t / (P (ln t)^(L-1))`` growing, checked on the bootstrap CI of ``bound_plateau_slope``), the relay
+``D t / (P (ln t)^(L-1))`` growing without limit, so over the last octave the bootstrap CI of
+``bound_plateau_slope`` may not exceed the growth of the bound's extremal case, the relay model, there), the relay
 model's exponent (``alpha_matches_relay``, alternative ``alpha = 1``) and the seed's measured ranges.
 Claims across runs are made by functions the notebook calls with the runs' results:
 :func:`bias_claims` (the bias stops the decay, ``alpha = 0``, or reverses it after training,

@@ -19,6 +19,7 @@ from probes.prompt_forgetting.alpha_claims import (
     n_total,
 )
 from probes.prompt_forgetting.config import NAME, NORM_EPS, Config
+from probes.prompt_forgetting.laws import bound_constants
 from probes.replicates import worst_of
 
 
@@ -222,34 +223,38 @@ _THEOREM_CONDITIONS = ("condition_dilution_regime", "condition_prenorm_rms")
 
 
 def claim_bound_ratio(led: Ledger, config: Config, data: xr.Dataset) -> None:
-    """The theorem D = O(P (ln t)^(L-1)/t): the ratio D t / (P (ln t)^(l-1)) does not grow (worst layer).
+    """The theorem D = O(P (ln t)^(L-1)/t), judged as a bound over the run's finite window.
 
-    An upper bound on D permits any faster decay; what it forbids is the ratio growing without limit.
-    Measured: the ratio's growth factor over the last octave, 2^slope, at the lower end of the slope's
-    bootstrap CI, worst layer; it must be <= 1 (a slope consistent with 0 or negative). The relay model,
-    which obeys the bound, has a non-positive slope over the same octave, so a finite window does not by
-    itself make a bounded ratio grow.
-
-    No diagnosis is attached: a miss was once put down to ``condition_dilution_regime`` failing, but the
-    runs inside the regime (notebook 03 section 9, ``logit_gain`` below 1) can miss the same way, so the
-    condition does not explain it. A miss is a fail until its cause is measured. Its triage names the
-    theorem's measured hypotheses (:data:`_THEOREM_CONDITIONS`): a miss where one of them fails is out of
-    the theorem's regime; a miss inside it is a refutation.
+    An upper bound on D permits any faster decay; what it forbids is the ratio D t / (P (ln t)^(l-1)) growing
+    without limit. Over one finite octave a bounded ratio may still grow while it converges to its limit: the
+    seed's exactly solvable relay model, which attains the bound's rate (its extremal case), grows by a few
+    percent per octave at large P. So the allowance is the relay model's own growth factor over the same octave
+    at the same P and depth (at least 1: a plateau); measured, the network's growth factor 2^slope at the lower
+    end of the slope's 95% bootstrap CI over pairs, at the layer furthest above its allowance. A growth beyond
+    what the theorem's extremal case shows in the same window contradicts the bound (inside its hypotheses,
+    :data:`_THEOREM_CONDITIONS`, measured in the same run).
     """
     led = led.given(seed="000#1", figure="pf_bound_constant")
     lo = data["bound_plateau_slope_ci"].sel(end="lo").values  # (L,)
-    worst = int(np.argmax(lo))
-    growth = float(2.0 ** lo[worst])
+    t = data["t"].values
+    P = int(config.prompt_len)
+    depth = np.arange(1, lo.size + 1)
+    shape = np.stack([th.bound_shape(P, int(k), t) for k in depth])
+    relay_slope = bound_constants(t, data["relay"].values / shape, config.fit_lo)["bound_plateau_slope"]
+    allowed = np.maximum(relay_slope, 0.0)
+    worst = int(np.argmax(lo - allowed))
     led.bound(
         "bound_ratio_not_growing",
-        measured=growth,
-        bound=1.0,
+        measured=float(2.0 ** lo[worst]),
+        bound=float(2.0 ** allowed[worst]),
         relation="<=",
-        source="seed theorem: D = O(P (ln t)^(L-1)/t) for pre-LN softmax with bounded logits",
-        why="a bounded ratio cannot grow as a power of t: the growth factor of D t/(P (ln t)^(l-1)) from N/2 "
-        "to N, taken at the lower end of the slope's 95% bootstrap CI over pairs (worst layer), must "
-        "not exceed 1; tightness = that factor (the ratio falling fast means the bound is loose)",
-        statement=f"D t/(P (ln t)^(l-1)) not growing over the last octave (worst layer {worst + 1}: slope "
-        f"CI lower end {lo[worst]:.3f})",
+        source="seed theorem: D = O(P (ln t)^(L-1)/t) for pre-LN softmax with bounded logits; its extremal case, "
+        "the seed's relay model, over the same window",
+        why="a bounded ratio may grow over a finite octave only as it converges: the growth factor of "
+        "D t/(P (ln t)^(l-1)) from N/2 to N, at the lower end of the slope's 95% bootstrap CI over pairs, must not "
+        "exceed the relay model's (the bound's extremal case) over the same octave at the same P and depth, or 1 "
+        "if that is smaller; the layer furthest above its allowance; tightness = the ratio of the two factors",
+        statement=f"D t/(P (ln t)^(l-1)) grows over the last octave no faster than the relay model's (layer "
+        f"{worst + 1}: slope CI lower end {lo[worst]:.3f}, relay {relay_slope[worst]:.4f})",
         regime=_THEOREM_CONDITIONS,
     )

@@ -139,10 +139,11 @@ DECLARED = declare(
         comparison="bound",
         paper="000#1",
         statement="the offset is «Obig(P(log t)^{L-1}/tbig) for a prompt of length P and depth L» in «finite-depth "
-        "pre-LN softmax transformers with bounded attention logits»: D t / (P (ln t)^(l-1)) must not grow",
+        "pre-LN softmax transformers with bounded attention logits»: over a finite window D t / (P (ln t)^(l-1)) may "
+        "grow no faster than the bound's extremal case, the seed's relay model, over the same window",
         scope=("condition_dilution_regime", "condition_prenorm_rms"),
-        quantity="growth factor 2^slope of D t / (P (ln t)^(l-1)) over the last octave, slope CI lower end, worst "
-        "layer (1)",
+        quantity="growth factor 2^slope of D t / (P (ln t)^(l-1)) over the last octave, slope CI lower end, against "
+        "the relay model's over the same octave (at least 1), layer furthest above it (1)",
     ),
     # ---- the paper's solvable relay model as the toy model of untrained networks
     ClaimSpec(

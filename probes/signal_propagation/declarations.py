@@ -147,13 +147,14 @@ DECLARED = declare(
     ClaimSpec(
         name="deepnorm_update_vs_depth_{opt}",
         tests="derivation",
-        comparison="law",
+        comparison="bound",
         paper="000#65",
         statement="Our depth factors of Wang et al.'s update bound (theory section 10): with DeepNorm's alpha, beta "
-        "the one-step model update grows as L^0 under SGD and L^(1/2) under Adam, read as the update's own exponent",
+        "the one-step model update is bounded by a factor growing as L^0 under SGD and L^(1/2) under Adam, so the "
+        "update's depth exponent is at most 0 and 1/2",
         scope="at initialisation, one SGD or Adam step at a small rate moving only the weight matrices (the "
-        "Theorem holds the LayerNorm gains fixed and is first order); the Theorem is an upper bound, not the "
-        "update's size",
+        "Theorem holds the LayerNorm gains fixed and is first order); a bound's exponent bounds a fitted exponent "
+        "only asymptotically",
         quantity="log-log slope in L of |x_L(theta + dtheta) - x_L(theta)| / |x_L(theta)|",
     ),
     ClaimSpec(
