@@ -13,8 +13,8 @@
     python -m probes study NAME [STUDY]        # a declared study: the exact experiment behind a figure
                               [--preset smoke|full] [--PARAM VALUE ...] [--json PATH|-]
                               [--scheduler none|local|tcp://HOST:PORT] [--workers N] [--no-progress]
-    python -m probes claims [NAME]             # the committed claims (per probe, or NAME's: statement, seed)
-                              [--status S] [--role R] [--source] [--json PATH|-]
+    python -m probes claims [NAME]             # the committed claims (per probe, or NAME's: verdict, statement, paper)
+                              [--status S] [--role R] [--verdict V] [--source] [--json PATH|-]
     python -m probes claims NAME --declared    # NAME's declared claims (probes/NAME/declarations.py; nothing runs)
     python -m probes claims --paper KEY        # one paper's scorecard: its statements, their claims and verdicts
                               [--role R] [--source] [--json PATH|-]
@@ -142,7 +142,7 @@ USAGE = (
     "       python -m probes sweep NAME [--preset smoke|full] --grid FIELD=V1,V2,... [--seeds 0-4] "
     "[--FIELD VALUE ...] --out PATH.nc [--scheduler local|none|tcp://HOST:PORT] [--workers N]\n"
     "       python -m probes study NAME [STUDY [--preset smoke|full] [--PARAM VALUE ...] [--json PATH|-]]\n"
-    "       python -m probes claims [NAME] [--status S] [--role R] [--source] [--json PATH|-]\n"
+    "       python -m probes claims [NAME] [--status S] [--role R] [--verdict V] [--source] [--json PATH|-]\n"
     "       python -m probes claims NAME --declared [--role R] [--source] [--json PATH|-]\n"
     "       python -m probes claims --paper KEY [--json PATH|-]\n"
     "       python -m probes cache ls|size|prune [--older-than DAYS] [--keep-figures]"
@@ -247,6 +247,7 @@ def _claims(args: list[str]) -> int:
     parser.add_argument("name", nargs="?")
     parser.add_argument("--status")
     parser.add_argument("--role")
+    parser.add_argument("--verdict")
     parser.add_argument("--source", action="store_true")
     parser.add_argument("--declared", action="store_true")
     parser.add_argument("--paper")
@@ -277,12 +278,15 @@ def _claims(args: list[str]) -> int:
             rows, text = [s.to_dict() for s in chosen], describe(chosen, details=ns.source)
         elif ns.name is None:
             claims = inventory.committed_claims()
-            if ns.status or ns.role:
-                raise ValueError("--status and --role need a probe name (python -m probes claims NAME --status fail)")
+            if ns.status or ns.role or ns.verdict:
+                raise ValueError(
+                    "--status, --role and --verdict need a probe name "
+                    "(python -m probes claims NAME --verdict disagrees)"
+                )
             rows, text = claims, "\n".join(inventory.summary_lines(claims))
         else:
             claims = inventory.committed_claims()
-            rows = inventory.select(claims, ns.name, ns.status, ns.role)
+            rows = inventory.select(claims, ns.name, ns.status, ns.role, ns.verdict)
             text = inventory.format_claims(rows, source=ns.source)
     except ValueError as e:
         raise UsageError(str(e)) from None

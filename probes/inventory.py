@@ -21,12 +21,28 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from analysis.ledger import ROLES, STATUSES
+from analysis.ledger import ROLES, STATUSES, VERDICTS
 from analysis.paths import REPO
 
 __all__ = ["committed_claims", "committed_scorecard", "format_claims", "probe_of", "summary_lines"]
 
-FIELDS = ("name", "tag", "role", "status", "statement", "source", "seed", "figure", "notebook", "measured", "expected")
+FIELDS = (
+    "name",
+    "tag",
+    "role",
+    "status",
+    "verdict",
+    "verdict_reason",
+    "tests",
+    "paper",
+    "statement",
+    "source",
+    "seed",
+    "figure",
+    "notebook",
+    "measured",
+    "expected",
+)
 
 
 def probe_of(context: str) -> tuple[str, str]:
@@ -74,41 +90,52 @@ def _check_filter(name: str, value: str | None, allowed: Iterable[str]) -> None:
 
 
 def select(
-    claims: list[dict[str, Any]], probe: str, status: str | None = None, role: str | None = None
+    claims: list[dict[str, Any]],
+    probe: str,
+    status: str | None = None,
+    role: str | None = None,
+    verdict: str | None = None,
 ) -> list[dict[str, Any]]:
-    """The claims of ``probe`` (optionally of one ``status`` and ``role``); ``ValueError`` naming what exists."""
+    """The claims of ``probe`` (optionally of one ``status``, ``role`` and ``verdict``); ``ValueError`` naming what
+    exists."""
     _check_filter("status", status, STATUSES)
     _check_filter("role", role, ROLES)
+    _check_filter("verdict", verdict, VERDICTS)
     probes_known = sorted({c["probe"] for c in claims})
     if probe not in probes_known:
         raise ValueError(f"probe must be one with committed claims: {', '.join(probes_known)}; got {probe!r}")
     return [
         c
         for c in claims
-        if c["probe"] == probe and (status is None or c["status"] == status) and (role is None or c["role"] == role)
+        if c["probe"] == probe
+        and (status is None or c["status"] == status)
+        and (role is None or c["role"] == role)
+        and (verdict is None or c["verdict"] == verdict)
     ]
 
 
 def summary_lines(claims: list[dict[str, Any]]) -> list[str]:
-    """One line per probe: its claim count and the count of each status."""
+    """One line per probe: its claim count and the count of each verdict."""
     lines = []
     for probe in sorted({c["probe"] for c in claims}):
         mine = [c for c in claims if c["probe"] == probe]
-        counts = Counter(c["status"] for c in mine)
+        counts = Counter(c["verdict"] for c in mine)
         notebooks = sorted({c["notebook"] for c in mine})
-        tally = ", ".join(f"{counts[s]} {s}" for s in STATUSES if counts[s])
+        tally = ", ".join(f"{counts[v]} {v}" for v in VERDICTS if counts[v])
         lines.append(f"{probe}: {len(mine)} claims ({tally}) in {', '.join(notebooks)}")
     return lines
 
 
 def format_claims(claims: list[dict[str, Any]], source: bool = False) -> str:
-    """A claim per block: ``status role name[tag]  (figure; seed)`` then its statement (and source)."""
+    """A claim per block: ``verdict tests role name[tag]  (figure; paper; notebook)``, its statement and the reason
+    for its verdict (and its source)."""
     lines = []
     for c in claims:
         name = f"{c['name']}[{c['tag']}]" if c["tag"] else c["name"]
-        where = "; ".join(x for x in (c["figure"], c["seed"] and f"seed {c['seed']}", c["notebook"]) if x)
-        lines.append(f"{c['status']:<14} {c['role']:<10} {name}  ({where})")
+        where = "; ".join(x for x in (c["figure"], c["paper"] and f"paper {c['paper']}", c["notebook"]) if x)
+        lines.append(f"{c['verdict']:<13} {c['tests'] or '':<10} {c['role']:<10} {name}  ({where})")
         lines.append(f"    {c['statement']}")
+        lines.append(f"    => {c['verdict_reason']}")
         if source:
             lines.append(f"    source: {c['source']}")
     return "\n".join(lines)

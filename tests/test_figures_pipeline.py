@@ -160,7 +160,9 @@ def test_failures_are_reported(throwaway, first_run):
         "not_evaluated": 1,
     }
     assert claims["by_role"]["prediction"]["fail"] == 1
-    assert claims["findings"] == {"regime": 0, "scale": 1, "refuted": 1, "bug": 0, "scope": 0} and claims["unstable"] == []
+    assert (
+        claims["findings"] == {"regime": 0, "scale": 1, "refuted": 1, "bug": 0, "scope": 0} and claims["unstable"] == []
+    )
     assert claims["by_verdict"]["software"]["agrees"] == 0  # the notebooks' claims are not declared: no row
     gallery = (figs / "README.md").read_text()
     assert (

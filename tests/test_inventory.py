@@ -7,7 +7,7 @@ import json
 import pytest
 
 import probes
-from analysis.ledger import ROLES, STATUSES, Ledger
+from analysis.ledger import ROLES, STATUSES, VERDICTS, Ledger
 from analysis.plotting import save_ledger
 from probes import inventory
 from probes.cli import main
@@ -25,6 +25,7 @@ def test_committed_claims_name_their_probe_and_notebook():
     assert {c["probe"] for c in claims} - notebook_only <= set(probes.available())
     for c in claims:
         assert c["role"] in ROLES and c["status"] in STATUSES and c["statement"] and c["source"], c
+        assert c["verdict"] in VERDICTS and c["verdict_reason"], c
         assert c["notebook"][:2].isdigit()
 
 
@@ -55,10 +56,11 @@ def test_a_ledger_saved_by_a_notebook_is_listed(tmp_path, monkeypatch):
 
     save_ledger(collect("09_toy", "full", {None: led, "wide": tagged}), notebook="09_toy")
     rows = inventory.select(inventory.committed_claims(tmp_path), "toy_probe")
-    assert [(r["tag"], r["status"], r["notebook"]) for r in rows] == [
-        ("", "pass", "09_toy"),
-        ("wide", "fail", "09_toy"),
+    assert [(r["tag"], r["status"], r["verdict"], r["notebook"]) for r in rows] == [
+        ("", "pass", "agrees", "09_toy"),
+        ("wide", "fail", "disagrees", "09_toy"),
     ]
+    assert inventory.select(inventory.committed_claims(tmp_path), "toy_probe", verdict="agrees")[0]["tag"] == ""
     assert inventory.select(inventory.committed_claims(tmp_path), "toy_probe", status="fail")[0]["seed"] == "000#1"
     text = inventory.format_claims(rows, source=True)
     assert "sum_is_one[wide]" in text and "seed 000#1" in text and "source: algebra" in text
@@ -80,7 +82,8 @@ def test_command_line(capsys, tmp_path):
     for argv, msg in (
         (["claims", "nope"], "probe must be one with committed claims"),
         (["claims", "icl_gd", "--status", "bad"], "status must be one of pass"),
-        (["claims", "--role", "identity"], "--status and --role need a probe name"),
+        (["claims", "--role", "identity"], "--status, --role and --verdict need a probe name"),
+        (["claims", "icl_gd", "--verdict", "refuted"], "verdict must be one of agrees"),
         (["claims", "icl_gd", "--json", str(tmp_path / "missing" / "c.json")], "cannot write to"),
     ):
         assert main(argv) == 2

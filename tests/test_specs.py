@@ -199,3 +199,28 @@ def test_claims_declared_lists_a_probes_declarations_without_running(capsys):
     assert main(["claims", "nope", "--declared"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "probe must be one that declares its claims" in err
+
+
+def test_the_committed_ledger_keeps_the_verdict_rules():
+    """The rules a theorist relies on, over figures/claims.json: a scope check never disagrees; no claim of a run
+    whose scope check fails disagrees; an agreeing prediction's alternative lies outside its band; a disagreement
+    says what it contradicts and an undecided claim what would decide it."""
+    data = json.loads((REPO / "figures" / "claims.json").read_text())
+    claims = [c for ledger in data["notebooks"].values() for c in ledger["claims"]]
+    problems = []
+    for c in claims:
+        where = f"{c['context']}/{c['name']}"
+        if c["role"] == "scope" and c["verdict"] == "disagrees":
+            problems.append(f"a scope check disagrees: {where}")
+        mine = set(c["triage"].get("regime", []))
+        outside = [s for s in claims if s["context"] == c["context"] and s["name"] in mine]
+        if c["verdict"] == "disagrees" and any(s["verdict"] == "out_of_scope" for s in outside):
+            problems.append(f"disagrees outside its scope: {where}")
+        if c["verdict"] == "disagrees" and not c["verdict_reason"].startswith(("contradicts", "a bug")):
+            problems.append(f"a disagreement that does not say what it contradicts: {where}")
+        if c["verdict"] == "undecided" and not c["verdict_reason"]:
+            problems.append(f"undecided without what would decide it: {where}")
+        if c["role"] == "prediction" and c["verdict"] == "agrees":
+            alt = c["alternative"]
+            assert alt and not alt["consistent"], where
+    assert not problems, "\n".join(problems[:20])
