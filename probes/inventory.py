@@ -132,7 +132,8 @@ def format_claims(claims: list[dict[str, Any]], source: bool = False) -> str:
     lines = []
     for c in claims:
         name = f"{c['name']}[{c['tag']}]" if c["tag"] else c["name"]
-        where = "; ".join(x for x in (c["figure"], c["paper"] and f"paper {c['paper']}", c["notebook"]) if x)
+        tags = (c["figure"], c["paper"] and f"paper {c['paper']}", c["seed"] and f"seed {c['seed']}", c["notebook"])
+        where = "; ".join(x for x in tags if x)
         lines.append(f"{c['verdict']:<13} {c['tests'] or '':<10} {c['role']:<10} {name}  ({where})")
         lines.append(f"    {c['statement']}")
         lines.append(f"    => {c['verdict_reason']}")

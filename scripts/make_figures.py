@@ -674,6 +674,23 @@ def _claims_table(claims: list[Claim]) -> list[str]:
     return rows
 
 
+def _paper_sections(papers: dict[str, Any]) -> list[str]:
+    """One short section per paper: its line, each statement with its verdict, and links to its figures."""
+    lines = []
+    for p in papers["papers"]:
+        lines += [f"### `{p['key']}` {_cell(p['paper'])}", "", p["summary"], "", f"**{p['line']}.**", ""]
+        for st in p["statements"]:
+            n = len(st["claims"])
+            lines.append(
+                f"- **{st['verdict']}** ({', '.join(st['tests'])}; {n} claim{'s' if n != 1 else ''}): "
+                f"{_cell(st['statement'])} — {_cell(st['line'])}"
+            )
+        if p["figures"]:
+            lines += ["", "Figures: " + ", ".join(f"[{f}]({f}.png)" for f in p["figures"])]
+        lines.append("")
+    return lines
+
+
 def gallery(notebooks: list[Path], collected: dict[str, Any]) -> str:
     """The ``README.md`` of the figures folder. Deterministic: no dates, no wall times."""
     ledgers, figures = collected["ledgers"], collected["figures"]
@@ -704,6 +721,7 @@ def gallery(notebooks: list[Path], collected: dict[str, Any]) -> str:
             "",
             *scorecard.table(papers),
             "",
+            *_paper_sections(papers),
         ]
     unique = unique_claims(_all_claims(ledgers))
     disagreeing = [c for c in unique if c.verdict == "disagrees"]

@@ -224,3 +224,23 @@ def test_the_committed_ledger_keeps_the_verdict_rules():
             alt = c["alternative"]
             assert alt and not alt["consistent"], where
     assert not problems, "\n".join(problems[:20])
+
+
+def test_every_referenced_seed_key_is_a_registered_paper():
+    """REFERENCES.md and analysis.papers list the same seed papers (an alias resolves to its first key)."""
+    import re
+
+    from analysis.papers import PAPERS, paper
+
+    keys = set(re.findall(r"`(\d{3}#\d+)`", (REPO / "REFERENCES.md").read_text(encoding="utf-8")))
+    assert keys and all(paper(k).seed for k in keys)
+    assert {k for k, p in PAPERS.items() if p.seed} <= keys
+
+
+def test_a_run_declared_outside_the_hypotheses_is_out_of_scope_whatever_it_measures(probe):
+    declare(probe, ClaimSpec("law", **PAPER, scope="not met: the law needs i.i.d. logits; a pretrained network's"))
+    led = Ledger(probe)
+    for measured in (1.0, 2.0):  # agreeing or not, the statement is not tested here
+        c = _law(led, measured=measured)
+        assert c.verdict == "out_of_scope" and "by construction (not met: the law needs" in c.verdict_reason
+    assert "(disagrees with expected 1" in c.verdict_reason
