@@ -1086,6 +1086,8 @@ class Ledger:
         refs += [r for r in spec.scope_checks if r not in refs]
         if refs:
             triage = {**(triage or {}), "regime": refs}
+        if spec.outside:
+            triage = {**(triage or {}), "outside": spec.scope}
         return role, triage, {"tests": spec.tests, "paper": spec.paper}
 
     def _resolve(self) -> None:
@@ -1370,7 +1372,8 @@ def verdict_of(claim: Claim, lookup) -> tuple[str, str]:
 
     * a scope check (role ``"scope"``): ``agrees`` when the run meets the hypothesis, ``out_of_scope`` when it does
       not (never a disagreement), ``undecided`` when its band cannot say;
-    * any other claim: ``out_of_scope`` when a scope check it names (``triage["regime"]``) fails in its run (the
+    * any other claim: ``out_of_scope`` when its declaration puts the run outside the statement's hypotheses by
+      construction (``triage["outside"]``) or a scope check it names (``triage["regime"]``) fails in its run (the
       measurement is exploration, not evidence about the paper); otherwise its comparison's outcome:
       ``agrees``; ``disagrees``, saying what it contradicts (``tests``), unless a scope check it needs is itself
       undecided or absent (then ``undecided``); ``undecided``, saying what would decide it.
@@ -1389,6 +1392,11 @@ def verdict_of(claim: Claim, lookup) -> tuple[str, str]:
                 f"needs {_against_text(claim)}): the claims that need it are out of scope"
             )
         return "undecided", what_would_decide(claim)
+    if claim.triage.get("outside"):
+        return "out_of_scope", (
+            f"outside the statement's hypotheses by construction ({claim.triage['outside']}); measured "
+            f"{_fmt(claim.measured)} ({outcome} with {_against_text(claim)}), shown as exploration"
+        )
     refs = list(claim.triage.get("regime", []))
     checks = {ref: lookup(ref) for ref in refs}
     failing = [r for r, h in checks.items() if h is not None and comparison_outcome(h) == "disagrees"]

@@ -23,7 +23,9 @@ Fields:
   measured: the claims that name it are out of scope when it fails).
 * ``scope``: the names of the scope checks of the same run that the statement's hypotheses need, or, when the run
   satisfies them by construction, one sentence saying how. Required for every claim but a software identity and a
-  scope check itself.
+  scope check itself. A sentence that begins "not met" declares the run outside the statement's hypotheses by its
+  construction (a pretrained network where the law needs i.i.d. logits, a tiny network where the paper measured
+  large ones): its claims are ``out_of_scope``, their measurements shown as exploration.
 * ``quantity``: what is measured, with its units (optional; the record's statement says it too).
 """
 
@@ -110,6 +112,11 @@ class ClaimSpec:
             raise ValueError(f"{where}: a claim cannot be its own scope check")
         if not isinstance(self.quantity, str):
             raise ValueError(f"{where}: quantity must be a string, got {self.quantity!r}")
+
+    @property
+    def outside(self) -> bool:
+        """True when the declaration says the run is outside the statement's hypotheses by construction."""
+        return isinstance(self.scope, str) and self.scope.lower().startswith("not met")
 
     @property
     def scope_checks(self) -> tuple[str, ...]:
