@@ -23,6 +23,7 @@ class Paper:
     key: str
     summary: str
     aliases: tuple[str, ...] = ()
+    name: str = ""  # a short name for tables where the summary does not open with one
 
     @property
     def seed(self) -> bool:
@@ -31,8 +32,8 @@ class Paper:
 
     @property
     def short(self) -> str:
-        """The summary up to its first colon: the paper's name as a table shows it."""
-        return self.summary.split(": ", 1)[0]
+        """The paper's name as a table shows it: ``name``, else the summary up to its first colon."""
+        return self.name or self.summary.split(": ", 1)[0]
 
 
 _PAPERS = (
@@ -77,6 +78,7 @@ _PAPERS = (
         "000#45",
         "A looped linear transformer with LayerNorm, trained on principal-component prediction, converges to the power method, each self-attention layer performing one power iteration; without LayerNorm it cannot exactly learn the power method",
         aliases=("003#35",),
+        name="Looped linear transformers learn the power method",
     ),
     Paper(
         "000#50",
@@ -143,6 +145,7 @@ _PAPERS = (
         "000#39",
         "Softmax attention over i.i.d. Gaussian tokens converges, as the prompt grows, to a linear operator on the token measure (non-asymptotic concentration bounds)",
         aliases=(),
+        name="Softmax attention as a linear operator on the token measure",
     ),
     Paper(
         "000#16",
@@ -178,6 +181,7 @@ _PAPERS = (
         "000#85",
         "Softmax split into a nonlinear transformation and the l1 norm, the l1 norm being what keeps performance; softplus with l1 normalisation (and a length-dependent scale) generalises across inference lengths with numerical stability",
         aliases=(),
+        name="Softplus with l1 normalisation (softmax split)",
     ),
     Paper(
         "004#82",
@@ -228,6 +232,7 @@ _PAPERS = (
         "003#57",
         "Bilinear MLPs (a GLU without its gate's nonlinearity) are a third-order tensor; eigendecomposition of their interaction matrices reveals interpretable low-rank structure, read from the weights alone",
         aliases=(),
+        name="Bilinear MLPs as third-order tensors",
     ),
     Paper(
         "004#81",
@@ -253,6 +258,7 @@ _PAPERS = (
         "004#30",
         "Removing nonlinearities (LayerNorm, GELU) causes entropy collapse in deeper layers, which destabilises training, and entropic overload in earlier layers",
         aliases=(),
+        name="Removing nonlinearities: entropy collapse and overload",
     ),
     Paper(
         "004#72",
@@ -275,6 +281,7 @@ _PAPERS = (
     Paper(
         "garg2022",
         "Garg et al. 2022, What can transformers learn in-context? Trained transformers match least squares on in-context linear regression and beat averaging and nearest neighbours",
+        name="Garg et al. 2022, What can transformers learn in-context?",
     ),
     Paper(
         "ahn2023",

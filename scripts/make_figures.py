@@ -628,50 +628,23 @@ def _cell(text: Any) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def _against(c: Claim) -> str:
-    """What the measurement is judged against: the band, the bound with its tightness, the alternative."""
-    if c.kind == "close" and isinstance(c.expected, float):
-        band = float(c.tolerance.get("atol") or 0) + float(c.tolerance.get("rtol") or 0) * abs(c.expected)
-        text = f"{c.expected:.6g} ± {band:.3g}"
-    elif c.kind == "within" and isinstance(c.expected, list):
-        lo, hi = (f"{v:.6g}" if abs(v) < 1e299 else ("-∞" if v < 0 else "∞") for v in c.expected)
-        text = f"[{lo}, {hi}]"
-    elif c.kind == "bound":
-        text = f"{c.tolerance.get('relation', '')} {c.expected:.6g}"
-    else:
-        text = ""
-    if c.tightness is not None:
-        text += f"; tightness {c.tightness:.3g}"
-    if c.alternative:
-        text += f"; alternative {c.alternative['value']:.6g} ({c.alternative['hypothesis']})"
-    if c.status == "deviation":
-        text += f"; diagnosed by {', '.join(f'`{d}`' for d in c.diagnosed_by)}: {c.diagnosis}"
-    if c.stability is not None and c.stability.get("method") == "resample":
-        text += f"; stability {c.stability['value']:.2f}"
-    elif c.stability is not None and not c.stability.get("rounding", True):
-        text += "; a rounding step flips it"
-    if c.status == "unstable":
-        text += f" (verdict {c.stability['verdict']})"
-    if c.finding and c.finding["kind"] == "regime":
-        text += f"; out of regime: {', '.join(f'`{r}`' for r in c.finding['claims'])} fails"
-    elif c.finding and c.finding["kind"] == "scale":
-        text += f"; scale: {c.finding['note']}"
-    return text
-
-
 def _claims_table(claims: list[Claim]) -> list[str]:
-    rows = [
-        "| verdict | tests | claim | statement | measured | against | why this verdict | paper · source |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
+    """The claims of one figure or notebook: verdict, what it tests, statement, and the verdict's reason (which holds
+    the measurement and what it is judged against)."""
+    rows = ["| verdict | tests | claim | statement | why this verdict | paper |", "|---|---|---|---|---|---|"]
     for c in claims:
-        measured = "" if c.measured is None else f"{c.measured:.6g}"
-        source = (f"`{c.paper}` · " if c.paper else "") + c.source
         rows.append(
             f"| {c.verdict} | {c.tests or ''} | `{_cell(c.context)}/{_cell(c.name)}` ({c.role}) | {_cell(c.statement)} "
-            f"| {measured} | {_cell(_against(c))} | {_cell(c.verdict_reason)} | {_cell(source)} |"
+            f"| {_cell(c.verdict_reason)} | {f'`{c.paper}`' if c.paper else ''} |"
         )
     return rows
+
+
+def _claims_list(claims: list[Claim]) -> list[str]:
+    """One line per claim (the notebooks' tables hold the statements): where, what it tests, why this verdict."""
+    return [
+        f"- `{_cell(c.context)}/{_cell(c.name)}` ({c.tests or 'undeclared'}): {_cell(c.verdict_reason)}" for c in claims
+    ]
 
 
 def _paper_sections(papers: dict[str, Any]) -> list[str]:
@@ -736,7 +709,7 @@ def gallery(notebooks: list[Path], collected: dict[str, Any]) -> str:
         for tests in ("software", "paper", "toy_model", "derivation", None):
             mine = [c for c in disagreeing if c.tests == tests]
             if mine:
-                lines += [f"### Contradicting {TESTED[tests]} ({len(mine)})", "", *_claims_table(mine), ""]
+                lines += [f"### Contradicting {TESTED[tests]} ({len(mine)})", "", *_claims_list(mine), ""]
     for verdict, title, text in (
         (
             "undecided",
@@ -753,7 +726,7 @@ def gallery(notebooks: list[Path], collected: dict[str, Any]) -> str:
     ):
         mine = [c for c in unique if c.verdict == verdict and c.role != "scope"]
         if mine:
-            lines += [f"## {title} ({len(mine)})", "", text, "", *_claims_table(mine), ""]
+            lines += [f"## {title} ({len(mine)})", "", text, "", *_claims_list(mine), ""]
     for nb in notebooks:
         name = nb.stem
         led, figs = ledgers[name], figures[name]
