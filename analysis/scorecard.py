@@ -24,6 +24,12 @@ from analysis.ledger import DISAGREES_WITH, VERDICTS, Claim, unique_claims
 from analysis.papers import PAPERS, paper
 
 FORMAT = 1  # bump when the layout of papers.json changes
+# the statement rule of the module docstring, as papers.json states it
+RULE = (
+    "A statement disagrees when any of its claims disagrees; else agrees when any agrees (claims out of scope or "
+    "undecided beside them are counted in its line); else is undecided when any is undecided; else is out of scope "
+    "(every run was outside the statement's hypotheses). Scope checks are not statements."
+)
 
 
 def statement_verdict(verdicts: Iterable[str]) -> str:
@@ -116,7 +122,7 @@ def scorecard(
         f"{len(papers_out)} papers, {n_st} statements: {totals['agrees']} agree, {totals['disagrees']} disagree, "
         f"{totals['undecided']} undecided, {totals['out_of_scope']} out of scope"
     )
-    return {"format": FORMAT, "rule": __doc__.split("\n\n")[1].strip(), "headline": headline, "papers": papers_out}
+    return {"format": FORMAT, "rule": RULE, "headline": headline, "papers": papers_out}
 
 
 def statement_line(verdict: str, claims: list[dict[str, Any]]) -> str:

@@ -112,8 +112,6 @@ def declarations_of(name: str) -> Any:
     modules = {**package_probes(), **env_probes(), **{m: f"{PACKAGE}.{m}" for m in COMPANION_MODULES}}
     if isinstance(name, str) and name in modules:
         importlib.import_module(modules[name])
-    elif isinstance(name, str) and name in _registered:
-        pass
     decl = declarations(name) if isinstance(name, str) else None
     if decl is None:
         known = ", ".join(sorted(load_declarations()))

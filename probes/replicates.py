@@ -35,7 +35,7 @@ from analysis.progress import bar
 from analysis.validation import check_int
 from probes.base import Result, _resolve, _resolve_config, cache_key, cached_run
 
-__all__ = ["Replicates", "replicate_configs", "replicated_run", "worst_of"]
+__all__ = ["Replicates", "replicate_configs", "replicated_run", "takes_worst", "worst_of"]
 
 
 @dataclass(frozen=True)
@@ -122,6 +122,12 @@ def replicated_run(
     return Replicates(module, tuple(results))
 
 
+def takes_worst(claim: Claim) -> bool:
+    """True for a claim that must hold on every model, so :func:`worst_of` its replicates stands for all: an
+    identity, a bound, or a scope check measured as a bound."""
+    return claim.role in ("identity", "bound") or (claim.role == "scope" and claim.kind == "bound")
+
+
 def worst_of(claims: list[Claim]) -> Claim:
     """The record of an identity or a bound measured once per replicate: it must hold on every model, so the
     replicate's record that is furthest from holding stands for all (an unmeasured one first, then a failing
@@ -135,7 +141,7 @@ def worst_of(claims: list[Claim]) -> Claim:
     if len(claims) == 1:
         return claims[0]
     first = claims[0]
-    if first.role not in ("identity", "bound") and not (first.role == "scope" and first.kind == "bound"):
+    if not takes_worst(first):
         raise ValueError(
             f"worst_of takes identities and bounds (a scope check's too), got the {first.role} {first.name!r}"
         )

@@ -75,6 +75,7 @@ def test_statements_group_their_runs_and_follow_the_rule(ledger):
     assert dong["statements"][0]["verdict"] == "disagrees"
     assert dong["line"] == "1 disagree (with papers' results)"
     assert doc["headline"] == "2 papers, 2 statements: 1 agree, 1 disagree, 0 undecided, 0 out of scope"
+    assert "disagrees when any of its claims disagrees" in doc["rule"]  # papers.json states its rule
     rows = scorecard.table(doc)
     assert len(rows) == 4 and rows[2].startswith("| `000#1` The prompt-forgetting")
 

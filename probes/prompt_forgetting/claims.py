@@ -20,7 +20,7 @@ from probes.prompt_forgetting.alpha_claims import (
 )
 from probes.prompt_forgetting.config import NAME, NORM_EPS, Config
 from probes.prompt_forgetting.laws import bound_constants
-from probes.replicates import worst_of
+from probes.replicates import takes_worst, worst_of
 
 
 def claims(
@@ -53,11 +53,6 @@ def check_claims(result: Result) -> Ledger:
     return claims(result.config, result.data, result.scalars, _own_model(result))
 
 
-def _worst_over_seeds(c) -> bool:
-    """Identities and bounds (a scope check's bound too) must hold on every model: the worst replicate stands."""
-    return c.role in ("identity", "bound") or (c.role == "scope" and c.kind == "bound")
-
-
 def check_claims_over(results) -> Ledger:
     """The ledger of replicates of one design at independent seeds (:mod:`probes.replicates`): the alpha
     claims over the seeds (their spread is the band), every identity and bound the worst replicate's
@@ -76,7 +71,7 @@ def check_claims_over(results) -> Ledger:
     r0, own = rs[0], _own_model(rs[0])
     led = claims(r0.config, r0.data, r0.scalars, own, replicates=rs)
     per = [check_claims(r) for r in rs]
-    out = [worst_of([p[c.name] for p in per]) if _worst_over_seeds(c) and c.name in per[0] else c for c in led.claims]
+    out = [worst_of([p[c.name] for p in per]) if takes_worst(c) and c.name in per[0] else c for c in led.claims]
     return Ledger(NAME, preset=r0.config.preset_name, claims=out)
 
 
