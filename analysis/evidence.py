@@ -41,12 +41,22 @@ a verdict that last-bit rounding of another CPU can flip is not evidence. A clai
 is judged on the rounding check alone.
 With a stability below 0.8 the measurement lies within about one SE of its band's edge: another set of
 seeds would give the other verdict one time in five or more.
+**Sequential replicates.** A claim whose band straddles its decision is not reported as a grey zone: its
+declaration (:class:`analysis.specs.ClaimSpec` ``looks``) may name the replicate counts at which it is judged,
+``(n_1, ..., n_K)``; a run at ``n_k`` whose claim is undecided is run again at ``n_(k+1)``
+(:func:`probes.sequential.decided_run`), up to ``n_K``, the budget. Looking ``K`` times at a growing sample
+at 95% each would exclude a true value more often than 5%, so each look's band is at the per-look coverage
+:func:`sequential_coverage` ``(looks)``: the constant coverage at which a true value is excluded at *any* of the
+``K`` looks with probability 5% (Pocock's design; computed by simulating Gaussian replicate paths with a fixed
+seed, :data:`SEQUENTIAL_PATHS` of them). The overall error rate of every claim, sequential or not, is therefore
+the one :data:`COVERAGE`; :func:`sequential_error` gives the simulated rate of any per-look coverage.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
+from functools import lru_cache
 from typing import NamedTuple
 
 import numpy as np
@@ -58,6 +68,7 @@ RESAMPLES = 2000  # quantile points of the parametric bootstrap (deterministic)
 # Relative perturbation of a measurement standing for another platform's rounding: 4x the largest relative
 # move (2.4e-5) seen when the summation order of a float32 probe changed (attention blocks of 1024 -> 256 rows).
 ROUNDING_RTOL = 1e-4
+SEQUENTIAL_PATHS = 200_000  # simulated Gaussian replicate paths behind sequential_coverage (fixed seed)
 SEED_SPACE = (2**24, 2**30)  # where replicate seeds i >= 1 lie: above any seed a user types, below MAX_SEED
 
 
@@ -95,6 +106,81 @@ def family_coverage(family: int, coverage: float = COVERAGE) -> float:
             f"family must be an integer >= 1 (the number of cases the worst is taken over), got {family!r}"
         )
     return float(coverage ** (1.0 / int(family)))
+
+
+def check_looks(looks) -> tuple[int, ...]:
+    """``looks`` as a tuple of replicate counts: integers >= 2, strictly increasing (``ValueError`` otherwise)."""
+    if isinstance(looks, str | bytes) or not hasattr(looks, "__iter__"):
+        raise ValueError(f"looks must be increasing replicate counts >= 2, got {looks!r}")
+    out = tuple(looks)
+    if not out or any(isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 2 for n in out):
+        raise ValueError(f"looks must be increasing replicate counts >= 2, got {looks!r}")
+    if any(b <= a for a, b in zip(out, out[1:], strict=False)):
+        raise ValueError(f"looks must be strictly increasing, got {looks!r}")
+    return tuple(int(n) for n in out)
+
+
+@lru_cache(maxsize=64)
+def _paths(n_max: int) -> np.ndarray:
+    """:data:`SEQUENTIAL_PATHS` standard-normal replicate paths of length ``n_max`` (a fixed seed)."""
+    rng = np.random.default_rng(np.random.SeedSequence([0x5E9, n_max]))
+    return rng.standard_normal((SEQUENTIAL_PATHS, n_max))
+
+
+@lru_cache(maxsize=64)
+def _look_t(looks: tuple[int, ...]) -> np.ndarray:
+    """``|mean| / SE`` of every simulated path at every look, shape ``(paths, looks)``, truth 0."""
+    x = _paths(looks[-1])
+    c = np.cumsum(x, axis=1)
+    c2 = np.cumsum(x * x, axis=1)
+    out = np.empty((x.shape[0], len(looks)))
+    for j, n in enumerate(looks):
+        mean = c[:, n - 1] / n
+        var = (c2[:, n - 1] - n * mean * mean) / (n - 1)
+        out[:, j] = np.abs(mean) / np.sqrt(np.maximum(var, 0.0) / n)
+    return out
+
+
+def sequential_error(looks, coverage_per_look: float) -> float:
+    """The simulated probability that a true value falls outside the band at any of ``looks`` (replicate counts,
+    each band the Student-t band at ``coverage_per_look`` over the replicates so far): the error rate of a
+    sequential design (module docstring) whose bands are at that coverage."""
+    looks = check_looks(looks)
+    if not 0 < coverage_per_look < 1:
+        raise ValueError(f"coverage_per_look must be in (0, 1), got {coverage_per_look!r}")
+    k = np.array([t_multiple(n - 1, coverage_per_look) for n in looks])
+    return float(np.mean((_look_t(looks) > k).any(axis=1)))
+
+
+@lru_cache(maxsize=256)
+def _sequential_coverage(looks: tuple[int, ...], coverage: float) -> float:
+    if len(looks) == 1:
+        return coverage
+    lo, hi = coverage, 1 - (1 - coverage) / len(looks) / 4  # Bonferroni's per-look coverage errs below 1 - coverage
+    for _ in range(40):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if sequential_error(looks, mid) > 1 - coverage else (lo, mid)
+    return hi
+
+
+def sequential_coverage(looks, coverage: float = COVERAGE) -> float:
+    """The per-look coverage of a sequential design judged at the replicate counts ``looks``: the smallest at which
+    a true value leaves the band at any look with probability at most ``1 - coverage`` (module docstring). One look:
+    ``coverage`` itself. Deterministic (a fixed simulation): 0.9812 for looks (3, 6, 12), where 95% at each look
+    would exclude a true value at some look 12% of the time."""
+    looks = check_looks(looks)
+    if not 0 < coverage < 1:
+        raise ValueError(f"coverage must be in (0, 1), got {coverage!r}")
+    return _sequential_coverage(looks, float(coverage))
+
+
+def next_look(looks, n: int) -> int | None:
+    """The replicate count of the look after a run at ``n`` replicates; None at the last look or off the schedule
+    (a run whose count is not one of ``looks`` is judged as it is)."""
+    looks = check_looks(looks)
+    if n not in looks or n == looks[-1]:
+        return None
+    return looks[looks.index(n) + 1]
 
 
 def mean_se(values: Iterable[float]) -> MeanSE:

@@ -78,7 +78,7 @@ from typing import Any
 from analysis import evidence
 from analysis.evidence import COVERAGE, ROUNDING_RTOL, STABLE_AT
 from analysis.io import atomic_write_json
-from analysis.specs import RECORDED_AS, TESTS, declarations
+from analysis.specs import RECORDED_AS, TESTS, declarations, spec_for
 from analysis.validation import check_choice, check_float
 
 ROLES = ("identity", "prediction", "bound", "paper", "scope")
@@ -395,14 +395,18 @@ class Ledger:
             figure=figure,
         )
         if ci is not None:
+            self._no_looks(name, "a CI")
             return self._predict_ci(name, measured, e, ci, coverage, within_run, alt, statement, common)
         if atol is not None:
             if within_run is not None or dof is not None or coverage is not None:
                 raise ValueError("a criterion band (atol/rtol) takes no within_run, dof or coverage")
+            self._no_looks(name, "a criterion band")
             extra = {"policy": "criterion"}
             m = _as_measured(measured)
         else:
-            m, atol, extra = _t95_band(measured, replicates, se, dof, within_run, coverage, family)
+            looks = self._looks(name, within_run)
+            m, atol, extra = _t95_band(measured, replicates, se, dof, within_run, coverage, family, looks)
+            why = _looks_why(why, looks, family)
             rtol = 0.0
         return self.close(
             name,
@@ -486,6 +490,7 @@ class Ledger:
         if ci is not None:
             if family is not None:
                 raise ValueError("family needs an SE band (replicates, or se with dof): a CI cannot widen")
+            self._no_looks(name, "a CI")
             m = _as_measured(measured)
             lo, hi = _ci(ci)
             _check_coverage(coverage)
@@ -497,7 +502,9 @@ class Ledger:
             }
             consistent = lo <= a <= hi
         else:
-            m, near, tol = _t95_band(measured, replicates, se, dof, within_run, coverage, family)
+            looks = self._looks(name, within_run)
+            m, near, tol = _t95_band(measured, replicates, se, dof, within_run, coverage, family, looks)
+            why = _looks_why(why, looks, family)
             consistent = _finite(m) and abs(m - a) <= near
         tol["within_run"] = _within_run(within_run)
         ok = _finite(m) and math.isfinite(near) and near >= 0
@@ -1060,6 +1067,23 @@ class Ledger:
             paper=paper,
         )
 
+    def _looks(self, name: str, within_run: str | None) -> tuple[int, ...]:
+        """The declared looks of claim ``name`` (:class:`analysis.specs.ClaimSpec`), () without a sequential design;
+        a within-run SE is not a band over seeds, so a declared design refuses it."""
+        spec = spec_for(self.context, name)
+        looks = spec.looks if spec is not None else ()
+        if looks and within_run is not None:
+            raise ValueError(
+                f"claim {name!r} declares looks over seeds: its band must come from replicates, not a within-run SE"
+            )
+        return looks
+
+    def _no_looks(self, name: str, what: str) -> None:
+        if self._looks(name, None):
+            raise ValueError(
+                f"claim {name!r} declares looks over seeds: {what} cannot take the per-look coverage; pass replicates"
+            )
+
     def _declared(self, name: str, role: str, triage: dict | None) -> tuple[str, dict | None, dict[str, Any]]:
         """The role, triage and declared fields of claim ``name`` as its probe declares it
         (:mod:`analysis.specs`): a scope check is recorded with role ``"scope"``, its declared scope checks join
@@ -1435,22 +1459,30 @@ def verdict_of(claim: Claim, lookup) -> tuple[str, str]:
 
 def what_would_decide(claim: Claim) -> str:
     """For an undecided claim: why its evidence cannot decide, and how many times the replicates or draws would
-    (the band narrows as one over the square root of their number), where the band says."""
+    (the band narrows as one over the square root of their number), where the band says; for a claim with a
+    sequential design, whether its next look runs or its budget is spent."""
     if not _finite(claim.measured):
         return f"the measurement is not finite ({_fmt(claim.measured)}): a numerical failure of the run, not evidence"
     factor = samples_to_decide(claim)
     alt = claim.alternative or {}
+    n = claim.tolerance.get("n")  # the replicates behind a t band (None for a within-run SE or a CI)
     if factor is None:
         if alt and isinstance(claim.expected, int | float) and alt.get("value") == claim.expected:
             return "prediction and alternative coincide: no amount of data separates them"
-        return "its band holds both the statement and its alternative; a narrower band would decide it"
-    n = claim.tolerance.get("n")  # the replicates behind a t band (None for a within-run SE or a CI)
-    unit = "independent seeds" if isinstance(n, int) else "samples (draws or inputs)"
-    now = f" ({n} now, about {math.ceil(n * factor)} needed)" if isinstance(n, int) else ""
-    return (
-        f"the band holds both the statement and the alternative ({alt.get('hypothesis', 'its alternative')}): "
-        f"about {factor:.2g}x as many {unit}{now} would separate them"
-    )
+        text = "its band holds both the statement and its alternative; a narrower band would decide it"
+    else:
+        unit = "independent seeds" if isinstance(n, int) else "samples (draws or inputs)"
+        now = f" ({n} now, about {math.ceil(n * factor)} needed)" if isinstance(n, int) else ""
+        text = (
+            f"the band holds both the statement and the alternative ({alt.get('hypothesis', 'its alternative')}): "
+            f"about {factor:.2g}x as many {unit}{now} would separate them"
+        )
+    looks = claim.tolerance.get("looks")
+    if looks and n == looks[-1]:
+        text += f"; its sequential design's budget ({n} seeds, looks {', '.join(map(str, looks))}) is spent"
+    elif looks and n in looks:
+        text += f"; its sequential design runs it again at {looks[looks.index(n) + 1]} seeds (probes.decided_run)"
+    return text
 
 
 def samples_to_decide(claim: Claim) -> float | None:
@@ -1728,19 +1760,36 @@ def _band_inputs(measured, replicates, se, dof, within_run, coverage) -> tuple:
 
 
 def _t95_band(
-    measured, replicates, se, dof, within_run, coverage, family=None
+    measured, replicates, se, dof, within_run, coverage, family=None, looks=()
 ) -> tuple[float | None, float, dict[str, Any]]:
     """``(measured, half-width, tolerance record)`` of the policy's t band (nan half-width when unmeasured);
-    with ``family`` at the Sidak per-case coverage."""
+    with ``family`` at the Sidak per-case coverage, with ``looks`` (a sequential design) at the per-look coverage
+    that keeps it (:func:`analysis.evidence.sequential_coverage`)."""
     m, se_f, dof_f, n = _band_inputs(measured, replicates, se, dof, within_run, coverage)
     per_case = COVERAGE if family is None else evidence.family_coverage(family)
-    k = _t_or_nan(dof_f, per_case)
+    per_look = evidence.sequential_coverage(looks, per_case) if looks else per_case
+    k = _t_or_nan(dof_f, per_look)
     half = k * se_f if math.isfinite(se_f) and se_f >= 0 and math.isfinite(k) else math.nan
     tol = {"policy": "t95", "coverage": COVERAGE, "k": _float_to_json(k), "se": _float_to_json(se_f)}
     tol.update(dof=_dof_json(dof_f), n=n, within_run=_within_run(within_run))
     if family is not None:
         tol.update(family=int(family), coverage_per_case=per_case)
+    if looks:
+        tol.update(looks=list(looks), coverage_per_look=per_look)
     return m, half, tol
+
+
+def _looks_why(why: str, looks: tuple[int, ...], family: Any) -> str:
+    """``why`` with the note of a sequential design's per-look band."""
+    if not looks:
+        return why
+    per_case = COVERAGE if family is None else evidence.family_coverage(family)
+    per_look = evidence.sequential_coverage(looks, per_case)
+    return (
+        f"{why}; a sequential design judged at {', '.join(map(str, looks))} seeds (run again at the next while "
+        f"undecided): each look at coverage {per_look:.4f}, so that a true value is excluded at any look with "
+        f"probability {1 - per_case:.2g}"
+    )
 
 
 def _family_why(why: str, family: Any) -> str:

@@ -27,6 +27,12 @@ Fields:
   construction (a pretrained network where the law needs i.i.d. logits, a tiny network where the paper measured
   large ones): its claims are ``out_of_scope``, their measurements shown as exploration.
 * ``quantity``: what is measured, with its units (optional; the record's statement says it too).
+* ``replicates`` and ``looks``: a sequential design (:mod:`analysis.evidence`, "Sequential replicates"). ``looks``
+  are the replicate counts at which the claim is judged, the last its budget; ``replicates`` the probe's config
+  field that counts them (its full-preset default is the first look). A run at one look whose claim is undecided
+  is run again at the next (:func:`probes.sequential.decided_run`); every look's band is at the per-look coverage
+  that keeps the claim's overall error rate at 95%. For predictions, signs, laws and scope checks judged over
+  seeds.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+from analysis.evidence import check_looks
 from analysis.papers import paper as _paper
 
 TESTS = ("paper", "derivation", "toy_model", "software")
@@ -63,6 +70,8 @@ class ClaimSpec:
     paper: str | None = None
     scope: tuple[str, ...] | str = ()
     quantity: str = ""
+    replicates: str = ""
+    looks: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         name = self.name
@@ -112,6 +121,30 @@ class ClaimSpec:
             raise ValueError(f"{where}: a claim cannot be its own scope check")
         if not isinstance(self.quantity, str):
             raise ValueError(f"{where}: quantity must be a string, got {self.quantity!r}")
+        self._check_design(where)
+
+    def _check_design(self, where: str) -> None:
+        """``replicates`` and ``looks`` come together, on a comparison judged by a band over seeds."""
+        if not isinstance(self.replicates, str) or (self.replicates and not self.replicates.isidentifier()):
+            raise ValueError(
+                f"{where}: replicates must be the config field that counts the seeds, got {self.replicates!r}"
+            )
+        if bool(self.replicates) != bool(self.looks):
+            raise ValueError(
+                f"{where}: a sequential design needs both replicates (the config field) and looks "
+                "(the replicate counts judged)"
+            )
+        if not self.looks:
+            return
+        try:
+            object.__setattr__(self, "looks", check_looks(self.looks))
+        except ValueError as err:
+            raise ValueError(f"{where}: {err}") from None
+        if self.comparison not in ("prediction", "sign", "law", "scope"):
+            raise ValueError(
+                f"{where}: looks take a prediction, sign, law or scope check judged over seeds, not a "
+                f"{self.comparison!r} comparison"
+            )
 
     @property
     def outside(self) -> bool:
@@ -122,6 +155,11 @@ class ClaimSpec:
     def scope_checks(self) -> tuple[str, ...]:
         """The names of the scope checks this claim needs (empty when the run meets them by construction)."""
         return self.scope if isinstance(self.scope, tuple) else ()
+
+    @property
+    def budget(self) -> int | None:
+        """The most replicates the claim may take (its last look), or None without a sequential design."""
+        return self.looks[-1] if self.looks else None
 
     def matches(self, name: str) -> bool:
         """True when ``name`` is this declaration's name, its placeholders filled in."""
@@ -140,6 +178,7 @@ class ClaimSpec:
             "statement": self.statement,
             "scope": list(self.scope) if isinstance(self.scope, tuple) else self.scope,
             "quantity": self.quantity,
+            **({"replicates": self.replicates, "looks": list(self.looks)} if self.looks else {}),
         }
 
 
@@ -155,6 +194,8 @@ def describe(specs: Iterable[ClaimSpec], details: bool = False) -> str:
             lines.append(f"    scope: {scope or '(none needed)'}")
             if s.quantity:
                 lines.append(f"    quantity: {s.quantity}")
+            if s.looks:
+                lines.append(f"    looks: {', '.join(map(str, s.looks))} replicates ({s.replicates})")
     return "\n".join(lines)
 
 

@@ -22,6 +22,8 @@ Typical use::
     result.ledger.summary()
     ds = probes.sweep("prompt_forgetting", {"layers": [1, 2]}, preset="smoke", seeds=range(3))  # Dataset (layers, seed)
 
+``probes.decided_run(name, config)`` is ``cached_run`` after the sequential design of the claims that declare one
+(an undecided claim run again at its next replicate count, :mod:`probes.sequential`): what the notebooks run.
 ``probes.replicated_run(name, config, n)`` runs one configuration at ``n`` independent seeds and judges
 the probe's claims over them (:mod:`probes.replicates`). ``probes.sweep`` runs one probe over a grid of config
 values, serially or on a Dask cluster (see
@@ -52,6 +54,7 @@ from probes.base import (
 )
 from probes.registry import available
 from probes.replicates import Replicates, replicated_run
+from probes.sequential import decided_run
 from probes.studies import Study, run_study, study_configs
 from probes.sweep import sweep, sweep_results
 
@@ -66,6 +69,7 @@ __all__ = [
     "available",
     "cache_key",
     "cached_run",
+    "decided_run",
     "check_model_compat",
     "description",
     "get",

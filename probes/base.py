@@ -493,6 +493,9 @@ class Result:
         if self.from_cache:
             head += ", from cache"
         lines = [head]
+        for look in self.meta.get("sequential", ()):  # probes.sequential: a look taken for undecided claims
+            moved = ", ".join(f"{f} {look['from'][f]} -> {n}" for f, n in look["to"].items())
+            lines.append(f"sequential design: {moved} ({len(look['undecided'])} claim(s) undecided)")
         if self.scalars:
             lines.append("scalars:")
             width = max(len(k) for k in self.scalars)

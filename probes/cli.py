@@ -35,7 +35,9 @@ it to PATH atomically, into a folder that must exist (checked, like every output
 imported: a mistyped folder exits 2 at once). The JSON holds ``probe``, ``version``, ``preset``,
 ``config``, ``scalars``, ``arrays`` (nested lists with their ``dims``), ``coords``, ``checks`` (one dict per claim) and
 ``check_summary``. ``--save DIR`` also writes the full result folder (see ``probes.base.Result``);
-``--cache`` reads and writes the content-addressed result cache, as notebooks do.
+``--cache`` reads and writes the content-addressed result cache, as notebooks do. A claim declared with a
+sequential design (:mod:`probes.sequential`) that is undecided at its first look runs again at its next replicate
+count, as in the notebooks; the JSON's ``meta["sequential"]`` and the printed config show the looks taken.
 
 ``sweep`` runs the probe at every point of a grid of config values (``--grid``, repeatable, and
 ``--seeds``), each point through the result cache, serially or on Dask workers, and writes one
@@ -110,13 +112,13 @@ from probes.base import (
     ModelIncompatibleError,
     ProbeConfig,
     Result,
-    cached_run,
     check_model_compat,
     description,
     run_probe,
 )
 from probes.options import add_options
 from probes.parts import describe as describe_parts
+from probes.sequential import decided_run
 from probes.sweep import (
     SEED_FIELD,
     SWEEP_OPTIONS,
@@ -564,13 +566,16 @@ def _run(module: Any, name: str, args: list[str]) -> int:
             return 1
     elif ns.cache:
         try:
-            result = cached_run(module, config, progress=progress)
+            result = decided_run(module, config, progress=progress)
         except OSError as e:  # a read-only or full cache: refused before computing, or the entry not written
             print(f"probes: error: --cache: {' '.join(str(e).split())}", file=sys.stderr)
             return 1
     else:
         try:
-            result = run_probe(module, config, model=model, progress=progress)
+            if model is None:  # the sequential design's looks, each computed afresh
+                result = decided_run(module, config, progress=progress, cache=False)
+            else:
+                result = run_probe(module, config, model=model, progress=progress)
         except ModelIncompatibleError as e:  # the model lacks what the probe needs; anything else is a bug
             if model is None:
                 raise

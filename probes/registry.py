@@ -33,6 +33,7 @@ FRAMEWORK_MODULES = frozenset(
         "parts",
         "registry",
         "replicates",
+        "sequential",
         "studies",
         "sweep",
     }

@@ -521,6 +521,7 @@ def test_sigkill_of_make_figures_leaves_no_half_written_figure(tmp_path):
         [
             "01_tiny.claims.json",
             "README.md",
+            "claims",
             "claims.json",
             "papers.json",
             *(f"tiny_{x}.{ext}" for x in "ab" for ext in ("json", "png", "svg")),
@@ -591,6 +592,7 @@ def test_sigkill_of_make_figures_while_a_notebook_runs(tmp_path):
         [
             "01_tiny.claims.json",
             "README.md",
+            "claims",
             "claims.json",
             "papers.json",
             *(f"tiny_{x}.{ext}" for x in "ab" for ext in ("json", "png", "svg")),

@@ -179,6 +179,11 @@ def test_failures_are_reported(throwaway, first_run):
     assert make_figures(*_args(root, "--collect-only")).returncode == 0
     assert make_figures(*_args(root, "--collect-only", "--strict")).returncode == 1
     assert "![ok_line](ok_line.png)" in gallery and "## 03_raises" in gallery
+    # each notebook's claims, figure by figure, on its own page; the gallery links them and counts verdicts
+    page = (figs / "claims" / "01_ok.md").read_text()
+    assert "| verdict | tests | claim | statement | why this verdict | paper |" in page
+    assert "[claims/01_ok.md](claims/01_ok.md)" in gallery and "| verdict |" not in gallery
+    assert not (figs / "claims" / "03_raises.md").exists()  # no ledger, no page
     manifest = json.loads((root / "build" / "manifest.json").read_text())
     assert manifest["total_wall_s"] > 0
     assert {n: r["status"] for n, r in manifest["notebooks"].items()} == {

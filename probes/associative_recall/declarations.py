@@ -11,6 +11,8 @@ _MEMORY_SCOPE = (
     "by construction: keys uniform on the unit sphere and independent unit values, written through the mixer's own "
     "code in float64 (no weights), exactly the closed form's hypotheses"
 )
+# the MQAR seeds: an undecided comparison of mixers at 5 seeds runs again at 10, then 20 (probes.sequential)
+_MQAR_LOOKS = (5, 10, 20)
 _MQAR_SCOPE = (
     "not checked: the paper's recall comparisons are of language models at scale; the run trains 2-layer, d_model 64, "
     "attention-only models for 600 steps on MQAR (paired layout), 5 replicate seeds"
@@ -140,6 +142,8 @@ DECLARED = declare(
         statement="the delta rule is «more effective at associative recall» than the additive linear-attention update",
         scope=_MQAR_SCOPE,
         quantity="per-seed difference of held-out MQAR accuracies, delta minus additive",
+        replicates="train_seeds",
+        looks=_MQAR_LOOKS,
     ),
     ClaimSpec(
         name="softmax_beats_delta_N{n}",
@@ -151,6 +155,8 @@ DECLARED = declare(
         "than the delta rule",
         scope=_MQAR_SCOPE,
         quantity="per-seed difference of held-out MQAR accuracies, softmax minus delta",
+        replicates="train_seeds",
+        looks=_MQAR_LOOKS,
     ),
     ClaimSpec(
         name="additive_collapses_past_d_key",

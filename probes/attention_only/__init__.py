@@ -68,7 +68,7 @@ from probes.attention_only.config import SEED_CONV, SEED_KV, SEED_RANK, SEED_SAN
 from probes.attention_only.convolution import pattern_floor
 from probes.attention_only.deep import loss_spikes
 from probes.attention_only.induction import FAILS, MODELS, SOLVED
-from probes.attention_only.matched import SAN_GAP, second_half_change, stable_rank
+from probes.attention_only.matched import SAN_GAP, SAN_PAPER_GAP, gap_slopes, second_half_change, stable_rank
 from probes.attention_only.models import SAN_MODELS
 from probes.attention_only.nearest_neighbour import (
     NN_HALF,
@@ -109,6 +109,8 @@ __all__ = [
     "PARTS",
     "REQUIRES",
     "SAN_GAP",
+    "SAN_PAPER_GAP",
+    "gap_slopes",
     "SAN_MODELS",
     "SEED_CONV",
     "SEED_KV",

@@ -31,6 +31,7 @@ class Config(ProbeConfig):
         "matched_seeds": 2,
         "matched_eval_batches": 1,
         "matched_snapshots": 2,
+        "trend_widths": (4,),
         "deep_layers": 3,
         "deep_width": 8,
         "deep_seq_len": 8,
@@ -122,6 +123,14 @@ class Config(ProbeConfig):
         maximum=64,
         key="san_snapshots",
     )
+    trend_widths: tuple[int, ...] = param(
+        (16, 64),
+        "attention-only networks: further widths d at which the standard and the matched attention-only model are "
+        "trained (the matched gap's trend with width)",
+        minimum=2,
+        maximum=256,
+        key="san_trend_widths",
+    )
     deep_layers: int = param(48, "deep stacks: depth of the attention-only stacks", minimum=1, maximum=96)
     deep_width: int = param(32, "deep stacks: width d", minimum=2, maximum=128)
     deep_heads: int = param(2, "deep stacks: heads", minimum=1, maximum=8)
@@ -130,7 +139,11 @@ class Config(ProbeConfig):
     deep_steps: int = param(200, "deep stacks: updates (Adam, constant lr, no warm-up, no clipping)", minimum=1)
     deep_lr: float = param(1e-3, "deep stacks: Adam learning rate (torch's default)", minimum=1e-6, maximum=1.0)
     deep_seeds: int = param(
-        3, "deep stacks: seeds per QK-norm setting (replicate_seed(seed, i); ~33 s per seed)", minimum=1, maximum=16
+        3,
+        "deep stacks: seeds per QK-norm setting (replicate_seed(seed, i); ~33 s per seed; undecided claims run again "
+        "at 8, then 24: probes.sequential)",
+        minimum=1,
+        maximum=32,
     )
     spike_window: int = param(20, "loss spikes: trailing window of earlier updates", minimum=2, maximum=1000)
     spike_k: float = param(6.0, "loss spikes: threshold in scaled MADs above the window's median", minimum=0.5)
@@ -150,6 +163,14 @@ class Config(ProbeConfig):
                 raise ValueError(
                     f"{prefix}_width / {prefix}_heads must be an even integer (RoPE), got {width} / {heads}"
                 )
+        for w in self.trend_widths:
+            if w == self.matched_width or w % self.matched_heads or (w // self.matched_heads) % 2:
+                raise ValueError(
+                    f"trend_widths must differ from matched_width ({self.matched_width}) and divide by "
+                    f"matched_heads ({self.matched_heads}) into an even head size (RoPE), got {w}"
+                )
+        if len(set(self.trend_widths)) != len(self.trend_widths):
+            raise ValueError(f"trend_widths must be distinct, got {list(self.trend_widths)}")
         if self.matched_snapshots % 2 or self.matched_snapshots > self.matched_steps:
             raise ValueError(
                 f"matched_snapshots must be even (the second half starts at a checkpoint) and <= matched_steps "

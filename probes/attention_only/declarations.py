@@ -28,9 +28,12 @@ _CONV_LAYER = (
     "no residual, no MLP: linear) and the error is their exact population error on white Gaussian inputs over the "
     "rows t >= K - 1, as the derivation assumes"
 )
+# the deep stacks' seeds: an undecided growth or loss claim at 3 seeds runs again at 8, then 24 (probes.sequential)
+_DEEP_LOOKS = (3, 8, 24)
 _SAN_SCALE = (
     "not checked: the paper's regime (6M-87M parameters, up to 105B tokens of web text) is not the run's; here "
-    "width-32 models trained 300 updates on a character corpus, the matched depth derived from the parameter count"
+    "width-32 models (16 and 64 for the trend with width) trained 300 updates on a character corpus, the matched "
+    "depth derived from the parameter count"
 )
 _STABLE_RANK = (
     "not checked: the paper reads weight spectra of models pretrained at scale; here the stable rank of width-32 "
@@ -249,6 +252,17 @@ DECLARED = declare(
         quantity="paired held-out loss, attention-only minus standard, per seed (nats)",
     ),
     ClaimSpec(
+        name="san_matched_gap_falls_with_width",
+        tests="paper",
+        comparison="sign",
+        paper="004#1",
+        statement="the matched gap «0.006 nats (0.27 percent of loss)» is measured at 6M-87M parameters: re-run on "
+        "tiny models, the finding is approached only if the gap falls as the models grow (its trend over the widths "
+        "the zoo reaches)",
+        scope=_SAN_SCALE,
+        quantity="per-seed least-squares slope of the matched held-out loss gap in log2 width (nats per doubling)",
+    ),
+    ClaimSpec(
         name="san_matched_params_gap_within_seed_range",
         tests="paper",
         comparison="range",
@@ -285,6 +299,8 @@ DECLARED = declare(
         statement="attention logits grow during training without QK-layernorm (attention logit growth), the "
         "instability QK-layernorm mitigates",
         quantity="per-seed ln(max |logit| over the last 10% of updates / at init), without QK-norm",
+        replicates="deep_seeds",
+        looks=_DEEP_LOOKS,
     ),
     ClaimSpec(
         name="deep_max_logit_grows_more_without_qknorm",
@@ -293,6 +309,8 @@ DECLARED = declare(
         paper="wortsman2023",
         statement="QK-layernorm mitigates attention logit growth: the max logit grows more without it",
         quantity="per-seed ln-growth of the max |logit| without minus with QK-norm",
+        replicates="deep_seeds",
+        looks=_DEEP_LOOKS,
     ),
     ClaimSpec(
         name="deep_no_qknorm_loss_spikes",
@@ -321,6 +339,8 @@ DECLARED = declare(
         statement=f"{_Q_QKNORM}: after the same updates the stack with QK-norm reaches a lower held-out loss",
         scope=("deep_max_logit_grows_more_without_qknorm",),
         quantity="paired held-out loss without minus with QK-norm, per seed (nats)",
+        replicates="deep_seeds",
+        looks=_DEEP_LOOKS,
     ),
     ClaimSpec(
         name="sr_wo_still_grows",

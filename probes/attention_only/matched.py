@@ -36,9 +36,11 @@ FIELDS = (
     "matched_seeds",
     "matched_eval_batches",
     "matched_snapshots",
+    "trend_widths",
     "training",
 )
 
+SAN_PAPER_GAP = 0.006  # 004#1: the matched-parameter gap at 6M-87M parameters (nats)
 SAN_GAP = 0.05  # issue 17 / 004#1: a standard and an attention-only model with equal parameters differ by <= 0.05 nats
 
 
@@ -135,6 +137,46 @@ def measure_san(config: Config, progress: bool) -> dict[str, np.ndarray]:
     return out
 
 
+def trend_widths(config: Config) -> list[int]:
+    """The widths of the matched gap's trend, ascending: ``matched_width`` and ``trend_widths``."""
+    return sorted({config.matched_width, *config.trend_widths})
+
+
+def trend_params(config: Config) -> np.ndarray:
+    """(width, standard | attention_only) the parameter counts of the two models at every width of
+    :func:`trend_widths` (the attention-only depth matched at each width)."""
+    vocab = san_task(config).vocab_size
+    return np.array(
+        [
+            [TinyTransformer(san_model_config(config, m, vocab, width=w)).num_params() for m in SAN_MODELS[:2]]
+            for w in trend_widths(config)
+        ],
+        dtype=np.float64,
+    )
+
+
+def measure_trend(config: Config, loss: np.ndarray, progress: bool) -> np.ndarray:
+    """(width, standard | attention_only, seed) held-out loss at every width of :func:`trend_widths`: the matched
+    width's from ``loss`` (:func:`measure_san`'s), the others trained by the same recipe and seeds, the
+    attention-only depth matched at each width."""
+    widths = trend_widths(config)
+    task = san_task(config)
+    out = np.full((len(widths), 2, config.matched_seeds), np.nan)
+    jobs = [(w, i, s) for w in widths for i in range(2) for s in range(config.matched_seeds)]
+    for w, i, s in bar(jobs, desc="attention_only: matched gap over widths", progress=progress):
+        k = widths.index(w)
+        if w == config.matched_width:
+            out[k, i, s] = loss[i, s]
+            continue
+        seed = replicate_seed(config.seed, s)
+        mc = san_model_config(config, SAN_MODELS[i], task.vocab_size, seed, width=w)
+        tc = probe_lm_train_config(config.matched_steps, seed).replace(
+            eval_every=config.matched_steps, eval_batches=config.matched_eval_batches
+        )
+        out[k, i, s] = train(mc, task, tc, progress=False).history["eval_loss"][-1]
+    return out
+
+
 def measure(ctx: Context) -> None:
     """The parameter counts; with ``trained``, every matched model's held-out loss per seed, and the stable ranks and
     losses at the checkpoints of the first two (NaN when not trained)."""
@@ -150,7 +192,13 @@ def measure(ctx: Context) -> None:
         "sr_qk": nan(2, S, len(snaps), layers),
         "sr_o": nan(2, S, len(snaps), layers),
     }
+    widths = trend_widths(config)
+    trend = measure_trend(config, san["loss"], ctx.progress) if config.training else nan(len(widths), 2, S)
     dims4 = ("san_sr_model", "san_seed", "san_checkpoint", "san_layer")
+    ctx.data.update(
+        san_trend_loss=(("san_width", "san_sr_model", "san_seed"), trend),
+        san_trend_params=(("san_width", "san_sr_model"), trend_params(config)),
+    )
     ctx.data.update(
         san_loss=(("san_model", "san_seed"), san["loss"]),
         san_loss_checkpoint=(dims4[:3], san["loss_checkpoint"]),
@@ -163,6 +211,7 @@ def measure(ctx: Context) -> None:
         san_seed=np.arange(S),
         san_checkpoint=np.array(snaps),
         san_layer=np.arange(layers),
+        san_width=np.array(widths),
     )
     ctx.scalars["san_residual_theory"] = float(matched_depth(config)["difference"])
 
@@ -206,8 +255,30 @@ def claim_san_identities(led: Ledger, r: Result) -> None:
     )
 
 
+def gap_slopes(r: Result) -> np.ndarray:
+    """(seed,) each seed's least-squares slope of the matched gap (attention-only minus standard held-out loss) in
+    log2 width over :func:`trend_widths`: nats per doubling of d (NaN where a loss is)."""
+    loss = r.data["san_trend_loss"].values  # (width, standard | attention_only, seed)
+    x = np.log2(r.data["san_width"].values.astype(np.float64))
+    xc = x - x.mean()
+    return (xc[:, None] * (loss[:, 1] - loss[:, 0])).sum(0) / (xc**2).sum()
+
+
+def trend_text(r: Result) -> str:
+    """The matched gap's measured trend with width, in words: what a miss at the run's width says about scale."""
+    tr, widths = mean_se(gap_slopes(r)), r.data["san_width"].values
+    params = r.data["san_trend_params"].values
+    way = "falls" if tr.mean < 0 else "rises"
+    return (
+        f"the paper's models have 6M-87M parameters, these {int(params.min())}-{int(params.max())}; over d = "
+        f"{', '.join(map(str, widths))} the gap {way} by {abs(tr.mean):.3g} nats per doubling of d (SE {tr.se:.2g}, "
+        f"{tr.n} seeds: san_matched_gap_falls_with_width)"
+    )
+
+
 def claim_san_gap(led: Ledger, r: Result) -> None:
-    """Matched parameters: the held-out gap against 0 (alternative: the in-place deletion gap); the seed's 0.05."""
+    """Matched parameters: the held-out gap against 0 (alternative: the in-place deletion gap); the seed's 0.05; the
+    gap's trend over widths (an at-scale finding re-run small: does the tiny run approach it as it grows)."""
     c = r.config
     loss = r.data["san_loss"]
     gap = (loss.sel(san_model="attention_only") - loss.sel(san_model="standard")).values
@@ -215,6 +286,21 @@ def claim_san_gap(led: Ledger, r: Result) -> None:
     g, dl = mean_se(gap), mean_se(deleted)
     common = dict(seed=SEED_SAN, requires_full=True, figure="ao_san_matched")
     depth = int(r.scalars["san_layers_matched"])
+    scale = trend_text(r)
+    slopes, widths = gap_slopes(r), r.data["san_width"].values
+    led.direction(
+        "san_matched_gap_falls_with_width",
+        replicates=slopes,
+        sign=-1,
+        hypothesis="the matched gap does not change with width",
+        source="004#1: at 6M-87M parameters the matched gap is 0.006 nats; "
+        f"{SOURCE}, item 5: the attention-only depth matched at each width",
+        why=f"95% t band over {len(slopes)} seeds of each seed's least-squares slope of the gap in log2 d over d = "
+        f"{', '.join(map(str, widths))} (the same replicate seeds at every width)",
+        statement="held-out loss, attention-only minus standard at equal parameters: its slope in log2 width < 0 "
+        f"(d = {', '.join(map(str, widths))})",
+        **common,
+    )
     led.predict(
         "san_matched_params_gap_zero",
         expected=0.0,
@@ -228,6 +314,7 @@ def claim_san_gap(led: Ledger, r: Result) -> None:
         "validation windows)",
         statement=f"held-out loss, attention-only ({depth} layers) minus standard ({c.matched_layers} layers, MLP 4d), "
         f"width {c.matched_width}, equal parameters: 0",
+        scale=scale,
         **common,
     )
     led.paper(
@@ -239,6 +326,7 @@ def claim_san_gap(led: Ledger, r: Result) -> None:
         "nats (0.006 at matched parameters, 0.040 measured on fineweb-edu)",
         why=f"the seed's range; the mean over {g.n} seeds has SE {g.se:.2g} (their spread)",
         statement=f"|held-out loss gap| at equal parameters <= {SAN_GAP:g} nats",
+        scale=scale,
         **common,
     )
     led.direction(

@@ -17,20 +17,23 @@ def san_task(config: Config) -> CorpusLM:
     return CorpusLM(seq_len=config.matched_seq_len, corpus=CorpusSpec(encoding="char"))
 
 
-def matched_depth(config: Config) -> dict[str, int]:
-    """Theory item 5 for the configured standard model: the matched attention-only depth and the residual."""
-    d, H = config.matched_width, config.matched_heads
+def matched_depth(config: Config, width: int | None = None) -> dict[str, int]:
+    """Theory item 5 for the configured standard model (at ``width``, default ``matched_width``): the matched
+    attention-only depth and the residual."""
+    d, H = width or config.matched_width, config.matched_heads
     return th.matched_attention_depth(config.matched_layers, d, H, d // H, 4 * d)
 
 
-def san_model_config(config: Config, name: str, vocab: int, seed: int = 0, dtype: str = "float32") -> ModelConfig:
-    """Model ``name`` of :data:`SAN_MODELS`: pre-LN, RoPE, width ``san_width``; ``standard`` has ``san_layers``
-    blocks with MLP 4d, ``attention_only`` the matched depth without MLPs, ``mlp_deleted`` the standard's depth
-    without MLPs."""
-    d = config.matched_width
+def san_model_config(
+    config: Config, name: str, vocab: int, seed: int = 0, dtype: str = "float32", width: int | None = None
+) -> ModelConfig:
+    """Model ``name`` of :data:`SAN_MODELS`: pre-LN, RoPE, width ``width`` (default ``san_width``); ``standard`` has
+    ``san_layers`` blocks with MLP 4d, ``attention_only`` the matched depth without MLPs, ``mlp_deleted`` the
+    standard's depth without MLPs."""
+    d = width or config.matched_width
     layers, mlp = {
         "standard": (config.matched_layers, 4 * d),
-        "attention_only": (matched_depth(config)["layers"], 0),
+        "attention_only": (matched_depth(config, d)["layers"], 0),
         "mlp_deleted": (config.matched_layers, 0),
     }[name]
     return ModelConfig(
