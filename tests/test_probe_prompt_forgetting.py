@@ -18,7 +18,7 @@ from analysis.ledger import Ledger
 from analysis.model import PrefixKeyBias, TinyTransformer
 from analysis.paths import REPO
 from analysis.theory import prompt_forgetting as pf_theory
-from probes.base import run_probe
+from probes.base import Result, run_probe
 from probes.prompt_forgetting import offsets
 from probes.prompt_forgetting.claims import claim_bound_ratio
 from probes.prompt_forgetting.laws import bound_constants
@@ -282,7 +282,7 @@ def test_bias_trajectory_claims_judge_the_sign(smoke_run):
             ),
         ).assign_coords(train_step=steps)
         led = mod.Ledger(mod.NAME, preset="full")
-        mod.claim_bias_trajectory(led, cfg, data)
+        mod.claim_bias_trajectory(led, (_result(cfg, data),))
         return led
 
     led = judged([0.01, 0.0, 0.3, -0.2])
@@ -366,10 +366,15 @@ def smoke_run():
     return run_probe(mod, mod.Config.preset("smoke", **SMALL), progress=False)
 
 
+def _result(cfg, data, scalars=None):
+    """A result of the probe's own model holding ``data`` and ``scalars``: what its claim functions read."""
+    return Result(probe=mod.NAME, config=cfg, data=data, scalars=dict(scalars or {}))
+
+
 def _planted(r, preset="smoke", **scalars):
     """The run's data with some scalars replaced, judged again by the probe's claim functions."""
     cfg = r.config.replace(preset_name=preset)
-    return mod.claims(cfg, r.data, {**r.scalars, **scalars}, own_model=True)
+    return mod.claims((_result(cfg, r.data, {**r.scalars, **scalars}),))
 
 
 def test_relay_prediction_fails_on_a_planted_alpha(smoke_run):
@@ -397,10 +402,11 @@ def test_seed_range_deviates_only_when_the_relay_claim_passes(smoke_run):
     led = _planted(r, "full", alpha=0.9, alpha_ci_lo=0.89, alpha_ci_hi=0.91)  # outside, relay claim fails
     assert led["alpha_matches_relay"].status == "fail" and led["alpha_untrained_seed_range"].status == "fail"
     trained = mod.claims(
-        r.config.replace(preset_name="full", data="markov", trained=True),
-        r.data,
-        {**r.scalars, "alpha": 0.9},
-        own_model=True,
+        (
+            _result(
+                r.config.replace(preset_name="full", data="markov", trained=True), r.data, {**r.scalars, "alpha": 0.9}
+            ),
+        )
     )
     claim = trained["alpha_trained_seed_range"]
     assert claim.status == "fail" and not claim.diagnosed_by  # no measured cause: an honest fail
@@ -412,14 +418,14 @@ def test_bound_ratio_claim_fails_when_the_ratio_grows(smoke_run):
     data["bound_plateau_slope_ci"] = data["bound_plateau_slope_ci"] * 0 + np.array([0.2, 0.3])  # growing like t^0.2
     P, T = r.config.prompt_len, r.config.cont_len
     inside = 0.25 * math.log(T / P)  # the window reaches the dilution regime: the condition holds
-    led = mod.claims(r.config, data, {**r.scalars, "max_logit": inside}, own_model=True)
+    led = mod.claims((_result(r.config, data, {**r.scalars, "max_logit": inside}),))
     assert led["condition_dilution_regime"].status in ("pass", "loose")
     assert led["bound_ratio_not_growing"].status == "fail"
-    led = mod.claims(r.config, data, {**r.scalars, "max_logit": 4 * inside}, own_model=True)
+    led = mod.claims((_result(r.config, data, {**r.scalars, "max_logit": 4 * inside}),))
     assert led["condition_dilution_regime"].status == "fail"
     assert led["bound_ratio_not_growing"].status == "fail"  # the condition does not diagnose it (in-regime runs)
     data["bound_plateau_slope_ci"] = data["bound_plateau_slope_ci"] * 0 + np.array([-0.1, 0.05])
-    led = mod.claims(r.config, data, {**r.scalars, "max_logit": inside}, own_model=True)
+    led = mod.claims((_result(r.config, data, {**r.scalars, "max_logit": inside}),))
     bound = led["bound_ratio_not_growing"]
     assert bound.status == "pass" and bound.verdict == "agrees"
     assert bound.tightness == pytest.approx(2**-0.1 / bound.expected)
@@ -443,7 +449,7 @@ def test_the_bounds_extremal_case_meets_its_finite_window_form(P):
         coords={"t": t, "end": ["lo", "hi"]},
     )
     led = Ledger(mod.NAME, preset="full")
-    claim_bound_ratio(led, cfg, data)
+    claim_bound_ratio(led, (_result(cfg, data),))
     c = led["bound_ratio_not_growing"]
     assert c.measured <= c.expected and c.verdict == "agrees"
     if P == 64:  # the extremal case grows in a finite window (2% here): a plateau test would refute it
@@ -451,7 +457,7 @@ def test_the_bounds_extremal_case_meets_its_finite_window_form(P):
         assert c.expected == pytest.approx(2.0 ** slope[1], rel=1e-12) and c.expected > 1.01
     data["bound_plateau_slope_ci"] = data["bound_plateau_slope_ci"] * 0 + 2 * max(slope.max(), 0.02)
     led = Ledger(mod.NAME, preset="full")
-    claim_bound_ratio(led, cfg, data)
+    claim_bound_ratio(led, (_result(cfg, data),))
     assert led["bound_ratio_not_growing"].status == "fail"
 
 

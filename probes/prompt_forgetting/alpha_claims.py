@@ -8,8 +8,22 @@ import xarray as xr
 
 from analysis.ledger import Ledger
 from analysis.theory import prompt_forgetting as th
+from probes.base import Result
 from probes.prompt_forgetting.config import SEED_SOURCE, Config
 from probes.prompt_forgetting.models import TRAINED_ONE_SEED
+
+
+def built_from_config(r: Result) -> bool:
+    """Whether the probe built ``r``'s model from its config (a passed-in model: False)."""
+    return not str(r.meta.get("model", "built from config")).startswith("passed in")
+
+
+def unpack(rs: tuple[Result, ...]) -> tuple[Config, xr.Dataset, dict, bool, tuple[Result, ...] | None]:
+    """What a claim function of the probe reads from its ``rs`` (replicate results of one design, the run itself
+    first): ``rs[0]``'s config, data and scalars, whether its model was built from the config, and the replicates
+    when there are more than one (their spread is then the alpha claims' band)."""
+    r = rs[0]
+    return r.config, r.data, r.scalars, built_from_config(r), (rs if len(rs) > 1 else None)
 
 
 def float_eps(config: Config) -> float:
@@ -27,11 +41,10 @@ ONE_MODEL = (
 )
 
 
-def claim_relay_exponent(
-    led: Ledger, config: Config, data: xr.Dataset, scalars: dict, own_model: bool, many: tuple | None = None
-) -> None:
+def claim_relay_exponent(led: Ledger, rs: tuple[Result, ...]) -> None:
     """Untrained pre-LN softmax with small logits as the relay model: alpha over the window = the relay's
     (``many``: replicates at independent seeds, the band their spread; else this one model's bootstrap CI)."""
+    config, data, scalars, own_model, many = unpack(rs)
     if config.trained or not own_model:
         return
     L = data.sizes["layer"]
@@ -89,11 +102,10 @@ def mean_note(many: tuple | None) -> str:
     return f" (mean over {len(many)} seeds)" if many else ""
 
 
-def claim_seed_range(
-    led: Ledger, config: Config, data: xr.Dataset, scalars: dict, own_model: bool, many: tuple | None = None
-) -> None:
+def claim_seed_range(led: Ledger, rs: tuple[Result, ...]) -> None:
     """The seed's measured ranges: trained alpha 0.55-0.7, untrained 0.2-0.5 (large LMs, another setting);
     with replicates (``many``) their mean alpha."""
+    config, data, scalars, own_model, many = unpack(rs)
     if not own_model:
         led.not_evaluated(
             "alpha_seed_range",
@@ -155,12 +167,13 @@ def claim_bias_reverses(led: Ledger, name: str, band: dict, why: str, figure: st
     )
 
 
-def claim_bias_trajectory(led: Ledger, config: Config, data: xr.Dataset, many: tuple | None = None) -> None:
+def claim_bias_trajectory(led: Ledger, rs: tuple[Result, ...]) -> None:
     """The seed's intervention along training (000#1): the cancelling bias stops the decay early in
     training (alpha = 0 at checkpoints <= 1% of the steps; alternative: the unbiased alpha of the same
     checkpoint) and reverses it after (alpha < 0 at the last step; alternative 0, it only stops it).
     The checkpoints in between are measured and plotted, not claimed: the seed gives no sign for them.
     With replicates (``many``, trained at independent seeds) each checkpoint's band is their spread."""
+    config, data, scalars, own_model, many = unpack(rs)
     if "alpha_bias_trajectory" not in data:
         return
     steps = data["train_step"].values

@@ -6,51 +6,47 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import xarray as xr
 
 from analysis.ledger import Ledger
 from analysis.theory import prompt_forgetting as th
 from probes.base import Result
 from probes.prompt_forgetting.alpha_claims import (
+    built_from_config,
     claim_bias_trajectory,
     claim_relay_exponent,
     claim_seed_range,
     float_eps,
     n_total,
+    unpack,
 )
-from probes.prompt_forgetting.config import NAME, NORM_EPS, Config
+from probes.prompt_forgetting.config import NAME, NORM_EPS
 from probes.prompt_forgetting.laws import bound_constants
 from probes.replicates import takes_worst, worst_of
 
 
-def claims(
-    config: Config, data: xr.Dataset, scalars: dict, own_model: bool, replicates: tuple[Result, ...] | None = None
-) -> Ledger:
-    """The ledger of one run: the relay identities, the bias identities, the theorem's conditions and
-    bound, the relay model's exponent and the seed's ranges. With ``replicates`` (results at independent
-    seeds of the same design, this run's first) the alpha claims take the seed-to-seed spread; the
-    identities and bounds are each replicate's (:func:`check_claims_over` keeps the worst)."""
+def claims(rs: tuple[Result, ...]) -> Ledger:
+    """The ledger of one run, ``rs[0]``: the relay identities, the bias identities, the theorem's conditions and
+    bound, the relay model's exponent and the seed's ranges. With more results (replicates at independent seeds of
+    the same design, ``rs[0]`` first) the alpha claims take the seed-to-seed spread; the identities and bounds are
+    ``rs[0]``'s (:func:`check_claims_over` keeps the worst replicate's). Every claim function of the probe takes
+    ``(led, rs)``."""
+    config = rs[0].config
     led = Ledger(NAME, preset=config.preset_name)
-    many = replicates if replicates is not None and len(replicates) > 1 else None
-    claim_relay_identities(led, config, data, scalars, own_model)
-    claim_cancel_bias_identities(led, config, data, own_model)
-    claim_bias_trajectory(led, config, data, many)
+    claim_relay_identities(led, rs)
+    claim_cancel_bias_identities(led, rs)
+    claim_bias_trajectory(led, rs)
     if config.attention == "softmax" and config.logit_bias == "none":
-        claim_conditions(led, config, data, scalars, own_model)
-        if config.norm == "pre" or not own_model:
-            claim_bound_ratio(led, config, data)
-            claim_relay_exponent(led, config, data, scalars, own_model, many)
-            claim_seed_range(led, config, data, scalars, own_model, many)
+        claim_conditions(led, rs)
+        if config.norm == "pre" or not built_from_config(rs[0]):
+            claim_bound_ratio(led, rs)
+            claim_relay_exponent(led, rs)
+            claim_seed_range(led, rs)
     return led
-
-
-def _own_model(r: Result) -> bool:
-    return not str(r.meta.get("model", "built from config")).startswith("passed in")
 
 
 def check_claims(result: Result) -> Ledger:
     """The ledger of ``result`` alone (what :func:`run` records)."""
-    return claims(result.config, result.data, result.scalars, _own_model(result))
+    return claims((result,))
 
 
 def check_claims_over(results) -> Ledger:
@@ -68,15 +64,15 @@ def check_claims_over(results) -> Ledger:
         raise ValueError("results must have distinct seeds (independent replicates)")
     if len(rs) == 1:
         return check_claims(rs[0])
-    r0, own = rs[0], _own_model(rs[0])
-    led = claims(r0.config, r0.data, r0.scalars, own, replicates=rs)
+    led = claims(rs)
     per = [check_claims(r) for r in rs]
     out = [worst_of([p[c.name] for p in per]) if takes_worst(c) and c.name in per[0] else c for c in led.claims]
-    return Ledger(NAME, preset=r0.config.preset_name, claims=out)
+    return Ledger(NAME, preset=rs[0].config.preset_name, claims=out)
 
 
-def claim_relay_identities(led: Ledger, config: Config, data: xr.Dataset, scalars: dict, own_model: bool) -> None:
+def claim_relay_identities(led: Ledger, rs: tuple[Result, ...]) -> None:
     """Uniform attention, no norm, no MLP is the matrix relay model: its offsets, layer-1 ratio and alpha."""
+    config, data, scalars, own_model, many = unpack(rs)
     if "relay_matrix_pairs" not in data:
         return
     L, N, eps = data.sizes["layer"], n_total(data), float_eps(config)
@@ -119,8 +115,9 @@ def claim_relay_identities(led: Ledger, config: Config, data: xr.Dataset, scalar
         )
 
 
-def claim_cancel_bias_identities(led: Ledger, config: Config, data: xr.Dataset, own_model: bool) -> None:
+def claim_cancel_bias_identities(led: Ledger, rs: tuple[Result, ...]) -> None:
     """Uniform attention with the bias ln(t - P): constant prompt share; for the relay network, constant offset."""
+    config, data, scalars, own_model, many = unpack(rs)
     led = led.given(figure="pf_bias")
     if not (config.attention == "uniform" and config.logit_bias == "cancel" and own_model):
         return
@@ -153,8 +150,9 @@ def claim_cancel_bias_identities(led: Ledger, config: Config, data: xr.Dataset, 
         )
 
 
-def claim_conditions(led: Ledger, config: Config, data: xr.Dataset, scalars: dict, own_model: bool) -> None:
+def claim_conditions(led: Ledger, rs: tuple[Result, ...]) -> None:
     """The theorem's hypotheses measured on the same passes (bounded logits, pre-norm RMS away from 0)."""
+    config, data, scalars, own_model, many = unpack(rs)
     led = led.given(seed="000#1")
     P, eps = config.prompt_len, float_eps(config)
     t = data["t"].values
@@ -217,7 +215,7 @@ def claim_conditions(led: Ledger, config: Config, data: xr.Dataset, scalars: dic
 _THEOREM_CONDITIONS = ("condition_dilution_regime", "condition_prenorm_rms")
 
 
-def claim_bound_ratio(led: Ledger, config: Config, data: xr.Dataset) -> None:
+def claim_bound_ratio(led: Ledger, rs: tuple[Result, ...]) -> None:
     """The theorem D = O(P (ln t)^(L-1)/t), judged as a bound over the run's finite window.
 
     An upper bound on D permits any faster decay; what it forbids is the ratio D t / (P (ln t)^(l-1)) growing
@@ -229,6 +227,7 @@ def claim_bound_ratio(led: Ledger, config: Config, data: xr.Dataset) -> None:
     what the theorem's extremal case shows in the same window contradicts the bound (inside its hypotheses,
     :data:`_THEOREM_CONDITIONS`, measured in the same run).
     """
+    config, data, scalars, own_model, many = unpack(rs)
     led = led.given(seed="000#1", figure="pf_bound_constant")
     lo = data["bound_plateau_slope_ci"].sel(end="lo").values  # (L,)
     t = data["t"].values
