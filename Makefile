@@ -77,7 +77,10 @@ lab: $(STAMP)
 	@echo "  JupyterLab:  http://127.0.0.1:$(LAB_PORT)/lab?token=$(LAB_TOKEN)"
 	@echo "  Stop it:     Ctrl-C in this terminal (twice), or: $(VENV)/bin/jupyter server stop $(LAB_PORT)"
 	@echo ""
-	$(VENV)/bin/jupyter lab --notebook-dir=notebooks --ServerApp.ip=127.0.0.1 --ServerApp.port=$(LAB_PORT) \
+	@echo "  Figures you save go to build/explore/ (scratch); figures/ is written by make figures only."
+	@echo ""
+	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} MKL_NUM_THREADS=$${MKL_NUM_THREADS:-1} PYTHONHASHSEED=0 \
+	  $(VENV)/bin/jupyter lab --notebook-dir=notebooks --ServerApp.ip=127.0.0.1 --ServerApp.port=$(LAB_PORT) \
 	  --ServerApp.port_retries=0 --IdentityProvider.token=$(LAB_TOKEN) $(if $(filter 0,$(shell id -u)),--allow-root)
 
 browser:

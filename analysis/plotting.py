@@ -28,7 +28,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from analysis.io import atomic_write_bytes, atomic_write_json, canonical_json, sha256_bytes
-from analysis.paths import figures_dir
+from analysis.paths import EXPLORE, REPO, exploring, figures_dir
 from analysis.provenance import check_name, figure_provenance
 from analysis.validation import check_choice, check_sequence
 
@@ -158,7 +158,8 @@ def save_figure(
     (must include ``preset``; ``seed`` is recorded when present); ``inputs`` the content hashes the
     figure was computed from (checkpoint keys, result-cache keys); ``ledger`` an
     :class:`analysis.ledger.Ledger` whose claims tagged ``figure=name`` are copied into the sidecar.
-    The folder is ``out_dir`` or :func:`analysis.paths.figures_dir` (env ``WORKBENCH_FIGURES``).
+    The folder is ``out_dir`` or :func:`analysis.paths.figures_dir` (env ``WORKBENCH_FIGURES``; unset, the scratch
+    gallery ``build/explore/``: an exploring run never overwrites the committed ``figures/``, and says so once).
 
     Every file is written atomically; the same figure and inputs give the same bytes. Returns
     ``{"png": path, "svg": path, "json": path}`` (one entry per format written).
@@ -168,7 +169,7 @@ def save_figure(
     if not hasattr(fig, "savefig"):
         raise ValueError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
     prov = figure_provenance(figure=name, notebook=notebook, params=params, inputs=inputs, caption=caption)
-    out = Path(out_dir) if out_dir is not None else figures_dir()
+    out = _output_folder(out_dir)
     paths: dict[str, Path] = {}
     files: dict[str, dict[str, str]] = {}
     for fmt in formats:
@@ -185,6 +186,24 @@ def save_figure(
     return paths
 
 
+_TOLD = False  # whether this process has said where exploring runs write
+
+
+def _output_folder(out_dir: str | os.PathLike | None) -> Path:
+    """``out_dir``, else :func:`analysis.paths.figures_dir`; the first write of an exploring run says where it goes."""
+    global _TOLD
+    if out_dir is not None:
+        return Path(out_dir)
+    if exploring() and not _TOLD:
+        _TOLD = True
+        where = EXPLORE.relative_to(REPO) if EXPLORE.is_relative_to(REPO) else EXPLORE
+        print(
+            f"exploring: figures and claims go to the scratch gallery {where}/ (the committed figures/ is written by "
+            "`make figures` only, or when WORKBENCH_FIGURES names it)"
+        )
+    return figures_dir()
+
+
 def save_ledger(ledger, *, notebook: str, out_dir: str | os.PathLike | None = None) -> Path:
     """Write the notebook's claims ledger to ``<figures>/<notebook>.claims.json`` (atomic JSON).
 
@@ -193,7 +212,7 @@ def save_ledger(ledger, *, notebook: str, out_dir: str | os.PathLike | None = No
     check_name("notebook", notebook)
     if not hasattr(ledger, "save") or not hasattr(ledger, "claims"):
         raise ValueError(f"ledger must be an analysis.ledger.Ledger, got {type(ledger).__name__}")
-    out = Path(out_dir) if out_dir is not None else figures_dir()
+    out = _output_folder(out_dir)
     return ledger.save(out / f"{notebook}.claims.json")
 
 

@@ -63,7 +63,7 @@ kind, key, probe (results) or task and model (checkpoints), size and age, the ti
 each atomically and only while no process holds its lock (those are reported as in use and kept);
 ``--older-than DAYS`` only those unused for at least DAYS days (a number >= 0; for every kind,
 ``temp`` leftovers included); ``--keep-figures``
-keeps every entry the figures in ``analysis.paths.figures_dir()`` (env ``WORKBENCH_FIGURES``) name in
+keeps every entry the figures in ``analysis.paths.gallery_dir()`` (env ``WORKBENCH_FIGURES``) name in
 their sidecars' ``inputs``, with the checkpoints, snapshots and corpus those were computed from.
 Files the workbench did not write are listed as ``other`` and never deleted.
 
@@ -107,7 +107,7 @@ from analysis.cache import KINDS
 from analysis.devices import cuda_available
 from analysis.io import atomic_write_json, unwritable
 from analysis.ledger import ROLES
-from analysis.paths import cache_dir, figures_dir
+from analysis.paths import cache_dir, gallery_dir
 from probes.base import (
     ModelIncompatibleError,
     ProbeConfig,
@@ -656,7 +656,7 @@ def _cache(args: list[str]) -> int:
     keep: set[str] = set()
     if command == "prune" and ns.keep_figures:
         try:
-            keep = cache.figure_inputs(figures_dir())
+            keep = cache.figure_inputs(gallery_dir())
         except ValueError as e:
             raise UsageError(f"--keep-figures: {e}") from None
     try:

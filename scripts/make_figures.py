@@ -88,7 +88,7 @@ from analysis.ledger import (
     headline,
     unique_claims,
 )
-from analysis.paths import BUILD, NOTEBOOKS, REPO, figures_dir
+from analysis.paths import BUILD, NOTEBOOKS, REPO, gallery_dir
 from analysis.provenance import SOURCE_TREES, check_name, package_versions, tree_hash
 
 NOTEBOOK_GLOB = "[0-9][0-9]_*.ipynb"
@@ -202,7 +202,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error(f"--notebooks: no such folder {args.notebooks}")
     if args.out is None:
         committed = args.preset == "full" or os.environ.get("WORKBENCH_FIGURES")
-        args.out = figures_dir() if committed else BUILD / f"figures-{args.preset}"
+        args.out = gallery_dir() if committed else BUILD / f"figures-{args.preset}"
     args.out = args.out.resolve()
     args.build = args.build.resolve()
     if args.prepare_only is None:  # refuse before any notebook runs: a run whose output cannot land is lost

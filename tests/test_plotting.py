@@ -145,6 +145,29 @@ def test_default_folder_is_workbench_figures(tmp_path, monkeypatch):
     assert paths["png"].parent == tmp_path and (tmp_path / "empty.json").is_file()
 
 
+def test_an_exploring_run_never_writes_the_committed_gallery_and_says_where_it_writes(tmp_path, monkeypatch, capsys):
+    """Without WORKBENCH_FIGURES (JupyterLab, papermill by hand) figures and ledgers go to the scratch gallery."""
+    from analysis import paths
+
+    monkeypatch.delenv("WORKBENCH_FIGURES", raising=False)
+    monkeypatch.setattr(paths, "EXPLORE", tmp_path / "explore")
+    monkeypatch.setattr(plotting, "_TOLD", False)
+    committed = sorted((p.name, p.stat().st_mtime_ns) for p in paths.GALLERY.iterdir())
+    assert paths.figures_dir() == tmp_path / "explore" and paths.gallery_dir() == paths.GALLERY.resolve()
+    with matplotlib.rc_context():
+        fig, _ = plt.subplots()
+        out = plotting.save_figure(fig, "pf_explore", notebook="03_prompt_forgetting", params={"preset": "smoke"})
+        plt.close(fig)
+    led = Ledger("nb_test", preset="smoke")
+    ledger_path = plotting.save_ledger(led, notebook="03_prompt_forgetting")
+    assert out["png"].parent == tmp_path / "explore" and ledger_path.parent == tmp_path / "explore"
+    told = capsys.readouterr().out
+    assert told.count("exploring: figures and claims go to the scratch gallery") == 1  # said once, not per figure
+    assert sorted((p.name, p.stat().st_mtime_ns) for p in paths.GALLERY.iterdir()) == committed
+    monkeypatch.setenv("WORKBENCH_FIGURES", str(tmp_path / "named"))  # asking for a folder by name
+    assert paths.figures_dir() == paths.gallery_dir() == tmp_path / "named" and not paths.exploring()
+
+
 @pytest.mark.parametrize(
     ("kwargs", "field"),
     [
