@@ -75,6 +75,8 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from analysis import evidence
 from analysis.evidence import COVERAGE, ROUNDING_RTOL, STABLE_AT
 from analysis.io import atomic_write_json
@@ -93,6 +95,7 @@ KINDS = ("close", "bound", "within", "manual")
 PRESETS = ("smoke", "full")
 RELATIONS = ("<=", "<", ">=", ">")
 LOOSE_BELOW = 0.1  # a bound holding with tightness below this is "loose": true, but not evidence
+_UNSET = object()  # Ledger.bound's measured when a population gives it
 FAR = 1e300  # the open end of a one-sided prediction's band (JSON has no infinity)
 
 _RELATION_OPS = {
@@ -641,11 +644,12 @@ class Ledger:
         self,
         name: str,
         *,
-        measured: Any,
+        measured: Any = _UNSET,
         bound: Any,
         relation: str = "<=",
         role: str = "bound",
         tightness: float | None = None,
+        population: Any = None,
         source: str,
         why: str = "",
         seed: str | None = None,
@@ -659,12 +663,24 @@ class Ledger:
     ) -> Claim:
         """Check ``measured <relation> bound`` (float64). For role ``bound`` the tightness is
         measured / bound (``<=``, ``<``) or bound / measured (``>=``, ``>``) when both are positive;
-        pass ``tightness`` where another ratio is the meaningful one (``why`` says which)."""
+        pass ``tightness`` where another ratio is the meaningful one (``why`` says which).
+
+        ``population`` (instead of ``measured``): the values of every case the bound is checked on (each row, layer,
+        update or seed), as a theorist reads a bound: the measurement is their worst case, and the record keeps how
+        many cases there are, the fraction that hold and the tightness of the median case beside the worst's
+        (``tolerance["population"]``; a non-finite case makes the worst case unmeasured, never holding)."""
         check_choice("role", role, ROLES)
         if role == "prediction":
             raise ValueError("role 'prediction' needs an alternative: use Ledger.predict or Ledger.direction")
         bound_f = _as_finite_float("bound", bound)
         check_choice("relation", relation, RELATIONS)
+        summary = None
+        if population is not None:
+            if measured is not _UNSET:
+                raise ValueError("give measured or population, not both: a population's measurement is its worst case")
+            measured, summary = _population(population, bound_f, relation)
+        elif measured is _UNSET:
+            raise ValueError("bound needs measured (a value) or population (the values of every case)")
         m = _as_measured(measured)
         outcome = None if not _finite(m) else _RELATION_OPS[relation](m, bound_f)
         given_tightness = tightness is not None
@@ -678,7 +694,11 @@ class Ledger:
             kind="bound",
             expected=bound_f,
             measured=m,
-            tolerance={"relation": relation, "tightness_given": given_tightness},
+            tolerance={
+                "relation": relation,
+                "tightness_given": given_tightness,
+                **({"population": summary} if summary is not None else {}),
+            },
             outcome=outcome,
             tightness=None if tightness is None else float(tightness),
             triage=_triage(name, regime, scale),
@@ -1507,14 +1527,19 @@ def samples_to_decide(claim: Claim) -> float | None:
 
 def _agree_text(claim: Claim) -> str:
     if claim.kind == "bound":
+        pop = claim.tolerance.get("population")
+        cases = f" in all {pop['n']} cases" if pop else ""
         if attained(claim) and claim.status != "pass":
-            return f"the bound is attained to float rounding ({_against_text(claim)})"
-        t = claim.tightness
-        text = f"holds ({_against_text(claim)})"
-        if t is not None and math.isfinite(t):
-            text += f", tightness {t:.3g}"
-            if t < LOOSE_BELOW:
-                text += f": loose (below {LOOSE_BELOW}), true but weak evidence"
+            text = f"the bound is attained to float rounding{cases} ({_against_text(claim)})"
+        else:
+            text = f"holds{cases} ({_against_text(claim)})"
+            t = claim.tightness
+            if t is not None and math.isfinite(t):
+                text += f", tightness {t:.3g}" + (" at the worst case" if pop else "")
+                if t < LOOSE_BELOW:
+                    text += f": loose (below {LOOSE_BELOW}), true but weak evidence"
+        if pop and pop.get("tightness_median") is not None:
+            text += f", {pop['tightness_median']:.3g} at the median case"
         return text
     if claim.role == "identity":
         return "exact to float rounding"
@@ -1757,6 +1782,31 @@ def _band_inputs(measured, replicates, se, dof, within_run, coverage) -> tuple:
         raise ValueError("an SE over replicates has finite dof (n - 1); a within-run SE says why (within_run=...)")
     n = int(dof_f) + 1 if within_run is None else None
     return _as_measured(measured), _to_float("se", se), dof_f, n
+
+
+def _population(population: Any, bound: float, relation: str) -> tuple[float, dict[str, Any]]:
+    """``(worst case, summary)`` of the values a bound is checked on (:meth:`Ledger.bound` ``population``): the worst
+    finite case (NaN when one is not finite: an unmeasured case fails the bound), and ``{"n", "holding", "worst",
+    "tightness_median"}`` (the median tightness where every case and the bound are positive, else None)."""
+    try:
+        x = np.asarray(population, dtype=np.float64).ravel()
+    except (TypeError, ValueError):
+        raise ValueError(f"population must be an array of numbers, got {type(population).__name__}") from None
+    if x.size == 0:
+        raise ValueError("population must hold at least one case")
+    upper = relation in ("<=", "<")
+    finite = np.isfinite(x)
+    worst = float(np.max(x[finite]) if upper else np.min(x[finite])) if finite.any() else math.nan
+    if not finite.all():
+        worst = math.nan
+    rounding = ROUNDING_RTOL * np.maximum(np.abs(x), abs(bound))
+    holds = _RELATION_OPS[relation](x, bound) | (np.abs(x - bound) <= rounding)
+    tight = None
+    if finite.all() and bound > 0 and np.all(x > 0):
+        tight = float(np.median(x / bound if upper else bound / x))
+    summary = {"n": int(x.size), "holding": float(np.mean(holds & finite)), "worst": _float_to_json(worst)}
+    summary["tightness_median"] = tight
+    return worst, summary
 
 
 def _t95_band(

@@ -625,3 +625,37 @@ def test_given_fills_the_keywords_a_call_leaves_out():
     assert led["c"].seed == "000#1" and len(view) == len(led) == 3 and "a" in view and view["a"] is led["a"]
     with pytest.raises(ValueError, match="given: bogus is not a keyword"):
         led.given(bogus=1)
+
+
+def test_a_bound_over_a_population_reports_its_worst_and_median_case():
+    """A theorist reads a bound over every case: the worst decides, the median says how tight it typically is."""
+    led = Ledger("pop")
+    rows = np.array([[0.2, 0.5, 0.4], [0.9, 0.3, 0.6]])
+    c = led.bound("share_bound", population=rows, bound=1.0, source="s", why="each row")
+    assert c.measured == 0.9 and c.tightness == 0.9 and c.verdict == "agrees"
+    pop = c.tolerance["population"]
+    assert pop == {"n": 6, "holding": 1.0, "worst": 0.9, "tightness_median": 0.45}
+    assert "holds in all 6 cases" in c.verdict_reason and "0.45 at the median case" in c.verdict_reason
+    low = led.bound("floor", population=[2.0, 4.0, 8.0], bound=1.0, relation=">=", source="s", why="w")
+    assert low.measured == 2.0 and low.tightness == 0.5 and low.tolerance["population"]["tightness_median"] == 0.25
+    # attained in the worst case to rounding: holds, and says it is attained
+    reached = led.bound("two_keys", population=[0.5 * (1 + 1e-7), 0.25], bound=0.5, source="s", why="w")
+    assert reached.verdict == "agrees" and "attained" in reached.verdict_reason
+    miss = led.bound("miss", population=[0.5, 1.5, 0.7], bound=1.0, source="s", why="w")
+    assert miss.verdict == "disagrees" and miss.tolerance["population"]["holding"] == pytest.approx(2 / 3)
+    unmeasured = led.bound("nan_case", population=[0.5, math.nan], bound=1.0, source="s", why="w")
+    assert unmeasured.verdict == "undecided" and unmeasured.tolerance["population"]["holding"] == 0.5
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"population": [0.5], "measured": 0.5}, "give measured or population, not both"),
+        ({}, "bound needs measured"),
+        ({"population": []}, "population must hold at least one case"),
+        ({"population": ["a"]}, "population must be an array of numbers"),
+    ],
+)
+def test_a_bad_population_is_refused_with_one_line(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        Ledger("pop").bound("b", bound=1.0, source="s", why="w", **kwargs)
