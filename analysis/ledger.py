@@ -1486,6 +1486,12 @@ def what_would_decide(claim: Claim) -> str:
     factor = samples_to_decide(claim)
     alt = claim.alternative or {}
     n = claim.tolerance.get("n")  # the replicates behind a t band (None for a within-run SE or a CI)
+    if claim.tolerance.get("policy") == "criterion":  # a stated tolerance: more data does not narrow it
+        return (
+            f"its criterion band ({_against_text(claim)}) holds both the statement and the alternative "
+            f"({alt.get('hypothesis', 'its alternative')}, {_fmt(alt.get('value'))}): more data does not narrow a "
+            "criterion; a direct comparison of the two (a band over the difference) would decide it"
+        )
     if factor is None:
         if alt and isinstance(claim.expected, int | float) and alt.get("value") == claim.expected:
             return "prediction and alternative coincide: no amount of data separates them"
@@ -1509,7 +1515,7 @@ def samples_to_decide(claim: Claim) -> float | None:
     """How many times the replicates or draws would narrow the band of an undecided prediction enough to exclude
     one of prediction and alternative (None when the band or the separation is not a number)."""
     w, alt = band_width(claim), claim.alternative
-    if w is None or not alt or not w > 0:
+    if w is None or not alt or not w > 0 or claim.tolerance.get("policy") == "criterion":
         return None
     a, tol = float(alt["value"]), claim.tolerance
     if "sign" in tol:  # a predicted sign: the band must leave the alternative at the measured effect

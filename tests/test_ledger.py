@@ -659,3 +659,19 @@ def test_a_bound_over_a_population_reports_its_worst_and_median_case():
 def test_a_bad_population_is_refused_with_one_line(kwargs, message):
     with pytest.raises(ValueError, match=message):
         Ledger("pop").bound("b", bound=1.0, source="s", why="w", **kwargs)
+
+
+def test_an_undecided_criterion_band_says_more_data_does_not_narrow_it():
+    led = Ledger("crit")
+    c = led.predict(
+        "few_spikes",
+        measured=0.0,
+        expected=0.0,
+        atol=0.5,
+        alternative=0.25,
+        hypothesis="no difference",
+        source="s",
+        why="fewer than half of the runs",
+    )
+    assert c.verdict == "undecided" and "more data does not narrow a criterion" in c.verdict_reason
+    assert "x as many" not in c.verdict_reason
