@@ -1429,7 +1429,7 @@ def verdict_of(claim: Claim, lookup) -> tuple[str, str]:
     outcome = comparison_outcome(claim)
     if claim.role == "scope":
         if outcome == "agrees":
-            return "agrees", "the run meets this hypothesis of the theorem"
+            return "agrees", f"the run meets this hypothesis of the theorem: {_agree_text(claim)}"
         if outcome == "disagrees":
             return "out_of_scope", (
                 f"the run is outside this hypothesis of the theorem (measured {_fmt(claim.measured)}, "
