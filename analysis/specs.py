@@ -27,6 +27,12 @@ Fields:
   construction (a pretrained network where the law needs i.i.d. logits, a tiny network where the paper measured
   large ones): its claims are ``out_of_scope``, their measurements shown as exploration.
 * ``quantity``: what is measured, with its units (optional; the record's statement says it too).
+* what does not change from run to run, so that the claim's one call, :meth:`analysis.ledger.Ledger.judge`, carries
+  only this run's evidence: ``figure`` (the figure that shows it), ``full`` (True: only the full preset evaluates
+  it), ``source`` (where the theory or number comes from), ``hypothesis`` (the competing hypothesis whose value is
+  the alternative), ``sign`` (+1 or -1: the predicted direction of a sign claim), ``relation`` (a bound's), and a
+  known diagnosis of a miss: ``diagnosis`` (its text) and ``diagnosed_by`` (``{claim: status}``, the claims of the
+  same run that measure its cause).
 * ``replicates`` and ``looks``: a sequential design (:mod:`analysis.evidence`, "Sequential replicates"). ``looks``
   are the replicate counts at which the claim is judged, the last its budget; ``replicates`` the probe's config
   field that counts them (its full-preset default is the first look). A run at one look whose claim is undecided
@@ -46,6 +52,7 @@ from analysis.papers import paper as _paper
 
 TESTS = ("paper", "derivation", "toy_model", "software")
 COMPARISONS = ("identity", "prediction", "law", "sign", "bound", "range", "scope")
+RELATIONS = ("<=", "<", ">=", ">")
 # the ledger roles a comparison may be recorded with ("scope": any measured role; the record's role becomes "scope")
 RECORDED_AS = {
     "identity": ("identity",),
@@ -72,6 +79,14 @@ class ClaimSpec:
     quantity: str = ""
     replicates: str = ""
     looks: tuple[int, ...] = ()
+    figure: str = ""
+    full: bool = False
+    source: str = ""
+    hypothesis: str = ""
+    sign: int = 0
+    relation: str = "<="
+    diagnosis: str = ""
+    diagnosed_by: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         name = self.name
@@ -122,6 +137,30 @@ class ClaimSpec:
         if not isinstance(self.quantity, str):
             raise ValueError(f"{where}: quantity must be a string, got {self.quantity!r}")
         self._check_design(where)
+        self._check_constants(where)
+
+    def _check_constants(self, where: str) -> None:
+        """The run-independent fields :meth:`analysis.ledger.Ledger.judge` fills in."""
+        for field in ("figure", "source", "hypothesis"):
+            if not isinstance(getattr(self, field), str):
+                raise ValueError(f"{where}: {field} must be a string, got {getattr(self, field)!r}")
+        if self.figure and not re.fullmatch(r"[A-Za-z0-9_.\-]+", self.figure):
+            raise ValueError(f"{where}: figure must be a figure's name (letters, digits, _.-), got {self.figure!r}")
+        if not isinstance(self.full, bool):
+            raise ValueError(f"{where}: full must be true or false, got {self.full!r}")
+        if self.sign not in (0, 1, -1) or isinstance(self.sign, bool):
+            raise ValueError(f"{where}: sign must be 1 (above the alternative) or -1 (below), got {self.sign!r}")
+        if self.sign and self.comparison not in ("sign", "scope", "law"):
+            raise ValueError(f"{where}: sign is for a sign claim (or a scope check or law measured as one)")
+        if isinstance(self.diagnosed_by, dict):
+            object.__setattr__(self, "diagnosed_by", tuple(self.diagnosed_by.items()))
+        if not isinstance(self.diagnosis, str) or bool(self.diagnosis) != bool(self.diagnosed_by):
+            raise ValueError(
+                f"{where}: a diagnosis names its text (diagnosis) and the claims that measure its cause "
+                "(diagnosed_by: {claim: status})"
+            )
+        if self.relation not in RELATIONS:
+            raise ValueError(f"{where}: relation must be one of {', '.join(RELATIONS)}, got {self.relation!r}")
 
     def _check_design(self, where: str) -> None:
         """``replicates`` and ``looks`` come together, on a comparison judged by a band over seeds."""
@@ -179,6 +218,9 @@ class ClaimSpec:
             "scope": list(self.scope) if isinstance(self.scope, tuple) else self.scope,
             "quantity": self.quantity,
             **({"replicates": self.replicates, "looks": list(self.looks)} if self.looks else {}),
+            **{k: getattr(self, k) for k in ("figure", "source", "hypothesis") if getattr(self, k)},
+            **({"full": True} if self.full else {}),
+            **({"sign": self.sign} if self.sign else {}),
         }
 
 

@@ -151,3 +151,48 @@ def test_allowed_long_functions_still_exist():
             if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.name == name
         ]
         assert any(n > MAX_FUNCTION_LINES for n in lengths), f"{path}:{name} is no longer long: drop its allowance"
+
+
+# ---------------------------------------------------------------------------------------------- the one claim call
+# A declared claim is recorded by one call, Ledger.judge, carrying this run's evidence; what does not change from
+# run to run lives in its declaration (analysis.specs.ClaimSpec). Probes are moved to it one at a time: a moved probe
+# makes no other claim call, and the calls left elsewhere may only decrease.
+MAX_JUDGE_KEYWORDS = 7
+JUDGED_PROBES = ("attention_only",)
+OLD_CLAIM_METHODS = ("identity", "predict", "direction", "paper", "close", "bound", "within", "manual", "not_evaluated")
+OLD_CLAIM_CALLS_AT_MOST = 186  # lower it as probes move to judge; never raise it
+
+
+def claim_calls(root: str = "probes") -> list[tuple[str, str, ast.Call]]:
+    """``(path, method, call)`` for every ledger claim call under ``root`` (a call of a claim method on ``led``)."""
+    out = []
+    for path in sorted((REPO / root).rglob("*.py")):
+        rel = path.relative_to(REPO).as_posix()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=rel)):
+            f = getattr(node, "func", None)
+            if isinstance(node, ast.Call) and isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name):
+                if f.value.id == "led" and f.attr in (*OLD_CLAIM_METHODS, "judge"):
+                    out.append((rel, f.attr, node))
+    return out
+
+
+def test_a_judge_call_carries_a_handful_of_evidence():
+    calls = [(p, c) for p, m, c in claim_calls() if m == "judge"]
+    assert calls, "no Ledger.judge call found under probes/"
+    bad = [
+        f"{p}:{c.lineno} ({len(c.keywords)} keywords)"
+        for p, c in calls
+        if len(c.keywords) > MAX_JUDGE_KEYWORDS or any(k.arg is None for k in c.keywords)
+    ]
+    assert not bad, f"judge calls with more than {MAX_JUDGE_KEYWORDS} keywords or a ** expansion: {bad}"
+
+
+def test_moved_probes_make_no_other_claim_call_and_the_rest_only_decrease():
+    calls = claim_calls()
+    moved = [f"{p}:{c.lineno} led.{m}" for p, m, c in calls if m != "judge" and p.split("/")[1] in JUDGED_PROBES]
+    assert not moved, f"probes moved to Ledger.judge still call the old methods: {moved}"
+    old = sum(m != "judge" for _, m, _ in calls)
+    assert old <= OLD_CLAIM_CALLS_AT_MOST, (
+        f"{old} claim calls in probes/ bypass Ledger.judge (at most {OLD_CLAIM_CALLS_AT_MOST}): declare the claim's "
+        "constants in its ClaimSpec and record it with led.judge"
+    )

@@ -12,7 +12,7 @@ from analysis.model import ModelConfig, TinyTransformer
 from analysis.progress import bar
 from analysis.theory import attention_only as th
 from analysis.train import derived_seed, train
-from probes.attention_only.config import SEED_CONV, SOURCE, Config
+from probes.attention_only.config import Config
 from probes.attention_only.shared import part_claims, train_config
 from probes.base import MAX_SEED, Result
 from probes.parts import Context
@@ -179,13 +179,11 @@ def measure(ctx: Context) -> None:
 
 
 def claim_construction(led: Ledger, r: Result) -> None:
-    led = led.given(seed=SEED_CONV, figure="ao_convolution")
     c = r.config
-    led.identity(
+    led.judge(
         "conv_by_attention_exact",
         measured=r.scalars["construction_error"],
         atol=1e-13,
-        source=f"{SOURCE}, item 1: K heads, bias 0 at offset h and -inf elsewhere, W_o,h = W_h",
         why="float64: each softmax row is exactly one-hot (exp(-inf) = 0), so only the K products of d x d maps "
         "and their sum round (relative ~ K d eps = 1e-15)",
         statement=f"one layer of K = {c.taps} relative-position heads reproduces a {c.taps}-tap causal convolution "
@@ -195,50 +193,39 @@ def claim_construction(led: Ledger, r: Result) -> None:
 
 def claim_rank_bound(led: Ledger, r: Result) -> None:
     """Per H: the trained content-free layer's relative MSE >= the Eckart-Young bound; H = K reaches ~0."""
-    led = led.given(seed=SEED_CONV, figure="ao_convolution")
     c, d = r.config, r.data
     for h in range(1, c.taps + 1):
         row = d.sel(heads=h)
-        led.bound(
+        led.judge(
             f"conv_heads{h}_rel_mse_above_rank_bound",
             measured=float(row["rel_mse_min_row_seed"].min()),
             bound=float(row["rank_bound"]),
-            relation=">=",
-            source=f"{SOURCE}, item 2: yhat_t = sum_s A_t[s] M, rank <= H; Eckart-Young on the unfolded kernel",
             why="exact population error of the trained layer (impulse responses, float64) at its best row and "
             "seed; a softmax pattern is nonnegative, so the bound (attained by a signed factor) may be out of "
             "reach: tightness = bound / measured",
-            requires_full=True,
             statement=f"{h} content-free head(s), K = {c.taps}: relative MSE >= sum_(i>{h}) s_i^2 / sum s_i^2",
         )
     exact = d["rel_mse_seed"].sel(heads=c.taps).values
-    alt = float(d["rank_bound"].sel(heads=c.taps - 1))
     floor = d["pattern_floor_seed"].sel(heads=c.taps).values
-    led.bound(
+    led.judge(
         f"conv_heads{c.taps}_at_pattern_floor",
         measured=float(exact.mean()),
         bound=float(floor.mean()),
-        relation=">=",
-        source=f"{SOURCE}, item 2 with the trained patterns fixed: the best maps M_h are a least-squares fit",
         why="the mean over seeds of exact population errors against the mean of their pattern floors (each row's "
         "softmax weights from the trained bias table); tightness = floor / measured: the share of the residual that "
         "the finite bias (patterns not exactly one-hot) leaves",
-        requires_full=True,
         statement=f"K = {c.taps} trained heads: relative MSE >= the least error of any maps with their patterns",
     )
-    led.predict(
+    led.judge(
         "conv_heads_K_reach_exact",
         expected=0.0,
         replicates=exact,
-        alternative=alt,
-        hypothesis=f"K heads do no better than K - 1: the rank-{c.taps - 1} bound",
-        source=f"{SOURCE}, items 1-2: K heads express the convolution exactly",
+        alternative=float(d["rank_bound"].sel(heads=c.taps - 1)),
         why=f"95% t band over the {exact.size} training seeds of the per-seed exact population error",
-        requires_full=True,
+        statement=f"K = {c.taps} trained heads: relative MSE -> 0",
         diagnosed_by={f"conv_heads{c.taps}_at_pattern_floor": "pass"},
         diagnosis="the exact solution needs one-hot patterns (bias -inf off the tap); trained softmax biases are "
         "finite, and the residual sits at the floor those patterns leave for any maps",
-        statement=f"K = {c.taps} trained heads: relative MSE -> 0",
     )
 
 

@@ -4,6 +4,9 @@ KV-shift induction construction and the position-free ceiling (004#24), rank aga
 max-logit claims of the deep stacks are scope checks: the loss-spike and loss claims name them as their regime."""
 
 from analysis.specs import ClaimSpec, declare
+from probes.attention_only.config import SOURCE
+from probes.attention_only.induction import FAILS
+from probes.attention_only.nearest_neighbour import NN_BETA_EXACT, NN_THRESHOLD
 
 _Q_CONV = "«a single ViT layer with image patches as the input can perform any convolution operation constructively»"
 _Q_IND = (
@@ -55,6 +58,8 @@ DECLARED = declare(
         statement="one layer of K relative-position heads (bias 0 at offset h, -inf elsewhere; W_o,h = W_h) reproduces "
         "a K-tap causal convolution with zero padding, in float64 to rounding",
         quantity="largest relative difference from conv1d (dimensionless)",
+        source=f"{SOURCE}, item 1: K heads, bias 0 at offset h and -inf elsewhere, W_o,h = W_h",
+        figure="ao_convolution",
     ),
     ClaimSpec(
         name="conv_heads{h}_rel_mse_above_rank_bound",
@@ -66,6 +71,10 @@ DECLARED = declare(
         "unfolded kernel",
         scope=_CONV_LAYER,
         quantity="population relative MSE of the best row and seed (dimensionless)",
+        source=f"{SOURCE}, item 2: yhat_t = sum_s A_t[s] M, rank <= H; Eckart-Young on the unfolded kernel",
+        relation=">=",
+        figure="ao_convolution",
+        full=True,
     ),
     ClaimSpec(
         name="conv_heads{taps}_at_pattern_floor",
@@ -76,6 +85,10 @@ DECLARED = declare(
         "least-squares fit, so K trained heads' relative MSE >= the floor their (finite-bias) patterns leave",
         scope=_CONV_LAYER,
         quantity="mean over seeds of the population relative MSE (dimensionless)",
+        source=f"{SOURCE}, item 2 with the trained patterns fixed: the best maps M_h are a least-squares fit",
+        relation=">=",
+        figure="ao_convolution",
+        full=True,
     ),
     ClaimSpec(
         name="conv_heads_K_reach_exact",
@@ -87,6 +100,10 @@ DECLARED = declare(
         "architecture; not met: the exact construction needs -inf biases (one-hot patterns), out of reach of "
         "finite trained softmax biases",
         quantity="population relative MSE of K trained heads, per seed (dimensionless)",
+        source=f"{SOURCE}, items 1-2: K heads express the convolution exactly",
+        hypothesis="K heads do no better than K - 1: the rank-(K - 1) bound",
+        figure="ao_convolution",
+        full=True,
     ),
     # ------------------------------------------------------------------------------------------ induction (004#24)
     ClaimSpec(
@@ -97,6 +114,8 @@ DECLARED = declare(
         statement="a hand-built one-layer, one-head KV-shift model (key onehot(x_(j-1)) through shift_k = (0, 1), "
         "value onehot(x_j)) predicts every held-out repeated position: accuracy 1",
         quantity="held-out accuracy at the repeated positions (fraction)",
+        source=f"{SOURCE}, item 3: key at j = onehot(x_(j-1)) through shift_k = (0, 1), value onehot(x_j)",
+        figure="ao_induction",
     ),
     ClaimSpec(
         name="kv_shift_off_is_plain_attention",
@@ -106,6 +125,8 @@ DECLARED = declare(
         statement="a kv_shift model with shift (1, 0) computes exactly the logits of plain attention with the same "
         "weights (float64)",
         quantity="largest |logit difference| (nats)",
+        source="analysis/model.py: k' = 1 k_t + 0 k_(t-1), v' likewise",
+        figure="ao_induction",
     ),
     ClaimSpec(
         name="vanilla_one_layer_below_bag_ceiling",
@@ -118,6 +139,9 @@ DECLARED = declare(
         scope="by construction: the model is one attention layer without positions or MLP on the induction task "
         "(distinct prefix tokens, uniform repeat offset), as the derivation assumes",
         quantity="held-out accuracy at the repeated positions, mean over seeds (fraction)",
+        source=f"{SOURCE}, item 3: a position-free layer sees x_t and the multiset of the context",
+        figure="ao_induction",
+        full=True,
     ),
     ClaimSpec(
         name="{name}_solves_induction",
@@ -128,6 +152,9 @@ DECLARED = declare(
         scope="by construction: one KV-shift layer without positions, or two vanilla layers with RoPE, attention "
         "only, trained on a synthetic induction task; not checked: the paper's trained language models at scale",
         quantity="held-out accuracy at the repeated positions, mean over seeds (fraction)",
+        source="issue 17: one KV-shift layer, or two vanilla layers, >= 0.9",
+        figure="ao_induction",
+        full=True,
     ),
     ClaimSpec(
         name="{name}_beats_{base}",
@@ -138,6 +165,11 @@ DECLARED = declare(
         scope="by construction: paired models of one and two layers, with and without KV shift, attention only, on "
         "the same synthetic induction data; not checked: the paper's trained language models at scale",
         quantity="paired difference of held-out induction accuracy, per seed (fraction)",
+        source="004#24: KV shifting (or a second layer) supplies the previous token the induction key needs",
+        hypothesis="no difference in induction accuracy",
+        sign=1,
+        figure="ao_induction",
+        full=True,
     ),
     ClaimSpec(
         name="vanilla_1_rope_fails_induction",
@@ -149,6 +181,10 @@ DECLARED = declare(
         scope="by construction: one vanilla attention layer with RoPE and no MLP on the synthetic induction task; "
         "recorded only when guessing the offset stays below 0.2",
         quantity="held-out accuracy at the repeated positions, mean over seeds (fraction)",
+        source=f"issue 17 (<= {FAILS}); {SOURCE}: offset guess 1/(T - 2L + 1)",
+        hypothesis="one vanilla layer with positions solves induction",
+        figure="ao_induction",
+        full=True,
     ),
     # ----------------------------------------------------------------------------------- nearest neighbour (004#72)
     ClaimSpec(
@@ -159,6 +195,8 @@ DECLARED = declare(
         statement="one full-rank head with QK = beta I (beta = 1e7) and the key as value outputs the nearest key, its "
         "relative MSE within the hard-max bound (2 (N - 1) e^(-beta delta))^2 plus rounding (float64)",
         quantity="held-out relative MSE (dimensionless)",
+        source=f"{SOURCE}, item 4: one head, QK = beta I (beta = {NN_BETA_EXACT:g}), value the key",
+        figure="ao_rank_heads",
     ),
     ClaimSpec(
         name="nn_full_head_reaches_threshold",
@@ -169,6 +207,9 @@ DECLARED = declare(
         scope="by construction: one head of rank d (QK of full rank) on the nearest-neighbour task (unit keys, "
         "Gaussian queries), trained; the paper's statement is one of representation, not of training",
         quantity="held-out relative MSE, mean over seeds (dimensionless)",
+        source=f"{SOURCE}, item 4: the construction's error -> 0 as beta -> inf; issue 17: <= {NN_THRESHOLD}",
+        figure="ao_rank_heads",
+        full=True,
     ),
     ClaimSpec(
         name="nn_full_head_at_its_learned_scale",
@@ -180,6 +221,10 @@ DECLARED = declare(
         scope="not checked: the construction's QK form is beta I; the trained form M is not exactly isotropic "
         "(its anisotropy |M - beta I| / |M| is reported, not tested)",
         quantity="held-out relative MSE, mean over seeds (dimensionless)",
+        source=f"{SOURCE}, item 4: the construction's error at beta = tr M / d of the trained head's QK form M",
+        hypothesis="the trained head ignores the query: the error of the best query-free output E[f | K]",
+        figure="ao_rank_heads",
+        full=True,
     ),
     ClaimSpec(
         name="nn_{name}_above_additive_floor",
@@ -191,6 +236,11 @@ DECLARED = declare(
         "residual A(r)",
         scope=_NN_FLOOR,
         quantity="held-out relative MSE, mean over seeds (dimensionless)",
+        source=f"{SOURCE}, item 4: H heads of rank r compute sum_h g_h(A_h^T q, K); on orthogonal projections "
+        "no additive function beats the first-order Hoeffding residual A(r)",
+        relation=">=",
+        figure="ao_rank_heads",
+        full=True,
     ),
     ClaimSpec(
         name="nn_{name}_3x_worse",
@@ -201,6 +251,9 @@ DECLARED = declare(
         scope="not checked: the paper's separation is asymptotic (heads exponential in d); the run tests one "
         "finite d = 16 with N = 16 keys and H r = d heads",
         quantity="per-seed relative MSE of the low-rank heads minus 3x the full head's (dimensionless)",
+        sign=1,
+        figure="ao_rank_heads",
+        full=True,
     ),
     ClaimSpec(
         name="nn_short_two_rank1_layers_close_half_gap",
@@ -212,6 +265,9 @@ DECLARED = declare(
         scope="by construction: a short context of N = 2 keys, one and two layers of d rank-1 heads against one "
         "rank-d head on the same data",
         quantity="per-seed (e1 - e2) - 0.5 (e1 - e_full) of held-out relative MSEs (dimensionless)",
+        sign=1,
+        figure="ao_rank_heads",
+        full=True,
     ),
     # ----------------------------------------------------------------------- attention-only networks (004#1)
     ClaimSpec(
@@ -222,6 +278,8 @@ DECLARED = declare(
         statement="the closed-form parameter count equals num_params() for the standard, attention-only and "
         "MLP-deleted models and both deep stacks",
         quantity="largest |closed form - actual| (parameters)",
+        source=f"{SOURCE}, item 5: embedding, blocks (attention, QK-norm, MLP, norms), final norm, read-out",
+        figure="ao_san_matched",
     ),
     ClaimSpec(
         name="san_matched_params_residual",
@@ -231,6 +289,7 @@ DECLARED = declare(
         statement="3L attention-only blocks hold the parameters of L standard blocks (MLP 4d) plus L d norm gains: "
         "the models' counts differ by the derived residual",
         quantity="attention-only minus standard parameter count (parameters)",
+        figure="ao_san_matched",
     ),
     ClaimSpec(
         name="qk_norm_logit_bound_attained",
@@ -240,6 +299,8 @@ DECLARED = declare(
         statement="a float64 QK-norm layer with W_k = W_q, constant gains and eps 0 attains the closed-form logit "
         "bound: largest |logit| / bound = 1",
         quantity="largest |logit| over the bound (dimensionless)",
+        source=f"{SOURCE}, item 5: |scale q.k| <= scale (sqrt(dh) max|w_q|)(sqrt(dh) max|w_k|), equality at q = k",
+        figure="ao_deep_qknorm",
     ),
     ClaimSpec(
         name="san_matched_params_gap_zero",
@@ -250,6 +311,10 @@ DECLARED = declare(
         "parameters «0.006 nats (0.27 percent of loss)»",
         scope=_SAN_SCALE,
         quantity="paired held-out loss, attention-only minus standard, per seed (nats)",
+        figure="ao_san_matched",
+        full=True,
+        hypothesis="attention depth does not replace the MLPs: the matched model is as far behind as the standard "
+        "with its MLPs deleted in place",
     ),
     ClaimSpec(
         name="san_matched_gap_falls_with_width",
@@ -261,6 +326,12 @@ DECLARED = declare(
         "the zoo reaches)",
         scope=_SAN_SCALE,
         quantity="per-seed least-squares slope of the matched held-out loss gap in log2 width (nats per doubling)",
+        source="004#1: at 6M-87M parameters the matched gap is 0.006 nats; "
+        f"{SOURCE}, item 5: the attention-only depth matched at each width",
+        hypothesis="the matched gap does not change with width",
+        sign=-1,
+        figure="ao_san_matched",
+        full=True,
     ),
     ClaimSpec(
         name="san_matched_params_gap_within_seed_range",
@@ -271,6 +342,10 @@ DECLARED = declare(
         "knowledge-dense text, measured «0.040»: |gap| <= 0.05 nats",
         scope=_SAN_SCALE,
         quantity="mean over seeds of the held-out loss gap (nats)",
+        source="004#1 / issue 17: a standard and an attention-only model with equal parameters differ by <= 0.05 "
+        "nats (0.006 at matched parameters, 0.040 measured on fineweb-edu)",
+        figure="ao_san_matched",
+        full=True,
     ),
     ClaimSpec(
         name="san_mlp_deletion_in_place_costs",
@@ -281,6 +356,11 @@ DECLARED = declare(
         "FLOPs»",
         scope=_SAN_SCALE,
         quantity="paired held-out loss, MLP-deleted minus standard, per seed (nats)",
+        source="004#1: deleting feed-forward layers in place costs 0.47 nats at matched depth",
+        hypothesis="the MLPs add nothing at matched depth",
+        sign=1,
+        figure="ao_san_matched",
+        full=True,
     ),
     ClaimSpec(
         name="deep_qknorm_max_logit_below_bound",
@@ -290,6 +370,10 @@ DECLARED = declare(
         statement="our derivation for QK-norm: every logit obeys |logit| <= scale (sqrt(dh) max|w_q| + |b_q|) "
         "(sqrt(dh) max|w_k| + |b_k|) whatever the weights and input, so the stack with QK-norm has bounded logits",
         quantity="largest ratio of a layer's max |logit| to its bound, over updates, layers and seeds (dimensionless)",
+        source=f"{SOURCE}, item 5: |logit| <= scale (sqrt(dh) max|w_q| + |b_q|)(sqrt(dh) max|w_k| + |b_k|)",
+        relation="<=",
+        figure="ao_deep_qknorm",
+        full=True,
     ),
     ClaimSpec(
         name="deep_no_qknorm_max_logit_grows",
@@ -301,6 +385,9 @@ DECLARED = declare(
         quantity="per-seed ln(max |logit| over the last 10% of updates / at init), without QK-norm",
         replicates="deep_seeds",
         looks=_DEEP_LOOKS,
+        sign=1,
+        figure="ao_deep_qknorm",
+        full=True,
     ),
     ClaimSpec(
         name="deep_max_logit_grows_more_without_qknorm",
@@ -311,6 +398,9 @@ DECLARED = declare(
         quantity="per-seed ln-growth of the max |logit| without minus with QK-norm",
         replicates="deep_seeds",
         looks=_DEEP_LOOKS,
+        sign=1,
+        figure="ao_deep_qknorm",
+        full=True,
     ),
     ClaimSpec(
         name="deep_no_qknorm_loss_spikes",
@@ -321,6 +411,11 @@ DECLARED = declare(
         "most runs)",
         scope=("deep_no_qknorm_max_logit_grows",),
         quantity="fraction of runs without QK-norm with a loss spike",
+        source="004#1: QK-normalisation is what keeps 48-layer attention-only stacks trainable; issue 17: loss "
+        "spikes without it",
+        hypothesis="QK-norm makes no difference: runs without it spike as often as runs with it",
+        figure="ao_deep_qknorm",
+        full=True,
     ),
     ClaimSpec(
         name="deep_qknorm_no_loss_spikes",
@@ -330,6 +425,10 @@ DECLARED = declare(
         statement=f"{_Q_QKNORM}: with QK-norm the 48-layer stack trains (loss spikes in fewer than half the runs)",
         scope=("deep_qknorm_max_logit_below_bound",),
         quantity="fraction of runs with QK-norm with a loss spike",
+        source="004#1: with QK-norm the 48-layer stack trains",
+        hypothesis="QK-norm makes no difference: runs with it spike as often as runs without it",
+        figure="ao_deep_qknorm",
+        full=True,
     ),
     ClaimSpec(
         name="deep_qknorm_reaches_lower_loss",
@@ -341,6 +440,11 @@ DECLARED = declare(
         quantity="paired held-out loss without minus with QK-norm, per seed (nats)",
         replicates="deep_seeds",
         looks=_DEEP_LOOKS,
+        source="004#1: without QK-norm the 48-layer stack does not train, with it it does",
+        hypothesis="QK-norm makes no difference to the loss reached",
+        sign=1,
+        figure="ao_deep_qknorm",
+        full=True,
     ),
     ClaimSpec(
         name="sr_wo_still_grows",
@@ -350,6 +454,11 @@ DECLARED = declare(
         statement=f"{_Q_SR}: W_O's stable rank still grows in the second half of training",
         scope=_STABLE_RANK,
         quantity="per-seed relative change of W_O's stable rank, mid to end of training (mean over layers)",
+        source="004#1: content matrices accumulate rank slowly; without FFNs in the attention output projection",
+        hypothesis="W_O's stable rank has settled by mid-training",
+        sign=1,
+        figure="ao_stable_rank",
+        full=True,
     ),
     ClaimSpec(
         name="sr_qk_settles_before_wo",
@@ -359,6 +468,11 @@ DECLARED = declare(
         statement=f"{_Q_SR}: in the second half W_O's stable rank moves more than that of W_q,h^T W_k,h",
         scope=_STABLE_RANK,
         quantity="per-seed change of W_O's stable rank minus |that of W_q,h^T W_k,h| (relative, mean over layers)",
+        source="004#1: routing matrices (Q/K) crystallize early",
+        hypothesis="the routing (W_q^T W_k) stable rank moves as much as W_O's in the second half",
+        sign=1,
+        figure="ao_stable_rank",
+        full=True,
     ),
     ClaimSpec(
         name="sr_wo_accumulates_more_without_mlp",
@@ -368,5 +482,10 @@ DECLARED = declare(
         statement=f"{_Q_SR}: W_O's stable rank grows more in the attention-only model than in the standard one",
         scope=_STABLE_RANK,
         quantity="per-seed relative change of W_O's stable rank, attention-only minus standard (mean over layers)",
+        source="004#1: removing feed-forward layers relocates this accumulation to the attention output projection",
+        hypothesis="removing the MLPs does not move rank accumulation to W_O",
+        sign=1,
+        figure="ao_stable_rank",
+        full=True,
     ),
 )

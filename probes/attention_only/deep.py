@@ -15,14 +15,14 @@ from analysis.model import TinyTransformer
 from analysis.progress import bar
 from analysis.theory import attention_only as th
 from analysis.train import TrainConfig, derived_seed, train
-from probes.attention_only.config import SEED_SAN, SOURCE, Config
+from probes.attention_only.config import SEED_SAN, Config
 from probes.attention_only.models import (
     QK_GAIN,
     deep_model_config,
     deep_task,
     san_task,
 )
-from probes.attention_only.shared import part_claims, positive_direction
+from probes.attention_only.shared import part_claims
 from probes.base import MAX_SEED, Result
 from probes.parts import Context
 
@@ -207,67 +207,52 @@ def measure(ctx: Context) -> None:
     )
 
 
-def _claim_loss_spikes(led: Ledger, c: Config, spikes: np.ndarray, common: dict) -> None:
+def _claim_loss_spikes(led: Ledger, c: Config, spikes: np.ndarray) -> None:
     """Per QK-norm setting (``qk``: its index) the fraction of its runs with a loss spike (``spikes``: qk, seed,
     step), against the other setting's."""
     spiky = spikes.any(-1).mean(-1)  # (qk,) fraction of runs with a spike
     spike_def = f"a spike: loss > median + {c.spike_k:g} scaled MAD of the previous {c.spike_window} (or non-finite)"
-    for name, qk, expected, hypothesis, source, band, mechanism, statement in (
+    for name, qk, expected, band, statement in (
         (
             "deep_no_qknorm_loss_spikes",
             0,
             1.0,
-            "QK-norm makes no difference: runs without it spike as often as runs with it",
-            "004#1: QK-normalisation is what keeps 48-layer attention-only stacks trainable; issue 17: loss "
-            "spikes without it",
             "a majority",
-            "deep_no_qknorm_max_logit_grows",  # the mechanism: logits grow without QK-norm
             "fraction of runs without QK-norm with a loss spike: 1 (more than half)",
         ),
         (
             "deep_qknorm_no_loss_spikes",
             1,
             0.0,
-            "QK-norm makes no difference: runs with it spike as often as runs without it",
-            "004#1: with QK-norm the 48-layer stack trains",
             "fewer than half",
-            "deep_qknorm_max_logit_below_bound",  # the mechanism: QK-norm bounds the logits
             "fraction of runs with QK-norm with a loss spike: 0 (less than half)",
         ),
     ):
-        led.predict(
+        led.judge(
             name,
             measured=float(spiky[qk]),
             expected=expected,
             atol=0.5,
             alternative=float(spiky[1 - qk]),
-            hypothesis=hypothesis,
-            source=source,
             why=f"band: {band} of the {c.deep_seeds} runs ({spike_def}); {c.deep_seeds} seeds: compute (about 33 s "
             "per seed for both QK-norm settings, one thread)",
-            regime=[mechanism],
             statement=statement,
-            **common,
         )
 
 
 def claim_deep_qknorm(led: Ledger, r: Result) -> None:
     """Deep stacks: the QK-norm bound, max-logit growth, loss spikes, the loss reached."""
     c, d = r.config, r.data
-    common = dict(seed=SEED_SAN, requires_full=True, figure="ao_deep_qknorm")
     ratio = d["deep_bound_ratio"].sel(qk_norm=True).values  # (seed, update): the worst layer's ratio
-    led.bound(
+    led.judge(
         "deep_qknorm_max_logit_below_bound",
         population=ratio,
         bound=1.0,
-        relation="<=",
-        source=f"{SOURCE}, item 5: |logit| <= scale (sqrt(dh) max|w_q| + |b_q|)(sqrt(dh) max|w_k| + |b_k|)",
         why="each case: at one update of one seed, the largest ratio over layers of a layer's max |logit| (probe "
         "batch) to the bound of its gains; the claim is the worst case, its tightness that ratio, beside the median "
         "case's",
         statement=f"{c.deep_layers} x {c.deep_width} attention-only stacks with QK-norm: every logit within the "
         "closed-form bound throughout training",
-        **common,
     )
     ml = d["deep_max_logit"].values  # (qk, seed, step)
     growth = np.log(tail_mean(ml) / ml[..., 0])  # (qk, seed)
@@ -276,6 +261,8 @@ def claim_deep_qknorm(led: Ledger, r: Result) -> None:
         f"95% t band over {n} seeds (the pairs share the replicate seed: initial weights and data); {n} seeds: "
         "compute (about 33 s per seed for both QK-norm settings, one thread)"
     )
+    # these two declare paper wortsman2023 but record seed 004#1: Ledger.judge records the paper as the seed, and
+    # wortsman2023 is not a seed key, so they keep the comparison's own method
     for name, replicates, hypothesis, source, statement in (
         (
             "deep_no_qknorm_max_logit_grows",
@@ -292,19 +279,23 @@ def claim_deep_qknorm(led: Ledger, r: Result) -> None:
             "ln-growth of the max |logit| without QK-norm minus with QK-norm > 0",
         ),
     ):
-        positive_direction(led, name, replicates, hypothesis, source, why, statement, common)
-    _claim_loss_spikes(led, c, d["deep_spike"].values, common)
+        # the statement's paper (wortsman2023) is not a seed paper: the experiment's seed is recorded
+        led.judge(
+            name,
+            replicates=replicates,
+            hypothesis=hypothesis,
+            source=source,
+            why=why,
+            statement=statement,
+            seed=SEED_SAN,
+        )
+    _claim_loss_spikes(led, c, d["deep_spike"].values)
     ev = d["deep_eval_loss"].values
-    led.direction(
+    led.judge(
         "deep_qknorm_reaches_lower_loss",
         replicates=ev[0] - ev[1],
-        sign=1,
-        hypothesis="QK-norm makes no difference to the loss reached",
-        source="004#1: without QK-norm the 48-layer stack does not train, with it it does",
         why=why,
-        regime=["deep_max_logit_grows_more_without_qknorm"],  # the mechanism: QK-norm curbs the logits' growth
         statement=f"held-out loss after {c.deep_steps} updates without QK-norm minus with QK-norm > 0",
-        **common,
     )
 
 

@@ -14,7 +14,7 @@ from analysis.model import ModelConfig, TinyTransformer
 from analysis.progress import bar
 from analysis.theory import attention_only as th
 from analysis.train import derived_seed, train
-from probes.attention_only.config import SEED_KV, SOURCE, Config
+from probes.attention_only.config import Config
 from probes.attention_only.shared import part_claims, train_config
 from probes.base import MAX_SEED, Result
 from probes.parts import Context
@@ -155,22 +155,19 @@ def measure(ctx: Context) -> None:
 
 
 def claim_induction_identities(led: Ledger, r: Result) -> None:
-    led = led.given(seed=SEED_KV, figure="ao_induction")
     s = r.scalars
-    led.identity(
+    led.judge(
         "kv_shift_construction_solves_induction",
         measured=s["constructed_induction"],
         expected=1.0,
-        source=f"{SOURCE}, item 3: key at j = onehot(x_(j-1)) through shift_k = (0, 1), value onehot(x_j)",
         why="a count: every held-out repeated position predicted (the matching key's weight is 1 - O(T e^-40))",
         statement="a hand-built one-layer, one-head KV-shift model predicts every repeated position",
     )
     if r.config.training:
-        led.identity(
+        led.judge(
             "kv_shift_off_is_plain_attention",
             measured=s["kv_shift_off_difference"],
             atol=0.0,
-            source="analysis/model.py: k' = 1 k_t + 0 k_(t-1), v' likewise",
             why="float64: multiplying by 1 and adding 0 are exact",
             statement="the trained one-layer vanilla weights in a kv_shift model with shift (1, 0): identical logits",
         )
@@ -182,62 +179,50 @@ def claim_induction(led: Ledger, r: Result) -> None:
     stat = {m: mean_se(v) for m, v in a.items()}
     ceiling, guess = r.scalars["bag_ceiling"], r.scalars["offset_guess"]
     n = acc.sizes["ind_seed"]
-    common = dict(seed=SEED_KV, requires_full=True, figure="ao_induction")
     v1 = stat["vanilla_1"]
     margin = t_multiple(v1.dof) * v1.se if math.isfinite(v1.se) else 0.0
-    led.bound(
+    led.judge(
         "vanilla_one_layer_below_bag_ceiling",
         measured=v1.mean,
         bound=ceiling + margin,
         tightness=v1.mean / ceiling,
-        source=f"{SOURCE}, item 3: a position-free layer sees x_t and the multiset of the context",
         why=f"the Bayes accuracy {ceiling:.4f} plus the 95% t band of the mean over {n} seeds (their spread: "
         "training and held-out sequences; one seed: no margin); tightness = measured / ceiling",
         statement="one vanilla layer without positions: accuracy <= the bag-of-tokens ceiling",
-        **common,
     )
-    half = dict(atol=1.0 - SOLVED, source="issue 17: one KV-shift layer, or two vanilla layers, >= 0.9")
     for name, alt, hyp in (
         ("kv_shift_1", ceiling, "as one vanilla layer without positions: the bag-of-tokens ceiling"),
         ("vanilla_2_rope", guess, "as one vanilla layer with positions: guessing the repeat's offset"),
     ):
-        led.predict(
+        led.judge(
             f"{name}_solves_induction",
             measured=stat[name].mean,
             expected=1.0,
+            atol=1.0 - SOLVED,
             alternative=alt,
             hypothesis=hyp,
             why=f"band = issue 17's criterion (accuracy >= {SOLVED}); the mean over {n} seeds has SE "
             f"{stat[name].se:.2g} (their spread)",
             statement=f"{name}: held-out induction accuracy >= {SOLVED} (a constructive solution exists)",
-            **half,
-            **common,
         )
     for name, base in (("kv_shift_1", "vanilla_1"), ("vanilla_2_rope", "vanilla_1_rope")):
-        led.direction(
+        led.judge(
             f"{name}_beats_{base}",
             replicates=a[name] - a[base],
-            sign=1,
-            hypothesis="no difference in induction accuracy",
-            source="004#24: KV shifting (or a second layer) supplies the previous token the induction key needs",
             why=f"95% t band over {n} seeds of the paired difference (the same replicate seed: training data and "
             "held-out sequences)",
             statement=f"accuracy({name}) - accuracy({base}) > 0",
-            **common,
         )
     if guess >= FAILS:  # so few offsets that guessing one beats issue 17's threshold: no claim to judge
         return
-    led.predict(
+    led.judge(
         "vanilla_1_rope_fails_induction",
         measured=stat["vanilla_1_rope"].mean,
         expected=guess,
         atol=FAILS - guess,
         alternative=1.0,
-        hypothesis="one vanilla layer with positions solves induction",
-        source=f"issue 17 (<= {FAILS}); {SOURCE}: offset guess 1/(T - 2L + 1)",
         why=f"band up to issue 17's {FAILS}; the mean over {n} seeds has SE {stat['vanilla_1_rope'].se:.2g}",
         statement=f"one vanilla layer with RoPE: accuracy near the offset guess, <= {FAILS}",
-        **common,
     )
 
 

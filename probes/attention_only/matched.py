@@ -12,7 +12,7 @@ from analysis.ledger import Ledger
 from analysis.model import TinyTransformer
 from analysis.progress import bar
 from analysis.train import evaluate, probe_lm_train_config, train
-from probes.attention_only.config import SEED_SAN, SOURCE, Config
+from probes.attention_only.config import SOURCE, Config
 from probes.attention_only.models import (
     QK_GAIN,
     SAN_MODELS,
@@ -219,17 +219,14 @@ def measure(ctx: Context) -> None:
 def claim_san_identities(led: Ledger, r: Result) -> None:
     c, s = r.config, r.scalars
     std, san = int(s["params_standard"]), int(s["params_attention_only"])
-    common = dict(seed=SEED_SAN, figure="ao_san_matched")
-    led.identity(
+    led.judge(
         "san_param_count_formula",
         measured=s["param_count_error"],
-        source=f"{SOURCE}, item 5: embedding, blocks (attention, QK-norm, MLP, norms), final norm, read-out",
         why="integer counts: the closed form and the models' parameter tensors must agree exactly",
         statement="the closed-form parameter count equals num_params() for the standard, attention-only and "
         "MLP-deleted models and both deep stacks",
-        **common,
     )
-    led.identity(
+    led.judge(
         "san_matched_params_residual",
         measured=san - std,
         expected=s["san_residual_theory"],
@@ -238,20 +235,16 @@ def claim_san_identities(led: Ledger, r: Result) -> None:
         why="integer counts: exact",
         statement=f"attention-only ({int(s['san_layers_matched'])} layers, {san} parameters) minus standard "
         f"({c.matched_layers} layers, {std}): the derived residual ({(san - std) / std:.2%} of the standard's)",
-        **common,
     )
-    led.identity(
+    led.judge(
         "qk_norm_logit_bound_attained",
         measured=s["qk_bound_construction_ratio"],
         expected=1.0,
         atol=1e-12,
-        source=f"{SOURCE}, item 5: |scale q.k| <= scale (sqrt(dh) max|w_q|)(sqrt(dh) max|w_k|), equality at q = k",
         why="float64 with norm eps 0: |xhat|^2 = dh exactly, so the diagonal logit is scale g^2 dh; only sums of "
         "dh terms round (relative ~ dh eps = 1e-14)",
-        seed=SEED_SAN,
         statement=f"a QK-norm layer with W_k = W_q and constant gains {QK_GAIN:g} attains the logit bound "
         "(largest |logit| / bound = 1)",
-        figure="ao_deep_qknorm",
     )
 
 
@@ -284,30 +277,22 @@ def claim_san_gap(led: Ledger, r: Result) -> None:
     gap = (loss.sel(san_model="attention_only") - loss.sel(san_model="standard")).values
     deleted = (loss.sel(san_model="mlp_deleted") - loss.sel(san_model="standard")).values
     g, dl = mean_se(gap), mean_se(deleted)
-    common = dict(seed=SEED_SAN, requires_full=True, figure="ao_san_matched")
     depth = int(r.scalars["san_layers_matched"])
     scale = trend_text(r)
     slopes, widths = gap_slopes(r), r.data["san_width"].values
-    led.direction(
+    led.judge(
         "san_matched_gap_falls_with_width",
         replicates=slopes,
-        sign=-1,
-        hypothesis="the matched gap does not change with width",
-        source="004#1: at 6M-87M parameters the matched gap is 0.006 nats; "
-        f"{SOURCE}, item 5: the attention-only depth matched at each width",
         why=f"95% t band over {len(slopes)} seeds of each seed's least-squares slope of the gap in log2 d over d = "
         f"{', '.join(map(str, widths))} (the same replicate seeds at every width)",
         statement="held-out loss, attention-only minus standard at equal parameters: its slope in log2 width < 0 "
         f"(d = {', '.join(map(str, widths))})",
-        **common,
     )
-    led.predict(
+    led.judge(
         "san_matched_params_gap_zero",
         expected=0.0,
         replicates=gap,
         alternative=dl.mean,
-        hypothesis=f"attention depth does not replace the MLPs: the matched model is as far behind as the standard "
-        f"with its MLPs deleted in place ({c.matched_layers} layers)",
         source="004#1: at matched parameters the gap is 0.006 nats; "
         f"{SOURCE}, item 5: {depth} attention-only blocks match {c.matched_layers} standard ones",
         why=f"95% t band over {g.n} seeds of the paired difference (the same replicate seed: data stream and "
@@ -315,29 +300,21 @@ def claim_san_gap(led: Ledger, r: Result) -> None:
         statement=f"held-out loss, attention-only ({depth} layers) minus standard ({c.matched_layers} layers, MLP 4d), "
         f"width {c.matched_width}, equal parameters: 0",
         scale=scale,
-        **common,
     )
-    led.paper(
+    led.judge(
         "san_matched_params_gap_within_seed_range",
         measured=g.mean,
         lo=-SAN_GAP,
         hi=SAN_GAP,
-        source="004#1 / issue 17: a standard and an attention-only model with equal parameters differ by <= 0.05 "
-        "nats (0.006 at matched parameters, 0.040 measured on fineweb-edu)",
         why=f"the seed's range; the mean over {g.n} seeds has SE {g.se:.2g} (their spread)",
         statement=f"|held-out loss gap| at equal parameters <= {SAN_GAP:g} nats",
         scale=scale,
-        **common,
     )
-    led.direction(
+    led.judge(
         "san_mlp_deletion_in_place_costs",
         replicates=deleted,
-        sign=1,
-        hypothesis="the MLPs add nothing at matched depth",
-        source="004#1: deleting feed-forward layers in place costs 0.47 nats at matched depth",
         why=f"95% t band over {dl.n} seeds of the paired difference (the same replicate seed)",
         statement="held-out loss of the standard model with its MLPs deleted minus the standard's > 0",
-        **common,
     )
 
 

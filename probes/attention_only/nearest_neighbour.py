@@ -14,7 +14,7 @@ from analysis.model import ModelConfig, TinyTransformer
 from analysis.progress import bar
 from analysis.theory import attention_only as th
 from analysis.train import derived_seed, forward, train
-from probes.attention_only.config import SEED_RANK, SOURCE, Config
+from probes.attention_only.config import SOURCE, Config
 from probes.attention_only.shared import part_claims, train_config
 from probes.base import MAX_SEED, Result
 from probes.parts import Context
@@ -194,14 +194,12 @@ def measure(ctx: Context) -> None:
 
 
 def claim_nn_construction(led: Ledger, r: Result) -> None:
-    led = led.given(seed=SEED_RANK, figure="ao_rank_heads")
     c, s = r.config, r.scalars
-    led.identity(
+    led.judge(
         "nn_full_head_construction_exact",
         measured=s["nn_construction_error"],
         expected=0.0,
         atol=s["nn_construction_bound"] + 1e-24,
-        source=f"{SOURCE}, item 4: one head, QK = beta I (beta = {NN_BETA_EXACT:g}), value the key",
         why="float64: the weights off the nearest key total at most (N - 1) e^(-beta delta) per query (delta its "
         "alignment gap): atol = the mean of (2 (N - 1) e^(-beta delta))^2 over the held-out queries, plus 1e-24 "
         "for rounding (outputs are unit vectors, squared error ~ eps^2 d)",
@@ -218,84 +216,69 @@ def _nn(r: Result, name: str) -> np.ndarray:
 def claim_nn_rank(led: Ledger, r: Result) -> None:
     c, s = r.config, r.scalars
     d = c.neighbour_d
-    common = dict(seed=SEED_RANK, requires_full=True, figure="ao_rank_heads")
     full_seeds = _nn(r, "full_1x")
     full = mean_se(full_seeds)
     n = full.n
-    led.predict(
+    led.judge(
         "nn_full_head_reaches_threshold",
         measured=full.mean,
         expected=0.0,
         atol=NN_THRESHOLD,
         alternative=s["nn_floor_quarter"],
         hypothesis=f"one rank-{d} head does no better than 4 rank-{d // 4} heads can: their additive floor A({d // 4})",
-        source=f"{SOURCE}, item 4: the construction's error -> 0 as beta -> inf; issue 17: <= {NN_THRESHOLD}",
         why=f"band = issue 17's criterion (relative MSE <= {NN_THRESHOLD}); the mean over {n} seeds has SE "
         f"{full.se:.2g} (their spread)",
         statement=f"one trained rank-{d} head, N = {c.neighbour_keys}: held-out relative MSE <= {NN_THRESHOLD}",
-        **common,
     )
     theory, theory_se = s["nn_construction_at_beta_eff"], s["nn_construction_at_beta_eff_se"]
-    led.predict(
+    led.judge(
         "nn_full_head_at_its_learned_scale",
         measured=full.mean,
         expected=theory,
         se=math.hypot(full.se, theory_se),
         dof=full.dof,
         alternative=s["nn_query_free_long"],
-        hypothesis="the trained head ignores the query: the error of the best query-free output E[f | K]",
-        source=f"{SOURCE}, item 4: the construction's error at beta = tr M / d of the trained head's QK form M",
         why=f"95% t band of the hypot of the SE over {n} seeds (their spread) and the theory's Monte Carlo SE "
         f"({theory_se:.2g}, {c.neighbour_theory_sets} key sets), dof = {n} - 1 (the seeds); beta is the seeds' mean "
         f"and the trained M is not exactly beta I (|M - beta I| / |M| = {s['nn_anisotropy']:.2f})",
         statement=f"the trained rank-{d} head's error is the construction's at its learned scale "
         f"beta = {s['nn_beta_eff']:.3g}",
-        **common,
     )
     for name, tag in (("quarter_4x", "quarter"), ("rank1_dx", "rank1")):
         H = NN_MODELS[name][0](d)
         low = _nn(r, name)
         floor = s[f"nn_floor_{tag}"]
-        led.bound(
+        led.judge(
             f"nn_{name}_above_additive_floor",
             measured=float(low.mean()),
             bound=floor,
-            relation=">=",
-            source=f"{SOURCE}, item 4: H heads of rank r compute sum_h g_h(A_h^T q, K); on orthogonal projections "
-            "no additive function beats the first-order Hoeffding residual A(r)",
             why=f"the mean over {n} seeds against A(r) by pick-freeze Monte Carlo (SE {s[f'nn_floor_{tag}_se']:.2g}); "
             "it binds heads whose query projections are orthogonal (oblique or overlapping ones are not covered); "
             "tightness = floor / measured",
             statement=f"{H} trained heads of rank {d // H}: relative MSE >= A({d // H}) (N = {c.neighbour_keys})",
-            **common,
         )
-        led.direction(
+        led.judge(
             f"nn_{name}_3x_worse",
             replicates=low - NN_WORSE * full_seeds,
-            sign=1,
             hypothesis=f"{H} heads of rank {d // H} come within {NN_WORSE:g}x of one rank-{d} head",
             source=f"issue 17 ({NN_WORSE:g}x); {SOURCE}, item 4: A({d // H}) = {floor:.3f}, the construction -> 0",
             why=f"95% t band over {n} seeds of the paired difference (the same replicate seed: training data and "
             "held-out sequences)",
             statement=f"relative MSE of {H} heads of rank {d // H} >= {NN_WORSE:g} x that of one rank-{d} head",
-            **common,
         )
     one, two, fs = _nn(r, "short_rank1_dx"), _nn(r, "short_rank1_dx_2layers"), _nn(r, "short_full_1x")
-    led.bound(
+    led.judge(
         "nn_short_rank1_above_additive_floor",
         measured=float(one.mean()),
         bound=s["nn_floor_short_rank1"],
-        relation=">=",
         source=f"{SOURCE}, item 4 at N = {c.neighbour_keys_short}: A(1)",
         why=f"the mean over {n} seeds against A(1) by Monte Carlo (SE {s['nn_floor_short_rank1_se']:.2g}), for heads "
         "on orthogonal projections; tightness = floor / measured",
         statement=f"one layer of {d} rank-1 heads, N = {c.neighbour_keys_short}: relative MSE >= A(1)",
-        **common,
     )
-    led.direction(
+    led.judge(
         "nn_short_two_rank1_layers_close_half_gap",
         replicates=(one - two) - NN_HALF * (one - fs),
-        sign=1,
         hypothesis=f"a second rank-1 layer closes less than {NN_HALF:g} of the gap to one rank-{d} head",
         source=f"issue 17; 004#72: for short contexts depth lets low-rank attention approximate the target "
         f"(one layer: >= A(1) = {s['nn_floor_short_rank1']:.3f})",
@@ -303,7 +286,6 @@ def claim_nn_rank(led: Ledger, r: Result) -> None:
         "one replicate seed share its training data and held-out sequences)",
         statement=f"N = {c.neighbour_keys_short}: two layers of {d} rank-1 heads close >= {NN_HALF:g} of the gap "
         f"between one such layer and one rank-{d} head",
-        **common,
     )
 
 

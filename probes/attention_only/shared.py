@@ -1,6 +1,5 @@
 """What the attention-only parts share besides their configuration: the training recipe of the small trained
-models, the ``claims`` of a part whose one run holds its replicate seeds, and the claim that paired per-seed
-differences are positive."""
+models and the ``claims`` of a part whose one run holds its replicate seeds."""
 
 from __future__ import annotations
 
@@ -31,20 +30,3 @@ def part_claims(*claims: Claim, trained: tuple[Claim, ...] = ()) -> Callable[[Le
             claim(led, r)
 
     return part
-
-
-def positive_direction(
-    led: Ledger, name: str, replicates: Any, hypothesis: str, source: str, why: str, statement: str, common: dict
-) -> None:
-    """The claim ``name`` that the per-seed ``replicates`` are positive (a direction, sign +1), with the claim
-    arguments the part's claims share (``common``: seed, requires_full, figure)."""
-    led.direction(
-        name,
-        replicates=replicates,
-        sign=1,
-        hypothesis=hypothesis,
-        source=source,
-        why=why,
-        statement=statement,
-        **common,
-    )

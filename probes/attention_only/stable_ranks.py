@@ -6,9 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from analysis.ledger import Ledger
-from probes.attention_only.config import SEED_SAN
 from probes.attention_only.matched import second_half_change
-from probes.attention_only.shared import part_claims, positive_direction
+from probes.attention_only.shared import part_claims
 from probes.base import Result
 
 DESCRIPTION = "the stable ranks of W_q^T W_k and W_O along the matched models' training (measured by matched)"
@@ -21,36 +20,24 @@ def claim_stable_ranks(led: Ledger, r: Result) -> None:
     qk = second_half_change(d["san_sr_qk"].sel(san_sr_model="attention_only").values)
     wo = second_half_change(d["san_sr_o"].sel(san_sr_model="attention_only").values)
     wo_std = second_half_change(d["san_sr_o"].sel(san_sr_model="standard").values)
-    common = dict(seed=SEED_SAN, requires_full=True, figure="ao_stable_rank")
     why = f"95% t band over {qk.size} seeds of the per-seed statistic (mean over layers)"
     stat = "relative change of the stable rank between the middle and the end of training (mean over layers)"
-    for name, replicates, hypothesis, source, paired, statement in (
-        (
-            "sr_wo_still_grows",
-            wo,
-            "W_O's stable rank has settled by mid-training",
-            "004#1: content matrices accumulate rank slowly; without FFNs in the attention output projection",
-            "",
-            f"attention-only model: {stat} of W_O > 0",
-        ),
+    for name, replicates, paired, statement in (
+        ("sr_wo_still_grows", wo, "", f"attention-only model: {stat} of W_O > 0"),
         (
             "sr_qk_settles_before_wo",
             wo - np.abs(qk),
-            "the routing (W_q^T W_k) stable rank moves as much as W_O's in the second half",
-            "004#1: routing matrices (Q/K) crystallize early",
             "",
             f"attention-only model: {stat} of W_O minus |that of W_q,h^T W_k,h| > 0",
         ),
         (
             "sr_wo_accumulates_more_without_mlp",
             wo - wo_std,
-            "removing the MLPs does not move rank accumulation to W_O",
-            "004#1: removing feed-forward layers relocates this accumulation to the attention output projection",
             " (pairs share the seed)",
             f"{stat} of W_O: attention-only minus standard > 0",
         ),
     ):
-        positive_direction(led, name, replicates, hypothesis, source, why + paired, statement, common)
+        led.judge(name, replicates=replicates, why=why + paired, statement=statement)
 
 
 claims = part_claims(trained=(claim_stable_ranks,))
