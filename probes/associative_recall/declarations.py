@@ -5,6 +5,7 @@ the momentum delta rule (003#112). Most numbers are our closed forms for the pap
 trained comparisons test the papers' own findings at toy scale; the exact rewrites are software identities."""
 
 from analysis.specs import ClaimSpec, declare
+from probes.associative_recall.config import GSOURCE, PSOURCE, SOURCE
 from probes.icl_gd.declarations import ONE_LAYER_OPTIMUM
 
 _MEMORY_SCOPE = (
@@ -36,6 +37,8 @@ DECLARED = declare(
         statement="«relationship to recurrent neural networks»: the additive (linear-attention) mixer's parallel, "
         "attention-like form equals its sequential recurrent scan on random memories, float64",
         quantity="largest relative difference of the two forms' read-outs",
+        source="analysis/recurrent.py: the UT-transform parallel form is the scan, rewritten exactly",
+        figure="ar_capacity",
     ),
     ClaimSpec(
         name="parallel_equals_recurrent_additive_trained",
@@ -45,6 +48,8 @@ DECLARED = declare(
         statement="«relationship to recurrent neural networks»: the additive (linear-attention) mixer's parallel, "
         "attention-like form equals its sequential recurrent scan on the trained MQAR models, float64",
         quantity="largest relative difference of the two forms' outputs",
+        source="analysis/recurrent.py: the UT-transform parallel form is the scan, rewritten exactly",
+        figure="ar_capacity",
     ),
     ClaimSpec(
         name="parallel_equals_recurrent_{kernel}_{set}",
@@ -54,6 +59,8 @@ DECLARED = declare(
         statement="delta-rule mixer (delta, gated_delta): DeltaNet's UT-transform parallel form equals the sequential "
         "scan, float64, on random memories or trained models",
         quantity="largest relative difference of the two forms' outputs",
+        source="analysis/recurrent.py: the UT-transform parallel form is the scan, rewritten exactly",
+        figure="ar_capacity",
     ),
     ClaimSpec(
         name="additive_readout_error_N{n}",
@@ -74,6 +81,8 @@ DECLARED = declare(
         statement="delta rule with beta = 1 and orthonormal keys: a key written again reads exactly its new value "
         "(both forms)",
         quantity="largest absolute deviation of the read-out from the new value",
+        source=f"{SOURCE}, item 2: r <- (1 - beta) r + beta w with beta = 1",
+        figure="ar_capacity",
     ),
     ClaimSpec(
         name="additive_overwrite_sum",
@@ -83,6 +92,8 @@ DECLARED = declare(
         statement="additive rule with orthonormal keys: a key written again reads the sum of its old and new values "
         "(both forms)",
         quantity="largest absolute deviation of the read-out from old + new",
+        source=f"{SOURCE}, item 2: additive writes add",
+        figure="ar_capacity",
     ),
     # --- item 3: FAVOR+ ----------------------------------------------------------------------------------------
     ClaimSpec(
@@ -144,6 +155,11 @@ DECLARED = declare(
         quantity="per-seed difference of held-out MQAR accuracies, delta minus additive",
         replicates="train_seeds",
         looks=_MQAR_LOOKS,
+        source="003#30: the delta rule is more effective at associative recall than the additive update",
+        hypothesis="no difference between the two mixers' recall accuracy",
+        sign=1,
+        figure="ar_capacity",
+        full=True,
     ),
     ClaimSpec(
         name="softmax_beats_delta_N{n}",
@@ -157,6 +173,11 @@ DECLARED = declare(
         quantity="per-seed difference of held-out MQAR accuracies, softmax minus delta",
         replicates="train_seeds",
         looks=_MQAR_LOOKS,
+        source="003#30: the delta rule is more effective at associative recall than the additive update",
+        hypothesis="no difference between the two mixers' recall accuracy",
+        sign=1,
+        figure="ar_capacity",
+        full=True,
     ),
     ClaimSpec(
         name="additive_collapses_past_d_key",
@@ -169,6 +190,11 @@ DECLARED = declare(
         scope="not checked: the (N - 1)/d_k law is for random unit keys, the trained model's keys are learned; the "
         "run trains 2-layer attention-only models on MQAR, 5 replicate seeds",
         quantity="per-seed held-out MQAR accuracy of the additive mixer at the smallest N minus at the largest N",
+        source=f"{SOURCE}, item 1: interference (N - 1)/d_k reaches 1 near N = d_k",
+        hypothesis="the additive memory's accuracy does not depend on N",
+        sign=1,
+        figure="ar_capacity",
+        full=True,
     ),
     # --- item 6: gated RNN = linear self-attention ----------------------------------------------------------------
     ClaimSpec(
@@ -179,6 +205,8 @@ DECLARED = declare(
         statement="an element-wise gated linear RNN built from a trained layer's weights (units (i, j) carry v_i k_j) "
         "reproduces that layer's outputs: linear self-attention (g = 1) or the gated recurrence",
         quantity="largest relative difference of the outputs, float64",
+        source=f"{GSOURCE}, item 1: units (i, j) carry v_i k_j, the output gate multiplies by q_j",
+        figure="ar_gated_rnn",
     ),
     ClaimSpec(
         name="lsa_regression_loss",
@@ -199,6 +227,12 @@ DECLARED = declare(
         statement="hypothesis of the loss-ratio claim: the trained linear self-attention layer sits at its optimum, "
         "one GD step at eta* (our closed form), i.e. its held-out loss minus that predictor's on the same tasks is 0",
         quantity="held-out loss of the trained LSA minus that of one GD step at eta*, paired per task",
+        source="analysis/theory/icl_gd/closed_forms.py: one GD step at eta* is the one-layer LSA optimum; "
+        f"{GSOURCE}, item 2: the gated RNN contains that layer",
+        hypothesis="the layer implements plain averaging (one GD step at eta = 1, Garg et al.'s baseline) "
+        "rather than the optimal step eta*",
+        figure="ar_gated_rnn",
+        full=True,
     ),
     ClaimSpec(
         name="gated_excess_over_gd_optimum",
@@ -208,6 +242,12 @@ DECLARED = declare(
         statement="hypothesis of the loss-ratio claim: the trained gated linear recurrence, which contains the LSA "
         "layer (g = 1), sits at the one-step-GD optimum at eta* (our closed form): excess loss 0",
         quantity="held-out loss of the trained gated RNN minus that of one GD step at eta*, paired per task",
+        source="analysis/theory/icl_gd/closed_forms.py: one GD step at eta* is the one-layer LSA optimum; "
+        f"{GSOURCE}, item 2: the gated RNN contains that layer",
+        hypothesis="the layer implements plain averaging (one GD step at eta = 1, Garg et al.'s baseline) "
+        "rather than the optimal step eta*",
+        figure="ar_gated_rnn",
+        full=True,
     ),
     ClaimSpec(
         name="gated_rnn_over_lsa_loss",
@@ -219,6 +259,15 @@ DECLARED = declare(
         "in-context regression loss",
         scope=("lsa_excess_over_gd_optimum", "gated_excess_over_gd_optimum"),
         quantity="ratio of held-out losses, gated RNN over LSA",
+        source=f"{GSOURCE}, items 1-2: the gated RNN contains the LSA layer (g = 1) and the LSA optimum is "
+        "one-step GD; the ratio of two losses at one optimum is 1",
+        hypothesis="the recurrence does not find attention: it is no better than an RNN without multiplicative "
+        "gates (the zero predictor), over the LSA optimum",
+        diagnosed_by={"lsa_excess_over_gd_optimum": "fail", "gated_excess_over_gd_optimum": "pass"},
+        diagnosis="a ratio below 1 with the gated RNN at the one-step-GD optimum and the LSA above it: the LSA "
+        "layer has not reached its optimum in the training budget (the two share it)",
+        figure="ar_gated_rnn",
+        full=True,
     ),
     # --- item 7: selective copying ---------------------------------------------------------------------------------
     ClaimSpec(
@@ -232,6 +281,11 @@ DECLARED = declare(
         scope="not checked: the paper contrasts selective with time-invariant (LTI) models, but the run's fixed-decay "
         "model has input-dependent keys and queries, so it is not time-invariant; 2-layer width-16 models, 5 seeds",
         quantity="per-seed held-out accuracy difference, gated minus fixed decay, random spacing",
+        source="003#16: selective (input-dependent) SSM parameters solve selective copying, time-invariant ones do not",
+        hypothesis="the decay's input dependence does not matter to selective copying",
+        sign=1,
+        figure="ar_selective_copy",
+        full=True,
     ),
     ClaimSpec(
         name="selective_copy_fixed_decay_beyond_one_tap",
@@ -243,6 +297,13 @@ DECLARED = declare(
         scope="by construction: random spacing with data tokens i.i.d. uniform, the law the one-tap accuracy is "
         "computed for; not checked: that training finds a read-out beyond it",
         quantity="per-seed held-out selective-copying accuracy of the fixed-decay model (fraction)",
+        source=f"{GSOURCE}, item 3: its keys and queries depend on the input (a blank writes nothing, a layer "
+        "can count the data tokens), so the one-tap accuracy does not bound it",
+        hypothesis="the fixed-decay model is time-invariant, so it copies no better than the best fixed "
+        "one-tap read-out (theory item 3)",
+        sign=1,
+        figure="ar_selective_copy",
+        full=True,
     ),
     ClaimSpec(
         name="selective_copy_fixed_spacing_{decay}_decay",
@@ -254,6 +315,10 @@ DECLARED = declare(
         scope="by construction: fixed spacing, where the one-tap read-out is exact; not checked: that 300 training "
         "steps reach the exact solution",
         quantity="per-seed held-out selective-copying accuracy, fixed spacing (fraction)",
+        source=f"{GSOURCE}, item 3: with fixed spacing the one-tap read-out (a time-invariant filter) is exact",
+        hypothesis="the model does not use the fixed positions: no better than the one-tap read-out of random spacing",
+        figure="ar_selective_copy",
+        full=True,
     ),
     # --- item 8: the looped power method ------------------------------------------------------------------------------
     ClaimSpec(
@@ -264,6 +329,9 @@ DECLARED = declare(
         statement="the exact power-step layer (post-LayerNorm, epsilon 0) in the zoo, looped k times in float64, "
         "gives v_k = S^k v_0 / |S^k v_0|",
         quantity="largest absolute difference from the power iterates",
+        source=f"{PSOURCE}, item 3: query = v-slot, keys/values = x-slot, the query's self-term -|v|^2 v "
+        "cancels the residual, post-LayerNorm (epsilon 0) divides by |S v|",
+        figure="ar_power_method",
     ),
     ClaimSpec(
         name="pm_ln_first_loop_is_power_step",
@@ -274,6 +342,10 @@ DECLARED = declare(
         "performing one power iteration»: the trained LN layer's first loop is one power iteration",
         scope=_PCA_SCOPE,
         quantity="median tan theta_1 to s u_1 after one loop",
+        source=f"{PSOURCE}, items 1 and 3: one loop of the LN layer is one power iteration",
+        hypothesis="the loop does not step towards u_1 (tan theta_1 = tan theta_0 of the start vector)",
+        figure="ar_power_method",
+        full=True,
     ),
     ClaimSpec(
         name="pm_ln_rate_is_power_method",
@@ -294,6 +366,10 @@ DECLARED = declare(
         "performing one power iteration»: after its T trained loops the LN layer's error is T power iterations'",
         scope=_PCA_SCOPE,
         quantity="mean |v_T - s u_1|^2 after the T trained loops",
+        source=f"{PSOURCE}, items 1 and 3: T loops of the LN layer are T power iterations",
+        hypothesis="the norm does not matter: the LN layer is no closer to the power method than the one without",
+        figure="ar_power_method",
+        full=True,
     ),
     ClaimSpec(
         name="pm_no_ln_error_above_{ref}",
@@ -304,6 +380,11 @@ DECLARED = declare(
         "transformer with LN can»",
         scope=_PCA_SCOPE,
         quantity="mean |v_T - s u_1|^2 of the no-LN layer minus the power method's or the LN layer's, paired",
+        source=f"000#45: a transformer without LN cannot exactly learn the power method; {PSOURCE}, item 3 "
+        "(the self-cancellation holds only on the unit sphere, which nothing keeps the iterate on)",
+        sign=1,
+        figure="ar_power_method",
+        full=True,
     ),
     # --- item 9: the momentum delta rule -----------------------------------------------------------------------------
     ClaimSpec(
@@ -317,6 +398,9 @@ DECLARED = declare(
         scope="by construction: keys uniform on the unit sphere, independent of the state, a fixed Gaussian map, as "
         "the exact recurrence assumes; the momenta are validated to give complex and real roots",
         quantity="mean overlap <E_0, E_t>/|E_0|^2 at the step t* the theory fixes",
+        source=f"{SOURCE}, item 6: r_t = (1 + mu - b) r_(t-1) - mu r_(t-2), r_0 = 1, r_1 = 1 - b, b = beta/d",
+        figure="ar_momentum",
+        full=True,
     ),
     ClaimSpec(
         name="momentum_square_error_oscillating",
@@ -329,6 +413,10 @@ DECLARED = declare(
         scope="by construction: keys uniform on the unit sphere (k k^T a projector), independent of the state, a fixed "
         "Gaussian map, as the second-moment map assumes",
         quantity="mean |E_T|^2/|E_0|^2 over the exact second moment at T (ratio)",
+        source=f"{SOURCE}, item 6: the exact linear map of (E|E|^2, E<E, M>, E|M|^2), P = k k^T a projector",
+        hypothesis="the mean-field picture: the error is its mean, |E_T|^2 = r_T^2 |E_0|^2, which contracts like mu^T",
+        figure="ar_momentum",
+        full=True,
     ),
     # --- item 10: an additive memory with a global decay -------------------------------------------------------------
     ClaimSpec(

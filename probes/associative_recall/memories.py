@@ -15,7 +15,6 @@ from analysis.theory import associative_recall as th
 from analysis.train import derived_seed
 from probes.associative_recall.config import (
     SEED_DELTA,
-    SEED_LINEAR_RNN,
     SOURCE,
     Config,
 )
@@ -100,20 +99,17 @@ def claim_forms(led: Ledger, r: Result) -> None:
     """Parallel (UT transform) = recurrent scan, per recurrent kernel: on the memories and trained models. The
     additive mixer's two forms are linear attention and its RNN (003#64); the delta rules' parallel form is
     DeltaNet's (000#66)."""
-    led = led.given(figure="ar_capacity")
     d = r.data
     for kernel in [k for k in r.config.kernels if k != "softmax"]:
         for name, values in (("memories", d["form_difference"]), ("trained", d["trained_form_difference"])):
             got = values.sel(kernel=kernel).values
             if name == "trained" and not r.config.training:
                 continue
-            led.identity(
+            led.judge(
                 f"parallel_equals_recurrent_{kernel}_{name}",
                 measured=float(np.max(got)),
                 atol=1e-10,
-                source="analysis/recurrent.py: the UT-transform parallel form is the scan, rewritten exactly",
                 why="float64: the two forms sum the same terms in different orders over <= 128 tokens",
-                seed=SEED_LINEAR_RNN if kernel == "additive" else SEED_DELTA,
                 statement=f"{kernel}: parallel form = sequential scan on the {name} (largest relative difference)",
             )
 

@@ -11,7 +11,7 @@ from analysis.ledger import Ledger
 from analysis.recurrent import momentum_delta_scan
 from analysis.theory import associative_recall as th
 from analysis.train import derived_seed
-from probes.associative_recall.config import SEED_MOMENTUM, SOURCE, Config
+from probes.associative_recall.config import Config
 from probes.associative_recall.memories import unit_vectors
 from probes.base import MAX_SEED, Result
 from probes.parts import Context, each_claim, over_replicates
@@ -21,8 +21,6 @@ FIELDS = ("momentum_d", "momentum_beta", "momentum_mus", "momentum_steps", "mome
 GATE = "momentum"
 
 REGIMES = ("oscillating", "damped")  # momentum_mus[0], momentum_mus[1]
-FIGURE = "ar_momentum"
-COMMON = {"seed": SEED_MOMENTUM, "requires_full": True, "figure": FIGURE}  # every claim of the part
 
 
 def step(config: Config) -> float:
@@ -112,18 +110,16 @@ def claim_overlaps(led: Ledger, r: Result) -> None:
         mu = c.momentum_mus[j]
         sel = {"momentum_regime": regime, "momentum_step": int(t)}
         roots = th.momentum_roots(b, mu)
-        led.predict(
+        led.judge(
             f"momentum_overlap_{regime}",
             replicates=d["momentum_overlap"].sel(sel).values,
             expected=float(d["momentum_overlap_theory"].sel(sel)),
             alternative=float(d["momentum_overlap_first_order"].sel(sel)),
             hypothesis=f"momentum as a larger step: the first-order delta rule at b/(1 - mu) = {b / (1 - mu):.4g}",
-            source=f"{SOURCE}, item 6: r_t = (1 + mu - b) r_(t-1) - mu r_(t-2), r_0 = 1, r_1 = 1 - b, b = beta/d",
             why=f"95% t band over {S} independent memories (replicate seeds: map and keys) of each one's mean over "
             f"{c.momentum_batch} key sequences of <E_0, E_t>/|E_0|^2 at t = {int(t)}, {CHECK_WORDS[regime]}",
             statement=f"momentum delta rule, d = {c.momentum_d}, beta = {c.momentum_beta:g}, mu = {mu:g} ({regime}: "
             f"{root_words(roots)}): the mean error overlap at step {int(t)} follows the exact second-order recurrence",
-            **COMMON,
         )
 
 
@@ -138,19 +134,16 @@ def claim_second_moment(led: Ledger, r: Result) -> None:
     mean_field = float(d["momentum_overlap_theory"].sel(sel)) ** 2  # |E[E_T]|^2 / |E_0|^2
     mu = c.momentum_mus[0]
     rate = th.momentum_second_moment_rate(c.momentum_beta, c.momentum_d, mu)
-    led.predict(
+    led.judge(
         "momentum_square_error_oscillating",
         replicates=d["momentum_square_error"].sel(sel).values / exact,
         expected=1.0,
         alternative=mean_field / exact,
-        hypothesis="the mean-field picture: the error is its mean, |E_T|^2 = r_T^2 |E_0|^2, which contracts like mu^T",
-        source=f"{SOURCE}, item 6: the exact linear map of (E|E|^2, E<E, M>, E|M|^2), P = k k^T a projector",
         why=f"95% t band over {S} independent memories of each one's mean over {c.momentum_batch} key sequences of "
         f"|E_T|^2/|E_0|^2 at T = {T} over the exact second moment; the 1 is the ratio's definition",
         statement=f"momentum delta rule, mu = {mu:g}, beta/d = {step(c):.4g}: the mean converges (modulus "
         f"{np.sqrt(mu):.3f}) but E|E_t|^2 follows the exact second-moment map (spectral radius {rate:.3f} per write): "
         f"{exact:.4g} |E_0|^2 at t = {T}",
-        **COMMON,
     )
 
 

@@ -18,9 +18,6 @@ from analysis.tasks import AssociativeRecall, model_io
 from analysis.train import TrainConfig, derived_seed, train
 from probes.associative_recall.config import (
     MIXER,
-    SEED_DELTA,
-    SEED_SURVEY,
-    SOURCE,
     Config,
     part_seeds,
     seed_se,
@@ -165,7 +162,6 @@ def claim_trained(led: Ledger, r: Result) -> None:
     """Trained MQAR (full preset): delta > additive and softmax >= delta at every N; additive collapses past d_k.
     Each claim is over the replicate seeds: per seed the paired difference of two accuracies (the same seed's
     models, each on its own held-out sequences)."""
-    led = led.given(figure="ar_capacity")
     c = r.config
     if not c.training:
         return
@@ -178,29 +174,19 @@ def claim_trained(led: Ledger, r: Result) -> None:
             continue
         for n in c.n_pairs:
             diff = acc.sel(kernel=a, n_pairs=n).values - acc.sel(kernel=b, n_pairs=n).values  # (seed,)
-            led.direction(
+            led.judge(
                 f"{name}_N{n}",
                 replicates=diff,
-                sign=1,
-                hypothesis="no difference between the two mixers' recall accuracy",
-                source="003#30: the delta rule is more effective at associative recall than the additive update",
-                seed=SEED_DELTA,
                 why=why,
-                requires_full=True,
                 statement=f"trained MQAR, N = {n}: accuracy({a}) - accuracy({b}) > 0",
             )
     small, large = min(c.n_pairs), max(c.n_pairs)
     if "additive" in c.kernels and large >= c.d_key > small:
         a = acc.sel(kernel="additive")
-        led.direction(
+        led.judge(
             "additive_collapses_past_d_key",
             replicates=a.sel(n_pairs=small).values - a.sel(n_pairs=large).values,
-            sign=1,
-            hypothesis="the additive memory's accuracy does not depend on N",
-            source=f"{SOURCE}, item 1: interference (N - 1)/d_k reaches 1 near N = d_k",
-            seed=SEED_SURVEY,
             why=why,
-            requires_full=True,
             statement=f"trained additive mixer: accuracy at N = {small} above that at N = {large} >= d_k = {c.d_key}",
         )
 

@@ -7,11 +7,7 @@ import torch
 
 from analysis.ledger import Ledger
 from analysis.train import derived_seed
-from probes.associative_recall.config import (
-    SEED_DELTA,
-    SOURCE,
-    Config,
-)
+from probes.associative_recall.config import Config
 from probes.associative_recall.memories import unit_vectors, write_memory
 from probes.base import MAX_SEED, Result
 from probes.parts import Context, each_claim
@@ -45,29 +41,25 @@ def measure(ctx: Context) -> None:
 def claim_overwrite(led: Ledger, r: Result) -> None:
     """Orthonormal keys, beta = 1: the delta rule overwrites exactly; the additive rule returns old + new."""
     s = r.scalars
-    common = dict(atol=1e-12, seed=SEED_DELTA, figure="ar_capacity")
     why = "float64 rounding of <= 33 rank-one updates of unit vectors"
-    for name, rule, source, statement in (
+    for name, rule, statement in (
         (
             "delta_overwrite_exact",
             "delta",
-            f"{SOURCE}, item 2: r <- (1 - beta) r + beta w with beta = 1",
             "delta rule, orthonormal keys, beta = 1: a rewritten key reads exactly its new value",
         ),
         (
             "additive_overwrite_sum",
             "additive",
-            f"{SOURCE}, item 2: additive writes add",
             "additive rule, orthonormal keys: a rewritten key reads old + new value",
         ),
     ):
-        led.identity(
+        led.judge(
             name,
             measured=max(s[f"overwrite_{rule}_parallel"], s[f"overwrite_{rule}_recurrent"]),
-            source=source,
+            atol=1e-12,
             why=why,
             statement=statement,
-            **common,
         )
 
 

@@ -12,8 +12,6 @@ from analysis.tasks import SelectiveCopying, model_io
 from analysis.theory import gated_recurrence as gth
 from analysis.train import train
 from probes.associative_recall.config import (
-    GSOURCE,
-    SEED_SELECTIVE,
     Config,
     part_seeds,
     seed_se,
@@ -90,7 +88,6 @@ def measure(ctx: Context) -> None:
 def claim_selective(led: Ledger, r: Result) -> None:
     """Item 7 (003#16): selective decay beats time-invariant decay on random spacing; the time-invariant
     model against the one-tap read-out; with fixed spacing both copy exactly."""
-    led = led.given(seed=SEED_SELECTIVE, figure="ar_selective_copy")
     c, s = r.config, r.scalars
     if not c.gated:
         return
@@ -104,41 +101,27 @@ def claim_selective(led: Ledger, r: Result) -> None:
         f"{c.copying_values} values"
     )
     diff = acc.sel(sc_decay="gated", spacing="random").values - acc.sel(sc_decay="fixed", spacing="random").values
-    led.direction(
+    led.judge(
         "selective_copy_gated_beats_fixed_decay",
         replicates=diff,  # per seed: the same seed's two models
-        sign=1,
-        hypothesis="the decay's input dependence does not matter to selective copying",
-        source="003#16: selective (input-dependent) SSM parameters solve selective copying, time-invariant ones do not",
         why=f"{why}; per seed the difference of the two decays' accuracies",
-        requires_full=True,
         statement=f"selective copying, random spacing ({shape}): accuracy(gated decay) - accuracy(fixed decay) > 0",
     )
-    led.direction(
+    led.judge(
         "selective_copy_fixed_decay_beyond_one_tap",
         replicates=acc.sel(sc_decay="fixed", spacing="random").values,
-        sign=1,
         alternative=s["sc_tap_random"],
-        hypothesis="the fixed-decay model is time-invariant, so it copies no better than the best fixed "
-        "one-tap read-out (theory item 3)",
-        source=f"{GSOURCE}, item 3: its keys and queries depend on the input (a blank writes nothing, a layer "
-        "can count the data tokens), so the one-tap accuracy does not bound it",
         why=why,
-        requires_full=True,
         statement=f"selective copying, random spacing: accuracy(fixed decay) > the best one-tap read-out's "
         f"{s['sc_tap_random']:.3f}",
     )
     for decay in SC_DECAYS:
-        led.predict(
+        led.judge(
             f"selective_copy_fixed_spacing_{decay}_decay",
             replicates=acc.sel(sc_decay=decay, spacing="fixed").values,
             expected=s["sc_tap_fixed"],
             alternative=s["sc_tap_random"],
-            hypothesis="the model does not use the fixed positions: no better than the one-tap read-out of "
-            "random spacing",
-            source=f"{GSOURCE}, item 3: with fixed spacing the one-tap read-out (a time-invariant filter) is exact",
             why=why,
-            requires_full=True,
             statement=f"selective copying, fixed spacing, {decay} decay: accuracy 1",
         )
 

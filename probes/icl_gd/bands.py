@@ -41,9 +41,8 @@ def seeds_ok(led: Ledger, names: Sequence[str], n: int, part: str, source: str, 
     if n >= 2:
         return True
     for name in names:
-        led.not_evaluated(
+        led.judge(
             name,
-            role="prediction",
             source=source,
             seed=seed,
             reason=f"needs {part}_seeds >= 2 trained replicates for the band over seeds (has {n})",
@@ -57,35 +56,21 @@ def below_zero_at_worst(
     replicates: np.ndarray,
     candidates: np.ndarray | None = None,
     *,
-    hypothesis: str,
-    source: str,
     why: str,
     statement: str,
     worst: Callable[[int], str],
-    seed: str | None = None,
     fallback: int | None = None,
 ) -> None:
-    """The direction claim ``name`` (full runs): in every case the seeds' mean of ``replicates`` (case, seed) lies
-    below 0, recorded at the case nearest to failing, the largest :func:`seed_z` (among the ``candidates`` where
-    given), and stated as ``statement (worst(case))``. Where no case has a z nothing is recorded, or the case
-    ``fallback`` is (a replicate diverged: the claim fails as unmeasured)."""
+    """The direction claim ``name`` (declared with sign -1, full runs): in every case the seeds' mean of
+    ``replicates`` (case, seed) lies below 0, recorded at the case nearest to failing, the largest :func:`seed_z`
+    (among the ``candidates`` where given), and stated as ``statement (worst(case))``. Where no case has a z nothing
+    is recorded, or the case ``fallback`` is (a replicate diverged: the claim fails as unmeasured)."""
     z = seed_z(replicates) if candidates is None else np.where(candidates, seed_z(replicates), np.nan)
     i = worst_case(z)
     i = fallback if i is None else i
     if i is None:
         return
-    led.direction(
-        name,
-        replicates=replicates[i],
-        family=family_size(z),
-        sign=-1,
-        hypothesis=hypothesis,
-        source=source,
-        seed=seed,
-        requires_full=True,
-        why=why,
-        statement=f"{statement} ({worst(i)})",
-    )
+    led.judge(name, replicates=replicates[i], family=family_size(z), why=why, statement=f"{statement} ({worst(i)})")
 
 
 def mc_check(
@@ -123,18 +108,7 @@ def mc_check(
     )
 
 
-def within_rounding(
-    led: Ledger, name: str, ratio: np.ndarray, *, source: str, why: str, statement: str, seed: str | None = None
-) -> None:
+def within_rounding(led: Ledger, name: str, ratio: np.ndarray, *, why: str, statement: str) -> None:
     """The identity ``name``: every deviation in ``ratio``, in units of its float64 rounding bound, is within 1 (the
     bound); recorded at the worst."""
-    led.identity(
-        name,
-        measured=float(ratio.max()),
-        expected=0.0,
-        atol=1.0,
-        source=source,
-        seed=seed,
-        why=why,
-        statement=statement,
-    )
+    led.judge(name, measured=float(ratio.max()), expected=0.0, atol=1.0, why=why, statement=statement)

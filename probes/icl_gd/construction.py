@@ -63,7 +63,6 @@ def claims_construction(led: Ledger, r: Result) -> None:
         led,
         "construction_equals_gd",
         ds["construction_error"].values / ds["construction_atol"].values,
-        source="von Oswald et al. 2023 Prop. 1 and Sec. 3; analysis.theory.icl_gd.gd_lsa_stack",
         why="max |LSA - GD| over 256 tasks, in units of each K's float64 summation bound ((N + D) eps per layer "
         "on the terms' magnitudes, K layers): 1 is the bound",
         statement=f"the K-layer LSA construction in TinyTransformer (query hidden by a -inf bias) predicts exactly "
@@ -71,12 +70,11 @@ def claims_construction(led: Ledger, r: Result) -> None:
     )
     err = ds["map_error"].values
     if np.isfinite(err).any():
-        led.identity(
+        led.judge(
             "weights_map_exact",
             measured=float(np.nanmax(err)),
             expected=0.0,
             atol=1e3 * (cfg.n_context + cfg.d + 1) * EPS,
-            source="this probe: W_q, W_k, W_v, W_o -> W_Q, W_K, W_V, P",
             why=(
                 "the same float64 sums in another order: (N + D) eps per layer, times a margin for depth "
                 "and cancellation"
@@ -86,13 +84,9 @@ def claims_construction(led: Ledger, r: Result) -> None:
             ),
         )
     for law, key in (("independent coordinates (v, m4)", "independent"), ("correlated Gaussian x = L z", "gaussian")):
-        led.manual(
+        led.judge(
             f"sympy_one_step_loss_{key}_d2_N2",
-            role="identity",
             passed=bool(s[f"sympy_loss_{key}_exact"]),
-            source=(
-                "derivation: analysis.theory.icl_gd.closed_forms._one_step_loss (Isserlis / independent fourth moments)"
-            ),
             statement=(
                 f"the closed-form one-step GD loss equals the brute-force moment expansion, {law}, d = N = 2 (sympy)"
             ),

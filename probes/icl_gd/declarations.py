@@ -9,6 +9,12 @@ run meets its statements' hypotheses by construction, or the ``scope`` sentence 
 """
 
 from analysis.specs import ClaimSpec, declare
+from probes.icl_gd.bands import SOURCE_ETA, SOURCE_LOOPED, SOURCE_VO
+from probes.icl_gd.depth import SOURCE_DEPTH
+from probes.icl_gd.garg import SOURCE_GARG
+from probes.icl_gd.logistic import CRITERION as LG_CRITERION
+from probes.icl_gd.logistic import SOURCE as LG_SOURCE
+from probes.icl_gd.mahankali import MK_ALT_WORDS, MK_SOURCE
 
 # Mahankali et al. 2023 (000#26), quoted from ../shared/SEED_CATALOGUE.md
 # one statement tested by two probes (icl_gd here, associative_recall's lsa_regression_loss): the scorecard groups them
@@ -71,6 +77,7 @@ _LOOPED = (
     "(n = O(d)) on Gaussian inputs, isotropic or of constant condition number cond; the GD it is read against "
     "uses the step read off its own weights"
 )
+_HYP_UNTUNED = "the layer implements one GD step at the untuned rate 1/v (no finite-N correction)"
 
 DECLARED = declare(
     "icl_gd",
@@ -83,6 +90,7 @@ DECLARED = declare(
         statement="the K-layer LSA construction (gd_lsa_stack) loaded into TinyTransformer, query hidden by a -inf "
         "bias, predicts exactly K steps of GD from w = 0, K = 1..construction_layers (float64 rounding bound)",
         quantity="max |LSA - GD| in units of each K's float64 summation bound (dimensionless)",
+        source="von Oswald et al. 2023 Prop. 1 and Sec. 3; analysis.theory.icl_gd.gd_lsa_stack",
     ),
     ClaimSpec(
         name="weights_map_exact",
@@ -91,6 +99,7 @@ DECLARED = declare(
         statement="the trained models' weights W_q, W_k, W_v, W_o read into the theory module's LSA (same key "
         "support) reproduce every model's predictions",
         quantity="max relative |theory LSA - model| prediction difference (dimensionless)",
+        source="this probe: W_q, W_k, W_v, W_o -> W_Q, W_K, W_V, P",
     ),
     ClaimSpec(
         name="sympy_one_step_loss_{law}_d2_N2",
@@ -99,6 +108,7 @@ DECLARED = declare(
         statement="the closed-form one-step GD loss (Isserlis / independent fourth moments) equals a brute-force "
         "symbolic moment expansion at d = N = 2 (sympy), for independent coordinates and for a correlated Gaussian",
         quantity="symbolic equality (pass/fail)",
+        source="derivation: analysis.theory.icl_gd.closed_forms._one_step_loss (Isserlis / independent fourth moments)",
     ),
     # ---- eta*: our closed forms against Monte Carlo
     ClaimSpec(
@@ -131,6 +141,9 @@ DECLARED = declare(
         statement=ONE_LAYER_OPTIMUM,
         scope=_ONE_LAYER,
         quantity="MSE of trained 1-layer LSAs, mean over seeds (units of y^2)",
+        source=SOURCE_VO,
+        hypothesis=_HYP_UNTUNED,
+        full=True,
     ),
     ClaimSpec(
         name="eta_fit_vs_eta_star",
@@ -141,6 +154,9 @@ DECLARED = declare(
         "correction), so the rate fitted to trained layers' predictions is eta*, not the untuned 1/v",
         scope=_ONE_LAYER,
         quantity="learning rate fitted to the predictions, mean over seeds (dimensionless)",
+        source=SOURCE_ETA,
+        hypothesis=_HYP_UNTUNED,
+        full=True,
     ),
     ClaimSpec(
         name="cos_sensitivity_vs_gd_star",
@@ -153,6 +169,8 @@ DECLARED = declare(
         "U(-1/2, 1/2) inputs) unless the config changes it; not checked: the trained model (replicate 0 only) "
         "is trained far shorter than theirs",
         quantity="mean cosine of d yhat/d x_q, trained layer vs GD at eta* (dimensionless)",
+        source=SOURCE_VO,
+        full=True,
     ),
     ClaimSpec(
         name="loss_vs_k_fixed_rate",
@@ -164,6 +182,8 @@ DECLARED = declare(
         scope=_ONE_LAYER + "; the layer is evaluated at k examples, off its training length N, as the statement "
         "intends",
         quantity="MSE at the smallest k, mean over seeds (units of y^2)",
+        source=SOURCE_ETA,
+        full=True,
     ),
     # ---- Mahankali et al. 2023 (000#26): one trained layer per input law
     ClaimSpec(
@@ -174,6 +194,9 @@ DECLARED = declare(
         statement=_MK_ISO,
         scope=_MK_TRAINED,
         quantity="MSE of trained 1-layer LSAs, mean over seeds (units of y^2)",
+        source=f"Mahankali et al. 2023; closed form: {MK_SOURCE['gaussian']}",
+        hypothesis=MK_ALT_WORDS["gaussian"],
+        full=True,
     ),
     ClaimSpec(
         name="mahankali_anisotropic_loss",
@@ -183,6 +206,9 @@ DECLARED = declare(
         statement=_MK_ANISO,
         scope=_MK_ANISO_SCOPE,
         quantity="MSE of trained 1-layer LSAs, mean over seeds (units of y^2)",
+        source=f"Mahankali et al. 2023; closed form: {MK_SOURCE['anisotropic']}",
+        hypothesis=MK_ALT_WORDS["anisotropic"],
+        full=True,
     ),
     ClaimSpec(
         name="mahankali_relu_loss",
@@ -192,6 +218,9 @@ DECLARED = declare(
         statement=_MK_RELU,
         scope=_MK_TRAINED + "; the nonlinear family is one instance, ReLU responses max(0, w.x) + noise",
         quantity="MSE of trained 1-layer LSAs, mean over seeds (units of y^2)",
+        source=f"Mahankali et al. 2023; closed form: {MK_SOURCE['relu']}",
+        hypothesis=MK_ALT_WORDS["relu"],
+        full=True,
     ),
     ClaimSpec(
         name="mahankali_gaussian_loss_star_mc",
@@ -231,6 +260,9 @@ DECLARED = declare(
         statement=_MK_ISO,
         scope=_MK_TRAINED,
         quantity="relative Frobenius distance |G - eta* I|/|eta* I| of the fitted step matrix, mean over seeds",
+        source=f"issue 17 (within 5%, Frobenius); Mahankali et al. 2023; closed form: {MK_SOURCE['gaussian']}",
+        hypothesis=MK_ALT_WORDS["gaussian"] + ": its G's distance from the optimal one",
+        full=True,
     ),
     ClaimSpec(
         name="mahankali_anisotropic_gamma",
@@ -240,6 +272,9 @@ DECLARED = declare(
         statement=_MK_ANISO,
         scope=_MK_ANISO_SCOPE,
         quantity="relative Frobenius distance |G - Gamma*|/|Gamma*| of the fitted step matrix, mean over seeds",
+        source=f"issue 17 (within 5%, Frobenius); Mahankali et al. 2023; closed form: {MK_SOURCE['anisotropic']}",
+        hypothesis=MK_ALT_WORDS["anisotropic"] + ": its G's distance from the optimal one",
+        full=True,
     ),
     ClaimSpec(
         name="mahankali_relu_gamma",
@@ -249,6 +284,9 @@ DECLARED = declare(
         statement=_MK_RELU,
         scope=_MK_TRAINED + "; the nonlinear family is one instance, ReLU responses max(0, w.x) + noise",
         quantity="relative Frobenius distance of the fitted step matrix from the ReLU law's eta* I, mean over seeds",
+        source=f"issue 17 (within 5%, Frobenius); Mahankali et al. 2023; closed form: {MK_SOURCE['relu']}",
+        hypothesis=MK_ALT_WORDS["relu"] + ": its G's distance from the optimal one",
+        full=True,
     ),
     ClaimSpec(
         name="mahankali_gaussian_eta_fit",
@@ -259,6 +297,9 @@ DECLARED = declare(
         "one GD step at eta* (finite N), so the plain rate fitted to trained layers is eta*, not the untuned 1/v",
         scope=_MK_TRAINED,
         quantity="plain GD rate fitted to the predictions, mean over seeds (dimensionless)",
+        source=f"issue 17 (within 1%); closed form: {MK_SOURCE['gaussian']}",
+        hypothesis=MK_ALT_WORDS["gaussian"],
+        full=True,
     ),
     ClaimSpec(
         name="mahankali_relu_eta_fit",
@@ -269,6 +310,9 @@ DECLARED = declare(
         "least-squares GD step at the ReLU law's eta* = N/(N + 2d + 3 + 4 sigma^2), not the linear law's",
         scope=_MK_TRAINED + "; the nonlinear family is one instance, ReLU responses max(0, w.x) + noise",
         quantity="plain GD rate fitted to the predictions, mean over seeds (dimensionless)",
+        source=f"issue 17 (within 1%); closed form: {MK_SOURCE['relu']}",
+        hypothesis=MK_ALT_WORDS["relu"],
+        full=True,
     ),
     # ---- trained stacks (von Oswald et al. 2023 Sec. 3)
     ClaimSpec(
@@ -280,6 +324,10 @@ DECLARED = declare(
         "context inputs), so K trained layers beat K plain GD steps even at their best per-step rates",
         scope=_DEPTH,
         quantity="paired MSE difference (model - K-step GD), worst depth, mean over seeds (units of y^2)",
+        source=SOURCE_DEPTH,
+        hypothesis="the stack implements plain K-step GD (von Oswald's construction, best per-step rates)",
+        sign=-1,
+        full=True,
     ),
     ClaimSpec(
         name="depth_matches_gdpp",
@@ -290,6 +338,9 @@ DECLARED = declare(
         "and input transformation gamma), so their loss is GD++'s",
         scope=_DEPTH,
         quantity="paired MSE difference (model - GD++), worst depth, mean over seeds (units of y^2)",
+        source=SOURCE_DEPTH,
+        hypothesis="the stack is plain K-step GD: its loss exceeds GD++'s by loss(GD per-step) - loss(GD++)",
+        full=True,
     ),
     ClaimSpec(
         name="depth_loss_falls_with_K",
@@ -300,6 +351,10 @@ DECLARED = declare(
         "in-context loss; each extra layer lowers it",
         scope=_DEPTH,
         quantity="paired MSE difference of consecutive stacks, worst step, mean over seeds (units of y^2)",
+        source=SOURCE_DEPTH,
+        hypothesis="an extra layer does not lower the in-context loss",
+        sign=-1,
+        full=True,
     ),
     # ---- baselines: our closed forms against Monte Carlo
     ClaimSpec(
@@ -337,6 +392,10 @@ DECLARED = declare(
         "layout with N(0, I) inputs; not met: 2 layers of width 32 for 1500 steps against their 12 of width 256 "
         "for 500k",
         quantity="paired MSE difference (model - better of averaging, 3-NN), worst k >= d, mean over seeds",
+        source=SOURCE_GARG,
+        hypothesis="the transformer is no better than the better of averaging and 3-NN",
+        sign=-1,
+        full=True,
     ),
     ClaimSpec(
         name="garg_close_to_least_squares",
@@ -348,6 +407,8 @@ DECLARED = declare(
         scope="not met: Garg et al.'s range is for 12 layers of width 256 trained 500k steps; the run trains 2 "
         "layers of width 32 for 1500 steps (the record's scale triage says so)",
         quantity="excess MSE over least squares at the last k, fraction of E y^2, mean over seeds",
+        source="Garg et al. 2022 Fig. 2 (12 layers, width 256, 500k steps: on top of least squares beyond k = d)",
+        full=True,
     ),
     # ---- looped LSAs (Chen et al., 003#50)
     ClaimSpec(
@@ -358,6 +419,7 @@ DECLARED = declare(
         statement="one GD layer (von Oswald et al.'s construction) applied k times by the zoo's weight tying "
         "predicts exactly k GD steps, k = 1..looped_eval_loops (float64 rounding bound)",
         quantity="max |looped LSA - k-step GD| in units of the float64 summation bound (dimensionless)",
+        source="von Oswald et al. 2023 Prop. 1 (one GD step per layer) with the zoo's weight tying (loops)",
     ),
     ClaimSpec(
         name="looped_{law}_gd_fitted_step",
@@ -367,6 +429,9 @@ DECLARED = declare(
         statement=_CHEN,
         scope=_LOOPED,
         quantity="ln(model squared weight error after T loops / exact T-step GD error at its fitted step), per seed",
+        source=SOURCE_LOOPED,
+        hypothesis="no gain after the first loop: the one-step error of GD at the fitted step, repeated",
+        full=True,
     ),
     ClaimSpec(
         name="looped_{law}_tied_gdpp",
@@ -377,6 +442,9 @@ DECLARED = declare(
         "transformation of the inputs); weight-tied, each loop one GD++ step read off the layer's structured blocks",
         scope=_LOOPED,
         quantity="squared weight error at the worst loop k <= T, mean over seeds (units of |w|^2)",
+        source="von Oswald et al. 2023 Sec. 3 (GD++), weight-tied; derivation: analysis.theory.looped.looped_lsa_maps",
+        hypothesis="plain (preconditioned) GD at the fitted step: the same weights without their input writes",
+        full=True,
     ),
     ClaimSpec(
         name="looped_{law}_error_falls_every_loop",
@@ -386,6 +454,11 @@ DECLARED = declare(
         statement=_CHEN,
         scope=_LOOPED + "; loops past the trained T extrapolate beyond the training",
         quantity="paired change of the squared weight error from loop k to k + 1, worst k, mean over seeds",
+        source=SOURCE_LOOPED,
+        hypothesis="an extra loop does not lower the weight error (no gain past one step, or past the trained loop "
+        "count)",
+        sign=-1,
+        full=True,
     ),
     # ---- looped softmax layer, in-context classification (000#33)
     ClaimSpec(
@@ -396,6 +469,8 @@ DECLARED = declare(
         statement="one softmax head (q = w, k_i = -z_i, v_i = z_i, W_o = eta I; query hidden as a key) applied to "
         "w_t gives w_(t+1) of normalised GD on the log-mean-exp margin loss (float64 rounding bound)",
         quantity="max |head(w_t) - w_(t+1)| in units of the per-step rounding bound (dimensionless)",
+        source=f"{LG_SOURCE}: q = w, k_i = -z_i, v_i = z_i, W_o = eta I into the w-slot; query hidden as a key",
+        figure="icl_looped_softmax",
     ),
     ClaimSpec(
         name="lg_looped_tracks_gd_T{T}",
@@ -407,5 +482,10 @@ DECLARED = declare(
         "lg_radius, covering the loops) and looped from w = 0; not checked: the in-context loss is our "
         "log-mean-exp margin loss (analysis/theory/logistic_icl.py), our reading of the paper's",
         quantity="cos(w_T, T-step normalised GD), worst seed's mean over prompts (dimensionless)",
+        source=f"issue 17 (cosine >= {LG_CRITERION}); {LG_SOURCE}: the one-step target identifies the construction",
+        hypothesis="the layer's attention stays uniform (linear attention): every loop adds eta z_bar, so its "
+        "iterate keeps the class-mean direction z_bar",
+        figure="icl_looped_softmax",
+        full=True,
     ),
 )

@@ -18,6 +18,7 @@ from probes.parts import Context, each_claim
 DESCRIPTION = "K-layer stacks over independent seeds against K steps of GD and GD++"
 FIELDS = ("depth_seeds", "depth_steps", "depth_lr")
 NEEDS = ("one_layer",)
+SOURCE_DEPTH = "von Oswald et al. 2023 Sec. 3 (trained deep LSA stacks implement GD++, not plain GD)"
 
 DEPTH_SEED_FIELDS = ("excess_over_gd_perstep", "excess_over_gdpp", "depth_diff_prev")  # (K, depth_seed) each
 
@@ -71,10 +72,9 @@ def claims_depth(led: Ledger, r: Result) -> None:
     if len(Ks) < 2 or Ks[0] == Ks[1]:
         return
     deep = Ks > 1
-    src = "von Oswald et al. 2023 Sec. 3 (trained deep LSA stacks implement GD++, not plain GD)"
     n = int(ds.sizes["depth_seed"])
     names = ("depth_beats_plain_gd", "depth_matches_gdpp", "depth_loss_falls_with_K")
-    if not seeds_ok(led, names, n, "depth", src):
+    if not seeds_ok(led, names, n, "depth", SOURCE_DEPTH):
         return
     paired = f"95% t band over {n} training seeds of the paired"
     e = ds["excess_over_gd_perstep_seeds"].values  # (K, depth_seed)
@@ -83,8 +83,6 @@ def claims_depth(led: Ledger, r: Result) -> None:
         "depth_beats_plain_gd",
         e,
         deep,
-        hypothesis="the stack implements plain K-step GD (von Oswald's construction, best per-step rates)",
-        source=src,
         why=f"{paired} (model - K-step GD) squared-error difference on the same n_eval tasks",
         statement="trained K-layer stacks have a lower loss than K plain GD steps at their best per-step rates",
         worst=lambda i: f"worst depth, K = {Ks[i]}; {n} seeds, mean",
@@ -93,15 +91,12 @@ def claims_depth(led: Ledger, r: Result) -> None:
     z = np.where(deep, np.abs(seed_z(e_pp)), np.nan)
     i = worst_case(z)
     if i is not None:
-        led.predict(
+        led.judge(
             "depth_matches_gdpp",
             replicates=e_pp[i],
             family=family_size(z),
             expected=0.0,
             alternative=float(ds["loss_gd_perstep"].values[i] - ds["loss_gdpp"].values[i]),
-            hypothesis="the stack is plain K-step GD: its loss exceeds GD++'s by loss(GD per-step) - loss(GD++)",
-            source=src,
-            requires_full=True,
             why=f"{paired} (model - GD++) squared-error difference on the same n_eval tasks",
             statement=f"trained K-layer stacks have the loss of GD++ (per-layer eta, gamma fitted on separate tasks) "
             f"(worst depth, K = {Ks[i]}; {n} seeds, mean)",
@@ -110,8 +105,6 @@ def claims_depth(led: Ledger, r: Result) -> None:
         led,
         "depth_loss_falls_with_K",
         ds["depth_diff_prev_seeds"].values,
-        hypothesis="an extra layer does not lower the in-context loss",
-        source=src,
         why=f"{paired} difference of two consecutive stacks' squared errors (the same seed's stacks) on the same tasks",
         statement="each trained stack has a lower loss than the next shallower one",
         worst=lambda i: f"worst step, K = {Ks[i - 1]} -> {Ks[i]}; {n} seeds, mean",

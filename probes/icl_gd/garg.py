@@ -23,6 +23,7 @@ from probes.parts import Context, each_claim
 
 DESCRIPTION = "a GPT-style transformer against least squares, ridge, k-NN and averaging (Garg et al. Fig. 2)"
 GATE = "garg"
+SOURCE_GARG = "Garg et al. 2022 Fig. 2 (trained transformer below averaging and 3-NN)"
 
 
 def garg_task(cfg: Config) -> LinearRegressionTask:
@@ -170,30 +171,25 @@ def claims_garg(led: Ledger, r: Result) -> None:
     if "garg_loss_k" not in ds:
         return
     kg = ds["garg_k"].values
-    src = "Garg et al. 2022 Fig. 2 (trained transformer below averaging and 3-NN)"
     n = int(ds.sizes["garg_seed"])
     diff = ds["garg_diff_best_simple_seeds"].values  # (garg_k, garg_seed)
-    if seeds_ok(led, ["garg_beats_averaging_knn"], n, "garg", src):
+    if seeds_ok(led, ["garg_beats_averaging_knn"], n, "garg", SOURCE_GARG):
         below_zero_at_worst(
             led,
             "garg_beats_averaging_knn",
             diff,
             kg >= cfg.garg_d,
-            hypothesis="the transformer is no better than the better of averaging and 3-NN",
-            source=src,
             why=f"95% t band over {n} training seeds (n seeds: compute, about 45 s per seed) of the paired "
             "(model - better of averaging, 3-NN) squared-error difference on the same n_eval tasks",
             statement=f"the interleaved-layout transformer beats averaging and 3-NN at every k >= d = {cfg.garg_d}",
             worst=lambda i: f"worst k = {kg[i]}; {n} seeds, mean",
         )
     excess = mean_se(ds["garg_excess_over_ls_seeds"].values)
-    led.paper(
+    led.judge(
         "garg_close_to_least_squares",
         measured=excess.mean,
         lo=0.0,
         hi=0.05,
-        requires_full=True,
-        source="Garg et al. 2022 Fig. 2 (12 layers, width 256, 500k steps: on top of least squares beyond k = d)",
         why=f"their normalised excess over least squares beyond k = d, read off the figure as <= 5% of E y^2; "
         f"measured: the mean over {excess.n} training seeds (their SE {excess.se:.2g})",
         scale=f"Garg et al. train 12 layers of width 256 for 500k steps; here {cfg.garg_layers} layers of width "

@@ -36,7 +36,6 @@ DESCRIPTION = "in-context classification by a looped softmax layer against norma
 GATE = "logistic"
 FIELDS = ("logistic_seeds", "logistic_loops", "threads")
 
-SEED = "000#33"
 SOURCE = "analysis/theory/logistic_icl.py"
 CRITERION = 0.99  # issue 17: the looped layer tracks T-step normalised GD with cosine >= 0.99 for T <= 10
 CLAIM_LOOPS = (2, 5, 10)  # T = 1 is the alternative's own direction (GD's first step is eta z_bar)
@@ -148,16 +147,14 @@ def measure_classification(c, progress: bool, data: dict, scalars: dict, coords:
 
 
 def claims_classification(led: Ledger, r: Result) -> None:
-    led = led.given(seed=SEED, figure="icl_looped_softmax")
     ds, s, c = r.data, r.scalars, r.config
     if "lg_construction_err" not in s:
         return
-    led.identity(
+    led.judge(
         "lg_construction_is_normalised_gd",
         measured=s["lg_construction_ratio"],
         expected=0.0,
         atol=1.0,
-        source=f"{SOURCE}: q = w, k_i = -z_i, v_i = z_i, W_o = eta I into the w-slot; query hidden as a key",
         why="float64: the per-prompt, per-step rounding bound of step_rounding_bound (the unit of the measurement)",
         statement="one softmax head applied to w_t gives w_(t+1) of normalised GD "
         f"(d = {c.logistic_d}, n = {c.logistic_n}, eta = {c.logistic_eta:g}, t < {c.logistic_loops}; "
@@ -171,18 +168,14 @@ def claims_classification(led: Ledger, r: Result) -> None:
         if T > c.logistic_loops:
             continue
         per_seed = cos.sel(lg_loop=T).values
-        led.predict(
+        led.judge(
             f"lg_looped_tracks_gd_T{T}",
             measured=float(per_seed.min()),
             expected=1.0,
             atol=1.0 - CRITERION,
             alternative=float(alt.sel(lg_loop=T)),
-            hypothesis="the layer's attention stays uniform (linear attention): every loop adds eta z_bar, so its "
-            "iterate keeps the class-mean direction z_bar",
-            source=f"issue 17 (cosine >= {CRITERION}); {SOURCE}: the one-step target identifies the construction",
             why=f"band = issue 17's criterion; the worst of {S} training seeds' mean cosine over "
             f"{c.logistic_eval} prompts",
-            requires_full=True,
             statement=f"a softmax layer trained on one normalised-GD step, looped {T} times from w = 0: "
             f"cos(w_T, T-step GD) >= {CRITERION}",
         )

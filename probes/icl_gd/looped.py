@@ -261,8 +261,6 @@ def _claim_looped_construction(led: Ledger, ds: xr.Dataset, s: dict, cfg: Config
         led,
         "looped_construction_equals_gd",
         ds["looped_construction_ratio"].values,
-        source="von Oswald et al. 2023 Prop. 1 (one GD step per layer) with the zoo's weight tying (loops)",
-        seed=SEED_LOOPED,
         why="max |looped LSA - k-step GD| over 256 prompts in units of the float64 summation bound of k loops "
         "((N + D) eps per loop on the terms' magnitudes): 1 is the bound",
         statement=f"one GD layer (step {s['looped_eta_construction']:.3g}) applied k times by the zoo's weight tying "
@@ -273,22 +271,21 @@ def _claim_looped_construction(led: Ledger, ds: xr.Dataset, s: dict, cfg: Config
 def _looped_unmeasurable(led: Ledger, v: dict, eta: float, names: list[str], desc: str, n: int) -> bool:
     """Whether a diverged looped training leaves nothing to judge (recording the claims not evaluated): replicate
     0's weights gave no step to read off, or another replicate's gave a non-finite expectation."""
-    led = led.given(seed=SEED_LOOPED)
     if not np.isfinite(eta):  # measure_looped skipped a diverged training run: nothing to read off
-        led.not_evaluated(
+        led.judge(
             names[0],
-            role="prediction",
             source=SOURCE_LOOPED,
+            seed=SEED_LOOPED,
             reason=f"the looped LSA's training diverged ({desc}): non-finite weights, no step to read off",
         )
         return True
     diverged = [k for k in ("looped_err_gd", "looped_err_gdpp") if not np.isfinite(v[k]).all()]
     if diverged and n >= 2:  # another replicate's weights gave no finite reading: no expectation to compare
         for name in names:
-            led.not_evaluated(
+            led.judge(
                 name,
-                role="prediction",
                 source=SOURCE_LOOPED,
+                seed=SEED_LOOPED,
                 reason=f"a replicate's looped training diverged ({desc}): its weights give a non-finite "
                 f"{' and '.join(diverged)}, so the seeds' expectation is undefined",
             )
@@ -325,15 +322,11 @@ def claims_looped(led: Ledger, r: Result) -> None:
         # edge), so a difference of errors has a band no number of seeds narrows; a ratio is the step's own scale
         i = T - 1
         err_gd = v["looped_err_gd"]  # (looped_seed, loop)
-        led.predict(
+        led.judge(
             names[0],
             replicates=np.log(v["looped_err_model"][:, i] / err_gd[:, i]),
             expected=0.0,
             alternative=float(np.mean(np.log(err_gd[:, 0] / err_gd[:, i]))),
-            hypothesis="no gain after the first loop: the one-step error of GD at the fitted step, repeated",
-            source=SOURCE_LOOPED,
-            seed=SEED_LOOPED,
-            requires_full=True,
             why=f"{seeds_why} of each seed's ln(model error / exact T-step GD error at its own fitted step), both "
             "over the same looped_n_eval prompts; the alternative is the seeds' mean ln(GD error after 1 step / "
             "after T steps)",
@@ -345,17 +338,13 @@ def claims_looped(led: Ledger, r: Result) -> None:
         i = worst_case(z)
         i = T - 1 if i is None else i  # a replicate diverged (NaN): the claim fails as unmeasured
         err_pp = float(np.mean(v["looped_err_gdpp"][:, i]))
-        led.predict(
+        led.judge(
             gdpp,
             replicates=err_pp + v["looped_diff_gdpp"][:, i],
             family=family_size(z),
             expected=err_pp,
             alternative=float(np.mean(v["looped_err_gd"][:, i])),
-            hypothesis="plain (preconditioned) GD at the fitted step: the same weights without their input writes",
-            source="von Oswald et al. 2023 Sec. 3 (GD++), weight-tied; derivation: analysis.theory.looped."
-            "looped_lsa_maps",
-            seed=SEED_LOOPED,
-            requires_full=True,
+            seed=SEED_LOOPED,  # Chen et al.'s experiment; the statement is von Oswald et al.'s
             why=f"{seeds_why} of the paired (model error on the drawn w* - exact tied-GD++ expectation given X) "
             "difference over looped_n_eval prompts, added to the seeds' mean exact tied-GD++ error",
             statement=f"looped LSAs ({desc}; {n} seeds, mean) have at every loop k <= T = {T} the squared weight "
@@ -366,10 +355,6 @@ def claims_looped(led: Ledger, r: Result) -> None:
                 led,
                 f"looped_{law}_error_falls_every_loop",
                 v["looped_next_diff"].T,  # (loop, looped_seed)
-                hypothesis="an extra loop does not lower the weight error (no gain past one step, or past the "
-                "trained loop count)",
-                source=SOURCE_LOOPED,
-                seed=SEED_LOOPED,
                 fallback=0,  # a replicate diverged (NaN): the claim fails as unmeasured
                 why=f"{seeds_why} of the paired difference of the squared weight errors after k + 1 and k loops on "
                 "the same prompts",

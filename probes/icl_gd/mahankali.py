@@ -239,15 +239,11 @@ def claims_mahankali_loss(led: Ledger, r: dict, law: str, cfg: Config) -> None:
     src = f"Mahankali et al. 2023; closed form: {MK_SOURCE[law]}"
     n = int(r["mk_excess_seeds"].size)
     if seeds_ok(led, [name], n, "mahankali", src, SEED_MAHANKALI):
-        led.predict(
+        led.judge(
             name,
             replicates=r["mk_loss_star"] + r["mk_excess_seeds"],
             expected=r["mk_loss_star"],
             alternative=r["mk_loss_alt"],
-            hypothesis=MK_ALT_WORDS[law],
-            seed=SEED_MAHANKALI,
-            source=src,
-            requires_full=True,
             why=f"95% t band over {n} training seeds of loss* plus each seed's paired (model - optimal step) "
             "squared-error difference on the same n_eval tasks",
             statement=f"1-layer linear LSAs trained on {MK_LAW_WORDS[law]} (d = {cfg.mahankali_d}, N = "
@@ -279,22 +275,18 @@ def claims_mahankali_loss(led: Ledger, r: dict, law: str, cfg: Config) -> None:
 def claims_mahankali_step(led: Ledger, r: dict, law: str) -> None:
     """The step matrix G = eta Gamma fitted to the trained layers against the optimal one, and their plain rate
     (the means over ``mahankali_seeds`` replicates, against issue 17's criteria)."""
-    led = led.given(seed=SEED_MAHANKALI)
     what = {
         "gaussian": "eta* I",
         "anisotropic": "the optimal preconditioner Gamma* = [(1 + 1/N) Sigma + (tr Sigma + sigma^2)/N I]^-1",
         "relu": "eta* I of the ReLU law (a multiple of the identity: plain GD on least squares)",
     }[law]
     rel, eta = mean_se(r["mk_gamma_rel_error_seeds"]), mean_se(r["mk_eta_fit_seeds"])
-    led.predict(
+    led.judge(
         f"mahankali_{law}_gamma",
         measured=rel.mean,
         expected=0.0,
         atol=PRECONDITIONER_CRITERION,
         alternative=r["mk_gamma_alt_rel_error"],
-        hypothesis=MK_ALT_WORDS[law] + ": its G's distance from the optimal one",
-        source=f"issue 17 (within 5%, Frobenius); Mahankali et al. 2023; closed form: {MK_SOURCE[law]}",
-        requires_full=True,
         why=f"band = issue 17's criterion (|G - G*|_F <= {PRECONDITIONER_CRITERION} |G*|_F); measured: the mean over "
         f"{rel.n} training seeds (their SE {rel.se:.2g}; replicate 0's jackknife SE over the n_eval tasks "
         f"{r['mk_gamma_rel_error_se']:.2g})",
@@ -303,15 +295,12 @@ def claims_mahankali_step(led: Ledger, r: dict, law: str) -> None:
     )
     if law == "anisotropic":
         return
-    led.predict(
+    led.judge(
         f"mahankali_{law}_eta_fit",
         measured=eta.mean,
         expected=r["mk_eta_star"],
         atol=ETA_CRITERION * r["mk_eta_star"],
         alternative=r["mk_eta_alt"],
-        hypothesis=MK_ALT_WORDS[law],
-        source=f"issue 17 (within 1%); closed form: {MK_SOURCE[law]}",
-        requires_full=True,
         why=f"band = issue 17's criterion (within {ETA_CRITERION:.0%} of eta*); measured: the mean over {eta.n} "
         f"training seeds (their SE {eta.se:.2g})",
         statement=f"{MK_LAW_WORDS[law]}: the plain GD rate fitted to the trained layers' predictions equals "

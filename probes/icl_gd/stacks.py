@@ -15,7 +15,7 @@ from analysis.regression_data import RegressionBatch
 from analysis.theory import icl_gd as th
 from analysis.train import train
 from probes.base import Result
-from probes.icl_gd.bands import SOURCE_ETA, SOURCE_VO, claim_seed, seeds_ok
+from probes.icl_gd.bands import SOURCE_ETA, claim_seed, seeds_ok
 from probes.icl_gd.config import Config, part_seeds, spectrum
 from probes.icl_gd.models import (
     ModelPredictor,
@@ -304,8 +304,6 @@ def claims_one_layer(led: Ledger, r: Result) -> None:
     if int(ds["K"].values[0]) != 1 or cfg.x_dist == "anisotropic":
         return
     seed = claim_seed(cfg.x_dist)
-    hyp_untuned = "the layer implements one GD step at the untuned rate 1/v (no finite-N correction)"
-    common = dict(hypothesis=hyp_untuned, seed=seed, requires_full=True)  # both trained-layer predictions
     etas = ds["eta_fit_seeds"].values
     n = int(etas.size)
     names = ["eta_fit_vs_eta_star"]
@@ -317,50 +315,44 @@ def claims_one_layer(led: Ledger, r: Result) -> None:
         names.insert(0, "trained_loss_vs_gd_star")
     enough_seeds = seeds_ok(led, names, n, "eta", SOURCE_ETA, seed)
     if enough_seeds and not headline_is_mahankali(cfg):
-        led.predict(
+        led.judge(
             "trained_loss_vs_gd_star",
             replicates=s["loss_gd_theory"] + ds["excess_gd_star_seeds"].values,
             expected=s["loss_gd_theory"],
             alternative=s["loss_gd_untuned"],
-            source=SOURCE_VO,
+            seed=seed,
             why=f"95% t band over {n} training seeds of loss* plus each seed's paired (model - GD at eta*) "
             "squared-error difference on the same n_eval tasks",
             statement=f"trained 1-layer LSAs ({n} seeds, mean) have the loss of one GD step at eta* "
             "(closed-form loss*)",
-            **common,
         )
     if enough_seeds:
-        led.predict(
+        led.judge(
             "eta_fit_vs_eta_star",
             replicates=etas,
             expected=s["eta_theory"],
             alternative=s["eta_untuned"],
-            source=SOURCE_ETA,
+            seed=seed,
             why=f"95% t band over {n} training seeds of eta_fit (optimiser noise, finite training)",
             statement=f"the learning rate fitted to trained 1-layer LSAs ({n} seeds, mean) equals eta*",
-            **common,
         )
-    led.paper(
+    led.judge(
         "cos_sensitivity_vs_gd_star",
         measured=s["cos_sensitivity"],
         lo=0.99,
         hi=1.0,
-        source=SOURCE_VO,
-        requires_full=True,
         why="von Oswald et al. report cosines of d yhat / d x_q above 0.99 in this setting",
         statement="mean cosine of d yhat/d x_q between the trained layer and GD at eta* is in von Oswald's range",
     )
     if fixed_rate and enough_seeds:
         th_model = float(np.mean(ds["loss_model_theory_k_seeds"].values[:, j]))
-        led.predict(
+        led.judge(
             "loss_vs_k_fixed_rate",
             replicates=th_model + ds["excess_model_k_seeds"].values[:, j],
             expected=th_model,
             alternative=float(ds["loss_gd_star_theory_k"].values[j]),
             hypothesis=f"the layer adapts its rate to the context length: GD at eta*(k = {k[j]})",
-            source=SOURCE_ETA,
             seed=seed,
-            requires_full=True,
             why=f"95% t band over {n} training seeds of each seed's paired (model - GD at its eta_fit k/N) "
             "squared-error difference on n_eval tasks, added to the seeds' mean closed-form loss at eta_fit k/N",
             statement=f"at k = {k[j]} examples trained 1-layer LSAs ({n} seeds, mean) have the loss of one GD step "

@@ -11,7 +11,6 @@ import numpy as np
 from analysis.evidence import t_multiple
 from analysis.ledger import Ledger
 from probes.base import Result
-from probes.representational_collapse.config import SEED
 
 
 def one_model_reason(r: Result, over: str = "random bases") -> str:
@@ -70,25 +69,23 @@ def claim_positive_mean(
     over: str,
     why: str,
     *,
-    hypothesis: str,
-    source: str,
-    figure: str,
     statement: str,
     se_floor: float = 0.0,
 ) -> None:
-    """The claim ``name`` that the mean of per-sample values is positive (a direction, sign +1): ``samples`` holds
-    each replicate's values; over two or more replicates the band is their means' spread (:func:`band`), for one
-    run the SE of its mean over its ``over`` (at least ``se_floor``), ``why`` saying what they are."""
+    """The claim ``name`` that the mean of per-sample values is positive (a direction, its sign, hypothesis, source and
+    figure declared): ``samples`` holds each replicate's values; over two or more replicates the band is their means'
+    spread (:func:`band`), for one run the SE of its mean over its ``over`` (at least ``se_floor``), ``why`` saying
+    what they are."""
     x = samples[0]
     se = max(float(x.std(ddof=1) / math.sqrt(x.size)), se_floor)
-    led.direction(
+    b = band(rs, [v.mean() for v in samples], se, x.size - 1, over)
+    led.judge(
         name,
-        sign=1,
-        **band(rs, [v.mean() for v in samples], se, x.size - 1, over),
-        hypothesis=hypothesis,
-        source=source,
-        seed=SEED,
-        figure=figure,
+        replicates=b.get("replicates"),
+        measured=b.get("measured"),
+        se=b.get("se"),
+        dof=b.get("dof"),
+        within_run=b.get("within_run"),
         why=why_band(rs, f"95% t band ({x.size - 1} dof) of the standard error of the mean over {why}"),
         statement=statement,
     )

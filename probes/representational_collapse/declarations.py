@@ -4,6 +4,7 @@ low-precision formats (our resolution and rounding models, and the fitted law's 
 path counting, and the exact identities of the uniform linear stack."""
 
 from analysis.specs import ClaimSpec, declare
+from probes.representational_collapse.config import SOURCE
 
 _CAUSAL_RATES = (
     "partly by construction: a causal model (bidirectional: not evaluated) with the design's position scheme; "
@@ -21,6 +22,8 @@ DECLARED = declare(
         statement="A causal uniform-attention stack without norm or MLP is linear: the network's last-token states "
         "equal the exact linear stack h <- h + M h (W_o W_v)^T recomputed in float64 from its block-0 inputs.",
         quantity="max |h_last - stack(h0)| / max |h_last| (dimensionless, worst over seeds)",
+        source="derivation: uniform attention without norm or MLP is exactly linear (theory module, item 5)",
+        figure="rc_distance",
     ),
     ClaimSpec(
         name="sensitivity_equals_path_sum",
@@ -29,6 +32,8 @@ DECLARED = declare(
         statement="For the same uniform linear stack, the autograd sensitivity |dh_last/dx_i|_F equals the exact "
         "backward path recursion R^{l-1}_s = R^l_s + sum_{t>=s} R^l_t A_l / t with the model's A_l = W_o W_v.",
         quantity="max_i |autograd - path sum| / max path sum (dimensionless, worst over seeds)",
+        source="derivation: backward path recursion of the linear stack (theory module, item 4)",
+        figure="rc_sensitivity",
     ),
     # --- distances: the decay exponent against the derived rate ---------------------------------------------
     ClaimSpec(
@@ -41,6 +46,7 @@ DECLARED = declare(
         "(repeat last), 2 (counting), 1/2 (repeat, RoPE, softmax), path-count slope (early token).",
         scope=_CAUSAL_RATES,
         quantity="fitted decay exponent alpha of the float64 last-token pair distance at the last layer",
+        source=SOURCE,
     ),
     ClaimSpec(
         name="slope_layer1",
@@ -52,6 +58,7 @@ DECLARED = declare(
         "with RoPE under softmax).",
         scope=_CAUSAL_RATES,
         quantity="fitted decay exponent alpha of the float64 last-token pair distance after block 1",
+        source=SOURCE,
     ),
     ClaimSpec(
         name="{claim}_drifts_toward_prediction",
@@ -91,6 +98,10 @@ DECLARED = declare(
         "is not evaluated); not checked: path counting is exact for uniform attention only, and the run does not "
         "measure how far softmax weights are from uniform",
         quantity="ln(|dh_last/dx_1|_F / |dh_last/dx_(T/2)|_F) at the last layer (nats)",
+        source=f"{SOURCE}; path counting (theory module, item 4)",
+        hypothesis="no position preference: a flat profile, as for one layer (ln ratio 0)",
+        sign=1,
+        figure="rc_sensitivity",
     ),
     # --- precision --------------------------------------------------------------------------------------------
     ClaimSpec(
@@ -105,6 +116,10 @@ DECLARED = declare(
         "measures the floor, not the independence; recorded for float32 only (coarser formats collapse inside the "
         "window)",
         quantity="exponent beta of median |(h~_a - h~_b) - (h_a - h_b)| / |h| against n",
+        source="derivation: probabilistic rounding of n-term attention sums (theory module, precision)",
+        hypothesis="independent roundings: an n-independent floor (beta = 0)",
+        sign=1,
+        figure="rc_depth",
     ),
     ClaimSpec(
         name="collapse_{dtype}_unresolved",
@@ -118,6 +133,10 @@ DECLARED = declare(
         "before it; not checked: eps|h| is a per-coordinate grid-spacing estimate, within a factor 2 of the "
         "format's true spacing",
         quantity="mean ln relative error of the dtype's distance after collapse_n minus before (nats)",
+        source=SOURCE,
+        hypothesis="the format resolves the pair past eps|h| as before it (no change of relative error)",
+        sign=1,
+        figure="rc_precision",
     ),
     # --- extension ------------------------------------------------------------------------------------------
     ClaimSpec(
@@ -131,5 +150,6 @@ DECLARED = declare(
         scope="partly by construction: a causal model whose slope CI excludes 0 (else not evaluated); not checked: "
         "that the float64 distance keeps the exponent fitted on [fit_lo, max_len] beyond max_len",
         quantity="first length n from which the float64 distance stays below eps(dtype)|h| (tokens)",
+        source=f"{SOURCE}; the main run's float64 power law (collapse_prediction)",
     ),
 )

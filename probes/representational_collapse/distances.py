@@ -180,11 +180,8 @@ def _slope_claim(
     want = float(d["layer_slope_predicted"].sel(sel))
     drift = [float(x.data["layer_drift"].sel(sel)) for x in rs]
     if bad := sum(not math.isfinite(m) for m in measured):
-        led.not_evaluated(
+        led.judge(
             name,
-            role="prediction",
-            source=SOURCE,
-            seed=SEED,
             reason=f"a zero distance at layer {layer}{seeds_note(rs, bad)} (bitwise-equal float64 states): no "
             "power law to fit",
         )
@@ -244,9 +241,7 @@ def claim_rate(led: Ledger, rs: tuple[Result, ...]) -> None:
     names = ["slope_matches_prediction"] + (["slope_layer1"] if L >= 2 else [])
     if not s["causal"]:
         for name in names:
-            led.not_evaluated(
-                name, role="prediction", source=f"{SOURCE}; derivation (theory module)", reason=BIDIRECTIONAL, seed=SEED
-            )
+            led.judge(name, source=f"{SOURCE}; derivation (theory module)", reason=BIDIRECTIONAL)
         return
     if not math.isfinite(s["predicted_slope"]):
         return  # learned positions: claim_learned_positions

@@ -104,19 +104,13 @@ def claims(led: Ledger, rs: tuple[Result, ...]) -> None:
 def claim_collapse_length(led: Ledger, r: Result) -> None:
     """Barbero et al. with the float64 power law: the format collapses where the fitted law meets eps|h|,
     measured on the extension beyond max_len against the interval the main fit predicts."""
-    led = led.given(seed=SEED)
     config, s = r.config, r.scalars
     dt = config.extend_dtype
     if not dt:
         return
-    name, source = f"collapse_length_{dt}", f"{SOURCE}; the main run's float64 power law (collapse_prediction)"
+    name = f"collapse_length_{dt}"
     if not s["causal"] or not math.isfinite(s["slope_ci_lo"]) or s["slope_ci_lo"] <= 0:
-        led.not_evaluated(
-            name,
-            role="prediction",
-            source=source,
-            reason="no decaying power law: the slope CI reaches 0 (or the model is bidirectional)",
-        )
+        led.judge(name, reason="no decaying power law: the slope CI reaches 0 (or the model is bidirectional)")
         return
     p = collapse_prediction(r, dt, grid_ratio=s["ext_grid_ratio"])
     own = r.meta.get("own_model", True)
@@ -140,7 +134,8 @@ def claim_collapse_length(led: Ledger, r: Result) -> None:
         within_run=one_model_reason(r, "bases (the main run's and the extension's)"),
         alternative=alt,
         hypothesis=alt_h,
-        source=source,
+        source=f"{SOURCE}; the main run's float64 power law (collapse_prediction)",
+        seed=SEED,
         requires_full=True,
         figure="rc_long_collapse",
         why="alpha over the fit's 95% bootstrap CI, ln D(max_len) within the 95% t band (n_bases - 1 dof) of its "

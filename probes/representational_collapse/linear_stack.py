@@ -59,19 +59,9 @@ def measure(ctx: Context) -> None:
 STACK_WHY = "float64 summation error of T-term running means and d-term products over L layers (8 L T sqrt(d) eps)"
 
 
-def _worst_identity(
-    led: Ledger, rs: tuple[Result, ...], name: str, error: str, tol: float, source: str, statement: str, figure: str
-) -> None:
+def _worst_identity(led: Ledger, rs: tuple[Result, ...], name: str, error: str, tol: float, statement: str) -> None:
     """The identity ``name``: the worst over the replicates of their scalar ``error`` is 0 within ``tol``."""
-    led.identity(
-        name,
-        measured=max(x.scalars[error] for x in rs),
-        atol=tol,
-        why=STACK_WHY,
-        source=source,
-        statement=statement,
-        figure=figure,
-    )
+    led.judge(name, measured=max(x.scalars[error] for x in rs), atol=tol, why=STACK_WHY, statement=statement)
 
 
 def claim_exact_uniform(led: Ledger, rs: tuple[Result, ...]) -> None:
@@ -90,9 +80,7 @@ def claim_exact_uniform(led: Ledger, rs: tuple[Result, ...]) -> None:
         "uniform_equals_linear_stack",
         "uniform_stack_error",
         tol,
-        source="derivation: uniform attention without norm or MLP is exactly linear (theory module, item 5)",
         statement=f"network last-token states == exact linear stack (max abs error / max |h|){every}",
-        figure="rc_distance",
     )
     if not config.sensitivity:
         led.not_evaluated(
@@ -108,9 +96,7 @@ def claim_exact_uniform(led: Ledger, rs: tuple[Result, ...]) -> None:
         "sensitivity_equals_path_sum",
         "sensitivity_path_error",
         tol,
-        source="derivation: backward path recursion of the linear stack (theory module, item 4)",
         statement=f"autograd |dh_last/dx_i|_F == exact path sum with the model's W_o W_v, every i and base{every}",
-        figure="rc_sensitivity",
     )
 
 

@@ -122,9 +122,6 @@ def claim_sensitivity(led: Ledger, rs: tuple[Result, ...]) -> None:
         f"{xs[0].size} random bases (at least 64 eps64: the uniform linear stack's profile does not depend on the "
         "base, its spread is rounding)",
         se_floor=64 * th.EPS["float64"],  # a linear stack's profile is input-independent: bases agree to rounding
-        hypothesis="no position preference: a flat profile, as for one layer (ln ratio 0)",
-        source=source,
-        figure="rc_sensitivity",
         statement="ln(|dh_last/dx_1| / |dh_last/dx_(T/2)|) > 0 at the last layer (mean over bases"
         + (" and seeds)" if len(rs) > 1 else ")"),
     )

@@ -116,16 +116,21 @@ def claim_floor(led: Ledger, rs: tuple[Result, ...], dt: str) -> None:
     )
     spread = band(rs, betas, s[f"floor_exponent_se_{dt}"], bases_dof(r))
     if config.family == "counting":  # with separators the prefix is two-state: still coherent
-        led.direction(
-            f"floor_{dt}_exponent",
-            sign=1,
-            **spread,
-            source=source,
-            why=why,
-            hypothesis="independent roundings: an n-independent floor (beta = 0)",
-            figure="rc_depth",
-            statement=f"{dt}, coherent counting prefix: the floor grows with n (a + b sqrt(n): beta > 0)",
-        )
+        name = f"floor_{dt}_exponent"
+        statement = f"{dt}, coherent counting prefix: the floor grows with n (a + b sqrt(n): beta > 0)"
+        if len(rs) > 1:  # seed=None: this claim's record has never named its seed paper
+            led.judge(name, replicates=spread["replicates"], why=why, statement=statement, seed=None)
+        else:
+            led.judge(
+                name,
+                measured=spread["measured"],
+                se=spread["se"],
+                dof=spread["dof"],
+                within_run=spread["within_run"],
+                why=why,
+                statement=statement,
+                seed=None,
+            )
         return
     led.predict(
         f"floor_{dt}_exponent",
@@ -164,12 +169,8 @@ def claim_unresolved(led: Ledger, rs: tuple[Result, ...], dt: str) -> None:
     if bad := sum(not math.isfinite(c) for c in collapse):
         ratio = float(d["distance"].sel(dtype="float64")[-1] / d["resolution"].sel(dtype=dt)[-1])
         n_star = float(d["collapse_n_extrapolated"].sel(dtype=dt))
-        led.not_evaluated(
+        led.judge(
             name,
-            role="prediction",
-            source=SOURCE,
-            seed=SEED,
-            figure="rc_precision",
             reason=f"no collapse in {dt} up to n = {int(n[-1])}{seeds_note(rs, bad)}: the float64 distance there "
             f"is {ratio:.3g} eps|h|; the fitted power law puts the crossing at n ~ {n_star:.3g}"
             + (" (first seed)" if len(rs) > 1 else ""),
@@ -192,8 +193,5 @@ def claim_unresolved(led: Ledger, rs: tuple[Result, ...], dt: str) -> None:
         shifts,
         "samples",
         "samples of the per-sample shift",
-        hypothesis="the format resolves the pair past eps|h| as before it (no change of relative error)",
-        source=SOURCE,
-        figure="rc_precision",
         statement=f"{dt}: mean ln(|D_{dt} - D_64| / D_64) over n >= collapse_n minus over n < collapse_n is positive",
     )

@@ -14,7 +14,6 @@ from probes.base import MAX_SEED, Result
 from probes.parts import Context, each_claim, over_replicates
 from probes.softmax_alternatives.config import Config
 from probes.softmax_alternatives.models import random_head
-from probes.softmax_alternatives.references import SEED_BILINEAR, SOURCE
 
 DESCRIPTION = (
     "a trained bilinear MLP: its exact interaction tensor, and the noise outside a planted rank against its law"
@@ -144,15 +143,13 @@ def measure(ctx: Context) -> None:
 def claim_decomposition(led: Ledger, r: Result) -> None:
     """003#57: the bilinear MLP is exactly a third-order tensor: each output the quadratic form of its interaction
     matrix, on every measured input of every trained layer."""
-    led = led.given(seed=SEED_BILINEAR, figure=FIGURE)
     c = r.config
     terms = c.bilinear_hidden + c.bilinear_width**2
-    led.identity(
+    led.judge(
         "bilinear_tensor_decomposition_exact",
         measured=float(r.data["bilinear_decomposition_error"].values.max()),
         expected=0.0,
         atol=2 * terms * EPS,
-        source=f"{SOURCE}, section 9: y_o = x^T B_o x, B_o = sum_k W_out[o, k] sym(w_k g_k^T)",
         why=f"two float64 sums of at most {c.bilinear_hidden} (the layer) and {c.bilinear_width}^2 (the quadratic "
         "form) terms each round by at most their count times eps times their absolute sum (x2: both sides)",
         statement=f"every output of the {c.bilinear_seeds} trained bilinear layers equals x^T B_o x on its "
@@ -164,22 +161,17 @@ def claim_outside_noise(led: Ledger, r: Result) -> None:
     """003#57: the eigendecomposition of a trained bilinear layer finds the planted rank; outside it the interaction
     matrices hold exactly the noise the least-squares fit lets through (the alternative: an implicit low-rank bias that
     keeps them at the planted rank)."""
-    led = led.given(seed=SEED_BILINEAR, figure=FIGURE)
     c, d = r.config, r.data
     ratio = (d["bilinear_outside_energy"] / d["bilinear_outside_energy_exact"]).values
     frac = r.scalars["bilinear_top_fraction_mean"]
-    led.predict(
+    led.judge(
         "bilinear_noise_outside_planted_rank",
         replicates=ratio,
         expected=1.0,
         alternative=0.0,
-        hypothesis="an implicit low-rank bias: gradient-trained factorised weights keep the planted rank and fit no "
-        "noise outside it",
-        source=f"{SOURCE}, section 9: E sum_o |P B_o P|_F^2 = d_out sigma^2 tr(L G^-1 L^T) given the inputs",
         why=f"95% t band over {c.bilinear_seeds} independent layers and tasks (replicate seeds) of each one's measured "
         "energy outside the planted subspace over its exact expectation given its inputs; the 1 is the ratio's "
         "definition",
-        requires_full=True,
         statement=f"bilinear MLP (d = {c.bilinear_width}, {c.bilinear_hidden} units) trained to its minimum on "
         f"{c.bilinear_samples} inputs of a rank-{c.bilinear_rank} quadratic target with noise {c.bilinear_noise:g}: "
         f"the top {c.bilinear_rank} eigenvalues carry {100 * frac:.1f}% of each interaction matrix, and the energy "

@@ -14,7 +14,6 @@ from probes.base import MAX_SEED, Result
 from probes.parts import Context, each_claim, measure_replicates
 from probes.softmax_alternatives.config import Config
 from probes.softmax_alternatives.models import random_head, stack_correlations, stacks_setting
-from probes.softmax_alternatives.references import SEED_COG, SOURCE
 
 DESCRIPTION = "skipless Cog-attention stacks at init: token sign equivariance, and no collapse where softmax collapses"
 FIELDS = ("cog_depths", "cog_width", "cog_tokens", "cog_batch", "cog_seeds")
@@ -59,34 +58,28 @@ def measure(ctx: Context) -> None:
 def claim_cog(led: Ledger, r: Result) -> None:
     """004#28: a Cog-attention stack is exactly odd in each token (an identity), so it keeps independent tokens
     uncorrelated at every depth (the alternative: the collapse softmax shows on the same weights)."""
-    led = led.given(seed=SEED_COG, figure=FIGURE)
     c, d = r.config, r.data
     soft = d["cog_softmax_correlation"].values  # (depth, seed)
     cog = d["cog_cog_correlation"].values
     statement = stacks_setting(c.cog_width, c.cog_tokens, c.cog_depths, "fan-in init")
-    led.identity(
+    led.judge(
         "cog_token_sign_equivariance",
         measured=float(d["cog_equivariance_error"].values.max()),
         expected=0.0,
         atol=0.0,
-        source=f"{SOURCE}, section 15: f(D X) = D f(X) for every diagonal sign matrix D",
         why="negation is exact in IEEE arithmetic and every sum of a flipped row flips term by term, so the float64 "
         "stack is odd in each token bit for bit",
         statement=f"{statement}: flipping any tokens' signs flips exactly their outputs (relative error, max over "
         "depths and replicates)",
     )
     level = float(soft.mean())
-    led.predict(
+    led.judge(
         "cog_stack_keeps_tokens_uncorrelated",
         replicates=cog.mean(axis=0),
         expected=0.0,
         alternative=level,
-        hypothesis="negative weights do not prevent the collapse: the Cog stack averages the tokens like softmax on "
-        "the same weights (their measured mean correlation)",
-        source=f"{SOURCE}, section 15: token sign equivariance makes the correlation symmetric about 0 at every depth",
         why=f"95% t band over {c.cog_seeds} independent stacks (replicate seeds) of each one's mean over the depths "
         "of the measured mean token correlation",
-        requires_full=True,
         statement=f"{statement}: the mean token correlation of the Cog stack's token kernel is 0 at every depth "
         "(softmax's on the same weights: " + ", ".join(f"{v:.3f}" for v in soft.mean(axis=1)) + ")",
     )

@@ -7,6 +7,8 @@ comparison but the four software identities tests our derivation, not the paper'
 is triaged by a measured scope check, so each says how its run meets the derivation's hypotheses."""
 
 from analysis.specs import ClaimSpec, declare
+from probes.softmax_alternatives.memory import HYP_EQUIVALENT
+from probes.softmax_alternatives.references import SOURCE
 
 _RANDOM_ROWS = (
     "by construction: a random layer at initialisation (fan-in init) over i.i.d. Gaussian tokens, so given the "
@@ -50,6 +52,9 @@ DECLARED = declare(
         "(n s^2 / 2), near -1 with softmax over the slots (-> e^(s^2)/n).",
         scope=_MEMORY,
         quantity="least-squares slope of ln(mean |o|^2) on ln n (dimensionless)",
+        hypothesis=HYP_EQUIVALENT,
+        figure="sa_memory_slots",
+        full=True,
     ),
     ClaimSpec(
         name="memory_softmax_concentration",
@@ -61,6 +66,10 @@ DECLARED = declare(
         "E[sum_i p_i^2].",
         scope=_MEMORY,
         quantity="measured over closed-form E|o|^2, mean over n (ratio; 1 expected)",
+        source=f"{SOURCE}: E[sum p_i^2] = n int t chi(t) phi(t)^(n-1) dt (-> e^(s^2)/n)",
+        hypothesis="softmax weights average the slots: E[sum p_i^2] = 1/n, no concentration on the larger logits",
+        figure="sa_memory_slots",
+        full=True,
     ),
     # --- 2. sparsemax and a planted key (000#29, 004#5) ----------------------------------------------------
     ClaimSpec(
@@ -71,6 +80,8 @@ DECLARED = declare(
         statement="The zoo's sparsemax attention equals a float64 reference Euclidean projection of the logits onto "
         "the simplex, max(z - tau, 0) with tau from the sorted logits' cumulative sums, on every measured row.",
         quantity="max |weight difference| in units of n max|z|",
+        source=f"{SOURCE}: sparsemax(z) = max(z - tau, 0), tau from the sorted logits' cumulative sums",
+        figure="sa_sparse_isolation",
     ),
     ClaimSpec(
         name="sparsemax_isolation_vs_keys",
@@ -117,6 +128,9 @@ DECLARED = declare(
         scope="by construction: exact algebra on every row of any logits, the grid spanning each row's own largest "
         "and smallest logit as the zoo's k_interval attention builds it",
         quantity="largest row L1 error over its bound (ratio; <= 1)",
+        source=f"{SOURCE}: every key's ratio to its exponential lies in [a, b], so sum_i |dp_i| <= b/a - 1",
+        relation="<=",
+        figure="sa_k_interval",
     ),
     ClaimSpec(
         name="k_interval_{mode}_error_order",
@@ -129,6 +143,8 @@ DECLARED = declare(
         scope="not checked: the orders -1 and -2 are asymptotic in K (corrections of relative order h^2); the run "
         "fits the slope over one finite range of K, where h is small, without measuring the correction",
         quantity="least-squares slope of ln(mean row L1 error) on ln K",
+        figure="sa_k_interval",
+        full=True,
     ),
     # --- 4. mimetic initialisation (000#115) ---------------------------------------------------------------
     ClaimSpec(
@@ -142,6 +158,11 @@ DECLARED = declare(
         scope="by construction: i.i.d. Gaussian tokens, so given the weights and the query the other logits are "
         "i.i.d. N(0, s_i^2), as the quadrature assumes; the paper's faster training is not tested",
         quantity="measured over exact mean self weight p_ii, mean over beta (ratio; 1 expected)",
+        source=f"{SOURCE}, section 4: E[p_ii | x_i, M] = int_0^oo e^-t phi_s(t e^-a)^(n-1) dt at each row's (a_i, s_i)",
+        hypothesis="the mean-field formula 1/(1 + (n - 1) exp(s^2/2 - a)): the other keys' sum at its mean (Jensen's "
+        "lower bound; a random product, own logit like any other, is far lower still)",
+        figure="sa_mimetic",
+        full=True,
     ),
     # --- 5. the kernel's Jacobian (000#23) -----------------------------------------------------------------
     ClaimSpec(
@@ -156,6 +177,9 @@ DECLARED = declare(
         "effective scale s sigma_i >~ 8, which the run does not check; i.i.d. Gaussian logits given the query hold "
         "by construction",
         quantity="measured mean |J|_F over its two-key law, mean over the scales (ratio; 1 expected)",
+        source=f"{SOURCE}, section 5: the two-key law int int f(u, delta) |J_2x2|_F at each row's effective scale",
+        figure="sa_jacobian",
+        full=True,
     ),
     # --- 6-7. linear attention's feature maps (003#74, 000#51) ---------------------------------------------
     ClaimSpec(
@@ -203,6 +227,11 @@ DECLARED = declare(
         "D) W_out^T / tr Cov(y), tr Cov(y) including tr Sigma.",
         scope=_LINEARITY,
         quantity="measured over exact 1 - linearity score, mean over input scales (ratio; 1 expected)",
+        source=f"{SOURCE}, section 8: 1 - score = tr W_out (Cov g(z) - D C D) W_out^T / tr Cov(y), given the weights",
+        hypothesis="the skip connection leaves the sublayer's linearity unchanged: the unexplained fraction of the "
+        "branch alone",
+        figure="sa_linearity",
+        full=True,
     ),
     ClaimSpec(
         name="mlp_linearity_without_residual",
@@ -214,6 +243,10 @@ DECLARED = declare(
         "D) W_out^T / tr Cov(y), no tr Sigma in tr Cov(y).",
         scope=_LINEARITY,
         quantity="measured over exact 1 - linearity score, mean over input scales (ratio; 1 expected)",
+        source=f"{SOURCE}, section 8: 1 - score = tr W_out (Cov g(z) - D C D) W_out^T / tr Cov(y), given the weights",
+        hypothesis="removing the skip connection leaves the sublayer as linear as with it",
+        figure="sa_linearity",
+        full=True,
     ),
     # --- 9. the bilinear MLP (003#57) ---------------------------------------------------------------------
     ClaimSpec(
@@ -225,6 +258,8 @@ DECLARED = declare(
         "every output of the zoo's trained bilinear MLP equals x^T B_o x, B_o = sum_k W_out[o, k] sym(w_k g_k^T), on "
         "every measured input.",
         quantity="max |mlp(x)_o - x^T B_o x| in units of the terms' absolute sum",
+        source=f"{SOURCE}, section 9: y_o = x^T B_o x, B_o = sum_k W_out[o, k] sym(w_k g_k^T)",
+        figure="sa_bilinear",
     ),
     ClaimSpec(
         name="bilinear_noise_outside_planted_rank",
@@ -237,6 +272,11 @@ DECLARED = declare(
         scope="not checked: the law needs the L-BFGS fit at the least-squares minimum; the run records its distance "
         "(bilinear_fit_gap_max) but no claim tests it; Gaussian inputs and the planted target hold by construction",
         quantity="energy outside the planted subspace, measured over exact (ratio; 1 expected)",
+        source=f"{SOURCE}, section 9: E sum_o |P B_o P|_F^2 = d_out sigma^2 tr(L G^-1 L^T) given the inputs",
+        hypothesis="an implicit low-rank bias: gradient-trained factorised weights keep the planted rank and fit no "
+        "noise outside it",
+        figure="sa_bilinear",
+        full=True,
     ),
     # --- 10. token isolation at initialisation (000#118) ---------------------------------------------------
     ClaimSpec(
@@ -272,6 +312,11 @@ DECLARED = declare(
         "so the read-out y / D has tail index 1 (no mean).",
         scope=_HILL,
         quantity="Hill tail index of the read-out y / D",
+        source=f"{SOURCE}, section 11 (b): D has a density positive at 0, so P(|y/D| > t) ~ 1/t",
+        hypothesis="a denominator bounded away from zero (softmax, positive features): the read-out as light-tailed "
+        "as its numerator |y| (Hill's index on the same rows)",
+        figure="sa_denominator",
+        full=True,
     ),
     ClaimSpec(
         name="linear_attention_gradient_tail_index",
@@ -283,6 +328,11 @@ DECLARED = declare(
         "1/2).",
         scope=_HILL,
         quantity="Hill tail index of the query gradient's norm",
+        source=f"{SOURCE}, section 11 (b): D has a density positive at 0, so P(|y/D| > t) ~ 1/t; |do/dq| ~ c |y| "
+        "|s| / D^2, so P(|do/dq| > t) ~ t^(-1/2)",
+        hypothesis="the gradient only as heavy as the read-out (a 1/|D| tail, index 1)",
+        figure="sa_denominator",
+        full=True,
     ),
     # --- 12. softplus over the l1 norm (000#85) -------------------------------------------------------------
     ClaimSpec(
@@ -306,6 +356,8 @@ DECLARED = declare(
         statement="The zoo's shaped attention alpha I + beta softmax - gamma C at (1, 1, 1) with zero logits (W_q = "
         "0) is exactly the identity pattern I in every layer of the stacks at initialisation.",
         quantity="max |pattern - I| (float64)",
+        source=f"{SOURCE}, section 13: alpha I + beta softmax(0) - gamma C = I at (1, 1, 1)",
+        figure="sa_shaped",
     ),
     ClaimSpec(
         name="softmax_stack_kernel_collapse",
@@ -317,6 +369,10 @@ DECLARED = declare(
         "= tr(W^T W) C^L (C^L)^T (tokens collapse).",
         scope=_ZERO_QUERY,
         quantity="mean token correlation of the token kernel, paired with its law, mean over depths",
+        source=f"{SOURCE}, section 13: E[X_L X_L^T] = tr(W^T W) C^L (C^L)^T given the weights",
+        hypothesis="the stack keeps the token kernel (independent tokens stay uncorrelated, as with shaped attention)",
+        figure="sa_shaped",
+        full=True,
     ),
     ClaimSpec(
         name="shaped_stack_keeps_token_kernel",
@@ -327,6 +383,10 @@ DECLARED = declare(
         "init maps X to X W, so E[X_L X_L^T] = tr(W^T W) I and independent tokens stay uncorrelated at every depth.",
         scope=_ZERO_QUERY,
         quantity="mean token correlation of the token kernel, mean over depths (0 expected)",
+        source=f"{SOURCE}, section 13: the shaped stack maps X to X W, E[X_L X_L^T] = tr(W^T W) I",
+        hypothesis="shaped attention collapses the kernel like softmax's uniform average: the C^L law's mean",
+        figure="sa_shaped",
+        full=True,
     ),
     # --- 14. sigmoid attention (004#109) ------------------------------------------------------------------
     ClaimSpec(
@@ -361,6 +421,8 @@ DECLARED = declare(
         statement="Cog attention's SignExp weights make the zoo's float64 skipless stack odd in each token: f(D X) = "
         "D f(X) for every diagonal sign matrix D on the tokens, bit for bit.",
         quantity="max relative error of f(D X) against D f(X) over depths and replicates",
+        source=f"{SOURCE}, section 15: f(D X) = D f(X) for every diagonal sign matrix D",
+        figure="sa_cog",
     ),
     ClaimSpec(
         name="cog_stack_keeps_tokens_uncorrelated",
@@ -373,6 +435,11 @@ DECLARED = declare(
         scope="by construction: bias-free layers over i.i.d. N(0, I) tokens, whose law is invariant under flipping "
         "any one of them, as the symmetry argument assumes; the paper's trained models are not tested",
         quantity="mean token correlation of the Cog stack's token kernel, mean over depths (0 expected)",
+        source=f"{SOURCE}, section 15: token sign equivariance makes the correlation symmetric about 0 at every depth",
+        hypothesis="negative weights do not prevent the collapse: the Cog stack averages the tokens like softmax on "
+        "the same weights (their measured mean correlation)",
+        figure="sa_cog",
+        full=True,
     ),
     # --- 16. sublayers in parallel (000#96) ----------------------------------------------------------------
     ClaimSpec(

@@ -19,7 +19,6 @@ from probes.base import MAX_SEED, Result
 from probes.parts import Context, each_claim, over_replicates
 from probes.softmax_alternatives.config import Config
 from probes.softmax_alternatives.models import random_head
-from probes.softmax_alternatives.references import SEED_DENOMINATOR, SOURCE
 
 DESCRIPTION = "normalised linear attention's read-out and query gradient: heavy tails of the 1/D scaling"
 FIELDS = (
@@ -86,7 +85,6 @@ def claim_denominator_tails(led: Ledger, r: Result) -> None:
     tail index 1 for the read-out (the alternative: the numerator's own Gaussian-like tail, as with a denominator
     bounded away from zero) and 1/2 for the query gradient (the alternative: 1, a gradient no heavier than the
     read-out)."""
-    led = led.given(seed=SEED_DENOMINATOR, figure=FIGURE)
     c, d = r.config, r.data
     law = th.linear_attention_tail_indices(c.denominator_width)
     samples = c.denominator_batch * c.denominator_tokens
@@ -98,28 +96,20 @@ def claim_denominator_tails(led: Ledger, r: Result) -> None:
         f"random head (width {c.denominator_width}, fan-in init), {c.denominator_tokens} Gaussian keys and values, "
         "independent Gaussian queries, identity features, read-out y / D with D = c q . sum_j k_j"
     )
-    source = f"{SOURCE}, section 11 (b): D has a density positive at 0, so P(|y/D| > t) ~ 1/t"
-    led.predict(
+    led.judge(
         "linear_attention_readout_tail_index",
         replicates=d["denominator_readout_tail_index"].values,
         expected=law["readout"],
         alternative=float(d["denominator_numerator_tail_index"].values.mean()),
-        hypothesis="a denominator bounded away from zero (softmax, positive features): the read-out as light-tailed "
-        "as its numerator |y| (Hill's index on the same rows)",
-        source=source,
         why=why,
-        requires_full=True,
         statement=f"{statement}: the read-out's tail index is 1 (no mean)",
     )
-    led.predict(
+    led.judge(
         "linear_attention_gradient_tail_index",
         replicates=d["denominator_gradient_tail_index"].values,
         expected=law["gradient"],
         alternative=law["readout"],
-        hypothesis="the gradient only as heavy as the read-out (a 1/|D| tail, index 1)",
-        source=source + "; |do/dq| ~ c |y| |s| / D^2, so P(|do/dq| > t) ~ t^(-1/2)",
         why=why,
-        requires_full=True,
         statement=f"{statement}: the query gradient's tail index is 1/2 (no finite moment of order 1/2)",
     )
 

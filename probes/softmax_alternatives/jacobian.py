@@ -18,7 +18,6 @@ from probes.base import MAX_SEED, Result
 from probes.parts import Context, each_claim, over_replicates
 from probes.softmax_alternatives.config import Config
 from probes.softmax_alternatives.models import SCORES, head_pattern_and_scores, random_head
-from probes.softmax_alternatives.references import SEED_JACOBIAN, SOURCE
 from probes.softmax_alternatives.sparse import row_logit_std
 
 DESCRIPTION = "the kernel's Jacobian against the logit scale: softmax falls like 1/s, SA-Softmax stays O(1)"
@@ -112,7 +111,6 @@ def measure(ctx: Context) -> None:
 def claim_jacobians(led: Ledger, r: Result) -> None:
     """000#23: softmax's gradient vanishes as the logits scale up, but over random rows like 1/s (the near-ties carry
     it), not like the typical row's e^{-s delta}; SA-Softmax's stays of order 1."""
-    led = led.given(seed=SEED_JACOBIAN, figure=FIGURE)
     d, c = r.data, r.config
     S = d.sizes["jacobian_seed"]
     scales = [float(s) for s in d["jacobian_scale"].values]
@@ -132,16 +130,14 @@ def claim_jacobians(led: Ledger, r: Result) -> None:
     }
     for kernel, (alt, hypothesis, law) in alternatives.items():
         ratio = (d["jacobian_norm"] / d["jacobian_norm_theory"]).sel(jacobian_kernel=kernel).values  # (scale, seed)
-        led.predict(
+        led.judge(
             f"{kernel}_jacobian_vs_scale",
             replicates=ratio.mean(axis=0),
             expected=1.0,
             alternative=float(alt.mean()),
             hypothesis=hypothesis,
-            source=f"{SOURCE}, section 5: the two-key law int int f(u, delta) |J_2x2|_F at each row's effective scale",
             why=f"95% t band over {S} independent random layers of each one's mean over the scales of the measured "
             "mean |J|_F (autograd through the zoo's kernel) over its two-key law; the 1 is the ratio's definition",
-            requires_full=True,
             statement=f"{kernel} attention, n = {c.jacobian_keys} keys, logit scale s = {scales}: {law}",
         )
 

@@ -17,7 +17,7 @@ from probes.base import MAX_SEED, Result
 from probes.parts import Context, each_claim
 from probes.softmax_alternatives.config import Config
 from probes.softmax_alternatives.models import PATTERN, SCORES, head_pattern_and_scores, random_head
-from probes.softmax_alternatives.references import SEED_INTERVAL, SOURCE
+from probes.softmax_alternatives.references import SOURCE
 
 DESCRIPTION = "K-interval softmax (rounded, interpolated) against exact softmax: L1 error bound and order in K"
 FIELDS = ("interval_ks", "interval_width", "interval_len", "interval_batch", "interval_seeds")
@@ -65,15 +65,13 @@ def measure(ctx: Context) -> None:
 
 def claim_bounds(led: Ledger, r: Result) -> None:
     """Theory section 3: every row's L1 error against softmax is at most ``b/a - 1`` at its grid step."""
-    led = led.given(seed=SEED_INTERVAL, figure=FIGURE)
     d = r.data
     what = {"round": "e^h - 1", "interpolate": "r(h) - 1 (~ h^2/8)"}
     for mode in MODES:
-        led.bound(
+        led.judge(
             f"k_interval_{mode}_error_bound",
             measured=float(d["interval_bound_ratio"].sel(interval_mode=mode).max()),
             bound=1.0,
-            source=f"{SOURCE}: every key's ratio to its exponential lies in [a, b], so sum_i |dp_i| <= b/a - 1",
             why="exact algebra on each row (no sampling): the largest over rows, K and layers of the row's L1 error "
             "over its own bound at h = (max - min logit)/K; tightness is that largest ratio",
             statement=f"K-interval softmax ({mode}): every row's sum_i |p~_i - p_i| <= {what[mode]} at its grid step",
@@ -83,13 +81,12 @@ def claim_bounds(led: Ledger, r: Result) -> None:
 def claim_orders(led: Ledger, r: Result) -> None:
     """The mean error falls like K^-1 (rounding) and K^-2 (interpolation); each mode's order is the other's
     alternative."""
-    led = led.given(seed=SEED_INTERVAL, figure=FIGURE)
     d = r.data
     Ks = d["interval_k"].values
     S = d.sizes["interval_seed"]
     for mode, other in (("interpolate", "round"), ("round", "interpolate")):
         err = d["interval_error"].sel(interval_mode=mode).values  # (K, seed)
-        led.predict(
+        led.judge(
             f"k_interval_{mode}_error_order",
             replicates=[loglog_slope(Ks, err[:, i])[0] for i in range(S)],
             expected=ORDER[mode],
@@ -99,7 +96,6 @@ def claim_orders(led: Ledger, r: Result) -> None:
             "h = (M - m)/K",
             why=f"95% t band over {S} independent random layers of each one's least-squares slope of ln(mean row L1 "
             "error) on ln K",
-            requires_full=True,
             statement=f"K-interval softmax ({mode}): d ln(mean L1 error) / d ln K = {ORDER[mode]:g}",
         )
 

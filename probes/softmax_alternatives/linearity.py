@@ -16,7 +16,6 @@ from probes.base import MAX_SEED, Result
 from probes.parts import Context, each_claim, over_replicates
 from probes.softmax_alternatives.config import Config
 from probes.softmax_alternatives.models import random_head
-from probes.softmax_alternatives.references import SEED_LINEARITY, SOURCE
 
 DESCRIPTION = "the linearity score of an MLP sublayer with and without its skip connection, against its exact law"
 FIELDS = (
@@ -111,39 +110,23 @@ def claim_linearity(led: Ledger, r: Result) -> None:
     """003#37: the map across an MLP sublayer is close to linear with the skip connection and much less so without
     it; each variant's unexplained fraction ``1 - score`` is its exact law, and the other variant's law (the skip
     connection changing nothing) is the alternative. Paired per layer: the measured over the exact fraction."""
-    led = led.given(seed=SEED_LINEARITY, figure=FIGURE)
     c, d = r.config, r.data
     m, e = d["linearity_unexplained"], d["linearity_unexplained_exact"]  # (scale, kind, seed)
-    for kind, other, name, hypothesis in (
-        (
-            "residual",
-            "no_residual",
-            "mlp_linearity_with_residual",
-            "the skip connection leaves the sublayer's linearity unchanged: the unexplained fraction of the branch "
-            "alone",
-        ),
-        (
-            "no_residual",
-            "residual",
-            "mlp_linearity_without_residual",
-            "removing the skip connection leaves the sublayer as linear as with it",
-        ),
+    for kind, other, name in (
+        ("residual", "no_residual", "mlp_linearity_with_residual"),
+        ("no_residual", "residual", "mlp_linearity_without_residual"),
     ):
         ratio = (m.sel(linearity_kind=kind) / e.sel(linearity_kind=kind)).values.mean(axis=0)  # (seed,)
         alt = (e.sel(linearity_kind=other) / e.sel(linearity_kind=kind)).values.mean()
         level = e.sel(linearity_kind=kind).values.mean(axis=-1)  # (scale,)
-        led.predict(
+        led.judge(
             name,
             replicates=ratio,
             expected=1.0,
             alternative=float(alt),
-            hypothesis=hypothesis,
-            source=f"{SOURCE}, section 8: 1 - score = tr W_out (Cov g(z) - D C D) W_out^T / tr Cov(y), given the "
-            "weights",
             why=f"95% t band over {c.linearity_seeds} independent layers (replicate seeds) of each one's mean over the "
             "input scales of the measured unexplained fraction 1 - score over its exact value (paired: the layer's own "
             "weights); the 1 is the ratio's definition",
-            requires_full=True,
             statement=f"{c.linearity_activation} MLP sublayer {'with' if kind == 'residual' else 'without'} its skip "
             f"connection, d = {c.linearity_width}, {c.linearity_hidden} units, Gaussian tokens at scales "
             f"{list(c.linearity_scales)}: 1 - linearity score is the exact law ("

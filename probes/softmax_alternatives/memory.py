@@ -18,7 +18,7 @@ from analysis.train import derived_seed
 from probes.base import MAX_SEED, Result
 from probes.parts import Context, each_claim
 from probes.softmax_alternatives.config import Config
-from probes.softmax_alternatives.references import SEED_SLOTS, SOURCE
+from probes.softmax_alternatives.references import SOURCE
 
 DESCRIPTION = "ReLU and softmax key-value memories (the MLP): output second moment against the slot count"
 FIELDS = ("memory_slots", "memory_width", "memory_std", "memory_batch", "memory_seeds")
@@ -107,21 +107,18 @@ def predicted_slope(r: Result, activation: str) -> float:
 def claim_slot_slopes(led: Ledger, r: Result) -> None:
     """Shen et al. 2023 (000#40): a ReLU memory's output grows with its slot count, a softmax memory's shrinks.
     Each activation's slope in ln n against the closed form's, the other activation's as the alternative."""
-    led = led.given(seed=SEED_SLOTS, figure=FIGURE)
     S = r.data.sizes["memory_seed"]
     slopes = {a: predicted_slope(r, a) for a in ACTIVATIONS}
     growth = {"relu": "grows like n (n s^2 / 2 per unit value variance)", "softmax": "shrinks like 1/n"}
     for activation, other in (("relu", "softmax"), ("softmax", "relu")):
-        led.predict(
+        led.judge(
             f"memory_{activation}_slot_slope",
             replicates=seed_slopes(r, activation),
             expected=slopes[activation],
             alternative=slopes[other],
-            hypothesis=HYP_EQUIVALENT,
             source=f"{SOURCE}: E|o|^2 = m b^2 E[sum_i f_i^2]; f = {activation}: {growth[activation]}",
             why=f"95% t band over {S} independent memories (replicate seeds) of each one's least-squares slope of "
             "ln(mean |o|^2 over the inputs) on ln n",
-            requires_full=True,
             statement=f"{activation} memory at initialisation: d ln E|o|^2 / d ln n equals the closed form's "
             f"{slopes[activation]:+.3f}",
         )
@@ -130,21 +127,17 @@ def claim_slot_slopes(led: Ledger, r: Result) -> None:
 def claim_softmax_concentration(led: Ledger, r: Result) -> None:
     """The softmax memory reads ``E[sum p_i^2]`` (exact quadrature, ``~ e^{s^2}/n``), not the ``1/n`` of uniform
     weights: each seed's measured moment over the closed form, averaged over the slot counts, is 1."""
-    led = led.given(seed=SEED_SLOTS, figure=FIGURE)
     d = r.data
     measured = d["memory_moment"].sel(activation="softmax").values  # (slots, seed)
     theory = d["memory_theory"].sel(activation="softmax").values  # (slots,)
     S = d.sizes["memory_seed"]
     s = r.scalars["memory_logit_std"]
-    led.predict(
+    led.judge(
         "memory_softmax_concentration",
         replicates=(measured / theory[:, None]).mean(axis=0),
         expected=1.0,
         alternative=float(np.mean(d["memory_uniform"].values / theory)),
-        hypothesis="softmax weights average the slots: E[sum p_i^2] = 1/n, no concentration on the larger logits",
-        source=f"{SOURCE}: E[sum p_i^2] = n int t chi(t) phi(t)^(n-1) dt (-> e^(s^2)/n)",
         why=f"95% t band over {S} independent memories of each one's mean over n of measured / closed-form E|o|^2",
-        requires_full=True,
         statement=f"softmax memory at s = {s:.2f}: measured E|o|^2 over m b^2 E[sum p_i^2] equals 1 (mean over n)",
     )
 

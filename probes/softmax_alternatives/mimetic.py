@@ -14,7 +14,6 @@ from probes.base import MAX_SEED, Result
 from probes.parts import Context, each_claim, measure_replicates
 from probes.softmax_alternatives.config import Config
 from probes.softmax_alternatives.models import PATTERN, head_pattern_and_scores, random_head, row_logits
-from probes.softmax_alternatives.references import SEED_MIMETIC, SOURCE
 
 DESCRIPTION = "mimetic init (W_q^T W_k = alpha Z + beta I): each token's weight on itself against the exact law"
 FIELDS = ("mimetic_betas", "mimetic_alpha", "mimetic_width", "mimetic_tokens", "mimetic_batch", "mimetic_seeds")
@@ -67,23 +66,18 @@ def measure(ctx: Context) -> None:
 def claim_self_weight(led: Ledger, r: Result) -> None:
     """000#115: with ``W_q^T W_k`` near beta I every token attends to itself with the derived weight: the exact law,
     above the mean-field formula (Jensen's gap), far above a random product's."""
-    led = led.given(seed=SEED_MIMETIC, figure=FIGURE)
     d, c = r.data, r.config
     exact = d["mimetic_self_weight_exact"]
     ratio = (d["mimetic_self_weight"] / exact).values  # (beta, seed)
     alt = (d["mimetic_self_weight_mean_field"] / exact).values
-    led.predict(
+    led.judge(
         "mimetic_self_weight",
         replicates=ratio.mean(axis=0),
         expected=1.0,
         alternative=float(alt.mean()),
-        hypothesis="the mean-field formula 1/(1 + (n - 1) exp(s^2/2 - a)): the other keys' sum at its mean (Jensen's "
-        "lower bound; a random product, own logit like any other, is far lower still)",
-        source=f"{SOURCE}, section 4: E[p_ii | x_i, M] = int_0^oo e^-t phi_s(t e^-a)^(n-1) dt at each row's (a_i, s_i)",
         why=f"95% t band over {c.mimetic_seeds} independent layers (replicate seeds) of each one's mean over beta of "
         "the measured mean self weight over its exact expectation (paired: each row's own logits); the 1 is the "
         "ratio's definition",
-        requires_full=True,
         statement=f"mimetic init (alpha {c.mimetic_alpha:g}, beta {list(c.mimetic_betas)}), n = {c.mimetic_tokens} "
         f"Gaussian tokens: the mean weight of a token on itself is the exact law (mean {float(exact.mean()):.3f}), "
         "not the mean-field formula",

@@ -15,7 +15,6 @@ from probes.base import MAX_SEED, Result
 from probes.parts import Context, each_claim, measure_replicates, paired_with_law
 from probes.softmax_alternatives.config import Config
 from probes.softmax_alternatives.models import random_head, stack_correlations, stacks_setting
-from probes.softmax_alternatives.references import SEED_SHAPED, SOURCE
 
 DESCRIPTION = "skipless attention stacks at init: softmax's token kernel collapses like C^L, shaped attention keeps it"
 FIELDS = ("shaped_depths", "shaped_width", "shaped_tokens", "shaped_batch", "shaped_seeds")
@@ -65,7 +64,6 @@ def claim_shaped(led: Ledger, r: Result) -> None:
     """004#82: shaped attention starts at the identity and keeps the token kernel of a skipless stack (the
     alternative: softmax's collapse), where causal softmax at zero logits collapses it exactly like C^L (the
     alternative: the kernel kept)."""
-    led = led.given(seed=SEED_SHAPED, figure=FIGURE)
     c, d = r.config, r.data
     soft = d["shaped_softmax_correlation"].values  # (depth, seed)
     law = d["shaped_softmax_correlation_law"].values  # (depth,)
@@ -73,37 +71,30 @@ def claim_shaped(led: Ledger, r: Result) -> None:
     why = f"95% t band over {c.shaped_seeds} independent stacks (replicate seeds) of each one's "
     setting = stacks_setting(c.shaped_width, c.shaped_tokens, c.shaped_depths, "W_q = 0")
     statement = f"{setting}: the mean token correlation of the token kernel"
-    led.identity(
+    led.judge(
         "shaped_attention_identity_at_init",
         measured=float(d["shaped_identity_error"].values.max()),
         expected=0.0,
         atol=4 * EPS,
-        source=f"{SOURCE}, section 13: alpha I + beta softmax(0) - gamma C = I at (1, 1, 1)",
         why="softmax at zero logits and C are the same float64 softmax of zeros, so I + P - P rounds to I; a few "
         "eps for the sum's order",
         statement=f"every shaped layer of the stacks (depths {list(c.shaped_depths)}) has pattern exactly I at init",
     )
     replicates, level = paired_with_law(soft, np.broadcast_to(law[:, None], soft.shape))
-    led.predict(
+    led.judge(
         "softmax_stack_kernel_collapse",
         replicates=replicates,
         expected=level,
         alternative=0.0,
-        hypothesis="the stack keeps the token kernel (independent tokens stay uncorrelated, as with shaped attention)",
-        source=f"{SOURCE}, section 13: E[X_L X_L^T] = tr(W^T W) C^L (C^L)^T given the weights",
         why=why + "mean over the depths of the measured correlation minus the law's (paired), plus the law's mean",
-        requires_full=True,
         statement=f"{statement} of the softmax stack is the law's (" + ", ".join(f"{v:.3f}" for v in law) + ")",
     )
-    led.predict(
+    led.judge(
         "shaped_stack_keeps_token_kernel",
         replicates=shaped.mean(axis=0),
         expected=0.0,
         alternative=level,
-        hypothesis="shaped attention collapses the kernel like softmax's uniform average: the C^L law's mean",
-        source=f"{SOURCE}, section 13: the shaped stack maps X to X W, E[X_L X_L^T] = tr(W^T W) I",
         why=why + "mean over the depths of the measured correlation",
-        requires_full=True,
         statement=f"{statement} of the shaped stack is 0 at every depth",
     )
 

@@ -117,13 +117,11 @@ def measure(ctx: Context) -> None:
 
 def claim_sparsemax_kernel(led: Ledger, r: Result) -> None:
     """The zoo's sparsemax pattern is the simplex projection of its logits (float64 reference by sorting)."""
-    led = led.given(seed=SEED_SPARSE, figure=FIGURE)
-    led.identity(
+    led.judge(
         "sparsemax_kernel_is_simplex_projection",
         measured=r.scalars["sparsemax_reference_error"],
         expected=0.0,
         atol=2 * float(np.finfo(np.float64).eps),
-        source=f"{SOURCE}: sparsemax(z) = max(z - tau, 0), tau from the sorted logits' cumulative sums",
         why="the same sorted cumulative sums in two libraries: each sum of <= n terms of size <= max|z| rounds by "
         "<= n eps max|z|, and the threshold tau and so every weight carries that (x2: both sides)",
         statement="the zoo's sparsemax attention equals the float64 reference projection on every measured row (in "
