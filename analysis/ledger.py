@@ -845,11 +845,12 @@ class Ledger:
         comes from another seed than its statement's paper passes ``seed``), ``figure``, ``full`` (``requires_full``),
         ``source``, ``hypothesis``, a sign claim's ``sign`` and a bound's ``relation``; the call gives the evidence
         (:data:`JUDGE_EVIDENCE`: the measurement and its band, the theory value, the alternative's value, ``why``,
-        optionally ``statement``) and may override ``source`` or ``hypothesis`` where this run words them. The
-        comparison is the declaration's, measured as the evidence says (:func:`judged_as`): an identity, a bound
-        (``bound=`` with ``measured`` or ``population``), a range (``lo``, ``hi``), a sign (``sign`` declared), a
-        prediction (``expected`` with ``alternative``), a qualitative verdict (``passed``), or a claim this run does
-        not evaluate (``reason``). One engine judges every record (the methods below, then :func:`verdict_of`)."""
+        optionally ``statement``) and may override ``source``, ``hypothesis``, ``seed``, ``figure``,
+        ``requires_full`` or ``sign`` where this run decides them. The comparison is the declaration's, measured as
+        the evidence says (:func:`judged_as`): an identity, a bound (``bound=`` with ``measured`` or ``population``),
+        a range (``lo``, ``hi``), a sign (``sign`` declared), a prediction (``expected`` with ``alternative``), a
+        qualitative verdict (``passed``), or a claim this run does not evaluate (``reason``). One engine judges every
+        record (the methods below, then :func:`verdict_of`)."""
         spec = spec_for(self.context, name)
         if spec is None:
             raise ValueError(
@@ -1217,7 +1218,8 @@ JUDGE_EVIDENCE = frozenset(
     {
         "measured", "expected", "alternative", "replicates", "se", "dof", "ci", "coverage", "within_run", "family",
         "atol", "rtol", "population", "bound", "tightness", "lo", "hi", "passed", "reason", "why", "statement",
-        "diagnosed_by", "diagnosis", "regime", "scale", "source", "hypothesis", "seed",
+        "diagnosed_by", "diagnosis", "regime", "scale", "source", "hypothesis", "seed", "figure", "requires_full",
+        "sign",
     }
 )  # fmt: skip
 # the keywords each claim method cannot do without (judge names the declaration field that supplies them)
@@ -1245,8 +1247,8 @@ def judged_as(spec: Any, evidence: Mapping[str, Any]) -> tuple[str, dict[str, An
         return "bound", {"relation": spec.relation}
     if "lo" in evidence or "hi" in evidence:
         return "paper", {}
-    if spec.sign:
-        return "direction", {"sign": spec.sign}
+    if evidence.get("sign") or spec.sign:
+        return "direction", {"sign": evidence.get("sign") or spec.sign}
     if spec.comparison == "sign":
         raise ValueError(f"claim {spec.name!r}: a sign claim declares its sign (+1 or -1) for judge")
     return "predict", {}

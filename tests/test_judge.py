@@ -106,3 +106,11 @@ def test_the_evidence_says_how_a_scope_check_was_measured():
     assert judged_as(spec, {"bound": 1.0, "measured": 0.5})[0] == "bound"
     assert judged_as(spec, {"lo": 0.0, "hi": 1.0, "measured": 0.5})[0] == "paper"
     assert judged_as(spec, {"expected": 0.0, "alternative": 1.0})[0] == "predict"
+
+
+def test_a_run_may_decide_the_constants_it_must(probe):
+    """A run-dependent sign, figure or full-preset need overrides the declaration's."""
+    c = Ledger(probe, "smoke").judge(
+        "slope", replicates=[-0.5, -0.7, -0.6], sign=-1, figure=None, requires_full=False, why="w"
+    )
+    assert c.tolerance["sign"] == -1 and c.figure is None and c.status != "not_evaluated"
