@@ -38,6 +38,7 @@ DECLARED = declare(
         statement="Softmax of all-zero logits on the causal support: every uniform-attention weight equals "
         "1/(t+1) on the t+1 visible keys and 0 off them.",
         quantity="worst |A (t+1) - 1| over layers, in units of one row weight",
+        source="derivation: softmax of zero logits on the causal support",
     ),
     ClaimSpec(
         name="uniform_running_mean",
@@ -46,6 +47,7 @@ DECLARED = declare(
         statement="Uniform attention's head output is the causal running mean of the values, "
         "z_t = (1/(t+1)) sum_{j<=t} v_j.",
         quantity="worst |z - running mean| over layers, in units of (t+1) max|v|",
+        source="derivation: z_t = (1/(t+1)) sum_{j<=t} v_j",
     ),
     ClaimSpec(
         name="post_ln_block_rms",
@@ -54,6 +56,8 @@ DECLARED = declare(
         statement="LayerNorm algebra (unit gain, zero bias): the per-token RMS of a Post-LN block output equals "
         "sqrt(var/(var + eps)) of its input.",
         quantity="max per-token |RMS(y) - sqrt(var/(var + eps))| (dimensionless)",
+        source="derivation: LayerNorm with unit gain, zero bias",
+        figure="overview_residual_rms",
     ),
     ClaimSpec(
         name="pre_ln_rms_grows",
@@ -66,6 +70,11 @@ DECLARED = declare(
         "stream; the paper states the escalation for Pre-LN LLMs in training, the run checks it at initialisation "
         "only (the setting of Xiong et al., 000#4)",
         quantity="final / embedding residual-stream RMS ratio (dimensionless)",
+        source="Xiong et al. 2020 (Pre-LN hidden-state norm grows with depth at initialisation); seed "
+        "000#12 (hidden-state magnitude escalates with depth under Pre-LN)",
+        hypothesis="no growth: the residual stream keeps the embedding's RMS, as a normalised (Post-LN) stream does",
+        sign=1,
+        figure="overview_residual_rms",
     ),
 )
 
@@ -156,12 +165,11 @@ def uniform_attention(base: ModelConfig, tokens: torch.Tensor, preset: str) -> M
         # per position, in units of (t+1) max|v|: the scale of the summation error bound
         mean_dev.append(((z - running_mean).abs() / (t1[None, :, None, None] * v.abs().max())).max().item())
     led = Ledger(CONTEXT, preset=preset)
-    for name, dev, atol, source, why, statement in (
+    for name, dev, atol, why, statement in (
         (
             "uniform_pattern",
             pattern_dev,
             2 * EPS,
-            "derivation: softmax of zero logits on the causal support",
             "e^0 = 1 and t + 1 are exact: one rounded reciprocal or quotient per weight, <= 2 eps relative",
             "uniform attention weights equal 1/(t+1) on the causal support (worst of {L} layers, in units of one "
             "weight)",
@@ -170,18 +178,16 @@ def uniform_attention(base: ModelConfig, tokens: torch.Tensor, preset: str) -> M
             "uniform_running_mean",
             mean_dev,
             4 * EPS,
-            "derivation: z_t = (1/(t+1)) sum_{j<=t} v_j",
             "sums of t+1 terms on both sides err by <= (t+1) eps max|v| each; x2 for the division",
             "uniform-attention output equals the causal running mean of the values (worst of {L} layers, in units "
             "of (t+1) max|v|)",
         ),
     ):
-        led.identity(
+        led.judge(
             name,
             measured=max(dev),
             expected=0.0,
             atol=atol,
-            source=source,
             why=why,
             statement=statement.format(L=base.n_layers),
         )
@@ -216,13 +222,11 @@ def measure_residual_rms(base: ModelConfig, tokens: torch.Tensor, n_inits: int) 
 
 def post_ln_rms_claim(led: Ledger, data: dict[str, Any], d_model: int) -> None:
     """LayerNorm algebra: a Post-LN block output (unit gain, zero bias) has RMS sqrt(var/(var + eps))."""
-    led = led.given(figure="overview_residual_rms")
-    led.identity(
+    led.judge(
         "post_ln_block_rms",
         measured=data["post_dev"],
         expected=0.0,
         atol=2 * d_model * EPS,
-        source="derivation: LayerNorm with unit gain, zero bias",
         why="the norm's variance and our mean of squares each sum d terms: <= d eps relative error each",
         statement="Post-LN: per-token RMS of every block output equals sqrt(var/(var + eps)) of its input",
     )
@@ -234,17 +238,12 @@ def pre_ln_growth_claim(led: Ledger, data: dict[str, Any]) -> None:
     Measured: the final / embedding RMS ratio, averaged over independent initialisations; its uncertainty is
     their spread (the 95% Student-t band over replicates). Alternative: ratio 1, a stream that keeps its scale.
     """
-    led = led.given(seed="000#12", figure="overview_residual_rms")
     ratio = data["pre"][:, -1] / data["pre"][:, 0]  # (n_inits,)
     n = len(ratio)
-    led.direction(
+    led.judge(
         "pre_ln_rms_grows",
         replicates=ratio,
-        sign=1,
         alternative=1.0,
-        hypothesis="no growth: the residual stream keeps the embedding's RMS, as a normalised (Post-LN) stream does",
-        source="Xiong et al. 2020 (Pre-LN hidden-state norm grows with depth at initialisation); seed "
-        "000#12 (hidden-state magnitude escalates with depth under Pre-LN)",
         why=f"95% t band over {n} independent initialisations (replicate seeds of the weights; the same tokens)",
         statement="Pre-LN: final / embedding residual RMS exceeds 1 beyond its spread over initialisations",
     )

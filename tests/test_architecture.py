@@ -160,7 +160,7 @@ def test_allowed_long_functions_still_exist():
 MAX_JUDGE_KEYWORDS = 7
 JUDGED_PROBES = ("attention_only", "softmax_alternatives")
 OLD_CLAIM_METHODS = ("identity", "predict", "direction", "paper", "close", "bound", "within", "manual", "not_evaluated")
-OLD_CLAIM_CALLS_AT_MOST = 128  # lower it as probes move to judge; never raise it
+OLD_CLAIM_CALLS_AT_MOST = 31  # lower it as probes move to judge; never raise it
 
 
 def claim_calls(root: str = "probes") -> list[tuple[str, str, ast.Call]]:

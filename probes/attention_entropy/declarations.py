@@ -7,6 +7,10 @@ contexts, softmax against SSMax (000#6); trained sigmoid attention against softm
 names a regime, so it declares no scope checks."""
 
 from analysis.specs import ClaimSpec, declare
+from probes.attention_entropy.nonlin import COLLAPSED, NONLIN_SOURCE, OVERLOADED, UNIFORM_HYP
+from probes.attention_entropy.retrieval import RETRIEVAL_SOURCE
+from probes.attention_entropy.sigmoid import SIGMOID_SOURCE
+from probes.attention_entropy.sigmoid_trained import SIGMOID_TRAINED_SOURCE
 
 _Q_SSMAX = (
     "«The maximum element of the vector output by the Softmax function approaches zero as the input vector size "
@@ -44,6 +48,9 @@ _NONLIN_TRAINED = (
     "asks whether it still describes trained rows at their measured std"
 )
 _POOLED = "; the pooled form also assumes one logit std for every row of a layer, which the rows do not share"
+_DILUTION_SOURCE = "derivation: |x_j| <= M gives max p <= e^M / (e^M + (n-1) e^{-M}) (<= e^{2M} / n)"
+_WORTSMAN = "Wortsman et al. 2023, Small-scale proxies for large-scale Transformer training instabilities"
+_NONLIN_STANDARD = "removing LayerNorm and GELU leaves these layers' entropy as in the standard (Pre-LN, GELU) model"
 
 DECLARED = declare(
     "attention_entropy",
@@ -55,6 +62,7 @@ DECLARED = declare(
         statement="the float64 planted-key network's weight on key 0 in row n - 1 equals its closed form (softmax "
         "e^g/(e^g + n - 1), SSMax n^{sg}/(n^{sg} + n - 1), sigmoid sigma(g + b)) for n = 1..planted_max_n",
         quantity="largest |measured - closed-form| planted weight (dimensionless)",
+        figure="ae_planted",
     ),
     ClaimSpec(
         name="ssmax_fade_rate_sg{sg}",
@@ -86,6 +94,8 @@ DECLARED = declare(
         "range R has H >= -ln max p >= ln(1 + (n-1) e^{-R})",
         scope=_ROW_BOUND,
         quantity="smallest H - ln(1 + (n-1) e^{-R}) over every row (nats)",
+        source="derivation: H >= -ln max p >= ln(1 + (n-1) e^{-R})",
+        relation=">=",
     ),
     ClaimSpec(
         name="spectral_bound_holds",
@@ -96,6 +106,8 @@ DECLARED = declare(
         "exp(-2 c ||W_q^T W_k||_2 |x_i| max_j |x_j|)), so a small spectral norm forbids entropy collapse",
         scope=_SPECTRAL,
         quantity="smallest H - spectral bound over every row of the measured model (nats)",
+        source="Zhai et al. 2023 (Cauchy-Schwarz form derived in the theory module)",
+        relation=">=",
     ),
     ClaimSpec(
         name="max_weight_bound_holds",
@@ -106,6 +118,9 @@ DECLARED = declare(
         "e^M/(e^M + (n-1) e^{-M}) <= e^{2M}/n",
         scope=_ROW_BOUND,
         quantity="smallest e^M/(e^M + (n-1)e^{-M}) - max p over every row (dimensionless)",
+        source=_DILUTION_SOURCE,
+        relation=">=",
+        figure="ae_entropy_vs_n",
     ),
     ClaimSpec(
         name="max_weight_bound_holds_sweep",
@@ -116,6 +131,8 @@ DECLARED = declare(
         "e^M/(e^M + (n-1) e^{-M}), at every logit scale of the sweep",
         scope=_ROW_BOUND,
         quantity="smallest bound - max p over every row of every sweep model (dimensionless)",
+        source=_DILUTION_SOURCE,
+        relation=">=",
     ),
     # ---------------------------------------------------------------------------------------- Gaussian-logit entropy
     ClaimSpec(
@@ -129,6 +146,9 @@ DECLARED = declare(
         "positions (not_evaluated otherwise), whose layer-0 logits are i.i.d. over keys; not checked: their Gaussian "
         "shape, and independence in deeper layers",
         quantity="(ln n - H) / (ln n - E_gauss[H]) at the largest n, mean over models, layers, heads (dimensionless)",
+        source="derivation: i.i.d. N(0, s^2) logits (exact quadrature)",
+        hypothesis="uniform attention: no entropy deficit (H = ln n)",
+        figure="ae_entropy_vs_n",
     ),
     ClaimSpec(
         name="entropy_past_breakdown_matches_exact_gaussian",
@@ -141,6 +161,10 @@ DECLARED = declare(
         "are i.i.d. over a row's keys, and recorded only when every measured std passes s^2 > ln n; not checked: "
         "their Gaussian shape at this logit scale",
         quantity="mean layer-0 row entropy H at the largest logit scale, n = sweep_len (nats)",
+        source="derivation: exact Gaussian quadrature at the measured std vs the LLN law ln n - s^2/2",
+        hypothesis="the LLN law ln n - s^2/2 still holds past the breakdown, floored at H = 0 (all weight on the "
+        "largest logit) past freezing",
+        figure="ae_entropy_vs_scale",
     ),
     # ------------------------------------------------------------------------------------ sigmoid at init (000#17)
     ClaimSpec(
@@ -154,6 +178,8 @@ DECLARED = declare(
         "row's measured logit std (the total is linear in the weights, so independence is not needed); not checked: "
         "that each logit is N(0, s^2) with mean zero",
         quantity="total sigmoid weight of a query row at initialisation, n = sweep_len (dimensionless)",
+        source=SIGMOID_SOURCE,
+        figure="ae_sigmoid_init",
     ),
     # ----------------------------------------------------------------------------------------------------- training
     ClaimSpec(
@@ -165,6 +191,9 @@ DECLARED = declare(
         "exp(-2 c ||W_q^T W_k||_2 |x_i| max_j |x_j|))",
         scope=_SPECTRAL,
         quantity="smallest H - spectral bound over rows of the probe batch and checkpoints without QK-norm (nats)",
+        source="Zhai et al. 2023 (Cauchy-Schwarz form derived in the theory module), trained weights",
+        relation=">=",
+        figure="ae_training",
     ),
     ClaimSpec(
         name="qknorm_bounds_logits",
@@ -177,6 +206,11 @@ DECLARED = declare(
         "here tiny LMs at the sweep's highest lr for train_steps updates, and the run does not check that the plain "
         "model's logits diverge",
         quantity="ln(max |logit| over training without QK-norm / with QK-norm), per seed (dimensionless)",
+        source=_WORTSMAN,
+        hypothesis="QK-norm leaves the attention logits' growth unchanged (log ratio 0)",
+        sign=1,
+        figure="ae_training",
+        full=True,
     ),
     ClaimSpec(
         name="qknorm_keeps_entropy_higher",
@@ -189,6 +223,11 @@ DECLARED = declare(
         "here tiny LMs at the sweep's highest lr for train_steps updates, and the run does not check that the plain "
         "model collapses",
         quantity="final min head H / ln n with QK-norm - without, per seed (dimensionless)",
+        source=_WORTSMAN,
+        hypothesis="QK-norm does not change the smallest head entropy",
+        sign=1,
+        figure="ae_training",
+        full=True,
     ),
     ClaimSpec(
         name="entropy_collapse_grows_with_lr",
@@ -200,6 +239,11 @@ DECLARED = declare(
         scope="not checked: the paper observes collapse in larger models trained to instability; here tiny LMs without "
         "QK-norm over train_steps updates, and the run does not check that the highest lr destabilises training",
         quantity="final min head H / ln n at the lowest lr - at the highest lr, per seed (dimensionless)",
+        source="Zhai et al. 2023, Stabilizing transformer training by preventing attention entropy collapse",
+        hypothesis="the learning rate does not change the smallest head entropy",
+        sign=1,
+        figure="ae_training",
+        full=True,
     ),
     # ------------------------------------------------------------------------------- without nonlinearities (004#30)
     ClaimSpec(
@@ -211,6 +255,9 @@ DECLARED = declare(
         "H / ln n is the mean over rows of E[H](n, s_row) / ln n for i.i.d. N(0, s_row^2) logits at each row's std",
         scope=_NONLIN_INIT,
         quantity="mean H / ln n of one layer over heads, seeds and probe rows (dimensionless)",
+        source=NONLIN_SOURCE,
+        hypothesis=UNIFORM_HYP,
+        figure="ae_nonlin",
     ),
     ClaimSpec(
         name="no_nonlin_entropy_gaussian_init_l{layer}",
@@ -221,6 +268,9 @@ DECLARED = declare(
         "H / ln n is the mean over n of E[H](n, s_l) / ln n for i.i.d. N(0, s_l^2) logits at the layer's pooled std",
         scope=_NONLIN_INIT + _POOLED,
         quantity="mean H / ln n of one layer over heads, seeds and probe rows (dimensionless)",
+        source=NONLIN_SOURCE,
+        hypothesis=UNIFORM_HYP,
+        figure="ae_nonlin",
     ),
     ClaimSpec(
         name="no_nonlin_entropy_gaussian_rows_trained_l{layer}",
@@ -231,6 +281,9 @@ DECLARED = declare(
         "is the mean over rows of E[H](n, s_row) / ln n for i.i.d. N(0, s_row^2) logits at each row's std",
         scope=_NONLIN_TRAINED,
         quantity="mean H / ln n of one layer over heads, seeds and probe rows (dimensionless)",
+        source=NONLIN_SOURCE,
+        hypothesis=UNIFORM_HYP,
+        figure="ae_nonlin",
     ),
     ClaimSpec(
         name="no_nonlin_entropy_gaussian_trained_l{layer}",
@@ -241,6 +294,9 @@ DECLARED = declare(
         "is the mean over n of E[H](n, s_l) / ln n for i.i.d. N(0, s_l^2) logits at the layer's pooled std",
         scope=_NONLIN_TRAINED + _POOLED,
         quantity="mean H / ln n of one layer over heads, seeds and probe rows (dimensionless)",
+        source=NONLIN_SOURCE,
+        hypothesis=UNIFORM_HYP,
+        figure="ae_nonlin",
     ),
     ClaimSpec(
         name="standard_entropy_gaussian_rows_init",
@@ -251,6 +307,9 @@ DECLARED = declare(
         "over all layers is the mean over rows of E[H](n, s_row) / ln n for i.i.d. N(0, s_row^2) logits",
         scope=_NONLIN_INIT,
         quantity="mean H / ln n over layers, heads, seeds and probe rows (dimensionless)",
+        source=NONLIN_SOURCE,
+        hypothesis=UNIFORM_HYP,
+        figure="ae_nonlin",
     ),
     ClaimSpec(
         name="standard_entropy_gaussian_init",
@@ -261,6 +320,9 @@ DECLARED = declare(
         "over all layers is the mean over n of E[H](n, s_l) / ln n at each layer's pooled logit std",
         scope=_NONLIN_INIT + _POOLED,
         quantity="mean H / ln n over layers, heads, seeds and probe rows (dimensionless)",
+        source=NONLIN_SOURCE,
+        hypothesis=UNIFORM_HYP,
+        figure="ae_nonlin",
     ),
     ClaimSpec(
         name="standard_entropy_gaussian_rows_trained",
@@ -271,6 +333,9 @@ DECLARED = declare(
         "layers is the mean over rows of E[H](n, s_row) / ln n for i.i.d. N(0, s_row^2) logits",
         scope=_NONLIN_TRAINED,
         quantity="mean H / ln n over layers, heads, seeds and probe rows (dimensionless)",
+        source=NONLIN_SOURCE,
+        hypothesis=UNIFORM_HYP,
+        figure="ae_nonlin",
     ),
     ClaimSpec(
         name="standard_entropy_gaussian_trained",
@@ -281,6 +346,9 @@ DECLARED = declare(
         "layers is the mean over n of E[H](n, s_l) / ln n at each layer's pooled logit std",
         scope=_NONLIN_TRAINED + _POOLED,
         quantity="mean H / ln n over layers, heads, seeds and probe rows (dimensionless)",
+        source=NONLIN_SOURCE,
+        hypothesis=UNIFORM_HYP,
+        figure="ae_nonlin",
     ),
     ClaimSpec(
         name="no_nonlin_logit_std_grows_with_depth_{state}",
@@ -293,6 +361,11 @@ DECLARED = declare(
         "LayerNorm and activation; not checked after training: that training keeps the residual growth the "
         "derivation describes at initialisation",
         quantity="ln(s_last / s_first) without nonlinearities - with them, per seed (dimensionless)",
+        source="derivation: without LayerNorm each block adds linear maps of the residual stream to it, so its norm, "
+        "and the logit std ~ |x|^2, grow with depth; Pre-LN normalises every attention input",
+        hypothesis="removing LayerNorm and GELU does not change how the logit std changes with depth",
+        sign=1,
+        figure="ae_nonlin",
     ),
     ClaimSpec(
         name="no_nonlin_deep_layers_collapse",
@@ -304,6 +377,10 @@ DECLARED = declare(
         scope="not checked: the paper reports these failure modes in decoder-only language models pre-trained as "
         "LLMs; here 6 narrow layers trained briefly on short text, and the 0.2 threshold is ours, not the paper's",
         quantity="mean H / ln n of the trained deep layers without LayerNorm or GELU (dimensionless)",
+        source=f"issue 17 on 004#30: < {COLLAPSED} (entropy collapse)",
+        hypothesis=_NONLIN_STANDARD,
+        figure="ae_nonlin",
+        full=True,
     ),
     ClaimSpec(
         name="no_nonlin_early_layers_overload",
@@ -315,6 +392,10 @@ DECLARED = declare(
         scope="not checked: the paper reports these failure modes in decoder-only language models pre-trained as "
         "LLMs; here 6 narrow layers trained briefly on short text, and the 0.9 threshold is ours, not the paper's",
         quantity="mean H / ln n of the trained early layers without LayerNorm or GELU (dimensionless)",
+        source=f"issue 17 on 004#30: > {OVERLOADED} (entropic overload)",
+        hypothesis=_NONLIN_STANDARD,
+        figure="ae_nonlin",
+        full=True,
     ),
     # ---------------------------------------------------------------------------------- trained retrieval (000#6)
     ClaimSpec(
@@ -328,6 +409,9 @@ DECLARED = declare(
         scope="by construction: one layer, one head, no positions, so a distractor's logit depends only on the query "
         "and its own pair, and the task draws distractors i.i.d. at every length, as the prediction assumes",
         quantity="fitted d ln w / d ln n of the mean planted weight over the test lengths (dimensionless)",
+        source=RETRIEVAL_SOURCE,
+        figure="ae_ssmax_trained",
+        full=True,
     ),
     ClaimSpec(
         name="ssmax_trained_retrieval_{factor}x",
@@ -340,6 +424,11 @@ DECLARED = declare(
         "one-head attention-only model on synthetic retrieval, s chosen so both kernels coincide at the training "
         "length",
         quantity="retrieval accuracy SSMax - softmax at the longest test length, per seed (dimensionless)",
+        source="000#6: SSMax generalises to longer contexts and retrieves better there than softmax",
+        hypothesis="the kernel does not change retrieval at the longest length (accuracy difference 0)",
+        sign=1,
+        figure="ae_ssmax_trained",
+        full=True,
     ),
     # ---------------------------------------------------------------------------------- trained sigmoid (000#17)
     ClaimSpec(
@@ -352,6 +441,10 @@ DECLARED = declare(
         scope="not checked: the paper's finding is for language, vision and speech models at scale; here tiny LMs "
         "trained train_steps updates on short text with b = -ln train_seq_len",
         quantity="final training loss sigmoid (b = -ln T) / softmax, per seed (dimensionless)",
+        source=SIGMOID_TRAINED_SOURCE,
+        hypothesis="the bias does not matter: the loss ratio of the b = 0 sigmoid model",
+        figure="ae_sigmoid_trained",
+        full=True,
     ),
     ClaimSpec(
         name="sigmoid_trained_bias_lowers_loss",
@@ -363,5 +456,11 @@ DECLARED = declare(
         scope="not checked: the paper's finding is for models at scale; here tiny LMs trained train_steps updates on "
         "short text with b = -ln train_seq_len",
         quantity="ln(final loss at b = 0 / at b = -ln T), per seed (dimensionless)",
+        source="000#17: stabilising the large initial attention norms (b = -ln n) is crucial for training sigmoid "
+        "attention",
+        hypothesis="the bias does not change the trained loss (log ratio 0)",
+        sign=1,
+        figure="ae_sigmoid_trained",
+        full=True,
     ),
 )

@@ -130,7 +130,6 @@ def measure(ctx: Context) -> None:
 def claim_planted_closed_forms(led: Ledger, r: Result) -> None:
     """Identities: the float64 planted-key network's weight equals its closed form, per kernel (SSMax over
     every s g of the fading sweep too)."""
-    led = led.given(figure="ae_planted")
     ds = r.data
     n_max = int(ds["n_planted"].max())
     tol = 8.0 * n_max * float(np.finfo(np.float64).eps)  # each exp and the n-term sum round to <= n eps relative
@@ -138,7 +137,7 @@ def claim_planted_closed_forms(led: Ledger, r: Result) -> None:
         dev = float(np.max(np.abs(ds["planted_weight"].sel(kernel=kn) - ds["planted_theory"].sel(kernel=kn))))
         if kn == "ssmax":
             dev = max(dev, float(np.max(np.abs(ds["fade_weight"] - ds["fade_theory"]))))
-        led.identity(
+        led.judge(
             f"planted_{kn}_exact",
             measured=dev,
             expected=0.0,
@@ -166,6 +165,8 @@ def claim_ssmax_fading_rate(led: Ledger, r: Result) -> None:
             if fades
             else (-1.0, "SSMax dilutes like softmax (weight ~ 1/n)")
         )
+        # nine keywords of evidence (the band's measured, se, dof and within_run; expected, alternative, a hypothesis
+        # that depends on s g, why, statement): the claim keeps the method's call
         led.predict(
             f"ssmax_fade_rate_sg{sg:g}",
             **fade_rate_numbers(

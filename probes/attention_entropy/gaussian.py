@@ -63,13 +63,13 @@ def claim_gaussian_entropy(led: Ledger, r: Result) -> None:
     """Untrained model, distinct tokens: the entropy deficit ln n - H equals E[ln n - H] for n i.i.d. N(0, s^2)
     logits at the measured s (= s^2 / 2 in the LLN regime), at the largest n."""
     ds = r.data
-    name, source = "entropy_deficit_matches_gaussian", "derivation: i.i.d. N(0, s^2) logits (exact quadrature)"
+    name = "entropy_deficit_matches_gaussian"
     if "rep_entropy" not in ds:
-        led.not_evaluated(
+        led.judge(
             name,
-            role="prediction",
-            source=source,
             reason="the Gaussian-logit theory is for own untrained causal models on distinct tokens",
+            seed=None,
+            figure=None,
         )
         return
     n = int(ds["n"].max())
@@ -77,18 +77,16 @@ def claim_gaussian_entropy(led: Ledger, r: Result) -> None:
     d_meas = math.log(n) - ds["rep_entropy"].sel(sel).values  # (R, L, H)
     d_th = math.log(n) - ds["rep_theory_entropy_top"].values
     if not np.isfinite(d_th).all():
-        led.not_evaluated(name, role="prediction", source=source, reason=QUADRATURE_RANGE)
+        led.judge(name, reason=QUADRATURE_RANGE, seed=None, figure=None)
         return
     eps = float(np.max(th.partition_fluctuation(n, ds["rep_logit_std"].sel(sel).values)))
     per_model = (d_meas / d_th).mean((1, 2))  # (R,): each independent model's mean over its layers and heads
-    led.predict(
+    led.judge(
         name,
         replicates=per_model,
         expected=1.0,
         alternative=0.0,
-        figure="ae_entropy_vs_n",
-        hypothesis="uniform attention: no entropy deficit (H = ln n)",
-        source=source,
+        seed=None,
         why=f"95% t band over {per_model.size} independent untrained models (weights and tokens of replicate "
         f"seeds), each model's mean ratio over its {d_meas[0].size} (layer, head) values",
         statement=f"n = {n}: (ln n - H) / (ln n - E_gauss[H]) at the measured logit std = 1, mean over "
@@ -101,39 +99,33 @@ def claim_gaussian_past_breakdown(led: Ledger, r: Result) -> None:
     hold (layer 0: keys are i.i.d. by construction), at the largest logit scale of the sweep."""
     ds, config = r.data, r.config
     name = "entropy_past_breakdown_matches_exact_gaussian"
-    source = "derivation: exact Gaussian quadrature at the measured std vs the LLN law ln n - s^2/2"
     if "sweep_entropy" not in ds:
-        led.not_evaluated(name, role="prediction", source=source, reason="the sweep builds own models only")
+        led.judge(name, reason="the sweep builds own models only", figure=None)
         return
     n = config.sweep_len
     top = {"scale_factor": float(ds["scale_factor"].max()), "layer": 0}
     s = ds["sweep_logit_std"].sel(top).values.ravel()  # (replicate x head)
     if not np.all(s**2 > math.log(n)):
-        led.not_evaluated(
-            name,
-            role="prediction",
-            source=source,
-            reason=f"the largest logit scale does not pass the breakdown s^2 = ln {n}",
-        )
+        led.judge(name, reason=f"the largest logit scale does not pass the breakdown s^2 = ln {n}", figure=None)
         return
     h = ds["sweep_entropy"].sel(top).values  # (replicate, head)
     top.pop("layer")
     exact = ds["sweep_theory_exact_layer0"].sel(top).values  # (replicate, head)
     if not np.isfinite(exact).all():
-        led.not_evaluated(name, role="prediction", source=source, reason=QUADRATURE_RANGE)
+        led.judge(name, reason=QUADRATURE_RANGE, figure=None)
         return
     lln = np.maximum(ds["sweep_theory_lln_layer0"].sel(top).values, 0.0)
     resid = mean_se((h - exact).mean(-1))  # per independent model: its mean over heads of H - E_gauss[H]
-    led.predict(
+    nums = residual_numbers(h, exact, resid)
+    led.judge(
         name,
-        **residual_numbers(h, exact, resid),
+        measured=nums["measured"],
+        expected=nums["expected"],
+        se=nums["se"],
+        dof=nums["dof"],
         alternative=float(lln.mean()),
-        hypothesis="the LLN law ln n - s^2/2 still holds past the breakdown, floored at H = 0 (all weight on "
-        "the largest logit) past freezing",
-        source=source,
         why=f"95% t band over {resid.n} independent models (replicate seeds): se is the standard error over "
         f"models of each model's mean H - E_gauss[H] over its {h.shape[-1]} layer-0 heads (dof {resid.n} - 1)",
-        figure="ae_entropy_vs_scale",
         statement=f"layer 0, n = {n}, logit std {s.min():.2f}..{s.max():.2f} (breakdown at "
         f"{math.sqrt(math.log(n)):.2f}): mean H = mean E_gauss[H]",
     )

@@ -177,6 +177,8 @@ def measure(ctx: Context) -> None:
 def claim_softmax_dilution_rate(led: Ledger, r: Result) -> None:
     """Softmax dilution (000#6): a key with a fixed logit gap g keeps weight e^g/(e^g + n - 1) ~ e^g / n."""
     scalars, config = r.scalars, r.config
+    # eight keywords of evidence (the band's measured, se, dof and within_run; expected, alternative, why, statement):
+    # the claim keeps the method's call
     led.predict(
         "softmax_fade_rate",
         **fade_rate_numbers(scalars["softmax_fade_rate"], scalars["softmax_fade_rate_lower_half"]),
@@ -198,12 +200,11 @@ def claim_range_bounds(led: Ledger, r: Result) -> None:
     scalars = r.scalars
     if "slack_range" not in scalars:
         return
-    for name, key, tol, source, why, statement in (
+    for name, key, tol, why, statement in (
         (
             "range_bound_holds",
             "range",
             FLOAT64_ROW,
-            "derivation: H >= -ln max p >= ln(1 + (n-1) e^{-R})",
             "exact inequality on the same float64 logits, slack for rounding; tightness = the largest bound / H over "
             "rows (measured is the smallest H - bound)",
             "every row (n >= 2): H - ln(1 + (n-1) e^{-range}) >= 0",
@@ -212,20 +213,17 @@ def claim_range_bounds(led: Ledger, r: Result) -> None:
             "spectral_bound_holds",
             "spectral",
             FLOAT32_ROW,
-            "Zhai et al. 2023 (Cauchy-Schwarz form derived in the theory module)",
             "exact inequality; slack for float32 logits (relative 1e-6 of |logit| <= ~10); tightness = the largest "
             "bound / H over rows",
             "every row: H >= ln(1 + (n-1) exp(-2 c ||W_q^T W_k|| |x_i| max|x_j|))",
         ),
     ):
         if f"slack_{key}" in scalars:  # the spectral slack: only where its bound applies
-            led.bound(
+            led.judge(
                 name,
                 measured=scalars[f"slack_{key}"],
                 bound=-tol,
-                relation=">=",
                 tightness=scalars[f"slack_{key}_tight"],
-                source=source,
                 why=why,
                 statement=statement,
             )
@@ -236,30 +234,23 @@ def claim_dilution_bound(led: Ledger, r: Result) -> None:
     scalars = r.scalars
     if "slack_max_weight" not in scalars:
         return
-    common = dict(
-        bound=-FLOAT64_ROW,
-        relation=">=",
-        seed="000#6",
-        source="derivation: |x_j| <= M gives max p <= e^M / (e^M + (n-1) e^{-M}) (<= e^{2M} / n)",
-    )
-    led.bound(
+    led.judge(
         "max_weight_bound_holds",
         measured=scalars["slack_max_weight"],
+        bound=-FLOAT64_ROW,
         tightness=scalars["slack_max_weight_tight"],
-        figure="ae_entropy_vs_n",
         why="exact inequality on the same float64 logits, M = the row's measured max |logit|; slack for "
         "rounding; tightness = the largest max p / bound over rows",
         statement="every row of the measured model: e^M/(e^M + (n-1)e^{-M}) - max weight >= 0",
-        **common,
     )
     if "slack_sweep_max_weight" in scalars:
-        led.bound(
+        led.judge(
             "max_weight_bound_holds_sweep",
             measured=scalars["slack_sweep_max_weight"],
+            bound=-FLOAT64_ROW,
             tightness=scalars["slack_sweep_max_weight_tight"],
             why="as max_weight_bound_holds, on every row of every model of the logit-scale sweep",
             statement="every row, every logit scale: the dilution bound at the row's measured max |logit|",
-            **common,
         )
 
 

@@ -96,9 +96,7 @@ def claim_sigmoid_row_totals(led: Ledger, r: Result) -> None:
     names = ("sigmoid_row_total_zero_bias", "sigmoid_row_total_minus_ln_n")
     if "sigmoid_total" not in ds:
         for name in names:
-            led.not_evaluated(
-                name, role="prediction", source=SIGMOID_SOURCE, reason="measured on own untrained models only"
-            )
+            led.judge(name, reason="measured on own untrained models only", seed=None, figure=None)
         return
     n = int(ds["keys"].max())
     half = float(ds["keys"].mean()) / 2.0  # the zero-bias expectation n_i / 2, averaged over the rows
@@ -112,6 +110,8 @@ def claim_sigmoid_row_totals(led: Ledger, r: Result) -> None:
         resid = mean_se((meas - theo).mean((1, 2, 3)))  # per independent model: mean over layers, heads, rows
         alt, hyp = alternatives[name]
         b = float(ds["bias"].values[a])
+        # eight keywords of evidence (the band's measured, expected, se and dof; alternative, a hypothesis that
+        # differs between the two biases of one declaration, why, statement): the claim keeps the method's call
         led.predict(
             name,
             **residual_numbers(meas, theo, resid),

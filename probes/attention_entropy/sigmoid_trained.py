@@ -14,7 +14,6 @@ from analysis.train import train
 from probes.attention_entropy.config import Config
 from probes.attention_entropy.models import model_config
 from probes.attention_entropy.shared import (
-    SEED_SIGMOID,
     band_text,
     train_config,
     training_task,
@@ -27,6 +26,9 @@ GATE = "training"
 NEEDS = ("training",)
 
 SIG_VARIANTS = ("softmax", "sigmoid_ln_t", "sigmoid_zero")  # softmax | sigmoid b = -ln T | sigmoid b = 0
+SIGMOID_TRAINED_SOURCE = (
+    "000#17 (Ramapuram et al. 2024): sigmoid attention with b = -ln n trains to the loss of softmax attention"
+)
 
 
 def sigmoid_trained_sweep(config: Config, tr: dict | None, progress: bool = True) -> dict[str, np.ndarray]:
@@ -81,41 +83,29 @@ def measure(ctx: Context) -> None:
 def claim_sigmoid_trained(led: Ledger, r: Result) -> None:
     """Sigmoid attention (000#17) trained: with b = -ln T its final loss matches softmax's (ratio 1; alternative:
     the b = 0 model's ratio), and the bias lowers the trained loss against b = 0. Seed-paired."""
-    led = led.given(seed=SEED_SIGMOID)
     ds, config = r.data, r.config
     names = ("sigmoid_trained_loss_ratio", "sigmoid_trained_bias_lowers_loss")
-    src = "000#17 (Ramapuram et al. 2024): sigmoid attention with b = -ln n trains to the loss of softmax attention"
     loss = ds["sigmoid_trained_loss"]
     if not np.isfinite(loss.values).all():
-        for name in names:
-            led.not_evaluated(name, role="prediction", source=src, reason="a training run diverged (no loss)")
+        for name in names:  # both recorded with the loss ratio's source
+            led.judge(name, reason="a training run diverged (no loss)", source=SIGMOID_TRAINED_SOURCE, figure=None)
         return
     soft = loss.sel(sig_variant="softmax").values
     ln_t, zero = loss.sel(sig_variant="sigmoid_ln_t").values, loss.sel(sig_variant="sigmoid_zero").values
     T, S = config.train_seq_len, config.train_seeds
     setting = f"{config.train_data}, {config.train_steps} updates at lr {config.sigmoid_lr:g}, T = {T}"
-    led.predict(
+    led.judge(
         names[0],
         replicates=ln_t / soft,
         expected=1.0,
         alternative=float(np.mean(zero / soft)),
-        hypothesis="the bias does not matter: the loss ratio of the b = 0 sigmoid model",
-        requires_full=True,
-        figure="ae_sigmoid_trained",
-        source=src,
         why=f"{band_text(S)} of the per-seed ratio (each seed trains all three models on the same data)",
         statement=f"{setting}: final loss sigmoid (b = -ln T) / softmax = 1 (mean of the last 20 updates; "
         f"softmax {soft.mean():.4f}, sigmoid {ln_t.mean():.4f}, b = 0 {zero.mean():.4f})",
     )
-    led.direction(
+    led.judge(
         names[1],
         replicates=np.log(zero / ln_t),
-        sign=1,
-        requires_full=True,
-        hypothesis="the bias does not change the trained loss (log ratio 0)",
-        source="000#17: stabilising the large initial attention norms (b = -ln n) is crucial for training sigmoid "
-        "attention",
-        figure="ae_sigmoid_trained",
         why=f"{band_text(S)} of the paired log ratio",
         statement=f"{setting}: ln(final loss at b = 0 / at b = -ln T) > 0",
     )

@@ -150,18 +150,15 @@ def measure(ctx: Context) -> None:
 
 def claim_spectral_bound_trained(led: Ledger, r: Result) -> None:
     """Zhai et al. 2023: H >= ln(1 + (n-1) exp(-2 c ||W_q^T W_k|| |x_i| max|x_j|)) on trained checkpoints."""
-    led = led.given(figure="ae_training")
     ds = r.data
     slack = ds["trained_spectral_slack"].values
     if not np.isfinite(slack).any():  # every run used QK-norm: the bound does not apply
         return
-    led.bound(
+    led.judge(
         "spectral_bound_holds_trained",
         measured=float(np.nanmin(slack)),
         bound=-FLOAT32_ROW,
-        relation=">=",
         tightness=float(np.nanmax(ds["trained_spectral_tightness"].values)),
-        source="Zhai et al. 2023 (Cauchy-Schwarz form derived in the theory module), trained weights",
         why="exact inequality; float32 logits: a relative 1e-6 change of the bounded range R moves "
         "ln(1 + (n-1) e^{-R}) by at most 1e-6 R (n-1) e^{-R} / (1 + (n-1) e^{-R}) << 1e-4; tightness = "
         "the largest bound / H over rows and checkpoints",
@@ -174,39 +171,31 @@ def claim_qknorm(led: Ledger, r: Result) -> None:
     """Wortsman et al. 2023 (Dehghani et al. 2023): QK-norm stops the growth of attention logits, and with it
     the entropy collapse, at a learning rate where the plain model's logits grow. Highest lr, seed-paired."""
     ds, config = r.data, r.config
-    src = "Wortsman et al. 2023, Small-scale proxies for large-scale Transformer training instabilities"
     if True not in config.qk_norm or False not in config.qk_norm:
         for name in ("qknorm_bounds_logits", "qknorm_keeps_entropy_higher"):
-            led.not_evaluated(name, role="prediction", source=src, reason="needs runs with and without QK-norm")
+            led.judge(name, reason="needs runs with and without QK-norm", figure=None)
         return
     top = {"lr": float(ds["lr"].max())}
     plain, normed = ds.sel({**top, "qk_norm": False}), ds.sel({**top, "qk_norm": True})
     log_ratio = np.log(plain["trace_max_logit"].max("step").values / normed["trace_max_logit"].max("step").values)
     gap = normed["trace_min_ent_norm"].isel(step=-1).values - plain["trace_min_ent_norm"].isel(step=-1).values
-    for name, replicates, hypothesis, paired, statement in (
+    for name, replicates, paired, statement in (
         (
             "qknorm_bounds_logits",
             log_ratio,
-            "QK-norm leaves the attention logits' growth unchanged (log ratio 0)",
             "of the per-seed log ratio (each seed trains both models)",
             f"lr = {top['lr']:g}: ln(max |logit| over training without QK-norm / with QK-norm) > 0",
         ),
         (
             "qknorm_keeps_entropy_higher",
             gap,
-            "QK-norm does not change the smallest head entropy",
             "of the paired difference",
             f"lr = {top['lr']:g}: final min head H/ln n with QK-norm - without > 0",
         ),
     ):
-        led.direction(
+        led.judge(
             name,
             replicates=replicates,
-            sign=1,
-            requires_full=True,
-            source=src,
-            hypothesis=hypothesis,
-            figure="ae_training",
             why=f"{band_text(config.train_seeds)} {paired}",
             statement=statement,
         )
@@ -217,21 +206,15 @@ def claim_entropy_collapse(led: Ledger, r: Result) -> None:
     smallest head entropy falls as the lr rises from the lowest to the highest of the sweep."""
     ds, config = r.data, r.config
     name = "entropy_collapse_grows_with_lr"
-    src = "Zhai et al. 2023, Stabilizing transformer training by preventing attention entropy collapse"
     if False not in config.qk_norm or len(config.lr) < 2:
-        led.not_evaluated(name, role="prediction", source=src, reason="needs runs without QK-norm at two or more lrs")
+        led.judge(name, reason="needs runs without QK-norm at two or more lrs", figure=None)
         return
     plain = ds.sel(qk_norm=False)["trace_min_ent_norm"].isel(step=-1)  # (lr, train_seed)
     lo, hi = float(ds["lr"].min()), float(ds["lr"].max())
     drop = plain.sel(lr=lo).values - plain.sel(lr=hi).values
-    led.direction(
+    led.judge(
         name,
         replicates=drop,
-        sign=1,
-        requires_full=True,
-        source=src,
-        hypothesis="the learning rate does not change the smallest head entropy",
-        figure="ae_training",
         why=f"{band_text(config.train_seeds)} of the paired difference (each seed trains at both lrs)",
         statement=f"no QK-norm: final min head H/ln n at lr {lo:g} - at lr {hi:g} > 0",
     )

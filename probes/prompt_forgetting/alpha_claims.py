@@ -41,6 +41,9 @@ ONE_MODEL = (
 )
 
 
+RELAY_SOURCE = "seed's linear relay model (theory module: relay_alpha_window over the run's own window)"
+
+
 def claim_relay_exponent(led: Ledger, rs: tuple[Result, ...]) -> None:
     """Untrained pre-LN softmax with small logits as the relay model: alpha over the window = the relay's
     (``many``: replicates at independent seeds, the band their spread; else this one model's bootstrap CI)."""
@@ -48,13 +51,9 @@ def claim_relay_exponent(led: Ledger, rs: tuple[Result, ...]) -> None:
     if config.trained or not own_model:
         return
     L = data.sizes["layer"]
-    src = "seed's linear relay model (theory module: relay_alpha_window over the run's own window)"
     if L == 1:  # one relay layer is pure dilution: the prediction and its alternative coincide
-        led.not_evaluated(
+        led.judge(
             "alpha_matches_relay",
-            role="prediction",
-            source=src,
-            seed="000#1",
             reason="at L = 1 the relay model is D ~ 1/t, its own alternative: nothing to tell apart",
         )
         return
@@ -80,7 +79,7 @@ def claim_relay_exponent(led: Ledger, rs: tuple[Result, ...]) -> None:
         alternative=1.0,
         hypothesis="pure dilution without relay: D ~ 1/t (alpha = 1, one layer or no mixing)",
         seed="000#1",
-        source=src,
+        source=RELAY_SOURCE,
         # the relay model linearises near-uniform attention: logits too large to reach dilution are outside it
         regime=["condition_dilution_regime"],
         why=why,
@@ -107,11 +106,8 @@ def claim_seed_range(led: Ledger, rs: tuple[Result, ...]) -> None:
     with replicates (``many``) their mean alpha."""
     config, data, scalars, own_model, many = unpack(rs)
     if not own_model:
-        led.not_evaluated(
+        led.judge(
             "alpha_seed_range",
-            role="paper",
-            source=SEED_SOURCE,
-            seed="000#1",
             reason="passed-in model: the probe does not know whether it is trained or pre-LN; its alpha "
             "is a measurement to place against the seed's ranges by hand",
         )
@@ -150,19 +146,18 @@ EARLY = 0.01  # "early in training": checkpoints at or before this fraction of t
 BIAS_SOURCE = "seed: cancelling the dilution with a logit bias stops the decay early in training, reverses it after"
 
 
-def claim_bias_reverses(led: Ledger, name: str, band: dict, why: str, figure: str, statement: str) -> None:
+def claim_bias_reverses(led: Ledger, name: str, band: dict, why: str, statement: str) -> None:
     """The seed's intervention on a trained model: the cancelling bias reverses the decay (alpha < 0; alternative
-    0, it only stops it), in the ``band`` of the biased alpha."""
-    led.direction(
+    0, it only stops it; sign, hypothesis and figure declared), in the ``band`` of the biased alpha: its
+    ``replicates``, or this one model's ``measured`` alpha with its 95% ``ci`` (``coverage``, ``within_run``)."""
+    led.judge(
         name,
-        sign=-1,
-        **band,
-        seed="000#1",
-        hypothesis="the bias only stops the decay (alpha = 0), it does not reverse it",
-        source=BIAS_SOURCE,
+        replicates=band.get("replicates"),
+        measured=band.get("measured"),
+        ci=band.get("ci"),
+        coverage=band.get("coverage"),
+        within_run=band.get("within_run"),
         why=why,
-        requires_full=True,
-        figure=figure,
         statement=statement,
     )
 
@@ -213,7 +208,6 @@ def claim_bias_trajectory(led: Ledger, rs: tuple[Result, ...]) -> None:
                 "bias_reverses_decay_trained",
                 band,
                 why=why,
-                figure="pf_bias_training",
                 statement=f"{arch}, trained ({s} updates): with the cancelling bias alpha < 0 (the offset grows)",
             )
 

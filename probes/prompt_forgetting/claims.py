@@ -23,6 +23,9 @@ from probes.prompt_forgetting.config import NAME, NORM_EPS
 from probes.prompt_forgetting.laws import bound_constants
 from probes.replicates import takes_worst, worst_of
 
+# where the theorem's hypotheses come from (the scope checks of claim_conditions)
+CONDITIONS_SOURCE = "seed theorem's hypotheses (pre-LN softmax, bounded logits, pre-norm RMS away from zero)"
+
 
 def claims(rs: tuple[Result, ...]) -> Ledger:
     """The ledger of one run, ``rs[0]``: the relay identities, the bias identities, the theorem's conditions and
@@ -79,140 +82,120 @@ def claim_relay_identities(led: Ledger, rs: tuple[Result, ...]) -> None:
     dev = float(np.max(np.abs(data["distance_pairs"].values - data["relay_matrix_pairs"].values)))
     # each layer's running mean sums <= N terms (error <= N eps |h| per coordinate), over L layers and
     # sqrt(d) coordinates of the norm
-    led.identity(
+    led.judge(
         "uniform_equals_matrix_relay",
         measured=dev / scalars["norm_max"],
         expected=0.0,
         atol=4.0 * L * N * math.sqrt(config.d_model) * eps,
-        source="derivation: uniform attention, no norm, no MLP = matrix relay model (theory module)",
         why="summation error of N-term running means over L layers in the model dtype",
         statement="uniform/no-norm/no-MLP network offsets equal the matrix relay model's, every pair "
         "(max |D - D_relay| / max|h|)",
-        figure="pf_distance",
+        seed=None,
     )
     # first layer: t D_1(t) / P = |A_1 sum_s delta_s| / P at every t > P, i.e. the bound's ratio is already
     # its limit; relative rounding of D is <= N eps (running mean), of the limit d eps
     ratio = data["bound_ratio"].values[0] / data["relay_matrix_limit"].values[0]
-    led.identity(
+    led.judge(
         "uniform_layer1_bound_ratio_is_limit",
         measured=float(np.max(np.abs(ratio - 1.0))),
         expected=0.0,
         atol=4.0 * (N + config.d_model) * eps,
-        source="derivation: one uniform layer gives D(t) = |A_1 sum_s delta_s| / t exactly",
         why="relative rounding of an N-term running mean plus a d-term matrix product",
         statement="uniform network, layer 1: D t / P equals its limit |A_1 sum delta| / P at every t",
-        figure="pf_bound_constant",
+        seed=None,
     )
     if L == 1:
-        led.identity(
+        led.judge(
             "uniform_one_layer_alpha_is_1",
             measured=float(data["alpha"].values[0]),
             expected=1.0,
             atol=8.0 * N * eps / math.log(N / config.fit_lo),
-            source="derivation: one uniform layer gives D(t) = |A sum_s delta_s| / t exactly",
             why="relative errors <= N eps in D, divided by the log-range of the fit window",
             statement="one uniform layer: fitted alpha = 1",
+            seed=None,
         )
 
 
 def claim_cancel_bias_identities(led: Ledger, rs: tuple[Result, ...]) -> None:
     """Uniform attention with the bias ln(t - P): constant prompt share; for the relay network, constant offset."""
     config, data, scalars, own_model, many = unpack(rs)
-    led = led.given(figure="pf_bias")
     if not (config.attention == "uniform" and config.logit_bias == "cancel" and own_model):
         return
     P, L, N, eps = config.prompt_len, data.sizes["layer"], n_total(data), float_eps(config)
     dev = float(np.nanmax(np.abs(data["prompt_share"].values - th.default_share(P))))
-    led.identity(
+    led.judge(
         "cancel_bias_share_constant",
         measured=dev,
         expected=0.0,
         atol=16 * P * eps,
-        source="derivation: b_t = ln(t - P) keeps a uniform row's prompt share at P/(P+1)",
         why="softmax of P equal logits and t-P equal logits: a few roundings per row",
         statement="uniform attention with the cancelling bias: prompt share = P/(P+1) at every t",
+        seed=None,
     )
     if config.norm == "none" and config.mlp == 0:
         # every prompt key weighs 1/(P+1) and every continuation key 1/((P+1)(t-P)) at every t > P: layer 1's
         # offset is A_1 sum_s delta_s / (P+1) at every t, and each later layer averages constant offsets
         D = data["distance_pairs"].values  # (n, L, T)
         dev = float(np.max(np.abs(D / D[:, :, :1] - 1.0)))
-        led.identity(
+        led.judge(
             "uniform_bias_offset_constant",
             measured=dev,
             expected=0.0,
             atol=4.0 * L * N * eps,
-            source="derivation: the relay network with the cancelling bias has a t-independent offset",
             why="relative rounding of N-term weighted sums over L layers in the model dtype",
             statement="uniform/no-norm/no-MLP network with the cancelling bias: D(t) = D(P+1) at every "
             "t, layer and pair (the solvable model: cancelling dilution stops the decay)",
-            seed="000#1",
         )
 
 
 def claim_conditions(led: Ledger, rs: tuple[Result, ...]) -> None:
     """The theorem's hypotheses measured on the same passes (bounded logits, pre-norm RMS away from 0)."""
     config, data, scalars, own_model, many = unpack(rs)
-    led = led.given(seed="000#1")
     P, eps = config.prompt_len, float_eps(config)
     t = data["t"].values
     max_logit, min_rms = scalars["max_logit"], scalars["min_prenorm_rms"]
-    src = "seed theorem's hypotheses (pre-LN softmax, bounded logits, pre-norm RMS away from zero)"
     if not (np.isfinite(max_logit) and np.isfinite(data["prompt_share_max"].values).any()):
         for name in ("prompt_share_dilution_bound", "condition_dilution_regime"):
-            led.not_evaluated(
+            led.judge(
                 name,
-                role="bound",
-                source=src,
+                source=CONDITIONS_SOURCE,
                 reason="the model exposes no attn.hook_attn_scores/attn.hook_pattern hooks: max |logit| and "
                 "the prompt share are not measured",
             )
     else:
         ratio = float(np.nanmax(data["prompt_share_max"].values / th.prompt_share_bound(P, t, max_logit)[None]))
-        led.bound(
+        led.judge(
             "prompt_share_dilution_bound",
             measured=ratio,
             bound=1.0 + 1e3 * eps,
-            source="derivation: |logit| <= B gives prompt share <= P e^2B / (P e^2B + t - P)",
             why="exact inequality; slack for the float rounding of softmax and of the measured B",
             statement="prompt share / dilution bound with the measured max |logit| <= 1 at every t, head, pair",
         )
         # the dilution bound P e^2B / (P e^2B + T) falls below 1/2 inside the window iff B < ln(T/P)/2: only
         # then do the measured positions reach the regime where the theorem's 1/t dilution acts
-        led.bound(
+        led.judge(
             "condition_dilution_regime",
             measured=max_logit,
             bound=0.5 * math.log((t[-1] - P) / P),
-            relation="<",
-            source=src,
             why="P e^(2B) < T - P: the dilution bound on the prompt share drops below 1/2 within the window",
             statement="max |attention logit| B < ln(T/P)/2 (the window reaches the dilution regime)",
         )
     if not (config.norm == "pre" or not own_model):
         return
     if not np.isfinite(min_rms):
-        led.not_evaluated(
+        led.judge(
             "condition_prenorm_rms",
-            role="bound",
-            source=src,
             reason="the model exposes no pre-norm input hooks (ln1/ln2.hook_in): min_prenorm_rms is NaN",
         )
     else:
         # the norm's Jacobian is ~ 1/sqrt(rms^2 + eps): the theorem needs it set by the activations, not eps
-        led.bound(
+        led.judge(
             "condition_prenorm_rms",
             measured=min_rms,
             bound=math.sqrt(NORM_EPS),
-            relation=">",
-            source=src,
             why=f"RMS above sqrt(norm eps = {NORM_EPS}): the norm's gain 1/RMS is bounded by the activations",
             statement="smallest RMS of a pre-norm input over all positions, layers and pairs > sqrt(eps)",
         )
-
-
-# the theorem's hypotheses measured in the same run (claim_conditions): the window reaches the dilution regime
-# (bounded logits, P e^2B < T - P) and the pre-norm RMS is set by the activations
-_THEOREM_CONDITIONS = ("condition_dilution_regime", "condition_prenorm_rms")
 
 
 def claim_bound_ratio(led: Ledger, rs: tuple[Result, ...]) -> None:
@@ -225,10 +208,9 @@ def claim_bound_ratio(led: Ledger, rs: tuple[Result, ...]) -> None:
     at the same P and depth (at least 1: a plateau); measured, the network's growth factor 2^slope at the lower
     end of the slope's 95% bootstrap CI over pairs, at the layer furthest above its allowance. A growth beyond
     what the theorem's extremal case shows in the same window contradicts the bound (inside its hypotheses,
-    :data:`_THEOREM_CONDITIONS`, measured in the same run).
+    its declared scope checks condition_dilution_regime and condition_prenorm_rms, measured in the same run).
     """
     config, data, scalars, own_model, many = unpack(rs)
-    led = led.given(seed="000#1", figure="pf_bound_constant")
     lo = data["bound_plateau_slope_ci"].sel(end="lo").values  # (L,)
     t = data["t"].values
     P = int(config.prompt_len)
@@ -237,18 +219,14 @@ def claim_bound_ratio(led: Ledger, rs: tuple[Result, ...]) -> None:
     relay_slope = bound_constants(t, data["relay"].values / shape, config.fit_lo)["bound_plateau_slope"]
     allowed = np.maximum(relay_slope, 0.0)
     worst = int(np.argmax(lo - allowed))
-    led.bound(
+    led.judge(
         "bound_ratio_not_growing",
         measured=float(2.0 ** lo[worst]),
         bound=float(2.0 ** allowed[worst]),
-        relation="<=",
-        source="seed theorem: D = O(P (ln t)^(L-1)/t) for pre-LN softmax with bounded logits; its extremal case, "
-        "the seed's relay model, over the same window",
         why="a bounded ratio may grow over a finite octave only as it converges: the growth factor of "
         "D t/(P (ln t)^(l-1)) from N/2 to N, at the lower end of the slope's 95% bootstrap CI over pairs, must not "
         "exceed the relay model's (the bound's extremal case) over the same octave at the same P and depth, or 1 "
         "if that is smaller; the layer furthest above its allowance; tightness = the ratio of the two factors",
         statement=f"D t/(P (ln t)^(l-1)) grows over the last octave no faster than the relay model's (layer "
         f"{worst + 1}: slope CI lower end {lo[worst]:.3f}, relay {relay_slope[worst]:.4f})",
-        regime=_THEOREM_CONDITIONS,
     )

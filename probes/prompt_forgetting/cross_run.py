@@ -88,7 +88,6 @@ def bias_claims(plain, biased) -> Ledger:
             "bias_reverses_decay",
             band,
             why=why,
-            figure="pf_bias",
             statement=f"trained model with the cancelling bias: alpha < 0 (the offset grows; unbiased alpha "
             f"{unbiased:.3f})",
         )
@@ -127,35 +126,32 @@ def trained_vs_untrained_claims(untrained, trained) -> Ledger:
     cfg = tr[0].config
     led = Ledger(NAME, preset=cfg.preset_name)
     diffs = [t.scalars["alpha"] - u.scalars["alpha"] for u, t in zip(un, tr, strict=True)]
+    scale = (
+        f"the seed's trained models are large LMs trained to convergence; here L = {cfg.layers}, "
+        f"d = {cfg.d_model}, {cfg.train_steps} updates on {cfg.data}; knob: train_steps/layers/d_model"
+    )
+    statement = f"alpha_trained - alpha_untrained > 0 at equal depth L = {cfg.layers} ({cfg.data} data)"
     if len(diffs) >= 2:
-        band = dict(replicates=diffs)
-        why = f"95% t band over {len(diffs)} weight seeds of the per-seed difference"
+        led.judge(
+            "trained_forgets_faster",
+            replicates=diffs,
+            why=f"95% t band over {len(diffs)} weight seeds of the per-seed difference",
+            scale=scale,
+            statement=statement,
+        )
     else:
-        band = dict(
+        led.judge(
+            "trained_forgets_faster",
             measured=diffs[0],
             se=math.hypot(_alpha_se(tr[0]), _alpha_se(un[0])),
             dof=_pairs_dof(un + tr),
             within_run="a claim about these two models (one weight seed each): their alphas are fixed by their "
             "weights; the SE is the bootstrap over prompt pairs",
+            why="95% t band of the difference, SE the hypot of each run's SE (its 95% bootstrap CI half-width / "
+            f"1.96; independent bootstraps of the same prompts), dof the fewer pairs - 1; {TRAINED_ONE_SEED}",
+            scale=scale,
+            statement=statement,
         )
-        why = (
-            "95% t band of the difference, SE the hypot of each run's SE (its 95% bootstrap CI half-width / 1.96; "
-            f"independent bootstraps of the same prompts), dof the fewer pairs - 1; {TRAINED_ONE_SEED}"
-        )
-    led.direction(
-        "trained_forgets_faster",
-        sign=+1,
-        seed="000#1",
-        hypothesis="training does not change the forgetting exponent",
-        requires_full=True,
-        source="seed: trained models forget fast (alpha 0.55-0.7), untrained ones slowly (0.2-0.5)",
-        why=why,
-        scale=f"the seed's trained models are large LMs trained to convergence; here L = {cfg.layers}, "
-        f"d = {cfg.d_model}, {cfg.train_steps} updates on {cfg.data}; knob: train_steps/layers/d_model",
-        statement=f"alpha_trained - alpha_untrained > 0 at equal depth L = {cfg.layers} ({cfg.data} data)",
-        figure="pf_alpha_summary",
-        **band,
-    )
     return led
 
 
@@ -280,53 +276,37 @@ def depth_law_claims(law: xr.Dataset) -> Ledger:
     )
     window = f"window [{law.attrs['fit_lo']:g}, {law.attrs['fit_hi']:g}]"
     led = Ledger(NAME, preset=law.attrs["preset"])
-    src = "seed's linear relay model: each layer adds a factor ln t (relay_alpha_window over the same window)"
-    common = dict(seed="000#1", figure="pf_alpha_depth")  # every claim of the depth law
     if len(Ls) >= 2:
         w = (Ls - Ls.mean()) / ((Ls - Ls.mean()) ** 2).sum()
-        led.direction(
+        led.judge(
             "alpha_falls_with_depth",
             replicates=w @ per_seed,  # the OLS slope on L of each seed's alphas
-            sign=-1,
-            hypothesis="alpha does not depend on depth (each layer only dilutes)",
-            source=src,
             why=f"{seeds_why}, of each seed's OLS slope of alpha on L",
             statement=f"untrained pre-LN softmax: d alpha / dL < 0 over L = {[int(x) for x in Ls]} ({window})",
-            **common,
         )
     for i, L in enumerate(Ls.astype(int)):
         name = f"alpha_vs_relay_L{L}"
         if abs(relay[i] - 1.0) < 1e-12:
-            led.not_evaluated(
-                name,
-                role="prediction",
-                source=src,
-                reason="one layer: the relay model's alpha is 1, the alternative itself",
-                **common,
-            )
+            led.judge(name, reason="one layer: the relay model's alpha is 1, the alternative itself")
             continue
-        led.predict(
+        led.judge(
             name,
             replicates=per_seed[i],
             expected=float(relay[i]),
             alternative=1.0,
-            hypothesis="alpha = 1: dilution alone, no relay across layers",
-            source=src,
             why=f"{seeds_why}, of the last layer's alpha",
             statement=f"L = {L}: seed-mean alpha equals the relay model's {relay[i]:.3f} ({window})",
-            **common,
         )
     lo, hi = SEED_UNTRAINED
     inside = [int(L) for L, m in zip(Ls, mean, strict=True) if lo <= m <= hi]
     deep = int(Ls[-1])
     relay_outside = not lo <= relay[-1] <= hi
     diag = {f"alpha_vs_relay_L{deep}": "pass"} if relay_outside and deep > 1 else None
-    led.paper(
+    led.judge(
         "alpha_untrained_seed_range_deepest",
         measured=float(mean[-1]),
         lo=lo,
         hi=hi,
-        source="seed paper: untrained models alpha 0.2-0.5",
         why="the seed's reported range for untrained models (large LMs, long contexts)",
         diagnosed_by=diag,
         diagnosis=(
@@ -337,7 +317,6 @@ def depth_law_claims(law: xr.Dataset) -> Ledger:
         else "",
         statement=f"untrained, L = {deep}: seed-mean alpha in the seed's range [{lo}, {hi}] (depths inside: "
         f"{inside or 'none'})",
-        **common,
     )
     return led
 
@@ -351,12 +330,10 @@ def relay_model_claims(prompt_len: int, t_max: int, preset: str) -> Ledger:
         for L in (1, 2, 3)
         for t in range(1, 21)
     )
-    led.identity(
+    led.judge(
         "relay_closed_form_exact",
         measured=float(wrong),
         expected=0.0,
-        seed="000#1",
-        source="derivation (theory module docstring)",
         why="exact rational arithmetic: no rounding",
         statement="closed form (harmonic numbers) == recursion exactly: mismatches over P in {1,3}, L <= 3, t <= 20",
     )
@@ -366,14 +343,11 @@ def relay_model_claims(prompt_len: int, t_max: int, preset: str) -> Ledger:
         d = th.relay_offsets(prompt_len, L, t_max)[t - 1]
         asym = th.relay_asymptotic(prompt_len, L, t)
         worst = max(worst, float(np.max(np.abs(d / asym - 1) * t / (L * (L + prompt_len)))))
-    led.bound(
+    led.judge(
         "relay_asymptotic_rate",
         measured=worst,
         bound=1.0,
-        seed="000#1",
-        source="derivation: neglected H_t - ln t - gamma = O(1/t)",
         why="each of <= L harmonic factors errs by <= (L+P)/t relative",
-        figure="pf_relay_ratio",
         statement="|Delta/asymptotic - 1| <= L (L + P)/t for L <= 4 (measured: max of the ratio of the two)",
     )
     return led

@@ -6,6 +6,9 @@ its measured alpha ranges, trained models forgetting faster, and the dilution-ca
 early in training and reversing it after."""
 
 from analysis.specs import ClaimSpec, declare
+from probes.prompt_forgetting.alpha_claims import BIAS_SOURCE, RELAY_SOURCE
+from probes.prompt_forgetting.claims import CONDITIONS_SOURCE
+from probes.prompt_forgetting.config import SEED_SOURCE
 
 _Q_RANGES = "«Trained models forget fast (αapprox0.55--0.7), untrained ones slowly (αapprox0.2--0.5)»"
 _Q_RELAY = (
@@ -32,6 +35,10 @@ _RELAY_ACROSS = (
     "condition_dilution_regime), which this cross-run ledger does not record; untrained pre-LN softmax runs "
     "differing only in depth (and seed) by construction"
 )
+_STOPS_ONLY = "the bias only stops the decay (alpha = 0), it does not reverse it"
+_RELAY_DEPTH_SOURCE = (
+    "seed's linear relay model: each layer adds a factor ln t (relay_alpha_window over the same window)"
+)
 
 DECLARED = declare(
     "prompt_forgetting",
@@ -44,6 +51,8 @@ DECLARED = declare(
         statement="a network with uniform attention, no norm and no MLP is the matrix relay model "
         "h^l = h^(l-1) + M h^(l-1) (W_o W_v)^T: its offsets equal the relay recursion's for every pair, layer and t",
         quantity="max |D - D_relay| / max |h| over pairs, layers, t (relative, float rounding)",
+        source="derivation: uniform attention, no norm, no MLP = matrix relay model (theory module)",
+        figure="pf_distance",
     ),
     ClaimSpec(
         name="uniform_layer1_bound_ratio_is_limit",
@@ -53,6 +62,8 @@ DECLARED = declare(
         statement="one uniform layer gives D_1(t) = |A_1 sum_s delta_s| / t exactly, so t D_1(t) / P equals its "
         "limit |A_1 sum_s delta_s| / P at every t > P",
         quantity="max |bound_ratio / relay_matrix_limit - 1| over t at layer 1 (relative)",
+        source="derivation: one uniform layer gives D(t) = |A_1 sum_s delta_s| / t exactly",
+        figure="pf_bound_constant",
     ),
     ClaimSpec(
         name="uniform_one_layer_alpha_is_1",
@@ -61,6 +72,7 @@ DECLARED = declare(
         paper="000#1",
         statement="one uniform layer gives D(t) = |A sum_s delta_s| / t exactly, so the fitted exponent alpha is 1",
         quantity="fitted alpha of the single uniform layer (1)",
+        source="derivation: one uniform layer gives D(t) = |A sum_s delta_s| / t exactly",
     ),
     ClaimSpec(
         name="cancel_bias_share_constant",
@@ -70,6 +82,8 @@ DECLARED = declare(
         statement="uniform attention with the bias ln(t - P) on the prompt keys keeps the prompt's share of every "
         "continuation row at P/(P+1)",
         quantity="max |prompt share - P/(P+1)| over layers and t (attention weight)",
+        source="derivation: b_t = ln(t - P) keeps a uniform row's prompt share at P/(P+1)",
+        figure="pf_bias",
     ),
     ClaimSpec(
         name="uniform_bias_offset_constant",
@@ -79,6 +93,8 @@ DECLARED = declare(
         statement="the uniform/no-norm/no-MLP relay network with the cancelling bias ln(t - P) has a t-independent "
         "offset: D(t) = D(P+1) at every t, layer and pair (the solvable model with dilution cancelled)",
         quantity="max |D(t) / D(P+1) - 1| over pairs, layers, t (relative)",
+        source="derivation: the relay network with the cancelling bias has a t-independent offset",
+        figure="pf_bias",
     ),
     ClaimSpec(
         name="relay_closed_form_exact",
@@ -88,6 +104,7 @@ DECLARED = declare(
         statement="the scalar relay model's closed form in harmonic numbers equals its recursion exactly (rationals) "
         "for P in {1, 3}, L <= 3, t <= 20",
         quantity="number of mismatching (P, L, t) (count)",
+        source="derivation (theory module docstring)",
     ),
     # ---- our derivations for the paper's setting
     ClaimSpec(
@@ -100,6 +117,8 @@ DECLARED = declare(
         scope="by construction: arithmetic on the scalar relay model itself (no network), L <= 4 and t on a "
         "log grid from P + 1 to the run's t_max",
         quantity="max over L <= 4 and t of |Delta / asymptotic - 1| t / (L (L + P)) (1)",
+        source="derivation: neglected H_t - ln t - gamma = O(1/t)",
+        figure="pf_relay_ratio",
     ),
     ClaimSpec(
         name="prompt_share_dilution_bound",
@@ -111,6 +130,7 @@ DECLARED = declare(
         scope="by construction: recorded only for softmax attention without the bias (a passed-in model's kernel "
         "as declared), with B the max |logit| measured on the same forward passes, the inequality's one hypothesis",
         quantity="max over t, heads, pairs of prompt share / its dilution bound (1)",
+        source="derivation: |logit| <= B gives prompt share <= P e^2B / (P e^2B + t - P)",
     ),
     # ---- scope checks: the theorem's hypotheses, measured in the same run
     ClaimSpec(
@@ -122,6 +142,8 @@ DECLARED = declare(
         "our dilution bound reaches below 1/2 inside the window, where its 1/t dilution acts, iff the max |logit| "
         "B < ln((T - P)/P)/2",
         quantity="max |attention logit| B over layers, heads, rows, pairs (logit units, bias removed)",
+        source=CONDITIONS_SOURCE,
+        relation="<",
     ),
     ClaimSpec(
         name="condition_prenorm_rms",
@@ -131,6 +153,8 @@ DECLARED = declare(
         statement="the bound needs «the pre-norm activations stay away from zero»: read as the smallest RMS of a "
         "pre-norm input above sqrt(norm eps), so the norm's gain is set by the activations",
         quantity="smallest RMS of a pre-norm input (ln1/ln2 hook_in) over positions, layers, pairs",
+        source=CONDITIONS_SOURCE,
+        relation=">",
     ),
     # ---- the paper's theorem
     ClaimSpec(
@@ -144,6 +168,9 @@ DECLARED = declare(
         scope=("condition_dilution_regime", "condition_prenorm_rms"),
         quantity="growth factor 2^slope of D t / (P (ln t)^(l-1)) over the last octave, slope CI lower end, against "
         "the relay model's over the same octave (at least 1), layer furthest above it (1)",
+        source="seed theorem: D = O(P (ln t)^(L-1)/t) for pre-LN softmax with bounded logits; its extremal case, "
+        "the seed's relay model, over the same window",
+        figure="pf_bound_constant",
     ),
     # ---- the paper's solvable relay model as the toy model of untrained networks
     ClaimSpec(
@@ -155,6 +182,7 @@ DECLARED = declare(
         "depth over the same window",
         scope=("condition_dilution_regime",),
         quantity=_ALPHA + ", against the relay model's over the same window",
+        source=RELAY_SOURCE,
     ),
     ClaimSpec(
         name="alpha_vs_relay_L{depth}",
@@ -165,6 +193,9 @@ DECLARED = declare(
         "over the same window",
         scope=_RELAY_ACROSS,
         quantity="seed-mean " + _ALPHA + " at one depth, against the relay model's",
+        source=_RELAY_DEPTH_SOURCE,
+        hypothesis="alpha = 1: dilution alone, no relay across layers",
+        figure="pf_alpha_depth",
     ),
     ClaimSpec(
         name="alpha_falls_with_depth",
@@ -175,6 +206,10 @@ DECLARED = declare(
         "with depth L",
         scope=_RELAY_ACROSS,
         quantity="OLS slope of the last-layer alpha on L, per weight seed (1/layer)",
+        source=_RELAY_DEPTH_SOURCE,
+        hypothesis="alpha does not depend on depth (each layer only dilutes)",
+        sign=-1,
+        figure="pf_alpha_depth",
     ),
     ClaimSpec(
         name="alpha_depth_slope_matches_relay",
@@ -213,6 +248,7 @@ DECLARED = declare(
         scope="not checked: a passed-in model's training and norm placement are unknown to the probe, so neither "
         "range's hypotheses are known to hold (the claim is recorded as not evaluated)",
         quantity=_ALPHA,
+        source=SEED_SOURCE,
     ),
     ClaimSpec(
         name="alpha_untrained_seed_range_deepest",
@@ -223,6 +259,8 @@ DECLARED = declare(
         "[0.2, 0.5]",
         scope=_AT_SCALE,
         quantity="seed-mean " + _ALPHA + " at the deepest L",
+        source="seed paper: untrained models alpha 0.2-0.5",
+        figure="pf_alpha_depth",
     ),
     ClaimSpec(
         name="trained_forgets_faster",
@@ -233,6 +271,11 @@ DECLARED = declare(
         scope="not met: the paper's trained models are large LMs trained to convergence; here tiny pre-LN softmax "
         "twins (equal by construction but for training) trained 600-2000 updates, one weight seed",
         quantity="alpha_trained - alpha_untrained of the last layer (1)",
+        source="seed: trained models forget fast (alpha 0.55-0.7), untrained ones slowly (0.2-0.5)",
+        hypothesis="training does not change the forgetting exponent",
+        sign=1,
+        figure="pf_alpha_summary",
+        full=True,
     ),
     # ---- the paper's intervention: the dilution-cancelling bias
     ClaimSpec(
@@ -264,6 +307,11 @@ DECLARED = declare(
         # as above; "after training" read as the last checkpoint of one short training run
         scope=("condition_dilution_regime",),
         quantity="last-layer alpha with the cancelling bias at the last checkpoint (1)",
+        source=BIAS_SOURCE,
+        hypothesis=_STOPS_ONLY,
+        sign=-1,
+        figure="pf_bias_training",
+        full=True,
     ),
     ClaimSpec(
         name="bias_reverses_decay",
@@ -273,5 +321,10 @@ DECLARED = declare(
         statement=_Q_BIAS + ": a trained model with the cancelling bias has alpha < 0 (the offset grows)",
         scope=_BIAS_SCOPE,
         quantity="last-layer alpha of the trained model with the cancelling bias (1)",
+        source=BIAS_SOURCE,
+        hypothesis=_STOPS_ONLY,
+        sign=-1,
+        figure="pf_bias",
+        full=True,
     ),
 )

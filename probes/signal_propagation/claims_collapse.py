@@ -25,7 +25,6 @@ def _gaps(data: xr.Dataset, norm: str, L: int) -> np.ndarray:
 def claim_jacobian_gap(led: Ledger, r: Result) -> None:
     """Theory section 6 and Curse of Depth (000#50): Pre-LN blocks' Jacobians approach the identity with
     depth (|J_l - I| ~ m_l^(-1/2) at init); LayerNorm scaling's effect on the deep blocks."""
-    led = led.given(figure="signal_jacobian_gap")
     cfg, data, sc = r.config, r.data, r.scalars
     L = int(max(data.depth.values))
     norms = list(data.norm.values)
@@ -38,34 +37,24 @@ def claim_jacobian_gap(led: Ledger, r: Result) -> None:
         js = [s for s in range(lg.shape[1]) if np.isfinite(lg[:, s]).all()]  # the seeds with Jacobians
         # block 0 reads the embedding: layers 1..L-1, each seed's gaps on its own moments
         slopes = _seeds(_slopes(mom[1:, js], np.exp(lg[1:, js]))) if js else [math.nan]
-        led.predict(
+        led.judge(
             "pre_jacobian_gap_vs_moment",
             replicates=summarised(sc, "pre_jacobian_gap_vs_moment_exponent", slopes),
             expected=th.PRE_LN_JACOBIAN_VS_MOMENT_EXPONENT,
             alternative=0.0,
-            hypothesis="the blocks' distance from the identity does not depend on the stream",
-            source="derivation (theory section 6): |J_l - I| ~ m_l^(-1/2)",
-            seed="000#50",
             why="95% t band over the initialisations with exact Jacobians (n seeds, the first JACOBIAN_SAMPLES) of "
             "each seed's log-log slope of |J_l - I| on its own m_l over layers 1..L-1",
             statement=f"pre, L={L}: slope of log |J_l - I| on log m_l = -1/2",
-            requires_full=True,
         )
     half = L // 2
     with np.errstate(invalid="ignore"):  # seeds without Jacobians are all NaN and left out
         d = _seeds(lg[half:].mean(0) - lg[:half].mean(0))  # (sample,) per seed, deep half minus shallow half
-    led.direction(
+    led.judge(
         f"pre_deep_blocks_near_identity_{tag}",
         replicates=summarised(sc, f"pre_jacobian_gap_late_over_early_{tag}", d, log_ratio=True),
-        sign=-1,
-        hypothesis="every block equally far from the identity",
-        seed="000#50",
-        source="000#50 Curse of Depth: deep Pre-LN blocks' Jacobians approach the identity"
-        + ("" if cfg.trained else "; at init theory section 6 (m_l grows)"),
         why="95% t band over the initialisations with exact Jacobians (n seeds) of each seed's mean log gap over "
         "the deep half minus that over the shallow half",
         statement=f"pre ({tag}), L={L}: mean log gap, deep half < shallow half",
-        requires_full=True,
     )
     if "ln_scaling" not in norms:
         return
@@ -77,29 +66,20 @@ def claim_jacobian_gap(led: Ledger, r: Result) -> None:
         "seed's mean log gap over the deep half, ln_scaling minus pre (same weight seed and batch)"
     )
     if cfg.trained:
-        led.direction(
+        led.judge(
             "ln_scaling_moves_deep_blocks_from_identity",
             replicates=d,
-            sign=1,
-            hypothesis="LayerNorm scaling leaves the deep blocks' distance from the identity unchanged",
-            source="000#50 Curse of Depth: LayerNorm scaling makes deep blocks less identity-like (trained LLMs)",
             why=why,
             scale=_curse_scale(cfg),
-            seed="000#50",
             statement=f"trained, L={L}: mean log gap over the deep half, ln_scaling > pre",
-            requires_full=True,
         )
     else:
-        led.direction(
+        led.judge(
             "ln_scaling_deep_blocks_closer_to_identity_at_init",
             replicates=d,
-            sign=-1,
-            hypothesis="the 1/sqrt(l) branch scaling leaves the gap unchanged",
-            source="derivation (theory section 6): 1/sqrt(l) shrinks every branch, so at init the blocks start "
-            "closer to the identity (the opposite of the trained-model claim of 000#50)",
+            seed=None,
             why=why,
             statement=f"init, L={L}: mean log gap over the deep half, ln_scaling < pre",
-            requires_full=True,
         )
 
 
@@ -107,7 +87,6 @@ def claim_gradient_profiles(led: Ledger, r: Result) -> None:
     """NormFormer (000#94) / Mix-LN (000#62), claims about trained models (evaluated on a trained run;
     at initialisation only the scalars are kept): Pre-LN's early layers get larger gradients, Post-LN's
     smaller; Mix-LN's are the most uniform."""
-    led = led.given(figure="signal_gradient_profiles")
     cfg, data, sc = r.config, r.data, r.scalars
     L = int(max(data.depth.values))
     if L < 8:
@@ -125,36 +104,24 @@ def claim_gradient_profiles(led: Ledger, r: Result) -> None:
     if not cfg.trained:
         return
     why = "95% t band over the trained seeds (n seeds) of log(mean grad, first quarter / last quarter)"
-    for norm, sign, src, seed in (
-        ("pre", 1, "000#94 NormFormer: Pre-LN early-layer gradients exceed late ones", "000#94"),
-        ("post", -1, "000#62 Mix-LN: Post-LN gradients vanish in earlier layers", "000#62"),
-    ):
+    for norm, sign in (("pre", 1), ("post", -1)):
         if norm in lr:
-            led.direction(
+            led.judge(
                 f"{norm}_early_gradients_{'larger' if sign > 0 else 'smaller'}",
                 replicates=_seeds(lr[norm]),
-                sign=sign,
-                hypothesis="gradient norms uniform across layers",
-                source=src,
-                seed=seed,
                 why=why,
                 statement=f"{norm} (trained), L={L}: log grad(first quarter)/grad(last quarter) "
                 f"{'>' if sign > 0 else '<'} 0",
-                requires_full=True,
             )
     if {"pre", "post", "mix"} <= set(cv):
         best = "pre" if cv["pre"].mean() < cv["post"].mean() else "post"
-        led.direction(
+        led.judge(
             "mix_most_uniform_gradients",
             replicates=_seeds(cv["mix"] - cv[best]),  # same seeds: paired
-            sign=-1,
             hypothesis=f"Mix-LN no more uniform than the better of Pre-/Post-LN ({best})",
-            source="000#62 Mix-LN: Post-LN early + Pre-LN deep gives more uniform layer gradients",
-            seed="000#62",
             why=f"95% t band over the trained seeds (n seeds) of the paired CV(mix) - CV({best}) of per-layer "
             "gradient norms",
             statement=f"mix (trained), L={L}: CV of per-layer gradient norm below {best}'s",
-            requires_full=True,
         )
 
 
@@ -176,42 +143,28 @@ def _log10_kept(r: np.ndarray) -> np.ndarray:
     return np.log10(np.maximum(r[-1], ROUNDOFF) / r[0])
 
 
-DOUBLY = "exponential collapse (constant log-decrement) or none: no acceleration"
-
-
 def claim_dong_doubly_exponential(led: Ledger, r: Result) -> None:
     """Dong et al. 2021: pure attention, and attention + MLP without skips, lose rank doubly exponentially
     (r_{l+1} <= c r_l^3); theory section 11: a LayerNorm after each attention changes c, not the cube."""
-    led = led.given(figure="signal_rank_collapse")
     cfg, data, sc = r.config, r.data, r.scalars
     if cfg.trained:
         return
-    src = {
-        "pure_attention": "Dong et al. 2021: pure attention loses rank doubly exponentially",
-        "attention_mlp": "Dong et al. 2021: without skips an MLP enters the bound's constant, not its exponent",
-        "attention_ln": "derivation (theory section 11): r(LN X)/r(X) -> const, so r_{l+1} <= c' r_l^3 persists",
-    }
     for mask in MASKS:
-        for variant, source in src.items():
+        for variant in ("pure_attention", "attention_mlp", "attention_ln"):
             growth = _seeds(_decrement_growth(_collapse(data, variant, mask)))
-            led.direction(
+            led.judge(
                 f"{variant}_doubly_exponential_{mask}",
                 replicates=summarised(sc, f"{variant}_decrement_growth_{mask}", growth),
-                sign=1,
-                hypothesis=DOUBLY,
-                source=source,
                 why="95% t band over the initialisations (n seeds: those with two decrements above round-off) of "
                 "each seed's mean log(delta_(l+1)/delta_l) of the log-decrements "
                 "delta_l = log(r_l/r_(l+1)) above round-off (log 3 for r -> c r^3 once r is small, 0 for an "
                 "exponential)",
                 statement=f"{variant} ({mask} mask): the log-decrement grows with depth",
-                requires_full=True,
             )
 
 
 def claim_dong_mlp_slows(led: Ledger, r: Result) -> None:
     """Dong et al. 2021: MLPs (a large Lipschitz constant) slow down rank collapse."""
-    led = led.given(figure="signal_rank_collapse")
     cfg, data, sc = r.config, r.data, r.scalars
     if cfg.trained:
         return
@@ -226,13 +179,9 @@ def claim_dong_mlp_slows(led: Ledger, r: Result) -> None:
                 ]
             )
         per = _seeds(per)
-        led.direction(
+        led.judge(
             f"mlp_slows_collapse_{mask}",
             replicates=summarised(sc, f"mlp_over_pure_log10_residual_{mask}", per),
-            sign=1,
-            hypothesis="the MLP does not change the residual ratio",
-            source="Dong et al. 2021: MLPs slow down rank "
-            "collapse (our skip-free fan-in GELU MLP has gain sqrt(G(q)/q) in [1/2, 1/sqrt 2], theory section 8)",
             why="95% t band over the initialisations (n seeds) of each seed's mean log10 ratio of the residuals, "
             "attention + MLP over pure attention (same weight seed and tokens), over the layers where both are above "
             "round-off",
@@ -243,7 +192,6 @@ def claim_dong_mlp_slows(led: Ledger, r: Result) -> None:
 def claim_collapse_prevented(led: Ledger, r: Result) -> None:
     """Dong et al. 2021 / Noci et al. 2022: skips (with or without Pre-LN) keep the rank that pure attention
     loses, 1/sqrt(L) branch scaling keeps more; a LayerNorm without skips does not (theory section 11)."""
-    led = led.given(figure="signal_rank_collapse")
     cfg, data, sc = r.config, r.data, r.scalars
     if cfg.trained:
         return
@@ -252,43 +200,21 @@ def claim_collapse_prevented(led: Ledger, r: Result) -> None:
         for v, k_ in kept.items():
             sc[f"{v}_residual_kept_{mask}"] = float(10 ** np.mean(k_))
         rows = (
-            (
-                "skip_prevents_collapse",
-                "skip",
-                "pure_attention",
-                "Dong et al. 2021: skip connections stop rank collapse",
-            ),
-            (
-                "pre_ln_prevents_collapse",
-                "pre_ln",
-                "pure_attention",
-                "Dong et al. 2021 / Noci et al. 2022: skips with norms (Pre-LN, with MLPs) keep the rank",
-            ),
-            (
-                "branch_scaling_keeps_more_rank",
-                "skip_scaled",
-                "skip",
-                "Noci et al. 2022: scaling the residual branches by 1/sqrt(L) keeps the rank at depth",
-            ),
+            ("skip_prevents_collapse", "skip", "pure_attention"),
+            ("pre_ln_prevents_collapse", "pre_ln", "pure_attention"),
+            ("branch_scaling_keeps_more_rank", "skip_scaled", "skip"),
         )
-        for name, better, worse, source in rows:
-            led.direction(
+        for name, better, worse in rows:
+            led.judge(
                 f"{name}_{mask}",
                 replicates=_seeds(kept[better] - kept[worse]),  # same seeds and tokens: paired
-                sign=1,
-                hypothesis=f"{better} keeps no more rank than {worse}",
-                source=source,
                 why="95% t band over the initialisations (n seeds) of the paired difference of log10(r_L/r_0) "
                 "(floored at float64 round-off)",
                 statement=f"{better} over {worse} ({mask} mask): log10(r_L/r_0) larger",
             )
-        led.direction(
+        led.judge(
             f"attention_ln_still_collapses_{mask}",
             replicates=_seeds(kept["attention_ln"]),
-            sign=-1,
-            hypothesis="the LayerNorm restores the rank: no net loss over the depth",
-            source="derivation (theory section 11): a LayerNorm rescales a nearly collapsed stream's residual "
-            "by a finite factor and cannot restore the rank lost to averaging",
             why="95% t band over the initialisations (n seeds) of log10(r_L/r_0)",
             statement=f"attention + LayerNorm, no skip ({mask} mask): log10(r_L/r_0) < 0",
         )

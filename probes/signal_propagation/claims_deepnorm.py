@@ -18,7 +18,6 @@ from probes.signal_propagation.config import UPDATE_NORMS, Config
 def claim_deepnorm_layer_change(led: Ledger, r: Result) -> None:
     """Theory section 9 / DeepNet (000#65): a DeepNorm block turns the stream by beta^2/alpha ~ L^(-3/4);
     a Post-LN block by a depth-free angle."""
-    led = led.given(seed="000#65", figure="signal_deepnorm_update")
     cfg, data, sc = r.config, r.data, r.scalars
     big = [int(L) for L in data.depth.values if L >= 4]
     if cfg.trained or len(big) < 3:
@@ -47,26 +46,21 @@ def claim_deepnorm_layer_change(led: Ledger, r: Result) -> None:
         if norm not in ang:
             continue
         slopes = _seeds(_slopes(np.array(big, float), ang[norm]))  # (sample,) one fit per seed
-        led.predict(
+        led.judge(
             f"{norm}_layer_change_vs_depth",
             replicates=summarised(sc, f"{norm}_angle_vs_depth_exponent", slopes),
             expected=expo,
             alternative=alt,
             hypothesis=hyp,
-            source="derivation (theory section 9) of Wang et al. 2022's DeepNorm init",
             why="95% t band over the initialisations (n seeds) of each seed's log-log slope of its mean per-layer "
             "angle on L over depths >= 4",
             statement=f"{norm}, init: mean per-layer angular distance ~ L^{expo:g}",
-            requires_full=True,
         )
     if len(ang) == 2:
         lr = _seeds(np.log(ang["deepnorm"][-1] / ang["post"][-1]))  # (sample,) same seeds
-        led.direction(
+        led.judge(
             "deepnorm_smaller_layer_change_than_post",
             replicates=summarised(sc, "deepnorm_over_post_layer_change_deepest", lr, log_ratio=True),
-            sign=-1,
-            hypothesis="DeepNorm's alpha, beta change nothing: the same angle as Post-LN",
-            source="000#65 Wang et al. 2022: DeepNorm bounds the per-layer update that Post-LN lets grow",
             why=f"95% t band over the initialisations (n seeds) of the paired log(angle deepnorm / angle post) at "
             f"L = {big[-1]}",
             statement=f"L={big[-1]}: log(angle(deepnorm) / angle(post)) < 0",
@@ -76,7 +70,6 @@ def claim_deepnorm_layer_change(led: Ledger, r: Result) -> None:
 def claim_deepnorm_update(led: Ledger, r: Result) -> None:
     """Wang et al. 2022 (DeepNet, 000#65) Theorem: the model update after one step is bounded by a depth
     factor (theory section 10): 1 (SGD) or sqrt(2N) (Adam) for DeepNorm, 4N or 2 sqrt 2 N for Post-LN."""
-    led = led.given(seed="000#65", figure="signal_deepnorm_step")
     cfg, data, sc = r.config, r.data, r.scalars
     ud = [int(L) for L in data.depth.values if L >= 2]
     if cfg.trained or len(ud) < 3:
@@ -94,42 +87,31 @@ def claim_deepnorm_update(led: Ledger, r: Result) -> None:
         expo = th.UPDATE_BOUND_EXPONENT["deepnorm", opt]
         slope = mean_se(_seeds(ds))
         margin = t_multiple(slope.n - 1, coverage=1 - 2 * (1 - COVERAGE)) * slope.se  # one-sided 95% over seeds
-        led.bound(
+        led.judge(
             f"deepnorm_update_vs_depth_{opt}",
             measured=slope.mean,
             bound=expo + margin,
-            relation="<=",
-            source="Wang et al. 2022 (DeepNet) Theorem with alpha = (2N)^(1/4), beta = (8N)^(-1/4); theory "
-            "section 10 for the depth factor per optimiser",
             why=f"an upper bound on the update, so its depth exponent {expo:g} bounds the update's fitted exponent "
             f"(mean over {n_u} seeds of each seed's log-log slope over depths >= 2), widened by the one-sided 95% "
             f"t margin over the seeds ({margin:.3g}); UPDATE_SAMPLES = 3, not 5: compute, about 60 s per seed",
             statement=f"deepnorm, one {opt} step from init: update exponent in L <= {expo:g} (the bound's)",
-            requires_full=True,
         )
-        led.direction(
+        led.judge(
             f"post_update_grows_faster_than_deepnorm_{opt}",
             replicates=_seeds(ps - ds),
-            sign=1,
-            hypothesis="DeepNorm's init changes nothing: the same depth exponent",
-            source="Wang et al. 2022: Post-LN accumulates the sublayers' updates, DeepNorm does not",
             why="95% t band over the initialisations (n seeds) of the paired difference of the two log-log slopes "
             f"(post minus deepnorm, same weight seed and batch); {n_u} seeds (UPDATE_SAMPLES = 3, not 5: compute, "
             "about 60 s per seed)",
             statement=f"one {opt} step from init: update exponent in L, post minus deepnorm > 0",
-            requires_full=True,
         )
-        led.bound(
+        led.judge(
             f"post_update_at_most_linear_{opt}",
             measured=float(np.mean(ps)),
             bound=th.UPDATE_BOUND_EXPONENT["post", opt],
-            relation="<=",
-            source="Wang et al. 2022 Theorem with alpha = beta = 1: Post-LN's update bound grows as N",
             why="the bound's depth exponent; the mean over seeds of the exponent fitted to each seed is compared "
             "unwidened. A miss is a fail until "
             "the growth is derived (the decomposition arrays update_step / update_effect hold its pieces)",
             statement=f"post, one {opt} step from init: update exponent in L <= 1",
-            requires_full=True,
         )
     if "update_effect" in data:
         _update_decomposition_scalars(data, ud, sc)
@@ -164,7 +146,6 @@ def _update_decomposition_scalars(data: xr.Dataset, ud: list[int], sc: dict) -> 
 
 def claim_token_correlation(led: Ledger, r: Result) -> None:
     """Noci et al. 2022: at initialisation the tokens' correlation grows with depth (Pre-LN)."""
-    led = led.given(figure="signal_init_vs_trained")
     cfg, data, sc = r.config, r.data, r.scalars
     L = int(max(data.depth.values))
     if cfg.trained or "pre" not in data.norm.values or L < 4:
@@ -174,14 +155,10 @@ def claim_token_correlation(led: Ledger, r: Result) -> None:
     st = mean_se(growth)
     sc["pre_token_cosine_growth"], sc["pre_token_cosine_growth_se"] = st.mean, st.se
     sc["pre_token_cosine_spearman"] = float(stats.spearmanr(np.arange(L + 1), cos.mean(1)).statistic)
-    led.direction(
+    led.judge(
         "pre_token_correlation_grows",
         replicates=growth,
-        sign=1,
-        hypothesis="depth leaves the tokens' mean cosine unchanged",
-        source="Noci et al. 2022: at initialisation the tokens' correlation increases with depth (Pre-LN)",
         why="95% t band over the initialisations (n seeds) of cos(x_L) - cos(x_0)",
-        requires_full=True,
         statement=f"pre, L={L}: mean pairwise token cosine after the last block exceeds the embedding's",
     )
 
@@ -189,7 +166,6 @@ def claim_token_correlation(led: Ledger, r: Result) -> None:
 def claim_last_layer_gradient(led: Ledger, r: Result) -> None:
     """Xiong et al. 2020 (000#4), theory section 5: the last layer's gradient ~ m_L^(-1/2) in Pre-LN,
     depth-free in Post-LN; Post-LN's is the larger."""
-    led = led.given(seed="000#4", figure="signal_last_layer_gradient")
     cfg, data, sc = r.config, r.data, r.scalars
     depths = [int(L) for L in data.depth.values]
     big = [L for L in depths if L >= 2]
@@ -201,46 +177,36 @@ def claim_last_layer_gradient(led: Ledger, r: Result) -> None:
         g, m = last_layer_grad(data, "pre")[idx], final_moment(data, "pre")[idx]  # (depth, sample)
         slopes = _seeds(_slopes(m, g))  # each seed's gradients on its own moments
         sc["pre_last_grad_vs_depth_exponent"] = float(np.mean(_slopes(np.array(big, float), g)))
-        led.predict(
+        led.judge(
             "pre_last_grad_vs_moment",
             replicates=summarised(sc, "pre_last_grad_vs_moment_exponent", slopes),
             expected=th.PRE_LN_GRADIENT_VS_MOMENT_EXPONENT,
             alternative=0.0,
-            hypothesis="the final LayerNorm's 1/sqrt(m_L) does not reach the gradient",
-            source="Xiong et al. 2020 adapted (theory section 5): grad ~ m_L^(-1/2)",
             why="95% t band over the initialisations (n seeds) of each seed's log-log slope of its last-layer "
             "gradient on its own m_L over depths >= 2",
             statement="pre: log-log slope of last-layer W_out gradient on m_L = -1/2",
-            requires_full=True,
         )
     if "post" in norms:
         g = last_layer_grad(data, "post")[idx]
         slopes = _seeds(_slopes(np.array(big, float), g))
-        led.predict(
+        led.judge(
             "post_last_grad_depth_independent",
             replicates=summarised(sc, "post_last_grad_vs_depth_exponent", slopes),
             expected=th.POST_LN_LAST_LAYER_EXPONENT,
             alternative=-0.5,
-            hypothesis="Pre-LN's law: m_L^(-1/2) ~ L^(-1/2)",
-            source="Xiong et al. 2020: Post-LN last-layer gradient O(1) in L",
             why="95% t band over the initialisations (n seeds) of each seed's log-log slope of its last-layer "
             "gradient on L over depths >= 2",
             statement="post: last-layer gradient exponent in L = 0",
-            requires_full=True,
         )
     if {"pre", "post"} <= set(norms):
         j = depths.index(max(depths))
         lr = _seeds(np.log(last_layer_grad(data, "post")[j] / last_layer_grad(data, "pre")[j]))  # same seeds
-        led.direction(
+        led.judge(
             "post_larger_last_grad_than_pre",
             replicates=summarised(sc, "post_over_pre_last_grad_deepest", lr, log_ratio=True),
-            sign=1,
-            hypothesis="the norm placement does not change the last layer's gradient",
-            source="000#4 Xiong et al.: Post-LN gradients near the output are large, Pre-LN well-behaved",
             why="95% t band over the initialisations (n seeds) of the paired log(grad post / grad pre) at the "
             "deepest model",
             statement=f"L={max(depths)}: log(grad(post) / grad(pre)) > 0",
-            requires_full=True,
         )
 
 

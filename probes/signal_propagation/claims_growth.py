@@ -112,16 +112,15 @@ def claim_pre_ln_sum_rule(led: Ledger, r: Result) -> None:
             statement=f"{norm}, L={L}: mean increment of m_l per block = mean (a_l + g_l)",
         )
         lower, upper = th.pre_ln_envelope(0.0, L, cfg.mlp, norm == "ln_scaling")
-        for name, envelope, relation, end, statement in (
-            ("above_mlp_floor", lower, ">=", "lower end (a_l = 0)", "mean increment >= mean g_l"),
-            ("below_envelope", upper, "<=", "upper end (a_l = s_l^2)", "mean increment <= mean (s_l^2 + g_l)"),
+        for name, envelope, end, statement in (
+            ("above_mlp_floor", lower, "lower end (a_l = 0)", "mean increment >= mean g_l"),
+            ("below_envelope", upper, "upper end (a_l = s_l^2)", "mean increment <= mean (s_l^2 + g_l)"),
         ):
-            led.bound(
+            led.judge(
                 f"{norm}_increment_{name}",
                 measured=float(inc.mean()),
                 bound=float(envelope[-1] / L),
-                relation=relation,
-                source="derivation (theory sections 2-3): 0 <= a_l <= s_l^2 for any attention pattern",
+                seed=None,
                 why=f"the envelope's {end} per block; the point estimate of the mean increment, not widened",
                 statement=f"{norm}, L={L}: {statement}",
             )
@@ -129,20 +128,17 @@ def claim_pre_ln_sum_rule(led: Ledger, r: Result) -> None:
 
 def claim_peri_ln_linear(led: Ledger, r: Result) -> None:
     """Theory section 4: each Peri-LN sublayer adds exactly one unit (its output is a LayerNorm output)."""
-    led = led.given(seed="000#11", figure="signal_variance_profiles")
     cfg, data = r.config, r.data
     if cfg.trained or not cfg.skip or "peri" not in data.norm.values:
         return
     L, v, inc = _stream(data, "peri")
     per = 2.0 if cfg.mlp else 1.0
     g = th.gelu_second_moment(1.0) if cfg.mlp else 0.0
-    led.predict(
+    led.judge(
         "peri_variance_linear",
         replicates=_seeds(inc.mean(0)),  # (sample,) each seed's mean increment per block
         expected=per,
         alternative=1.0 + g,
-        hypothesis="no output LayerNorm: a block adds at most s^2 + g (the Pre-LN envelope)",
-        source="derivation (theory section 4, 000#11 Peri-LN): E m_L = m_0 + (sublayers per block) L",
         why="95% t band over the initialisations (n seeds) of each seed's mean increment per block: a block's "
         "increment minus its prediction has conditional mean zero given the stream before it (the branch's last "
         "weight matrix is sign-symmetric and independent of it), and the seeds are independent",
@@ -153,7 +149,6 @@ def claim_peri_ln_linear(led: Ledger, r: Result) -> None:
 def claim_pre_ln_growth_law(led: Ledger, r: Result) -> None:
     """GPAS (000#2) / Curse of Depth (000#50): Pre-LN variance grows exponentially with depth. At
     initialisation our sum rule makes it linear; the papers' exponential is the alternative."""
-    led = led.given(seed="000#2", figure="signal_variance_profiles")
     cfg, data, sc = r.config, r.data, r.scalars
     depths = sorted(int(L) for L in data.depth.values)
     if cfg.trained or not cfg.skip or "pre" not in data.norm.values or len(depths) < 3 or depths[-1] < 8:
@@ -165,15 +160,13 @@ def claim_pre_ln_growth_law(led: Ledger, r: Result) -> None:
     sc["pre_variance_linear_extrapolation"] = float(lin.mean())
     sc["pre_variance_exponential_extrapolation"] = float(expo.mean())
     se, dof = _paired_se(md - lin)
-    led.predict(
+    led.judge(
         "pre_variance_growth_linear",
         measured=float(md.mean()),
         expected=float(lin.mean()),
         se=se,
         dof=dof,
         alternative=float(expo.mean()),
-        hypothesis="000#2 GPAS / 000#50 Curse of Depth: exponential growth, m_L extrapolated geometrically",
-        source="derivation (theory sections 1-3): a bounded moment per block, so m_L grows linearly at init",
         why=f"95% t band over the initialisations (n seeds, dof n - 1) of m_{deep} minus the straight line through "
         f"m_{a_}, m_{b_} of the same initialisation",
         statement=f"pre, init: m_{deep} on the line through L={a_}, {b_} (not on the exponential)",
@@ -185,7 +178,6 @@ def claim_post_ln_unit(led: Ledger, r: Result) -> None:
     (at initialisation, where the LayerNorm's gain is 1 and its bias 0). Claimed with skip connections only:
     the tolerance needs token variances above 1e-2, which a unit stream plus a branch has; a bare branch
     need not (skip=false, d_model=2 gave 1 - m = 1.4e-3)."""
-    led = led.given(figure="signal_variance_profiles")
     cfg, data = r.config, r.data
     if cfg.trained or not cfg.skip or "post" not in data.norm.values:
         return
@@ -194,12 +186,11 @@ def claim_post_ln_unit(led: Ledger, r: Result) -> None:
         float(np.nanmax(np.abs(v.sel(depth=L).values[1 : L + 1] - e.sel(depth=L).values[1 : L + 1])))
         for L in data.depth.values
     )
-    led.identity(
+    led.judge(
         "post_variance_unit",
         measured=worst,
         expected=0.0,
         atol=1e-12,
-        source="construction: every Post-LN block ends in a LayerNorm (unit gain, zero bias)",
         why="the output's second moment is mean_t sigma_t^2 / (sigma_t^2 + eps) exactly (sigma_t^2: the norm "
         "input's variance over the width, read at its hook); float64 round-off of means over <= 1e4 values",
         statement="post: m_l = mean_t sigma_t^2 / (sigma_t^2 + eps) (= 1 - O(eps / sigma^2)) at every block and depth",
@@ -232,12 +223,11 @@ def claim_no_norm_growth(led: Ledger, r: Result) -> None:
     m0 = float(v[0].mean())
     lower = float(th.no_norm_lower_bound(m0, L, cfg.mlp)[-1])
     sc["none_variance_lower_bound"] = lower
-    led.bound(
+    led.judge(
         "none_variance_lower_bound",
         measured=float(v[L].mean()),
         bound=lower,
-        relation=">=",
-        source="derivation (theory section 8): G(q) >= q/4 and a_l >= 0, both linear, give E m_L >= (5/4)^L m_0",
+        seed=None,
         why="rigorous for E m_L at any width; the sample mean is compared unwidened. A tighter closed form needs "
         "a lower bound on the attention ratio kappa (not derived) or a convex minorant of G (the mean-field "
         "iterate is no bound: G is not convex at large q); the tight law is none_exponential_growth_factor",

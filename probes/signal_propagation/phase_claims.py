@@ -37,16 +37,13 @@ def claims(led: Ledger, r: Result) -> None:
     T = int(data.attrs["phase_tokens"])
     gap = float(np.nanmax(data["phase_identity_gap"].values))
     sc["phase_identity_gap"] = gap
-    led.identity(
+    led.judge(
         "phase_attention_overlap_identity",
         measured=gap,
         atol=1e-12,
-        source="algebra (attention_phase section 4): tokens with x_j . x_k = d (p + (1 - p) delta_jk) and rows "
-        "summing to 1 give |sum_j a_ij x_j|^2 / d = p + (1 - p) sum_j a_ij^2",
         why="float64 round-off of the exact-cosine tokens (a QR frame) and of T-term sums of O(1) products "
         f"(T = {T}); worst row over every p, beta and seed at layer 1",
         statement="layer 1: |sum_j a_ij x_j|^2 / d = p + (1 - p) sum_j a_ij^2 for every row",
-        figure=FIGURE,
     )
     for i, p in enumerate(data.phase_p.values):
         _slope_scalars(data, sc, i, float(p))
@@ -85,7 +82,6 @@ def _row_alternative(beta: float, p: float, T: int, quantity: str) -> tuple[floa
 
 def _claim_rows(data: xr.Dataset, led: Ledger, sc: dict, i: int, p: float, T: int) -> None:
     """Layer-1 entropy and participation against the per-row finite-T yardstick, worst beta of the grid."""
-    led = led.given(figure=FIGURE)
     betas = [float(b) for b in data.phase_beta.values]
     S = data.sizes["phase_seed"]
     for quantity, yard, law in (
@@ -98,9 +94,8 @@ def _claim_rows(data: xr.Dataset, led: Ledger, sc: dict, i: int, p: float, T: in
         cells = [j for j, (a, _) in enumerate(alts) if abs(a) >= RESOLUTION]
         name = f"phase_{quantity}_finite_T_{tag(p)}"
         if not cells:
-            led.not_evaluated(
+            led.judge(
                 name,
-                role="prediction",
                 source=SOURCE,
                 reason=f"at no beta of the grid does the alternative differ from the yardstick by {RESOLUTION:g}",
             )
@@ -110,16 +105,13 @@ def _claim_rows(data: xr.Dataset, led: Ledger, sc: dict, i: int, p: float, T: in
         sc[f"phase_{quantity}_{tag(p)}_worst_beta"] = betas[j]
         sc[f"phase_{quantity}_{tag(p)}_measured"] = float(meas[j].mean())
         sc[f"phase_{quantity}_{tag(p)}_yardstick"] = float(data[yard].values[i, j].mean())
-        led.predict(
+        led.judge(
             name,
             replicates=[float(v) for v in diffs[j]],
             expected=0.0,
             family=len(cells),
             alternative=alt,
             hypothesis=hyp,
-            requires_full=True,
-            source=f"{SOURCE}, sections 1-3: a row is softmax over T i.i.d. Gaussian logits of spread "
-            "sigma_i = scale sqrt(1 - p) |W_k^T q_i|",
             why=f"95% t band over {S} seeds (weights and token frame) of the paired (measured - yardstick) mean over "
             "the rows of layer 1; the yardstick is the exact finite-T expectation at each row's sigma_i",
             statement=f"p = {p:g}, T = {T}: layer-1 {law} = its finite-T random-energy value (worst beta = "
@@ -129,7 +121,6 @@ def _claim_rows(data: xr.Dataset, led: Ledger, sc: dict, i: int, p: float, T: in
 
 def _claim_depth(data: xr.Dataset, led: Ledger, sc: dict, i: int, p: float) -> None:
     """The token cosine across depth against the finite-T block map, on each side of beta_c."""
-    led = led.given(figure=FIGURE)
     betas = np.asarray(data.phase_beta.values, dtype=float)
     L, S = data.sizes["phase_layer"], data.sizes["phase_seed"]
     bc = ap.critical_beta(p)
@@ -154,13 +145,10 @@ def _claim_depth(data: xr.Dataset, led: Ledger, sc: dict, i: int, p: float) -> N
     )
     for side, cells, k, alt_curve, hyp in sides:
         name = f"phase_depth_cosine_{side}_{tag(p)}"
-        src = f"{SOURCE}, sections 4-5: the post-LN block map of the token cosine at finite T"
         cells = [j for j in cells if abs(alt_curve[k] - theory[j, k]) >= RESOLUTION]
         if not cells:
-            led.not_evaluated(
+            led.judge(
                 name,
-                role="prediction",
-                source=src,
                 reason=f"no beta of the grid {side} beta_c = "
                 f"{bc:.3g} at p = {p:g} where the alternative differs by {RESOLUTION:g}",
             )
@@ -170,15 +158,13 @@ def _claim_depth(data: xr.Dataset, led: Ledger, sc: dict, i: int, p: float) -> N
         se_map = float(data["phase_theory_shared_se"].values[i, j].max())
         sc[f"phase_cosine_{side}_{tag(p)}_measured"] = float(meas[j, :, k].mean())
         sc[f"phase_cosine_{side}_{tag(p)}_theory"] = float(theory[j, k])
-        led.predict(
+        led.judge(
             name,
             replicates=[float(v) for v in diffs[j]],
             expected=0.0,
             family=len(cells),
             alternative=float(alt_curve[k] - theory[j, k]),
             hypothesis=hyp,
-            requires_full=True,
-            source=src,
             why=f"95% t band over {S} seeds of the paired (measured - map) token cosine after block {k}; the map's "
             f"shared weight is Monte Carlo over {MAP_REPS} row pairs per layer (SE <= {se_map:.1e})",
             statement=f"p = {p:g}: token cosine after {k} post-LN blocks = the finite-T block map, {side} beta_c = "
