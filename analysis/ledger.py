@@ -843,9 +843,9 @@ class Ledger:
         The declaration (:class:`analysis.specs.ClaimSpec`, looked up by this ledger's probe) supplies what does not
         change from run to run: the paper (recorded as ``seed`` when it is a seed paper; a claim whose experiment
         comes from another seed than its statement's paper passes ``seed``), ``figure``, ``full`` (``requires_full``),
-        ``source``, ``hypothesis``, a sign claim's ``sign`` and a bound's ``relation``; the call gives the evidence
-        (:data:`JUDGE_EVIDENCE`: the measurement and its band, the theory value, the alternative's value, ``why``,
-        optionally ``statement``) and may override ``source``, ``hypothesis``, ``seed``, ``figure``,
+        ``source``, ``hypothesis``, ``within_run``, a sign claim's ``sign`` and a bound's ``relation``; the call gives
+        the evidence (:data:`JUDGE_EVIDENCE`: the measurement and its band, the theory value, the alternative's value,
+        ``why``, optionally ``statement``) and may override ``source``, ``hypothesis``, ``seed``, ``figure``,
         ``requires_full`` or ``sign`` where this run decides them. The comparison is the declaration's, measured as
         the evidence says (:func:`judged_as`): an identity, a bound (``bound=`` with ``measured`` or ``population``),
         a range (``lo``, ``hi``), a sign (``sign`` declared), a prediction (``expected`` with ``alternative``), a
@@ -869,6 +869,8 @@ class Ledger:
             "hypothesis": spec.hypothesis or None,
             "diagnosed_by": dict(spec.diagnosed_by) or None,
             "diagnosis": spec.diagnosis or None,
+            # a within-run SE's reason, where the evidence is a within-run SE or CI (not replicates)
+            "within_run": spec.within_run if ("se" in evidence or "ci" in evidence) and spec.within_run else None,
         }
         takes = _claim_keywords(method)
         kw = {k: v for k, v in constants.items() if k in takes and v is not None}

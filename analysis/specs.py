@@ -32,7 +32,8 @@ Fields:
   it), ``source`` (where the theory or number comes from), ``hypothesis`` (the competing hypothesis whose value is
   the alternative), ``sign`` (+1 or -1: the predicted direction of a sign claim), ``relation`` (a bound's), and a
   known diagnosis of a miss: ``diagnosis`` (its text) and ``diagnosed_by`` (``{claim: status}``, the claims of the
-  same run that measure its cause).
+  same run that measure its cause), and ``within_run``: why a within-run standard error may stand alone for this
+  claim (the quantity is deterministic given the model, or there is no model: :mod:`analysis.evidence`).
 * ``replicates`` and ``looks``: a sequential design (:mod:`analysis.evidence`, "Sequential replicates"). ``looks``
   are the replicate counts at which the claim is judged, the last its budget; ``replicates`` the probe's config
   field that counts them (its full-preset default is the first look). A run at one look whose claim is undecided
@@ -87,6 +88,7 @@ class ClaimSpec:
     relation: str = "<="
     diagnosis: str = ""
     diagnosed_by: tuple[tuple[str, str], ...] = ()
+    within_run: str = ""
 
     def __post_init__(self) -> None:
         name = self.name
@@ -141,7 +143,7 @@ class ClaimSpec:
 
     def _check_constants(self, where: str) -> None:
         """The run-independent fields :meth:`analysis.ledger.Ledger.judge` fills in."""
-        for field in ("figure", "source", "hypothesis"):
+        for field in ("figure", "source", "hypothesis", "within_run"):
             if not isinstance(getattr(self, field), str):
                 raise ValueError(f"{where}: {field} must be a string, got {getattr(self, field)!r}")
         if self.figure and not re.fullmatch(r"[A-Za-z0-9_.\-]+", self.figure):

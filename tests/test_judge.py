@@ -114,3 +114,20 @@ def test_a_run_may_decide_the_constants_it_must(probe):
         "slope", replicates=[-0.5, -0.7, -0.6], sign=-1, figure=None, requires_full=False, why="w"
     )
     assert c.tolerance["sign"] == -1 and c.figure is None and c.status != "not_evaluated"
+
+
+def test_a_declared_within_run_reason_goes_with_a_within_run_band_only():
+    name = "judge_within"
+    declare(
+        name,
+        ClaimSpec("mc", tests="derivation", comparison="prediction", paper="000#1", statement="s", scope="x",
+                  source="theory", hypothesis="h", within_run="a closed form checked by Monte Carlo"),
+    )  # fmt: skip
+    try:
+        led = Ledger(name)
+        mc = led.judge("mc", measured=1.0, se=0.01, dof=math.inf, expected=1.0, alternative=2.0, why="draws")
+        assert mc.tolerance["within_run"] == "a closed form checked by Monte Carlo"
+        seeds = led.judge("mc", replicates=[1.0, 1.1, 0.9], expected=1.0, alternative=2.0, why="seeds")
+        assert seeds.tolerance["within_run"] is None
+    finally:
+        specs._REGISTRY.pop(name, None)

@@ -68,8 +68,6 @@ def claim_gaussian_entropy(led: Ledger, r: Result) -> None:
         led.judge(
             name,
             reason="the Gaussian-logit theory is for own untrained causal models on distinct tokens",
-            seed=None,
-            figure=None,
         )
         return
     n = int(ds["n"].max())
@@ -77,7 +75,7 @@ def claim_gaussian_entropy(led: Ledger, r: Result) -> None:
     d_meas = math.log(n) - ds["rep_entropy"].sel(sel).values  # (R, L, H)
     d_th = math.log(n) - ds["rep_theory_entropy_top"].values
     if not np.isfinite(d_th).all():
-        led.judge(name, reason=QUADRATURE_RANGE, seed=None, figure=None)
+        led.judge(name, reason=QUADRATURE_RANGE)
         return
     eps = float(np.max(th.partition_fluctuation(n, ds["rep_logit_std"].sel(sel).values)))
     per_model = (d_meas / d_th).mean((1, 2))  # (R,): each independent model's mean over its layers and heads
@@ -86,7 +84,6 @@ def claim_gaussian_entropy(led: Ledger, r: Result) -> None:
         replicates=per_model,
         expected=1.0,
         alternative=0.0,
-        seed=None,
         why=f"95% t band over {per_model.size} independent untrained models (weights and tokens of replicate "
         f"seeds), each model's mean ratio over its {d_meas[0].size} (layer, head) values",
         statement=f"n = {n}: (ln n - H) / (ln n - E_gauss[H]) at the measured logit std = 1, mean over "
@@ -100,19 +97,19 @@ def claim_gaussian_past_breakdown(led: Ledger, r: Result) -> None:
     ds, config = r.data, r.config
     name = "entropy_past_breakdown_matches_exact_gaussian"
     if "sweep_entropy" not in ds:
-        led.judge(name, reason="the sweep builds own models only", figure=None)
+        led.judge(name, reason="the sweep builds own models only")
         return
     n = config.sweep_len
     top = {"scale_factor": float(ds["scale_factor"].max()), "layer": 0}
     s = ds["sweep_logit_std"].sel(top).values.ravel()  # (replicate x head)
     if not np.all(s**2 > math.log(n)):
-        led.judge(name, reason=f"the largest logit scale does not pass the breakdown s^2 = ln {n}", figure=None)
+        led.judge(name, reason=f"the largest logit scale does not pass the breakdown s^2 = ln {n}")
         return
     h = ds["sweep_entropy"].sel(top).values  # (replicate, head)
     top.pop("layer")
     exact = ds["sweep_theory_exact_layer0"].sel(top).values  # (replicate, head)
     if not np.isfinite(exact).all():
-        led.judge(name, reason=QUADRATURE_RANGE, figure=None)
+        led.judge(name, reason=QUADRATURE_RANGE)
         return
     lln = np.maximum(ds["sweep_theory_lln_layer0"].sel(top).values, 0.0)
     resid = mean_se((h - exact).mean(-1))  # per independent model: its mean over heads of H - E_gauss[H]

@@ -190,7 +190,6 @@ def claim_nonlin_gaussian(led: Ledger, r: Result) -> None:
                     led.judge(
                         name,
                         reason="a training run diverged: non-finite attention logits, no logit std to predict from",
-                        figure=None,
                     )
                 continue
             rows_name = f"{prefix}_rows_{state}{suffix}"
@@ -252,9 +251,7 @@ def claim_nonlin_thresholds(led: Ledger, r: Result) -> None:
         m = float(tr.sel(variant="no_nonlin", **sel).mean())
         alt = float(tr.sel(variant="standard", **sel).mean())
         if not math.isfinite(alt):
-            led.judge(
-                name, reason="a standard-model training run diverged: no alternative to compare with", figure=None
-            )
+            led.judge(name, reason="a standard-model training run diverged: no alternative to compare with")
             continue
         se = mean_se(tr.sel(variant="no_nonlin", **sel).mean(("nonlin_layer", "head")).values).se
         led.judge(

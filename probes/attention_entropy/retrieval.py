@@ -209,9 +209,7 @@ def claim_retrieval_slopes(led: Ledger, r: Result) -> None:
     ns = ds["retrieval_n"].values
     if not np.all(np.isfinite(ds["retrieval_slope"].values) & np.isfinite(ds["retrieval_slope_theory"].values)):
         for name in (f"ssmax_trained_{kn}_slope" for kn in RETRIEVAL_KERNELS):
-            led.judge(
-                name, reason="a retrieval training run diverged (non-finite attention weights, no slope)", figure=None
-            )
+            led.judge(name, reason="a retrieval training run diverged (non-finite attention weights, no slope)")
         return
     span = f"trained at n = {ns[0]}, tested at n = {', '.join(str(int(v)) for v in ns)} pairs"
     soft_slope = float(ds["retrieval_slope"].sel(retrieval_kernel="softmax").mean())
@@ -267,7 +265,6 @@ def claim_retrieval_accuracy(led: Ledger, r: Result) -> None:
         led.judge(
             f"ssmax_trained_retrieval_{fmax}x",
             reason="a retrieval training run diverged (non-finite attention weights)",
-            figure=None,
         )
         return
     led.judge(

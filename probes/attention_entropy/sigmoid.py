@@ -96,7 +96,7 @@ def claim_sigmoid_row_totals(led: Ledger, r: Result) -> None:
     names = ("sigmoid_row_total_zero_bias", "sigmoid_row_total_minus_ln_n")
     if "sigmoid_total" not in ds:
         for name in names:
-            led.judge(name, reason="measured on own untrained models only", seed=None, figure=None)
+            led.judge(name, reason="measured on own untrained models only")
         return
     n = int(ds["keys"].max())
     half = float(ds["keys"].mean()) / 2.0  # the zero-bias expectation n_i / 2, averaged over the rows

@@ -88,7 +88,7 @@ def claim_sigmoid_trained(led: Ledger, r: Result) -> None:
     loss = ds["sigmoid_trained_loss"]
     if not np.isfinite(loss.values).all():
         for name in names:  # both recorded with the loss ratio's source
-            led.judge(name, reason="a training run diverged (no loss)", source=SIGMOID_TRAINED_SOURCE, figure=None)
+            led.judge(name, reason="a training run diverged (no loss)", source=SIGMOID_TRAINED_SOURCE)
         return
     soft = loss.sel(sig_variant="softmax").values
     ln_t, zero = loss.sel(sig_variant="sigmoid_ln_t").values, loss.sel(sig_variant="sigmoid_zero").values

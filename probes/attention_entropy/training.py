@@ -173,7 +173,7 @@ def claim_qknorm(led: Ledger, r: Result) -> None:
     ds, config = r.data, r.config
     if True not in config.qk_norm or False not in config.qk_norm:
         for name in ("qknorm_bounds_logits", "qknorm_keeps_entropy_higher"):
-            led.judge(name, reason="needs runs with and without QK-norm", figure=None)
+            led.judge(name, reason="needs runs with and without QK-norm")
         return
     top = {"lr": float(ds["lr"].max())}
     plain, normed = ds.sel({**top, "qk_norm": False}), ds.sel({**top, "qk_norm": True})
@@ -207,7 +207,7 @@ def claim_entropy_collapse(led: Ledger, r: Result) -> None:
     ds, config = r.data, r.config
     name = "entropy_collapse_grows_with_lr"
     if False not in config.qk_norm or len(config.lr) < 2:
-        led.judge(name, reason="needs runs without QK-norm at two or more lrs", figure=None)
+        led.judge(name, reason="needs runs without QK-norm at two or more lrs")
         return
     plain = ds.sel(qk_norm=False)["trace_min_ent_norm"].isel(step=-1)  # (lr, train_seed)
     lo, hi = float(ds["lr"].min()), float(ds["lr"].max())

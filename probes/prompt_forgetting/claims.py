@@ -90,7 +90,6 @@ def claim_relay_identities(led: Ledger, rs: tuple[Result, ...]) -> None:
         why="summation error of N-term running means over L layers in the model dtype",
         statement="uniform/no-norm/no-MLP network offsets equal the matrix relay model's, every pair "
         "(max |D - D_relay| / max|h|)",
-        seed=None,
     )
     # first layer: t D_1(t) / P = |A_1 sum_s delta_s| / P at every t > P, i.e. the bound's ratio is already
     # its limit; relative rounding of D is <= N eps (running mean), of the limit d eps
@@ -102,7 +101,6 @@ def claim_relay_identities(led: Ledger, rs: tuple[Result, ...]) -> None:
         atol=4.0 * (N + config.d_model) * eps,
         why="relative rounding of an N-term running mean plus a d-term matrix product",
         statement="uniform network, layer 1: D t / P equals its limit |A_1 sum delta| / P at every t",
-        seed=None,
     )
     if L == 1:
         led.judge(
@@ -112,7 +110,6 @@ def claim_relay_identities(led: Ledger, rs: tuple[Result, ...]) -> None:
             atol=8.0 * N * eps / math.log(N / config.fit_lo),
             why="relative errors <= N eps in D, divided by the log-range of the fit window",
             statement="one uniform layer: fitted alpha = 1",
-            seed=None,
         )
 
 
@@ -130,7 +127,6 @@ def claim_cancel_bias_identities(led: Ledger, rs: tuple[Result, ...]) -> None:
         atol=16 * P * eps,
         why="softmax of P equal logits and t-P equal logits: a few roundings per row",
         statement="uniform attention with the cancelling bias: prompt share = P/(P+1) at every t",
-        seed=None,
     )
     if config.norm == "none" and config.mlp == 0:
         # every prompt key weighs 1/(P+1) and every continuation key 1/((P+1)(t-P)) at every t > P: layer 1's

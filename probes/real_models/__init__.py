@@ -316,7 +316,6 @@ def entropy_claims(
                 f"the text), each one's mean over its {n_heads} heads of the worst layer's per-head ratio",
                 statement=f"{name}: entropy deficit ln n - H at n = {n_top} over the Gaussian theory's is 1 "
                 f"(worst layer, {worst}; mean over {len(entry)} initialisations)",
-                seed=None,
             )
         elif name in pretrained:
             mean, se = ratios[name]
@@ -342,7 +341,7 @@ def entropy_claims(
                 figure=declarations.ENTROPY_FIGURE,
             )
         else:
-            led.judge(claim, reason=RANDOM_ALONE, seed=None)
+            led.judge(claim, reason=RANDOM_ALONE)
     return ratios
 
 

@@ -118,8 +118,8 @@ def claim_floor(led: Ledger, rs: tuple[Result, ...], dt: str) -> None:
     if config.family == "counting":  # with separators the prefix is two-state: still coherent
         name = f"floor_{dt}_exponent"
         statement = f"{dt}, coherent counting prefix: the floor grows with n (a + b sqrt(n): beta > 0)"
-        if len(rs) > 1:  # seed=None: this claim's record has never named its seed paper
-            led.judge(name, replicates=spread["replicates"], why=why, statement=statement, seed=None)
+        if len(rs) > 1:
+            led.judge(name, replicates=spread["replicates"], why=why, statement=statement)
         else:
             led.judge(
                 name,
@@ -129,7 +129,6 @@ def claim_floor(led: Ledger, rs: tuple[Result, ...], dt: str) -> None:
                 within_run=spread["within_run"],
                 why=why,
                 statement=statement,
-                seed=None,
             )
         return
     led.predict(

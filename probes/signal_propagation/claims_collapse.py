@@ -77,7 +77,6 @@ def claim_jacobian_gap(led: Ledger, r: Result) -> None:
         led.judge(
             "ln_scaling_deep_blocks_closer_to_identity_at_init",
             replicates=d,
-            seed=None,
             why=why,
             statement=f"init, L={L}: mean log gap over the deep half, ln_scaling < pre",
         )

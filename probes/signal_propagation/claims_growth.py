@@ -120,7 +120,6 @@ def claim_pre_ln_sum_rule(led: Ledger, r: Result) -> None:
                 f"{norm}_increment_{name}",
                 measured=float(inc.mean()),
                 bound=float(envelope[-1] / L),
-                seed=None,
                 why=f"the envelope's {end} per block; the point estimate of the mean increment, not widened",
                 statement=f"{norm}, L={L}: {statement}",
             )
@@ -227,7 +226,6 @@ def claim_no_norm_growth(led: Ledger, r: Result) -> None:
         "none_variance_lower_bound",
         measured=float(v[L].mean()),
         bound=lower,
-        seed=None,
         why="rigorous for E m_L at any width; the sample mean is compared unwidened. A tighter closed form needs "
         "a lower bound on the attention ratio kappa (not derived) or a convex minorant of G (the mean-field "
         "iterate is no bound: G is not convex at large q); the tight law is none_exponential_growth_factor",
