@@ -845,8 +845,9 @@ class Ledger:
         comes from another seed than its statement's paper passes ``seed``), ``figure``, ``full`` (``requires_full``),
         ``source``, ``hypothesis``, ``within_run``, a sign claim's ``sign`` and a bound's ``relation``; the call gives
         the evidence (:data:`JUDGE_EVIDENCE`: the measurement and its band, the theory value, the alternative's value,
-        ``why``, optionally ``statement``) and may override ``source``, ``hypothesis``, ``seed``, ``figure``,
-        ``requires_full`` or ``sign`` where this run decides them. The comparison is the declaration's, measured as
+        ``why``, optionally ``statement``; ``band=`` a mapping of such evidence, as a helper returns a measurement with
+        its standard error) and may override ``source``, ``hypothesis``, ``seed``, ``figure``, ``requires_full`` or
+        ``sign`` where this run decides them. The comparison is the declaration's, measured as
         the evidence says (:func:`judged_as`): an identity, a bound (``bound=`` with ``measured`` or ``population``),
         a range (``lo``, ``hi``), a sign (``sign`` declared), a prediction (``expected`` with ``alternative``), a
         qualitative verdict (``passed``), or a claim this run does not evaluate (``reason``). One engine judges every
@@ -857,6 +858,13 @@ class Ledger:
                 f"judge takes a declared claim: {name!r} has no ClaimSpec in {self.context.split('[', 1)[0]!r} "
                 "(declare it in the probe's declarations, or call the comparison's own method)"
             )
+        if "band" in evidence:  # a measurement with its band, as a helper returns it ({"measured", "se", "dof"}...)
+            band = evidence.pop("band")
+            if not isinstance(band, Mapping) or "band" in band or set(band) & set(evidence):
+                raise ValueError(
+                    f"judge {name!r}: band must be a mapping of evidence that the call does not also give, got {band!r}"
+                )
+            evidence = {**evidence, **band}
         unknown = sorted(set(evidence) - JUDGE_EVIDENCE)
         if unknown:
             raise ValueError(f"judge {name!r}: {', '.join(unknown)} is not evidence; allowed: {sorted(JUDGE_EVIDENCE)}")
@@ -1221,7 +1229,7 @@ JUDGE_EVIDENCE = frozenset(
         "measured", "expected", "alternative", "replicates", "se", "dof", "ci", "coverage", "within_run", "family",
         "atol", "rtol", "population", "bound", "tightness", "lo", "hi", "passed", "reason", "why", "statement",
         "diagnosed_by", "diagnosis", "regime", "scale", "source", "hypothesis", "seed", "figure", "requires_full",
-        "sign",
+        "sign", "band",
     }
 )  # fmt: skip
 # the keywords each claim method cannot do without (judge names the declaration field that supplies them)

@@ -131,3 +131,12 @@ def test_a_declared_within_run_reason_goes_with_a_within_run_band_only():
         assert seeds.tolerance["within_run"] is None
     finally:
         specs._REGISTRY.pop(name, None)
+
+
+def test_a_band_mapping_is_evidence_and_cannot_repeat_the_call(probe):
+    band = {"measured": 1.02, "se": 0.01, "dof": math.inf, "within_run": "a closed form"}
+    a = Ledger(probe).judge("slope", band=band, expected=1.0, alternative=0.0, why="w")
+    b = Ledger(probe).judge("slope", **band, expected=1.0, alternative=0.0, why="w")
+    assert a == b
+    with pytest.raises(ValueError, match="band must be a mapping of evidence that the call does not also give"):
+        Ledger(probe).judge("slope", band=band, measured=1.0, expected=1.0, alternative=0.0, why="w")
