@@ -71,6 +71,12 @@ DECLARED = declare(
         "the unit sphere of R^d_k and independent zero-mean values, E|S k_j - v_j|^2 / E|v|^2 = (N - 1)/d_k exactly",
         scope=_MEMORY_SCOPE,
         quantity="relative squared read-out error (dimensionless), Monte Carlo mean over memories",
+        source=f"{SOURCE}, item 1 (exact for unit keys uniform on the sphere, independent zero-mean values)",
+        hypothesis="all N stored pairs interfere, the queried one included (N / d_k): the crosstalk estimate that "
+        "ignores that the queried key reads its own value exactly",
+        within_run="no weights: random unit keys and values written by the mixer's own code, a closed form checked "
+        "by Monte Carlo over independent memories",
+        figure="ar_capacity",
     ),
     # --- item 2: overwrite -------------------------------------------------------------------------------------
     ClaimSpec(
@@ -107,6 +113,11 @@ DECLARED = declare(
         scope="by construction: m i.i.d. N(0, I) projections through the mixer's feature map, a fixed q and k of "
         "norm favor_norm, as Lemma 2 assumes (no model)",
         quantity="sample variance of the kernel estimator phi(q).phi(k)",
+        source=f"{SOURCE}, item 3 (Performer, Lemma 2, i.i.d. positive features)",
+        hypothesis="the trigonometric random features' variance (Performer, Lemma 1)",
+        within_run="no model: the feature map's random projections for a fixed q and k, a closed form checked by "
+        "Monte Carlo over independent estimators",
+        figure="ar_favor",
     ),
     ClaimSpec(
         name="favor_row_error_slope",
@@ -118,6 +129,11 @@ DECLARED = declare(
         scope="by construction: a fixed q and keys, independent feature draws per m; not checked: that the O(m^-2) "
         "remainder is negligible at the smallest m (the fit uses every m from favor_m, with no remainder cut)",
         quantity="log-log slope of the row's RMS error in m",
+        source=f"{SOURCE}, item 4 (delta method: MSE = c/m + O(m^-2))",
+        hypothesis="the row error falls as 1/m (a bias-dominated ratio estimator)",
+        within_run="no model: the feature map's random projections for a fixed q and keys; the bootstrap resamples "
+        "independent feature draws",
+        figure="ar_favor",
     ),
     # --- item 5: softmax -> linear operator ---------------------------------------------------------------------
     ClaimSpec(
@@ -132,6 +148,12 @@ DECLARED = declare(
         "not checked: the O(1/n^2) remainder (about e^(2|a|^2)/n of the constant) is taken as negligible at the "
         "largest n",
         quantity="n times the mean squared distance of the head's output from its linear limit",
+        source=f"{SOURCE}, item 5 (self-normalised importance sampling, delta method, Gaussian tilting)",
+        hypothesis="the softmax average is as good as n draws from the tilted law (effective sample size n)",
+        within_run="deterministic given the head: the closed form is evaluated at the measured head's own W_o W_v "
+        "and logit vectors (a fixed construction with |a| set by lin_a_norm), so its weights enter both sides; the "
+        "SE is over independent token sets",
+        figure="ar_linearisation",
     ),
     ClaimSpec(
         name="linearisation_rms_slope",
@@ -143,6 +165,11 @@ DECLARED = declare(
         scope="by construction: i.i.d. N(0, I) tokens and fixed head weights; the slope is fitted only over the n "
         "where the derived O(n^-2) remainder is below LINEARISATION_REMAINDER_MAX",
         quantity="log-log slope of the RMS distance from the linear limit in n",
+        source=f"{SOURCE}, item 5 (MSE = C/n + O(n^-2))",
+        hypothesis="softmax attention does not settle on a linear map of the query (the distance stays O(1))",
+        within_run="deterministic given the head: the -1/2 exponent holds for any fixed weights and |a| is set by "
+        "lin_a_norm; the bootstrap resamples independent token sets",
+        figure="ar_linearisation",
     ),
     # --- item 4: trained MQAR ------------------------------------------------------------------------------------
     ClaimSpec(
@@ -217,6 +244,12 @@ DECLARED = declare(
         scope="by construction: Gaussian inputs, noiseless labels, one causal unnormalised linear-attention layer "
         "without norm or MLP, as the closed form assumes; not checked: that 400 Adam updates reach the optimum",
         quantity="held-out in-context regression loss of the trained LSA layer",
+        source="analysis/theory/icl_gd/closed_forms.py (one_step_gd_theory: the one-layer LSA optimum); "
+        f"{GSOURCE}, item 2",
+        hypothesis="an RNN without multiplicative gates: any predictor affine in the tokens is uncorrelated with "
+        "y_q, so its best loss is the zero predictor's w^2 tr Sigma + sigma^2",
+        figure="ar_gated_rnn",
+        full=True,
     ),
     # the hypothesis of gated_rnn_over_lsa_loss: both trained layers sit at the one-layer LSA optimum
     ClaimSpec(
@@ -356,6 +389,9 @@ DECLARED = declare(
         "performing one power iteration»: per loop the trained LN layer contracts tan theta as the power method",
         scope=_PCA_SCOPE + "; the contraction is read over loops 1..8, beyond the 3 trained",
         quantity="median per-loop contraction of tan theta over loops 1..K",
+        hypothesis="the looped layer does not converge: tan theta stops contracting beyond the trained loops",
+        figure="ar_power_method",
+        full=True,
     ),
     ClaimSpec(
         name="pm_ln_error_at_T_is_power_method",

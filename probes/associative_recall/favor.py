@@ -13,10 +13,7 @@ from analysis.ledger import Ledger
 from analysis.recurrent import favor_projection, positive_random_features
 from analysis.theory import associative_recall as th
 from analysis.train import derived_seed
-from probes.associative_recall.config import (
-    SOURCE,
-    Config,
-)
+from probes.associative_recall.config import Config
 from probes.base import MAX_SEED, Result
 from probes.parts import Context, each_claim
 
@@ -119,33 +116,24 @@ def measure(ctx: Context) -> None:
 def claim_favor(led: Ledger, r: Result) -> None:
     """FAVOR+ variance at each m (Performer formula; alternative the trigonometric features) and the row
     error's slope in m (-1/2; alternative -1)."""
-    led = led.given(seed="004#70", figure="ar_favor")
     d = r.data
     for m in r.config.favor_m:
         row = d.sel(m=m)
-        led.predict(
+        led.judge(
             f"favor_variance_m{m}",
-            **mc_numbers(row, "favor_variance", r.config.favor_draws),
-            within_run="no model: the feature map's random projections for a fixed q and k, a closed form "
-            "checked by Monte Carlo over independent estimators",
+            band=mc_numbers(row, "favor_variance", r.config.favor_draws),
             alternative=float(row["trig_variance_theory"]),
-            hypothesis="the trigonometric random features' variance (Performer, Lemma 1)",
-            source=f"{SOURCE}, item 3 (Performer, Lemma 2, i.i.d. positive features)",
             why=f"95% t band of the within-run MC SE of the sample variance of {r.config.favor_draws} independent "
             "estimators (fourth moment)",
             statement=f"FAVOR+ with m = {m}: Var phi(q).phi(k) = e^(2 q.k) (e^|q+k|^2 - 1) / m",
         )
     if len(r.config.favor_m) < 2:
         return
-    led.predict(
+    led.judge(
         "favor_row_error_slope",
-        **slope_numbers(r.scalars, "favor_row_slope"),
+        band=slope_numbers(r.scalars, "favor_row_slope"),
         expected=th.ROW_ERROR_EXPONENT,
-        within_run="no model: the feature map's random projections for a fixed q and keys; the bootstrap "
-        "resamples independent feature draws",
         alternative=-1.0,
-        hypothesis="the row error falls as 1/m (a bias-dominated ratio estimator)",
-        source=f"{SOURCE}, item 4 (delta method: MSE = c/m + O(m^-2))",
         why="95% normal band of the within-run bootstrap SE of the log-log slope (feature draws resampled within "
         "each m)",
         statement="FAVOR+ attention row: RMS error ~ m^(-1/2)",

@@ -19,7 +19,7 @@ from analysis.tasks import LinearRegressionTask, QuerySlotReadout
 from analysis.theory import gated_recurrence as gth
 from analysis.theory import icl_gd as icl
 from analysis.train import derived_seed, train
-from probes.associative_recall.config import GSOURCE, SEED_GATED_RNN, Config, part_seeds
+from probes.associative_recall.config import SEED_GATED_RNN, Config, part_seeds
 from probes.associative_recall.mqar import adam_cosine_config, float64_copy, one_layer_config, one_thread, seed_numbers
 from probes.base import Result
 from probes.parts import Context, each_claim
@@ -163,22 +163,16 @@ def claim_gated_rnn(led: Ledger, r: Result) -> None:
         f"95% t band, dof = {S} - 1 (seeds): the SE of the mean over {S} replicate training seeds plus the SE over "
         f"the {c.gated_eval} held-out tasks they all share (common to every seed, so not in their spread)"
     )
-    # its seed (003#14) is not its declared paper's (000#26): eight keywords, so the claim keeps the method's call
-    led.predict(
+    # its seed (003#14) is not its declared paper's (000#26)
+    led.judge(
         "lsa_regression_loss",
-        **seed_numbers(s, "gr_lsa_loss", S),
+        band=seed_numbers(s, "gr_lsa_loss", S),
         expected=s["gr_loss_star"],
         alternative=s["gr_linear_loss"],
-        hypothesis="an RNN without multiplicative gates: any predictor affine in the tokens is uncorrelated "
-        "with y_q, so its best loss is the zero predictor's w^2 tr Sigma + sigma^2",
-        source="analysis/theory/icl_gd/closed_forms.py (one_step_gd_theory: the one-layer LSA optimum); "
-        f"{GSOURCE}, item 2",
         why=shared,
         seed=SEED_GATED_RNN,
-        requires_full=True,
         statement=f"one trained causal LSA layer on in-context regression (d = {c.gated_d}, N = {c.gated_n}): "
         "loss = the one-step-GD optimum",
-        figure="ar_gated_rnn",
     )
     for kind, what in (("lsa", "linear self-attention layer"), ("gated", "gated linear recurrence")):
         excess = f"gr_excess_{kind}"

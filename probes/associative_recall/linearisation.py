@@ -15,10 +15,7 @@ from analysis.ledger import Ledger
 from analysis.model import TinyTransformer, one_head_layer
 from analysis.theory import associative_recall as th
 from analysis.train import derived_seed
-from probes.associative_recall.config import (
-    SOURCE,
-    Config,
-)
+from probes.associative_recall.config import Config
 from probes.associative_recall.favor import mc_numbers, slope_bootstrap, slope_numbers
 from probes.base import MAX_SEED, Result
 from probes.parts import Context, each_claim
@@ -120,20 +117,14 @@ def measure(ctx: Context) -> None:
 def claim_linearisation(led: Ledger, r: Result) -> None:
     """Softmax over Gaussian tokens -> the linear map M a: n E|o - M a|^2 at the largest n against
     e^{|a|^2}(|M|_F^2 + |M a|^2) (alternative |M|_F^2), and the RMS distance's slope in n (-1/2; alternative 0)."""
-    led = led.given(seed="000#39", figure="ar_linearisation")
     c, d = r.config, r.data
     n = max(c.lin_ns)
     row = d.sel(lin_n=n)
     tilt = float(np.exp(2.0 * c.lin_a_norm**2) / n)
-    led.predict(
+    led.judge(
         "linearisation_mse_constant",
-        **mc_numbers(row, "lin_mse", c.lin_reps, scale=n),
-        within_run="deterministic given the head: the closed form is evaluated at the measured head's own "
-        "W_o W_v and logit vectors (a fixed construction with |a| set by lin_a_norm), so its weights enter "
-        "both sides; the SE is over independent token sets",
+        band=mc_numbers(row, "lin_mse", c.lin_reps, scale=n),
         alternative=float(n * row["lin_mse_iid"]),
-        hypothesis="the softmax average is as good as n draws from the tilted law (effective sample size n)",
-        source=f"{SOURCE}, item 5 (self-normalised importance sampling, delta method, Gaussian tilting)",
         why=f"95% t band of the within-run MC SE over {c.lin_reps} independent token sets; the O(1/n^2) "
         f"remainder is ~ e^(2|a|^2)/n = {tilt:.3f} of the constant",
         statement=f"one softmax head over n = {n} i.i.d. N(0, I) tokens, |a| = {c.lin_a_norm:g}: "
@@ -141,15 +132,11 @@ def claim_linearisation(led: Ledger, r: Result) -> None:
     )
     if not np.isfinite(r.scalars["lin_slope"]):  # fewer than two n where the remainder is small
         return
-    led.predict(
+    led.judge(
         "linearisation_rms_slope",
-        **slope_numbers(r.scalars, "lin_slope"),
+        band=slope_numbers(r.scalars, "lin_slope"),
         expected=th.LINEARISATION_EXPONENT,
-        within_run="deterministic given the head: the -1/2 exponent holds for any fixed weights and |a| is set by "
-        "lin_a_norm; the bootstrap resamples independent token sets",
         alternative=0.0,
-        hypothesis="softmax attention does not settle on a linear map of the query (the distance stays O(1))",
-        source=f"{SOURCE}, item 5 (MSE = C/n + O(n^-2))",
         why="95% normal band of the within-run bootstrap SE of the log-log slope (token sets resampled within "
         f"each n), fitted over the n "
         f">= {r.scalars['lin_slope_n_min']:g} where the O(n^-2) remainder e^(2|a|^2)/n is below "

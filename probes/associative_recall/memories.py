@@ -13,11 +13,7 @@ from analysis.ledger import Ledger
 from analysis.recurrent import mix, retnet_decays
 from analysis.theory import associative_recall as th
 from analysis.train import derived_seed
-from probes.associative_recall.config import (
-    SEED_DELTA,
-    SOURCE,
-    Config,
-)
+from probes.associative_recall.config import Config
 from probes.associative_recall.favor import mc_numbers
 from probes.base import MAX_SEED, Result
 from probes.parts import Context, each_claim
@@ -116,21 +112,15 @@ def claim_forms(led: Ledger, r: Result) -> None:
 
 def claim_additive_interference(led: Ledger, r: Result) -> None:
     """Untrained additive memory: relative squared read-out error (N - 1)/d_k at each N."""
-    led = led.given(seed=SEED_DELTA, figure="ar_capacity")
     if "additive" not in r.config.kernels:
         return
     d, dk = r.data.sel(kernel="additive"), r.config.d_key
     for n in r.config.n_pairs:
         row = d.sel(n_pairs=n)
-        led.predict(
+        led.judge(
             f"additive_readout_error_N{n}",
-            **mc_numbers(row, "readout_error", r.config.draws),
-            within_run="no weights: random unit keys and values written by the mixer's own code, a closed form "
-            "checked by Monte Carlo over independent memories",
+            band=mc_numbers(row, "readout_error", r.config.draws),
             alternative=float(n / dk),
-            hypothesis="all N stored pairs interfere, the queried one included (N / d_k): the crosstalk "
-            "estimate that ignores that the queried key reads its own value exactly",
-            source=f"{SOURCE}, item 1 (exact for unit keys uniform on the sphere, independent zero-mean values)",
             why=f"95% t band of the within-run MC SE over {r.config.draws} independent memories (no model); the "
             "alternative lies 1/d_k away",
             statement=f"additive memory, N = {n}, d_k = {dk}: E|S k - v|^2 / E|v|^2 = (N - 1)/d_k",

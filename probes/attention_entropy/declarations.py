@@ -9,6 +9,7 @@ names a regime, so it declares no scope checks."""
 from analysis.specs import ClaimSpec, declare
 from probes.attention_entropy.nonlin import COLLAPSED, NONLIN_SOURCE, OVERLOADED, UNIFORM_HYP
 from probes.attention_entropy.retrieval import RETRIEVAL_SOURCE
+from probes.attention_entropy.shared import FADE_WITHIN_RUN
 from probes.attention_entropy.sigmoid import SIGMOID_SOURCE
 from probes.attention_entropy.sigmoid_trained import SIGMOID_TRAINED_SOURCE
 
@@ -73,6 +74,9 @@ DECLARED = declare(
         "1/(1 + (n-1) n^{-sg}), which fades like n^{min(sg-1, 0)}: the fading stops iff s g >= 1",
         scope=_PLANTED + _MARGIN,
         quantity="fitted d ln w / d ln n over the top half-decade below planted_max_n (dimensionless)",
+        source="derivation: w = 1/(1 + (n-1) n^{-sg}) ~ n^{min(sg-1, 0)}; fading stops iff s g >= 1",
+        figure="ae_ssmax_rate",
+        within_run=FADE_WITHIN_RUN,
     ),
     ClaimSpec(
         name="softmax_fade_rate",
@@ -83,6 +87,10 @@ DECLARED = declare(
         "e^g/(e^g + n - 1), whose log-log slope tends to -1 (correction e^g/n)",
         scope=_PLANTED,
         quantity="fitted d ln w / d ln n over the top half-decade below planted_max_n (dimensionless)",
+        source="derivation: softmax planted weight e^g/(e^g + n - 1) ~ e^g / n",
+        hypothesis="no dilution: a key with a fixed logit gap keeps its weight as n grows",
+        figure="ae_ssmax_rate",
+        within_run=FADE_WITHIN_RUN,
     ),
     # ------------------------------------------------------------------------------------------- row bounds
     ClaimSpec(

@@ -13,7 +13,7 @@ from analysis.ledger import Ledger
 from analysis.model import TinyTransformer, one_head_layer
 from analysis.theory import attention_entropy as th
 from probes.attention_entropy.config import Config
-from probes.attention_entropy.shared import FADE_WITHIN_RUN, fade_rate_numbers, fit_log_slope
+from probes.attention_entropy.shared import fade_rate_numbers, fit_log_slope
 from probes.base import Result
 from probes.parts import Context, each_claim
 
@@ -153,7 +153,8 @@ def claim_ssmax_fading_rate(led: Ledger, r: Result) -> None:
 
     Made at s g away from the threshold (|s g - 1| >= fade_margin); the measurement is the slope fitted over the
     upper half-decade below planted_max_n, its uncertainty the drift of that slope from the lower half-decade: a
-    within-run uncertainty (the planted network is a fixed construction, no random weights; :data:`FADE_WITHIN_RUN`)."""
+    within-run uncertainty (the planted network is a fixed construction, no random weights; the declaration's
+    within_run, :data:`probes.attention_entropy.shared.FADE_WITHIN_RUN`)."""
     ds, config = r.data, r.config
     lo_n, hi_n = config.planted_max_n / 10.0, config.planted_max_n
     for sg in config.fade_sg:
@@ -165,20 +166,14 @@ def claim_ssmax_fading_rate(led: Ledger, r: Result) -> None:
             if fades
             else (-1.0, "SSMax dilutes like softmax (weight ~ 1/n)")
         )
-        # nine keywords of evidence (the band's measured, se, dof and within_run; expected, alternative, a hypothesis
-        # that depends on s g, why, statement): the claim keeps the method's call
-        led.predict(
+        led.judge(
             f"ssmax_fade_rate_sg{sg:g}",
-            **fade_rate_numbers(
+            band=fade_rate_numbers(
                 float(ds["fade_rate"].sel(fade_sg=sg)), float(ds["fade_rate_lower_half"].sel(fade_sg=sg))
             ),
             expected=float(ds["fade_rate_theory"].sel(fade_sg=sg)),
             alternative=alt,
             hypothesis=hyp,
-            within_run=FADE_WITHIN_RUN,
-            seed="000#6",
-            figure="ae_ssmax_rate",
-            source="derivation: w = 1/(1 + (n-1) n^{-sg}) ~ n^{min(sg-1, 0)}; fading stops iff s g >= 1",
             why=f"se = |slope on n in [{lo_n:g}, {hi_n / math.sqrt(10):.0f}] - slope on [{hi_n / math.sqrt(10):.0f}, "
             f"{hi_n:g}]|: how far the fitted exponent still drifts at these n (the network is exact, the "
             "only uncertainty about the n -> infinity rate is this finite-n drift); within-run band: 95% normal "

@@ -35,7 +35,6 @@ GATE = "nonlin"
 
 VARIANTS = ("standard", "no_nonlin")  # Pre-LN + GELU | norm none (no final norm) + identity activation
 STATES = ("init", "trained")
-SEED_NONLIN = "004#30"
 COLLAPSED = 0.2  # issue 17: deep layers of the model without nonlinearities at H / ln n < 0.2 (entropy collapse)
 OVERLOADED = 0.9  # issue 17: its early layers at H / ln n > 0.9 (entropic overload)
 NONLIN_SOURCE = (
@@ -205,20 +204,16 @@ def claim_nonlin_gaussian(led: Ledger, r: Result) -> None:
                 statement=f"{variant}, {state}, {where}: mean H / ln n = mean over rows of E_gauss[H](n, s_row) / ln n "
                 "at each row's measured logit std",
             )
-            # its diagnosis names this layer's rows claim, which a templated declaration cannot hold: with the band's
-            # measured, expected, se and dof, alternative, why and statement, nine keywords, so the claim keeps the
-            # method's call
-            common = dict(alternative=1.0, hypothesis=UNIFORM_HYP, seed=SEED_NONLIN, figure="ae_nonlin")
-            led.predict(
+            # its diagnosis names this layer's rows claim, which a templated declaration cannot hold: the call gives it
+            led.judge(
                 f"{prefix}_{state}{suffix}",
-                **_entropy_numbers(ds, variant, state, "theory", layers),
-                source=NONLIN_SOURCE,
+                band=_entropy_numbers(ds, variant, state, "theory", layers),
+                alternative=1.0,
                 why=why,
                 diagnosed_by={rows_name: "pass"},
                 diagnosis=jensen,
                 statement=f"{variant}, {state}, {where}: mean H / ln n = mean over n of E_gauss[H](n, s_l) / ln n at "
                 "the layer's pooled logit std s_l (per head)",
-                **common,
             )
 
 

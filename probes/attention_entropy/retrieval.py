@@ -20,7 +20,6 @@ from analysis.train import TrainConfig, train
 from analysis.validation import check_choice
 from probes.attention_entropy.config import Config
 from probes.attention_entropy.shared import (
-    SEED_SSMAX,
     band_text,
     fit_log_slope,
     measure_own,
@@ -235,17 +234,11 @@ def claim_retrieval_slopes(led: Ledger, r: Result) -> None:
     for kernel, (alt, hyp, detail) in cases.items():
         sub = ds.sel(retrieval_kernel=kernel)
         meas, pred = sub["retrieval_slope"].values, sub["retrieval_slope_theory"].values
-        # eight keywords of evidence (the band's measured, expected, se and dof; alternative, a hypothesis that
-        # differs between the two kernels of one declaration, why, statement): the claim keeps the method's call
-        led.predict(
+        led.judge(
             f"ssmax_trained_{kernel}_slope",
-            **residual_numbers(meas, pred, mean_se(meas - pred)),
+            band=residual_numbers(meas, pred, mean_se(meas - pred)),
             alternative=alt,
             hypothesis=hyp,
-            requires_full=True,
-            seed=SEED_SSMAX,
-            figure="ae_ssmax_trained",
-            source=RETRIEVAL_SOURCE,
             why=f"{band_text(config.retrieval_seeds)}: se is the standard error over seeds of the per-seed "
             f"residual (fitted slope - predicted slope; each seed its own test sequences, {config.retrieval_eval} per "
             f"length; dof {config.retrieval_seeds} - 1)",

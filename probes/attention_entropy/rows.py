@@ -16,7 +16,6 @@ from analysis.theory import attention_entropy as th
 from probes.attention_entropy.config import Config
 from probes.attention_entropy.models import distinct_tokens, model_config
 from probes.attention_entropy.shared import (
-    FADE_WITHIN_RUN,
     FLOAT32_ROW,
     FLOAT64_ROW,
     at_n,
@@ -177,18 +176,11 @@ def measure(ctx: Context) -> None:
 def claim_softmax_dilution_rate(led: Ledger, r: Result) -> None:
     """Softmax dilution (000#6): a key with a fixed logit gap g keeps weight e^g/(e^g + n - 1) ~ e^g / n."""
     scalars, config = r.scalars, r.config
-    # eight keywords of evidence (the band's measured, se, dof and within_run; expected, alternative, why, statement):
-    # the claim keeps the method's call
-    led.predict(
+    led.judge(
         "softmax_fade_rate",
-        **fade_rate_numbers(scalars["softmax_fade_rate"], scalars["softmax_fade_rate_lower_half"]),
+        band=fade_rate_numbers(scalars["softmax_fade_rate"], scalars["softmax_fade_rate_lower_half"]),
         expected=-1.0,
         alternative=0.0,
-        within_run=FADE_WITHIN_RUN,
-        seed="000#6",
-        hypothesis="no dilution: a key with a fixed logit gap keeps its weight as n grows",
-        source="derivation: softmax planted weight e^g/(e^g + n - 1) ~ e^g / n",
-        figure="ae_ssmax_rate",
         why="se = drift of the fitted slope between the two half-decades below planted_max_n (as for SSMax); "
         "within-run band: 95% normal multiple (1.96, dof inf) of the drift",
         statement=f"softmax: fitted d ln w / d ln n at n ~ {config.planted_max_n} = -1 (dilution)",

@@ -110,16 +110,11 @@ def claim_sigmoid_row_totals(led: Ledger, r: Result) -> None:
         resid = mean_se((meas - theo).mean((1, 2, 3)))  # per independent model: mean over layers, heads, rows
         alt, hyp = alternatives[name]
         b = float(ds["bias"].values[a])
-        # eight keywords of evidence (the band's measured, expected, se and dof; alternative, a hypothesis that
-        # differs between the two biases of one declaration, why, statement): the claim keeps the method's call
-        led.predict(
+        led.judge(
             name,
-            **residual_numbers(meas, theo, resid),
+            band=residual_numbers(meas, theo, resid),
             alternative=alt,
             hypothesis=hyp,
-            source=SIGMOID_SOURCE,
-            seed="000#17",
-            figure="ae_sigmoid_init",
             why=f"95% t band over {resid.n} independent models (replicate seeds): se is the standard error over "
             f"models of each model's mean residual (measured - theory) over its layers, heads and rows "
             f"(dof {resid.n} - 1)",

@@ -81,27 +81,20 @@ def mc_check(
     se: float,
     *,
     alternative: float,
-    hypothesis: str,
-    source: str,
     why: str,
     statement: str,
     seed: str | None = None,
     family: int | None = None,
-    within_run: str = MC_NO_MODEL,
 ) -> None:
     """The prediction ``name``: a closed form (``expected``) equals its Monte Carlo estimate ``measured``, whose SE
-    ``se`` over the draws (a normal band) is the whole uncertainty (no model: ``within_run`` says so)."""
-    led.predict(
+    ``se`` over the draws (a normal band) is the whole uncertainty (no model: the declaration's ``within_run`` says
+    so; its ``source`` and ``hypothesis`` are declared too). ``seed``: the run's seed paper, None where the claim
+    is ours (:func:`claim_seed`)."""
+    led.judge(
         name,
-        measured=measured,
-        expected=expected,
-        se=se,
-        dof=math.inf,
+        band={"measured": measured, "expected": expected, "se": se, "dof": math.inf},
         family=family,
-        within_run=within_run,
         alternative=alternative,
-        hypothesis=hypothesis,
-        source=source,
         seed=seed,
         why=why,
         statement=statement,

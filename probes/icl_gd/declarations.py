@@ -9,7 +9,7 @@ run meets its statements' hypotheses by construction, or the ``scope`` sentence 
 """
 
 from analysis.specs import ClaimSpec, declare
-from probes.icl_gd.bands import SOURCE_ETA, SOURCE_LOOPED, SOURCE_VO
+from probes.icl_gd.bands import HYP_INF, MC_NO_MODEL, SOURCE_ETA, SOURCE_LOOPED, SOURCE_VO
 from probes.icl_gd.depth import SOURCE_DEPTH
 from probes.icl_gd.garg import SOURCE_GARG
 from probes.icl_gd.logistic import CRITERION as LG_CRITERION
@@ -121,6 +121,9 @@ DECLARED = declare(
         "fourth-moment term",
         scope=_MC + "; for the uniform law the closed form extends Mahankali et al.'s Gaussian setting",
         quantity="learning rate eta (dimensionless)",
+        source=SOURCE_ETA,
+        hypothesis=HYP_INF,
+        within_run=MC_NO_MODEL,
     ),
     ClaimSpec(
         name="loss_star_mc",
@@ -131,6 +134,9 @@ DECLARED = declare(
         "(finite N, the input law's fourth moments) is loss*",
         scope=_MC + "; for the uniform law the closed form extends Mahankali et al.'s Gaussian setting",
         quantity="MSE of one GD step at eta* (units of y^2)",
+        source=SOURCE_ETA,
+        hypothesis=HYP_INF + " (its loss formula at the same eta*)",
+        within_run=MC_NO_MODEL,
     ),
     # ---- one trained layer (von Oswald et al. 2023)
     ClaimSpec(
@@ -231,6 +237,9 @@ DECLARED = declare(
         "inputs, d = 5, N = 20",
         scope=_MC,
         quantity="MSE of the optimal step (units of y^2)",
+        source=f"derivation: {MK_SOURCE['gaussian']}",
+        hypothesis=HYP_INF + " (its loss formula at the same eta*)",
+        within_run=MC_NO_MODEL,
     ),
     ClaimSpec(
         name="mahankali_anisotropic_loss_star_mc",
@@ -241,6 +250,9 @@ DECLARED = declare(
         "preconditioned by Gamma* = [(1 + 1/N) Sigma + (tr Sigma + sigma^2)/N I]^-1 for x ~ N(0, Sigma)",
         scope=_MC,
         quantity="MSE of the optimal preconditioned step (units of y^2)",
+        source=f"derivation: {MK_SOURCE['anisotropic']}",
+        hypothesis=MK_ALT_WORDS["anisotropic"],
+        within_run=MC_NO_MODEL,
     ),
     ClaimSpec(
         name="mahankali_relu_loss_star_mc",
@@ -251,6 +263,9 @@ DECLARED = declare(
         "step at the ReLU law's eta* for isotropic Gaussian inputs with responses max(0, w.x) + noise",
         scope=_MC,
         quantity="MSE of the optimal step (units of y^2)",
+        source=f"derivation: {MK_SOURCE['relu']}",
+        hypothesis="the ReLU responses behave as linear ones: the linear law's loss formula at the same eta*",
+        within_run=MC_NO_MODEL,
     ),
     ClaimSpec(
         name="mahankali_gaussian_gamma",
@@ -368,6 +383,11 @@ DECLARED = declare(
         scope="by construction: Rao-Blackwellised Monte Carlo over contexts drawn from the run's own law; "
         "recorded only at the k where the closed form is exact; no model",
         quantity="MSE of Bayes ridge at the worst k (units of y^2)",
+        source="derivation: analysis.theory.icl_gd.ridge_bayes_loss_theory (posterior mean; sigma = 0: "
+        "w v max(d-k, 0))",
+        hypothesis="the context teaches nothing: E y^2 (predict 0)",
+        within_run="no model: Bayes ridge is a fixed function of the drawn contexts, its Rao-Blackwellised Monte "
+        "Carlo SE over them the whole uncertainty",
     ),
     ClaimSpec(
         name="least_squares_inverse_wishart",
@@ -379,6 +399,11 @@ DECLARED = declare(
         scope="by construction: Rao-Blackwellised Monte Carlo over Gaussian contexts (d = ridge_mc_d, k = 2d) as "
         "the inverse-Wishart form assumes; no model",
         quantity="MSE of least squares (units of y^2)",
+        source="derivation: E tr (X^T X)^-1 = d/(k - d - 1) (inverse Wishart; "
+        "analysis.theory.icl_gd.least_squares_theory)",
+        hypothesis="the Marchenko-Pastur (k, d -> inf) limit sigma^2 (1 + d/(k - d)): no finite-size correction",
+        within_run="no model: least squares is a fixed function of the drawn contexts, the Monte Carlo SE over them "
+        "the whole uncertainty",
     ),
     # ---- Garg et al. 2022
     ClaimSpec(

@@ -10,7 +10,7 @@ import numpy as np
 from analysis.evidence import mean_se
 from analysis.ledger import Ledger
 from probes.base import Result
-from probes.icl_gd.bands import HYP_INF, SOURCE_ETA, claim_seed, mc_check
+from probes.icl_gd.bands import claim_seed, mc_check
 from probes.icl_gd.config import Config
 from probes.icl_gd.models import sample_batch
 from probes.parts import Context, each_claim
@@ -58,8 +58,6 @@ def claims_eta_star(led: Ledger, r: Result) -> None:
         s["eta_theory"],
         s["eta_mc_se"],
         alternative=s["eta_untuned"],
-        hypothesis=HYP_INF,
-        source=SOURCE_ETA,
         seed=claim_seed(cfg.x_dist),
         why="95% band of the delta-method SE of the Monte Carlo least-squares rate E[g y_q]/E[g^2] over n_mc tasks",
         statement=f"eta* (closed form, {cfg.x_dist}) equals the Monte Carlo least-squares learning rate of one GD step",
@@ -71,8 +69,6 @@ def claims_eta_star(led: Ledger, r: Result) -> None:
         s["loss_gd_theory"],
         s["loss_gd_mc_se"],
         alternative=s["loss_gd_infinite_context"],
-        hypothesis=HYP_INF + " (its loss formula at the same eta*)",
-        source=SOURCE_ETA,
         seed=claim_seed(cfg.x_dist),
         why="95% band of the SE of the mean squared error over n_mc tasks",
         statement="the closed-form loss of one GD step at eta* equals its Monte Carlo estimate",

@@ -14,7 +14,7 @@ from analysis.ledger import Ledger
 from analysis.regression_data import RegressionBatch
 from analysis.theory import icl_gd as th
 from probes.base import Result
-from probes.icl_gd.bands import HYP_INF, SEED_MAHANKALI, mc_check, seeds_ok
+from probes.icl_gd.bands import SEED_MAHANKALI, mc_check, seeds_ok
 from probes.icl_gd.config import ETA_CRITERION, PRECONDITIONER_CRITERION, Config, linear_task, part_seeds, spectrum
 from probes.icl_gd.models import (
     ModelPredictor,
@@ -251,11 +251,6 @@ def claims_mahankali_loss(led: Ledger, r: dict, law: str, cfg: Config) -> None:
         )
     if law == cfg.x_dist and law != "anisotropic" and headline_is_mahankali(cfg):
         return  # the headline's loss_star_mc (claims_eta_star) is this closed form's Monte Carlo check
-    hyp = {
-        "gaussian": HYP_INF + " (its loss formula at the same eta*)",
-        "anisotropic": MK_ALT_WORDS["anisotropic"],
-        "relu": "the ReLU responses behave as linear ones: the linear law's loss formula at the same eta*",
-    }[law]
     mc_check(
         led,
         f"mahankali_{law}_loss_star_mc",
@@ -263,8 +258,6 @@ def claims_mahankali_loss(led: Ledger, r: dict, law: str, cfg: Config) -> None:
         r["mk_loss_star"],
         r["mk_loss_star_mc_se"],
         alternative=r["mk_mc_alt"],
-        hypothesis=hyp,
-        source=f"derivation: {MK_SOURCE[law]}",
         seed=SEED_MAHANKALI,
         why="95% band of the SE of the Monte Carlo mean over n_mc tasks (Rao-Blackwellised over w for linear "
         "responses)",

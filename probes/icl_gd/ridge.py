@@ -144,14 +144,7 @@ def claims_ridge(led: Ledger, r: Result) -> None:
             float(e[j]),
             float(se[j]),
             family=family_size(z),
-            within_run="no model: Bayes ridge is a fixed function of the drawn contexts, its Rao-Blackwellised Monte "
-            "Carlo SE over them the whole uncertainty",
             alternative=float(np.trace(Sigma)) + cfg.noise**2,
-            hypothesis="the context teaches nothing: E y^2 (predict 0)",
-            source=(
-                "derivation: analysis.theory.icl_gd.ridge_bayes_loss_theory (posterior mean; sigma = 0: "
-                "w v max(d-k, 0))"
-            ),
             why="95% band of the SE of the Rao-Blackwellised mean over n_eval contexts (+ a 1e-9 E y^2 floor for "
             "pinv round-off)",
             statement=(
@@ -166,13 +159,7 @@ def claims_ridge(led: Ledger, r: Result) -> None:
         s["ls_mc_loss"],
         s["ls_exact_loss"],
         s["ls_mc_loss_se"],
-        within_run="no model: least squares is a fixed function of the drawn contexts, the Monte Carlo SE over "
-        "them the whole uncertainty",
         alternative=s["ls_asymptotic_loss"],
-        hypothesis="the Marchenko-Pastur (k, d -> inf) limit sigma^2 (1 + d/(k - d)): no finite-size correction",
-        source=(
-            "derivation: E tr (X^T X)^-1 = d/(k - d - 1) (inverse Wishart; analysis.theory.icl_gd.least_squares_theory)"
-        ),
         why="95% band of the SE of the Rao-Blackwellised Monte Carlo mean over ridge_mc_tasks Gaussian contexts",
         statement=(
             f"least squares' risk at d = {d}, k = {k}, sigma = {s['ridge_mc_noise']:g} is sigma^2 (1 + d/(k - d - 1))"

@@ -9,7 +9,7 @@ import xarray as xr
 from analysis.ledger import Ledger
 from analysis.theory import prompt_forgetting as th
 from probes.base import Result
-from probes.prompt_forgetting.config import SEED_SOURCE, Config
+from probes.prompt_forgetting.config import Config
 from probes.prompt_forgetting.models import TRAINED_ONE_SEED
 
 
@@ -34,7 +34,8 @@ def n_total(data: xr.Dataset) -> int:
     return int(data["t"].values[-1])
 
 
-# the band of a claim about one model's alpha: the bootstrap over its prompt pairs (one weight draw)
+# why the band of a claim about one model's alpha, the bootstrap over its prompt pairs (one weight draw), stands
+# alone: the within_run of the declarations judged with a CI
 ONE_MODEL = (
     "the claim is about this one model (one weight seed): its alpha is fixed by its weights, and the bootstrap "
     "over prompt pairs is the uncertainty of measuring it on n_pairs prompts"
@@ -62,30 +63,21 @@ def claim_relay_exponent(led: Ledger, rs: tuple[Result, ...]) -> None:
         band = dict(replicates=[r.scalars["alpha"] for r in many])
         why = over_seeds(many, "last-layer alpha")
     else:
-        band = dict(
-            measured=scalars["alpha"],
-            ci=(scalars["alpha_ci_lo"], scalars["alpha_ci_hi"]),
-            coverage=0.95,
-            within_run=ONE_MODEL,
-        )
+        band = dict(measured=scalars["alpha"], ci=(scalars["alpha_ci_lo"], scalars["alpha_ci_hi"]), coverage=0.95)
         why = (
             "95% percentile bootstrap CI over prompt pairs of this one model's last-layer alpha (the same claim "
             "over weight seeds, with their spread: alpha_vs_relay_L<L> of depth_law_claims)"
         )
-    led.predict(
+    led.judge(
         "alpha_matches_relay",
         expected=expected,
-        **band,
+        band=band,
         alternative=1.0,
-        hypothesis="pure dilution without relay: D ~ 1/t (alpha = 1, one layer or no mixing)",
-        seed="000#1",
-        source=RELAY_SOURCE,
         # the relay model linearises near-uniform attention: logits too large to reach dilution are outside it
         regime=["condition_dilution_regime"],
         why=why,
         statement=f"untrained pre-LN softmax, L = {L}: last-layer alpha{mean_note(many)} equals the relay "
         f"model's alpha over the same window ({expected:.3f})",
-        figure="pf_alpha_summary",
     )
 
 
@@ -114,22 +106,17 @@ def claim_seed_range(led: Ledger, rs: tuple[Result, ...]) -> None:
         return
     fam = "trained" if config.trained else "untrained"
     lo, hi = (0.55, 0.7) if config.trained else (0.2, 0.5)
-    diag = {}
-    if not config.trained:  # the cause measured in this run: the network follows the relay model of its depth
-        diag = dict(diagnosed_by={"alpha_matches_relay": "pass"}, diagnosis=_untrained_diagnosis(config, scalars))
-    led.paper(
+    untrained = not config.trained
+    measured = float(np.mean([r.scalars["alpha"] for r in many])) if many else scalars["alpha"]
+    led.judge(
         f"alpha_{fam}_seed_range",
-        measured=float(np.mean([r.scalars["alpha"] for r in many])) if many else scalars["alpha"],
-        lo=lo,
-        hi=hi,
-        source=SEED_SOURCE,
-        seed="000#1",
+        band=dict(measured=measured, lo=lo, hi=hi),  # the measurement and the seed's range it is placed against
         why="the seed's reported range for this family (large LMs, long contexts)",
-        requires_full=True,
         statement=f"{fam} pre-LN softmax: last-layer alpha{mean_note(many)} in the seed's range [{lo}, {hi}]",
-        figure="pf_alpha_summary",
         scale=_seed_scale(config),
-        **diag,
+        # untrained: the cause measured in this run, the network follows the relay model of its depth
+        diagnosed_by={"alpha_matches_relay": "pass"} if untrained else None,
+        diagnosis=_untrained_diagnosis(config, scalars) if untrained else "",
     )
 
 
@@ -148,18 +135,9 @@ BIAS_SOURCE = "seed: cancelling the dilution with a logit bias stops the decay e
 
 def claim_bias_reverses(led: Ledger, name: str, band: dict, why: str, statement: str) -> None:
     """The seed's intervention on a trained model: the cancelling bias reverses the decay (alpha < 0; alternative
-    0, it only stops it; sign, hypothesis and figure declared), in the ``band`` of the biased alpha: its
-    ``replicates``, or this one model's ``measured`` alpha with its 95% ``ci`` (``coverage``, ``within_run``)."""
-    led.judge(
-        name,
-        replicates=band.get("replicates"),
-        measured=band.get("measured"),
-        ci=band.get("ci"),
-        coverage=band.get("coverage"),
-        within_run=band.get("within_run"),
-        why=why,
-        statement=statement,
-    )
+    0, it only stops it; sign, hypothesis, figure and the one model's within_run declared), in the ``band`` of the
+    biased alpha: its ``replicates``, or this one model's ``measured`` alpha with its 95% ``ci`` (``coverage``)."""
+    led.judge(name, band=band, why=why, statement=statement)
 
 
 def claim_bias_trajectory(led: Ledger, rs: tuple[Result, ...]) -> None:
@@ -185,22 +163,16 @@ def claim_bias_trajectory(led: Ledger, rs: tuple[Result, ...]) -> None:
             plain = float(np.mean([r.data["alpha_trajectory"].values[i] for r in many]))
         else:
             ci = tuple(float(x) for x in data["alpha_bias_trajectory_ci"].values[i])
-            band = dict(
-                measured=float(data["alpha_bias_trajectory"].values[i]), ci=ci, coverage=0.95, within_run=ONE_MODEL
-            )
+            band = dict(measured=float(data["alpha_bias_trajectory"].values[i]), ci=ci, coverage=0.95)
             plain = float(data["alpha_trajectory"].values[i])
         if s <= EARLY * config.train_steps:
-            led.predict(
+            led.judge(
                 f"bias_stops_decay_step{s}",
                 expected=0.0,
-                **band,
+                band=band,
                 alternative=plain,
-                seed="000#1",
-                source=BIAS_SOURCE,
                 why=why,
-                hypothesis="the bias does not change alpha (dilution is not what makes the prompt fade)",
                 statement=f"{arch}, after {s} of {config.train_steps} updates: with the cancelling bias alpha = 0",
-                figure="pf_bias_training",
             )
         elif s == config.train_steps:
             claim_bias_reverses(

@@ -12,13 +12,7 @@ from analysis.evidence import mean_se, t_multiple
 from analysis.ledger import Ledger
 from analysis.theory import prompt_forgetting as th
 from probes.base import Result
-from probes.prompt_forgetting.alpha_claims import (
-    BIAS_SOURCE,
-    ONE_MODEL,
-    claim_bias_reverses,
-    mean_note,
-    over_seeds,
-)
+from probes.prompt_forgetting.alpha_claims import claim_bias_reverses, mean_note, over_seeds
 from probes.prompt_forgetting.config import NAME
 from probes.prompt_forgetting.models import TRAINED_ONE_SEED
 
@@ -78,7 +72,7 @@ def bias_claims(plain, biased) -> Ledger:
         why = over_seeds(tuple(biaseds), "biased last-layer alpha")
     else:
         ci = (biased.scalars["alpha_ci_lo"], biased.scalars["alpha_ci_hi"])
-        band = dict(measured=biased.scalars["alpha"], ci=ci, coverage=0.95, within_run=ONE_MODEL)
+        band = dict(measured=biased.scalars["alpha"], ci=ci, coverage=0.95)
         why = "95% percentile bootstrap CI over prompt pairs of the biased run's last-layer alpha" + (
             f"; {TRAINED_ONE_SEED}" if cfg.trained else ""
         )
@@ -92,16 +86,12 @@ def bias_claims(plain, biased) -> Ledger:
             f"{unbiased:.3f})",
         )
     else:
-        led.predict(
+        led.judge(
             "bias_stops_decay",
             expected=0.0,
-            **band,
+            band=band,
             alternative=unbiased,
-            hypothesis="dilution is not what makes the prompt fade: the bias leaves alpha at its unbiased value",
-            seed="000#1",
-            source=BIAS_SOURCE,
             why=why,
-            figure="pf_bias",
             statement=f"untrained {cfg.attention} model with the cancelling bias: alpha{note} = 0",
         )
     return led
@@ -190,29 +180,19 @@ def depth_sweep_claims(results: list) -> Ledger:
         band = dict(replicates=[float(w @ alphas[:, j]) for j in range(alphas.shape[1])])
         why = over_seeds(tuple(per_depth[0]), "OLS slope of alpha on L (fitted per seed)")
     else:
-        band = dict(
-            measured=float(w @ alpha),
-            se=se,
-            dof=_pairs_dof(results),
-            within_run="a claim about these models (one weight seed per depth): each alpha is fixed by its "
-            "weights, its SE the bootstrap over prompt pairs",
-        )
+        band = dict(measured=float(w @ alpha), se=se, dof=_pairs_dof(results))
         why = (
             "95% t band of the OLS slope (dof: the fewest prompt pairs - 1), each alpha's SE its 95% bootstrap "
             "CI half-width / 1.96; over weight seeds: alpha_falls_with_depth of depth_law_claims"
         )
-    led.predict(
+    led.judge(
         "alpha_depth_slope_matches_relay",
         expected=float(w @ relay),
-        **band,
+        band=band,
         alternative=0.0,
-        hypothesis="alpha independent of depth (no relay: each layer only dilutes)",
-        seed="000#1",
-        source="seed's linear relay model: each layer adds a factor ln t (relay_alpha_window)",
         why=why,
         statement=f"d alpha / dL over L = {[int(x) for x in Ls]} equals the relay model's "
         f"({float(w @ relay):.3f} per layer)",
-        figure="pf_alpha_summary",
     )
     return led
 

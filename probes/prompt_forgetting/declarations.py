@@ -6,7 +6,7 @@ its measured alpha ranges, trained models forgetting faster, and the dilution-ca
 early in training and reversing it after."""
 
 from analysis.specs import ClaimSpec, declare
-from probes.prompt_forgetting.alpha_claims import BIAS_SOURCE, RELAY_SOURCE
+from probes.prompt_forgetting.alpha_claims import BIAS_SOURCE, ONE_MODEL, RELAY_SOURCE
 from probes.prompt_forgetting.claims import CONDITIONS_SOURCE
 from probes.prompt_forgetting.config import SEED_SOURCE
 
@@ -183,6 +183,9 @@ DECLARED = declare(
         scope=("condition_dilution_regime",),
         quantity=_ALPHA + ", against the relay model's over the same window",
         source=RELAY_SOURCE,
+        hypothesis="pure dilution without relay: D ~ 1/t (alpha = 1, one layer or no mixing)",
+        figure="pf_alpha_summary",
+        within_run=ONE_MODEL,
     ),
     ClaimSpec(
         name="alpha_vs_relay_L{depth}",
@@ -219,6 +222,11 @@ DECLARED = declare(
         statement=_Q_RELAY + ": d alpha / dL of untrained networks over a fixed window equals the relay model's",
         scope=_RELAY_ACROSS,
         quantity="OLS slope of the last-layer alpha on L (1/layer), against the relay model's",
+        source="seed's linear relay model: each layer adds a factor ln t (relay_alpha_window)",
+        hypothesis="alpha independent of depth (no relay: each layer only dilutes)",
+        figure="pf_alpha_summary",
+        within_run="a claim about these models (one weight seed per depth): each alpha is fixed by its weights, its "
+        "SE the bootstrap over prompt pairs",
     ),
     # ---- the paper's measured ranges
     ClaimSpec(
@@ -229,6 +237,9 @@ DECLARED = declare(
         statement=_Q_RANGES + ": an untrained pre-LN softmax network's alpha lies in [0.2, 0.5]",
         scope=_AT_SCALE,
         quantity=_ALPHA + " (seed mean with replicates)",
+        source=SEED_SOURCE,
+        figure="pf_alpha_summary",
+        full=True,
     ),
     ClaimSpec(
         name="alpha_trained_seed_range",
@@ -238,6 +249,9 @@ DECLARED = declare(
         statement=_Q_RANGES + ": a trained pre-LN softmax network's alpha lies in [0.55, 0.7]",
         scope=_AT_SCALE + "; trained 600-2000 updates on corpus or Markov text, one weight seed",
         quantity=_ALPHA,
+        source=SEED_SOURCE,
+        figure="pf_alpha_summary",
+        full=True,
     ),
     ClaimSpec(
         name="alpha_seed_range",
@@ -286,6 +300,10 @@ DECLARED = declare(
         statement=_Q_BIAS + ": an untrained network with the cancelling bias has alpha = 0",
         scope=_BIAS_SCOPE,
         quantity="last-layer alpha with the cancelling bias (1), against the unbiased alpha",
+        source=BIAS_SOURCE,
+        hypothesis="dilution is not what makes the prompt fade: the bias leaves alpha at its unbiased value",
+        figure="pf_bias",
+        within_run=ONE_MODEL,
     ),
     ClaimSpec(
         name="bias_stops_decay_step{step}",
@@ -297,6 +315,10 @@ DECLARED = declare(
         # not checked beyond it: _BIAS_SCOPE, and "early in training" read as <= 1% of the updates
         scope=("condition_dilution_regime",),
         quantity="last-layer alpha with the cancelling bias at the checkpoint (1), against the unbiased alpha there",
+        source=BIAS_SOURCE,
+        hypothesis="the bias does not change alpha (dilution is not what makes the prompt fade)",
+        figure="pf_bias_training",
+        within_run=ONE_MODEL,
     ),
     ClaimSpec(
         name="bias_reverses_decay_trained",
@@ -312,6 +334,7 @@ DECLARED = declare(
         sign=-1,
         figure="pf_bias_training",
         full=True,
+        within_run=ONE_MODEL,
     ),
     ClaimSpec(
         name="bias_reverses_decay",
@@ -326,5 +349,6 @@ DECLARED = declare(
         sign=-1,
         figure="pf_bias",
         full=True,
+        within_run=ONE_MODEL,
     ),
 )

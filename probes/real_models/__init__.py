@@ -36,7 +36,7 @@ from analysis.evidence import mean_se, replicate_seed
 from analysis.hooks import run_with_cache
 from analysis.ledger import Claim, Ledger
 from probes.base import Result, result_difference, run_probe
-from probes.real_models import declarations  # registers the declared claims
+from probes.real_models import declarations  # noqa: F401  (registers the declared claims)
 
 CONTEXT = "real_models"
 RESOLUTION = 1e-9  # floor of a relative residual before its log: far below float32's ~1e-7 resolution
@@ -319,30 +319,30 @@ def entropy_claims(
             )
         elif name in pretrained:
             mean, se = ratios[name]
-            worst = int(np.argmax(np.abs(mean - 1.0) / np.maximum(se, np.finfo(float).tiny)))
-            # old style: as a judge call it needs ten keywords (nine of evidence, and seed=None: the record has no
-            # seed, the declaration's paper is one), over judge's seven
-            led.predict(
+            worst, band = worst_layer_band(mean, se, n_heads)
+            led.judge(
                 claim,
-                measured=float(mean[worst]),
-                se=float(se[worst]),
-                dof=n_heads - 1,
-                family=len(mean),
+                band=band,
+                expected=1.0,
+                alternative=0.0,
                 within_run=f"{name} is one pretrained network, its weights fixed: the ratio is a property of those "
                 "weights; its heads are the draws",
                 why=f"95% t band of the SE of the per-head ratio over the {n_heads} heads of the worst layer (dof "
                 f"{n_heads} - 1)",
                 statement=f"{name}: entropy deficit ln n - H at n = {n_top} over the Gaussian theory's is 1 "
                 f"(worst layer, {worst})",
-                expected=1.0,
-                alternative=0.0,
-                hypothesis=declarations.ENTROPY_HYPOTHESIS,
-                source=declarations.ENTROPY_SOURCE,
-                figure=declarations.ENTROPY_FIGURE,
             )
         else:
             led.judge(claim, reason=RANDOM_ALONE)
     return ratios
+
+
+def worst_layer_band(mean: np.ndarray, se: np.ndarray, n_heads: int) -> tuple[int, dict[str, float]]:
+    """The layer whose mean deficit ratio over heads lies the most SEs from 1, and its band: that mean, its SE over
+    the ``n_heads`` heads (dof ``n_heads - 1``) and the family of layers it is the worst of (``mean``, ``se``: per
+    layer, as :func:`deficit_ratio` gives them)."""
+    worst = int(np.argmax(np.abs(mean - 1.0) / np.maximum(se, np.finfo(float).tiny)))
+    return worst, {"measured": float(mean[worst]), "se": float(se[worst]), "dof": n_heads - 1, "family": len(mean)}
 
 
 def repeat_last(models: Mapping[str, Any], rc_config: Mapping[str, Any], preset: str) -> dict[str, Result]:

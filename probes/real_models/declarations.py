@@ -4,7 +4,7 @@ the attention-entropy deficit of MiniLM against our i.i.d.-Gaussian-logit deriva
 
 from analysis.specs import ClaimSpec, declare
 
-# the entropy claims' constants, shared by their two declarations (and the one call judge cannot take yet)
+# the entropy claims' constants, shared by their two declarations
 ENTROPY_SOURCE = "derivation: analysis.theory.attention_entropy (i.i.d. Gaussian logits, measured std)"
 ENTROPY_HYPOTHESIS = "uniform attention: the logits' spread leaves the entropy at ln n (no deficit)"
 ENTROPY_FIGURE = "real_attention_entropy"

@@ -47,6 +47,7 @@ DECLARED = declare(
         scope=_CAUSAL_RATES,
         quantity="fitted decay exponent alpha of the float64 last-token pair distance at the last layer",
         source=SOURCE,
+        figure="rc_distance",
     ),
     ClaimSpec(
         name="slope_layer1",
@@ -59,6 +60,7 @@ DECLARED = declare(
         scope=_CAUSAL_RATES,
         quantity="fitted decay exponent alpha of the float64 last-token pair distance after block 1",
         source=SOURCE,
+        figure="rc_depth",
     ),
     ClaimSpec(
         name="{claim}_drifts_toward_prediction",
@@ -71,6 +73,9 @@ DECLARED = declare(
         scope="recorded only where the exponent claim it diagnoses misses; not checked: that the next-order "
         "correction is the only cause of the miss (bounded logits are assumed, not measured)",
         quantity="alpha(upper half) - alpha(lower half) of the fit window, signed toward the prediction",
+        source="derivation: the expansions' next order decays with n (theory module, items 1-3)",
+        hypothesis="a constant exponent across the window: the miss is not a finite-n transient",
+        figure="rc_depth",
     ),
     ClaimSpec(
         name="learned_positions_no_collapse",
@@ -84,6 +89,8 @@ DECLARED = declare(
         "limit) and a repeat or counting family; not checked: that the learned position embeddings of distinct "
         "positions stay O(1) apart",
         quantity="fitted decay exponent alpha of the float64 last-token pair distance",
+        source="derivation: the read-out position differs between the two sequences (theory module, item 2)",
+        figure="rc_pos",
     ),
     # --- oversquashing --------------------------------------------------------------------------------------
     ClaimSpec(
@@ -117,8 +124,9 @@ DECLARED = declare(
         "window)",
         quantity="exponent beta of median |(h~_a - h~_b) - (h_a - h_b)| / |h| against n",
         source="derivation: probabilistic rounding of n-term attention sums (theory module, precision)",
+        # no declared sign: the counting prefix's claim (a rising floor) passes sign +1 against this hypothesis;
+        # random bases predict beta = 0 and pass their own alternative's hypothesis
         hypothesis="independent roundings: an n-independent floor (beta = 0)",
-        sign=1,
         figure="rc_depth",
     ),
     ClaimSpec(
@@ -151,5 +159,7 @@ DECLARED = declare(
         "that the float64 distance keeps the exponent fitted on [fit_lo, max_len] beyond max_len",
         quantity="first length n from which the float64 distance stays below eps(dtype)|h| (tokens)",
         source=f"{SOURCE}; the main run's float64 power law (collapse_prediction)",
+        full=True,
+        figure="rc_long_collapse",
     ),
 )

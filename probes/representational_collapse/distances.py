@@ -192,20 +192,16 @@ def _slope_claim(
         half = t_multiple(dof) * float(d["layer_slope_se"].sel(sel))
     diag = f"{name}_drifts_toward_prediction"
     if abs(mean - want) > half and all(math.isfinite(x) for x in drift):
-        led.direction(
+        led.judge(
             diag,
             sign=1 if want > mean else -1,
-            **band(rs, drift, float(d["layer_drift_se"].sel(sel)), dof, "bases (one draw of them for both halves)"),
-            seed=SEED,
-            hypothesis="a constant exponent across the window: the miss is not a finite-n transient",
-            source="derivation: the expansions' next order decays with n (theory module, items 1-3)",
+            band=band(rs, drift, float(d["layer_drift_se"].sel(sel)), dof, "bases (one draw of them for both halves)"),
             why=why_band(
                 rs,
                 "95% t band (n_bases - 1 dof) of the bootstrap SE of the difference (one draw of the samples for "
                 "both halves)",
             ),
             requires_full=requires_full,
-            figure="rc_depth",
             statement=f"layer {layer}: the exponent fitted on the window's upper half is nearer the "
             f"prediction {want:.3g} than the lower half's (upper - lower, toward it)",
         )
@@ -265,18 +261,15 @@ def claim_learned_positions(led: Ledger, rs: tuple[Result, ...]) -> None:
     if not all(math.isfinite(v) for v in slopes):
         return
     free = th.predicted_slope(config.family, "none", config.separator_every > 0, config.attention)
-    led.predict(
+    led.judge(
         "learned_positions_no_collapse",
         expected=0.0,
-        **band(rs, slopes, s["slope_se"], bases_dof(r)),
+        band=band(rs, slopes, s["slope_se"], bases_dof(r)),
         alternative=free,
         hypothesis=f"positions do not matter: the position-free rate {free:g}",
-        source="derivation: the read-out position differs between the two sequences (theory module, item 2)",
         why=why_band(
             rs, "95% t band (n_bases - 1 dof) of the bootstrap SE of the fitted exponent (resampling the bases)"
         ),
-        seed=SEED,
         requires_full=config.trained or not r.meta.get("own_model", True),
         statement=f"{config.family} with learned absolute positions: the distance does not decay (alpha = 0)",
-        figure="rc_pos",
     )

@@ -13,7 +13,7 @@ from analysis.theory import representational_collapse as th
 from probes.base import Result
 from probes.parts import Context
 from probes.representational_collapse.bands import one_model_reason
-from probes.representational_collapse.config import EXTENSION_FIELDS, SEED, SOURCE, Config, extension_lengths
+from probes.representational_collapse.config import EXTENSION_FIELDS, Config, extension_lengths
 from probes.representational_collapse.distances import rate_alternative
 from probes.representational_collapse.models import build_models, check_length
 from probes.representational_collapse.sequences import lengths, measure_distances
@@ -125,19 +125,13 @@ def claim_collapse_length(led: Ledger, r: Result) -> None:
     m = s["ext_collapse_n"]
     # the predicted interval [lo, hi] around n*, written as the measurement's interval (see Ledger.predict)
     ci = (m - (p["hi"] - p["n_star"]), m + (p["n_star"] - p["lo"]))
-    led.predict(
+    within_run = one_model_reason(r, "bases (the main run's and the extension's)")
+    led.judge(
         name,
-        measured=m,
         expected=p["n_star"],
-        ci=ci,
-        coverage=0.95,
-        within_run=one_model_reason(r, "bases (the main run's and the extension's)"),
+        band={"measured": m, "ci": ci, "coverage": 0.95, "within_run": within_run},
         alternative=alt,
         hypothesis=alt_h,
-        source=f"{SOURCE}; the main run's float64 power law (collapse_prediction)",
-        seed=SEED,
-        requires_full=True,
-        figure="rc_long_collapse",
         why="alpha over the fit's 95% bootstrap CI, ln D(max_len) within the 95% t band (n_bases - 1 dof) of its "
         "mean over the bases of two independent sample sets, plus one step of the extension's grid (theory: "
         "collapse_interval)",

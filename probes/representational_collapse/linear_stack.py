@@ -83,9 +83,8 @@ def claim_exact_uniform(led: Ledger, rs: tuple[Result, ...]) -> None:
         statement=f"network last-token states == exact linear stack (max abs error / max |h|){every}",
     )
     if not config.sensitivity:
-        led.not_evaluated(
+        led.judge(
             "sensitivity_equals_path_sum",
-            role="identity",
             source="derivation (theory module, item 4)",
             reason="sensitivity=False: not measured",
         )

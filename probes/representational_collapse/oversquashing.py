@@ -16,7 +16,7 @@ from analysis.theory.signal_propagation import rank_residual
 from probes.base import Result
 from probes.parts import Context
 from probes.representational_collapse.bands import claim_positive_mean
-from probes.representational_collapse.config import BIDIRECTIONAL, SEED, SOURCE, Config
+from probes.representational_collapse.config import BIDIRECTIONAL, Config
 from probes.representational_collapse.models import protocol_width
 from probes.representational_collapse.sequences import draw_samples, lengths, make_pair
 
@@ -105,12 +105,12 @@ def claim_sensitivity(led: Ledger, rs: tuple[Result, ...]) -> None:
     the last state is more sensitive to the first token than to a middle one (theory module, item 4)."""
     r = rs[0]
     config, L = r.config, int(r.data["layer"].size)
-    name, source = "sensitivity_first_exceeds_middle", f"{SOURCE}; path counting (theory module, item 4)"
+    name = "sensitivity_first_exceeds_middle"
     if L < 2:
         return
     if not r.scalars["causal"] or not config.sensitivity:
         reason = BIDIRECTIONAL if not r.scalars["causal"] else "sensitivity=False: not measured"
-        led.not_evaluated(name, role="prediction", source=source, reason=reason, seed=SEED)
+        led.judge(name, reason=reason)
         return
     xs = [_sensitivity_ratio(x) for x in rs]
     claim_positive_mean(

@@ -14,7 +14,7 @@ from analysis.theory import representational_collapse as th
 from probes.base import Result
 from probes.parts import Context
 from probes.representational_collapse.bands import band, bases_dof, claim_positive_mean, seeds_note, why_band
-from probes.representational_collapse.config import SEED, SOURCE, Config
+from probes.representational_collapse.config import Config
 
 DESCRIPTION = "each format's collapse length, its outputs after it, and the effective float floor"
 FIELDS = ("dtypes", "fit_lo", "n_boot")
@@ -108,38 +108,24 @@ def claim_floor(led: Ledger, rs: tuple[Result, ...], dt: str) -> None:
     if dt != "float32" or f"floor_exponent_{dt}" not in s:
         return  # coarser formats collapse inside the window
     betas = [x.scalars[f"floor_exponent_{dt}"] for x in rs]
-    source = "derivation: probabilistic rounding of n-term attention sums (theory module, precision)"
     why = why_band(
         rs,
         "95% t band (n_bases - 1 dof) of the bootstrap SE of the fitted exponent of "
         "|(h_a - h_b) - (h_a - h_b)_64| / |h| against n",
     )
     spread = band(rs, betas, s[f"floor_exponent_se_{dt}"], bases_dof(r))
+    name = f"floor_{dt}_exponent"
     if config.family == "counting":  # with separators the prefix is two-state: still coherent
-        name = f"floor_{dt}_exponent"
         statement = f"{dt}, coherent counting prefix: the floor grows with n (a + b sqrt(n): beta > 0)"
-        if len(rs) > 1:
-            led.judge(name, replicates=spread["replicates"], why=why, statement=statement)
-        else:
-            led.judge(
-                name,
-                measured=spread["measured"],
-                se=spread["se"],
-                dof=spread["dof"],
-                within_run=spread["within_run"],
-                why=why,
-                statement=statement,
-            )
+        led.judge(name, sign=1, band=spread, why=why, statement=statement)
         return
-    led.predict(
-        f"floor_{dt}_exponent",
+    led.judge(  # random bases: the declared hypothesis (an n-independent floor) is the prediction here
+        name,
         expected=0.0,
-        **spread,
+        band=spread,
         alternative=0.5,
         hypothesis="coherent roundings as for the counting prefix: a + b sqrt(n), local beta up to 1/2",
-        source=source,
         why=why,
-        figure="rc_depth",
         statement=f"{dt}, random bases: the floor is n-independent (beta = 0)",
     )
 
@@ -177,11 +163,8 @@ def claim_unresolved(led: Ledger, rs: tuple[Result, ...], dt: str) -> None:
         return
     shifts = [_unresolved_shift(x, dt) for x in rs]
     if bad := sum(x is None for x in shifts):
-        led.not_evaluated(
+        led.judge(
             name,
-            role="prediction",
-            source=SOURCE,
-            seed=SEED,
             reason=f"collapsed from the shortest length on{seeds_note(rs, bad)}: no resolved length to compare with",
         )
         return

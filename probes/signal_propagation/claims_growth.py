@@ -88,7 +88,6 @@ INCREMENT_WHY = (
 def claim_pre_ln_sum_rule(led: Ledger, r: Result) -> None:
     """Theory sections 1-3: a Pre-LN block adds a_l + g_l to the stream's second moment; the closed-form
     envelope a_l in [0, s_l^2] bounds the mean increment per block."""
-    led = led.given(figure="signal_variance_profiles")
     cfg, data, sc = r.config, r.data, r.scalars
     if cfg.trained or not cfg.skip:
         return
@@ -98,16 +97,13 @@ def claim_pre_ln_sum_rule(led: Ledger, r: Result) -> None:
         g = _mlp_terms(cfg, norm, L)[:, None]
         se, dof = _paired_se((inc - a - g).mean(0))  # (sample,) each seed's mean residual
         sc[f"{norm}_increment_per_block"] = float(inc.mean())
-        led.predict(
+        led.judge(
             f"{norm}_variance_sum_rule",
             measured=float(inc.mean()),
             expected=float((a + g).mean()),
             se=se,
             dof=dof,
             alternative=float(g.mean()),
-            hypothesis="the attention branch adds no second moment (a_l = 0): only the MLP's g_l",
-            source="derivation (theory sections 1-3): E[m_{l+1} - m_l | stream] = a_l + g_l, summed: "
-            "E m_L = m_0 + sum_l (a_l + g_l)",
             why=INCREMENT_WHY,
             statement=f"{norm}, L={L}: mean increment of m_l per block = mean (a_l + g_l)",
         )
@@ -198,7 +194,6 @@ def claim_post_ln_unit(led: Ledger, r: Result) -> None:
 
 def claim_no_norm_growth(led: Ledger, r: Result) -> None:
     """Theory section 8: without norms each block adds a_l + mean_t G(q_mid,t): exponential growth."""
-    led = led.given(figure="signal_variance_profiles")
     cfg, data, sc = r.config, r.data, r.scalars
     if cfg.trained or not cfg.skip or "none" not in data.norm.values:
         return
@@ -207,15 +202,13 @@ def claim_no_norm_growth(led: Ledger, r: Result) -> None:
     gm = data["mlp_moment"].sel(norm="none", depth=L).values[:L] if cfg.mlp else np.zeros_like(a)
     m = v[:L]  # the block's input moment: relative increments have comparable spread at every depth
     se, dof = _paired_se(((inc - a - gm) / m).mean(0))  # (sample,) each seed's mean relative residual
-    led.predict(
+    led.judge(
         "none_variance_sum_rule",
         measured=float((inc / m).mean()),
         expected=float(((a + gm) / m).mean()),
         se=se,
         dof=dof,
         alternative=float((gm / m).mean()),
-        hypothesis="the attention branch adds no second moment (a_l = 0): only the MLP's G",
-        source="derivation (theory section 8): E[m_{l+1} - m_l | stream] = a_l + mean_t G(q_mid,t)",
         why=INCREMENT_WHY + "; each residual is divided by the block's input moment m_l (known given the past)",
         statement=f"none, L={L}: mean relative increment (m_{{l+1}} - m_l)/m_l = mean (a_l + G_l)/m_l",
     )
@@ -243,15 +236,11 @@ def claim_no_norm_growth(led: Ledger, r: Result) -> None:
     se, dof = _paired_se(growth - predicted)
     sc["none_growth_factor_per_block"] = float(np.mean(growth))
     sc["none_kappa_deep_mean"] = kappa
-    led.predict(
+    led.judge(
         "none_exponential_growth_factor",
-        measured=float(np.mean(growth)),
+        band=dict(measured=float(np.mean(growth)), se=se, dof=dof),  # the seed-mean factor and its paired SE
         expected=th.no_norm_growth_factor(kappa, cfg.mlp),
-        se=se,
-        dof=dof,
         alternative=th.no_norm_growth_factor(0.0, cfg.mlp),
-        hypothesis="the attention adds nothing (kappa = 0): factor 3/2 from the MLP alone",
-        source="derivation (theory section 8): m_{l+1}/m_l -> (1 + kappa) 3/2, kappa = a_l/m_l measured",
         why="95% t band over the initialisations (n seeds, dof n - 1) of each seed's exp(slope) of log m_l on l "
         "over the deep half minus (1 + kappa) 3/2 at that seed's own mean kappa (the law is linear in kappa, so "
         "the mean prediction is the law at the mean kappa)",
@@ -260,5 +249,4 @@ def claim_no_norm_growth(led: Ledger, r: Result) -> None:
         "per-block ratios m_{l+1}/m_l fluctuate (sd of their log about 0.3 at d = 32, 0.14 at d = 128) and exp(slope), "
         "their geometric mean, lies below their mean by about half that variance; knob: d_model",
         statement=f"none, L={L}: per-block growth factor of m_l in the deep half = (1 + kappa) 3/2",
-        requires_full=True,
     )

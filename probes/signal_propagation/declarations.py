@@ -50,6 +50,10 @@ DECLARED = declare(
         "a_l measured from the attention pattern, g_l = E gelu(s_l z)^2",
         scope=_INIT,
         quantity="mean increment of the residual second moment per block (units of m_0 = 1)",
+        source="derivation (theory sections 1-3): E[m_{l+1} - m_l | stream] = a_l + g_l, summed: "
+        "E m_L = m_0 + sum_l (a_l + g_l)",
+        hypothesis="the attention branch adds no second moment (a_l = 0): only the MLP's g_l",
+        figure="signal_variance_profiles",
     ),
     ClaimSpec(
         name="{norm}_increment_above_mlp_floor",
@@ -125,6 +129,9 @@ DECLARED = declare(
         "E[m_{l+1} - m_l | stream] = a_l + mean_t G(q_mid,t), G(q) = E gelu(sqrt(q) z)^2: the increment the "
         "exponential growth law iterates",
         quantity="mean relative increment (m_{l+1} - m_l) / m_l per block",
+        source="derivation (theory section 8): E[m_{l+1} - m_l | stream] = a_l + mean_t G(q_mid,t)",
+        hypothesis="the attention branch adds no second moment (a_l = 0): only the MLP's G",
+        figure="signal_variance_profiles",
     ),
     ClaimSpec(
         name="none_variance_lower_bound",
@@ -148,6 +155,10 @@ DECLARED = declare(
         "exponentially, m_{l+1}/m_l -> (1 + kappa) 3/2 per block in the deep layers, kappa = a_l / m_l measured",
         scope=("none_variance_sum_rule",),
         quantity="per-block growth factor exp(slope of log m_l on l) over the deep half",
+        source="derivation (theory section 8): m_{l+1}/m_l -> (1 + kappa) 3/2, kappa = a_l/m_l measured",
+        hypothesis="the attention adds nothing (kappa = 0): factor 3/2 from the MLP alone",
+        figure="signal_variance_profiles",
+        full=True,
     ),
     # ---------------------------------------------------------------- claims_deepnorm
     ClaimSpec(
