@@ -132,14 +132,30 @@ def statement_line(verdict: str, claims: list[dict[str, Any]]) -> str:
     rest = [f"{count[v]} {v.replace('_', ' ')}" for v in VERDICTS if count[v] and v != verdict]
     tail = f" ({', '.join(rest)})" if rest else ""
     if verdict == "disagrees":
-        against = sorted({DISAGREES_WITH[x["tests"]] for x in claims if x["verdict"] == "disagrees"})
-        return f"disagrees in {count['disagrees']} of {n} claims, with {' and '.join(against)}{tail}"
+        missing = [x for x in claims if x["verdict"] == "disagrees"]
+        against = " and ".join(sorted({DISAGREES_WITH[x["tests"]] for x in missing}))
+        scales = [_scale_note(x["reason"]) for x in missing]
+        if all(scales):  # an at-scale finding re-run small: what the run says about the way to the paper's scale
+            return (
+                f"not reproduced at tiny scale in {count['disagrees']} of {n} claims ({against}); at this scale only: "
+                f"{scales[0]}{tail}"
+            )
+        return f"disagrees in {count['disagrees']} of {n} claims, with {against}{tail}"
     if verdict == "agrees":
         return f"agrees at tiny scale in {count['agrees']} of {n} claims{tail}"
     if verdict == "undecided":
         first = next(x for x in claims if x["verdict"] == "undecided")
         return f"undecided in {count['undecided']} of {n} claims: {first['reason']}{tail}"
     return f"outside the statement's hypotheses in every run ({n} claims)"
+
+
+SCALE_NOTE = "; at this scale only: "  # how a disagreement's reason quotes its scale (analysis.ledger.verdict_of)
+
+
+def _scale_note(reason: str) -> str:
+    """The scale note of a disagreement's reason (how the paper's setting is larger, and the measured trend toward
+    it), or "" when it has none."""
+    return reason.split(SCALE_NOTE, 1)[1] if SCALE_NOTE in reason else ""
 
 
 def paper_line(statements: list[dict[str, Any]], scope: Mapping[str, int]) -> str:
@@ -154,7 +170,11 @@ def paper_line(statements: list[dict[str, Any]], scope: Mapping[str, int]) -> st
         against = sorted(
             {DISAGREES_WITH[x["tests"]] for s in statements for x in s["claims"] if x["verdict"] == "disagrees"}
         )
-        parts.append(f"{count['disagrees']} disagree (with {' and '.join(against)})")
+        small = sum(
+            s["verdict"] == "disagrees" and s["line"].startswith("not reproduced at tiny scale") for s in statements
+        )
+        note = f"; {small} of them not reproduced at tiny scale only, the trend quoted" if small else ""
+        parts.append(f"{count['disagrees']} disagree (with {' and '.join(against)}{note})")
     if count["undecided"]:
         parts.append(f"{count['undecided']} undecided")
     if count["out_of_scope"]:

@@ -130,3 +130,17 @@ def test_the_gallery_has_the_scorecard_table_and_a_section_per_paper(ledger):
     assert text.startswith("### `000#1` The prompt-forgetting")
     assert f"- **agrees** (derivation; 3 claims): {STATEMENT} — agrees at tiny scale in 2 of 3 claims" in text
     assert "### `dong2021` Dong et al. 2021" in text
+
+
+def test_an_at_scale_finding_not_reproduced_small_is_quoted_with_its_trend():
+    from analysis.scorecard import paper_line, statement_line
+
+    reason = "contradicts the paper's own result: measured 0.11; at this scale only: the gap falls 0.08 per doubling"
+    claims = [{"verdict": "disagrees", "tests": "paper", "reason": reason}]
+    line = statement_line("disagrees", claims)
+    assert line.startswith("not reproduced at tiny scale in 1 of 1 claims (papers' results)")
+    assert line.endswith("at this scale only: the gap falls 0.08 per doubling")
+    plain = statement_line("disagrees", [{"verdict": "disagrees", "tests": "paper", "reason": "measured 0.11"}])
+    assert plain.startswith("disagrees in 1 of 1 claims")
+    statements = [{"verdict": "disagrees", "line": line, "claims": claims}]
+    assert "1 of them not reproduced at tiny scale only" in paper_line(statements, {})
