@@ -1885,7 +1885,7 @@ def _band_inputs(measured, replicates, se, dof, within_run, coverage) -> tuple:
 
 def _population(population: Any, bound: float, relation: str) -> tuple[float, dict[str, Any]]:
     """``(worst case, summary)`` of the values a bound is checked on (:meth:`Ledger.bound` ``population``): the worst
-    finite case (NaN when one is not finite: an unmeasured case fails the bound), and ``{"n", "holding", "worst",
+    case (NaN when any case is not finite: an unmeasured case fails the bound), and ``{"n", "holding", "worst",
     "tightness_median"}`` (the median tightness where every case and the bound are positive, else None)."""
     try:
         x = np.asarray(population, dtype=np.float64).ravel()
@@ -1895,9 +1895,7 @@ def _population(population: Any, bound: float, relation: str) -> tuple[float, di
         raise ValueError("population must hold at least one case")
     upper = relation in ("<=", "<")
     finite = np.isfinite(x)
-    worst = float(np.max(x[finite]) if upper else np.min(x[finite])) if finite.any() else math.nan
-    if not finite.all():
-        worst = math.nan
+    worst = float(x.max() if upper else x.min()) if finite.all() else math.nan
     rounding = ROUNDING_RTOL * np.maximum(np.abs(x), abs(bound))
     holds = _RELATION_OPS[relation](x, bound) | (np.abs(x - bound) <= rounding)
     tight = None

@@ -14,6 +14,16 @@ _MEMORY_SCOPE = (
 )
 # the MQAR seeds: an undecided comparison of mixers at 5 seeds runs again at 10, then 20 (probes.sequential)
 _MQAR_LOOKS = (5, 10, 20)
+# what the two trained-MQAR comparisons of mixers share: seeds, the sequential design, the figure
+_MQAR_COMPARISON = dict(
+    replicates="train_seeds",
+    looks=_MQAR_LOOKS,
+    source="003#30: the delta rule is more effective at associative recall than the additive update",
+    hypothesis="no difference between the two mixers' recall accuracy",
+    sign=1,
+    figure="ar_capacity",
+    full=True,
+)
 _MQAR_SCOPE = (
     "not checked: the paper's recall comparisons are of language models at scale; the run trains 2-layer, d_model 64, "
     "attention-only models for 600 steps on MQAR (paired layout), 5 replicate seeds"
@@ -180,13 +190,7 @@ DECLARED = declare(
         statement="the delta rule is «more effective at associative recall» than the additive linear-attention update",
         scope=_MQAR_SCOPE,
         quantity="per-seed difference of held-out MQAR accuracies, delta minus additive",
-        replicates="train_seeds",
-        looks=_MQAR_LOOKS,
-        source="003#30: the delta rule is more effective at associative recall than the additive update",
-        hypothesis="no difference between the two mixers' recall accuracy",
-        sign=1,
-        figure="ar_capacity",
-        full=True,
+        **_MQAR_COMPARISON,
     ),
     ClaimSpec(
         name="softmax_beats_delta_N{n}",
@@ -198,13 +202,7 @@ DECLARED = declare(
         "than the delta rule",
         scope=_MQAR_SCOPE,
         quantity="per-seed difference of held-out MQAR accuracies, softmax minus delta",
-        replicates="train_seeds",
-        looks=_MQAR_LOOKS,
-        source="003#30: the delta rule is more effective at associative recall than the additive update",
-        hypothesis="no difference between the two mixers' recall accuracy",
-        sign=1,
-        figure="ar_capacity",
-        full=True,
+        **_MQAR_COMPARISON,
     ),
     ClaimSpec(
         name="additive_collapses_past_d_key",
