@@ -18,7 +18,6 @@ _MQAR_LOOKS = (5, 10, 20)
 _MQAR_COMPARISON = dict(
     replicates="train_seeds",
     looks=_MQAR_LOOKS,
-    source="003#30: the delta rule is more effective at associative recall than the additive update",
     hypothesis="no difference between the two mixers' recall accuracy",
     sign=1,
     figure="ar_capacity",
@@ -190,6 +189,7 @@ DECLARED = declare(
         statement="the delta rule is «more effective at associative recall» than the additive linear-attention update",
         scope=_MQAR_SCOPE,
         quantity="per-seed difference of held-out MQAR accuracies, delta minus additive",
+        source="003#30: the delta rule is more effective at associative recall than the additive update",
         **_MQAR_COMPARISON,
     ),
     ClaimSpec(
@@ -202,6 +202,7 @@ DECLARED = declare(
         "than the delta rule",
         scope=_MQAR_SCOPE,
         quantity="per-seed difference of held-out MQAR accuracies, softmax minus delta",
+        source="000#66: linear-time models still underperform softmax transformers on in-context retrieval",
         **_MQAR_COMPARISON,
     ),
     ClaimSpec(
