@@ -305,6 +305,31 @@ PAPERS: dict[str, Paper] = {p.key: p for p in _PAPERS}
 ALIASES: dict[str, str] = {a: p.key for p in _PAPERS for a in p.aliases}
 
 
+USER_KEY = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
+USER_PAPERS: dict[str, Paper] = {}  # papers a user registered in this process (:func:`register_paper`)
+
+
+def register_paper(key: str, summary: str, name: str = "") -> Paper:
+    """Register a paper of your own claims (:mod:`analysis.own`): ``key`` lower-case letters, digits and ``_``
+    (``"mine"``, ``"smith2025"``), ``summary`` what it says that you check (``"My derivation: ..."``). Registering
+    the same key again with the same text is a no-op (a notebook run twice); a key of the workbench's registry, or
+    one registered with other text, is refused (``ValueError`` naming it)."""
+    if not isinstance(key, str) or not USER_KEY.match(key):
+        raise ValueError(f"key must be lower-case letters, digits and _ (at most 40, a letter first), got {key!r}")
+    for field, value in (("summary", summary), ("name", name)):
+        if not isinstance(value, str):
+            raise ValueError(f"{field} must be a string, got {value!r}")
+    if not summary.strip():
+        raise ValueError(f"summary of paper {key!r} must say what it states that you check")
+    new = Paper(key, summary.strip(), name=name.strip())
+    if key in ALIASES or (key in PAPERS and key not in USER_PAPERS):
+        raise ValueError(f"key {key!r} is a paper of the workbench's registry; choose another key for yours")
+    if key in USER_PAPERS and USER_PAPERS[key] != new:
+        raise ValueError(f"paper {key!r} is already registered with another summary or name: {USER_PAPERS[key]}")
+    USER_PAPERS[key] = PAPERS[key] = new
+    return new
+
+
 def paper(key: str) -> Paper:
     """The paper of ``key`` (an alias resolves to its first key); ``ValueError`` naming the known keys."""
     key = ALIASES.get(key, key)

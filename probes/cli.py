@@ -17,6 +17,7 @@
                               [--status S] [--role R] [--verdict V] [--source] [--json PATH|-]
     python -m probes claims NAME --declared    # NAME's declared claims (probes/NAME/declarations.py; nothing runs)
     python -m probes claims --paper KEY        # one paper's scorecard: its statements, their claims and verdicts
+    python -m probes claims --folder DIR       # the same for a folder of your own claims (analysis.own.Study.save)
                               [--role R] [--source] [--json PATH|-]
     python -m probes cache ls                  # every cache entry: kind, key, probe/model, size, age
     python -m probes cache size                # entries and bytes per kind, and the total
@@ -147,6 +148,7 @@ USAGE = (
     "       python -m probes claims [NAME] [--status S] [--role R] [--verdict V] [--source] [--json PATH|-]\n"
     "       python -m probes claims NAME --declared [--role R] [--source] [--json PATH|-]\n"
     "       python -m probes claims --paper KEY [--json PATH|-]\n"
+    "       python -m probes claims --folder DIR [NAME] [--paper KEY] ...  (a folder of your own claims)\n"
     "       python -m probes cache ls|size|prune [--older-than DAYS] [--keep-figures]"
 )
 
@@ -253,6 +255,7 @@ def _claims(args: list[str]) -> int:
     parser.add_argument("--source", action="store_true")
     parser.add_argument("--declared", action="store_true")
     parser.add_argument("--paper")
+    parser.add_argument("--folder")
     add_options(parser, "--json", json={"help": "write the claims as JSON to PATH, or stdout for -"})
     ns = parser.parse_args(args)
     if ns.json not in (None, "-"):
@@ -260,12 +263,19 @@ def _claims(args: list[str]) -> int:
             raise UsageError(f"--json: {ns.json} is a folder; give a file name such as {Path(ns.json) / 'claims.json'}")
         _check_file_output(Path(ns.json), "--json")
     try:
+        if ns.folder is not None:
+            from analysis.own import folder_scorecard
+
+            if ns.declared:
+                raise ValueError("--folder takes no --declared: a folder's declarations are read with its claims")
+            doc = folder_scorecard(ns.folder)  # one line naming the problem when the folder holds no ledger
         if ns.paper is not None:
             if ns.name is not None or ns.status or ns.role or ns.declared:
                 raise ValueError(
                     "--paper takes no probe name, --status, --role or --declared: python -m probes claims --paper KEY"
                 )
-            doc = inventory.committed_scorecard()
+            if ns.folder is None:
+                doc = inventory.committed_scorecard()
             rows = next((p for p in doc["papers"] if p["key"] == paper(ns.paper).key), None)
             text = format_paper(doc, ns.paper)
         elif ns.declared:
@@ -279,15 +289,17 @@ def _claims(args: list[str]) -> int:
             chosen = [s for s in declarations_of(ns.name) if ns.role is None or s.records_as(ns.role)]
             rows, text = [s.to_dict() for s in chosen], describe(chosen, details=ns.source)
         elif ns.name is None:
-            claims = inventory.committed_claims()
+            claims = inventory.committed_claims(ns.folder)
             if ns.status or ns.role or ns.verdict:
                 raise ValueError(
                     "--status, --role and --verdict need a probe name "
                     "(python -m probes claims NAME --verdict disagrees)"
                 )
             rows, text = claims, "\n".join(inventory.summary_lines(claims))
+            if ns.folder is not None:
+                text += f"\nscorecard: {doc['headline']} (python -m probes claims --folder DIR --paper KEY)"
         else:
-            claims = inventory.committed_claims()
+            claims = inventory.committed_claims(ns.folder)
             rows = inventory.select(claims, ns.name, ns.status, ns.role, ns.verdict)
             text = inventory.format_claims(rows, source=ns.source)
     except ValueError as e:
