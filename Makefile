@@ -29,6 +29,8 @@ help:
 	@echo "make browser                      install the headless Chromium the browser test drives (part of make test)"
 	@echo "make bench                        run the benchmarks and record them in bench/results/"
 	@echo "make lint                         ruff check, ruff format --check, notebooks stripped (part of make test)"
+	@echo "make clean-cache                  delete .cache/ and build/: trained models, probe results, scratch figures"
+	@echo "make help                         this list"
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
