@@ -14,6 +14,9 @@ every norm, ...). Its name is its module path, in TransformerLens vocabulary::
 Names are also accepted in the workbench's older spelling (``HOOK_ALIASES``: ``attn.hook_scores`` for
 ``attn.hook_attn_scores``) wherever names are given: :func:`resolve_names`, :func:`hooks`,
 :func:`run_with_cache` and the cache it returns; a hook point's own ``name`` is always the canonical one.
+The cache (:class:`~analysis.activation_cache.ActivationCache`, re-exported here with :func:`get_act_name`
+and :func:`keys_per_row`) also takes TransformerLens's keys, ``cache["pattern", 0]``, ``cache["resid_post", -1]``,
+and has ``stack("pattern")``, ``accumulated_resid()`` and ``keys_per_row(layer)``.
 
 Hooks are attached only inside the :func:`hooks` context manager, whose ``finally`` removes them even
 when the forward pass raises. With no hook attached a hook point costs one attribute test.
@@ -41,18 +44,18 @@ from typing import Any
 import torch
 from torch import nn
 
+# The cache and the names it understands live in analysis.activation_cache; they are re-exported here.
+from analysis.activation_cache import (  # noqa: F401
+    HOOK_ALIASES,
+    SCORES,
+    ActivationCache,
+    canonical_name,
+    get_act_name,
+    keys_per_row,
+)
+
 HookFn = Callable[[torch.Tensor, str], torch.Tensor | None]
-
-# Other accepted spellings of the last part of a hook name -> the canonical (TransformerLens) one.
-HOOK_ALIASES = {"hook_scores": "hook_attn_scores"}
-SCORES = "hook_attn_scores"  # pre-softmax attention logits (B, H, T, K), -inf where masked
 RESID_STAGES = ("pre", "mid", "post")
-
-
-def canonical_name(name: str) -> str:
-    """``name`` with an alias in its last part replaced by the canonical spelling (else unchanged)."""
-    head, dot, last = name.rpartition(".")
-    return head + dot + HOOK_ALIASES.get(last, last)
 
 
 def _spellings(name: str) -> list[str]:
@@ -183,23 +186,6 @@ def hooks(model: Any, fwd_hooks: Iterable[tuple[str, HookFn]]) -> Iterator[Any]:
                     break
 
 
-class ActivationCache(dict):
-    """The activations :func:`run_with_cache` returns: a ``dict`` keyed by the model's hook names that
-    also finds an entry under another spelling of its name (``HOOK_ALIASES``)."""
-
-    def __missing__(self, key: str) -> torch.Tensor:
-        canon = canonical_name(key) if isinstance(key, str) else key
-        if canon != key and dict.__contains__(self, canon):
-            return dict.__getitem__(self, canon)
-        raise KeyError(key)
-
-    def __contains__(self, key: object) -> bool:
-        return dict.__contains__(self, key) or (isinstance(key, str) and dict.__contains__(self, canonical_name(key)))
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return self[key] if key in self else default
-
-
 def run_with_cache(
     model: Any,
     inputs: torch.Tensor,
@@ -215,11 +201,17 @@ def run_with_cache(
     sequences). ``detach=False`` keeps the autograd graph, e.g. to take gradients with respect to a
     cached activation. ``fwd_hooks`` are interventions applied during the same pass (they run before
     the caching hook at the same point, so the cache sees the intervened value). The cache is keyed
-    by the model's hook names and also answers to their aliases (:class:`ActivationCache`).
+    by the model's hook names and also answers to their aliases and to TransformerLens's short names,
+    ``cache["pattern", 0]``, with ``stack``, ``accumulated_resid`` and ``keys_per_row``
+    (:class:`~analysis.activation_cache.ActivationCache`).
     """
     wanted = resolve_names(model, names)
     cache = ActivationCache()
     points = _points(model)
+    cache.names_arg = names if names is None or isinstance(names, str) or callable(names) else list(names)
+    cache.model_hook_names = tuple(points)
+    depth = getattr(model, "n_layers", None)
+    cache.n_layers = depth if isinstance(depth, int) else 1 + max(_block_indices(points), default=-1)
     blocks: dict[str, list[torch.Tensor]] = {}
 
     def save(x: torch.Tensor, name: str) -> None:
@@ -239,6 +231,14 @@ def run_with_cache(
             [torch.nn.functional.pad(p, (0, width - p.shape[-1]), value=fill) for p in parts], dim=-2
         )
     return out, cache
+
+
+def _block_indices(names: Iterable[str]) -> Iterator[int]:
+    for name in names:
+        head, _, rest = name.partition(".")
+        index = rest.partition(".")[0]
+        if head == "blocks" and index.isdigit():
+            yield int(index)
 
 
 def active_hook_names(model: Any) -> list[str]:

@@ -287,7 +287,8 @@ def _read_declared(path: Path) -> dict[str, Any]:
 def folder_claims(folder: str | os.PathLike) -> list[tuple[str, Claim, specs.ClaimSpec | None]]:
     """``(notebook, claim, declaration)`` for every claim of every ``<notebook>.claims.json`` in ``folder``, the
     declarations read from ``<notebook>.declared.json`` (a workbench ledger's from the probes' registry); the papers
-    those files register are registered (before the claims that name them). ``ValueError`` (one line) for a folder that holds no ledger."""
+    those files register are registered (before the claims that name them). ``ValueError`` (one line) for a folder
+    that holds no ledger."""
     root = Path(folder)
     if not root.is_dir():
         raise ValueError(f"folder {folder} does not exist or is not a folder")

@@ -211,6 +211,91 @@ def test_first_look_displays(capsys):
     assert "Run all" in capsys.readouterr().out
 
 
+NB = "01_signal_propagation"
+
+
+def _bench_run(commit, date, seconds, cores=2, notebook=NB, smoke_only=False):
+    """One run of a bench record: per-notebook cold-cache times per preset, as bench/run.py writes them."""
+    per = lambda preset: {"preset": preset, "per_notebook_s": {notebook: seconds[preset]}, "exit_code": 0}
+    results = (
+        {"figures_smoke": per("smoke")} if smoke_only else {"figures": {preset: per(preset) for preset in seconds}}
+    )
+    run = {"machine": {"cpu": "Test CPU", "cores_visible": cores, "torch_threads": cores}, "commit": commit}
+    return {**run, "results": results, **({"date": date} if date else {})}
+
+
+def _write_bench(folder, name, *runs):
+    folder.mkdir(exist_ok=True)
+    (folder / f"{name}.json").write_text(json.dumps({"runs": list(runs)}))
+
+
+def test_first_look_estimates_come_from_the_newest_benchmark(tmp_path, monkeypatch):
+    bench = tmp_path / "bench"
+    # the newest run is listed first, in the file whose name sorts first: neither file names nor the order of
+    # runs decides (reading the files in order and letting later runs win would give 40 s)
+    _write_bench(
+        bench,
+        "a-machine",
+        _bench_run("newrun1", "2026-12-10", {"smoke": 226.0}, cores=4),
+        _bench_run("oldrun1", "2026-11-01", {"smoke": 20.0, "full": 600.0}),
+    )
+    _write_bench(bench, "b-machine", _bench_run("midrun1", "2026-11-30", {"smoke": 40.0}))
+    monkeypatch.setattr(firstlook, "BENCH_RESULTS", bench)
+    monkeypatch.setenv("WORKBENCH_CACHE", str(tmp_path / "cache"))
+    look = firstlook.gather(NB)
+    assert {p: (t.seconds, t.commit) for p, t in look.timings.items()} == {
+        "smoke": (226.0, "newrun1"),
+        "full": (600.0, "oldrun1"),  # each preset from the newest run that measured it
+    }
+    assert firstlook.recorded_seconds(NB, bench) == {"smoke": 226.0, "full": 600.0}
+    smoke = look.advice("smoke")
+    assert "about 4 min on the recorded 4-core machine (benchmark of 2026-12-10 at commit newrun1)" in smoke
+    assert "20 s" not in smoke and "40 s" not in smoke
+    full = look.advice("full")  # not in the (empty) cache: both presets' estimates, each with its source
+    assert "about 10 min on the recorded 2-core machine (benchmark of 2026-11-01 at commit oldrun1)" in full
+    assert "(about 4 min on the recorded 4-core machine (benchmark of 2026-12-10 at commit newrun1))" in full
+    # dates with their offsets: 01:00 at +05:00 is 20:00 UTC the day before, older than 21:00 UTC
+    _write_bench(bench, "c-machine", _bench_run("tzrun01", "2026-12-11T01:00:00+05:00", {"smoke": 1.0}))
+    _write_bench(bench, "d-machine", _bench_run("tzrun02", "2026-12-10T21:00:00+00:00", {"smoke": 2.0}))
+    assert firstlook.recorded_timings(NB, bench)["smoke"].commit == "tzrun02"
+    # the figures_smoke benchmark counts as a smoke measurement too
+    _write_bench(bench, "e-machine", _bench_run("smkrun1", "2026-12-12", {"smoke": 3.0}, smoke_only=True))
+    assert firstlook.recorded_timings(NB, bench)["smoke"].commit == "smkrun1"
+
+
+def test_first_look_says_plainly_when_no_benchmark_measured_the_notebook(tmp_path, monkeypatch):
+    bench = tmp_path / "bench"
+    _write_bench(bench, "machine", _bench_run("otherrun", "2026-12-10", {"smoke": 5.0, "full": 9.0}, notebook="x"))
+    monkeypatch.setattr(firstlook, "BENCH_RESULTS", bench)
+    monkeypatch.setenv("WORKBENCH_CACHE", str(tmp_path / "cache"))
+    look = firstlook.gather(NB)
+    assert look.timings == {} and look.inputs and not look.cached
+    assert f"no benchmark has measured {NB} at preset smoke" in look.advice("smoke")
+    full = look.advice("full")
+    assert f"no benchmark has measured {NB} at preset full" in full
+    assert f"no benchmark has measured {NB} at preset smoke" in full
+    assert "about" not in look.advice("smoke") + full
+    # a benchmark of the full preset only: the smoke advice still says it has no measurement
+    _write_bench(bench, "machine", _bench_run("fullrun", "2026-12-10", {"full": 300.0}))
+    look = firstlook.gather(NB)
+    assert "about 5 min on the recorded 2-core machine" in look.advice("full")
+    assert f"no benchmark has measured {NB} at preset smoke" in look.advice("smoke")
+
+
+def test_first_look_dates_a_run_by_its_commit_in_git(tmp_path):
+    head = firstlook._git("rev-parse", "--short", "HEAD").strip()
+    if not head:
+        pytest.skip("no git history here")
+    date = firstlook.commit_dates([head])[head]
+    # the HEAD run records no date: git's date of its commit makes it newer than a run dated 2000-01-01
+    _write_bench(
+        tmp_path, "m", _bench_run(head, None, {"smoke": 30.0}), _bench_run("oldrun1", "2000-01-01", {"smoke": 9.0})
+    )
+    t = firstlook.recorded_timings(NB, tmp_path)["smoke"]
+    assert (t.seconds, t.commit, t.date, t.commits_ago) == (30.0, head, date, 0)
+    assert t.source() == f"on the recorded 2-core machine (benchmark of {date[:10]} at commit {head}, 0 commits ago)"
+
+
 # ---------------------------------------------------------------------------------------------- notebooks
 PROBE_NOTEBOOKS = {
     "01_signal_propagation": "explore_rank_collapse",
