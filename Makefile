@@ -11,7 +11,7 @@ STAMP  := $(VENV)/.installed
 export MPLBACKEND := agg
 export PYTHONHASHSEED := 0
 
-.PHONY: install figures test test-thorough test-fixtures lab browser bench lint clean-cache help
+.PHONY: install figures book test test-thorough test-fixtures lab browser bench lint clean-cache help
 
 # `make lab`: JupyterLab on 127.0.0.1 with a token of its own (LAB_PORT=... LAB_TOKEN=... to choose them)
 LAB_PORT  ?= 8888
@@ -21,6 +21,7 @@ endif
 
 help:
 	@echo "make figures [PRESET=smoke|full]  regenerate every figure, its provenance and the claims ledger"
+	@echo "make book                         the results as a static site (Jupyter Book 2): build/book/_build/html"
 	@echo "make install                      create .venv and install the project into it (the others do it too)"
 	@echo "make test                         every test, fast tier: ~7 min on 2 cores (unit, theory, probes, notebooks)"
 	@echo "make test-thorough                the same tests at thorough settings (many examples, full presets): ~20 min"
@@ -35,7 +36,7 @@ help:
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[dev,hf]"
+	$(PY) -m pip install --quiet -e ".[dev,hf,book]"
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (workbench)" >/dev/null
 	@touch $(STAMP)
 
@@ -43,6 +44,12 @@ install: $(STAMP)
 
 figures: $(STAMP)
 	$(PY) scripts/make_figures.py --preset $(PRESET)
+
+# `make book`: the scorecard, the executed notebooks (build/notebooks/) and every figure with its provenance and
+# claims as a static site in build/book/_build/html (scripts/make_book.py; reads what `make figures` left). Jupyter Book
+# 2 (the `book` extra, installed with the others) runs on the machine's Node.js >= 18 and npm.
+book: $(STAMP)
+	$(PY) scripts/make_book.py
 
 # The suite at one tier (tests/tier.py), then every notebook executed by nbval under the smoke preset: pytest runs on
 # both cores (pytest-xdist, one torch thread per worker, each test file on one worker so that its module fixtures

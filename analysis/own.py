@@ -246,9 +246,16 @@ _OWN: set[str] = set()  # contexts declared by a Study in this process (a notebo
 
 
 def _workbench_probes() -> set[str]:
-    from probes.registry import available
-
-    return set(available())
+    """The probes whose claims the committed gallery holds (their ledger contexts, without tags): names a study of
+    yours must not take. (The library does not import the probes; their declarations are checked by ``registered``
+    where the caller imported them.)"""
+    names = set()
+    for path in GALLERY.glob("*.claims.json"):
+        try:
+            names |= {c["context"].split("[", 1)[0] for c in json.loads(path.read_text())["claims"]}
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            continue
+    return names
 
 
 def _own_folder(folder: str | os.PathLike) -> Path:
@@ -284,9 +291,12 @@ def _read_declared(path: Path) -> dict[str, Any]:
     return {"context": doc.get("context"), "claims": claims, "papers": papers}
 
 
-def folder_claims(folder: str | os.PathLike) -> list[tuple[str, Claim, specs.ClaimSpec | None]]:
+def folder_claims(
+    folder: str | os.PathLike, declared: Callable[[Claim], specs.ClaimSpec | None] | None = None
+) -> list[tuple[str, Claim, specs.ClaimSpec | None]]:
     """``(notebook, claim, declaration)`` for every claim of every ``<notebook>.claims.json`` in ``folder``, the
-    declarations read from ``<notebook>.declared.json`` (a workbench ledger's from the probes' registry); the papers
+    declarations read from ``<notebook>.declared.json`` (a workbench ledger's by ``declared(claim)``, default
+    :func:`analysis.specs.spec_for`: import the probes first, ``probes.registry.load_declarations``); the papers
     those files register are registered (before the claims that name them). ``ValueError`` (one line) for a folder
     that holds no ledger."""
     root = Path(folder)
@@ -307,21 +317,23 @@ def folder_claims(folder: str | os.PathLike) -> list[tuple[str, Claim, specs.Cla
         if declared_path.exists():
             doc = _read_declared(declared_path)
             lookup = {s.name: s for s in doc["claims"]}
-        if not declared_path.exists():  # a workbench ledger: its declarations are the probes'
-            from probes.registry import load_declarations
-
-            load_declarations()
         for c in ledger.claims:
-            spec = lookup.get(c.name) if declared_path.exists() else specs.spec_for(c.context, c.name)
+            if declared_path.exists():
+                spec = lookup.get(c.name)
+            else:  # a workbench ledger: its declarations are the probes'
+                spec = declared(c) if declared is not None else specs.spec_for(c.context, c.name)
             out.append((notebook, c, spec))
     return out
 
 
-def folder_scorecard(folder: str | os.PathLike) -> dict[str, Any]:
-    """The per-paper scorecard (:func:`analysis.scorecard.scorecard`) of every ledger in ``folder``."""
+def folder_scorecard(
+    folder: str | os.PathLike, declared: Callable[[Claim], specs.ClaimSpec | None] | None = None
+) -> dict[str, Any]:
+    """The per-paper scorecard (:func:`analysis.scorecard.scorecard`) of every ledger in ``folder`` (``declared``:
+    as :func:`folder_claims` takes it)."""
     from analysis import scorecard
 
-    rows = folder_claims(folder)
+    rows = folder_claims(folder, declared)
     specs_of = {(c.context, c.name): s for _, c, s in rows}
     where = {(c.context, c.name): nb for nb, c, _ in rows}
     doc = scorecard.scorecard([c for _, c, _ in rows], lambda c: specs_of.get((c.context, c.name)), where)

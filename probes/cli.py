@@ -265,7 +265,9 @@ def _claims(args: list[str]) -> int:
     try:
         if ns.folder is not None:
             from analysis.own import folder_scorecard
+            from probes.registry import load_declarations
 
+            load_declarations()  # a workbench ledger in the folder is read with its probe's declarations
             if ns.declared:
                 raise ValueError("--folder takes no --declared: a folder's declarations are read with its claims")
             doc = folder_scorecard(ns.folder)  # one line naming the problem when the folder holds no ledger

@@ -12,6 +12,9 @@ from analysis import papers, specs
 from analysis.own import Study, folder_claims, folder_scorecard
 from analysis.paths import GALLERY
 from probes.cli import main
+from probes.registry import load_declarations
+
+load_declarations()  # before any test saves the registries: a probe module imports (and declares) once
 
 ROW = "lambda_max(diag p - p p^T) <= 2 max_i p_i (1 - p_i) on every softmax row"
 
