@@ -83,7 +83,7 @@ DECLARED = declare(
         "continuation row at P/(P+1)",
         quantity="max |prompt share - P/(P+1)| over layers and t (attention weight)",
         source="derivation: b_t = ln(t - P) keeps a uniform row's prompt share at P/(P+1)",
-        figure="pf_bias",
+        figure="pf_bias_training",
     ),
     ClaimSpec(
         name="uniform_bias_offset_constant",
@@ -94,7 +94,7 @@ DECLARED = declare(
         "offset: D(t) = D(P+1) at every t, layer and pair (the solvable model with dilution cancelled)",
         quantity="max |D(t) / D(P+1) - 1| over pairs, layers, t (relative)",
         source="derivation: the relay network with the cancelling bias has a t-independent offset",
-        figure="pf_bias",
+        figure="pf_bias_training",
     ),
     ClaimSpec(
         name="relay_closed_form_exact",
@@ -302,7 +302,7 @@ DECLARED = declare(
         quantity="last-layer alpha with the cancelling bias (1), against the unbiased alpha",
         source=BIAS_SOURCE,
         hypothesis="dilution is not what makes the prompt fade: the bias leaves alpha at its unbiased value",
-        figure="pf_bias",
+        figure="pf_bias_training",
         within_run=ONE_MODEL,
     ),
     ClaimSpec(
@@ -347,7 +347,7 @@ DECLARED = declare(
         source=BIAS_SOURCE,
         hypothesis=_STOPS_ONLY,
         sign=-1,
-        figure="pf_bias",
+        figure="pf_bias_training",
         full=True,
         within_run=ONE_MODEL,
     ),
