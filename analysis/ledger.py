@@ -1629,7 +1629,12 @@ def _agree_text(claim: Claim) -> str:
         pop = claim.tolerance.get("population")
         cases = f" in all {pop['n']} cases" if pop else ""
         if attained(claim) and claim.status != "pass":
-            text = f"the bound is attained to float rounding{cases} ({_against_text(claim)})"
+            rounding = f"float rounding (relative {ROUNDING_RTOL:g})"
+            text = (
+                f"holds in all {pop['n']} cases, attained to {rounding} at the worst ({_against_text(claim)})"
+                if pop
+                else f"the bound is attained to {rounding} ({_against_text(claim)})"
+            )
         else:
             text = f"holds{cases} ({_against_text(claim)})"
             t = claim.tightness

@@ -156,6 +156,11 @@ class Study:
             self._papers.add(spec.paper)
         return spec
 
+    @property
+    def specs(self) -> list[specs.ClaimSpec]:
+        """The claims declared so far, in declaration order."""
+        return list(self._specs)
+
     # ------------------------------------------------------------------ measurement
 
     def trained(self, recipe: str, seed: int, **kwargs: Any):

@@ -93,6 +93,11 @@ from analysis.provenance import SOURCE_TREES, check_name, package_versions, tree
 
 NOTEBOOK_GLOB = "[0-9][0-9]_*.ipynb"
 PRESETS = ("smoke", "full")
+# a notebook of the user's own claims (analysis.own) saves them into a folder of its own, never into the gallery
+OWN_CLAIMS = (
+    "_Its claims are yours: it saves its ledger, figures and scorecard into its own folder (parameter `folder`, "
+    "default `build/your_claims/`; `python -m probes claims --folder DIR`), never into this gallery._"
+)
 SKIP_TAGS = {"injected-parameters", "papermill-error-cell-tag"}  # cells papermill adds to the executed copy
 STAMP_VERSION = 1  # bump when the meaning of a stamp changes
 CLAIMS_DIR = "claims"  # figures/claims/<notebook>.md: every claim of a notebook, figure by figure
@@ -733,7 +738,8 @@ def gallery(notebooks: list[Path], collected: dict[str, Any]) -> str:
         led, figs = ledgers[name], figures[name]
         lines += [f"## {name}", ""]
         if led is None and not figs:
-            lines += ["_Not rendered yet._", ""]
+            own = "analysis.own" in nb.read_text(encoding="utf-8")
+            lines += [OWN_CLAIMS if own else "_Not rendered yet._", ""]
             continue
         params = figs[0]["params"] if figs else ({"preset": led.preset} if led else {})
         shown = ", ".join(f"`{k}={json.dumps(v)}`" for k, v in sorted(params.items()))
