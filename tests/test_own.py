@@ -172,3 +172,32 @@ def test_the_committed_gallery_read_as_a_folder_gives_its_scorecard():
     assert doc["headline"] == committed["headline"]
     assert [p["key"] for p in doc["papers"]] == [p["key"] for p in committed["papers"]]
     assert len(folder_claims(GALLERY)) == sum(len(json.load(open(p))["claims"]) for p in GALLERY.glob("*.claims.json"))
+
+
+def test_a_second_bound_written_from_the_template(tmp_path):
+    """What a user writes following notebooks/10_your_claim.ipynb for another bound (row entropy <= ln keys): a
+    trained recipe's attention rows through the checkpoint cache, judged and saved, in well under 60 lines."""
+    from analysis.checkpoints import CheckpointCache
+    from analysis.hooks import run_with_cache
+
+    cache = CheckpointCache(tmp_path / "ckpt")
+    study = Study("entropy_rows", folder=tmp_path / "out", notebook="second.ipynb", params={"preset": "smoke"})
+    study.paper("mine", "My note: an attention row's entropy is at most the log of the keys it sees")
+    study.declare("entropy_bound", tests="derivation", comparison="bound", paper="mine", source="Jensen",
+                  statement="H(p) <= ln(keys seen) on every attention row", scope="every softmax row")  # fmt: skip
+
+    def measure(seed):
+        t = study.trained("tiny_lm", seed=seed, cache=cache, progress=False)
+        x, _ = next(iter(t.task.eval_batches(batch_size=2, max_batches=1)))
+        _, c = run_with_cache(t.model, x, names=lambda n: n.endswith("hook_pattern"))
+        p = c.stack("pattern").double().numpy()[..., 1:, :]  # query rows that see at least two keys
+        p = p.reshape(-1, p.shape[-1])
+        h = -(p * np.log(np.where(p > 0, p, 1.0))).sum(-1)
+        return {"ratio": h / np.log((p > 0).sum(-1))}
+
+    reps = study.replicates(measure, seeds=2, progress=False)
+    c = study.judge("entropy_bound", population=reps.pooled("ratio"), bound=1.0, why="every row, layer, head, seed")
+    study.save()
+    assert c.verdict == "agrees" and c.tolerance["population"]["n"] == reps.pooled("ratio").size > 0
+    assert sorted(study.inputs) == ["tiny_lm seed 0", "tiny_lm seed 1"]  # the checkpoint keys, for provenance
+    assert study.inputs["tiny_lm seed 0"] == study.trained("tiny_lm", seed=0, cache=cache, progress=False).key
