@@ -82,6 +82,9 @@ test-fixtures: $(STAMP)
 	TQDM_DISABLE=1 $(PY) scripts/test_fixtures.py
 
 lab: $(STAMP)
+	@if [ -n "$$WORKBENCH_FIGURES" ] && [ "$$(realpath -m "$$WORKBENCH_FIGURES")" = "$(CURDIR)/figures" ]; then \
+	  echo "make lab: WORKBENCH_FIGURES=$$WORKBENCH_FIGURES would let notebooks overwrite the committed figures/; unset it (figures go to build/explore/) or name another folder" >&2; \
+	  exit 2; fi
 	@echo ""
 	@echo "  JupyterLab:  http://127.0.0.1:$(LAB_PORT)/lab?token=$(LAB_TOKEN)"
 	@echo "  Stop it:     Ctrl-C in this terminal (twice), or: $(VENV)/bin/jupyter server stop $(LAB_PORT)"

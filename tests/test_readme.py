@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 import shutil
 import subprocess
@@ -137,6 +138,19 @@ def test_make_help_lists_every_target():
     listed = [line.split()[1] for line in out.splitlines() if line.startswith("make ")]
     assert len(listed) == len(set(listed)), "a target listed twice"
     assert set(listed) == _makefile_targets()
+
+
+@pytest.mark.skipif(not shutil.which("make"), reason="make is not installed")
+@pytest.mark.parametrize("value", ["figures", "./figures/", "{repo}/figures"])
+def test_make_lab_refuses_to_write_into_the_committed_gallery(value):
+    """A lab whose WORKBENCH_FIGURES names the committed figures/ would overwrite it: one line, exit 2, nothing run."""
+    env = {**os.environ, "WORKBENCH_FIGURES": value.format(repo=REPO)}
+    res = subprocess.run(
+        ["make", "-s", "--no-print-directory", "-o", ".venv/.installed", "lab"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert res.returncode == 2 and "JupyterLab" not in res.stdout
+    assert "would let notebooks overwrite the committed figures/" in res.stderr.splitlines()[0]
 
 
 def test_readme_is_the_tour():
