@@ -32,11 +32,11 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from analysis.allocator import kept_limit  # noqa: E402
-from analysis.devices import resolve_device, synchronize  # noqa: E402
-from analysis.hooks import run_with_cache  # noqa: E402
-from analysis.io import atomic_write_json, atomic_write_text  # noqa: E402
-from analysis.model import ModelConfig, TinyTransformer  # noqa: E402
+from analysis.core.devices import resolve_device, synchronize  # noqa: E402
+from analysis.core.io import atomic_write_json, atomic_write_text  # noqa: E402
+from analysis.zoo.allocator import kept_limit  # noqa: E402
+from analysis.zoo.hooks import run_with_cache  # noqa: E402
+from analysis.zoo.model import ModelConfig, TinyTransformer  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 DEVICE = torch.device("cpu")  # --device: where forward, train and icl run (GPU checks: bench/gpu_check.sh)
@@ -217,7 +217,7 @@ def bench_hooks(rounds: int = HOOK_ROUNDS) -> dict:
                 faults[name] += resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0
     med = {k: statistics.median(v) for k, v in times.items()}
     out = {"config": f"L=4 d=128 H=4 T=256 B=4 float32, {rounds} interleaved rounds"}
-    out["keep_freed_memory_limit"] = kept_limit()  # None: glibc's defaults (analysis/allocator.py)
+    out["keep_freed_memory_limit"] = kept_limit()  # None: glibc's defaults (analysis/zoo/allocator.py)
     out["minor_page_faults_per_forward"] = {k: v / rounds for k, v in faults.items()}
     out["cache_everything_over_plain"] = med["cache_everything"] / med["no_hooks"]
     # what keeping the cache's bytes costs with no model and no hooks: writing them into memory that stays
@@ -247,7 +247,7 @@ def bench_hooks(rounds: int = HOOK_ROUNDS) -> dict:
 
 def bench_train() -> dict:
     """Training steps/s of the tiny LM preset (AdamW, fused attention, batch and width as in the preset)."""
-    from analysis.train import TrainConfig, tiny_lm_preset, train
+    from analysis.training.train import TrainConfig, tiny_lm_preset, train
 
     model_cfg, task, train_cfg = tiny_lm_preset()
     steps = 40
@@ -277,7 +277,7 @@ def bench_icl(steps: int = 200, rounds: int = 3) -> dict:
     the same with 2 threads, the same through the plain autograd path (no fused loss), then ``steps`` updates
     of the anchor (compiled once, before the rounds; its compile time is reported)."""
     import probes.icl_gd as icl
-    from analysis.train import train
+    from analysis.training.train import train
 
     sys.path.insert(0, str(Path(__file__).resolve().parent / "anchors"))
     import icl_jax
@@ -410,7 +410,7 @@ def bench_train_profile(steps: int = 12) -> dict:
     could gain without changing the model or the protocol."""
     from torch.profiler import ProfilerActivity, profile
 
-    from analysis.train import train
+    from analysis.training.train import train
     from probes import prompt_forgetting as pf
 
     torch.set_num_threads(1)
@@ -553,7 +553,7 @@ def bench_hf() -> dict:
     hook-carrying eager attention against transformers' own eager and SDPA attention, interleaved."""
     import transformers
 
-    from analysis.hf import HFModel, minilm_dir
+    from analysis.zoo.hf import HFModel, minilm_dir
 
     ours = HFModel.from_pretrained(minilm_dir())
     stock = {
@@ -676,7 +676,7 @@ def bench_sweep() -> dict:
 def bench_explorers() -> dict:
     """One knob change of each notebook explorer: the compute function plus the PNG it draws (goal: well
     under a second). Explorers of cached probe results use the smoke preset's (computed once beforehand)."""
-    from analysis import explorers
+    from analysis.notebook import explorers
     from probes import explorers as probe_explorers
 
     made = {
@@ -930,7 +930,7 @@ RATIOS = [
     ("forward, fused, keeping freed memory / GEMM peak", lambda r: r["forward_malloc"]["fused"]["of_peak"], 0.6, False),
     ("cache every hook point / plain forward", lambda r: r["hooks"]["cache_everything_over_plain"], 1.1, True),
     (
-        "the same, keeping freed memory (analysis.allocator)",
+        "the same, keeping freed memory (analysis.zoo.allocator)",
         lambda r: r["hooks_malloc"]["cache_everything_over_plain"],
         1.1,
         True,
@@ -1002,7 +1002,7 @@ def _run_one(name: str, steps: int | None) -> dict:
 
 
 # glibc's allocator returns freed blocks above its mmap/trim thresholds to the OS, and every forward then
-# page-faults fresh memory back in; analysis.allocator.keep_freed_memory keeps freed memory in the process
+# page-faults fresh memory back in; analysis.zoo.allocator.keep_freed_memory keeps freed memory in the process
 # (hooks_malloc measures the hook benchmark so: what the hook overhead owes to the allocator rather than to the
 # hook machinery). Every other benchmark runs with glibc's defaults.
 MALLOC_TUNED = {"WORKBENCH_KEEP_FREED_MEMORY": "1"}

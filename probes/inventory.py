@@ -21,8 +21,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from analysis.ledger import ROLES, STATUSES, VERDICTS
-from analysis.paths import REPO
+from analysis.claims.ledger import ROLES, STATUSES, VERDICTS
+from analysis.core.paths import REPO
 
 __all__ = ["committed_claims", "committed_scorecard", "format_claims", "probe_of", "summary_lines"]
 

@@ -11,7 +11,7 @@ records the claims about it in a :class:`Ledger` of context :data:`CONTEXT`; it 
 * :func:`residual_rms` -- the residual-stream RMS after each block, Pre-LN and Post-LN, over several
   initialisations: Post-LN's per-token RMS equals LayerNorm's closed form (identity) and Pre-LN's grows
   with depth (a direction, its 95% t band over the independent initialisations). Initialisation ``i`` has
-  the seed :func:`analysis.evidence.replicate_seed` ``(base.seed, i)`` (:func:`init_seeds`).
+  the seed :func:`analysis.claims.evidence.replicate_seed` ``(base.seed, i)`` (:func:`init_seeds`).
 """
 
 from __future__ import annotations
@@ -22,12 +22,12 @@ from typing import Any
 import numpy as np
 import torch
 
-from analysis.evidence import replicate_seeds
-from analysis.hooks import resid_names, run_with_cache
-from analysis.ledger import Ledger
-from analysis.model import ModelConfig, TinyTransformer
-from analysis.specs import ClaimSpec, declare
-from analysis.validation import check_choice, check_int
+from analysis.claims.evidence import replicate_seeds
+from analysis.claims.ledger import Ledger
+from analysis.claims.specs import ClaimSpec, declare
+from analysis.core.validation import check_choice, check_int
+from analysis.zoo.hooks import resid_names, run_with_cache
+from analysis.zoo.model import ModelConfig, TinyTransformer
 
 DECLARED = declare(
     "overview",
@@ -138,7 +138,7 @@ class Measured:
 
 def init_seeds(base: ModelConfig, n_inits: int) -> list[int]:
     """Weight seeds of the ``n_inits`` independent initialisations: ``base.seed`` itself, then
-    :func:`analysis.evidence.replicate_seed` ``(base.seed, i)`` (runs with different seeds share none)."""
+    :func:`analysis.claims.evidence.replicate_seed` ``(base.seed, i)`` (runs with different seeds share none)."""
     return replicate_seeds(base.seed, n_inits)
 
 

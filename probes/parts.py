@@ -32,7 +32,7 @@ from typing import Any
 import torch
 import xarray as xr
 
-from analysis.ledger import Ledger
+from analysis.claims.ledger import Ledger
 from probes.base import Result
 
 
@@ -201,8 +201,8 @@ def over_replicates(
     one shape per key, stacked along a new last axis: ``{key: array (..., count)}``."""
     import numpy as np
 
-    from analysis.evidence import replicate_seed
-    from analysis.progress import bar
+    from analysis.claims.evidence import replicate_seed
+    from analysis.core.progress import bar
 
     runs = []
     with bar(total=count, progress=progress, desc=desc) as steps:

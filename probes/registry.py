@@ -95,8 +95,8 @@ def remove(name: str) -> None:
 
 def load_declarations() -> dict[str, Any]:
     """Import every probe of the package and ``WORKBENCH_PROBES`` and the notebook companions, so that their
-    claim declarations (:mod:`analysis.specs`) are registered; returns them by probe (ledger context)."""
-    from analysis.specs import registered as declared
+    claim declarations (:mod:`analysis.claims.specs`) are registered; returns them by probe (ledger context)."""
+    from analysis.claims.specs import registered as declared
 
     for path in sorted({**package_probes(), **env_probes()}.values()) + [
         f"{PACKAGE}.{m}" for m in sorted(COMPANION_MODULES)
@@ -108,7 +108,7 @@ def load_declarations() -> dict[str, Any]:
 def declarations_of(name: str) -> Any:
     """The declared claims of probe or notebook companion ``name``, its module imported;
     ``ValueError`` naming those that declare claims."""
-    from analysis.specs import declarations
+    from analysis.claims.specs import declarations
 
     modules = {**package_probes(), **env_probes(), **{m: f"{PACKAGE}.{m}" for m in COMPANION_MODULES}}
     if isinstance(name, str) and name in modules:

@@ -4,11 +4,11 @@ A theorem about a class of networks (untrained at a given initialisation, or tra
 a statement about the distribution of a measured quantity over the weights. One model tells us that
 quantity for one draw only: its within-run standard error (over inputs, bootstrap resamples, samples) says
 nothing about how much another draw of weights would move it. :func:`replicated_run` runs a configuration
-at ``n`` independent seeds (:func:`analysis.evidence.replicate_seed`: replicate 0 is the configuration's own
+at ``n`` independent seeds (:func:`analysis.claims.evidence.replicate_seed`: replicate 0 is the configuration's own
 seed, so its cached result is reused; the others share no model with any other run) and
 :class:`Replicates` holds the results. Its ``ledger`` is the probe's ``check_claims_over(results)``: each
 claim's value is measured once per replicate and its band is the seed-to-seed spread (``replicates=`` in
-:meth:`analysis.ledger.Ledger.predict`), under the one band policy of :mod:`analysis.evidence`.
+:meth:`analysis.claims.ledger.Ledger.predict`), under the one band policy of :mod:`analysis.claims.evidence`.
 
 A probe opts in by defining
 
@@ -29,10 +29,10 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any
 
-from analysis.evidence import replicate_seed, t_band
-from analysis.ledger import Claim, Ledger
-from analysis.progress import bar
-from analysis.validation import check_int
+from analysis.claims.evidence import replicate_seed, t_band
+from analysis.claims.ledger import Claim, Ledger
+from analysis.core.progress import bar
+from analysis.core.validation import check_int
 from probes.base import Result, _resolve, _resolve_config, cache_key, cached_run
 
 __all__ = ["Replicates", "replicate_configs", "replicated_run", "takes_worst", "worst_of"]
@@ -80,7 +80,7 @@ class Replicates:
 
     def spread(self, scalar: str) -> tuple[float, float]:
         """``(mean, half-width)`` of the scalar ``scalar`` over the replicates: the seed mean and its 95% t
-        interval's half-width (:mod:`analysis.evidence`; nan with one replicate), what a figure draws beside
+        interval's half-width (:mod:`analysis.claims.evidence`; nan with one replicate), what a figure draws beside
         replicate 0's within-run interval."""
         if scalar not in self.main.scalars:
             raise ValueError(f"scalar must be one of the result's scalars {sorted(self.main.scalars)}, got {scalar!r}")

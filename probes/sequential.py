@@ -1,7 +1,7 @@
 """The sequential design: a claim undecided at one look is run again at its next, up to its declared budget.
 
 A claim whose band holds both its prediction and the alternative is not evidence either way, and the remedy is
-more seeds, not a grey-zone label. A declaration (:class:`analysis.specs.ClaimSpec`) may name ``looks``, the
+more seeds, not a grey-zone label. A declaration (:class:`analysis.claims.specs.ClaimSpec`) may name ``looks``, the
 replicate counts at which the claim is judged (the last its budget), and ``replicates``, the config field that
 counts them. :func:`decided_run` runs a configuration through the result cache, and while some claim with a
 sequential design is undecided at a look that is not its last, runs the configuration again with that field
@@ -9,7 +9,7 @@ raised to the claim's next look (every field to the largest next look its claims
 is the last one, its ledger judged at the replicate counts it reached; ``meta["sequential"]`` records each
 look taken and the claims that asked for it.
 
-Each look's band is at the per-look coverage of :func:`analysis.evidence.sequential_coverage` (the ledger applies
+Each look's band is at the per-look coverage of :func:`analysis.claims.evidence.sequential_coverage` (the ledger applies
 it from the declaration), so a claim's chance of excluding a true value at any look stays 5%, the one error
 rate of the workbench. A configuration whose count is not a look of the claim (a smoke run, a user's own count)
 is judged as it is: the design applies to the schedule it declares. Every look goes through the result cache,
@@ -22,8 +22,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from analysis.evidence import next_look
-from analysis.specs import declarations
+from analysis.claims.evidence import next_look
+from analysis.claims.specs import declarations
 from probes.base import Result, _resolve, _resolve_config, cached_run, run_probe
 
 __all__ = ["decided_run", "next_looks"]

@@ -42,8 +42,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from analysis.io import atomic_write_json, to_jsonable
-from analysis.ledger import Ledger
+from analysis.claims.ledger import Ledger
+from analysis.core.io import atomic_write_json, to_jsonable
 from probes.base import Result, _resolve, cache_key, cached_run
 from probes.options import add_options
 from probes.replicates import Replicates, replicate_configs

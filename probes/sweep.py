@@ -65,7 +65,7 @@ written as on the command line: ``"1,2"``, ``"none"``). Variables:
 ``attrs`` (numbers and strings, dicts JSON-encoded): ``probe``, ``probe_version``, ``preset``,
 ``grid`` (the swept values per dim), ``base_config`` (the config every point starts from), ``failed``
 (a list of ``{"point", "error"}``), ``n_points``, ``n_failed``, ``skipped_arrays``, ``renamed``,
-``torch_threads`` (0: left alone), ``commit`` and ``versions`` (:mod:`analysis.provenance`, with dask
+``torch_threads`` (0: left alone), ``commit`` and ``versions`` (:mod:`analysis.core.provenance`, with dask
 and distributed), ``sweep_format``. Nothing in it depends on how or where it ran, so the same sweep
 gives an identical Dataset serially and on a cluster, killed and resumed or not. The command line
 writes it atomically as netCDF-4 (a temporary file in the same folder, then ``os.replace``).
@@ -100,8 +100,8 @@ import numpy as np
 import torch
 import xarray as xr
 
-from analysis.io import atomic_write, to_jsonable
-from analysis.progress import bar
+from analysis.core.io import atomic_write, to_jsonable
+from analysis.core.progress import bar
 from probes import registry
 from probes.base import NETCDF_ENGINE, FieldSpec, ProbeConfig, _resolve, cache_key, cached_run, get
 
@@ -726,7 +726,7 @@ def _assemble(p: Plan, outcomes: list[dict]) -> xr.Dataset:
 
 
 def _provenance_attrs(threads: int | None) -> dict[str, Any]:
-    from analysis.provenance import git_commit, package_versions
+    from analysis.core.provenance import git_commit, package_versions
 
     versions = dict(package_versions())
     for pkg in ("dask", "distributed"):

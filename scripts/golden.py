@@ -40,7 +40,7 @@ def digest(result: Any) -> dict[str, Any]:
     """The digest of a probe's Result (module docstring)."""
     import numpy as np
 
-    from analysis.io import to_jsonable
+    from analysis.core.io import to_jsonable
 
     arrays = {}
     for name, var in list(result.data.data_vars.items()) + list(result.data.coords.items()):

@@ -7,7 +7,7 @@ Reads what ``make figures`` left -- the gallery ``figures/`` (``papers.json``, t
 ledgers, each figure's PNG and JSON sidecar) and the executed notebooks ``build/notebooks/<notebook>.ipynb`` --
 and writes a MyST project into ``build/book/`` (never into ``figures/`` or ``notebooks/``):
 
-* ``index.md``: the per-paper scorecard (:func:`analysis.scorecard.table`), each paper linking to its section;
+* ``index.md``: the per-paper scorecard (:func:`analysis.claims.scorecard.table`), each paper linking to its section;
 * ``papers.md``: a section per paper (label ``paper-<key>``): its statements, verdicts, lines, figures, notebooks;
 * ``notebooks/<notebook>.ipynb``: the executed copy, outputs and all, with a note cell after its title (MyST runs no
   kernel); without ``build/notebooks/<notebook>.ipynb``, ``notebooks/<notebook>.md`` says that the notebook has not
@@ -41,8 +41,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # make_figures.py, bes
 
 import make_figures  # noqa: E402
 
-from analysis import scorecard  # noqa: E402
-from analysis.paths import BUILD, NOTEBOOKS, REPO  # noqa: E402
+from analysis.claims import scorecard  # noqa: E402
+from analysis.core.paths import BUILD, NOTEBOOKS, REPO  # noqa: E402
 
 THEME = REPO / "book" / "theme"
 TITLE = "Transformer theory workbench"

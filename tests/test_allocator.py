@@ -1,4 +1,4 @@
-"""analysis/allocator.py: keeping freed memory changes page faults, never numbers."""
+"""analysis/zoo/allocator.py: keeping freed memory changes page faults, never numbers."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from analysis import allocator
-from analysis.paths import REPO
+from analysis.core.paths import REPO
+from analysis.zoo import allocator
 
 GLIBC = allocator._glibc() is not None
 
@@ -24,9 +24,9 @@ GLIBC = allocator._glibc() is not None
 # default faults.
 SCRIPT = """
 import hashlib, json, resource, torch
-from analysis.allocator import kept_limit
-from analysis.hooks import run_with_cache
-from analysis.model import ModelConfig, TinyTransformer
+from analysis.zoo.allocator import kept_limit
+from analysis.zoo.hooks import run_with_cache
+from analysis.zoo.model import ModelConfig, TinyTransformer
 torch.set_num_threads(1)
 model = TinyTransformer(ModelConfig(n_layers=2, d_model=64, n_heads=4, vocab_size=64)).eval()
 x = torch.randint(0, 64, (3, 1024), generator=torch.Generator().manual_seed(0))
@@ -77,7 +77,7 @@ def test_bad_limit_and_bad_environment_are_refused(monkeypatch):
 def test_the_command_line_keeps_freed_memory_unless_told_otherwise():
     """``python -m probes`` opts in for itself and its workers (probes/__main__.py); an explicit 0 is respected."""
     code = (
-        "import os, sys; from probes import cli; from analysis.allocator import kept_limit; "
+        "import os, sys; from probes import cli; from analysis.zoo.allocator import kept_limit; "
         "cli.main(['list']); a = (os.environ.get('WORKBENCH_KEEP_FREED_MEMORY'), kept_limit()); "
         "cli.keep_freed_memory_for_this_process(); "
         "print(*a, os.environ.get('WORKBENCH_KEEP_FREED_MEMORY'), kept_limit())"

@@ -10,9 +10,10 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
-from analysis.paths import REPO
+from analysis.core.paths import REPO
 
 PACKAGES = ("analysis", "probes")
 MAX_FUNCTION_LINES = 100
@@ -90,10 +91,10 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 def test_the_graph_sees_the_imports_it_must(tmp_path):
     # guards the parser: module-level, function-level, `from pkg import submodule` and relative imports
     graph = import_graph()
-    assert "analysis.checkpoints" in graph["analysis.train"]
+    assert "analysis.training.checkpoints" in graph["analysis.training.train"]
     assert "probes.registry" in graph["probes.base"]  # `from probes import registry`: the submodule
     assert "probes.base" in graph["probes"]
-    assert "analysis.hf" in graph["probes.cli"]  # imported inside a function
+    assert "analysis.zoo.hf" in graph["probes.cli"]  # imported inside a function
     known = {"pkg", "pkg.a", "pkg.b", "pkg.sub", "pkg.sub.a", "pkg.sub.c"}
     src = tmp_path / "c.py"
     src.write_text("from . import a\nfrom ..b import f\ndef g():\n    import pkg.sub.c.x\n    from pkg import sub\n")
@@ -155,7 +156,7 @@ def test_allowed_long_functions_still_exist():
 
 # ---------------------------------------------------------------------------------------------- the one claim call
 # A declared claim is recorded by one call, Ledger.judge, carrying this run's evidence; what does not change from
-# run to run lives in its declaration (analysis.specs.ClaimSpec). The comparison methods behind judge are called
+# run to run lives in its declaration (analysis.claims.specs.ClaimSpec). The comparison methods behind judge are called
 # directly only where judge cannot carry the claim in a handful of keywords, each place with its reason.
 MAX_JUDGE_KEYWORDS = 7
 OLD_CLAIM_METHODS = ("identity", "predict", "direction", "paper", "close", "bound", "within", "manual", "not_evaluated")
@@ -211,3 +212,88 @@ def test_claims_are_recorded_with_judge_except_where_allowed():
     )
     gone = sorted(DIRECT_CLAIM_CALLS_ALLOWED - direct)
     assert not gone, f"allowed direct claim calls that no longer exist: drop their allowance: {gone}"
+
+
+# ---------------------------------------------------------------------------------------------- the library's layout
+# analysis/ is grouped by job into sub-packages (each __init__ says what it is for); the old flat paths are one-line
+# shims (analysis/_moved.py) kept for one release. No module is over MAX_MODULE_LINES lines but those listed here, to
+# be split (an entry is removed when its module is; theory data tables are exempt).
+MAX_MODULE_LINES = 400
+SUBPACKAGES = ("core", "zoo", "data", "training", "claims", "notebook", "theory")
+LONG_MODULES_TO_SPLIT = {
+    "analysis/data/corpus.py",
+    "analysis/notebook/explorers.py",
+    "analysis/zoo/hf.py",
+    "analysis/training/train.py",
+    "analysis/zoo/model.py",
+    "analysis/data/tasks.py",
+    "analysis/claims/ledger.py",
+}
+SHIM = re.compile(
+    r'^""".*"""\n\nfrom analysis\._moved import moved\n\nmoved\(__name__, "(analysis\.[a-z_.]+)"\)\n$', re.S
+)
+
+
+def test_analysis_is_grouped_by_job():
+    top = sorted(p.name for p in (REPO / "analysis").iterdir() if p.is_dir() and p.name != "__pycache__")
+    assert top == sorted(SUBPACKAGES), top
+    for pkg in SUBPACKAGES:
+        init = (REPO / "analysis" / pkg / "__init__.py").read_text(encoding="utf-8")
+        assert ast.get_docstring(ast.parse(init)), f"analysis/{pkg}/__init__.py says what the package is for"
+    for path in sorted((REPO / "analysis").glob("*.py")):
+        if path.name in ("__init__.py", "_moved.py"):
+            continue
+        m = SHIM.match(path.read_text(encoding="utf-8"))
+        assert m, f"{path.name}: a module of the library lives in a sub-package; the top level holds only shims"
+        target = m.group(1)
+        assert target.split(".")[1] in SUBPACKAGES and target.endswith("." + path.stem), target
+        assert (REPO / (target.replace(".", "/") + ".py")).exists(), target
+
+
+def test_old_paths_are_the_new_modules_with_a_warning():
+    import importlib
+    import sys
+    import warnings
+
+    for path in sorted((REPO / "analysis").glob("*.py")):
+        if path.name in ("__init__.py", "_moved.py"):
+            continue
+        old = f"analysis.{path.stem}"
+        target = SHIM.match(path.read_text(encoding="utf-8")).group(1)
+        sys.modules.pop(old, None)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            mod = importlib.import_module(old)
+        assert mod is importlib.import_module(target), old
+        assert any(issubclass(w.category, DeprecationWarning) and target in str(w.message) for w in caught), old
+
+
+def test_no_module_longer_than_the_limit():
+    long = set()
+    for path in sorted((REPO / "analysis").rglob("*.py")):
+        rel = path.relative_to(REPO).as_posix()
+        if rel.startswith("analysis/theory/"):
+            continue
+        if len(path.read_text(encoding="utf-8").splitlines()) > MAX_MODULE_LINES:
+            long.add(rel)
+    assert long <= LONG_MODULES_TO_SPLIT, (
+        f"modules over {MAX_MODULE_LINES} lines: split them: {long - LONG_MODULES_TO_SPLIT}"
+    )
+    assert LONG_MODULES_TO_SPLIT <= long, f"split already (drop from the list): {LONG_MODULES_TO_SPLIT - long}"
+
+
+def test_no_internal_code_uses_an_old_path():
+    """The repository imports the new paths: an old one is for users' code, for one release."""
+    old = sorted(p.stem for p in (REPO / "analysis").glob("*.py") if p.name not in ("__init__.py", "_moved.py"))
+    pattern = re.compile(rf"(?<![\w.])analysis\.({'|'.join(old)})\b|from analysis import .*\b({'|'.join(old)})\b")
+    bad = []
+    for root in ("analysis", "probes", "scripts", "bench", "tests", "notebooks"):
+        for path in sorted((REPO / root).rglob("*")):
+            if path.suffix not in (".py", ".ipynb") or path.parent == REPO / "analysis":
+                continue
+            if path.name == "test_architecture.py":
+                continue
+            for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+                if pattern.search(line):
+                    bad.append(f"{path.relative_to(REPO)}:{n}")
+    assert not bad, bad

@@ -11,7 +11,7 @@ import math
 
 import pytest
 
-from analysis.paths import REPO
+from analysis.core.paths import REPO
 
 
 @pytest.fixture(scope="module")

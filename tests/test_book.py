@@ -26,8 +26,8 @@ from pathlib import Path
 
 import pytest
 
-from analysis.ledger import Claim, Ledger
-from analysis.paths import REPO
+from analysis.claims.ledger import Claim, Ledger
+from analysis.core.paths import REPO
 
 NAME = "99_demo"  # the fixture notebook
 STATEMENT = "|x| <= 2*y_1 on [0, 1] for {L-1} (eta* ~ 1)"  # markdown and MyST characters that must stay text

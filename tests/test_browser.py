@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.paths import BUILD, NOTEBOOKS, REPO
+from analysis.core.paths import BUILD, NOTEBOOKS, REPO
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

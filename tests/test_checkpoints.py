@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 import torch
 
-from analysis import train as train_mod
-from analysis.checkpoints import CheckpointCache, checkpoint_key, history_from_json, history_to_json
-from analysis.model import ModelConfig, TinyTransformer
-from analysis.train import TrainConfig
+from analysis.training import train as train_mod
+from analysis.training.checkpoints import CheckpointCache, checkpoint_key, history_from_json, history_to_json
+from analysis.training.train import TrainConfig
+from analysis.zoo.model import ModelConfig, TinyTransformer
 
 MODEL = ModelConfig(vocab_size=8, d_model=16, n_layers=1, n_heads=2, d_mlp=32, seed=1)
 TASK = {"name": "shift", "vocab_size": 8, "seq_len": 8, "shift": 3}
@@ -218,7 +218,7 @@ def test_damaged_entry_is_deleted_not_used(tmp_path, damage, caplog):
         meta.write_text(json.dumps(m))
     else:
         weights.write_bytes(b"")
-    with caplog.at_level(logging.WARNING, logger="analysis.checkpoints"):
+    with caplog.at_level(logging.WARNING, logger="analysis.training.checkpoints"):
         assert cache.load(key) is None
     assert "damaged" in caplog.text
     assert not (tmp_path / key).exists() and cache.list_entries() == []
@@ -226,7 +226,7 @@ def test_damaged_entry_is_deleted_not_used(tmp_path, damage, caplog):
 
 def test_safetensors_that_does_not_load_is_caught(tmp_path, caplog):
     # hash consistent with the file, but the file is not safetensors: only the load step can catch it
-    from analysis.io import sha256_file
+    from analysis.core.io import sha256_file
 
     cache = CheckpointCache(tmp_path)
     key, _ = entry(cache)
@@ -235,7 +235,7 @@ def test_safetensors_that_does_not_load_is_caught(tmp_path, caplog):
     m = json.loads(meta.read_text())
     m["sha256"] = sha256_file(weights)
     meta.write_text(json.dumps(m))
-    with caplog.at_level(logging.WARNING, logger="analysis.checkpoints"):
+    with caplog.at_level(logging.WARNING, logger="analysis.training.checkpoints"):
         assert cache.load(key) is None
     assert "does not load" in caplog.text
 

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import probes
-from analysis.paths import REPO
+from analysis.core.paths import REPO
 from probes import cli
 from probes.base import Result
 
@@ -34,7 +34,7 @@ PROBE_SOURCE = textwrap.dedent(
     import numpy as np
     import xarray as xr
 
-    from analysis.ledger import Ledger
+    from analysis.claims.ledger import Ledger
     from probes.base import ProbeConfig, Result, param
 
     NAME = "clifake"
@@ -456,8 +456,8 @@ def _trained_probe():
         seed: int = param(0, "training seed", minimum=0)
 
     def run(config, model=None, progress=True):
-        from analysis.model import ModelConfig
-        from analysis.train import TrainConfig, train
+        from analysis.training.train import TrainConfig, train
+        from analysis.zoo.model import ModelConfig
 
         res = train(
             ModelConfig(vocab_size=4, d_model=8, n_layers=1, n_heads=1, d_mlp=0, seed=1),
@@ -483,7 +483,7 @@ def _only(items):
 def filled_cache(fake, tmp_path, monkeypatch):
     """Real entries: two clifake results, a clitrained result with its checkpoint and snapshot, and the
     temporary folder a killed write leaves."""
-    from analysis.checkpoints import CheckpointCache
+    from analysis.training.checkpoints import CheckpointCache
 
     monkeypatch.setenv("WORKBENCH_FIGURES", str(tmp_path / "figs"))
     probes.register("clitrained", _trained_probe())
@@ -513,7 +513,7 @@ def _files_size(folder) -> int:
 
 
 def test_cache_ls_and_size(filled_cache, capsys, tmp_path):
-    from analysis.cache import entries
+    from analysis.training.cache import entries
 
     c = filled_cache
     assert len(c["checkpoints"]) == 2 and c["checkpoint"] in c["checkpoints"]  # the run and its snapshot
@@ -556,7 +556,7 @@ def test_cache_prune_older_than(filled_cache, capsys, fake):
 
 
 def test_cache_prune_keep_figures(filled_cache, capsys, tmp_path):
-    from analysis.checkpoints import CheckpointCache
+    from analysis.training.checkpoints import CheckpointCache
 
     c = filled_cache
     figs = tmp_path / "figs"
@@ -572,7 +572,7 @@ def test_cache_prune_keep_figures(filled_cache, capsys, tmp_path):
 
 
 def test_cache_prune_skips_an_entry_in_use(filled_cache, capsys):
-    from analysis.io import entry_lock
+    from analysis.core.io import entry_lock
 
     c = filled_cache
     with entry_lock(c["large"]):  # as a process computing or writing it holds it
@@ -627,9 +627,10 @@ def test_keep_follows_a_checkpoint_to_its_snapshots_and_corpus(tmp_path, monkeyp
 
     import torch
 
-    from analysis import cache, corpus
-    from analysis.checkpoints import CheckpointCache, checkpoint_key
-    from analysis.io import sha256_bytes
+    from analysis.core.io import sha256_bytes
+    from analysis.data import corpus
+    from analysis.training import cache
+    from analysis.training.checkpoints import CheckpointCache, checkpoint_key
 
     monkeypatch.setenv("WORKBENCH_CACHE", str(tmp_path / "cache"))
     text = "print('hello')\n" * 8
@@ -664,7 +665,7 @@ def test_keep_follows_a_checkpoint_to_its_snapshots_and_corpus(tmp_path, monkeyp
 def test_run_records_every_training_run_it_used(tmp_path, monkeypatch):
     """``run_probe`` records the key of every ``train`` call (nested ones too) and nothing for a probe that
     trains nothing; ``record_checkpoints`` blocks nest."""
-    from analysis.train import record_checkpoints
+    from analysis.training.train import record_checkpoints
 
     monkeypatch.setenv("WORKBENCH_CACHE", str(tmp_path / "cache"))
     mod = _trained_probe()
@@ -678,7 +679,7 @@ def test_run_records_every_training_run_it_used(tmp_path, monkeypatch):
     assert len(first.meta["checkpoints"]) == len(second.meta["checkpoints"]) == 1
     assert first.meta["checkpoints"] != second.meta["checkpoints"]  # the seed is part of the run key
     assert outer == {*first.meta["checkpoints"], *second.meta["checkpoints"]}
-    from analysis.checkpoints import CheckpointCache
+    from analysis.training.checkpoints import CheckpointCache
 
     assert set(first.meta["checkpoints"]) <= set(CheckpointCache().list_entries())
 

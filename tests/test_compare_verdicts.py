@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 
-from analysis.paths import REPO
+from analysis.core.paths import REPO
 from probes import inventory
 
 SCRIPT = REPO / "scripts" / "compare_verdicts.py"

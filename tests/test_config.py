@@ -1,4 +1,4 @@
-"""The one config machinery (analysis/config.py) and the configs built on it.
+"""The one config machinery (analysis/core/config.py) and the configs built on it.
 
 What is pinned here keys every cache: ``ModelConfig.to_dict()`` and ``TrainConfig.to_dict()`` are
 hashed into checkpoint keys, a probe config's ``to_dict()`` into result-cache keys. So the field
@@ -18,11 +18,11 @@ from typing import Literal
 import pytest
 
 import probes
-from analysis.config import BaseConfig, param
-from analysis.evidence import replicate_seed
-from analysis.io import content_hash
-from analysis.model import NORM_PLACEMENTS, ModelConfig
-from analysis.train import TrainConfig, probe_lm_train_config
+from analysis.claims.evidence import replicate_seed
+from analysis.core.config import BaseConfig, param
+from analysis.core.io import content_hash
+from analysis.training.train import TrainConfig, probe_lm_train_config
+from analysis.zoo.model import NORM_PLACEMENTS, ModelConfig
 from probes import cli
 from probes.base import FieldSpec, ProbeConfig, fields_renamed, model_param
 

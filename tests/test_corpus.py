@@ -1,4 +1,4 @@
-"""Tests for analysis/corpus.py: extraction rules, determinism, encodings, the cache and its integrity."""
+"""Tests for analysis/data/corpus.py: extraction rules, determinism, encodings, the cache and its integrity."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from analysis.corpus import (
+from analysis.core.io import sha256_file
+from analysis.data.corpus import (
     CorpusSpec,
     bigram_cross_entropy,
     build_corpus,
@@ -20,7 +21,6 @@ from analysis.corpus import (
     stdlib_files,
     unigram_entropy,
 )
-from analysis.io import sha256_file
 
 SMALL = 40_000  # bytes: a handful of stdlib files, built in a fraction of a second
 

@@ -12,13 +12,13 @@ import pytest
 import torch
 
 import probes
-from analysis import devices
-from analysis.checkpoints import checkpoint_key
-from analysis.devices import model_device, resolve_device, to_numpy, train_key_extra
-from analysis.model import ModelConfig, TinyTransformer
-from analysis.paths import REPO
-from analysis.tasks import MarkovLanguage
-from analysis.train import TRAINER_VERSION, TrainConfig, train
+from analysis.core import devices
+from analysis.core.devices import model_device, resolve_device, to_numpy, train_key_extra
+from analysis.core.paths import REPO
+from analysis.data.tasks import MarkovLanguage
+from analysis.training.checkpoints import checkpoint_key
+from analysis.training.train import TRAINER_VERSION, TrainConfig, train
+from analysis.zoo.model import ModelConfig, TinyTransformer
 from probes import cli
 from probes.base import run_probe
 

@@ -1,4 +1,5 @@
-"""The one band policy, replicate seeds, verdict stability and fail triage (analysis.evidence, analysis.ledger)."""
+"""The one band policy, replicate seeds, verdict stability and fail triage (analysis.claims.evidence,
+analysis.claims.ledger)."""
 
 import json
 import math
@@ -6,9 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from analysis import evidence
-from analysis.evidence import COVERAGE, STABLE_AT, mean_se, replicate_seed, replicate_seeds, t_multiple
-from analysis.ledger import Claim, Ledger, claim_stability, verdict_function
+from analysis.claims import evidence
+from analysis.claims.evidence import COVERAGE, STABLE_AT, mean_se, replicate_seed, replicate_seeds, t_multiple
+from analysis.claims.ledger import Claim, Ledger, claim_stability, verdict_function
 
 # ---------------------------------------------------------------------- the band policy
 

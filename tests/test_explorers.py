@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 import probes
-from analysis import explorers as ex
-from analysis import firstlook
-from analysis.paths import NOTEBOOKS
+from analysis.core.paths import NOTEBOOKS
+from analysis.notebook import explorers as ex
+from analysis.notebook import firstlook
 from analysis.theory import associative_recall as th_ar
 from analysis.theory import attention_entropy as th_ae
 from analysis.theory import prompt_forgetting as th_pf

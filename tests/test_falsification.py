@@ -1,7 +1,7 @@
 """The ledger's own mutation test: every prediction that passes against its expected value must fail
 when judged against its alternative (``python -m probes run NAME --against-alternatives``), for every
 probe under the smoke preset. Also: every claim names a role, a verdict and what it tests, every seed key is in
-REFERENCES.md, and every claim but a software identity names a paper of analysis.papers."""
+REFERENCES.md, and every claim but a software identity names a paper of analysis.claims.papers."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ import re
 import pytest
 
 import probes
-from analysis.ledger import ROLES, VERDICTS
-from analysis.papers import paper
-from analysis.paths import REPO
-from analysis.specs import TESTS
+from analysis.claims.ledger import ROLES, VERDICTS
+from analysis.claims.papers import paper
+from analysis.claims.specs import TESTS
+from analysis.core.paths import REPO
 from probes import cli
 
 NAMES = probes.available()
@@ -44,7 +44,7 @@ def test_predictions_fail_against_their_alternatives(name, capsys, reference_key
         if c.get("seed"):
             assert c["seed"] in reference_keys, f"{name}/{c['name']}: seed {c['seed']} not in REFERENCES.md"
         if c["tests"] != "software":
-            assert paper(c["paper"]), c["name"]  # a key of analysis.papers (ValueError otherwise)
+            assert paper(c["paper"]), c["name"]  # a key of analysis.claims.papers (ValueError otherwise)
     passing = [
         (p, r) for p, r in zip(plain, rejudged, strict=True) if p["role"] == "prediction" and p["status"] == "pass"
     ]

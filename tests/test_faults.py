@@ -28,9 +28,9 @@ import pytest
 import torch
 
 import probes
-from analysis import io as aio
-from analysis.checkpoints import CheckpointCache
-from analysis.paths import REPO
+from analysis.core import io as aio
+from analysis.core.paths import REPO
+from analysis.training.checkpoints import CheckpointCache
 from probes.base import Result, cache_key, run_probe
 
 KIT = textwrap.dedent(
@@ -49,7 +49,7 @@ KIT = textwrap.dedent(
     import numpy as np
     import xarray as xr
 
-    from analysis.ledger import Ledger
+    from analysis.claims.ledger import Ledger
     from probes.base import ProbeConfig, Result, param
 
     NAME = "faultkit"
@@ -98,8 +98,8 @@ KIT = textwrap.dedent(
 
     def fit(seed: int = 5, cache="default"):
         """12 updates of a one-layer model; a partial state every 4 updates."""
-        from analysis.model import ModelConfig
-        from analysis.train import TrainConfig, train
+        from analysis.zoo.model import ModelConfig
+        from analysis.training.train import TrainConfig, train
 
         model = ModelConfig(vocab_size=8, d_model=16, n_layers=1, n_heads=2, d_mlp=32, seed=1)
         cfg = TrainConfig(steps=12, batch_size=8, lr=1e-2, warmup_steps=2, seed=seed, eval_every=4,
@@ -117,7 +117,7 @@ KIT = textwrap.dedent(
         import probes
 
         if mode == "kill-checkpoint-write":  # hang inside the n-th safetensors write, half of it on disk
-            import analysis.checkpoints as ck
+            import analysis.training.checkpoints as ck
 
             real, calls = ck.save_file, []
 
@@ -132,7 +132,7 @@ KIT = textwrap.dedent(
             fit()
         elif mode == "kill-result-write":  # hang while result.json is half written in the entry's temp folder
             import probes.base as pb
-            from analysis.io import to_jsonable
+            from analysis.core.io import to_jsonable
 
             real = pb.atomic_write_json
 
@@ -397,7 +397,7 @@ def test_full_disk_during_result_write(kit, tmp_path, monkeypatch):
 
 
 def test_full_disk_during_checkpoint_write(kit, tmp_path, monkeypatch):
-    import analysis.checkpoints as ck
+    import analysis.training.checkpoints as ck
 
     cache_root = tmp_path / "cache"
 
@@ -439,8 +439,8 @@ def test_hand_edited_result_entry_is_detected_and_rebuilt(kit, tmp_path, edit):
 NOTEBOOK_PARAMS = 'preset: str = "full"  # smoke | full'
 NOTEBOOK_CELL = """\
 import matplotlib.pyplot as plt
-from analysis.ledger import Ledger
-from analysis.plotting import save_figure, save_ledger
+from analysis.claims.ledger import Ledger
+from analysis.notebook.plotting import save_figure, save_ledger
 led = Ledger("01_tiny", preset=preset)
 led.identity("one", measured=1.0, expected=1.0, source="arithmetic", why="exact", figure="tiny_a")
 for name in ("tiny_a", "tiny_b"):
@@ -455,7 +455,7 @@ import importlib.util, os, sys, time
 spec = importlib.util.spec_from_file_location("make_figures", sys.argv[1])
 mf = sys.modules["make_figures"] = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(mf)
-from analysis.io import atomic_write
+from analysis.core.io import atomic_write
 real, calls = mf.atomic_write_bytes, []
 def atomic_write_bytes(path, data):
     calls.append(path)

@@ -17,8 +17,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from analysis.ledger import Ledger
-from analysis.paths import REPO
+from analysis.claims.ledger import Ledger
+from analysis.core.paths import REPO
 
 from tier import TIER
 
@@ -60,8 +60,8 @@ import sys
 # the kernel is this environment's python (make_figures injects our sys.prefix)
 assert sys.prefix == expected_prefix, (sys.prefix, expected_prefix)
 import matplotlib.pyplot as plt
-from analysis.ledger import Ledger
-from analysis.plotting import save_figure, save_ledger
+from analysis.claims.ledger import Ledger
+from analysis.notebook.plotting import save_figure, save_ledger
 led = Ledger("01_ok", preset=preset)
 led.identity("one", measured=1.0, expected=1.0, source="arithmetic", why="exact", figure="ok_line")
 fig, ax = plt.subplots()
@@ -70,8 +70,8 @@ save_figure(fig, "ok_line", notebook="01_ok", params={"preset": preset}, ledger=
 save_ledger(led, notebook="01_ok")"""
 
 BAD_CLAIM = """\
-from analysis.ledger import Ledger
-from analysis.plotting import save_ledger
+from analysis.claims.ledger import Ledger
+from analysis.notebook.plotting import save_ledger
 led = Ledger("02_badclaim", preset=preset)
 led.bound("condition", measured=3.0, bound=1.0, source="theorem")
 led.predict("wrong", measured=2.0, expected=1.0, se=0.05, dof=4, alternative=2.0, hypothesis="doubling",
@@ -452,8 +452,8 @@ def test_plan_threads_and_order(script, tmp_path, monkeypatch):
 
 SLEEPER = """\
 import json, os, time
-from analysis.plotting import save_ledger
-from analysis.ledger import Ledger
+from analysis.notebook.plotting import save_ledger
+from analysis.claims.ledger import Ledger
 name = "{name}"
 t0 = time.time()
 time.sleep(4)

@@ -1,11 +1,11 @@
-"""Power-law fits, bootstrap intervals, local exponents and geometric means (analysis.fitting)."""
+"""Power-law fits, bootstrap intervals, local exponents and geometric means (analysis.claims.fitting)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from analysis.fitting import (
+from analysis.claims.fitting import (
     bootstrap_power_law,
     fit_power_law,
     geometric_mean,

@@ -1,4 +1,4 @@
-"""The hand-fused LSA loss (analysis/fused_lsa.py) against the plain autograd path, and its use by the trainer."""
+"""The hand-fused LSA loss (analysis/zoo/fused_lsa.py) against the plain autograd path, and its use by the trainer."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from analysis import fused_lsa
-from analysis.hooks import hooks
-from analysis.train import TrainConfig, forward, train, training_loss
+from analysis.training.train import TrainConfig, forward, train, training_loss
+from analysis.zoo import fused_lsa
+from analysis.zoo.hooks import hooks
 from probes import icl_gd as P
 
 

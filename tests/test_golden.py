@@ -9,8 +9,8 @@ from types import SimpleNamespace
 import numpy as np
 import xarray as xr
 
-from analysis.ledger import Ledger
-from analysis.paths import REPO
+from analysis.claims.ledger import Ledger
+from analysis.core.paths import REPO
 
 spec = importlib.util.spec_from_file_location("golden", REPO / "scripts" / "golden.py")
 golden = importlib.util.module_from_spec(spec)

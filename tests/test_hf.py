@@ -19,16 +19,16 @@ import pytest
 import torch
 import transformers  # the hf extra is part of `make test`: missing it is a failure, not a skip)
 
-from analysis.hf import (
+from analysis.zoo.hf import (
     HFModel,
     gpt2_config,
     minilm_dir,
     zoo_config_for_gpt2,
     zoo_from_gpt2,
 )
-from analysis.hooks import hooks, run_with_cache
-from analysis.model import ModelConfig, PrefixKeyBias
-from analysis.protocol import ProbeModel, encode_text, max_positions, vocab_size
+from analysis.zoo.hooks import hooks, run_with_cache
+from analysis.zoo.model import ModelConfig, PrefixKeyBias
+from analysis.zoo.protocol import ProbeModel, encode_text, max_positions, vocab_size
 from probes.real_models import PROBE_AGREEMENT, probe_agreement
 
 TOL = 1e-10  # float64, same weights, different code: rounding only (see the module docstring)

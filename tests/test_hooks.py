@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from analysis.hooks import active_hook_names, hooks, resid_names, resolve_names, run_with_cache
-from analysis.model import ModelConfig, TinyTransformer
-from analysis.protocol import ProbeModel, describe
+from analysis.zoo.hooks import active_hook_names, hooks, resid_names, resolve_names, run_with_cache
+from analysis.zoo.model import ModelConfig, TinyTransformer
+from analysis.zoo.protocol import ProbeModel, describe
 
 ATTN = ["attn.hook_q", "attn.hook_k", "attn.hook_v", "attn.hook_attn_scores", "attn.hook_pattern", "attn.hook_z"]
 
@@ -203,8 +203,8 @@ def test_resid_names_are_the_models_residual_hooks():
 def test_exact_names_attach_without_pattern_matching(monkeypatch):
     """run_with_cache(names=None) attaches one function per point; exact names skip resolve_names (which
     matches every pattern against every point: quadratic in the number of points)."""
-    import analysis.hooks as H
-    from analysis.model import ModelConfig, TinyTransformer
+    import analysis.zoo.hooks as H
+    from analysis.zoo.model import ModelConfig, TinyTransformer
 
     model = TinyTransformer(ModelConfig(n_layers=2, d_model=16, n_heads=2, vocab_size=32))
     calls = []
@@ -229,7 +229,7 @@ def _tl_cache(names=None, **fields):
 
 
 def test_get_act_name_matches_transformerlens_examples():
-    from analysis.hooks import get_act_name
+    from analysis.zoo.hooks import get_act_name
 
     assert get_act_name("k", 6, "a") == "blocks.6.attn.hook_k"
     assert get_act_name("pre", 2) == "blocks.2.mlp.hook_pre"
@@ -380,7 +380,7 @@ def test_keys_per_row_counts_the_causal_mask(query_block):
 
 
 def test_keys_per_row_follows_the_mask_applied_not_an_assumed_causal_one():
-    from analysis.hooks import keys_per_row
+    from analysis.zoo.hooks import keys_per_row
 
     T = 9
     cfg = dict(n_layers=1, d_model=16, n_heads=2, vocab_size=32, dtype="float64")

@@ -7,8 +7,8 @@ import json
 import pytest
 
 import probes
-from analysis.ledger import ROLES, STATUSES, VERDICTS, Ledger
-from analysis.plotting import save_ledger
+from analysis.claims.ledger import ROLES, STATUSES, VERDICTS, Ledger
+from analysis.notebook.plotting import save_ledger
 from probes import inventory
 from probes.cli import main
 
@@ -52,7 +52,7 @@ def test_a_ledger_saved_by_a_notebook_is_listed(tmp_path, monkeypatch):
         statement="the weights sum to one",
         seed="000#1",
     )
-    from analysis.ledger import collect
+    from analysis.claims.ledger import collect
 
     save_ledger(collect("09_toy", "full", {None: led, "wide": tagged}), notebook="09_toy")
     rows = inventory.select(inventory.committed_claims(tmp_path), "toy_probe")

@@ -7,9 +7,9 @@ import math
 
 import pytest
 
-from analysis import specs
-from analysis.ledger import Ledger, judged_as
-from analysis.specs import ClaimSpec, declare
+from analysis.claims import specs
+from analysis.claims.ledger import Ledger, judged_as
+from analysis.claims.specs import ClaimSpec, declare
 
 COMMON = dict(paper="000#1", statement="a statement", scope="by construction", figure="fig_a", full=True,
               source="theory item 1")  # fmt: skip

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from analysis.ledger import LOOSE_BELOW, STATUSES, Claim, Ledger, collect, headline
+from analysis.claims.ledger import LOOSE_BELOW, STATUSES, Claim, Ledger, collect, headline
 
 
 def _ledger(preset: str = "full") -> Ledger:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from analysis.logistic_data import ClassificationLaw, OneStepGDTask, gd_step_torch, query_hidden_bias, tokens
+from analysis.data.logistic_data import ClassificationLaw, OneStepGDTask, gd_step_torch, query_hidden_bias, tokens
 from analysis.theory import logistic_icl as th
 from probes.icl_gd import logistic as lg
 

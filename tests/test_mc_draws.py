@@ -3,7 +3,7 @@
 A claim whose only uncertainty is Monte Carlo over draws with no model behind it (its declaration's ``within_run``
 says "no model" or "no weights") can always be decided by drawing more. Its draw count is enough when the band can
 never hold both the prediction and its alternative: the band's half-width is at most half their separation, so the
-claim is decided whatever the draws give (``analysis.ledger.samples_to_decide`` <= 1). Checked on the committed
+claim is decided whatever the draws give (``analysis.claims.ledger.samples_to_decide`` <= 1). Checked on the committed
 full-preset ledgers: a config that lowers a draw count below what its claim needs fails here, naming the factor."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import json
 
 import pytest
 
-from analysis.ledger import Claim, band_width
-from analysis.paths import GALLERY
+from analysis.claims.ledger import Claim, band_width
+from analysis.core.paths import GALLERY
 
 MC = ("no model", "no weights")
 

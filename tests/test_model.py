@@ -8,8 +8,8 @@ import math
 import pytest
 import torch
 
-from analysis.hooks import hooks, run_with_cache
-from analysis.model import (
+from analysis.zoo.hooks import hooks, run_with_cache
+from analysis.zoo.model import (
     ATTENTION_KERNELS,
     DTYPES,
     NORM_PLACEMENTS,
@@ -523,8 +523,8 @@ def test_prefix_key_bias_and_query_block_validation():
 def test_unwatched_large_attention_runs_in_row_blocks(monkeypatch):
     """Above AUTO_BLOCK_BYTES an unwatched forward computes attention in row blocks (causal blocks skip the
     keys they cannot see); it equals the watched whole-matrix forward to float64 rounding."""
-    import analysis.model as M
-    from analysis.hooks import run_with_cache
+    import analysis.zoo.model as M
+    from analysis.zoo.hooks import run_with_cache
 
     cfg = ModelConfig(n_layers=2, d_model=16, n_heads=2, vocab_size=32, dtype="float64", pos="rope")
     model = TinyTransformer(cfg).eval()
@@ -548,7 +548,7 @@ def test_unwatched_large_attention_runs_in_row_blocks(monkeypatch):
 def test_row_blocks_broadcast_a_key_padding_bias(monkeypatch):
     """A (B, 1, 1, T) bias (key padding, as for bidirectional models with padded batches) broadcasts over the
     rows of every block; it was once sliced like a (T, T) matrix, leaving later blocks an empty bias."""
-    import analysis.model as M
+    import analysis.zoo.model as M
 
     cfg = ModelConfig(n_layers=1, d_model=16, n_heads=2, vocab_size=32, dtype="float64", causal=False)
     model = TinyTransformer(cfg).eval()
@@ -728,7 +728,7 @@ def test_rope_rotate_is_the_rotation_formula_bit_for_bit_with_and_without_autogr
     """RoPE writes its halves in place when no gradient is wanted and concatenates under autograd: both are
     ``[x1 cos - x2 sin, x1 sin + x2 cos]`` with float64 angles cast to the dtype, bit for bit, also for a
     strided input; a table first made under inference mode serves a training step afterwards."""
-    from analysis.model import rope_rotate, rope_table
+    from analysis.zoo.model import rope_rotate, rope_table
 
     def formula(x, base):
         half, T = x.shape[-1] // 2, x.shape[1]
@@ -812,7 +812,7 @@ def test_cog_attention_flips_exactly_the_flipped_tokens_outputs():
 def test_one_head_layer_is_the_config_written_out():
     """one_head_layer(d, **fields) is the one-layer, one-head, attention-only, embedded-in, stream-out config, field
     for field (so its weights and cache keys are those of the config written out); fields override its defaults."""
-    from analysis.model import one_head_layer
+    from analysis.zoo.model import one_head_layer
 
     written = ModelConfig(
         input="embedded", output="none", d_model=8, n_layers=1, n_heads=1, d_mlp=0, norm="none", seed=3

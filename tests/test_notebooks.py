@@ -19,8 +19,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from analysis.ledger import Ledger
-from analysis.paths import NOTEBOOKS, REPO
+from analysis.claims.ledger import Ledger
+from analysis.core.paths import NOTEBOOKS, REPO
 
 ALL = sorted(NOTEBOOKS.glob("*.ipynb"))
 NUMBERED = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))

@@ -8,8 +8,8 @@ import pytest
 import torch
 from scipy import stats
 
-from analysis.ledger import Ledger
-from analysis.model import ModelConfig
+from analysis.claims.ledger import Ledger
+from analysis.zoo.model import ModelConfig
 from probes import overview as ov
 
 
@@ -100,8 +100,8 @@ def test_the_design_is_the_committed_figures_and_bad_parameters_are_named():
     the figure's recorded inputs (full preset, the notebook's default parameters)."""
     import json
 
-    from analysis.io import content_hash
-    from analysis.paths import REPO
+    from analysis.core.io import content_hash
+    from analysis.core.paths import REPO
 
     design = ov.setup("full")
     inputs = json.loads((REPO / "figures" / "overview_residual_rms.json").read_text())["inputs"]

@@ -1,4 +1,5 @@
-"""A user's own claim (analysis.own): declared, measured over seeds, judged by the workbench's engine, saved into a
+"""A user's own claim (analysis.claims.own): declared, measured over seeds, judged by the workbench's engine, saved
+into a
 folder of the user's, listed and scored by ``python -m probes claims --folder DIR``."""
 
 from __future__ import annotations
@@ -8,9 +9,9 @@ import json
 import numpy as np
 import pytest
 
-from analysis import papers, specs
-from analysis.own import Study, folder_claims, folder_scorecard
-from analysis.paths import GALLERY
+from analysis.claims import papers, specs
+from analysis.claims.own import Study, folder_claims, folder_scorecard
+from analysis.core.paths import GALLERY
 from probes.cli import main
 from probes.registry import load_declarations
 
@@ -177,8 +178,8 @@ def test_the_committed_gallery_read_as_a_folder_gives_its_scorecard():
 def test_a_second_bound_written_from_the_template(tmp_path):
     """What a user writes following notebooks/10_your_claim.ipynb for another bound (row entropy <= ln keys): a
     trained recipe's attention rows through the checkpoint cache, judged and saved, in well under 60 lines."""
-    from analysis.checkpoints import CheckpointCache
-    from analysis.hooks import run_with_cache
+    from analysis.training.checkpoints import CheckpointCache
+    from analysis.zoo.hooks import run_with_cache
 
     cache = CheckpointCache(tmp_path / "ckpt")
     study = Study("entropy_rows", folder=tmp_path / "out", notebook="second.ipynb", params={"preset": "smoke"})

@@ -147,7 +147,7 @@ def test_every_probe_package_declares_valid_parts_and_show_lists_them(name, caps
 
 
 def test_over_replicates_stacks_each_replicate_seed_along_a_last_axis():
-    from analysis.evidence import replicate_seed
+    from analysis.claims.evidence import replicate_seed
     from probes.parts import over_replicates
 
     got = over_replicates(7, 3, lambda s: {"a": np.array([s, 2 * s]), "b": float(s)}, progress=False, desc="x")
@@ -161,7 +161,7 @@ def test_law_and_slope_predictions_pair_each_replicate_with_its_law():
     replicate's slope in ln x minus the law's plus the law's mean; a second pair serves the slope; a measurement
     off its law by 10% fails, and an unknown pairing is refused by name. The band texts and statements are written
     from the Measured words: the replicate count is the data's, the law's values and the slope's level are shown."""
-    from analysis.ledger import Ledger
+    from analysis.claims.ledger import Ledger
     from probes.parts import Measured, log_slopes, predict_law_and_slope
 
     xs = np.array([1.0, 2.0, 4.0, 8.0])
@@ -196,7 +196,7 @@ def test_predict_law_alone_names_the_law_s_values_or_its_mean():
     """predict_law makes the law claim of predict_law_and_slope by itself: a difference pairing is the mean
     measured-minus-exact plus the law's mean; up to 8 points the statement lists the law by point, beyond its
     mean; the replicate count in the band text is the data's seed axis."""
-    from analysis.ledger import Ledger
+    from analysis.claims.ledger import Ledger
     from probes.parts import Measured, predict_law
 
     exact = np.linspace(1.0, 2.0, 30).reshape(10, 3)  # (x, seed)
@@ -214,7 +214,7 @@ def test_predict_law_alone_names_the_law_s_values_or_its_mean():
 def test_predict_law_refuses_a_point_without_its_axis_and_takes_requires_full():
     """One point x must keep its axis (values[-1:]): a (seed,) array is refused by name with the fix; a claim the
     smoke preset measures well enough may pass requires_full=False."""
-    from analysis.ledger import Ledger
+    from analysis.claims.ledger import Ledger
     from probes.parts import Measured, predict_law
 
     exact = np.linspace(1.0, 2.0, 12).reshape(4, 3)

@@ -14,10 +14,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from analysis import plotting  # noqa: E402
-from analysis.io import sha256_file  # noqa: E402
-from analysis.ledger import Ledger  # noqa: E402
-from analysis.provenance import PACKAGES, git_commit, tree_hash  # noqa: E402
+from analysis.claims.ledger import Ledger  # noqa: E402
+from analysis.core.io import sha256_file  # noqa: E402
+from analysis.core.provenance import PACKAGES, git_commit, tree_hash  # noqa: E402
+from analysis.notebook import plotting  # noqa: E402
 
 PARAMS = {"preset": "smoke", "seed": 7, "n_layers": 3}
 INPUTS = {"checkpoint": "0123abcd", "result": "feedbeef"}
@@ -147,7 +147,7 @@ def test_default_folder_is_workbench_figures(tmp_path, monkeypatch):
 
 def test_an_exploring_run_never_writes_the_committed_gallery_and_says_where_it_writes(tmp_path, monkeypatch, capsys):
     """Without WORKBENCH_FIGURES (JupyterLab, papermill by hand) figures and ledgers go to the scratch gallery."""
-    from analysis import paths
+    from analysis.core import paths
 
     monkeypatch.delenv("WORKBENCH_FIGURES", raising=False)
     monkeypatch.setattr(paths, "EXPLORE", tmp_path / "explore")

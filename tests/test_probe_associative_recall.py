@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-import analysis.recurrent as rec
-from analysis.tasks import AssociativeRecall
-from analysis.train import derived_seed
+import analysis.zoo.recurrent as rec
+from analysis.data.tasks import AssociativeRecall
+from analysis.training.train import derived_seed
 from probes import associative_recall as ar
 from probes.associative_recall import decay, favor, gated_rnn, linearisation, momentum, mqar, power_method, selective
 
@@ -137,7 +137,7 @@ def test_linearisation_head_output_is_the_softmax_average_of_its_tokens():
     """The zoo head the linearisation check measures computes M sum_j softmax(a . x_j) x_j at each query row."""
     import numpy as np
 
-    from analysis.hooks import run_with_cache
+    from analysis.zoo.hooks import run_with_cache
 
     c = _small(lin_d=4, lin_queries=3)
     model = linearisation.linearisation_head(c)
@@ -165,7 +165,7 @@ def test_uniform_attention_fails_the_linearisation_claims(monkeypatch):
 
 
 def _uniform(model):
-    from analysis.model import TinyTransformer
+    from analysis.zoo.model import TinyTransformer
 
     uni = TinyTransformer(model.config.replace(attention="uniform")).eval()
     uni.load_state_dict(model.state_dict())
@@ -248,7 +248,7 @@ def test_power_method_items_record_the_power_method_and_the_trained_layers(smoke
 
 
 def test_trained_power_method_claims_are_wired_to_theory_and_alternatives():
-    from analysis.ledger import Ledger
+    from analysis.claims.ledger import Ledger
 
     r = ar.run(_pm(), progress=False)
     led = Ledger("associative_recall", preset="full")  # evaluate the full-only claims on the small run's numbers
@@ -291,7 +291,7 @@ def test_config_refuses_too_few_eval_loops_and_a_radius_below_the_spectrum():
 def test_runs_with_seeds_0_and_1_share_no_replicate_seed():
     """Replicate i of a trained item uses replicate_seed(seed, i): seed 0 keeps its first model, and runs with
     seeds 0 and 1 (which used to share all but one of seed + i) share none."""
-    from analysis.evidence import replicate_seeds
+    from analysis.claims.evidence import replicate_seeds
 
     parts = ("mqar", "gated", "copying", "power")
     runs = [ar.Config(seed=seed) for seed in (0, 1)]
@@ -338,8 +338,8 @@ def _small_trained(**kw):
 def test_claims_take_the_one_band_policy(smoke):
     """Monte Carlo checks without trained weights carry a within-run SE (saying why); every trained claim's
     band is the 95% t band over its replicate seeds."""
-    from analysis.evidence import COVERAGE, t_multiple
-    from analysis.ledger import Ledger
+    from analysis.claims.evidence import COVERAGE, t_multiple
+    from analysis.claims.ledger import Ledger
 
     by = {c.name: c for c in smoke.checks}
     for name in ("additive_readout_error_N8", "favor_variance_m16", "favor_row_error_slope", "linearisation_rms_slope"):
@@ -380,7 +380,7 @@ def test_momentum_claims_pass_at_full_size_and_fail_on_the_first_order_picture()
     overlap is the first-order picture's (momentum as a larger step) fails both."""
     import dataclasses
 
-    from analysis.ledger import Ledger
+    from analysis.claims.ledger import Ledger
 
     full = ar.Config.preset("full")
     c = _small(**{f: getattr(full, f) for f in momentum.FIELDS})
@@ -423,7 +423,7 @@ def test_decay_claims_pass_at_full_size_and_fail_without_the_decay():
     undecayed ((N - 1)/d_k) fail both claims."""
     import dataclasses
 
-    from analysis.ledger import Ledger
+    from analysis.claims.ledger import Ledger
     from analysis.theory import associative_recall as th
 
     full = ar.Config.preset("full")

@@ -13,10 +13,10 @@ import torch
 from scipy import stats
 
 import probes
-from analysis.hooks import run_with_cache
-from analysis.model import TinyTransformer
-from analysis.paths import REPO
+from analysis.core.paths import REPO
 from analysis.theory import attention_entropy as th
+from analysis.zoo.hooks import run_with_cache
+from analysis.zoo.model import TinyTransformer
 from probes.base import run_probe
 
 mod = probes.get("attention_entropy")
@@ -128,7 +128,7 @@ def _rejudge(result, claim, data=None, scalars=None):
     """Re-run one claim function on a (possibly altered) result; return the fresh ledger."""
     import dataclasses
 
-    from analysis.ledger import Ledger
+    from analysis.claims.ledger import Ledger
 
     led = Ledger(mod.NAME, preset="full")
     altered = dataclasses.replace(
@@ -191,7 +191,7 @@ def test_planted_network_matches_closed_forms_and_detects_a_wrong_kernel():
 
 def test_row_statistics_match_a_plain_forward_pass():
     """Entropies reduced inside the hook equal the entropies of the pattern of an ordinary cached pass."""
-    from analysis.hooks import run_with_cache
+    from analysis.zoo.hooks import run_with_cache
 
     cfg = mod.Config.preset("smoke", **UNTRAINED)
     model = TinyTransformer(mod.model_config(cfg, vocab=128)).eval()
@@ -224,7 +224,7 @@ NO_TRAIN_SMALL = dict(UNTRAINED, scale_factors=(1.0,), fade_sg=(0.5, 1.5))
 
 def test_bidirectional_model_matches_a_direct_computation_per_context_length():
     """An encoder gets one pass per n; every row sees n keys; entropy is averaged over all n rows."""
-    from analysis.hooks import run_with_cache
+    from analysis.zoo.hooks import run_with_cache
 
     cfg = mod.Config.preset("smoke", **NO_TRAIN_SMALL)
     model = TinyTransformer(mod.model_config(cfg, vocab=300).replace(causal=False)).eval()
@@ -585,10 +585,10 @@ def test_retrieval_and_sigmoid_claims_fail_when_the_mechanism_is_broken(smoke):
 
 
 def test_replicate_seeds_are_hashed_and_runs_of_seeds_0_and_1_share_none(patch_in_package):
-    """Every replicate model and training run takes analysis.evidence.replicate_seed(seed, i): replicate 0 is the
+    """Every replicate model and training run takes analysis.claims.evidence.replicate_seed(seed, i): replicate 0 is the
     config's own seed (the main model keeps its key), and runs with seed 0 and seed 1 share no replicate (with
     seed + i they shared all but one)."""
-    from analysis.evidence import replicate_seeds
+    from analysis.claims.evidence import replicate_seeds
 
     small = dict(
         UNTRAINED,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from analysis.evidence import replicate_seeds
+from analysis.claims.evidence import replicate_seeds
 from analysis.theory import attention_only as th
 from probes import attention_only as ao
 
@@ -98,7 +98,8 @@ def test_trained_claims_judge_their_numbers(smoke):
 
 
 class _FakeTrain:
-    """Stands in for :func:`analysis.train.train`: records each model's seed and returns its untrained weights."""
+    """Stands in for :func:`analysis.training.train.train`: records each model's seed and returns its untrained
+    weights."""
 
     def __init__(self, steps: int):
         self.steps, self.seeds = steps, []
@@ -117,7 +118,9 @@ def test_runs_with_seeds_0_and_1_share_no_replicate(patch_in_package):
     used = {}
     for seed in (0, 1):
         fake = _FakeTrain(ao.Config.preset("smoke").deep_steps)
-        patch_in_package(ao, "train", fake)  # every part that trains calls analysis.train.train by its own name
+        patch_in_package(
+            ao, "train", fake
+        )  # every part that trains calls analysis.training.train.train by its own name
         cfg = ao.Config.preset("smoke", seed=seed)
         ao.run(cfg, progress=False)
         n = max(cfg.train_seeds, cfg.neighbour_seeds, cfg.matched_seeds, cfg.deep_seeds)

@@ -20,7 +20,7 @@ import math
 import pytest
 
 import probes
-from analysis.ledger import Ledger
+from analysis.claims.ledger import Ledger
 from probes import Result, cli
 from probes.base import judged, run_probe
 

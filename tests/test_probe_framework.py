@@ -16,7 +16,7 @@ import pytest
 import xarray as xr
 
 import probes
-from analysis.ledger import Ledger
+from analysis.claims.ledger import Ledger
 from probes.base import (
     CorruptResultError,
     ProbeConfig,

@@ -9,8 +9,8 @@ import pytest
 import torch
 
 import probes
-from analysis.evidence import replicate_seed, t_multiple
-from analysis.ledger import Ledger
+from analysis.claims.evidence import replicate_seed, t_multiple
+from analysis.claims.ledger import Ledger
 from analysis.theory import icl_gd as th
 from probes import icl_gd as P
 from probes.base import Result
@@ -112,7 +112,7 @@ def test_training_task_is_half_mse_of_minus_query_y_slot():
 
 def test_hide_query_task_bias_reaches_the_trainer_and_the_cache_key():
     """With hide_query the trainer's forward runs the construction exactly as K GD steps."""
-    from analysis.train import forward
+    from analysis.training.train import forward
 
     cfg = P.Config.preset("smoke")
     assert P.Config().hide_query and cfg.hide_query
@@ -239,7 +239,7 @@ def test_worst_depth_claims_take_the_family_band():
     chosen among: K = 2..4 for the comparisons with GD (K = 1 is one GD step), three steps for the loss falling."""
     import xarray as xr
 
-    from analysis.ledger import Ledger
+    from analysis.claims.ledger import Ledger
 
     rng = np.random.default_rng(3)
     Ks, n = np.array([1, 2, 3, 4]), 5
@@ -592,7 +592,7 @@ def test_logistic_claims_at_smoke_and_on_planted_numbers(smoke):
     """000#33: the construction identity holds at smoke; the loop claims are judged from the stored result only:
     the stored cosines pass at the full preset when they are 1, and cosines equal to the uniform-attention
     alternative fail."""
-    from analysis.ledger import Ledger
+    from analysis.claims.ledger import Ledger
     from probes.icl_gd import logistic as lg
 
     led = smoke.ledger

@@ -14,10 +14,10 @@ import torch
 import xarray as xr
 
 import probes
-from analysis.ledger import Ledger
-from analysis.model import PrefixKeyBias, TinyTransformer
-from analysis.paths import REPO
+from analysis.claims.ledger import Ledger
+from analysis.core.paths import REPO
 from analysis.theory import prompt_forgetting as pf_theory
+from analysis.zoo.model import PrefixKeyBias, TinyTransformer
 from probes.base import Result, run_probe
 from probes.prompt_forgetting import offsets
 from probes.prompt_forgetting.claims import claim_bound_ratio

@@ -12,9 +12,9 @@ import pytest
 import torch
 
 import probes
-from analysis.evidence import t_multiple
-from analysis.model import TinyTransformer
-from analysis.paths import REPO
+from analysis.claims.evidence import t_multiple
+from analysis.core.paths import REPO
+from analysis.zoo.model import TinyTransformer
 from probes.base import run_probe
 
 mod = probes.get("representational_collapse")
@@ -181,7 +181,7 @@ def test_separators_turn_the_counting_rate_from_two_to_one():
 
 
 def _zoo(**over):
-    from analysis.model import ModelConfig
+    from analysis.zoo.model import ModelConfig
 
     base = dict(vocab_size=300, d_model=24, n_layers=2, n_heads=2, d_mlp=48, seed=3)
     return TinyTransformer(ModelConfig(**{**base, **over})).eval()
@@ -209,7 +209,7 @@ def test_bidirectional_padding_is_hidden_exactly():
     ns = mod.lengths(cfg)[:2]
     m = mod.measure_distances({"float64": model}, cfg, ns, progress=False, vocab=300)
     a, b = mod.make_pair(cfg, mod.draw_samples(cfg, 300), 0, int(ns[-1]))
-    from analysis.hooks import run_with_cache
+    from analysis.zoo.hooks import run_with_cache
 
     last = "blocks.1.hook_resid_post"
     ha, hb = (run_with_cache(model, x[None], names=[last])[1][last][0, -1] for x in (a, b))

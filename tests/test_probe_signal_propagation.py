@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import torch
 
-from analysis.evidence import replicate_seed, replicate_seeds, t_multiple
-from analysis.model import ModelConfig, TinyTransformer
+from analysis.claims.evidence import replicate_seed, replicate_seeds, t_multiple
+from analysis.zoo.model import ModelConfig, TinyTransformer
 from probes import base, cli
 from probes import signal_propagation as sp
 
@@ -544,7 +544,7 @@ def test_trained_config_fields_are_validated():
 def test_the_markov_language_is_built_once_and_batches_are_unchanged():
     """A passed model's batches (capped vocabulary) and the zoo's reuse one language per (V, T, seed): the same
     object every call, and the same tokens a freshly built language gives for the same generator seed."""
-    from analysis.tasks import MarkovLanguage
+    from analysis.data.tasks import MarkovLanguage
 
     cfg = sp.Config.preset("smoke")
     assert sp.task(cfg) is sp.task(cfg)

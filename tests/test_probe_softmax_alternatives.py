@@ -15,11 +15,11 @@ import numpy as np
 import pytest
 import torch
 
-from analysis.hooks import hooks
-from analysis.ledger import Ledger
-from analysis.paths import REPO
+from analysis.claims.ledger import Ledger
+from analysis.core.paths import REPO
 from analysis.theory import softmax_alternatives as th
-from analysis.train import derived_seed
+from analysis.training.train import derived_seed
+from analysis.zoo.hooks import hooks
 from probes import softmax_alternatives as sa
 from probes.base import MAX_SEED, Result, cache_key, judged, run_probe
 from probes.parts import Context

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from analysis.progress import bar, disabled_by_env
+from analysis.core.progress import bar, disabled_by_env
 
 
 @pytest.mark.parametrize(

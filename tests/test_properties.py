@@ -34,7 +34,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import probes
-from analysis.paths import REPO
+from analysis.core.paths import REPO
 from probes.base import MAX_SEED, FieldSpec, ProbeConfig, run_probe
 
 from tier import TIER

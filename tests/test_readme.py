@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.paths import REPO
+from analysis.core.paths import REPO
 
 README = REPO / "README.md"
 DOCS = REPO / "docs"
@@ -164,7 +164,7 @@ def test_readme_is_the_tour():
     assert "make install" in body[sections[starts[0]]]
     assert "make figures PRESET=smoke" in body[sections[starts[1]]]
     assert "make lab" in body[sections[starts[2]]]
-    assert "analysis.own" in body[sections[starts[3]]]
+    assert "analysis.claims.own" in body[sections[starts[3]]]
     for command in ("make figures", "make test", "make test-thorough", "make bench"):
         assert command in body[sections[starts[4]]]
 

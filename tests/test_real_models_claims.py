@@ -10,9 +10,9 @@ import torch
 import xarray as xr
 from scipy import stats
 
-from analysis.evidence import replicate_seed
-from analysis.hf import HFModel, gpt2_config, zoo_from_gpt2
-from analysis.ledger import Ledger
+from analysis.claims.evidence import replicate_seed
+from analysis.claims.ledger import Ledger
+from analysis.zoo.hf import HFModel, gpt2_config, zoo_from_gpt2
 from probes import real_models as rm
 
 
@@ -157,7 +157,7 @@ def test_probe_claims_filter_by_role():
 
 
 def test_no_skip_collapse_runs_signal_propagation_on_each_pair():
-    from analysis.model import ModelConfig, TinyTransformer
+    from analysis.zoo.model import ModelConfig, TinyTransformer
 
     cfg = ModelConfig(
         input="tokens",
@@ -202,8 +202,8 @@ def test_the_design_is_the_committed_figures_and_builds_the_preset():
     initialisations with replicate seeds, and names a bad parameter."""
     import json
 
-    from analysis.io import content_hash
-    from analysis.paths import REPO
+    from analysis.core.io import content_hash
+    from analysis.core.paths import REPO
     from probes.real_models import design
 
     def inputs(figure):

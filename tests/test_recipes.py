@@ -1,4 +1,4 @@
-"""analysis.recipes: named trained models, their held-out loss and the task's baselines on the same data."""
+"""analysis.training.recipes: named trained models, their held-out loss and the task's baselines on the same data."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 import torch
 
-from analysis.checkpoints import CheckpointCache
-from analysis.corpus import unigram_entropy
-from analysis.model import TinyTransformer
-from analysis.recipes import (
+from analysis.data.corpus import unigram_entropy
+from analysis.theory import icl_gd as th
+from analysis.training.checkpoints import CheckpointCache
+from analysis.training.recipes import (
     PRESETS,
     RECIPES,
     Trained,
@@ -22,7 +22,7 @@ from analysis.recipes import (
     stored_values_loss,
     trained,
 )
-from analysis.theory import icl_gd as th
+from analysis.zoo.model import TinyTransformer
 
 from tier import TIER
 

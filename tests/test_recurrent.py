@@ -1,4 +1,4 @@
-"""The recurrent-state token mixers (analysis/recurrent.py, ``attention="recurrent"`` in the zoo).
+"""The recurrent-state token mixers (analysis/zoo/recurrent.py, ``attention="recurrent"`` in the zoo).
 
 * the parallel (attention-like, UT-transform) form equals the sequential scan in float64 for every write
   rule x decay x feature map x normalisation (x fixed or learned beta), on the functions and in the model;
@@ -16,9 +16,9 @@ import json
 import pytest
 import torch
 
-from analysis.hooks import run_with_cache
-from analysis.model import ModelConfig, TinyTransformer
-from analysis.recurrent import (
+from analysis.zoo.hooks import run_with_cache
+from analysis.zoo.model import ModelConfig, TinyTransformer
+from analysis.zoo.recurrent import (
     DECAYS,
     FEATURE_MAPS,
     WRITE_RULES,

@@ -1,4 +1,4 @@
-"""The one in-context regression data law (analysis/regression_data.py): its moments, its random streams,
+"""The one in-context regression data law (analysis/data/regression_data.py): its moments, its random streams,
 its token layout against the construction, and the public API of the theory package built on it.
 
 The law replaced two samplers (the training task's torch ``draw`` and the theory's numpy
@@ -20,9 +20,9 @@ import numpy as np
 import pytest
 import torch
 
-import analysis.tasks as tasks
+import analysis.data.tasks as tasks
 import analysis.theory.icl_gd as th
-from analysis.regression_data import (
+from analysis.data.regression_data import (
     InputLaw,
     RegressionBatch,
     RegressionLaw,
@@ -30,7 +30,7 @@ from analysis.regression_data import (
     interleaved_tokens,
     noiseless_query_target,
 )
-from analysis.tasks import LinearRegressionTask
+from analysis.data.tasks import LinearRegressionTask
 
 Z = 4.0
 EPS64 = float(np.finfo(np.float64).eps)
@@ -63,7 +63,7 @@ def _old_theory_sample(n_tasks, d, N, x_dist, sigma, rng, Sigma=None, w_std=1.0)
 
 
 def _old_task_draw(task, B, generator, dtype):
-    """analysis/tasks.py LinearRegressionTask.draw: (x, y, x_q, y_q, w), torch."""
+    """analysis/data/tasks.py LinearRegressionTask.draw: (x, y, x_q, y_q, w), torch."""
     N, d, dev = task.n_points, task.d, generator.device
     shape = (B, N + 1, d)
     if task.x_dist == "uniform":
@@ -93,7 +93,7 @@ def _old_build_tokens(x_ctx, y_ctx, x_q):
 
 
 def _old_concat_tokens(x, y, x_q):
-    """analysis/tasks.py concat_tokens (tensors, their own dtype)."""
+    """analysis/data/tasks.py concat_tokens (tensors, their own dtype)."""
     context = torch.cat([x, y.unsqueeze(-1)], dim=-1)
     query = torch.cat([x_q, torch.zeros_like(x_q[:, :1])], dim=-1).unsqueeze(1)
     return torch.cat([context, query], dim=1)
@@ -432,7 +432,7 @@ def test_package_public_names_are_all_importable():
         obj = getattr(th, name)
         module = getattr(obj, "__module__", None)
         if module is not None and callable(obj):  # defined in the package or the shared data module
-            assert module.startswith(("analysis.theory.icl_gd.", "analysis.regression_data")), (name, module)
+            assert module.startswith(("analysis.theory.icl_gd.", "analysis.data.regression_data")), (name, module)
 
 
 def test_package_modules_import_each_other_without_cycles():

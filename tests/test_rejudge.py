@@ -4,7 +4,7 @@ of another CPU could flip is shown as a pass or a fail.
 Two CPUs (an EPYC and a Xeon) gave different verdicts for the same claims from float rounding alone
 (``floor_float32_exponent``, ``looped_gaussian_tied_gdpp``). Here every evaluated comparison in
 ``figures/claims.json`` is judged again from its stored fields with the measurement perturbed by
-``analysis.evidence.rounding_step`` (``ROUNDING_RTOL`` relative, 4x the largest relative move a change of float32
+``analysis.claims.evidence.rounding_step`` (``ROUNDING_RTOL`` relative, 4x the largest relative move a change of float32
 summation order made in this workbench, at most a tenth of the claim's band); each claim whose verdict changes is
 listed, and each must be recorded ``unstable``.
 """
@@ -13,8 +13,8 @@ import json
 
 import pytest
 
-from analysis.evidence import ROUNDING_RTOL, STABLE_AT, rounding_step
-from analysis.ledger import (
+from analysis.claims.evidence import ROUNDING_RTOL, STABLE_AT, rounding_step
+from analysis.claims.ledger import (
     Claim,
     band_width,
     claim_stability,
@@ -23,7 +23,7 @@ from analysis.ledger import (
     unique_claims,
     verdict_function,
 )
-from analysis.paths import REPO
+from analysis.core.paths import REPO
 
 LEDGER = REPO / "figures" / "claims.json"
 

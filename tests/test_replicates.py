@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import probes
-from analysis.evidence import mean_se, replicate_seeds, t_multiple
+from analysis.claims.evidence import mean_se, replicate_seeds, t_multiple
 from probes.replicates import Replicates, replicate_configs, replicated_run
 
 PROBE_SOURCE = textwrap.dedent(
@@ -21,7 +21,7 @@ PROBE_SOURCE = textwrap.dedent(
 
     import numpy as np
 
-    from analysis.ledger import Ledger
+    from analysis.claims.ledger import Ledger
     from probes.base import ProbeConfig, Result, param
 
     NAME = "repfake"
@@ -211,7 +211,7 @@ def test_collapse_slope_band_matches_the_t_rule(collapse_pair):
 
 
 def _record(kind: str, measured: float, **kw):
-    from analysis.ledger import Ledger
+    from analysis.claims.ledger import Ledger
 
     led = Ledger("w")
     if kind == "identity":

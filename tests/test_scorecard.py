@@ -1,4 +1,4 @@
-"""The per-paper scorecard (analysis.scorecard): statements grouped across runs, the statement rule, the table,
+"""The per-paper scorecard (analysis.claims.scorecard): statements grouped across runs, the statement rule, the table,
 one paper's text and its command line (python -m probes claims --paper KEY)."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ import math
 
 import pytest
 
-from analysis import scorecard, specs
-from analysis.ledger import Ledger
-from analysis.paths import REPO
-from analysis.specs import ClaimSpec, declare
+from analysis.claims import scorecard, specs
+from analysis.claims.ledger import Ledger
+from analysis.claims.specs import ClaimSpec, declare
+from analysis.core.paths import REPO
 from probes.cli import main
 
 STATEMENT = "«the offset decays as a power of t»"
@@ -56,7 +56,7 @@ def ledger():
     led = Ledger(name)
     led.bound("other", measured=2.0, bound=1.0, source="s")
     runs["d"] = led
-    from analysis.ledger import collect
+    from analysis.claims.ledger import collect
 
     yield collect("nb", "full", runs)
     specs._REGISTRY.pop(name, None)
@@ -133,7 +133,7 @@ def test_the_gallery_has_the_scorecard_table_and_a_section_per_paper(ledger):
 
 
 def test_an_at_scale_finding_not_reproduced_small_is_quoted_with_its_trend():
-    from analysis.scorecard import paper_line, statement_line
+    from analysis.claims.scorecard import paper_line, statement_line
 
     reason = "contradicts the paper's own result: measured 0.11; at this scale only: the gap falls 0.08 per doubling"
     claims = [{"verdict": "disagrees", "tests": "paper", "reason": reason}]

@@ -1,4 +1,5 @@
-"""The sequential design (analysis.evidence, probes.sequential): a claim undecided at one look runs again at its next,
+"""The sequential design (analysis.claims.evidence, probes.sequential): a claim undecided at one look runs again at
+its next,
 every look's band at the per-look coverage that keeps the claim's overall error rate at 5%."""
 
 from __future__ import annotations
@@ -13,10 +14,10 @@ import xarray as xr
 from scipy import stats
 
 import probes
-from analysis import evidence, specs
-from analysis.evidence import next_look, sequential_coverage, sequential_error
-from analysis.ledger import Ledger
-from analysis.specs import ClaimSpec, declare
+from analysis.claims import evidence, specs
+from analysis.claims.evidence import next_look, sequential_coverage, sequential_error
+from analysis.claims.ledger import Ledger
+from analysis.claims.specs import ClaimSpec, declare
 from probes.base import ProbeConfig, Result, param
 from probes.sequential import decided_run, next_looks
 

@@ -1,5 +1,6 @@
-"""Claims declared as data (analysis.specs): bad declarations refused at import, records stamped as declared, and
-verdicts from evaluated evidence (analysis.ledger.verdict_of): scope, rounding, power and what a miss contradicts."""
+"""Claims declared as data (analysis.claims.specs): bad declarations refused at import, records stamped as declared, and
+verdicts from evaluated evidence (analysis.claims.ledger.verdict_of): scope, rounding, power and what a miss
+contradicts."""
 
 from __future__ import annotations
 
@@ -8,10 +9,10 @@ import math
 
 import pytest
 
-from analysis import specs
-from analysis.ledger import VERDICTS, Ledger, samples_to_decide
-from analysis.paths import REPO
-from analysis.specs import ClaimSpec, declare
+from analysis.claims import specs
+from analysis.claims.ledger import VERDICTS, Ledger, samples_to_decide
+from analysis.claims.specs import ClaimSpec, declare
+from analysis.core.paths import REPO
 
 PAPER = dict(tests="derivation", comparison="prediction", paper="000#1", statement="a statement")
 
@@ -227,10 +228,10 @@ def test_the_committed_ledger_keeps_the_verdict_rules():
 
 
 def test_every_referenced_seed_key_is_a_registered_paper():
-    """REFERENCES.md and analysis.papers list the same seed papers (an alias resolves to its first key)."""
+    """REFERENCES.md and analysis.claims.papers list the same seed papers (an alias resolves to its first key)."""
     import re
 
-    from analysis.papers import PAPERS, paper
+    from analysis.claims.papers import PAPERS, paper
 
     keys = set(re.findall(r"`(\d{3}#\d+)`", (REPO / "REFERENCES.md").read_text(encoding="utf-8")))
     assert keys and all(paper(k).seed for k in keys)

@@ -7,7 +7,7 @@ import json
 import pytest
 
 import probes
-from analysis.paths import REPO
+from analysis.core.paths import REPO
 from probes import prompt_forgetting as pf
 from probes import signal_propagation as sp
 from probes.cli import main

@@ -25,7 +25,7 @@ import pytest
 import xarray as xr
 
 import probes
-from analysis.paths import REPO
+from analysis.core.paths import REPO
 from probes import cli
 from probes.sweep import local_client, parse_grid_arg, parse_seeds, write_netcdf
 
@@ -45,7 +45,7 @@ PROBE_SOURCE = textwrap.dedent(
     import torch
     import xarray as xr
 
-    from analysis.ledger import Ledger
+    from analysis.claims.ledger import Ledger
     from probes.base import ProbeConfig, Result, param
 
     NAME = "sweepfake"

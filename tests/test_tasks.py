@@ -1,4 +1,4 @@
-"""Tests for analysis/tasks.py and the collapse pairs of probes/representational_collapse/pairs.py: layouts,
+"""Tests for analysis/data/tasks.py and the collapse pairs of probes/representational_collapse/pairs.py: layouts,
 determinism, exact and statistical properties of the tasks."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from analysis.corpus import CorpusSpec
-from analysis.tasks import (
+from analysis.data.corpus import CorpusSpec
+from analysis.data.tasks import (
     AssociativeRecall,
     CorpusLM,
     LinearRegressionTask,
@@ -472,7 +472,7 @@ def test_family_validation(call, field):
 
 @pytest.mark.parametrize("layout", ["tokens", "paired"])
 def test_associative_recall_layout(layout):
-    from analysis.tasks import AssociativeRecall
+    from analysis.data.tasks import AssociativeRecall
 
     task = AssociativeRecall(n_pairs=5, n_keys=7, n_values=6, n_queries=3, layout=layout)
     keys, values, asked = task.draw(4, gen(3))
@@ -505,7 +505,7 @@ def test_associative_recall_layout(layout):
 
 
 def test_associative_recall_refuses_more_pairs_than_keys():
-    from analysis.tasks import AssociativeRecall
+    from analysis.data.tasks import AssociativeRecall
 
     with pytest.raises(ValueError, match="^n_pairs"):
         AssociativeRecall(n_pairs=9, n_keys=8)
@@ -515,7 +515,7 @@ def test_associative_recall_refuses_more_pairs_than_keys():
 
 # ---------------------------------------------------------------------------------------------- induction, convolution
 def test_induction_layout_targets_and_determinism():
-    from analysis.tasks import Induction
+    from analysis.data.tasks import Induction
 
     task = Induction(vocab_size=20, seq_len=14, segment=4)
     x, y = task.sample(64, torch.Generator().manual_seed(3))
@@ -544,14 +544,14 @@ def test_induction_layout_targets_and_determinism():
     [(dict(segment=1), "segment"), (dict(seq_len=15, segment=8), "seq_len"), (dict(vocab_size=10), "vocab_size")],
 )
 def test_induction_validation(kwargs, field):
-    from analysis.tasks import Induction
+    from analysis.data.tasks import Induction
 
     with pytest.raises(ValueError, match=field):
         Induction(**kwargs)
 
 
 def test_convolution_regression_is_deterministic_and_its_loss_skips_the_padded_rows():
-    from analysis.tasks import ConvolutionRegression
+    from analysis.data.tasks import ConvolutionRegression
 
     task = ConvolutionRegression(d=2, taps=3, seq_len=8, kernel_seed=1)
     x, y = task.sample(4, torch.Generator().manual_seed(0))
@@ -568,7 +568,7 @@ def test_convolution_regression_is_deterministic_and_its_loss_skips_the_padded_r
 # ---------------------------------------------------------------------------------------------- selective copying
 @pytest.mark.parametrize("spacing", ["random", "fixed"])
 def test_selective_copying_layout_targets_and_determinism(spacing):
-    from analysis.tasks import SelectiveCopying
+    from analysis.data.tasks import SelectiveCopying
 
     task = SelectiveCopying(n_copy=3, n_values=5, length=10, spacing=spacing)
     x, y = task.sample(64, gen(4))
@@ -596,7 +596,7 @@ def test_selective_copying_layout_targets_and_determinism(spacing):
 
 
 def test_selective_copying_validates_its_fields():
-    from analysis.tasks import SelectiveCopying
+    from analysis.data.tasks import SelectiveCopying
 
     with pytest.raises(ValueError, match="^length"):
         SelectiveCopying(n_copy=5, length=4)
@@ -608,7 +608,7 @@ def test_selective_copying_validates_its_fields():
 
 # ---------------------------------------------------------------------------------------------- nearest neighbour
 def test_nearest_neighbour_layout_targets_by_loops_and_determinism():
-    from analysis.tasks import NearestNeighbour
+    from analysis.data.tasks import NearestNeighbour
 
     task = NearestNeighbour(d=5, n_keys=6, n_queries=3)
     x, y = task.sample(4, torch.Generator().manual_seed(0), dtype=torch.float64)
@@ -626,7 +626,7 @@ def test_nearest_neighbour_layout_targets_by_loops_and_determinism():
 
 
 def test_nearest_neighbour_queries_are_isotropic_gaussian_with_variance_one_over_d():
-    from analysis.tasks import NearestNeighbour
+    from analysis.data.tasks import NearestNeighbour
 
     task = NearestNeighbour(d=4, n_keys=2, n_queries=8)
     _, q = task.draw(4000, torch.Generator().manual_seed(1))
@@ -635,9 +635,9 @@ def test_nearest_neighbour_queries_are_isotropic_gaussian_with_variance_one_over
 
 
 def test_nearest_neighbour_loss_is_relative_mse_at_queries_and_the_bias_hides_queries():
-    from analysis.model import ModelConfig, TinyTransformer
-    from analysis.tasks import NearestNeighbour
-    from analysis.train import forward
+    from analysis.data.tasks import NearestNeighbour
+    from analysis.training.train import forward
+    from analysis.zoo.model import ModelConfig, TinyTransformer
 
     task = NearestNeighbour(d=3, n_keys=4, n_queries=2)
     x, y = task.sample(5, torch.Generator().manual_seed(2), dtype=torch.float64)
@@ -678,7 +678,7 @@ def test_nearest_neighbour_loss_is_relative_mse_at_queries_and_the_bias_hides_qu
     "kwargs,field", [(dict(d=0), "d"), (dict(n_keys=0), "n_keys"), (dict(n_queries=0), "n_queries")]
 )
 def test_nearest_neighbour_validation(kwargs, field):
-    from analysis.tasks import NearestNeighbour
+    from analysis.data.tasks import NearestNeighbour
 
     with pytest.raises(ValueError, match=field):
         NearestNeighbour(**kwargs)
@@ -691,7 +691,7 @@ def test_nearest_neighbour_validation(kwargs, field):
 def test_planted_key_retrieval_layout_targets_and_determinism():
     import json
 
-    from analysis.tasks import PlantedKeyRetrieval
+    from analysis.data.tasks import PlantedKeyRetrieval
 
     task = PlantedKeyRetrieval(n_pairs=40, n_keys=5, n_values=3)
     keys, values, planted, query = task.draw(64, gen(0))
@@ -729,7 +729,7 @@ def test_planted_key_retrieval_layout_targets_and_determinism():
     ],
 )
 def test_planted_key_retrieval_validation(kwargs, field):
-    from analysis.tasks import PlantedKeyRetrieval
+    from analysis.data.tasks import PlantedKeyRetrieval
 
     with pytest.raises(ValueError, match=field):
         PlantedKeyRetrieval(**kwargs)
@@ -752,7 +752,7 @@ def test_planted_key_retrieval_validation(kwargs, field):
 )
 def test_model_io_builds_a_model_that_reads_and_writes_the_task(task):
     """The fields of model_io give a model whose forward pass takes the task's inputs and whose loss is finite."""
-    from analysis.model import ModelConfig, TinyTransformer
+    from analysis.zoo.model import ModelConfig, TinyTransformer
 
     io = model_io(task)
     assert io["input"] == task.input_kind
@@ -773,7 +773,7 @@ def test_model_io_refuses_an_unknown_input_kind():
 def test_query_slot_readout_reads_minus_the_query_y_slot():
     """QuerySlotReadout samples exactly as its regression task and scores minus the last token's last coordinate
     with half the mean squared error (von Oswald's convention), whatever the rest of the output holds."""
-    from analysis.tasks import QuerySlotReadout
+    from analysis.data.tasks import QuerySlotReadout
 
     inner = LinearRegressionTask(d=3, n_points=5, layout="concat")
     task = QuerySlotReadout(inner)

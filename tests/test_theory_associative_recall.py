@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from analysis.recurrent import favor_projection, momentum_delta_scan, positive_random_features, recurrent_scan
 from analysis.theory import associative_recall as th
+from analysis.zoo.recurrent import favor_projection, momentum_delta_scan, positive_random_features, recurrent_scan
 
 K = 5  # standard errors of a Monte Carlo comparison
 

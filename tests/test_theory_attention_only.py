@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from analysis.tasks import ConvolutionRegression, Induction, causal_conv
+from analysis.data.tasks import ConvolutionRegression, Induction, causal_conv
 from analysis.theory import attention_only as th
 
 
@@ -117,7 +117,7 @@ def test_convolution_task_kernel_is_normalised_and_targets_are_the_convolution()
 
 # ---------------------------------------------------------------------------------------------- nearest neighbour
 def test_nn_target_is_the_argmax_by_loops_and_the_task_agrees():
-    from analysis.tasks import NearestNeighbour
+    from analysis.data.tasks import NearestNeighbour
 
     keys, q = th.nn_draw(3, 5, 4, 2, np.random.default_rng(0))
     f = th.nn_target(keys, q)
@@ -164,7 +164,7 @@ def test_additive_floor_matches_the_two_key_closed_form(d, rank):
 
 
 def _model(**over):
-    from analysis.model import ModelConfig, TinyTransformer
+    from analysis.zoo.model import ModelConfig, TinyTransformer
 
     return TinyTransformer(ModelConfig(**{"vocab_size": 11, "d_model": 16, "n_heads": 2, **over}))
 
@@ -215,7 +215,7 @@ def test_matched_depth_is_three_times_deeper_with_one_norm_per_standard_block_le
 
 
 def _scores(model, x):
-    from analysis.hooks import hooks
+    from analysis.zoo.hooks import hooks
 
     found = []
     names = [f"blocks.{i}.attn.hook_attn_scores" for i in range(model.config.n_layers)]

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from analysis.recurrent import parallel_form
 from analysis.theory import gated_recurrence as gth
+from analysis.zoo.recurrent import parallel_form
 
 
 def _weights(gen, d, H, dh):
@@ -29,7 +29,7 @@ def test_gated_rnn_equals_linear_attention_through_the_recurrent_mixer(gated):
     assert w["A"].shape == (H * dh * dh, d) and w["O"].shape == (d, H * dh * dh)
     units = None if gate is None else gth.head_gate_units(gate, dh)
     y = gth.gated_rnn(x, w["A"], w["B"], w["C"], w["O"], units)
-    # independent: analysis.recurrent's attention-like form (cumulative-log decay mask), heads concatenated
+    # independent: analysis.zoo.recurrent's attention-like form (cumulative-log decay mask), heads concatenated
     q, k, v = ((x @ W.T).view(B, T, H, dh).transpose(1, 2) for W in (Wq, Wk, Wv))
     log_alpha = None if gate is None else gate.log().transpose(1, 2)
     z, _ = parallel_form(scale * q, k, v, log_alpha=log_alpha)
@@ -59,7 +59,7 @@ def test_order_position_pmf_matches_sampled_positions():
 
 
 def test_fixed_tap_accuracy_is_the_best_one_tap_readout_by_simulation():
-    from analysis.tasks import SelectiveCopying
+    from analysis.data.tasks import SelectiveCopying
 
     task = SelectiveCopying(n_copy=3, n_values=4, length=8, spacing="random")
     x, y = task.sample(100_000, torch.Generator().manual_seed(2))
@@ -80,7 +80,7 @@ def test_fixed_tap_accuracy_is_the_best_one_tap_readout_by_simulation():
 
 
 def test_linear_predictor_loss_is_the_least_squares_floor():
-    from analysis.tasks import LinearRegressionTask
+    from analysis.data.tasks import LinearRegressionTask
 
     d, N, sigma, R = 3, 4, 0.5, 200_000
     law = LinearRegressionTask(d=d, n_points=N, x_dist="gaussian", noise_std=sigma).law

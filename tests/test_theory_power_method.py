@@ -1,4 +1,4 @@
-"""In-context PCA (analysis/theory/power_method.py, analysis/pca_data.py): the power method's closed forms
+"""In-context PCA (analysis/theory/power_method.py, analysis/data/pca_data.py): the power method's closed forms
 against independent float64 computations, the exact construction in the zoo against numpy power iteration,
 and the data law (spectrum, sign of the target, determinism, refused inputs).
 
@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 import torch
 
-from analysis.hooks import hooks
-from analysis.model import ModelConfig, TinyTransformer
-from analysis.pca_data import PCALaw, PowerMethodTask, readout, tokens
+from analysis.data.pca_data import PCALaw, PowerMethodTask, readout, tokens
 from analysis.theory import power_method as pm
+from analysis.zoo.hooks import hooks
+from analysis.zoo.model import ModelConfig, TinyTransformer
 
 ATOL = 1e-12
 

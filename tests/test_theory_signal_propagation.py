@@ -204,7 +204,7 @@ def test_no_norm_lower_bound_holds_for_a_deep_mlp_stack():
 
 
 def test_deepnorm_angle_scale_uses_the_model_constants():
-    from analysis.model import ModelConfig
+    from analysis.zoo.model import ModelConfig
 
     for L in (1, 6, 48):
         c = ModelConfig(norm="post", deepnorm=True, n_layers=L, vocab_size=8, d_model=8, n_heads=2)

@@ -127,7 +127,7 @@ def test_sparsemax_isolation_limits_and_monotonicity():
 def test_k_interval_weights_match_the_zoo_kernel_and_tend_to_softmax(mode):
     import torch
 
-    from analysis.model import k_interval_softmax
+    from analysis.zoo.model import k_interval_softmax
 
     rng = np.random.default_rng(11)
     z = 1.5 * rng.standard_normal((40, 33))
@@ -576,7 +576,7 @@ def test_linear_readouts_match_autograd():
 def test_tail_indices_of_the_read_out_and_its_gradient_match_monte_carlo():
     """Section 11 (b): Hill's index over the largest 1% of 400000 Gaussian queries' rows is 1 for the read-out and
     1/2 for its query gradient (relative standard error 1/sqrt(4000) ~ 1.6%); NormAttention's is far larger."""
-    from analysis.fitting import hill_tail_index
+    from analysis.claims.fitting import hill_tail_index
 
     k, v, rng = _keys_values(8, 8, 16, 2)
     q = rng.standard_normal((400_000, 8))

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-from analysis.paths import REPO
+from analysis.core.paths import REPO
 
 from tier import BUDGET_ENV, ENV, TIER, TIERS, budget_from_env, tier_from_env
 

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 import torch
 
-from analysis import train as train_mod
-from analysis.checkpoints import CheckpointCache
-from analysis.model import ModelConfig
-from analysis.train import TrainConfig, lr_at, train
+from analysis.training import train as train_mod
+from analysis.training.checkpoints import CheckpointCache
+from analysis.training.train import TrainConfig, lr_at, train
+from analysis.zoo.model import ModelConfig
 
 from tier import TIER
 
@@ -212,7 +212,7 @@ def test_grad_clip_records_preclip_norm_and_clips():
         steps=1, optimizer="sgd", lr=1.0, weight_decay=0.0, warmup_steps=0, grad_clip=1e-3, eval_every=0
     )
     moved = run(train_cfg=sgd).model
-    from analysis.model import TinyTransformer
+    from analysis.zoo.model import TinyTransformer
 
     init = TinyTransformer(MODEL)
     with torch.no_grad():
@@ -294,7 +294,7 @@ def test_corrupt_entry_is_detected_and_retrained(tmp_path, damage, caplog):
         meta.write_text("{not json")
     else:
         meta.unlink()
-    with caplog.at_level("WARNING", logger="analysis.checkpoints"):
+    with caplog.at_level("WARNING", logger="analysis.training.checkpoints"):
         second = run(cache=cache, train_cfg=cfg)
     assert not second.from_cache  # retrained, not silently loaded
     assert "damaged" in caplog.text
@@ -385,8 +385,8 @@ TINY_LM_FAST_STEPS = 150
 
 @pytest.mark.slow
 def test_tiny_lm_preset_beats_every_bigram_model(tmp_path):
-    from analysis.corpus import unigram_entropy
-    from analysis.train import evaluate, tiny_lm_preset
+    from analysis.data.corpus import unigram_entropy
+    from analysis.training.train import evaluate, tiny_lm_preset
 
     model_cfg, task, train_cfg = tiny_lm_preset()
     assert model_cfg.vocab_size == task.vocab_size and train_cfg.steps > TINY_LM_FAST_STEPS

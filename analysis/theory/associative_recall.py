@@ -101,7 +101,7 @@ import math
 
 import numpy as np
 
-from analysis.validation import check_float, check_int
+from analysis.core.validation import check_float, check_int
 
 ROW_ERROR_EXPONENT = -0.5  # d ln RMS / d ln m of a FAVOR+ row (item 4: c / m to leading order)
 

@@ -32,7 +32,7 @@ heads on nearest-neighbour search (float64).
    and may lie above the bound: for ``H = 1`` it is the bound only if the top left singular vector of ``U`` has
    one sign. ``H >= K`` reaches 0 (item 1).
 3. **Induction with one position-free layer** (:func:`bag_ceiling`; seed 004#24). On the
-   :class:`analysis.tasks.Induction` task (a prefix of ``T - L`` distinct tokens, its segment ``x[p:p+L]``
+   :class:`analysis.data.tasks.Induction` task (a prefix of ``T - L`` distinct tokens, its segment ``x[p:p+L]``
    repeated at the end, ``p`` uniform over ``n = T - 2L + 1`` offsets), an attention-only layer without
    positional information outputs at ``t`` a function of ``x_t`` and the *multiset* ``{x_0, ..., x_t}``: a
    softmax-weighted sum over keys is invariant under permuting the keys, norms and the residual act per position.
@@ -47,7 +47,8 @@ heads on nearest-neighbour search (float64).
    invariance (a key carries ``k(x_j)`` and ``k(x_{j-1})``: a multiset of bigrams), which is what lets one layer
    match "the previous token is the current one" and copy the value (:func:`kv_shift_induction_weights`).
 4. **Rank against heads: nearest neighbour** (Amsel, Yehudai and Bruna, "On the Benefits of Rank in Attention
-   Layers", seed 004#72; the task :class:`analysis.tasks.NearestNeighbour`). ``N`` unit keys ``k_j`` (uniform on the
+   Layers", seed 004#72; the task :class:`analysis.data.tasks.NearestNeighbour`). ``N`` unit keys ``k_j`` (uniform on
+   the
    sphere of R^d), a query ``q ~ N(0, I/d)``, target ``f(q, K) = k_(j*)``, ``j* = argmax_j q . k_j``; relative MSE
    ``E|yhat - f|^2`` (``|f| = 1``).
 
@@ -294,7 +295,7 @@ def additive_floor(
 
 
 def nn_construction(d: int, beta: float) -> dict[str, np.ndarray]:
-    """Item 4's full-rank head on the 2d-wide stream of :class:`analysis.tasks.NearestNeighbour` (keys in channels
+    """Item 4's full-rank head on the 2d-wide stream of :class:`analysis.data.tasks.NearestNeighbour` (keys in channels
     ``[:d]``, queries in ``[d:]``), ``nn.Linear`` layout (out x in): ``q = beta * query``, ``k = v = key``, the head
     writes into the key channels and the read-out reads them (a query's own token is zero there)."""
     eye, zero = np.eye(d), np.zeros((d, d))

@@ -18,7 +18,7 @@ r"""Gated linear recurrences: linear self-attention by construction, and what ti
    the two compute the same sums of the same products, so they agree to float rounding (the RNN needs
    ``m = H d_v d_k`` units). Without the multiplicative gates the RNN is linear in its inputs.
 2. An RNN without multiplicative gating cannot regress in context (:func:`linear_predictor_loss`). On the
-   in-context regression law (:mod:`analysis.regression_data`: ``w ~ N(0, w_std^2 I)``, tokens
+   in-context regression law (:mod:`analysis.data.regression_data`: ``w ~ N(0, w_std^2 I)``, tokens
    ``(x_i, y_i)``, the query ``(x_q, 0)``, ``y_q = w . x_q + sigma eps``) any predictor affine in the tokens,
    ``yhat = c + sum_i (a_i . x_i + b_i y_i) + a_q . x_q``, is uncorrelated with ``y_q``: ``E[x_i y_q] =
    E[x_i x_q^T] E[w] = 0``, ``E[y_i y_q] = w_std^2 E[x_i . x_q] = 0`` for ``i != q`` (independent zero-mean
@@ -26,7 +26,7 @@ r"""Gated linear recurrences: linear self-attention by construction, and what ti
    sigma^2``, the loss of the zero predictor. One linear self-attention layer reaches the one-step
    (preconditioned) GD optimum of :func:`analysis.theory.icl_gd.one_step_gd_theory` (``loss_star``); the
    gated RNN contains that layer (item 1 with ``g = 1``), so its optimum is at most ``loss_star``.
-3. Selective copying (003#16, Mamba; :class:`analysis.tasks.SelectiveCopying`): ``n`` data tokens (i.i.d.
+3. Selective copying (003#16, Mamba; :class:`analysis.data.tasks.SelectiveCopying`): ``n`` data tokens (i.i.d.
    uniform over ``V`` values) at positions ``p_1 < ... < p_n`` of a region of ``L``, to be output in
    order. With random spacing the positions are a uniform ``n``-subset, so the j-th lies at ``p``
    (0-based) with probability (:func:`order_position_pmf`)::

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from analysis.validation import check_float, check_int
+from analysis.core.validation import check_float, check_int
 
 
 def _softmax_rows(s: np.ndarray) -> np.ndarray:

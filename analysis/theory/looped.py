@@ -50,7 +50,7 @@ from typing import Any
 import numpy as np
 from scipy.optimize import minimize_scalar
 
-from analysis.validation import check_float, check_int
+from analysis.core.validation import check_float, check_int
 
 ArrayLike = Any
 

@@ -3,7 +3,7 @@ r"""In-context PCA by a looped linear transformer: the power method, with and wi
 Seed ``000#45`` (= ``003#35``): a looped linear transformer *with* LayerNorm, trained to predict the
 principal component of the prompt, learns the power method, «each self-attention layer performing one
 power iteration»; *without* LayerNorm it «cannot exactly learn the power method». This module is the
-float64, model-free side (the data law and token layout: :mod:`analysis.pca_data`).
+float64, model-free side (the data law and token layout: :mod:`analysis.data.pca_data`).
 
 1. The power method. A prompt holds x_1..x_n in R^d, S = (1/n) sum_i x_i x_i^T (the *empirical* covariance,
    eigenvalues l_1 >= l_2 >= ... >= 0, top eigenvector u_1), and a unit start v_0. The iteration
@@ -25,7 +25,7 @@ float64, model-free side (the data law and token layout: :mod:`analysis.pca_data
    with a = 1/eta: rate (1 + eta l_2)/(1 + eta l_1), slower than l_2/l_1; a < 0 (a shift towards the
    small eigenvalues) can be faster. :func:`power_iterates` takes ``shift`` = a.
 
-3. The exact construction (:func:`construction_weights`). Layout of :mod:`analysis.pca_data`: a token is
+3. The exact construction (:func:`construction_weights`). Layout of :mod:`analysis.data.pca_data`: a token is
    (a, -a) with a = (x-slot (d), v-slot (d), pad (1)), width D = 2 (2 d + 1); context tokens
    a = (x_i, 0, c_i) / R, c_i = sqrt(R^2 - |x_i|^2) (R bounds every |x_i|), so every context token has
    norm sqrt(2) and the x-slots hold x_i / R; the query a = (0, v_0, 0). One linear-attention head (no
@@ -59,7 +59,7 @@ from typing import Any
 
 import numpy as np
 
-from analysis.validation import check_float, check_int
+from analysis.core.validation import check_float, check_int
 
 ArrayLike = Any
 

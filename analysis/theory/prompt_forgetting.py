@@ -71,8 +71,8 @@ from functools import cache
 
 import numpy as np
 
-from analysis.fitting import fit_power_law
-from analysis.validation import check_float, check_int
+from analysis.claims.fitting import fit_power_law
+from analysis.core.validation import check_float, check_int
 
 EULER_GAMMA = 0.57721566490153286060651209008240243104215933593992
 
@@ -354,7 +354,7 @@ def relay_alpha_window(P: int, L: int, t_lo: float, t_hi: int, n_points: int = 6
     """The relay model's fitted exponent over the window ``[t_lo, t_hi]``.
 
     The least-squares slope of ``-ln Delta^L_t`` against ``ln t`` on the same log grid of ``n_points``
-    positions that :func:`analysis.fitting.bootstrap_power_law` uses, so it is the number a measured
+    positions that :func:`analysis.claims.fitting.bootstrap_power_law` uses, so it is the number a measured
     ``alpha`` over that window is to be compared with. ``L = 1`` gives exactly 1 (``Delta^1_t = P/t``);
     each further layer lowers it by roughly ``1/ln t`` of the window (the ``(ln t)^(L-1)`` factor).
     """

@@ -208,7 +208,7 @@ denominator and normalises the output instead, ``o = sqrt(d_v) y / |y|`` (an RMS
     J = c sqrt(d_v) (I - y^ y^T) M^T / |y|,      |J|_F <= c sqrt(d_v) |M|_F / |y|,
 
 and ``y = c M^T q`` has a density in R^{d_v} (M of rank d_v), so ``P(|y| < r) ~ r^(d_v)``: tail index ``d_v``, every
-moment below ``d_v`` finite. Hill's estimator (:func:`analysis.fitting.hill_tail_index`) reads the index off the
+moment below ``d_v`` finite. Hill's estimator (:func:`analysis.claims.fitting.hill_tail_index`) reads the index off the
 largest samples.
 
 12. Softplus and the l1 norm (after the paper that splits softmax into a nonlinearity and an l1 normalisation, seed
@@ -308,8 +308,8 @@ import math
 import numpy as np
 from scipy import optimize, special, stats
 
+from analysis.core.validation import check_float, check_int
 from analysis.theory.attention_entropy import log_t_grid
-from analysis.validation import check_float, check_int
 
 _Z = np.linspace(-12.0, 12.0, 961)  # z grid of the Gaussian integrals (tails below e^{-72})
 _WZ = np.exp(-0.5 * _Z**2) / math.sqrt(2.0 * math.pi) * (_Z[1] - _Z[0])  # trapezoid weights (ends ~0)
@@ -721,7 +721,7 @@ _HW = np.exp(-0.5 * _HU**2) / math.sqrt(2.0 * math.pi) * (_HU[1] - _HU[0])
 
 
 def activation_of(name: str, z: np.ndarray) -> np.ndarray:
-    """The zoo's smooth activations (``analysis.model``) in float64 numpy."""
+    """The zoo's smooth activations (``analysis.zoo.model``) in float64 numpy."""
     if name == "gelu":
         return z * special.ndtr(z)
     if name == "gelu_tanh":

@@ -1,12 +1,12 @@
 """Associative recall: outer-product memories, the delta rule, FAVOR+, and trained MQAR per token mixer.
 
-Theory: :mod:`analysis.theory.associative_recall`; the mixers: :mod:`analysis.recurrent` (``attention
+Theory: :mod:`analysis.theory.associative_recall`; the mixers: :mod:`analysis.zoo.recurrent` (``attention
 "recurrent"`` in the zoo). Kernels: ``softmax`` (attention), ``additive`` (linear attention, S += v k^T),
 ``delta`` (DeltaNet, S += beta (v - S k) k^T with unit keys) and ``gated_delta`` (the delta rule with a
 per-token decay, Gated DeltaNet).
 
 1. Untrained memories (``draws`` independent ones per kernel and N): N keys uniform on the unit sphere of
-   ``R^d_key`` and N unit values, written through the mixer's own code (:func:`analysis.recurrent.mix`,
+   ``R^d_key`` and N unit values, written through the mixer's own code (:func:`analysis.zoo.recurrent.mix`,
    both forms, float64; beta = 1 for the delta rules, the decay of gated_delta fixed at RetNet's
    ``1 - 2^-5``), then read with each key: the relative squared error ``|S k_j - v_j|^2`` (values are unit
    vectors) and whether the read-out is nearest to its own value among the N stored. Softmax reads
@@ -19,8 +19,8 @@ per-token decay, Gated DeltaNet).
    RMS error of a softmax row over ``favor_keys`` keys against m: slope -1/2 on log-log axes.
 4. Trained (``training``): a ``layers``-layer, ``heads``-head, attention-only model with head size
    ``d_key`` per kernel and N, trained on MQAR (paired layout: a key and its value share a position;
-   :class:`analysis.tasks.AssociativeRecall`) with :func:`analysis.train.train` (cached), ``train_seeds``
-   independent replicate seeds (:func:`analysis.evidence.replicate_seeds`, as in every trained item);
+   :class:`analysis.data.tasks.AssociativeRecall`) with :func:`analysis.training.train.train` (cached), ``train_seeds``
+   independent replicate seeds (:func:`analysis.claims.evidence.replicate_seeds`, as in every trained item);
    accuracy over ``n_eval`` held-out sequences at the query positions (each seed its own). Each trained recurrent
    model is also run in float64 in both forms (identity).
 5. Linearisation (seed 000#39): one softmax head of the zoo (width and head size ``lin_d``, float64, no norm,
@@ -40,12 +40,12 @@ per-token decay, Gated DeltaNet).
    reproduces its outputs. Predictions: the LSA's loss is the one-step-GD optimum ``loss_star``
    (alternative: the loss of an RNN without multiplicative gates, the zero predictor's); the gated RNN's
    loss over the LSA's is 1 (alternative: the ungated RNN's over ``loss_star``).
-7. Selective copying (seed 003#16; ``gated``): :class:`analysis.tasks.SelectiveCopying` with random and
+7. Selective copying (seed 003#16; ``gated``): :class:`analysis.data.tasks.SelectiveCopying` with random and
    fixed spacing; ``copying_layers``-layer recurrent models of width ``copying_width`` (learned positions, MLP) with
    ``decay="gated"`` (selective) or ``"fixed"`` (time-invariant decay), ``copying_seeds`` seeds, held-out accuracy
    on ``copying_eval`` sequences, against the best time-invariant one-tap read-out (theory item 3).
 8. In-context PCA by a looped linear transformer (seed 000#45 = 003#35; ``power_method``): prompts of ``power_n``
-   vectors in R^``power_d`` (spectrum 1, rho, rho^2, ..., random rotation; :mod:`analysis.pca_data`) and a
+   vectors in R^``power_d`` (spectrum 1, rho, rho^2, ..., random rotation; :mod:`analysis.data.pca_data`) and a
    query holding a unit start v_0; target s u_1, the top eigenvector of the empirical covariance S with
    the sign of u_1 . v_0 (the power method's limit). One linear-attention layer (one head, no MLP, every
    token sees every token) applied ``power_loops`` times with the same weights (the zoo's ``loops``) is
@@ -58,13 +58,13 @@ per-token decay, Gated DeltaNet).
    trained T loops the power method's (alternative: the no-LN model's); directions: the no-LN model's
    error after T loops above the power method's and above the LN model's.
 9. The delta rule with momentum (seed 003#112; ``momentum``): online regression of a Gaussian map W (``v_t = W
-   k_t``, unit keys in R^``momentum_d``) by :func:`analysis.recurrent.momentum_delta_scan` with write strength
+   k_t``, unit keys in R^``momentum_d``) by :func:`analysis.zoo.recurrent.momentum_delta_scan` with write strength
    ``momentum_beta`` and two momenta, one with complex roots (oscillating) and one with real roots (damped); the
    mean overlap ``<E_0, E_t>/|E_0|^2`` of the error with its start over ``momentum_batch`` sequences, ``momentum_seeds``
    independent memories, against the exact recurrence of theory item 6 at the step where it and the first-order
    picture (momentum as the larger step ``b/(1 - mu)``, the alternative) differ most.
 10. A global decay (seed 003#2; ``decay``): ``decay_batch`` untrained additive memories per N in ``decay_pairs``
-   (unit keys and values in R^``decay_key``) written through :func:`analysis.recurrent.mix` with a fixed decay
+   (unit keys and values in R^``decay_key``) written through :func:`analysis.zoo.recurrent.mix` with a fixed decay
    ``decay_gamma`` (``S_t = gamma S_(t-1) + v_t k_t^T``), ``decay_seeds`` independent sets, read with each stored
    key: the mean relative squared error against its exact law (theory item 7; the alternative: the undecayed
    ``(N - 1)/d_k``) and its slope in ln N (bounded interference; the alternative: the undecayed slope).

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analysis.evidence import mean_se, replicate_seeds
+from analysis.claims.evidence import mean_se, replicate_seeds
 from analysis.theory import associative_recall as amt
 from analysis.theory import power_method as pmt
 from probes.base import ProbeConfig, model_param, param, replicates_param
@@ -249,7 +249,7 @@ class Config(ProbeConfig):
 
 def part_seeds(config: Config, part: str) -> list[int]:
     """The replicate seeds of a trained item (``part``: ``mqar``, ``gated`` item 6, ``copying`` item 7, ``power``
-    item 8): replicate i uses :func:`analysis.evidence.replicate_seed` ``(config.seed, i)``, so replicate 0
+    item 8): replicate i uses :func:`analysis.claims.evidence.replicate_seed` ``(config.seed, i)``, so replicate 0
     is ``config.seed`` and runs with different seeds share no model."""
     n = {
         "mqar": config.train_seeds,

@@ -10,10 +10,10 @@ import math
 import numpy as np
 import torch
 
-from analysis.ledger import Ledger
-from analysis.recurrent import mix
+from analysis.claims.ledger import Ledger
 from analysis.theory import associative_recall as th
-from analysis.train import derived_seed
+from analysis.training.train import derived_seed
+from analysis.zoo.recurrent import mix
 from probes.associative_recall.config import SEED_DECAY, SOURCE, Config
 from probes.associative_recall.memories import unit_vectors
 from probes.base import MAX_SEED, Result
@@ -28,7 +28,8 @@ FIGURE = "ar_decay"
 
 def decayed_readout(keys: torch.Tensor, vals: torch.Tensor, gamma: float) -> torch.Tensor:
     """(R, N, dv): the read-out at every stored key of the memory ``S_t = gamma S_(t-1) + v_t k_t^T`` written with
-    ``keys`` (R, N, dk) and ``vals`` (R, N, dv) through :func:`analysis.recurrent.mix` (the recurrent scan, one head:
+    ``keys`` (R, N, dk) and ``vals`` (R, N, dv) through :func:`analysis.zoo.recurrent.mix` (the recurrent scan, one
+    head:
     its memory is O(N), the parallel form's N x N decay mask is not)."""
     k, v = keys[:, None], vals[:, None]
     log_alpha = torch.full(k.shape[:3], math.log(gamma), dtype=k.dtype)

@@ -4,7 +4,7 @@ their two computational forms (003#64), FAVOR+ (004#70), softmax's linear limit 
 the momentum delta rule (003#112). Most numbers are our closed forms for the papers' settings (``derivation``); the
 trained comparisons test the papers' own findings at toy scale; the exact rewrites are software identities."""
 
-from analysis.specs import ClaimSpec, declare
+from analysis.claims.specs import ClaimSpec, declare
 from probes.associative_recall.config import GSOURCE, PSOURCE, SOURCE
 from probes.icl_gd.declarations import ONE_LAYER_OPTIMUM
 
@@ -46,7 +46,7 @@ DECLARED = declare(
         statement="«relationship to recurrent neural networks»: the additive (linear-attention) mixer's parallel, "
         "attention-like form equals its sequential recurrent scan on random memories, float64",
         quantity="largest relative difference of the two forms' read-outs",
-        source="analysis/recurrent.py: the UT-transform parallel form is the scan, rewritten exactly",
+        source="analysis/zoo/recurrent.py: the UT-transform parallel form is the scan, rewritten exactly",
         figure="ar_capacity",
     ),
     ClaimSpec(
@@ -57,7 +57,7 @@ DECLARED = declare(
         statement="«relationship to recurrent neural networks»: the additive (linear-attention) mixer's parallel, "
         "attention-like form equals its sequential recurrent scan on the trained MQAR models, float64",
         quantity="largest relative difference of the two forms' outputs",
-        source="analysis/recurrent.py: the UT-transform parallel form is the scan, rewritten exactly",
+        source="analysis/zoo/recurrent.py: the UT-transform parallel form is the scan, rewritten exactly",
         figure="ar_capacity",
     ),
     ClaimSpec(
@@ -68,7 +68,7 @@ DECLARED = declare(
         statement="delta-rule mixer (delta, gated_delta): DeltaNet's UT-transform parallel form equals the sequential "
         "scan, float64, on random memories or trained models",
         quantity="largest relative difference of the two forms' outputs",
-        source="analysis/recurrent.py: the UT-transform parallel form is the scan, rewritten exactly",
+        source="analysis/zoo/recurrent.py: the UT-transform parallel form is the scan, rewritten exactly",
         figure="ar_capacity",
     ),
     ClaimSpec(

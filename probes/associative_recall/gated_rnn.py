@@ -10,15 +10,15 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from analysis.evidence import mean_se
-from analysis.ledger import Ledger
-from analysis.model import ModelConfig, TinyTransformer
-from analysis.progress import bar
-from analysis.regression_data import concat_tokens
-from analysis.tasks import LinearRegressionTask, QuerySlotReadout
+from analysis.claims.evidence import mean_se
+from analysis.claims.ledger import Ledger
+from analysis.core.progress import bar
+from analysis.data.regression_data import concat_tokens
+from analysis.data.tasks import LinearRegressionTask, QuerySlotReadout
 from analysis.theory import gated_recurrence as gth
 from analysis.theory import icl_gd as icl
-from analysis.train import derived_seed, train
+from analysis.training.train import derived_seed, train
+from analysis.zoo.model import ModelConfig, TinyTransformer
 from probes.associative_recall.config import SEED_GATED_RNN, Config, part_seeds
 from probes.associative_recall.mqar import adam_cosine_config, float64_copy, one_layer_config, one_thread, seed_numbers
 from probes.base import Result
@@ -122,7 +122,7 @@ def measure_gated_rnn(config: Config, progress: bool) -> dict:
 
 @dataclass(frozen=True)
 class NegYReadout(QuerySlotReadout):
-    """The regression task read as in ``icl_gd`` (:class:`~analysis.tasks.QuerySlotReadout`: prediction minus the
+    """The regression task read as in ``icl_gd`` (:class:`~analysis.data.tasks.QuerySlotReadout`: prediction minus the
     query's y-slot, loss half the MSE), the query visible: causal attention over all N + 1 tokens."""
 
     name = property(lambda self: self.inner.name + "_negy_causal")

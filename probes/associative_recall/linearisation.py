@@ -8,13 +8,13 @@ import math
 import numpy as np
 import torch
 
-from analysis.devices import to_numpy
-from analysis.evidence import mean_se
-from analysis.hooks import run_with_cache
-from analysis.ledger import Ledger
-from analysis.model import TinyTransformer, one_head_layer
+from analysis.claims.evidence import mean_se
+from analysis.claims.ledger import Ledger
+from analysis.core.devices import to_numpy
 from analysis.theory import associative_recall as th
-from analysis.train import derived_seed
+from analysis.training.train import derived_seed
+from analysis.zoo.hooks import run_with_cache
+from analysis.zoo.model import TinyTransformer, one_head_layer
 from probes.associative_recall.config import Config
 from probes.associative_recall.favor import mc_numbers, slope_bootstrap, slope_numbers
 from probes.base import MAX_SEED, Result

@@ -8,11 +8,11 @@ import math
 import numpy as np
 import torch
 
-from analysis.evidence import mean_se
-from analysis.ledger import Ledger
-from analysis.recurrent import mix, retnet_decays
+from analysis.claims.evidence import mean_se
+from analysis.claims.ledger import Ledger
 from analysis.theory import associative_recall as th
-from analysis.train import derived_seed
+from analysis.training.train import derived_seed
+from analysis.zoo.recurrent import mix, retnet_decays
 from probes.associative_recall.config import Config
 from probes.associative_recall.favor import mc_numbers
 from probes.base import MAX_SEED, Result

@@ -7,10 +7,10 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from analysis.ledger import Ledger
-from analysis.recurrent import momentum_delta_scan
+from analysis.claims.ledger import Ledger
 from analysis.theory import associative_recall as th
-from analysis.train import derived_seed
+from analysis.training.train import derived_seed
+from analysis.zoo.recurrent import momentum_delta_scan
 from probes.associative_recall.config import Config
 from probes.associative_recall.memories import unit_vectors
 from probes.base import MAX_SEED, Result

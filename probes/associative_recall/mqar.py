@@ -11,11 +11,11 @@ from contextlib import contextmanager
 import numpy as np
 import torch
 
-from analysis.ledger import Ledger
-from analysis.model import ModelConfig, TinyTransformer, one_head_layer
-from analysis.progress import bar
-from analysis.tasks import AssociativeRecall, model_io
-from analysis.train import TrainConfig, derived_seed, train
+from analysis.claims.ledger import Ledger
+from analysis.core.progress import bar
+from analysis.data.tasks import AssociativeRecall, model_io
+from analysis.training.train import TrainConfig, derived_seed, train
+from analysis.zoo.model import ModelConfig, TinyTransformer, one_head_layer
 from probes.associative_recall.config import (
     MIXER,
     Config,

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import torch
 
-from analysis.ledger import Ledger
-from analysis.train import derived_seed
+from analysis.claims.ledger import Ledger
+from analysis.training.train import derived_seed
 from probes.associative_recall.config import Config
 from probes.associative_recall.memories import unit_vectors, write_memory
 from probes.base import MAX_SEED, Result

@@ -8,14 +8,14 @@ import math
 import numpy as np
 import torch
 
-from analysis.evidence import mean_se
-from analysis.hooks import hooks
-from analysis.ledger import Ledger
-from analysis.model import ModelConfig, TinyTransformer
-from analysis.pca_data import PowerMethodTask, readout, tokens
-from analysis.progress import bar
+from analysis.claims.evidence import mean_se
+from analysis.claims.ledger import Ledger
+from analysis.core.progress import bar
+from analysis.data.pca_data import PowerMethodTask, readout, tokens
 from analysis.theory import power_method as pmt
-from analysis.train import derived_seed, train
+from analysis.training.train import derived_seed, train
+from analysis.zoo.hooks import hooks
+from analysis.zoo.model import ModelConfig, TinyTransformer
 from probes.associative_recall.config import PSOURCE, Config, part_seeds
 from probes.associative_recall.mqar import adam_cosine_config, float64_copy, one_layer_config, one_thread, seed_numbers
 from probes.base import Result
@@ -97,7 +97,8 @@ def _boot_median_se(values: np.ndarray, rng: np.random.Generator) -> float:
 
 
 def _seed_combine(means: np.ndarray, ses: np.ndarray) -> tuple[float, float]:
-    """Mean over the replicate seeds and its SE: the SE of the mean over seeds (:func:`analysis.evidence.mean_se`;
+    """Mean over the replicate seeds and its SE: the SE of the mean over seeds
+    (:func:`analysis.claims.evidence.mean_se`;
     0 with one seed) plus the within-seed SEs over the shared prompts. The claims take dof = seeds - 1."""
     over = mean_se(means)
     spread = over.se**2 if over.n > 1 else 0.0

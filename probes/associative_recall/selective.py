@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from analysis.ledger import Ledger
-from analysis.model import ModelConfig
-from analysis.progress import bar
-from analysis.tasks import SelectiveCopying, model_io
+from analysis.claims.ledger import Ledger
+from analysis.core.progress import bar
+from analysis.data.tasks import SelectiveCopying, model_io
 from analysis.theory import gated_recurrence as gth
-from analysis.train import train
+from analysis.training.train import train
+from analysis.zoo.model import ModelConfig
 from probes.associative_recall.config import (
     Config,
     part_seeds,

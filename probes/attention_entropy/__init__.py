@@ -27,7 +27,7 @@ Four measurements, each beside its closed form in :mod:`analysis.theory.attentio
    in row ``n - 1`` (n up to ``planted_max_n``) against the exact closed forms, and the SSMax fading
    rate ``d ln w / d ln n`` fitted over the top half-decade for every ``s g`` in ``fade_sg`` (the drift
    from the half-decade below is its uncertainty), against ``min(sg - 1, 0)``.
-4. Trained tiny LMs (``training=true``) through :func:`analysis.train.train` (cached, with a named
+4. Trained tiny LMs (``training=true``) through :func:`analysis.training.train.train` (cached, with a named
    callback): for every learning rate in ``lr``, QK-norm setting in ``qk_norm`` and training seed
    (``train_seeds``: weights and data order; the spread is the training claims' uncertainty), per update the
    largest |attention logit| and the smallest head-mean normalised entropy on a fixed probe batch,
@@ -42,14 +42,14 @@ Four measurements, each beside its closed form in :mod:`analysis.theory.attentio
 
 6. Trained retrieval at longer contexts (``retrieval=true``, seed 000#6): one-layer, one-head, attention-only
    models with softmax and with SSMax (``s = 1 / ln(retrieval_len + 1)``: the same function as softmax at the
-   training length) trained on :class:`analysis.tasks.PlantedKeyRetrieval` at ``retrieval_len`` pairs
+   training length) trained on :class:`analysis.data.tasks.PlantedKeyRetrieval` at ``retrieval_len`` pairs
    (``retrieval_seeds`` seeds) and tested at ``retrieval_len x retrieval_factors`` pairs: the weight of the query
    row on the planted key, its prediction at every length from the logit gaps measured at the training length
    (:func:`analysis.theory.attention_entropy.retrieval_weight`), the fitted log-log slopes and the accuracy.
    Trained sigmoid attention (``training=true``, seed 000#17): softmax, sigmoid with ``b = -ln T`` and with
    ``b = 0`` on the training sweep's task, model, steps and seeds at ``sigmoid_lr``; their final losses.
 
-Passed-in models: anything satisfying :class:`analysis.protocol.ProbeModel` with token input and
+Passed-in models: anything satisfying :class:`analysis.zoo.protocol.ProbeModel` with token input and
 ``blocks.{l}.attn.hook_attn_scores`` hook points (our zoo, the Hugging Face adapter). ``attention`` then
 names the passed model's kernel (softmax for every Hugging Face model). The logit-scale sweep and the
 Gaussian comparison are for own models only; the bounds are checked on whatever is measured.
@@ -64,7 +64,7 @@ The probe is a package of parts (:mod:`probes.parts`), one module each, in the o
 
 from __future__ import annotations
 
-from analysis.model import TinyTransformer
+from analysis.zoo.model import TinyTransformer
 from probes.attention_entropy import (
     declarations,  # noqa: F401  (registers the declared claims)
     fading,
@@ -124,7 +124,7 @@ from probes.parts import part_of, probe_functions
 
 NAME = "attention_entropy"
 DESCRIPTION = "Attention entropy vs context length and logit scale; dilution, SSMax, sigmoid; collapse in training."
-# VERSION history: 8: the one band policy (analysis.evidence: 95% Student-t bands over independent replicates,
+# VERSION history: 8: the one band policy (analysis.claims.evidence: 95% Student-t bands over independent replicates,
 # replicate i seeded by replicate_seed(seed, i), no longer seed + i; within-run only for the exact planted network),
 # 5 seeds / replicate models by default (were 3, 4);
 # 7: trained planted-key retrieval at longer contexts, softmax vs SSMax (000#6), and trained

@@ -54,7 +54,8 @@ class Config(ProbeConfig):
     rows_per_n: int = param(8, "query rows averaged per n (the rows ending at n; causal models)", minimum=1)
     replicates: int = param(
         5,
-        "independent untrained models (replicate seeds: seed itself, then analysis.evidence.replicate_seed(seed, "
+        "independent untrained models (replicate seeds: seed itself, then "
+        "analysis.claims.evidence.replicate_seed(seed, "
         "r); weights and tokens) of the Gaussian-entropy comparisons; the spread of the per-model values is the "
         "measurement's uncertainty (95% t band)",
         minimum=2,
@@ -107,7 +108,8 @@ class Config(ProbeConfig):
     train_steps: int = param(150, "optimiser updates per run", minimum=1)
     train_seeds: int = param(
         5,
-        "training seeds (replicate seeds: seed itself, then analysis.evidence.replicate_seed(seed, t); weights and "
+        "training seeds (replicate seeds: seed itself, then analysis.claims.evidence.replicate_seed(seed, t); weights "
+        "and "
         "data) per lr and QK-norm setting; their spread is the uncertainty of the training claims (95% t band)",
         minimum=1,
     )

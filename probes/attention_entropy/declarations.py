@@ -6,7 +6,7 @@ large-n law; sigmoid row totals at initialisation (000#17); logit growth and ent
 contexts, softmax against SSMax (000#6); trained sigmoid attention against softmax (000#17). No claim of this probe
 names a regime, so it declares no scope checks."""
 
-from analysis.specs import ClaimSpec, declare
+from analysis.claims.specs import ClaimSpec, declare
 from probes.attention_entropy.nonlin import COLLAPSED, NONLIN_SOURCE, OVERLOADED, UNIFORM_HYP
 from probes.attention_entropy.retrieval import RETRIEVAL_SOURCE
 from probes.attention_entropy.shared import FADE_WITHIN_RUN

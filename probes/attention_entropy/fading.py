@@ -8,10 +8,10 @@ import math
 import numpy as np
 import torch
 
-from analysis.hooks import hooks
-from analysis.ledger import Ledger
-from analysis.model import TinyTransformer, one_head_layer
+from analysis.claims.ledger import Ledger
 from analysis.theory import attention_entropy as th
+from analysis.zoo.hooks import hooks
+from analysis.zoo.model import TinyTransformer, one_head_layer
 from probes.attention_entropy.config import Config
 from probes.attention_entropy.shared import fade_rate_numbers, fit_log_slope
 from probes.base import Result

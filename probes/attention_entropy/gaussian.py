@@ -7,10 +7,10 @@ import math
 
 import numpy as np
 
-from analysis.evidence import mean_se, replicate_seed
-from analysis.ledger import Ledger
-from analysis.model import TinyTransformer
+from analysis.claims.evidence import mean_se, replicate_seed
+from analysis.claims.ledger import Ledger
 from analysis.theory import attention_entropy as th
+from analysis.zoo.model import TinyTransformer
 from probes.attention_entropy.config import Config
 from probes.attention_entropy.models import distinct_tokens, model_config
 from probes.attention_entropy.shared import (

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from analysis.corpus import build_corpus
-from analysis.model import ModelConfig, TinyTransformer
-from analysis.protocol import check_length, encode_text, vocab_size
+from analysis.data.corpus import build_corpus
+from analysis.zoo.model import ModelConfig, TinyTransformer
+from analysis.zoo.protocol import check_length, encode_text, vocab_size
 from probes.attention_entropy.config import Config
 from probes.parts import Context
 
@@ -24,7 +24,7 @@ def model_config(
 ) -> ModelConfig:
     """The measured TinyTransformer: the config's model fields, pre-LN, no positions (so row n-1 sees exactly
     n keys), a vocabulary of ``vocab`` tokens. ``logit_scale``, ``attention`` and ``seed`` replace the config's
-    when given; ``seed`` is a replicate's own seed (:func:`analysis.evidence.replicate_seed`)."""
+    when given; ``seed`` is a replicate's own seed (:func:`analysis.claims.evidence.replicate_seed`)."""
     given = {"logit_scale": logit_scale, "attention": attention or None, "seed": seed}
     return config.model_config(
         input="tokens",

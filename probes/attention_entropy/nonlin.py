@@ -9,15 +9,15 @@ import numpy as np
 import torch
 import xarray as xr
 
-from analysis.devices import model_device
-from analysis.evidence import mean_se, replicate_seed
-from analysis.hooks import hooks
-from analysis.ledger import Ledger
-from analysis.model import ModelConfig, TinyTransformer
-from analysis.progress import bar
+from analysis.claims.evidence import mean_se, replicate_seed
+from analysis.claims.ledger import Ledger
+from analysis.core.devices import model_device
+from analysis.core.progress import bar
+from analysis.core.validation import check_choice
 from analysis.theory import attention_entropy as th
-from analysis.train import train
-from analysis.validation import check_choice
+from analysis.training.train import train
+from analysis.zoo.hooks import hooks
+from analysis.zoo.model import ModelConfig, TinyTransformer
 from probes.attention_entropy.config import Config
 from probes.attention_entropy.shared import (
     band_text,
@@ -92,7 +92,8 @@ def layer_entropy_stats(model, tokens: torch.Tensor) -> dict[str, np.ndarray]:
 
 
 def nonlin_sweep(config: Config, progress: bool = True) -> dict[str, np.ndarray]:
-    """Both variants, ``nonlin_seeds`` seeds, at initialisation and after training (:func:`analysis.train.train`,
+    """Both variants, ``nonlin_seeds`` seeds, at initialisation and after training
+    (:func:`analysis.training.train.train`,
     cached; the training sweep's task and schedule at ``nonlin_lr``): per (variant, state, seed, layer, head)
     the measured mean ``H / ln n``, the logit std ``s`` (pooled), the Gaussian prediction
     ``mean_n E[H](n, s) / ln n`` over the same rows, and the kurtosis excess; the final training loss."""

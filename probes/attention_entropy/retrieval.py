@@ -8,16 +8,16 @@ import math
 import numpy as np
 import torch
 
-from analysis.devices import model_device
-from analysis.evidence import mean_se, replicate_seed
-from analysis.hooks import hooks
-from analysis.ledger import Ledger
-from analysis.model import ModelConfig, one_head_layer
-from analysis.progress import bar
-from analysis.tasks import PlantedKeyRetrieval, model_io
+from analysis.claims.evidence import mean_se, replicate_seed
+from analysis.claims.ledger import Ledger
+from analysis.core.devices import model_device
+from analysis.core.progress import bar
+from analysis.core.validation import check_choice
+from analysis.data.tasks import PlantedKeyRetrieval, model_io
 from analysis.theory import attention_entropy as th
-from analysis.train import TrainConfig, train
-from analysis.validation import check_choice
+from analysis.training.train import TrainConfig, train
+from analysis.zoo.hooks import hooks
+from analysis.zoo.model import ModelConfig, one_head_layer
 from probes.attention_entropy.config import Config
 from probes.attention_entropy.shared import (
     band_text,
@@ -136,7 +136,8 @@ def retrieval_factor(config: Config, kernel: str, pairs: int) -> float:
 
 
 def retrieval_sweep(config: Config, progress: bool = True) -> dict[str, np.ndarray]:
-    """Both kernels, ``retrieval_seeds`` seeds, trained at ``retrieval_len`` pairs (:func:`analysis.train.train`,
+    """Both kernels, ``retrieval_seeds`` seeds, trained at ``retrieval_len`` pairs
+    (:func:`analysis.training.train.train`,
     cached) and tested at every length (the same test sequences for both kernels of a seed): per (kernel, seed,
     length) the mean planted weight, its prediction from the gaps measured at the training length
     (:func:`analysis.theory.attention_entropy.retrieval_weight`) and the accuracy; per (kernel, seed) the

@@ -8,11 +8,11 @@ import math
 import numpy as np
 import torch
 
-from analysis.evidence import replicate_seed
-from analysis.ledger import Ledger
-from analysis.model import TinyTransformer
-from analysis.progress import bar
+from analysis.claims.evidence import replicate_seed
+from analysis.claims.ledger import Ledger
+from analysis.core.progress import bar
 from analysis.theory import attention_entropy as th
+from analysis.zoo.model import TinyTransformer
 from probes.attention_entropy.config import Config
 from probes.attention_entropy.models import distinct_tokens, model_config
 from probes.attention_entropy.shared import (

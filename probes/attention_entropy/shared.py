@@ -10,13 +10,13 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from analysis.corpus import CorpusSpec
-from analysis.devices import model_device
-from analysis.evidence import MeanSE
-from analysis.hooks import SCORES, canonical_name, hooks
-from analysis.tasks import CorpusLM, MarkovLanguage
+from analysis.claims.evidence import MeanSE
+from analysis.core.devices import model_device
+from analysis.data.corpus import CorpusSpec
+from analysis.data.tasks import CorpusLM, MarkovLanguage
 from analysis.theory import attention_entropy as th
-from analysis.train import TrainConfig
+from analysis.training.train import TrainConfig
+from analysis.zoo.hooks import SCORES, canonical_name, hooks
 from probes.attention_entropy.config import Config
 from probes.base import ModelIncompatibleError
 from probes.parts import Context

@@ -8,12 +8,12 @@ import math
 import numpy as np
 import torch
 
-from analysis.devices import model_device
-from analysis.evidence import mean_se, replicate_seed
-from analysis.hooks import hooks
-from analysis.ledger import Ledger
-from analysis.model import TinyTransformer
+from analysis.claims.evidence import mean_se, replicate_seed
+from analysis.claims.ledger import Ledger
+from analysis.core.devices import model_device
 from analysis.theory import attention_entropy as th
+from analysis.zoo.hooks import hooks
+from analysis.zoo.model import TinyTransformer
 from probes.attention_entropy.config import Config
 from probes.attention_entropy.models import distinct_tokens, model_config
 from probes.attention_entropy.shared import residual_numbers, row_stats, score_hook_names

@@ -7,10 +7,10 @@ import math
 
 import numpy as np
 
-from analysis.evidence import replicate_seed
-from analysis.ledger import Ledger
-from analysis.progress import bar
-from analysis.train import train
+from analysis.claims.evidence import replicate_seed
+from analysis.claims.ledger import Ledger
+from analysis.core.progress import bar
+from analysis.training.train import train
 from probes.attention_entropy.config import Config
 from probes.attention_entropy.models import model_config
 from probes.attention_entropy.shared import (

@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from analysis.evidence import replicate_seed
-from analysis.ledger import Ledger
-from analysis.progress import bar
-from analysis.train import train
+from analysis.claims.evidence import replicate_seed
+from analysis.claims.ledger import Ledger
+from analysis.core.progress import bar
+from analysis.training.train import train
 from probes.attention_entropy.config import Config
 from probes.attention_entropy.models import model_config
 from probes.attention_entropy.shared import (
@@ -32,7 +32,7 @@ CALLBACK_ID = "attention_entropy.trace.v2"  # names the training callback (part 
 
 
 def make_trace_callback(probe_batch: torch.Tensor):
-    """Callback for :func:`analysis.train.train`: per update the largest |logit| and per-head mean H / ln n."""
+    """Callback for :func:`analysis.training.train.train`: per update the largest |logit| and per-head mean H / ln n."""
 
     def callback(step: int, model, metrics: dict) -> dict:
         was_training = model.training

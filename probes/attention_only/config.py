@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from analysis.tasks import ConvolutionRegression, Induction, NearestNeighbour
+from analysis.data.tasks import ConvolutionRegression, Induction, NearestNeighbour
 from probes.base import MAX_SEED, ProbeConfig, model_param, param
 
 SEED_CONV, SEED_KV, SEED_RANK, SEED_SAN = "004#89", "004#24", "004#72", "004#1"

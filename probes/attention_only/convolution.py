@@ -6,12 +6,12 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from analysis.evidence import replicate_seeds
-from analysis.ledger import Ledger
-from analysis.model import ModelConfig, TinyTransformer
-from analysis.progress import bar
+from analysis.claims.evidence import replicate_seeds
+from analysis.claims.ledger import Ledger
+from analysis.core.progress import bar
 from analysis.theory import attention_only as th
-from analysis.train import derived_seed, train
+from analysis.training.train import derived_seed, train
+from analysis.zoo.model import ModelConfig, TinyTransformer
 from probes.attention_only.config import Config
 from probes.attention_only.shared import part_claims, train_config
 from probes.base import MAX_SEED, Result

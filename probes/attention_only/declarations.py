@@ -3,7 +3,7 @@ KV-shift induction construction and the position-free ceiling (004#24), rank aga
 (004#72), and attention-only networks: matched parameters, QK-norm in deep stacks, stable ranks (004#1). The three
 max-logit claims of the deep stacks are scope checks: the loss-spike and loss claims name them as their regime."""
 
-from analysis.specs import ClaimSpec, declare
+from analysis.claims.specs import ClaimSpec, declare
 from probes.attention_only.config import SOURCE
 from probes.attention_only.induction import FAILS
 from probes.attention_only.nearest_neighbour import NN_BETA_EXACT, NN_THRESHOLD
@@ -125,7 +125,7 @@ DECLARED = declare(
         statement="a kv_shift model with shift (1, 0) computes exactly the logits of plain attention with the same "
         "weights (float64)",
         quantity="largest |logit difference| (nats)",
-        source="analysis/model.py: k' = 1 k_t + 0 k_(t-1), v' likewise",
+        source="analysis/zoo/model.py: k' = 1 k_t + 0 k_(t-1), v' likewise",
         figure="ao_induction",
     ),
     ClaimSpec(

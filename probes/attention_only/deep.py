@@ -8,13 +8,13 @@ import math
 import numpy as np
 import torch
 
-from analysis.evidence import replicate_seed
-from analysis.hooks import hooks
-from analysis.ledger import Ledger
-from analysis.model import TinyTransformer
-from analysis.progress import bar
+from analysis.claims.evidence import replicate_seed
+from analysis.claims.ledger import Ledger
+from analysis.core.progress import bar
 from analysis.theory import attention_only as th
-from analysis.train import TrainConfig, derived_seed, train
+from analysis.training.train import TrainConfig, derived_seed, train
+from analysis.zoo.hooks import hooks
+from analysis.zoo.model import TinyTransformer
 from probes.attention_only.config import SEED_SAN, Config
 from probes.attention_only.models import (
     QK_GAIN,
@@ -99,7 +99,7 @@ def qk_bounds(model: TinyTransformer) -> np.ndarray:
 
 
 def make_deep_callback(probe_x: torch.Tensor):
-    """Callback for :func:`analysis.train.train`: per update the largest |logit| on ``probe_x`` and, with
+    """Callback for :func:`analysis.training.train.train`: per update the largest |logit| on ``probe_x`` and, with
     QK-norm, the largest ratio of a layer's |logit| to its bound and the largest bound."""
 
     def callback(step: int, model, metrics: dict) -> dict:

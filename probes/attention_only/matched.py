@@ -7,11 +7,11 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from analysis.evidence import mean_se, replicate_seed
-from analysis.ledger import Ledger
-from analysis.model import TinyTransformer
-from analysis.progress import bar
-from analysis.train import evaluate, probe_lm_train_config, train
+from analysis.claims.evidence import mean_se, replicate_seed
+from analysis.claims.ledger import Ledger
+from analysis.core.progress import bar
+from analysis.training.train import evaluate, probe_lm_train_config, train
+from analysis.zoo.model import TinyTransformer
 from probes.attention_only.config import SOURCE, Config
 from probes.attention_only.models import (
     QK_GAIN,

@@ -3,10 +3,10 @@ matched models and the deep stacks, the matched depth and the parameter count.""
 
 from __future__ import annotations
 
-from analysis.corpus import CorpusSpec
-from analysis.model import ModelConfig
-from analysis.tasks import CorpusLM
+from analysis.data.corpus import CorpusSpec
+from analysis.data.tasks import CorpusLM
 from analysis.theory import attention_only as th
+from analysis.zoo.model import ModelConfig
 from probes.attention_only.config import Config
 
 SAN_MODELS = ("standard", "attention_only", "mlp_deleted")  # matched parameters; the standard without its MLPs

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from analysis.ledger import Ledger
-from analysis.train import TrainConfig
+from analysis.claims.ledger import Ledger
+from analysis.training.train import TrainConfig
 from probes.base import Result
 
 Claim = Callable[[Ledger, Result], None]

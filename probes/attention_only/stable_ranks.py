@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from analysis.ledger import Ledger
+from analysis.claims.ledger import Ledger
 from probes.attention_only.matched import second_half_change
 from probes.attention_only.shared import part_claims
 from probes.base import Result

@@ -11,7 +11,7 @@ the optimum of one LSA layer (one step of *preconditioned* GD for anisotropic in
    hidden as a key by an attention bias of -inf, predict exactly K steps of GD (float64), and the
    closed-form one-step loss against a brute-force symbolic moment expansion (sympy);
 2. checks the closed-form optimal learning rate eta* and its loss against Monte Carlo;
-3. trains K-layer LSA models through :func:`analysis.train.train` (content-addressed cache) and
+3. trains K-layer LSA models through :func:`analysis.training.train.train` (content-addressed cache) and
    measures the learning rate of the GD step they implement (over ``eta_seeds`` training seeds), their
    loss against the context length k beside the baselines, the cosine of d yhat / d x_q with GD, von
    Oswald's "preds diff" and "model diff", and K layers against K steps of GD and GD++;
@@ -28,7 +28,7 @@ the optimum of one LSA layer (one step of *preconditioned* GD for anisotropic in
 
 :func:`run` measures; the claims are made by small functions (``claims_*``, one per theorem or paper,
 listed in ``CLAIMS``) that read only the result. Each prediction's band is the 95% Student-t band of
-the one band policy (:mod:`analysis.evidence`) and names the alternative a competing hypothesis predicts:
+the one band policy (:mod:`analysis.claims.evidence`) and names the alternative a competing hypothesis predicts:
 claims on trained models take it over independent training seeds (``<part>_seeds`` replicates,
 :func:`part_seeds`; replicate 0 is ``seed``, the model the figures show), each replicate measured paired
 against its reference on the same tasks; closed forms checked by Monte Carlo (no model) take the Monte
@@ -37,12 +37,12 @@ Carlo SE (``within_run``, normal limit). Issue 17's criteria (5%, 1%, cosine 0.9
 Conventions. Losses here are the plain MSE E[(yhat - y_q)^2] of the theory module; the training
 task minimises half of it (von Oswald's convention; :class:`NegYReadoutTask`), which has the same
 minimiser. The model reads its prediction as yhat = -(query y-slot), the construction's sign.
-Models are trained and evaluated on one data law and one token layout (:mod:`analysis.regression_data`:
+Models are trained and evaluated on one data law and one token layout (:mod:`analysis.data.regression_data`:
 ``regression_task(cfg).law``, ``concat_tokens``): training draws it with a torch generator in float32,
 every evaluation with a numpy generator in float64, seeded by the measurement's purpose.
 
 Architecture. With ``hide_query`` (default) the training task passes an attention bias of -inf on
-the query's key column (``NegYReadoutTask.attn_bias``, used by ``analysis.train`` in training and
+the query's key column (``NegYReadoutTask.attn_bias``, used by ``analysis.training.train`` in training and
 evaluation), so every token attends to the N context tokens only: von Oswald's architecture, in which
 the K-layer construction is *exactly* K GD steps. ``hide_query=False`` trains on full attention
 (``include_query=True`` in the theory module); for one layer this changes nothing at the optimum (the
@@ -66,9 +66,9 @@ read), ``mahankali``, ``depth``, ``ridge``, ``garg`` (gate ``garg``), ``looped``
 
 from __future__ import annotations
 
-from analysis.ledger import Ledger
-from analysis.model import TinyTransformer
-from analysis.regression_data import concat_tokens, interleaved_tokens
+from analysis.claims.ledger import Ledger
+from analysis.data.regression_data import concat_tokens, interleaved_tokens
+from analysis.zoo.model import TinyTransformer
 from probes.icl_gd import (
     construction,
     declarations,  # noqa: F401  (registers the declared claims)
@@ -110,12 +110,12 @@ from probes.parts import part_of, probe_functions
 NAME = "icl_gd"
 DESCRIPTION = "In-context regression: trained linear self-attention vs one step of (preconditioned) GD."
 # VERSION history: 12: the one band policy (95% t bands; trained claims over replicate seeds of every trained part,
-# analysis.evidence.replicate_seed; eta_seeds 3 -> 5, lg_seeds 2 -> 5, new depth/mahankali (5), looped/garg (3));
+# analysis.claims.evidence.replicate_seed; eta_seeds 3 -> 5, lg_seeds 2 -> 5, new depth/mahankali (5), looped/garg (3));
 # 11: Mahankali et al.'s setting at d = 5, N = 20 with ReLU responses as a third law, and the
 # fitted step matrix and rate claimed against the optimal ones (issue 17's 5% and 1%); 10: a softmax layer
 # trained on one normalised-GD step of in-context classification, looped (000#33, probes/icl_gd/logistic.py);
 # 9: looped (weight-tied) one-layer LSAs against multi-step GD and tied GD++ (003#50);
-# 8: one-layer LSAs train through the hand-fused loss (analysis.fused_lsa; gradients equal to
+# 8: one-layer LSAs train through the hand-fused loss (analysis.zoo.fused_lsa; gradients equal to
 # rounding, so the trained weights change in the last bits); 7: the exact-loss claims cite the split theory
 # package (analysis.theory.icl_gd.closed_forms); 6:
 # ridge baselines through the SVD (last-bit changes; tiny lam with N < d no longer fails)

@@ -7,8 +7,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from analysis.evidence import family_size, seed_z, worst_case
-from analysis.ledger import Ledger
+from analysis.claims.evidence import family_size, seed_z, worst_case
+from analysis.claims.ledger import Ledger
 
 MC_NO_MODEL = "no model: a closed form checked by Monte Carlo, whose SE over the draws is the whole uncertainty"
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analysis.evidence import replicate_seeds
+from analysis.claims.evidence import replicate_seeds
 from analysis.theory import icl_gd as th
 from probes.base import ProbeConfig, model_param, param
 
@@ -151,7 +151,8 @@ class Config(ProbeConfig):
     eta_seeds: int = param(
         5,
         "one-layer models trained from replicate seeds (replicate 0 is seed, the headline model; "
-        "analysis.evidence.replicate_seed): the one-layer claims' band over replicates (about 8 s each, one thread)",
+        "analysis.claims.evidence.replicate_seed): the one-layer claims' band over replicates (about 8 s each, one "
+        "thread)",
         minimum=1,
         maximum=16,
     )
@@ -242,7 +243,11 @@ class Config(ProbeConfig):
 
     def validate(self) -> None:
         super().validate()
-        for name in ("lr", "depth_lr", "garg_lr"):  # analysis.train needs them > 0 (init_std: the model config)
+        for name in (
+            "lr",
+            "depth_lr",
+            "garg_lr",
+        ):  # analysis.training.train needs them > 0 (init_std: the model config)
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
         if self.garg_width % self.garg_heads:  # the interleaved model's own fields (not model fields)
@@ -262,7 +267,7 @@ SEED_PARTS = ("eta", "depth", "mahankali", "looped", "garg", "logistic")  # the 
 
 
 def part_seeds(cfg: Config, part: str) -> list[int]:
-    """The replicate seeds of one trained part (:data:`SEED_PARTS`): ``analysis.evidence.replicate_seeds``
+    """The replicate seeds of one trained part (:data:`SEED_PARTS`): ``analysis.claims.evidence.replicate_seeds``
     of the config's seed; replicate 0 is ``cfg.seed`` itself (the part's first model keeps its key)."""
     if part not in SEED_PARTS:
         raise ValueError(f"part must be one of {SEED_PARTS}, got {part!r}")

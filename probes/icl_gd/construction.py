@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import sympy as sp
 
-from analysis.ledger import Ledger
+from analysis.claims.ledger import Ledger
 from analysis.theory import icl_gd as th
 from probes.base import Result
 from probes.icl_gd.bands import within_rounding

@@ -8,7 +8,7 @@ normalised GD (000#33); a small softmax transformer against Garg et al. 2022. No
 run meets its statements' hypotheses by construction, or the ``scope`` sentence says what it does not check.
 """
 
-from analysis.specs import ClaimSpec, declare
+from analysis.claims.specs import ClaimSpec, declare
 from probes.icl_gd.bands import HYP_INF, MC_NO_MODEL, SOURCE_ETA, SOURCE_LOOPED, SOURCE_VO
 from probes.icl_gd.depth import SOURCE_DEPTH
 from probes.icl_gd.garg import SOURCE_GARG

@@ -6,8 +6,8 @@ from typing import Any
 
 import numpy as np
 
-from analysis.evidence import family_size, mean_se, seed_z, worst_case
-from analysis.ledger import Ledger
+from analysis.claims.evidence import family_size, mean_se, seed_z, worst_case
+from analysis.claims.ledger import Ledger
 from probes.base import Result
 from probes.icl_gd.bands import below_zero_at_worst, seeds_ok
 from probes.icl_gd.config import Config, part_seeds

@@ -7,8 +7,8 @@ import math
 
 import numpy as np
 
-from analysis.evidence import mean_se
-from analysis.ledger import Ledger
+from analysis.claims.evidence import mean_se
+from analysis.claims.ledger import Ledger
 from probes.base import Result
 from probes.icl_gd.bands import claim_seed, mc_check
 from probes.icl_gd.config import Config

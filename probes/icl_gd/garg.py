@@ -8,13 +8,13 @@ from typing import Any
 import numpy as np
 import torch
 
-from analysis.evidence import mean_se
-from analysis.ledger import Ledger
-from analysis.model import ModelConfig, TinyTransformer
-from analysis.regression_data import interleaved_tokens
-from analysis.tasks import LinearRegressionTask
+from analysis.claims.evidence import mean_se
+from analysis.claims.ledger import Ledger
+from analysis.data.regression_data import interleaved_tokens
+from analysis.data.tasks import LinearRegressionTask
 from analysis.theory import icl_gd as th
-from analysis.train import TrainConfig, train
+from analysis.training.train import TrainConfig, train
+from analysis.zoo.model import ModelConfig, TinyTransformer
 from probes.base import Result
 from probes.icl_gd.bands import below_zero_at_worst, seeds_ok
 from probes.icl_gd.config import Config, part_seeds

@@ -1,13 +1,13 @@
 """In-context classification by a looped softmax layer (seed 000#33), the ``lg_*`` part of the ``icl_gd`` probe.
 
-Protocol (theory: :mod:`analysis.theory.logistic_icl`, data: :mod:`analysis.logistic_data`):
+Protocol (theory: :mod:`analysis.theory.logistic_icl`, data: :mod:`analysis.data.logistic_data`):
 
 1. Construction: the one-head softmax layer of :func:`analysis.theory.logistic_icl.construction_weights`
    (float64) applied once to every GD iterate w_0 .. w_(T-1) of ``lg_eval`` prompts reproduces the next
    iterate of normalised GD on the log-mean-exp loss (identity, per-step rounding bound).
 2. Training: ``lg_seeds`` one-layer softmax models (same shape, free weights, query hidden as a key; replicate
-   seeds of :func:`seeds`, replicate 0 is ``seed``) trained through :func:`analysis.train.train` (cached) on
-   :class:`analysis.logistic_data.OneStepGDTask`: supervised by one GD step from iterates w of norm up to
+   seeds of :func:`seeds`, replicate 0 is ``seed``) trained through :func:`analysis.training.train.train` (cached) on
+   :class:`analysis.data.logistic_data.OneStepGDTask`: supervised by one GD step from iterates w of norm up to
    ``lg_radius``.
 3. Looping: each trained layer, in float64, looped T = 1..``lg_loops`` times from w_0 = 0 with the zoo's
    weight-tied looping (``ModelConfig.loops``), against T steps of GD on the same ``lg_eval`` held-out
@@ -22,12 +22,12 @@ import math
 import numpy as np
 import torch
 
-from analysis.evidence import replicate_seeds
-from analysis.ledger import Ledger
-from analysis.logistic_data import ClassificationLaw, OneStepGDTask, query_hidden_bias, tokens
-from analysis.model import ModelConfig, TinyTransformer
+from analysis.claims.evidence import replicate_seeds
+from analysis.claims.ledger import Ledger
+from analysis.data.logistic_data import ClassificationLaw, OneStepGDTask, query_hidden_bias, tokens
 from analysis.theory import logistic_icl as th
-from analysis.train import TrainConfig, derived_seed, train
+from analysis.training.train import TrainConfig, derived_seed, train
+from analysis.zoo.model import ModelConfig, TinyTransformer
 from probes.base import Result
 from probes.icl_gd.models import adam_cosine, torch_threads
 from probes.parts import Context, each_claim
@@ -42,7 +42,7 @@ CLAIM_LOOPS = (2, 5, 10)  # T = 1 is the alternative's own direction (GD's first
 
 
 def seeds(c) -> list[int]:
-    """The replicate seeds of the ``lg_seeds`` trained layers (:func:`analysis.evidence.replicate_seeds`)."""
+    """The replicate seeds of the ``lg_seeds`` trained layers (:func:`analysis.claims.evidence.replicate_seeds`)."""
     return replicate_seeds(c.seed, c.logistic_seeds)
 
 

@@ -9,14 +9,14 @@ import numpy as np
 import torch
 import xarray as xr
 
-from analysis.evidence import family_size, mean_se, seed_z, worst_case
-from analysis.hooks import hooks
-from analysis.ledger import Ledger
-from analysis.model import TinyTransformer
-from analysis.regression_data import RegressionBatch, concat_tokens
+from analysis.claims.evidence import family_size, mean_se, seed_z, worst_case
+from analysis.claims.ledger import Ledger
+from analysis.data.regression_data import RegressionBatch, concat_tokens
 from analysis.theory import icl_gd as th
 from analysis.theory import looped as lp
-from analysis.train import train
+from analysis.training.train import train
+from analysis.zoo.hooks import hooks
+from analysis.zoo.model import TinyTransformer
 from probes.base import Result
 from probes.icl_gd.bands import SEED_LOOPED, SOURCE_LOOPED, below_zero_at_worst, seeds_ok, within_rounding
 from probes.icl_gd.config import EPS, Config, linear_task, part_seeds

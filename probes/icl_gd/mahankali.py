@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from analysis.evidence import mean_se
-from analysis.ledger import Ledger
-from analysis.regression_data import RegressionBatch
+from analysis.claims.evidence import mean_se
+from analysis.claims.ledger import Ledger
+from analysis.data.regression_data import RegressionBatch
 from analysis.theory import icl_gd as th
 from probes.base import Result
 from probes.icl_gd.bands import SEED_MAHANKALI, mc_check, seeds_ok

@@ -13,12 +13,12 @@ import numpy as np
 import torch
 from scipy.optimize import minimize_scalar
 
-from analysis import fused_lsa
-from analysis.model import ModelConfig, TinyTransformer
-from analysis.regression_data import RegressionBatch, concat_tokens
-from analysis.tasks import LinearRegressionTask, QuerySlotReadout
+from analysis.data.regression_data import RegressionBatch, concat_tokens
+from analysis.data.tasks import LinearRegressionTask, QuerySlotReadout
 from analysis.theory import icl_gd as th
-from analysis.train import TrainConfig
+from analysis.training.train import TrainConfig
+from analysis.zoo import fused_lsa
+from analysis.zoo.model import ModelConfig, TinyTransformer
 from probes.icl_gd.config import Config, spectrum
 from probes.parts import Context
 
@@ -42,7 +42,7 @@ def regression_task(cfg: Config, n_points: int | None = None, link: str = "linea
 @dataclass(frozen=True)
 class NegYReadoutTask(QuerySlotReadout):
     """von Oswald's objective on the concat layout for a model without a read-out (output="none"): the
-    :class:`~analysis.tasks.QuerySlotReadout` of the wrapped task (prediction minus the query's y-slot, half the
+    :class:`~analysis.data.tasks.QuerySlotReadout` of the wrapped task (prediction minus the query's y-slot, half the
     MSE). With ``hide_query`` the trainer passes :func:`query_key_bias` (``attn_bias``), so every token
     attends to the N context tokens only: von Oswald's architecture, in which K layers of the
     construction are exactly K GD steps.
@@ -59,11 +59,11 @@ class NegYReadoutTask(QuerySlotReadout):
         return out
 
     def attn_bias(self, T: int, device="cpu", dtype=torch.float32) -> torch.Tensor | None:
-        """(T, T) logit bias for :func:`analysis.train.forward`, or None when the query is visible."""
+        """(T, T) logit bias for :func:`analysis.training.train.forward`, or None when the query is visible."""
         return query_key_bias(T).to(device=device, dtype=dtype) if self.hide_query else None
 
     def fused_loss(self, model: Any, inputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor | None:
-        """The same loss through :func:`analysis.fused_lsa.query_readout_loss` (hand-fused forward and
+        """The same loss through :func:`analysis.zoo.fused_lsa.query_readout_loss` (hand-fused forward and
         backward) when the model is one LSA layer and the query is hidden; None otherwise (the trainer then
         runs the model and :meth:`loss`)."""
         if not self.hide_query or not fused_lsa.eligible(model):

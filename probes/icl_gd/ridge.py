@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from analysis.evidence import family_size, mean_se, worst_case
-from analysis.ledger import Ledger
+from analysis.claims.evidence import family_size, mean_se, worst_case
+from analysis.claims.ledger import Ledger
 from analysis.theory import icl_gd as th
 from probes.base import Result
 from probes.icl_gd.bands import mc_check

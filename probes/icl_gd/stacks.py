@@ -9,11 +9,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from analysis.evidence import mean_se
-from analysis.ledger import Ledger
-from analysis.regression_data import RegressionBatch
+from analysis.claims.evidence import mean_se
+from analysis.claims.ledger import Ledger
+from analysis.data.regression_data import RegressionBatch
 from analysis.theory import icl_gd as th
-from analysis.train import train
+from analysis.training.train import train
 from probes.base import Result
 from probes.icl_gd.bands import SOURCE_ETA, claim_seed, seeds_ok
 from probes.icl_gd.config import Config, part_seeds, spectrum

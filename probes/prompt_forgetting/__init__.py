@@ -10,7 +10,7 @@ Measured at every layer ``l`` (``blocks.l.hook_resid_post``) and position ``t``:
 ``D_l(t) = |h^A_l(t) - h^B_l(t)|`` and ``D_l(t) / |h_l(t)|`` (``|h|`` the mean norm of the two states).
 Curves are geometric means over pairs; ``alpha`` is the least-squares slope of ``-ln D`` against
 ``ln t`` over the window ``[fit_lo, P + T]`` on a log grid, with a percentile bootstrap over pairs;
-``alpha_local(t) = -d ln D / d ln t`` is a smoothed local slope (:mod:`analysis.fitting`).
+``alpha_local(t) = -d ln D / d ln t`` is a smoothed local slope (:mod:`analysis.claims.fitting`).
 
 Theory beside it (:mod:`analysis.theory.prompt_forgetting`): the bound's shape ``P (ln t)^(L-1)/t``
 and its local exponent ``1 - (L-1)/ln t`` (``bound_ratio = D t / (P (ln t)^(L-1))``, ``L`` = depth up
@@ -43,13 +43,13 @@ Claims across runs are made by functions the notebook calls with the runs' resul
 :func:`depth_sweep_claims` (``d alpha / dL`` against the relay model's) and :func:`relay_model_claims`
 (the relay model's closed form and asymptotics).
 
-Passed-in models. ``run(config, model)`` takes any causal token :class:`analysis.protocol.ProbeModel`
+Passed-in models. ``run(config, model)`` takes any causal token :class:`analysis.zoo.protocol.ProbeModel`
 (our zoo or the Hugging Face adapter). The config's architecture and training fields (``layers``,
 ``d_model``, ``heads``, ``norm``, ``norm_type``, ``mlp``, ``pos``, ``dtype``, ``trained``...) then
 describe nothing and are ignored, except ``attention``, read as the kernel the model is declared to
 have (only the softmax dilution-bound claim uses it). Tokens are drawn within the model's own
-vocabulary (:func:`analysis.protocol.vocab_size`); ``data="corpus"`` encodes the corpus's validation
-text with the model's tokenizer (:func:`analysis.protocol.encode_text`); ``P + T`` must fit the model's
+vocabulary (:func:`analysis.zoo.protocol.vocab_size`); ``data="corpus"`` encodes the corpus's validation
+text with the model's tokenizer (:func:`analysis.zoo.protocol.encode_text`); ``P + T`` must fit the model's
 positions. Only hook names the model lists are asked for: a statistic whose hooks are missing (the
 pre-norm inputs of ``min_prenorm_rms``, the attention scores of ``max_logit``) is NaN and its
 theorem-condition claim ``not_evaluated`` with the reason.
@@ -62,7 +62,7 @@ worst identity and bound of the seeds); ``cross_run`` (claims across runs) and `
 
 from __future__ import annotations
 
-from analysis.ledger import Ledger
+from analysis.claims.ledger import Ledger
 from analysis.theory import prompt_forgetting as th
 from probes.base import Result
 from probes.parts import part_of, probe_functions

@@ -6,7 +6,7 @@ import numpy as np
 import torch
 import xarray as xr
 
-from analysis.ledger import Ledger
+from analysis.claims.ledger import Ledger
 from analysis.theory import prompt_forgetting as th
 from probes.base import Result
 from probes.prompt_forgetting.config import Config
@@ -85,7 +85,7 @@ def over_seeds(many: tuple, what: str) -> str:
     """The ``why`` of a band over replicates at independent seeds."""
     return (
         f"95% t band ({len(many) - 1} dof) of the standard error of the mean {what} over {len(many)} independent "
-        "seeds (weights, prompts, continuations and bootstrap: analysis.evidence.replicate_seed)"
+        "seeds (weights, prompts, continuations and bootstrap: analysis.claims.evidence.replicate_seed)"
     )
 
 

@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from analysis.ledger import Ledger
+from analysis.claims.ledger import Ledger
 from analysis.theory import prompt_forgetting as th
 from probes.base import Result
 from probes.prompt_forgetting.alpha_claims import (

@@ -50,7 +50,7 @@ class Config(ProbeConfig):
     data: str = param(
         "random", "token source of prompts and continuation (and training)", choices=("random", "markov", "corpus")
     )
-    trained: bool = param(False, "train the model on `data` first (markov or corpus) through analysis.train")
+    trained: bool = param(False, "train the model on `data` first (markov or corpus) through analysis.training.train")
     train_steps: int = param(400, "optimiser updates when trained", minimum=1)
     train_seq_len: int = param(256, "training context length", minimum=2)
     train_checkpoints: tuple[int, ...] = param(

@@ -8,8 +8,8 @@ import math
 import numpy as np
 import xarray as xr
 
-from analysis.evidence import mean_se, t_multiple
-from analysis.ledger import Ledger
+from analysis.claims.evidence import mean_se, t_multiple
+from analysis.claims.ledger import Ledger
 from analysis.theory import prompt_forgetting as th
 from probes.base import Result
 from probes.prompt_forgetting.alpha_claims import claim_bias_reverses, mean_note, over_seeds

@@ -5,7 +5,7 @@ relay model as the toy model of untrained networks' exponent (one run, across de
 its measured alpha ranges, trained models forgetting faster, and the dilution-cancelling bias stopping the decay
 early in training and reversing it after."""
 
-from analysis.specs import ClaimSpec, declare
+from analysis.claims.specs import ClaimSpec, declare
 from probes.prompt_forgetting.alpha_claims import BIAS_SOURCE, ONE_MODEL, RELAY_SOURCE
 from probes.prompt_forgetting.claims import CONDITIONS_SOURCE
 from probes.prompt_forgetting.config import SEED_SOURCE

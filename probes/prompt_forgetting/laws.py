@@ -8,9 +8,9 @@ import math
 import numpy as np
 import xarray as xr
 
-from analysis import protocol
-from analysis.fitting import PowerLawFit, bootstrap_power_law, local_exponent
+from analysis.claims.fitting import PowerLawFit, bootstrap_power_law, local_exponent
 from analysis.theory import prompt_forgetting as th
+from analysis.zoo import protocol
 from probes.parts import Context
 from probes.prompt_forgetting.config import Config
 from probes.prompt_forgetting.models import language_losses

@@ -9,13 +9,13 @@ import math
 import numpy as np
 import torch
 
-from analysis import protocol
-from analysis.corpus import bigram_cross_entropy, build_corpus
-from analysis.evidence import replicate_seeds
-from analysis.model import ModelConfig, PrefixKeyBias, TinyTransformer
-from analysis.tasks import CorpusLM, MarkovLanguage
+from analysis.claims.evidence import replicate_seeds
+from analysis.data.corpus import bigram_cross_entropy, build_corpus
+from analysis.data.tasks import CorpusLM, MarkovLanguage
 from analysis.theory import prompt_forgetting as th
-from analysis.train import derived_seed, evaluate, probe_lm_train_config, train
+from analysis.training.train import derived_seed, evaluate, probe_lm_train_config, train
+from analysis.zoo import protocol
+from analysis.zoo.model import ModelConfig, PrefixKeyBias, TinyTransformer
 from probes.base import ModelIncompatibleError
 from probes.parts import Context
 from probes.prompt_forgetting.config import Config
@@ -49,7 +49,8 @@ def train_config(config: Config):
 
 def weight_seeds(seed: int, n: int) -> list[int]:
     """Seeds of ``n`` independent weight replicates of a run with seed ``seed`` (for :func:`depth_law`'s sweep):
-    replicate 0 is ``seed`` itself, the others hashed from ``(seed, i)`` (:func:`analysis.evidence.replicate_seed`),
+    replicate 0 is ``seed`` itself, the others hashed from ``(seed, i)``
+    (:func:`analysis.claims.evidence.replicate_seed`),
     so runs with different seeds share no model."""
     return replicate_seeds(seed, n)
 
@@ -96,7 +97,7 @@ def language_losses(config: Config, models: dict) -> dict[str, float]:
 
     Corpus: the validation split in ``HELDOUT_BATCHES`` non-overlapping windows of ``train_seq_len``;
     the references are the held-out cross-entropies of the bigram and unigram models fitted on the
-    train split (Krichevsky-Trofimov, :func:`analysis.corpus.bigram_cross_entropy`). Markov: fresh
+    train split (Krichevsky-Trofimov, :func:`analysis.data.corpus.bigram_cross_entropy`). Markov: fresh
     sequences from a generator seeded apart from training; the language is order 1, so its bigram
     entropy is its entropy rate (the Bayes loss: no model can beat it) and its unigram entropy is
     ``H(pi)``.
@@ -120,7 +121,7 @@ def corpus_ids(model, chunk_chars: int = 20_000) -> torch.Tensor:
     """The corpus's validation text in ``model``'s own tokens (1-D LongTensor).
 
     The text is cut at line ends into chunks of about ``chunk_chars`` characters, each encoded with
-    :func:`analysis.protocol.encode_text` (a tokenizer, or UTF-8 bytes for byte-level zoo models) and
+    :func:`analysis.zoo.protocol.encode_text` (a tokenizer, or UTF-8 bytes for byte-level zoo models) and
     concatenated. For a byte model this is the validation split itself (the corpus is ASCII).
     """
     corpus = build_corpus()
@@ -137,7 +138,7 @@ def corpus_ids(model, chunk_chars: int = 20_000) -> torch.Tensor:
 def draw_pairs(config: Config, model=None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Prompts ``A``, ``B`` (n, P) and continuations ``c`` (n, T) from ``data`` with generator ``seed``.
 
-    Token ids lie in the vocabulary of ``model`` (:func:`analysis.protocol.vocab_size`); ``None`` means
+    Token ids lie in the vocabulary of ``model`` (:func:`analysis.zoo.protocol.vocab_size`); ``None`` means
     the model this config builds. ``data="markov"`` needs a model vocabulary at least the language's;
     ``data="corpus"`` encodes the corpus's validation text with the model (:func:`corpus_ids`).
     """
@@ -177,7 +178,7 @@ def draw_pairs(config: Config, model=None) -> tuple[torch.Tensor, torch.Tensor, 
 
 def cancel_bias(P: int, n_tokens: int, dtype: torch.dtype) -> PrefixKeyBias:
     """The additive logit bias ``ln(t - P)`` on prompt keys ``j < P`` of queries ``t = i + 1 > P``, kept as
-    one value per query row (:class:`analysis.model.PrefixKeyBias`, ``O(N)`` memory)."""
+    one value per query row (:class:`analysis.zoo.model.PrefixKeyBias`, ``O(N)`` memory)."""
     t = np.arange(1, n_tokens + 1)
     return PrefixKeyBias(torch.tensor(th.cancel_bias(P, t), dtype=torch.float64).to(dtype), P)
 

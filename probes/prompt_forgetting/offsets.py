@@ -9,17 +9,17 @@ import math
 import numpy as np
 import torch
 
-from analysis.devices import model_device, to_numpy
-from analysis.hooks import SCORES, canonical_name, hook_points, hooks, resid_names, run_with_cache
-from analysis.model import PrefixKeyBias, TinyTransformer, bias_block
-from analysis.progress import bar
+from analysis.core.devices import model_device, to_numpy
+from analysis.core.progress import bar
 from analysis.theory import prompt_forgetting as th
+from analysis.zoo.hooks import SCORES, canonical_name, hook_points, hooks, resid_names, run_with_cache
+from analysis.zoo.model import PrefixKeyBias, TinyTransformer, bias_block
 from probes.base import ModelIncompatibleError
 
 
 def max_abs_logit(scores: torch.Tensor, attn_bias=None, rows: int = 1024, row0: int = 0) -> float:
     """Largest finite ``|logit|`` of ``scores`` (B, H, n, K), the query rows ``row0 .. row0 + n - 1`` of the
-    attention logits, with ``attn_bias`` (a (N, N) tensor or :class:`~analysis.model.PrefixKeyBias`)
+    attention logits, with ``attn_bias`` (a (N, N) tensor or :class:`~analysis.zoo.model.PrefixKeyBias`)
     removed (0 if none are finite).
 
     The model's own logits: the intervention's bias is subtracted first. Masked keys are ``-inf`` and
@@ -30,7 +30,7 @@ def max_abs_logit(scores: torch.Tensor, attn_bias=None, rows: int = 1024, row0: 
     The value is ``max(0, max |x|)`` over the finite entries, and the entries are split into regions that
     are read in place when all their values are finite (:func:`_finite_absmax`): the keys every row of a
     block sees, then the causal triangle in halves (:func:`_causal_absmax`). A compact
-    :class:`~analysis.model.PrefixKeyBias` is subtracted on its prefix keys only (the others carry a bias
+    :class:`~analysis.zoo.model.PrefixKeyBias` is subtracted on its prefix keys only (the others carry a bias
     of exactly 0); a dense bias is subtracted from the whole block. Every region gives the value the whole
     block would, so the result does not depend on how it is split (tested against the direct formula).
     """

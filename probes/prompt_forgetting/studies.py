@@ -6,7 +6,7 @@ from __future__ import annotations
 import inspect
 from functools import partial
 
-from analysis.ledger import Ledger
+from analysis.claims.ledger import Ledger
 from probes.prompt_forgetting.config import Config
 from probes.prompt_forgetting.cross_run import (
     bias_claims,

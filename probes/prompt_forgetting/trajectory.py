@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from analysis.progress import bar
+from analysis.core.progress import bar
 from probes.parts import Context
 from probes.prompt_forgetting.config import Config
 from probes.prompt_forgetting.laws import power_law

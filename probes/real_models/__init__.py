@@ -1,4 +1,4 @@
-"""The claims of ``06_real_models``: the probes on real networks through :class:`analysis.hf.HFModel`.
+"""The claims of ``06_real_models``: the probes on real networks through :class:`analysis.zoo.hf.HFModel`.
 
 A notebook companion, not a probe (:data:`probes.registry.COMPANION_MODULES`): ``06_real_models`` builds its
 models and configurations with :func:`probes.real_models.design.build` (per preset, :data:`design.DESIGN`),
@@ -13,11 +13,11 @@ the claims about it in a :class:`Ledger` of context :data:`CONTEXT`; it returns 
 * :func:`entropy_vs_gaussian` (claims: :func:`entropy_claims`) -- the attention-entropy deficit ln n - H
   of a model against the i.i.d.-Gaussian-logit theory at each head's measured logit std (worst layer).
 
-**Uncertainty (the one band policy, :mod:`analysis.evidence`).** A model is either one named *pretrained*
+**Uncertainty (the one band policy, :mod:`analysis.claims.evidence`).** A model is either one named *pretrained*
 network (its name in ``pretrained``): a property of those fixed weights, whose within-run SE (over text
 batches, over heads) may stand alone; or it has *random weights* (a re-initialisation, a random GPT-2, a zoo
 model): the claim is then about initialisations and takes its 95% t band over independent ones, passed as a
-list (replicate 0 first; replicate ``i`` seeded ``analysis.evidence.replicate_seed(seed, i)`` by the caller,
+list (replicate 0 first; replicate ``i`` seeded ``analysis.claims.evidence.replicate_seed(seed, i)`` by the caller,
 e.g. ``[encoder.reinitialised(s) for s in replicate_seeds(seed, 5)]``). A random model passed alone is recorded
 ``not_evaluated``: one initialisation's within-run SE says nothing about another's.
 """
@@ -32,9 +32,9 @@ import numpy as np
 import torch
 
 import probes
-from analysis.evidence import mean_se, replicate_seed
-from analysis.hooks import run_with_cache
-from analysis.ledger import Claim, Ledger
+from analysis.claims.evidence import mean_se, replicate_seed
+from analysis.claims.ledger import Claim, Ledger
+from analysis.zoo.hooks import run_with_cache
 from probes.base import Result, result_difference, run_probe
 from probes.real_models import declarations  # noqa: F401  (registers the declared claims)
 

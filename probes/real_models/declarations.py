@@ -2,7 +2,7 @@
 identities), Dong et al. 2021's rank collapse without skip connections on MiniLM and the tiny Post-LN encoder, and
 the attention-entropy deficit of MiniLM against our i.i.d.-Gaussian-logit derivation."""
 
-from analysis.specs import ClaimSpec, declare
+from analysis.claims.specs import ClaimSpec, declare
 
 # the entropy claims' constants, shared by their two declarations
 ENTROPY_SOURCE = "derivation: analysis.theory.attention_entropy (i.i.d. Gaussian logits, measured std)"

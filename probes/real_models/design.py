@@ -5,7 +5,7 @@ the pretrained MiniLM encoder (shipped with the ``hf`` extra, never downloaded) 
 re-initialisations, a random GPT-2 and its zoo copy, the tiny Post-LN zoo encoder (with and without skip
 connections, one pair per initialisation), and the probe configurations of the three experiments (rank collapse
 on corpus text, attention entropy against context length, representational collapse of ``repeat_last``).
-Initialisation ``i`` of every random-weight model has seed ``analysis.evidence.replicate_seed(seed, i)``.
+Initialisation ``i`` of every random-weight model has seed ``analysis.claims.evidence.replicate_seed(seed, i)``.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from typing import Any
 
 import torch
 
-from analysis.evidence import replicate_seeds
-from analysis.model import ModelConfig, TinyTransformer
-from analysis.validation import check_choice, check_int
+from analysis.claims.evidence import replicate_seeds
+from analysis.core.validation import check_choice, check_int
+from analysis.zoo.model import ModelConfig, TinyTransformer
 from probes.real_models import gpt2_label
 
 # per preset: signal propagation's tokens per text chunk and batches of 4; attention entropy's context lengths;
@@ -102,7 +102,7 @@ def collapse_config(preset: str, seed: int) -> dict[str, Any]:
 
 def build(preset: str = "full", seed: int = 0, gpt2_layers: int = 2) -> RealModels:
     """The notebook's design from its parameters (``ValueError`` naming a bad one); module docstring."""
-    from analysis.hf import HFModel, gpt2_config, minilm_dir, zoo_from_gpt2  # the hf extra
+    from analysis.zoo.hf import HFModel, gpt2_config, minilm_dir, zoo_from_gpt2  # the hf extra
 
     check_choice("preset", preset, tuple(DESIGN))
     check_int("seed", seed, minimum=0)

@@ -1,7 +1,7 @@
 """Representational collapse: near-identical sequences whose last-token states converge; precision; over-squashing.
 
 Protocol (Barbero et al. 2024, "Transformers need glasses!"). For each of ``n_bases`` samples and each
-length ``n`` on a log grid ``min_len .. max_len`` build a pair of sequences (:mod:`analysis.tasks`):
+length ``n`` on a log grid ``min_len .. max_len`` build a pair of sequences (:mod:`analysis.data.tasks`):
 
 ``repeat_last``  a random base of ``n`` tokens, and the same base with its last token repeated;
 ``counting``     ``k = n`` ones then a zero, against ``k + 1`` ones then a zero (a random (one, zero)
@@ -17,7 +17,7 @@ the last block, before the final norm) is read at each member's own last positio
 Measured: ``distance[dtype, n]`` = geometric mean over samples of ``|h_a - h_b|`` with the model run in
 each dtype (float64 is always run: the reference); the decay rate ``slope`` = alpha of
 ``distance ~ n^-alpha`` fitted on the float64 distances over ``[fit_lo, max_len]`` with a percentile
-bootstrap over samples (:mod:`analysis.fitting`); the predicted alpha
+bootstrap over samples (:mod:`analysis.claims.fitting`); the predicted alpha
 (:mod:`analysis.theory.representational_collapse`).
 Precision: ``resolution = eps(dtype) |h|`` (the Euclidean size of a one-ulp-per-coordinate step, see the
 theory module) and ``collapse_n[dtype]``, the first ``n`` from which the float64 distance stays below it;
@@ -43,7 +43,7 @@ coherent counting prefix). A format whose ``eps |h|`` the float64 distance never
 ``max_len`` is reported as a bound ("no collapse up to max_len") with the collapse length the fitted
 power law extrapolates to.
 
-Passed-in models (any token :class:`analysis.protocol.ProbeModel`, e.g. the Hugging Face adapter): the
+Passed-in models (any token :class:`analysis.zoo.protocol.ProbeModel`, e.g. the Hugging Face adapter): the
 model is copied and cast per dtype; token ids are drawn below ``vocab_size(model)`` (the last id is the
 separator); sequences longer than ``max_positions(model)`` are refused; only the guaranteed hook names
 (``hook_embed``, ``blocks.{l}.hook_resid_pre/post``) are used. A bidirectional model is measured the same
@@ -60,8 +60,8 @@ collapse beyond ``max_len``); ``models`` is the shared recipe, ``sequences`` the
 
 from __future__ import annotations
 
-from analysis.evidence import replicate_seed
-from analysis.ledger import Ledger
+from analysis.claims.evidence import replicate_seed
+from analysis.claims.ledger import Ledger
 from analysis.theory import representational_collapse as th
 from probes.base import Result
 from probes.parts import judge, part_of, probe_functions

@@ -1,6 +1,6 @@
 """The bands of the representational-collapse claims: a claim measured once per model takes the seed-to-seed
 spread over two or more replicates, or its one model's within-run SE over its inputs (the one band policy,
-:mod:`analysis.evidence`)."""
+:mod:`analysis.claims.evidence`)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import math
 
 import numpy as np
 
-from analysis.evidence import t_multiple
-from analysis.ledger import Ledger
+from analysis.claims.evidence import t_multiple
+from analysis.claims.ledger import Ledger
 from probes.base import Result
 
 
@@ -44,7 +44,7 @@ def why_band(rs: tuple[Result, ...], one_run: str) -> str:
         trained = ", each trained by the same recipe" if rs[0].config.trained else ""
         return (
             f"95% t band ({n - 1} dof) of the standard error of the mean over {n} independent seeds (weights, "
-            f"samples and bootstrap: analysis.evidence.replicate_seed{trained})"
+            f"samples and bootstrap: analysis.claims.evidence.replicate_seed{trained})"
         )
     return one_run
 

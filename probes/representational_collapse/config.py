@@ -70,7 +70,7 @@ class Config(ProbeConfig):
         "vocab_size", 64, "vocabulary (the last id is the separator; a passed model's own is used)", minimum=4
     )
     # --- training -------------------------------------------------------------------------------
-    trained: bool = param(False, "train the model on a Markov language first (analysis.train, cached)")
+    trained: bool = param(False, "train the model on a Markov language first (analysis.training.train, cached)")
     train_steps: int = param(400, "optimiser updates when trained", minimum=1)
     train_seq_len: int = param(256, "training context length", minimum=2)
     # --- fit ------------------------------------------------------------------------------------

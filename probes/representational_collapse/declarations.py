@@ -3,7 +3,7 @@ decay exponent of the last-token distance of near-identical pairs against our de
 low-precision formats (our resolution and rounding models, and the fitted law's extrapolation), over-squashing by
 path counting, and the exact identities of the uniform linear stack."""
 
-from analysis.specs import ClaimSpec, declare
+from analysis.claims.specs import ClaimSpec, declare
 from probes.representational_collapse.config import SOURCE
 
 _CAUSAL_RATES = (

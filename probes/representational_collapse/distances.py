@@ -8,9 +8,9 @@ import math
 
 import numpy as np
 
-from analysis.evidence import t_multiple
-from analysis.fitting import bootstrap_power_law
-from analysis.ledger import Ledger
+from analysis.claims.evidence import t_multiple
+from analysis.claims.fitting import bootstrap_power_law
+from analysis.claims.ledger import Ledger
 from analysis.theory import representational_collapse as th
 from probes.base import Result
 from probes.parts import Context

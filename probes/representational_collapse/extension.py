@@ -7,8 +7,8 @@ import math
 
 import numpy as np
 
-from analysis.evidence import t_multiple
-from analysis.ledger import Ledger
+from analysis.claims.evidence import t_multiple
+from analysis.claims.ledger import Ledger
 from analysis.theory import representational_collapse as th
 from probes.base import Result
 from probes.parts import Context
@@ -68,7 +68,7 @@ def collapse_prediction(
     ``n* = n_a (D(n_a) / eps|h(n_a)|)^(1/alpha)``. The interval
     (:func:`analysis.theory.representational_collapse.collapse_interval`) takes ``alpha`` over the fit's
     bootstrap CI, the level ``ln D(n_a)`` within ``k`` standard errors of its mean over the ``S`` samples (``None``:
-    the 95% Student-t multiple with ``S - 1`` dof, :func:`analysis.evidence.t_multiple`)
+    the 95% Student-t multiple with ``S - 1`` dof, :func:`analysis.claims.evidence.t_multiple`)
     (``std_s ln D_s(n_a) / sqrt(S)``; counted twice in variance, ``sqrt(2)``, because a second run that measures
     the collapse draws its own samples) and one step ``grid_ratio`` of the measuring run's length grid.
     """

@@ -7,8 +7,8 @@ import math
 
 import numpy as np
 
-from analysis.devices import to_numpy
-from analysis.ledger import Ledger
+from analysis.claims.ledger import Ledger
+from analysis.core.devices import to_numpy
 from analysis.theory import representational_collapse as th
 from probes.base import Result
 from probes.parts import Context

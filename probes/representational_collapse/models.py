@@ -7,11 +7,12 @@ import copy
 
 import torch
 
-from analysis import protocol, tasks
-from analysis.devices import model_device
-from analysis.hooks import run_with_cache
-from analysis.model import DTYPES, ModelConfig, TinyTransformer
-from analysis.train import probe_lm_train_config, train
+from analysis.core.devices import model_device
+from analysis.data import tasks
+from analysis.training.train import probe_lm_train_config, train
+from analysis.zoo import protocol
+from analysis.zoo.hooks import run_with_cache
+from analysis.zoo.model import DTYPES, ModelConfig, TinyTransformer
 from probes.base import ModelIncompatibleError
 from probes.parts import Context
 from probes.representational_collapse.config import Config

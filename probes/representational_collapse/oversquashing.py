@@ -8,11 +8,11 @@ import math
 import numpy as np
 import torch
 
-from analysis.devices import model_device
-from analysis.hooks import resid_names, resolve_names, run_with_cache
-from analysis.ledger import Ledger
+from analysis.claims.ledger import Ledger
+from analysis.core.devices import model_device
 from analysis.theory import representational_collapse as th
 from analysis.theory.signal_propagation import rank_residual
+from analysis.zoo.hooks import resid_names, resolve_names, run_with_cache
 from probes.base import Result
 from probes.parts import Context
 from probes.representational_collapse.bands import claim_positive_mean

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-from analysis.validation import check_int, check_sequence
+from analysis.core.validation import check_int, check_sequence
 
 
 def _as_sequence(name: str, seq, vocab_size: int | None) -> Tensor:

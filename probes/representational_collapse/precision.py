@@ -8,8 +8,8 @@ import math
 
 import numpy as np
 
-from analysis.fitting import bootstrap_power_law
-from analysis.ledger import Ledger
+from analysis.claims.fitting import bootstrap_power_law
+from analysis.claims.ledger import Ledger
 from analysis.theory import representational_collapse as th
 from probes.base import Result
 from probes.parts import Context

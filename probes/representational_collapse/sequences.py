@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from analysis.devices import model_device
-from analysis.hooks import resid_names, run_with_cache
-from analysis.model import DTYPES
-from analysis.progress import bar
+from analysis.core.devices import model_device
+from analysis.core.progress import bar
+from analysis.zoo.hooks import resid_names, run_with_cache
+from analysis.zoo.model import DTYPES
 from probes.representational_collapse import pairs
 from probes.representational_collapse.config import Config
 

@@ -1,7 +1,7 @@
 """Activation, gradient and Jacobian statistics across depth for every norm placement; rank collapse.
 
 For each norm placement and depth the probe builds ``n_samples`` TinyTransformers (weight seed of
-initialisation ``i``: :func:`analysis.evidence.replicate_seed` ``(seed, i)``, ``seed`` itself for ``i = 0``;
+initialisation ``i``: :func:`analysis.claims.evidence.replicate_seed` ``(seed, i)``, ``seed`` itself for ``i = 0``;
 trained on a Markov language through the checkpoint cache when ``trained``) and measures, in float64, on
 Markov-language token batches:
 
@@ -44,13 +44,13 @@ With ``phase=True`` the run also measures the **attention phase diagram** at ini
 ``beta``, against the random-energy model's finite-T laws (:mod:`probes.signal_propagation.phase`,
 :mod:`analysis.theory.attention_phase`).
 
-A **passed model** (``run(config, model)``; any token :class:`analysis.protocol.ProbeModel`, causal or
+A **passed model** (``run(config, model)``; any token :class:`analysis.zoo.protocol.ProbeModel`, causal or
 bidirectional, e.g. the Hugging Face adapter) is measured alone with the same statistics on Markov ids
 within its vocabulary or on corpus text in its own tokenizer (``data``); see :func:`run_model`.
 
 **Claims** are small functions, one per theorem or paper (:data:`CLAIMS`), that read only the result
 Dataset and the config. Every claim depends on random (initialised or trained) weights, so a prediction's
-band is the 95% Student-t band over the independent initialisations (:mod:`analysis.evidence`): of the
+band is the 95% Student-t band over the independent initialisations (:mod:`analysis.claims.evidence`): of the
 per-seed values of its measurement (a mean, a paired difference, a slope fitted to each seed's own curve),
 never a within-run SE of one model or of a curve averaged over seeds; it names the value a competing
 hypothesis predicts.
@@ -69,9 +69,9 @@ module: :data:`PARTS`, run by :func:`probes.parts.run_parts` like every probe's.
 
 from __future__ import annotations
 
-from analysis.ledger import Ledger
-from analysis.model import TinyTransformer
+from analysis.claims.ledger import Ledger
 from analysis.theory import signal_propagation as th
+from analysis.zoo.model import TinyTransformer
 from probes.base import Result
 from probes.parts import probe_functions
 from probes.signal_propagation import (

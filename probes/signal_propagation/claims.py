@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from analysis.ledger import Ledger
+from analysis.claims.ledger import Ledger
 from analysis.theory import signal_propagation as th
 from probes.base import Result
 from probes.parts import Part, each_claim

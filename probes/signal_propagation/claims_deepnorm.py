@@ -7,8 +7,8 @@ import numpy as np
 import xarray as xr
 from scipy import stats
 
-from analysis.evidence import COVERAGE, mean_se, t_multiple
-from analysis.ledger import Ledger
+from analysis.claims.evidence import COVERAGE, mean_se, t_multiple
+from analysis.claims.ledger import Ledger
 from analysis.theory import signal_propagation as th
 from probes.base import Result
 from probes.signal_propagation.claims_growth import _seeds, _slopes, final_moment, last_layer_grad, summarised

@@ -9,8 +9,8 @@ import numpy as np
 import xarray as xr
 from scipy import stats
 
-from analysis.evidence import mean_se
-from analysis.ledger import Ledger
+from analysis.claims.evidence import mean_se
+from analysis.claims.ledger import Ledger
 from analysis.theory import signal_propagation as th
 from probes.base import Result
 from probes.signal_propagation.config import PRE_LIKE, Config

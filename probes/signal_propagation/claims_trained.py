@@ -7,8 +7,8 @@ import math
 import numpy as np
 import xarray as xr
 
-from analysis.evidence import mean_se
-from analysis.ledger import Ledger
+from analysis.claims.evidence import mean_se
+from analysis.claims.ledger import Ledger
 from analysis.theory import signal_propagation as th
 from probes.base import Result
 from probes.signal_propagation.claims_deepnorm import _curse_scale

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from analysis.model import ATTENTION_KERNELS
+from analysis.zoo.model import ATTENTION_KERNELS
 from probes.base import ProbeConfig, model_param, param
 from probes.signal_propagation import phase
 

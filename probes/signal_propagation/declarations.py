@@ -5,7 +5,7 @@ profiles and Curse of Depth (the papers' own qualitative findings, at a far smal
 diagram at initialisation (Giorlandino & Goldt's random-energy model and block map,
 :mod:`analysis.theory.attention_phase`)."""
 
-from analysis.specs import ClaimSpec, declare
+from analysis.claims.specs import ClaimSpec, declare
 from probes.signal_propagation.phase import SOURCE as PHASE_SOURCE
 from probes.signal_propagation.phase_claims import FIGURE as PHASE_FIGURE
 

@@ -8,11 +8,11 @@ import math
 
 import torch
 
-from analysis import protocol
-from analysis.corpus import build_corpus
-from analysis.model import ModelConfig, TinyTransformer
-from analysis.tasks import MarkovLanguage
-from analysis.train import TrainConfig, train
+from analysis.data.corpus import build_corpus
+from analysis.data.tasks import MarkovLanguage
+from analysis.training.train import TrainConfig, train
+from analysis.zoo import protocol
+from analysis.zoo.model import ModelConfig, TinyTransformer
 from probes.signal_propagation.config import HIDDEN_LOSS_WIDTH, NORM_VARIANTS, Config
 
 
@@ -36,7 +36,7 @@ def model_config(cfg: Config, norm: str, depth: int, seed: int) -> ModelConfig:
 
 def model_vocab(cfg: Config) -> int:
     """Vocabulary of the zoo's LM models: the Markov language's; with ``data="corpus"`` at least 256, so that
-    the corpus text is encoded as UTF-8 bytes (:func:`analysis.protocol.encode_text`)."""
+    the corpus text is encoded as UTF-8 bytes (:func:`analysis.zoo.protocol.encode_text`)."""
     return max(cfg.vocab_size, 256) if cfg.data == "corpus" else cfg.vocab_size
 
 

@@ -38,11 +38,11 @@ import numpy as np
 import torch
 import xarray as xr
 
-from analysis.evidence import replicate_seed
-from analysis.hooks import run_with_cache
-from analysis.model import ModelConfig, TinyTransformer
-from analysis.progress import bar
+from analysis.claims.evidence import replicate_seed
+from analysis.core.progress import bar
 from analysis.theory import attention_phase as ap
+from analysis.zoo.hooks import run_with_cache
+from analysis.zoo.model import ModelConfig, TinyTransformer
 
 # the design of each preset; a config field of signal_propagation that is not None replaces its entry
 DESIGN: dict[str, dict] = {

@@ -8,8 +8,8 @@ import math
 import numpy as np
 import xarray as xr
 
-from analysis.evidence import seed_z
-from analysis.ledger import Ledger
+from analysis.claims.evidence import seed_z
+from analysis.claims.ledger import Ledger
 from analysis.theory import attention_phase as ap
 from probes.base import Result
 from probes.signal_propagation.phase import MAP_REPS, SOURCE, tag

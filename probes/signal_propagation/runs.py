@@ -9,11 +9,11 @@ import numpy as np
 import torch
 import xarray as xr
 
-from analysis import protocol
-from analysis.evidence import replicate_seed
-from analysis.ledger import Ledger
-from analysis.progress import bar
+from analysis.claims.evidence import replicate_seed
+from analysis.claims.ledger import Ledger
+from analysis.core.progress import bar
 from analysis.theory import signal_propagation as th
+from analysis.zoo import protocol
 from probes.base import ModelIncompatibleError, Result
 from probes.parts import Context, Part
 from probes.signal_propagation import phase
@@ -214,7 +214,7 @@ def run_model(config: Config, model, progress: bool = True) -> Result:
     else:
         if V is None:
             raise ModelIncompatibleError(
-                "data='markov' needs the model's vocabulary size (analysis.protocol.vocab_size)"
+                "data='markov' needs the model's vocabulary size (analysis.zoo.protocol.vocab_size)"
             )
         batches = [batch(cfg, s, vocab=V) for s in range(cfg.n_samples)]
     L = int(model.n_layers)

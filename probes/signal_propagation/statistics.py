@@ -9,10 +9,10 @@ import numpy as np
 import torch
 import xarray as xr
 
-from analysis import protocol
-from analysis.devices import model_device
-from analysis.hooks import hooks, resid_names, run_with_cache
+from analysis.core.devices import model_device
 from analysis.theory import signal_propagation as th
+from analysis.zoo import protocol
+from analysis.zoo.hooks import hooks, resid_names, run_with_cache
 from probes.signal_propagation.config import _PARAM_RE, JACOBIAN_SEQUENCES, LAYER_SEGMENTS, PARAMS, SUBLAYERS
 from probes.signal_propagation.models import fixed_loss
 

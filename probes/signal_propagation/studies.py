@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from analysis.ledger import Ledger
+from analysis.claims.ledger import Ledger
 from probes.base import Result
 from probes.signal_propagation.config import Config
 from probes.studies import Study

@@ -10,12 +10,12 @@ import numpy as np
 import torch
 import xarray as xr
 
-from analysis.devices import model_device
-from analysis.evidence import replicate_seed
-from analysis.hooks import hooks, resid_names, run_with_cache
-from analysis.model import TinyTransformer
+from analysis.claims.evidence import replicate_seed
+from analysis.core.devices import model_device
 from analysis.theory import signal_propagation as th
-from analysis.train import TrainConfig, train
+from analysis.training.train import TrainConfig, train
+from analysis.zoo.hooks import hooks, resid_names, run_with_cache
+from analysis.zoo.model import TinyTransformer
 from probes.signal_propagation.claims_growth import _mlp_terms
 from probes.signal_propagation.config import Config
 from probes.signal_propagation.models import batch, build, model_config, task, train_config

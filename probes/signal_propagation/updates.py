@@ -7,11 +7,11 @@ import math
 import numpy as np
 import torch
 
-from analysis.devices import model_device
-from analysis.evidence import replicate_seed
-from analysis.hooks import resid_names, run_with_cache
-from analysis.model import TinyTransformer
+from analysis.claims.evidence import replicate_seed
+from analysis.core.devices import model_device
 from analysis.theory import signal_propagation as th
+from analysis.zoo.hooks import resid_names, run_with_cache
+from analysis.zoo.model import TinyTransformer
 from probes.signal_propagation.config import _PARAM_RE, COLLAPSE_VARIANTS, SUBLAYERS, UPDATE_LR, Config
 from probes.signal_propagation.models import batch, fixed_loss, model_config, model_vocab
 

@@ -2,7 +2,7 @@
 
 Theory: :mod:`analysis.theory.softmax_alternatives` (float64 closed forms and quadratures, tested against Monte
 Carlo and exact cases); the zoo's ``activation="softmax"`` (softmax over an MLP's hidden units) of
-:mod:`analysis.model`.
+:mod:`analysis.zoo.model`.
 
 1. Slot count (seed 000#40, Shen et al. 2023). The MLP is a key-value memory: keys the rows of ``W_in``, values the
    columns of ``W_out``. At initialisation (the zoo's gpt2 init: keys N(0, std^2), values N(0, std^2 / 2), inputs
@@ -73,8 +73,9 @@ Carlo and exact cases); the zoo's ``activation="softmax"`` (softmax over an MLP'
    section 17; the alternative: exchangeable keys' N/(N + T)) and its slope in ln T (the alternative: a
    length-independent contribution, like the feed-forward layer the memory replaces).
 
-Replicates: memory (layer) i draws its inputs and weights from :func:`analysis.evidence.replicate_seed` ``(seed, i)``;
-every claim takes its 95% Student-t band from the spread of the per-memory values (:mod:`analysis.evidence`).
+Replicates: memory (layer) i draws its inputs and weights from :func:`analysis.claims.evidence.replicate_seed` ``(seed,
+i)``;
+every claim takes its 95% Student-t band from the spread of the per-memory values (:mod:`analysis.claims.evidence`).
 
 The probe is a package of parts (:mod:`probes.parts`), one module each, in the order of their claims: ``memory``,
 ``sparse``, ``k_interval``, ``mimetic``, ``jacobian``, ``features``, ``taylor``, ``linearity``, ``bilinear``,

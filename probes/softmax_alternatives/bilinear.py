@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from analysis.ledger import Ledger
+from analysis.claims.ledger import Ledger
 from analysis.theory import softmax_alternatives as th
-from analysis.train import derived_seed
+from analysis.training.train import derived_seed
 from probes.base import MAX_SEED, Result
 from probes.parts import Context, each_claim, over_replicates
 from probes.softmax_alternatives.config import Config

@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from analysis.ledger import Ledger
-from analysis.train import derived_seed
+from analysis.claims.ledger import Ledger
+from analysis.training.train import derived_seed
 from probes.base import MAX_SEED, Result
 from probes.parts import Context, each_claim, measure_replicates
 from probes.softmax_alternatives.config import Config

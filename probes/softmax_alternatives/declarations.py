@@ -6,7 +6,7 @@ denominator, softplus_l1, shaped, sigmoid and Cog attention, parallel sublayers,
 comparison but the four software identities tests our derivation, not the paper's trained-model findings; no claim
 is triaged by a measured scope check, so each says how its run meets the derivation's hypotheses."""
 
-from analysis.specs import ClaimSpec, declare
+from analysis.claims.specs import ClaimSpec, declare
 from probes.softmax_alternatives.memory import HYP_EQUIVALENT
 from probes.softmax_alternatives.references import SOURCE
 

@@ -9,11 +9,11 @@ import math
 import numpy as np
 import torch
 
-from analysis.evidence import replicate_seed
-from analysis.ledger import Ledger
-from analysis.model import TinyTransformer
+from analysis.claims.evidence import replicate_seed
+from analysis.claims.ledger import Ledger
 from analysis.theory import softmax_alternatives as th
-from analysis.train import derived_seed
+from analysis.training.train import derived_seed
+from analysis.zoo.model import TinyTransformer
 from probes.base import MAX_SEED, Result
 from probes.parts import Context, each_claim, over_replicates
 from probes.softmax_alternatives.config import Config

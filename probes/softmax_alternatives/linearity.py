@@ -7,11 +7,11 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from analysis.hooks import hooks
-from analysis.ledger import Ledger
-from analysis.model import TinyTransformer
+from analysis.claims.ledger import Ledger
 from analysis.theory import softmax_alternatives as th
-from analysis.train import derived_seed
+from analysis.training.train import derived_seed
+from analysis.zoo.hooks import hooks
+from analysis.zoo.model import TinyTransformer
 from probes.base import MAX_SEED, Result
 from probes.parts import Context, each_claim, over_replicates
 from probes.softmax_alternatives.config import Config

@@ -8,13 +8,13 @@ import math
 import numpy as np
 import torch
 
-from analysis.evidence import replicate_seed
-from analysis.ledger import Ledger
-from analysis.model import TinyTransformer, one_head_layer
-from analysis.progress import bar
+from analysis.claims.evidence import replicate_seed
+from analysis.claims.ledger import Ledger
+from analysis.core.progress import bar
 from analysis.theory import softmax_alternatives as th
 from analysis.theory.signal_propagation import loglog_slope
-from analysis.train import derived_seed
+from analysis.training.train import derived_seed
+from analysis.zoo.model import TinyTransformer, one_head_layer
 from probes.base import MAX_SEED, Result
 from probes.parts import Context, each_claim
 from probes.softmax_alternatives.config import Config

@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from analysis.hooks import hooks
-from analysis.model import TinyTransformer, one_head_layer
+from analysis.zoo.hooks import hooks
+from analysis.zoo.model import TinyTransformer, one_head_layer
 
 PATTERN = "blocks.0.attn.hook_pattern"
 SCORES = "blocks.0.attn.hook_attn_scores"
@@ -61,8 +61,8 @@ def stack_correlations(
     ``mean_b X_L X_L^T`` of ``stacks(kernel, L)`` on the batch ``x`` (B, T, d); ``check(kernel, model, y, cache)``
     adds named per-depth values measured on that stack, its output ``y`` and every layer's attention pattern
     (``cache``, ``blocks.<l>.attn.hook_pattern``, from the same forward pass). Returns one array per name, by depth."""
-    from analysis.hooks import run_with_cache
     from analysis.theory import softmax_alternatives as th
+    from analysis.zoo.hooks import run_with_cache
 
     out = {name: np.empty(len(depths)) for name in names.values()}
     for i, depth in enumerate(depths):

@@ -7,12 +7,12 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from analysis.evidence import replicate_seed
-from analysis.ledger import Ledger
-from analysis.model import TinyTransformer
-from analysis.progress import bar
+from analysis.claims.evidence import replicate_seed
+from analysis.claims.ledger import Ledger
+from analysis.core.progress import bar
 from analysis.theory import softmax_alternatives as th
-from analysis.train import derived_seed
+from analysis.training.train import derived_seed
+from analysis.zoo.model import TinyTransformer
 from probes.base import MAX_SEED, Result
 from probes.parts import Context, Measured, each_claim, predict_law, predict_law_and_slope
 from probes.softmax_alternatives.config import Config

@@ -10,10 +10,10 @@ import math
 import numpy as np
 import torch
 
-from analysis.ledger import Ledger
+from analysis.claims.ledger import Ledger
 from analysis.theory import softmax_alternatives as th
 from analysis.theory.attention_entropy import gaussian_entropy_exact
-from analysis.train import derived_seed
+from analysis.training.train import derived_seed
 from probes.base import MAX_SEED, Result
 from probes.parts import Context, Measured, each_claim, measure_replicates, predict_law
 from probes.softmax_alternatives.config import Config

@@ -8,7 +8,7 @@ of one linear self-attention layer is one step of preconditioned GD) and Garg et
 Modules (everything public is re-exported here, ``import analysis.theory.icl_gd as th``):
 
 * :mod:`.data`          the data law in the theory's arguments (the one sampler is
-                         :mod:`analysis.regression_data`, shared with the training task)
+                         :mod:`analysis.data.regression_data`, shared with the training task)
 * :mod:`.baselines`     predictors with one call signature: GD, averaging, least squares, ridge, k-NN
 * :mod:`.construction`  linear self-attention layers that are K steps of (preconditioned) GD
 * :mod:`.closed_forms`  expected loss of one GD step, eta*, Gamma*, least squares
@@ -54,7 +54,7 @@ prediction is read from the query token's y-slot with a minus sign: yhat = -e_q[
 
 from __future__ import annotations
 
-from analysis.regression_data import (
+from analysis.data.regression_data import (
     UNIFORM_M4,
     UNIFORM_V,
     X_DISTS,
@@ -123,7 +123,7 @@ from analysis.theory.icl_gd.symbolic import (
 )
 
 __all__ = [
-    # the data law (analysis.regression_data) and its theory-side constructors (.data)
+    # the data law (analysis.data.regression_data) and its theory-side constructors (.data)
     "X_DISTS",
     "UNIFORM_V",
     "UNIFORM_M4",

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from analysis.validation import check_bool, check_float, check_int
+from analysis.core.validation import check_bool, check_float, check_int
 
 ArrayLike = Any  # numpy array or torch tensor
 

@@ -14,8 +14,8 @@ from typing import Any, Protocol
 
 import torch
 
+from analysis.core.validation import check_float, check_int
 from analysis.theory.icl_gd._common import ArrayLike, as_batch, as_f64, check_gamma, fmt_float
-from analysis.validation import check_float, check_int
 
 
 class Predictor(Protocol):

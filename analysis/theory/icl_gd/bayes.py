@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from analysis.validation import check_bool, check_float, check_int
+from analysis.core.validation import check_bool, check_float, check_int
 
 
 def wishart_trace_inverse(d: int, k: int) -> float:

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from analysis.regression_data import UNIFORM_M4, UNIFORM_V
+from analysis.data.regression_data import UNIFORM_M4, UNIFORM_V
 from analysis.theory.icl_gd._common import ArrayLike, check_gamma, check_theory_args
 from analysis.theory.icl_gd.data import second_moment
 

@@ -1,7 +1,7 @@
 r"""The analytic construction (von Oswald et al. 2023, Prop. 1 and Sec. 3): linear self-attention
 layers whose query output is one (or K) step(s) of (preconditioned) gradient descent from w = 0.
 
-The tokens are those the models are trained on (:func:`analysis.regression_data.concat_tokens`:
+The tokens are those the models are trained on (:func:`analysis.data.regression_data.concat_tokens`:
 e_i = (x_i, y_i), the query (x_q, 0) last), the layer has no softmax and no 1/sqrt(d) scale, keys and
 values come from the context only, and the prediction is minus the query's y-slot.
 """
@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from analysis.regression_data import concat_tokens
+from analysis.core.validation import check_bool, check_float, check_int
+from analysis.data.regression_data import concat_tokens
 from analysis.theory.icl_gd._common import ArrayLike, as_f64, check_gamma
-from analysis.validation import check_bool, check_float, check_int
 
 
 def read_prediction(tokens: torch.Tensor) -> torch.Tensor:

@@ -1,7 +1,7 @@
-"""The data law as the theory uses it: float64 numpy draws of :mod:`analysis.regression_data`.
+"""The data law as the theory uses it: float64 numpy draws of :mod:`analysis.data.regression_data`.
 
-There is one law and one sampler (:class:`analysis.regression_data.RegressionLaw`), shared with the
-training task :class:`analysis.tasks.LinearRegressionTask`; this module builds it from the theory's
+There is one law and one sampler (:class:`analysis.data.regression_data.RegressionLaw`), shared with the
+training task :class:`analysis.data.tasks.LinearRegressionTask`; this module builds it from the theory's
 arguments ``(d, x_dist, sigma, Sigma, w_std)`` and gives its exact second moment.
 """
 
@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from analysis.regression_data import InputLaw, RegressionBatch, RegressionLaw
+from analysis.core.validation import check_float, check_int
+from analysis.data.regression_data import InputLaw, RegressionBatch, RegressionLaw
 from analysis.theory.icl_gd._common import ArrayLike
-from analysis.validation import check_float, check_int
 
 
 def geometric_spectrum(d: int, cond: float) -> np.ndarray:
@@ -62,7 +62,7 @@ def sample_regression(
 ) -> RegressionBatch:
     """Draw ``n_tasks`` independent tasks of ``N`` examples (numpy float64) from :func:`regression_law`.
 
-    The one sampler, :meth:`analysis.regression_data.RegressionLaw.sample`, with a numpy generator.
+    The one sampler, :meth:`analysis.data.regression_data.RegressionLaw.sample`, with a numpy generator.
     """
     check_int("n_tasks", n_tasks, minimum=1)
     check_int("N", N, minimum=1)

@@ -11,10 +11,10 @@ from typing import Any
 import numpy as np
 import torch
 
+from analysis.core.validation import check_bool, check_float, check_int
 from analysis.theory.icl_gd._common import ArrayLike, as_batch, as_f64
 from analysis.theory.icl_gd.baselines import LinearInY
 from analysis.theory.icl_gd.risk import conditional_loss_linear
-from analysis.validation import check_bool, check_float, check_int
 
 
 @dataclass(frozen=True, eq=False)

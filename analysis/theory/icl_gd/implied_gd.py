@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from analysis.core.validation import check_int
 from analysis.theory.icl_gd._common import ArrayLike, as_batch, as_f64
-from analysis.validation import check_int
 
 
 def _gd_feature(x_ctx: ArrayLike, y_ctx: ArrayLike) -> torch.Tensor:

@@ -12,7 +12,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from analysis.regression_data import noiseless_query_target
+from analysis.core.validation import check_int
+from analysis.data.regression_data import noiseless_query_target
 from analysis.theory.icl_gd._common import ArrayLike, as_f64, check_theory_args
 from analysis.theory.icl_gd.baselines import KNN, LeastSquares, Predictor, Ridge
 from analysis.theory.icl_gd.closed_forms import (
@@ -21,7 +22,6 @@ from analysis.theory.icl_gd.closed_forms import (
     optimal_preconditioner,
 )
 from analysis.theory.icl_gd.data import sample_regression, second_moment
-from analysis.validation import check_int
 
 
 def conditional_loss_linear(
