@@ -102,7 +102,7 @@ bench: $(STAMP)
 	$(PY) bench/run.py
 
 # lint, formatting and stripped notebooks (the same checks as .pre-commit-config.yaml); the first step of `make test`
-LINTED := analysis probes scripts bench tests
+LINTED := analysis probes companions scripts bench tests
 lint: $(STAMP)
 	$(VENV)/bin/ruff check $(LINTED)
 	$(VENV)/bin/ruff format --check $(LINTED)

@@ -343,7 +343,7 @@ def bench_icl(steps: int = 200, rounds: int = 3) -> dict:
 _LONG_RUN = """
 import json, resource, sys, time
 import probes
-from probes.base import run_probe
+from analysis.probing.base import run_probe
 mod = probes.get("prompt_forgetting")
 cfg = mod.Config.preset("full", layers=2, d_model=64, cont_len=int(sys.argv[1]))
 t0 = time.perf_counter()
@@ -602,7 +602,7 @@ SWEEP_ARGS = [
 _SWEEP_THREADS = """
 import sys, time
 import probes
-from probes.sweep import write_netcdf
+from analysis.probing.sweep import write_netcdf
 t0 = time.perf_counter()
 ds = probes.sweep("signal_propagation", {"heads": [2, 4]}, preset="smoke", seeds=range(8),
                   base={"depths": (1, 2, 4, 8, 16)}, progress=False, threads=None)
@@ -677,7 +677,7 @@ def bench_explorers() -> dict:
     """One knob change of each notebook explorer: the compute function plus the PNG it draws (goal: well
     under a second). Explorers of cached probe results use the smoke preset's (computed once beforehand)."""
     from analysis.notebook import explorers
-    from probes import explorers as probe_explorers
+    from companions import explorers as probe_explorers
 
     made = {
         "entropy": (explorers.explore_entropy(static=True), {"scale": 1.5}),
@@ -713,8 +713,8 @@ BENCHES = {
 }
 
 
-def _headline(results: dict) -> list[str]:
-    """One row per measured quantity, for the summary table of a run."""
+def _rows_speed(results: dict) -> list[tuple[str, str, str]]:
+    """Rows of the speed benchmarks: explorers, forward passes, hooks, Hugging Face adapters."""
     rows = []
     for name, t in results.get("explorers", {}).items():
         if name == "memory":  # the benchmark process's peak memory, reported with every benchmark's
@@ -763,6 +763,12 @@ def _headline(results: dict) -> list[str]:
             rows.append(
                 (f"MiniLM forward, {key.replace('_', ' ')} (tokens/s)", f"{h[key]['tokens_per_s']:.0f}", h["config"])
             )
+    return rows
+
+
+def _rows_training(results: dict) -> list[tuple[str, str, str]]:
+    """Rows of the training benchmarks: ICL, the trainer, its profile, long continuations."""
+    rows = []
     if "icl" in results and "anchor_ms_per_step" in results["icl"]:
         r = results["icl"]
         rows.append(("ICL training, ours (ms/update)", f"{r['ms_per_step']:.2f}", r["config"]))
@@ -821,6 +827,12 @@ def _headline(results: dict) -> list[str]:
                 r["config"],
             )
         )
+    return rows
+
+
+def _rows_runs(results: dict) -> list[tuple[str, str, str]]:
+    """Rows of the whole-command benchmarks: the test tiers, sweeps, make figures, and peak memory."""
+    rows = []
     for key in ("tests", "tests_thorough"):
         if key in results:
             r = results[key]
@@ -895,6 +907,12 @@ def _headline(results: dict) -> list[str]:
                     "the benchmark's own process (ru_maxrss)",
                 )
             )
+    return rows
+
+
+def _headline(results: dict) -> list[str]:
+    """One row per measured quantity, for the summary table of a run."""
+    rows = _rows_speed(results) + _rows_training(results) + _rows_runs(results)
     return [f"| {a} | {b} | {c} |" for a, b, c in rows]
 
 

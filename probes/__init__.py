@@ -1,10 +1,9 @@
 """Probes: each compares a measurement in a tiny transformer with what theory predicts.
 
-One module per probe (``probes/icl_gd.py`` ...), following the contract in :mod:`probes.base`.
-The registry (:mod:`probes.registry`) needs no list to edit: every module in this package whose name
-does not start with an underscore is a probe, except the framework's own ``base``, ``cli``,
-``registry`` and ``sweep`` (so a private helper shared by several probes goes in ``probes/_something.py``).
-Modules are imported only when asked for.
+This package holds only the experiments: every sub-package is a probe (``probes/icl_gd/`` ...), following the
+contract of :mod:`analysis.probing.base`; the machinery that runs them (configs, results, the result cache, parts,
+studies, replicates, sweeps, the registry and the command line) is :mod:`analysis.probing`, whose main entry points
+this package re-exports. The registry needs no list to edit, and imports a probe only when asked for.
 
 Two more ways in:
 
@@ -20,21 +19,22 @@ Typical use::
     mod = probes.get("icl_gd")
     result = probes.cached_run("icl_gd", mod.Config.preset("smoke"))
     result.ledger.summary()
-    ds = probes.sweep("prompt_forgetting", {"layers": [1, 2]}, preset="smoke", seeds=range(3))  # Dataset (layers, seed)
+    ds = probes.sweep("prompt_forgetting", {"layers": [1, 2]}, preset="smoke", seeds=range(3))  # (layers, seed)
 
 ``probes.decided_run(name, config)`` is ``cached_run`` after the sequential design of the claims that declare one
-(an undecided claim run again at its next replicate count, :mod:`probes.sequential`): what the notebooks run.
+(an undecided claim run again at its next replicate count, :mod:`analysis.probing.sequential`): what the notebooks run.
 ``probes.replicated_run(name, config, n)`` runs one configuration at ``n`` independent seeds and judges
-the probe's claims over them (:mod:`probes.replicates`). ``probes.sweep`` runs one probe over a grid of config
+the probe's claims over them (:mod:`analysis.probing.replicates`). ``analysis.probing.sweep`` runs one probe over a
+grid of config
 values, serially or on a Dask cluster (see
-:mod:`probes.sweep`); ``probes.sweep_results`` gives back the points' Results. ``probes.run_study(name, study,
+:mod:`analysis.probing.sweep`); ``probes.sweep_results`` gives back the points' Results. ``probes.run_study(name, study,
 preset, params)`` runs a probe's declared study, the exact experiment behind a figure (its ``STUDIES``;
-:mod:`probes.studies`; ``python -m probes study NAME``).
+:mod:`analysis.probing.studies`; ``python -m probes study NAME``).
 """
 
 from __future__ import annotations
 
-from probes.base import (
+from analysis.probing.base import (
     CorruptResultError,
     FieldSpec,
     ModelIncompatibleError,
@@ -52,11 +52,11 @@ from probes.base import (
     unregister,
     validate_probe,
 )
-from probes.registry import available
-from probes.replicates import Replicates, replicated_run
-from probes.sequential import decided_run
-from probes.studies import Study, run_study, study_configs
-from probes.sweep import sweep, sweep_results
+from analysis.probing.registry import available
+from analysis.probing.replicates import Replicates, replicated_run
+from analysis.probing.sequential import decided_run
+from analysis.probing.studies import Study, run_study, study_configs
+from analysis.probing.sweep import sweep, sweep_results
 
 __all__ = [
     "CorruptResultError",

@@ -1,9 +1,9 @@
-"""``python -m probes``: see :mod:`probes.cli` for the commands, options and exit codes."""
+"""``python -m probes``: see :mod:`analysis.probing.cli` for the commands, options and exit codes."""
 
 import os
 import sys
 
-from probes.cli import keep_freed_memory_for_this_process, main
+from analysis.probing.cli import keep_freed_memory_for_this_process, main
 
 keep_freed_memory_for_this_process()
 try:

@@ -22,7 +22,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from probes import inventory  # noqa: E402
+from analysis.probing import inventory  # noqa: E402
 
 
 def compare(runs: list[dict[str, Any]], committed: list[dict[str, Any]]) -> dict[str, Any]:

@@ -64,7 +64,7 @@ def digest(result: Any) -> dict[str, Any]:
 
 def record(argv: list[str]) -> int:
     import probes
-    from probes.cli import parse_config
+    from analysis.probing.cli import parse_config
 
     if len(argv) < 2:
         print(__doc__, file=sys.stderr)

@@ -623,7 +623,7 @@ def papers_document(ledgers: dict[str, Ledger | None]) -> dict[str, Any]:
     """The per-paper scorecard (:mod:`analysis.claims.scorecard`) of the notebooks' claims, each claim's statement
     read from its probe's declaration."""
     from analysis.claims.specs import spec_for
-    from probes.registry import load_declarations
+    from analysis.probing.registry import load_declarations
 
     load_declarations()
     where = {(c.context, c.name): name for name, led in ledgers.items() if led is not None for c in led.claims}

@@ -77,7 +77,7 @@ def test_bad_limit_and_bad_environment_are_refused(monkeypatch):
 def test_the_command_line_keeps_freed_memory_unless_told_otherwise():
     """``python -m probes`` opts in for itself and its workers (probes/__main__.py); an explicit 0 is respected."""
     code = (
-        "import os, sys; from probes import cli; from analysis.zoo.allocator import kept_limit; "
+        "import os, sys; from analysis.probing import cli; from analysis.zoo.allocator import kept_limit; "
         "cli.main(['list']); a = (os.environ.get('WORKBENCH_KEEP_FREED_MEMORY'), kept_limit()); "
         "cli.keep_freed_memory_for_this_process(); "
         "print(*a, os.environ.get('WORKBENCH_KEEP_FREED_MEMORY'), kept_limit())"

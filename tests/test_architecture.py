@@ -13,9 +13,11 @@ import ast
 import re
 from pathlib import Path
 
+import pytest
+
 from analysis.core.paths import REPO
 
-PACKAGES = ("analysis", "probes")
+PACKAGES = ("analysis", "probes", "companions")
 MAX_FUNCTION_LINES = 100
 # Functions allowed to be longer for now, each with the reason. Nothing else may be added here.
 LONG_FUNCTIONS_ALLOWED: set[tuple[str, str]] = set()
@@ -92,9 +94,9 @@ def test_the_graph_sees_the_imports_it_must(tmp_path):
     # guards the parser: module-level, function-level, `from pkg import submodule` and relative imports
     graph = import_graph()
     assert "analysis.training.checkpoints" in graph["analysis.training.train"]
-    assert "probes.registry" in graph["probes.base"]  # `from probes import registry`: the submodule
-    assert "probes.base" in graph["probes"]
-    assert "analysis.zoo.hf" in graph["probes.cli"]  # imported inside a function
+    assert "analysis.probing.registry" in graph["analysis.probing.base"]  # `from probes import registry`: the submodule
+    assert "analysis.probing.base" in graph["probes"]
+    assert "analysis.zoo.hf" in graph["analysis.probing.cli"]  # imported inside a function
     known = {"pkg", "pkg.a", "pkg.b", "pkg.sub", "pkg.sub.a", "pkg.sub.c"}
     src = tmp_path / "c.py"
     src.write_text("from . import a\nfrom ..b import f\ndef g():\n    import pkg.sub.c.x\n    from pkg import sub\n")
@@ -123,7 +125,7 @@ def test_analysis_does_not_import_probes():
     assert not {m: t for m, t in bad.items() if t}, "analysis imports probes"
 
 
-def long_functions(roots=("analysis", "probes", "scripts")) -> list[tuple[str, str, int]]:
+def long_functions(roots=("analysis", "probes", "companions", "scripts", "bench")) -> list[tuple[str, str, int]]:
     out = []
     for root in roots:
         for path in sorted((REPO / root).rglob("*.py")):
@@ -163,17 +165,20 @@ OLD_CLAIM_METHODS = ("identity", "predict", "direction", "paper", "close", "boun
 DIRECT_CLAIM_CALLS_ALLOWED = {
     # predict_law's shared claim: every caller's law tuple words its own hypothesis and source, and passes its seed
     # and figure, for claims of four probes
-    ("probes/parts.py", "_paired_claim"),
+    ("analysis/probing/parts.py", "_paired_claim"),
     # a slope whose figure, full-preset need and diagnosis all depend on the run: nine keywords on either branch
     ("probes/representational_collapse/distances.py", "_slope_claim"),
 }
 
 
-def claim_calls(root: str = "probes") -> list[tuple[str, str, str, ast.Call]]:
-    """``(path, enclosing function, method, call)`` for every ledger claim call under ``root`` (a claim method called
-    on ``led``)."""
+CLAIMING = ("probes", "companions", "analysis/probing")  # where claims are recorded
+
+
+def claim_calls(roots: tuple[str, ...] = CLAIMING) -> list[tuple[str, str, str, ast.Call]]:
+    """``(path, enclosing function, method, call)`` for every ledger claim call under ``roots`` (a claim method
+    called on ``led``)."""
     out = []
-    for path in sorted((REPO / root).rglob("*.py")):
+    for path in sorted(p for root in roots for p in (REPO / root).rglob("*.py")):
         rel = path.relative_to(REPO).as_posix()
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=rel)
         functions = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
@@ -219,7 +224,7 @@ def test_claims_are_recorded_with_judge_except_where_allowed():
 # shims (analysis/_moved.py) kept for one release. No module is over MAX_MODULE_LINES lines but those listed here, to
 # be split (an entry is removed when its module is; theory data tables are exempt).
 MAX_MODULE_LINES = 400
-SUBPACKAGES = ("core", "zoo", "data", "training", "claims", "notebook", "theory")
+SUBPACKAGES = ("core", "zoo", "data", "training", "claims", "notebook", "probing", "theory")
 LONG_MODULES_TO_SPLIT = {
     "analysis/data/corpus.py",
     "analysis/notebook/explorers.py",
@@ -228,9 +233,15 @@ LONG_MODULES_TO_SPLIT = {
     "analysis/zoo/model.py",
     "analysis/data/tasks.py",
     "analysis/claims/ledger.py",
+    "analysis/probing/base.py",
+    "analysis/probing/cli.py",
+    "analysis/probing/studies.py",
+    "analysis/probing/sweep.py",
 }
 SHIM = re.compile(
-    r'^""".*"""\n\nfrom analysis\._moved import moved\n\nmoved\(__name__, "(analysis\.[a-z_.]+)"\)\n$', re.S
+    r'^""".*"""\n\nfrom analysis\._moved import moved\n\n'
+    r'moved\(__name__, "((?:analysis|companions)\.[a-z_.]+)"(?:, callable_as="\w+")?\)\n$',
+    re.S,
 )
 
 
@@ -255,16 +266,19 @@ def test_old_paths_are_the_new_modules_with_a_warning():
     import sys
     import warnings
 
-    for path in sorted((REPO / "analysis").glob("*.py")):
-        if path.name in ("__init__.py", "_moved.py"):
-            continue
-        old = f"analysis.{path.stem}"
+    shims = [p for p in sorted((REPO / "analysis").glob("*.py")) if p.name not in ("__init__.py", "_moved.py")]
+    shims += [p for p in sorted((REPO / "probes").glob("*.py")) if p.name not in ("__init__.py", "__main__.py")]
+    for path in shims:
+        old = f"{path.parent.name}.{path.stem}"
         target = SHIM.match(path.read_text(encoding="utf-8")).group(1)
         sys.modules.pop(old, None)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             mod = importlib.import_module(old)
-        assert mod is importlib.import_module(target), old
+        new = importlib.import_module(target)
+        assert mod is new or (
+            callable(mod) and all(getattr(mod, k) is v for k, v in vars(new).items() if not k.startswith("__"))
+        ), old
         assert any(issubclass(w.category, DeprecationWarning) and target in str(w.message) for w in caught), old
 
 
@@ -285,11 +299,15 @@ def test_no_module_longer_than_the_limit():
 def test_no_internal_code_uses_an_old_path():
     """The repository imports the new paths: an old one is for users' code, for one release."""
     old = sorted(p.stem for p in (REPO / "analysis").glob("*.py") if p.name not in ("__init__.py", "_moved.py"))
-    pattern = re.compile(rf"(?<![\w.])analysis\.({'|'.join(old)})\b|from analysis import .*\b({'|'.join(old)})\b")
+    moved = sorted(p.stem for p in (REPO / "probes").glob("*.py") if p.name not in ("__init__.py", "__main__.py"))
+    pattern = re.compile(
+        rf"(?<![\w.])analysis\.({'|'.join(old)})\b|from analysis import .*\b({'|'.join(old)})\b"
+        rf"|(?<![\w.])probes\.({'|'.join(moved)})\b(?!\()|from probes import .*\b({'|'.join(moved)})\b"
+    )
     bad = []
-    for root in ("analysis", "probes", "scripts", "bench", "tests", "notebooks"):
+    for root in ("analysis", "probes", "companions", "scripts", "bench", "tests", "notebooks"):
         for path in sorted((REPO / root).rglob("*")):
-            if path.suffix not in (".py", ".ipynb") or path.parent == REPO / "analysis":
+            if path.suffix not in (".py", ".ipynb") or path.parent in (REPO / "analysis", REPO / "probes"):
                 continue
             if path.name == "test_architecture.py":
                 continue
@@ -297,3 +315,39 @@ def test_no_internal_code_uses_an_old_path():
                 if pattern.search(line):
                     bad.append(f"{path.relative_to(REPO)}:{n}")
     assert not bad, bad
+
+
+def test_an_old_module_path_leaves_the_function_of_the_same_name_callable():
+    """``import probes.sweep`` (the old module path) must not turn ``probes.sweep(...)`` into a module."""
+    import importlib
+    import sys
+    import warnings
+
+    import probes
+
+    sys.modules.pop("probes.sweep", None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        old = importlib.import_module("probes.sweep")
+    from analysis.probing import sweep as new
+
+    assert probes.sweep is old and callable(probes.sweep)
+    assert old.sweep_results is new.sweep_results and old.local_client is new.local_client
+    with pytest.raises(ValueError, match="unknown probe"):
+        probes.sweep("no_such_probe", {"seed": [0, 1]}, preset="smoke")
+
+
+def test_probes_holds_only_experiments():
+    """Every sub-package of probes/ is a probe; its only modules are the package's own and the one-release shims of
+    the machinery and companions that moved (analysis/probing/, companions/)."""
+    from analysis.probing.registry import package_probes
+
+    pkgs = sorted(p.name for p in (REPO / "probes").iterdir() if p.is_dir() and p.name != "__pycache__")
+    assert pkgs == sorted(package_probes()), pkgs
+    for path in sorted((REPO / "probes").glob("*.py")):
+        if path.name in ("__init__.py", "__main__.py"):
+            continue
+        m = SHIM.match(path.read_text(encoding="utf-8"))
+        assert m and m.group(1).startswith(("analysis.probing.", "companions.")), f"probes/{path.name} is not a probe"
+    main = (REPO / "probes" / "__main__.py").read_text(encoding="utf-8")
+    assert "analysis.probing.cli" in main and len(main.splitlines()) < 20, "python -m probes is a short entry point"

@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 
 import probes
 from analysis.core.paths import REPO
-from probes import cli
-from probes.base import Result
+from analysis.probing import cli
+from analysis.probing.base import Result
 
 PROBE_SOURCE = textwrap.dedent(
     '''
@@ -35,7 +35,7 @@ PROBE_SOURCE = textwrap.dedent(
     import xarray as xr
 
     from analysis.claims.ledger import Ledger
-    from probes.base import ProbeConfig, Result, param
+    from analysis.probing.base import ProbeConfig, Result, param
 
     NAME = "clifake"
     VERSION = "1"
@@ -385,7 +385,7 @@ def test_a_missing_output_folder_exits_2_before_the_probe_is_imported(tmp_path):
     """A file output needs an existing folder: the mistake is reported before the (heavy) probe module is
     imported or anything runs, even where the folder could be created (as root)."""
     code = (
-        "import sys; from probes import cli; "
+        "import sys; from analysis.probing import cli; "
         f"rc = cli.main(['run', 'icl_gd', '--json', {str(tmp_path / 'missing' / 'x' / 'out.json')!r}]); "
         "print(rc, 'probes.icl_gd' in sys.modules)"
     )
@@ -397,7 +397,7 @@ def test_a_missing_output_folder_exits_2_before_the_probe_is_imported(tmp_path):
 
 
 def test_with_model_only_incompatibility_is_a_usage_error(fake, capsys, monkeypatch):
-    from probes.base import ModelIncompatibleError
+    from analysis.probing.base import ModelIncompatibleError
 
     monkeypatch.setattr(cli, "_load_model", lambda module, name, ns: object())
     monkeypatch.setattr(fake, "REQUIRES", {}, raising=False)  # takes any model
@@ -448,7 +448,7 @@ def _trained_probe():
 
     import xarray as xr
 
-    from probes.base import ProbeConfig, param
+    from analysis.probing.base import ProbeConfig, param
 
     @dataclass(frozen=True)
     class Config(ProbeConfig):

@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 from analysis.core.paths import REPO
-from probes import inventory
+from analysis.probing import inventory
 
 SCRIPT = REPO / "scripts" / "compare_verdicts.py"
 

@@ -21,10 +21,10 @@ import probes
 from analysis.claims.evidence import replicate_seed
 from analysis.core.config import BaseConfig, param
 from analysis.core.io import content_hash
+from analysis.probing import cli
+from analysis.probing.base import FieldSpec, ProbeConfig, fields_renamed, model_param
 from analysis.training.train import TrainConfig, probe_lm_train_config
 from analysis.zoo.model import NORM_PLACEMENTS, ModelConfig
-from probes import cli
-from probes.base import FieldSpec, ProbeConfig, fields_renamed, model_param
 
 MODEL_DEFAULTS = {
     "input": "tokens",
@@ -291,7 +291,7 @@ def test_probe_config_dict_is_its_fields_in_order_and_round_trips(name, preset):
 
 
 # Each probe's model fields: ModelConfig field -> probe field. These fields' names, defaults and
-# meaning are shared (probes.base.MODEL_FIELDS); the probe's own name stays its public option.
+# meaning are shared (analysis.probing.base.MODEL_FIELDS); the probe's own name stays its public option.
 PROBE_MODEL_FIELDS = {
     "attention_entropy": {
         "attention": "attention",

@@ -16,11 +16,11 @@ from analysis.core import devices
 from analysis.core.devices import model_device, resolve_device, to_numpy, train_key_extra
 from analysis.core.paths import REPO
 from analysis.data.tasks import MarkovLanguage
+from analysis.probing import cli
+from analysis.probing.base import run_probe
 from analysis.training.checkpoints import checkpoint_key
 from analysis.training.train import TRAINER_VERSION, TrainConfig, train
 from analysis.zoo.model import ModelConfig, TinyTransformer
-from probes import cli
-from probes.base import run_probe
 
 CUDA = torch.cuda.is_available()
 needs_cuda = pytest.mark.skipif(not CUDA, reason="torch sees no CUDA device on this machine")
@@ -104,7 +104,7 @@ def test_cuda_without_a_gpu_is_refused_before_running(capsys, tmp_path):
 def test_cuda_points_need_workers_with_the_gpu_resource(tmp_path):
     """A real LocalCluster whose worker declares no GPU: a sweep of device='cuda' points is refused before
     anything is submitted, naming the resource and how to start such a worker."""
-    from probes.sweep import local_client
+    from analysis.probing.sweep import local_client
 
     with local_client(1) as client:
         with pytest.raises(ValueError, match=r"device='cuda' points run one per GPU on workers that declare the GPU"):
@@ -122,7 +122,7 @@ def test_cuda_points_need_workers_with_the_gpu_resource(tmp_path):
 
 @no_cuda
 def test_local_gpu_cluster_refused_without_a_gpu():
-    from probes.sweep import local_client
+    from analysis.probing.sweep import local_client
 
     with pytest.raises(ValueError, match=r"^device='cuda': torch sees no CUDA device here"):
         with local_client(2, gpus=True):
@@ -162,7 +162,7 @@ def test_smoke_on_cuda_keeps_every_identity(name):
 @needs_cuda
 def test_sweep_on_a_local_gpu_cluster(tmp_path):
     code = (
-        "import probes\nfrom probes.sweep import local_client\n"
+        "import probes\nfrom analysis.probing.sweep import local_client\n"
         "if __name__ == '__main__':\n"
         "    with local_client(2, gpus=True) as c:\n"
         "        ds = probes.sweep('signal_propagation', {'heads': [1, 2]}, preset='smoke',"

@@ -20,7 +20,7 @@ from analysis.theory import attention_entropy as th_ae
 from analysis.theory import prompt_forgetting as th_pf
 from analysis.theory import signal_propagation as th_sp
 from analysis.theory.icl_gd import closed_forms as th_icl
-from probes import explorers as pe
+from companions import explorers as pe
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

@@ -15,7 +15,7 @@ from analysis.claims.ledger import ROLES, VERDICTS
 from analysis.claims.papers import paper
 from analysis.claims.specs import TESTS
 from analysis.core.paths import REPO
-from probes import cli
+from analysis.probing import cli
 
 NAMES = probes.available()
 

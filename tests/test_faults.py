@@ -30,8 +30,8 @@ import torch
 import probes
 from analysis.core import io as aio
 from analysis.core.paths import REPO
+from analysis.probing.base import Result, cache_key, run_probe
 from analysis.training.checkpoints import CheckpointCache
-from probes.base import Result, cache_key, run_probe
 
 KIT = textwrap.dedent(
     '''
@@ -50,7 +50,7 @@ KIT = textwrap.dedent(
     import xarray as xr
 
     from analysis.claims.ledger import Ledger
-    from probes.base import ProbeConfig, Result, param
+    from analysis.probing.base import ProbeConfig, Result, param
 
     NAME = "faultkit"
     VERSION = "1"
@@ -131,7 +131,7 @@ KIT = textwrap.dedent(
             ck.save_file = save_file
             fit()
         elif mode == "kill-result-write":  # hang while result.json is half written in the entry's temp folder
-            import probes.base as pb
+            import analysis.probing.base as pb
             from analysis.core.io import to_jsonable
 
             real = pb.atomic_write_json
@@ -159,7 +159,7 @@ KIT = textwrap.dedent(
         elif mode == "read-only":
             out = {"hit": probes.cached_run("faultkit", "smoke", progress=False).from_cache,
                    "train_hit": fit().from_cache}
-            from probes import cli
+            from analysis.probing import cli
 
             out["prune_rc"] = cli.main(["cache", "prune"])
             other = probes.get("faultkit").Config.preset("smoke", seed=1)
@@ -376,7 +376,7 @@ def test_read_only_cache_serves_hits_and_names_the_path_on_a_miss(kit, kit_dir, 
 
 
 def test_full_disk_during_result_write(kit, tmp_path, monkeypatch):
-    import probes.base as pb
+    import analysis.probing.base as pb
 
     def full_disk(path, *args, **kwargs):  # a few bytes into the temporary file, then no space
         def partial(tmp):

@@ -29,7 +29,7 @@ from analysis.zoo.hf import (
 from analysis.zoo.hooks import hooks, run_with_cache
 from analysis.zoo.model import ModelConfig, PrefixKeyBias
 from analysis.zoo.protocol import ProbeModel, encode_text, max_positions, vocab_size
-from probes.real_models import PROBE_AGREEMENT, probe_agreement
+from companions.real_models import PROBE_AGREEMENT, probe_agreement
 
 TOL = 1e-10  # float64, same weights, different code: rounding only (see the module docstring)
 
@@ -196,7 +196,7 @@ def test_bad_inputs_are_refused(minilm, tmp_path):
 
 # ---- probes on real models -------------------------------------------------------------------------
 def test_causal_only_probe_refuses_the_encoder(minilm):
-    from probes.base import run_probe
+    from analysis.probing.base import run_probe
 
     with pytest.raises(ValueError, match="causal"):
         run_probe("prompt_forgetting", "smoke", model=minilm, progress=False)

@@ -1,4 +1,4 @@
-"""The claims inventory (probes.inventory, python -m probes claims): the committed ledgers, read only."""
+"""The claims inventory (analysis.probing.inventory, python -m probes claims): the committed ledgers, read only."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 import probes
 from analysis.claims.ledger import ROLES, STATUSES, VERDICTS, Ledger
 from analysis.notebook.plotting import save_ledger
-from probes import inventory
-from probes.cli import main
+from analysis.probing import inventory
+from analysis.probing.cli import main
 
 
 def test_probe_of_a_context():

@@ -1,4 +1,4 @@
-"""The claims of ``00_overview`` (``probes/overview.py``): recorded with the right role, one per quantity,
+"""The claims of ``00_overview`` (``companions/overview.py``): recorded with the right role, one per quantity,
 identities passing on the model, predictions that fail on planted data that contradicts them."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from scipy import stats
 
 from analysis.claims.ledger import Ledger
 from analysis.zoo.model import ModelConfig
-from probes import overview as ov
+from companions import overview as ov
 
 
 def base(n_layers: int = 3, seed: int = 0) -> ModelConfig:

@@ -12,8 +12,8 @@ import pytest
 from analysis.claims import papers, specs
 from analysis.claims.own import Study, folder_claims, folder_scorecard
 from analysis.core.paths import GALLERY
-from probes.cli import main
-from probes.registry import load_declarations
+from analysis.probing.cli import main
+from analysis.probing.registry import load_declarations
 
 load_declarations()  # before any test saves the registries: a probe module imports (and declares) once
 

@@ -1,4 +1,4 @@
-"""probes.parts: a probe as a package of parts (sub-experiments) and the one run skeleton they share.
+"""analysis.probing.parts: a probe as a package of parts (sub-experiments) and the one run skeleton they share.
 
 A toy probe of three parts checks the skeleton (measure order after ``needs``, the ledger in ``PARTS`` order,
 gates switching a part's measurement and claims together, errors naming the part); then every probe package of
@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 import probes
-from probes import cli
-from probes.base import ProbeConfig, Result, param
-from probes.parts import Context, Part, check_parts, describe, judge, measure_order, run_parts
+from analysis.probing import cli
+from analysis.probing.base import ProbeConfig, Result, param
+from analysis.probing.parts import Context, Part, check_parts, describe, judge, measure_order, run_parts
 
 
 @dataclass(frozen=True)
@@ -148,7 +148,7 @@ def test_every_probe_package_declares_valid_parts_and_show_lists_them(name, caps
 
 def test_over_replicates_stacks_each_replicate_seed_along_a_last_axis():
     from analysis.claims.evidence import replicate_seed
-    from probes.parts import over_replicates
+    from analysis.probing.parts import over_replicates
 
     got = over_replicates(7, 3, lambda s: {"a": np.array([s, 2 * s]), "b": float(s)}, progress=False, desc="x")
     seeds = [replicate_seed(7, i) for i in range(3)]
@@ -162,7 +162,7 @@ def test_law_and_slope_predictions_pair_each_replicate_with_its_law():
     off its law by 10% fails, and an unknown pairing is refused by name. The band texts and statements are written
     from the Measured words: the replicate count is the data's, the law's values and the slope's level are shown."""
     from analysis.claims.ledger import Ledger
-    from probes.parts import Measured, log_slopes, predict_law_and_slope
+    from analysis.probing.parts import Measured, log_slopes, predict_law_and_slope
 
     xs = np.array([1.0, 2.0, 4.0, 8.0])
     exact = np.outer(xs**-0.5, np.linspace(0.9, 1.1, 5))  # (x, seed)
@@ -197,7 +197,7 @@ def test_predict_law_alone_names_the_law_s_values_or_its_mean():
     measured-minus-exact plus the law's mean; up to 8 points the statement lists the law by point, beyond its
     mean; the replicate count in the band text is the data's seed axis."""
     from analysis.claims.ledger import Ledger
-    from probes.parts import Measured, predict_law
+    from analysis.probing.parts import Measured, predict_law
 
     exact = np.linspace(1.0, 2.0, 30).reshape(10, 3)  # (x, seed)
     measured = exact + np.array([1e-3, -1e-3, 2e-3])
@@ -215,7 +215,7 @@ def test_predict_law_refuses_a_point_without_its_axis_and_takes_requires_full():
     """One point x must keep its axis (values[-1:]): a (seed,) array is refused by name with the fix; a claim the
     smoke preset measures well enough may pass requires_full=False."""
     from analysis.claims.ledger import Ledger
-    from probes.parts import Measured, predict_law
+    from analysis.probing.parts import Measured, predict_law
 
     exact = np.linspace(1.0, 2.0, 12).reshape(4, 3)
     what = Measured("s", "n", "mass")

@@ -14,10 +14,10 @@ from scipy import stats
 
 import probes
 from analysis.core.paths import REPO
+from analysis.probing.base import run_probe
 from analysis.theory import attention_entropy as th
 from analysis.zoo.hooks import run_with_cache
 from analysis.zoo.model import TinyTransformer
-from probes.base import run_probe
 
 mod = probes.get("attention_entropy")
 UNTRAINED = dict(training=False, ctx_lens=(8, 32, 128), sweep_len=128, scale_factors=(1.0, 16.0), d_model=16)

@@ -21,8 +21,9 @@ import pytest
 
 import probes
 from analysis.claims.ledger import Ledger
-from probes import Result, cli
-from probes.base import judged, run_probe
+from analysis.probing import cli
+from analysis.probing.base import judged, run_probe
+from probes import Result
 
 PROBES = probes.available()
 WALL_CLOCK_SUFFIX = "time_s"  # scalars that time the run (e.g. icl_gd's train_time_s): not computed numbers

@@ -17,7 +17,7 @@ import xarray as xr
 
 import probes
 from analysis.claims.ledger import Ledger
-from probes.base import (
+from analysis.probing.base import (
     CorruptResultError,
     ProbeConfig,
     Result,
@@ -497,7 +497,7 @@ def test_a_field_declares_its_smoke_value_and_smoke_overrides_it():
     config's SMOKE entries win; the full preset stays the defaults."""
     from dataclasses import dataclass
 
-    from probes.base import ProbeConfig, param, replicates_param
+    from analysis.probing.base import ProbeConfig, param, replicates_param
 
     @dataclass(frozen=True)
     class Config(ProbeConfig):

@@ -11,9 +11,9 @@ import torch
 import probes
 from analysis.claims.evidence import replicate_seed, t_multiple
 from analysis.claims.ledger import Ledger
+from analysis.probing.base import Result
 from analysis.theory import icl_gd as th
 from probes import icl_gd as P
-from probes.base import Result
 
 EPS = float(np.finfo(np.float64).eps)
 

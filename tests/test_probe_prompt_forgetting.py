@@ -16,9 +16,9 @@ import xarray as xr
 import probes
 from analysis.claims.ledger import Ledger
 from analysis.core.paths import REPO
+from analysis.probing.base import Result, run_probe
 from analysis.theory import prompt_forgetting as pf_theory
 from analysis.zoo.model import PrefixKeyBias, TinyTransformer
-from probes.base import Result, run_probe
 from probes.prompt_forgetting import offsets
 from probes.prompt_forgetting.claims import claim_bound_ratio
 from probes.prompt_forgetting.laws import bound_constants

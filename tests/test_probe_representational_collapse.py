@@ -14,8 +14,8 @@ import torch
 import probes
 from analysis.claims.evidence import t_multiple
 from analysis.core.paths import REPO
+from analysis.probing.base import run_probe
 from analysis.zoo.model import TinyTransformer
-from probes.base import run_probe
 
 mod = probes.get("representational_collapse")
 UNIFORM = dict(attention="uniform", norm="none", mlp=0)
@@ -311,7 +311,7 @@ def test_command_line_json():
 def test_sensitivity_can_be_switched_off():
     """Large real models skip the one-backward-per-coordinate sensitivity; its claims then say so."""
     import probes.representational_collapse as rc
-    from probes.base import run_probe
+    from analysis.probing.base import run_probe
 
     cfg = rc.Config.preset("smoke", sensitivity=False, dtypes=("float32",), max_len=32, n_lengths=4, n_boot=20)
     r = run_probe("representational_collapse", cfg, progress=False)

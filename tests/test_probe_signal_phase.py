@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from probes import base, cli
+from analysis.probing import base, cli
 from probes import signal_propagation as sp
 from probes.signal_propagation import phase, phase_claims
 

@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from analysis.claims.evidence import replicate_seed, replicate_seeds, t_multiple
+from analysis.probing import base, cli
 from analysis.zoo.model import ModelConfig, TinyTransformer
-from probes import base, cli
 from probes import signal_propagation as sp
 
 FIELDS = (

@@ -17,12 +17,12 @@ import torch
 
 from analysis.claims.ledger import Ledger
 from analysis.core.paths import REPO
+from analysis.probing.base import MAX_SEED, Result, cache_key, judged, run_probe
+from analysis.probing.parts import Context
 from analysis.theory import softmax_alternatives as th
 from analysis.training.train import derived_seed
 from analysis.zoo.hooks import hooks
 from probes import softmax_alternatives as sa
-from probes.base import MAX_SEED, Result, cache_key, judged, run_probe
-from probes.parts import Context
 from probes.softmax_alternatives import (
     bilinear,
     cog,

@@ -1,13 +1,13 @@
 """Property-based tests over every probe's config space (hypothesis).
 
-The strategies are built from each ``Config``'s field specs (:meth:`probes.base.ProbeConfig.field_specs`:
+The strategies are built from each ``Config``'s field specs (:meth:`analysis.probing.base.ProbeConfig.field_specs`:
 type, optional, choices, minimum, maximum, min_len), never written per field. Runs start from the smoke
 preset and let hypothesis override any subset of the fields; the fields that drive a run's cost are
 capped through :data:`CAPS` so that every generated run stays well under two seconds of one core.
 
 Properties:
 
-* every config the validator accepts runs to a :class:`~probes.base.Result` (failing claims are findings;
+* every config the validator accepts runs to a :class:`~analysis.probing.base.Result` (failing claims are findings;
   a failing *identity* is a bug and fails the test, naming the config);
 * the JSON of every run (built as ``python -m probes run --json`` builds it) is strict JSON (no NaN or
   Infinity tokens) and round-trips: the config restored from it equals the config, the scalars equal;
@@ -35,7 +35,7 @@ from hypothesis import strategies as st
 
 import probes
 from analysis.core.paths import REPO
-from probes.base import MAX_SEED, FieldSpec, ProbeConfig, run_probe
+from analysis.probing.base import MAX_SEED, FieldSpec, ProbeConfig, run_probe
 
 from tier import TIER
 
@@ -616,7 +616,7 @@ def _no_constant(token: str):
 
 def check_json_round_trip(result, config: ProbeConfig) -> None:
     """The command line's ``--json`` text of ``result`` is strict JSON and gives the config and scalars back."""
-    text = json.dumps(result.to_json_dict(), indent=2, allow_nan=False)  # as probes/cli.py writes it
+    text = json.dumps(result.to_json_dict(), indent=2, allow_nan=False)  # as analysis/probing/cli.py writes it
     d = json.loads(text, parse_constant=_no_constant)
     assert type(config).from_dict(d["config"]) == config
     assert d["probe"] == result.probe and d["preset"] == config.preset_name
@@ -752,7 +752,7 @@ def test_cli_rejects_invalid_value_with_one_line(name, field, text, first, tmp_p
         )
         rc, out, err = proc.returncode, proc.stdout, proc.stderr
     else:
-        from probes import cli
+        from analysis.probing import cli
 
         monkeypatch.setenv("WORKBENCH_CACHE", str(tmp_path / "cache"))
         rc = cli.main(args)

@@ -119,7 +119,7 @@ def test_quoted_make_targets_exist(page):
 
 @pytest.mark.parametrize("page", PAGES, ids=_name)
 def test_quoted_probes_commands_exist(page):
-    from probes import cli
+    from analysis.probing import cli
 
     commands = set(re.findall(r"python -m probes ([a-z]+)", cli.__doc__))
     assert {"list", "run", "claims"} <= commands

@@ -13,7 +13,7 @@ from scipy import stats
 from analysis.claims.evidence import replicate_seed
 from analysis.claims.ledger import Ledger
 from analysis.zoo.hf import HFModel, gpt2_config, zoo_from_gpt2
-from probes import real_models as rm
+from companions import real_models as rm
 
 
 @pytest.fixture(scope="module")
@@ -197,14 +197,14 @@ def test_no_skip_collapse_runs_signal_propagation_on_each_pair():
 
 
 def test_the_design_is_the_committed_figures_and_builds_the_preset():
-    """``probes.real_models.design`` is the experiment behind the committed figures: its probe configurations
+    """``companions.real_models.design`` is the experiment behind the committed figures: its probe configurations
     hash to their recorded inputs (full preset, seed 0); ``build`` gives the preset's models, independent
     initialisations with replicate seeds, and names a bad parameter."""
     import json
 
     from analysis.core.io import content_hash
     from analysis.core.paths import REPO
-    from probes.real_models import design
+    from companions.real_models import design
 
     def inputs(figure):
         return json.loads((REPO / "figures" / f"{figure}.json").read_text())["inputs"]

@@ -1,4 +1,5 @@
-"""Replicates of one configuration at independent seeds (probes.replicates) and the claims judged over them."""
+"""Replicates of one configuration at independent seeds (analysis.probing.replicates) and the claims judged over
+them."""
 
 from __future__ import annotations
 
@@ -10,11 +11,11 @@ import pytest
 
 import probes
 from analysis.claims.evidence import mean_se, replicate_seeds, t_multiple
-from probes.replicates import Replicates, replicate_configs, replicated_run
+from analysis.probing.replicates import Replicates, replicate_configs, replicated_run
 
 PROBE_SOURCE = textwrap.dedent(
     '''
-    """A probe whose claim is the mean of draws that depend on the seed (for probes.replicates)."""
+    """A probe whose claim is the mean of draws that depend on the seed (for analysis.probing.replicates)."""
 
     import os
     from dataclasses import dataclass
@@ -22,7 +23,7 @@ PROBE_SOURCE = textwrap.dedent(
     import numpy as np
 
     from analysis.claims.ledger import Ledger
-    from probes.base import ProbeConfig, Result, param
+    from analysis.probing.base import ProbeConfig, Result, param
 
     NAME = "repfake"
     VERSION = "1"
@@ -224,7 +225,7 @@ def _record(kind: str, measured: float, **kw):
 
 
 def test_worst_of_takes_the_record_furthest_from_holding():
-    from probes.replicates import worst_of
+    from analysis.probing.replicates import worst_of
 
     w = worst_of([_record("identity", x) for x in (0.1, -0.7, 0.3)])
     assert w.measured == -0.7 and w.statement.endswith("(worst of 3 seeds)")
@@ -309,7 +310,7 @@ def test_forgetting_cross_run_claims_over_seeds(forgetting):
 def test_run_with_replicate_seeds_judges_over_them(fake, tmp_path, capsys):
     import json
 
-    from probes import cli
+    from analysis.probing import cli
 
     rc = cli.main(["run", "repfake", "--preset", "smoke", "--replicate-seeds", "3", "--json", "-", "--no-progress"])
     out = capsys.readouterr().out
@@ -338,7 +339,7 @@ def test_run_with_replicate_seeds_judges_over_them(fake, tmp_path, capsys):
     ],
 )
 def test_replicate_seeds_bad_input_exits_2_with_one_line(fake, tmp_path, capsys, extra, needle):
-    from probes import cli
+    from analysis.probing import cli
 
     extra = [str(tmp_path / "res") if a == "SAVE" else a for a in extra]
     rc = cli.main(["run", "repfake", "--preset", "smoke", *extra])
@@ -348,7 +349,7 @@ def test_replicate_seeds_bad_input_exits_2_with_one_line(fake, tmp_path, capsys,
 
 
 def test_replicate_seeds_needs_a_probe_that_judges_replicates(capsys):
-    from probes import cli
+    from analysis.probing import cli
 
     rc = cli.main(["run", "icl_gd", "--preset", "smoke", "--replicate-seeds", "2"])
     err = capsys.readouterr().err

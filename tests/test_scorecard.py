@@ -12,7 +12,7 @@ from analysis.claims import scorecard, specs
 from analysis.claims.ledger import Ledger
 from analysis.claims.specs import ClaimSpec, declare
 from analysis.core.paths import REPO
-from probes.cli import main
+from analysis.probing.cli import main
 
 STATEMENT = "«the offset decays as a power of t»"
 

@@ -1,4 +1,5 @@
-"""The sequential design (analysis.claims.evidence, probes.sequential): a claim undecided at one look runs again at
+"""The sequential design (analysis.claims.evidence, analysis.probing.sequential): a claim undecided at one look runs
+again at
 its next,
 every look's band at the per-look coverage that keeps the claim's overall error rate at 5%."""
 
@@ -18,8 +19,8 @@ from analysis.claims import evidence, specs
 from analysis.claims.evidence import next_look, sequential_coverage, sequential_error
 from analysis.claims.ledger import Ledger
 from analysis.claims.specs import ClaimSpec, declare
-from probes.base import ProbeConfig, Result, param
-from probes.sequential import decided_run, next_looks
+from analysis.probing.base import ProbeConfig, Result, param
+from analysis.probing.sequential import decided_run, next_looks
 
 SIGN = dict(tests="paper", comparison="sign", paper="000#1", statement="the effect is positive", scope="by design")
 
@@ -180,7 +181,7 @@ def test_a_run_off_the_schedule_is_judged_as_it_is(toy, tmp_path):
 
 def test_every_declared_design_fits_its_probe_config():
     """Each design's first look is its probe's full-preset count and its budget a count the config accepts."""
-    from probes.registry import load_declarations
+    from analysis.probing.registry import load_declarations
 
     load_declarations()
     checked = 0
@@ -198,7 +199,7 @@ def test_every_declared_design_fits_its_probe_config():
 def test_the_command_line_takes_the_looks_and_says_so(toy, tmp_path, monkeypatch, capsys):
     import json
 
-    from probes import cli
+    from analysis.probing import cli
 
     monkeypatch.setenv("WORKBENCH_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("TQDM_DISABLE", "1")

@@ -169,7 +169,7 @@ def test_verdicts_survive_the_json_round_trip(probe):
 def test_every_committed_claim_is_declared_and_carries_a_verdict():
     """The committed ledgers (make figures) against today's declarations: every claim resolves to one whose
     comparison fits its role, and says what it tests and what its evidence decided."""
-    from probes.registry import load_declarations
+    from analysis.probing.registry import load_declarations
 
     load_declarations()
     data = json.loads((REPO / "figures" / "claims.json").read_text())
@@ -189,7 +189,7 @@ def test_every_committed_claim_is_declared_and_carries_a_verdict():
 
 
 def test_claims_declared_lists_a_probes_declarations_without_running(capsys):
-    from probes.cli import main
+    from analysis.probing.cli import main
 
     assert main(["claims", "prompt_forgetting", "--declared", "--role", "scope", "--json", "-"]) == 0
     rows = json.loads(capsys.readouterr().out)

@@ -1,4 +1,5 @@
-"""Declared studies (probes.studies): the experiment behind a figure, the same from a notebook and the command line."""
+"""Declared studies (analysis.probing.studies): the experiment behind a figure, the same from a notebook and the
+command line."""
 
 from __future__ import annotations
 
@@ -8,10 +9,10 @@ import pytest
 
 import probes
 from analysis.core.paths import REPO
+from analysis.probing.cli import main
+from analysis.probing.studies import get_study, run_study, studies, study_configs
 from probes import prompt_forgetting as pf
 from probes import signal_propagation as sp
-from probes.cli import main
-from probes.studies import get_study, run_study, studies, study_configs
 
 
 @pytest.fixture
@@ -148,9 +149,9 @@ def test_command_line_lists_runs_and_refuses_bad_input(cache, tmp_path, capsys):
 
 def _old_notebook_05_designs(preset, seed=0, layers=2, max_len=1024, n_bases=6):
     """Golden: notebook 05's designs as its cells wrote them before they moved into the probe (verbatim)."""
+    from analysis.probing.replicates import replicate_configs
     from analysis.theory import representational_collapse as th
     from probes import representational_collapse as mod
-    from probes.replicates import replicate_configs
 
     full = preset == "full"
     base = mod.Config.preset(
@@ -185,8 +186,8 @@ def _old_notebook_05_designs(preset, seed=0, layers=2, max_len=1024, n_bases=6):
 
 @pytest.mark.parametrize("preset", ["smoke", "full"])
 def test_notebook_05_studies_are_its_old_designs(preset):
+    from analysis.probing.studies import _plan
     from probes import representational_collapse as rc
-    from probes.studies import _plan
 
     old = _old_notebook_05_designs(preset)
     for name, designs in old.items():
@@ -215,7 +216,7 @@ def test_a_study_of_designs_runs_and_tags_each_designs_ledger(cache):
 
 def _old_notebook_03_designs(preset, seed=0, layers=2, d_model=64, heads=2, prompt_len=16, cont_len=4096, n_pairs=6):
     """Golden: notebook 03's single-design sections as its cells wrote them before they moved into the probe."""
-    from probes.replicates import replicate_configs
+    from analysis.probing.replicates import replicate_configs
 
     base = pf.notebook_base(
         preset,
@@ -283,7 +284,7 @@ def _old_notebook_03_designs(preset, seed=0, layers=2, d_model=64, heads=2, prom
 
 @pytest.mark.parametrize("preset", ["smoke", "full"])
 def test_notebook_03_design_studies_are_its_old_cells(preset):
-    from probes.studies import _plan
+    from analysis.probing.studies import _plan
 
     for name, designs in _old_notebook_03_designs(preset).items():
         *_, planned = _plan(pf, name, preset, {})
@@ -305,7 +306,7 @@ def test_replicates_by_groups_a_grid_per_design_in_order():
     """A grid's runs (field outer, seed inner) as one Replicates per value of the field, seeds in order."""
     from types import SimpleNamespace
 
-    from probes.studies import replicates_by
+    from analysis.probing.studies import replicates_by
 
     runs = [
         SimpleNamespace(probe="prompt_forgetting", config=pf.Config.preset("smoke", layers=L, seed=s))

@@ -1,4 +1,4 @@
-"""``probes.sweep`` and ``python -m probes sweep``: grids over config fields, serially and on Dask.
+"""``analysis.probing.sweep`` and ``python -m probes sweep``: grids over config fields, serially and on Dask.
 
 Everything here is real: a real LocalCluster of worker processes, a real ``dask scheduler`` and ``dask
 worker`` on 127.0.0.1, a real SIGKILL of the command mid-sweep. The probe of most tests lives in a
@@ -26,8 +26,8 @@ import xarray as xr
 
 import probes
 from analysis.core.paths import REPO
-from probes import cli
-from probes.sweep import local_client, parse_grid_arg, parse_seeds, write_netcdf
+from analysis.probing import cli
+from analysis.probing.sweep import local_client, parse_grid_arg, parse_seeds, write_netcdf
 
 from tier import TIER
 
@@ -46,7 +46,7 @@ PROBE_SOURCE = textwrap.dedent(
     import xarray as xr
 
     from analysis.claims.ledger import Ledger
-    from probes.base import ProbeConfig, Result, param
+    from analysis.probing.base import ProbeConfig, Result, param
 
     NAME = "sweepfake"
     VERSION = "1"
@@ -120,7 +120,7 @@ NOSEED_SOURCE = textwrap.dedent(
 
     from dataclasses import dataclass
 
-    from probes.base import ProbeConfig, Result, param
+    from analysis.probing.base import ProbeConfig, Result, param
 
     NAME = "sweepnoseed"
     VERSION = "1"
@@ -604,7 +604,7 @@ def test_unwritable_out_exits_2_before_any_work(fake, tmp_path, capsys):
 def test_bad_input_starts_no_cluster(probe_dir, tmp_path):
     """In a fresh process with the default --scheduler local: exit 2, and dask's distributed never imported."""
     code = (
-        "import sys\nfrom probes import cli\n"
+        "import sys\nfrom analysis.probing import cli\n"
         f"rc = cli.main(['sweep', 'sweepfake', '--grid', 'n=1,x', '--out', {str(tmp_path / 'o.nc')!r}])\n"
         "print(rc, 'distributed' in sys.modules)\n"
     )

@@ -44,7 +44,7 @@ seeds would give the other verdict one time in five or more.
 **Sequential replicates.** A claim whose band straddles its decision is not reported as a grey zone: its
 declaration (:class:`analysis.claims.specs.ClaimSpec` ``looks``) may name the replicate counts at which it is judged,
 ``(n_1, ..., n_K)``; a run at ``n_k`` whose claim is undecided is run again at ``n_(k+1)``
-(:func:`probes.sequential.decided_run`), up to ``n_K``, the budget. Looking ``K`` times at a growing sample
+(:func:`analysis.probing.sequential.decided_run`), up to ``n_K``, the budget. Looking ``K`` times at a growing sample
 at 95% each would exclude a true value more often than 5%, so each look's band is at the per-look coverage
 :func:`sequential_coverage` ``(looks)``: the constant coverage at which a true value is excluded at *any* of the
 ``K`` looks with probability 5% (Pocock's design; computed by simulating Gaussian replicate paths with a fixed

@@ -306,7 +306,8 @@ def folder_claims(
 ) -> list[tuple[str, Claim, specs.ClaimSpec | None]]:
     """``(notebook, claim, declaration)`` for every claim of every ``<notebook>.claims.json`` in ``folder``, the
     declarations read from ``<notebook>.declared.json`` (a workbench ledger's by ``declared(claim)``, default
-    :func:`analysis.claims.specs.spec_for`: import the probes first, ``probes.registry.load_declarations``); the papers
+    :func:`analysis.claims.specs.spec_for`: import the probes first, ``analysis.probing.registry.load_declarations``);
+    the papers
     those files register are registered (before the claims that name them). ``ValueError`` (one line) for a folder
     that holds no ledger."""
     root = Path(folder)

@@ -40,7 +40,8 @@ carries
 ``looks``
   are the replicate counts at which the claim is judged, the last its budget; ``replicates`` the probe's config
   field that counts them (its full-preset default is the first look). A run at one look whose claim is undecided
-  is run again at the next (:func:`probes.sequential.decided_run`); every look's band is at the per-look coverage
+  is run again at the next (:func:`analysis.probing.sequential.decided_run`); every look's band is at the per-look
+  coverage
   that keeps the claim's overall error rate at 95%. For predictions, signs, laws and scope checks judged over
   seeds.
 """

@@ -85,7 +85,7 @@ def param(
     stored: their keys stay as they were; see the module docstring). ``key`` is the name the field has in
     ``to_dict()`` when it differs from the attribute's (a field renamed after configs were stored under its old
     name: the stored keys stay as they were; ``from_dict`` takes either name). ``smoke`` is the field's value in
-    a probe's smoke preset, declared beside its default (``probes.base.ProbeConfig.presets``: the config's
+    a probe's smoke preset, declared beside its default (``analysis.probing.base.ProbeConfig.presets``: the config's
     ``SMOKE`` entries win).
     """
     meta: dict[str, Any] = {"help": help}

@@ -34,7 +34,7 @@ from analysis.core.validation import check_choice
 
 PACKAGES = ("torch", "numpy", "scipy", "matplotlib", "xarray")  # versions recorded beside python
 PRESETS = ("smoke", "full")
-SOURCE_TREES = ("analysis", "probes")  # library code whose change invalidates a rendered notebook
+SOURCE_TREES = ("analysis", "probes", "companions")  # library code whose change invalidates a rendered notebook
 GENERATED = ("figures",)  # generated folders ignored by the dirty check
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 

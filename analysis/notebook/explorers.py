@@ -11,7 +11,7 @@ matplotlib figure and one line of text. Displayed in a notebook (:meth:`Explorer
 
 Each explorer's numbers come from a *compute* function (``entropy_curves``, ``relay_alpha_curves``,
 ``eta_star_curves``, ``readout_error_curves``, ``conv_heads_curves`` here; the ones that read cached probe
-results are in :mod:`probes.explorers`): pure functions of the control values built on the theory modules, tested in
+results are in :mod:`companions.explorers`): pure functions of the control values built on the theory modules, tested in
 ``tests/test_explorers.py`` and timed in ``bench/run.py`` (``--only explorers``). Closed forms are evaluated
 per change; the only sampling is a small Monte Carlo over random logits or random memories (fixed seeds).
 """
@@ -226,7 +226,7 @@ def explore_entropy(static: bool | None = None) -> Explorer:
 
 
 # ----------------------------------------------------------------------------------------------
-# prompt_forgetting: alpha of the relay model (the measured overlay is in probes.explorers)
+# prompt_forgetting: alpha of the relay model (the measured overlay is in companions.explorers)
 # ----------------------------------------------------------------------------------------------
 def relay_alpha_curves(L: int, P: int, T: int, max_depth: int = 8) -> dict:
     """The linear relay model's forgetting exponent for prompt length ``P`` and continuation up to ``T``.

@@ -69,7 +69,7 @@ per-token decay, Gated DeltaNet).
    key: the mean relative squared error against its exact law (theory item 7; the alternative: the undecayed
    ``(N - 1)/d_k``) and its slope in ln N (bounded interference; the alternative: the undecayed slope).
 
-The probe is a package of parts (:mod:`probes.parts`), one module each, in the order of their claims:
+The probe is a package of parts (:mod:`analysis.probing.parts`), one module each, in the order of their claims:
 ``memories`` (item 1), ``overwrite`` (2), ``favor`` (3), ``linearisation`` (5), ``mqar`` (4, when ``training``),
 ``gated_rnn`` (6, gate ``gated``), ``selective`` (7, gate ``gated``), ``power_method`` (8, gate ``power_method``),
 ``momentum`` (9, gate ``momentum``) and ``decay`` (10, gate ``decay``);
@@ -78,6 +78,7 @@ The probe is a package of parts (:mod:`probes.parts`), one module each, in the o
 
 from __future__ import annotations
 
+from analysis.probing.parts import part_of, probe_functions
 from probes.associative_recall import (
     decay,
     declarations,  # noqa: F401  (registers the declared claims)
@@ -97,7 +98,6 @@ from probes.associative_recall.memories import read_memory, write_memory
 from probes.associative_recall.mqar import model_config
 from probes.associative_recall.power_method import PM_MODELS, pm_construction, pm_iterates, pm_model_config, pm_task
 from probes.associative_recall.selective import SC_DECAYS, SC_SPACINGS
-from probes.parts import part_of, probe_functions
 
 NAME = "associative_recall"
 DESCRIPTION = "Associative recall: additive vs delta-rule memories, FAVOR+ variance, trained MQAR per token mixer."

@@ -9,9 +9,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from analysis.claims.evidence import mean_se, replicate_seeds
+from analysis.probing.base import ProbeConfig, model_param, param, replicates_param
 from analysis.theory import associative_recall as amt
 from analysis.theory import power_method as pmt
-from probes.base import ProbeConfig, model_param, param, replicates_param
 
 KERNELS = ("softmax", "additive", "delta", "gated_delta")
 MIXER = {  # ModelConfig fields of each kernel

@@ -11,13 +11,13 @@ import numpy as np
 import torch
 
 from analysis.claims.ledger import Ledger
+from analysis.probing.base import MAX_SEED, Result
+from analysis.probing.parts import Context, Measured, each_claim, log_slopes, measure_replicates, predict_law_and_slope
 from analysis.theory import associative_recall as th
 from analysis.training.train import derived_seed
 from analysis.zoo.recurrent import mix
 from probes.associative_recall.config import SEED_DECAY, SOURCE, Config
 from probes.associative_recall.memories import unit_vectors
-from probes.base import MAX_SEED, Result
-from probes.parts import Context, Measured, each_claim, log_slopes, measure_replicates, predict_law_and_slope
 
 DESCRIPTION = "additive memories with a global decay: the read-out error against N and its exact law"
 FIELDS = ("decay_pairs", "decay_key", "decay_gamma", "decay_batch", "decay_seeds")

@@ -12,7 +12,7 @@ _MEMORY_SCOPE = (
     "by construction: keys uniform on the unit sphere and independent unit values, written through the mixer's own "
     "code in float64 (no weights), exactly the closed form's hypotheses"
 )
-# the MQAR seeds: an undecided comparison of mixers at 5 seeds runs again at 10, then 20 (probes.sequential)
+# the MQAR seeds: an undecided comparison of mixers at 5 seeds runs again at 10, then 20 (analysis.probing.sequential)
 _MQAR_LOOKS = (5, 10, 20)
 # what the two trained-MQAR comparisons of mixers share: seeds, the sequential design, the figure
 _MQAR_COMPARISON = dict(

@@ -10,12 +10,12 @@ import torch
 
 from analysis.claims.evidence import mean_se
 from analysis.claims.ledger import Ledger
+from analysis.probing.base import MAX_SEED, Result
+from analysis.probing.parts import Context, each_claim
 from analysis.theory import associative_recall as th
 from analysis.training.train import derived_seed
 from analysis.zoo.recurrent import favor_projection, positive_random_features
 from probes.associative_recall.config import Config
-from probes.base import MAX_SEED, Result
-from probes.parts import Context, each_claim
 
 DESCRIPTION = "FAVOR+ variance against the Performer formula, a softmax row's RMS error against m"
 FIELDS = ("favor_m", "favor_norm", "favor_keys")

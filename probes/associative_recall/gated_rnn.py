@@ -15,14 +15,14 @@ from analysis.claims.ledger import Ledger
 from analysis.core.progress import bar
 from analysis.data.regression_data import concat_tokens
 from analysis.data.tasks import LinearRegressionTask, QuerySlotReadout
+from analysis.probing.base import Result
+from analysis.probing.parts import Context, each_claim
 from analysis.theory import gated_recurrence as gth
 from analysis.theory import icl_gd as icl
 from analysis.training.train import derived_seed, train
 from analysis.zoo.model import ModelConfig, TinyTransformer
 from probes.associative_recall.config import SEED_GATED_RNN, Config, part_seeds
 from probes.associative_recall.mqar import adam_cosine_config, float64_copy, one_layer_config, one_thread, seed_numbers
-from probes.base import Result
-from probes.parts import Context, each_claim
 
 DESCRIPTION = "a trained gated linear recurrence against one linear self-attention layer on in-context regression"
 GATE = "gated"

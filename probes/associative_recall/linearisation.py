@@ -11,14 +11,14 @@ import torch
 from analysis.claims.evidence import mean_se
 from analysis.claims.ledger import Ledger
 from analysis.core.devices import to_numpy
+from analysis.probing.base import MAX_SEED, Result
+from analysis.probing.parts import Context, each_claim
 from analysis.theory import associative_recall as th
 from analysis.training.train import derived_seed
 from analysis.zoo.hooks import run_with_cache
 from analysis.zoo.model import TinyTransformer, one_head_layer
 from probes.associative_recall.config import Config
 from probes.associative_recall.favor import mc_numbers, slope_bootstrap, slope_numbers
-from probes.base import MAX_SEED, Result
-from probes.parts import Context, each_claim
 
 DESCRIPTION = "one softmax head over n Gaussian tokens against its linear limit"
 FIELDS = ("lin_d", "lin_ns", "lin_reps", "lin_queries", "lin_a_norm")

@@ -10,13 +10,13 @@ import torch
 
 from analysis.claims.evidence import mean_se
 from analysis.claims.ledger import Ledger
+from analysis.probing.base import MAX_SEED, Result
+from analysis.probing.parts import Context, each_claim
 from analysis.theory import associative_recall as th
 from analysis.training.train import derived_seed
 from analysis.zoo.recurrent import mix, retnet_decays
 from probes.associative_recall.config import Config
 from probes.associative_recall.favor import mc_numbers
-from probes.base import MAX_SEED, Result
-from probes.parts import Context, each_claim
 
 DESCRIPTION = "untrained memories of every kernel read with each key; both forms of every recurrent mixer"
 FIELDS = ("kernels", "n_pairs", "n_keys", "d_key", "draws")

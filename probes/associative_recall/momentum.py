@@ -8,13 +8,13 @@ import numpy as np
 import torch
 
 from analysis.claims.ledger import Ledger
+from analysis.probing.base import MAX_SEED, Result
+from analysis.probing.parts import Context, each_claim, over_replicates
 from analysis.theory import associative_recall as th
 from analysis.training.train import derived_seed
 from analysis.zoo.recurrent import momentum_delta_scan
 from probes.associative_recall.config import Config
 from probes.associative_recall.memories import unit_vectors
-from probes.base import MAX_SEED, Result
-from probes.parts import Context, each_claim, over_replicates
 
 DESCRIPTION = "the momentum delta rule's error overlap against its exact second-order recurrence"
 FIELDS = ("momentum_d", "momentum_beta", "momentum_mus", "momentum_steps", "momentum_batch", "momentum_seeds")

@@ -14,6 +14,8 @@ import torch
 from analysis.claims.ledger import Ledger
 from analysis.core.progress import bar
 from analysis.data.tasks import AssociativeRecall, model_io
+from analysis.probing.base import MAX_SEED, Result
+from analysis.probing.parts import Context, each_claim
 from analysis.training.train import TrainConfig, derived_seed, train
 from analysis.zoo.model import ModelConfig, TinyTransformer, one_head_layer
 from probes.associative_recall.config import (
@@ -22,8 +24,6 @@ from probes.associative_recall.config import (
     part_seeds,
     seed_se,
 )
-from probes.base import MAX_SEED, Result
-from probes.parts import Context, each_claim
 
 PART_NAME = "mqar"
 DESCRIPTION = "attention-only models of every token mixer trained on MQAR"

@@ -6,11 +6,11 @@ from __future__ import annotations
 import torch
 
 from analysis.claims.ledger import Ledger
+from analysis.probing.base import MAX_SEED, Result
+from analysis.probing.parts import Context, each_claim
 from analysis.training.train import derived_seed
 from probes.associative_recall.config import Config
 from probes.associative_recall.memories import unit_vectors, write_memory
-from probes.base import MAX_SEED, Result
-from probes.parts import Context, each_claim
 
 DESCRIPTION = "a key written again: the delta rule reads the new value, the additive rule old + new"
 FIELDS = ("d_key",)

@@ -12,14 +12,14 @@ from analysis.claims.evidence import mean_se
 from analysis.claims.ledger import Ledger
 from analysis.core.progress import bar
 from analysis.data.pca_data import PowerMethodTask, readout, tokens
+from analysis.probing.base import Result
+from analysis.probing.parts import Context, each_claim
 from analysis.theory import power_method as pmt
 from analysis.training.train import derived_seed, train
 from analysis.zoo.hooks import hooks
 from analysis.zoo.model import ModelConfig, TinyTransformer
 from probes.associative_recall.config import PSOURCE, Config, part_seeds
 from probes.associative_recall.mqar import adam_cosine_config, float64_copy, one_layer_config, one_thread, seed_numbers
-from probes.base import Result
-from probes.parts import Context, each_claim
 
 DESCRIPTION = "in-context PCA by a looped linear-attention layer against the power method"
 GATE = "power_method"

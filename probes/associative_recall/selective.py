@@ -8,6 +8,8 @@ import numpy as np
 from analysis.claims.ledger import Ledger
 from analysis.core.progress import bar
 from analysis.data.tasks import SelectiveCopying, model_io
+from analysis.probing.base import Result
+from analysis.probing.parts import Context, each_claim
 from analysis.theory import gated_recurrence as gth
 from analysis.training.train import train
 from analysis.zoo.model import ModelConfig
@@ -17,8 +19,6 @@ from probes.associative_recall.config import (
     seed_se,
 )
 from probes.associative_recall.mqar import held_out_hits, one_thread, warmup_config
-from probes.base import Result
-from probes.parts import Context, each_claim
 
 DESCRIPTION = "selective copying with a selective and a time-invariant decay"
 GATE = "gated"

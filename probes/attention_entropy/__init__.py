@@ -56,7 +56,7 @@ Gaussian comparison are for own models only; the bounds are checked on whatever 
 
 Claims (:func:`record_claims`): one function per theorem or paper, each reading only the result.
 
-The probe is a package of parts (:mod:`probes.parts`), one module each, in the order of their claims:
+The probe is a package of parts (:mod:`analysis.probing.parts`), one module each, in the order of their claims:
 ``fading``, ``rows``, ``gaussian``, ``sigmoid``, ``training`` (gate ``trained``), ``nonlin`` (gate ``nonlin``),
 ``retrieval`` (gate ``retrieval``) and ``sigmoid_trained`` (gate ``trained``); ``models`` is the shared recipe
 (the model measured at initialisation and its tokens).
@@ -64,6 +64,7 @@ The probe is a package of parts (:mod:`probes.parts`), one module each, in the o
 
 from __future__ import annotations
 
+from analysis.probing.parts import part_of, probe_functions
 from analysis.zoo.model import TinyTransformer
 from probes.attention_entropy import (
     declarations,  # noqa: F401  (registers the declared claims)
@@ -120,7 +121,6 @@ from probes.attention_entropy.training import (
     claim_spectral_bound_trained,
     loss_spikes,
 )
-from probes.parts import part_of, probe_functions
 
 NAME = "attention_entropy"
 DESCRIPTION = "Attention entropy vs context length and logit scale; dilution, SSMax, sigmoid; collapse in training."

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from probes.base import ProbeConfig, model_param, param
+from analysis.probing.base import ProbeConfig, model_param, param
 
 # Largest values the config accepts: far beyond every preset and notebook, and below where the logits (float32
 # models: q.k times the scale, or times s ln n for SSMax) or the planted closed forms (exp(-g), n^(-s g)) overflow.

@@ -9,13 +9,13 @@ import numpy as np
 import torch
 
 from analysis.claims.ledger import Ledger
+from analysis.probing.base import Result
+from analysis.probing.parts import Context, each_claim
 from analysis.theory import attention_entropy as th
 from analysis.zoo.hooks import hooks
 from analysis.zoo.model import TinyTransformer, one_head_layer
 from probes.attention_entropy.config import Config
 from probes.attention_entropy.shared import fade_rate_numbers, fit_log_slope
-from probes.base import Result
-from probes.parts import Context, each_claim
 
 DESCRIPTION = "the planted-key network against its closed form per kernel, and SSMax's fading rate (float64)"
 FIELDS = ("planted_gap", "planted_max_n", "ssmax_s", "sigmoid_bias", "fade_sg")

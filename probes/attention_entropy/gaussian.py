@@ -9,6 +9,8 @@ import numpy as np
 
 from analysis.claims.evidence import mean_se, replicate_seed
 from analysis.claims.ledger import Ledger
+from analysis.probing.base import Result
+from analysis.probing.parts import Context, each_claim
 from analysis.theory import attention_entropy as th
 from analysis.zoo.model import TinyTransformer
 from probes.attention_entropy.config import Config
@@ -20,8 +22,6 @@ from probes.attention_entropy.shared import (
     measure_rows,
     residual_numbers,
 )
-from probes.base import Result
-from probes.parts import Context, each_claim
 
 DESCRIPTION = "the entropy of Gaussian-logit rows against the exact quadrature over replicate models"
 FIELDS = ("replicates", "data")

@@ -7,10 +7,10 @@ import numpy as np
 import torch
 
 from analysis.data.corpus import build_corpus
+from analysis.probing.parts import Context
 from analysis.zoo.model import ModelConfig, TinyTransformer
 from analysis.zoo.protocol import check_length, encode_text, vocab_size
 from probes.attention_entropy.config import Config
-from probes.parts import Context
 
 
 def model_config(

@@ -14,6 +14,8 @@ from analysis.claims.ledger import Ledger
 from analysis.core.devices import model_device
 from analysis.core.progress import bar
 from analysis.core.validation import check_choice
+from analysis.probing.base import Result
+from analysis.probing.parts import Context, each_claim, measured
 from analysis.theory import attention_entropy as th
 from analysis.training.train import train
 from analysis.zoo.hooks import hooks
@@ -27,8 +29,6 @@ from probes.attention_entropy.shared import (
     train_config,
     training_task,
 )
-from probes.base import Result
-from probes.parts import Context, each_claim, measured
 
 DESCRIPTION = "models with and without LayerNorm and GELU: the entropy law per layer, collapse against overload"
 GATE = "nonlin"

@@ -14,6 +14,8 @@ from analysis.core.devices import model_device
 from analysis.core.progress import bar
 from analysis.core.validation import check_choice
 from analysis.data.tasks import PlantedKeyRetrieval, model_io
+from analysis.probing.base import Result
+from analysis.probing.parts import Context, each_claim, measured
 from analysis.theory import attention_entropy as th
 from analysis.training.train import TrainConfig, train
 from analysis.zoo.hooks import hooks
@@ -25,8 +27,6 @@ from probes.attention_entropy.shared import (
     measure_own,
     residual_numbers,
 )
-from probes.base import Result
-from probes.parts import Context, each_claim, measured
 
 DESCRIPTION = "planted-key retrieval trained with softmax and SSMax, tested at longer contexts"
 GATE = "retrieval"

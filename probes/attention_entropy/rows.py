@@ -11,6 +11,8 @@ import torch
 from analysis.claims.evidence import replicate_seed
 from analysis.claims.ledger import Ledger
 from analysis.core.progress import bar
+from analysis.probing.base import Result
+from analysis.probing.parts import Context, each_claim
 from analysis.theory import attention_entropy as th
 from analysis.zoo.model import TinyTransformer
 from probes.attention_entropy.config import Config
@@ -26,8 +28,6 @@ from probes.attention_entropy.shared import (
     spectral_bound_rows,
     worst_ratio,
 )
-from probes.base import Result
-from probes.parts import Context, each_claim
 
 DESCRIPTION = (
     "every row's entropy, largest weight and logit range at initialisation against n; the bounds; the scale sweep"

@@ -14,12 +14,12 @@ from analysis.claims.evidence import MeanSE
 from analysis.core.devices import model_device
 from analysis.data.corpus import CorpusSpec
 from analysis.data.tasks import CorpusLM, MarkovLanguage
+from analysis.probing.base import ModelIncompatibleError
+from analysis.probing.parts import Context
 from analysis.theory import attention_entropy as th
 from analysis.training.train import TrainConfig
 from analysis.zoo.hooks import SCORES, canonical_name, hooks
 from probes.attention_entropy.config import Config
-from probes.base import ModelIncompatibleError
-from probes.parts import Context
 
 SEED_SSMAX, SEED_SIGMOID = "000#6", "000#17"
 ROW_BLOCK = 256  # query rows reduced at a time inside the hook (bounds float64 memory: H x 256 x T)

@@ -11,14 +11,14 @@ import torch
 from analysis.claims.evidence import mean_se, replicate_seed
 from analysis.claims.ledger import Ledger
 from analysis.core.devices import model_device
+from analysis.probing.base import Result
+from analysis.probing.parts import Context, each_claim
 from analysis.theory import attention_entropy as th
 from analysis.zoo.hooks import hooks
 from analysis.zoo.model import TinyTransformer
 from probes.attention_entropy.config import Config
 from probes.attention_entropy.models import distinct_tokens, model_config
 from probes.attention_entropy.shared import residual_numbers, row_stats, score_hook_names
-from probes.base import Result
-from probes.parts import Context, each_claim
 
 DESCRIPTION = "sigmoid attention's row totals at initialisation against their closed form"
 FIELDS = ("replicates",)

@@ -10,6 +10,8 @@ import numpy as np
 from analysis.claims.evidence import replicate_seed
 from analysis.claims.ledger import Ledger
 from analysis.core.progress import bar
+from analysis.probing.base import Result
+from analysis.probing.parts import Context, each_claim, measured
 from analysis.training.train import train
 from probes.attention_entropy.config import Config
 from probes.attention_entropy.models import model_config
@@ -18,8 +20,6 @@ from probes.attention_entropy.shared import (
     train_config,
     training_task,
 )
-from probes.base import Result
-from probes.parts import Context, each_claim, measured
 
 DESCRIPTION = "sigmoid attention trained beside softmax on the training sweep's task and seeds"
 GATE = "training"

@@ -9,6 +9,8 @@ import torch
 from analysis.claims.evidence import replicate_seed
 from analysis.claims.ledger import Ledger
 from analysis.core.progress import bar
+from analysis.probing.base import Result
+from analysis.probing.parts import Context, each_claim, measured
 from analysis.training.train import train
 from probes.attention_entropy.config import Config
 from probes.attention_entropy.models import model_config
@@ -21,8 +23,6 @@ from probes.attention_entropy.shared import (
     training_task,
     worst_ratio,
 )
-from probes.base import Result
-from probes.parts import Context, each_claim, measured
 
 DESCRIPTION = "tiny LMs trained over learning rates with and without QK-norm: logit growth and entropy collapse"
 GATE = "training"

@@ -49,13 +49,15 @@ Replicates: seed i of every trained part (``train_seeds``, ``neighbour_seeds``, 
 itself), and every claim on trained models takes its 95% Student-t band from the spread of the per-seed values
 (:mod:`analysis.claims.evidence`); models of different kinds with the same replicate index are paired.
 
-The probe is a package of parts (:mod:`probes.parts`), one module each, in the order of their claims:
+The probe is a package of parts (:mod:`analysis.probing.parts`), one module each, in the order of their claims:
 ``convolution`` (1, 2), ``induction`` (3), ``nearest_neighbour`` (4), ``matched`` (5a), ``deep`` (5b) and the
 claims-only ``stable_ranks`` (5c, measured by ``matched``); ``config`` holds the configuration.
 """
 
 from __future__ import annotations
 
+from analysis.probing.base import Result
+from analysis.probing.parts import part_of, probe_functions
 from analysis.zoo.model import TinyTransformer
 from probes.attention_only import (
     convolution,
@@ -80,8 +82,6 @@ from probes.attention_only.nearest_neighbour import (
     learned_scale,
     nn_model_config,
 )
-from probes.base import Result
-from probes.parts import part_of, probe_functions
 
 NAME = "attention_only"
 DESCRIPTION = (

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from analysis.data.tasks import ConvolutionRegression, Induction, NearestNeighbour
-from probes.base import MAX_SEED, ProbeConfig, model_param, param
+from analysis.probing.base import MAX_SEED, ProbeConfig, model_param, param
 
 SEED_CONV, SEED_KV, SEED_RANK, SEED_SAN = "004#89", "004#24", "004#72", "004#1"
 SOURCE = "analysis/theory/attention_only.py"
@@ -141,7 +141,7 @@ class Config(ProbeConfig):
     deep_seeds: int = param(
         3,
         "deep stacks: seeds per QK-norm setting (replicate_seed(seed, i); ~33 s per seed; undecided claims run again "
-        "at 8, then 24: probes.sequential)",
+        "at 8, then 24: analysis.probing.sequential)",
         minimum=1,
         maximum=32,
     )

@@ -9,13 +9,13 @@ import torch
 from analysis.claims.evidence import replicate_seeds
 from analysis.claims.ledger import Ledger
 from analysis.core.progress import bar
+from analysis.probing.base import MAX_SEED, Result
+from analysis.probing.parts import Context
 from analysis.theory import attention_only as th
 from analysis.training.train import derived_seed, train
 from analysis.zoo.model import ModelConfig, TinyTransformer
 from probes.attention_only.config import Config
 from probes.attention_only.shared import part_claims, train_config
-from probes.base import MAX_SEED, Result
-from probes.parts import Context
 
 DESCRIPTION = "a K-tap convolution built by K relative-position heads, and trained H-head layers against the rank bound"
 FIELDS = (

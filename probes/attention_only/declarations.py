@@ -31,7 +31,8 @@ _CONV_LAYER = (
     "no residual, no MLP: linear) and the error is their exact population error on white Gaussian inputs over the "
     "rows t >= K - 1, as the derivation assumes"
 )
-# the deep stacks' seeds: an undecided growth or loss claim at 3 seeds runs again at 8, then 24 (probes.sequential)
+# the deep stacks' seeds: an undecided growth or loss claim at 3 seeds runs again at 8, then 24
+# (analysis.probing.sequential)
 _DEEP_LOOKS = (3, 8, 24)
 _SAN_SCALE = (
     "not checked: the paper's regime (6M-87M parameters, up to 105B tokens of web text) is not the run's; here "

@@ -11,6 +11,8 @@ import torch
 from analysis.claims.evidence import replicate_seed
 from analysis.claims.ledger import Ledger
 from analysis.core.progress import bar
+from analysis.probing.base import MAX_SEED, Result
+from analysis.probing.parts import Context
 from analysis.theory import attention_only as th
 from analysis.training.train import TrainConfig, derived_seed, train
 from analysis.zoo.hooks import hooks
@@ -23,8 +25,6 @@ from probes.attention_only.models import (
     san_task,
 )
 from probes.attention_only.shared import part_claims
-from probes.base import MAX_SEED, Result
-from probes.parts import Context
 
 DESCRIPTION = "deep attention-only stacks: the largest logit against QK-norm's bound, and loss spikes"
 FIELDS = (

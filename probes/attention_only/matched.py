@@ -10,6 +10,8 @@ import torch
 from analysis.claims.evidence import mean_se, replicate_seed
 from analysis.claims.ledger import Ledger
 from analysis.core.progress import bar
+from analysis.probing.base import Result
+from analysis.probing.parts import Context
 from analysis.training.train import evaluate, probe_lm_train_config, train
 from analysis.zoo.model import TinyTransformer
 from probes.attention_only.config import SOURCE, Config
@@ -23,8 +25,6 @@ from probes.attention_only.models import (
     san_task,
 )
 from probes.attention_only.shared import part_claims
-from probes.base import Result
-from probes.parts import Context
 
 DESCRIPTION = "a standard model against an attention-only stack with as many parameters and the MLP-deleted model"
 FIELDS = (

@@ -11,13 +11,13 @@ import torch
 from analysis.claims.evidence import mean_se, replicate_seeds
 from analysis.claims.ledger import Ledger
 from analysis.core.progress import bar
+from analysis.probing.base import MAX_SEED, Result
+from analysis.probing.parts import Context
 from analysis.theory import attention_only as th
 from analysis.training.train import derived_seed, forward, train
 from analysis.zoo.model import ModelConfig, TinyTransformer
 from probes.attention_only.config import SOURCE, Config
 from probes.attention_only.shared import part_claims, train_config
-from probes.base import MAX_SEED, Result
-from probes.parts import Context
 
 DESCRIPTION = "heads of rank d, d/4 and 1 on nearest-neighbour search against the additive floor; depth at two keys"
 FIELDS = (

@@ -7,8 +7,8 @@ from collections.abc import Callable
 from typing import Any
 
 from analysis.claims.ledger import Ledger
+from analysis.probing.base import Result
 from analysis.training.train import TrainConfig
-from probes.base import Result
 
 Claim = Callable[[Ledger, Result], None]
 

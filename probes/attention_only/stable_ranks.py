@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 
 from analysis.claims.ledger import Ledger
+from analysis.probing.base import Result
 from probes.attention_only.matched import second_half_change
 from probes.attention_only.shared import part_claims
-from probes.base import Result
 
 DESCRIPTION = "the stable ranks of W_q^T W_k and W_O along the matched models' training (measured by matched)"
 FIELDS = ("matched_snapshots",)

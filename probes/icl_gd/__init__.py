@@ -58,7 +58,7 @@ stack starts at losses ~1e5); Adam at lr 2e-2 with cosine decay converges in 200
 Oswald et al. use about 5000 at a constant rate. Stacks with K >= 2 use their own schedule (``depth_*``:
 warm-up to lr 1e-2, clipping, 1200 updates at batch 512; see :func:`train_config` for why).
 
-The probe is a package of parts (:mod:`probes.parts`), one module each, in the order of their claims:
+The probe is a package of parts (:mod:`analysis.probing.parts`), one module each, in the order of their claims:
 ``construction``, ``eta_star``, ``one_layer`` (module ``stacks``: the trained stacks the depth and ridge parts
 read), ``mahankali``, ``depth``, ``ridge``, ``garg`` (gate ``garg``), ``looped`` and ``logistic`` (gate ``lg``);
 ``models`` is the shared recipe and ``bands`` the claims' shared sources and seeds.
@@ -68,6 +68,7 @@ from __future__ import annotations
 
 from analysis.claims.ledger import Ledger
 from analysis.data.regression_data import concat_tokens, interleaved_tokens
+from analysis.probing.parts import part_of, probe_functions
 from analysis.zoo.model import TinyTransformer
 from probes.icl_gd import (
     construction,
@@ -105,7 +106,6 @@ from probes.icl_gd.models import (
 )
 from probes.icl_gd.ridge import claims_ridge
 from probes.icl_gd.stacks import claims_one_layer
-from probes.parts import part_of, probe_functions
 
 NAME = "icl_gd"
 DESCRIPTION = "In-context regression: trained linear self-attention vs one step of (preconditioned) GD."

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from analysis.claims.evidence import replicate_seeds
+from analysis.probing.base import ProbeConfig, model_param, param
 from analysis.theory import icl_gd as th
-from probes.base import ProbeConfig, model_param, param
 
 EPS = float(np.finfo(np.float64).eps)
 

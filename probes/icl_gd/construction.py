@@ -7,12 +7,12 @@ import numpy as np
 import sympy as sp
 
 from analysis.claims.ledger import Ledger
+from analysis.probing.base import Result
+from analysis.probing.parts import Context, each_claim
 from analysis.theory import icl_gd as th
-from probes.base import Result
 from probes.icl_gd.bands import within_rounding
 from probes.icl_gd.config import EPS, Config
 from probes.icl_gd.models import ModelPredictor, model_from_lsa_weights, predict, sample_batch
-from probes.parts import Context, each_claim
 
 DESCRIPTION = "von Oswald et al.'s LSA construction is one GD step; the one-step loss against sympy"
 

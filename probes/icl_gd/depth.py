@@ -8,12 +8,12 @@ import numpy as np
 
 from analysis.claims.evidence import family_size, mean_se, seed_z, worst_case
 from analysis.claims.ledger import Ledger
-from probes.base import Result
+from analysis.probing.base import Result
+from analysis.probing.parts import Context, each_claim
 from probes.icl_gd.bands import below_zero_at_worst, seeds_ok
 from probes.icl_gd.config import Config, part_seeds
 from probes.icl_gd.models import ModelPredictor, predict, sample_batch, sq_err
 from probes.icl_gd.stacks import train_one
-from probes.parts import Context, each_claim
 
 DESCRIPTION = "K-layer stacks over independent seeds against K steps of GD and GD++"
 FIELDS = ("depth_seeds", "depth_steps", "depth_lr")

@@ -9,11 +9,11 @@ import numpy as np
 
 from analysis.claims.evidence import mean_se
 from analysis.claims.ledger import Ledger
-from probes.base import Result
+from analysis.probing.base import Result
+from analysis.probing.parts import Context, each_claim
 from probes.icl_gd.bands import claim_seed, mc_check
 from probes.icl_gd.config import Config
 from probes.icl_gd.models import sample_batch
-from probes.parts import Context, each_claim
 
 DESCRIPTION = "the optimal step of one GD step in closed form against Monte Carlo"
 

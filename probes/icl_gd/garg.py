@@ -12,14 +12,14 @@ from analysis.claims.evidence import mean_se
 from analysis.claims.ledger import Ledger
 from analysis.data.regression_data import interleaved_tokens
 from analysis.data.tasks import LinearRegressionTask
+from analysis.probing.base import Result
+from analysis.probing.parts import Context, each_claim
 from analysis.theory import icl_gd as th
 from analysis.training.train import TrainConfig, train
 from analysis.zoo.model import ModelConfig, TinyTransformer
-from probes.base import Result
 from probes.icl_gd.bands import below_zero_at_worst, seeds_ok
 from probes.icl_gd.config import Config, part_seeds
 from probes.icl_gd.models import adam_cosine, rng_for, torch_threads
-from probes.parts import Context, each_claim
 
 DESCRIPTION = "a GPT-style transformer against least squares, ridge, k-NN and averaging (Garg et al. Fig. 2)"
 GATE = "garg"

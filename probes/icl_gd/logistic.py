@@ -25,12 +25,12 @@ import torch
 from analysis.claims.evidence import replicate_seeds
 from analysis.claims.ledger import Ledger
 from analysis.data.logistic_data import ClassificationLaw, OneStepGDTask, query_hidden_bias, tokens
+from analysis.probing.base import Result
+from analysis.probing.parts import Context, each_claim
 from analysis.theory import logistic_icl as th
 from analysis.training.train import TrainConfig, derived_seed, train
 from analysis.zoo.model import ModelConfig, TinyTransformer
-from probes.base import Result
 from probes.icl_gd.models import adam_cosine, torch_threads
-from probes.parts import Context, each_claim
 
 DESCRIPTION = "in-context classification by a looped softmax layer against normalised GD"
 GATE = "logistic"

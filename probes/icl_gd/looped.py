@@ -12,12 +12,13 @@ import xarray as xr
 from analysis.claims.evidence import family_size, mean_se, seed_z, worst_case
 from analysis.claims.ledger import Ledger
 from analysis.data.regression_data import RegressionBatch, concat_tokens
+from analysis.probing.base import Result
+from analysis.probing.parts import Context, each_claim
 from analysis.theory import icl_gd as th
 from analysis.theory import looped as lp
 from analysis.training.train import train
 from analysis.zoo.hooks import hooks
 from analysis.zoo.model import TinyTransformer
-from probes.base import Result
 from probes.icl_gd.bands import SEED_LOOPED, SOURCE_LOOPED, below_zero_at_worst, seeds_ok, within_rounding
 from probes.icl_gd.config import EPS, Config, linear_task, part_seeds
 from probes.icl_gd.models import (
@@ -33,7 +34,6 @@ from probes.icl_gd.models import (
     torch_threads,
     train_config,
 )
-from probes.parts import Context, each_claim
 
 DESCRIPTION = "weight-tied LSAs looped k times against k steps of GD and tied GD++"
 FIELDS = ("looped", "looped_loops", "looped_eval_loops", "looped_seeds")

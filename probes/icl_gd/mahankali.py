@@ -12,8 +12,9 @@ import torch
 from analysis.claims.evidence import mean_se
 from analysis.claims.ledger import Ledger
 from analysis.data.regression_data import RegressionBatch
+from analysis.probing.base import Result
+from analysis.probing.parts import Context, each_claim
 from analysis.theory import icl_gd as th
-from probes.base import Result
 from probes.icl_gd.bands import SEED_MAHANKALI, mc_check, seeds_ok
 from probes.icl_gd.config import ETA_CRITERION, PRECONDITIONER_CRITERION, Config, linear_task, part_seeds, spectrum
 from probes.icl_gd.models import (
@@ -26,7 +27,6 @@ from probes.icl_gd.models import (
     untuned_eta,
 )
 from probes.icl_gd.stacks import fit_eta_se, headline_is_mahankali, train_one
-from probes.parts import Context, each_claim
 
 DESCRIPTION = "one trained layer per input law is one step of preconditioned GD with the optimal step matrix"
 FIELDS = ("mahankali", "mahankali_d", "mahankali_n", "mahankali_seeds")

@@ -15,12 +15,12 @@ from scipy.optimize import minimize_scalar
 
 from analysis.data.regression_data import RegressionBatch, concat_tokens
 from analysis.data.tasks import LinearRegressionTask, QuerySlotReadout
+from analysis.probing.parts import Context
 from analysis.theory import icl_gd as th
 from analysis.training.train import TrainConfig
 from analysis.zoo import fused_lsa
 from analysis.zoo.model import ModelConfig, TinyTransformer
 from probes.icl_gd.config import Config, spectrum
-from probes.parts import Context
 
 FUSED_LSA = "lsa1_query_readout_v1"  # names the fused training path in the checkpoint key (NegYReadoutTask)
 

@@ -7,13 +7,13 @@ import numpy as np
 
 from analysis.claims.evidence import family_size, mean_se, worst_case
 from analysis.claims.ledger import Ledger
+from analysis.probing.base import Result
+from analysis.probing.parts import Context, each_claim
 from analysis.theory import icl_gd as th
-from probes.base import Result
 from probes.icl_gd.bands import mc_check
 from probes.icl_gd.config import Config, spectrum
 from probes.icl_gd.models import ModelPredictor, predict, rng_for, sample_batch, sq_err
 from probes.icl_gd.stacks import baselines
-from probes.parts import Context, each_claim
 
 DESCRIPTION = "the loss against the number of context examples; Bayes ridge against Monte Carlo"
 NEEDS = ("one_layer",)

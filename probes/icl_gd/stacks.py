@@ -12,9 +12,10 @@ import torch
 from analysis.claims.evidence import mean_se
 from analysis.claims.ledger import Ledger
 from analysis.data.regression_data import RegressionBatch
+from analysis.probing.base import Result
+from analysis.probing.parts import Context, each_claim
 from analysis.theory import icl_gd as th
 from analysis.training.train import train
-from probes.base import Result
 from probes.icl_gd.bands import SOURCE_ETA, claim_seed, seeds_ok
 from probes.icl_gd.config import Config, part_seeds, spectrum
 from probes.icl_gd.models import (
@@ -31,7 +32,6 @@ from probes.icl_gd.models import (
     torch_threads,
     train_config,
 )
-from probes.parts import Context, each_claim
 
 PART_NAME = "one_layer"
 DESCRIPTION = "trained LSA stacks of every depth against GD, GD++ and the learned step; one layer over seeds"

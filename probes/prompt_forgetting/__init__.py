@@ -55,7 +55,7 @@ pre-norm inputs of ``min_prenorm_rms``, the attention scores of ``max_logit``) i
 theorem-condition claim ``not_evaluated`` with the reason.
 
 The probe is a package: ``config``; ``models`` (the shared recipe: the model, the pairs, the bias); ``offsets``
-(the measurement); two parts (:mod:`probes.parts`), ``offsets`` (module ``laws``: the offsets' laws) and
+(the measurement); two parts (:mod:`analysis.probing.parts`), ``offsets`` (module ``laws``: the offsets' laws) and
 ``trajectory`` (alpha along training); ``claims`` and ``alpha_claims`` (one run's claims, over replicates the
 worst identity and bound of the seeds); ``cross_run`` (claims across runs) and ``studies`` (notebook 03's designs).
 """
@@ -63,9 +63,9 @@ worst identity and bound of the seeds); ``cross_run`` (claims across runs) and `
 from __future__ import annotations
 
 from analysis.claims.ledger import Ledger
+from analysis.probing.base import Result
+from analysis.probing.parts import part_of, probe_functions
 from analysis.theory import prompt_forgetting as th
-from probes.base import Result
-from probes.parts import part_of, probe_functions
 from probes.prompt_forgetting import (
     declarations,  # noqa: F401  (registers the declared claims)
     laws,

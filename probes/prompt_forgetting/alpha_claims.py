@@ -7,8 +7,8 @@ import torch
 import xarray as xr
 
 from analysis.claims.ledger import Ledger
+from analysis.probing.base import Result
 from analysis.theory import prompt_forgetting as th
-from probes.base import Result
 from probes.prompt_forgetting.config import Config
 from probes.prompt_forgetting.models import TRAINED_ONE_SEED
 

@@ -8,8 +8,9 @@ import math
 import numpy as np
 
 from analysis.claims.ledger import Ledger
+from analysis.probing.base import Result
+from analysis.probing.replicates import takes_worst, worst_of
 from analysis.theory import prompt_forgetting as th
-from probes.base import Result
 from probes.prompt_forgetting.alpha_claims import (
     built_from_config,
     claim_bias_trajectory,
@@ -21,7 +22,6 @@ from probes.prompt_forgetting.alpha_claims import (
 )
 from probes.prompt_forgetting.config import NAME, NORM_EPS
 from probes.prompt_forgetting.laws import bound_constants
-from probes.replicates import takes_worst, worst_of
 
 # where the theorem's hypotheses come from (the scope checks of claim_conditions)
 CONDITIONS_SOURCE = "seed theorem's hypotheses (pre-LN softmax, bounded logits, pre-norm RMS away from zero)"
@@ -53,7 +53,7 @@ def check_claims(result: Result) -> Ledger:
 
 
 def check_claims_over(results) -> Ledger:
-    """The ledger of replicates of one design at independent seeds (:mod:`probes.replicates`): the alpha
+    """The ledger of replicates of one design at independent seeds (:mod:`analysis.probing.replicates`): the alpha
     claims over the seeds (their spread is the band), every identity and bound the worst replicate's
     (each must hold on every model). With one result: :func:`check_claims`."""
     rs = tuple(results.results if hasattr(results, "results") else results)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from probes.base import ProbeConfig, model_param, param
+from analysis.probing.base import ProbeConfig, model_param, param
 
 NAME = "prompt_forgetting"
 

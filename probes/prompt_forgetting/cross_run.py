@@ -10,8 +10,8 @@ import xarray as xr
 
 from analysis.claims.evidence import mean_se, t_multiple
 from analysis.claims.ledger import Ledger
+from analysis.probing.base import Result
 from analysis.theory import prompt_forgetting as th
-from probes.base import Result
 from probes.prompt_forgetting.alpha_claims import claim_bias_reverses, mean_note, over_seeds
 from probes.prompt_forgetting.config import NAME
 from probes.prompt_forgetting.models import TRAINED_ONE_SEED
@@ -35,7 +35,8 @@ def _check_pair(a: Result, b: Result, differ: set[str]) -> None:
 
 
 def _runs(x) -> list[Result]:
-    """The Results of one design: a :class:`probes.replicates.Replicates`, a list of Results, or one Result."""
+    """The Results of one design: a :class:`analysis.probing.replicates.Replicates`, a list of Results, or one
+    Result."""
     if hasattr(x, "results"):
         return list(x.results)
     return list(x) if isinstance(x, list | tuple) else [x]
@@ -54,7 +55,7 @@ def _paired(a, b, differ: set[str]) -> tuple[list[Result], list[Result]]:
 def bias_claims(plain, biased) -> Ledger:
     """The seed's intervention: cancelling dilution stops the decay early in training (alpha = 0) and
     reverses it after (alpha < 0). ``plain`` and ``biased`` differ only in ``logit_bias``: one Result each,
-    or replicates at the same independent seeds (:mod:`probes.replicates`), whose spread is then the band."""
+    or replicates at the same independent seeds (:mod:`analysis.probing.replicates`), whose spread is then the band."""
     plains, biaseds = _paired(plain, biased, {"logit_bias"})
     plain, biased = plains[0], biaseds[0]
     cfg = biased.config
@@ -151,7 +152,7 @@ def depth_sweep_claims(results: list) -> Ledger:
     ``results``: untrained runs differing only in ``layers`` (one weight seed). Measured: the OLS slope of
     alpha on L (SE propagated from each run's bootstrap CI over prompt pairs); predicted: the same slope of
     the relay model's window alphas. The same law over weight seeds: :func:`depth_law_claims`. Each item
-    may instead be replicates at the same independent seeds (:mod:`probes.replicates`): the slope is then
+    may instead be replicates at the same independent seeds (:mod:`analysis.probing.replicates`): the slope is then
     fitted per seed and the band is the spread of the per-seed slopes.
     """
     designs = [_runs(x) for x in results]

@@ -9,9 +9,9 @@ import numpy as np
 import xarray as xr
 
 from analysis.claims.fitting import PowerLawFit, bootstrap_power_law, local_exponent
+from analysis.probing.parts import Context
 from analysis.theory import prompt_forgetting as th
 from analysis.zoo import protocol
-from probes.parts import Context
 from probes.prompt_forgetting.config import Config
 from probes.prompt_forgetting.models import language_losses
 from probes.prompt_forgetting.offsets import measure_offsets, relay_matrix_limit, relay_prediction

@@ -12,12 +12,12 @@ import torch
 from analysis.claims.evidence import replicate_seeds
 from analysis.data.corpus import bigram_cross_entropy, build_corpus
 from analysis.data.tasks import CorpusLM, MarkovLanguage
+from analysis.probing.base import ModelIncompatibleError
+from analysis.probing.parts import Context
 from analysis.theory import prompt_forgetting as th
 from analysis.training.train import derived_seed, evaluate, probe_lm_train_config, train
 from analysis.zoo import protocol
 from analysis.zoo.model import ModelConfig, PrefixKeyBias, TinyTransformer
-from probes.base import ModelIncompatibleError
-from probes.parts import Context
 from probes.prompt_forgetting.config import Config
 
 

@@ -11,10 +11,10 @@ import torch
 
 from analysis.core.devices import model_device, to_numpy
 from analysis.core.progress import bar
+from analysis.probing.base import ModelIncompatibleError
 from analysis.theory import prompt_forgetting as th
 from analysis.zoo.hooks import SCORES, canonical_name, hook_points, hooks, resid_names, run_with_cache
 from analysis.zoo.model import PrefixKeyBias, TinyTransformer, bias_block
-from probes.base import ModelIncompatibleError
 
 
 def max_abs_logit(scores: torch.Tensor, attn_bias=None, rows: int = 1024, row0: int = 0) -> float:

@@ -7,6 +7,8 @@ import inspect
 from functools import partial
 
 from analysis.claims.ledger import Ledger
+from analysis.probing.replicates import Replicates
+from analysis.probing.studies import Study, replicates_by, tagged_ledger
 from probes.prompt_forgetting.config import Config
 from probes.prompt_forgetting.cross_run import (
     bias_claims,
@@ -16,8 +18,6 @@ from probes.prompt_forgetting.cross_run import (
     trained_vs_untrained_claims,
 )
 from probes.prompt_forgetting.models import REPLICATES, weight_seeds
-from probes.replicates import Replicates
-from probes.studies import Study, replicates_by, tagged_ledger
 
 
 def notebook_base(

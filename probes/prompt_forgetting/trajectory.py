@@ -6,7 +6,7 @@ import numpy as np
 import xarray as xr
 
 from analysis.core.progress import bar
-from probes.parts import Context
+from analysis.probing.parts import Context
 from probes.prompt_forgetting.config import Config
 from probes.prompt_forgetting.laws import power_law
 from probes.prompt_forgetting.models import cancel_bias, language_losses

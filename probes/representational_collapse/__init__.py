@@ -51,7 +51,7 @@ way (padding keys hidden by a ``-inf`` attention bias), but the claims derived f
 (predicted slopes, depth rates, path counting) are recorded as not evaluated. The positional encoding
 of a passed model is taken as learned absolute when it has a position limit, else ``config.pos``.
 
-The probe is a package of parts (:mod:`probes.parts`), one module each, in the order of their claims:
+The probe is a package of parts (:mod:`analysis.probing.parts`), one module each, in the order of their claims:
 ``linear_stack`` (the exact uniform stack), ``distances`` (the decay rate per layer), ``oversquashing``
 (sensitivity against path counting), ``precision`` (collapse lengths and the float floor) and ``extension`` (the
 collapse beyond ``max_len``); ``models`` is the shared recipe, ``sequences`` the protocol's pairs and distances,
@@ -62,9 +62,9 @@ from __future__ import annotations
 
 from analysis.claims.evidence import replicate_seed
 from analysis.claims.ledger import Ledger
+from analysis.probing.base import Result
+from analysis.probing.parts import judge, part_of, probe_functions
 from analysis.theory import representational_collapse as th
-from probes.base import Result
-from probes.parts import judge, part_of, probe_functions
 from probes.representational_collapse import (
     declarations,  # noqa: F401  (registers the declared claims)
     distances,
@@ -150,7 +150,7 @@ def check_replicates(results) -> tuple[Result, ...]:
 
 
 def replicate_config(config: Config, index: int) -> Config:
-    """Replicate ``index`` of ``config`` (:mod:`probes.replicates`): its own seed; the extension beyond
+    """Replicate ``index`` of ``config`` (:mod:`analysis.probing.replicates`): its own seed; the extension beyond
     ``max_len`` is measured on replicate 0 only (its claim checks that model's collapse against its own fit)."""
     default = Config()
     ext = {f: getattr(default, f) for f in EXTENSION_FIELDS}
@@ -158,7 +158,7 @@ def replicate_config(config: Config, index: int) -> Config:
 
 
 def check_claims_over(results) -> Ledger:
-    """The ledger of replicates of one design (:mod:`probes.replicates`): each part's claims measured on every
+    """The ledger of replicates of one design (:mod:`analysis.probing.replicates`): each part's claims measured on every
     replicate, its band the spread over the seeds (with one result: :func:`check_claims`)."""
     return judge(NAME, PARTS, check_replicates(results))
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from analysis.claims.evidence import t_multiple
 from analysis.claims.ledger import Ledger
-from probes.base import Result
+from analysis.probing.base import Result
 
 
 def one_model_reason(r: Result, over: str = "random bases") -> str:
@@ -30,7 +30,7 @@ def bases_dof(r: Result) -> int:
 
 def band(rs: tuple[Result, ...], values, se: float, dof: int, over: str = "random bases") -> dict:
     """Band arguments of a claim measured once per model: over two or more replicates their values (the
-    seed-to-seed spread, :mod:`probes.replicates`); for one run its measurement with the within-run SE ``se``
+    seed-to-seed spread, :mod:`analysis.probing.replicates`); for one run its measurement with the within-run SE ``se``
     (``dof``) over its inputs ``over``."""
     if len(rs) > 1:
         return dict(replicates=[float(v) for v in values])

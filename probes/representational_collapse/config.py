@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from analysis.probing.base import ProbeConfig, model_param, param
 from analysis.theory import representational_collapse as th
-from probes.base import ProbeConfig, model_param, param
 
 BIDIRECTIONAL = "bidirectional model: the causal derivation does not apply"
 SOURCE = "Barbero et al. 2024, Transformers need glasses! (ANCHORS.md 4)"
 SEED = "004#81"  # Barbero et al. 2024, Transformers need glasses! (seed catalogue 1.4)
 LOW_DTYPES = ("float32", "bfloat16", "float16")
-# Independent seeds per configuration in the notebook's designs (probes.replicates): every claim's band is the
+# Independent seeds per configuration in the notebook's designs (analysis.probing.replicates): every claim's band is the
 # seed-to-seed spread. Five in full (the policy's minimum for claims that depend on weights), two in smoke.
 REPLICATES = {"smoke": 2, "full": 5}
 EXTENSION_FIELDS = ("extend_dtype", "extend_lo", "extend_hi", "extend_lengths", "extend_bases")

@@ -11,9 +11,9 @@ import numpy as np
 from analysis.claims.evidence import t_multiple
 from analysis.claims.fitting import bootstrap_power_law
 from analysis.claims.ledger import Ledger
+from analysis.probing.base import Result
+from analysis.probing.parts import Context
 from analysis.theory import representational_collapse as th
-from probes.base import Result
-from probes.parts import Context
 from probes.representational_collapse.bands import band, bases_dof, mean_over, seeds_note, why_band
 from probes.representational_collapse.config import BIDIRECTIONAL, SEED, SOURCE, Config
 from probes.representational_collapse.sequences import gmean, lengths, measure_distances

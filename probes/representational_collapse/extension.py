@@ -9,9 +9,9 @@ import numpy as np
 
 from analysis.claims.evidence import t_multiple
 from analysis.claims.ledger import Ledger
+from analysis.probing.base import Result
+from analysis.probing.parts import Context
 from analysis.theory import representational_collapse as th
-from probes.base import Result
-from probes.parts import Context
 from probes.representational_collapse.bands import one_model_reason
 from probes.representational_collapse.config import EXTENSION_FIELDS, Config, extension_lengths
 from probes.representational_collapse.distances import rate_alternative

@@ -9,9 +9,9 @@ import numpy as np
 
 from analysis.claims.ledger import Ledger
 from analysis.core.devices import to_numpy
+from analysis.probing.base import Result
+from analysis.probing.parts import Context
 from analysis.theory import representational_collapse as th
-from probes.base import Result
-from probes.parts import Context
 
 DESCRIPTION = "uniform attention without norm or MLP is exactly a linear stack: its states and sensitivity (identities)"
 FIELDS = ("attention", "norm", "mlp", "sens_len", "sensitivity")

@@ -9,12 +9,12 @@ import torch
 
 from analysis.core.devices import model_device
 from analysis.data import tasks
+from analysis.probing.base import ModelIncompatibleError
+from analysis.probing.parts import Context
 from analysis.training.train import probe_lm_train_config, train
 from analysis.zoo import protocol
 from analysis.zoo.hooks import run_with_cache
 from analysis.zoo.model import DTYPES, ModelConfig, TinyTransformer
-from probes.base import ModelIncompatibleError
-from probes.parts import Context
 from probes.representational_collapse.config import Config
 
 

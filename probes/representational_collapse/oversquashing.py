@@ -10,11 +10,11 @@ import torch
 
 from analysis.claims.ledger import Ledger
 from analysis.core.devices import model_device
+from analysis.probing.base import Result
+from analysis.probing.parts import Context
 from analysis.theory import representational_collapse as th
 from analysis.theory.signal_propagation import rank_residual
 from analysis.zoo.hooks import resid_names, resolve_names, run_with_cache
-from probes.base import Result
-from probes.parts import Context
 from probes.representational_collapse.bands import claim_positive_mean
 from probes.representational_collapse.config import BIDIRECTIONAL, Config
 from probes.representational_collapse.models import protocol_width

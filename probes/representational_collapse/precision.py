@@ -10,9 +10,9 @@ import numpy as np
 
 from analysis.claims.fitting import bootstrap_power_law
 from analysis.claims.ledger import Ledger
+from analysis.probing.base import Result
+from analysis.probing.parts import Context
 from analysis.theory import representational_collapse as th
-from probes.base import Result
-from probes.parts import Context
 from probes.representational_collapse.bands import band, bases_dof, claim_positive_mean, seeds_note, why_band
 from probes.representational_collapse.config import Config
 

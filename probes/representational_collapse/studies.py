@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
+from analysis.probing.studies import Study, designs_ledger
 from analysis.theory import representational_collapse as th
 from probes.representational_collapse.config import REPLICATES, Config
-from probes.studies import Study, designs_ledger
 
 CHEAP = {"dtypes": ("bfloat16",), "sensitivity": False}  # the sweeps: one low-precision format, no sensitivity
 UNIFORM = {"attention": "uniform", "norm": "none", "mlp": 0}  # attention that averages, no norm or MLP

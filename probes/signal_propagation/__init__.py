@@ -64,16 +64,16 @@ Curse-of-Depth runs); ``phase`` (the attention phase diagram, gate ``phase``); `
 passed model); the claims in ``claims_growth``, ``claims_deepnorm``, ``claims_collapse`` and ``claims_trained``
 (``claims`` lists them in the ledger's order); ``studies`` (notebook 01's runs). ``runs`` declares the
 measurement parts (sweep, collapse, updates, trained, phase) and ``claims`` the claims parts, one per claims
-module: :data:`PARTS`, run by :func:`probes.parts.run_parts` like every probe's.
+module: :data:`PARTS`, run by :func:`analysis.probing.parts.run_parts` like every probe's.
 """
 
 from __future__ import annotations
 
 from analysis.claims.ledger import Ledger
+from analysis.probing.base import Result
+from analysis.probing.parts import probe_functions
 from analysis.theory import signal_propagation as th
 from analysis.zoo.model import TinyTransformer
-from probes.base import Result
-from probes.parts import probe_functions
 from probes.signal_propagation import (
     declarations,  # noqa: F401  (registers the declared claims)
     phase,

@@ -6,9 +6,9 @@ from __future__ import annotations
 import dataclasses
 
 from analysis.claims.ledger import Ledger
+from analysis.probing.base import Result
+from analysis.probing.parts import Part, each_claim
 from analysis.theory import signal_propagation as th
-from probes.base import Result
-from probes.parts import Part, each_claim
 from probes.signal_propagation import phase_claims
 from probes.signal_propagation.claims_collapse import (
     claim_collapse_prevented,

@@ -9,8 +9,8 @@ from scipy import stats
 
 from analysis.claims.evidence import COVERAGE, mean_se, t_multiple
 from analysis.claims.ledger import Ledger
+from analysis.probing.base import Result
 from analysis.theory import signal_propagation as th
-from probes.base import Result
 from probes.signal_propagation.claims_growth import _seeds, _slopes, final_moment, last_layer_grad, summarised
 from probes.signal_propagation.config import UPDATE_NORMS, Config
 

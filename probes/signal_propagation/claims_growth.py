@@ -11,8 +11,8 @@ from scipy import stats
 
 from analysis.claims.evidence import mean_se
 from analysis.claims.ledger import Ledger
+from analysis.probing.base import Result
 from analysis.theory import signal_propagation as th
-from probes.base import Result
 from probes.signal_propagation.config import PRE_LIKE, Config
 
 

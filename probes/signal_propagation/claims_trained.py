@@ -9,8 +9,8 @@ import xarray as xr
 
 from analysis.claims.evidence import mean_se
 from analysis.claims.ledger import Ledger
+from analysis.probing.base import Result
 from analysis.theory import signal_propagation as th
-from probes.base import Result
 from probes.signal_propagation.claims_deepnorm import _curse_scale
 from probes.signal_propagation.claims_growth import _seeds, summarised
 from probes.signal_propagation.trained import deep_share, stability_train_config

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from analysis.probing.base import ProbeConfig, model_param, param
 from analysis.zoo.model import ATTENTION_KERNELS
-from probes.base import ProbeConfig, model_param, param
 from probes.signal_propagation import phase
 
 NAME = "signal_propagation"

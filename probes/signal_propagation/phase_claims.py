@@ -10,8 +10,8 @@ import xarray as xr
 
 from analysis.claims.evidence import seed_z
 from analysis.claims.ledger import Ledger
+from analysis.probing.base import Result
 from analysis.theory import attention_phase as ap
-from probes.base import Result
 from probes.signal_propagation.phase import MAP_REPS, SOURCE, tag
 
 # ================================================================================================ claims

@@ -1,4 +1,5 @@
-"""The probe's measurements as parts (:mod:`probes.parts`), in the order they run: the sweep over placements and
+"""The probe's measurements as parts (:mod:`analysis.probing.parts`), in the order they run: the sweep over
+placements and
 depths (or one passed model), rank collapse, DeepNorm's update, the trained extras (gate ``trained``) and the
 attention phase diagram (gate ``phase``); :func:`finish` adds the run's attributes and scalars. The claims are
 parts too (:data:`probes.signal_propagation.claims.CLAIM_PARTS`), after these."""
@@ -12,10 +13,10 @@ import xarray as xr
 from analysis.claims.evidence import replicate_seed
 from analysis.claims.ledger import Ledger
 from analysis.core.progress import bar
+from analysis.probing.base import ModelIncompatibleError, Result
+from analysis.probing.parts import Context, Part
 from analysis.theory import signal_propagation as th
 from analysis.zoo import protocol
-from probes.base import ModelIncompatibleError, Result
-from probes.parts import Context, Part
 from probes.signal_propagation import phase
 from probes.signal_propagation.claims import record_claims
 from probes.signal_propagation.config import (

@@ -4,9 +4,9 @@
 from __future__ import annotations
 
 from analysis.claims.ledger import Ledger
-from probes.base import Result
+from analysis.probing.base import Result
+from analysis.probing.studies import Study
 from probes.signal_propagation.config import Config
-from probes.studies import Study
 
 TRAINED_NORMS = ("pre", "post", "mix", "peri", "ln_scaling")  # the placements trained at one depth
 

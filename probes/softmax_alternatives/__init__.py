@@ -77,7 +77,8 @@ Replicates: memory (layer) i draws its inputs and weights from :func:`analysis.c
 i)``;
 every claim takes its 95% Student-t band from the spread of the per-memory values (:mod:`analysis.claims.evidence`).
 
-The probe is a package of parts (:mod:`probes.parts`), one module each, in the order of their claims: ``memory``,
+The probe is a package of parts (:mod:`analysis.probing.parts`), one module each, in the order of their claims:
+``memory``,
 ``sparse``, ``k_interval``, ``mimetic``, ``jacobian``, ``features``, ``taylor``, ``linearity``, ``bilinear``,
 ``isolation``, ``denominator``, ``softplus``, ``shaped``, ``sigmoid``, ``cog``, ``parallel`` and ``persistent``;
 ``models`` holds
@@ -86,8 +87,8 @@ the random layer they share and ``config`` the configuration.
 
 from __future__ import annotations
 
-from probes.base import Result
-from probes.parts import part_of, probe_functions
+from analysis.probing.base import Result
+from analysis.probing.parts import part_of, probe_functions
 from probes.softmax_alternatives import (
     bilinear,
     cog,

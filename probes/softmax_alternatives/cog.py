@@ -9,9 +9,9 @@ import numpy as np
 import torch
 
 from analysis.claims.ledger import Ledger
+from analysis.probing.base import MAX_SEED, Result
+from analysis.probing.parts import Context, each_claim, measure_replicates
 from analysis.training.train import derived_seed
-from probes.base import MAX_SEED, Result
-from probes.parts import Context, each_claim, measure_replicates
 from probes.softmax_alternatives.config import Config
 from probes.softmax_alternatives.models import random_head, stack_correlations, stacks_setting
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from probes.base import MAX_SEED, ProbeConfig, param, replicates_param
+from analysis.probing.base import MAX_SEED, ProbeConfig, param, replicates_param
 
 NAME = "softmax_alternatives"
 MAX_SLOTS = 65536

@@ -13,10 +13,10 @@ import torch
 
 from analysis.claims.fitting import hill_tail_index
 from analysis.claims.ledger import Ledger
+from analysis.probing.base import MAX_SEED, Result
+from analysis.probing.parts import Context, each_claim, over_replicates
 from analysis.theory import softmax_alternatives as th
 from analysis.training.train import derived_seed
-from probes.base import MAX_SEED, Result
-from probes.parts import Context, each_claim, over_replicates
 from probes.softmax_alternatives.config import Config
 from probes.softmax_alternatives.models import random_head
 

@@ -8,10 +8,10 @@ import numpy as np
 import torch
 
 from analysis.claims.ledger import Ledger
+from analysis.probing.base import MAX_SEED, Result
+from analysis.probing.parts import Context, Measured, each_claim, measure_replicates, predict_law_and_slope
 from analysis.theory import softmax_alternatives as th
 from analysis.training.train import derived_seed
-from probes.base import MAX_SEED, Result
-from probes.parts import Context, Measured, each_claim, measure_replicates, predict_law_and_slope
 from probes.softmax_alternatives.config import Config
 from probes.softmax_alternatives.models import PATTERN, head_pattern_and_scores, random_head, row_logits
 from probes.softmax_alternatives.references import SEED_ISOLATION, SOURCE

@@ -11,11 +11,11 @@ import torch
 
 from analysis.claims.evidence import replicate_seed
 from analysis.claims.ledger import Ledger
+from analysis.probing.base import MAX_SEED, Result
+from analysis.probing.parts import Context, each_claim, over_replicates
 from analysis.theory import softmax_alternatives as th
 from analysis.training.train import derived_seed
 from analysis.zoo.model import TinyTransformer
-from probes.base import MAX_SEED, Result
-from probes.parts import Context, each_claim, over_replicates
 from probes.softmax_alternatives.config import Config
 from probes.softmax_alternatives.models import SCORES, head_pattern_and_scores, random_head
 from probes.softmax_alternatives.sparse import row_logit_std

@@ -10,11 +10,11 @@ import torch
 from analysis.claims.evidence import replicate_seed
 from analysis.claims.ledger import Ledger
 from analysis.core.progress import bar
+from analysis.probing.base import MAX_SEED, Result
+from analysis.probing.parts import Context, each_claim
 from analysis.theory import softmax_alternatives as th
 from analysis.theory.signal_propagation import loglog_slope
 from analysis.training.train import derived_seed
-from probes.base import MAX_SEED, Result
-from probes.parts import Context, each_claim
 from probes.softmax_alternatives.config import Config
 from probes.softmax_alternatives.models import PATTERN, SCORES, head_pattern_and_scores, random_head
 from probes.softmax_alternatives.references import SOURCE

@@ -9,12 +9,12 @@ import numpy as np
 import torch
 
 from analysis.claims.ledger import Ledger
+from analysis.probing.base import MAX_SEED, Result
+from analysis.probing.parts import Context, Measured, each_claim, measure_replicates, predict_law_and_slope
 from analysis.theory import softmax_alternatives as th
 from analysis.training.train import derived_seed
 from analysis.zoo.hooks import hooks
 from analysis.zoo.model import ModelConfig, TinyTransformer
-from probes.base import MAX_SEED, Result
-from probes.parts import Context, Measured, each_claim, measure_replicates, predict_law_and_slope
 from probes.softmax_alternatives.config import Config
 from probes.softmax_alternatives.references import SEED_PARALLEL, SOURCE
 

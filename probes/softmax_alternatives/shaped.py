@@ -9,10 +9,10 @@ import numpy as np
 import torch
 
 from analysis.claims.ledger import Ledger
+from analysis.probing.base import MAX_SEED, Result
+from analysis.probing.parts import Context, each_claim, measure_replicates, paired_with_law
 from analysis.theory import softmax_alternatives as th
 from analysis.training.train import derived_seed
-from probes.base import MAX_SEED, Result
-from probes.parts import Context, each_claim, measure_replicates, paired_with_law
 from probes.softmax_alternatives.config import Config
 from probes.softmax_alternatives.models import random_head, stack_correlations, stacks_setting
 

@@ -10,11 +10,11 @@ import torch
 from analysis.claims.evidence import replicate_seed
 from analysis.claims.ledger import Ledger
 from analysis.core.progress import bar
+from analysis.probing.base import MAX_SEED, Result
+from analysis.probing.parts import Context, Measured, each_claim, predict_law, predict_law_and_slope
 from analysis.theory import softmax_alternatives as th
 from analysis.training.train import derived_seed
 from analysis.zoo.model import TinyTransformer
-from probes.base import MAX_SEED, Result
-from probes.parts import Context, Measured, each_claim, predict_law, predict_law_and_slope
 from probes.softmax_alternatives.config import Config
 from probes.softmax_alternatives.models import PATTERN, SCORES, head_pattern_and_scores, random_head
 from probes.softmax_alternatives.references import SEED_IRRELEVANT, SEED_SPARSE, SOURCE

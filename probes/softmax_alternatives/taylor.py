@@ -11,11 +11,11 @@ import numpy as np
 import torch
 
 from analysis.claims.ledger import Ledger
+from analysis.probing.base import MAX_SEED, Result
+from analysis.probing.parts import Context, Measured, each_claim, measure_replicates, predict_law
 from analysis.theory import softmax_alternatives as th
 from analysis.theory.attention_entropy import gaussian_entropy_exact
 from analysis.training.train import derived_seed
-from probes.base import MAX_SEED, Result
-from probes.parts import Context, Measured, each_claim, measure_replicates, predict_law
 from probes.softmax_alternatives.config import Config
 from probes.softmax_alternatives.features import entropy_deficit
 from probes.softmax_alternatives.references import SEED_TAYLOR, SOURCE

@@ -18,7 +18,7 @@ import torch
 from analysis.claims.evidence import replicate_seeds
 from analysis.core.validation import check_choice, check_int
 from analysis.zoo.model import ModelConfig, TinyTransformer
-from probes.real_models import gpt2_label
+from companions.real_models import gpt2_label
 
 # per preset: signal propagation's tokens per text chunk and batches of 4; attention entropy's context lengths;
 # representational collapse's lengths, bases, bootstrap replicates and fit window; random initialisations

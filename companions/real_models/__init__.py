@@ -1,7 +1,7 @@
 """The claims of ``06_real_models``: the probes on real networks through :class:`analysis.zoo.hf.HFModel`.
 
-A notebook companion, not a probe (:data:`probes.registry.COMPANION_MODULES`): ``06_real_models`` builds its
-models and configurations with :func:`probes.real_models.design.build` (per preset, :data:`design.DESIGN`),
+A notebook companion, not a probe (:func:`analysis.probing.registry.companion_modules`): ``06_real_models`` builds its
+models and configurations with :func:`companions.real_models.design.build` (per preset, :data:`design.DESIGN`),
 calls these functions, plots what they measured and saves their ledgers (with the ledgers of the probe
 runs they made, which the notebook includes by role). Each function measures one thing and records
 the claims about it in a :class:`Ledger` of context :data:`CONTEXT`; it returns a :class:`Measured`.
@@ -34,9 +34,9 @@ import torch
 import probes
 from analysis.claims.evidence import mean_se, replicate_seed
 from analysis.claims.ledger import Claim, Ledger
+from analysis.probing.base import Result, result_difference, run_probe
 from analysis.zoo.hooks import run_with_cache
-from probes.base import Result, result_difference, run_probe
-from probes.real_models import declarations  # noqa: F401  (registers the declared claims)
+from companions.real_models import declarations  # noqa: F401  (registers the declared claims)
 
 CONTEXT = "real_models"
 RESOLUTION = 1e-9  # floor of a relative residual before its log: far below float32's ~1e-7 resolution
