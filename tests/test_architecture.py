@@ -225,19 +225,7 @@ def test_claims_are_recorded_with_judge_except_where_allowed():
 # be split (an entry is removed when its module is; theory data tables are exempt).
 MAX_MODULE_LINES = 400
 SUBPACKAGES = ("core", "zoo", "data", "training", "claims", "notebook", "probing", "theory")
-LONG_MODULES_TO_SPLIT = {
-    "analysis/data/corpus.py",
-    "analysis/notebook/explorers.py",
-    "analysis/zoo/hf.py",
-    "analysis/training/train.py",
-    "analysis/zoo/model.py",
-    "analysis/data/tasks.py",
-    "analysis/claims/ledger.py",
-    "analysis/probing/base.py",
-    "analysis/probing/cli.py",
-    "analysis/probing/studies.py",
-    "analysis/probing/sweep.py",
-}
+LONG_MODULES_TO_SPLIT: set[str] = set()
 SHIM = re.compile(
     r'^""".*"""\n\nfrom analysis\._moved import moved\n\n'
     r'moved\(__name__, "((?:analysis|companions)\.[a-z_.]+)"(?:, callable_as="\w+")?\)\n$',

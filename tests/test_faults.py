@@ -131,7 +131,7 @@ KIT = textwrap.dedent(
             ck.save_file = save_file
             fit()
         elif mode == "kill-result-write":  # hang while result.json is half written in the entry's temp folder
-            import analysis.probing.base as pb
+            import analysis.probing.result as pb  # Result.save writes with atomic_write_json
             from analysis.core.io import to_jsonable
 
             real = pb.atomic_write_json
@@ -376,7 +376,7 @@ def test_read_only_cache_serves_hits_and_names_the_path_on_a_miss(kit, kit_dir, 
 
 
 def test_full_disk_during_result_write(kit, tmp_path, monkeypatch):
-    import analysis.probing.base as pb
+    import analysis.probing.result as pb  # Result.save writes with atomic_write_json
 
     def full_disk(path, *args, **kwargs):  # a few bytes into the temporary file, then no space
         def partial(tmp):

@@ -523,7 +523,7 @@ def test_prefix_key_bias_and_query_block_validation():
 def test_unwatched_large_attention_runs_in_row_blocks(monkeypatch):
     """Above AUTO_BLOCK_BYTES an unwatched forward computes attention in row blocks (causal blocks skip the
     keys they cannot see); it equals the watched whole-matrix forward to float64 rounding."""
-    import analysis.zoo.model as M
+    import analysis.zoo.attention as M  # where Attention reads AUTO_BLOCK_BYTES
     from analysis.zoo.hooks import run_with_cache
 
     cfg = ModelConfig(n_layers=2, d_model=16, n_heads=2, vocab_size=32, dtype="float64", pos="rope")
@@ -548,7 +548,7 @@ def test_unwatched_large_attention_runs_in_row_blocks(monkeypatch):
 def test_row_blocks_broadcast_a_key_padding_bias(monkeypatch):
     """A (B, 1, 1, T) bias (key padding, as for bidirectional models with padded batches) broadcasts over the
     rows of every block; it was once sliced like a (T, T) matrix, leaving later blocks an empty bias."""
-    import analysis.zoo.model as M
+    import analysis.zoo.attention as M  # where Attention reads AUTO_BLOCK_BYTES
 
     cfg = ModelConfig(n_layers=1, d_model=16, n_heads=2, vocab_size=32, dtype="float64", causal=False)
     model = TinyTransformer(cfg).eval()

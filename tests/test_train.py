@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from analysis.training import train as train_mod
+from analysis.training import train_run  # where train() looks up _train_loop and _deterministic
 from analysis.training.checkpoints import CheckpointCache
 from analysis.training.train import TrainConfig, lr_at, train
 from analysis.zoo.model import ModelConfig
@@ -261,7 +262,7 @@ def test_cache_miss_trains_then_hit_runs_no_update(tmp_path, monkeypatch):
         raise AssertionError("an optimiser step ran on a cache hit")
 
     monkeypatch.setattr(torch.optim.AdamW, "step", no_step)
-    monkeypatch.setattr(train_mod, "_train_loop", no_step)
+    monkeypatch.setattr(train_run, "_train_loop", no_step)
     second = run(cache=cache)
     assert second.from_cache and second.key == first.key
     assert not second.model.training
@@ -446,7 +447,7 @@ def test_snapshots_cached_and_missing_ones_retrained(tmp_path, monkeypatch):
     for k, v in _weights_after(20).items():
         assert torch.equal(more.snapshots[20][k], v), k
     assert_same_weights(first.model, more.model)
-    monkeypatch.setattr(train_mod, "_train_loop", lambda *a, **k: (_ for _ in ()).throw(AssertionError("trained")))
+    monkeypatch.setattr(train_run, "_train_loop", lambda *a, **k: (_ for _ in ()).throw(AssertionError("trained")))
     assert run(cache=cache, snapshots=(3, 12, 20)).from_cache
 
 
@@ -499,7 +500,7 @@ def test_no_kernel_reads_memory_it_did_not_write(monkeypatch, over):
         plain = train(model_cfg, ShiftTask(), cfg, cache=None, progress=False)
         assert torch.utils.deterministic.fill_uninitialized_memory  # the default is back after training
         with monkeypatch.context() as m:
-            m.setattr(train_mod, "_deterministic", _filling)
+            m.setattr(train_run, "_deterministic", _filling)
             filled = train(model_cfg, ShiftTask(), cfg, cache=None, progress=False)
         assert_same_weights(plain.model, filled.model)
         assert_same_history(plain.history, filled.history)
@@ -513,7 +514,7 @@ def test_the_fused_lsa_path_reads_no_memory_it_did_not_write(monkeypatch):
     task = P.NegYReadoutTask(P.regression_task(cfg), hide_query=True)
     tcfg = TrainConfig(steps=5, batch_size=32, lr=1e-2, optimizer="adam", grad_clip=0.0, seed=0)
     plain = train(P.model_config(cfg, 1), task, tcfg, cache=None, progress=False)
-    monkeypatch.setattr(train_mod, "_deterministic", _filling)
+    monkeypatch.setattr(train_run, "_deterministic", _filling)
     filled = train(P.model_config(cfg, 1), task, tcfg, cache=None, progress=False)
     assert_same_weights(plain.model, filled.model)
     assert_same_history(plain.history, filled.history)
