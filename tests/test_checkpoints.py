@@ -39,6 +39,8 @@ TRAIN_CHANGES = {
     "eval_batches": 2,
     "checkpoint_every": 3,
     "optimizer": "sgd",
+    "muon_lr": 0.01,
+    "muon_momentum": 0.9,
 }
 
 

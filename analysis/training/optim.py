@@ -12,7 +12,8 @@ warm-up. Weight decay is applied to every parameter with two or more dimensions 
 matrices, including the token/position embeddings and the read-out, as in nanoGPT) and never to
 vectors (norm gains, biases): decaying a gain pulls the normalised stream towards zero, which is a
 different model, not a regulariser. With ``optimizer="adamw"`` the decay is decoupled (Loshchilov &
-Hutter); with ``"adam"`` and ``"sgd"`` it is the classical L2 term added to the gradient.
+Hutter); with ``"adam"`` and ``"sgd"`` it is the classical L2 term added to the gradient; ``"muon"`` trains the
+blocks' matrices with Muon and the rest with AdamW (:mod:`analysis.training.muon`).
 Gradients are clipped by their global L2 norm when ``grad_clip > 0``; the recorded ``grad_norm`` is
 always the norm before clipping.
 """
@@ -39,7 +40,12 @@ def lr_at(step: int, cfg: TrainConfig) -> float:
 
 
 def make_optimizer(model: torch.nn.Module, cfg: TrainConfig) -> torch.optim.Optimizer:
-    """Two parameter groups, in ``named_parameters`` order: matrices (decayed) and vectors (not)."""
+    """Two parameter groups, in ``named_parameters`` order: matrices (decayed) and vectors (not); for ``"muon"``
+    the groups of :func:`analysis.training.muon.muon_optimizer`."""
+    if cfg.optimizer == "muon":
+        from analysis.training.muon import muon_optimizer
+
+        return muon_optimizer(model, cfg)
     decay = [p for _, p in model.named_parameters() if p.requires_grad and p.dim() >= 2]
     no_decay = [p for _, p in model.named_parameters() if p.requires_grad and p.dim() < 2]
     groups = [

@@ -23,7 +23,7 @@ from analysis.data.tasks import CorpusLM
 from analysis.zoo.model import ModelConfig, TinyTransformer
 
 Schedule = Literal["cosine", "constant"]
-Optimizer = Literal["adamw", "adam", "sgd"]
+Optimizer = Literal["adamw", "adam", "sgd", "muon"]
 SCHEDULES = typing.get_args(Schedule)
 OPTIMIZERS = typing.get_args(Optimizer)
 RESERVED_HISTORY = ("step", "loss", "lr", "grad_norm", "eval_step", "eval_loss")
@@ -66,13 +66,19 @@ class TrainConfig(BaseConfig):
         minimum=0,
     )
     checkpoint_every: int = param(0, "save a resumable partial state every this many updates; 0 = never", minimum=0)
-    optimizer: Optimizer = param("adamw", "adamw | adam | sgd")
+    optimizer: Optimizer = param(
+        "adamw", "adamw | adam | sgd | muon (Muon on the blocks' matrices, AdamW on the rest: analysis.training.muon)"
+    )
+    muon_lr: float = param(0.02, "peak learning rate of muon's matrices (the schedule's, times muon_lr / lr)",
+                           omit_at_default=True)  # fmt: skip
+    muon_momentum: float = param(0.95, "muon's Nesterov momentum", minimum=0.0, maximum=MAX_BETA, omit_at_default=True)
 
     def validate(self) -> None:
         """The field checks, then the strict bounds and the rules between fields."""
         super().validate()
         check_float("lr", self.lr, minimum=0.0, strict_minimum=True)
         check_float("eps", self.eps, minimum=0.0, strict_minimum=True)
+        check_float("muon_lr", self.muon_lr, minimum=0.0, strict_minimum=True)
         check_int("warmup_steps", self.warmup_steps, maximum=self.steps)
         if self.eval_every:
             check_int("eval_batches", self.eval_batches, minimum=1)
