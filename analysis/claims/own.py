@@ -292,9 +292,9 @@ def _read_declared(path: Path) -> dict[str, Any]:
     try:
         doc = json.loads(path.read_text())
         papers = [Paper(p["key"], p["summary"], tuple(p.get("aliases", ())), p.get("name", "")) for p in doc["papers"]]
-        for p in papers:  # the claims name them: registered first
+        for p in papers:  # the claims name them: registered first (refused when it contradicts a registration)
             if p.key not in PAPERS or p.key in USER_PAPERS:
-                USER_PAPERS[p.key] = PAPERS[p.key] = p
+                register_paper(p.key, p.summary, p.name)
         claims = [specs.ClaimSpec(**{**c, "looks": tuple(c.get("looks", ()))}) for c in doc["claims"]]
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise ValueError(f"{path}: not a readable declarations file ({type(e).__name__}: {e})") from None
