@@ -104,6 +104,9 @@ def test_key_changes_with_every_model_field():
         "k_interval_mode": "round",
         "mimetic_qk": (0.0, 1.0),
         "mimetic_vo": (0.0, 1.0),
+        "parameterisation": "mup",
+        "base_d_model": 16,
+        "depth_alpha": 1.0,
     }
     # fields only valid together with others: the extra changes that make the changed value valid
     needs = {
@@ -119,6 +122,9 @@ def test_key_changes_with_every_model_field():
         "loop_unit": {"loops": 2},
         "mimetic_qk": {"init": "mimetic"},
         "mimetic_vo": {"init": "mimetic"},
+        "base_d_model": {"parameterisation": "mup"},
+        "base_n_layers": {"parameterisation": "depth_mup"},
+        "depth_alpha": {"parameterisation": "depth_mup"},
     }
     base = checkpoint_key(MODEL, TASK, TRAIN, trainer_version=V)
     seen = set()

@@ -444,6 +444,26 @@ CAPS: dict[str, dict[str, Cap]] = {
         "persistent_batch": Cap(hi=2),
         "persistent_seeds": Cap(hi=3),
     },
+    # parameterisation: widths x mixers x 2 parameterisations x 2 optimizers x seeds first updates; trajectory
+    # widths x steps; depths x 3 runs x seeds; ns shapes x draws SVDs
+    "parameterisation": {
+        "widths": Cap(hi=64, max_len=2),
+        "base_d_model": Cap(hi=64),
+        "n_layers": Cap(hi=2),
+        "n_heads": Cap(hi=2),
+        "vocab_size": Cap(hi=80),
+        "seq_len": Cap(hi=6),
+        "mixers": Cap(max_len=1),
+        "width_seeds": Cap(hi=2),
+        "trajectory_widths": Cap(hi=64, max_len=2),
+        "trajectory_steps": Cap(hi=2),
+        "trajectory_batch": Cap(hi=2),
+        "depths": Cap(hi=4, max_len=2),
+        "depth_d_model": Cap(hi=16),
+        "depth_seeds": Cap(hi=2),
+        "ns_sizes": Cap(hi=32, max_len=2),
+        "ns_draws": Cap(hi=2),
+    },
 }
 
 DEFAULT_MAX_LEN = 4  # longest generated list of a field without a Cap.max_len

@@ -265,6 +265,16 @@ _PAPERS = (
         'Amsel, Yehudai and Bruna, "On the Benefits of Rank in Attention Layers": a nearest-neighbour target one full-rank head represents for any context length, but low-rank heads approximate only with a number of heads exponential in d; for short contexts depth lets low-rank attention approximate it',
         aliases=(),
     ),
+    Paper(
+        "003#17",
+        "muP for Gated DeltaNet: propagating coordinate sizes through the forward pass, the gates and the recurrent state gives scaling rules under which the learning rate transfers across widths under AdamW and SGD, where the standard parameterisation does not",
+        name="muP for Gated DeltaNet",
+    ),
+    Paper(
+        "004#16",
+        "Muon against AdamW: Muon orthogonalises its updates by a quintic Newton-Schulz iteration with coefficients (3.4445, -4.7750, 2.0315) and reaches the target loss with 48-52% of AdamW's training compute",
+        name="Muon against AdamW",
+    ),
     # papers outside the seed catalogue
     Paper(
         "dong2021",
@@ -294,6 +304,21 @@ _PAPERS = (
     Paper(
         "zhai2023",
         "Zhai et al. 2023, Stabilizing transformer training by preventing attention entropy collapse: attention entropy is bounded below in terms of the spectral norm of W_q W_k^T",
+    ),
+    Paper(
+        "yang2022",
+        "Yang et al. 2022, Tensor Programs V (muP, muTransfer): with per-layer initialisation, learning-rate and output multipliers (attention 1/d_head), every layer's activations and updates stay O(1) as the width grows, so hyperparameters tuned small transfer to wide models",
+        name="Yang et al. 2022, Tensor Programs V (muP)",
+    ),
+    Paper(
+        "yang2023",
+        "Yang et al. 2023, Tensor Programs VI (Depth-muP): residual branches times 1/sqrt(L) with matching learning rates keep feature learning and the update's effect O(1) as the depth grows",
+        name="Yang et al. 2023, Depth-muP",
+    ),
+    Paper(
+        "dey2025",
+        "Dey et al. 2025, CompleteP: residual branches times 1/L (alpha = 1) with depth-independent Adam learning rates transfer hyperparameters across depth and keep every layer learning",
+        name="Dey et al. 2025, CompleteP",
     ),
     Paper(
         "giorlandino2026",

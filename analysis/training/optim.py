@@ -25,6 +25,7 @@ import math
 import torch
 
 from analysis.training.train_config import TrainConfig
+from analysis.zoo.parameterisation import lr_multipliers
 
 
 def lr_at(step: int, cfg: TrainConfig) -> float:
@@ -39,19 +40,36 @@ def lr_at(step: int, cfg: TrainConfig) -> float:
     return lr_min + (cfg.lr - lr_min) * 0.5 * (1.0 + math.cos(math.pi * p))
 
 
+def set_lr(opt: torch.optim.Optimizer, lr: float) -> None:
+    """Every group of ``opt`` at ``lr``, times the group's ``lr_mult`` where it has one (muP's per-parameter rates)."""
+    for g in opt.param_groups:
+        g["lr"] = lr * g["lr_mult"] if "lr_mult" in g else lr
+
+
 def make_optimizer(model: torch.nn.Module, cfg: TrainConfig) -> torch.optim.Optimizer:
     """Two parameter groups, in ``named_parameters`` order: matrices (decayed) and vectors (not); for ``"muon"``
-    the groups of :func:`analysis.training.muon.muon_optimizer`."""
+    the groups of :func:`analysis.training.muon.muon_optimizer`. Under muP or depth-muP
+    (``ModelConfig.parameterisation``) each group also carries its ``lr_mult``
+    (:func:`analysis.zoo.parameterisation.lr_multipliers`), which the trainer multiplies the schedule's rate by."""
+    mults = lr_multipliers(model, cfg.optimizer)
     if cfg.optimizer == "muon":
         from analysis.training.muon import muon_optimizer
 
         return muon_optimizer(model, cfg)
-    decay = [p for _, p in model.named_parameters() if p.requires_grad and p.dim() >= 2]
-    no_decay = [p for _, p in model.named_parameters() if p.requires_grad and p.dim() < 2]
-    groups = [
-        {"params": decay, "weight_decay": cfg.weight_decay},
-        {"params": no_decay, "weight_decay": 0.0},
-    ]
+    named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+    if all(m == 1.0 for m in mults.values()):
+        groups = [
+            {"params": [p for _, p in named if p.dim() >= 2], "weight_decay": cfg.weight_decay},
+            {"params": [p for _, p in named if p.dim() < 2], "weight_decay": 0.0},
+        ]
+    else:  # muP / depth-muP: one group per (decayed?, multiplier), in order of first appearance
+        keyed: dict[tuple[bool, float], list] = {}
+        for n, p in named:
+            keyed.setdefault((p.dim() >= 2, mults[n]), []).append(p)
+        groups = [
+            {"params": ps, "weight_decay": cfg.weight_decay if decayed else 0.0, "lr_mult": m}
+            for (decayed, m), ps in keyed.items()
+        ]
     # foreach=False: the same per-parameter loop on every device, so the arithmetic is the same.
     if cfg.optimizer == "adamw":
         return torch.optim.AdamW(groups, lr=cfg.lr, betas=cfg.betas, eps=cfg.eps, foreach=False)

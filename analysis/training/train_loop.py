@@ -33,7 +33,7 @@ import torch
 
 from analysis.core.io import content_hash
 from analysis.core.progress import bar as progress_bar
-from analysis.training.optim import lr_at, make_optimizer
+from analysis.training.optim import lr_at, make_optimizer, set_lr
 from analysis.training.train_config import RESERVED_HISTORY, TrainConfig
 from analysis.training.train_state import _pack_state, _restore_partial
 from analysis.zoo.model import TinyTransformer
@@ -143,8 +143,7 @@ def _gradient_step(
     Returns ``(metrics, callback_metrics)``; the weights, the optimiser state and the history are unchanged.
     """
     lr = lr_at(step, cfg)
-    for g in opt.param_groups:
-        g["lr"] = lr
+    set_lr(opt, lr)
     x, y = task.sample(cfg.batch_size, gen, device=device, dtype=dtype)
     loss = training_loss(model, task, x, y)
     opt.zero_grad(set_to_none=True)

@@ -4,7 +4,7 @@ von Oswald et al.'s in-context regression trains one LSA layer (``attention="lin
 norm, MLP, positions, biases or read-out; identity read-in) on tokens ``e_1..e_N`` (context) and
 ``e_q`` (the query, last), with the query hidden as a key (a logit bias of -inf on the last column),
 and reads the prediction as minus the last coordinate of the query's output. Only that one number
-enters the loss, so the layer collapses to (row vectors, ``s = logit_scale * branch_scale``)
+enters the loss, so the layer collapses to (row vectors, ``s = logit_scale * branch_multiplier``)
 
     out_q[-1] = r e_q[-1] + s sum_{j <= N} (e_q W_q^T W_k e_j^T) (W_o[-1] W_v e_j^T)
               = r e_q[-1] + s sum_j (C_j . a) (C_j . u),   a = (e_q W_q^T) W_k,  u = W_o[-1] W_v
@@ -124,6 +124,6 @@ def query_readout_loss(model: Any, tokens: torch.Tensor, targets: torch.Tensor) 
         attn.W_k.weight,
         attn.W_v.weight,
         attn.W_o.weight,
-        float(cfg.scale * cfg.branch_scale),
+        float(cfg.scale * cfg.branch_multiplier),
         bool(cfg.attn_residual),
     )

@@ -41,6 +41,7 @@ KIntervalMode = Literal["interpolate", "round"]
 LoopUnit = Literal["stack", "block"]
 Positional = Literal["none", "learned", "rope"]
 InitScheme = Literal["fan_in", "gpt2", "mimetic"]
+Parameterisation = Literal["standard", "mup", "depth_mup"]
 DType = Literal["float64", "float32", "bfloat16", "float16"]
 
 NORM_PLACEMENTS = typing.get_args(NormPlacement)
@@ -52,6 +53,8 @@ ACTIVATIONS = typing.get_args(Activation)
 INPUTS = typing.get_args(InputKind)
 OUTPUTS = typing.get_args(OutputKind)
 INITS = typing.get_args(InitScheme)
+PARAMETERISATIONS = typing.get_args(Parameterisation)
+DEPTH_ALPHAS = (0.5, 1.0)  # depth_mup's branch exponents: 1/sqrt(L) (Depth-muP) and 1/L (CompleteP)
 DTYPES = {name: getattr(torch, name) for name in typing.get_args(DType)}  # "float64" -> torch.float64, ...
 
 
@@ -209,6 +212,25 @@ class ModelConfig(BaseConfig):
     mimetic_vo: tuple[float, float] = param(
         (0.4, 0.4), "mimetic init: (alpha', beta') of W_o W_v = alpha' Z' - beta' I", minimum=0.0, omit_at_default=True
     )
+    # --- width and depth parameterisation (added later; analysis/zoo/parameterisation.py) -----------
+    parameterisation: Parameterisation = param(
+        "standard",
+        "standard | mup (muP in width: read-out times base_d_model / d_model at its base-width init, attention "
+        "logits q.k / d_head scaled to equal the standard ones at the base width, gpt2 init stds times "
+        "sqrt(base fan-in / fan-in); the trainer's per-parameter learning rates) | depth_mup (mup, and every "
+        "residual branch times (base_n_layers / n_layers)^depth_alpha with the matching learning rates)",
+        omit_at_default=True,
+    )
+    base_d_model: int = param(
+        32, "mup, depth_mup: the width d0 at which the model is the standard one", minimum=1, omit_at_default=True
+    )
+    base_n_layers: int = param(
+        1, "depth_mup: the depth L0 at which the branches are not scaled", minimum=1, omit_at_default=True
+    )
+    depth_alpha: float = param(
+        0.5, "depth_mup: branch exponent alpha: 0.5 (1/sqrt(L), Depth-muP) | 1.0 (1/L, CompleteP)",
+        omit_at_default=True,
+    )  # fmt: skip
     dtype: DType = param("float32", "float64 | float32 | bfloat16 | float16")
     seed: int = param(0, "the initial weights are a function of this seed only", minimum=0)
 
@@ -247,6 +269,7 @@ class ModelConfig(BaseConfig):
             if self.init != "mimetic" and getattr(self, name) != defaults[name]:
                 raise ValueError(f"{name} is only used with init 'mimetic', got init={self.init!r}")
         self._validate_recurrent()
+        self._validate_parameterisation()
 
     def _validate_recurrent(self) -> None:
         """The recurrent mixer's fields are set only where they act (so no two keys name one model)."""
@@ -275,6 +298,28 @@ class ModelConfig(BaseConfig):
         if self.kv_shift and not self.causal:
             raise ValueError("kv_shift needs causal attention (k'_t mixes in k_(t-1), the past)")
 
+    def _validate_parameterisation(self) -> None:
+        """The base width and depth are set only where they act, and mup composes only with what it rescales."""
+        defaults = {s.name: s.default for s in self.field_specs()}
+        p = self.parameterisation
+        used = {"base_d_model": p != "standard", "base_n_layers": p == "depth_mup", "depth_alpha": p == "depth_mup"}
+        for name, acts in used.items():
+            if not acts and getattr(self, name) != defaults[name]:
+                raise ValueError(f"{name} is not used with parameterisation {p!r}")
+        if p == "standard":
+            return
+        if self.depth_alpha not in DEPTH_ALPHAS:
+            raise ValueError(f"depth_alpha must be one of {list(DEPTH_ALPHAS)}, got {self.depth_alpha!r}")
+        if self.init not in ("fan_in", "gpt2"):
+            raise ValueError(f"parameterisation {p!r} needs init 'fan_in' or 'gpt2', got init={self.init!r}")
+        if self.deepnorm:
+            raise ValueError(f"parameterisation {p!r} does not compose with deepnorm (both rescale the branches)")
+        if self.d_head is None and self.base_d_model % self.n_heads:
+            raise ValueError(
+                f"base_d_model must be divisible by n_heads, got base_d_model={self.base_d_model}, "
+                f"n_heads={self.n_heads}"
+            )
+
     # derived values ------------------------------------------------------------------------------
     @property
     def head_size(self) -> int:
@@ -285,8 +330,33 @@ class ModelConfig(BaseConfig):
         return 4 * self.d_model if self.d_mlp is None else self.d_mlp
 
     @property
+    def base_head_size(self) -> int:
+        """The head size at the base width (``head_size`` itself under the standard parameterisation)."""
+        if self.parameterisation == "standard" or self.d_head is not None:
+            return self.head_size
+        return self.base_d_model // self.n_heads
+
+    @property
     def scale(self) -> float:
-        return self.logit_scale if self.logit_scale is not None else 1.0 / math.sqrt(self.head_size)
+        """Multiplier of q.k: ``logit_scale`` or 1/sqrt(dh); under mup the base width's value times dh0 / dh
+        (1/d_head scaling, equal to the standard one at the base width)."""
+        base = self.logit_scale if self.logit_scale is not None else 1.0 / math.sqrt(self.base_head_size)
+        if self.parameterisation == "standard":
+            return base
+        return base * self.base_head_size / self.head_size
+
+    @property
+    def width_mult(self) -> float:
+        """d_model / base_d_model under mup and depth_mup (the read-out's divisor); 1 under standard."""
+        return 1.0 if self.parameterisation == "standard" else self.d_model / self.base_d_model
+
+    @property
+    def branch_multiplier(self) -> float:
+        """What every residual branch's output is multiplied by: ``branch_scale``, and under depth_mup times
+        (base_n_layers / n_layers)^depth_alpha."""
+        if self.parameterisation != "depth_mup":
+            return self.branch_scale
+        return self.branch_scale * (self.base_n_layers / max(self.n_layers, 1)) ** self.depth_alpha
 
     @property
     def torch_dtype(self) -> torch.dtype:

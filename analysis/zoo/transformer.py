@@ -2,7 +2,8 @@
 attention module (:func:`mimetic_heads`) and :class:`TinyTransformer`, whose weights are drawn from one generator
 seeded by ``ModelConfig.seed``, module by module in construction order.
 
-Residual block, written once for all placements (``s`` = ``branch_scale``, ``a`` = DeepNorm's alpha,
+Residual block, written once for all placements (``s`` = ``branch_multiplier``: ``branch_scale``, times depth_mup's
+(L0 / L)^alpha; ``a`` = DeepNorm's alpha,
 ``N`` = a norm, ``F`` = attention or MLP)::
 
     pre   x + s F(N(x))                 peri  x + s N_out(F(N(x)))
@@ -14,6 +15,7 @@ With a residual switched off the ``x`` (or ``a x``) term is dropped.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 
@@ -26,6 +28,7 @@ from analysis.zoo.attention_bias import layer_biases
 from analysis.zoo.hooks import HookPoint, name_hook_points
 from analysis.zoo.layers import MLP, Norm
 from analysis.zoo.model_config import ModelConfig
+from analysis.zoo.parameterisation import init_multiplier
 from analysis.zoo.recurrent import FORMS
 from analysis.zoo.recurrent_attention import RecurrentAttention
 
@@ -66,7 +69,8 @@ class Block(nn.Module):
         h = fn(n_in(x) if p in ("pre", "peri") else x)
         if p == "peri":
             h = n_out(h)
-        h = hook_out(c.branch_scale * h if c.branch_scale != 1.0 else h)
+        s = c.branch_multiplier
+        h = hook_out(s * h if s != 1.0 else h)
         if residual:
             h = (c.deepnorm_alpha * x if c.deepnorm else x) + h
         if p == "post":
@@ -201,6 +205,8 @@ class TinyTransformer(nn.Module):
                         std = c.init_std / (math.sqrt(2 * max(c.n_layers, 1)) if name.endswith(out_proj) else 1.0)
                     else:
                         std = 1.0 / math.sqrt(m.in_features)
+                    if c.parameterisation != "standard":
+                        std *= init_multiplier(c, name, m.in_features, self.base_shapes()[f"{name}.weight"][1])
                     if c.deepnorm and name.endswith(beta_names):
                         std *= c.deepnorm_beta
                     draw(m.weight, std)
@@ -214,6 +220,11 @@ class TinyTransformer(nn.Module):
                 for m in self.modules():
                     if isinstance(m, (Attention, RecurrentAttention)):
                         m.W_q.weight.zero_()
+
+    def base_shapes(self) -> dict[str, tuple[int, ...]]:
+        """Every parameter's shape in this model built at ``base_d_model`` (muP's base shapes,
+        :mod:`analysis.zoo.parameterisation`)."""
+        return base_shapes(self.config)
 
     # ---------------------------------------------------------------------------------------------
     @property
@@ -318,7 +329,23 @@ class TinyTransformer(nn.Module):
             x = self.ln_final(x)
         if c.output == "none":
             return x
+        if c.parameterisation != "standard":  # muP's read-out multiplier (analysis/zoo/parameterisation.py)
+            return self.head(x) / c.width_mult
         return self.head(x)  # (B, T, vocab) or (B, T, d_out)
 
     def _layer_biases(self, attn_bias) -> list[torch.Tensor | None]:
         return layer_biases(attn_bias, self.config.n_layers)
+
+
+@functools.cache
+def base_shapes(cfg: ModelConfig) -> dict[str, tuple[int, ...]]:
+    """Every parameter's shape in the model of ``cfg`` built at ``base_d_model`` under the standard parameterisation,
+    on the meta device (nothing is drawn): muP's base shapes (:mod:`analysis.zoo.parameterisation`)."""
+    defaults = {s.name: s.default for s in ModelConfig.field_specs()}
+    unset = {k: defaults[k] for k in ("parameterisation", "base_d_model", "base_n_layers", "depth_alpha")}
+    base = cfg.replace(**{**unset, "d_model": cfg.base_d_model})
+    with torch.device("meta"):
+        model = TinyTransformer.__new__(TinyTransformer)
+        nn.Module.__init__(model)
+        model._build(base, base.d_model)
+    return {n: tuple(p.shape) for n, p in model.named_parameters()}

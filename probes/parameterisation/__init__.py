@@ -1,0 +1,58 @@
+"""Width and depth as axes: muP and depth-muP's coordinate checks, and Muon's orthogonalisation.
+
+Theory: :mod:`analysis.theory.width` (the exponents), :mod:`analysis.theory.muon` (the Newton-Schulz map); the
+parameterisations themselves: :mod:`analysis.zoo.parameterisation` (``ModelConfig.parameterisation``: standard,
+mup, depth_mup, and the trainer's per-parameter learning rates).
+
+1. ``width``: models of every width in ``widths`` (softmax attention and Gated DeltaNet), standard and muP, one
+   sequence per seed: the sizes at initialisation (attention scores, branch outputs, logits) and every layer's own
+   update ``dW x`` after the first step of Adam and of SGD; their width exponents against the derived ones, the other
+   parameterisation's the alternative (seeds 003#17 and Yang et al. 2022).
+2. ``trajectory``: the coordinate-check figure, activation sizes over the first Adam steps, one line per width
+   (no claims).
+3. ``depth``: the same over depth: standard against depth-muP with alpha 1/2 (Depth-muP) and 1 (CompleteP): the
+   branches' sum at initialisation, one block's first update and the final stream's change against ``L``.
+4. ``newton_schulz``: Muon's iteration on Gaussian matrices against the closed form of its singular-value map, and the
+   band ``[m, M]`` every singular value above the entry threshold lands in (seed 004#16).
+
+Learning-rate transfer over width (003#17's «stable learning-rate transfer across model widths under both AdamW and
+SGD») and Muon against AdamW in steps to a target loss are trained experiments still to come.
+"""
+
+from __future__ import annotations
+
+from analysis.probing.parts import part_of, probe_functions
+from probes.parameterisation import (
+    declarations,  # noqa: F401  (registers the declared claims)
+    depth,
+    newton_schulz,
+    trajectory,
+    width,
+)
+from probes.parameterisation.config import DEPTH_RUNS, MIXER, MIXERS, OPTIMIZERS, WIDTH_PARAMETERISATIONS, Config
+
+NAME = "parameterisation"
+DESCRIPTION = "muP and depth-muP coordinate checks (Adam, SGD; softmax, Gated DeltaNet) and Muon's Newton-Schulz map."
+VERSION = "1"
+REQUIRES = None  # builds its own models
+
+PARTS = tuple(part_of(m) for m in (width, trajectory, depth, newton_schulz))
+
+# one torch thread: the models are tiny (fastest, and it fixes the reduction order)
+run, check_claims = probe_functions(NAME, PARTS, threads=1)
+
+__all__ = [
+    "DEPTH_RUNS",
+    "DESCRIPTION",
+    "MIXER",
+    "MIXERS",
+    "NAME",
+    "OPTIMIZERS",
+    "PARTS",
+    "REQUIRES",
+    "VERSION",
+    "WIDTH_PARAMETERISATIONS",
+    "Config",
+    "check_claims",
+    "run",
+]

@@ -1,0 +1,105 @@
+"""The configuration of the parameterisation probe and the constants its parts share."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from analysis.probing.base import MAX_SEED, ProbeConfig, param, replicates_param
+
+MIXERS = ("softmax", "gated_delta")
+MIXER = {  # ModelConfig fields of each token mixer (gated_delta: Gated DeltaNet, unit q and k, gated decay)
+    "softmax": {"attention": "softmax", "causal": False},
+    "gated_delta": {"attention": "recurrent", "write_rule": "delta", "decay": "gated"},
+}
+OPTIMIZERS = ("adam", "sgd")
+WIDTH_PARAMETERISATIONS = ("standard", "mup")
+# the depth check's parameterisations: name -> (ModelConfig.parameterisation, depth_alpha)
+DEPTH_RUNS = {
+    "standard": ("standard", 0.5),
+    "depth_mup_sqrt": ("depth_mup", 0.5),
+    "depth_mup_complete": ("depth_mup", 1.0),
+}
+SEED_GDN = "003#17"  # muP for Gated DeltaNet
+PAPER_MUP = "yang2022"  # Tensor Programs V: muP and muTransfer
+PAPER_DEPTH = {"depth_mup_sqrt": "yang2023", "depth_mup_complete": "dey2025"}
+SEED_MUON = "004#16"
+SOURCE = "analysis/theory/width.py"
+MUON_SOURCE = "analysis/theory/muon.py"
+MAX_LR = 10.0
+
+
+def _increasing(name: str, values: tuple) -> None:
+    if any(b <= a for a, b in zip(values, values[1:], strict=False)):
+        raise ValueError(f"{name} must be strictly increasing, got {list(values)}")
+
+
+@dataclass(frozen=True)
+class Config(ProbeConfig):
+    SMOKE = {
+        "widths": (32, 64, 128),
+        "mixers": ("softmax",),
+        "trajectory_widths": (32, 128),
+        "trajectory_steps": 3,
+        "depths": (2, 4, 8),
+        "ns_draws": 4,
+    }
+
+    # --- the width check (coordinate check) ----------------------------------------------------------------------
+    widths: tuple[int, ...] = param(
+        (32, 64, 128, 256, 512),
+        "widths d_model of the coordinate check, strictly increasing, at least two (an exponent is a slope)",
+        minimum=8,
+        maximum=2048,
+        min_len=2,
+    )
+    base_d_model: int = param(32, "muP's base width d0 (the model is the standard one there)", minimum=8, maximum=2048)
+    n_layers: int = param(2, "blocks of the width check's models", minimum=1, maximum=8)
+    n_heads: int = param(4, "heads per layer (must divide every width and base_d_model)", minimum=1, maximum=16)
+    vocab_size: int = param(64, "token vocabulary", minimum=2, maximum=4096)
+    seq_len: int = param(
+        4, "positions of the one sequence the first update is taken on (few: the exponents are asymptotic)", minimum=2,
+        maximum=256,
+    )  # fmt: skip
+    mixers: tuple[str, ...] = param(MIXERS, "token mixers checked", choices=MIXERS)
+    adam_lr: float = param(1e-3, "Adam's learning rate (at the base width)", minimum=1e-8, maximum=MAX_LR)
+    sgd_lr: float = param(0.1, "SGD's learning rate (at the base width)", minimum=1e-8, maximum=MAX_LR)
+    width_seeds: int = replicates_param("models and sequences per width")
+    # --- the coordinate-check figure: activation sizes over the first Adam steps -----------------------------------
+    trajectory_widths: tuple[int, ...] = param(
+        (32, 64, 128, 256, 512), "widths of the figure's curves (increasing)", minimum=8, maximum=2048
+    )
+    trajectory_steps: int = param(10, "Adam steps the figure follows", minimum=1, maximum=200)
+    trajectory_lr: float = param(0.01, "Adam's learning rate of the figure (at the base width)", minimum=1e-8,
+                                 maximum=MAX_LR)  # fmt: skip
+    trajectory_batch: int = param(8, "sequences of length seq_len x 8 per step", minimum=1, maximum=256)
+    # --- the depth check -------------------------------------------------------------------------------------------
+    depths: tuple[int, ...] = param(
+        (2, 4, 8, 16, 32), "depths n_layers of the depth check, strictly increasing, at least two", minimum=1,
+        maximum=128, min_len=2,
+    )  # fmt: skip
+    depth_d_model: int = param(64, "width of the depth check's models", minimum=8, maximum=1024)
+    depth_lr: float = param(1e-4, "Adam's learning rate of the depth check (small: the stream's change is linear)",
+                            minimum=1e-8, maximum=MAX_LR)  # fmt: skip
+    depth_seeds: int = replicates_param("models and sequences per depth")
+    # --- Muon's Newton-Schulz map ---------------------------------------------------------------------------------
+    ns_sizes: tuple[int, ...] = param(
+        (64, 256), "matrix sizes of the Newton-Schulz check: every (rows, cols) pair of them", minimum=2, maximum=2048
+    )
+    ns_draws: int = param(16, "Gaussian matrices per shape", minimum=1, maximum=1000)
+    seed: int = param(
+        0,
+        "seed of the models, sequences and matrices (replicate i: replicate_seed(seed, i))",
+        minimum=0,
+        maximum=MAX_SEED,
+    )
+
+    def validate(self) -> None:
+        super().validate()
+        for name in ("widths", "trajectory_widths", "depths"):
+            _increasing(name, getattr(self, name))
+        for name in ("widths", "trajectory_widths"):
+            for d in (*getattr(self, name), self.base_d_model):
+                if d % self.n_heads:
+                    raise ValueError(f"n_heads must divide every width in {name} and base_d_model, got {d}")
+        if self.depth_d_model % self.n_heads:
+            raise ValueError(f"n_heads must divide depth_d_model, got {self.depth_d_model}")

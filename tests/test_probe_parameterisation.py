@@ -1,0 +1,132 @@
+"""The parameterisation probe: the smoke run's claims, planted results that must pass and fail, and bad input."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from analysis.claims.ledger import Ledger
+from analysis.theory import width as th
+from probes import parameterisation as pz
+from probes.parameterisation import depth, newton_schulz, width
+from probes.parameterisation.measure import layer_class
+
+
+@pytest.fixture(scope="module")
+def smoke(smoke_result):
+    return smoke_result("parameterisation")
+
+
+def test_smoke_claims_and_the_exponents_wait_for_full(smoke):
+    by = {c.name: c for c in smoke.checks}
+    assert by["newton_schulz_singular_value_map"].status == "pass"
+    assert by["newton_schulz_band_low"].verdict == by["newton_schulz_band_high"].verdict == "agrees"
+    exponents = [c for c in smoke.checks if c.name.startswith(("own_update", "init_exponent", "depth_exponent"))]
+    assert exponents and all(c.status == "not_evaluated" for c in exponents)
+    # a claim for every layer whose two derived exponents differ, and none where they agree
+    for opt in pz.OPTIMIZERS:
+        for layer in th.MIXER_LAYERS["softmax"]:
+            differ = th.own_update_exponent(layer, opt, "standard") != th.own_update_exponent(layer, opt, "mup")
+            assert (f"own_update_exponent_softmax_{opt}_mup_{layer}" in by) == differ
+
+
+def _planted(r, exponent_of):
+    """The smoke result with every own update and init size a power law of the width, exponent_of(mixer, opt, p,
+    layer or quantity)."""
+    data = r.data.copy(deep=True)
+    widths = np.asarray(r.config.widths, dtype=np.float64)
+    spread = np.linspace(0.99, 1.01, data.sizes["width_seed"])
+    own = data["own_update"]
+    for mixer in own.mixer.values:
+        for p in own.parameterisation.values:
+            for layer in th.MIXER_LAYERS[mixer]:
+                for opt in own.optimizer.values:
+                    e = exponent_of(mixer, opt, p, layer)
+                    own.loc[dict(mixer=mixer, optimizer=opt, parameterisation=p, layer=layer)] = (
+                        widths[:, None] ** e * spread
+                    )
+            for q in data["init_size"].init_quantity.values:
+                e = exponent_of(mixer, "init", p, q)
+                data["init_size"].loc[dict(mixer=mixer, parameterisation=p, init_quantity=q)] = (
+                    widths[:, None] ** e * spread
+                )
+    return dataclasses.replace(r, data=data)
+
+
+def _derived(mixer, opt, p, what):
+    if opt == "init":
+        return th.init_exponent(what, p, mixer) if (mixer == "softmax" or what != "attn_scores") else 0.0
+    return th.own_update_exponent(what, opt, p, mixer)
+
+
+def test_width_claims_pass_on_the_derived_laws_and_fail_on_the_alternatives(smoke):
+    led = Ledger("parameterisation", preset="full")
+    width.claims(led, (_planted(smoke, _derived),))
+    names = [c.name for c in led.claims]
+    assert names and all(c.status == "pass" for c in led.claims), [(c.name, c.measured) for c in led.claims]
+
+    def swapped(mixer, opt, p, what):
+        return _derived(mixer, opt, "mup" if p == "standard" else "standard", what)
+
+    led = Ledger("parameterisation", preset="full")
+    width.claims(led, (_planted(smoke, swapped),))
+    gdn_branch = {c.name for c in led.claims if c.name.endswith("_attn_out")}  # its alternative is softmax's, not muP's
+    assert all(c.status == "fail" for c in led.claims if c.name not in gdn_branch)
+
+
+def test_depth_claims_pass_on_the_derived_laws_and_fail_on_the_alternatives(smoke):
+    data = smoke.data.copy(deep=True)
+    L = np.asarray(smoke.config.depths, dtype=np.float64)
+    spread = np.linspace(0.99, 1.01, data.sizes["depth_seed"])
+    for run in pz.DEPTH_RUNS:
+        for q in depth.QUANTITIES:
+            data["depth_size"].loc[dict(depth_run=run, depth_quantity=q)] = (
+                L[:, None] ** depth.depth_exponent(run, q) * spread
+            )
+    led = Ledger("parameterisation", preset="full")
+    depth.claims(led, (dataclasses.replace(smoke, data=data),))
+    assert all(c.verdict == "agrees" for c in led.claims), [(c.name, c.measured) for c in led.claims]
+    for run in pz.DEPTH_RUNS:  # every run planted as the other scaling
+        other = "depth_mup_sqrt" if run == "standard" else "standard"
+        for q in depth.QUANTITIES:
+            data["depth_size"].loc[dict(depth_run=run, depth_quantity=q)] = (
+                L[:, None] ** depth.depth_exponent(other, q) * spread
+            )
+    led = Ledger("parameterisation", preset="full")
+    depth.claims(led, (dataclasses.replace(smoke, data=data),))
+    assert all(c.verdict == "disagrees" for c in led.claims), [(c.name, c.status) for c in led.claims]
+
+
+def test_newton_schulz_claims_fail_when_the_map_is_not_phi5(smoke):
+    data = smoke.data.copy(deep=True)
+    data["ns_out"].values[:] = data["ns_out"].values * 1.3  # outside the band and off the closed form
+    led = Ledger("parameterisation", preset="full")
+    newton_schulz.claims(led, (dataclasses.replace(smoke, data=data),))
+    assert led["newton_schulz_singular_value_map"].status == "fail"
+    assert led["newton_schulz_band_high"].verdict == "disagrees"
+
+
+def test_every_measured_module_has_a_layer_class():
+    from analysis.zoo.model import TinyTransformer
+
+    model = TinyTransformer(width.model_config(pz.Config.preset("smoke"), "gated_delta", "mup", 64, 0))
+    linear = [n for n, m in model.named_modules() if type(m).__name__ in ("Linear", "Embedding")]
+    assert {layer_class(n) for n in linear} == {"embed", "qk", "v", "o", "gate", "mlp", "readout"}
+
+
+@pytest.mark.parametrize(
+    ("over", "match"),
+    [
+        ({"widths": (64,)}, "widths"),
+        ({"widths": (64, 32)}, "widths must be strictly increasing"),
+        ({"depths": (4, 4)}, "depths"),
+        ({"n_heads": 3}, "n_heads"),
+        ({"mixers": ("mamba",)}, "mixers"),
+        ({"ns_sizes": (1,)}, "ns_sizes"),
+    ],
+)
+def test_bad_input_names_its_field(over, match):
+    with pytest.raises(ValueError, match=match):
+        pz.Config.preset("smoke", **over)
