@@ -687,6 +687,7 @@ def bench_explorers() -> dict:
         "relay": (probe_explorers.explore_relay("smoke", static=True), {"L": 4}),
         "rank_collapse": (probe_explorers.explore_rank_collapse("smoke", static=True), {"mask": "causal"}),
         "collapse": (probe_explorers.explore_collapse("smoke", static=True), {"alpha": 0.5}),
+        "parameterisation": (probe_explorers.explore_parameterisation("smoke", static=True), {"optimizer": "sgd"}),
     }
     return {
         name: timeit(lambda ex=ex, over=over: ex.png(**over), repeats=5, warmup=1) for name, (ex, over) in made.items()

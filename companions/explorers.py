@@ -3,8 +3,8 @@
 Each one reads one probe result through :func:`probes.cached_run`: the full preset's when it is already in the
 cache (after ``make figures`` or a full notebook run), otherwise the smoke preset's (computed once, in
 seconds, then cached). A knob change never runs the probe: it re-evaluates the closed forms and re-selects
-the cached arrays. The compute functions (``relay_view``, ``rank_collapse_view``, ``collapse_view``) take the
-result's Dataset and are tested in ``tests/test_explorers.py``.
+the cached arrays. The compute functions (``relay_view``, ``rank_collapse_view``, ``collapse_view``,
+``parameterisation_view``) take the result's Dataset and are tested in ``tests/test_explorers.py``.
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from analysis.notebook.plotting import BLUE, CYCLE, NORM_COLORS, VERMILLION, the
 from analysis.probing.base import Result, cache_key, results_cache_dir
 from analysis.theory import representational_collapse as th_rc
 from analysis.theory import signal_propagation as th_sp
-from probes import cached_run, prompt_forgetting, representational_collapse, signal_propagation
+from analysis.theory import width as th_width
+from probes import cached_run, parameterisation, prompt_forgetting, representational_collapse, signal_propagation
 
 
 def cached_result(module, preset: str | None = None) -> Result:
@@ -196,3 +197,83 @@ def explore_collapse(preset: str | None = None, static: bool | None = None) -> e
         ex.Slider("alpha", "decay exponent α", 0.1, 2.0, 0.01, round(min(max(fitted, 0.1), 2.0), 2)),
     ]
     return ex.Explorer("Representational collapse", controls, render, static)
+
+
+# ----------------------------------------------------------------------------------------------
+# parameterisation: every layer's first update against width, standard or muP, beside the derived slopes
+# ----------------------------------------------------------------------------------------------
+def parameterisation_view(data: xr.Dataset, mixer: str, optimizer: str, parameterisation: str, width: int) -> dict:
+    """Per layer of ``mixer``: the mean over seeds of its own first-update RMS against width under
+    ``parameterisation`` (``sizes``), the derived power law through the geometric mean (``laws``, exponents in
+    ``exponents``), and at ``width`` each layer's size under both parameterisations (``at_width``)."""
+    check_choice("mixer", mixer, tuple(str(m) for m in data.mixer.values))
+    check_choice("optimizer", optimizer, tuple(str(o) for o in data.optimizer.values))
+    check_choice("parameterisation", parameterisation, tuple(str(p) for p in data.parameterisation.values))
+    widths = data["width"].values.astype(float)
+    check_choice("width", width, tuple(int(w) for w in widths))
+    own = data["own_update"].sel(mixer=mixer, optimizer=optimizer).mean("width_seed")
+    layers = th_width.MIXER_LAYERS[mixer]
+    sizes, laws, exponents = {}, {}, {}
+    for layer in layers:
+        y = own.sel(parameterisation=parameterisation, layer=layer).values
+        e = th_width.own_update_exponent(layer, optimizer, parameterisation, mixer)
+        centre = np.exp(np.log(y).mean())
+        sizes[layer], exponents[layer] = y, e
+        laws[layer] = centre * (widths / np.exp(np.log(widths).mean())) ** e
+    at_width = {
+        str(p): own.sel(parameterisation=p, width=width).sel(layer=list(layers)).values
+        for p in own.parameterisation.values
+    }
+    return {
+        "widths": widths,
+        "layers": layers,
+        "sizes": sizes,
+        "laws": laws,
+        "exponents": exponents,
+        "at_width": at_width,
+    }
+
+
+def explore_parameterisation(preset: str | None = None, static: bool | None = None) -> ex.Explorer:
+    """Switch the parameterisation, the optimizer, the mixer and the width: each layer's own first update against
+    width beside its derived slope, and at one width the layers under standard and muP side by side."""
+    result = cached_result(parameterisation, preset)
+    d = result.data
+    widths = tuple(int(w) for w in d["width"].values)
+
+    def render(mixer: str, optimizer: str, parameterisation: str, width: int):
+        v = parameterisation_view(d, mixer, optimizer, parameterisation, width)
+        fig, (ax, ax2) = plt.subplots(1, 2, figsize=ex.FIGSIZE, constrained_layout=True)
+        for k, layer in enumerate(v["layers"]):
+            color = CYCLE[k % len(CYCLE)]
+            ax.plot(
+                v["widths"], v["sizes"][layer], "o", ms=3, color=color, label=f"{layer} ({v['exponents'][layer]:+g})"
+            )
+            ax.plot(v["widths"], v["laws"][layer], "--", color=color, lw=0.8)
+        ax.axvline(width, color="grey", lw=0.6, ls=":")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("width d_model")
+        ax.set_ylabel("RMS of the own first update dW x")
+        ax.legend(fontsize=5, title="layer (derived exponent)", title_fontsize=5)
+        x = np.arange(len(v["layers"]))
+        for j, (p, color) in enumerate(zip(v["at_width"], (VERMILLION, BLUE), strict=False)):
+            ax2.bar(x + (j - 0.5) * 0.4, v["at_width"][p], width=0.4, color=color, label=p)
+        ax2.set_xticks(x, v["layers"], fontsize=6)
+        ax2.set_yscale("log")
+        ax2.set_title(f"d = {width}", fontsize=7)
+        ax2.legend(fontsize=6)
+        ratio = float(np.exp(np.mean(np.log(v["at_width"]["standard"] / v["at_width"]["mup"]))))
+        return fig, (
+            f"{mixer}, {optimizer}, {parameterisation}: dashed lines are the derived exponents; at d = {width} the "
+            f"standard updates are {ratio:.3g} times muP's (geometric mean over layers; "
+            f"{result.config.preset_name} preset)"
+        )
+
+    controls = [
+        ex.Choice("mixer", "mixer", tuple(str(m) for m in d.mixer.values), str(d.mixer.values[0])),
+        ex.Choice("optimizer", "optimizer", tuple(str(o) for o in d.optimizer.values), "adam"),
+        ex.Choice("parameterisation", "parameterisation", tuple(str(p) for p in d.parameterisation.values), "mup"),
+        ex.Choice("width", "width", widths, widths[-1]),
+    ]
+    return ex.Explorer("Width parameterisations", controls, render, static)

@@ -114,7 +114,7 @@ def test_memory_slots_explorer_renders():
 def smoke():
     return {
         name: probes.cached_run(name, probes.get(name).Config.preset("smoke"), progress=False)
-        for name in ("prompt_forgetting", "signal_propagation", "representational_collapse")
+        for name in ("prompt_forgetting", "signal_propagation", "representational_collapse", "parameterisation")
     }
 
 
@@ -152,6 +152,22 @@ def test_collapse_view_reproduces_the_probes_extrapolation(smoke):
     )
 
 
+def test_parameterisation_view_puts_the_measured_updates_beside_the_derived_slopes(smoke):
+    from analysis.theory import width as th_width
+
+    data = smoke["parameterisation"].data
+    width = int(data.width.values[-1])
+    v = pe.parameterisation_view(data, "softmax", "adam", "mup", width)
+    own = data["own_update"].sel(mixer="softmax", optimizer="adam")
+    for layer in v["layers"]:
+        np.testing.assert_allclose(v["sizes"][layer], own.sel(parameterisation="mup", layer=layer).mean("width_seed"))
+        slope = np.polyfit(np.log(v["widths"]), np.log(v["laws"][layer]), 1)[0]
+        assert slope == pytest.approx(th_width.own_update_exponent(layer, "adam", "mup", "softmax"), abs=1e-12)
+    assert set(v["at_width"]) == {"standard", "mup"} and len(v["at_width"]["mup"]) == len(v["layers"])
+    with pytest.raises(ValueError, match="width"):
+        pe.parameterisation_view(data, "softmax", "adam", "mup", 3)
+
+
 # ---------------------------------------------------------------------------------------------- explorer plumbing
 def test_static_outside_a_kernel_and_under_workbench_static(monkeypatch):
     assert ex.is_static()  # pytest is no kernel
@@ -180,7 +196,9 @@ def test_widget_change_redraws():
     assert e.values["kernel"] == "ssmax" and bytes(image.value) != bytes(before) and bytes(image.value).startswith(PNG)
 
 
-@pytest.mark.parametrize("make", [pe.explore_relay, pe.explore_rank_collapse, pe.explore_collapse])
+@pytest.mark.parametrize(
+    "make", [pe.explore_relay, pe.explore_rank_collapse, pe.explore_collapse, pe.explore_parameterisation]
+)
 def test_cached_explorers_render(make):
     data, text = make("smoke", static=True).png()
     assert data.startswith(PNG) and "smoke preset" in text
