@@ -130,3 +130,67 @@ def test_every_measured_module_has_a_layer_class():
 def test_bad_input_names_its_field(over, match):
     with pytest.raises(ValueError, match=match):
         pz.Config.preset("smoke", **over)
+
+
+def test_optimal_lr_is_the_parabolas_vertex_inside_the_grid():
+    from probes.parameterisation.transfer import optimal_lr
+
+    lrs = 2.0 ** np.arange(-8, -3)  # log2: -8 .. -4
+    log_opt, edge = optimal_lr(lrs, (np.log2(lrs) + 5.7) ** 2 + 2.0)
+    assert log_opt == pytest.approx(-5.7) and not edge
+    losses = (np.log2(lrs) + 4.2) ** 2
+    assert optimal_lr(lrs, losses) == (-4.0, True)  # the best is the last rate: the optimum may lie beyond
+    diverged = np.array([3.0, 2.5, 2.0, np.nan, np.nan])
+    assert optimal_lr(lrs, diverged) == (-6.0, False)  # a diverged neighbour: the best grid point, bracketed
+    assert np.isnan(optimal_lr(lrs, np.full(5, np.nan))[0])
+
+
+def _planted_transfer(r, centre):
+    """The smoke result with every training's loss (log2 lr - centre(p, d))^2 + 2."""
+    data = r.data.copy(deep=True)
+    loss = data["transfer_loss"]
+    for run in loss.transfer_run.values:
+        lrs = data["transfer_lr"].sel(transfer_run=run).values
+        for p in loss.parameterisation.values:
+            for d in loss.transfer_width.values:
+                values = (np.log2(lrs) - centre(str(p), float(d))) ** 2 + 2.0
+                spread = np.linspace(0.0, 0.01, loss.sizes["transfer_seed"])
+                loss.loc[dict(transfer_run=run, parameterisation=p, transfer_width=d)] = values[:, None] + spread[
+                    None, :
+                ] * np.log2(d)
+    return dataclasses.replace(r, data=data)
+
+
+def test_transfer_claims_follow_the_optima(smoke):
+    from probes.parameterisation import transfer
+
+    lrs = np.log2(smoke.data["transfer_lr"].values[0])
+    mid = float(lrs[1])  # the optimum inside the grid
+
+    def transfers(p, d):  # muP's optimum fixed, the standard one's falling like 1/d
+        return mid if p == "mup" else mid + 0.5 - 1.0 * np.log2(d / 16)
+
+    led = Ledger("parameterisation", preset="full")
+    transfer.claims(led, (_planted_transfer(smoke, transfers),))
+    by = {c.name: c for c in led.claims}
+    assert by["lr_transfer_softmax_adam_optimum_inside_grid"].passed
+    assert by["lr_transfer_softmax_adam_mup_drift"].verdict == "agrees", by["lr_transfer_softmax_adam_mup_drift"].line()
+    assert by["lr_transfer_softmax_adam_standard_drift"].verdict == "agrees"
+
+    def swapped(p, d):
+        return transfers("mup" if p == "standard" else "standard", d)
+
+    led = Ledger("parameterisation", preset="full")
+    transfer.claims(led, (_planted_transfer(smoke, swapped),))
+    by = {c.name: c for c in led.claims}
+    assert by["lr_transfer_softmax_adam_mup_drift"].verdict == "disagrees"
+    # a standard optimum that does not move is the sign claim's alternative: no fall shown
+    assert by["lr_transfer_softmax_adam_standard_drift"].verdict in ("undecided", "disagrees")
+    assert not by["lr_transfer_softmax_adam_standard_drift"].passed
+
+    def outside(p, d):
+        return float(lrs[-1]) + 3.0
+
+    led = Ledger("parameterisation", preset="full")
+    transfer.claims(led, (_planted_transfer(smoke, outside),))
+    assert led["lr_transfer_softmax_adam_mup_drift"].verdict == "out_of_scope"

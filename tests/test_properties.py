@@ -445,7 +445,7 @@ CAPS: dict[str, dict[str, Cap]] = {
         "persistent_seeds": Cap(hi=3),
     },
     # parameterisation: widths x mixers x 2 parameterisations x 2 optimizers x seeds first updates; trajectory
-    # widths x steps; depths x 3 runs x seeds; ns shapes x draws SVDs
+    # widths x steps; depths x 3 runs x seeds; ns shapes x draws SVDs; transfer runs x widths x rates x seeds trainings
     "parameterisation": {
         "widths": Cap(hi=64, max_len=2),
         "base_d_model": Cap(hi=64),
@@ -463,6 +463,13 @@ CAPS: dict[str, dict[str, Cap]] = {
         "depth_seeds": Cap(hi=2),
         "ns_sizes": Cap(hi=32, max_len=2),
         "ns_draws": Cap(hi=2),
+        "transfer_runs": Cap(max_len=1),
+        "transfer_widths": Cap(hi=32, max_len=2),
+        "transfer_adam_lrs": Cap(max_len=3),
+        "transfer_sgd_lrs": Cap(max_len=3),
+        "transfer_steps": Cap(hi=3),
+        "transfer_batch": Cap(hi=2),
+        "transfer_seeds": Cap(hi=2),
     },
 }
 

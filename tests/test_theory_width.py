@@ -80,3 +80,15 @@ def test_a_branch_sum_of_uncorrelated_branches_grows_like_root_L():
 def test_bad_names_are_refused(call, named):
     with pytest.raises(ValueError, match=named):
         call()
+
+
+@pytest.mark.parametrize("mixer", th.MIXERS)
+@pytest.mark.parametrize("optimizer", th.OPTIMIZERS)
+def test_the_optimal_rate_drifts_only_where_some_layer_grows(mixer, optimizer):
+    """muP's defining property: no layer's first update grows with width, so its optimal rate does not drift; under
+    the standard parameterisation the fastest layer's exponent sets the drift."""
+    for p in th.PARAMETERISATIONS:
+        fastest = max(th.own_update_exponent(layer, optimizer, p, mixer) for layer in th.MIXER_LAYERS[mixer])
+        assert th.lr_drift(optimizer, p, mixer) == -fastest
+    assert th.lr_drift(optimizer, "mup", mixer) == 0.0
+    assert th.lr_drift(optimizer, "standard", mixer) < 0.0

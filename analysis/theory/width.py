@@ -184,6 +184,14 @@ def stream_update_exponent(parameterisation: str) -> float:
     return 1.0 + block_update_exponent(parameterisation)
 
 
+def lr_drift(optimizer: str, parameterisation: str, mixer: str = "softmax") -> float:
+    """Width exponent of the largest learning rate at which no layer's first update grows with width: minus the
+    largest own-update exponent at a fixed rate (:func:`own_update_exponent`), the drift of the loss-optimal rate
+    when the fastest-growing layer limits it (standard: -1, every fan-in-growing layer moving by lr d; mup: 0)."""
+    _check("mixer", mixer, MIXERS)
+    return 0.0 - max(own_update_exponent(layer, optimizer, parameterisation, mixer) for layer in MIXER_LAYERS[mixer])
+
+
 def fan_in_correlation(d: int, batch: int, n_draws: int, rng) -> float:
     """Monte Carlo of the premise of the Adam rows: ``E|sum_j sign(G_ij) x_j| / d`` for ``G = sum_b delta_b x_b^T``
     with ``x`` the first of ``batch`` i.i.d. standard normal inputs and ``delta`` standard normal: a number that does

@@ -12,11 +12,13 @@ mup, depth_mup, and the trainer's per-parameter learning rates).
    (no claims).
 3. ``depth``: the same over depth: standard against depth-muP with alpha 1/2 (Depth-muP) and 1 (CompleteP): the
    branches' sum at initialisation, one block's first update and the final stream's change against ``L``.
-4. ``newton_schulz``: Muon's iteration on Gaussian matrices against the closed form of its singular-value map, and the
+4. ``transfer``: learning-rate transfer (003#17): a 2-layer character LM per width and learning rate, standard and
+   muP, Adam and SGD, softmax attention and Gated DeltaNet: the loss-optimal rate's drift with width, 0 under muP
+   (the alternative: the standard parameterisation's derived -1) and below 0 under the standard one.
+5. ``newton_schulz``: Muon's iteration on Gaussian matrices against the closed form of its singular-value map, and the
    band ``[m, M]`` every singular value above the entry threshold lands in (seed 004#16).
 
-Learning-rate transfer over width (003#17's «stable learning-rate transfer across model widths under both AdamW and
-SGD») and Muon against AdamW in steps to a target loss are trained experiments still to come.
+Muon against AdamW in steps to a target loss is a trained experiment still to come.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from probes.parameterisation import (
     depth,
     newton_schulz,
     trajectory,
+    transfer,
     width,
 )
 from probes.parameterisation.config import DEPTH_RUNS, MIXER, MIXERS, OPTIMIZERS, WIDTH_PARAMETERISATIONS, Config
@@ -36,7 +39,7 @@ DESCRIPTION = "muP and depth-muP coordinate checks (Adam, SGD; softmax, Gated De
 VERSION = "1"
 REQUIRES = None  # builds its own models
 
-PARTS = tuple(part_of(m) for m in (width, trajectory, depth, newton_schulz))
+PARTS = tuple(part_of(m) for m in (width, trajectory, depth, transfer, newton_schulz))
 
 # one torch thread: the models are tiny (fastest, and it fixes the reduction order)
 run, check_claims = probe_functions(NAME, PARTS, threads=1)

@@ -23,6 +23,7 @@ SEED_GDN = "003#17"  # muP for Gated DeltaNet
 PAPER_MUP = "yang2022"  # Tensor Programs V: muP and muTransfer
 PAPER_DEPTH = {"depth_mup_sqrt": "yang2023", "depth_mup_complete": "dey2025"}
 SEED_MUON = "004#16"
+TRANSFER_RUNS = ("softmax:adam", "softmax:sgd", "gated_delta:adam", "gated_delta:sgd")
 SOURCE = "analysis/theory/width.py"
 MUON_SOURCE = "analysis/theory/muon.py"
 MAX_LR = 10.0
@@ -42,6 +43,12 @@ class Config(ProbeConfig):
         "trajectory_steps": 3,
         "depths": (2, 4, 8),
         "ns_draws": 4,
+        "transfer_runs": ("softmax:adam",),
+        "transfer_widths": (16, 32),
+        "transfer_adam_lrs": (0.004, 0.016, 0.064),
+        "transfer_sgd_lrs": (0.5, 1.0, 2.0),
+        "transfer_steps": 10,
+        "transfer_batch": 4,
     }
 
     # --- the width check (coordinate check) ----------------------------------------------------------------------
@@ -81,6 +88,30 @@ class Config(ProbeConfig):
     depth_lr: float = param(1e-4, "Adam's learning rate of the depth check (small: the stream's change is linear)",
                             minimum=1e-8, maximum=MAX_LR)  # fmt: skip
     depth_seeds: int = replicates_param("models and sequences per depth")
+    # --- learning-rate transfer: a tiny character LM per width and learning rate, standard and muP ------------------
+    transfer: bool = param(True, "train the learning-rate transfer grid (the part's gate)")
+    transfer_runs: tuple[str, ...] = param(
+        ("softmax:adam", "gated_delta:adam", "gated_delta:sgd"), "mixer:optimizer pairs of the transfer grid",
+        choices=TRANSFER_RUNS,
+    )  # fmt: skip
+    transfer_widths: tuple[int, ...] = param(
+        (16, 32, 64),
+        "widths of the transfer grid, strictly increasing, at least two",
+        minimum=8,
+        maximum=512,
+        min_len=2,
+    )
+    transfer_adam_lrs: tuple[float, ...] = param(
+        (0.001, 0.004, 0.016, 0.064, 0.256), "Adam's rates (at the base width), strictly increasing, at least 3",
+        minimum=1e-6, maximum=MAX_LR, min_len=3,
+    )  # fmt: skip
+    transfer_sgd_lrs: tuple[float, ...] = param(
+        (0.25, 0.5, 1.0, 2.0, 4.0, 8.0), "SGD's rates (at the base width), strictly increasing, at least 3",
+        minimum=1e-6, maximum=100.0, min_len=3,
+    )  # fmt: skip
+    transfer_steps: int = param(150, "updates per training (10% warm-up, cosine)", minimum=1, maximum=100_000)
+    transfer_batch: int = param(16, "sequences of 32 characters per update", minimum=1, maximum=1024)
+    transfer_seeds: int = replicates_param("models and data streams per width and learning rate", default=3)
     # --- Muon's Newton-Schulz map ---------------------------------------------------------------------------------
     ns_sizes: tuple[int, ...] = param(
         (64, 256), "matrix sizes of the Newton-Schulz check: every (rows, cols) pair of them", minimum=2, maximum=2048
@@ -95,11 +126,26 @@ class Config(ProbeConfig):
 
     def validate(self) -> None:
         super().validate()
-        for name in ("widths", "trajectory_widths", "depths"):
+        for name in (
+            "widths",
+            "trajectory_widths",
+            "depths",
+            "transfer_widths",
+            "transfer_adam_lrs",
+            "transfer_sgd_lrs",
+        ):
             _increasing(name, getattr(self, name))
-        for name in ("widths", "trajectory_widths"):
+        for name in ("widths", "trajectory_widths", "transfer_widths"):
             for d in (*getattr(self, name), self.base_d_model):
                 if d % self.n_heads:
                     raise ValueError(f"n_heads must divide every width in {name} and base_d_model, got {d}")
+        if self.transfer:  # the transfer grid's models use RoPE: an even head size at every width and the base width
+            for name, widths in (("transfer_widths", self.transfer_widths), ("base_d_model", (self.base_d_model,))):
+                odd = [d for d in widths if (d // self.n_heads) % 2]
+                if odd:
+                    raise ValueError(
+                        f"{name} must give an even head size d / n_heads (RoPE) with transfer on, got {odd[0]} / "
+                        f"{self.n_heads}"
+                    )
         if self.depth_d_model % self.n_heads:
             raise ValueError(f"n_heads must divide depth_d_model, got {self.depth_d_model}")

@@ -5,7 +5,7 @@ seed abstracts give no rules or exponents, so the rules are ``mup``'s and ours (
 and a miss is a miss of our derivation."""
 
 from analysis.claims.specs import ClaimSpec, declare
-from probes.parameterisation.config import MUON_SOURCE, SOURCE
+from probes.parameterisation.config import MUON_SOURCE, SOURCE, TRANSFER_RUNS
 
 _WIDTH_SCOPE = (
     "by construction: one update from initialisation (the regime the exponents are derived in), float32 models at "
@@ -74,6 +74,69 @@ def _depth(run: str, paper: str, what: str) -> ClaimSpec:
     )
 
 
+def _transfer(run: str) -> tuple[ClaimSpec, ...]:
+    mixer, optimizer = run.split(":")
+    name = run.replace(":", "_")
+    paper = "003#17" if mixer == "gated_delta" else "yang2022"
+    said = (
+        "«stable learning-rate transfer across model widths under both AdamW and SGD, whereas standard "
+        "parametrization fails to transfer»"
+        if mixer == "gated_delta"
+        else "muTransfer: under muP the optimal learning rate found at a small width stays optimal as the width grows, "
+        "where under the standard parameterisation it shifts"
+    )
+    common = dict(
+        paper=paper, figure="param_lr_transfer", full=True,
+        scope=(f"lr_transfer_{name}_optimum_inside_grid",),
+    )  # fmt: skip
+    return (
+        ClaimSpec(
+            name=f"lr_transfer_{name}_optimum_inside_grid",
+            tests="paper",
+            comparison="scope",
+            paper=paper,
+            statement=f"{run}: the loss-optimal learning rate of every width, parameterisation and seed is bracketed "
+            "by "
+            "the grid (a hypothesis of reading its drift from the grid)",
+            quantity="number of (parameterisation, width, seed) cells whose best rate is the grid's first or last",
+            source="probes/parameterisation/transfer.py: optimal_lr",
+            relation="<=",
+            figure="param_lr_transfer",
+            full=True,
+        ),
+        ClaimSpec(
+            name=f"lr_transfer_{name}_mup_drift",
+            comparison="prediction",
+            # the seed gives no rules: for Gated DeltaNet the muP tested is ours (mup's table and our gate rule), so a
+            # miss is a miss of our derivation, not of the paper's configuration
+            tests="derivation" if mixer == "gated_delta" else "paper",
+            statement=(
+                f"our derivation for {said}: {run} under our muP rules for Gated DeltaNet (mup's table, our gate "
+                "rule), the slope of log2 lr* on log2 d is 0"
+                if mixer == "gated_delta"
+                else f"{said}: {run} under muP, the slope of log2 lr* on log2 d is 0"
+            ),
+            quantity="per-seed least-squares slope of log2 (loss-optimal learning rate) on log2 d_model",
+            source=SOURCE,
+            hypothesis="the standard parameterisation's drift: the fastest-growing layer's first update grows like "
+            "lr d, so the optimal rate falls like 1/d (analysis.theory.width.lr_drift)",
+            **common,
+        ),
+        ClaimSpec(
+            name=f"lr_transfer_{name}_standard_drift",
+            comparison="sign",
+            statement=f"{said}: {run} under the standard parameterisation, the loss-optimal rate falls with width "
+            "(slope of log2 lr* on log2 d below 0)",
+            quantity="per-seed least-squares slope of log2 (loss-optimal learning rate) on log2 d_model",
+            source=SOURCE,
+            hypothesis="the optimal learning rate transfers under the standard parameterisation too (slope 0)",
+            sign=-1,
+            tests="paper",
+            **common,
+        ),
+    )
+
+
 DECLARED = declare(
     "parameterisation",
     _width("softmax", "yang2022", "muP (Tensor Programs V) on the zoo's softmax transformer"),
@@ -114,6 +177,7 @@ DECLARED = declare(
         source=MUON_SOURCE,
         figure="param_newton_schulz",
     ),
+    *(spec for run in TRANSFER_RUNS for spec in _transfer(run)),
     *(
         ClaimSpec(
             name=f"newton_schulz_band_{end}",
