@@ -69,6 +69,8 @@ no learning-rate factor):
 
 from __future__ import annotations
 
+import numpy as np
+
 PARAMETERISATIONS = ("standard", "mup")
 OPTIMIZERS = ("adam", "sgd")
 MIXERS = ("softmax", "gated_delta")
@@ -196,8 +198,6 @@ def fan_in_correlation(d: int, batch: int, n_draws: int, rng) -> float:
     """Monte Carlo of the premise of the Adam rows: ``E|sum_j sign(G_ij) x_j| / d`` for ``G = sum_b delta_b x_b^T``
     with ``x`` the first of ``batch`` i.i.d. standard normal inputs and ``delta`` standard normal: a number that does
     not depend on ``d`` (so ``dW x = Theta(lr d)``). Returns the mean over ``n_draws`` draws of one output row."""
-    import numpy as np
-
     total = 0.0
     for _ in range(n_draws):
         xs = rng.standard_normal((batch, d))

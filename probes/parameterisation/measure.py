@@ -18,7 +18,6 @@ from analysis.training.train_config import TrainConfig
 from analysis.zoo.hooks import run_with_cache
 from analysis.zoo.layers import Norm
 from analysis.zoo.model import ModelConfig, TinyTransformer
-from analysis.zoo.parameterisation import lr_multipliers
 
 # the activations whose sizes the coordinate-check figure follows over steps (hook name suffixes)
 TRAJECTORY = ("hook_embed", "hook_attn_out", "hook_mlp_out", "hook_resid_post", "logits")
@@ -47,10 +46,10 @@ def _rms(t: torch.Tensor) -> float:
     return float(t.double().pow(2).mean().sqrt())
 
 
-def train_config(optimizer: str, lr: float, steps: int = 1) -> TrainConfig:
+def train_config(optimizer: str, lr: float) -> TrainConfig:
     """A plain optimiser of the check: constant rate, no warm-up, no clipping, no decay (what the exponents assume)."""
     return TrainConfig(
-        optimizer=optimizer, lr=lr, steps=steps, schedule="constant", grad_clip=0.0, weight_decay=0.0, batch_size=1
+        optimizer=optimizer, lr=lr, steps=1, schedule="constant", grad_clip=0.0, weight_decay=0.0, batch_size=1
     )
 
 
@@ -181,8 +180,3 @@ def _activations(model: TinyTransformer, x: torch.Tensor) -> dict[str, list[torc
         logits, cache = run_with_cache(model, x, names=lambda n: n.endswith(TRAJECTORY[:-1]))
     acts = {k: [t for n, t in cache.items() if n.endswith(k)] for k in TRAJECTORY[:-1]}
     return {**acts, "logits": [logits]}
-
-
-def lr_multiplier_table(cfg: ModelConfig, optimizer: str) -> dict[str, float]:
-    """``name -> learning-rate multiplier`` of a model of ``cfg`` (for the notebook's table)."""
-    return lr_multipliers(TinyTransformer(cfg), optimizer)

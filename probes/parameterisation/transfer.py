@@ -48,13 +48,13 @@ def task() -> CorpusLM:
 
 
 def configs(
-    c: Config, run: str, parameterisation: str, d: int, lr: float, seed: int
+    c: Config, run: str, parameterisation: str, d: int, lr: float, seed: int, vocab_size: int
 ) -> tuple[ModelConfig, TrainConfig]:
-    """The model and training of one cell of the grid."""
+    """The model and training of one cell of the grid (``vocab_size``: the corpus task's)."""
     mixer, optimizer = run.split(":")
     extra = {} if parameterisation == "standard" else {"parameterisation": "mup", "base_d_model": c.base_d_model}
     model = ModelConfig(
-        vocab_size=task().vocab_size, d_model=d, n_layers=2, n_heads=c.n_heads, pos="rope", max_len=SEQ_LEN,
+        vocab_size=vocab_size, d_model=d, n_layers=2, n_heads=c.n_heads, pos="rope", max_len=SEQ_LEN,
         seed=seed, **{k: v for k, v in MIXER[mixer].items() if k != "causal"}, **extra,
     )  # fmt: skip
     training = TrainConfig(
@@ -92,6 +92,7 @@ def measure(ctx: Context) -> None:
     lrs = np.full((len(c.transfer_runs), n_lr), np.nan)
     seeds = [c.seed + 1000 * (s + 1) for s in range(c.transfer_seeds)]
     total = int(np.prod(shape[:3])) * c.transfer_seeds * n_lr
+    lm = task()
     with bar(total=total, progress=ctx.progress, desc="transfer trainings") as steps:
         for i, run in enumerate(c.transfer_runs):
             g = grid(c, run.split(":")[1])
@@ -100,8 +101,8 @@ def measure(ctx: Context) -> None:
                 for w, d in enumerate(c.transfer_widths):
                     for j, lr in enumerate(g):
                         for s, seed in enumerate(seeds):
-                            model_cfg, train_cfg = configs(c, run, p, d, lr, seed)
-                            loss[i, k, w, j, s] = train(model_cfg, task(), train_cfg, progress=False).final_loss
+                            model_cfg, train_cfg = configs(c, run, p, d, lr, seed, lm.vocab_size)
+                            loss[i, k, w, j, s] = train(model_cfg, lm, train_cfg, progress=False).final_loss
                             steps.update()
     ctx.data["transfer_loss"] = (
         ("transfer_run", "parameterisation", "transfer_width", "transfer_lr_index", "transfer_seed"),
