@@ -125,6 +125,9 @@ def test_every_measured_module_has_a_layer_class():
         ({"n_heads": 3}, "n_heads"),
         ({"mixers": ("mamba",)}, "mixers"),
         ({"ns_sizes": (1,)}, "ns_sizes"),
+        ({"muon_lrs": (0.02, 0.01, 0.04)}, "muon_lrs must be strictly increasing"),
+        ({"muon_widths": (16, 20)}, "muon_widths must give an even head size"),
+        ({"muon_steps": 5}, "muon_steps"),
     ],
 )
 def test_bad_input_names_its_field(over, match):
@@ -194,3 +197,78 @@ def test_transfer_claims_follow_the_optima(smoke):
     led = Ledger("parameterisation", preset="full")
     transfer.claims(led, (_planted_transfer(smoke, outside),))
     assert led["lr_transfer_softmax_adam_mup_drift"].verdict == "out_of_scope"
+
+
+def test_updates_to_interpolates_the_first_crossing():
+    from probes.parameterisation.muon_vs_adamw import final_loss, updates_to
+
+    steps = np.array([0.0, 10.0, 20.0, 30.0])
+    curve = np.array([5.0, 3.0, 2.0, 2.5])
+    assert updates_to(steps, curve, 2.5) == (15.0, True)  # halfway from 3.0 at 10 to 2.0 at 20: the first crossing
+    assert updates_to(steps, curve, 1.0) == (30.0, False)  # never reached: the budget, flagged
+    assert updates_to(steps, curve, 6.0) == (0.0, True)
+    assert final_loss([9.0, 3.0, 2.0, 1.0]) == pytest.approx(2.0)  # the mean of the last three
+    assert np.isnan(final_loss([9.0, np.nan, 2.0, 1.0]))
+
+
+def _planted_muon(r, ratio_of):
+    """The smoke result with AdamW's curves falling linearly to 2 at the budget and Muon's reaching AdamW's final loss
+    after ratio_of(width) of AdamW's updates."""
+    data = r.data.copy(deep=True)
+    steps = data["muon_eval_step"].values
+    budget = steps[-1]
+    curve = data["muon_curve"]
+    for d in curve.muon_width.values:
+        for s in curve.muon_seed.values:
+            spread = 1.0 + 0.01 * s
+            curve.loc[dict(muon_optimiser="adamw", muon_width=d, muon_seed=s)] = 3.0 - steps / budget
+            rate = 1.0 / (ratio_of(float(d)) * spread)
+            curve.loc[dict(muon_optimiser="muon", muon_width=d, muon_seed=s)] = 3.0 - rate * steps / budget
+    data["muon_best_lr_index"][:] = 1  # every tuned rate inside its grid
+    return dataclasses.replace(r, data=data)
+
+
+def test_muon_claims_follow_the_updates_ratio(smoke):
+    from probes.parameterisation import muon_vs_adamw
+
+    def judged(ratio_of, edge=False):
+        r = _planted_muon(smoke, ratio_of)
+        if edge:
+            r.data["muon_best_lr_index"][0, 0] = 0
+        led = Ledger("parameterisation", preset="full")
+        muon_vs_adamw.claims(led, (r,))
+        return {c.name: c for c in led.claims}
+
+    by = judged(lambda d: 0.5)
+    for d in smoke.config.muon_widths:
+        c = by[f"muon_adamw_updates_ratio_d{d}"]
+        assert c.verdict == "agrees", c.line()
+        assert c.measured == pytest.approx(0.5, rel=0.02)
+    assert by["muon_best_lr_inside_grid"].verdict == "agrees"
+    by = judged(lambda d: 1.0)  # no advantage: the alternative
+    assert all(by[f"muon_adamw_updates_ratio_d{d}"].verdict == "disagrees" for d in smoke.config.muon_widths)
+    by = judged(lambda d: 0.5, edge=True)  # a tuned rate at a grid's end: the comparison is out of scope
+    assert by["muon_best_lr_inside_grid"].verdict == "out_of_scope"
+    assert by[f"muon_adamw_updates_ratio_d{smoke.config.muon_widths[0]}"].verdict == "out_of_scope"
+
+
+def test_width_and_rate_sweep_runs_through_the_sweep_path(tmp_path):
+    """The coordinate check over a grid of learning rates and width lists, through ``probes.sweep(...)`` (the Dask path
+    runs the same points; tests/test_sweep.py checks it equals the serial one bit for bit): each point's exponents
+    are claims over the grid, and Adam's first update scales with the rate alone (a sign-like step), so the exponents
+    do not depend on it."""
+    import probes
+
+    base = {"transfer": False, "muon_vs_adamw": False, "mixers": ("softmax",)}
+    grid = {"adam_lr": [1e-4, 1e-2], "widths": [(32, 64), (32, 64, 128)]}
+    ds = probes.sweep("parameterisation", grid, preset="smoke", base=base, seeds=[0], cache_root=tmp_path,
+                      progress=False)  # fmt: skip
+    assert ds["data__own_update"].dims[:3] == ("adam_lr", "widths", "seed")
+    assert not ds["failed"].any()
+    assert "claim__own_update_exponent_softmax_adam_mup_qk" in ds
+    own = ds["data__own_update"].sel(mixer="softmax", optimizer="adam", seed=0)
+    for widths in ds["widths"].values:
+        ratio = (own.sel(adam_lr=1e-2, widths=widths) / own.sel(adam_lr=1e-4, widths=widths)).values
+        measured = np.isfinite(ratio)  # NaN: a width this point does not run, a layer softmax attention lacks
+        assert measured.sum() >= 2 * 2 * 7 * 2  # parameterisations x widths x layers x seeds
+        assert np.allclose(ratio[measured], 100.0, rtol=1e-3)

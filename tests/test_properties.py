@@ -445,7 +445,8 @@ CAPS: dict[str, dict[str, Cap]] = {
         "persistent_seeds": Cap(hi=3),
     },
     # parameterisation: widths x mixers x 2 parameterisations x 2 optimizers x seeds first updates; trajectory
-    # widths x steps; depths x 3 runs x seeds; ns shapes x draws SVDs; transfer runs x widths x rates x seeds trainings
+    # widths x steps; depths x 3 runs x seeds; ns shapes x draws SVDs; transfer runs x widths x rates x seeds trainings;
+    # muon widths x (both grids + 2 x seeds) trainings
     "parameterisation": {
         "widths": Cap(hi=64, max_len=2),
         "base_d_model": Cap(hi=64),
@@ -470,6 +471,12 @@ CAPS: dict[str, dict[str, Cap]] = {
         "transfer_steps": Cap(hi=3),
         "transfer_batch": Cap(hi=2),
         "transfer_seeds": Cap(hi=2),
+        "muon_widths": Cap(hi=32, max_len=2),
+        "muon_adamw_lrs": Cap(max_len=3),
+        "muon_lrs": Cap(max_len=3),
+        "muon_steps": Cap(hi=20),
+        "muon_batch": Cap(hi=2),
+        "muon_seeds": Cap(hi=2),
     },
 }
 

@@ -17,8 +17,9 @@ mup, depth_mup, and the trainer's per-parameter learning rates).
    (the alternative: the standard parameterisation's derived -1) and below 0 under the standard one.
 5. ``newton_schulz``: Muon's iteration on Gaussian matrices against the closed form of its singular-value map, and the
    band ``[m, M]`` every singular value above the entry threshold lands in (seed 004#16).
-
-Muon against AdamW in steps to a target loss is a trained experiment still to come.
+6. ``muon_vs_adamw``: Muon against AdamW trained (004#16): a character LM per width in ``muon_widths``, each
+   optimiser's rate tuned, the updates Muon needs to reach AdamW's final loss over AdamW's, against the paper's 48-52%
+   (the alternative: no advantage, 1).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from analysis.probing.parts import part_of, probe_functions
 from probes.parameterisation import (
     declarations,  # noqa: F401  (registers the declared claims)
     depth,
+    muon_vs_adamw,
     newton_schulz,
     trajectory,
     transfer,
@@ -35,11 +37,14 @@ from probes.parameterisation import (
 from probes.parameterisation.config import DEPTH_RUNS, MIXER, MIXERS, OPTIMIZERS, WIDTH_PARAMETERISATIONS, Config
 
 NAME = "parameterisation"
-DESCRIPTION = "muP and depth-muP coordinate checks (Adam, SGD; softmax, Gated DeltaNet) and Muon's Newton-Schulz map."
+DESCRIPTION = (
+    "muP and depth-muP coordinate checks (Adam, SGD; softmax, Gated DeltaNet), learning-rate transfer, Muon's "
+    "Newton-Schulz map and Muon against AdamW trained."
+)
 VERSION = "1"
 REQUIRES = None  # builds its own models
 
-PARTS = tuple(part_of(m) for m in (width, trajectory, depth, transfer, newton_schulz))
+PARTS = tuple(part_of(m) for m in (width, trajectory, depth, transfer, newton_schulz, muon_vs_adamw))
 
 # one torch thread: the models are tiny (fastest, and it fixes the reduction order)
 run, check_claims = probe_functions(NAME, PARTS, threads=1)

@@ -49,6 +49,11 @@ class Config(ProbeConfig):
         "transfer_sgd_lrs": (0.5, 1.0, 2.0),
         "transfer_steps": 10,
         "transfer_batch": 4,
+        "muon_widths": (16, 32),
+        "muon_adamw_lrs": (0.004, 0.008, 0.016),
+        "muon_lrs": (0.01, 0.02, 0.04),
+        "muon_steps": 20,
+        "muon_batch": 4,
     }
 
     # --- the width check (coordinate check) ----------------------------------------------------------------------
@@ -112,6 +117,23 @@ class Config(ProbeConfig):
     transfer_steps: int = param(150, "updates per training (10% warm-up, cosine)", minimum=1, maximum=100_000)
     transfer_batch: int = param(16, "sequences of 32 characters per update", minimum=1, maximum=1024)
     transfer_seeds: int = replicates_param("models and data streams per width and learning rate", default=3)
+    # --- Muon against AdamW: updates to a target loss, each optimiser's rate tuned, at every width ----------------
+    muon_vs_adamw: bool = param(True, "train Muon against AdamW (the part's gate)")
+    muon_widths: tuple[int, ...] = param(
+        (32, 64, 128), "widths of the Muon-against-AdamW comparison, strictly increasing", minimum=8, maximum=512
+    )
+    muon_adamw_lrs: tuple[float, ...] = param(
+        (0.001, 0.002, 0.004, 0.008, 0.016), "AdamW's rates tuned over, strictly increasing, at least 3",
+        minimum=1e-6, maximum=MAX_LR, min_len=3,
+    )  # fmt: skip
+    muon_lrs: tuple[float, ...] = param(
+        (0.005, 0.01, 0.02, 0.04, 0.08), "Muon's matrix rates tuned over, strictly increasing, at least 3",
+        minimum=1e-6, maximum=MAX_LR, min_len=3,
+    )  # fmt: skip
+    muon_steps: int = param(300, "updates per training (10% warm-up, then constant)", minimum=20, maximum=100_000)
+    muon_batch: int = param(16, "sequences of 32 characters per update", minimum=1, maximum=1024)
+    muon_seeds: int = replicates_param("models and data streams per width (the rates are tuned on the first)",
+                                       default=3)  # fmt: skip
     # --- Muon's Newton-Schulz map ---------------------------------------------------------------------------------
     ns_sizes: tuple[int, ...] = param(
         (64, 256), "matrix sizes of the Newton-Schulz check: every (rows, cols) pair of them", minimum=2, maximum=2048
@@ -133,19 +155,27 @@ class Config(ProbeConfig):
             "transfer_widths",
             "transfer_adam_lrs",
             "transfer_sgd_lrs",
+            "muon_widths",
+            "muon_adamw_lrs",
+            "muon_lrs",
         ):
             _increasing(name, getattr(self, name))
-        for name in ("widths", "trajectory_widths", "transfer_widths"):
+        for name in ("widths", "trajectory_widths", "transfer_widths", "muon_widths"):
             for d in (*getattr(self, name), self.base_d_model):
                 if d % self.n_heads:
                     raise ValueError(f"n_heads must divide every width in {name} and base_d_model, got {d}")
-        if self.transfer:  # the transfer grid's models use RoPE: an even head size at every width and the base width
-            for name, widths in (("transfer_widths", self.transfer_widths), ("base_d_model", (self.base_d_model,))):
-                odd = [d for d in widths if (d // self.n_heads) % 2]
-                if odd:
-                    raise ValueError(
-                        f"{name} must give an even head size d / n_heads (RoPE) with transfer on, got {odd[0]} / "
-                        f"{self.n_heads}"
-                    )
+        # the transfer grid's and the Muon comparison's models use RoPE: an even head size at every width
+        rope = [
+            ("transfer", "transfer_widths", self.transfer_widths),
+            ("transfer", "base_d_model", (self.base_d_model,)),
+            ("muon_vs_adamw", "muon_widths", self.muon_widths),
+        ]
+        for gate, name, widths in rope:
+            odd = [d for d in widths if (d // self.n_heads) % 2]
+            if getattr(self, gate) and odd:
+                raise ValueError(
+                    f"{name} must give an even head size d / n_heads (RoPE) with {gate} on, got {odd[0]} / "
+                    f"{self.n_heads}"
+                )
         if self.depth_d_model % self.n_heads:
             raise ValueError(f"n_heads must divide depth_d_model, got {self.depth_d_model}")

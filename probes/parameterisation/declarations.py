@@ -137,6 +137,24 @@ def _transfer(run: str) -> tuple[ClaimSpec, ...]:
     )
 
 
+def _muon(width: str) -> ClaimSpec:
+    return ClaimSpec(
+        name=f"muon_adamw_updates_ratio_d{width}",
+        tests="paper",
+        comparison="prediction",
+        paper="004#16",
+        statement="«Muon reaches the target loss with 48-52% of the training calculated by AdamW»: the updates Muon "
+        "needs to reach AdamW's final loss, over AdamW's, are about 0.5",
+        scope=("muon_best_lr_inside_grid",),
+        quantity="per-seed ratio of updates to AdamW's final held-out loss (mean of its last 3 evaluations), Muon over "
+        "AdamW",
+        source="seed 004#16 (0.48-0.52, the middle 0.5); probes/parameterisation/muon_vs_adamw.py: updates_to",
+        hypothesis="Muon no faster than AdamW (ratio 1)",
+        figure="param_muon_vs_adamw",
+        full=True,
+    )
+
+
 DECLARED = declare(
     "parameterisation",
     _width("softmax", "yang2022", "muP (Tensor Programs V) on the zoo's softmax transformer"),
@@ -178,6 +196,20 @@ DECLARED = declare(
         figure="param_newton_schulz",
     ),
     *(spec for run in TRANSFER_RUNS for spec in _transfer(run)),
+    ClaimSpec(
+        name="muon_best_lr_inside_grid",
+        tests="paper",
+        comparison="scope",
+        paper="004#16",
+        statement="Muon against AdamW: each optimiser's tuned rate, at every width, is bracketed by its grid (a "
+        "hypothesis of comparing the two at their best rates)",
+        quantity="number of (optimiser, width) tunings whose best rate is the grid's first or last",
+        source="probes/parameterisation/muon_vs_adamw.py: measure",
+        relation="<=",
+        figure="param_muon_vs_adamw",
+        full=True,
+    ),
+    _muon("{width}"),
     *(
         ClaimSpec(
             name=f"newton_schulz_band_{end}",
