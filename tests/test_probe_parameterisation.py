@@ -272,3 +272,39 @@ def test_width_and_rate_sweep_runs_through_the_sweep_path(tmp_path):
         measured = np.isfinite(ratio)  # NaN: a width this point does not run, a layer softmax attention lacks
         assert measured.sum() >= 2 * 2 * 7 * 2  # parameterisations x widths x layers x seeds
         assert np.allclose(ratio[measured], 100.0, rtol=1e-3)
+
+
+def test_aspect_claims_read_the_last_step_deeper(smoke):
+    """Planted losses: Pre-LN and LayerNorm Scaling lose at the step deeper, Full AttnRes gains and beats Pre-LN
+    there; then the reverse."""
+    from probes.parameterisation import aspect_ratio
+
+    def judged(step):  # step(variant) -> the loss change at the last step deeper
+        data = smoke.data.copy(deep=True)
+        loss = data["aspect_loss"]
+        for variant in loss.aspect_variant.values:
+            spread = np.linspace(0.0, 0.02, loss.sizes["aspect_seed"])
+            loss.loc[dict(aspect_variant=variant)] = np.stack([2.0 + spread, 2.0 + step(variant) + 1.5 * spread])
+        led = Ledger("parameterisation", preset="full")
+        aspect_ratio.claims(led, (dataclasses.replace(smoke, data=data),))
+        return {c.name: c.verdict for c in led.claims}
+
+    by = judged(lambda v: -0.1 if v == "attnres" else 0.1)
+    assert by["aspect_pre_ln_deeper_narrower"] == by["aspect_ln_scaling_deeper_narrower"] == "agrees"
+    assert by["aspect_attnres_deeper_narrower"] == by["aspect_attnres_beats_pre_ln_deepest"] == "agrees"
+    by = judged(lambda v: 0.1 if v == "attnres" else -0.1)
+    assert set(by.values()) == {"disagrees"}
+
+
+@pytest.mark.parametrize(
+    ("over", "match"),
+    [
+        ({"aspect_depths": (1, 4, 16)}, "one depth per width"),
+        ({"aspect_widths": (16, 32), "aspect_depths": (4, 1)}, "aspect_depths must be strictly increasing"),
+        ({"aspect_depths": (1, 3)}, "one size for every shape"),
+        ({"aspect_variants": ("hyper",)}, "aspect_variants"),
+    ],
+)
+def test_bad_aspect_shapes_name_the_field(over, match):
+    with pytest.raises(ValueError, match=match):
+        pz.Config.preset("smoke", **over)

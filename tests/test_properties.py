@@ -446,7 +446,7 @@ CAPS: dict[str, dict[str, Cap]] = {
     },
     # parameterisation: widths x mixers x 2 parameterisations x 2 optimizers x seeds first updates; trajectory
     # widths x steps; depths x 3 runs x seeds; ns shapes x draws SVDs; transfer runs x widths x rates x seeds trainings;
-    # muon widths x (both grids + 2 x seeds) trainings
+    # muon widths x (both grids + 2 x seeds) trainings; aspect variants x shapes x seeds trainings
     "parameterisation": {
         "widths": Cap(hi=64, max_len=2),
         "base_d_model": Cap(hi=64),
@@ -477,6 +477,12 @@ CAPS: dict[str, dict[str, Cap]] = {
         "muon_steps": Cap(hi=20),
         "muon_batch": Cap(hi=2),
         "muon_seeds": Cap(hi=2),
+        "aspect_widths": Cap(hi=32, max_len=2),
+        "aspect_depths": Cap(hi=4, max_len=2),
+        "aspect_variants": Cap(max_len=2),
+        "aspect_steps": Cap(hi=3),
+        "aspect_batch": Cap(hi=2),
+        "aspect_seeds": Cap(hi=2),
     },
 }
 

@@ -275,6 +275,11 @@ _PAPERS = (
         "Muon against AdamW: Muon orthogonalises its updates by a quintic Newton-Schulz iteration with coefficients (3.4445, -4.7750, 2.0315) and reaches the target loss with 48-52% of AdamW's training compute",
         name="Muon against AdamW",
     ),
+    Paper(
+        "000#69",
+        "DepthBench: varying the width-depth aspect ratio d_model/n_layers at a fixed size, Pre-LN and its norm and scaling variants gain little or lose as models become deeper and narrower, while residual redesigns (Hyper-Connections, Full Attention Residuals) keep improving",
+        name="DepthBench: the width-depth aspect ratio",
+    ),
     # papers outside the seed catalogue
     Paper(
         "dong2021",

@@ -16,6 +16,7 @@ import torch
 
 from analysis.core.config import BaseConfig, param
 from analysis.core.validation import check_float, check_int
+from analysis.zoo.config_rules import check_parameterisation, check_recurrent, check_residual
 from analysis.zoo.recurrent import Decay, FeatureMap, WriteRule
 
 InputKind = Literal["tokens", "vectors", "embedded"]
@@ -42,6 +43,7 @@ LoopUnit = Literal["stack", "block"]
 Positional = Literal["none", "learned", "rope"]
 InitScheme = Literal["fan_in", "gpt2", "mimetic"]
 Parameterisation = Literal["standard", "mup", "depth_mup"]
+Residual = Literal["add", "attnres"]
 DType = Literal["float64", "float32", "bfloat16", "float16"]
 
 NORM_PLACEMENTS = typing.get_args(NormPlacement)
@@ -54,7 +56,6 @@ INPUTS = typing.get_args(InputKind)
 OUTPUTS = typing.get_args(OutputKind)
 INITS = typing.get_args(InitScheme)
 PARAMETERISATIONS = typing.get_args(Parameterisation)
-DEPTH_ALPHAS = (0.5, 1.0)  # depth_mup's branch exponents: 1/sqrt(L) (Depth-muP) and 1/L (CompleteP)
 DTYPES = {name: getattr(torch, name) for name in typing.get_args(DType)}  # "float64" -> torch.float64, ...
 
 
@@ -194,6 +195,12 @@ class ModelConfig(BaseConfig):
     attn_residual: bool = param(True, "skip connection around attention")
     mlp_residual: bool = param(True, "skip connection around the MLP")
     branch_scale: float = param(1.0, "multiplies every sublayer output (e.g. 1/sqrt(L))")
+    residual: Residual = param(
+        "add",
+        "add: each sublayer's output added to the stream | attnres: Full Attention Residuals, each sublayer's input "
+        "a softmax-weighted mix of the embedding and every earlier sublayer's output (analysis.zoo.attnres)",
+        omit_at_default=True,
+    )
     # --- positions ------------------------------------------------------------------------------
     pos: Positional = param("none", "none | learned (absolute, max_len) | rope")
     max_len: int = param(1024, "longest sequence for learned positions", minimum=1)
@@ -268,57 +275,9 @@ class ModelConfig(BaseConfig):
         for name in ("mimetic_qk", "mimetic_vo"):
             if self.init != "mimetic" and getattr(self, name) != defaults[name]:
                 raise ValueError(f"{name} is only used with init 'mimetic', got init={self.init!r}")
-        self._validate_recurrent()
-        self._validate_parameterisation()
-
-    def _validate_recurrent(self) -> None:
-        """The recurrent mixer's fields are set only where they act (so no two keys name one model)."""
-        defaults = {s.name: s.default for s in self.field_specs()}
-        if self.attention != "recurrent":
-            for name in ("write_rule", "delta_beta", "decay", "feature_map", "n_features", "state_norm"):
-                if getattr(self, name) != defaults[name]:
-                    raise ValueError(
-                        f"{name} is only used with attention 'recurrent', got attention={self.attention!r}"
-                    )
-        elif not self.causal:
-            raise ValueError("causal must be true for attention 'recurrent' (a recurrent state reads the past only)")
-        if self.delta_beta is not None:
-            check_float("delta_beta", self.delta_beta, minimum=0.0, strict_minimum=True)
-            if self.write_rule != "delta":
-                raise ValueError(f"delta_beta is only used with write_rule 'delta', got {self.write_rule!r}")
-        if self.n_features != defaults["n_features"] and self.feature_map != "favor":
-            raise ValueError(f"n_features is only used with feature_map 'favor', got {self.feature_map!r}")
-        if self.state_norm and self.feature_map == "identity":
-            raise ValueError("state_norm needs a positive feature_map (elu1 | favor): q . k may vanish for identity")
-        if self.loop_unit != defaults["loop_unit"] and self.loops == 1:
-            raise ValueError("loop_unit is only used with loops > 1")
-        for name in ("rel_pos", "kv_shift"):
-            if getattr(self, name) != defaults[name] and self.attention == "recurrent":
-                raise ValueError(f"{name} needs an attention kernel with a pattern, got attention 'recurrent'")
-        if self.kv_shift and not self.causal:
-            raise ValueError("kv_shift needs causal attention (k'_t mixes in k_(t-1), the past)")
-
-    def _validate_parameterisation(self) -> None:
-        """The base width and depth are set only where they act, and mup composes only with what it rescales."""
-        defaults = {s.name: s.default for s in self.field_specs()}
-        p = self.parameterisation
-        used = {"base_d_model": p != "standard", "base_n_layers": p == "depth_mup", "depth_alpha": p == "depth_mup"}
-        for name, acts in used.items():
-            if not acts and getattr(self, name) != defaults[name]:
-                raise ValueError(f"{name} is not used with parameterisation {p!r}")
-        if p == "standard":
-            return
-        if self.depth_alpha not in DEPTH_ALPHAS:
-            raise ValueError(f"depth_alpha must be one of {list(DEPTH_ALPHAS)}, got {self.depth_alpha!r}")
-        if self.init not in ("fan_in", "gpt2"):
-            raise ValueError(f"parameterisation {p!r} needs init 'fan_in' or 'gpt2', got init={self.init!r}")
-        if self.deepnorm:
-            raise ValueError(f"parameterisation {p!r} does not compose with deepnorm (both rescale the branches)")
-        if self.d_head is None and self.base_d_model % self.n_heads:
-            raise ValueError(
-                f"base_d_model must be divisible by n_heads, got base_d_model={self.base_d_model}, "
-                f"n_heads={self.n_heads}"
-            )
+        check_recurrent(self)
+        check_parameterisation(self)
+        check_residual(self)
 
     # derived values ------------------------------------------------------------------------------
     @property

@@ -10,7 +10,8 @@ Residual block, written once for all placements (``s`` = ``branch_multiplier``: 
     post  N(a x + s F(x))               none  x + s F(x)
     mix   post in the first ``mix_post_layers`` layers, pre after (Mix-LN)
 
-With a residual switched off the ``x`` (or ``a x``) term is dropped.
+With a residual switched off the ``x`` (or ``a x``) term is dropped. With ``residual="attnres"`` (pre only) the
+skips' sum is replaced by a softmax over depth (:mod:`analysis.zoo.attnres`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from torch import nn
 from analysis.core.validation import check_int
 from analysis.zoo.attention import Attention
 from analysis.zoo.attention_bias import layer_biases
+from analysis.zoo.attnres import DepthAttention
 from analysis.zoo.hooks import HookPoint, name_hook_points
 from analysis.zoo.layers import MLP, Norm
 from analysis.zoo.model_config import ModelConfig
@@ -52,6 +54,8 @@ class Block(nn.Module):
         if self.placement == "peri":
             self.ln1_out = norm()
         self.hook_attn_out = HookPoint()  # (B, T, d), branch output as added to the stream
+        if cfg.residual == "attnres":  # Full AttnRes's aggregation point after the attention
+            self.attnres_mid = DepthAttention(cfg.d_model, cfg.norm_eps)
         self.hook_resid_mid = HookPoint()
         if has_mlp:
             if self.placement != "none":
@@ -62,6 +66,8 @@ class Block(nn.Module):
             self.hook_mlp_out = HookPoint()
         else:
             self.mlp = None
+        if cfg.residual == "attnres" and has_mlp:  # Full AttnRes's aggregation point after the MLP
+            self.attnres_post = DepthAttention(cfg.d_model, cfg.norm_eps)
         self.hook_resid_post = HookPoint()
 
     def _sublayer(self, x, fn, n_in, n_out, hook_out, residual: bool) -> torch.Tensor:
@@ -98,6 +104,20 @@ class Block(nn.Module):
                 self.hook_mlp_out,
                 c.mlp_residual,
             )
+        return self.hook_resid_post(x)
+
+    def forward_attnres(
+        self, x: torch.Tensor, values: list[torch.Tensor], attn_bias: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """Full AttnRes: ``x`` is this block's aggregated input; each sublayer's output is appended to ``values`` (the
+        embedding and every earlier output) and the next input is their softmax mix (:mod:`analysis.zoo.attnres`)."""
+        s = self.cfg.branch_multiplier
+        x = self.hook_resid_pre(x)
+        values.append(self.hook_attn_out(s * self.attn(self.ln1(x), attn_bias)))
+        x = self.hook_resid_mid(self.attnres_mid(values))
+        if self.mlp is not None:
+            values.append(self.hook_mlp_out(s * self.mlp(self.ln2(x))))
+            x = self.attnres_post(values)
         return self.hook_resid_post(x)
 
 
@@ -321,6 +341,11 @@ class TinyTransformer(nn.Module):
         biases = self._layer_biases(attn_bias)
         x = self.embed_inputs(inputs)  # (B, T, d)
         stack_loops, block_loops = (c.loops, 1) if c.loop_unit == "stack" else (1, c.loops)
+        if c.residual == "attnres":  # one pass (loops is 1): the values are the embedding and every output so far
+            values = [x]
+            for block, bias in zip(self.blocks, biases, strict=True):
+                x = block.forward_attnres(x, values, bias)
+            stack_loops = 0
         for _ in range(stack_loops):
             for block, bias in zip(self.blocks, biases, strict=True):
                 for _ in range(block_loops):

@@ -20,12 +20,16 @@ mup, depth_mup, and the trainer's per-parameter learning rates).
 6. ``muon_vs_adamw``: Muon against AdamW trained (004#16): a character LM per width in ``muon_widths``, each
    optimiser's rate tuned, the updates Muon needs to reach AdamW's final loss over AdamW's, against the paper's 48-52%
    (the alternative: no advantage, 1).
+7. ``aspect_ratio``: the width-depth aspect ratio at a fixed size (000#69): Pre-LN, LayerNorm Scaling and Full
+   Attention Residuals (``ModelConfig(residual="attnres")``) trained at shapes from shallow-wide to deep-narrow; whether
+   the last step deeper lowers the loss.
 """
 
 from __future__ import annotations
 
 from analysis.probing.parts import part_of, probe_functions
 from probes.parameterisation import (
+    aspect_ratio,
     declarations,  # noqa: F401  (registers the declared claims)
     depth,
     muon_vs_adamw,
@@ -39,12 +43,12 @@ from probes.parameterisation.config import DEPTH_RUNS, MIXER, MIXERS, OPTIMIZERS
 NAME = "parameterisation"
 DESCRIPTION = (
     "muP and depth-muP coordinate checks (Adam, SGD; softmax, Gated DeltaNet), learning-rate transfer, Muon's "
-    "Newton-Schulz map and Muon against AdamW trained."
+    "Newton-Schulz map, Muon against AdamW trained and the width-depth aspect ratio."
 )
 VERSION = "1"
 REQUIRES = None  # builds its own models
 
-PARTS = tuple(part_of(m) for m in (width, trajectory, depth, transfer, newton_schulz, muon_vs_adamw))
+PARTS = tuple(part_of(m) for m in (width, trajectory, depth, transfer, newton_schulz, muon_vs_adamw, aspect_ratio))
 
 # one torch thread: the models are tiny (fastest, and it fixes the reduction order)
 run, check_claims = probe_functions(NAME, PARTS, threads=1)

@@ -24,6 +24,12 @@ PAPER_MUP = "yang2022"  # Tensor Programs V: muP and muTransfer
 PAPER_DEPTH = {"depth_mup_sqrt": "yang2023", "depth_mup_complete": "dey2025"}
 SEED_MUON = "004#16"
 TRANSFER_RUNS = ("softmax:adam", "softmax:sgd", "gated_delta:adam", "gated_delta:sgd")
+SEED_ASPECT = "000#69"  # DepthBench: the width-depth aspect ratio at a fixed size
+ASPECT_VARIANTS = {  # ModelConfig fields of each architecture of the aspect-ratio sweep (all Pre-LN)
+    "pre_ln": {},
+    "ln_scaling": {"ln_scaling": True},  # LayerNorm Scaling: block l's norms times 1/sqrt(l)
+    "attnres": {"residual": "attnres"},  # Full Attention Residuals (analysis/zoo/attnres.py)
+}
 SOURCE = "analysis/theory/width.py"
 MUON_SOURCE = "analysis/theory/muon.py"
 MAX_LR = 10.0
@@ -54,6 +60,10 @@ class Config(ProbeConfig):
         "muon_lrs": (0.01, 0.02, 0.04),
         "muon_steps": 20,
         "muon_batch": 4,
+        "aspect_widths": (32, 16),
+        "aspect_depths": (1, 4),
+        "aspect_steps": 10,
+        "aspect_batch": 4,
     }
 
     # --- the width check (coordinate check) ----------------------------------------------------------------------
@@ -134,6 +144,24 @@ class Config(ProbeConfig):
     muon_batch: int = param(16, "sequences of 32 characters per update", minimum=1, maximum=1024)
     muon_seeds: int = replicates_param("models and data streams per width (the rates are tuned on the first)",
                                        default=3)  # fmt: skip
+    # --- the width-depth aspect ratio at a fixed size (000#69) ----------------------------------------------------
+    aspect_ratio: bool = param(True, "train the aspect-ratio sweep (the part's gate)")
+    aspect_widths: tuple[int, ...] = param(
+        (128, 64, 32), "widths of the shapes, shallow-wide first (strictly decreasing, at least two)", minimum=8,
+        maximum=1024, min_len=2,
+    )  # fmt: skip
+    aspect_depths: tuple[int, ...] = param(
+        (1, 4, 16), "depths of the shapes, one per width, with n_layers x d_model^2 the same for every shape",
+        minimum=1, maximum=128, min_len=2,
+    )  # fmt: skip
+    aspect_variants: tuple[str, ...] = param(
+        tuple(ASPECT_VARIANTS), "architectures: Pre-LN, LayerNorm Scaling, Full AttnRes", choices=tuple(ASPECT_VARIANTS)
+    )
+    aspect_lr: float = param(0.004, "AdamW's rate, one for every shape (the fixed recipe)", minimum=1e-6,
+                             maximum=MAX_LR)  # fmt: skip
+    aspect_steps: int = param(200, "updates per training (10% warm-up, cosine)", minimum=1, maximum=100_000)
+    aspect_batch: int = param(16, "sequences of 32 characters per update", minimum=1, maximum=1024)
+    aspect_seeds: int = replicates_param("models and data streams per shape and architecture", default=5)
     # --- Muon's Newton-Schulz map ---------------------------------------------------------------------------------
     ns_sizes: tuple[int, ...] = param(
         (64, 256), "matrix sizes of the Newton-Schulz check: every (rows, cols) pair of them", minimum=2, maximum=2048
@@ -160,7 +188,8 @@ class Config(ProbeConfig):
             "muon_lrs",
         ):
             _increasing(name, getattr(self, name))
-        for name in ("widths", "trajectory_widths", "transfer_widths", "muon_widths"):
+        self._validate_aspect()
+        for name in ("widths", "trajectory_widths", "transfer_widths", "muon_widths", "aspect_widths"):
             for d in (*getattr(self, name), self.base_d_model):
                 if d % self.n_heads:
                     raise ValueError(f"n_heads must divide every width in {name} and base_d_model, got {d}")
@@ -169,6 +198,7 @@ class Config(ProbeConfig):
             ("transfer", "transfer_widths", self.transfer_widths),
             ("transfer", "base_d_model", (self.base_d_model,)),
             ("muon_vs_adamw", "muon_widths", self.muon_widths),
+            ("aspect_ratio", "aspect_widths", self.aspect_widths),
         ]
         for gate, name, widths in rope:
             odd = [d for d in widths if (d // self.n_heads) % 2]
@@ -179,3 +209,17 @@ class Config(ProbeConfig):
                 )
         if self.depth_d_model % self.n_heads:
             raise ValueError(f"n_heads must divide depth_d_model, got {self.depth_d_model}")
+
+    def _validate_aspect(self) -> None:
+        """The aspect-ratio shapes: one depth per width, shallow-wide to deep-narrow, all of one size."""
+        widths, depths = self.aspect_widths, self.aspect_depths
+        if len(widths) != len(depths):
+            raise ValueError(f"aspect_depths must give one depth per width of aspect_widths, got {list(depths)}")
+        _increasing("aspect_depths", depths)
+        if any(b >= a for a, b in zip(widths, widths[1:], strict=False)):
+            raise ValueError(f"aspect_widths must be strictly decreasing (shallow-wide first), got {list(widths)}")
+        sizes = {n * d * d for d, n in zip(widths, depths, strict=True)}
+        if len(sizes) > 1:
+            raise ValueError(
+                f"aspect_depths x aspect_widths^2 must be one size for every shape (fixed size), got {sorted(sizes)}"
+            )

@@ -5,7 +5,7 @@ seed abstracts give no rules or exponents, so the rules are ``mup``'s and ours (
 and a miss is a miss of our derivation."""
 
 from analysis.claims.specs import ClaimSpec, declare
-from probes.parameterisation.config import MUON_SOURCE, SOURCE, TRANSFER_RUNS
+from probes.parameterisation.config import MUON_SOURCE, SEED_ASPECT, SOURCE, TRANSFER_RUNS
 
 _WIDTH_SCOPE = (
     "by construction: one update from initialisation (the regime the exponents are derived in), float32 models at "
@@ -155,6 +155,38 @@ def _muon(width: str) -> ClaimSpec:
     )
 
 
+_ASPECT_QUOTE = (
+    "«Standard Pre-LN and most of its norm- and scaling-based variants provide little benefit and can even degrade "
+    "performance as models become deeper and narrower, whereas HC and Full AttnRes improve consistently even at "
+    "extreme deep shapes»"
+)
+_ASPECT_SCOPE = (
+    "by construction: every shape of one non-embedding size (n_layers x d_model^2 fixed), one recipe for every shape "
+    "and architecture (AdamW at one rate, warm-up, cosine), the same seeds (weights and data stream) paired across "
+    "shapes"
+)
+
+
+def _aspect(name: str, statement: str, sign: int, hypothesis: str, quantity: str) -> ClaimSpec:
+    return ClaimSpec(
+        name=name,
+        tests="paper",
+        comparison="sign",
+        paper=SEED_ASPECT,
+        statement=f"{_ASPECT_QUOTE}: {statement}",
+        scope=_ASPECT_SCOPE,
+        quantity=quantity,
+        source="seed 000#69 (DepthBench); probes/parameterisation/aspect_ratio.py",
+        hypothesis=hypothesis,
+        sign=sign,
+        figure="param_aspect_ratio",
+        full=True,
+    )
+
+
+_STEP = "per-seed held-out loss at the deepest shape minus at the next shallower one (nats)"
+
+
 DECLARED = declare(
     "parameterisation",
     _width("softmax", "yang2022", "muP (Tensor Programs V) on the zoo's softmax transformer"),
@@ -210,6 +242,34 @@ DECLARED = declare(
         full=True,
     ),
     _muon("{width}"),
+    _aspect(
+        "aspect_pre_ln_deeper_narrower",
+        "Pre-LN's held-out loss rises at the last step to the deepest, narrowest shape",
+        +1,
+        "depth pays for Pre-LN at a fixed size: the loss does not rise",
+        _STEP,
+    ),
+    _aspect(
+        "aspect_ln_scaling_deeper_narrower",
+        "with LayerNorm Scaling the held-out loss rises at the last step to the deepest, narrowest shape",
+        +1,
+        "depth pays with LayerNorm Scaling at a fixed size: the loss does not rise",
+        _STEP,
+    ),
+    _aspect(
+        "aspect_attnres_deeper_narrower",
+        "with Full AttnRes the held-out loss falls at the last step to the deepest, narrowest shape",
+        -1,
+        "depth does not pay with Full AttnRes either: the loss does not fall",
+        _STEP,
+    ),
+    _aspect(
+        "aspect_attnres_beats_pre_ln_deepest",
+        "at the deepest, narrowest shape Full AttnRes's held-out loss is below Pre-LN's",
+        -1,
+        "the residual design does not matter at the deepest shape: equal losses",
+        "per-seed held-out loss of Full AttnRes minus Pre-LN at the deepest shape (nats)",
+    ),
     *(
         ClaimSpec(
             name=f"newton_schulz_band_{end}",
