@@ -107,6 +107,7 @@ def test_key_changes_with_every_model_field():
         "parameterisation": "mup",
         "base_d_model": 16,
         "depth_alpha": 1.0,
+        "residual": "attnres",
     }
     # fields only valid together with others: the extra changes that make the changed value valid
     needs = {
