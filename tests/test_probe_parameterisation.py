@@ -259,7 +259,7 @@ def test_width_and_rate_sweep_runs_through_the_sweep_path(tmp_path):
     do not depend on it."""
     import probes
 
-    base = {"transfer": False, "muon_vs_adamw": False, "mixers": ("softmax",)}
+    base = {"transfer": False, "muon_vs_adamw": False, "aspect_ratio": False, "mixers": ("softmax",)}
     grid = {"adam_lr": [1e-4, 1e-2], "widths": [(32, 64), (32, 64, 128)]}
     ds = probes.sweep("parameterisation", grid, preset="smoke", base=base, seeds=[0], cache_root=tmp_path,
                       progress=False)  # fmt: skip
