@@ -308,3 +308,19 @@ def test_aspect_claims_read_the_last_step_deeper(smoke):
 def test_bad_aspect_shapes_name_the_field(over, match):
     with pytest.raises(ValueError, match=match):
         pz.Config.preset("smoke", **over)
+
+
+def test_muon_ratio_is_nan_where_adamw_never_improves(smoke):
+    """AdamW at a rate that only raises the loss reaches its own final loss at update 0: no ratio, no crash."""
+    from probes.parameterisation import muon_vs_adamw
+
+    data = smoke.data.copy(deep=True)
+    steps = data["muon_eval_step"].values
+    data["muon_curve"].loc[dict(muon_optimiser="adamw")] = 3.0 + steps / steps[-1]  # rising from the start
+    data["muon_best_lr_index"][:] = 1  # every tuned rate inside its grid: the scope check holds
+    ratio, _ = muon_vs_adamw.ratios(dataclasses.replace(smoke, data=data))
+    assert np.isnan(ratio).all()
+    led = Ledger("parameterisation", preset="full")
+    muon_vs_adamw.claims(led, (dataclasses.replace(smoke, data=data),))
+    d = smoke.config.muon_widths[0]
+    assert led[f"muon_adamw_updates_ratio_d{d}"].verdict == "undecided"

@@ -137,7 +137,8 @@ def measure(ctx: Context) -> None:
 
 def ratios(r: Result) -> tuple[np.ndarray, np.ndarray]:
     """``(ratio, reached)``, each (width, seed): Muon's updates to the seed's target (AdamW's final loss) over
-    AdamW's, and whether Muon reached it within the budget."""
+    AdamW's, and whether Muon reached it within the budget. NaN where the target is not finite (AdamW diverged) or
+    AdamW's held-out loss never fell below its initial one (its updates to the target are 0: no ratio)."""
     d = r.data
     steps = d["muon_eval_step"].values
     curve = d["muon_curve"]
@@ -152,7 +153,8 @@ def ratios(r: Result) -> tuple[np.ndarray, np.ndarray]:
                 continue
             n_adamw, _ = updates_to(steps, adamw, target)  # reached: the tail's mean is above its lowest point
             n_muon, reached[w, s] = updates_to(steps, muon, target)
-            ratio[w, s] = n_muon / n_adamw
+            if n_adamw > 0:
+                ratio[w, s] = n_muon / n_adamw
     return ratio, reached
 
 
