@@ -9,7 +9,6 @@ from typing import Any
 from analysis.core.validation import check_float
 
 DEPTH_ALPHAS = (0.5, 1.0)  # depth_mup's branch exponents: 1/sqrt(L) (Depth-muP) and 1/L (CompleteP)
-RESIDUALS = ("add", "attnres")
 
 
 def check_recurrent(cfg: Any) -> None:
@@ -65,8 +64,6 @@ def check_residual(cfg: Any) -> None:
     it replaces the sum of the skips, so the knobs that rescale or remove that sum do not compose with it."""
     if cfg.residual == "add":
         return
-    if cfg.residual not in RESIDUALS:
-        raise ValueError(f"residual must be one of {', '.join(RESIDUALS)}, got {cfg.residual!r}")
     if cfg.norm != "pre":
         raise ValueError(f"residual 'attnres' needs norm 'pre' (it mixes the pre-norm stream), got {cfg.norm!r}")
     for name, value in (("attn_residual", cfg.attn_residual), ("mlp_residual", cfg.mlp_residual)):

@@ -340,16 +340,16 @@ class TinyTransformer(nn.Module):
         c = self.config
         biases = self._layer_biases(attn_bias)
         x = self.embed_inputs(inputs)  # (B, T, d)
-        stack_loops, block_loops = (c.loops, 1) if c.loop_unit == "stack" else (1, c.loops)
         if c.residual == "attnres":  # one pass (loops is 1): the values are the embedding and every output so far
             values = [x]
             for block, bias in zip(self.blocks, biases, strict=True):
                 x = block.forward_attnres(x, values, bias)
-            stack_loops = 0
-        for _ in range(stack_loops):
-            for block, bias in zip(self.blocks, biases, strict=True):
-                for _ in range(block_loops):
-                    x = block(x, bias)
+        else:
+            stack_loops, block_loops = (c.loops, 1) if c.loop_unit == "stack" else (1, c.loops)
+            for _ in range(stack_loops):
+                for block, bias in zip(self.blocks, biases, strict=True):
+                    for _ in range(block_loops):
+                        x = block(x, bias)
         if c.use_final_norm:
             x = self.ln_final(x)
         if c.output == "none":

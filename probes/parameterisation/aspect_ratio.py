@@ -24,9 +24,8 @@ from analysis.probing.base import Result
 from analysis.probing.parts import Context, each_claim
 from analysis.training.train import train
 from analysis.training.train_config import TrainConfig
-from analysis.zoo.model import ModelConfig
 from probes.parameterisation.config import ASPECT_VARIANTS, Config
-from probes.parameterisation.transfer import SEQ_LEN, task
+from probes.parameterisation.transfer import lm_model, task
 
 DESCRIPTION = "the width-depth aspect ratio at a fixed size: Pre-LN, LayerNorm Scaling, Full AttnRes, wide to deep"
 GATE = "aspect_ratio"
@@ -52,10 +51,7 @@ def shapes(c: Config) -> list[tuple[int, int]]:
 
 def configs(c: Config, variant: str, d: int, n_layers: int, seed: int, vocab_size: int):
     """The model and training of one run."""
-    model = ModelConfig(
-        vocab_size=vocab_size, d_model=d, n_layers=n_layers, n_heads=c.n_heads, pos="rope", max_len=SEQ_LEN,
-        seed=seed, **ASPECT_VARIANTS[variant],
-    )  # fmt: skip
+    model = lm_model(c, d, n_layers, seed, vocab_size, **ASPECT_VARIANTS[variant])
     training = TrainConfig(
         steps=c.aspect_steps, batch_size=c.aspect_batch, lr=c.aspect_lr, warmup_steps=c.aspect_steps // 10,
         schedule="cosine", weight_decay=0.0, grad_clip=1.0, seed=seed, eval_every=c.aspect_steps, eval_batches=8,

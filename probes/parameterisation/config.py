@@ -193,7 +193,7 @@ class Config(ProbeConfig):
             for d in (*getattr(self, name), self.base_d_model):
                 if d % self.n_heads:
                     raise ValueError(f"n_heads must divide every width in {name} and base_d_model, got {d}")
-        # the transfer grid's and the Muon comparison's models use RoPE: an even head size at every width
+        # the trained parts' character LMs use RoPE: an even head size at every width they train
         rope = [
             ("transfer", "transfer_widths", self.transfer_widths),
             ("transfer", "base_d_model", (self.base_d_model,)),

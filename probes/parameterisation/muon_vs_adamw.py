@@ -31,9 +31,8 @@ from analysis.probing.base import Result
 from analysis.probing.parts import Context, each_claim
 from analysis.training.train import train
 from analysis.training.train_config import TrainConfig
-from analysis.zoo.model import ModelConfig
 from probes.parameterisation.config import Config
-from probes.parameterisation.transfer import SEQ_LEN, task
+from probes.parameterisation.transfer import SEQ_LEN, lm_model, task
 
 DESCRIPTION = "Muon against AdamW: updates to AdamW's final loss, each optimiser's rate tuned, at every width"
 GATE = "muon_vs_adamw"
@@ -49,10 +48,7 @@ NO_ADVANTAGE = 1.0  # the alternative: Muon needs as many updates as AdamW
 def configs(c: Config, d: int, optimiser: str, lr: float, adamw_lr: float, seed: int, vocab_size: int):
     """The model and training of one run: ``lr`` is AdamW's rate (``optimiser="adamw"``) or Muon's matrix rate, whose
     AdamW part then trains at ``adamw_lr``."""
-    model = ModelConfig(
-        vocab_size=vocab_size, d_model=d, n_layers=2, n_heads=c.n_heads, pos="rope", max_len=SEQ_LEN, seed=seed,
-        attention="softmax",
-    )  # fmt: skip
+    model = lm_model(c, d, 2, seed, vocab_size, attention="softmax")
     rates = {"lr": lr} if optimiser == "adamw" else {"lr": adamw_lr, "muon_lr": lr}
     training = TrainConfig(
         steps=c.muon_steps, batch_size=c.muon_batch, optimizer=optimiser, warmup_steps=c.muon_steps // 10,
@@ -95,15 +91,16 @@ def measure(ctx: Context) -> None:
     tune = np.full((len(OPTIMISERS), len(c.muon_widths), n_lr), np.nan)
     best = np.zeros((len(OPTIMISERS), len(c.muon_widths)), dtype=np.int64)
     curves: dict[tuple[int, int, int], np.ndarray] = {}  # (optimiser, width, seed) -> held-out losses
-    eval_steps: list[np.ndarray] = []
+    eval_steps = np.zeros(0)  # every run evaluates at the same updates
     total = len(c.muon_widths) * (len(c.muon_adamw_lrs) + len(c.muon_lrs) + 2 * (c.muon_seeds - 1))
     with bar(total=total, progress=ctx.progress, desc="muon against adamw") as bars:
 
         def run(d: int, opt: str, lr: float, adamw_lr: float, seed: int) -> np.ndarray:
+            nonlocal eval_steps
             model_cfg, train_cfg = configs(c, d, opt, lr, adamw_lr, seed, lm.vocab_size)
             r = train(model_cfg, lm, train_cfg, progress=False)
             bars.update()
-            eval_steps.append(np.asarray(r.history["eval_step"], dtype=np.float64))
+            eval_steps = np.asarray(r.history["eval_step"], dtype=np.float64)
             return np.asarray(r.history["eval_loss"], dtype=np.float64)
 
         for w, d in enumerate(c.muon_widths):
@@ -118,7 +115,7 @@ def measure(ctx: Context) -> None:
             for k, opt in enumerate(OPTIMISERS):
                 for s in range(1, c.muon_seeds):
                     curves[(k, w, s)] = run(d, opt, chosen[opt], chosen["adamw"], seeds[s])
-    curve = np.full((len(OPTIMISERS), len(c.muon_widths), c.muon_seeds, len(eval_steps[0])), np.nan)
+    curve = np.full((len(OPTIMISERS), len(c.muon_widths), c.muon_seeds, len(eval_steps)), np.nan)
     for (k, w, s), v in curves.items():
         curve[k, w, s] = v
     lrs = np.full((len(OPTIMISERS), n_lr), np.nan)
@@ -128,10 +125,10 @@ def measure(ctx: Context) -> None:
     ctx.data["muon_lr"] = (("muon_optimiser", "muon_lr_index"), lrs)
     ctx.data["muon_best_lr_index"] = (("muon_optimiser", "muon_width"), best)
     ctx.data["muon_curve"] = (("muon_optimiser", "muon_width", "muon_seed", "muon_eval"), curve)
-    ctx.data["muon_eval_step"] = (("muon_eval",), eval_steps[0])
+    ctx.data["muon_eval_step"] = (("muon_eval",), eval_steps)
     ctx.coords.update(
         muon_optimiser=list(OPTIMISERS), muon_width=list(c.muon_widths), muon_lr_index=list(range(n_lr)),
-        muon_seed=list(range(c.muon_seeds)), muon_eval=list(range(len(eval_steps[0]))),
+        muon_seed=list(range(c.muon_seeds)), muon_eval=list(range(len(eval_steps))),
     )  # fmt: skip
 
 

@@ -43,6 +43,15 @@ def grid(c: Config, optimizer: str) -> tuple[float, ...]:
     return c.transfer_adam_lrs if optimizer == "adam" else c.transfer_sgd_lrs
 
 
+def lm_model(c: Config, d: int, n_layers: int, seed: int, vocab_size: int, **fields) -> ModelConfig:
+    """The character LM the trained parts build (transfer, muon_vs_adamw, aspect_ratio): width ``d``, ``n_layers``
+    blocks of ``c.n_heads`` heads, RoPE over the context ``SEQ_LEN``, weights from ``seed``; ``fields`` set the rest."""
+    return ModelConfig(
+        vocab_size=vocab_size, d_model=d, n_layers=n_layers, n_heads=c.n_heads, pos="rope", max_len=SEQ_LEN,
+        seed=seed, **fields,
+    )  # fmt: skip
+
+
 def task() -> CorpusLM:
     return CorpusLM(seq_len=SEQ_LEN, corpus=CorpusSpec(encoding="char"))
 
@@ -53,10 +62,7 @@ def configs(
     """The model and training of one cell of the grid (``vocab_size``: the corpus task's)."""
     mixer, optimizer = run.split(":")
     extra = {} if parameterisation == "standard" else {"parameterisation": "mup", "base_d_model": c.base_d_model}
-    model = ModelConfig(
-        vocab_size=vocab_size, d_model=d, n_layers=2, n_heads=c.n_heads, pos="rope", max_len=SEQ_LEN,
-        seed=seed, **{k: v for k, v in MIXER[mixer].items() if k != "causal"}, **extra,
-    )  # fmt: skip
+    model = lm_model(c, d, 2, seed, vocab_size, **{k: v for k, v in MIXER[mixer].items() if k != "causal"}, **extra)
     training = TrainConfig(
         steps=c.transfer_steps, batch_size=c.transfer_batch, lr=lr, optimizer=optimizer,
         warmup_steps=c.transfer_steps // 10, schedule="cosine", weight_decay=0.0, grad_clip=0.0, seed=seed,
