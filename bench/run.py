@@ -309,16 +309,16 @@ def bench_icl(steps: int = 200, rounds: int = 3) -> dict:
     skipped = icl_jax.available()
     anchor = {}
     if skipped is None:
-        anchor = icl_jax.Anchor(d=cfg.d, n_context=cfg.n_context, batch=cfg.batch, lr=cfg.lr, steps=cfg.steps)
+        anchor = icl_jax.Anchor(d=cfg.d, n_context=cfg.n_context, batch=cfg.train_batch_size, lr=cfg.train_lr, steps=cfg.train_steps)
         variants["anchor"] = lambda: anchor.updates(steps)
     else:
         print(f"[bench] icl: JAX anchor skipped: {skipped}", file=sys.stderr, flush=True)
     times = _interleaved(variants, rounds)
     out = {
-        "config": f"d={cfg.d} N={cfg.n_context} batch={cfg.batch} {cfg.x_dist} one LSA layer, Adam, float32",
+        "config": f"d={cfg.d} N={cfg.n_context} batch={cfg.train_batch_size} {cfg.x_dist} one LSA layer, Adam, float32",
         "steps": steps,
         "rounds": rounds,
-        "probe_steps": cfg.steps,
+        "probe_steps": cfg.train_steps,
         "device": str(DEVICE),
     }
     for name, v in times.items():
@@ -329,8 +329,8 @@ def bench_icl(steps: int = 200, rounds: int = 3) -> dict:
         out["anchor_ms_per_step"] = out["anchor"]["ms_per_step"]
         out["anchor_compile_s"] = anchor.compile_s
         out["anchor_ms_per_step_with_compile"] = (
-            1000 * anchor.compile_s / cfg.steps + out["anchor_ms_per_step"] * (cfg.steps - 1) / cfg.steps
-        )  # a whole probe-length run (cfg.steps updates), compilation included
+            1000 * anchor.compile_s / cfg.train_steps + out["anchor_ms_per_step"] * (cfg.train_steps - 1) / cfg.train_steps
+        )  # a whole probe-length run (cfg.train_steps updates), compilation included
         out["anchor_jax"] = anchor.version
         out["ours_over_anchor"] = out["ms_per_step"] / out["anchor_ms_per_step"]
         out["ours_over_anchor_with_compile"] = out["ms_per_step"] / out["anchor_ms_per_step_with_compile"]
@@ -345,7 +345,7 @@ import json, resource, sys, time
 import probes
 from analysis.probing.base import run_probe
 mod = probes.get("prompt_forgetting")
-cfg = mod.Config.preset("full", layers=2, d_model=64, cont_len=int(sys.argv[1]))
+cfg = mod.Config.preset("full", n_layers=2, d_model=64, cont_len=int(sys.argv[1]))
 t0 = time.perf_counter()
 r = run_probe(mod, cfg, progress=False)
 rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -414,7 +414,7 @@ def bench_train_profile(steps: int = 12) -> dict:
     from probes import prompt_forgetting as pf
 
     torch.set_num_threads(1)
-    cfg = pf.Config.preset("full", layers=8, data="corpus", trained=True, train_steps=2000, train_seq_len=128)
+    cfg = pf.Config.preset("full", n_layers=8, data="corpus", trained=True, train_steps=2000, train_seq_len=128)
     model_cfg, task = pf.model_config(cfg), pf._task(cfg, cfg.train_seq_len)
     short = pf.train_config(cfg).replace(steps=steps, warmup_steps=2, eval_every=0, checkpoint_every=0)
     gemm, gemm_flops = gemm_peak_variant()
@@ -594,7 +594,7 @@ SWEEP_ARGS = [
     "--depths",
     "1,2,4,8,16",
     "--grid",
-    "heads=2,4",
+    "n_heads=2,4",
     "--seeds",
     "0-7",
 ]
@@ -604,7 +604,7 @@ import sys, time
 import probes
 from analysis.probing.sweep import write_netcdf
 t0 = time.perf_counter()
-ds = probes.sweep("signal_propagation", {"heads": [2, 4]}, preset="smoke", seeds=range(8),
+ds = probes.sweep("signal_propagation", {"n_heads": [2, 4]}, preset="smoke", seeds=range(8),
                   base={"depths": (1, 2, 4, 8, 16)}, progress=False, threads=None)
 print(f"sweep wall {time.perf_counter() - t0:.3f}")
 write_netcdf(ds, sys.argv[1])
@@ -651,7 +651,7 @@ def bench_sweep() -> dict:
     import xarray as xr
 
     out = {
-        "config": "signal_propagation --preset smoke --depths 1,2,4,8,16 --grid heads=2,4 --seeds 0-7 (16 points)",
+        "config": "signal_propagation --preset smoke --depths 1,2,4,8,16 --grid n_heads=2,4 --seeds 0-7 (16 points)",
         "cores_visible": os.cpu_count(),
         "parallel_capacity_before": _parallel_capacity(),
     }

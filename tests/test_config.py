@@ -19,10 +19,10 @@ import pytest
 
 import probes
 from analysis.claims.evidence import replicate_seed
-from analysis.core.config import BaseConfig, param
+from analysis.core.config import BaseConfig, param, renamed_fields
 from analysis.core.io import content_hash
 from analysis.probing import cli
-from analysis.probing.base import FieldSpec, ProbeConfig, fields_renamed, model_param
+from analysis.probing.base import FieldSpec, ProbeConfig, model_param
 from analysis.training.train import TrainConfig, probe_lm_train_config
 from analysis.zoo.model import NORM_PLACEMENTS, ModelConfig
 
@@ -278,68 +278,62 @@ def test_probe_config_dict_is_its_fields_in_order_and_round_trips(name, preset):
     later = [f.name for f in dataclasses.fields(Config) if f.metadata.get("omit_at_default")]
     assert "device" in later
     assert Config.field_names() == [f.name for f in dataclasses.fields(Config)]
-    keys = {s.name: s.key for s in Config.field_specs(include_preset=True)}  # a renamed field: its stored key
-    assert list(d) == [keys[n] for n in Config.field_names() if n not in later]
+    assert list(d) == [n for n in Config.field_names() if n not in later]  # each under its one name
     assert list(d)[0] == "preset_name" and d["preset_name"] == preset
     again = Config.from_dict(json.loads(json.dumps(d)))
     assert again == cfg and _exact(again.to_dict()) == _exact(d) and cfg.digest() == content_hash(d)
     assert Config() == Config.preset("full")
     auto = Config.preset(preset, device="auto")
-    assert list(auto.to_dict()) == [keys[n] for n in Config.field_names() if n not in later or n == "device"]
+    assert list(auto.to_dict()) == [n for n in Config.field_names() if n not in later or n == "device"]
     assert auto.to_dict()["device"] == "auto"
     assert Config.from_dict(json.loads(json.dumps(auto.to_dict()))) == auto and auto.digest() != cfg.digest()
 
 
-# Each probe's model fields: ModelConfig field -> probe field. These fields' names, defaults and
-# meaning are shared (analysis.probing.base.MODEL_FIELDS); the probe's own name stays its public option.
+# Each probe's model fields: each sets the ModelConfig field of its own name (analysis.probing.config.MODEL_FIELDS:
+# one vocabulary from the model to the command line).
 PROBE_MODEL_FIELDS = {
-    "attention_entropy": {
-        "attention": "attention",
-        "logit_scale": "logit_scale",
-        "n_layers": "layers",
-        "n_heads": "heads",
-        "d_model": "d_model",
-        "seed": "seed",
-        "ssmax_s": "ssmax_s",
-        "sigmoid_bias": "sigmoid_bias",
-    },
-    "icl_gd": {"attention": "attention", "init_std": "init_std", "seed": "seed"},
-    "prompt_forgetting": {
-        "n_layers": "layers",
-        "d_model": "d_model",
-        "n_heads": "heads",
-        "attention": "attention",
-        "norm": "norm",
-        "norm_type": "norm_type",
-        "d_mlp": "mlp",
-        "pos": "pos",
-        "dtype": "dtype",
-        "vocab_size": "vocab_size",
-        "seed": "seed",
-    },
-    "representational_collapse": {
-        "n_layers": "layers",
-        "d_model": "d_model",
-        "n_heads": "heads",
-        "attention": "attention",
-        "norm": "norm",
-        "d_mlp": "mlp",
-        "pos": "pos",
-        "vocab_size": "vocab_size",
-        "seed": "seed",
-    },
-    "signal_propagation": {
-        "d_model": "d_model",
-        "n_heads": "heads",
-        "attention": "attention",
-        "vocab_size": "vocab_size",
-        "seed": "seed",
-    },
+    "attention_entropy": (
+        "attention",
+        "logit_scale",
+        "n_layers",
+        "n_heads",
+        "d_model",
+        "seed",
+        "ssmax_s",
+        "sigmoid_bias",
+    ),
+    "icl_gd": ("attention", "init_std", "seed"),
+    "prompt_forgetting": (
+        "n_layers",
+        "d_model",
+        "n_heads",
+        "attention",
+        "norm",
+        "norm_type",
+        "d_mlp",
+        "pos",
+        "dtype",
+        "vocab_size",
+        "seed",
+    ),
+    "representational_collapse": (
+        "n_layers",
+        "d_model",
+        "n_heads",
+        "attention",
+        "norm",
+        "d_mlp",
+        "pos",
+        "vocab_size",
+        "seed",
+    ),
+    "signal_propagation": ("d_model", "n_heads", "attention", "vocab_size", "seed"),
 }
 
 
 def test_every_probe_declares_its_model_fields():
-    assert {name: probes.get(name).Config.model_fields() for name in PROBE_MODEL_FIELDS} == PROBE_MODEL_FIELDS
+    got = {name: set(probes.get(name).Config.model_fields()) for name in PROBE_MODEL_FIELDS}
+    assert got == {name: set(fields) for name, fields in PROBE_MODEL_FIELDS.items()}
 
 
 def _configs(name: str, *variants: dict) -> list:
@@ -357,15 +351,15 @@ def _same(got: ModelConfig, want: ModelConfig) -> None:
 
 def test_attention_entropy_model_is_unchanged():
     ae = probes.get("attention_entropy")
-    for c in _configs("attention_entropy", {"attention": "ssmax", "logit_scale": 0.3}, {"heads": 4, "layers": 3}):
+    for c in _configs("attention_entropy", {"attention": "ssmax", "logit_scale": 0.3}, {"n_heads": 4, "n_layers": 3}):
         for vocab, scale, qk, att, seed in [(64, None, False, None, None), (300, 0.7, True, "softmax", 12345)]:
             want = ModelConfig(
                 input="tokens",
                 vocab_size=vocab,
                 output="lm",
                 d_model=c.d_model,
-                n_layers=c.layers,
-                n_heads=c.heads,
+                n_layers=c.n_layers,
+                n_heads=c.n_heads,
                 norm="pre",
                 attention=att or c.attention,
                 logit_scale=scale if scale is not None else c.logit_scale,
@@ -408,9 +402,9 @@ def test_icl_gd_models_are_unchanged():
             d_in=c.garg_d + 1,
             output="linear",
             d_out=1,
-            d_model=c.garg_width,
-            n_layers=c.garg_layers,
-            n_heads=c.garg_heads,
+            d_model=c.garg_d_model,
+            n_layers=c.garg_n_layers,
+            n_heads=c.garg_n_heads,
             norm="pre",
             attention="softmax",
             pos="learned",
@@ -429,7 +423,7 @@ def test_prompt_forgetting_model_is_unchanged():
         {"data": "corpus"},
         {"logit_gain": 0.5},
         {"pos": "rope", "norm": "post", "norm_type": "rmsnorm"},
-        {"mlp": 0, "layers": 3, "heads": 4, "dtype": "float64", "vocab_size": 17, "seed": 3},
+        {"d_mlp": 0, "n_layers": 3, "n_heads": 4, "dtype": "float64", "vocab_size": 17, "seed": 3},
     ]
     for c in _configs("prompt_forgetting", *variants):
         want = ModelConfig(
@@ -437,16 +431,16 @@ def test_prompt_forgetting_model_is_unchanged():
             vocab_size=256 if c.data == "corpus" else c.vocab_size,
             output="lm",
             d_model=c.d_model,
-            n_layers=c.layers,
-            n_heads=c.heads,
-            d_mlp=c.mlp,
+            n_layers=c.n_layers,
+            n_heads=c.n_heads,
+            d_mlp=c.d_mlp,
             norm=c.norm,
             norm_type=c.norm_type,
             attention=c.attention,
             pos=c.pos,
             dtype=c.dtype,
             seed=c.seed,
-            logit_scale=None if c.logit_gain == 1.0 else c.logit_gain / math.sqrt(c.d_model // c.heads),
+            logit_scale=None if c.logit_gain == 1.0 else c.logit_gain / math.sqrt(c.d_model // c.n_heads),
         )
         _same(pf.model_config(c), want)
 
@@ -455,8 +449,8 @@ def test_representational_collapse_model_is_unchanged():
     rc = probes.get("representational_collapse")
     variants = [
         {"pos": "learned", "separator_every": 5},
-        {"pos": "rope", "norm": "post", "mlp": 0},
-        {"attention": "uniform", "vocab_size": 9, "seed": 2, "layers": 3},
+        {"pos": "rope", "norm": "post", "d_mlp": 0},
+        {"attention": "uniform", "vocab_size": 9, "seed": 2, "n_layers": 3},
     ]
     for c in _configs("representational_collapse", *variants):
         want = ModelConfig(
@@ -464,9 +458,9 @@ def test_representational_collapse_model_is_unchanged():
             vocab_size=c.vocab_size,
             output="lm",
             d_model=c.d_model,
-            n_layers=c.layers,
-            n_heads=c.heads,
-            d_mlp=c.mlp,
+            n_layers=c.n_layers,
+            n_heads=c.n_heads,
+            d_mlp=c.d_mlp,
             norm=c.norm,
             attention=c.attention,
             pos=c.pos,
@@ -481,8 +475,8 @@ def test_signal_propagation_models_are_unchanged(monkeypatch):
     sp = probes.get("signal_propagation")
     variants = [
         {"data": "corpus"},
-        {"mlp": False, "skip": False, "mask": "full"},
-        {"attention": "ssmax", "d_model": 16, "heads": 2, "vocab_size": 300},
+        {"attn_only": True, "skip": False, "mask": "full"},
+        {"attention": "ssmax", "d_model": 16, "n_heads": 2, "vocab_size": 300},
     ]
     for c in _configs("signal_propagation", *variants):
         for norm in sp.NORM_VARIANTS:
@@ -492,8 +486,8 @@ def test_signal_propagation_models_are_unchanged(monkeypatch):
                 output="lm",
                 d_model=c.d_model,
                 n_layers=3,
-                n_heads=c.heads,
-                d_mlp=None if c.mlp else 0,
+                n_heads=c.n_heads,
+                d_mlp=0 if c.attn_only else None,
                 attention=c.attention,
                 causal=c.mask == "causal",
                 attn_residual=c.skip,
@@ -516,7 +510,7 @@ def test_signal_propagation_models_are_unchanged(monkeypatch):
                 output="none",
                 d_model=c.d_model,
                 n_layers=c.collapse_depth,
-                n_heads=c.heads,
+                n_heads=c.n_heads,
                 attention=c.attention,
                 causal=False,
                 dtype="float64",
@@ -527,26 +521,26 @@ def test_signal_propagation_models_are_unchanged(monkeypatch):
 
 
 # ------------------------------------------------------------------------------------------------
-# errors of the shared model fields, in the probe's names
+# errors of the shared model fields: the probe's name is the model's
 # ------------------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
     ("name", "over", "match"),
     [
-        ("attention_entropy", {"heads": 3}, r"^d_model must be divisible by heads, got d_model=32, heads=3$"),
+        ("attention_entropy", {"n_heads": 3}, r"^d_model must be divisible by n_heads, got d_model=32, n_heads=3$"),
         (
             "prompt_forgetting",
-            {"d_model": 30, "heads": 4},
-            r"^d_model must be divisible by heads, got d_model=30, heads=4$",
+            {"d_model": 30, "n_heads": 4},
+            r"^d_model must be divisible by n_heads, got d_model=30, n_heads=4$",
         ),
         (
             "prompt_forgetting",
-            {"pos": "rope", "d_model": 6, "heads": 2},
-            r"^pos 'rope' needs an even head size, got d_model / heads = 6 / 2 = 3$",
+            {"pos": "rope", "d_model": 6, "n_heads": 2},
+            r"^pos 'rope' needs an even head size, got d_model / n_heads = 6 / 2 = 3$",
         ),
-        ("representational_collapse", {"pos": "rope", "d_model": 6, "heads": 2}, r"^pos 'rope' needs an even head"),
-        ("signal_propagation", {"d_model": 30}, r"^d_model must be divisible by heads, got d_model=30, heads=4$"),
+        ("representational_collapse", {"pos": "rope", "d_model": 6, "n_heads": 2}, r"^pos 'rope' needs an even head"),
+        ("signal_propagation", {"d_model": 30}, r"^d_model must be divisible by n_heads, got d_model=30, n_heads=4$"),
         ("icl_gd", {"init_std": 0.0}, r"^init_std must be > 0.0, got 0.0$"),
     ],
 )
@@ -557,14 +551,8 @@ def test_model_errors_name_the_probe_fields(name, over, match):
 
 def test_command_line_reports_a_model_error_in_option_names():
     mod = probes.get("signal_propagation")
-    with pytest.raises(cli.UsageError, match=r"^probe signal_propagation: d_model must be divisible by heads"):
-        cli.parse_config(mod, "signal_propagation", ["--preset", "smoke", "--heads", "5"])
-
-
-def test_fields_renamed_replaces_whole_words_only():
-    with pytest.raises(ValueError, match=r"^d_model must be divisible by heads, got heads=3 \(xn_heads\)$"):
-        with fields_renamed({"n_heads": "heads", "d_model": "d_model"}):
-            raise ValueError("d_model must be divisible by n_heads, got n_heads=3 (xn_heads)")
+    with pytest.raises(cli.UsageError, match=r"^probe signal_propagation: d_model must be divisible by n_heads"):
+        cli.parse_config(mod, "signal_propagation", ["--preset", "smoke", "--n-heads", "5"])
 
 
 def test_model_param_is_checked_where_declared():
@@ -573,29 +561,28 @@ def test_model_param_is_checked_where_declared():
 
     @dataclass(frozen=True)
     class Swapped(ProbeConfig):
-        heads: int = model_param("layers", 2)
+        n_heads: int = model_param("n_layers", 2)
 
-    with pytest.raises(TypeError, match=r"Swapped.heads is declared as model_param\('layers'"):
+    with pytest.raises(TypeError, match=r"Swapped.n_heads is declared as model_param\('n_layers'"):
         Swapped()
 
 
 def test_probe_model_config_applies_overrides_and_keeps_the_rest_default():
     @dataclass(frozen=True)
     class Tiny(ProbeConfig):
-        layers: int = model_param("layers", 3)
-        heads: int = model_param("heads", 2, maximum=8)
+        n_layers: int = model_param("n_layers", 3)
+        n_heads: int = model_param("n_heads", 2, maximum=8)
         extra: int = param(1, "not a model field")
 
     cfg = Tiny()
-    assert Tiny.model_fields() == {"n_layers": "layers", "n_heads": "heads"}
+    assert Tiny.model_fields() == ("n_layers", "n_heads")
     assert cfg.model_config() == ModelConfig(n_layers=3, n_heads=2)
     assert cfg.model_config(n_layers=5, dtype="float64") == ModelConfig(n_layers=5, n_heads=2, dtype="float64")
-    spec = {s.name: s for s in Tiny.field_specs()}["heads"]
+    spec = {s.name: s for s in Tiny.field_specs()}["n_heads"]
     assert isinstance(spec, FieldSpec) and (spec.minimum, spec.maximum) == (1, 8)
     assert spec.help == "attention heads per layer (must divide d_model)"
-    with pytest.raises(ValueError, match=r"^d_model must be divisible by heads"):
-        Tiny(heads=5)
-    # an overridden field keeps its ModelConfig name: the value did not come from the probe's field
+    with pytest.raises(ValueError, match=r"^d_model must be divisible by n_heads"):
+        Tiny(n_heads=5)
     with pytest.raises(ValueError, match=r"^d_model must be divisible by n_heads"):
         cfg.model_config(n_heads=5)
 
@@ -617,25 +604,55 @@ def test_omit_at_default_fields_stay_out_of_to_dict_until_set():
     assert {s.name: s.omit_at_default for s in Later.field_specs()} == {"a": False, "b": True, "c": True}
 
 
-def test_a_renamed_field_keeps_its_stored_key():
+def test_a_former_name_is_refused_naming_the_new_one():
     @dataclass(frozen=True)
     class Renamed(BaseConfig):
         a: int = param(1, "an old field")
-        training: bool = param(True, "was called `trained`", key="trained")
+        n_layers: int = param(2, "blocks L", formerly="layers")
 
-    assert Renamed(training=False).to_dict() == {"a": 1, "trained": False}  # the stored key, so cache keys stay
-    assert Renamed.from_dict({"a": 1, "trained": False}) == Renamed(training=False)  # stored entries load
-    assert Renamed.from_dict({"a": 1, "training": False}) == Renamed(training=False)  # and the new name is taken
-    with pytest.raises(ValueError, match="under both names"):
-        Renamed.from_dict({"trained": False, "training": True})
+    assert Renamed(n_layers=3).to_dict() == {"a": 1, "n_layers": 3}  # one name, stored as it is called
+    message = r"^Renamed: field 'layers' is now 'n_layers' \(blocks L\)$"
+    for build in (
+        lambda: Renamed(layers=3),
+        lambda: Renamed().replace(layers=3),
+        lambda: Renamed.from_dict({"a": 1, "layers": 3}),
+    ):
+        with pytest.raises(TypeError, match=message):
+            build()
     with pytest.raises(ValueError, match="unknown Renamed field"):
-        Renamed.from_dict({"untrained": True})
-    assert [s.key for s in Renamed.field_specs()] == ["a", "trained"]
+        Renamed.from_dict({"layer": 3})
+    assert [s.formerly for s in Renamed.field_specs()] == [(), ("layers",)]
 
     @dataclass(frozen=True)
     class Clash(BaseConfig):
-        trained: bool = param(False, "a field")
-        training: bool = param(True, "stored under another field's name", key="trained")
+        layers: int = param(1, "a field")
+        n_layers: int = param(2, "a field formerly named like another", formerly="layers")
 
-    with pytest.raises(TypeError, match="share the stored key"):
+    with pytest.raises(TypeError, match=r"former name\(s\) \['layers'\] given twice or still a field's name"):
         Clash.field_specs()
+
+
+@pytest.mark.parametrize("name", probes.available())
+def test_every_former_probe_field_name_is_refused_naming_the_new_one(name):
+    """The old vocabulary (``layers``, ``heads``, ``mlp``, ``*_width``, ``*_batch``...) raises, in Python and on the
+    command line, an error naming the new field."""
+    mod = probes.get(name)
+    renamed = renamed_fields(mod.Config)
+    for old, new in renamed.items():
+        with pytest.raises(TypeError, match=rf"^Config: field '{old}' is now '{new}' \("):
+            mod.Config.preset("smoke", **{old: getattr(mod.Config.preset("smoke"), new)})
+        option, new_option = "--" + old.replace("_", "-"), "--" + new.replace("_", "-")
+        with pytest.raises(cli.UsageError, match=rf"^{option} is now {new_option} \(.*\), for probe {name}$"):
+            cli.parse_config(mod, name, ["--preset", "smoke", option, "1"])
+
+
+# The one vocabulary: a field named after a model or trainer knob ends in that knob's ModelConfig/TrainConfig name.
+OLD_SUFFIXES = ("layers", "heads", "mlp", "width", "hidden", "batch")
+
+
+@pytest.mark.parametrize("name", probes.available())
+def test_probe_fields_speak_the_model_and_trainer_vocabulary(name):
+    fields = probes.get(name).Config.field_names()
+    old = [f for f in fields if f.split("_")[-1] in OLD_SUFFIXES and not f.endswith(("n_layers", "n_heads", "d_mlp"))]
+    assert not old, f"{name}: name these after the ModelConfig/TrainConfig field they set (n_layers, n_heads, "
+    f"d_mlp, d_model, batch_size): {old}"

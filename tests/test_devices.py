@@ -94,7 +94,7 @@ def test_cuda_without_a_gpu_is_refused_before_running(capsys, tmp_path):
     assert err == ["probes: error: --device: device='cuda' but torch sees no CUDA device here; allowed: cpu, auto"]
     out = tmp_path / "s.nc"
     for scheduler in ("none", "local"):
-        args = ["sweep", "signal_propagation", "--preset", "smoke", "--grid", "heads=1,2", "--device", "cuda"]
+        args = ["sweep", "signal_propagation", "--preset", "smoke", "--grid", "n_heads=1,2", "--device", "cuda"]
         assert cli.main([*args, "--scheduler", scheduler, "--out", str(out)]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert err == ["probes: error: --device cuda: torch sees no CUDA device here; allowed: cpu, auto"]
@@ -110,7 +110,7 @@ def test_cuda_points_need_workers_with_the_gpu_resource(tmp_path):
         with pytest.raises(ValueError, match=r"device='cuda' points run one per GPU on workers that declare the GPU"):
             probes.sweep(
                 "signal_propagation",
-                {"heads": [1, 2]},
+                {"n_heads": [1, 2]},
                 preset="smoke",
                 base={"device": "cuda"},
                 client=client,
@@ -165,7 +165,7 @@ def test_sweep_on_a_local_gpu_cluster(tmp_path):
         "import probes\nfrom analysis.probing.sweep import local_client\n"
         "if __name__ == '__main__':\n"
         "    with local_client(2, gpus=True) as c:\n"
-        "        ds = probes.sweep('signal_propagation', {'heads': [1, 2]}, preset='smoke',"
+        "        ds = probes.sweep('signal_propagation', {'n_heads': [1, 2]}, preset='smoke',"
         f" base={{'device': 'cuda'}}, client=c, cache_root={str(tmp_path)!r}, progress=False)\n"
         "    assert not ds['failed'].any(), ds['error'].values\n"
     )

@@ -216,8 +216,8 @@ def test_a_gated_rnn_missing_its_output_gate_fails_the_construction_identities(m
 
 
 def test_odd_selective_copy_width_is_refused_by_the_config():
-    with pytest.raises(ValueError, match="^copying_width must be even"):
-        ar.Config.preset("smoke", copying_width=5)
+    with pytest.raises(ValueError, match="^copying_d_model must be even"):
+        ar.Config.preset("smoke", copying_d_model=5)
 
 
 # ------------------------------------------------------------------------------------------------ item 8

@@ -30,14 +30,14 @@ def smoke(smoke_result):
 
 def test_smoke_result_has_the_interface_fields(smoke):
     r, cfg = smoke, smoke.config
-    L, H, N = cfg.layers, cfg.heads, len(cfg.ctx_lens)
+    L, H, N = cfg.n_layers, cfg.n_heads, len(cfg.ctx_lens)
     for name in ("entropy", "entropy_norm", "max_weight", "logit_std", "theory_entropy"):
         assert r.data[name].dims == ("layer", "head", "n") and r.data[name].shape == (L, H, N)
         assert np.all(np.isfinite(r.data[name].values))
     np.testing.assert_array_equal(r.data["n"].values, cfg.ctx_lens)
     assert r.data["planted_weight"].dims == ("kernel", "n_planted")
     assert int(r.data["n_planted"].max()) == cfg.planted_max_n
-    runs = (len(cfg.qk_norm), len(cfg.lr), cfg.train_seeds)
+    runs = (len(cfg.qk_norm), len(cfg.train_lrs), cfg.train_seeds)
     for name in ("trace_max_logit", "trace_min_ent_norm"):
         assert r.data[name].shape == (*runs, cfg.train_steps)
         assert np.all(np.isfinite(r.data[name].values))
@@ -231,7 +231,7 @@ def test_bidirectional_model_matches_a_direct_computation_per_context_length():
     r = run_probe(mod, cfg, model=model, progress=False)
     assert r.scalars["causal"] is False and r.ledger.ok, r.ledger.report()
     tokens = mod.distinct_tokens(max(cfg.ctx_lens), cfg.seed, vocab=300)
-    names = [f"blocks.{la}.attn.hook_pattern" for la in range(cfg.layers)]
+    names = [f"blocks.{la}.attn.hook_pattern" for la in range(cfg.n_layers)]
     for i, n in enumerate(cfg.ctx_lens):
         _, cache = run_with_cache(model, tokens[:, :n], names=names)
         p = np.stack([cache[nm][0].double().numpy() for nm in names])  # (L, H, n, n)
@@ -317,11 +317,11 @@ def test_loss_spikes_counts_rises_above_the_running_minimum():
 @pytest.mark.parametrize(
     ("over", "match"),
     [
-        ({"heads": 3}, "divisible"),
+        ({"n_heads": 3}, "divisible"),
         ({"ctx_lens": (64, 16)}, "increasing"),
         ({"rows_per_n": 32, "ctx_lens": (16, 64)}, "rows_per_n"),
         ({"attention": "linear"}, "attention"),
-        ({"lr": (0.0,)}, "lr"),
+        ({"train_lrs": (0.0,)}, "train_lrs"),
         ({"nonlin_d_model": 15}, "nonlin_d_model"),
         ({"nonlin_seeds": 1}, "nonlin_seeds"),
         ({"retrieval_factors": (2, 4)}, "retrieval_factors"),
@@ -416,7 +416,7 @@ def test_nonlin_models_differ_only_in_norm_and_activation():
     std, bare = (mod.nonlin_model_config(cfg, v, 64, 3) for v in mod.VARIANTS)
     assert (std.norm, std.activation, bare.norm, bare.activation) == ("pre", "gelu", "none", "identity")
     assert std.replace(norm="none", activation="identity") == bare
-    assert (std.n_layers, std.d_model, std.seed) == (cfg.nonlin_layers, cfg.nonlin_d_model, 3)
+    assert (std.n_layers, std.d_model, std.seed) == (cfg.nonlin_n_layers, cfg.nonlin_d_model, 3)
     assert std.use_final_norm and not bare.use_final_norm
     with pytest.raises(ValueError, match="variant"):
         mod.nonlin_model_config(cfg, "post", 64, 0)
@@ -427,11 +427,11 @@ def test_layer_entropy_stats_match_the_pattern_of_a_plain_pass():
     model = TinyTransformer(mod.nonlin_model_config(cfg, "no_nonlin", 64, 0).replace(dtype="float64")).eval()
     tokens = torch.randint(0, 64, (2, 12), generator=torch.Generator().manual_seed(0))
     st = mod.layer_entropy_stats(model, tokens)
-    names = [f"blocks.{la}.attn.hook_{k}" for la in range(cfg.nonlin_layers) for k in ("pattern", "attn_scores")]
+    names = [f"blocks.{la}.attn.hook_{k}" for la in range(cfg.nonlin_n_layers) for k in ("pattern", "attn_scores")]
     _, cache = run_with_cache(model, tokens, names=names)
     n = np.arange(2, 13)
     np.testing.assert_array_equal(st["n"], n)
-    for la in range(cfg.nonlin_layers):
+    for la in range(cfg.nonlin_n_layers):
         p = cache[f"blocks.{la}.attn.hook_pattern"].numpy()[:, :, 1:]  # (B, H, 11, 12)
         ent = th.entropy(p) / np.log(n)  # (B, H, 11)
         np.testing.assert_allclose(st["ent_norm"][la], ent.transpose(1, 0, 2), atol=1e-10)
@@ -442,7 +442,7 @@ def test_layer_entropy_stats_match_the_pattern_of_a_plain_pass():
 
 def test_nonlin_comparison_in_the_smoke_result(smoke):
     r, cfg = smoke, smoke.config
-    shape = (2, 2, cfg.nonlin_seeds, cfg.nonlin_layers, cfg.heads)
+    shape = (2, 2, cfg.nonlin_seeds, cfg.nonlin_n_layers, cfg.n_heads)
     for name in ("nonlin_ent_norm", "nonlin_logit_std", "nonlin_theory", "nonlin_theory_rows"):
         assert r.data[name].shape == shape and np.all(np.isfinite(r.data[name].values)), name
     ent = r.data["nonlin_ent_norm"].values
@@ -455,11 +455,11 @@ def test_nonlin_comparison_in_the_smoke_result(smoke):
         th.mean_normalised_gaussian_entropy(ns, s0), abs=1e-12
     )
     led = r.ledger
-    early, deep = mod.nonlin_thirds(cfg.nonlin_layers)
-    assert early == [0] and deep == [cfg.nonlin_layers - 1]
+    early, deep = mod.nonlin_thirds(cfg.nonlin_n_layers)
+    assert early == [0] and deep == [cfg.nonlin_n_layers - 1]
     names = {c.name for c in led if c.seed == "004#30"}
     for state in mod.STATES:
-        for la in range(cfg.nonlin_layers):
+        for la in range(cfg.nonlin_n_layers):
             assert {
                 f"no_nonlin_entropy_gaussian_{state}_l{la}",
                 f"no_nonlin_entropy_gaussian_rows_{state}_l{la}",
@@ -596,11 +596,11 @@ def test_replicate_seeds_are_hashed_and_runs_of_seeds_0_and_1_share_none(patch_i
         fade_sg=(0.5,),
         replicates=3,
         training=True,
-        lr=(0.1,),
+        train_lrs=(0.1,),
         qk_norm=(False,),
         train_steps=2,
         train_seeds=2,
-        nonlin_layers=2,
+        nonlin_n_layers=2,
         nonlin_seeds=2,
         retrieval_factors=(1, 2),
         retrieval_steps=2,

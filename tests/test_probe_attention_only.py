@@ -267,10 +267,10 @@ def test_second_half_change_reads_the_middle_and_last_checkpoints():
 
 
 def test_config_refuses_odd_head_sizes_and_odd_snapshot_counts():
-    with pytest.raises(ValueError, match="^deep_width / deep_heads must be an even integer"):
-        ao.Config(deep_width=30, deep_heads=4)
-    with pytest.raises(ValueError, match="^matched_width / matched_heads must be an even integer"):
-        ao.Config(matched_width=6, matched_heads=2)
+    with pytest.raises(ValueError, match="^deep_d_model / deep_n_heads must be an even integer"):
+        ao.Config(deep_d_model=30, deep_n_heads=4)
+    with pytest.raises(ValueError, match="^matched_d_model / matched_n_heads must be an even integer"):
+        ao.Config(matched_d_model=6, matched_n_heads=2)
     with pytest.raises(ValueError, match="^matched_snapshots must be even"):
         ao.Config(matched_snapshots=3)
 

@@ -139,13 +139,13 @@ def test_train_config_one_layer_vs_deep_stacks():
     cfg = P.Config()
     one, deep = P.train_config(cfg, 1), P.train_config(cfg, 3)
     assert (one.steps, one.batch_size, one.lr, one.warmup_steps, one.grad_clip) == (
-        cfg.steps,
-        cfg.batch,
-        cfg.lr,
+        cfg.train_steps,
+        cfg.train_batch_size,
+        cfg.train_lr,
         0,
         0.0,
     )
-    assert (deep.steps, deep.batch_size, deep.lr) == (cfg.depth_steps, cfg.depth_batch, cfg.depth_lr)
+    assert (deep.steps, deep.batch_size, deep.lr) == (cfg.depth_steps, cfg.depth_batch_size, cfg.depth_lr)
     assert deep.warmup_steps == cfg.depth_warmup and deep.grad_clip == cfg.depth_clip
     assert P.train_config(cfg.replace(depth_steps=5), 2).warmup_steps == 5  # warm-up never longer than the run
 
@@ -310,14 +310,14 @@ def test_anisotropic_softmax_variant_runs(tmp_path, monkeypatch):
         x_dist="anisotropic",
         cond=5.0,
         attention="softmax",
-        layers=(1,),
-        steps=20,
-        batch=64,
+        depths=(1,),
+        train_steps=20,
+        train_batch_size=64,
         n_eval=400,
         n_mc=4000,
         n_fit=200,
         k_values=(3,),
-        construction_layers=1,
+        construction_n_layers=1,
         hide_query=False,
         garg=False,
     )
@@ -336,7 +336,7 @@ def test_anisotropic_softmax_variant_runs(tmp_path, monkeypatch):
 def test_measurements_on_the_construction_are_exact():
     """Passing the one-step construction as the 'trained' model: every metric must say "this is GD at eta*"."""
     cfg = P.Config.preset(
-        "smoke", n_eval=400, n_mc=2000, n_fit=200, k_values=(3, 6), construction_layers=1, mahankali=()
+        "smoke", n_eval=400, n_mc=2000, n_fit=200, k_values=(3, 6), construction_n_layers=1, mahankali=()
     )
     eta = th.one_step_gd_theory(cfg.d, cfg.n_context, cfg.x_dist, 0.0)["eta_star"]
     model = P.model_from_lsa_weights(cfg, th.gd_lsa_stack(cfg.d, eta, cfg.n_context, 1))
@@ -624,15 +624,15 @@ def test_a_diverged_looped_replicate_leaves_the_looped_claims_not_evaluated():
         "smoke",
         d=1,
         n_context=1,
-        steps=4,
-        lr=1 / 3,
+        train_steps=4,
+        train_lr=1 / 3,
         init_std=6.468515407001071,
         k_values=(1,),
-        layers=(1,),
+        depths=(1,),
         looped_n=1,
         looped_eval_loops=2,
         looped_steps=1,
-        looped_batch=1,
+        looped_batch_size=1,
         looped_n_eval=16,
         logistic=False,
     )

@@ -24,7 +24,7 @@ from probes.prompt_forgetting.claims import claim_bound_ratio
 from probes.prompt_forgetting.laws import bound_constants
 
 mod = probes.get("prompt_forgetting")
-SMALL = dict(cont_len=96, n_pairs=3, d_model=16, heads=2, mlp=0, n_boot=50, fit_lo=20.0, prompt_len=4)
+SMALL = dict(cont_len=96, n_pairs=3, d_model=16, n_heads=2, d_mlp=0, n_boot=50, fit_lo=20.0, prompt_len=4)
 
 
 def _run(**over):
@@ -34,7 +34,7 @@ def _run(**over):
 def test_smoke_result_has_the_interface_fields():
     r = _run()
     cfg = r.config
-    L, T = cfg.layers, cfg.cont_len
+    L, T = cfg.n_layers, cfg.cont_len
     assert r.data["distance"].shape == (L, T)
     np.testing.assert_array_equal(r.data["t"].values, np.arange(cfg.prompt_len + 1, cfg.prompt_len + T + 1))
     for name in ("alpha", "alpha_ci", "alpha_local", "bound_ratio", "relay", "prompt_share"):
@@ -76,7 +76,7 @@ def test_smoke_result_has_the_interface_fields():
 
 @pytest.mark.parametrize("layers", [1, 2])
 def test_uniform_network_is_the_matrix_relay_model(layers):
-    r = _run(**SMALL, layers=layers, attention="uniform", norm="none", dtype="float64")
+    r = _run(**SMALL, n_layers=layers, attention="uniform", norm="none", dtype="float64")
     claim = r.ledger["uniform_equals_matrix_relay"]
     assert claim.status == "pass", claim.line()
     # the stored exact prediction is the one the claim checked (pair-averaged like `distance`)
@@ -106,7 +106,7 @@ def test_relay_check_detects_a_broken_model():
 
 
 def test_cancel_bias_keeps_share_and_slows_forgetting():
-    base = dict(SMALL, attention="uniform", norm="none", dtype="float64", layers=2)
+    base = dict(SMALL, attention="uniform", norm="none", dtype="float64", n_layers=2)
     plain = _run(**base)
     biased = _run(**base, logit_bias="cancel")
     assert biased.ledger["cancel_bias_share_constant"].status == "pass"
@@ -151,7 +151,7 @@ def test_max_abs_logit_blocks_equal_the_full_matrix():
 def test_measure_in_query_blocks_equals_the_whole_matrix(monkeypatch):
     """Row blocks (the probe's memory-linear path) give the whole-matrix statistics: offsets and norms to
     float64 rounding, prompt shares per row, the largest logit with the compact bias removed."""
-    cfg = mod.Config.preset("smoke", **SMALL, dtype="float64", layers=2, logit_bias="cancel")
+    cfg = mod.Config.preset("smoke", **SMALL, dtype="float64", n_layers=2, logit_bias="cancel")
     model = TinyTransformer(mod.model_config(cfg)).eval()
     a, b, c = mod.draw_pairs(cfg)
     N = cfg.prompt_len + cfg.cont_len
@@ -230,7 +230,7 @@ def test_corpus_text_is_encoded_by_the_model():
 
 
 def test_corpus_trained_model_with_cancelling_bias():
-    over = dict(SMALL, data="corpus", trained=True, d_model=32, mlp=64)
+    over = dict(SMALL, data="corpus", trained=True, d_model=32, d_mlp=64)
     plain = _run(**over)
     biased = _run(**over, logit_bias="cancel")
     assert plain.meta["checkpoint"] == biased.meta["checkpoint"]  # one trained model, two measurements
@@ -243,7 +243,7 @@ def test_corpus_trained_model_with_cancelling_bias():
 def test_alpha_along_training_is_the_same_measurement_at_each_checkpoint():
     """The trajectory at step 0 is the untrained model, at the last step the trained one: its alphas
     (with and without the bias) equal those of the separate runs, and the held-out loss falls."""
-    over = dict(SMALL, data="corpus", d_model=32, mlp=64, train_steps=30)
+    over = dict(SMALL, data="corpus", d_model=32, d_mlp=64, train_steps=30)
     traj = _run(**over, trained=True, train_checkpoints=(0, 3, 30))
     d = traj.data
     assert d["alpha_trajectory"].dims == ("train_step",) and list(d["train_step"].values) == [0, 3, 30]
@@ -301,7 +301,7 @@ def test_bias_trajectory_claims_judge_the_sign(smoke_run):
     [
         ({"trained": True}, "trained"),
         ({"fit_lo": 2.0}, "fit_lo"),
-        ({"heads": 3}, "divisible"),
+        ({"n_heads": 3}, "divisible"),
         ({"logit_bias": "other"}, "logit_bias"),
         ({"pos": "learned"}, "pos"),
         ({"train_checkpoints": (0, 5)}, "needs trained=true"),
@@ -349,7 +349,7 @@ def test_command_line_json():
 
 def test_untrained_diagnosis_uses_the_runs_own_depth_and_length():
     for layers, T in ((2, 1024), (3, 4096)):
-        cfg = mod.Config.preset("full", layers=layers, cont_len=T, fit_lo=32.0)
+        cfg = mod.Config.preset("full", n_layers=layers, cont_len=T, fit_lo=32.0)
         N = cfg.prompt_len + T
         relay = mod.th.relay_alpha_window(cfg.prompt_len, layers, 32.0, N)
         text = mod._untrained_diagnosis(cfg, {"fit_lo": 32.0, "alpha_relay_window": relay})
@@ -380,7 +380,7 @@ def _planted(r, preset="smoke", **scalars):
 def test_relay_prediction_fails_on_a_planted_alpha(smoke_run):
     r = smoke_run
     relay = mod.th.relay_alpha_window(
-        r.config.prompt_len, r.config.layers, r.scalars["fit_lo"], int(r.scalars["fit_hi"])
+        r.config.prompt_len, r.config.n_layers, r.scalars["fit_lo"], int(r.scalars["fit_hi"])
     )
     good = _planted(r, alpha=relay, alpha_ci_lo=relay - 0.01, alpha_ci_hi=relay + 0.01)["alpha_matches_relay"]
     assert good.status == "pass" and good.alternative["consistent"] is False
@@ -393,7 +393,7 @@ def test_relay_prediction_fails_on_a_planted_alpha(smoke_run):
 def test_seed_range_deviates_only_when_the_relay_claim_passes(smoke_run):
     r = smoke_run
     relay = mod.th.relay_alpha_window(
-        r.config.prompt_len, r.config.layers, r.scalars["fit_lo"], int(r.scalars["fit_hi"])
+        r.config.prompt_len, r.config.n_layers, r.scalars["fit_lo"], int(r.scalars["fit_hi"])
     )
     led = _planted(r, "full", alpha=relay, alpha_ci_lo=relay - 0.01, alpha_ci_hi=relay + 0.01)
     claim = led["alpha_untrained_seed_range"]
@@ -437,7 +437,7 @@ def test_the_bounds_extremal_case_meets_its_finite_window_form(P):
     converges (at P = 64 by about 2% per octave). Measured growing exactly as the relay model does, the bound is
     attained (agrees); growing twice as fast, it is contradicted."""
     cfg = mod.Config.preset("smoke", prompt_len=P, fit_lo=float(P + 8), cont_len=1024)
-    L, N = cfg.layers, P + cfg.cont_len
+    L, N = cfg.n_layers, P + cfg.cont_len
     t = np.arange(P + 1, N + 1, dtype=np.float64)
     relay = np.stack([pf_theory.relay_offsets(P, k, N)[P:] for k in range(1, L + 1)])
     shape = np.stack([pf_theory.bound_shape(P, k, t) for k in range(1, L + 1)])
@@ -489,7 +489,7 @@ def test_bias_claims_judge_the_sign():
     up = mod.bias_claims(_fake(**tr, alpha=0.8), _fake(**tr, alpha=0.3, logit_bias="cancel"))
     assert up["bias_reverses_decay"].status == "fail"  # still decaying
     with pytest.raises(ValueError, match="differ only"):
-        mod.bias_claims(plain, _fake(alpha=0.0, logit_bias="cancel", layers=3))
+        mod.bias_claims(plain, _fake(alpha=0.0, logit_bias="cancel", n_layers=3))
 
 
 def test_trained_vs_untrained_direction():
@@ -508,7 +508,7 @@ def test_trained_vs_untrained_direction():
 
 def test_depth_sweep_slope_against_the_relay_model():
     def at(L, alpha):
-        return _fake(alpha=alpha, half=0.02, layers=L)
+        return _fake(alpha=alpha, half=0.02, n_layers=L)
 
     relay = [mod.th.relay_alpha_window(16, L, 24.0, 16 + 192) for L in (1, 2, 3)]
     good = mod.depth_sweep_claims([at(L, a) for L, a in zip((1, 2, 3), relay, strict=True)])
@@ -517,7 +517,7 @@ def test_depth_sweep_slope_against_the_relay_model():
     flat = mod.depth_sweep_claims([at(L, 0.8) for L in (1, 2, 3)])
     assert flat["alpha_depth_slope_matches_relay"].status == "fail"
     with pytest.raises(ValueError, match="differ only"):
-        mod.depth_sweep_claims([at(1, 0.9), _fake(alpha=0.8, layers=2, prompt_len=8)])
+        mod.depth_sweep_claims([at(1, 0.9), _fake(alpha=0.8, n_layers=2, prompt_len=8)])
 
 
 def test_relay_model_claims():
@@ -528,7 +528,7 @@ def test_relay_model_claims():
 
 
 def _depth_run(L: int, s: int, alpha: float, half: float = 0.02):
-    cfg = mod.Config.preset("smoke", layers=L, seed=s)
+    cfg = mod.Config.preset("smoke", n_layers=L, seed=s)
     return SimpleNamespace(
         config=cfg,
         scalars={
@@ -579,13 +579,13 @@ def test_depth_law_needs_the_same_seeds_at_every_depth():
         mod.depth_law(
             [
                 _depth_run(1, 0, 1.0),
-                SimpleNamespace(config=mod.Config.preset("smoke", layers=2, seed=1, prompt_len=8), scalars={}),
+                SimpleNamespace(config=mod.Config.preset("smoke", n_layers=2, seed=1, prompt_len=8), scalars={}),
             ]
         )
 
 
 def test_alpha_relay_window_scalar_is_the_relay_models_alpha_over_the_run_window():
-    r = _run(**SMALL, layers=2)
+    r = _run(**SMALL, n_layers=2)
     expected = pf_theory.relay_alpha_window(r.config.prompt_len, 2, r.scalars["fit_lo"], int(r.scalars["fit_hi"]))
     assert r.scalars["alpha_relay_window"] == expected and 0.0 < expected < 1.0
 
@@ -595,7 +595,7 @@ def test_logit_gain_scales_the_default_logit_scale_and_leaves_gain_1_unchanged()
     assert plain.logit_scale is None  # gain 1: the same model config, so the same checkpoint keys as before
     cfg = mod.Config.preset("smoke", logit_gain=0.25)
     scaled = mod.model_config(cfg)
-    assert scaled.logit_scale == 0.25 / math.sqrt(cfg.d_model // cfg.heads)
+    assert scaled.logit_scale == 0.25 / math.sqrt(cfg.d_model // cfg.n_heads)
     assert scaled.replace(logit_scale=None) == plain
     with pytest.raises(ValueError, match="logit_gain"):
         mod.Config.preset("smoke", logit_gain=0.0)

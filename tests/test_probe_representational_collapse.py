@@ -18,7 +18,7 @@ from analysis.probing.base import run_probe
 from analysis.zoo.model import TinyTransformer
 
 mod = probes.get("representational_collapse")
-UNIFORM = dict(attention="uniform", norm="none", mlp=0)
+UNIFORM = dict(attention="uniform", norm="none", d_mlp=0)
 
 
 def _run(**over):
@@ -32,8 +32,8 @@ def test_smoke_result_has_the_interface_fields():
     assert ns[0] == cfg.min_len and ns[-1] == cfg.max_len and np.all(np.diff(ns) > 0)
     assert list(r.data["dtype"].values) == ["float64", *cfg.dtypes]
     assert r.data["distance"].dims == ("dtype", "n")
-    assert r.data["sensitivity"].shape == (cfg.layers, cfg.sens_len)
-    assert r.data["rank_residual"].shape == (cfg.layers + 1,)
+    assert r.data["sensitivity"].shape == (cfg.n_layers, cfg.sens_len)
+    assert r.data["rank_residual"].shape == (cfg.n_layers + 1,)
     assert r.data["collapse_n"].dims == ("dtype",)
     lo, hi = r.data["slope_ci"].values
     assert lo <= r.scalars["slope"] <= hi
@@ -261,7 +261,7 @@ def test_rope_repeat_prediction_and_depth_claims():
         ({"family": "other"}, "family"),
         ({"dtypes": ("int8",)}, "dtypes"),
         ({"dtypes": ("float16", "float16")}, "dtypes"),
-        ({"heads": 3}, "divisible"),
+        ({"n_heads": 3}, "divisible"),
         ({"min_len": 200}, "min_len"),
         ({"fit_lo": 100.0}, "fit_lo"),
         ({"family": "early_token", "early_position": 10}, "early_position"),

@@ -26,7 +26,7 @@ def test_phase_fields_leave_every_existing_key_alone():
     for preset in ("smoke", "full"):
         d = sp.Config.preset(preset).to_dict()
         assert not [k for k in d if k.startswith("phase")], d
-    d = sp.Config.preset("smoke", phase=True, phase_tokens=16, phase_width=17).to_dict()
+    d = sp.Config.preset("smoke", phase=True, phase_tokens=16, phase_d_model=17).to_dict()
     assert d["phase"] is True and d["phase_tokens"] == 16 and "phase_betas" not in d
     assert phase.design(sp.Config.preset("smoke", phase_seeds=3))["seeds"] == 3
     assert phase.design(sp.Config.preset("full"))["tokens"] == phase.DESIGN["full"]["tokens"]
@@ -109,8 +109,8 @@ def test_model_is_the_theory_block():
 
 
 def test_bad_phase_fields_are_refused():
-    with pytest.raises(ValueError, match=r"^phase_width must be >= phase_tokens \+ 1 = 25"):
-        sp.Config.preset("smoke", phase=True, phase_width=20)
+    with pytest.raises(ValueError, match=r"^phase_d_model must be >= phase_tokens \+ 1 = 25"):
+        sp.Config.preset("smoke", phase=True, phase_d_model=20)
     with pytest.raises(ValueError, match="^phase needs trained=false"):
         sp.Config.preset("smoke", phase=True, trained=True)
     with pytest.raises(ValueError, match="^phase_betas must not repeat"):
@@ -125,6 +125,6 @@ def test_bad_phase_fields_are_refused():
 
 
 def test_cli_refuses_a_bad_phase_field_in_one_line(capsys):
-    rc = cli.main(["run", "signal_propagation", "--preset", "smoke", "--phase", "true", "--phase-width", "3"])
+    rc = cli.main(["run", "signal_propagation", "--preset", "smoke", "--phase", "true", "--phase-d-model", "3"])
     err = capsys.readouterr().err.strip().splitlines()
-    assert rc == 2 and len(err) == 1 and "phase_width" in err[0], err
+    assert rc == 2 and len(err) == 1 and "phase_d_model" in err[0], err

@@ -220,8 +220,8 @@ def test_jacobian_gap_is_exact_for_one_block():
 def test_config_validation():
     with pytest.raises(ValueError, match="norms"):
         sp.Config(norms=("pre", "sandwich"))
-    with pytest.raises(ValueError, match="heads"):
-        sp.Config(d_model=30, heads=4)
+    with pytest.raises(ValueError, match="n_heads"):
+        sp.Config(d_model=30, n_heads=4)
     with pytest.raises(ValueError, match="depths"):
         sp.Config(depths=(2, 2))
     with pytest.raises(ValueError, match="data"):

@@ -203,7 +203,7 @@ def test_the_memory_is_the_zoos_mlp_with_the_closed_forms_weights():
     assert values.std() == pytest.approx(memory.value_std(cfg), rel=0.01)
     assert all(b is None or not b.any() for b in (relu.W_in.bias, relu.W_out.bias))  # no read-out offset
     x = sa.sphere_inputs(cfg, seed=0)
-    np.testing.assert_allclose(x.pow(2).sum(-1).numpy(), cfg.memory_width, rtol=1e-13)
+    np.testing.assert_allclose(x.pow(2).sum(-1).numpy(), cfg.memory_d_model, rtol=1e-13)
     with torch.no_grad():  # softmax over the hidden units: the read is a convex combination of the values
         p = torch.softmax(relu.W_in(x), dim=-1)
         torch.testing.assert_close(soft(x), relu.W_out(p), rtol=1e-12, atol=1e-15)
@@ -269,15 +269,15 @@ def test_planted_wrong_numbers_fail_the_claims(full):
         ({"mimetic_tokens": 1}, "mimetic_tokens"),
         ({"linearity_scales": (2.0, 1.0)}, "linearity_scales must be strictly increasing"),
         ({"linearity_activation": "relu"}, "linearity_activation"),
-        ({"linearity_tokens": 2, "linearity_batch": 4}, "regression's samples"),
-        ({"bilinear_rank": 16}, "bilinear_rank must be < bilinear_width"),
+        ({"linearity_tokens": 2, "linearity_batch_size": 4}, "regression's samples"),
+        ({"bilinear_rank": 16}, "bilinear_rank must be < bilinear_d_model"),
         ({"bilinear_samples": 100}, "bilinear_samples must be >= d"),
         ({"isolation_tokens": (64, 16)}, "isolation_tokens must be strictly increasing"),
         ({"isolation_tokens": (64,)}, "isolation_tokens needs at least 2"),
-        ({"isolation_width": 2}, "isolation_width"),
-        ({"denominator_width": 1}, "denominator_width"),
+        ({"isolation_d_model": 2}, "isolation_d_model"),
+        ({"denominator_d_model": 1}, "denominator_d_model"),
         ({"denominator_top": 0.0}, "denominator_top"),
-        ({"denominator_top": 1e-3, "denominator_batch": 4}, "denominator_top x denominator_tokens"),
+        ({"denominator_top": 1e-3, "denominator_batch_size": 4}, "denominator_top x denominator_tokens"),
         ({"softplus_scales": (4.0, 1.0)}, "softplus_scales must be strictly increasing"),
         ({"softplus_scales": (1.0, 32.0)}, "softplus_scales"),
         ({"softplus_keys": 1}, "softplus_keys"),
@@ -288,7 +288,7 @@ def test_planted_wrong_numbers_fail_the_claims(full):
         ({"cog_depths": (4, 2)}, "cog_depths must be strictly increasing"),
         ({"cog_tokens": 1}, "cog_tokens"),
         ({"parallel_depth": 1}, "parallel_depth"),
-        ({"parallel_heads": 3}, "parallel_heads must divide parallel_width"),
+        ({"parallel_n_heads": 3}, "parallel_n_heads must divide parallel_d_model"),
         ({"sparse_keys": (64,)}, "sparse_keys must have at least 2"),
         ({"persistent_context": (64, 16)}, "persistent_context must be strictly increasing"),
         ({"persistent_context": (64,)}, "persistent_context must have at least 2"),
@@ -303,7 +303,7 @@ def test_bad_configs_are_refused_by_name(over, match):
 def test_sparse_rows_see_n_keys_one_planted_and_their_logit_std_is_exact():
     """Each row i >= 1 sees the n keys j != i, key 0 with the planted bias; the distractors' logits have the std
     s_i = c |W_k^T q_i| the prediction uses (checked by averaging over fresh Gaussian keys)."""
-    cfg = sa.Config.preset("full", sparse_width=8)
+    cfg = sa.Config.preset("full", sparse_d_model=8)
     bias = sparse.planted_bias(5, 4.0)
     assert torch.isinf(bias.diagonal()).all() and (bias[1:, 0] == 4.0).all() and bias[0, 1:].eq(0).all()
     model = sparse.sparse_model(cfg, "sparsemax", seed=1)
@@ -339,7 +339,7 @@ def test_interpolation_at_the_rounding_order_fails_its_claim(full):
 def test_mimetic_layer_has_the_product_and_the_logit_law_it_is_judged_by():
     """The zoo's init="mimetic" gives W_q^T W_k = alpha Z + beta I exactly (one head of width d); a row's own logit is
     c x^T M x and its logits on fresh Gaussian keys have the std s_i the prediction uses."""
-    cfg = sa.Config.preset("full", mimetic_width=8)
+    cfg = sa.Config.preset("full", mimetic_d_model=8)
     model = mimetic.mimetic_model(cfg, 0.0, seed=4)  # alpha Z alone
     with_eye = mimetic.mimetic_model(cfg, 1.5, seed=4)  # the same Z plus 1.5 I
     attn, attn2 = model.blocks[0].attn, with_eye.blocks[0].attn
@@ -419,7 +419,7 @@ def test_taylor_features_expand_softmax_to_second_order_and_a_monotone_map_fails
 def test_linearity_block_feeds_its_mlp_the_gaussian_input_the_law_assumes():
     """The two variants share their weights; the stream after the MLP is the stream before it plus the zoo's MLP of
     it (with the skip) or the MLP alone (without); the MLP's input has the covariance the law is given."""
-    cfg = sa.Config.preset("full", linearity_width=6, linearity_hidden=12, linearity_tokens=8)
+    cfg = sa.Config.preset("full", linearity_d_model=6, linearity_d_mlp=12, linearity_tokens=8)
     with_skip = linearity.linearity_model(cfg, 5, True)
     without = linearity.linearity_model(cfg, 5, False)
     for a, b in zip(with_skip.parameters(), without.parameters(), strict=True):
@@ -455,7 +455,7 @@ def test_a_skip_connection_that_changes_nothing_fails_both_linearity_claims(full
 
 
 def test_bilinear_layer_is_the_zoos_mlp_trained_to_the_least_squares_minimum(full):
-    cfg = sa.Config.preset("full", bilinear_width=5, bilinear_hidden=8)
+    cfg = sa.Config.preset("full", bilinear_d_model=5, bilinear_d_mlp=8)
     mlp = bilinear.bilinear_mlp(cfg, seed=3)
     x = torch.randn(7, 5, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
     with torch.no_grad():
@@ -561,7 +561,7 @@ def test_the_shaped_stacks_are_the_zoos_skipless_attention_with_zero_queries():
             assert torch.equal(a, shaped_weights[name]), name  # the same value and output weights
     assert all(not blk.attn.W_q.weight.any() for blk in soft.blocks)
     x = torch.randn(
-        2, cfg.shaped_tokens, cfg.shaped_width, dtype=torch.float64, generator=torch.Generator().manual_seed(0)
+        2, cfg.shaped_tokens, cfg.shaped_d_model, dtype=torch.float64, generator=torch.Generator().manual_seed(0)
     )
     with torch.no_grad():
         y = x
@@ -599,13 +599,13 @@ def test_the_cog_stacks_are_the_zoos_skipless_signexp_attention():
     cfg = sa.Config.preset("smoke")
     soft, sign = cog.stack(cfg, "softmax", 2, seed=5), cog.stack(cfg, "cog", 2, seed=5)
     assert all(torch.equal(a, b) for a, b in zip(soft.parameters(), sign.parameters(), strict=True))
-    x = torch.randn(2, cfg.cog_tokens, cfg.cog_width, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    x = torch.randn(2, cfg.cog_tokens, cfg.cog_d_model, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
     mask = torch.ones(cfg.cog_tokens, cfg.cog_tokens, dtype=torch.bool).tril()
     with torch.no_grad():
         y = x
         for blk in sign.blocks:  # SignExp over the causal logits, no skip, no norm
             a = blk.attn
-            z = (a.W_q(y) @ a.W_k(y).transpose(-1, -2) / math.sqrt(cfg.cog_width)).masked_fill(~mask, float("-inf"))
+            z = (a.W_q(y) @ a.W_k(y).transpose(-1, -2) / math.sqrt(cfg.cog_d_model)).masked_fill(~mask, float("-inf"))
             y = a.W_o(torch.from_numpy(th.sign_exp(z.numpy())) @ a.W_v(y))
         torch.testing.assert_close(sign(x), y, rtol=1e-12, atol=1e-12)
 
@@ -628,7 +628,7 @@ def test_the_parallel_part_feeds_each_blocks_own_mlp_its_two_inputs():
     (the block's output is mid + mlp(ln2(mid))), and the law's output moment at RMS s is E gelu(s z)^2."""
     cfg = sa.Config.preset("smoke")
     model = parallel.parallel_model(cfg, seed=3)
-    x = torch.randn(2, cfg.parallel_tokens, cfg.parallel_width, dtype=torch.float64)
+    x = torch.randn(2, cfg.parallel_tokens, cfg.parallel_d_model, dtype=torch.float64)
     streams = parallel.block_inputs(model, x)
     assert len(streams) == cfg.parallel_depth
     with torch.no_grad():
@@ -661,10 +661,10 @@ def test_irrelevant_mass_is_the_zoos_softmax_beside_the_planted_key():
     cfg = sa.Config.preset("smoke")
     m = sparse.measure_keys(cfg, 8, seed=3)
     rows = min(cfg.sparse_rows, 8)
-    assert m["irrelevant"].shape == (cfg.sparse_batch, rows)
+    assert m["irrelevant"].shape == (cfg.sparse_batch_size, rows)
     model = sparse.sparse_model(cfg, "softmax", derived_seed(3, "sparse_weights") % MAX_SEED)
     g = torch.Generator().manual_seed(derived_seed(3, "sparse_inputs_n8"))
-    x = torch.randn(cfg.sparse_batch, 9, cfg.sparse_width, generator=g, dtype=torch.float64)
+    x = torch.randn(cfg.sparse_batch_size, 9, cfg.sparse_d_model, generator=g, dtype=torch.float64)
     got = models.head_pattern_and_scores(model, x, sparse.planted_bias(8, cfg.sparse_gap))
     p, z = got[models.PATTERN][:, 1 : rows + 1], got[models.SCORES][:, 1 : rows + 1]
     np.testing.assert_allclose(m["irrelevant"], 1.0 - p[..., 0].numpy(), rtol=0, atol=1e-15)

@@ -71,7 +71,7 @@ CAPS: dict[str, dict[str, Cap]] = {
         "norms": Cap(max_len=2),
         "depths": Cap(hi=3, max_len=2),
         "d_model": Cap(hi=8),
-        "heads": Cap(hi=2),
+        "n_heads": Cap(hi=2),
         "seq_len": Cap(hi=6),
         "batch_size": Cap(hi=3),
         "n_samples": Cap(hi=2),
@@ -91,19 +91,19 @@ CAPS: dict[str, dict[str, Cap]] = {
         "phase_betas": Cap(hi=4.0, max_len=2),
         "phase_cosines": Cap(max_len=2),
         "phase_tokens": Cap(hi=6),
-        "phase_width": Cap(hi=8),
+        "phase_d_model": Cap(hi=8),
         "phase_depth": Cap(hi=2),
         "phase_seeds": Cap(hi=2),
     },
     # cost ~ replicates models over max(ctx_lens) tokens, scale_factors x replicates models over sweep_len
     # tokens, planted-key networks over up to planted_max_n keys for every fade_sg, and the training
     # sweep qk_norm x lr x train_seeds runs of train_steps updates on train_seq_len tokens (and 2 x train_seeds
-    # sigmoid runs), the nonlinearity comparison's 2 x nonlin_seeds runs of nonlin_layers x nonlin_d_model models,
+    # sigmoid runs), the nonlinearity comparison's 2 x nonlin_seeds runs of nonlin_n_layers x nonlin_d_model models,
     # and the retrieval models: 2 x retrieval_seeds runs of retrieval_steps, each tested on retrieval_eval
     # sequences at retrieval_len x every retrieval_factor pairs
     "attention_entropy": {
-        "layers": Cap(hi=2),
-        "heads": Cap(hi=2),
+        "n_layers": Cap(hi=2),
+        "n_heads": Cap(hi=2),
         "d_model": Cap(hi=16),
         "ctx_lens": Cap(hi=32, max_len=2),
         "rows_per_n": Cap(hi=4),
@@ -112,12 +112,12 @@ CAPS: dict[str, dict[str, Cap]] = {
         "sweep_len": Cap(hi=32),
         "fade_sg": Cap(max_len=3),
         "planted_max_n": Cap(hi=60),
-        "lr": Cap(max_len=2),
+        "train_lrs": Cap(max_len=2),
         "qk_norm": Cap(max_len=2),
         "train_steps": Cap(hi=4),
         "train_seeds": Cap(hi=2),
         "train_seq_len": Cap(hi=12),
-        "nonlin_layers": Cap(hi=3),
+        "nonlin_n_layers": Cap(hi=3),
         "nonlin_d_model": Cap(hi=8),
         "nonlin_seeds": Cap(hi=2),
         "retrieval_len": Cap(hi=8),
@@ -133,10 +133,10 @@ CAPS: dict[str, dict[str, Cap]] = {
     # n_boot replicates; trained: train_steps updates on train_seq_len tokens, and per checkpoint two more
     # measurements
     "prompt_forgetting": {
-        "layers": Cap(hi=2),
+        "n_layers": Cap(hi=2),
         "d_model": Cap(hi=16),
-        "heads": Cap(hi=4),
-        "mlp": Cap(hi=32),
+        "n_heads": Cap(hi=4),
+        "d_mlp": Cap(hi=32),
         "vocab_size": Cap(hi=300),
         "train_steps": Cap(hi=4),
         "train_seq_len": Cap(hi=16),
@@ -158,10 +158,10 @@ CAPS: dict[str, dict[str, Cap]] = {
         "extend_hi": Cap(hi=3.0),
         "extend_lengths": Cap(hi=3),
         "extend_bases": Cap(hi=3),
-        "layers": Cap(hi=2),
+        "n_layers": Cap(hi=2),
         "d_model": Cap(hi=16),
-        "heads": Cap(hi=4),
-        "mlp": Cap(hi=32),
+        "n_heads": Cap(hi=4),
+        "d_mlp": Cap(hi=32),
         "vocab_size": Cap(hi=64),
         "train_steps": Cap(hi=4),
         "train_seq_len": Cap(hi=16),
@@ -169,28 +169,28 @@ CAPS: dict[str, dict[str, Cap]] = {
     },
     # cost ~ layers stacks trained for (depth_)steps on (depth_)batch tasks of n_context examples in d
     # dimensions, evaluation on n_eval / n_mc / n_fit tasks over k_values, the construction up to
-    # construction_layers, the interleaved (Garg) model, eta_seeds and mahankali one-layer models, and the
+    # construction_n_layers, the interleaved (Garg) model, eta_seeds and mahankali one-layer models, and the
     # ridge Monte Carlo over ridge_mc_tasks contexts in ridge_mc_d dimensions
     "icl_gd": {
         "d": Cap(hi=3),
         "n_context": Cap(hi=6),
-        "layers": Cap(hi=2, max_len=2),
-        "steps": Cap(hi=4),
-        "batch": Cap(hi=16),
+        "depths": Cap(hi=2, max_len=2),
+        "train_steps": Cap(hi=4),
+        "train_batch_size": Cap(hi=16),
         "depth_steps": Cap(hi=4),
-        "depth_batch": Cap(hi=16),
+        "depth_batch_size": Cap(hi=16),
         "n_eval": Cap(hi=64),
         "n_mc": Cap(hi=64),
         "n_fit": Cap(hi=32),
         "k_values": Cap(hi=6, max_len=3),
-        "construction_layers": Cap(hi=2),
+        "construction_n_layers": Cap(hi=2),
         "garg_d": Cap(hi=2),
         "garg_n_points": Cap(hi=4),
-        "garg_width": Cap(hi=16),
-        "garg_layers": Cap(hi=2),
-        "garg_heads": Cap(hi=2),
+        "garg_d_model": Cap(hi=16),
+        "garg_n_layers": Cap(hi=2),
+        "garg_n_heads": Cap(hi=2),
         "garg_steps": Cap(hi=4),
-        "garg_batch": Cap(hi=8),
+        "garg_batch_size": Cap(hi=8),
         "eta_seeds": Cap(hi=2),
         "depth_seeds": Cap(hi=2),
         "mahankali_seeds": Cap(hi=2),
@@ -206,20 +206,20 @@ CAPS: dict[str, dict[str, Cap]] = {
         "looped_loops": Cap(hi=2),
         "looped_eval_loops": Cap(hi=3),
         "looped_steps": Cap(hi=4),
-        "looped_batch": Cap(hi=16),
+        "looped_batch_size": Cap(hi=16),
         "looped_n_eval": Cap(hi=64),
         "logistic_d": Cap(hi=3),
         "logistic_n": Cap(hi=6),
         "logistic_loops": Cap(hi=3),
         "logistic_steps": Cap(hi=4),
-        "logistic_batch": Cap(hi=16),
+        "logistic_batch_size": Cap(hi=16),
         "logistic_seeds": Cap(hi=1),
         "logistic_eval": Cap(hi=32),
         "threads": Cap(hi=2),  # more torch threads than the CI machine's 2 cores only oversubscribes it
     },
     # cost ~ kernels x n_pairs memories of draws x N keys (the scan: N steps), favor_m x (favor_draws x m
     # feature terms + favor_row_draws x m x favor_keys), and kernels x n_pairs x train_seeds trained models of
-    # train_steps updates on train_batch sequences of 2N positions, evaluated on n_eval sequences
+    # train_steps updates on train_batch_size sequences of 2N positions, evaluated on n_eval sequences
     "associative_recall": {
         "kernels": Cap(max_len=2),
         "n_pairs": Cap(hi=8, max_len=2),
@@ -229,13 +229,13 @@ CAPS: dict[str, dict[str, Cap]] = {
         "favor_keys": Cap(hi=16),
         "favor_draws": Cap(hi=500),
         "favor_row_draws": Cap(hi=50),
-        "layers": Cap(hi=2),
+        "n_layers": Cap(hi=2),
         "d_model": Cap(hi=32),
-        "heads": Cap(hi=2),
+        "n_heads": Cap(hi=2),
         "n_keys": Cap(hi=64),
         "n_values": Cap(hi=64),
         "train_steps": Cap(hi=4),
-        "train_batch": Cap(hi=16),
+        "train_batch_size": Cap(hi=16),
         "train_seeds": Cap(hi=2),
         "n_eval": Cap(hi=16),
         # linearisation: lin_reps x (max(lin_ns) + lin_queries)^2 x lin_d per n
@@ -248,16 +248,16 @@ CAPS: dict[str, dict[str, Cap]] = {
         "gated_d": Cap(hi=3),
         "gated_n": Cap(hi=6),
         "gated_steps": Cap(hi=4),
-        "gated_batch": Cap(hi=16),
+        "gated_batch_size": Cap(hi=16),
         "gated_seeds": Cap(hi=2),
         "gated_eval": Cap(hi=64),
         "copying_n_copy": Cap(hi=2),
         "copying_values": Cap(hi=4),
         "copying_length": Cap(hi=8),
-        "copying_width": Cap(hi=8),
-        "copying_layers": Cap(hi=2),
+        "copying_d_model": Cap(hi=8),
+        "copying_n_layers": Cap(hi=2),
         "copying_steps": Cap(hi=4),
-        "copying_batch": Cap(hi=8),
+        "copying_batch_size": Cap(hi=8),
         "copying_seeds": Cap(hi=1),
         "copying_eval": Cap(hi=16),
         # in-context PCA (item 8): 2 norms x pm_seeds looped layers (width 2 (2 pm_d + 1), pm_loops loops) of
@@ -267,38 +267,38 @@ CAPS: dict[str, dict[str, Cap]] = {
         "power_loops": Cap(hi=2),
         "power_eval_loops": Cap(hi=3),
         "power_steps": Cap(hi=4),
-        "power_batch": Cap(hi=16),
+        "power_batch_size": Cap(hi=16),
         "power_seeds": Cap(hi=1),
         "power_eval": Cap(hi=32),
-        # momentum_seeds x 2 scans of momentum_steps writes over momentum_batch sequences of (d x d) states
+        # momentum_seeds x 2 scans of momentum_steps writes over momentum_batch_size sequences of (d x d) states
         "momentum_d": Cap(hi=8),
         "momentum_steps": Cap(hi=40),
-        "momentum_batch": Cap(hi=4),
+        "momentum_batch_size": Cap(hi=4),
         "momentum_seeds": Cap(hi=3),
-        # decay_seeds x len(decay_pairs) recurrent scans of up to max(decay_pairs) writes over decay_batch memories
+        # decay_seeds x len(decay_pairs) recurrent scans of up to max(decay_pairs) writes over decay_batch_size memories
         "decay_pairs": Cap(hi=64, max_len=3),
         "decay_key": Cap(hi=16),
-        "decay_batch": Cap(hi=8),
+        "decay_batch_size": Cap(hi=8),
         "decay_seeds": Cap(hi=3),
     },
-    # cost ~ the K-head construction over construction_batch sequences, taps x train_seeds convolution layers of
-    # conv_steps updates on conv_batch sequences of conv_len (T d impulses each), 4 x train_seeds induction
-    # models of ind_steps updates on ind_batch sequences of seq_len tokens, evaluated on n_eval sequences
+    # cost ~ the K-head construction over construction_batch_size sequences, taps x train_seeds convolution layers of
+    # conv_steps updates on conv_batch_size sequences of conv_len (T d impulses each), 4 x train_seeds induction
+    # models of ind_steps updates on ind_batch_size sequences of seq_len tokens, evaluated on n_eval sequences
     "attention_only": {
         "d": Cap(hi=4),
         "taps": Cap(hi=3),
         "conv_len": Cap(hi=8),
-        "construction_batch": Cap(hi=8),
+        "construction_batch_size": Cap(hi=8),
         "conv_steps": Cap(hi=3),
-        "conv_batch": Cap(hi=8),
+        "conv_batch_size": Cap(hi=8),
         "train_seeds": Cap(hi=2),
         "vocab_size": Cap(hi=64),
         "seq_len": Cap(hi=16),
         "segment": Cap(hi=6),
         "d_model": Cap(hi=16),
-        "heads": Cap(hi=2),
+        "n_heads": Cap(hi=2),
         "ind_steps": Cap(hi=3),
-        "ind_batch": Cap(hi=8),
+        "ind_batch_size": Cap(hi=8),
         "n_eval": Cap(hi=16),
         # nearest neighbour: 6 models x nn_seeds of nn_steps updates on nn_batch sequences of nn_keys + nn_queries
         # vectors of width 2 nn_d; the theory's Monte Carlo over nn_theory_sets key sets
@@ -307,141 +307,142 @@ CAPS: dict[str, dict[str, Cap]] = {
         "neighbour_keys_short": Cap(hi=8),
         "neighbour_queries": Cap(hi=8),
         "neighbour_steps": Cap(hi=3),
-        "neighbour_batch": Cap(hi=8),
+        "neighbour_batch_size": Cap(hi=8),
         "neighbour_seeds": Cap(hi=2),
         "neighbour_eval": Cap(hi=16),
         "neighbour_theory_sets": Cap(hi=64),
         # attention-only networks: 3 x san_seeds corpus models (up to 3 san_layers deep) of san_steps updates with
-        # san_snapshots + 1 checkpoints, 2 x deep_seeds stacks of deep_layers x deep_width for deep_steps updates
+        # san_snapshots + 1 checkpoints, 2 x deep_seeds stacks of deep_n_layers x deep_d_model for deep_steps updates
         # (a probe-batch forward per update)
-        "matched_width": Cap(hi=8),
-        "matched_heads": Cap(hi=2),
-        "matched_layers": Cap(hi=2),
+        "matched_d_model": Cap(hi=8),
+        "matched_n_heads": Cap(hi=2),
+        "matched_n_layers": Cap(hi=2),
         "matched_seq_len": Cap(hi=16),
         "matched_steps": Cap(hi=4),
         "matched_seeds": Cap(hi=2),
         "matched_eval_batches": Cap(hi=1),
         "matched_snapshots": Cap(hi=4),
-        "deep_layers": Cap(hi=3),
-        "deep_width": Cap(hi=8),
-        "deep_heads": Cap(hi=2),
+        "deep_n_layers": Cap(hi=3),
+        "deep_d_model": Cap(hi=8),
+        "deep_n_heads": Cap(hi=2),
         "deep_seq_len": Cap(hi=8),
-        "deep_batch": Cap(hi=4),
+        "deep_batch_size": Cap(hi=4),
         "deep_steps": Cap(hi=6),
         "deep_seeds": Cap(hi=2),
     },
     "softmax_alternatives": {
-        # memory_seeds x len(memory_slots) x 2 one-layer float64 MLPs over memory_batch inputs
+        # memory_seeds x len(memory_slots) x 2 one-layer float64 MLPs over memory_batch_size inputs
         "memory_slots": Cap(hi=256, max_len=4),  # the smoke preset's (16, 64, 256) stays valid (3 increasing)
-        "memory_width": Cap(hi=16),
-        "memory_batch": Cap(hi=16),
+        "memory_d_model": Cap(hi=16),
+        "memory_batch_size": Cap(hi=16),
         "memory_seeds": Cap(hi=3),
-        # sparse_seeds x len(sparse_keys) x 2 one-head layers over sparse_batch sequences of n + 1 tokens, a
+        # sparse_seeds x len(sparse_keys) x 2 one-head layers over sparse_batch_size sequences of n + 1 tokens, a
         # quadrature for each of sparse_rows rows
         "sparse_keys": Cap(hi=32, max_len=3),
-        "sparse_width": Cap(hi=8),
-        "sparse_batch": Cap(hi=2),
+        "sparse_d_model": Cap(hi=8),
+        "sparse_batch_size": Cap(hi=2),
         "sparse_rows": Cap(hi=4),
         "sparse_seeds": Cap(hi=3),
-        # interval_seeds x (1 + 2 len(interval_ks)) one-head layers over interval_batch x interval_len tokens
+        # interval_seeds x (1 + 2 len(interval_ks)) one-head layers over interval_batch_size x interval_len tokens
         "interval_ks": Cap(hi=64, max_len=3),
-        "interval_width": Cap(hi=8),
+        "interval_d_model": Cap(hi=8),
         "interval_len": Cap(hi=16),
-        "interval_batch": Cap(hi=2),
+        "interval_batch_size": Cap(hi=2),
         "interval_seeds": Cap(hi=3),
-        # mimetic_seeds x len(mimetic_betas) one-head layers over mimetic_batch sequences of mimetic_tokens, and a
+        # mimetic_seeds x len(mimetic_betas) one-head layers over mimetic_batch_size sequences of mimetic_tokens, and a
         # 1-D quadrature per row
         "mimetic_betas": Cap(hi=4.0, max_len=2),
-        "mimetic_width": Cap(hi=8),
+        "mimetic_d_model": Cap(hi=8),
         "mimetic_tokens": Cap(hi=8),
-        "mimetic_batch": Cap(hi=1),
+        "mimetic_batch_size": Cap(hi=1),
         "mimetic_seeds": Cap(hi=3),
-        # jacobian_seeds x (1 + 2 len(jacobian_scales)) one-head layers over jacobian_batch sequences of
+        # jacobian_seeds x (1 + 2 len(jacobian_scales)) one-head layers over jacobian_batch_size sequences of
         # jacobian_keys + 1 tokens, a (keys x keys) Jacobian per row
         "jacobian_scales": Cap(hi=256.0, max_len=2),
-        "jacobian_width": Cap(hi=8),
+        "jacobian_d_model": Cap(hi=8),
         "jacobian_keys": Cap(hi=8),
-        "jacobian_batch": Cap(hi=1),
+        "jacobian_batch_size": Cap(hi=1),
         "jacobian_seeds": Cap(hi=3),
         # features_seeds x features_queries rows of features_keys keys, a Frullani quadrature per row
-        "features_width": Cap(hi=8),
+        "features_d_head": Cap(hi=8),
         "features_keys": Cap(hi=64),
         "features_queries": Cap(hi=2),
         "features_seeds": Cap(hi=3),
         # taylor_seeds x taylor_queries rows of taylor_keys keys (all pairs) and d + d^2 features
-        "taylor_width": Cap(hi=8),
+        "taylor_d_head": Cap(hi=8),
         "taylor_keys": Cap(hi=32),
         "taylor_queries": Cap(hi=2),
         "taylor_seeds": Cap(hi=3),
-        # linearity_seeds x len(linearity_scales) x 2 one-block float64 models over linearity_batch x
+        # linearity_seeds x len(linearity_scales) x 2 one-block float64 models over linearity_batch_size x
         # linearity_tokens tokens, a (hidden x hidden) Mehler sum per layer
         "linearity_scales": Cap(hi=4.0, max_len=2),
-        "linearity_width": Cap(hi=4),
-        "linearity_hidden": Cap(hi=8),
+        "linearity_d_model": Cap(hi=4),
+        "linearity_d_mlp": Cap(hi=8),
         "linearity_tokens": Cap(hi=8),
-        "linearity_batch": Cap(hi=8),
+        "linearity_batch_size": Cap(hi=8),
         "linearity_seeds": Cap(hi=3),
         # bilinear_seeds L-BFGS fits of bilinear_steps iterations on bilinear_samples inputs, a (p x p) solve
-        "bilinear_width": Cap(hi=4),
-        "bilinear_hidden": Cap(hi=8),
+        "bilinear_d_model": Cap(hi=4),
+        "bilinear_d_mlp": Cap(hi=8),
         "bilinear_rank": Cap(hi=3),
         "bilinear_samples": Cap(hi=24),
         "bilinear_steps": Cap(hi=10),
         "bilinear_seeds": Cap(hi=3),
-        # isolation_seeds x len(isolation_tokens) one-head layers over isolation_batch sequences, a 1-D quadrature
+        # isolation_seeds x len(isolation_tokens) one-head layers over isolation_batch_size sequences, a 1-D quadrature
         # per row (isolation_rows of them)
         "isolation_tokens": Cap(hi=16, max_len=3),
-        "isolation_width": Cap(hi=8),
+        "isolation_d_model": Cap(hi=8),
         "isolation_rows": Cap(hi=4),
-        "isolation_batch": Cap(hi=2),
+        "isolation_batch_size": Cap(hi=2),
         "isolation_seeds": Cap(hi=3),
-        # denominator_seeds one-head layers over denominator_batch x denominator_tokens rows, two reads each
-        "denominator_width": Cap(hi=8),
+        # denominator_seeds one-head layers over denominator_batch_size x denominator_tokens rows, two reads each
+        "denominator_d_model": Cap(hi=8),
         "denominator_tokens": Cap(hi=16),
-        "denominator_batch": Cap(hi=32),
+        "denominator_batch_size": Cap(hi=32),
         "denominator_seeds": Cap(hi=3),
-        # softplus_seeds x len(softplus_scales) one-head layers over softplus_batch sequences, two 1-D quadratures
+        # softplus_seeds x len(softplus_scales) one-head layers over softplus_batch_size sequences, two 1-D quadratures
         # per row (softplus_rows of them)
         "softplus_scales": Cap(hi=8.0, max_len=3),
         "softplus_keys": Cap(hi=16),
         "softplus_rows": Cap(hi=4),
-        "softplus_batch": Cap(hi=2),
+        "softplus_batch_size": Cap(hi=2),
         "softplus_seeds": Cap(hi=3),
-        # shaped_seeds x len(shaped_depths) x 2 stacks of up to max(shaped_depths) layers over shaped_batch sequences
+        # shaped_seeds x len(shaped_depths) x 2 stacks of up to max(shaped_depths) layers over shaped_batch_size
+        # sequences
         "shaped_depths": Cap(hi=4, max_len=3),
-        "shaped_width": Cap(hi=8),
+        "shaped_d_model": Cap(hi=8),
         "shaped_tokens": Cap(hi=8),
-        "shaped_batch": Cap(hi=8),
+        "shaped_batch_size": Cap(hi=8),
         "shaped_seeds": Cap(hi=3),
-        # sigmoid_seeds x len(sigmoid_keys) one-head layers over sigmoid_batch sequences, a quadrature per row
+        # sigmoid_seeds x len(sigmoid_keys) one-head layers over sigmoid_batch_size sequences, a quadrature per row
         "sigmoid_keys": Cap(hi=16, max_len=3),
-        "sigmoid_width": Cap(hi=8),
+        "sigmoid_d_model": Cap(hi=8),
         "sigmoid_rows": Cap(hi=4),
-        "sigmoid_batch": Cap(hi=2),
+        "sigmoid_batch_size": Cap(hi=2),
         "sigmoid_seeds": Cap(hi=3),
-        # cog_seeds x len(cog_depths) x 2 stacks of up to max(cog_depths) layers over cog_batch sequences (the Cog
+        # cog_seeds x len(cog_depths) x 2 stacks of up to max(cog_depths) layers over cog_batch_size sequences (the Cog
         # stack twice: the flipped tokens)
         "cog_depths": Cap(hi=4, max_len=3),
-        "cog_width": Cap(hi=8),
+        "cog_d_model": Cap(hi=8),
         "cog_tokens": Cap(hi=8),
-        "cog_batch": Cap(hi=8),
+        "cog_batch_size": Cap(hi=8),
         "cog_seeds": Cap(hi=3),
-        # parallel_seeds pre-LN stacks of parallel_depth blocks over parallel_batch sequences, a Hermite series per
+        # parallel_seeds pre-LN stacks of parallel_depth blocks over parallel_batch_size sequences, a Hermite series per
         # block and token
         "parallel_depth": Cap(hi=3),
-        "parallel_width": Cap(hi=8),
-        "parallel_heads": Cap(hi=2),
-        "parallel_hidden": Cap(hi=16),
+        "parallel_d_model": Cap(hi=8),
+        "parallel_n_heads": Cap(hi=2),
+        "parallel_d_mlp": Cap(hi=16),
         "parallel_tokens": Cap(hi=8),
-        "parallel_batch": Cap(hi=2),
+        "parallel_batch_size": Cap(hi=2),
         "parallel_seeds": Cap(hi=3),
-        # persistent_seeds x len(persistent_context) one-head layers over persistent_batch sequences, a quadrature
+        # persistent_seeds x len(persistent_context) one-head layers over persistent_batch_size sequences, a quadrature
         # per row
         "persistent_slots": Cap(hi=8),
         "persistent_context": Cap(hi=32, max_len=3),
-        "persistent_width": Cap(hi=8),
+        "persistent_d_model": Cap(hi=8),
         "persistent_rows": Cap(hi=4),
-        "persistent_batch": Cap(hi=2),
+        "persistent_batch_size": Cap(hi=2),
         "persistent_seeds": Cap(hi=3),
     },
     # parameterisation: widths x mixers x 2 parameterisations x 2 optimizers x seeds first updates; trajectory
@@ -458,7 +459,7 @@ CAPS: dict[str, dict[str, Cap]] = {
         "width_seeds": Cap(hi=2),
         "trajectory_widths": Cap(hi=64, max_len=2),
         "trajectory_steps": Cap(hi=2),
-        "trajectory_batch": Cap(hi=2),
+        "trajectory_batch_size": Cap(hi=2),
         "depths": Cap(hi=4, max_len=2),
         "depth_d_model": Cap(hi=16),
         "depth_seeds": Cap(hi=2),
@@ -469,19 +470,19 @@ CAPS: dict[str, dict[str, Cap]] = {
         "transfer_adam_lrs": Cap(max_len=3),
         "transfer_sgd_lrs": Cap(max_len=3),
         "transfer_steps": Cap(hi=3),
-        "transfer_batch": Cap(hi=2),
+        "transfer_batch_size": Cap(hi=2),
         "transfer_seeds": Cap(hi=2),
         "muon_widths": Cap(hi=32, max_len=2),
         "muon_adamw_lrs": Cap(max_len=3),
         "muon_lrs": Cap(max_len=3),
         "muon_steps": Cap(hi=20),
-        "muon_batch": Cap(hi=2),
+        "muon_batch_size": Cap(hi=2),
         "muon_seeds": Cap(hi=2),
         "aspect_widths": Cap(hi=32, max_len=2),
         "aspect_depths": Cap(hi=4, max_len=2),
         "aspect_variants": Cap(max_len=2),
         "aspect_steps": Cap(hi=3),
-        "aspect_batch": Cap(hi=2),
+        "aspect_batch_size": Cap(hi=2),
         "aspect_seeds": Cap(hi=2),
     },
 }
@@ -820,7 +821,7 @@ CRASHED = [
     # prompt_share_bound overflowed (math.exp(2 * max_logit))
     ("prompt_forgetting", {"logit_gain": 100.0}),
     # logit std beyond the exact Gaussian quadrature's reach: NaN expected value, Ledger.predict raised
-    ("attention_entropy", {"scale_factors": (405.45,), "heads": 1, "ctx_lens": (20,)}),
+    ("attention_entropy", {"scale_factors": (405.45,), "n_heads": 1, "ctx_lens": (20,)}),
     # the largest seed (MAX_SEED, itself added for seeds past 2**64): replicates and eta seeds add to it, and
     # Config.replace(seed=seed + r) rejected the sum
     ("attention_entropy", {"seed": MAX_SEED}),
@@ -867,11 +868,11 @@ REJECTED = [
     # repeated coordinates: .sel returned arrays where the claims expected scalars (TypeError)
     ("attention_entropy", {"fade_sg": (0.5, 0.5)}, "fade_sg"),
     # overflowing magnitudes: non-finite logits or Adam steps (zero-size reductions, RuntimeError)
-    ("attention_entropy", {"lr": (1e308,)}, "lr"),
+    ("attention_entropy", {"train_lrs": (1e308,)}, "train_lrs"),
     ("attention_entropy", {"ssmax_s": 1e307}, "ssmax_s"),
     ("attention_entropy", {"logit_scale": 1e300}, "logit_scale"),
-    # garg_heads not dividing garg_width: ModelConfig raised inside the run
-    ("icl_gd", {"garg_width": 11, "garg_heads": 2}, "garg_heads"),
+    # garg_n_heads not dividing garg_d_model: ModelConfig raised inside the run
+    ("icl_gd", {"garg_d_model": 11, "garg_n_heads": 2}, "garg_n_heads"),
     # zero learning rate / init std: TrainConfig / ModelConfig raised inside the run
     ("icl_gd", {"garg_lr": 0.0}, "garg_lr"),
     ("icl_gd", {"init_std": 0.0}, "init_std"),
@@ -890,7 +891,7 @@ def test_regression_rejected_with_field_named(name, overrides, field):
 def test_regression_post_ln_identity_without_skip(one_thread):
     # skip=false, d_model=2: a bare branch's token variance is tiny, so post_variance_unit (|m - 1| <= 1e-3, which
     # assumes a unit stream plus a branch) failed as an identity (1.4e-3); it is now claimed with skip only
-    config = build_config("signal_propagation", {"skip": False, "d_model": 2, "heads": 2, "jacobian": False})
+    config = build_config("signal_propagation", {"skip": False, "d_model": 2, "n_heads": 2, "jacobian": False})
     result = run_probe("signal_propagation", config, progress=False)
     assert not result.ledger.broken, [c.line() for c in result.ledger.broken]
 
@@ -899,8 +900,9 @@ def test_regression_post_ln_identity_at_width_two(one_thread):
     # skip=true, d_model=2 (found by the 200-config run): a token's two coordinates can nearly coincide, so the
     # LayerNorm's eps took more than 1e-3 off the unit second moment (0.0053); the identity is now the exact
     # moment mean_t sigma_t^2 / (sigma_t^2 + eps) of the norm's own input
-    overrides = {"norms": ("pre", "post"), "depths": (1, 3), "d_model": 2, "heads": 1, "mlp": False, "seq_len": 3,
-                 "batch_size": 3, "n_samples": 2, "vocab_size": 76, "train_steps": 1, "seed": 1314}  # fmt: skip
+    overrides = {"norms": ("pre", "post"), "depths": (1, 3), "d_model": 2, "n_heads": 1, "attn_only": True,
+                 "seq_len": 3, "batch_size": 3, "n_samples": 2, "vocab_size": 76, "train_steps": 1,
+                 "seed": 1314}  # fmt: skip
     result = run_probe("signal_propagation", build_config("signal_propagation", overrides), progress=False)
     assert result.ledger["post_variance_unit"].status == "pass", result.ledger["post_variance_unit"].line()
     moment = result.data["resid_var"].sel(norm="post").values
@@ -908,7 +910,7 @@ def test_regression_post_ln_identity_at_width_two(one_thread):
 
 
 def test_regression_spectral_bound_of_diverged_weights():
-    # training at lr 10 (lr=(10.0, 5.0), train_steps=100) diverged to NaN weights and the SVD of W_q^T W_k in
+    # training at lr 10 (train_lrs=(10.0, 5.0), train_steps=100) diverged to NaN weights and the SVD of W_q^T W_k in
     # the spectral bound raised LinAlgError; the bound is now NaN for non-finite weights
     import torch
 
@@ -919,7 +921,7 @@ def test_regression_spectral_bound_of_diverged_weights():
     with torch.no_grad():
         model.blocks[0].attn.W_q.weight.fill_(math.nan)
     bound = ae.spectral_bound_rows(model, ae.distinct_tokens(16, 0, vocab=32))
-    assert bound.shape == (config.layers, config.heads, 16)
+    assert bound.shape == (config.n_layers, config.n_heads, 16)
     assert np.isnan(bound[0]).all()  # layer 0's weights; the NaN stream then reaches every later layer too
 
 

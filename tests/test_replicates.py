@@ -150,7 +150,7 @@ def test_a_hook_must_keep_the_replicate_seed(fake, monkeypatch):
 @pytest.fixture(scope="module")
 def collapse_pair(tmp_path_factory):
     mod = probes.get("representational_collapse")
-    cfg = mod.Config.preset("smoke", family="counting", extend_dtype="float32", layers=2)
+    cfg = mod.Config.preset("smoke", family="counting", extend_dtype="float32", n_layers=2)
     rep = replicated_run(mod, cfg, 2, cache_root=tmp_path_factory.mktemp("rc"), progress=False)
     return mod, rep
 
@@ -193,7 +193,7 @@ def test_collapse_refuses_results_that_are_not_replicates(collapse_pair):
     a, b = rep.results
     with pytest.raises(ValueError, match="distinct seeds"):
         mod.check_claims_over((a, a))
-    other = probes.Result(probe=mod.NAME, config=b.config.replace(layers=1), data=b.data, scalars=b.scalars)
+    other = probes.Result(probe=mod.NAME, config=b.config.replace(n_layers=1), data=b.data, scalars=b.scalars)
     with pytest.raises(ValueError, match=r"results\[1\] is not a replicate"):
         mod.check_claims_over((a, other))
     with pytest.raises(ValueError, match="at least one"):
@@ -250,7 +250,7 @@ def forgetting(tmp_path_factory):
     mod = probes.get("prompt_forgetting")
     root = tmp_path_factory.mktemp("pf")
     base = mod.Config.preset("smoke")
-    reps = {L: replicated_run(mod, base.replace(layers=L), 2, cache_root=root, progress=False) for L in (1, 2, 3)}
+    reps = {L: replicated_run(mod, base.replace(n_layers=L), 2, cache_root=root, progress=False) for L in (1, 2, 3)}
     reps["bias"] = replicated_run(mod, base.replace(logit_bias="cancel"), 2, cache_root=root, progress=False)
     return mod, reps
 

@@ -56,10 +56,12 @@ def test_signal_propagation_studies_are_the_committed_figures_experiments(figure
 
 def test_depth_sweep_study_gives_one_replicate_set_per_depth(cache):
     res = run_study(pf, "depth_sweep", "smoke", progress=False)
-    assert [r.config.layers for r in res.combined] == list(pf.DEPTH_SWEEP_LAYERS["smoke"])
+    assert [r.config.n_layers for r in res.combined] == list(pf.DEPTH_SWEEP_LAYERS["smoke"])
     base = pf.sweep_base("smoke")
     for rep in res.combined:  # the replicates probes.replicated_run gives that design, in its order
-        want = probes.replicated_run(pf, base.replace(layers=rep.config.layers), pf.REPLICATES["smoke"], progress=False)
+        want = probes.replicated_run(
+            pf, base.replace(n_layers=rep.config.n_layers), pf.REPLICATES["smoke"], progress=False
+        )
         assert rep.keys == want.keys
     assert [c.name for c in res.ledger.claims] == [c.name for c in pf.depth_sweep_claims(res.combined).claims]
 
@@ -76,16 +78,18 @@ def test_a_study_of_designs_keeps_each_designs_ledger_tagged(cache):
     tags = {c.context for c in res.ledger.claims}
     assert tags == {f"prompt_forgetting[L{L}]" for L in pf.REGIME_LAYERS["smoke"]}
     for rep in res.combined:
-        mine = [c for c in res.ledger.claims if c.context == f"prompt_forgetting[L{rep.config.layers}]"]
+        mine = [c for c in res.ledger.claims if c.context == f"prompt_forgetting[L{rep.config.n_layers}]"]
         assert [(c.name, c.status) for c in mine] == [(c.name, c.status) for c in rep.ledger.claims]
 
 
 def test_study_configs_follow_the_parameters():
     cfgs = study_configs(pf, "depth_law", "smoke", {"seed": 3, "prompt_len": 8})
-    assert [c.layers for c in cfgs] == [L for L in pf.DEPTH_LAW_LAYERS["smoke"] for _ in range(pf.REPLICATES["smoke"])]
+    assert [c.n_layers for c in cfgs] == [
+        L for L in pf.DEPTH_LAW_LAYERS["smoke"] for _ in range(pf.REPLICATES["smoke"])
+    ]
     assert sorted({c.seed for c in cfgs}) == sorted(pf.weight_seeds(3, pf.REPLICATES["smoke"]))
     assert {c.prompt_len for c in cfgs} == {8} and {c.cont_len for c in cfgs} == {128}  # smoke's shorter T
-    assert cfgs[0] == pf.notebook_base("smoke", seed=3, prompt_len=8).replace(layers=1)
+    assert cfgs[0] == pf.notebook_base("smoke", seed=3, prompt_len=8).replace(n_layers=1)
 
 
 def test_run_study_through_the_cache(cache):
@@ -107,14 +111,14 @@ def test_bad_input_names_the_parameter():
         ValueError, match=f"^study must be one of probe prompt_forgetting's studies: {known}; got 'nope'"
     ):
         get_study(pf, "nope")
-    with pytest.raises(ValueError, match="parameter must be one of seed, layers"):
+    with pytest.raises(ValueError, match="parameter must be one of seed, n_layers"):
         study_configs(pf, "depth_law", "smoke", {"widht": 3})
     with pytest.raises(ValueError, match="^preset must be one of smoke, full"):
         study_configs(pf, "depth_law", "medium")
     # from Python a parameter the grid varies takes the grid's values (a notebook passes all its parameters to
     # each of its studies); the command line refuses it (test_command_line_lists_runs_and_refuses_bad_input)
-    grid_layers = {c.layers for c in study_configs(pf, "depth_law", "smoke")}
-    assert {c.layers for c in study_configs(pf, "depth_law", "smoke", {"layers": 3})} == grid_layers
+    grid_layers = {c.n_layers for c in study_configs(pf, "depth_law", "smoke")}
+    assert {c.n_layers for c in study_configs(pf, "depth_law", "smoke", {"n_layers": 3})} == grid_layers
     without = [n for n in probes.available() if not hasattr(probes.get(n), "STUDIES")]
     assert without and all(studies(n) == {} for n in without)  # a probe that declares none has none
 
@@ -138,7 +142,7 @@ def test_command_line_lists_runs_and_refuses_bad_input(cache, tmp_path, capsys):
         (["depth_law", "--widht", "3"], "unknown option --widht"),
         (["depth_law", "--json", str(tmp_path / "no" / "x.json")], "--json: cannot write"),
         (["depth_law", "--scheduler", "udp://x"], "--scheduler must be"),
-        (["depth_law", "--layers", "3"], "study depth_law varies layers itself"),
+        (["depth_law", "--n-layers", "3"], "study depth_law varies n_layers itself"),
     ):
         assert main(["study", "prompt_forgetting", *args]) == 2
         err = capsys.readouterr().err.strip()
@@ -148,7 +152,7 @@ def test_command_line_lists_runs_and_refuses_bad_input(cache, tmp_path, capsys):
 # ---------------------------------------------------------------------- studies of designs (notebook 05)
 
 
-def _old_notebook_05_designs(preset, seed=0, layers=2, max_len=1024, n_bases=6):
+def _old_notebook_05_designs(preset, seed=0, n_layers=2, max_len=1024, n_bases=6):
     """Golden: notebook 05's designs as its cells wrote them before they moved into the probe (verbatim)."""
     from analysis.probing.replicates import replicate_configs
     from analysis.theory import representational_collapse as th
@@ -156,10 +160,10 @@ def _old_notebook_05_designs(preset, seed=0, layers=2, max_len=1024, n_bases=6):
 
     full = preset == "full"
     base = mod.Config.preset(
-        preset, seed=seed, layers=layers, **(dict(max_len=max_len, n_bases=n_bases) if full else {})
+        preset, seed=seed, n_layers=n_layers, **(dict(max_len=max_len, n_bases=n_bases) if full else {})
     )
     CHEAP = dict(dtypes=("bfloat16",), sensitivity=False)
-    UNIFORM = dict(attention="uniform", norm="none", mlp=0)
+    UNIFORM = dict(attention="uniform", norm="none", d_mlp=0)
     SENS = dict(max_len=128, n_lengths=6, fit_lo=8.0) if full else {}
     EXTEND = {
         "repeat_last": dict(extend_dtype="float16", extend_lo=0.5, extend_hi=2.0, extend_lengths=5),
@@ -173,8 +177,8 @@ def _old_notebook_05_designs(preset, seed=0, layers=2, max_len=1024, n_bases=6):
     main = {f: run(family=f, sensitivity=False, **EXTEND[f]) for f in th.FAMILIES}
     depths = (1, 2, 3) if full else (1, 2)
     SWEEP = dict(CHEAP, sensitivity=True)
-    sens = {f"sens_softmax_L{L_}": run(layers=L_, **SWEEP, **SENS) for L_ in depths}
-    sens |= {f"sens_uniform_L{L_}": run(layers=L_, **UNIFORM, **SWEEP, **SENS) for L_ in depths}
+    sens = {f"sens_softmax_L{L_}": run(n_layers=L_, **SWEEP, **SENS) for L_ in depths}
+    sens |= {f"sens_uniform_L{L_}": run(n_layers=L_, **UNIFORM, **SWEEP, **SENS) for L_ in depths}
     pos = {
         f"{f}_pos_{p}": run(family=f, pos=p, **CHEAP) for f in ("repeat_last", "counting") for p in ("rope", "learned")
     }
@@ -215,16 +219,18 @@ def test_a_study_of_designs_runs_and_tags_each_designs_ledger(cache):
         probes.Study(name="x", description="", base=rc.notebook_base, grid=None, combine=dict, claims=dict)
 
 
-def _old_notebook_03_designs(preset, seed=0, layers=2, d_model=64, heads=2, prompt_len=16, cont_len=4096, n_pairs=6):
+def _old_notebook_03_designs(
+    preset, seed=0, n_layers=2, d_model=64, n_heads=2, prompt_len=16, cont_len=4096, n_pairs=6
+):
     """Golden: notebook 03's single-design sections as its cells wrote them before they moved into the probe."""
     from analysis.probing.replicates import replicate_configs
 
     base = pf.notebook_base(
         preset,
         seed=seed,
-        layers=layers,
+        n_layers=n_layers,
         d_model=d_model,
-        heads=heads,
+        n_heads=n_heads,
         prompt_len=prompt_len,
         cont_len=cont_len,
         n_pairs=n_pairs,
@@ -232,7 +238,7 @@ def _old_notebook_03_designs(preset, seed=0, layers=2, d_model=64, heads=2, prom
     T_main = base.cont_len
     T_sweep = T_main // 4 if preset == "full" else 96
     fit_sweep = base.fit_lo / 2 if preset == "full" else 24.0
-    UNIFORM = dict(attention="uniform", norm="none", mlp=0, dtype="float64")
+    UNIFORM = dict(attention="uniform", norm="none", d_mlp=0, dtype="float64")
     n_seeds = pf.REPLICATES[preset]
 
     def run(**over):
@@ -255,8 +261,8 @@ def _old_notebook_03_designs(preset, seed=0, layers=2, d_model=64, heads=2, prom
     for data_ in ("corpus", "markov"):
         for L_ in train_Ls:
             extra = dict(train_checkpoints=checkpoints) if (data_, L_) == (traj_data, traj_L) else {}
-            training[f"untrained_{data_}_L{L_}"] = run(layers=L_, data=data_)
-            training[f"trained_{data_}_L{L_}"] = run(layers=L_, data=data_, trained=True, **TRAINING[data_], **extra)
+            training[f"untrained_{data_}_L{L_}"] = run(n_layers=L_, data=data_)
+            training[f"trained_{data_}_L{L_}"] = run(n_layers=L_, data=data_, trained=True, **TRAINING[data_], **extra)
     out["training"] = training
     out["bias"] = {
         "plain_softmax": sweep(),
@@ -279,7 +285,7 @@ def _old_notebook_03_designs(preset, seed=0, layers=2, d_model=64, heads=2, prom
     }
     out["variants"] = {name: sweep(**over) for name, over in VARIANTS.items()}
     Ls = pf.DEPTH_SWEEP_LAYERS[preset]
-    out["uniform_depths"] = {f"uniform_L{L_}": sweep(**UNIFORM, layers=L_) for L_ in Ls}
+    out["uniform_depths"] = {f"uniform_L{L_}": sweep(**UNIFORM, n_layers=L_) for L_ in Ls}
     return out
 
 
@@ -310,12 +316,12 @@ def test_replicates_by_groups_a_grid_per_design_in_order():
     from analysis.probing.studies import replicates_by
 
     runs = [
-        SimpleNamespace(probe="prompt_forgetting", config=pf.Config.preset("smoke", layers=L, seed=s))
+        SimpleNamespace(probe="prompt_forgetting", config=pf.Config.preset("smoke", n_layers=L, seed=s))
         for L in (3, 1)
         for s in (0, 7)
     ]
-    groups = replicates_by(runs, "layers")
-    assert [g.config.layers for g in groups] == [3, 1] and [g.seeds for g in groups] == [[0, 7], [0, 7]]
+    groups = replicates_by(runs, "n_layers")
+    assert [g.config.n_layers for g in groups] == [3, 1] and [g.seeds for g in groups] == [[0, 7], [0, 7]]
     assert all(g.module is pf for g in groups)
     with pytest.raises(ValueError, match="runs must hold at least one result"):
-        replicates_by([], "layers")
+        replicates_by([], "n_layers")

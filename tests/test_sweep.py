@@ -317,7 +317,7 @@ def test_local_cluster_equals_serial_bit_for_bit(fake, tmp_path, monkeypatch):
     """Real probe (torch), 2 worker processes: the Dataset is identical to the serial in-process one."""
     log = tmp_path / "log.txt"
     monkeypatch.setenv("SWEEPFAKE_LOG", str(log))
-    grid = {"layers": [1, 2]}
+    grid = {"n_layers": [1, 2]}
     serial = probes.sweep(
         "prompt_forgetting", grid, preset="smoke", seeds=[0, 1], cache_root=tmp_path / "c1", progress=False
     )
@@ -346,7 +346,7 @@ def test_local_cluster_equals_serial_bit_for_bit(fake, tmp_path, monkeypatch):
         )
     assert par.identical(serial)
     assert fake_par.identical(fake_serial)
-    assert par["alpha"].dims == ("layers", "seed") and par["data__distance"].dims[:2] == ("layers", "seed")
+    assert par["alpha"].dims == ("n_layers", "seed") and par["data__distance"].dims[:2] == ("n_layers", "seed")
     assert not par["failed"].any() and len(entries(tmp_path / "c2", "prompt_forgetting")) == 4
     pids = {line.split("pid=")[1] for line in log_lines(log)}
     assert len(log_lines(log)) == 4 and str(os.getpid()) not in pids  # the workers ran them

@@ -84,7 +84,6 @@ from analysis.probing.config import (  # noqa: F401
     MODEL_FIELDS,
     ProbeConfig,
     _model_fields_of,
-    fields_renamed,
     model_param,
     replicates_param,
 )

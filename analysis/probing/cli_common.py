@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from analysis.core.config import renamed_fields
 from analysis.core.io import unwritable
 from analysis.probing.contract import get
 
@@ -40,6 +41,19 @@ def _fmt(value: Any) -> str:
     if isinstance(value, tuple):
         return ",".join(_fmt(v) for v in value) or '""'
     return str(value)
+
+
+def renamed_option(config_cls: type, option: str, allowed: Sequence[str] | None = None) -> str | None:
+    """For an option spelt in the old vocabulary (``--layers``, or ``layers`` in a grid), the line naming its new
+    spelling (``--n-layers``); None for any other. ``allowed``: the new names that this command takes (all fields
+    unless given)."""
+    old = option.split("=")[0].lstrip("-").replace("-", "_")
+    new = renamed_fields(config_cls).get(old)
+    if new is None or (allowed is not None and new not in allowed):
+        return None
+    dashes = "--" if option.startswith("-") else ""
+    spell = (lambda n: dashes + n.replace("_", "-")) if dashes else (lambda n: n)
+    return f"{spell(old)} is now {spell(new)} (the model's and trainer's names, as in ModelConfig and TrainConfig)"
 
 
 def _field_options(group: Any, module: Any, with_default: bool, skip: Sequence[str] = ()) -> None:

@@ -10,7 +10,7 @@ import copy
 from collections.abc import Sequence
 from typing import Any
 
-from analysis.probing.cli_common import UsageError, _field_options, _Parser
+from analysis.probing.cli_common import UsageError, _field_options, _Parser, renamed_option
 from analysis.probing.config import ProbeConfig
 from analysis.probing.contract import description
 from analysis.probing.options import add_options
@@ -58,6 +58,8 @@ def parse_config(module: Any, name: str, args: Sequence[str]) -> tuple[ProbeConf
     if extra:
         unknown = next((a for a in extra if a.startswith("-")), extra[0])
         if unknown.startswith("-"):
+            if renamed := renamed_option(module.Config, unknown):
+                raise UsageError(f"{renamed}, for probe {name}")
             options = ", ".join(s.option for s in module.Config.field_specs())
             raise UsageError(f"unknown option {unknown.split('=')[0]} for probe {name}; fields: {options}")
         raise UsageError(f"unexpected argument {unknown!r} for probe {name}")

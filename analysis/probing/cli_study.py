@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from analysis.core.io import atomic_write_json, to_jsonable
+from analysis.probing.cli_common import renamed_option
 from analysis.probing.options import add_options
 from analysis.probing.study_runs import (
     PRESETS,
@@ -85,6 +86,8 @@ def parse_study_args(module: Any, probe_name: str, args: Sequence[str]) -> dict[
         parser.add_argument("--" + p.name.replace("_", "-"), dest=f"param__{p.name}", metavar="VALUE")
     ns, extra = parser.parse_known_args(list(args[1:]))
     if extra:
+        if renamed := renamed_option(module.Config, extra[0], allowed=params):
+            raise ValueError(f"{renamed}, for study {study.name}")
         allowed = ", ".join("--" + n.replace("_", "-") for n in params)
         raise ValueError(f"unknown option {extra[0].split('=')[0]} for study {study.name}; its parameters: {allowed}")
     values = {}

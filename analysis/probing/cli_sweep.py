@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis.core.devices import cuda_available
-from analysis.probing.cli_common import UsageError, _check_file_output, _field_options, _Parser
+from analysis.probing.cli_common import UsageError, _check_file_output, _field_options, _Parser, renamed_option
 from analysis.probing.options import add_options
 from analysis.probing.sweep import SWEEP_OPTIONS
 from analysis.probing.sweep import sweep as run_sweep
@@ -99,6 +99,8 @@ def _sweep(module: Any, name: str, args: list[str]) -> int:
     except SystemExit as e:  # --help
         return int(e.code or 0)
     if extra:
+        if renamed := renamed_option(module.Config, extra[0]):
+            raise UsageError(f"{renamed}, for probe {name} sweep")
         raise UsageError(
             f"unknown option {extra[0].split('=')[0]} for probe {name} sweep; "
             "use --grid FIELD=V1,V2 for fields to sweep, --field-name VALUE for fixed ones"

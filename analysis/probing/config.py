@@ -1,7 +1,11 @@
 """Probe configs: :class:`ProbeConfig`, the base of every probe's ``Config`` (presets, the model fields, the device),
 and the helpers that declare its fields: :func:`param` (from :mod:`analysis.core.config`), :func:`model_param` for a
-field of the model the probe builds (``MODEL_FIELDS``), :func:`replicates_param` for a part's replicate count, and
-:func:`fields_renamed`, which words a rejected model in the probe's field names.
+field of the model the probe builds (named as in :class:`~analysis.zoo.model.ModelConfig`, help and bounds from
+``MODEL_FIELDS``), and :func:`replicates_param` for a part's replicate count.
+
+One vocabulary: a probe field that sets a model or trainer field carries that field's name -- ``n_layers``,
+``d_model``, ``n_heads``, ``d_mlp``, ``steps``, ``batch_size``, ``lr`` -- after the prefix of the part or model it
+belongs to (``copying_n_layers``, ``train_batch_size``, ``deep_d_model``). ``tests/test_config.py`` checks it.
 
 The rules a probe's ``Config`` follows (every field has a default, the defaults are the full experiment, ``SMOKE``
 holds the smoke preset's overrides; model fields) are part of the probe contract: see :mod:`analysis.probing.base`.
@@ -10,9 +14,6 @@ holds the smoke preset's overrides; model fields) are part of the probe contract
 from __future__ import annotations
 
 import dataclasses
-import re
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cache
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -31,47 +32,45 @@ if TYPE_CHECKING:
 MAX_SEED = 2**31 - 1
 
 
-# The fields several probes use to describe the TinyTransformer they build, defined once here:
-# probe field name -> (the ModelConfig field it sets, standard help, standard bounds). A probe
-# declares one with ``model_param(name, default)`` (its own default, and its own help, choices or
-# bounds where they differ); ``ProbeConfig.model_config`` maps them all to a ModelConfig.
-# Only fields meaning exactly the ModelConfig field belong here: a sweep (``depths``), a switch
-# standing for several fields (signal_propagation's ``mlp``, ``skip``) or a second model's fields
-# (icl_gd's ``garg_*``) stay plain ``param`` fields mapped by the probe itself.
-MODEL_FIELDS: dict[str, tuple[str, str, dict[str, Any]]] = {
-    "layers": ("n_layers", "transformer blocks L", {"minimum": 1}),
-    "d_model": ("d_model", "residual width d", {"minimum": 2}),
-    "heads": ("n_heads", "attention heads per layer (must divide d_model)", {"minimum": 1}),
-    "mlp": ("d_mlp", "MLP hidden width (0 = attention only)", {"minimum": 0}),
-    "attention": ("attention", "attention kernel", {}),
-    "norm": ("norm", "norm placement", {}),
-    "norm_type": ("norm_type", "norm kind", {}),
-    "pos": ("pos", "positional encoding", {}),
-    "dtype": ("dtype", "model dtype", {}),
-    "vocab_size": ("vocab_size", "token vocabulary", {"minimum": 2}),
-    "logit_scale": ("logit_scale", "multiplier of q.k (none: 1/sqrt(d_head))", {}),
-    "ssmax_s": ("ssmax_s", "SSMax s (logits times s ln n)", {"minimum": 0.0}),
-    "sigmoid_bias": ("sigmoid_bias", "sigmoid attention bias b", {}),
-    "init_std": ("init_std", "std of the initial weights (gpt2 init)", {"minimum": 0.0}),
-    "seed": ("seed", "seed of the model weights", {"minimum": 0, "maximum": MAX_SEED}),
+# The ModelConfig fields probes expose as their own (the model the probe builds), with the help and bounds a probe
+# gets unless it gives its own: ModelConfig field -> (standard help, standard bounds). A probe declares one with
+# ``model_param(name, default)``; ``ProbeConfig.model_config`` passes them all to the ModelConfig unchanged. A sweep
+# (``depths``), a switch standing for several fields (signal_propagation's ``attn_only``, ``skip``) or a second
+# model's fields (icl_gd's ``garg_*``) are plain ``param`` fields that the probe maps itself.
+MODEL_FIELDS: dict[str, tuple[str, dict[str, Any]]] = {
+    "n_layers": ("transformer blocks L", {"minimum": 1}),
+    "d_model": ("residual width d", {"minimum": 2}),
+    "n_heads": ("attention heads per layer (must divide d_model)", {"minimum": 1}),
+    "d_mlp": ("MLP hidden width (0 = attention only)", {"minimum": 0}),
+    "attention": ("attention kernel", {}),
+    "norm": ("norm placement", {}),
+    "norm_type": ("norm kind", {}),
+    "pos": ("positional encoding", {}),
+    "dtype": ("model dtype", {}),
+    "vocab_size": ("token vocabulary", {"minimum": 2}),
+    "logit_scale": ("multiplier of q.k (none: 1/sqrt(d_head))", {}),
+    "ssmax_s": ("SSMax s (logits times s ln n)", {"minimum": 0.0}),
+    "sigmoid_bias": ("sigmoid attention bias b", {}),
+    "init_std": ("std of the initial weights (gpt2 init)", {"minimum": 0.0}),
+    "seed": ("seed of the model weights", {"minimum": 0, "maximum": MAX_SEED}),
 }
 
 
 def model_param(name: str, default: Any, help: str | None = None, **bounds: Any) -> Any:
     """A probe field that is also a field of the model the probe builds (see ``MODEL_FIELDS``).
 
-    ``name`` must be the field's own name; it fixes the ModelConfig field the value maps to, and the
-    standard help and bounds, which ``help`` and ``bounds`` (``choices``, ``minimum``, ``maximum``)
-    replace for this probe. The default is the probe's own (its full experiment)::
+    ``name`` is the ModelConfig field, which the probe's field must be named after; it fixes the standard help
+    and bounds, which ``help`` and ``bounds`` (``choices``, ``minimum``, ``maximum``, ``formerly``) replace for
+    this probe. The default is the probe's own (its full experiment)::
 
-        heads: int = model_param("heads", 4)
+        n_heads: int = model_param("n_heads", 4)
         attention: str = model_param("attention", "softmax", choices=("softmax", "ssmax"))
     """
     if name not in MODEL_FIELDS:
         raise TypeError(f"model_param: unknown model field {name!r}; known: {', '.join(MODEL_FIELDS)}")
-    target, standard_help, standard_bounds = MODEL_FIELDS[name]
+    standard_help, standard_bounds = MODEL_FIELDS[name]
     spec = param(default, help or standard_help, **{**standard_bounds, **bounds})
-    return field(default=default, metadata={**spec.metadata, "model_field": (name, target)})
+    return field(default=default, metadata={**spec.metadata, "model_field": name})
 
 
 def replicates_param(what: str, default: int = 5) -> Any:
@@ -91,34 +90,17 @@ def replicates_param(what: str, default: int = 5) -> Any:
 
 
 @cache
-def _model_fields_of(cls: type) -> dict[str, str]:
-    """ModelConfig field -> probe field, for the fields of ``cls`` declared with :func:`model_param`."""
-    out = {}
+def _model_fields_of(cls: type) -> tuple[str, ...]:
+    """The fields of ``cls`` declared with :func:`model_param` (each named as its ModelConfig field)."""
+    out = []
     for f in dataclasses.fields(cls):
         if "model_field" in f.metadata:
-            name, target = f.metadata["model_field"]
-            if name != f.name:
-                raise TypeError(f"{cls.__qualname__}.{f.name} is declared as model_param({name!r}, ...)")
-            out[target] = f.name
-    return out
-
-
-@contextmanager
-def fields_renamed(names: Mapping[str, str]) -> Iterator[None]:
-    """Re-raise a ``ValueError`` from the block with every field name that ``names`` maps replaced.
-
-    A probe builds ModelConfigs from its own fields; ``names`` maps ModelConfig names to the probe's
-    (``{"n_heads": "heads"}``), so a rejected model reads as an error about the probe's option
-    (``d_model must be divisible by heads ...``). Names are replaced as whole words.
-    """
-    try:
-        yield
-    except ValueError as err:
-        names = {k: v for k, v in names.items() if k != v}
-        if not names:
-            raise
-        pattern = re.compile(r"\b(" + "|".join(map(re.escape, names)) + r")\b")
-        raise ValueError(pattern.sub(lambda m: names[m.group(1)], str(err))) from err
+            if f.metadata["model_field"] != f.name:
+                raise TypeError(
+                    f"{cls.__qualname__}.{f.name} is declared as model_param({f.metadata['model_field']!r}, ...)"
+                )
+            out.append(f.name)
+    return tuple(out)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -157,8 +139,8 @@ class ProbeConfig(BaseConfig):
     # ------------------------------------------------------------------ the model
 
     @classmethod
-    def model_fields(cls) -> dict[str, str]:
-        """ModelConfig field -> probe field, for the fields declared with :func:`model_param`."""
+    def model_fields(cls) -> tuple[str, ...]:
+        """The fields declared with :func:`model_param`: each sets the ModelConfig field of its name."""
         return _model_fields_of(cls)
 
     def torch_device(self):
@@ -168,17 +150,14 @@ class ProbeConfig(BaseConfig):
 
     def model_config(self, **overrides: Any) -> ModelConfig:
         """The :class:`~analysis.zoo.model.ModelConfig` of this config's model fields, with ``overrides``
-        (ModelConfig names) applied; every other ModelConfig field keeps its default.
+        applied; every other ModelConfig field keeps its default.
 
-        A rejected combination raises ``ValueError`` naming the probe's fields (``heads``, not
-        ``n_heads``); :meth:`validate` builds it without overrides, so such configs never exist.
+        A rejected combination raises ``ValueError`` naming the field (the probe's and the model's name are one);
+        :meth:`validate` builds it without overrides, so such configs never exist.
         """
         from analysis.zoo.model import ModelConfig  # late import: torch is needed only with a model
 
-        names = self.model_fields()
-        values = {target: getattr(self, name) for target, name in names.items()}
-        with fields_renamed({k: v for k, v in names.items() if k not in overrides}):
-            return ModelConfig(**{**values, **overrides})
+        return ModelConfig(**{**{name: getattr(self, name) for name in self.model_fields()}, **overrides})
 
     # ------------------------------------------------------------------ construction
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from analysis.core.config import FieldSpec
+from analysis.core.config import FieldSpec, renamed_fields
 from analysis.probing.config import ProbeConfig
 from analysis.probing.contract import _resolve
 from analysis.probing.result_cache import cache_key
@@ -102,6 +102,8 @@ def _first_duplicate(values: Sequence[Any]) -> Any:
 def _spec_of(config_cls: type[ProbeConfig], name: str, probe: str, what: str = "field") -> FieldSpec:
     specs = {s.name: s for s in config_cls.field_specs()}
     key = name.replace("-", "_")
+    if key in renamed_fields(config_cls):
+        raise ValueError(f"{what} {name!r} of probe {probe} is now {renamed_fields(config_cls)[key]!r}")
     if key not in specs:
         hint = " (set it with --preset)" if key == "preset_name" else ""
         raise ValueError(f"unknown {what} {name!r} for probe {probe}{hint}; fields: {', '.join(specs)}")

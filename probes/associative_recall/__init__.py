@@ -17,7 +17,7 @@ per-token decay, Gated DeltaNet).
 3. FAVOR+: the variance of ``phi(q) . phi(k)`` at each m in ``favor_m`` (q, k of norm ``favor_norm``)
    against the Performer formula (the trigonometric estimator's variance is the alternative), and the
    RMS error of a softmax row over ``favor_keys`` keys against m: slope -1/2 on log-log axes.
-4. Trained (``training``): a ``layers``-layer, ``heads``-head, attention-only model with head size
+4. Trained (``training``): an ``n_layers``-layer, ``n_heads``-head, attention-only model with head size
    ``d_key`` per kernel and N, trained on MQAR (paired layout: a key and its value share a position;
    :class:`analysis.data.tasks.AssociativeRecall`) with :func:`analysis.training.train.train` (cached), ``train_seeds``
    independent replicate seeds (:func:`analysis.claims.evidence.replicate_seeds`, as in every trained item);
@@ -41,7 +41,7 @@ per-token decay, Gated DeltaNet).
    (alternative: the loss of an RNN without multiplicative gates, the zero predictor's); the gated RNN's
    loss over the LSA's is 1 (alternative: the ungated RNN's over ``loss_star``).
 7. Selective copying (seed 003#16; ``gated``): :class:`analysis.data.tasks.SelectiveCopying` with random and
-   fixed spacing; ``copying_layers``-layer recurrent models of width ``copying_width`` (learned positions, MLP) with
+   fixed spacing; ``copying_n_layers``-layer recurrent models of width ``copying_d_model`` (learned positions, MLP) with
    ``decay="gated"`` (selective) or ``"fixed"`` (time-invariant decay), ``copying_seeds`` seeds, held-out accuracy
    on ``copying_eval`` sequences, against the best time-invariant one-tap read-out (theory item 3).
 8. In-context PCA by a looped linear transformer (seed 000#45 = 003#35; ``power_method``): prompts of ``power_n``
@@ -60,10 +60,11 @@ per-token decay, Gated DeltaNet).
 9. The delta rule with momentum (seed 003#112; ``momentum``): online regression of a Gaussian map W (``v_t = W
    k_t``, unit keys in R^``momentum_d``) by :func:`analysis.zoo.recurrent.momentum_delta_scan` with write strength
    ``momentum_beta`` and two momenta, one with complex roots (oscillating) and one with real roots (damped); the
-   mean overlap ``<E_0, E_t>/|E_0|^2`` of the error with its start over ``momentum_batch`` sequences, ``momentum_seeds``
+   mean overlap ``<E_0, E_t>/|E_0|^2`` of the error with its start over ``momentum_batch_size`` sequences,
+   ``momentum_seeds``
    independent memories, against the exact recurrence of theory item 6 at the step where it and the first-order
    picture (momentum as the larger step ``b/(1 - mu)``, the alternative) differ most.
-10. A global decay (seed 003#2; ``decay``): ``decay_batch`` untrained additive memories per N in ``decay_pairs``
+10. A global decay (seed 003#2; ``decay``): ``decay_batch_size`` untrained additive memories per N in ``decay_pairs``
    (unit keys and values in R^``decay_key``) written through :func:`analysis.zoo.recurrent.mix` with a fixed decay
    ``decay_gamma`` (``S_t = gamma S_(t-1) + v_t k_t^T``), ``decay_seeds`` independent sets, read with each stored
    key: the mean relative squared error against its exact law (theory item 7; the alternative: the undecayed
@@ -101,7 +102,8 @@ from probes.associative_recall.selective import SC_DECAYS, SC_SPACINGS
 
 NAME = "associative_recall"
 DESCRIPTION = "Associative recall: additive vs delta-rule memories, FAVOR+ variance, trained MQAR per token mixer."
-VERSION = "8"  # 8: additive memories with a global decay (003#2) join; 7: the momentum delta rule (003#112) joins;
+VERSION = "9"  # 9: the fields speak the model's and trainer's names (n_layers, ...);
+# 8: additive memories with a global decay (003#2) join; 7: the momentum delta rule (003#112) joins;
 # 6: the one band policy (95% Student t; trained claims
 # over five replicate seeds hashed from
 # (seed, i)): every band and the trained numbers change; 5: the additive mixer's parallel = recurrent claims

@@ -61,9 +61,9 @@ class Config(ProbeConfig):
         "power_eval": 200,
         "power_eval_loops": 4,
         "momentum_steps": 40,
-        "momentum_batch": 8,
+        "momentum_batch_size": 8,
         "decay_pairs": (4, 16),
-        "decay_batch": 4,
+        "decay_batch_size": 4,
     }
 
     kernels: tuple[str, ...] = param(KERNELS, "token mixers compared", choices=KERNELS)
@@ -77,15 +77,15 @@ class Config(ProbeConfig):
     favor_keys: int = param(16, "keys in the FAVOR+ attention row", minimum=2, maximum=256)
     favor_draws: int = param(8000, "FAVOR+ estimators per m in the variance check", minimum=16, maximum=100_000)
     favor_row_draws: int = param(400, "feature draws per m in the row-error check", minimum=8, maximum=10_000)
-    training: bool = param(True, "train a model per kernel and N on MQAR", key="trained")
-    layers: int = model_param("layers", 2, maximum=4)
+    training: bool = param(True, "train a model per kernel and N on MQAR")
+    n_layers: int = model_param("n_layers", 2, maximum=4, formerly="layers")
     d_model: int = model_param("d_model", 64, maximum=256)
-    heads: int = model_param("heads", 1, maximum=8)
+    n_heads: int = model_param("n_heads", 1, maximum=8, formerly="heads")
     n_keys: int = param(64, "key vocabulary of the MQAR task (>= the largest N)", minimum=1, maximum=512)
     n_values: int = param(64, "value vocabulary of the MQAR task", minimum=2, maximum=512)
     train_steps: int = param(600, "optimiser updates per trained model", minimum=1)
-    train_batch: int = param(32, "sequences per update", minimum=1, maximum=1024)
-    lr: float = param(3e-3, "peak learning rate (AdamW, cosine)", minimum=1e-6, maximum=1.0)
+    train_batch_size: int = param(32, "sequences per update", minimum=1, maximum=1024, formerly="train_batch")
+    train_lr: float = param(3e-3, "peak learning rate (AdamW, cosine)", minimum=1e-6, maximum=1.0, formerly="lr")
     train_seeds: int = param(
         5, "replicate training seeds per kernel and N (the claims' 95% t band is over them)", minimum=1
     )
@@ -98,77 +98,66 @@ class Config(ProbeConfig):
     lin_reps: int = param(256, "independent token sets per n in the linearisation check", minimum=4, maximum=10_000)
     lin_a_norm: float = param(1.0, "norm of each query's logit vector a = c W_k^T W_q x_q", minimum=0.0, maximum=2.0)
     gated: bool = param(True, "train the gated-RNN vs linear-attention comparison and selective copying (items 6, 7)")
-    gated_d: int = param(5, "input width d of the in-context regression of item 6", minimum=1, maximum=32, key="gr_d")
-    gated_n: int = param(10, "in-context examples N of item 6", minimum=1, maximum=64, key="gr_n")
-    gated_noise: float = param(0.0, "label noise sigma of item 6", minimum=0.0, maximum=10.0, key="gr_noise")
-    gated_steps: int = param(400, "Adam updates per item-6 model", minimum=1, key="gr_steps")
-    gated_batch: int = param(256, "tasks per update in item 6", minimum=1, maximum=8192, key="gr_batch")
-    gated_lr: float = param(
-        1e-2, "peak Adam learning rate of item 6 (cosine to 10%)", minimum=1e-6, maximum=1.0, key="gr_lr"
+    gated_d: int = param(5, "input width d of the in-context regression of item 6", minimum=1, maximum=32)
+    gated_n: int = param(10, "in-context examples N of item 6", minimum=1, maximum=64)
+    gated_noise: float = param(0.0, "label noise sigma of item 6", minimum=0.0, maximum=10.0)
+    gated_steps: int = param(400, "Adam updates per item-6 model", minimum=1)
+    gated_batch_size: int = param(256, "tasks per update in item 6", minimum=1, maximum=8192, formerly="gated_batch")
+    gated_lr: float = param(1e-2, "peak Adam learning rate of item 6 (cosine to 10%)", minimum=1e-6, maximum=1.0)
+    gated_seeds: int = param(5, "replicate training seeds per item-6 model", minimum=1, maximum=16)
+    gated_eval: int = param(50_000, "held-out regression tasks (float64, shared by every model)", minimum=16)
+    copying_n_copy: int = param(3, "data tokens to copy in item 7", minimum=1, maximum=16)
+    copying_values: int = param(6, "data-token vocabulary of item 7", minimum=2, maximum=64)
+    copying_length: int = param(12, "length of the region holding the data tokens (item 7)", minimum=1, maximum=256)
+    copying_d_model: int = param(
+        16,
+        "d_model of the item-7 models (2 heads, MLP 4x, pre-LN, learned positions)",
+        minimum=4,
+        formerly="copying_width",
     )
-    gated_seeds: int = param(5, "replicate training seeds per item-6 model", minimum=1, maximum=16, key="gr_seeds")
-    gated_eval: int = param(
-        50_000, "held-out regression tasks (float64, shared by every model)", minimum=16, key="gr_eval"
+    copying_n_layers: int = param(2, "layers of the item-7 models", minimum=1, maximum=4, formerly="copying_layers")
+    copying_steps: int = param(300, "AdamW updates per item-7 model", minimum=1)
+    copying_batch_size: int = param(
+        32, "sequences per update in item 7", minimum=1, maximum=1024, formerly="copying_batch"
     )
-    copying_n_copy: int = param(3, "data tokens to copy in item 7", minimum=1, maximum=16, key="sc_n_copy")
-    copying_values: int = param(6, "data-token vocabulary of item 7", minimum=2, maximum=64, key="sc_values")
-    copying_length: int = param(
-        12, "length of the region holding the data tokens (item 7)", minimum=1, maximum=256, key="sc_length"
-    )
-    copying_width: int = param(
-        16, "d_model of the item-7 models (2 heads, MLP 4x, pre-LN, learned positions)", minimum=4, key="sc_width"
-    )
-    copying_layers: int = param(2, "layers of the item-7 models", minimum=1, maximum=4, key="sc_layers")
-    copying_steps: int = param(300, "AdamW updates per item-7 model", minimum=1, key="sc_steps")
-    copying_batch: int = param(32, "sequences per update in item 7", minimum=1, maximum=1024, key="sc_batch")
-    copying_lr: float = param(1e-2, "peak learning rate of item 7", minimum=1e-6, maximum=1.0, key="sc_lr")
-    copying_seeds: int = param(
-        5, "replicate training seeds per item-7 decay and spacing", minimum=1, maximum=16, key="sc_seeds"
-    )
-    copying_eval: int = param(2000, "held-out selective-copying sequences per item-7 model", minimum=1, key="sc_eval")
+    copying_lr: float = param(1e-2, "peak learning rate of item 7", minimum=1e-6, maximum=1.0)
+    copying_seeds: int = param(5, "replicate training seeds per item-7 decay and spacing", minimum=1, maximum=16)
+    copying_eval: int = param(2000, "held-out selective-copying sequences per item-7 model", minimum=1)
     power_method: bool = param(
-        True, "train looped linear attention with and without LayerNorm on in-context PCA (item 8)", key="pm"
+        True, "train looped linear attention with and without LayerNorm on in-context PCA (item 8)"
     )
-    power_d: int = param(4, "input dimension d of the item-8 PCA prompts", minimum=2, maximum=16, key="pm_d")
-    power_n: int = param(32, "vectors n per item-8 prompt", minimum=2, maximum=256, key="pm_n")
+    power_d: int = param(4, "input dimension d of the item-8 PCA prompts", minimum=2, maximum=16)
+    power_n: int = param(32, "vectors n per item-8 prompt", minimum=2, maximum=256)
     power_rho: float = param(
         0.5,
         "item-8 spectrum 1, rho, rho^2, ... (gap lambda_2/lambda_1 = rho)",
         minimum=0.05,
         maximum=0.95,
-        key="pm_rho",
     )
     power_radius: float = param(
         4.0,
         "item 8: inputs conditioned on |x| <= this (the token layout's scale)",
         minimum=1.0,
         maximum=100.0,
-        key="pm_radius",
     )
-    power_loops: int = param(
-        3, "loops T the item-8 layer is trained with (loss after loop T)", minimum=1, maximum=8, key="pm_loops"
-    )
+    power_loops: int = param(3, "loops T the item-8 layer is trained with (loss after loop T)", minimum=1, maximum=8)
     power_eval_loops: int = param(
         8,
         "loops k = 1..this at which item 8 is evaluated (beyond T: extrapolation)",
         minimum=2,
         maximum=32,
-        key="pm_eval_loops",
     )
-    power_steps: int = param(1200, "Adam updates per item-8 model", minimum=1, key="pm_steps")
-    power_batch: int = param(64, "prompts per update in item 8", minimum=1, maximum=4096, key="pm_batch")
+    power_steps: int = param(1200, "Adam updates per item-8 model", minimum=1)
+    power_batch_size: int = param(64, "prompts per update in item 8", minimum=1, maximum=4096, formerly="power_batch")
     power_lr: float = param(
         3e-3,
         "peak Adam learning rate of item 8 (50-update warm-up, cosine to 10%)",
         minimum=1e-6,
         maximum=1.0,
-        key="pm_lr",
     )
-    power_init_std: float = param(
-        0.1, "item-8 initial weights N(0, this^2) (gpt2 init)", minimum=1e-4, maximum=1.0, key="pm_init_std"
-    )
-    power_seeds: int = param(5, "replicate training seeds per item-8 model", minimum=1, maximum=16, key="pm_seeds")
-    power_eval: int = param(2000, "held-out item-8 prompts (float64, shared by every model)", minimum=16, key="pm_eval")
+    power_init_std: float = param(0.1, "item-8 initial weights N(0, this^2) (gpt2 init)", minimum=1e-4, maximum=1.0)
+    power_seeds: int = param(5, "replicate training seeds per item-8 model", minimum=1, maximum=16)
+    power_eval: int = param(2000, "held-out item-8 prompts (float64, shared by every model)", minimum=16)
     seed: int = model_param(
         "seed", 0, "memories, features, weights and data; replicate i of a trained item uses replicate_seed(seed, i)"
     )
@@ -185,7 +174,9 @@ class Config(ProbeConfig):
         maximum=0.999,
     )
     momentum_steps: int = param(120, "writes T per sequence", minimum=4, maximum=10_000)
-    momentum_batch: int = param(256, "key sequences per memory (their mean overlap is one replicate)", minimum=1)
+    momentum_batch_size: int = param(
+        256, "key sequences per memory (their mean overlap is one replicate)", minimum=1, formerly="momentum_batch"
+    )
     momentum_seeds: int = replicates_param("memories (map and keys)")
 
     # --- an additive memory with a global decay (003#2) ----------------------------------------------------------
@@ -201,7 +192,7 @@ class Config(ProbeConfig):
     decay_gamma: float = param(
         0.96875, "the decay gamma per write (default RetNet's first head, 1 - 2^-5)", minimum=0.5, maximum=0.9999
     )
-    decay_batch: int = param(64, "memories per N and replicate", minimum=1, maximum=4096)
+    decay_batch_size: int = param(64, "memories per N and replicate", minimum=1, maximum=4096, formerly="decay_batch")
     decay_seeds: int = replicates_param("sets of memories (keys and values)")
 
     def validate(self) -> None:
@@ -225,8 +216,10 @@ class Config(ProbeConfig):
         for name in ("favor_m", "lin_ns"):
             if list(getattr(self, name)) != sorted(getattr(self, name)):
                 raise ValueError(f"{name} must be increasing, got {list(getattr(self, name))}")
-        if self.copying_width % 2:  # the item-7 models have 2 heads
-            raise ValueError(f"copying_width must be even (the item-7 models have 2 heads), got {self.copying_width}")
+        if self.copying_d_model % 2:  # the item-7 models have 2 heads
+            raise ValueError(
+                f"copying_d_model must be even (the item-7 models have 2 heads), got {self.copying_d_model}"
+            )
         if self.copying_length < self.copying_n_copy:
             raise ValueError(
                 f"copying_length must be >= copying_n_copy ({self.copying_n_copy}), got {self.copying_length}"

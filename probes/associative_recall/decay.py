@@ -20,7 +20,7 @@ from probes.associative_recall.config import SEED_DECAY, SOURCE, Config
 from probes.associative_recall.memories import unit_vectors
 
 DESCRIPTION = "additive memories with a global decay: the read-out error against N and its exact law"
-FIELDS = ("decay_pairs", "decay_key", "decay_gamma", "decay_batch", "decay_seeds")
+FIELDS = ("decay_pairs", "decay_key", "decay_gamma", "decay_batch_size", "decay_seeds")
 GATE = "decay"
 
 FIGURE = "ar_decay"
@@ -39,13 +39,13 @@ def decayed_readout(keys: torch.Tensor, vals: torch.Tensor, gamma: float) -> tor
 
 def measure_layer(config: Config, seed: int) -> dict[str, np.ndarray]:
     """Seed ``seed``: per N, the mean relative squared read-out error ``|S k_j - v_j|^2`` over the N items of
-    ``decay_batch`` memories of unit keys and values (fresh per N), and its exact law's mean over the items."""
+    ``decay_batch_size`` memories of unit keys and values (fresh per N), and its exact law's mean over the items."""
     c = config
     g = torch.Generator().manual_seed(derived_seed(seed, "decay_memories") % MAX_SEED)
     out = {k: np.empty(len(c.decay_pairs)) for k in ("decay_error", "decay_error_exact")}
     for i, n in enumerate(c.decay_pairs):
-        keys = unit_vectors(g, (c.decay_batch, n), c.decay_key)
-        vals = unit_vectors(g, (c.decay_batch, n), c.decay_key)
+        keys = unit_vectors(g, (c.decay_batch_size, n), c.decay_key)
+        vals = unit_vectors(g, (c.decay_batch_size, n), c.decay_key)
         read = decayed_readout(keys, vals, c.decay_gamma)
         out["decay_error"][i] = float(((read - vals) ** 2).sum(-1).mean())
         out["decay_error_exact"][i] = float(th.decayed_readout_error(n, c.decay_key, c.decay_gamma).mean())

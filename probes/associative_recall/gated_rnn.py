@@ -77,7 +77,9 @@ def measure_gated_rnn(config: Config, progress: bool) -> dict:
         for i, kind in enumerate(GR_MODELS):
             for s in bar(range(S), desc=f"associative_recall: {kind}", disable=not progress):
                 seed = seeds[s]
-                tc = adam_cosine_config(config.gated_steps, config.gated_batch, config.gated_lr, seed, grad_clip=0.0)
+                tc = adam_cosine_config(
+                    config.gated_steps, config.gated_batch_size, config.gated_lr, seed, grad_clip=0.0
+                )
                 trained = train(
                     gr_model_config(config, kind, seed), task, tc, device=config.torch_device(), progress=False
                 )

@@ -17,7 +17,7 @@ from probes.associative_recall.config import Config
 from probes.associative_recall.memories import unit_vectors
 
 DESCRIPTION = "the momentum delta rule's error overlap against its exact second-order recurrence"
-FIELDS = ("momentum_d", "momentum_beta", "momentum_mus", "momentum_steps", "momentum_batch", "momentum_seeds")
+FIELDS = ("momentum_d", "momentum_beta", "momentum_mus", "momentum_steps", "momentum_batch_size", "momentum_seeds")
 GATE = "momentum"
 
 REGIMES = ("oscillating", "damped")  # momentum_mus[0], momentum_mus[1]
@@ -54,10 +54,10 @@ def check_step(config: Config) -> np.ndarray:
 
 
 def measure_layer(config: Config, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Seed ``seed``: per regime and step, the means over ``momentum_batch`` sequences of ``<E_0, E_t> / |E_0|^2`` and
-    of ``|E_t|^2 / |E_0|^2`` for online regression of one Gaussian map ``W`` (``v_t = W k_t``, unit keys), each
+    """Seed ``seed``: per regime and step, the means over ``momentum_batch_size`` sequences of ``<E_0, E_t> / |E_0|^2``
+    and of ``|E_t|^2 / |E_0|^2`` for online regression of one Gaussian map ``W`` (``v_t = W k_t``, unit keys), each
     (regimes, T + 1)."""
-    d, T, B = config.momentum_d, config.momentum_steps, config.momentum_batch
+    d, T, B = config.momentum_d, config.momentum_steps, config.momentum_batch_size
     gen = torch.Generator().manual_seed(derived_seed(seed, "momentum") % MAX_SEED)
     W = torch.randn(d, d, generator=gen, dtype=torch.float64)
     k = unit_vectors(gen, (B, T), d)  # (B, T, d)
@@ -117,7 +117,7 @@ def claim_overlaps(led: Ledger, r: Result) -> None:
             alternative=float(d["momentum_overlap_first_order"].sel(sel)),
             hypothesis=f"momentum as a larger step: the first-order delta rule at b/(1 - mu) = {b / (1 - mu):.4g}",
             why=f"95% t band over {S} independent memories (replicate seeds: map and keys) of each one's mean over "
-            f"{c.momentum_batch} key sequences of <E_0, E_t>/|E_0|^2 at t = {int(t)}, {CHECK_WORDS[regime]}",
+            f"{c.momentum_batch_size} key sequences of <E_0, E_t>/|E_0|^2 at t = {int(t)}, {CHECK_WORDS[regime]}",
             statement=f"momentum delta rule, d = {c.momentum_d}, beta = {c.momentum_beta:g}, mu = {mu:g} ({regime}: "
             f"{root_words(roots)}): the mean error overlap at step {int(t)} follows the exact second-order recurrence",
         )
@@ -139,7 +139,8 @@ def claim_second_moment(led: Ledger, r: Result) -> None:
         replicates=d["momentum_square_error"].sel(sel).values / exact,
         expected=1.0,
         alternative=mean_field / exact,
-        why=f"95% t band over {S} independent memories of each one's mean over {c.momentum_batch} key sequences of "
+        why=f"95% t band over {S} independent memories of each one's mean over {c.momentum_batch_size} key "
+        f"sequences of "
         f"|E_T|^2/|E_0|^2 at T = {T} over the exact second moment; the 1 is the ratio's definition",
         statement=f"momentum delta rule, mu = {mu:g}, beta/d = {step(c):.4g}: the mean converges (modulus "
         f"{np.sqrt(mu):.3f}) but E|E_t|^2 follows the exact second-moment map (spectral radius {rate:.3f} per write): "

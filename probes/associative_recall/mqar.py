@@ -27,7 +27,7 @@ from probes.associative_recall.config import (
 
 PART_NAME = "mqar"
 DESCRIPTION = "attention-only models of every token mixer trained on MQAR"
-FIELDS = ("training", "train_seeds", "n_eval", "layers", "heads")
+FIELDS = ("training", "train_seeds", "n_eval", "n_layers", "n_heads")
 
 
 @contextmanager
@@ -114,7 +114,7 @@ def model_config(config: Config, kernel: str, task: AssociativeRecall, seed: int
 def train_one(config: Config, kernel: str, n: int, seed: int, progress: bool) -> dict[str, float]:
     """Train (cached) one model; its held-out accuracy and, for recurrent kernels, the float64 form difference."""
     task = AssociativeRecall(n_pairs=n, n_keys=config.n_keys, n_values=config.n_values)
-    tc = warmup_config(config.train_steps, config.train_batch, config.lr, seed)
+    tc = warmup_config(config.train_steps, config.train_batch_size, config.train_lr, seed)
     dev = config.torch_device()
     model = train(model_config(config, kernel, task, seed), task, tc, device=dev, progress=progress).model
     x, hits = held_out_hits(task, model, config.n_eval, seed, f"eval{n}", dev)

@@ -117,7 +117,7 @@ def pm_trained_iterates(config: Config, task, x: np.ndarray, v0: np.ndarray, pro
                 seed = seeds[s]
                 tc = adam_cosine_config(
                     config.power_steps,
-                    config.power_batch,
+                    config.power_batch_size,
                     config.power_lr,
                     seed,
                     warmup_steps=min(50, config.power_steps),

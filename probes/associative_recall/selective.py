@@ -28,12 +28,12 @@ SC_SPACINGS = ("random", "fixed")
 
 
 def sc_model_config(config: Config, task: SelectiveCopying, decay: str, seed: int) -> ModelConfig:
-    """Item 7's model: ``sc_layers`` recurrent blocks (additive write, identity features), 2 heads, MLP 4x,
+    """Item 7's model: ``copying_n_layers`` recurrent blocks (additive write, identity features), 2 heads, MLP 4x,
     pre-LN, learned positions; the decay ``gated`` (sigmoid(w . x_t + b)) or ``fixed`` (a scalar per head)."""
     return ModelConfig(
         **model_io(task),
-        d_model=config.copying_width,
-        n_layers=config.copying_layers,
+        d_model=config.copying_d_model,
+        n_layers=config.copying_n_layers,
         n_heads=2,
         pos="learned",
         attention="recurrent",
@@ -57,7 +57,7 @@ def measure_selective(config: Config, progress: bool) -> dict[str, np.ndarray]:
                 spacing=SC_SPACINGS[j],
             )
             seed = seeds[s]
-            tc = warmup_config(config.copying_steps, config.copying_batch, config.copying_lr, seed)
+            tc = warmup_config(config.copying_steps, config.copying_batch_size, config.copying_lr, seed)
             dev = config.torch_device()
             model = train(sc_model_config(config, task, SC_DECAYS[i], seed), task, tc, device=dev, progress=False).model
             _, hits = held_out_hits(task, model, config.copying_eval, seed, f"sc_eval_{SC_SPACINGS[j]}", dev)
@@ -97,7 +97,7 @@ def claim_selective(led: Ledger, r: Result) -> None:
         "sequences, so their spread holds the binomial noise)"
     )
     shape = (
-        f"{c.copying_layers} layers, width {c.copying_width}, {c.copying_n_copy} tokens in {c.copying_length}, "
+        f"{c.copying_n_layers} layers, width {c.copying_d_model}, {c.copying_n_copy} tokens in {c.copying_length}, "
         f"{c.copying_values} values"
     )
     diff = acc.sel(sc_decay="gated", spacing="random").values - acc.sel(sc_decay="fixed", spacing="random").values

@@ -28,13 +28,13 @@ Four measurements, each beside its closed form in :mod:`analysis.theory.attentio
    rate ``d ln w / d ln n`` fitted over the top half-decade for every ``s g`` in ``fade_sg`` (the drift
    from the half-decade below is its uncertainty), against ``min(sg - 1, 0)``.
 4. Trained tiny LMs (``training=true``) through :func:`analysis.training.train.train` (cached, with a named
-   callback): for every learning rate in ``lr``, QK-norm setting in ``qk_norm`` and training seed
+   callback): for every learning rate in ``train_lrs``, QK-norm setting in ``qk_norm`` and training seed
    (``train_seeds``: weights and data order; the spread is the training claims' uncertainty), per update the
    largest |attention logit| and the smallest head-mean normalised entropy on a fixed probe batch,
    with loss spikes counted from the training loss; per head the same two traces; on each trained
    checkpoint (without QK-norm) the spectral entropy bound on every row of the probe batch.
 
-5. Without nonlinearities (``nonlin=true``, seed 004#30): a deeper model (``nonlin_layers`` x ``nonlin_d_model``)
+5. Without nonlinearities (``nonlin=true``, seed 004#30): a deeper model (``nonlin_n_layers`` x ``nonlin_d_model``)
    trained on the training sweep's task at ``nonlin_lr`` in two variants, standard (Pre-LN, GELU) and without
    LayerNorm (none, no final norm either) and with the identity activation, ``nonlin_seeds`` seeds each. At
    initialisation and after training, per layer and head, the mean ``H / ln n`` over the rows of the probe batch,
@@ -133,7 +133,7 @@ DESCRIPTION = "Attention entropy vs context length and logit scale; dilution, SS
 # 5: sigmoid row totals at initialisation (b = 0 and b = -ln n) with their claims; 4:
 # Gaussian-entropy claims not evaluated past the quadrature's reach (were NaN fails); 3: claims ledger roles;
 # replicate models, training seeds, SSMax fading away from s g = 1
-VERSION = "8"
+VERSION = "9"  # 9: the fields speak the model's and trainer's names (n_layers, batch_size, ...)
 REQUIRES = {"input": "tokens"}
 
 PARTS = tuple(part_of(m) for m in (fading, rows, gaussian, sigmoid, training, nonlin, retrieval, sigmoid_trained))

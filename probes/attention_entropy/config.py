@@ -24,12 +24,12 @@ class Config(ProbeConfig):
         "replicates": 3,
         "planted_max_n": 1024,
         "d_model": 32,
-        "lr": (1e-1,),
+        "train_lrs": (1e-1,),
         "train_steps": 15,
         "train_seeds": 2,
         "train_seq_len": 32,
         "train_data": "markov",
-        "nonlin_layers": 4,
+        "nonlin_n_layers": 4,
         "nonlin_d_model": 16,
         "nonlin_seeds": 2,
         "retrieval_len": 16,
@@ -45,8 +45,8 @@ class Config(ProbeConfig):
         "attention", "softmax", "attention kernel of the measured models", choices=("softmax", "ssmax", "sigmoid")
     )
     logit_scale: float | None = model_param("logit_scale", None, minimum=0.0, maximum=MAX_SCALE)
-    layers: int = model_param("layers", 2)
-    heads: int = model_param("heads", 2)
+    n_layers: int = model_param("n_layers", 2, formerly="layers")
+    n_heads: int = model_param("n_heads", 2, formerly="heads")
     d_model: int = model_param("d_model", 64)
     seed: int = model_param("seed", 0, "model weights, tokens and training data")
     # --- untrained measurement --------------------------------------------------------------------
@@ -97,9 +97,9 @@ class Config(ProbeConfig):
         4096, "largest n of the planted-key network (the fading rates are fitted over its top decade)", minimum=20
     )
     # --- training -------------------------------------------------------------------------------
-    training: bool = param(True, "train tiny LMs over the lr x qk_norm sweep", key="trained")
-    lr: tuple[float, ...] = param(
-        (1e-3, 1e-2, 1e-1), "peak learning rates of the trained sweep", minimum=0.0, maximum=MAX_LR
+    training: bool = param(True, "train tiny LMs over the train_lrs x qk_norm sweep")
+    train_lrs: tuple[float, ...] = param(
+        (1e-3, 1e-2, 1e-1), "peak learning rates of the trained sweep", minimum=0.0, maximum=MAX_LR, formerly="lr"
     )
     qk_norm: tuple[bool, ...] = param((False, True), "QK-norm settings of the trained sweep")
     train_data: str = param(
@@ -121,9 +121,11 @@ class Config(ProbeConfig):
         "train a deeper model with and without LayerNorm and GELU (norm none, activation identity) and "
         "compare per-layer entropies at initialisation and after training",
     )
-    nonlin_layers: int = param(6, "depth of the nonlinearity comparison's models", minimum=2)
+    nonlin_n_layers: int = param(
+        6, "depth of the nonlinearity comparison's models", minimum=2, formerly="nonlin_layers"
+    )
     nonlin_d_model: int = param(
-        32, "width of the nonlinearity comparison's models (heads: the config's heads)", minimum=2
+        32, "width of the nonlinearity comparison's models (heads: the config's n_heads)", minimum=2
     )
     nonlin_seeds: int = param(
         5,
@@ -193,18 +195,18 @@ class Config(ProbeConfig):
             raise ValueError(f"ctx_lens must be strictly increasing, got {list(self.ctx_lens)}")
         if self.rows_per_n > min(self.ctx_lens):
             raise ValueError(f"rows_per_n ({self.rows_per_n}) must be <= the smallest ctx_len ({min(self.ctx_lens)})")
-        for name in ("scale_factors", "fade_sg", "lr", "qk_norm"):  # coordinates the claims select by value
+        for name in ("scale_factors", "fade_sg", "train_lrs", "qk_norm"):  # coordinates the claims select by value
             values = getattr(self, name)
             if len(set(values)) != len(values):
                 raise ValueError(f"{name} must not repeat, got {list(values)}")
-        if any(lr <= 0 for lr in self.lr):
-            raise ValueError(f"lr values must be > 0, got {list(self.lr)}")
+        if any(lr <= 0 for lr in self.train_lrs):
+            raise ValueError(f"train_lrs values must be > 0, got {list(self.train_lrs)}")
         if any(f <= 0 for f in self.scale_factors):
             raise ValueError(f"scale_factors must be > 0, got {list(self.scale_factors)}")
         if self.nonlin_lr <= 0:
             raise ValueError(f"nonlin_lr must be > 0, got {self.nonlin_lr}")
-        if self.nonlin_d_model % self.heads:
+        if self.nonlin_d_model % self.n_heads:
             raise ValueError(
-                f"nonlin_d_model must be divisible by heads, got nonlin_d_model={self.nonlin_d_model}, "
-                f"heads={self.heads}"
+                f"nonlin_d_model must be divisible by n_heads, got nonlin_d_model={self.nonlin_d_model}, "
+                f"n_heads={self.n_heads}"
             )

@@ -45,7 +45,7 @@ UNIFORM_HYP = "no collapse: uniform attention, H = ln n in every row"
 
 
 def nonlin_model_config(config: Config, variant: str, vocab: int, seed: int) -> ModelConfig:
-    """The comparison's model: ``nonlin_layers`` x ``nonlin_d_model``, the config's heads, softmax with the
+    """The comparison's model: ``nonlin_n_layers`` x ``nonlin_d_model``, the config's heads, softmax with the
     default logit scale 1/sqrt(dh), no positions; ``standard`` is Pre-LN with GELU, ``no_nonlin`` the same
     with every LayerNorm removed (``norm="none"``, so no final norm either) and the identity activation."""
     check_choice("variant", variant, VARIANTS)
@@ -57,7 +57,7 @@ def nonlin_model_config(config: Config, variant: str, vocab: int, seed: int) -> 
         pos="none",
         attention="softmax",
         logit_scale=None,
-        n_layers=config.nonlin_layers,
+        n_layers=config.nonlin_n_layers,
         d_model=config.nonlin_d_model,
         seed=seed,
     )
@@ -101,7 +101,7 @@ def nonlin_sweep(config: Config, progress: bool = True) -> dict[str, np.ndarray]
     gen = torch.Generator().manual_seed(config.seed + 104729)  # the probe batch (as the training sweep's)
     probe_x, _ = task.sample(2, gen)
     ns = np.arange(2, probe_x.shape[1] + 1)  # keys seen by the rows with n >= 2
-    shape = (len(VARIANTS), len(STATES), config.nonlin_seeds, config.nonlin_layers, config.heads)
+    shape = (len(VARIANTS), len(STATES), config.nonlin_seeds, config.nonlin_n_layers, config.n_heads)
     keys = ("ent_norm", "logit_std", "theory", "theory_rows", "kurt_excess")
     out = {k: np.full(shape, np.nan) for k in keys}
     out["final_loss"] = np.full((len(VARIANTS), config.nonlin_seeds), np.nan)
@@ -141,7 +141,7 @@ def nonlin_arrays(config: Config, nl: dict) -> tuple[dict, dict]:
         "variant": list(VARIANTS),
         "state": list(STATES),
         "nonlin_seed": np.arange(config.nonlin_seeds),
-        "nonlin_layer": np.arange(config.nonlin_layers),
+        "nonlin_layer": np.arange(config.nonlin_n_layers),
     }
     return data, coords
 
@@ -180,8 +180,8 @@ def claim_nonlin_gaussian(led: Ledger, r: Result) -> None:
         "the rows' logit stds differ within a layer and E[H] is convex in s where attention collapses (E[H] ~ 1/s), "
         "so the mean entropy lies above E[H] at the pooled std; at each row's own std the Gaussian law holds"
     )
-    targets = [("no_nonlin", f"_l{la}", [la], f"layer {la}") for la in range(config.nonlin_layers)]
-    targets.append(("standard", "", list(range(config.nonlin_layers)), "all layers"))
+    targets = [("no_nonlin", f"_l{la}", [la], f"layer {la}") for la in range(config.nonlin_n_layers)]
+    targets.append(("standard", "", list(range(config.nonlin_n_layers)), "all layers"))
     for state in STATES:
         for variant, suffix, layers, where in targets:
             prefix = f"{variant}_entropy_gaussian"
@@ -221,7 +221,7 @@ def claim_nonlin_gaussian(led: Ledger, r: Result) -> None:
 def claim_nonlin_logit_growth(led: Ledger, r: Result) -> None:
     """The mechanism: without LayerNorm the logit std grows with depth faster than with it (seed-paired)."""
     ds, config = r.data, r.config
-    last = config.nonlin_layers - 1
+    last = config.nonlin_n_layers - 1
     for state in STATES:
         std = ds["nonlin_logit_std"].sel(state=state).mean("head")  # (variant, seed, layer)
         growth = np.log(std.isel(nonlin_layer=last) / std.isel(nonlin_layer=0))  # (variant, seed)
@@ -237,7 +237,7 @@ def claim_nonlin_thresholds(led: Ledger, r: Result) -> None:
     """Issue 17 on 004#30, trained models: without LayerNorm and GELU the deep layers collapse (H / ln n < 0.2)
     and the early layers overload (H / ln n > 0.9); the alternative is the standard model's value there."""
     ds, config = r.data, r.config
-    early, deep = nonlin_thirds(config.nonlin_layers)
+    early, deep = nonlin_thirds(config.nonlin_n_layers)
     tr = ds["nonlin_ent_norm"].sel(state="trained")
     for name, layers, expected, atol, what in (
         ("no_nonlin_deep_layers_collapse", deep, 0.0, COLLAPSED, f"< {COLLAPSED} (entropy collapse)"),
@@ -257,9 +257,9 @@ def claim_nonlin_thresholds(led: Ledger, r: Result) -> None:
             atol=atol,
             alternative=alt,
             scale=f"004#30 reports these failure modes in decoder-only language models pre-trained as LLMs (its "
-            f"abstract); here {config.nonlin_layers} layers of width {config.nonlin_d_model}, "
+            f"abstract); here {config.nonlin_n_layers} layers of width {config.nonlin_d_model}, "
             f"{config.train_steps} updates on {config.train_data} text of length {config.train_seq_len}; knobs: "
-            "nonlin_layers, nonlin_d_model, train_steps",
+            "nonlin_n_layers, nonlin_d_model, train_steps",
             why=f"band = issue 17's threshold (a criterion, not an uncertainty); the measurement's own SE over "
             f"{config.nonlin_seeds} training seeds is {se:.2g}",
             statement=f"trained, no LayerNorm or GELU, layers {layers}: mean H / ln n {what}",

@@ -40,12 +40,14 @@ def sigmoid_trained_sweep(config: Config, tr: dict | None, progress: bool = True
     out = {"trace": np.full((len(SIG_VARIANTS), S, T), np.nan)}
     task = training_task(config)
     biases = {"sigmoid_ln_t": -math.log(config.train_seq_len), "sigmoid_zero": 0.0}
-    shared = tr is not None and config.sigmoid_lr in config.lr and False in config.qk_norm
+    shared = tr is not None and config.sigmoid_lr in config.train_lrs and False in config.qk_norm
     runs = [(v, t) for v in range(len(SIG_VARIANTS)) for t in range(S)]
     for v, t in bar(runs, progress=progress, desc="sigmoid training", leave=False):
         variant, seed = SIG_VARIANTS[v], replicate_seed(config.seed, t)  # the training sweep's seed t
         if variant == "softmax" and shared:
-            out["trace"][v, t] = tr["trace_loss"][config.qk_norm.index(False), config.lr.index(config.sigmoid_lr), t]
+            out["trace"][v, t] = tr["trace_loss"][
+                config.qk_norm.index(False), config.train_lrs.index(config.sigmoid_lr), t
+            ]
             continue
         cfg = model_config(config, vocab=task.vocab_size, qk_norm=False).replace(seed=seed, attention="softmax")
         if variant != "softmax":

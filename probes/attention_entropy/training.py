@@ -26,7 +26,7 @@ from probes.attention_entropy.shared import (
 
 DESCRIPTION = "tiny LMs trained over learning rates with and without QK-norm: logit growth and entropy collapse"
 GATE = "training"
-FIELDS = ("qk_norm", "lr", "train_seeds", "train_steps")
+FIELDS = ("qk_norm", "train_lrs", "train_seeds", "train_steps")
 
 CALLBACK_ID = "attention_entropy.trace.v2"  # names the training callback (part of the checkpoint key)
 
@@ -61,12 +61,12 @@ def loss_spikes(loss: np.ndarray, nats: float) -> int:
 def train_sweep(config: Config, progress: bool = True) -> dict[str, np.ndarray]:
     """Every (QK-norm, lr, training seed) run: traces (..., step), per-head traces (..., layer, head, step),
     final per-head entropies, loss spikes, and Zhai et al.'s bound on the trained checkpoint (slack, tightness)."""
-    shape = (len(config.qk_norm), len(config.lr), config.train_seeds)
+    shape = (len(config.qk_norm), len(config.train_lrs), config.train_seeds)
     T = config.train_steps
     out = {k: np.full(shape + (T,), np.nan) for k in ("trace_max_logit", "trace_min_ent_norm", "trace_loss")}
-    out["final_ent_norm"] = np.full(shape + (config.layers, config.heads), np.nan)
+    out["final_ent_norm"] = np.full(shape + (config.n_layers, config.n_heads), np.nan)
     for key in ("trace_head_max_logit", "trace_head_ent_norm"):
-        out[key] = np.full(shape + (config.layers, config.heads, T), np.nan)
+        out[key] = np.full(shape + (config.n_layers, config.n_heads, T), np.nan)
     out["spectral_slack"] = np.full(shape, np.nan)  # min over rows of H - spectral bound (trained weights)
     out["spectral_tightness"] = np.full(shape, np.nan)  # max over rows of spectral bound / H
     out["spectral_min_bound"] = np.full(shape, np.nan)  # smallest spectral bound / ln n over rows with n >= 2
@@ -84,7 +84,7 @@ def train_sweep(config: Config, progress: bool = True) -> dict[str, np.ndarray]:
         res = train(
             cfg,
             task,
-            train_config(config, config.lr[j], seed),
+            train_config(config, config.train_lrs[j], seed),
             device=config.torch_device(),
             progress=False,
             callback=make_trace_callback(probe_x),
@@ -95,10 +95,10 @@ def train_sweep(config: Config, progress: bool = True) -> dict[str, np.ndarray]:
         out["trace_min_ent_norm"][i, j, t] = h["min_ent_norm"]
         out["trace_loss"][i, j, t] = h["loss"]
         out["final_ent_norm"][i, j, t] = [
-            [h[f"ent_norm_l{la}_h{hd}"][-1] for hd in range(config.heads)] for la in range(config.layers)
+            [h[f"ent_norm_l{la}_h{hd}"][-1] for hd in range(config.n_heads)] for la in range(config.n_layers)
         ]
-        for la in range(config.layers):
-            for hd in range(config.heads):
+        for la in range(config.n_layers):
+            for hd in range(config.n_heads):
                 out["trace_head_ent_norm"][i, j, t, la, hd] = h[f"ent_norm_l{la}_h{hd}"]
                 out["trace_head_max_logit"][i, j, t, la, hd] = h[f"max_logit_l{la}_h{hd}"]
         # Zhai et al.'s bound on the trained checkpoint (None with QK-norm: the bound does not apply)
@@ -117,7 +117,7 @@ def training_arrays(config: Config, tr: dict) -> tuple[dict, dict]:
     """``(arrays, coords)`` of the training sweep of :func:`train_sweep`."""
     coords = {
         "qk_norm": list(config.qk_norm),
-        "lr": np.asarray(config.lr),
+        "lr": np.asarray(config.train_lrs),
         "train_seed": np.arange(config.train_seeds),
         "step": np.arange(config.train_steps),
     }
@@ -206,7 +206,7 @@ def claim_entropy_collapse(led: Ledger, r: Result) -> None:
     smallest head entropy falls as the lr rises from the lowest to the highest of the sweep."""
     ds, config = r.data, r.config
     name = "entropy_collapse_grows_with_lr"
-    if False not in config.qk_norm or len(config.lr) < 2:
+    if False not in config.qk_norm or len(config.train_lrs) < 2:
         led.judge(name, reason="needs runs without QK-norm at two or more lrs")
         return
     plain = ds.sel(qk_norm=False)["trace_min_ent_norm"].isel(step=-1)  # (lr, train_seed)

@@ -7,7 +7,7 @@ logit bias) and ``kv_shift`` (keys and values mixed with the previous token's) o
 1. Construction (seed 004#89): a ``taps``-tap causal convolution of width ``d`` (the kernel of
    :class:`analysis.data.tasks.ConvolutionRegression`) built as one layer of K heads -- uniform kernel (zero content
    logits), relative-position bias 0 at offset h and -inf elsewhere, W_o,h = W_h -- run in float64 on
-   ``construction_batch`` white sequences padded with K - 1 zero vectors, against the convolution.
+   ``construction_batch_size`` white sequences padded with K - 1 zero vectors, against the convolution.
 2. Trained heads (seed 004#89): H = 1..K heads of the same content-free form (attention "uniform" + ``rel_pos``,
    no norm, no residual, no MLP: a linear layer whose patterns depend only on positions) trained on the
    regression ``y = conv(x)`` with :func:`analysis.training.train.train` (cached), ``train_seeds`` replicate seeds.
@@ -27,12 +27,13 @@ logit bias) and ``kv_shift`` (keys and values mixed with the previous token's) o
    compared with the theory's additive floor A(r) and the construction's error at the trained head's scale; at
    ``neighbour_keys_short`` keys (2), one layer of d rank-1 heads against two such layers and one rank-d head.
 5. Attention-only networks (seed 004#1) on the character corpus (:class:`analysis.data.tasks.CorpusLM`).
-   a. Matched parameters: a pre-LN standard model (``matched_layers`` blocks of width ``matched_width``, MLP 4d), the
+   a. Matched parameters: a pre-LN standard model (``matched_n_layers`` blocks of width ``matched_d_model``, MLP
+      4d), the
       attention-only stack of the same width whose depth matches its parameters (theory item 5: 3x as deep, the
       residual difference ``L d`` norm gains), and the standard model with its MLPs deleted in place, each
       trained ``matched_seeds`` times with the workbench's probe-LM recipe
       (:func:`analysis.training.train.probe_lm_train_config`); held-out loss on the same validation windows.
-   b. Deep attention-only stacks: ``deep_layers`` x ``deep_width`` (pre-LN, RoPE, no MLP) with and without
+   b. Deep attention-only stacks: ``deep_n_layers`` x ``deep_d_model`` (pre-LN, RoPE, no MLP) with and without
       QK-norm, Adam at ``deep_lr`` (torch's default Adam learning rate 1e-3, fixed before any run: constant, no
       warm-up, no clipping, no weight decay), ``deep_seeds`` seeds. Per update, on a fixed probe batch, the largest
       |attention logit| over layers and heads and, with QK-norm, its ratio to the closed-form bound of the layer's
@@ -88,7 +89,7 @@ DESCRIPTION = (
     "Attention-only layers: convolution by relative-position heads (rank bound), KV-shift induction, rank against "
     "heads, and attention-only networks (matched parameters, QK-norm in deep stacks, stable ranks)."
 )
-VERSION = "4"
+VERSION = "5"  # 5: the fields speak the model's and trainer's names (n_layers, batch_size, ...)
 REQUIRES = None  # builds its own models
 
 PARTS = tuple(part_of(m) for m in (convolution, induction, nearest_neighbour, matched, deep, stable_ranks))

@@ -14,7 +14,7 @@ SOURCE = "analysis/theory/attention_only.py"
 @dataclass(frozen=True)
 class Config(ProbeConfig):
     SMOKE = {
-        "construction_batch": 8,
+        "construction_batch_size": 8,
         "conv_steps": 20,
         "train_seeds": 2,
         "ind_steps": 20,
@@ -25,17 +25,17 @@ class Config(ProbeConfig):
         "neighbour_seeds": 2,
         "neighbour_eval": 16,
         "neighbour_theory_sets": 64,
-        "matched_width": 8,
+        "matched_d_model": 8,
         "matched_seq_len": 16,
         "matched_steps": 4,
         "matched_seeds": 2,
         "matched_eval_batches": 1,
         "matched_snapshots": 2,
         "trend_widths": (4,),
-        "deep_layers": 3,
-        "deep_width": 8,
+        "deep_n_layers": 3,
+        "deep_d_model": 8,
         "deep_seq_len": 8,
-        "deep_batch": 2,
+        "deep_batch_size": 2,
         "deep_steps": 6,
         "deep_seeds": 2,
         "spike_window": 2,
@@ -46,11 +46,15 @@ class Config(ProbeConfig):
     conv_len: int = param(16, "sequence length T of the convolution regression", minimum=2, maximum=256)
     kernel_decay: float = param(1.0, "tap scale ratio c_(k+1)/c_k of the kernel", minimum=0.05, maximum=20.0)
     kernel_seed: int = param(0, "seed of the convolution kernel", minimum=0, maximum=MAX_SEED)
-    construction_batch: int = param(64, "white sequences through the K-head construction", minimum=1, maximum=4096)
+    construction_batch_size: int = param(
+        64, "white sequences through the K-head construction", minimum=1, maximum=4096, formerly="construction_batch"
+    )
     conv_steps: int = param(1500, "optimiser updates per trained convolution layer", minimum=1)
-    conv_batch: int = param(32, "sequences per update (convolution)", minimum=1, maximum=1024)
+    conv_batch_size: int = param(
+        32, "sequences per update (convolution)", minimum=1, maximum=1024, formerly="conv_batch"
+    )
     conv_lr: float = param(0.03, "peak learning rate (convolution; Adam, cosine)", minimum=1e-6, maximum=1.0)
-    training: bool = param(True, "train the convolution layers and the induction models", key="trained")
+    training: bool = param(True, "train the convolution layers and the induction models")
     train_seeds: int = param(
         5, "training seeds per model: replicate_seed(seed, i), their spread is the uncertainty", minimum=1
     )
@@ -58,9 +62,9 @@ class Config(ProbeConfig):
     seq_len: int = param(24, "induction sequence length T", minimum=4, maximum=256)
     segment: int = param(8, "length L of the repeated segment", minimum=2, maximum=128)
     d_model: int = model_param("d_model", 32, maximum=256)
-    heads: int = model_param("heads", 2, maximum=8)
+    n_heads: int = model_param("n_heads", 2, maximum=8, formerly="heads")
     ind_steps: int = param(1000, "optimiser updates per induction model", minimum=1)
-    ind_batch: int = param(32, "sequences per update (induction)", minimum=1, maximum=1024)
+    ind_batch_size: int = param(32, "sequences per update (induction)", minimum=1, maximum=1024, formerly="ind_batch")
     ind_lr: float = param(3e-3, "peak learning rate (induction; Adam, cosine)", minimum=1e-6, maximum=1.0)
     n_eval: int = param(256, "held-out induction sequences per trained model", minimum=1, maximum=100_000)
     neighbour_d: int = param(
@@ -68,60 +72,51 @@ class Config(ProbeConfig):
         "nearest neighbour: dimension d (a multiple of 4: heads of rank d, d/4 and 1)",
         minimum=4,
         maximum=64,
-        key="nn_d",
     )
-    neighbour_keys: int = param(16, "nearest neighbour: keys N per sequence", minimum=2, maximum=256, key="nn_keys")
+    neighbour_keys: int = param(16, "nearest neighbour: keys N per sequence", minimum=2, maximum=256)
     neighbour_keys_short: int = param(
-        2, "nearest neighbour: keys N of the short context (depth)", minimum=2, maximum=256, key="nn_keys_short"
+        2, "nearest neighbour: keys N of the short context (depth)", minimum=2, maximum=256
     )
-    neighbour_queries: int = param(
-        8, "nearest neighbour: queries M per sequence", minimum=1, maximum=256, key="nn_queries"
+    neighbour_queries: int = param(8, "nearest neighbour: queries M per sequence", minimum=1, maximum=256)
+    neighbour_steps: int = param(600, "nearest neighbour: optimiser updates per model", minimum=1)
+    neighbour_batch_size: int = param(
+        32, "nearest neighbour: sequences per update", minimum=1, maximum=1024, formerly="neighbour_batch"
     )
-    neighbour_steps: int = param(600, "nearest neighbour: optimiser updates per model", minimum=1, key="nn_steps")
-    neighbour_batch: int = param(32, "nearest neighbour: sequences per update", minimum=1, maximum=1024, key="nn_batch")
-    neighbour_lr: float = param(
-        0.03, "nearest neighbour: peak learning rate (Adam, cosine)", minimum=1e-6, maximum=1.0, key="nn_lr"
+    neighbour_lr: float = param(0.03, "nearest neighbour: peak learning rate (Adam, cosine)", minimum=1e-6, maximum=1.0)
+    neighbour_seeds: int = param(5, "nearest neighbour: training seeds per model (replicate_seed(seed, i))", minimum=1)
+    neighbour_eval: int = param(512, "nearest neighbour: held-out sequences per model", minimum=2, maximum=100_000)
+    neighbour_theory_sets: int = param(2000, "nearest neighbour: key sets of the theory's Monte Carlo", minimum=8)
+    matched_d_model: int = param(
+        32, "attention-only networks: width d of the matched models", minimum=2, maximum=256, formerly="matched_width"
     )
-    neighbour_seeds: int = param(
-        5, "nearest neighbour: training seeds per model (replicate_seed(seed, i))", minimum=1, key="nn_seeds"
+    matched_n_heads: int = param(
+        2, "attention-only networks: heads of the matched models", minimum=1, maximum=8, formerly="matched_heads"
     )
-    neighbour_eval: int = param(
-        512, "nearest neighbour: held-out sequences per model", minimum=2, maximum=100_000, key="nn_eval"
-    )
-    neighbour_theory_sets: int = param(
-        2000, "nearest neighbour: key sets of the theory's Monte Carlo", minimum=8, key="nn_theory_sets"
-    )
-    matched_width: int = param(
-        32, "attention-only networks: width d of the matched models", minimum=2, maximum=256, key="san_width"
-    )
-    matched_heads: int = param(
-        2, "attention-only networks: heads of the matched models", minimum=1, maximum=8, key="san_heads"
-    )
-    matched_layers: int = param(
-        2, "attention-only networks: blocks of the standard model (MLP 4d)", minimum=1, maximum=8, key="san_layers"
+    matched_n_layers: int = param(
+        2,
+        "attention-only networks: blocks of the standard model (MLP 4d)",
+        minimum=1,
+        maximum=8,
+        formerly="matched_layers",
     )
     matched_seq_len: int = param(
-        64, "attention-only networks: corpus context T of the matched models", minimum=4, maximum=256, key="san_seq_len"
+        64, "attention-only networks: corpus context T of the matched models", minimum=4, maximum=256
     )
-    matched_steps: int = param(
-        300, "attention-only networks: updates per matched model (probe-LM recipe)", minimum=1, key="san_steps"
-    )
+    matched_steps: int = param(300, "attention-only networks: updates per matched model (probe-LM recipe)", minimum=1)
     matched_seeds: int = param(
         5,
         "attention-only networks: training seeds per matched model (replicate_seed(seed, i))",
         minimum=1,
         maximum=16,
-        key="san_seeds",
     )
     matched_eval_batches: int = param(
-        8, "attention-only networks: held-out batches of 16 windows", minimum=1, maximum=64, key="san_eval_batches"
+        8, "attention-only networks: held-out batches of 16 windows", minimum=1, maximum=64
     )
     matched_snapshots: int = param(
         8,
         "attention-only networks: checkpoint intervals of the stable ranks (even)",
         minimum=2,
         maximum=64,
-        key="san_snapshots",
     )
     trend_widths: tuple[int, ...] = param(
         (16, 64),
@@ -129,13 +124,14 @@ class Config(ProbeConfig):
         "trained (the matched gap's trend with width)",
         minimum=2,
         maximum=256,
-        key="san_trend_widths",
     )
-    deep_layers: int = param(48, "deep stacks: depth of the attention-only stacks", minimum=1, maximum=96)
-    deep_width: int = param(32, "deep stacks: width d", minimum=2, maximum=128)
-    deep_heads: int = param(2, "deep stacks: heads", minimum=1, maximum=8)
+    deep_n_layers: int = param(
+        48, "deep stacks: depth of the attention-only stacks", minimum=1, maximum=96, formerly="deep_layers"
+    )
+    deep_d_model: int = param(32, "deep stacks: width d", minimum=2, maximum=128, formerly="deep_width")
+    deep_n_heads: int = param(2, "deep stacks: heads", minimum=1, maximum=8, formerly="deep_heads")
     deep_seq_len: int = param(16, "deep stacks: corpus context T", minimum=4, maximum=128)
-    deep_batch: int = param(8, "deep stacks: sequences per update", minimum=1, maximum=256)
+    deep_batch_size: int = param(8, "deep stacks: sequences per update", minimum=1, maximum=256, formerly="deep_batch")
     deep_steps: int = param(200, "deep stacks: updates (Adam, constant lr, no warm-up, no clipping)", minimum=1)
     deep_lr: float = param(1e-3, "deep stacks: Adam learning rate (torch's default)", minimum=1e-6, maximum=1.0)
     deep_seeds: int = param(
@@ -151,23 +147,23 @@ class Config(ProbeConfig):
 
     def validate(self) -> None:
         super().validate()
-        if (self.d_model // self.heads) % 2:
+        if (self.d_model // self.n_heads) % 2:
             raise ValueError(
-                f"d_model / heads must be even (RoPE in the induction models), got {self.d_model} / {self.heads}"
+                f"d_model / n_heads must be even (RoPE in the induction models), got {self.d_model} / {self.n_heads}"
             )
         if self.neighbour_d % 4:
             raise ValueError(f"neighbour_d must be a multiple of 4 (heads of rank d / 4), got {self.neighbour_d}")
         for prefix in ("matched", "deep"):
-            width, heads = getattr(self, f"{prefix}_width"), getattr(self, f"{prefix}_heads")
+            width, heads = getattr(self, f"{prefix}_d_model"), getattr(self, f"{prefix}_n_heads")
             if width % heads or (width // heads) % 2:
                 raise ValueError(
-                    f"{prefix}_width / {prefix}_heads must be an even integer (RoPE), got {width} / {heads}"
+                    f"{prefix}_d_model / {prefix}_n_heads must be an even integer (RoPE), got {width} / {heads}"
                 )
         for w in self.trend_widths:
-            if w == self.matched_width or w % self.matched_heads or (w // self.matched_heads) % 2:
+            if w == self.matched_d_model or w % self.matched_n_heads or (w // self.matched_n_heads) % 2:
                 raise ValueError(
-                    f"trend_widths must differ from matched_width ({self.matched_width}) and divide by "
-                    f"matched_heads ({self.matched_heads}) into an even head size (RoPE), got {w}"
+                    f"trend_widths must differ from matched_d_model ({self.matched_d_model}) and divide by "
+                    f"matched_n_heads ({self.matched_n_heads}) into an even head size (RoPE), got {w}"
                 )
         if len(set(self.trend_widths)) != len(self.trend_widths):
             raise ValueError(f"trend_widths must be distinct, got {list(self.trend_widths)}")

@@ -28,11 +28,11 @@ from probes.attention_only.shared import part_claims
 
 DESCRIPTION = "deep attention-only stacks: the largest logit against QK-norm's bound, and loss spikes"
 FIELDS = (
-    "deep_layers",
-    "deep_width",
-    "deep_heads",
+    "deep_n_layers",
+    "deep_d_model",
+    "deep_n_heads",
     "deep_seq_len",
-    "deep_batch",
+    "deep_batch_size",
     "deep_steps",
     "deep_lr",
     "deep_seeds",
@@ -133,7 +133,7 @@ def measure_deep(config: Config, progress: bool) -> dict[str, np.ndarray]:
         seed = replicate_seed(config.seed, s)
         tc = TrainConfig(
             steps=config.deep_steps,
-            batch_size=config.deep_batch,
+            batch_size=config.deep_batch_size,
             lr=config.deep_lr,
             optimizer="adam",
             schedule="constant",
@@ -251,7 +251,7 @@ def claim_deep_qknorm(led: Ledger, r: Result) -> None:
         why="each case: at one update of one seed, the largest ratio over layers of a layer's max |logit| (probe "
         "batch) to the bound of its gains; the claim is the worst case, its tightness that ratio, beside the median "
         "case's",
-        statement=f"{c.deep_layers} x {c.deep_width} attention-only stacks with QK-norm: every logit within the "
+        statement=f"{c.deep_n_layers} x {c.deep_d_model} attention-only stacks with QK-norm: every logit within the "
         "closed-form bound throughout training",
     )
     ml = d["deep_max_logit"].values  # (qk, seed, step)

@@ -28,9 +28,9 @@ from probes.attention_only.shared import part_claims
 
 DESCRIPTION = "a standard model against an attention-only stack with as many parameters and the MLP-deleted model"
 FIELDS = (
-    "matched_width",
-    "matched_heads",
-    "matched_layers",
+    "matched_d_model",
+    "matched_n_heads",
+    "matched_n_layers",
     "matched_seq_len",
     "matched_steps",
     "matched_seeds",
@@ -117,7 +117,7 @@ def measure_san(config: Config, progress: bool) -> dict[str, np.ndarray]:
     held_out = list(task.eval_batches(16, max_batches=config.matched_eval_batches))
     out = {"loss": np.full((len(SAN_MODELS), S), np.nan), "loss_checkpoint": np.full((2, S, len(steps)), np.nan)}
     for key in ("sr_qk", "sr_o"):
-        out[key] = np.full((2, S, len(steps), max(depth, config.matched_layers)), np.nan)
+        out[key] = np.full((2, S, len(steps), max(depth, config.matched_n_layers)), np.nan)
     jobs = [(i, s) for i in range(len(SAN_MODELS)) for s in range(S)]
     for i, s in bar(jobs, desc="attention_only: matched parameters", progress=progress):
         seed = replicate_seed(config.seed, s)
@@ -138,8 +138,8 @@ def measure_san(config: Config, progress: bool) -> dict[str, np.ndarray]:
 
 
 def trend_widths(config: Config) -> list[int]:
-    """The widths of the matched gap's trend, ascending: ``matched_width`` and ``trend_widths``."""
-    return sorted({config.matched_width, *config.trend_widths})
+    """The widths of the matched gap's trend, ascending: ``matched_d_model`` and ``trend_widths``."""
+    return sorted({config.matched_d_model, *config.trend_widths})
 
 
 def trend_params(config: Config) -> np.ndarray:
@@ -165,7 +165,7 @@ def measure_trend(config: Config, loss: np.ndarray, progress: bool) -> np.ndarra
     jobs = [(w, i, s) for w in widths for i in range(2) for s in range(config.matched_seeds)]
     for w, i, s in bar(jobs, desc="attention_only: matched gap over widths", progress=progress):
         k = widths.index(w)
-        if w == config.matched_width:
+        if w == config.matched_d_model:
             out[k, i, s] = loss[i, s]
             continue
         seed = replicate_seed(config.seed, s)
@@ -184,7 +184,7 @@ def measure(ctx: Context) -> None:
     ctx.scalars.update(measure_param_counts(config))
     san = measure_san(config, ctx.progress) if config.training else None
     S, snaps = config.matched_seeds, snapshot_steps(config)
-    layers = max(matched_depth(config)["layers"], config.matched_layers)
+    layers = max(matched_depth(config)["layers"], config.matched_n_layers)
     nan = lambda *shape: np.full(shape, np.nan)  # noqa: E731
     san = san or {
         "loss": nan(len(SAN_MODELS), S),
@@ -230,11 +230,11 @@ def claim_san_identities(led: Ledger, r: Result) -> None:
         "san_matched_params_residual",
         measured=san - std,
         expected=s["san_residual_theory"],
-        source=f"{SOURCE}, item 5: {c.matched_layers} standard blocks hold as many parameters as "
+        source=f"{SOURCE}, item 5: {c.matched_n_layers} standard blocks hold as many parameters as "
         f"{int(s['san_layers_matched'])} attention-only blocks up to one norm's gains per standard block",
         why="integer counts: exact",
         statement=f"attention-only ({int(s['san_layers_matched'])} layers, {san} parameters) minus standard "
-        f"({c.matched_layers} layers, {std}): the derived residual ({(san - std) / std:.2%} of the standard's)",
+        f"({c.matched_n_layers} layers, {std}): the derived residual ({(san - std) / std:.2%} of the standard's)",
     )
     led.judge(
         "qk_norm_logit_bound_attained",
@@ -294,11 +294,12 @@ def claim_san_gap(led: Ledger, r: Result) -> None:
         replicates=gap,
         alternative=dl.mean,
         source="004#1: at matched parameters the gap is 0.006 nats; "
-        f"{SOURCE}, item 5: {depth} attention-only blocks match {c.matched_layers} standard ones",
+        f"{SOURCE}, item 5: {depth} attention-only blocks match {c.matched_n_layers} standard ones",
         why=f"95% t band over {g.n} seeds of the paired difference (the same replicate seed: data stream and "
         "validation windows)",
-        statement=f"held-out loss, attention-only ({depth} layers) minus standard ({c.matched_layers} layers, MLP 4d), "
-        f"width {c.matched_width}, equal parameters: 0",
+        statement=f"held-out loss, attention-only ({depth} layers) minus standard ({c.matched_n_layers} layers, "
+        f"MLP 4d), "
+        f"width {c.matched_d_model}, equal parameters: 0",
         scale=scale,
     )
     led.judge(

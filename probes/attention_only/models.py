@@ -18,29 +18,29 @@ def san_task(config: Config) -> CorpusLM:
 
 
 def matched_depth(config: Config, width: int | None = None) -> dict[str, int]:
-    """Theory item 5 for the configured standard model (at ``width``, default ``matched_width``): the matched
+    """Theory item 5 for the configured standard model (at ``width``, default ``matched_d_model``): the matched
     attention-only depth and the residual."""
-    d, H = width or config.matched_width, config.matched_heads
-    return th.matched_attention_depth(config.matched_layers, d, H, d // H, 4 * d)
+    d, H = width or config.matched_d_model, config.matched_n_heads
+    return th.matched_attention_depth(config.matched_n_layers, d, H, d // H, 4 * d)
 
 
 def san_model_config(
     config: Config, name: str, vocab: int, seed: int = 0, dtype: str = "float32", width: int | None = None
 ) -> ModelConfig:
-    """Model ``name`` of :data:`SAN_MODELS`: pre-LN, RoPE, width ``width`` (default ``san_width``); ``standard`` has
-    ``san_layers`` blocks with MLP 4d, ``attention_only`` the matched depth without MLPs, ``mlp_deleted`` the
-    standard's depth without MLPs."""
-    d = width or config.matched_width
+    """Model ``name`` of :data:`SAN_MODELS`: pre-LN, RoPE, width ``width`` (default ``matched_d_model``);
+    ``standard`` has ``matched_n_layers`` blocks with MLP 4d, ``attention_only`` the matched depth without MLPs,
+    ``mlp_deleted`` the standard's depth without MLPs."""
+    d = width or config.matched_d_model
     layers, mlp = {
-        "standard": (config.matched_layers, 4 * d),
+        "standard": (config.matched_n_layers, 4 * d),
         "attention_only": (matched_depth(config, d)["layers"], 0),
-        "mlp_deleted": (config.matched_layers, 0),
+        "mlp_deleted": (config.matched_n_layers, 0),
     }[name]
     return ModelConfig(
         vocab_size=vocab,
         d_model=d,
         n_layers=layers,
-        n_heads=config.matched_heads,
+        n_heads=config.matched_n_heads,
         d_mlp=mlp,
         pos="rope",
         max_len=config.matched_seq_len,
@@ -74,12 +74,12 @@ def deep_task(config: Config) -> CorpusLM:
 
 
 def deep_model_config(config: Config, qk_norm: bool, vocab: int, seed: int = 0, dtype: str = "float32") -> ModelConfig:
-    """``deep_layers`` x ``deep_width`` attention-only stack (pre-LN, RoPE, no MLP), with or without QK-norm."""
+    """``deep_n_layers`` x ``deep_d_model`` attention-only stack (pre-LN, RoPE, no MLP), with or without QK-norm."""
     return ModelConfig(
         vocab_size=vocab,
-        d_model=config.deep_width,
-        n_layers=config.deep_layers,
-        n_heads=config.deep_heads,
+        d_model=config.deep_d_model,
+        n_layers=config.deep_n_layers,
+        n_heads=config.deep_n_heads,
         d_mlp=0,
         pos="rope",
         max_len=config.deep_seq_len,

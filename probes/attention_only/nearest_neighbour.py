@@ -26,7 +26,7 @@ FIELDS = (
     "neighbour_keys_short",
     "neighbour_queries",
     "neighbour_steps",
-    "neighbour_batch",
+    "neighbour_batch_size",
     "neighbour_lr",
     "neighbour_seeds",
     "neighbour_eval",
@@ -99,7 +99,9 @@ def learned_scale(config: Config, model: TinyTransformer) -> tuple[float, float]
 
 
 def train_nn(config: Config, name: str, seed: int, progress: bool) -> TinyTransformer:
-    tc = train_config(config.neighbour_steps, config.neighbour_batch, config.neighbour_lr, 50, seed, weight_decay=0.0)
+    tc = train_config(
+        config.neighbour_steps, config.neighbour_batch_size, config.neighbour_lr, 50, seed, weight_decay=0.0
+    )
     short = NN_MODELS[name][2]
     return train(nn_model_config(config, name, seed), config.nn_task(short), tc, progress=progress).model
 

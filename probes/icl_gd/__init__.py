@@ -119,7 +119,7 @@ DESCRIPTION = "In-context regression: trained linear self-attention vs one step 
 # rounding, so the trained weights change in the last bits); 7: the exact-loss claims cite the split theory
 # package (analysis.theory.icl_gd.closed_forms); 6:
 # ridge baselines through the SVD (last-bit changes; tiny lam with N < d no longer fails)
-VERSION = "12"
+VERSION = "13"  # 13: the fields speak the model's and trainer's names (n_layers, batch_size, ...)
 REQUIRES = {"input": "vectors"}  # a model reading concat tokens (B, N+1, d+1), returning (B, T, d+1)
 
 PARTS = tuple(part_of(m) for m in (construction, eta_star, stacks, mahankali, depth, ridge, garg, looped, logistic))

@@ -41,21 +41,21 @@ class Config(ProbeConfig):
     SMOKE = {
         "d": 4,
         "n_context": 6,
-        "layers": (1, 2),
-        "steps": 300,
-        "batch": 256,
+        "depths": (1, 2),
+        "train_steps": 300,
+        "train_batch_size": 256,
         "depth_steps": 150,
-        "depth_batch": 256,
+        "depth_batch_size": 256,
         "depth_warmup": 15,
-        "lr": 1e-2,
+        "train_lr": 1e-2,
         "n_eval": 4000,
         "n_mc": 20000,
         "n_fit": 1000,
         "k_values": (1, 3, 6),
-        "construction_layers": 3,
+        "construction_n_layers": 3,
         "garg_n_points": 6,
         "garg_steps": 40,
-        "garg_batch": 32,
+        "garg_batch_size": 32,
         "eta_seeds": 2,
         "depth_seeds": 2,
         "mahankali_seeds": 2,
@@ -71,7 +71,7 @@ class Config(ProbeConfig):
         "looped_loops": 2,
         "looped_eval_loops": 3,
         "looped_steps": 40,
-        "looped_batch": 64,
+        "looped_batch_size": 64,
         "looped_n_eval": 500,
         "logistic_loops": 3,
         "logistic_steps": 30,
@@ -86,19 +86,19 @@ class Config(ProbeConfig):
     cond: float = param(
         10.0, "condition number of Sigma (anisotropic only; geometric spectrum)", minimum=1.0, maximum=MAX_COND
     )
-    layers: tuple[int, ...] = param(
-        (1, 2, 3, 4), "depths K of the trained LSA stacks (first = headline)", minimum=1, maximum=8
+    depths: tuple[int, ...] = param(
+        (1, 2, 3, 4), "depths K of the trained LSA stacks (first = headline)", minimum=1, maximum=8, formerly="layers"
     )
     attention: str = model_param(
         "attention", "linear", "attention kernel of the trained models", choices=("linear", "softmax")
     )
     hide_query: bool = param(True, "train and evaluate with the query hidden as a key (von Oswald's architecture)")
-    steps: int = param(2000, "Adam updates per trained model", minimum=1)
-    batch: int = param(2048, "tasks per update", minimum=1)
+    train_steps: int = param(2000, "Adam updates per trained model", minimum=1, formerly="steps")
+    train_batch_size: int = param(2048, "tasks per update", minimum=1, formerly="batch")
     depth_steps: int = param(
-        1200, "Adam updates of the stacks with K >= 2 (time budget: cost ~ K * depth_batch * steps)", minimum=1
+        1200, "Adam updates of the stacks with K >= 2 (time budget: cost ~ K * depth_batch_size * steps)", minimum=1
     )
-    depth_batch: int = param(512, "tasks per update of the stacks with K >= 2", minimum=1)
+    depth_batch_size: int = param(512, "tasks per update of the stacks with K >= 2", minimum=1, formerly="depth_batch")
     depth_lr: float = param(
         1e-2,
         "peak Adam learning rate of the stacks with K >= 2 (after warm-up, cosine to 10%)",
@@ -111,7 +111,9 @@ class Config(ProbeConfig):
     depth_clip: float = param(
         1.0, "global gradient-norm clip of the stacks with K >= 2 (caps rare large-|w| batches)", minimum=0.0
     )
-    lr: float = param(2e-2, "peak Adam learning rate (cosine decay to 10%)", minimum=0.0, maximum=MAX_LR)
+    train_lr: float = param(
+        2e-2, "peak Adam learning rate (cosine decay to 10%)", minimum=0.0, maximum=MAX_LR, formerly="lr"
+    )
     init_std: float = model_param(
         "init_std",
         0.02,
@@ -125,7 +127,9 @@ class Config(ProbeConfig):
     k_values: tuple[int, ...] = param(
         (1, 2, 3, 4, 5, 6, 7, 8, 9, 10), "context lengths k of the loss curves", minimum=1
     )
-    construction_layers: int = param(4, "check the exact construction for K = 1..this", minimum=1, maximum=8)
+    construction_n_layers: int = param(
+        4, "check the exact construction for K = 1..this", minimum=1, maximum=8, formerly="construction_layers"
+    )
     garg: bool = param(True, "also train a small softmax transformer on the interleaved (Garg et al. 2022) layout")
     garg_d: int = param(3, "input dimension of the interleaved task (small: a CPU-sized model)", minimum=1, maximum=64)
     garg_n_points: int = param(
@@ -134,11 +138,15 @@ class Config(ProbeConfig):
     garg_x_dist: str = param(
         "gaussian", "input law of the interleaved task (Garg et al.: N(0, I))", choices=("gaussian", "uniform")
     )
-    garg_width: int = param(32, "d_model of the interleaved model (pre-LN, softmax, MLP 4x)", minimum=8, maximum=256)
-    garg_layers: int = param(2, "layers of the interleaved model", minimum=1, maximum=8)
-    garg_heads: int = param(4, "attention heads of the interleaved model", minimum=1, maximum=16)
+    garg_d_model: int = param(
+        32, "d_model of the interleaved model (pre-LN, softmax, MLP 4x)", minimum=8, maximum=256, formerly="garg_width"
+    )
+    garg_n_layers: int = param(2, "layers of the interleaved model", minimum=1, maximum=8, formerly="garg_layers")
+    garg_n_heads: int = param(
+        4, "attention heads of the interleaved model", minimum=1, maximum=16, formerly="garg_heads"
+    )
     garg_steps: int = param(1500, "Adam updates of the interleaved model (~45 s on one core)", minimum=1)
-    garg_batch: int = param(64, "sequences per update of the interleaved model", minimum=1)
+    garg_batch_size: int = param(64, "sequences per update of the interleaved model", minimum=1, formerly="garg_batch")
     garg_seeds: int = param(
         3,
         "replicate seeds of the interleaved model (replicate 0 is seed; ~45 s each: 3, not 5, for compute)",
@@ -206,52 +214,48 @@ class Config(ProbeConfig):
         8, "loops k = 1..this at which the looped LSA is evaluated (beyond T: extrapolation)", minimum=1, maximum=16
     )
     looped_steps: int = param(400, "Adam updates of each looped LSA (depth_* schedule otherwise)", minimum=1)
-    looped_batch: int = param(256, "tasks per update of the looped LSA", minimum=1)
+    looped_batch_size: int = param(256, "tasks per update of the looped LSA", minimum=1, formerly="looped_batch")
     looped_n_eval: int = param(4000, "evaluation prompts of the looped LSA", minimum=16)
     logistic: bool = param(
-        True, "also in-context classification by a looped softmax layer (000#33, probes/icl_gd/logistic.py)", key="lg"
+        True, "also in-context classification by a looped softmax layer (000#33, probes/icl_gd/logistic.py)"
     )
-    logistic_d: int = param(
-        5, "input dimension of the in-context classification task", minimum=1, maximum=32, key="lg_d"
-    )
-    logistic_n: int = param(20, "labelled examples per classification prompt", minimum=1, maximum=200, key="lg_n")
+    logistic_d: int = param(5, "input dimension of the in-context classification task", minimum=1, maximum=32)
+    logistic_n: int = param(20, "labelled examples per classification prompt", minimum=1, maximum=200)
     logistic_eta: float = param(
-        1.0, "step of the normalised GD the softmax layer is trained on", minimum=1e-3, maximum=10.0, key="lg_eta"
+        1.0, "step of the normalised GD the softmax layer is trained on", minimum=1e-3, maximum=10.0
     )
     logistic_radius: float = param(
         8.0,
         "iterates of the one-step training task have |w| ~ U(0, this) (covers 10 loops)",
         minimum=0.1,
         maximum=100.0,
-        key="lg_radius",
     )
-    logistic_loops: int = param(
-        10, "the trained layer is looped T = 1..this times", minimum=1, maximum=32, key="lg_loops"
+    logistic_loops: int = param(10, "the trained layer is looped T = 1..this times", minimum=1, maximum=32)
+    logistic_steps: int = param(800, "Adam updates of each one-step softmax layer", minimum=1)
+    logistic_batch_size: int = param(
+        256, "prompts per update of the one-step softmax layer", minimum=1, formerly="logistic_batch"
     )
-    logistic_steps: int = param(800, "Adam updates of each one-step softmax layer", minimum=1, key="lg_steps")
-    logistic_batch: int = param(256, "prompts per update of the one-step softmax layer", minimum=1, key="lg_batch")
-    logistic_lr: float = param(
-        1e-2, "peak Adam learning rate of the one-step softmax layer", minimum=1e-6, maximum=1.0, key="lg_lr"
-    )
+    logistic_lr: float = param(1e-2, "peak Adam learning rate of the one-step softmax layer", minimum=1e-6, maximum=1.0)
     logistic_seeds: int = param(
         5,
         "replicate seeds of the one-step softmax layer (replicate 0 is seed; ~4 s each; the claim takes the worst)",
         minimum=1,
-        key="lg_seeds",
     )
-    logistic_eval: int = param(2000, "held-out classification prompts", minimum=2, key="lg_eval")
+    logistic_eval: int = param(2000, "held-out classification prompts", minimum=2)
 
     def validate(self) -> None:
         super().validate()
         for name in (
-            "lr",
+            "train_lr",
             "depth_lr",
             "garg_lr",
         ):  # analysis.training.train needs them > 0 (init_std: the model config)
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
-        if self.garg_width % self.garg_heads:  # the interleaved model's own fields (not model fields)
-            raise ValueError(f"garg_heads must divide garg_width={self.garg_width}, got garg_heads={self.garg_heads}")
+        if self.garg_d_model % self.garg_n_heads:  # the interleaved model's own fields (not model fields)
+            raise ValueError(
+                f"garg_n_heads must divide garg_d_model={self.garg_d_model}, got garg_n_heads={self.garg_n_heads}"
+            )
         if self.looped_eval_loops < self.looped_loops:
             raise ValueError(
                 f"looped_eval_loops must be >= looped_loops = {self.looped_loops}, got {self.looped_eval_loops}"

@@ -22,7 +22,7 @@ def measure_construction(cfg: Config, eta_star: float, data: dict, scalars: dict
     float64 summation bound of each K."""
     N, d = cfg.n_context, cfg.d
     cons = sample_batch(cfg, 256, N, "construction")
-    ks = np.arange(1, cfg.construction_layers + 1)
+    ks = np.arange(1, cfg.construction_n_layers + 1)
     err, tol = [], []
     for K in ks:
         stack = th.gd_lsa_stack(d, eta_star / K, N, int(K))
@@ -66,7 +66,7 @@ def claims_construction(led: Ledger, r: Result) -> None:
         why="max |LSA - GD| over 256 tasks, in units of each K's float64 summation bound ((N + D) eps per layer "
         "on the terms' magnitudes, K layers): 1 is the bound",
         statement=f"the K-layer LSA construction in TinyTransformer (query hidden by a -inf bias) predicts exactly "
-        f"K GD steps, K = 1..{cfg.construction_layers} (worst K)",
+        f"K GD steps, K = 1..{cfg.construction_n_layers} (worst K)",
     )
     err = ds["map_error"].values
     if np.isfinite(err).any():

@@ -88,7 +88,7 @@ DECLARED = declare(
         comparison="identity",
         paper="vonoswald2023",
         statement="the K-layer LSA construction (gd_lsa_stack) loaded into TinyTransformer, query hidden by a -inf "
-        "bias, predicts exactly K steps of GD from w = 0, K = 1..construction_layers (float64 rounding bound)",
+        "bias, predicts exactly K steps of GD from w = 0, K = 1..construction_n_layers (float64 rounding bound)",
         quantity="max |LSA - GD| in units of each K's float64 summation bound (dimensionless)",
         source="von Oswald et al. 2023 Prop. 1 and Sec. 3; analysis.theory.icl_gd.gd_lsa_stack",
     ),

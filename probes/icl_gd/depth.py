@@ -33,7 +33,7 @@ def measure_depth_seeds(
     scalars: dict,
     coords: dict,
 ) -> None:
-    """Every stack of ``layers`` from ``depth_seeds`` replicate seeds (replicate 0: the stacks of
+    """Every stack of ``depths`` from ``depth_seeds`` replicate seeds (replicate 0: the stacks of
     :func:`measure_stacks`), each on the same evaluation tasks against the same fitted K-step GD and GD++
     schedules (they do not depend on the model): per replicate the paired excess over each, and over the
     next shallower stack of the same seed. Their spread over seeds is the depth claims' uncertainty (a

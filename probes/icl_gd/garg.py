@@ -45,9 +45,9 @@ def garg_model_config(cfg: Config, dtype: str = "float32", seed: int | None = No
         d_in=cfg.garg_d + 1,
         output="linear",
         d_out=1,
-        d_model=cfg.garg_width,
-        n_layers=cfg.garg_layers,
-        n_heads=cfg.garg_heads,
+        d_model=cfg.garg_d_model,
+        n_layers=cfg.garg_n_layers,
+        n_heads=cfg.garg_n_heads,
         norm="pre",
         attention="softmax",
         pos="learned",
@@ -62,7 +62,7 @@ def garg_model_config(cfg: Config, dtype: str = "float32", seed: int | None = No
 def garg_train_config(cfg: Config, seed: int | None = None) -> TrainConfig:
     warmup = min(100, cfg.garg_steps // 10)
     seed = cfg.seed if seed is None else seed
-    return adam_cosine(cfg.garg_steps, cfg.garg_batch, cfg.garg_lr, seed, grad_clip=1.0, warmup_steps=warmup)
+    return adam_cosine(cfg.garg_steps, cfg.garg_batch_size, cfg.garg_lr, seed, grad_clip=1.0, warmup_steps=warmup)
 
 
 GARG_BASELINES = ("least_squares", "ridge", "knn", "averaging", "gd_star")
@@ -192,9 +192,10 @@ def claims_garg(led: Ledger, r: Result) -> None:
         hi=0.05,
         why=f"their normalised excess over least squares beyond k = d, read off the figure as <= 5% of E y^2; "
         f"measured: the mean over {excess.n} training seeds (their SE {excess.se:.2g})",
-        scale=f"Garg et al. train 12 layers of width 256 for 500k steps; here {cfg.garg_layers} layers of width "
-        f"{cfg.garg_width} for {cfg.garg_steps} steps; knobs: garg_layers, garg_width, garg_steps",
-        statement=f"at k = {cfg.garg_n_points - 1} the {cfg.garg_layers}-layer width-{cfg.garg_width} transformer's "
+        scale=f"Garg et al. train 12 layers of width 256 for 500k steps; here {cfg.garg_n_layers} layers of width "
+        f"{cfg.garg_d_model} for {cfg.garg_steps} steps; knobs: garg_n_layers, garg_d_model, garg_steps",
+        statement=f"at k = {cfg.garg_n_points - 1} the {cfg.garg_n_layers}-layer width-{cfg.garg_d_model} "
+        f"transformer's "
         f"excess over least squares is within Garg et al.'s range (fraction of E y^2; mean over seeds)",
     )
 

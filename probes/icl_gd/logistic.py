@@ -74,7 +74,7 @@ def model_config(d: int, seed: int, loops: int = 1, dtype: str = "float32") -> M
 def train_config(c, seed: int) -> TrainConfig:
     return adam_cosine(
         c.logistic_steps,
-        c.logistic_batch,
+        c.logistic_batch_size,
         c.logistic_lr,
         seed,
         warmup_steps=min(50, c.logistic_steps),

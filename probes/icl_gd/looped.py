@@ -48,12 +48,14 @@ def looped_config(cfg: Config, law: str) -> Config:
 def train_looped(cfg: Config, law: str, progress: bool, seed: int | None = None) -> tuple:
     """Train (cached) one weight-tied one-layer LSA applied ``looped_loops`` times, the query hidden as a
     key (the architecture in which the looped GD construction is exact), on the deep stacks' schedule
-    (warm-up, clipping) for ``looped_steps`` updates of ``looped_batch`` tasks, from ``seed`` (default
+    (warm-up, clipping) for ``looped_steps`` updates of ``looped_batch_size`` tasks, from ``seed`` (default
     ``cfg.seed``; a replicate's seed of :func:`part_seeds`). Returns (float64 model, wall time, from cache)."""
     c = looped_config(cfg, law)
     task = NegYReadoutTask(regression_task(c), hide_query=True)
     tc = train_config(c, 2, seed=seed).replace(
-        steps=cfg.looped_steps, batch_size=cfg.looped_batch, warmup_steps=min(cfg.depth_warmup, cfg.looped_steps // 4)
+        steps=cfg.looped_steps,
+        batch_size=cfg.looped_batch_size,
+        warmup_steps=min(cfg.depth_warmup, cfg.looped_steps // 4),
     )
     with torch_threads(cfg.threads):
         res = train(

@@ -35,7 +35,7 @@ from probes.icl_gd.models import (
 
 PART_NAME = "one_layer"
 DESCRIPTION = "trained LSA stacks of every depth against GD, GD++ and the learned step; one layer over seeds"
-FIELDS = ("eta_seeds", "steps", "lr")
+FIELDS = ("eta_seeds", "train_steps", "train_lr")
 
 
 def train_one(cfg: Config, n_layers: int, progress: bool, seed: int | None = None, link: str = "linear") -> tuple:
@@ -58,7 +58,7 @@ def train_one(cfg: Config, n_layers: int, progress: bool, seed: int | None = Non
 def train_stacks(cfg: Config, model: Any, progress: bool) -> dict[int, tuple]:
     if model is not None:
         return {int(model.n_layers): (model, None, 0.0, False)}
-    return {int(K): train_one(cfg, int(K), progress) for K in cfg.layers}
+    return {int(K): train_one(cfg, int(K), progress) for K in cfg.depths}
 
 
 # per-depth results of measure_stacks, each a (K,) array of the Dataset (in this order)
@@ -272,7 +272,7 @@ def fit_eta_se(pred: torch.Tensor, batch: RegressionBatch) -> tuple[float, float
 def measure_eta_seeds(
     cfg: Config, trained: dict, model: Any, progress: bool, data: dict, scalars: dict, coords: dict
 ) -> list[tuple[int, Any, float]]:
-    """One-layer models from ``eta_seeds`` replicate seeds (replicate 0 is the one-layer model of ``layers``):
+    """One-layer models from ``eta_seeds`` replicate seeds (replicate 0 is the one-layer model of ``depths``):
     per replicate the eta fitted to its predictions and its paired excess loss over one GD step at eta* on the
     evaluation tasks. Their spread over seeds (optimiser noise, finite training) is the one-layer claims'
     uncertainty, which an SE over the tasks of one model does not see. Returns (seed, model, eta_fit) per

@@ -45,7 +45,7 @@ DESCRIPTION = (
     "muP and depth-muP coordinate checks (Adam, SGD; softmax, Gated DeltaNet), learning-rate transfer, Muon's "
     "Newton-Schulz map, Muon against AdamW trained and the width-depth aspect ratio."
 )
-VERSION = "1"
+VERSION = "2"  # 2: the fields speak the model's and trainer's names (n_layers, batch_size, ...)
 REQUIRES = None  # builds its own models
 
 PARTS = tuple(part_of(m) for m in (width, trajectory, depth, transfer, newton_schulz, muon_vs_adamw, aspect_ratio))

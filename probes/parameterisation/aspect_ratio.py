@@ -4,7 +4,7 @@ Every shape ``(aspect_widths[i], aspect_depths[i])`` has the same non-embedding 
 parameters with a 4d MLP), from shallow-wide to deep-narrow. At each shape a character LM (RoPE, context 32) of every
 variant of ``aspect_variants`` (Pre-LN; Pre-LN with LayerNorm Scaling; Full Attention Residuals,
 :mod:`analysis.zoo.attnres`) is trained with one recipe (AdamW at ``aspect_lr``, 10% warm-up, cosine,
-``aspect_steps`` updates of ``aspect_batch`` sequences), ``aspect_seeds`` seeds, through the cached trainer; the
+``aspect_steps`` updates of ``aspect_batch_size`` sequences), ``aspect_seeds`` seeds, through the cached trainer; the
 held-out loss after the last update is the measurement.
 
 The claims read the last step of the sweep, the deepest shape against the next shallower one, paired by seed (the
@@ -29,7 +29,7 @@ from probes.parameterisation.transfer import lm_model, task
 
 DESCRIPTION = "the width-depth aspect ratio at a fixed size: Pre-LN, LayerNorm Scaling, Full AttnRes, wide to deep"
 GATE = "aspect_ratio"
-FIELDS = ("aspect_widths", "aspect_depths", "aspect_variants", "aspect_lr", "aspect_steps", "aspect_batch",
+FIELDS = ("aspect_widths", "aspect_depths", "aspect_variants", "aspect_lr", "aspect_steps", "aspect_batch_size",
           "aspect_seeds", "n_heads")  # fmt: skip
 FIGURE = "param_aspect_ratio"
 # each architecture's name and the direction the paper gives its loss at a step deeper and narrower
@@ -53,7 +53,7 @@ def configs(c: Config, variant: str, d: int, n_layers: int, seed: int, vocab_siz
     """The model and training of one run."""
     model = lm_model(c, d, n_layers, seed, vocab_size, **ASPECT_VARIANTS[variant])
     training = TrainConfig(
-        steps=c.aspect_steps, batch_size=c.aspect_batch, lr=c.aspect_lr, warmup_steps=c.aspect_steps // 10,
+        steps=c.aspect_steps, batch_size=c.aspect_batch_size, lr=c.aspect_lr, warmup_steps=c.aspect_steps // 10,
         schedule="cosine", weight_decay=0.0, grad_clip=1.0, seed=seed, eval_every=c.aspect_steps, eval_batches=8,
     )  # fmt: skip
     return model, training

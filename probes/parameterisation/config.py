@@ -54,16 +54,16 @@ class Config(ProbeConfig):
         "transfer_adam_lrs": (0.004, 0.016, 0.064),
         "transfer_sgd_lrs": (0.5, 1.0, 2.0),
         "transfer_steps": 10,
-        "transfer_batch": 4,
+        "transfer_batch_size": 4,
         "muon_widths": (16, 32),
         "muon_adamw_lrs": (0.004, 0.008, 0.016),
         "muon_lrs": (0.01, 0.02, 0.04),
         "muon_steps": 20,
-        "muon_batch": 4,
+        "muon_batch_size": 4,
         "aspect_widths": (32, 16),
         "aspect_depths": (1, 4),
         "aspect_steps": 10,
-        "aspect_batch": 4,
+        "aspect_batch_size": 4,
     }
 
     # --- the width check (coordinate check) ----------------------------------------------------------------------
@@ -93,7 +93,9 @@ class Config(ProbeConfig):
     trajectory_steps: int = param(10, "Adam steps the figure follows", minimum=1, maximum=200)
     trajectory_lr: float = param(0.01, "Adam's learning rate of the figure (at the base width)", minimum=1e-8,
                                  maximum=MAX_LR)  # fmt: skip
-    trajectory_batch: int = param(8, "sequences of length seq_len x 8 per step", minimum=1, maximum=256)
+    trajectory_batch_size: int = param(
+        8, "sequences of length seq_len x 8 per step", minimum=1, maximum=256, formerly="trajectory_batch"
+    )
     # --- the depth check -------------------------------------------------------------------------------------------
     depths: tuple[int, ...] = param(
         (2, 4, 8, 16, 32), "depths n_layers of the depth check, strictly increasing, at least two", minimum=1,
@@ -125,7 +127,9 @@ class Config(ProbeConfig):
         minimum=1e-6, maximum=100.0, min_len=3,
     )  # fmt: skip
     transfer_steps: int = param(150, "updates per training (10% warm-up, cosine)", minimum=1, maximum=100_000)
-    transfer_batch: int = param(16, "sequences of 32 characters per update", minimum=1, maximum=1024)
+    transfer_batch_size: int = param(
+        16, "sequences of 32 characters per update", minimum=1, maximum=1024, formerly="transfer_batch"
+    )
     transfer_seeds: int = replicates_param("models and data streams per width and learning rate", default=3)
     # --- Muon against AdamW: updates to a target loss, each optimiser's rate tuned, at every width ----------------
     muon_vs_adamw: bool = param(True, "train Muon against AdamW (the part's gate)")
@@ -141,7 +145,9 @@ class Config(ProbeConfig):
         minimum=1e-6, maximum=MAX_LR, min_len=3,
     )  # fmt: skip
     muon_steps: int = param(300, "updates per training (10% warm-up, then constant)", minimum=20, maximum=100_000)
-    muon_batch: int = param(16, "sequences of 32 characters per update", minimum=1, maximum=1024)
+    muon_batch_size: int = param(
+        16, "sequences of 32 characters per update", minimum=1, maximum=1024, formerly="muon_batch"
+    )
     muon_seeds: int = replicates_param("models and data streams per width (the rates are tuned on the first)",
                                        default=3)  # fmt: skip
     # --- the width-depth aspect ratio at a fixed size (000#69) ----------------------------------------------------
@@ -160,7 +166,9 @@ class Config(ProbeConfig):
     aspect_lr: float = param(0.004, "AdamW's rate, one for every shape (the fixed recipe)", minimum=1e-6,
                              maximum=MAX_LR)  # fmt: skip
     aspect_steps: int = param(200, "updates per training (10% warm-up, cosine)", minimum=1, maximum=100_000)
-    aspect_batch: int = param(16, "sequences of 32 characters per update", minimum=1, maximum=1024)
+    aspect_batch_size: int = param(
+        16, "sequences of 32 characters per update", minimum=1, maximum=1024, formerly="aspect_batch"
+    )
     aspect_seeds: int = replicates_param("models and data streams per shape and architecture", default=5)
     # --- Muon's Newton-Schulz map ---------------------------------------------------------------------------------
     ns_sizes: tuple[int, ...] = param(

@@ -2,8 +2,8 @@
 ``muon_widths``.
 
 Per width, a 2-layer softmax character LM (RoPE, context 32, the standard parameterisation) is trained
-``muon_steps`` updates of ``muon_batch`` sequences, 10% linear warm-up then a constant rate (so that "updates to reach
-a loss" does not depend on where a decay ends), with the held-out loss every ``muon_steps // EVALS`` updates:
+``muon_steps`` updates of ``muon_batch_size`` sequences, 10% linear warm-up then a constant rate (so that "updates to
+reach a loss" does not depend on where a decay ends), with the held-out loss every ``muon_steps // EVALS`` updates:
 
 1. the learning rates are tuned on the first seed: AdamW over ``muon_adamw_lrs``, then Muon's matrix rate over
    ``muon_lrs`` with its AdamW part (embeddings, read-out, gains) at AdamW's best rate; the best is the lowest
@@ -36,7 +36,7 @@ from probes.parameterisation.transfer import SEQ_LEN, lm_model, task
 
 DESCRIPTION = "Muon against AdamW: updates to AdamW's final loss, each optimiser's rate tuned, at every width"
 GATE = "muon_vs_adamw"
-FIELDS = ("muon_widths", "muon_adamw_lrs", "muon_lrs", "muon_steps", "muon_batch", "muon_seeds", "n_heads")
+FIELDS = ("muon_widths", "muon_adamw_lrs", "muon_lrs", "muon_steps", "muon_batch_size", "muon_seeds", "n_heads")
 FIGURE = "param_muon_vs_adamw"
 OPTIMISERS = ("adamw", "muon")
 EVALS = 20  # held-out evaluations per training (and one at initialisation)
@@ -51,7 +51,7 @@ def configs(c: Config, d: int, optimiser: str, lr: float, adamw_lr: float, seed:
     model = lm_model(c, d, 2, seed, vocab_size, attention="softmax")
     rates = {"lr": lr} if optimiser == "adamw" else {"lr": adamw_lr, "muon_lr": lr}
     training = TrainConfig(
-        steps=c.muon_steps, batch_size=c.muon_batch, optimizer=optimiser, warmup_steps=c.muon_steps // 10,
+        steps=c.muon_steps, batch_size=c.muon_batch_size, optimizer=optimiser, warmup_steps=c.muon_steps // 10,
         schedule="constant", weight_decay=0.0, grad_clip=0.0, seed=seed, eval_every=max(c.muon_steps // EVALS, 1),
         eval_batches=8, **rates,
     )  # fmt: skip
@@ -189,7 +189,7 @@ def claim_muon(led: Ledger, r: Result) -> None:
             why=f"per-seed ratios {np.round(ratio[w], 3).tolist()}"
             + (f"; Muon did not reach the target in {missed} seed(s), counted at the budget" if missed else ""),
             statement=f"«Muon reaches the target loss with 48-52% of the training calculated by AdamW»: a 2-layer "
-            f"character LM of width {d}, {c.muon_steps} updates of {c.muon_batch} x {SEQ_LEN} tokens, each "
+            f"character LM of width {d}, {c.muon_steps} updates of {c.muon_batch_size} x {SEQ_LEN} tokens, each "
             f"optimiser's rate tuned: Muon's updates to AdamW's final loss over AdamW's are 0.5",
             scale=f"the paper trains decoders of 30M-200M parameters; here width {d}, 2 layers, {c.muon_steps} "
             "updates (muon_widths and muon_steps reach further)",

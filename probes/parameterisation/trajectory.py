@@ -17,7 +17,7 @@ from probes.parameterisation.measure import TRAJECTORY, trajectory
 from probes.parameterisation.width import model_config
 
 DESCRIPTION = "the coordinate-check figure: activation sizes over the first Adam steps, one line per width"
-FIELDS = ("trajectory_widths", "trajectory_steps", "trajectory_lr", "trajectory_batch", "seq_len", "vocab_size")
+FIELDS = ("trajectory_widths", "trajectory_steps", "trajectory_lr", "trajectory_batch_size", "seq_len", "vocab_size")
 
 
 def measure(ctx: Context) -> None:
@@ -29,7 +29,7 @@ def measure(ctx: Context) -> None:
 
     def batch(t: int) -> tuple[torch.Tensor, torch.Tensor]:
         g = torch.Generator().manual_seed(derived_seed(c.seed, f"trajectory_batch_{t}") % MAX_SEED)
-        tokens = torch.randint(0, c.vocab_size, (c.trajectory_batch, seq + 1), generator=g)
+        tokens = torch.randint(0, c.vocab_size, (c.trajectory_batch_size, seq + 1), generator=g)
         return tokens[:, :-1], tokens[:, 1:]
 
     for i, p in enumerate(WIDTH_PARAMETERISATIONS):

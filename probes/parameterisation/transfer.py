@@ -29,7 +29,7 @@ from probes.parameterisation.config import MIXER, SOURCE, WIDTH_PARAMETERISATION
 DESCRIPTION = "learning-rate transfer: the loss-optimal rate against width, standard against muP, Adam and SGD"
 GATE = "transfer"
 FIELDS = ("transfer_runs", "transfer_widths", "transfer_adam_lrs", "transfer_sgd_lrs", "transfer_steps",
-          "transfer_batch", "transfer_seeds", "base_d_model", "n_heads")  # fmt: skip
+          "transfer_batch_size", "transfer_seeds", "base_d_model", "n_heads")  # fmt: skip
 FIGURE = "param_lr_transfer"
 SEQ_LEN = 32
 
@@ -64,7 +64,7 @@ def configs(
     extra = {} if parameterisation == "standard" else {"parameterisation": "mup", "base_d_model": c.base_d_model}
     model = lm_model(c, d, 2, seed, vocab_size, **{k: v for k, v in MIXER[mixer].items() if k != "causal"}, **extra)
     training = TrainConfig(
-        steps=c.transfer_steps, batch_size=c.transfer_batch, lr=lr, optimizer=optimizer,
+        steps=c.transfer_steps, batch_size=c.transfer_batch_size, lr=lr, optimizer=optimizer,
         warmup_steps=c.transfer_steps // 10, schedule="cosine", weight_decay=0.0, grad_clip=0.0, seed=seed,
         eval_every=c.transfer_steps, eval_batches=4,
     )  # fmt: skip

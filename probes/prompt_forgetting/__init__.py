@@ -21,7 +21,7 @@ share per layer and its dilution bound ``P e^(2B) / (P e^(2B) + t - P)``. With `
 the bias ``ln(t - P)`` is added to the prompt keys' logits of every continuation query in every layer,
 which keeps a uniform row's prompt share at ``P/(P+1)``.
 
-With ``attention="uniform"``, ``norm="none"`` and ``mlp=0`` the network *is* the matrix relay model
+With ``attention="uniform"``, ``norm="none"`` and ``d_mlp=0`` the network *is* the matrix relay model
 (``h^l = h^(l-1) + M h^(l-1) (W_o W_v)^T``): the measured offsets are checked against it exactly.
 
 The bound's constant. ``bound_ratio`` is ``D_l(t) / (P (ln t)^l' / t)`` with ``l'`` = depth - 1; its
@@ -44,8 +44,8 @@ Claims across runs are made by functions the notebook calls with the runs' resul
 (the relay model's closed form and asymptotics).
 
 Passed-in models. ``run(config, model)`` takes any causal token :class:`analysis.zoo.protocol.ProbeModel`
-(our zoo or the Hugging Face adapter). The config's architecture and training fields (``layers``,
-``d_model``, ``heads``, ``norm``, ``norm_type``, ``mlp``, ``pos``, ``dtype``, ``trained``...) then
+(our zoo or the Hugging Face adapter). The config's architecture and training fields (``n_layers``,
+``d_model``, ``n_heads``, ``norm``, ``norm_type``, ``d_mlp``, ``pos``, ``dtype``, ``trained``...) then
 describe nothing and are ignored, except ``attention``, read as the kernel the model is declared to
 have (only the softmax dilution-bound claim uses it). Tokens are drawn within the model's own
 vocabulary (:func:`analysis.zoo.protocol.vocab_size`); ``data="corpus"`` encodes the corpus's validation
@@ -122,7 +122,7 @@ DESCRIPTION = "Prompt-forgetting exponent: offset of two prompts' hidden states 
 # constants/plateaus and the theorem-condition claims; 5: the untrained deviation text computes the relay exponent
 # at the run's own depth and length (max |logit| now blockwise, same value); 6: claims with roles, the bound's ratio
 # checked for growth (bootstrap CI of its slope), relay prediction
-VERSION = "14"
+VERSION = "15"  # 15: the fields speak the model's and trainer's names (n_layers, batch_size, ...)
 REQUIRES = {"causal": True, "input": "tokens"}
 
 

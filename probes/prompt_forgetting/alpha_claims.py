@@ -124,8 +124,8 @@ def _seed_scale(config: Config) -> str:
     """How the seed's models are larger than this run's, and the knobs that move toward them."""
     trained = f", trained {config.train_steps} updates on {config.data}" if config.trained else ", untrained"
     return (
-        f"the seed measures large language models (many layers, wide, long contexts); here L = {config.layers}, "
-        f"d = {config.d_model}{trained}, T = {config.cont_len}; knob: layers/d_model/train_steps/cont_len"
+        f"the seed measures large language models (many layers, wide, long contexts); here L = {config.n_layers}, "
+        f"d = {config.d_model}{trained}, T = {config.cont_len}; knob: n_layers/d_model/train_steps/cont_len"
     )
 
 
@@ -154,7 +154,7 @@ def claim_bias_trajectory(led: Ledger, rs: tuple[Result, ...]) -> None:
         "95% percentile bootstrap CI over prompt pairs of the biased last-layer alpha at this checkpoint; "
         + TRAINED_ONE_SEED
     )
-    arch = f"L = {config.layers}, {config.data} data"
+    arch = f"L = {config.n_layers}, {config.data} data"
     if many:
         why = over_seeds(many, "biased last-layer alpha at this checkpoint")
     for i, s in enumerate(steps):
@@ -185,7 +185,7 @@ def claim_bias_trajectory(led: Ledger, rs: tuple[Result, ...]) -> None:
 
 
 def _untrained_diagnosis(config: Config, scalars: dict) -> str:
-    L, N = config.layers, config.prompt_len + config.cont_len
+    L, N = config.n_layers, config.prompt_len + config.cont_len
     relay = scalars["alpha_relay_window"]
     return (
         f"the measured alpha matches the relay model of this depth L = {L} over the window ending at t = {N} "

@@ -128,7 +128,7 @@ def claim_cancel_bias_identities(led: Ledger, rs: tuple[Result, ...]) -> None:
         why="softmax of P equal logits and t-P equal logits: a few roundings per row",
         statement="uniform attention with the cancelling bias: prompt share = P/(P+1) at every t",
     )
-    if config.norm == "none" and config.mlp == 0:
+    if config.norm == "none" and config.d_mlp == 0:
         # every prompt key weighs 1/(P+1) and every continuation key 1/((P+1)(t-P)) at every t > P: layer 1's
         # offset is A_1 sum_s delta_s / (P+1) at every t, and each later layer averages constant offsets
         D = data["distance_pairs"].values  # (n, L, T)

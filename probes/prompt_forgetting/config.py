@@ -22,7 +22,7 @@ class Config(ProbeConfig):
         "cont_len": 192,
         "n_pairs": 3,
         "d_model": 32,
-        "mlp": 64,
+        "d_mlp": 64,
         "n_boot": 200,
         "fit_lo": 24.0,
         "train_steps": 30,
@@ -30,13 +30,13 @@ class Config(ProbeConfig):
     }
 
     # --- model ----------------------------------------------------------------------------------
-    layers: int = model_param("layers", 2)
+    n_layers: int = model_param("n_layers", 2, formerly="layers")
     d_model: int = model_param("d_model", 64)
-    heads: int = model_param("heads", 2)
+    n_heads: int = model_param("n_heads", 2, formerly="heads")
     attention: str = model_param("attention", "softmax", choices=("softmax", "uniform", "ssmax", "sigmoid", "linear"))
     norm: str = model_param("norm", "pre", choices=("pre", "post", "peri", "mix", "none"))
     norm_type: str = model_param("norm_type", "layernorm", choices=("layernorm", "rmsnorm"))
-    mlp: int = model_param("mlp", 256)
+    d_mlp: int = model_param("d_mlp", 256, formerly="mlp")
     pos: str = model_param("pos", "none", "positions (exist at every t)", choices=("none", "rope"))
     dtype: str = model_param("dtype", "float32", choices=("float32", "float64"))
     logit_gain: float = param(

@@ -61,7 +61,7 @@ def bias_claims(plain, biased) -> Ledger:
     cfg = biased.config
     if cfg.logit_bias != "cancel" or plain.config.logit_bias != "none":
         raise ValueError("bias_claims needs an unbiased run and its cancel-bias twin")
-    if cfg.attention == "uniform" and cfg.norm == "none" and cfg.mlp == 0:
+    if cfg.attention == "uniform" and cfg.norm == "none" and cfg.d_mlp == 0:
         raise ValueError(
             "the relay network's bias claim is exact: uniform_bias_offset_constant in the biased run's own ledger"
         )
@@ -118,10 +118,10 @@ def trained_vs_untrained_claims(untrained, trained) -> Ledger:
     led = Ledger(NAME, preset=cfg.preset_name)
     diffs = [t.scalars["alpha"] - u.scalars["alpha"] for u, t in zip(un, tr, strict=True)]
     scale = (
-        f"the seed's trained models are large LMs trained to convergence; here L = {cfg.layers}, "
-        f"d = {cfg.d_model}, {cfg.train_steps} updates on {cfg.data}; knob: train_steps/layers/d_model"
+        f"the seed's trained models are large LMs trained to convergence; here L = {cfg.n_layers}, "
+        f"d = {cfg.d_model}, {cfg.train_steps} updates on {cfg.data}; knob: train_steps/n_layers/d_model"
     )
-    statement = f"alpha_trained - alpha_untrained > 0 at equal depth L = {cfg.layers} ({cfg.data} data)"
+    statement = f"alpha_trained - alpha_untrained > 0 at equal depth L = {cfg.n_layers} ({cfg.data} data)"
     if len(diffs) >= 2:
         led.judge(
             "trained_forgets_faster",
@@ -149,7 +149,7 @@ def trained_vs_untrained_claims(untrained, trained) -> Ledger:
 def depth_sweep_claims(results: list) -> Ledger:
     """The relay model's depth law: alpha over a fixed window falls with L as the relay model's does.
 
-    ``results``: untrained runs differing only in ``layers`` (one weight seed). Measured: the OLS slope of
+    ``results``: untrained runs differing only in ``n_layers`` (one weight seed). Measured: the OLS slope of
     alpha on L (SE propagated from each run's bootstrap CI over prompt pairs); predicted: the same slope of
     the relay model's window alphas. The same law over weight seeds: :func:`depth_law_claims`. Each item
     may instead be replicates at the same independent seeds (:mod:`analysis.probing.replicates`): the slope is then
@@ -160,8 +160,8 @@ def depth_sweep_claims(results: list) -> Ledger:
     if len(results) < 2:
         raise ValueError("depth_sweep_claims needs runs at two depths at least")
     for r in results[1:]:
-        _check_pair(results[0], r, {"layers"})
-    Ls = np.array([r.config.layers for r in results], dtype=np.float64)
+        _check_pair(results[0], r, {"n_layers"})
+    Ls = np.array([r.config.n_layers for r in results], dtype=np.float64)
     if len(set(Ls)) != len(Ls):
         raise ValueError(f"depths must differ, got {Ls}")
     w = (Ls - Ls.mean()) / ((Ls - Ls.mean()) ** 2).sum()
@@ -169,13 +169,13 @@ def depth_sweep_claims(results: list) -> Ledger:
     se = float(np.sqrt(np.sum(w**2 * np.array([_alpha_se(r) for r in results]) ** 2)))
     relay = np.array(
         [
-            th.relay_alpha_window(r.config.prompt_len, r.config.layers, r.scalars["fit_lo"], int(r.scalars["fit_hi"]))
+            th.relay_alpha_window(r.config.prompt_len, r.config.n_layers, r.scalars["fit_lo"], int(r.scalars["fit_hi"]))
             for r in results
         ]
     )
     led = Ledger(NAME, preset=results[0].config.preset_name)
     if len(designs[0]) > 1:
-        paired = [_paired(designs[0], d, {"layers"}) for d in designs[1:]]
+        paired = [_paired(designs[0], d, {"n_layers"}) for d in designs[1:]]
         per_depth = [paired[0][0]] + [b for _, b in paired]  # (depth) lists of Results, seeds in order
         alphas = np.array([[r.scalars["alpha"] for r in d] for d in per_depth])  # (depth, seed)
         band = dict(replicates=[float(w @ alphas[:, j]) for j in range(alphas.shape[1])])
@@ -202,7 +202,7 @@ SEED_UNTRAINED = (0.2, 0.5)  # the seed's alpha range for untrained models (000#
 
 
 def depth_law(runs: list[Result]) -> xr.Dataset:
-    """Alpha against depth over weight seeds: ``runs`` are untrained runs differing only in ``layers``
+    """Alpha against depth over weight seeds: ``runs`` are untrained runs differing only in ``n_layers``
     and ``seed`` (every depth with the same seeds, at least two; :func:`weight_seeds` lists independent
     ones). Per depth: the seed mean of the last layer's alpha, its standard error from the seed-to-seed
     spread and the 95% t half-width, and the relay model's and the bound shape's alpha over the same fit
@@ -210,13 +210,13 @@ def depth_law(runs: list[Result]) -> xr.Dataset:
     if not runs:
         raise ValueError("depth_law needs runs")
     for r in runs[1:]:
-        _check_pair(runs[0], r, {"layers", "seed"})
-    Ls = sorted({r.config.layers for r in runs})
+        _check_pair(runs[0], r, {"n_layers", "seed"})
+    Ls = sorted({r.config.n_layers for r in runs})
     seeds = sorted({r.config.seed for r in runs})
-    by = {(r.config.layers, r.config.seed): r for r in runs}
+    by = {(r.config.n_layers, r.config.seed): r for r in runs}
     missing = [(L, s) for L in Ls for s in seeds if (L, s) not in by]
     if missing or len(seeds) < 2:
-        raise ValueError(f"depth_law needs every depth at the same >= 2 seeds; missing (layers, seed): {missing}")
+        raise ValueError(f"depth_law needs every depth at the same >= 2 seeds; missing (n_layers, seed): {missing}")
     grid = {
         k: np.array([[by[L, s].scalars[k] for s in seeds] for L in Ls])
         for k in ("alpha", "alpha_ci_lo", "alpha_ci_hi", "max_logit")

@@ -212,7 +212,7 @@ def measure(ctx: Context) -> None:
     m = measure_offsets(model, a, b, c, attn_bias=ctx.bias, progress=ctx.progress)
     law = offset_laws(config, m, P, N)
     ctx.window = law["window"]
-    exact_relay = ctx.own_model and config.attention == "uniform" and config.norm == "none" and config.mlp == 0
+    exact_relay = ctx.own_model and config.attention == "uniform" and config.norm == "none" and config.d_mlp == 0
     relay_pred = limit = None
     if exact_relay and config.logit_bias == "none":
         relay_pred = relay_prediction(model, m["embed_delta"], N)[:, :, P:]  # (n, L, T) per pair

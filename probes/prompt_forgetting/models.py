@@ -33,7 +33,9 @@ def model_config(config: Config) -> ModelConfig:
         vocab_size=_vocab(config),
         output="lm",
         # gain 1 keeps the model config (and so trained checkpoints' keys) exactly as without the field
-        logit_scale=None if config.logit_gain == 1.0 else config.logit_gain / math.sqrt(config.d_model // config.heads),
+        logit_scale=None
+        if config.logit_gain == 1.0
+        else config.logit_gain / math.sqrt(config.d_model // config.n_heads),
     )
 
 

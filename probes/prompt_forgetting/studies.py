@@ -23,9 +23,9 @@ from probes.prompt_forgetting.models import REPLICATES, weight_seeds
 def notebook_base(
     preset: str,
     seed: int = 0,
-    layers: int = 2,
+    n_layers: int = 2,
     d_model: int = 64,
-    heads: int = 2,
+    n_heads: int = 2,
     prompt_len: int = 16,
     cont_len: int = 4096,
     n_pairs: int = 6,
@@ -36,9 +36,9 @@ def notebook_base(
     full = preset == "full"
     return Config.preset(
         preset,
-        layers=layers,
+        n_layers=n_layers,
         d_model=d_model if full else 32,
-        heads=heads,
+        n_heads=n_heads,
         prompt_len=prompt_len,
         cont_len=cont_len if full else 128,
         n_pairs=n_pairs if full else 2,
@@ -50,12 +50,12 @@ def notebook_base(
 DEPTH_LAW_LAYERS = {"smoke": (1, 2, 3), "full": (1, 2, 3, 4, 6, 8, 12)}
 
 
-def depths_x_seeds(layers: dict[str, tuple[int, ...]]):
-    """A study grid: the depths ``layers[preset]`` x independent weight seeds (:func:`weight_seeds`,
+def depths_x_seeds(n_layers: dict[str, tuple[int, ...]]):
+    """A study grid: the depths ``n_layers[preset]`` x independent weight seeds (:func:`weight_seeds`,
     ``REPLICATES[preset]`` of them: the replicates :func:`probes.replicated_run` gives each depth)."""
 
     def grid(preset: str, base: Config) -> dict[str, tuple]:
-        return {"layers": layers[preset], "seed": tuple(weight_seeds(base.seed, REPLICATES[preset]))}
+        return {"n_layers": n_layers[preset], "seed": tuple(weight_seeds(base.seed, REPLICATES[preset]))}
 
     return grid
 
@@ -81,7 +81,7 @@ DEPTH_SWEEP_LAYERS = {"smoke": (1, 2), "full": (1, 2, 3)}
 depth_sweep_grid = depths_x_seeds(DEPTH_SWEEP_LAYERS)
 
 
-by_design = partial(replicates_by, field="layers")  # a depth grid's runs: one Replicates per depth
+by_design = partial(replicates_by, field="n_layers")  # a depth grid's runs: one Replicates per depth
 
 
 REGIME_LAYERS = {"smoke": (2, 3), "full": (2, 3, 4)}
@@ -102,15 +102,15 @@ regime_grid = depths_x_seeds(REGIME_LAYERS)
 
 
 def layers_ledger(designs: list[Replicates]) -> Ledger:
-    """Each design's own ledger (judged over its seeds), tagged ``L<layers>``: the claims of a study whose
+    """Each design's own ledger (judged over its seeds), tagged ``L<n_layers>``: the claims of a study whose
     designs differ in depth and make no cross-design claim."""
-    tagged = {f"L{r.config.layers}": r.ledger for r in designs}
+    tagged = {f"L{r.config.n_layers}": r.ledger for r in designs}
     if len(tagged) != len(designs):
-        raise ValueError(f"designs must differ in layers, got {[r.config.layers for r in designs]}")
+        raise ValueError(f"designs must differ in layers, got {[r.config.n_layers for r in designs]}")
     return tagged_ledger(tagged)
 
 
-UNIFORM = {"attention": "uniform", "norm": "none", "mlp": 0, "dtype": "float64"}  # the matrix relay network (exact)
+UNIFORM = {"attention": "uniform", "norm": "none", "d_mlp": 0, "dtype": "float64"}  # the matrix relay network (exact)
 
 
 TRAIN_LAYERS = {"smoke": (1, 2), "full": (2, 4, 6, 8)}
@@ -174,9 +174,9 @@ def training_designs(preset: str, base: Config) -> dict[str, dict]:
             extra = (
                 {"train_checkpoints": trajectory_checkpoints(preset, base)} if (data, L) == TRAJECTORY[preset] else {}
             )
-            out[f"untrained_{data}_L{L}"] = {"layers": L, "data": data}
+            out[f"untrained_{data}_L{L}"] = {"n_layers": L, "data": data}
             out[f"trained_{data}_L{L}"] = {
-                "layers": L,
+                "n_layers": L,
                 "data": data,
                 "trained": True,
                 **TRAINING[preset][data],
@@ -187,7 +187,7 @@ def training_designs(preset: str, base: Config) -> dict[str, dict]:
 
 def training_ledgers(designs: dict[str, Replicates]) -> dict[str, Ledger]:
     """Each design's ledger, and after each trained one the paired claim against its untrained twin at the same
-    (first) seed, tagged ``trained_vs_untrained_<data>_L<layers>``."""
+    (first) seed, tagged ``trained_vs_untrained_<data>_L<n_layers>``."""
     out = {}
     for tag, r in designs.items():
         out[tag] = r.ledger
@@ -233,7 +233,7 @@ def variant_designs(preset: str, base: Config) -> dict[str, dict]:
 
 def uniform_depth_designs(preset: str, base: Config) -> dict[str, dict]:
     """The uniform relay network at each depth of the depth sweep (section 10)."""
-    return {f"uniform_L{L}": {**UNIFORM, "layers": L} for L in DEPTH_SWEEP_LAYERS[preset]}
+    return {f"uniform_L{L}": {**UNIFORM, "n_layers": L} for L in DEPTH_SWEEP_LAYERS[preset]}
 
 
 def _own_ledgers(designs: dict[str, Replicates]) -> dict[str, Ledger]:

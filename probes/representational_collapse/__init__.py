@@ -118,7 +118,8 @@ NAME = "representational_collapse"
 DESCRIPTION = (
     "Representational collapse: last-token distance of near-identical sequences vs length, precision, over-squashing."
 )
-VERSION = "7"  # 7: the one band policy (95% Student-t bands, S - 1 dof over the bases)
+VERSION = "8"  # 8: the fields speak the model's and trainer's names (n_layers, ...);
+# 7: the one band policy (95% Student-t bands, S - 1 dof over the bases)
 REQUIRES = {"input": "tokens"}
 
 PARTS = tuple(part_of(m) for m in (linear_stack, distances, oversquashing, precision, extension))

@@ -24,7 +24,7 @@ class Config(ProbeConfig):
         "n_lengths": 8,
         "n_bases": 3,
         "d_model": 32,
-        "mlp": 64,
+        "d_mlp": 64,
         "sens_len": 32,
         "n_boot": 100,
         "fit_lo": 8.0,
@@ -54,12 +54,12 @@ class Config(ProbeConfig):
     extend_lengths: int = param(5, "extension: lengths on a log grid (like n_lengths)", minimum=3)
     extend_bases: int = param(0, "extension: samples per length (0 = n_bases; else like n_bases, >= 2)", minimum=0)
     # --- model ----------------------------------------------------------------------------------
-    layers: int = model_param("layers", 2)
+    n_layers: int = model_param("n_layers", 2, formerly="layers")
     d_model: int = model_param("d_model", 64)
-    heads: int = model_param("heads", 2)
+    n_heads: int = model_param("n_heads", 2, formerly="heads")
     attention: str = model_param("attention", "softmax", choices=("softmax", "uniform"))
     norm: str = model_param("norm", "pre", choices=("pre", "post", "none"))
-    mlp: int = model_param("mlp", 256)
+    d_mlp: int = model_param("d_mlp", 256, formerly="mlp")
     pos: str = model_param(
         "pos",
         "none",

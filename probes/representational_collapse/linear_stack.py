@@ -14,7 +14,7 @@ from analysis.probing.parts import Context
 from analysis.theory import representational_collapse as th
 
 DESCRIPTION = "uniform attention without norm or MLP is exactly a linear stack: its states and sensitivity (identities)"
-FIELDS = ("attention", "norm", "mlp", "sens_len", "sensitivity")
+FIELDS = ("attention", "norm", "d_mlp", "sens_len", "sensitivity")
 NEEDS = ("distances", "oversquashing")
 
 
@@ -37,7 +37,7 @@ def uniform_stack_error(m: dict, mats: list[np.ndarray]) -> float:
 def exact_uniform(ctx: Context) -> bool:
     """Whether the run's model is exactly a linear stack: an own model with uniform attention, no norm, no MLP."""
     c = ctx.config
-    return c.attention == "uniform" and c.norm == "none" and c.mlp == 0 and ctx.own_model
+    return c.attention == "uniform" and c.norm == "none" and c.d_mlp == 0 and ctx.own_model
 
 
 def measure(ctx: Context) -> None:

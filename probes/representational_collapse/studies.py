@@ -8,7 +8,7 @@ from analysis.theory import representational_collapse as th
 from probes.representational_collapse.config import REPLICATES, Config
 
 CHEAP = {"dtypes": ("bfloat16",), "sensitivity": False}  # the sweeps: one low-precision format, no sensitivity
-UNIFORM = {"attention": "uniform", "norm": "none", "mlp": 0}  # attention that averages, no norm or MLP
+UNIFORM = {"attention": "uniform", "norm": "none", "d_mlp": 0}  # attention that averages, no norm or MLP
 # collapse measured beyond max_len by the probe (the claim collapse_length_<dtype> lives in its ledger)
 EXTEND = {
     "repeat_last": {"extend_dtype": "float16", "extend_lo": 0.5, "extend_hi": 2.0, "extend_lengths": 5},
@@ -19,11 +19,11 @@ SENSITIVITY_DEPTHS = {"smoke": (1, 2), "full": (1, 2, 3)}
 SEPARATOR_EVERY = 3
 
 
-def notebook_base(preset: str, seed: int = 0, layers: int = 2, max_len: int = 1024, n_bases: int = 6) -> Config:
+def notebook_base(preset: str, seed: int = 0, n_layers: int = 2, max_len: int = 1024, n_bases: int = 6) -> Config:
     """The configuration every design of notebook 05 starts from; the parameters are its parameter cell (the
     smoke preset keeps its own lengths and samples)."""
     extra = {"max_len": max_len, "n_bases": n_bases} if preset == "full" else {}
-    return Config.preset(preset, seed=seed, layers=layers, **extra)
+    return Config.preset(preset, seed=seed, n_layers=n_layers, **extra)
 
 
 def main_designs(preset: str, base: Config) -> dict[str, dict]:
@@ -36,8 +36,8 @@ def sensitivity_designs(preset: str, base: Config) -> dict[str, dict]:
     (notebook 05 section 4; full: short distances, 6 lengths, fitted from 8)."""
     sens = {"max_len": 128, "n_lengths": 6, "fit_lo": 8.0} if preset == "full" else {}
     sweep = dict(CHEAP, sensitivity=True)
-    out = {f"sens_softmax_L{L}": {"layers": L, **sweep, **sens} for L in SENSITIVITY_DEPTHS[preset]}
-    out |= {f"sens_uniform_L{L}": {"layers": L, **UNIFORM, **sweep, **sens} for L in SENSITIVITY_DEPTHS[preset]}
+    out = {f"sens_softmax_L{L}": {"n_layers": L, **sweep, **sens} for L in SENSITIVITY_DEPTHS[preset]}
+    out |= {f"sens_uniform_L{L}": {"n_layers": L, **UNIFORM, **sweep, **sens} for L in SENSITIVITY_DEPTHS[preset]}
     return out
 
 

@@ -140,7 +140,7 @@ DESCRIPTION = "Residual variance, gradients, block Jacobians and rank collapse a
 # trained variance growth and layer ablations (Pre-LN vs LayerNorm scaling)
 # 11: the one band policy (95% t over per-seed values; slopes fitted per seed, not to the seed mean), replicate
 # seeds hashed from (seed, i) instead of seed + i, exact Jacobians and curse measurements of 5 seeds (were 2, 3)
-VERSION = "11"
+VERSION = "12"  # 12: the fields speak the model's and trainer's names (n_layers, batch_size, ...)
 REQUIRES = {"input": "tokens"}  # a passed model (causal or not) is measured alone; None -> the zoo sweep
 
 

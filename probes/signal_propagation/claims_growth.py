@@ -71,7 +71,7 @@ def _stream(data: xr.Dataset, norm: str) -> tuple[int, np.ndarray, np.ndarray]:
 
 def _mlp_terms(cfg: Config, norm: str, L: int) -> np.ndarray:
     """(L,) the Pre-LN MLP moments g_l = E gelu(s_l z)^2 (s_l = 1/sqrt(l) under LayerNorm scaling)."""
-    if not cfg.mlp:
+    if cfg.attn_only:
         return np.zeros(L)
     s = [th.ln_scaling_factor(k) if norm == "ln_scaling" else 1.0 for k in range(1, L + 1)]
     return np.array([th.gelu_second_moment(x) for x in s])
@@ -107,7 +107,7 @@ def claim_pre_ln_sum_rule(led: Ledger, r: Result) -> None:
             why=INCREMENT_WHY,
             statement=f"{norm}, L={L}: mean increment of m_l per block = mean (a_l + g_l)",
         )
-        lower, upper = th.pre_ln_envelope(0.0, L, cfg.mlp, norm == "ln_scaling")
+        lower, upper = th.pre_ln_envelope(0.0, L, not cfg.attn_only, norm == "ln_scaling")
         for name, envelope, end, statement in (
             ("above_mlp_floor", lower, "lower end (a_l = 0)", "mean increment >= mean g_l"),
             ("below_envelope", upper, "upper end (a_l = s_l^2)", "mean increment <= mean (s_l^2 + g_l)"),
@@ -127,8 +127,8 @@ def claim_peri_ln_linear(led: Ledger, r: Result) -> None:
     if cfg.trained or not cfg.skip or "peri" not in data.norm.values:
         return
     L, v, inc = _stream(data, "peri")
-    per = 2.0 if cfg.mlp else 1.0
-    g = th.gelu_second_moment(1.0) if cfg.mlp else 0.0
+    per = 1.0 if cfg.attn_only else 2.0
+    g = 0.0 if cfg.attn_only else th.gelu_second_moment(1.0)
     led.judge(
         "peri_variance_linear",
         replicates=_seeds(inc.mean(0)),  # (sample,) each seed's mean increment per block
@@ -199,7 +199,7 @@ def claim_no_norm_growth(led: Ledger, r: Result) -> None:
         return
     L, v, inc = _stream(data, "none")
     a = data["attn_moment"].sel(norm="none", depth=L).values[:L]
-    gm = data["mlp_moment"].sel(norm="none", depth=L).values[:L] if cfg.mlp else np.zeros_like(a)
+    gm = np.zeros_like(a) if cfg.attn_only else data["mlp_moment"].sel(norm="none", depth=L).values[:L]
     m = v[:L]  # the block's input moment: relative increments have comparable spread at every depth
     se, dof = _paired_se(((inc - a - gm) / m).mean(0))  # (sample,) each seed's mean relative residual
     led.judge(
@@ -213,7 +213,7 @@ def claim_no_norm_growth(led: Ledger, r: Result) -> None:
         statement=f"none, L={L}: mean relative increment (m_{{l+1}} - m_l)/m_l = mean (a_l + G_l)/m_l",
     )
     m0 = float(v[0].mean())
-    lower = float(th.no_norm_lower_bound(m0, L, cfg.mlp)[-1])
+    lower = float(th.no_norm_lower_bound(m0, L, not cfg.attn_only)[-1])
     sc["none_variance_lower_bound"] = lower
     led.judge(
         "none_variance_lower_bound",
@@ -231,7 +231,7 @@ def claim_no_norm_growth(led: Ledger, r: Result) -> None:
     # per seed: the growth factor exp(slope) of its own log m_l over the deep half, and its own kappa = a_l / m_l
     growth = np.array([np.exp(stats.linregress(layers, np.log(v[half : L + 1, s])).slope) for s in range(v.shape[1])])
     kappas = np.nanmean(a[half:] / v[half:L], axis=0)  # (sample,)
-    predicted = np.array([th.no_norm_growth_factor(k, cfg.mlp) for k in kappas])
+    predicted = np.array([th.no_norm_growth_factor(k, not cfg.attn_only) for k in kappas])
     kappa = float(np.nanmean(kappas))
     se, dof = _paired_se(growth - predicted)
     sc["none_growth_factor_per_block"] = float(np.mean(growth))
@@ -239,8 +239,8 @@ def claim_no_norm_growth(led: Ledger, r: Result) -> None:
     led.judge(
         "none_exponential_growth_factor",
         band=dict(measured=float(np.mean(growth)), se=se, dof=dof),  # the seed-mean factor and its paired SE
-        expected=th.no_norm_growth_factor(kappa, cfg.mlp),
-        alternative=th.no_norm_growth_factor(0.0, cfg.mlp),
+        expected=th.no_norm_growth_factor(kappa, not cfg.attn_only),
+        alternative=th.no_norm_growth_factor(0.0, not cfg.attn_only),
         why="95% t band over the initialisations (n seeds, dof n - 1) of each seed's exp(slope) of log m_l on l "
         "over the deep half minus (1 + kappa) 3/2 at that seed's own mean kappa (the law is linear in kappa, so "
         "the mean prediction is the law at the mean kappa)",

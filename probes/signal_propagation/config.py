@@ -105,8 +105,10 @@ class Config(ProbeConfig):
     norms: tuple[str, ...] = param(tuple(NORM_VARIANTS), "norm variants to measure", choices=tuple(NORM_VARIANTS))
     depths: tuple[int, ...] = param((1, 2, 4, 8, 16, 32, 48), "numbers of blocks L", minimum=1, maximum=256)
     d_model: int = model_param("d_model", 32, maximum=128)
-    heads: int = model_param("heads", 4)
-    mlp: bool = param(True, "blocks have a GELU MLP of width 4 d")
+    n_heads: int = model_param("n_heads", 4, formerly="heads")
+    attn_only: bool = param(
+        False, "blocks without MLPs (false: each block has a GELU MLP of width 4 d)", formerly="mlp"
+    )
     attention: str = model_param("attention", "softmax", choices=ATTENTION_KERNELS)
     skip: bool = param(True, "skip connections around both sublayers")
     mask: str = param("causal", "attention mask of the depth sweep", choices=MASKS)
@@ -169,8 +171,13 @@ class Config(ProbeConfig):
     phase_tokens: int | None = param(
         None, "phase: tokens per sequence T (None: the preset's)", minimum=2, maximum=2048, omit_at_default=True
     )
-    phase_width: int | None = param(
-        None, "phase: model width d, >= T + 1 (None: the preset's)", minimum=3, maximum=4096, omit_at_default=True
+    phase_d_model: int | None = param(
+        None,
+        "phase: model width d, >= T + 1 (None: the preset's)",
+        minimum=3,
+        maximum=4096,
+        omit_at_default=True,
+        formerly="phase_width",
     )
     phase_depth: int | None = param(
         None, "phase: post-LN blocks (None: the preset's)", minimum=1, maximum=64, omit_at_default=True

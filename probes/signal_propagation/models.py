@@ -24,7 +24,7 @@ def model_config(cfg: Config, norm: str, depth: int, seed: int) -> ModelConfig:
         vocab_size=model_vocab(cfg),
         output="lm",
         n_layers=depth,
-        d_mlp=None if cfg.mlp else 0,
+        d_mlp=0 if cfg.attn_only else None,
         causal=cfg.mask == "causal",
         attn_residual=cfg.skip,
         mlp_residual=cfg.skip,

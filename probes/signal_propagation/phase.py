@@ -46,12 +46,12 @@ from analysis.zoo.model import ModelConfig, TinyTransformer
 
 # the design of each preset; a config field of signal_propagation that is not None replaces its entry
 DESIGN: dict[str, dict] = {
-    "smoke": {"betas": (0.5, 2.0, 4.0), "cosines": (0.0, 0.5), "tokens": 24, "width": 32, "depth": 3, "seeds": 2},
+    "smoke": {"betas": (0.5, 2.0, 4.0), "cosines": (0.0, 0.5), "tokens": 24, "d_model": 32, "depth": 3, "seeds": 2},
     "full": {
         "betas": (0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0),
         "cosines": (0.0, 0.5),
         "tokens": 256,
-        "width": 320,
+        "d_model": 320,
         "depth": 8,
         "seeds": 8,
     },
@@ -76,10 +76,10 @@ def design(cfg) -> dict:
 def check_design(cfg) -> None:
     """Cross-field checks of the phase fields (``ValueError`` naming the field)."""
     d = design(cfg)
-    if d["width"] < d["tokens"] + 1:
+    if d["d_model"] < d["tokens"] + 1:
         raise ValueError(
-            f"phase_width must be >= phase_tokens + 1 = {d['tokens'] + 1} (exact token cosines need T + 1 "
-            f"orthonormal directions), got {d['width']}"
+            f"phase_d_model must be >= phase_tokens + 1 = {d['tokens'] + 1} (exact token cosines need T + 1 "
+            f"orthonormal directions), got {d['d_model']}"
         )
     for name in ("betas", "cosines"):
         if len(set(d[name])) != len(d[name]):
@@ -165,13 +165,13 @@ def run(cfg, progress: bool = False) -> xr.Dataset:
     yard_h, yard_y2 = np.full(shape, np.nan), np.full(shape, np.nan)
     rows = {}
     frames = [
-        np.random.default_rng((replicate_seed(cfg.seed, s), TOKEN_STREAM)).standard_normal((d["width"], T + 1))
+        np.random.default_rng((replicate_seed(cfg.seed, s), TOKEN_STREAM)).standard_normal((d["d_model"], T + 1))
         for s in range(S)
     ]
     jobs = [(i, j, s) for i in range(len(P)) for j in range(len(B)) for s in range(S)]
     for i, j, s in bar(jobs, desc="signal_propagation phase", progress=progress):
-        x = torch.from_numpy(_tokens(frames[s], d["width"], P[i]))
-        model = TinyTransformer(model_config(d["width"], L, B[j], T, replicate_seed(cfg.seed, s)))
+        x = torch.from_numpy(_tokens(frames[s], d["d_model"], P[i]))
+        model = TinyTransformer(model_config(d["d_model"], L, B[j], T, replicate_seed(cfg.seed, s)))
         m = measure(model, x, P[i])
         for k in LAYER_VARS:
             layer[k][i, j, s] = m[k]
@@ -226,5 +226,5 @@ def _dataset(cfg, d, layer, cosine, gap, yard_h, yard_y2) -> xr.Dataset:
         coords=coords,
     )
     ds.attrs["phase_tokens"] = T
-    ds.attrs["phase_width"] = d["width"]
+    ds.attrs["phase_d_model"] = d["d_model"]
     return ds

@@ -61,7 +61,7 @@ def measure_sweep(ctx: Context) -> None:
             model_,
             inputs,
             targets,
-            mlp=cfg.mlp,
+            mlp=not cfg.attn_only,
             pre_like=norm in PRE_LIKE,
             jacobian=cfg.jacobian and s < JACOBIAN_SAMPLES,
             no_norm=norm == "none",
@@ -177,7 +177,7 @@ MEASURE_PARTS = (
         "sweep",
         "statistics across depth of every norm placement (or of a passed model)",
         measure_sweep,
-        fields=("norms", "depths", "n_samples", "data", "mlp", "jacobian"),
+        fields=("norms", "depths", "n_samples", "data", "attn_only", "jacobian"),
     ),
     Part(
         "collapse",

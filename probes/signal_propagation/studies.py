@@ -14,23 +14,23 @@ TRAINED_NORMS = ("pre", "post", "mix", "peri", "ln_scaling")  # the placements t
 TRAINED_REPLICATES = {"smoke": 2, "full": 5}  # independent seeds (the same checkpoints as the curse runs)
 
 
-def init_base(preset: str, seed: int = 0, d_model: int = 32, heads: int = 4, trained_depth: int = 12) -> Config:
+def init_base(preset: str, seed: int = 0, d_model: int = 32, n_heads: int = 4, trained_depth: int = 12) -> Config:
     """The initialisation sweep of notebook 01 (every placement and depth) with the attention phase diagram;
     the parameters are the notebook's parameter cell (``trained_depth`` is the trained study's)."""
-    return Config.preset(preset, seed=seed, d_model=d_model, heads=heads, phase=True)
+    return Config.preset(preset, seed=seed, d_model=d_model, n_heads=n_heads, phase=True)
 
 
-def trained_base(preset: str, seed: int = 0, d_model: int = 32, heads: int = 4, trained_depth: int = 12) -> Config:
+def trained_base(preset: str, seed: int = 0, d_model: int = 32, n_heads: int = 4, trained_depth: int = 12) -> Config:
     """The trained comparison of notebook 01: the placements of :data:`TRAINED_NORMS` the preset has, trained
     at one depth (``trained_depth``; smoke: 4) over :data:`TRAINED_REPLICATES` independent seeds."""
     if isinstance(trained_depth, bool) or not isinstance(trained_depth, int) or trained_depth < 4:
         raise ValueError(f"trained_depth must be an integer >= 4, got {trained_depth!r}")
-    init = Config.preset(preset, seed=seed, d_model=d_model, heads=heads)
+    init = Config.preset(preset, seed=seed, d_model=d_model, n_heads=n_heads)
     return Config.preset(
         preset,
         seed=seed,
         d_model=d_model,
-        heads=heads,
+        n_heads=n_heads,
         trained=True,
         norms=tuple(n for n in TRAINED_NORMS if n in init.norms),
         n_samples=TRAINED_REPLICATES[preset],

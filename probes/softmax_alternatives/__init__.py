@@ -8,7 +8,7 @@ Carlo and exact cases); the zoo's ``activation="softmax"`` (softmax over an MLP'
    columns of ``W_out``. At initialisation (the zoo's gpt2 init: keys N(0, std^2), values N(0, std^2 / 2), inputs
    on the sphere of radius sqrt(d)) the output's second moment is ``m b^2 E[sum_i f_i^2]``: ``n s^2 / 2`` per unit
    value variance with ReLU (it grows with the slot count n), ``E[sum_i p_i^2] ~ e^{s^2} / n`` with softmax over the
-   slots (it shrinks). Measured: the mean ``|o|^2`` over ``memory_batch`` inputs of ``memory_seeds`` independent
+   slots (it shrinks). Measured: the mean ``|o|^2`` over ``memory_batch_size`` inputs of ``memory_seeds`` independent
    memories per slot count (ReLU and softmax share the weights of a seed); claimed: each activation's slope in
    ``ln n`` (the other's as the alternative) and the softmax memory's concentration factor (the alternative: the
    ``1/n`` of uniform weights).
@@ -143,7 +143,7 @@ DESCRIPTION = (
     "row mass, the cost of a pre-norm block's sublayers run in parallel and persistent memory vectors' share of the "
     "attention, against closed forms and bounds."
 )
-VERSION = "15"
+VERSION = "16"  # 16: the fields speak the model's and trainer's names (n_layers, batch_size, ...)
 REQUIRES = None  # builds its own models
 
 PARTS = tuple(

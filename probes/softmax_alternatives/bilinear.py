@@ -19,8 +19,8 @@ DESCRIPTION = (
     "a trained bilinear MLP: its exact interaction tensor, and the noise outside a planted rank against its law"
 )
 FIELDS = (
-    "bilinear_width",
-    "bilinear_hidden",
+    "bilinear_d_model",
+    "bilinear_d_mlp",
     "bilinear_rank",
     "bilinear_samples",
     "bilinear_noise",
@@ -34,9 +34,9 @@ EPS = float(np.finfo(np.float64).eps)
 
 
 def bilinear_mlp(config: Config, seed: int) -> torch.nn.Module:
-    """The MLP of a float64 zoo block with ``activation="bilinear"`` (width ``bilinear_width``, ``bilinear_hidden``
+    """The MLP of a float64 zoo block with ``activation="bilinear"`` (width ``bilinear_d_model``, ``bilinear_d_mlp``
     units, fan-in init from ``seed``): ``W_out ((W_in x) * (W_gate x))``."""
-    model = random_head(config.bilinear_width, "uniform", seed, d_mlp=config.bilinear_hidden, activation="bilinear")
+    model = random_head(config.bilinear_d_model, "uniform", seed, d_mlp=config.bilinear_d_mlp, activation="bilinear")
     return model.blocks[0].mlp
 
 
@@ -44,7 +44,7 @@ def planted_task(config: Config, seed: int) -> dict[str, np.ndarray]:
     """N Gaussian inputs, an orthonormal basis U (d x r) and per output the eigenvalues ``lambda_o`` ~ N(0, 1) of
     ``Q_o = U diag(lambda_o) U^T``; targets ``y_o = x^T Q_o x + sigma eps_o``."""
     c = config
-    d, r = c.bilinear_width, c.bilinear_rank
+    d, r = c.bilinear_d_model, c.bilinear_rank
     rng = np.random.default_rng(derived_seed(seed, "bilinear_task") % MAX_SEED)
     x = rng.standard_normal((c.bilinear_samples, d))
     U, _ = np.linalg.qr(rng.standard_normal((d, r)))
@@ -110,7 +110,7 @@ def measure_layer(config: Config, seed: int) -> dict[str, np.ndarray]:
     spectrum = np.sort(np.abs(np.linalg.eigvalsh(B)), axis=-1)[:, ::-1]
     return {
         "outside": np.array(th.outside_energy(B, task["U"])),
-        "outside_exact": np.array(th.outside_noise_energy(task["x"], task["U"], c.bilinear_noise, c.bilinear_width)),
+        "outside_exact": np.array(th.outside_noise_energy(task["x"], task["U"], c.bilinear_noise, c.bilinear_d_model)),
         "fit_gap": np.array(np.linalg.norm(B - best) / np.linalg.norm(best)),
         "loss": np.array(loss),
         "decomposition": np.array(decomposition_error(mlp, B, task["x"])),
@@ -132,7 +132,7 @@ def measure(ctx: Context) -> None:
     ctx.data["bilinear_decomposition_error"] = (seed, got["decomposition"])
     ctx.data["bilinear_top_fraction"] = (("bilinear_output", "bilinear_seed"), got["top_fraction"])
     ctx.data["bilinear_spectrum"] = (("bilinear_output", "bilinear_eigen", "bilinear_seed"), got["spectrum"])
-    d = c.bilinear_width
+    d = c.bilinear_d_model
     ctx.coords.update(
         bilinear_seed=list(range(c.bilinear_seeds)), bilinear_output=list(range(d)), bilinear_eigen=list(range(d))
     )
@@ -144,13 +144,13 @@ def claim_decomposition(led: Ledger, r: Result) -> None:
     """003#57: the bilinear MLP is exactly a third-order tensor: each output the quadratic form of its interaction
     matrix, on every measured input of every trained layer."""
     c = r.config
-    terms = c.bilinear_hidden + c.bilinear_width**2
+    terms = c.bilinear_d_mlp + c.bilinear_d_model**2
     led.judge(
         "bilinear_tensor_decomposition_exact",
         measured=float(r.data["bilinear_decomposition_error"].values.max()),
         expected=0.0,
         atol=2 * terms * EPS,
-        why=f"two float64 sums of at most {c.bilinear_hidden} (the layer) and {c.bilinear_width}^2 (the quadratic "
+        why=f"two float64 sums of at most {c.bilinear_d_mlp} (the layer) and {c.bilinear_d_model}^2 (the quadratic "
         "form) terms each round by at most their count times eps times their absolute sum (x2: both sides)",
         statement=f"every output of the {c.bilinear_seeds} trained bilinear layers equals x^T B_o x on its "
         f"{c.bilinear_samples} inputs (in units of the terms' absolute sum)",
@@ -172,7 +172,7 @@ def claim_outside_noise(led: Ledger, r: Result) -> None:
         why=f"95% t band over {c.bilinear_seeds} independent layers and tasks (replicate seeds) of each one's measured "
         "energy outside the planted subspace over its exact expectation given its inputs; the 1 is the ratio's "
         "definition",
-        statement=f"bilinear MLP (d = {c.bilinear_width}, {c.bilinear_hidden} units) trained to its minimum on "
+        statement=f"bilinear MLP (d = {c.bilinear_d_model}, {c.bilinear_d_mlp} units) trained to its minimum on "
         f"{c.bilinear_samples} inputs of a rank-{c.bilinear_rank} quadratic target with noise {c.bilinear_noise:g}: "
         f"the top {c.bilinear_rank} eigenvalues carry {100 * frac:.1f}% of each interaction matrix, and the energy "
         "outside the planted subspace is the fitted noise's exact law "

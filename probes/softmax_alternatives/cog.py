@@ -16,7 +16,7 @@ from probes.softmax_alternatives.config import Config
 from probes.softmax_alternatives.models import random_head, stack_correlations, stacks_setting
 
 DESCRIPTION = "skipless Cog-attention stacks at init: token sign equivariance, and no collapse where softmax collapses"
-FIELDS = ("cog_depths", "cog_width", "cog_tokens", "cog_batch", "cog_seeds")
+FIELDS = ("cog_depths", "cog_d_model", "cog_tokens", "cog_batch_size", "cog_seeds")
 GATE = "cog"
 
 FIGURE = "sa_cog"
@@ -26,18 +26,18 @@ CORRELATIONS = {"softmax": "cog_softmax_correlation", "cog": "cog_cog_correlatio
 def stack(config: Config, kernel: str, depth: int, seed: int):
     """A skipless attention-only stack (one head per layer, no norm, no MLP, causal, fan-in weights including the
     queries) of ``depth`` layers with attention ``kernel``; the weights depend on ``seed`` and the shapes only."""
-    return random_head(config.cog_width, kernel, seed, n_layers=depth, causal=True, attn_residual=False)
+    return random_head(config.cog_d_model, kernel, seed, n_layers=depth, causal=True, attn_residual=False)
 
 
 def measure_layer(config: Config, seed: int) -> dict[str, np.ndarray]:
     """Seed ``seed``: per depth, the mean token correlation of the token kernel ``mean_b X_L X_L^T`` over
-    ``cog_batch`` sequences of Gaussian tokens for the softmax and the Cog stack (the same weights and tokens), and
+    ``cog_batch_size`` sequences of Gaussian tokens for the softmax and the Cog stack (the same weights and tokens), and
     the Cog stack's largest deviation from sign equivariance, ``max |f(D X) - D f(X)| / max |f(X)|`` for random token
     signs D (one draw per sequence)."""
     c = config
     g = torch.Generator().manual_seed(derived_seed(seed, "cog_inputs") % MAX_SEED)
-    x = torch.randn(c.cog_batch, c.cog_tokens, c.cog_width, generator=g, dtype=torch.float64)
-    signs = torch.randint(0, 2, (c.cog_batch, c.cog_tokens, 1), generator=g).to(torch.float64) * 2.0 - 1.0
+    x = torch.randn(c.cog_batch_size, c.cog_tokens, c.cog_d_model, generator=g, dtype=torch.float64)
+    signs = torch.randint(0, 2, (c.cog_batch_size, c.cog_tokens, 1), generator=g).to(torch.float64) * 2.0 - 1.0
     weights = derived_seed(seed, "cog_weights") % MAX_SEED
 
     def equivariance(kernel: str, model, y: torch.Tensor, cache) -> dict[str, float]:
@@ -61,7 +61,7 @@ def claim_cog(led: Ledger, r: Result) -> None:
     c, d = r.config, r.data
     soft = d["cog_softmax_correlation"].values  # (depth, seed)
     cog = d["cog_cog_correlation"].values
-    statement = stacks_setting(c.cog_width, c.cog_tokens, c.cog_depths, "fan-in init")
+    statement = stacks_setting(c.cog_d_model, c.cog_tokens, c.cog_depths, "fan-in init")
     led.judge(
         "cog_token_sign_equivariance",
         measured=float(d["cog_equivariance_error"].values.max()),

@@ -22,9 +22,9 @@ from probes.softmax_alternatives.models import random_head
 
 DESCRIPTION = "normalised linear attention's read-out and query gradient: heavy tails of the 1/D scaling"
 FIELDS = (
-    "denominator_width",
+    "denominator_d_model",
     "denominator_tokens",
-    "denominator_batch",
+    "denominator_batch_size",
     "denominator_top",
     "denominator_seeds",
 )
@@ -38,7 +38,7 @@ SURVIVAL = tuple(float(p) for p in np.logspace(-3.5, -0.3, 24))
 
 
 def measure_layer(config: Config, seed: int) -> dict[str, np.ndarray]:
-    """Seed ``seed``: one random head (fan-in init, float64) over ``denominator_batch`` sequences of
+    """Seed ``seed``: one random head (fan-in init, float64) over ``denominator_batch_size`` sequences of
     ``denominator_tokens`` Gaussian tokens (the keys and values), read with identity features by as many queries
     from a second, independent set of Gaussian tokens through the same ``W_q`` (a cross-attention read: given the
     keys and values each query is Gaussian, so theory section 11 (a) is exact), and by the sequences' own tokens
@@ -46,9 +46,9 @@ def measure_layer(config: Config, seed: int) -> dict[str, np.ndarray]:
     section 11, Hill's tail index over all rows and, for the cross read, the quantiles at the survival
     probabilities ``SURVIVAL`` (over the median)."""
     c = config
-    model = random_head(c.denominator_width, "linear", derived_seed(seed, "denominator_weights") % MAX_SEED)
+    model = random_head(c.denominator_d_model, "linear", derived_seed(seed, "denominator_weights") % MAX_SEED)
     g = torch.Generator().manual_seed(derived_seed(seed, "denominator_inputs") % MAX_SEED)
-    shape = (c.denominator_batch, c.denominator_tokens, c.denominator_width)
+    shape = (c.denominator_batch_size, c.denominator_tokens, c.denominator_d_model)
     x = torch.randn(*shape, generator=g, dtype=torch.float64)  # keys and values
     x_q = torch.randn(*shape, generator=g, dtype=torch.float64)  # the independent queries
     attn = model.blocks[0].attn
@@ -86,14 +86,14 @@ def claim_denominator_tails(led: Ledger, r: Result) -> None:
     bounded away from zero) and 1/2 for the query gradient (the alternative: 1, a gradient no heavier than the
     read-out)."""
     c, d = r.config, r.data
-    law = th.linear_attention_tail_indices(c.denominator_width)
-    samples = c.denominator_batch * c.denominator_tokens
+    law = th.linear_attention_tail_indices(c.denominator_d_model)
+    samples = c.denominator_batch_size * c.denominator_tokens
     why = (
         f"95% t band over {c.denominator_seeds} independent layers (replicate seeds) of Hill's index from the "
         f"largest {c.denominator_top:g} of the {samples} rows"
     )
     statement = (
-        f"random head (width {c.denominator_width}, fan-in init), {c.denominator_tokens} Gaussian keys and values, "
+        f"random head (width {c.denominator_d_model}, fan-in init), {c.denominator_tokens} Gaussian keys and values, "
         "independent Gaussian queries, identity features, read-out y / D with D = c q . sum_j k_j"
     )
     led.judge(

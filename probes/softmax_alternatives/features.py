@@ -20,7 +20,7 @@ from probes.softmax_alternatives.config import Config
 from probes.softmax_alternatives.references import SEED_FEATURES, SOURCE
 
 DESCRIPTION = "elu + 1 linear attention's weights: entropy deficit against its exact law, softmax's the alternative"
-FIELDS = ("features_width", "features_keys", "features_queries", "features_seeds")
+FIELDS = ("features_d_head", "features_keys", "features_queries", "features_seeds")
 GATE = "features"
 
 FIGURE = "sa_feature_entropy"
@@ -36,7 +36,7 @@ def measure_layer(config: Config, seed: int, transforms) -> dict[str, np.ndarray
     """Seed ``seed``: ``features_queries`` Gaussian queries, each over its own ``features_keys`` Gaussian keys (unit
     coordinates, width d): per query, the measured deficit of elu + 1 weights (the zoo's ``feature_map``) and of softmax
     weights on the logits ``q . k / sqrt(d)``, and the exact expectations of both given the query."""
-    d, n, Q = config.features_width, config.features_keys, config.features_queries
+    d, n, Q = config.features_d_head, config.features_keys, config.features_queries
     g = torch.Generator().manual_seed(derived_seed(seed, "features") % MAX_SEED)
     q = torch.randn(Q, d, generator=g, dtype=torch.float64)
     k = torch.randn(Q, n, d, generator=g, dtype=torch.float64)
@@ -76,7 +76,7 @@ def claim_elu1_deficit(led: Ledger, r: Result) -> None:
         "the transforms factorised over d",
     )
     subject = (
-        f"elu + 1 linear attention, d = {c.features_width}, n = {c.features_keys} Gaussian keys, "
+        f"elu + 1 linear attention, d = {c.features_d_head}, n = {c.features_keys} Gaussian keys, "
         f"{c.features_queries} query rows, the entropy deficit ln n - H in nats"
     )
     pairs = (d["elu1_entropy_deficit"].values, d["elu1_entropy_deficit_exact"].values)  # (query, seed)

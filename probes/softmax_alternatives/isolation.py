@@ -17,7 +17,7 @@ from probes.softmax_alternatives.models import PATTERN, head_pattern_and_scores,
 from probes.softmax_alternatives.references import SEED_ISOLATION, SOURCE
 
 DESCRIPTION = "a random softmax layer's weight collision against the sequence length and its exact law"
-FIELDS = ("isolation_tokens", "isolation_width", "isolation_rows", "isolation_batch", "isolation_seeds")
+FIELDS = ("isolation_tokens", "isolation_d_model", "isolation_rows", "isolation_batch_size", "isolation_seeds")
 GATE = "isolation"
 
 FIGURE = "sa_isolation"
@@ -25,14 +25,14 @@ FIGURE = "sa_isolation"
 
 def measure_layer(config: Config, seed: int) -> dict[str, np.ndarray]:
     """Seed ``seed``: one random softmax layer (fan-in init, full attention, float64); per sequence length n, over the
-    first ``isolation_rows`` query rows of ``isolation_batch`` sequences of n Gaussian tokens, the mean measured
+    first ``isolation_rows`` query rows of ``isolation_batch_size`` sequences of n Gaussian tokens, the mean measured
     collision ``sum_j p_ij^2`` and the mean of its exact expectation at each row's ``(a_i, s_i)``."""
     c = config
-    model = random_head(c.isolation_width, "softmax", derived_seed(seed, "isolation_weights") % MAX_SEED)
+    model = random_head(c.isolation_d_model, "softmax", derived_seed(seed, "isolation_weights") % MAX_SEED)
     g = torch.Generator().manual_seed(derived_seed(seed, "isolation_inputs") % MAX_SEED)
     out = {k: np.empty(len(c.isolation_tokens)) for k in ("isolation_collision", "isolation_collision_exact")}
     for i, n in enumerate(c.isolation_tokens):
-        x = torch.randn(c.isolation_batch, n, c.isolation_width, generator=g, dtype=torch.float64)
+        x = torch.randn(c.isolation_batch_size, n, c.isolation_d_model, generator=g, dtype=torch.float64)
         rows = min(c.isolation_rows, n)
         p = head_pattern_and_scores(model, x)[PATTERN][:, :rows]  # (B, rows, n)
         a, s = row_logits(model, x[:, :rows])
@@ -67,7 +67,7 @@ def claim_isolation(led: Ledger, r: Result) -> None:
         f"{SOURCE}, section 10: the law's slope in ln n (-> -1 as n >> e^(s^2))",
     )
     subject = (
-        f"random softmax layer (width {c.isolation_width}, fan-in init), n = {list(c.isolation_tokens)} Gaussian "
+        f"random softmax layer (width {c.isolation_d_model}, fan-in init), n = {list(c.isolation_tokens)} Gaussian "
         "tokens, the weight collision sum_j p_ij^2 (the share of the values' energy a row passes on)"
     )
     pairs = (d["isolation_collision"].values, e)

@@ -21,7 +21,7 @@ from probes.softmax_alternatives.models import SCORES, head_pattern_and_scores, 
 from probes.softmax_alternatives.sparse import row_logit_std
 
 DESCRIPTION = "the kernel's Jacobian against the logit scale: softmax falls like 1/s, SA-Softmax stays O(1)"
-FIELDS = ("jacobian_scales", "jacobian_width", "jacobian_keys", "jacobian_batch", "jacobian_seeds")
+FIELDS = ("jacobian_scales", "jacobian_d_model", "jacobian_keys", "jacobian_batch_size", "jacobian_seeds")
 GATE = "jacobian"
 
 KERNELS = th.JACOBIAN_KERNELS  # ("softmax", "sa_softmax")
@@ -29,8 +29,8 @@ FIGURE = "sa_jacobian"
 
 
 def jacobian_model(config: Config, kernel: str, scale: float, seed: int) -> TinyTransformer:
-    """The random layer of width ``jacobian_width`` with attention ``kernel`` and logit scale ``scale / sqrt(d)``."""
-    d = config.jacobian_width
+    """The random layer of width ``jacobian_d_model`` with attention ``kernel`` and logit scale ``scale / sqrt(d)``."""
+    d = config.jacobian_d_model
     return random_head(d, kernel, seed, logit_scale=float(scale) / math.sqrt(d))
 
 
@@ -50,11 +50,11 @@ def kernel_jacobian_norms(model: TinyTransformer, z: torch.Tensor) -> torch.Tens
 
 
 def layer_inputs(config: Config, seed: int) -> tuple[torch.Tensor, int, np.ndarray]:
-    """Seed ``seed``'s Gaussian tokens (``jacobian_batch`` sequences of n + 1), its layer's weight seed and each row's
-    unit-scale logit std ``sigma_i`` (rows flattened as :func:`off_diagonal` flattens them)."""
+    """Seed ``seed``'s Gaussian tokens (``jacobian_batch_size`` sequences of n + 1), its layer's weight seed and each
+    row's unit-scale logit std ``sigma_i`` (rows flattened as :func:`off_diagonal` flattens them)."""
     g = torch.Generator().manual_seed(derived_seed(seed, "jacobian_inputs"))
     x = torch.randn(
-        config.jacobian_batch, config.jacobian_keys + 1, config.jacobian_width, generator=g, dtype=torch.float64
+        config.jacobian_batch_size, config.jacobian_keys + 1, config.jacobian_d_model, generator=g, dtype=torch.float64
     )
     weights = derived_seed(seed, "jacobian_weights") % MAX_SEED  # one layer per seed: q, k do not depend on s
     sigma = row_logit_std(jacobian_model(config, "softmax", 1.0, weights), x).reshape(-1).numpy()

@@ -20,7 +20,7 @@ from probes.softmax_alternatives.models import PATTERN, SCORES, head_pattern_and
 from probes.softmax_alternatives.references import SOURCE
 
 DESCRIPTION = "K-interval softmax (rounded, interpolated) against exact softmax: L1 error bound and order in K"
-FIELDS = ("interval_ks", "interval_width", "interval_len", "interval_batch", "interval_seeds")
+FIELDS = ("interval_ks", "interval_d_model", "interval_len", "interval_batch_size", "interval_seeds")
 GATE = "interval"
 
 MODES = th.K_INTERVAL_MODES  # ("interpolate", "round")
@@ -33,15 +33,17 @@ def measure_layer(config: Config, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """Seed ``seed``: per mode and K, the mean over rows of ``sum_i |p~_i - p_i|`` against exact softmax, and the
     largest ratio of a row's error to its bound ``b/a - 1`` at its own grid step (arrays (modes, K))."""
     g = torch.Generator().manual_seed(derived_seed(seed, "interval_inputs"))
-    x = torch.randn(config.interval_batch, config.interval_len, config.interval_width, generator=g, dtype=torch.float64)
+    x = torch.randn(
+        config.interval_batch_size, config.interval_len, config.interval_d_model, generator=g, dtype=torch.float64
+    )
     weights = derived_seed(seed, "interval_weights") % MAX_SEED  # one layer per seed, shared by every kernel
-    exact = head_pattern_and_scores(random_head(config.interval_width, "softmax", weights), x)
+    exact = head_pattern_and_scores(random_head(config.interval_d_model, "softmax", weights), x)
     span = (exact[SCORES].amax(-1) - exact[SCORES].amin(-1)).numpy()  # (B, T): M - m per row
     error = np.empty((len(MODES), len(config.interval_ks)))
     ratio = np.empty_like(error)
     for a, mode in enumerate(MODES):
         for j, K in enumerate(config.interval_ks):
-            model = random_head(config.interval_width, "k_interval", weights, k_interval=K, k_interval_mode=mode)
+            model = random_head(config.interval_d_model, "k_interval", weights, k_interval=K, k_interval_mode=mode)
             rows = (head_pattern_and_scores(model, x)[PATTERN] - exact[PATTERN]).abs().sum(-1).numpy()  # (B, T)
             error[a, j] = rows.mean()
             ratio[a, j] = (rows / th.k_interval_l1_bound(span / K, mode)).max()

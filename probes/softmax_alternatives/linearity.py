@@ -20,11 +20,11 @@ from probes.softmax_alternatives.models import random_head
 DESCRIPTION = "the linearity score of an MLP sublayer with and without its skip connection, against its exact law"
 FIELDS = (
     "linearity_scales",
-    "linearity_width",
-    "linearity_hidden",
+    "linearity_d_model",
+    "linearity_d_mlp",
     "linearity_activation",
     "linearity_tokens",
-    "linearity_batch",
+    "linearity_batch_size",
     "linearity_seeds",
 )
 GATE = "linearity"
@@ -35,15 +35,15 @@ KINDS = ("residual", "no_residual")
 
 
 def linearity_model(config: Config, seed: int, residual: bool) -> TinyTransformer:
-    """One zoo block of width ``linearity_width`` in float64: uniform full attention (its output, the sequence mean
-    through ``W_o W_v``, keeps the MLP's input Gaussian), then the MLP (``linearity_hidden`` units,
+    """One zoo block of width ``linearity_d_model`` in float64: uniform full attention (its output, the sequence mean
+    through ``W_o W_v``, keeps the MLP's input Gaussian), then the MLP (``linearity_d_mlp`` units,
     ``linearity_activation``) with its skip connection or without; no norm, no positions, fan-in init. The weights
     depend on ``seed`` only, so the two variants of one seed share them."""
     return random_head(
-        config.linearity_width,
+        config.linearity_d_model,
         "uniform",
         seed,
-        d_mlp=config.linearity_hidden,
+        d_mlp=config.linearity_d_mlp,
         activation=config.linearity_activation,
         mlp_residual=residual,
     )
@@ -76,7 +76,7 @@ def measure_layer(config: Config, seed: int) -> dict[str, np.ndarray]:
     c = config
     weights = derived_seed(seed, "linearity_weights") % MAX_SEED
     g = torch.Generator().manual_seed(derived_seed(seed, "linearity_inputs") % MAX_SEED)
-    x = torch.randn(c.linearity_batch, c.linearity_tokens, c.linearity_width, generator=g, dtype=torch.float64)
+    x = torch.randn(c.linearity_batch_size, c.linearity_tokens, c.linearity_d_model, generator=g, dtype=torch.float64)
     shape = (len(c.linearity_scales), len(KINDS))
     out = {k: np.empty(shape) for k in ("measured", "exact")}
     for j, residual in enumerate((True, False)):
@@ -128,7 +128,7 @@ def claim_linearity(led: Ledger, r: Result) -> None:
             "input scales of the measured unexplained fraction 1 - score over its exact value (paired: the layer's own "
             "weights); the 1 is the ratio's definition",
             statement=f"{c.linearity_activation} MLP sublayer {'with' if kind == 'residual' else 'without'} its skip "
-            f"connection, d = {c.linearity_width}, {c.linearity_hidden} units, Gaussian tokens at scales "
+            f"connection, d = {c.linearity_d_model}, {c.linearity_d_mlp} units, Gaussian tokens at scales "
             f"{list(c.linearity_scales)}: 1 - linearity score is the exact law ("
             + ", ".join(f"{v:.3f}" for v in level)
             + ")",

@@ -21,7 +21,7 @@ from probes.softmax_alternatives.config import Config
 from probes.softmax_alternatives.references import SOURCE
 
 DESCRIPTION = "ReLU and softmax key-value memories (the MLP): output second moment against the slot count"
-FIELDS = ("memory_slots", "memory_width", "memory_std", "memory_batch", "memory_seeds")
+FIELDS = ("memory_slots", "memory_d_model", "memory_std", "memory_batch_size", "memory_seeds")
 
 ACTIVATIONS = th.ACTIVATIONS  # ("relu", "softmax")
 FIGURE = "sa_memory_slots"
@@ -29,12 +29,12 @@ HYP_EQUIVALENT = "the activation does not change how the read scales with the sl
 
 
 def memory_model(config: Config, activation: str, n: int, seed: int) -> TinyTransformer:
-    """One layer of the zoo whose MLP is the memory: width ``memory_width``, ``n`` hidden units, ``activation``
+    """One layer of the zoo whose MLP is the memory: width ``memory_d_model``, ``n`` hidden units, ``activation``
     (``softmax``: over the hidden units), the gpt2 init at ``init_std = memory_std`` (keys N(0, std^2), values
     N(0, std^2 / 2), biases 0), float64. The weights depend on ``seed`` and the shapes only, so the ReLU and the
     softmax memory of one seed and slot count are the same keys and values."""
     cfg = one_head_layer(
-        config.memory_width,
+        config.memory_d_model,
         d_mlp=n,
         activation=activation,
         init="gpt2",
@@ -51,15 +51,15 @@ def value_std(config: Config) -> float:
 
 
 def sphere_inputs(config: Config, seed: int) -> torch.Tensor:
-    """(memory_batch, d) float64 inputs uniform on the sphere of radius sqrt(d) (so ``|x|^2 = d`` exactly)."""
+    """(memory_batch_size, d) float64 inputs uniform on the sphere of radius sqrt(d) (so ``|x|^2 = d`` exactly)."""
     g = torch.Generator().manual_seed(derived_seed(seed, "memory_inputs"))
-    z = torch.randn(config.memory_batch, config.memory_width, generator=g, dtype=torch.float64)
-    return z * (math.sqrt(config.memory_width) / z.norm(dim=-1, keepdim=True))
+    z = torch.randn(config.memory_batch_size, config.memory_d_model, generator=g, dtype=torch.float64)
+    return z * (math.sqrt(config.memory_d_model) / z.norm(dim=-1, keepdim=True))
 
 
 def predicted_moment(config: Config, activation: str) -> np.ndarray:
     """(slots,) ``E|o|^2`` of the memories from :func:`analysis.theory.softmax_alternatives.memory_output_moment`."""
-    d = config.memory_width
+    d = config.memory_d_model
     return th.memory_output_moment(activation, config.memory_slots, config.memory_std, value_std(config), d, d)
 
 
@@ -86,9 +86,9 @@ def measure(ctx: Context) -> None:
         _measure_all(c, moment, steps)
     ctx.data["memory_moment"] = (("activation", "slots", "memory_seed"), moment)
     ctx.data["memory_theory"] = (("activation", "slots"), np.stack([predicted_moment(c, a) for a in ACTIVATIONS]))
-    ctx.data["memory_uniform"] = (("slots",), value_std(c) ** 2 * c.memory_width / np.asarray(slots, np.float64))
+    ctx.data["memory_uniform"] = (("slots",), value_std(c) ** 2 * c.memory_d_model / np.asarray(slots, np.float64))
     ctx.coords.update(activation=list(ACTIVATIONS), slots=list(slots), memory_seed=list(range(S)))
-    ctx.scalars["memory_logit_std"] = c.memory_std * math.sqrt(c.memory_width)
+    ctx.scalars["memory_logit_std"] = c.memory_std * math.sqrt(c.memory_d_model)
 
 
 def seed_slopes(r: Result, activation: str) -> np.ndarray:

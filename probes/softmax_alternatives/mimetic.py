@@ -16,17 +16,17 @@ from probes.softmax_alternatives.config import Config
 from probes.softmax_alternatives.models import PATTERN, head_pattern_and_scores, random_head, row_logits
 
 DESCRIPTION = "mimetic init (W_q^T W_k = alpha Z + beta I): each token's weight on itself against the exact law"
-FIELDS = ("mimetic_betas", "mimetic_alpha", "mimetic_width", "mimetic_tokens", "mimetic_batch", "mimetic_seeds")
+FIELDS = ("mimetic_betas", "mimetic_alpha", "mimetic_d_model", "mimetic_tokens", "mimetic_batch_size", "mimetic_seeds")
 GATE = "mimetic"
 
 FIGURE = "sa_mimetic"
 
 
 def mimetic_model(config: Config, beta: float, seed: int) -> TinyTransformer:
-    """The random softmax layer of width ``mimetic_width`` with the zoo's ``init="mimetic"``, ``W_q^T W_k = alpha Z
+    """The random softmax layer of width ``mimetic_d_model`` with the zoo's ``init="mimetic"``, ``W_q^T W_k = alpha Z
     + beta I`` (``alpha = mimetic_alpha``); ``W_o W_v`` keeps the zoo's default mimetic pair."""
     return random_head(
-        config.mimetic_width, "softmax", seed, init="mimetic", mimetic_qk=(config.mimetic_alpha, float(beta))
+        config.mimetic_d_model, "softmax", seed, init="mimetic", mimetic_qk=(config.mimetic_alpha, float(beta))
     )
 
 
@@ -44,7 +44,7 @@ def measure_layer(config: Config, seed: int) -> dict[str, np.ndarray]:
     the self logit of a random product (``a_i = 0``)."""
     n = config.mimetic_tokens
     g = torch.Generator().manual_seed(derived_seed(seed, "mimetic_inputs"))
-    x = torch.randn(config.mimetic_batch, n, config.mimetic_width, generator=g, dtype=torch.float64)
+    x = torch.randn(config.mimetic_batch_size, n, config.mimetic_d_model, generator=g, dtype=torch.float64)
     weights = derived_seed(seed, "mimetic_weights") % MAX_SEED  # one Z per seed, shared by every beta
     out = {k: np.empty(len(config.mimetic_betas)) for k in NAMES}
     for j, beta in enumerate(config.mimetic_betas):

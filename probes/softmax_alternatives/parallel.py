@@ -21,11 +21,11 @@ from probes.softmax_alternatives.references import SEED_PARALLEL, SOURCE
 DESCRIPTION = "a pre-norm stack's MLP fed the block input instead of the mid-block stream, against its exact law"
 FIELDS = (
     "parallel_depth",
-    "parallel_width",
-    "parallel_heads",
-    "parallel_hidden",
+    "parallel_d_model",
+    "parallel_n_heads",
+    "parallel_d_mlp",
     "parallel_tokens",
-    "parallel_batch",
+    "parallel_batch_size",
     "parallel_seeds",
 )
 GATE = "parallel"
@@ -35,17 +35,17 @@ ACTIVATION = "gelu"  # the zoo's default MLP
 
 
 def parallel_model(config: Config, seed: int) -> TinyTransformer:
-    """A random zoo stack in float64: ``parallel_depth`` pre-LayerNorm blocks of width ``parallel_width``
-    (``parallel_heads`` causal softmax heads, a GELU MLP of ``parallel_hidden`` units, fan-in init, no biases), the
+    """A random zoo stack in float64: ``parallel_depth`` pre-LayerNorm blocks of width ``parallel_d_model``
+    (``parallel_n_heads`` causal softmax heads, a GELU MLP of ``parallel_d_mlp`` units, fan-in init, no biases), the
     Gaussian tokens fed in as they are (no positions), the final stream out."""
     c = config
     cfg = ModelConfig(
         input="embedded",
         output="none",
-        d_model=c.parallel_width,
+        d_model=c.parallel_d_model,
         n_layers=c.parallel_depth,
-        n_heads=c.parallel_heads,
-        d_mlp=c.parallel_hidden,
+        n_heads=c.parallel_n_heads,
+        d_mlp=c.parallel_d_mlp,
         activation=ACTIVATION,
         norm="pre",
         pos="none",
@@ -70,17 +70,17 @@ def block_inputs(model: TinyTransformer, x: torch.Tensor) -> list[tuple[torch.Te
 
 
 def measure_layer(config: Config, seed: int) -> dict[str, np.ndarray]:
-    """Seed ``seed``: per block l, over ``parallel_batch`` sequences of ``parallel_tokens`` Gaussian tokens, the
+    """Seed ``seed``: per block l, over ``parallel_batch_size`` sequences of ``parallel_tokens`` Gaussian tokens, the
     block's MLP on ``u = ln2(x + a)`` (what it sees) and on ``v = ln2(x)`` (what a parallel block would feed it): the
     measured mean ``|M(u) - M(v)|^2 / d`` and mean ``|M(v)|^2 / d`` and their exact expectations given each token's
     ``(|u|, |v|, cos(u, v))``."""
     c = config
     model = parallel_model(c, derived_seed(seed, "parallel_weights") % MAX_SEED)
     g = torch.Generator().manual_seed(derived_seed(seed, "parallel_inputs") % MAX_SEED)
-    x = torch.randn(c.parallel_batch, c.parallel_tokens, c.parallel_width, generator=g, dtype=torch.float64)
+    x = torch.randn(c.parallel_batch_size, c.parallel_tokens, c.parallel_d_model, generator=g, dtype=torch.float64)
     keys = ("parallel_difference", "parallel_difference_exact", "parallel_output", "parallel_output_exact")
     out = {k: np.empty(c.parallel_depth) for k in keys}
-    d = c.parallel_width
+    d = c.parallel_d_model
     for l, (pre, mid) in enumerate(block_inputs(model, x)):
         block = model.blocks[l]
         with torch.no_grad():
@@ -126,8 +126,8 @@ def claim_parallel(led: Ledger, r: Result) -> None:
         f"{SOURCE}, section 16: the law's slope in ln l at each token's measured inputs",
     )
     subject = (
-        f"random pre-LN stacks ({c.parallel_depth} blocks, width {c.parallel_width}, {c.parallel_heads} causal "
-        f"softmax heads, GELU MLP of {c.parallel_hidden}, fan-in init), {c.parallel_tokens} Gaussian tokens, each "
+        f"random pre-LN stacks ({c.parallel_depth} blocks, width {c.parallel_d_model}, {c.parallel_n_heads} causal "
+        f"softmax heads, GELU MLP of {c.parallel_d_mlp}, fan-in init), {c.parallel_tokens} Gaussian tokens, each "
         "block's MLP fed N(x) (parallel) instead of N(x + a) (sequential)"
     )
     layers = np.arange(1, c.parallel_depth + 1, dtype=np.float64)

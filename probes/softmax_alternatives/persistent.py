@@ -23,9 +23,9 @@ FIELDS = (
     "persistent_slots",
     "persistent_scale",
     "persistent_context",
-    "persistent_width",
+    "persistent_d_model",
     "persistent_rows",
-    "persistent_batch",
+    "persistent_batch_size",
     "persistent_seeds",
 )
 GATE = "persistent"
@@ -42,18 +42,18 @@ def memory_bias(n_memory: int, n_tokens: int) -> torch.Tensor:
 
 def measure_layer(config: Config, seed: int) -> dict[str, np.ndarray]:
     """Seed ``seed``: one random softmax head (fan-in init, float64) and N persistent vectors ``r N(0, I)`` (r =
-    ``persistent_scale``), per context length T over ``persistent_batch`` sequences of T + 1 Gaussian tokens: the
+    ``persistent_scale``), per context length T over ``persistent_batch_size`` sequences of T + 1 Gaussian tokens: the
     first ``persistent_rows`` context rows' mean weight on the persistent vectors and the mean of its exact law at
     each row's logit spread."""
     c = config
     N, r = c.persistent_slots, c.persistent_scale
-    model = random_head(c.persistent_width, "softmax", derived_seed(seed, "persistent_weights") % MAX_SEED)
+    model = random_head(c.persistent_d_model, "softmax", derived_seed(seed, "persistent_weights") % MAX_SEED)
     g = torch.Generator().manual_seed(derived_seed(seed, "persistent_inputs") % MAX_SEED)
-    memory = r * torch.randn(N, c.persistent_width, generator=g, dtype=torch.float64)
+    memory = r * torch.randn(N, c.persistent_d_model, generator=g, dtype=torch.float64)
     out = {k: np.empty(len(c.persistent_context)) for k in ("persistent_share", "persistent_share_exact")}
     for i, T in enumerate(c.persistent_context):
-        x = torch.randn(c.persistent_batch, T + 1, c.persistent_width, generator=g, dtype=torch.float64)
-        seq = torch.cat([memory.expand(c.persistent_batch, N, -1), x], dim=1)
+        x = torch.randn(c.persistent_batch_size, T + 1, c.persistent_d_model, generator=g, dtype=torch.float64)
+        seq = torch.cat([memory.expand(c.persistent_batch_size, N, -1), x], dim=1)
         rows = slice(N, N + min(c.persistent_rows, T + 1))
         p = head_pattern_and_scores(model, seq, memory_bias(N, T + 1))[PATTERN][:, rows]  # (B, rows, N + T + 1)
         s = row_logits(model, seq[:, rows])[1]
@@ -88,7 +88,7 @@ def claim_persistent(led: Ledger, r: Result) -> None:
         f"{SOURCE}, section 17: the law's slope in ln T (-> -1: N e^((rs)^2/2) / (T e^(s^2/2)))",
     )
     subject = (
-        f"a random softmax head (width {c.persistent_width}, fan-in init) with N = {N} persistent vectors of scale "
+        f"a random softmax head (width {c.persistent_d_model}, fan-in init) with N = {N} persistent vectors of scale "
         f"{c.persistent_scale:g} beside T = {list(c.persistent_context)} Gaussian context tokens, the share of a "
         "row's weight on the persistent memory"
     )

@@ -17,7 +17,7 @@ from probes.softmax_alternatives.config import Config
 from probes.softmax_alternatives.models import random_head, stack_correlations, stacks_setting
 
 DESCRIPTION = "skipless attention stacks at init: softmax's token kernel collapses like C^L, shaped attention keeps it"
-FIELDS = ("shaped_depths", "shaped_width", "shaped_tokens", "shaped_batch", "shaped_seeds")
+FIELDS = ("shaped_depths", "shaped_d_model", "shaped_tokens", "shaped_batch_size", "shaped_seeds")
 GATE = "shaped"
 
 FIGURE = "sa_shaped"
@@ -29,17 +29,17 @@ def stack(config: Config, kernel: str, depth: int, seed: int):
     """A skipless attention-only stack (one head per layer, no norm, no MLP, causal, fan-in value and output weights,
     ``W_q = 0``) of ``depth`` layers with attention ``kernel``; the weights depend on ``seed`` and the shapes only."""
     return random_head(
-        config.shaped_width, kernel, seed, n_layers=depth, causal=True, attn_residual=False, zero_query=True
+        config.shaped_d_model, kernel, seed, n_layers=depth, causal=True, attn_residual=False, zero_query=True
     )
 
 
 def measure_layer(config: Config, seed: int) -> dict[str, np.ndarray]:
     """Seed ``seed``: per depth, the mean token correlation of the token kernel ``mean_b X_L X_L^T`` over
-    ``shaped_batch`` sequences of Gaussian tokens, for the softmax and the shaped stack (the same weights), and the
+    ``shaped_batch_size`` sequences of Gaussian tokens, for the softmax and the shaped stack (the same weights), and the
     largest deviation of any shaped layer's pattern from the identity."""
     c = config
     g = torch.Generator().manual_seed(derived_seed(seed, "shaped_inputs") % MAX_SEED)
-    x = torch.randn(c.shaped_batch, c.shaped_tokens, c.shaped_width, generator=g, dtype=torch.float64)
+    x = torch.randn(c.shaped_batch_size, c.shaped_tokens, c.shaped_d_model, generator=g, dtype=torch.float64)
     eye = torch.eye(c.shaped_tokens, dtype=torch.float64)
     weights = derived_seed(seed, "shaped_weights") % MAX_SEED
 
@@ -69,7 +69,7 @@ def claim_shaped(led: Ledger, r: Result) -> None:
     law = d["shaped_softmax_correlation_law"].values  # (depth,)
     shaped = d["shaped_shaped_correlation"].values
     why = f"95% t band over {c.shaped_seeds} independent stacks (replicate seeds) of each one's "
-    setting = stacks_setting(c.shaped_width, c.shaped_tokens, c.shaped_depths, "W_q = 0")
+    setting = stacks_setting(c.shaped_d_model, c.shaped_tokens, c.shaped_depths, "W_q = 0")
     statement = f"{setting}: the mean token correlation of the token kernel"
     led.judge(
         "shaped_attention_identity_at_init",

@@ -21,7 +21,7 @@ from probes.softmax_alternatives.references import SEED_SIGMOID, SOURCE
 from probes.softmax_alternatives.sparse import planted_bias
 
 DESCRIPTION = "sigmoid attention with bias -ln n: a row's weight mass against the sequence length and its exact law"
-FIELDS = ("sigmoid_keys", "sigmoid_width", "sigmoid_rows", "sigmoid_batch", "sigmoid_seeds")
+FIELDS = ("sigmoid_keys", "sigmoid_d_model", "sigmoid_rows", "sigmoid_batch_size", "sigmoid_seeds")
 GATE = "sigmoid"
 
 FIGURE = "sa_sigmoid"
@@ -29,7 +29,7 @@ FIGURE = "sa_sigmoid"
 
 def measure_layer(config: Config, seed: int) -> dict[str, np.ndarray]:
     """Seed ``seed``: one random head (fan-in init, float64, the weights shared by every n) with the zoo's sigmoid
-    attention and ``sigmoid_bias = -ln n``, per number of keys n over ``sigmoid_batch`` sequences of n + 1 Gaussian
+    attention and ``sigmoid_bias = -ln n``, per number of keys n over ``sigmoid_batch_size`` sequences of n + 1 Gaussian
     tokens, each row hiding its own key (so it sees n keys with i.i.d. N(0, s_i^2) logits given the weights and the
     query): the first ``sigmoid_rows`` rows' mean weight mass and the mean of its exact law at each row's s_i."""
     c = config
@@ -37,8 +37,8 @@ def measure_layer(config: Config, seed: int) -> dict[str, np.ndarray]:
     g = torch.Generator().manual_seed(derived_seed(seed, "sigmoid_inputs") % MAX_SEED)
     out = {k: np.empty(len(c.sigmoid_keys)) for k in ("sigmoid_row_mass", "sigmoid_row_mass_exact")}
     for i, n in enumerate(c.sigmoid_keys):
-        model = random_head(c.sigmoid_width, "sigmoid", weights, sigmoid_bias=-math.log(n))
-        x = torch.randn(c.sigmoid_batch, n + 1, c.sigmoid_width, generator=g, dtype=torch.float64)
+        model = random_head(c.sigmoid_d_model, "sigmoid", weights, sigmoid_bias=-math.log(n))
+        x = torch.randn(c.sigmoid_batch_size, n + 1, c.sigmoid_d_model, generator=g, dtype=torch.float64)
         rows = min(c.sigmoid_rows, n + 1)
         p = head_pattern_and_scores(model, x, planted_bias(n, 0.0))[PATTERN][:, :rows]  # (B, rows, n + 1)
         s = row_logits(model, x[:, :rows])[1].ravel()
@@ -69,7 +69,7 @@ def claim_sigmoid_mass(led: Ledger, r: Result) -> None:
         f"{SOURCE}, section 14: the law's slope in ln n (-> 0 as the mass tends to e^(s^2/2))",
     )
     subject = (
-        f"sigmoid attention with bias -ln n, random head (width {c.sigmoid_width}, fan-in init), n = "
+        f"sigmoid attention with bias -ln n, random head (width {c.sigmoid_d_model}, fan-in init), n = "
         f"{list(c.sigmoid_keys)} Gaussian keys, a row's weight mass sum_j sigmoid(z_j - ln n)"
     )
     pairs = (d["sigmoid_row_mass"].values, d["sigmoid_row_mass_exact"].values)  # (n, seed)

@@ -25,7 +25,14 @@ from probes.softmax_alternatives.sparse import planted_bias
 DESCRIPTION = (
     "l1-normalised softplus attention: a bounded entropy deficit at every logit scale, softmax's the alternative"
 )
-FIELDS = ("softplus_scales", "softplus_width", "softplus_keys", "softplus_rows", "softplus_batch", "softplus_seeds")
+FIELDS = (
+    "softplus_scales",
+    "softplus_d_model",
+    "softplus_keys",
+    "softplus_rows",
+    "softplus_batch_size",
+    "softplus_seeds",
+)
 GATE = "softplus"
 
 FIGURE = "sa_softplus"
@@ -33,14 +40,14 @@ FIGURE = "sa_softplus"
 
 def measure_layer(config: Config, seed: int) -> dict[str, np.ndarray]:
     """Seed ``seed``: one random head (fan-in init, float64; the weights shared by every scale) with the zoo's
-    softplus_l1 kernel at logit scales ``s / sqrt(d)``, over ``softplus_batch`` sequences of n + 1 Gaussian tokens,
+    softplus_l1 kernel at logit scales ``s / sqrt(d)``, over ``softplus_batch_size`` sequences of n + 1 Gaussian tokens,
     each row hiding its own key (so it sees n keys with i.i.d. N(0, s_i^2) logits given the weights and the query):
     per scale, the first ``softplus_rows`` rows' mean measured deficit ``ln n - H``, the mean of its exact law at
     each row's ``s_i`` and the mean of softmax's exact deficit there."""
     c = config
-    n, d = c.softplus_keys, c.softplus_width
+    n, d = c.softplus_keys, c.softplus_d_model
     g = torch.Generator().manual_seed(derived_seed(seed, "softplus_inputs") % MAX_SEED)
-    x = torch.randn(c.softplus_batch, n + 1, d, generator=g, dtype=torch.float64)
+    x = torch.randn(c.softplus_batch_size, n + 1, d, generator=g, dtype=torch.float64)
     bias = planted_bias(n, 0.0)  # the diagonal hidden, nothing planted
     rows = min(c.softplus_rows, n + 1)
     measured, exact, softmax = (np.empty(len(c.softplus_scales)) for _ in range(3))
@@ -50,7 +57,7 @@ def measure_layer(config: Config, seed: int) -> dict[str, np.ndarray]:
         )
         p = head_pattern_and_scores(model, x, bias)[PATTERN][:, :rows]  # (B, rows, n + 1), one zero per row
         keep = ~torch.eye(n + 1, dtype=torch.bool)[:rows]  # drop each row's hidden key
-        p = p[:, keep].reshape(c.softplus_batch, rows, n)
+        p = p[:, keep].reshape(c.softplus_batch_size, rows, n)
         s = row_logits(model, x[:, :rows])[1].ravel()  # each row's logit std s_i
         measured[i] = float(entropy_deficit(p).mean())
         exact[i] = float(np.mean([th.softplus_l1_entropy_deficit(float(v), n) for v in s]))
@@ -81,7 +88,7 @@ def claim_softplus_deficit(led: Ledger, r: Result) -> None:
         "-> (ln 4 pi - gamma)/2 as sigma grows",
     )
     subject = (
-        f"softplus_l1 attention, random head (width {c.softplus_width}), n = {c.softplus_keys} keys, logit scales "
+        f"softplus_l1 attention, random head (width {c.softplus_d_model}), n = {c.softplus_keys} keys, logit scales "
         f"sigma = {list(c.softplus_scales)}, the entropy deficit ln n - H (-> {th.SOFTPLUS_DEFICIT_LIMIT:.3f} as sigma "
         "grows)"
     )

@@ -20,7 +20,7 @@ from probes.softmax_alternatives.models import PATTERN, SCORES, head_pattern_and
 from probes.softmax_alternatives.references import SEED_IRRELEVANT, SEED_SPARSE, SOURCE
 
 DESCRIPTION = "a planted key among n random ones: sparsemax's exact isolation against its probability, and softmax"
-FIELDS = ("sparse_keys", "sparse_gap", "sparse_width", "sparse_batch", "sparse_rows", "sparse_seeds")
+FIELDS = ("sparse_keys", "sparse_gap", "sparse_d_model", "sparse_batch_size", "sparse_rows", "sparse_seeds")
 GATE = "sparse"
 
 KERNELS = ("sparsemax", "softmax")
@@ -28,8 +28,8 @@ FIGURE = "sa_sparse_isolation"
 
 
 def sparse_model(config: Config, kernel: str, seed: int) -> TinyTransformer:
-    """The random layer of width ``sparse_width`` (:func:`models.random_head`) with attention ``kernel``."""
-    return random_head(config.sparse_width, kernel, seed)
+    """The random layer of width ``sparse_d_model`` (:func:`models.random_head`) with attention ``kernel``."""
+    return random_head(config.sparse_d_model, kernel, seed)
 
 
 def planted_bias(n: int, gap: float) -> torch.Tensor:
@@ -56,12 +56,12 @@ def _rows(model: TinyTransformer, x: torch.Tensor, bias: torch.Tensor) -> dict[s
 
 
 def measure_keys(config: Config, n: int, seed: int) -> dict[str, np.ndarray]:
-    """Seed ``seed`` at ``n`` keys: per row ``i >= 1`` of ``sparse_batch`` sequences of ``n + 1`` Gaussian tokens,
+    """Seed ``seed`` at ``n`` keys: per row ``i >= 1`` of ``sparse_batch_size`` sequences of ``n + 1`` Gaussian tokens,
     whether sparsemax isolates the planted key (every other weight exactly 0), softmax's planted weight, the row's
     logit std and the zoo's sparsemax against the float64 reference (largest absolute difference, in units of
     ``n max|z|``)."""
     g = torch.Generator().manual_seed(derived_seed(seed, f"sparse_inputs_n{n}"))
-    x = torch.randn(config.sparse_batch, n + 1, config.sparse_width, generator=g, dtype=torch.float64)
+    x = torch.randn(config.sparse_batch_size, n + 1, config.sparse_d_model, generator=g, dtype=torch.float64)
     bias = planted_bias(n, config.sparse_gap)
     weights = derived_seed(seed, "sparse_weights") % MAX_SEED  # one layer per seed, shared by both kernels
     out: dict[str, np.ndarray] = {}
@@ -169,7 +169,7 @@ def claim_irrelevant_mass(led: Ledger, r: Result) -> None:
     )
     subject = (
         f"softmax, planted gap {c.sparse_gap:g}, n = {list(c.sparse_keys)} keys (random layer, width "
-        f"{c.sparse_width}), the irrelevant mass 1 - p_planted (the first {c.sparse_rows} rows of each sequence)"
+        f"{c.sparse_d_model}), the irrelevant mass 1 - p_planted (the first {c.sparse_rows} rows of each sequence)"
     )
     pairs = (d["softmax_irrelevant_mass"].values, d["softmax_irrelevant_mass_exact"].values)  # (n, seed)
     what = Measured(subject, "n", "irrelevant mass")

@@ -21,7 +21,7 @@ from probes.softmax_alternatives.features import entropy_deficit
 from probes.softmax_alternatives.references import SEED_TAYLOR, SOURCE
 
 DESCRIPTION = "the Taylor feature map: monotonicity violations Phi(-sqrt(2)/sigma) and the entropy of its weights"
-FIELDS = ("taylor_width", "taylor_keys", "taylor_queries", "taylor_seeds")
+FIELDS = ("taylor_d_head", "taylor_keys", "taylor_queries", "taylor_seeds")
 GATE = "taylor"
 
 FIGURE = "sa_taylor"
@@ -46,7 +46,7 @@ def discordant_fraction(z: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
 def measure_layer(config: Config, seed: int) -> dict[str, np.ndarray]:
     """Seed ``seed``: per query row over its own keys, the measured discordant fraction and entropy deficit of the
     Taylor weights, their exact values at the row's logit std ``sigma = |q| / sqrt(d)``, and softmax's exact deficit."""
-    d, n, Q = config.taylor_width, config.taylor_keys, config.taylor_queries
+    d, n, Q = config.taylor_d_head, config.taylor_keys, config.taylor_queries
     g = torch.Generator().manual_seed(derived_seed(seed, "taylor") % MAX_SEED)
     q = torch.randn(Q, d, generator=g, dtype=torch.float64)
     k = torch.randn(Q, n, d, generator=g, dtype=torch.float64)
@@ -74,7 +74,9 @@ def claim_taylor(led: Ledger, r: Result) -> None:
     exact, plus the overall exact level."""
     led = led.given(seed=SEED_TAYLOR, figure=FIGURE)
     c, d = r.config, r.data
-    setting = f"Taylor features, d = {c.taylor_width}, n = {c.taylor_keys} Gaussian keys, {c.taylor_queries} query rows"
+    setting = (
+        f"Taylor features, d = {c.taylor_d_head}, n = {c.taylor_keys} Gaussian keys, {c.taylor_queries} query rows"
+    )
     for var, law, subject, quantity in (
         (
             "taylor_discordant",
