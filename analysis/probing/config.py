@@ -133,7 +133,7 @@ class ProbeConfig(BaseConfig):
         names the probe's field). Override to add checks across fields (call ``super().validate()``
         first); raise ``ValueError`` naming the field."""
         super().validate()
-        if self.model_fields():
+        if self.model_fields() or self.model_settings():
             self.model_config()
 
     # ------------------------------------------------------------------ the model
@@ -148,16 +148,23 @@ class ProbeConfig(BaseConfig):
         runs); ``cuda`` without a GPU raises ``ValueError`` naming ``device``."""
         return resolve_device(self.device)
 
+    def model_settings(self) -> dict[str, Any]:
+        """The ModelConfig fields the probe's model takes from its other fields (prompt_forgetting: the byte
+        vocabulary of corpus data, ``logit_scale`` from ``logit_gain``): override it, so that :meth:`validate`
+        checks the very model the run builds. None by default."""
+        return {}
+
     def model_config(self, **overrides: Any) -> ModelConfig:
-        """The :class:`~analysis.zoo.model.ModelConfig` of this config's model fields, with ``overrides``
-        applied; every other ModelConfig field keeps its default.
+        """The :class:`~analysis.zoo.model.ModelConfig` of this config's model fields and :meth:`model_settings`,
+        with ``overrides`` applied; every other ModelConfig field keeps its default.
 
         A rejected combination raises ``ValueError`` naming the field (the probe's and the model's name are one);
         :meth:`validate` builds it without overrides, so such configs never exist.
         """
         from analysis.zoo.model import ModelConfig  # late import: torch is needed only with a model
 
-        return ModelConfig(**{**{name: getattr(self, name) for name in self.model_fields()}, **overrides})
+        fields = {name: getattr(self, name) for name in self.model_fields()}
+        return ModelConfig(**{**fields, **self.model_settings(), **overrides})
 
     # ------------------------------------------------------------------ construction
 

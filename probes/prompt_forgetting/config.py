@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from typing import Any
 
 from analysis.probing.base import ProbeConfig, model_param, param
 
@@ -72,6 +74,14 @@ class Config(ProbeConfig):
     fit_lo: float = param(64.0, "first position t of the power-law window (last: P + T)", minimum=2.0)
     n_boot: int = param(1000, "bootstrap replicates over pairs", minimum=10)
     seed: int = model_param("seed", 0, "weights (model seed), data and bootstrap seeds")
+
+    def model_settings(self) -> dict[str, Any]:
+        """The model's token input and LM output, a byte vocabulary for corpus data, and the logit scale times
+        ``logit_gain`` (gain 1 leaves ``logit_scale`` at its default, so trained checkpoints' keys are as without
+        the field)."""
+        scale = None if self.logit_gain == 1.0 else self.logit_gain / math.sqrt(self.d_model // self.n_heads)
+        vocab = 256 if self.data == "corpus" else self.vocab_size
+        return {"input": "tokens", "vocab_size": vocab, "output": "lm", "logit_scale": scale}
 
     def validate(self) -> None:
         super().validate()

@@ -4,8 +4,6 @@ held-out losses, the prompt pairs, the logit bias that cancels the prompt's dilu
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import torch
 
@@ -21,22 +19,11 @@ from analysis.zoo.model import ModelConfig, PrefixKeyBias, TinyTransformer
 from probes.prompt_forgetting.config import Config
 
 
-def _vocab(config: Config) -> int:
-    return 256 if config.data == "corpus" else config.vocab_size
-
-
 def model_config(config: Config) -> ModelConfig:
-    """The TinyTransformer this config measures (untrained weights from ``seed``): the model fields, a
-    byte vocabulary for corpus data, the logit scale times ``logit_gain``."""
-    return config.model_config(
-        input="tokens",
-        vocab_size=_vocab(config),
-        output="lm",
-        # gain 1 keeps the model config (and so trained checkpoints' keys) exactly as without the field
-        logit_scale=None
-        if config.logit_gain == 1.0
-        else config.logit_gain / math.sqrt(config.d_model // config.n_heads),
-    )
+    """The TinyTransformer this config measures (untrained weights from ``seed``): its model fields and settings
+    (:meth:`Config.model_settings`: a byte vocabulary for corpus data, the logit scale times ``logit_gain``), the
+    model that validating the config already built."""
+    return config.model_config()
 
 
 def _task(config: Config, seq_len: int):
@@ -145,7 +132,7 @@ def draw_pairs(config: Config, model=None) -> tuple[torch.Tensor, torch.Tensor, 
     ``data="corpus"`` encodes the corpus's validation text with the model (:func:`corpus_ids`).
     """
     n, P, T = config.n_pairs, config.prompt_len, config.cont_len
-    vocab = _vocab(config) if model is None else protocol.vocab_size(model)
+    vocab = config.model_settings()["vocab_size"] if model is None else protocol.vocab_size(model)
     if vocab is None or vocab < 2:
         raise ModelIncompatibleError(
             f"prompt_forgetting needs a token model with a vocabulary (vocab_size >= 2), got {vocab}"
