@@ -309,7 +309,9 @@ def bench_icl(steps: int = 200, rounds: int = 3) -> dict:
     skipped = icl_jax.available()
     anchor = {}
     if skipped is None:
-        anchor = icl_jax.Anchor(d=cfg.d, n_context=cfg.n_context, batch=cfg.train_batch_size, lr=cfg.train_lr, steps=cfg.train_steps)
+        anchor = icl_jax.Anchor(
+            d=cfg.d, n_context=cfg.n_context, batch=cfg.train_batch_size, lr=cfg.train_lr, steps=cfg.train_steps
+        )
         variants["anchor"] = lambda: anchor.updates(steps)
     else:
         print(f"[bench] icl: JAX anchor skipped: {skipped}", file=sys.stderr, flush=True)
@@ -329,7 +331,8 @@ def bench_icl(steps: int = 200, rounds: int = 3) -> dict:
         out["anchor_ms_per_step"] = out["anchor"]["ms_per_step"]
         out["anchor_compile_s"] = anchor.compile_s
         out["anchor_ms_per_step_with_compile"] = (
-            1000 * anchor.compile_s / cfg.train_steps + out["anchor_ms_per_step"] * (cfg.train_steps - 1) / cfg.train_steps
+            1000 * anchor.compile_s / cfg.train_steps
+            + out["anchor_ms_per_step"] * (cfg.train_steps - 1) / cfg.train_steps
         )  # a whole probe-length run (cfg.train_steps updates), compilation included
         out["anchor_jax"] = anchor.version
         out["ours_over_anchor"] = out["ms_per_step"] / out["anchor_ms_per_step"]
