@@ -165,7 +165,7 @@ OLD_CLAIM_METHODS = ("identity", "predict", "direction", "paper", "close", "boun
 DIRECT_CLAIM_CALLS_ALLOWED = {
     # predict_law's shared claim: every caller's law tuple words its own hypothesis and source, and passes its seed
     # and figure, for claims of four probes
-    ("analysis/probing/parts.py", "_paired_claim"),
+    ("analysis/probing/part_laws.py", "_paired_claim"),
     # a slope whose figure, full-preset need and diagnosis all depend on the run: nine keywords on either branch
     ("probes/representational_collapse/distances.py", "_slope_claim"),
 }

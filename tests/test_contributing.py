@@ -19,6 +19,8 @@ import pytest
 
 from analysis.core.paths import REPO
 
+from tier import TIER
+
 GUIDE = REPO / "CONTRIBUTING.md"
 STEP = re.compile(r"<!-- walkthrough: (?P<what>.+?) -->\n```\w*\n(?P<body>.*?)\n```", re.S)
 SKIPPED = ("figures/", "notebooks/", "bench/results/", "book/")  # what the walkthrough never reads
@@ -64,7 +66,13 @@ def apply_step(root: Path, target: str, action: str, body: str) -> None:
 
 
 def _copy_repository(dest: Path) -> None:
-    files = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=True).stdout
+    files = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     for name in files.split("\n"):
         if name and not name.startswith(SKIPPED) and (REPO / name).is_file():
             (dest / name).parent.mkdir(parents=True, exist_ok=True)
@@ -103,11 +111,22 @@ def test_following_the_worked_example_literally_works(tmp_path):
         text=True,
     )
     assert where.stdout.strip() == str(root), f"the copy must be the one imported, got {where.stdout}"
-    for target, action, body in walkthrough(GUIDE.read_text()):
+    steps = walkthrough(GUIDE.read_text())
+    for target, action, body in steps:
         if target != "run":
             apply_step(root, target, action, body)
             continue
-        done = subprocess.run(
-            ["bash", "-c", "set -euo pipefail\n" + body], cwd=root, env=env, capture_output=True, text=True
+        _run(body, root, env)
+    if TIER.whole_files_after_walkthrough:  # every pinned test of the edited files still passes
+        edited = sorted({t for t, _, _ in steps if t.startswith("tests/")})
+        # at the fast tier's settings: the pins are what this checks; the numbers are the probe's own tests' job
+        _run(
+            f"python -m pytest -q -p no:cacheprovider {' '.join(edited)}", root, {**env, "WORKBENCH_TEST_TIER": "fast"}
         )
-        assert done.returncode == 0, f"walkthrough step failed:\n{body}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+
+
+def _run(body: str, root: Path, env: dict) -> None:
+    done = subprocess.run(
+        ["bash", "-c", "set -euo pipefail\n" + body], cwd=root, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, f"walkthrough step failed:\n{body}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"

@@ -19,6 +19,13 @@ from analysis.probing.parts import Context, Part, check_parts, describe, judge, 
 
 
 @dataclass(frozen=True)
+class Values:
+    """What the toy's `values` part leaves for `sum`."""
+
+    array: np.ndarray
+
+
+@dataclass(frozen=True)
 class ToyConfig(ProbeConfig):
     PRESETS = {"smoke": {"n": 4}, "full": {}}
     n: int = param(8, "points", minimum=1)
@@ -28,13 +35,14 @@ class ToyConfig(ProbeConfig):
 def _toy_parts(calls: list[str]) -> tuple[Part, ...]:
     def measure_sum(ctx: Context) -> None:
         calls.append("sum")
-        ctx.scalars["sum"] = float(ctx.values.sum())  # left by `values`
+        ctx.scalars["sum"] = float(ctx.get(Values).array.sum())  # left by `values`
 
     def measure_values(ctx: Context) -> None:
         calls.append("values")
-        ctx.values = np.arange(ctx.config.n, dtype=float)
+        values = np.arange(ctx.config.n, dtype=float)
+        ctx.put(Values(values))
         ctx.coords["i"] = np.arange(ctx.config.n)
-        ctx.data["values"] = (("i",), ctx.values)
+        ctx.data["values"] = (("i",), values)
 
     def measure_extra(ctx: Context) -> None:
         calls.append("extra")
@@ -68,7 +76,7 @@ def _toy_parts(calls: list[str]) -> tuple[Part, ...]:
 
     return (
         Part("sum", "the sum of the values", measure=measure_sum, claims=claims_sum, fields=("n",), needs=("values",)),
-        Part("values", "the values", measure=measure_values, claims=claims_values, fields=("n",)),
+        Part("values", "the values", measure=measure_values, claims=claims_values, fields=("n",), provides=(Values,)),
         Part("extra", "an optional part", measure=measure_extra, claims=claims_extra, gate="extra"),
     )
 
@@ -95,6 +103,23 @@ def test_a_gate_switches_a_parts_measurement_and_its_claims_together():
     # the same measurement judged under a config whose gate is off: the gated part makes no claim
     off = Result(probe="toy", config=ToyConfig.preset("smoke"), data=r.data, scalars=r.scalars)
     assert [c.name for c in judge("toy", _toy_parts([]), [off]).claims] == ["sum_is_triangular", "first_is_zero"]
+
+
+def test_parts_pass_typed_values_and_nothing_else():
+    ctx = Context(config=ToyConfig())
+    with pytest.raises(AttributeError, match="Context has no field 'net': a part leaves a value for later parts"):
+        ctx.net = 1
+    with pytest.raises(LookupError, match="no Values in this run: the part that provides it did not run first"):
+        ctx.get(Values)
+    ctx.put(Values(np.zeros(2)))
+    assert ctx.get(Values).array.shape == (2,)
+
+    def forgets(ctx: Context) -> None:  # declares PROVIDES but leaves nothing
+        ctx.scalars["x"] = 1.0
+
+    parts = (Part("forgets", "a part that promises a value", measure=forgets, provides=(Values,)),)
+    with pytest.raises(RuntimeError, match=r"part 'forgets' declares PROVIDES \['Values'\] but did not put them"):
+        run_parts("toy", parts, None, lambda r: judge("toy", parts, [r]), ToyConfig())
 
 
 def test_measure_order_is_stable_and_refuses_a_cycle():

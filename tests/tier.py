@@ -47,6 +47,11 @@ class Tier:
         return not self.fast
 
     @property
+    def whole_files_after_walkthrough(self) -> bool:
+        """After CONTRIBUTING's worked example, every test file it edited runs whole (else only its own checks)."""
+        return not self.fast
+
+    @property
     def subprocess_every_case(self) -> bool:
         """Every command-line case in a fresh interpreter (else the first of each probe)."""
         return not self.fast

@@ -3,14 +3,16 @@
 A probe package (``probes/<name>/``, e.g. :mod:`probes.representational_collapse`) declares ``PARTS``, a tuple
 of :class:`Part` in the order their claims appear in the ledger. Each part is one module of the package, which
 declares it with module constants (:func:`part_of`: ``PART_NAME``, ``DESCRIPTION``, ``GATE``, ``FIELDS``,
-``NEEDS``) and the functions ``measure`` and ``claims``:
+``NEEDS``, ``PROVIDES``) and the functions ``measure`` and ``claims``:
 
 ``name``         a short name (``"precision"``), unique in the probe;
 ``description``  one line for ``python -m probes show`` and the notebooks;
 ``gate``         the config field that switches the part on (truthy: on), or ``None`` (always runs);
 ``fields``       the config fields the part reads (beyond the model's): what a user changes to change it;
 ``measure``      ``measure(ctx) -> None``: adds the part's arrays (``ctx.data``, ``ctx.coords``, ``ctx.attrs``)
-                 and scalars (``ctx.scalars``) and may leave intermediate results on ``ctx`` for later parts;
+                 and scalars (``ctx.scalars``), and may leave typed values for later parts (``ctx.put(value)``,
+                 read back with ``ctx.get(Type)``);
+``provides``     the types of the values ``measure`` leaves (``PROVIDES``; checked after it runs);
 ``claims``       ``claims(led, results) -> None``: records the part's claims in ``led`` from ``results``, a
                  tuple of replicate :class:`analysis.probing.base.Result` of one design (one result: its own within-run
                  band), reading the results only (so a cached result is judged again by today's claims).
@@ -28,13 +30,23 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 import xarray as xr
 
 from analysis.claims.ledger import Ledger
 from analysis.probing.base import Result
+from analysis.probing.part_laws import (  # noqa: F401  (re-exported: parts import them from here)
+    LAW_STATEMENT,
+    SLOPE_STATEMENT,
+    Measured,
+    log_slopes,
+    paired_log_slope,
+    paired_with_law,
+    predict_law,
+    predict_law_and_slope,
+)
 
 
 @dataclass(frozen=True)
@@ -48,16 +60,22 @@ class Part:
     gate: str | None = None
     fields: tuple[str, ...] = ()
     needs: tuple[str, ...] = ()
+    provides: tuple[type, ...] = ()
 
     def enabled(self, config: Any) -> bool:
         """Whether the part runs (and claims) for ``config``: its gate field is truthy, or it has none."""
         return self.gate is None or bool(getattr(config, self.gate))
 
 
+T = TypeVar("T")
+
+
 @dataclass
 class Context:
     """What the parts of one run share: the config, a passed model (or ``None``), the arrays, coordinates,
-    scalars and meta the result is built from, and anything a part leaves for a later one (attributes)."""
+    scalars and meta the result is built from, and the typed values a part leaves for later ones (:meth:`put`,
+    :meth:`get`: one value per type, each a dataclass the producing module defines). Nothing else can be set on it.
+    """
 
     config: Any
     model: Any = None
@@ -67,6 +85,24 @@ class Context:
     scalars: dict[str, Any] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)
     attrs: dict[str, Any] = field(default_factory=dict)  # the dataset's attributes
+    shared: dict[type, Any] = field(default_factory=dict)  # what parts leave for later ones, by type
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name not in self.__dataclass_fields__:
+            raise AttributeError(f"Context has no field {name!r}: a part leaves a value for later parts with ctx.put")
+        super().__setattr__(name, value)
+
+    def put(self, value: Any) -> None:
+        """Leave ``value`` for later parts, under its type (one value per type; a second of the same type replaces
+        the first)."""
+        self.shared[type(value)] = value
+
+    def get(self, kind: type[T]) -> T:
+        """The value of type ``kind`` that an earlier part (or the probe's ``prepare``) left; ``LookupError`` naming
+        the type when none did."""
+        if kind not in self.shared:
+            raise LookupError(f"no {kind.__name__} in this run: the part that provides it did not run first")
+        return self.shared[kind]
 
     @property
     def own_model(self) -> bool:
@@ -74,14 +110,11 @@ class Context:
         return self.model is None
 
 
-LAW_STATEMENT = "{subject}: the mean {quantity} is its exact law"  # the statement of predict_law's level
-SLOPE_STATEMENT = "{subject}: ln(mean {quantity})'s slope in ln {x} is its law's"  # ... and of its slope
-
-
 def part_of(module: Any) -> Part:
     """The part a module declares: ``PART_NAME`` (default: the module's own name), ``DESCRIPTION``, ``GATE``
-    (default ``None``), ``FIELDS``, ``NEEDS`` and its functions ``measure(ctx)`` and ``claims(led, results)``
-    (either may be absent: a part that only measures, or only claims over what another part measured)."""
+    (default ``None``), ``FIELDS``, ``NEEDS``, ``PROVIDES`` and its functions ``measure(ctx)`` and
+    ``claims(led, results)`` (either may be absent: a part that only measures, or only claims over what another part
+    measured)."""
     return Part(
         name=getattr(module, "PART_NAME", module.__name__.rpartition(".")[2]),
         description=module.DESCRIPTION,
@@ -90,6 +123,7 @@ def part_of(module: Any) -> Part:
         gate=getattr(module, "GATE", None),
         fields=tuple(getattr(module, "FIELDS", ())),
         needs=tuple(getattr(module, "NEEDS", ())),
+        provides=tuple(getattr(module, "PROVIDES", ())),
     )
 
 
@@ -153,6 +187,9 @@ def run_parts(
     for part in measure_order(parts):
         if part.measure is not None and part.enabled(config):
             part.measure(ctx)
+            missing = [k.__name__ for k in part.provides if k not in ctx.shared]
+            if missing:
+                raise RuntimeError(f"part {part.name!r} declares PROVIDES {missing} but did not put them")
     if finish is not None:
         finish(ctx)
     data = xr.Dataset(ctx.data, coords=ctx.coords, attrs=ctx.attrs)
@@ -226,129 +263,6 @@ def measure_replicates(
         ctx.data[key] = ((axis[0], seed_dim), values)
     ctx.coords.update({axis[0]: list(axis[1]), seed_dim: list(range(count))})
     return got
-
-
-def paired_with_law(measured, exact) -> tuple[Any, float]:
-    """A prediction paired row by row with its exact law, both (..., seed): each replicate's mean of ``measured -
-    exact`` over the other axes plus the overall exact level (the replicates), and that level (the expectation)."""
-    import numpy as np
-
-    measured, exact = np.asarray(measured, dtype=np.float64), np.asarray(exact, dtype=np.float64)
-    level = float(exact.mean())
-    return level + (measured - exact).reshape(-1, exact.shape[-1]).mean(axis=0), level
-
-
-def log_slopes(values, xs):
-    """(seed,) least-squares slope of ``ln(values)`` on ``ln(xs)`` per replicate (``values`` (x, seed), positive)."""
-    import numpy as np
-
-    x = np.log(np.asarray(xs, dtype=np.float64))
-    x = x - x.mean()
-    y = np.log(np.asarray(values, dtype=np.float64))
-    y = y - y.mean(axis=0)
-    return (x[:, None] * y).sum(axis=0) / (x * x).sum()
-
-
-def paired_log_slope(measured, exact, xs) -> tuple[Any, float]:
-    """A slope in ``ln x`` paired with its exact law, both (x, seed): each replicate's measured slope of ``ln`` values
-    on ``ln xs`` minus its law's, plus the law's mean slope (the replicates), and that mean (the expectation)."""
-    law = log_slopes(exact, xs)
-    level = float(law.mean())
-    return log_slopes(measured, xs) - law + level, level
-
-
-@dataclass(frozen=True)
-class Measured:
-    """What a :func:`predict_law` claim (or a :func:`predict_law_and_slope` pair) measures, in words: the setting
-    (``subject``: every statement starts with it), the symbol ``x`` of the measurement's first axis (the points
-    the law is compared at, and the slope is taken along), the ``quantity`` compared with its law, the ``units`` a
-    replicate seed draws afresh (default ``"layers"``), and the quantity whose slope is taken (``slope_quantity``,
-    default ``quantity``)."""
-
-    subject: str
-    x: str
-    quantity: str
-    units: str = "layers"
-    slope_quantity: str | None = None
-
-
-def _band(what: Measured, measured: Any) -> str:
-    return f"95% t band over {measured.shape[-1]} independent {what.units} (replicate seeds) of each one's "
-
-
-def _paired_claim(led: Ledger, spec: Sequence[Any], replicates, expected, why: str, statement: str, common) -> None:
-    name, alternative, hypothesis, source = spec
-    led.predict(
-        name,
-        replicates=replicates,
-        expected=expected,
-        alternative=alternative,
-        hypothesis=hypothesis,
-        source=source,
-        why=why,
-        statement=statement,
-        **{"requires_full": True, **common},
-    )
-
-
-def predict_law(
-    led: Ledger, pairs: tuple[Any, Any], law: Sequence[Any], what: Measured, *, paired: str = "ratio", **common: Any
-) -> None:
-    """A prediction on a measurement paired with its exact law, both (x, seed) over replicate seeds:
-    ``paired="ratio"``, each replicate's mean over x of measured over exact (expected 1); ``"difference"``,
-    :func:`paired_with_law` (expected the law's mean). ``law`` is ``(name, alternative, hypothesis, source)``; the
-    band text and the statement are written here, once, from ``what``. With ``"ratio"`` the alternative is in the
-    ratio's units: the competing hypothesis's value over the law. ``measured`` and ``exact`` are (x, seed) arrays
-    (one point: slice it, ``values[-1:]``). ``common`` goes to the claim (seed, figure; ``requires_full`` defaults
-    to true)."""
-    import numpy as np
-
-    measured, exact = (np.asarray(v, dtype=np.float64) for v in pairs)
-    if measured.ndim != 2 or measured.shape != exact.shape:
-        raise ValueError(
-            f"pairs must be two (x, seed) arrays of one shape, got {measured.shape} and {exact.shape} (one point x: "
-            "slice it, values[-1:], to keep its axis)"
-        )
-    x, quantity = what.x, what.quantity
-    if paired == "ratio":
-        replicates, level = (measured / exact).mean(axis=0), 1.0
-        tail = f"mean over {x} of the measured mean {quantity} over its exact law (paired); 1 by definition"
-    elif paired == "difference":
-        replicates, level = paired_with_law(measured, exact)
-        tail = f"mean over {x} of the measured mean {quantity} minus its exact law (paired), plus the law's mean"
-    else:
-        raise ValueError(f"paired must be 'ratio' or 'difference', got {paired!r}")
-    by_x = exact.mean(axis=1)
-    shown = (
-        ", ".join(f"{v:.4g}" for v in by_x) + f" by {x}" if 1 < len(by_x) <= 8 else f"mean {float(exact.mean()):.4g}"
-    )
-    statement = LAW_STATEMENT.format(subject=what.subject, quantity=quantity) + f" ({shown})"
-    _paired_claim(led, law, replicates, level, _band(what, measured) + tail, statement, common)
-
-
-def predict_law_and_slope(
-    led: Ledger,
-    pairs: tuple[Any, Any] | tuple[Any, Any, Any, Any],
-    xs: Any,
-    law: Sequence[Any],
-    slope: Sequence[Any],
-    what: Measured,
-    *,
-    paired: str = "ratio",
-    **common: Any,
-) -> None:
-    """Two predictions on a measurement paired with its exact law, both (x, seed) over replicate seeds: the
-    measurement against its law (:func:`predict_law`) and its slope in ``ln x`` against the law's
-    (:func:`paired_log_slope`; ``pairs`` may give a second (measured, exact), of ``what.slope_quantity``, for the
-    slope). ``law`` and ``slope`` are each ``(name, alternative, hypothesis, source)``; the band texts and the
-    statements are written from ``what``. ``common`` goes to both claims (seed, figure); both need the full
-    preset."""
-    predict_law(led, pairs[:2], law, what, paired=paired, **common)
-    slopes, level = paired_log_slope(*(pairs[2:] or pairs), xs)
-    of, x = what.slope_quantity or what.quantity, what.x
-    why = f"least-squares slope of ln(mean {of}) on ln {x} minus its exact law's (paired), plus the law's mean"
-    statement = SLOPE_STATEMENT.format(subject=what.subject, quantity=of, x=x) + f" ({level:.3f})"
-    _paired_claim(led, slope, slopes, level, _band(what, slopes[None, :]) + why, statement, common)
 
 
 def each_claim(*claims: Callable[[Ledger, Result], None], when: Callable[[Result], bool] | None = None):

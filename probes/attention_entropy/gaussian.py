@@ -14,7 +14,8 @@ from analysis.probing.parts import Context, each_claim
 from analysis.theory import attention_entropy as th
 from analysis.zoo.model import TinyTransformer
 from probes.attention_entropy.config import Config
-from probes.attention_entropy.models import distinct_tokens, model_config
+from probes.attention_entropy.models import Measured, distinct_tokens, model_config
+from probes.attention_entropy.rows import RowsPerN
 from probes.attention_entropy.shared import (
     at_n,
     entropy_at_n,
@@ -49,14 +50,14 @@ def measure_replicates(config: Config, first: dict[str, np.ndarray]) -> dict[str
 
 def measure(ctx: Context) -> None:
     """Own causal softmax or SSMax models on distinct tokens: the replicate models' entropies and logit stds."""
-    config = ctx.config
-    gauss = ctx.own_model and ctx.normalised and config.data == "distinct" and ctx.causal
+    config, m = ctx.config, ctx.get(Measured)
+    gauss = ctx.own_model and m.normalised and config.data == "distinct" and m.causal
     if not gauss:
         return
-    rep = measure_replicates(config, ctx.per_n)
+    rep = measure_replicates(config, ctx.get(RowsPerN).per_n)
     ctx.data["rep_entropy"] = (("replicate", "layer", "head", "n"), rep["entropy"])
     ctx.data["rep_logit_std"] = (("replicate", "layer", "head", "n"), rep["std"])
-    ctx.data["rep_theory_entropy_top"] = (("replicate", "layer", "head"), gaussian_exact(ctx.T, rep["std"][..., -1]))
+    ctx.data["rep_theory_entropy_top"] = (("replicate", "layer", "head"), gaussian_exact(m.T, rep["std"][..., -1]))
 
 
 def claim_gaussian_entropy(led: Ledger, r: Result) -> None:

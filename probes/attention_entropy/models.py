@@ -3,6 +3,9 @@ passed one), its tokens, and the run's context (:func:`prepare`)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 import numpy as np
 import torch
 
@@ -72,18 +75,31 @@ def measured_tokens(config: Config, model, T: int) -> torch.Tensor:
     return distinct_tokens(T, config.seed, vocab=v)
 
 
+@dataclass(frozen=True)
+class Measured:
+    """The model the untrained parts measure and its input: the context lengths ``ns`` (their largest ``T``), whether
+    the kernel normalises its rows (softmax or SSMax), the model at initialisation (the config's own, or the passed
+    one), whether it is causal, and the tokens (1, T)."""
+
+    ns: np.ndarray
+    T: int
+    normalised: bool
+    net: Any
+    causal: bool
+    tokens: torch.Tensor
+
+
 def prepare(ctx: Context) -> None:
-    """``ctx.ns`` (the context lengths), ``ctx.T``, ``ctx.normalised`` (softmax or SSMax), ``ctx.net`` (the model
-    measured at initialisation: the config's own, or the passed one), ``ctx.causal`` and ``ctx.tokens`` (1, T)."""
+    """Puts the run's :class:`Measured`."""
     config = ctx.config
-    ctx.ns = np.asarray(config.ctx_lens)
-    ctx.T = T = int(ctx.ns.max())
-    ctx.normalised = config.attention in ("softmax", "ssmax")
+    ns = np.asarray(config.ctx_lens)
+    T = int(ns.max())
     if ctx.own_model:
         mcfg = model_config(config, vocab=T if config.data == "distinct" else max(T, 256))
-        ctx.net = TinyTransformer(mcfg, device=config.torch_device()).eval()
+        net = TinyTransformer(mcfg, device=config.torch_device()).eval()
     else:
-        ctx.net = ctx.model
-    check_length(ctx.net, T, "max(ctx_lens)")
-    ctx.causal = bool(ctx.net.causal)
-    ctx.tokens = measured_tokens(config, ctx.net, T)
+        net = ctx.model
+    check_length(net, T, "max(ctx_lens)")
+    normalised = config.attention in ("softmax", "ssmax")
+    tokens = measured_tokens(config, net, T)
+    ctx.put(Measured(ns=ns, T=T, normalised=normalised, net=net, causal=bool(net.causal), tokens=tokens))

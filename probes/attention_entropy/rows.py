@@ -4,6 +4,7 @@ range and spectral bounds, and the logit-scale sweep: softmax's dilution."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -16,7 +17,7 @@ from analysis.probing.parts import Context, each_claim
 from analysis.theory import attention_entropy as th
 from analysis.zoo.model import TinyTransformer
 from probes.attention_entropy.config import Config
-from probes.attention_entropy.models import distinct_tokens, model_config
+from probes.attention_entropy.models import Measured, distinct_tokens, model_config
 from probes.attention_entropy.shared import (
     FLOAT32_ROW,
     FLOAT64_ROW,
@@ -33,6 +34,16 @@ DESCRIPTION = (
     "every row's entropy, largest weight and logit range at initialisation against n; the bounds; the scale sweep"
 )
 FIELDS = ("ctx_lens", "rows_per_n", "data", "scale_factors", "replicates")
+
+
+@dataclass(frozen=True)
+class RowsPerN:
+    """The measured model's rows at each context length (:func:`measure_untrained`), for the Gaussian part."""
+
+    per_n: dict[str, np.ndarray]
+
+
+PROVIDES = (RowsPerN,)
 
 
 def measure_untrained(
@@ -136,15 +147,16 @@ def row_arrays(ns: np.ndarray, per_n: dict, rows: dict, normalised: bool) -> dic
 
 def measure(ctx: Context) -> None:
     """The rows of the measured model per context length, the spectral bound per row, and (own softmax or SSMax
-    models) the logit-scale sweep; the slack of every bound as scalars. Leaves ``ctx.per_n`` for the Gaussian
-    part."""
-    config, ns, normalised = ctx.config, ctx.ns, ctx.normalised
+    models) the logit-scale sweep; the slack of every bound as scalars. Puts the :class:`RowsPerN` for the
+    Gaussian part."""
+    config, m = ctx.config, ctx.get(Measured)
+    ns, normalised = m.ns, m.normalised
     per_n, rows, slack = measure_untrained(
-        ctx.net, ctx.tokens, ns, config.rows_per_n, normalised=normalised, causal=ctx.causal, progress=ctx.progress
+        m.net, m.tokens, ns, config.rows_per_n, normalised=normalised, causal=m.causal, progress=ctx.progress
     )
-    ctx.per_n = per_n
+    ctx.put(RowsPerN(per_n))
     L, H = rows["std"].shape[:2]
-    spec = spectral_bound_rows(ctx.net, ctx.tokens[:, : rows["n"].shape[-1]], causal=ctx.causal)
+    spec = spectral_bound_rows(m.net, m.tokens[:, : rows["n"].shape[-1]], causal=m.causal)
     if spec is not None and normalised:
         many = rows["n"] >= 2
         slack["spectral"] = float(np.min((rows["entropy"] - spec)[many]))
@@ -168,7 +180,7 @@ def measure(ctx: Context) -> None:
         scale_factor=np.asarray(config.scale_factors),
         replicate=np.arange(config.replicates),
     )
-    ctx.scalars.update(max_abs_logit=slack["absmax"], causal=ctx.causal, data=config.data)
+    ctx.scalars.update(max_abs_logit=slack["absmax"], causal=m.causal, data=config.data)
     if normalised:  # the row bounds are about normalised weights (sigmoid attention keeps only logits)
         ctx.scalars.update({f"slack_{key}": float(v) for key, v in slack.items() if key != "absmax"})
 

@@ -20,6 +20,7 @@ from probes.attention_entropy.shared import (
     train_config,
     training_task,
 )
+from probes.attention_entropy.training import TrainedSweep
 
 DESCRIPTION = "sigmoid attention trained beside softmax on the training sweep's task and seeds"
 GATE = "training"
@@ -76,7 +77,7 @@ def sigmoid_trained_arrays(config: Config, st: dict) -> tuple[dict, dict]:
 
 def measure(ctx: Context) -> None:
     if ctx.own_model:
-        st = sigmoid_trained_sweep(ctx.config, ctx.trained_sweep, progress=ctx.progress)
+        st = sigmoid_trained_sweep(ctx.config, ctx.get(TrainedSweep).runs, progress=ctx.progress)
         data, coords = sigmoid_trained_arrays(ctx.config, st)
         ctx.data.update(data)
         ctx.coords.update(coords)

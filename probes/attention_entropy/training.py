@@ -3,6 +3,9 @@ entropy along training, the spectral bound on trained weights, and entropy colla
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 import numpy as np
 import torch
 
@@ -27,6 +30,16 @@ from probes.attention_entropy.shared import (
 DESCRIPTION = "tiny LMs trained over learning rates with and without QK-norm: logit growth and entropy collapse"
 GATE = "training"
 FIELDS = ("qk_norm", "train_lrs", "train_seeds", "train_steps")
+
+
+@dataclass(frozen=True)
+class TrainedSweep:
+    """The trained sweep's runs (:func:`train_sweep`; None with a passed model), for the sigmoid comparison."""
+
+    runs: Any
+
+
+PROVIDES = (TrainedSweep,)
 
 CALLBACK_ID = "attention_entropy.trace.v2"  # names the training callback (part of the checkpoint key)
 
@@ -140,8 +153,9 @@ def training_arrays(config: Config, tr: dict) -> tuple[dict, dict]:
 
 
 def measure(ctx: Context) -> None:
-    """Own models only (the sweep trains its own LMs: a property of the zoo). Leaves ``ctx.trained_sweep``."""
-    ctx.trained_sweep = tr = train_sweep(ctx.config, progress=ctx.progress) if ctx.own_model else None
+    """Own models only (the sweep trains its own LMs: a property of the zoo). Puts the :class:`TrainedSweep`."""
+    tr = train_sweep(ctx.config, progress=ctx.progress) if ctx.own_model else None
+    ctx.put(TrainedSweep(tr))
     if tr is not None:
         data, coords = training_arrays(ctx.config, tr)
         ctx.data.update(data)

@@ -12,7 +12,7 @@ from analysis.probing.parts import Context, each_claim
 from analysis.theory import icl_gd as th
 from probes.icl_gd.bands import within_rounding
 from probes.icl_gd.config import EPS, Config
-from probes.icl_gd.models import ModelPredictor, model_from_lsa_weights, predict, sample_batch
+from probes.icl_gd.models import ModelPredictor, OneStepGD, model_from_lsa_weights, predict, sample_batch
 
 DESCRIPTION = "von Oswald et al.'s LSA construction is one GD step; the one-step loss against sympy"
 
@@ -94,7 +94,7 @@ def claims_construction(led: Ledger, r: Result) -> None:
 
 
 def measure(ctx: Context) -> None:
-    measure_construction(ctx.config, ctx.one["eta_star"], ctx.data, ctx.scalars, ctx.coords)
+    measure_construction(ctx.config, ctx.get(OneStepGD).theory["eta_star"], ctx.data, ctx.scalars, ctx.coords)
     measure_sympy(ctx.scalars)
 
 

@@ -12,7 +12,7 @@ from analysis.probing.base import Result
 from analysis.probing.parts import Context, each_claim
 from probes.icl_gd.bands import below_zero_at_worst, seeds_ok
 from probes.icl_gd.config import Config, part_seeds
-from probes.icl_gd.models import ModelPredictor, predict, sample_batch, sq_err
+from probes.icl_gd.models import ModelPredictor, Stacks, predict, sample_batch, sq_err
 from probes.icl_gd.stacks import train_one
 
 DESCRIPTION = "K-layer stacks over independent seeds against K steps of GD and GD++"
@@ -113,7 +113,10 @@ def claims_depth(led: Ledger, r: Result) -> None:
 
 def measure(ctx: Context) -> None:
     cfg = ctx.config
-    measure_depth_seeds(cfg, ctx.trained, ctx.sq_schedules, ctx.model, ctx.progress, ctx.data, ctx.scalars, ctx.coords)
+    stacks = ctx.get(Stacks)
+    measure_depth_seeds(
+        cfg, stacks.trained, stacks.sq_schedules, ctx.model, ctx.progress, ctx.data, ctx.scalars, ctx.coords
+    )
 
 
 claims = each_claim(claims_depth)

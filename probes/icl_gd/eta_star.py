@@ -13,7 +13,7 @@ from analysis.probing.base import Result
 from analysis.probing.parts import Context, each_claim
 from probes.icl_gd.bands import claim_seed, mc_check
 from probes.icl_gd.config import Config
-from probes.icl_gd.models import sample_batch
+from probes.icl_gd.models import OneStepGD, sample_batch
 
 DESCRIPTION = "the optimal step of one GD step in closed form against Monte Carlo"
 
@@ -76,7 +76,7 @@ def claims_eta_star(led: Ledger, r: Result) -> None:
 
 
 def measure(ctx: Context) -> None:
-    measure_eta_star(ctx.config, ctx.one, ctx.data, ctx.scalars, ctx.coords)
+    measure_eta_star(ctx.config, ctx.get(OneStepGD).theory, ctx.data, ctx.scalars, ctx.coords)
 
 
 claims = each_claim(claims_eta_star)

@@ -264,10 +264,31 @@ def infinite_context_loss(cfg: Config, one: dict, eta: float) -> float:
     return float(one["a"] - 2 * one["b"] * eta + eta**2 * np.trace(S @ S @ S))
 
 
+@dataclass(frozen=True)
+class OneStepGD:
+    """The one-step-GD theory of the configuration (:func:`analysis.theory.icl_gd.one_step_gd_theory`: the optimal
+    rate ``eta_star``, its loss ``loss_star``, the loss as a function of the rate ``loss_fn``, ...)."""
+
+    theory: dict
+
+
+@dataclass(frozen=True)
+class Stacks:
+    """What the one-layer part leaves for the depth and ridge parts: the trained stacks by depth K (model, history,
+    seconds, from the cache), their predictors, the squared-step schedules of GD++ and the one-layer models' numbers
+    over seeds."""
+
+    trained: dict
+    predictors: Any
+    sq_schedules: Any
+    one_layer: Any
+
+
 def prepare(ctx: Context) -> None:
-    """``ctx.one``: the one-step-GD theory of the configuration (optimal rate and loss), and its scalars."""
+    """Puts the configuration's :class:`OneStepGD` (optimal rate and loss); its scalars."""
     cfg = ctx.config
-    one = ctx.one = th.one_step_gd_theory(cfg.d, cfg.n_context, cfg.x_dist, cfg.noise, Sigma=spectrum(cfg))
+    one = th.one_step_gd_theory(cfg.d, cfg.n_context, cfg.x_dist, cfg.noise, Sigma=spectrum(cfg))
+    ctx.put(OneStepGD(one))
     ctx.scalars.update(
         eta_theory=one["eta_star"],
         loss_gd_theory=one["loss_star"],
@@ -279,5 +300,5 @@ def prepare(ctx: Context) -> None:
 
 def finish(ctx: Context) -> None:
     """``trained_from_cache``: whether every trained model of every part came from the checkpoint cache."""
-    cached = [v[3] for v in ctx.trained.values()] + ctx.scalars.pop("_cached", [])
+    cached = [v[3] for v in ctx.get(Stacks).trained.values()] + ctx.scalars.pop("_cached", [])
     ctx.scalars["trained_from_cache"] = all(cached) if ctx.own_model else False

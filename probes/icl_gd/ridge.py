@@ -12,7 +12,7 @@ from analysis.probing.parts import Context, each_claim
 from analysis.theory import icl_gd as th
 from probes.icl_gd.bands import mc_check
 from probes.icl_gd.config import Config, spectrum
-from probes.icl_gd.models import ModelPredictor, predict, rng_for, sample_batch, sq_err
+from probes.icl_gd.models import ModelPredictor, Stacks, predict, rng_for, sample_batch, sq_err
 from probes.icl_gd.stacks import baselines
 
 DESCRIPTION = "the loss against the number of context examples; Bayes ridge against Monte Carlo"
@@ -169,7 +169,8 @@ def claims_ridge(led: Ledger, r: Result) -> None:
 
 def measure(ctx: Context) -> None:
     cfg = ctx.config
-    measure_loss_vs_k(cfg, ctx.predictors, ctx.one_layer, ctx.data, ctx.scalars, ctx.coords)
+    stacks = ctx.get(Stacks)
+    measure_loss_vs_k(cfg, stacks.predictors, stacks.one_layer, ctx.data, ctx.scalars, ctx.coords)
     measure_ridge_mc(cfg, ctx.data, ctx.scalars, ctx.coords)
 
 

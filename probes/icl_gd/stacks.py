@@ -21,6 +21,8 @@ from probes.icl_gd.config import Config, part_seeds, spectrum
 from probes.icl_gd.models import (
     ModelPredictor,
     NegYReadoutTask,
+    OneStepGD,
+    Stacks,
     as_float64,
     best_gd_eta,
     lsa_weights_from_model,
@@ -36,6 +38,7 @@ from probes.icl_gd.models import (
 PART_NAME = "one_layer"
 DESCRIPTION = "trained LSA stacks of every depth against GD, GD++ and the learned step; one layer over seeds"
 FIELDS = ("eta_seeds", "train_steps", "train_lr")
+PROVIDES = (Stacks,)
 
 
 def train_one(cfg: Config, n_layers: int, progress: bool, seed: int | None = None, link: str = "linear") -> tuple:
@@ -371,14 +374,13 @@ def headline_is_mahankali(cfg: Config) -> bool:
 
 
 def measure(ctx: Context) -> None:
-    """Leaves ``ctx.trained`` (the stacks), ``ctx.predictors``, ``ctx.sq_schedules`` and ``ctx.one_layer`` for the
-    depth and ridge parts."""
+    """Puts the :class:`Stacks` for the depth and ridge parts."""
     cfg = ctx.config
-    ctx.trained = train_stacks(cfg, ctx.model, ctx.progress)
-    ctx.predictors, ctx.sq_schedules = measure_stacks(
-        cfg, ctx.trained, ctx.one["eta_star"], ctx.data, ctx.scalars, ctx.coords
-    )
-    ctx.one_layer = measure_eta_seeds(cfg, ctx.trained, ctx.model, ctx.progress, ctx.data, ctx.scalars, ctx.coords)
+    trained = train_stacks(cfg, ctx.model, ctx.progress)
+    eta_star = ctx.get(OneStepGD).theory["eta_star"]
+    predictors, sq_schedules = measure_stacks(cfg, trained, eta_star, ctx.data, ctx.scalars, ctx.coords)
+    one_layer = measure_eta_seeds(cfg, trained, ctx.model, ctx.progress, ctx.data, ctx.scalars, ctx.coords)
+    ctx.put(Stacks(trained=trained, predictors=predictors, sq_schedules=sq_schedules, one_layer=one_layer))
 
 
 claims = each_claim(claims_one_layer)

@@ -4,6 +4,7 @@ and its constants, the relay model's prediction, and the held-out losses of an o
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import xarray as xr
@@ -13,7 +14,7 @@ from analysis.probing.parts import Context
 from analysis.theory import prompt_forgetting as th
 from analysis.zoo import protocol
 from probes.prompt_forgetting.config import Config
-from probes.prompt_forgetting.models import language_losses
+from probes.prompt_forgetting.models import Prepared, language_losses
 from probes.prompt_forgetting.offsets import measure_offsets, relay_matrix_limit, relay_prediction
 
 
@@ -198,20 +199,29 @@ def local_exponent_on_grid(t: np.ndarray, y: np.ndarray, t_range: tuple[float, f
     return grid, np.full(grid.shape, math.nan)
 
 
+@dataclass(frozen=True)
+class FitWindow:
+    """The window of positions the offsets' power law was fitted over (the trajectory fits the same one)."""
+
+    window: tuple[float, float]
+
+
 PART_NAME = "offsets"
 DESCRIPTION = "the offsets between continuations after two prompts per layer, their power laws and the theorem's bound"
+PROVIDES = (FitWindow,)
 
 
 def measure(ctx: Context) -> None:
     """The offsets, their laws, the relay model's prediction (the exact uniform relay network), the dataset and
-    scalars, the training and held-out losses; leaves ``ctx.window`` (the fit window) for the trajectory."""
-    config, model, info = ctx.config, ctx.net, ctx.info
+    scalars, the training and held-out losses; puts the :class:`FitWindow` for the trajectory."""
+    config, prep = ctx.config, ctx.get(Prepared)
+    model, info = prep.net, prep.info
     P, T = config.prompt_len, config.cont_len
     N = P + T
-    a, b, c = ctx.pairs
-    m = measure_offsets(model, a, b, c, attn_bias=ctx.bias, progress=ctx.progress)
+    a, b, c = prep.pairs
+    m = measure_offsets(model, a, b, c, attn_bias=prep.bias, progress=ctx.progress)
     law = offset_laws(config, m, P, N)
-    ctx.window = law["window"]
+    ctx.put(FitWindow(law["window"]))
     exact_relay = ctx.own_model and config.attention == "uniform" and config.norm == "none" and config.d_mlp == 0
     relay_pred = limit = None
     if exact_relay and config.logit_bias == "none":

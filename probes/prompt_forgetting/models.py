@@ -4,6 +4,9 @@ held-out losses, the prompt pairs, the logit bias that cancels the prompt's dilu
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 import numpy as np
 import torch
 
@@ -177,18 +180,28 @@ def cancel_bias_matrix(P: int, n_tokens: int, dtype: torch.dtype) -> torch.Tenso
     return cancel_bias(P, n_tokens, torch.float64).dense().to(dtype)
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """What every part of a run measures: the model (built, and trained when asked, from the config, or the passed
+    one), what training reported (``snapshots``: the weights at ``train_checkpoints``), the prompt pairs and
+    continuation, and the cancelling logit bias (or None)."""
+
+    net: Any
+    info: dict
+    pairs: tuple
+    bias: PrefixKeyBias | None
+
+
 def prepare(ctx: Context) -> None:
-    """``ctx.net`` (the model: built, and trained when asked, from the config, or the passed one), ``ctx.info``
-    (what training reported), ``ctx.pairs`` (the prompt pairs and continuation) and ``ctx.bias`` (the cancelling
-    logit bias, or None)."""
+    """Puts the run's :class:`Prepared`."""
     config = ctx.config
-    ctx.info = {}
-    ctx.net = ctx.model
+    net, info = ctx.model, {}
     if ctx.own_model:
-        ctx.net, ctx.info = build_model(config, progress=ctx.progress)
+        net, info = build_model(config, progress=ctx.progress)
     P, T = config.prompt_len, config.cont_len
     N = P + T
-    protocol.check_length(ctx.net, N, f"prompt_len + cont_len = {P} + {T} =")
-    ctx.pairs = draw_pairs(config, None if ctx.own_model else ctx.net)
-    dtype = next(ctx.net.parameters()).dtype if hasattr(ctx.net, "parameters") else torch.float32
-    ctx.bias = cancel_bias(P, N, dtype) if config.logit_bias == "cancel" else None
+    protocol.check_length(net, N, f"prompt_len + cont_len = {P} + {T} =")
+    pairs = draw_pairs(config, None if ctx.own_model else net)
+    dtype = next(net.parameters()).dtype if hasattr(net, "parameters") else torch.float32
+    bias = cancel_bias(P, N, dtype) if config.logit_bias == "cancel" else None
+    ctx.put(Prepared(net=net, info=info, pairs=pairs, bias=bias))

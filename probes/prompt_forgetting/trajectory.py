@@ -8,8 +8,8 @@ import xarray as xr
 from analysis.core.progress import bar
 from analysis.probing.parts import Context
 from probes.prompt_forgetting.config import Config
-from probes.prompt_forgetting.laws import power_law
-from probes.prompt_forgetting.models import cancel_bias, language_losses
+from probes.prompt_forgetting.laws import FitWindow, power_law
+from probes.prompt_forgetting.models import Prepared, cancel_bias, language_losses
 from probes.prompt_forgetting.offsets import measure_offsets
 
 
@@ -51,7 +51,9 @@ NEEDS = ("offsets",)
 
 
 def measure(ctx: Context) -> None:
-    if "snapshots" in ctx.info:
-        traj = bias_trajectory(ctx.config, ctx.info["snapshots"], ctx.pairs, ctx.window, progress=ctx.progress)
+    prep = ctx.get(Prepared)
+    if "snapshots" in prep.info:
+        window = ctx.get(FitWindow).window
+        traj = bias_trajectory(ctx.config, prep.info["snapshots"], prep.pairs, window, progress=ctx.progress)
         ctx.data.update(traj.data_vars)
         ctx.coords.update(traj.coords)

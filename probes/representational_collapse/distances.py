@@ -5,6 +5,8 @@ no-decay case."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -16,9 +18,25 @@ from analysis.probing.parts import Context
 from analysis.theory import representational_collapse as th
 from probes.representational_collapse.bands import band, bases_dof, mean_over, seeds_note, why_band
 from probes.representational_collapse.config import BIDIRECTIONAL, SEED, SOURCE, Config
+from probes.representational_collapse.models import Models
 from probes.representational_collapse.sequences import gmean, lengths, measure_distances
 
 DESCRIPTION = "the pair distance against the length in every dtype, and its decay exponent per layer against the rate"
+
+
+@dataclass(frozen=True)
+class Distances:
+    """What the precision and linear-stack parts read: the length grid, the raw measurements
+    (:func:`measure_distances`), the float64 geometric-mean norm (n,) and distance (dtype, n), and the main fit."""
+
+    ns: np.ndarray
+    m: dict
+    norm: np.ndarray
+    dist: np.ndarray
+    fit: Any
+
+
+PROVIDES = (Distances,)
 FIELDS = (
     "family",
     "max_len",
@@ -101,20 +119,22 @@ def fit_rates(config: Config, ns: np.ndarray, m: dict, pos: str, attention: str)
 
 def measure(ctx: Context) -> None:
     """The pair distances over the length grid in every dtype, the float64 power laws (main and per layer) and the
-    predicted exponents. Leaves ``ctx.ns``, ``ctx.m`` (:func:`measure_distances`), ``ctx.norm``, ``ctx.dist``
-    (dtype, n) and ``ctx.fit`` for the parts that need them."""
-    config, dts = ctx.config, ctx.dtypes
-    L = ctx.models["float64"].n_layers
-    ns = ctx.ns = lengths(config)
-    m = ctx.m = measure_distances(ctx.models, config, ns, progress=ctx.progress, vocab=ctx.vocab)
+    predicted exponents. Puts the :class:`Distances` for the parts that need them."""
+    config, shared = ctx.config, ctx.get(Models)
+    dts, models = shared.dtypes, shared.models
+    L = models["float64"].n_layers
+    ns = lengths(config)
+    m = measure_distances(models, config, ns, progress=ctx.progress, vocab=shared.vocab)
     per = m["per_dtype"]
-    norm = ctx.norm = np.exp(np.log(per["float64"]["norm"]).mean(0))  # (N,) geometric mean |h|
-    dist = ctx.dist = np.stack([gmean(per[dt]["distance"]) for dt in dts])  # (dtype, N)
+    norm = np.exp(np.log(per["float64"]["norm"]).mean(0))  # (N,) geometric mean |h|
+    dist = np.stack([gmean(per[dt]["distance"]) for dt in dts])  # (dtype, N)
     attention = config.attention if ctx.own_model else "softmax"
-    predicted = th.predicted_slope(config.family, ctx.pos, separators=config.separator_every > 0, attention=attention)
-    rates = fit_rates(config, ns, m, ctx.pos, attention)
+    predicted = th.predicted_slope(
+        config.family, shared.pos, separators=config.separator_every > 0, attention=attention
+    )
+    rates = fit_rates(config, ns, m, shared.pos, attention)
     fit, depth_fits = rates["fit"], rates["depth_fits"]
-    ctx.fit = fit
+    ctx.put(Distances(ns=ns, m=m, norm=norm, dist=dist, fit=fit))
     slope_ci = fit.alpha_ci if fit else (math.nan, math.nan)
     ctx.coords.update(dtype=dts, n=ns, sample=np.arange(config.n_bases), end=["lo", "hi"], layer=np.arange(1, L + 1))
     ctx.data.update(
@@ -139,7 +159,7 @@ def measure(ctx: Context) -> None:
         fit_hi=float(config.max_len),
         fit_rms_residual=fit.rms_residual if fit else math.nan,
         distance_at_max_len=float(dist[0, -1]),
-        causal=float(bool(ctx.models["float64"].causal)),
+        causal=float(bool(models["float64"].causal)),
     )
 
 

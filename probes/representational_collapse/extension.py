@@ -15,7 +15,7 @@ from analysis.theory import representational_collapse as th
 from probes.representational_collapse.bands import one_model_reason
 from probes.representational_collapse.config import EXTENSION_FIELDS, Config, extension_lengths
 from probes.representational_collapse.distances import rate_alternative
-from probes.representational_collapse.models import build_models, check_length
+from probes.representational_collapse.models import Models, build_models, check_length
 from probes.representational_collapse.sequences import lengths, measure_distances
 
 DESCRIPTION = "a format's collapse measured beyond max_len against the main fit's prediction"
@@ -86,7 +86,8 @@ def collapse_prediction(
 def measure(ctx: Context) -> None:
     """The collapse of ``extend_dtype`` measured beyond ``max_len`` (:func:`measure_extension`)."""
     config = ctx.config
-    ext = measure_extension(config, ctx.models, ctx.model, ctx.vocab, ctx.progress)
+    shared = ctx.get(Models)
+    ext = measure_extension(config, shared.models, ctx.model, shared.vocab, ctx.progress)
     ctx.coords.update(n_ext=ext["n"], ext_dtype=["float64", config.extend_dtype])
     ctx.data.update(
         ext_distance=(("ext_dtype", "n_ext"), ext["distance"]),

@@ -12,6 +12,9 @@ from analysis.core.devices import to_numpy
 from analysis.probing.base import Result
 from analysis.probing.parts import Context
 from analysis.theory import representational_collapse as th
+from probes.representational_collapse.distances import Distances
+from probes.representational_collapse.models import Models
+from probes.representational_collapse.oversquashing import Sensitivity
 
 DESCRIPTION = "uniform attention without norm or MLP is exactly a linear stack: its states and sensitivity (identities)"
 FIELDS = ("attention", "norm", "d_mlp", "sens_len", "sensitivity")
@@ -47,13 +50,14 @@ def measure(ctx: Context) -> None:
     if not exact_uniform(ctx):
         return
     config = ctx.config
-    mats = uniform_matrices(ctx.models["float64"])
+    mats = uniform_matrices(ctx.get(Models).models["float64"])
     R = th.linear_stack_sensitivity(config.sens_len, mats)
     sens_exact = np.sqrt((R**2).sum(axis=(1, 2)))
     ctx.data["sensitivity_exact"] = (("position",), sens_exact)
-    ctx.scalars["uniform_stack_error"] = uniform_stack_error(ctx.m, mats)
+    ctx.scalars["uniform_stack_error"] = uniform_stack_error(ctx.get(Distances).m, mats)
     if config.sensitivity:
-        ctx.scalars["sensitivity_path_error"] = float(np.max(np.abs(ctx.sens_b[:, -1] - sens_exact) / sens_exact.max()))
+        sens_b = ctx.get(Sensitivity).per_base
+        ctx.scalars["sensitivity_path_error"] = float(np.max(np.abs(sens_b[:, -1] - sens_exact) / sens_exact.max()))
 
 
 STACK_WHY = "float64 summation error of T-term running means and d-term products over L layers (8 L T sqrt(d) eps)"

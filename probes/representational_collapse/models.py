@@ -4,6 +4,7 @@ passed model's vocabulary, positions and length limit, and the run's context (:f
 from __future__ import annotations
 
 import copy
+from dataclasses import dataclass
 
 import torch
 
@@ -97,17 +98,29 @@ def protocol_width(model) -> int:
     return int(cache["hook_embed"].shape[-1])
 
 
+@dataclass(frozen=True)
+class Models:
+    """What every part of a run measures: the models by dtype (float64 first), the token ids the pairs draw from
+    and the positional encoding the predictions assume."""
+
+    models: dict
+    vocab: int
+    pos: str
+
+    @property
+    def dtypes(self) -> list[str]:
+        return list(self.models)
+
+
 def prepare(ctx: Context) -> None:
-    """The run's shared state: ``ctx.vocab`` (token ids drawn), ``ctx.pos`` (the positions the predictions
-    assume), ``ctx.models`` ({dtype: model}, float64 first), ``ctx.dtypes``; the training loss as a scalar, the
-    rest of the model's description in ``ctx.meta``."""
+    """Puts the run's :class:`Models`; the training loss as a scalar, the rest of the model's description in
+    ``ctx.meta``."""
     config, model = ctx.config, ctx.model
-    ctx.vocab = model_vocab(config, model)
-    ctx.pos = model_pos(config, model)
-    ctx.models, info = build_models(config, model, progress=ctx.progress)
-    ctx.dtypes = list(ctx.models)
+    models, info = build_models(config, model, progress=ctx.progress)
+    shared = Models(models=models, vocab=model_vocab(config, model), pos=model_pos(config, model))
+    ctx.put(shared)
     if "train_loss" in info:
         ctx.scalars["train_loss"] = float(info["train_loss"])
     ctx.meta.update({k: v for k, v in info.items() if k != "train_loss"})
-    ctx.meta["pos_assumed"] = ctx.pos
+    ctx.meta["pos_assumed"] = shared.pos
     ctx.meta["own_model"] = ctx.own_model

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -17,10 +18,20 @@ from analysis.theory.signal_propagation import rank_residual
 from analysis.zoo.hooks import resid_names, resolve_names, run_with_cache
 from probes.representational_collapse.bands import claim_positive_mean
 from probes.representational_collapse.config import BIDIRECTIONAL, Config
-from probes.representational_collapse.models import protocol_width
+from probes.representational_collapse.models import Models, protocol_width
 from probes.representational_collapse.sequences import draw_samples, lengths, make_pair
 
 DESCRIPTION = "the last state's sensitivity to each position against path counting, and the rank residual"
+
+
+@dataclass(frozen=True)
+class Sensitivity:
+    """The last state's sensitivity to each position per base, (bases, layer, position), for the linear-stack part."""
+
+    per_base: np.ndarray
+
+
+PROVIDES = (Sensitivity,)
 FIELDS = ("sens_len", "sensitivity", "sens_bases")
 
 
@@ -60,16 +71,16 @@ def sensitivity(model, config: Config, vocab: int | None = None, chunk: int = 64
 def measure(ctx: Context) -> None:
     """The sensitivity of the last state to every position (per base, and their geometric mean), the path count
     of uniform layers with identity value maps, and the rank residual of the longest first sample's states.
-    Leaves ``ctx.sens_b`` (bases, layer, position) for the linear-stack part."""
-    config, ref = ctx.config, ctx.models["float64"]
+    Puts the :class:`Sensitivity` for the linear-stack part."""
+    config, shared = ctx.config, ctx.get(Models)
+    ref = shared.models["float64"]
     L, B = ref.n_layers, config.sens_bases
-    sens_b = ctx.sens_b = (
-        sensitivity(ref, config, ctx.vocab) if config.sensitivity else np.full((B, L, config.sens_len), np.nan)
-    )
+    sens_b = sensitivity(ref, config, shared.vocab) if config.sensitivity else np.full((B, L, config.sens_len), np.nan)
+    ctx.put(Sensitivity(sens_b))
     sens = np.exp(np.log(sens_b).mean(0))  # (L, T) geometric mean over bases
     path = th.path_sensitivity(config.sens_len, L) * math.sqrt(int(protocol_width(ref)))  # A = I: |I|_F = sqrt(d)
     # rank residual of the longest first sample's float64 states (sequence a)
-    seq = make_pair(config, draw_samples(config, ctx.vocab), 0, int(lengths(config)[-1]))[0]
+    seq = make_pair(config, draw_samples(config, shared.vocab), 0, int(lengths(config)[-1]))[0]
     names = resid_names(L, "depth")
     with torch.no_grad():
         _, cache = run_with_cache(ref, seq[None].to(model_device(ref)), names=names)

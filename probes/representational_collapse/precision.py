@@ -15,6 +15,8 @@ from analysis.probing.parts import Context
 from analysis.theory import representational_collapse as th
 from probes.representational_collapse.bands import band, bases_dof, claim_positive_mean, seeds_note, why_band
 from probes.representational_collapse.config import Config
+from probes.representational_collapse.distances import Distances
+from probes.representational_collapse.models import Models
 
 DESCRIPTION = "each format's collapse length, its outputs after it, and the effective float floor"
 FIELDS = ("dtypes", "fit_lo", "n_boot")
@@ -68,9 +70,10 @@ def floor_fits(config: Config, ns: np.ndarray, per: dict, norm: np.ndarray, dts:
 def measure(ctx: Context) -> None:
     """Each format's resolution eps|h|, its collapse length (measured and extrapolated), what its outputs do once
     collapsed, its distance's error against float64's and its divergence from float64 with the floor's exponent."""
-    config, dts, ns, dist, norm = ctx.config, ctx.dtypes, ctx.ns, ctx.dist, ctx.norm
-    per = ctx.m["per_dtype"]
-    prec = precision_measures(ns, per, dist, norm, dts, ctx.fit)
+    config, dts, d = ctx.config, ctx.get(Models).dtypes, ctx.get(Distances)
+    ns, dist, norm = d.ns, d.dist, d.norm
+    per = d.m["per_dtype"]
+    prec = precision_measures(ns, per, dist, norm, dts, d.fit)
     ctx.data.update(
         resolution=(("dtype", "n"), np.stack([th.resolution(dt, norm) for dt in dts])),
         divergence=(("dtype", "n"), prec["divergence"]),
