@@ -1,10 +1,10 @@
-"""CONTRIBUTING.md's worked example, followed literally on a copy of the repository.
+"""CONTRIBUTING.md's worked examples, each followed literally on its own copy of the repository.
 
-Every block the guide marks ``<!-- walkthrough: FILE | ACTION -->`` is applied to the copy as the prose says
+Every block the guide marks ``<!-- walkthrough NAME: FILE | ACTION -->`` is applied to the copy as the prose says
 (``append``; ``before the last line``; ``replace the last line``; ``after the line: TEXT``), then every
-``<!-- walkthrough: run -->`` block runs there in bash (``set -euo pipefail``): each command must succeed. A guide
-whose steps no longer apply (a file moved, a line changed, a signature renamed) fails here, not in a newcomer's
-hands."""
+``<!-- walkthrough NAME: run -->`` block runs there in bash (``set -euo pipefail``): each command must succeed. A
+guide whose steps no longer apply (a file moved, a line changed, a signature renamed) fails here, not in a
+newcomer's hands."""
 
 from __future__ import annotations
 
@@ -22,18 +22,20 @@ from analysis.core.paths import REPO
 from tier import TIER
 
 GUIDE = REPO / "CONTRIBUTING.md"
-STEP = re.compile(r"<!-- walkthrough: (?P<what>.+?) -->\n```\w*\n(?P<body>.*?)\n```", re.S)
+STEP = re.compile(r"<!-- walkthrough (?P<name>\w+): (?P<what>.+?) -->\n```\w*\n(?P<body>.*?)\n```", re.S)
 SKIPPED = ("figures/", "notebooks/", "bench/results/", "book/")  # what the walkthrough never reads
 
 
-def walkthrough(text: str) -> list[tuple[str, str, str]]:
-    """The guide's marked steps in order: (file or "run", action, body)."""
-    out = []
+def walkthroughs(text: str) -> dict[str, list[tuple[str, str, str]]]:
+    """The guide's worked examples by name, each its marked steps in order: (file or "run", action, body)."""
+    out: dict[str, list[tuple[str, str, str]]] = {}
     for m in STEP.finditer(text):
-        what = m.group("what").strip()
-        target, _, action = (part.strip() for part in what.partition("|"))
-        out.append((target, action, m.group("body")))
+        target, _, action = (part.strip() for part in m.group("what").partition("|"))
+        out.setdefault(m.group("name"), []).append((target, action, m.group("body")))
     return out
+
+
+WALKTHROUGHS = walkthroughs(GUIDE.read_text())
 
 
 def _last(lines: list[str]) -> int:
@@ -79,11 +81,13 @@ def _copy_repository(dest: Path) -> None:
             shutil.copy2(REPO / name, dest / name)
 
 
-def test_the_guide_marks_a_complete_walkthrough():
-    steps = walkthrough(GUIDE.read_text())
-    targets = [t for t, _, _ in steps]
-    assert "run" in targets and targets[-1] == "run", "the walkthrough ends by running its checks"
-    assert any(t.startswith("probes/") for t in targets) and any(t.startswith("tests/") for t in targets)
+def test_the_guide_marks_a_complete_walkthrough_of_a_claim_a_study_and_a_zoo_knob():
+    assert set(WALKTHROUGHS) == {"claim", "knob", "study"}
+    for name, steps in WALKTHROUGHS.items():
+        targets = [t for t, _, _ in steps]
+        assert targets[-1] == "run", f"walkthrough {name} ends by running its checks"
+        assert any(t.startswith(("probes/", "analysis/")) for t in targets), name
+        assert any(t.startswith("tests/") for t in targets), name
 
 
 def test_apply_step_refuses_a_missing_anchor(tmp_path):
@@ -97,12 +101,15 @@ def test_apply_step_refuses_a_missing_anchor(tmp_path):
         apply_step(tmp_path, "f.py", "somewhere", "d = 4")
 
 
-def test_following_the_worked_example_literally_works(tmp_path):
+@pytest.mark.parametrize("name", sorted(WALKTHROUGHS))
+def test_following_the_worked_example_literally_works(name, tmp_path):
     root = tmp_path / "repo"
     _copy_repository(root)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "COV_"))}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"  # `python` is this one
     env["TQDM_DISABLE"] = "1"
+    for cache in ("WORKBENCH_CACHE", "WORKBENCH_TEST_CACHE"):  # nothing the edited copy computes is stored elsewhere
+        env[cache] = str(tmp_path / "cache")
     where = subprocess.run(
         [sys.executable, "-c", "from analysis.core.paths import REPO; print(REPO)"],
         cwd=root,
@@ -111,7 +118,7 @@ def test_following_the_worked_example_literally_works(tmp_path):
         text=True,
     )
     assert where.stdout.strip() == str(root), f"the copy must be the one imported, got {where.stdout}"
-    steps = walkthrough(GUIDE.read_text())
+    steps = WALKTHROUGHS[name]
     for target, action, body in steps:
         if target != "run":
             apply_step(root, target, action, body)
