@@ -20,6 +20,10 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+# one BLAS thread, as the test suite and make figures run (set before numpy loads): a fixture's numbers are then
+# bit for bit those the thorough tier recomputes
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
 sys.path.insert(0, str(REPO))
 
 FIXTURES = ("softmax_alternatives",)  # probes whose full-preset result the fast tier reads from tests/data/

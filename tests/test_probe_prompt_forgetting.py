@@ -302,6 +302,8 @@ def test_bias_trajectory_claims_judge_the_sign(smoke_run):
         ({"trained": True}, "trained"),
         ({"fit_lo": 2.0}, "fit_lo"),
         ({"n_heads": 3}, "divisible"),
+        ({"n_heads": 3, "d_model": 2, "logit_gain": 2.0}, "divisible"),  # the gain's scale needs the head size first
+        ({"logit_gain": 1.5e308, "d_model": 2, "n_heads": 4}, "^logit_gain must keep the logit scale"),
         ({"logit_bias": "other"}, "logit_bias"),
         ({"pos": "learned"}, "pos"),
         ({"train_checkpoints": (0, 5)}, "needs trained=true"),

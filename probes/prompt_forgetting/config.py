@@ -79,7 +79,13 @@ class Config(ProbeConfig):
         """The model's token input and LM output, a byte vocabulary for corpus data, and the logit scale times
         ``logit_gain`` (gain 1 leaves ``logit_scale`` at its default, so trained checkpoints' keys are as without
         the field)."""
-        scale = None if self.logit_gain == 1.0 else self.logit_gain / math.sqrt(self.d_model // self.n_heads)
+        # d_model / n_heads: the head size when n_heads divides d_model (the model refuses it otherwise, naming both)
+        scale = None if self.logit_gain == 1.0 else self.logit_gain / math.sqrt(self.d_model / self.n_heads)
+        if scale is not None and not math.isfinite(scale):
+            raise ValueError(
+                "logit_gain must keep the logit scale logit_gain / sqrt(d_model / n_heads) finite, got "
+                f"{self.logit_gain}"
+            )
         vocab = 256 if self.data == "corpus" else self.vocab_size
         return {"input": "tokens", "vocab_size": vocab, "output": "lm", "logit_scale": scale}
 
