@@ -14,7 +14,7 @@ from analysis.probing.parts import Context, each_claim
 from analysis.theory import attention_entropy as th
 from analysis.zoo.model import TinyTransformer
 from probes.attention_entropy.config import Config
-from probes.attention_entropy.models import Measured, distinct_tokens, model_config
+from probes.attention_entropy.models import MeasuredModel, distinct_tokens, model_config
 from probes.attention_entropy.rows import RowsPerN
 from probes.attention_entropy.shared import (
     at_n,
@@ -50,7 +50,7 @@ def measure_replicates(config: Config, first: dict[str, np.ndarray]) -> dict[str
 
 def measure(ctx: Context) -> None:
     """Own causal softmax or SSMax models on distinct tokens: the replicate models' entropies and logit stds."""
-    config, m = ctx.config, ctx.get(Measured)
+    config, m = ctx.config, ctx.get(MeasuredModel)
     gauss = ctx.own_model and m.normalised and config.data == "distinct" and m.causal
     if not gauss:
         return

@@ -76,7 +76,7 @@ def measured_tokens(config: Config, model, T: int) -> torch.Tensor:
 
 
 @dataclass(frozen=True)
-class Measured:
+class MeasuredModel:
     """The model the untrained parts measure and its input: the context lengths ``ns`` (their largest ``T``), whether
     the kernel normalises its rows (softmax or SSMax), the model at initialisation (the config's own, or the passed
     one), whether it is causal, and the tokens (1, T)."""
@@ -90,7 +90,7 @@ class Measured:
 
 
 def prepare(ctx: Context) -> None:
-    """Puts the run's :class:`Measured`."""
+    """Puts the run's :class:`MeasuredModel`."""
     config = ctx.config
     ns = np.asarray(config.ctx_lens)
     T = int(ns.max())
@@ -102,4 +102,4 @@ def prepare(ctx: Context) -> None:
     check_length(net, T, "max(ctx_lens)")
     normalised = config.attention in ("softmax", "ssmax")
     tokens = measured_tokens(config, net, T)
-    ctx.put(Measured(ns=ns, T=T, normalised=normalised, net=net, causal=bool(net.causal), tokens=tokens))
+    ctx.put(MeasuredModel(ns=ns, T=T, normalised=normalised, net=net, causal=bool(net.causal), tokens=tokens))

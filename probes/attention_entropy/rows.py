@@ -17,7 +17,7 @@ from analysis.probing.parts import Context, each_claim
 from analysis.theory import attention_entropy as th
 from analysis.zoo.model import TinyTransformer
 from probes.attention_entropy.config import Config
-from probes.attention_entropy.models import Measured, distinct_tokens, model_config
+from probes.attention_entropy.models import MeasuredModel, distinct_tokens, model_config
 from probes.attention_entropy.shared import (
     FLOAT32_ROW,
     FLOAT64_ROW,
@@ -149,7 +149,7 @@ def measure(ctx: Context) -> None:
     """The rows of the measured model per context length, the spectral bound per row, and (own softmax or SSMax
     models) the logit-scale sweep; the slack of every bound as scalars. Puts the :class:`RowsPerN` for the
     Gaussian part."""
-    config, m = ctx.config, ctx.get(Measured)
+    config, m = ctx.config, ctx.get(MeasuredModel)
     ns, normalised = m.ns, m.normalised
     per_n, rows, slack = measure_untrained(
         m.net, m.tokens, ns, config.rows_per_n, normalised=normalised, causal=m.causal, progress=ctx.progress
