@@ -13,17 +13,23 @@ that needs an empty cache makes its own. Figures go to a per-worker folder (``WO
 ``.hypothesis/`` folder (its example database and the constants its pytest plugin reads while collecting) goes to
 a temporary folder, removed at the end.
 
-**Budget.** In the fast tier a test whose setup or call takes longer than ``TIER.budget_s`` (30 s;
-``WORKBENCH_TEST_BUDGET_S`` overrides it) fails the run: the summary names it and its duration. A slow test gets a
-fast setting; it does not leave the fast tier.
+**Budget.** In the fast tier a test whose setup or call does more than ``TIER.budget_s`` of work (30 s of CPU
+time: its process's, all threads, plus the child processes it waited for; ``WORKBENCH_TEST_BUDGET_S`` overrides it)
+or waits longer than ``TIER.wall_budget_s`` (twice that, on the wall clock) fails the run. CPU time is the measure
+because it does not grow when the machine is busy with other work (another xdist worker, a neighbouring job) or
+when a test waits for a lock another worker holds; the wall-clock ceiling catches a test that sleeps or hangs. The
+offenders are listed after pytest's last line, where a log's tail shows them. A slow test gets a fast setting; it
+does not leave the fast tier.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
+import resource
 import shutil
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -33,7 +39,7 @@ from hypothesis.configuration import set_hypothesis_home_dir
 import tier as tiers
 
 _HYPOTHESIS_HOME: str | None = None
-_OVER_BUDGET: list[tuple[str, str, float]] = []  # (test, phase, seconds) over the fast tier's budget
+_OVER_BUDGET: list[tuple[str, str, float, float]] = []  # (test, phase, CPU s, wall s) over the fast tier's budget
 
 
 def _register_hypothesis_profiles() -> None:
@@ -68,6 +74,7 @@ def pytest_configure(config):
 
 
 def pytest_unconfigure(config):
+    _report_over_budget(config)
     set_hypothesis_home_dir(None)
     if _HYPOTHESIS_HOME is not None:
         shutil.rmtree(_HYPOTHESIS_HOME, ignore_errors=True)
@@ -78,10 +85,42 @@ def pytest_report_header(config):
     return f"test tier: {tiers.TIER.name} (hypothesis profile {tiers.TIER.name}; budget: {budget})"
 
 
+def _cpu_seconds() -> float:
+    """CPU time of this process (every thread) and of the child processes it has waited for."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
+
+
+_CPU_AT_START = pytest.StashKey[float]()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item):
+    item.stash[_CPU_AT_START] = _cpu_seconds()
+    return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    item.stash[_CPU_AT_START] = _cpu_seconds()
+    return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    if call.when in ("setup", "call") and _CPU_AT_START in item.stash:
+        report.cpu_s = _cpu_seconds() - item.stash[_CPU_AT_START]  # an attribute pytest-xdist carries across
+    return report
+
+
 def pytest_runtest_logreport(report):
     budget = tiers.TIER.budget_s
-    if budget is not None and report.when in ("setup", "call") and report.duration > budget:
-        _OVER_BUDGET.append((report.nodeid, report.when, report.duration))
+    if budget is None or report.when not in ("setup", "call"):
+        return
+    cpu = getattr(report, "cpu_s", 0.0)
+    if cpu > budget or report.duration > tiers.TIER.wall_budget_s:
+        _OVER_BUDGET.append((report.nodeid, report.when, cpu, report.duration))
 
 
 def _is_worker(config) -> bool:
@@ -94,14 +133,21 @@ def pytest_sessionfinish(session, exitstatus):
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
-def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    if not _OVER_BUDGET or _is_worker(config):
+def _report_over_budget(config) -> None:
+    """After pytest's last line (the counts), so that the tail of a log names the tests over the budget."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if not _OVER_BUDGET or _is_worker(config) or reporter is None:
         return
-    budget = tiers.TIER.budget_s
-    terminalreporter.section(f"over the {tiers.TIER.name} tier's budget of {budget:g} s per test", red=True)
-    for nodeid, when, seconds in sorted(_OVER_BUDGET, key=lambda r: -r[2]):
-        terminalreporter.write_line(f"{seconds:7.1f} s  {when:<5}  {nodeid}")
-    terminalreporter.write_line("give each a fast setting (tests/tier.py); the thorough tier has no budget")
+    tier = tiers.TIER
+    reporter.write_sep(
+        "=",
+        f"over the {tier.name} tier's budget of {tier.budget_s:g} s of CPU time or {tier.wall_budget_s:g} s of "
+        "wall-clock time per test",
+        red=True,
+    )
+    for nodeid, when, cpu, wall in sorted(_OVER_BUDGET, key=lambda r: -max(r[2], r[3])):
+        reporter.write_line(f"{cpu:7.1f} s CPU  {wall:7.1f} s wall  {when:<5}  {nodeid}")
+    reporter.write_line("give each a fast setting (tests/tier.py); the thorough tier has no budget")
 
 
 def _session_cache(tmp_path_factory) -> Path:
