@@ -119,6 +119,13 @@ def test_a_test_over_the_fast_tiers_budget_fails_the_run_naming_it(suite_copy):
     assert float(slept[0]) < 0.3 and float(slept[3]) >= 0.8, slept
 
 
+def test_the_thorough_tier_has_no_budget(suite_copy):
+    assert TIERS["thorough"].budget_s is None and TIERS["thorough"].wall_budget_s is None
+    res = _pytest(suite_copy, {ENV: "thorough"})
+    assert res.returncode == pytest.ExitCode.OK, res.stdout + res.stderr
+    assert "5 passed" in res.stdout and "budget of" not in res.stdout
+
+
 def test_smoke_result_is_computed_once_and_each_call_is_a_fresh_copy(smoke_result):
     first, again = smoke_result("representational_collapse"), smoke_result("representational_collapse")
     assert again.from_cache and again is not first and again.identical(first)
