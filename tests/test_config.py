@@ -10,6 +10,7 @@ the ModelConfig the probe built by hand before they were shared.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 from dataclasses import dataclass
@@ -275,9 +276,13 @@ def test_probe_config_dict_is_its_fields_in_order_and_round_trips(name, preset):
     d = cfg.to_dict()
     # every field in order, but the fields added later (`device`, signal_propagation's `phase*`): absent at
     # their defaults, so every stored key is as it was; present once set
-    later = [f.name for f in dataclasses.fields(Config) if f.metadata.get("omit_at_default")]
+    later = [s.name for s in Config.field_specs(include_preset=True) if s.omit_at_default]
     assert "device" in later
-    assert Config.field_names() == [f.name for f in dataclasses.fields(Config)]
+    # a field of the config itself under its name, a nested part's under <part>_<field> (its switch: <part>)
+    for spec in Config.field_specs(include_preset=True):
+        outer, *inner = spec.attrs
+        assert spec.name == (outer if inner in ([], ["enabled"]) else f"{outer}_{inner[0]}"), spec
+        assert cfg.value_of(spec.name) == functools.reduce(getattr, spec.attrs, cfg)
     assert list(d) == [n for n in Config.field_names() if n not in later]  # each under its one name
     assert list(d)[0] == "preset_name" and d["preset_name"] == preset
     again = Config.from_dict(json.loads(json.dumps(d)))
@@ -640,7 +645,7 @@ def test_every_former_probe_field_name_is_refused_naming_the_new_one(name):
     renamed = renamed_fields(mod.Config)
     for old, new in renamed.items():
         with pytest.raises(TypeError, match=rf"^Config: field '{old}' is now '{new}' \("):
-            mod.Config.preset("smoke", **{old: getattr(mod.Config.preset("smoke"), new)})
+            mod.Config.preset("smoke", **{old: mod.Config.preset("smoke").value_of(new)})
         option, new_option = "--" + old.replace("_", "-"), "--" + new.replace("_", "-")
         with pytest.raises(cli.UsageError, match=rf"^{option} is now {new_option} \(.*\), for probe {name}$"):
             cli.parse_config(mod, name, ["--preset", "smoke", option, "1"])

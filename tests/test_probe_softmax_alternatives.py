@@ -185,7 +185,7 @@ def test_full_claims_pass_with_the_other_activation_outside_the_band(full):
                 "parallel": "parallel_seeds",
                 "persistent": "persistent_seeds",
             }
-            assert c.tolerance["n"] == getattr(full.config, next(v for k, v in seeds.items() if c.name.startswith(k)))
+            assert c.tolerance["n"] == full.config.value_of(next(v for k, v in seeds.items() if c.name.startswith(k)))
     assert by_name["memory_relu_slot_slope"].expected == pytest.approx(1.0, abs=1e-12)
     assert by_name["memory_softmax_slot_slope"].expected < -0.9
 
@@ -199,11 +199,11 @@ def test_the_memory_is_the_zoos_mlp_with_the_closed_forms_weights():
         relu.W_in.weight.detach().numpy(),
         relu.W_out.weight.detach().numpy(),
     )  # (n, d), (d, n): 262144 entries each
-    assert keys.std() == pytest.approx(cfg.memory_std, rel=0.01)
+    assert keys.std() == pytest.approx(cfg.memory.std, rel=0.01)
     assert values.std() == pytest.approx(memory.value_std(cfg), rel=0.01)
     assert all(b is None or not b.any() for b in (relu.W_in.bias, relu.W_out.bias))  # no read-out offset
     x = sa.sphere_inputs(cfg, seed=0)
-    np.testing.assert_allclose(x.pow(2).sum(-1).numpy(), cfg.memory_d_model, rtol=1e-13)
+    np.testing.assert_allclose(x.pow(2).sum(-1).numpy(), cfg.memory.d_model, rtol=1e-13)
     with torch.no_grad():  # softmax over the hidden units: the read is a convex combination of the values
         p = torch.softmax(relu.W_in(x), dim=-1)
         torch.testing.assert_close(soft(x), relu.W_out(p), rtol=1e-12, atol=1e-15)
@@ -346,7 +346,7 @@ def test_mimetic_layer_has_the_product_and_the_logit_law_it_is_judged_by():
     M0 = (attn.W_q.weight.T @ attn.W_k.weight).detach()
     M1 = (attn2.W_q.weight.T @ attn2.W_k.weight).detach()
     torch.testing.assert_close(M1 - M0, 1.5 * torch.eye(8, dtype=torch.float64), rtol=0, atol=1e-12)
-    assert float(M0.std()) == pytest.approx(cfg.mimetic_alpha / math.sqrt(8), rel=0.3)
+    assert float(M0.std()) == pytest.approx(cfg.mimetic.alpha / math.sqrt(8), rel=0.3)
     x = torch.randn(1, 1, 8, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
     a, s = models.row_logits(with_eye, x)
     c = with_eye.config.scale
@@ -561,14 +561,14 @@ def test_the_shaped_stacks_are_the_zoos_skipless_attention_with_zero_queries():
             assert torch.equal(a, shaped_weights[name]), name  # the same value and output weights
     assert all(not blk.attn.W_q.weight.any() for blk in soft.blocks)
     x = torch.randn(
-        2, cfg.shaped_tokens, cfg.shaped_d_model, dtype=torch.float64, generator=torch.Generator().manual_seed(0)
+        2, cfg.shaped.tokens, cfg.shaped.d_model, dtype=torch.float64, generator=torch.Generator().manual_seed(0)
     )
     with torch.no_grad():
         y = x
         for blk in shp.blocks:  # the identity pattern: each layer is x W_v^T W_o^T, no skip
             y = blk.attn.W_o(blk.attn.W_v(y))
         torch.testing.assert_close(shp(x), y, rtol=1e-13, atol=1e-13)
-        C = torch.tensor(th.uniform_causal(cfg.shaped_tokens))
+        C = torch.tensor(th.uniform_causal(cfg.shaped.tokens))
         y = x
         for blk in soft.blocks:
             y = C @ blk.attn.W_o(blk.attn.W_v(y))
@@ -599,13 +599,13 @@ def test_the_cog_stacks_are_the_zoos_skipless_signexp_attention():
     cfg = sa.Config.preset("smoke")
     soft, sign = cog.stack(cfg, "softmax", 2, seed=5), cog.stack(cfg, "cog", 2, seed=5)
     assert all(torch.equal(a, b) for a, b in zip(soft.parameters(), sign.parameters(), strict=True))
-    x = torch.randn(2, cfg.cog_tokens, cfg.cog_d_model, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
-    mask = torch.ones(cfg.cog_tokens, cfg.cog_tokens, dtype=torch.bool).tril()
+    x = torch.randn(2, cfg.cog.tokens, cfg.cog.d_model, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    mask = torch.ones(cfg.cog.tokens, cfg.cog.tokens, dtype=torch.bool).tril()
     with torch.no_grad():
         y = x
         for blk in sign.blocks:  # SignExp over the causal logits, no skip, no norm
             a = blk.attn
-            z = (a.W_q(y) @ a.W_k(y).transpose(-1, -2) / math.sqrt(cfg.cog_d_model)).masked_fill(~mask, float("-inf"))
+            z = (a.W_q(y) @ a.W_k(y).transpose(-1, -2) / math.sqrt(cfg.cog.d_model)).masked_fill(~mask, float("-inf"))
             y = a.W_o(torch.from_numpy(th.sign_exp(z.numpy())) @ a.W_v(y))
         torch.testing.assert_close(sign(x), y, rtol=1e-12, atol=1e-12)
 
@@ -628,9 +628,9 @@ def test_the_parallel_part_feeds_each_blocks_own_mlp_its_two_inputs():
     (the block's output is mid + mlp(ln2(mid))), and the law's output moment at RMS s is E gelu(s z)^2."""
     cfg = sa.Config.preset("smoke")
     model = parallel.parallel_model(cfg, seed=3)
-    x = torch.randn(2, cfg.parallel_tokens, cfg.parallel_d_model, dtype=torch.float64)
+    x = torch.randn(2, cfg.parallel.tokens, cfg.parallel.d_model, dtype=torch.float64)
     streams = parallel.block_inputs(model, x)
-    assert len(streams) == cfg.parallel_depth
+    assert len(streams) == cfg.parallel.depth
     with torch.no_grad():
         for l, (pre, mid) in enumerate(streams):
             blk = model.blocks[l]
@@ -660,12 +660,12 @@ def test_irrelevant_mass_is_the_zoos_softmax_beside_the_planted_key():
     planted weight at the row's planted logit (the score, gap included) and logit std."""
     cfg = sa.Config.preset("smoke")
     m = sparse.measure_keys(cfg, 8, seed=3)
-    rows = min(cfg.sparse_rows, 8)
-    assert m["irrelevant"].shape == (cfg.sparse_batch_size, rows)
+    rows = min(cfg.sparse.rows, 8)
+    assert m["irrelevant"].shape == (cfg.sparse.batch_size, rows)
     model = sparse.sparse_model(cfg, "softmax", derived_seed(3, "sparse_weights") % MAX_SEED)
     g = torch.Generator().manual_seed(derived_seed(3, "sparse_inputs_n8"))
-    x = torch.randn(cfg.sparse_batch_size, 9, cfg.sparse_d_model, generator=g, dtype=torch.float64)
-    got = models.head_pattern_and_scores(model, x, sparse.planted_bias(8, cfg.sparse_gap))
+    x = torch.randn(cfg.sparse.batch_size, 9, cfg.sparse.d_model, generator=g, dtype=torch.float64)
+    got = models.head_pattern_and_scores(model, x, sparse.planted_bias(8, cfg.sparse.gap))
     p, z = got[models.PATTERN][:, 1 : rows + 1], got[models.SCORES][:, 1 : rows + 1]
     np.testing.assert_allclose(m["irrelevant"], 1.0 - p[..., 0].numpy(), rtol=0, atol=1e-15)
     s = sparse.row_logit_std(model, x)[:, 1 : rows + 1].numpy()
@@ -675,7 +675,7 @@ def test_irrelevant_mass_is_the_zoos_softmax_beside_the_planted_key():
 def test_exchangeable_keys_and_a_length_free_share_fail_the_persistent_claims(full):
     data = full.data.copy(deep=True)
     ts = data["persistent_t"].values.astype(np.float64)
-    N = full.config.persistent_slots
+    N = full.config.persistent.slots
     data["persistent_share"].values[:] = (N / (N + ts))[:, None]  # the memory's keys weighing like the context's
     led = _judge(persistent, full, data)
     assert led["persistent_memory_share_exact"].status == "fail"

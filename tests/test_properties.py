@@ -521,7 +521,7 @@ def _clamp(spec: FieldSpec, cap: Cap, value):
 def cheap_smoke(name: str) -> dict:
     """The smoke preset's values of the capped fields, clamped to their caps."""
     config = probes.get(name).Config.preset("smoke")
-    return {s.name: _clamp(s, _cap(name, s), getattr(config, s.name)) for s in _specs(name) if s.name in CAPS[name]}
+    return {s.name: _clamp(s, _cap(name, s), config.value_of(s.name)) for s in _specs(name) if s.name in CAPS[name]}
 
 
 # ================================================================================================
@@ -689,7 +689,7 @@ def run_and_check(name: str, config: ProbeConfig) -> float:
 def _changed(name: str, config: ProbeConfig) -> dict:
     """The fields of ``config`` that differ from the smoke preset (for short failure reports)."""
     smoke = probes.get(name).Config.preset("smoke")
-    return {f: getattr(config, f) for f in config.field_names() if getattr(config, f) != getattr(smoke, f)}
+    return {f: config.value_of(f) for f in config.field_names() if config.value_of(f) != smoke.value_of(f)}
 
 
 @pytest.fixture

@@ -41,6 +41,28 @@ key stored under its config (rename together with a version bump). ``param(..., 
 name the field had until the last release; a config built, replaced or read with that name raises ``TypeError``
 naming the new one (and the command line answers ``--old-name`` with one line naming ``--new-name``).
 
+Nested parts. A probe made of parts nests one config per part: a :class:`PartConfig` subclass naming its part
+(``PART = "sparse"``), declared in the probe's config with :func:`part`, its on/off field (if any) with
+:func:`switch`::
+
+    @dataclass(frozen=True)
+    class Sparse(PartConfig):
+        PART = "sparse"
+        enabled: bool = switch(True, "measure sparsemax's isolation of a planted key")
+        keys: tuple[int, ...] = param((16, 64), "keys n each row sees", minimum=2)
+
+    @dataclass(frozen=True)
+    class Probe(BaseConfig):
+        seed: int = param(0, "seed")
+        sparse: Sparse = part(Sparse)
+
+Code reads ``config.sparse.keys``. Everything that names fields by string -- :meth:`BaseConfig.field_specs`,
+:meth:`~BaseConfig.to_dict`, :meth:`~BaseConfig.from_dict`, :meth:`~BaseConfig.replace`, presets, the command line,
+sweeps and error messages -- uses the flat names generated from the nesting: ``sparse_keys`` (``--sparse-keys``)
+and, for the switch, the part's name alone (``sparse``, ``--sparse``). The constructor takes either
+(``Probe(sparse_keys=(8, 32))`` or ``Probe(sparse=Sparse(keys=(8, 32)))``); :meth:`BaseConfig.value_of` reads a
+value by flat name. ``to_dict()`` is flat, so nesting the fields of an existing config leaves its keys as they were.
+
 Fields added later. A field declared with ``param(..., omit_at_default=True)`` is left out of
 :meth:`BaseConfig.to_dict` while it holds its default, and :meth:`BaseConfig.from_dict` fills it in
 when absent. Adding such a field therefore leaves the dict (and every cache key) of each existing
@@ -59,7 +81,17 @@ from typing import Any, ClassVar
 from analysis.core.fields import FieldSpec, field_specs_of
 from analysis.core.io import to_jsonable
 
-__all__ = ["BaseConfig", "FieldSpec", "check_not_renamed", "field_specs_of", "param", "renamed_fields"]
+__all__ = [
+    "BaseConfig",
+    "FieldSpec",
+    "PartConfig",
+    "check_not_renamed",
+    "field_specs_of",
+    "param",
+    "part",
+    "renamed_fields",
+    "switch",
+]
 
 
 def param(
@@ -103,6 +135,18 @@ def param(
     return field(default=default, metadata=meta)
 
 
+def switch(default: bool, help: str, **kwargs: Any) -> Any:
+    """The field that turns a part on or off, in a :class:`PartConfig`; its flat name is the part's name."""
+    spec = param(default, help, **kwargs)
+    return field(default=default, metadata={**spec.metadata, "switch": True})
+
+
+def part(cls: type[PartConfig]) -> Any:
+    """A field holding the nested config of one part (``cls``, whose ``PART`` is the field's name); its default is
+    ``cls()``, the part's declared defaults."""
+    return field(default=cls(), metadata={"part": cls})
+
+
 @cache
 def renamed_fields(cls: type) -> dict[str, str]:
     """Former name -> field name, for every field of config class ``cls`` declared with ``param(..., formerly=...)``."""
@@ -118,8 +162,51 @@ def check_not_renamed(cls: type, names) -> None:
         raise TypeError(f"{cls.__name__}: field {old!r} is now {spec.name!r} ({spec.help})")
 
 
+@cache
+def _parts_of(cls: type) -> dict[str, type]:
+    """Field name -> part config class, for the fields of ``cls`` declared with :func:`part`."""
+    return {f.name: f.metadata["part"] for f in dataclasses.fields(cls) if "part" in f.metadata}
+
+
+@cache
+def _nested_paths(cls: type) -> dict[str, tuple[str, ...]]:
+    """Flat name -> (part, attribute), for the fields of the parts nested in ``cls``."""
+    return {s.name: s.attrs for s in field_specs_of(cls) if s.nested}
+
+
+def _nest(cls: type, values: Mapping[str, Any], base: Any = None) -> dict[str, Any]:
+    """``values`` by flat name -> constructor arguments of ``cls``: each nested part's flat values applied to the
+    part given whole, else to ``base``'s part (:meth:`BaseConfig.replace`), else to the part's defaults."""
+    parts, paths = _parts_of(cls), _nested_paths(cls)
+    out: dict[str, Any] = {}
+    changes: dict[str, dict[str, Any]] = {}
+    for name, value in values.items():
+        if name in parts and isinstance(value, parts[name]):
+            out[name] = value
+        elif name in paths:
+            part_name, attr = paths[name]
+            changes.setdefault(part_name, {})[attr] = value
+        else:
+            out[name] = value
+    for part_name, attrs in changes.items():
+        given = out.get(part_name, getattr(base, part_name) if base is not None else parts[part_name]())
+        out[part_name] = dataclasses.replace(given, **attrs)
+    return out
+
+
+class _ConfigType(type):
+    """Builds a config with nested parts from flat names, and answers a renamed field with its new name (the
+    generated ``__init__`` would say only "unexpected keyword argument")."""
+
+    def __call__(cls, *args: Any, **kwargs: Any):
+        check_not_renamed(cls, kwargs)
+        if _parts_of(cls):
+            kwargs = _nest(cls, kwargs)
+        return super().__call__(*args, **kwargs)
+
+
 @dataclass(frozen=True)
-class BaseConfig:
+class BaseConfig(metaclass=_ConfigType):
     """Base of every config: normalisation and validation from the field declarations, dict round trip.
 
     Subclasses are ``@dataclass(frozen=True)``; override :meth:`validate` (calling
@@ -130,31 +217,29 @@ class BaseConfig:
     # given: their to_dict() keys stored checkpoints, and a converted value would change the key.
     FLOATS_FROM_INTS: ClassVar[bool] = True
 
-    def __new__(cls, *args: Any, **kwargs: Any):
-        # the generated __init__ would say only "unexpected keyword argument": name the field's new name instead
-        check_not_renamed(cls, kwargs)
-        return super().__new__(cls)
-
     def __post_init__(self) -> None:
         for spec in field_specs_of(type(self)):
-            value = spec.normalise(getattr(self, spec.name), self.FLOATS_FROM_INTS)
-            object.__setattr__(self, spec.name, value)
+            if spec.nested:  # a nested part normalised and checked its own fields
+                continue
+            value = spec.normalise(getattr(self, spec.attrs[0]), self.FLOATS_FROM_INTS)
+            object.__setattr__(self, spec.attrs[0], value)
         self.validate()
 
     def validate(self) -> None:
         """Check every field against its type and metadata. Override to add checks across fields
         (call ``super().validate()`` first); raise ``ValueError`` naming the field."""
         for spec in field_specs_of(type(self)):
-            spec.check(getattr(self, spec.name))
+            if not spec.nested:
+                spec.check(getattr(self, spec.attrs[0]))
 
     @classmethod
     def field_specs(cls) -> tuple[FieldSpec, ...]:
-        """Every field's spec, in declaration order."""
+        """Every field's spec, in declaration order (a nested part's fields in its place, under flat names)."""
         return field_specs_of(cls)
 
     @classmethod
     def field_names(cls) -> list[str]:
-        """The field names in declaration order (TypeError for an unsupported declaration)."""
+        """The flat field names in declaration order (TypeError for an unsupported declaration)."""
         return [s.name for s in field_specs_of(cls)]
 
     @classmethod
@@ -168,17 +253,30 @@ class BaseConfig:
     def _unknown_fields_message(cls, unknown: list[str]) -> str:
         return f"unknown {cls.__name__} field(s) {sorted(unknown)}; allowed: {sorted(cls.field_names())}"
 
+    def value_of(self, name: str) -> Any:
+        """The value of the field of flat name ``name`` (``sparse_keys``: ``self.sparse.keys``)."""
+        spec = next((s for s in field_specs_of(type(self)) if s.name == name), None)
+        if spec is None:
+            raise ValueError(self._unknown_fields_message([name]))
+        return self._at(spec.attrs)
+
+    def _at(self, attrs: tuple[str, ...]) -> Any:
+        value: Any = self
+        for attr in attrs:
+            value = getattr(value, attr)
+        return value
+
     def replace(self, **changes: Any):
-        """A copy with ``changes`` applied (validated again)."""
-        self._check_names(changes)
-        return dataclasses.replace(self, **changes)
+        """A copy with ``changes`` (by flat name, or a nested part whole) applied, validated again."""
+        self._check_names([k for k in changes if k not in _parts_of(type(self))])
+        return dataclasses.replace(self, **_nest(type(self), changes, base=self))
 
     def to_dict(self) -> dict[str, Any]:
         """The values in field order, JSON-safe (tuples become lists); a field declared with
         ``omit_at_default=True`` is left out while it holds its default."""
         out = {}
         for spec in field_specs_of(type(self)):
-            value = getattr(self, spec.name)
+            value = self._at(spec.attrs)
             if spec.omit_at_default and _same_value(value, spec.default):
                 continue
             out[spec.name] = to_jsonable(value)
@@ -190,6 +288,25 @@ class BaseConfig:
         former name with a ``TypeError`` naming the new one)."""
         cls._check_names(d)
         return cls(**d)
+
+
+@dataclass(frozen=True)
+class PartConfig(BaseConfig):
+    """The config of one part of a probe, nested in the probe's config with :func:`part` (see the module
+    docstring). ``PART`` is the part's name: the field that holds it, and the prefix of its fields' flat names. Its
+    checks (``validate``) name fields by their flat names (:meth:`flat`), as the command line spells them."""
+
+    PART: ClassVar[str] = ""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if not cls.__dict__.get("PART"):
+            raise TypeError(f"{cls.__qualname__}: set PART, the name of the part (the field that nests it)")
+
+    @classmethod
+    def flat(cls, attr: str) -> str:
+        """The flat name of field ``attr``: ``<part>_<attr>``, or ``<part>`` for the switch."""
+        return next(s.name for s in field_specs_of(cls) if s.attrs == (attr,))
 
 
 def _same_value(a: Any, b: Any) -> bool:

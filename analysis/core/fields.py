@@ -15,6 +15,7 @@ from typing import Any
 
 from analysis.core.validation import check_bool, check_choice, check_float, check_int, check_sequence
 
+NO_SMOKE: Any = type("NoSmoke", (), {"__repr__": lambda self: "NO_SMOKE"})()  # FieldSpec.smoke: none declared
 _SCALAR_TYPES = {int: "int", float: "float", bool: "bool", str: "str"}
 _ITEM_WORDS = {int: "integers", float: "numbers", bool: "true/false values", str: "strings"}
 _SCALAR_WORDS = {int: "an integer", float: "a number", bool: "true or false", str: "a string"}
@@ -37,6 +38,18 @@ class FieldSpec:
     max_len: int | None = None  # longest tuple (fixed-length tuples: == min_len)
     omit_at_default: bool = False  # left out of to_dict() while at its default (a field added later)
     formerly: tuple[str, ...] = ()  # names it had until the last release: refused, with a message naming this one
+    path: tuple[str, ...] = ()  # attributes from the config to the value: ("sparse", "keys") in a nested part
+    smoke: Any = None  # the value in a probe's smoke preset where declared (param(..., smoke=...)), else NO_SMOKE
+
+    @property
+    def attrs(self) -> tuple[str, ...]:
+        """The attribute path from the config to the value (``(name,)`` for a field of the config itself)."""
+        return self.path or (self.name,)
+
+    @property
+    def nested(self) -> bool:
+        """A field of a part config nested in the config (its own construction checked it)."""
+        return len(self.attrs) > 1
 
     @property
     def option(self) -> str:
@@ -191,20 +204,36 @@ def _resolve_type(cls: type, name: str, tp: Any) -> _Resolved:
 
 @cache
 def field_specs_of(cls: type) -> tuple[FieldSpec, ...]:
-    """Every field of config class ``cls``, resolved, in declaration order."""
+    """Every field of config class ``cls``, resolved, in declaration order, each under its flat name.
+
+    A field declared with ``metadata["part"]`` holds a nested part config (``analysis.core.config.part``): its
+    fields follow in its place, each named ``<part>_<field>`` (its switch, ``metadata["switch"]``, named ``<part>``
+    alone) with the attribute path to reach it. The fields of a part config class itself (``PART`` set) carry the
+    same flat names, so that its own checks name the field as the command line spells it.
+    """
     hints = typing.get_type_hints(cls)
+    prefix = getattr(cls, "PART", None)
     specs = []
     for f in dataclasses.fields(cls):
         if f.default is dataclasses.MISSING:
             raise TypeError(f"{cls.__name__}.{f.name} needs a default")
-        kind = _resolve_type(cls, f.name, hints[f.name])
         meta = f.metadata
+        if "part" in meta:
+            part_cls = meta["part"]
+            if getattr(part_cls, "PART", None) != f.name:
+                raise TypeError(f"{cls.__name__}.{f.name} nests {part_cls.__name__}, whose PART must be {f.name!r}")
+            specs.extend(dataclasses.replace(s, path=(f.name, *s.attrs)) for s in field_specs_of(part_cls))
+            continue
+        kind = _resolve_type(cls, f.name, hints[f.name])
         if kind.choices is not None and "choices" in meta:
             raise TypeError(f"{cls.__name__}.{f.name}: give the choices once, as a Literal or as choices=")
+        if meta.get("switch") and (prefix is None or kind.base is not bool or kind.is_seq or f.name != "enabled"):
+            raise TypeError(f"{cls.__name__}.{f.name}: a switch is a part config's bool field named 'enabled'")
+        name = f.name if prefix is None else prefix if meta.get("switch") else f"{prefix}_{f.name}"
         min_len = kind.length if kind.length is not None else meta.get("min_len", 1)
         specs.append(
             FieldSpec(
-                name=f.name,
+                name=name,
                 base=kind.base,
                 is_seq=kind.is_seq,
                 optional=kind.optional,
@@ -217,10 +246,16 @@ def field_specs_of(cls: type) -> tuple[FieldSpec, ...]:
                 max_len=kind.length,
                 omit_at_default=bool(meta.get("omit_at_default", False)),
                 formerly=meta.get("formerly", ()),
+                path=(f.name,) if name != f.name else (),
+                smoke=meta.get("smoke", NO_SMOKE),
             )
         )
+    names = [s.name for s in specs]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise TypeError(f"{cls.__name__}: flat field name(s) {twice} given twice (a field and a nested part's)")
     old = [o for s in specs for o in s.formerly]
-    clashes = sorted({o for o in old if old.count(o) > 1} | (set(old) & {s.name for s in specs}))
+    clashes = sorted({o for o in old if old.count(o) > 1} | (set(old) & set(names)))
     if clashes:
         raise TypeError(f"{cls.__name__}: former name(s) {clashes} given twice or still a field's name")
     return tuple(specs)

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from analysis.claims.ledger import PRESETS as PRESET_NAMES
 from analysis.core.config import BaseConfig, FieldSpec, field_specs_of, param
 from analysis.core.devices import DEVICES, resolve_device
+from analysis.core.fields import NO_SMOKE
 from analysis.core.io import content_hash
 from analysis.core.validation import check_choice
 
@@ -183,7 +184,7 @@ class ProbeConfig(BaseConfig):
         under the config's own ``SMOKE`` entries."""
         out = {name: dict(cls.PRESETS.get(name, {})) for name in PRESET_NAMES if name in cls.PRESETS or name == "full"}
         if "smoke" in out:
-            declared = {f.name: f.metadata["smoke"] for f in dataclasses.fields(cls) if "smoke" in f.metadata}
+            declared = {s.name: s.smoke for s in field_specs_of(cls) if s.smoke is not NO_SMOKE}
             out["smoke"] = {**declared, **out["smoke"]}
         return out
 

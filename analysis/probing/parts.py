@@ -64,7 +64,7 @@ class Part:
 
     def enabled(self, config: Any) -> bool:
         """Whether the part runs (and claims) for ``config``: its gate field is truthy, or it has none."""
-        return self.gate is None or bool(getattr(config, self.gate))
+        return self.gate is None or bool(config.value_of(self.gate))
 
 
 T = TypeVar("T")
@@ -256,7 +256,7 @@ def measure_replicates(
     """:func:`over_replicates` of ``measure_one`` over the config's ``<part>_seeds`` replicate seeds of its seed,
     each array ``measure_one`` returns (one value per ``axis`` coordinate) stored under its key as a data variable with
     dims ``(axis name, "<part>_seed")``, the coordinates set; returns everything measured."""
-    count = getattr(ctx.config, f"{part}_seeds")
+    count = ctx.config.value_of(f"{part}_seeds")
     got = over_replicates(ctx.config.seed, count, measure_one, progress=ctx.progress, desc=f"{part} replicates")
     seed_dim = f"{part}_seed"
     for key, values in got.items():

@@ -42,7 +42,7 @@ def next_looks(name: str, result: Result) -> dict[str, tuple[int, list[str]]]:
         spec = decl.lookup(claim.name)
         if spec is None or not spec.looks:
             continue
-        n = getattr(result.config, spec.replicates)
+        n = result.config.value_of(spec.replicates)
         nxt = next_look(spec.looks, n)
         if nxt is None:
             continue
@@ -76,7 +76,7 @@ def decided_run(
         changes = {field: n for field, (n, _) in todo.items()}
         taken.append(
             {
-                "from": {f: getattr(result.config, f) for f in changes},
+                "from": {f: result.config.value_of(f) for f in changes},
                 "to": changes,
                 "undecided": sorted(c for _, cs in todo.values() for c in cs),
             }

@@ -142,7 +142,7 @@ def replicates_by(runs: Sequence[Result], field: str) -> list[Replicates]:
     module, _ = _resolve(runs[0].probe)
     groups: dict[Any, list[Result]] = {}
     for r in runs:
-        groups.setdefault(getattr(r.config, field), []).append(r)
+        groups.setdefault(r.config.value_of(field), []).append(r)
     return [Replicates(module, tuple(rs)) for rs in groups.values()]
 
 

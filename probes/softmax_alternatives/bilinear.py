@@ -36,7 +36,7 @@ EPS = float(np.finfo(np.float64).eps)
 def bilinear_mlp(config: Config, seed: int) -> torch.nn.Module:
     """The MLP of a float64 zoo block with ``activation="bilinear"`` (width ``bilinear_d_model``, ``bilinear_d_mlp``
     units, fan-in init from ``seed``): ``W_out ((W_in x) * (W_gate x))``."""
-    model = random_head(config.bilinear_d_model, "uniform", seed, d_mlp=config.bilinear_d_mlp, activation="bilinear")
+    model = random_head(config.bilinear.d_model, "uniform", seed, d_mlp=config.bilinear.d_mlp, activation="bilinear")
     return model.blocks[0].mlp
 
 
@@ -44,13 +44,13 @@ def planted_task(config: Config, seed: int) -> dict[str, np.ndarray]:
     """N Gaussian inputs, an orthonormal basis U (d x r) and per output the eigenvalues ``lambda_o`` ~ N(0, 1) of
     ``Q_o = U diag(lambda_o) U^T``; targets ``y_o = x^T Q_o x + sigma eps_o``."""
     c = config
-    d, r = c.bilinear_d_model, c.bilinear_rank
+    d, r = c.bilinear.d_model, c.bilinear.rank
     rng = np.random.default_rng(derived_seed(seed, "bilinear_task") % MAX_SEED)
-    x = rng.standard_normal((c.bilinear_samples, d))
+    x = rng.standard_normal((c.bilinear.samples, d))
     U, _ = np.linalg.qr(rng.standard_normal((d, r)))
     lam = rng.standard_normal((d, r))
     Q = np.einsum("ir,or,jr->oij", U, lam, U)
-    y = np.einsum("ni,oij,nj->no", x, Q, x) + c.bilinear_noise * rng.standard_normal((c.bilinear_samples, d))
+    y = np.einsum("ni,oij,nj->no", x, Q, x) + c.bilinear.noise * rng.standard_normal((c.bilinear.samples, d))
     return {"x": x, "U": U, "Q": Q, "y": y}
 
 
@@ -104,17 +104,17 @@ def measure_layer(config: Config, seed: int) -> dict[str, np.ndarray]:
     c = config
     task = planted_task(c, seed)
     mlp = bilinear_mlp(c, derived_seed(seed, "bilinear_weights") % MAX_SEED)
-    loss = train_to_minimum(mlp, task["x"], task["y"], c.bilinear_steps)
+    loss = train_to_minimum(mlp, task["x"], task["y"], c.bilinear.steps)
     B = interaction(mlp)
     best = th.quadratic_least_squares(task["x"], task["y"])
     spectrum = np.sort(np.abs(np.linalg.eigvalsh(B)), axis=-1)[:, ::-1]
     return {
         "outside": np.array(th.outside_energy(B, task["U"])),
-        "outside_exact": np.array(th.outside_noise_energy(task["x"], task["U"], c.bilinear_noise, c.bilinear_d_model)),
+        "outside_exact": np.array(th.outside_noise_energy(task["x"], task["U"], c.bilinear.noise, c.bilinear.d_model)),
         "fit_gap": np.array(np.linalg.norm(B - best) / np.linalg.norm(best)),
         "loss": np.array(loss),
         "decomposition": np.array(decomposition_error(mlp, B, task["x"])),
-        "top_fraction": th.top_eigen_fraction(B, c.bilinear_rank),
+        "top_fraction": th.top_eigen_fraction(B, c.bilinear.rank),
         "spectrum": spectrum,
     }
 
@@ -122,7 +122,7 @@ def measure_layer(config: Config, seed: int) -> dict[str, np.ndarray]:
 def measure(ctx: Context) -> None:
     c = ctx.config
     got = over_replicates(
-        c.seed, c.bilinear_seeds, lambda s: measure_layer(c, s), progress=ctx.progress, desc="bilinear layers"
+        c.seed, c.bilinear.seeds, lambda s: measure_layer(c, s), progress=ctx.progress, desc="bilinear layers"
     )
     seed = ("bilinear_seed",)
     ctx.data["bilinear_outside_energy"] = (seed, got["outside"])
@@ -132,9 +132,9 @@ def measure(ctx: Context) -> None:
     ctx.data["bilinear_decomposition_error"] = (seed, got["decomposition"])
     ctx.data["bilinear_top_fraction"] = (("bilinear_output", "bilinear_seed"), got["top_fraction"])
     ctx.data["bilinear_spectrum"] = (("bilinear_output", "bilinear_eigen", "bilinear_seed"), got["spectrum"])
-    d = c.bilinear_d_model
+    d = c.bilinear.d_model
     ctx.coords.update(
-        bilinear_seed=list(range(c.bilinear_seeds)), bilinear_output=list(range(d)), bilinear_eigen=list(range(d))
+        bilinear_seed=list(range(c.bilinear.seeds)), bilinear_output=list(range(d)), bilinear_eigen=list(range(d))
     )
     ctx.scalars["bilinear_top_fraction_mean"] = float(got["top_fraction"].mean())
     ctx.scalars["bilinear_fit_gap_max"] = float(got["fit_gap"].max())
@@ -144,16 +144,16 @@ def claim_decomposition(led: Ledger, r: Result) -> None:
     """003#57: the bilinear MLP is exactly a third-order tensor: each output the quadratic form of its interaction
     matrix, on every measured input of every trained layer."""
     c = r.config
-    terms = c.bilinear_d_mlp + c.bilinear_d_model**2
+    terms = c.bilinear.d_mlp + c.bilinear.d_model**2
     led.judge(
         "bilinear_tensor_decomposition_exact",
         measured=float(r.data["bilinear_decomposition_error"].values.max()),
         expected=0.0,
         atol=2 * terms * EPS,
-        why=f"two float64 sums of at most {c.bilinear_d_mlp} (the layer) and {c.bilinear_d_model}^2 (the quadratic "
+        why=f"two float64 sums of at most {c.bilinear.d_mlp} (the layer) and {c.bilinear.d_model}^2 (the quadratic "
         "form) terms each round by at most their count times eps times their absolute sum (x2: both sides)",
-        statement=f"every output of the {c.bilinear_seeds} trained bilinear layers equals x^T B_o x on its "
-        f"{c.bilinear_samples} inputs (in units of the terms' absolute sum)",
+        statement=f"every output of the {c.bilinear.seeds} trained bilinear layers equals x^T B_o x on its "
+        f"{c.bilinear.samples} inputs (in units of the terms' absolute sum)",
     )
 
 
@@ -169,12 +169,12 @@ def claim_outside_noise(led: Ledger, r: Result) -> None:
         replicates=ratio,
         expected=1.0,
         alternative=0.0,
-        why=f"95% t band over {c.bilinear_seeds} independent layers and tasks (replicate seeds) of each one's measured "
+        why=f"95% t band over {c.bilinear.seeds} independent layers and tasks (replicate seeds) of each one's measured "
         "energy outside the planted subspace over its exact expectation given its inputs; the 1 is the ratio's "
         "definition",
-        statement=f"bilinear MLP (d = {c.bilinear_d_model}, {c.bilinear_d_mlp} units) trained to its minimum on "
-        f"{c.bilinear_samples} inputs of a rank-{c.bilinear_rank} quadratic target with noise {c.bilinear_noise:g}: "
-        f"the top {c.bilinear_rank} eigenvalues carry {100 * frac:.1f}% of each interaction matrix, and the energy "
+        statement=f"bilinear MLP (d = {c.bilinear.d_model}, {c.bilinear.d_mlp} units) trained to its minimum on "
+        f"{c.bilinear.samples} inputs of a rank-{c.bilinear.rank} quadratic target with noise {c.bilinear.noise:g}: "
+        f"the top {c.bilinear.rank} eigenvalues carry {100 * frac:.1f}% of each interaction matrix, and the energy "
         "outside the planted subspace is the fitted noise's exact law "
         f"(mean {float(d['bilinear_outside_energy_exact'].values.mean()):.4f})",
     )

@@ -26,7 +26,7 @@ CORRELATIONS = {"softmax": "cog_softmax_correlation", "cog": "cog_cog_correlatio
 def stack(config: Config, kernel: str, depth: int, seed: int):
     """A skipless attention-only stack (one head per layer, no norm, no MLP, causal, fan-in weights including the
     queries) of ``depth`` layers with attention ``kernel``; the weights depend on ``seed`` and the shapes only."""
-    return random_head(config.cog_d_model, kernel, seed, n_layers=depth, causal=True, attn_residual=False)
+    return random_head(config.cog.d_model, kernel, seed, n_layers=depth, causal=True, attn_residual=False)
 
 
 def measure_layer(config: Config, seed: int) -> dict[str, np.ndarray]:
@@ -36,8 +36,8 @@ def measure_layer(config: Config, seed: int) -> dict[str, np.ndarray]:
     signs D (one draw per sequence)."""
     c = config
     g = torch.Generator().manual_seed(derived_seed(seed, "cog_inputs") % MAX_SEED)
-    x = torch.randn(c.cog_batch_size, c.cog_tokens, c.cog_d_model, generator=g, dtype=torch.float64)
-    signs = torch.randint(0, 2, (c.cog_batch_size, c.cog_tokens, 1), generator=g).to(torch.float64) * 2.0 - 1.0
+    x = torch.randn(c.cog.batch_size, c.cog.tokens, c.cog.d_model, generator=g, dtype=torch.float64)
+    signs = torch.randint(0, 2, (c.cog.batch_size, c.cog.tokens, 1), generator=g).to(torch.float64) * 2.0 - 1.0
     weights = derived_seed(seed, "cog_weights") % MAX_SEED
 
     def equivariance(kernel: str, model, y: torch.Tensor, cache) -> dict[str, float]:
@@ -47,12 +47,12 @@ def measure_layer(config: Config, seed: int) -> dict[str, np.ndarray]:
             flipped = model(signs * x)
         return {"cog_equivariance_error": float((flipped - signs * y).abs().max() / y.abs().max())}
 
-    return stack_correlations(x, c.cog_depths, lambda k, L: stack(c, k, L, weights), CORRELATIONS, equivariance)
+    return stack_correlations(x, c.cog.depths, lambda k, L: stack(c, k, L, weights), CORRELATIONS, equivariance)
 
 
 def measure(ctx: Context) -> None:
     c = ctx.config
-    measure_replicates(ctx, "cog", ("cog_depth", c.cog_depths), lambda s: measure_layer(c, s))
+    measure_replicates(ctx, "cog", ("cog_depth", c.cog.depths), lambda s: measure_layer(c, s))
 
 
 def claim_cog(led: Ledger, r: Result) -> None:
@@ -61,7 +61,7 @@ def claim_cog(led: Ledger, r: Result) -> None:
     c, d = r.config, r.data
     soft = d["cog_softmax_correlation"].values  # (depth, seed)
     cog = d["cog_cog_correlation"].values
-    statement = stacks_setting(c.cog_d_model, c.cog_tokens, c.cog_depths, "fan-in init")
+    statement = stacks_setting(c.cog.d_model, c.cog.tokens, c.cog.depths, "fan-in init")
     led.judge(
         "cog_token_sign_equivariance",
         measured=float(d["cog_equivariance_error"].values.max()),
@@ -78,7 +78,7 @@ def claim_cog(led: Ledger, r: Result) -> None:
         replicates=cog.mean(axis=0),
         expected=0.0,
         alternative=level,
-        why=f"95% t band over {c.cog_seeds} independent stacks (replicate seeds) of each one's mean over the depths "
+        why=f"95% t band over {c.cog.seeds} independent stacks (replicate seeds) of each one's mean over the depths "
         "of the measured mean token correlation",
         statement=f"{statement}: the mean token correlation of the Cog stack's token kernel is 0 at every depth "
         "(softmax's on the same weights: " + ", ".join(f"{v:.3f}" for v in soft.mean(axis=1)) + ")",

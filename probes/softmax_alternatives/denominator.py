@@ -46,9 +46,9 @@ def measure_layer(config: Config, seed: int) -> dict[str, np.ndarray]:
     section 11, Hill's tail index over all rows and, for the cross read, the quantiles at the survival
     probabilities ``SURVIVAL`` (over the median)."""
     c = config
-    model = random_head(c.denominator_d_model, "linear", derived_seed(seed, "denominator_weights") % MAX_SEED)
+    model = random_head(c.denominator.d_model, "linear", derived_seed(seed, "denominator_weights") % MAX_SEED)
     g = torch.Generator().manual_seed(derived_seed(seed, "denominator_inputs") % MAX_SEED)
-    shape = (c.denominator_batch_size, c.denominator_tokens, c.denominator_d_model)
+    shape = (c.denominator.batch_size, c.denominator.tokens, c.denominator.d_model)
     x = torch.randn(*shape, generator=g, dtype=torch.float64)  # keys and values
     x_q = torch.randn(*shape, generator=g, dtype=torch.float64)  # the independent queries
     attn = model.blocks[0].attn
@@ -59,17 +59,17 @@ def measure_layer(config: Config, seed: int) -> dict[str, np.ndarray]:
     out: dict[str, np.ndarray] = {}
     for kind in KINDS:
         x_k = rows[kind].ravel()
-        out[f"{kind}_index"] = np.array(hill_tail_index(x_k, c.denominator_top))
+        out[f"{kind}_index"] = np.array(hill_tail_index(x_k, c.denominator.top))
         out[f"{kind}_quantile"] = np.quantile(x_k, 1.0 - np.asarray(SURVIVAL)) / np.median(x_k)
     for kind in SELF_KINDS:
-        out[f"self_{kind}_index"] = np.array(hill_tail_index(own[kind].ravel(), c.denominator_top))
+        out[f"self_{kind}_index"] = np.array(hill_tail_index(own[kind].ravel(), c.denominator.top))
     return out
 
 
 def measure(ctx: Context) -> None:
     c = ctx.config
     got = over_replicates(
-        c.seed, c.denominator_seeds, lambda s: measure_layer(c, s), progress=ctx.progress, desc="denominator layers"
+        c.seed, c.denominator.seeds, lambda s: measure_layer(c, s), progress=ctx.progress, desc="denominator layers"
     )
     seeds, quantiles = ("denominator_seed",), ("denominator_survival", "denominator_seed")
     for kind in KINDS:
@@ -77,7 +77,7 @@ def measure(ctx: Context) -> None:
         ctx.data[f"denominator_{kind}_quantile"] = (quantiles, got[f"{kind}_quantile"])
     for kind in SELF_KINDS:
         ctx.data[f"denominator_self_{kind}_tail_index"] = (seeds, got[f"self_{kind}_index"])
-    ctx.coords.update(denominator_survival=list(SURVIVAL), denominator_seed=list(range(c.denominator_seeds)))
+    ctx.coords.update(denominator_survival=list(SURVIVAL), denominator_seed=list(range(c.denominator.seeds)))
 
 
 def claim_denominator_tails(led: Ledger, r: Result) -> None:
@@ -86,14 +86,14 @@ def claim_denominator_tails(led: Ledger, r: Result) -> None:
     bounded away from zero) and 1/2 for the query gradient (the alternative: 1, a gradient no heavier than the
     read-out)."""
     c, d = r.config, r.data
-    law = th.linear_attention_tail_indices(c.denominator_d_model)
-    samples = c.denominator_batch_size * c.denominator_tokens
+    law = th.linear_attention_tail_indices(c.denominator.d_model)
+    samples = c.denominator.batch_size * c.denominator.tokens
     why = (
-        f"95% t band over {c.denominator_seeds} independent layers (replicate seeds) of Hill's index from the "
-        f"largest {c.denominator_top:g} of the {samples} rows"
+        f"95% t band over {c.denominator.seeds} independent layers (replicate seeds) of Hill's index from the "
+        f"largest {c.denominator.top:g} of the {samples} rows"
     )
     statement = (
-        f"random head (width {c.denominator_d_model}, fan-in init), {c.denominator_tokens} Gaussian keys and values, "
+        f"random head (width {c.denominator.d_model}, fan-in init), {c.denominator.tokens} Gaussian keys and values, "
         "independent Gaussian queries, identity features, read-out y / D with D = c q . sum_j k_j"
     )
     led.judge(

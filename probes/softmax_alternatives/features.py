@@ -36,7 +36,7 @@ def measure_layer(config: Config, seed: int, transforms) -> dict[str, np.ndarray
     """Seed ``seed``: ``features_queries`` Gaussian queries, each over its own ``features_keys`` Gaussian keys (unit
     coordinates, width d): per query, the measured deficit of elu + 1 weights (the zoo's ``feature_map``) and of softmax
     weights on the logits ``q . k / sqrt(d)``, and the exact expectations of both given the query."""
-    d, n, Q = config.features_d_head, config.features_keys, config.features_queries
+    d, n, Q = config.features.d_head, config.features.keys, config.features.queries
     g = torch.Generator().manual_seed(derived_seed(seed, "features") % MAX_SEED)
     q = torch.randn(Q, d, generator=g, dtype=torch.float64)
     k = torch.randn(Q, n, d, generator=g, dtype=torch.float64)
@@ -58,7 +58,7 @@ def measure_layer(config: Config, seed: int, transforms) -> dict[str, np.ndarray
 def measure(ctx: Context) -> None:
     c = ctx.config
     transforms = th.feature_transforms("elu1", 1.0)
-    axis = ("features_query", range(c.features_queries))
+    axis = ("features_query", range(c.features.queries))
     measure_replicates(ctx, "features", axis, lambda s: measure_layer(c, s, transforms))
 
 
@@ -76,8 +76,8 @@ def claim_elu1_deficit(led: Ledger, r: Result) -> None:
         "the transforms factorised over d",
     )
     subject = (
-        f"elu + 1 linear attention, d = {c.features_d_head}, n = {c.features_keys} Gaussian keys, "
-        f"{c.features_queries} query rows, the entropy deficit ln n - H in nats"
+        f"elu + 1 linear attention, d = {c.features.d_head}, n = {c.features.keys} Gaussian keys, "
+        f"{c.features.queries} query rows, the entropy deficit ln n - H in nats"
     )
     pairs = (d["elu1_entropy_deficit"].values, d["elu1_entropy_deficit_exact"].values)  # (query, seed)
     predict_law(led, pairs, law, Measured(subject, "row", "deficit", "sets of queries and keys"), paired="difference")

@@ -28,12 +28,12 @@ def measure_layer(config: Config, seed: int) -> dict[str, np.ndarray]:
     first ``isolation_rows`` query rows of ``isolation_batch_size`` sequences of n Gaussian tokens, the mean measured
     collision ``sum_j p_ij^2`` and the mean of its exact expectation at each row's ``(a_i, s_i)``."""
     c = config
-    model = random_head(c.isolation_d_model, "softmax", derived_seed(seed, "isolation_weights") % MAX_SEED)
+    model = random_head(c.isolation.d_model, "softmax", derived_seed(seed, "isolation_weights") % MAX_SEED)
     g = torch.Generator().manual_seed(derived_seed(seed, "isolation_inputs") % MAX_SEED)
-    out = {k: np.empty(len(c.isolation_tokens)) for k in ("isolation_collision", "isolation_collision_exact")}
-    for i, n in enumerate(c.isolation_tokens):
-        x = torch.randn(c.isolation_batch_size, n, c.isolation_d_model, generator=g, dtype=torch.float64)
-        rows = min(c.isolation_rows, n)
+    out = {k: np.empty(len(c.isolation.tokens)) for k in ("isolation_collision", "isolation_collision_exact")}
+    for i, n in enumerate(c.isolation.tokens):
+        x = torch.randn(c.isolation.batch_size, n, c.isolation.d_model, generator=g, dtype=torch.float64)
+        rows = min(c.isolation.rows, n)
         p = head_pattern_and_scores(model, x)[PATTERN][:, :rows]  # (B, rows, n)
         a, s = row_logits(model, x[:, :rows])
         out["isolation_collision"][i] = float(p.pow(2).sum(-1).mean())
@@ -43,7 +43,7 @@ def measure_layer(config: Config, seed: int) -> dict[str, np.ndarray]:
 
 def measure(ctx: Context) -> None:
     c = ctx.config
-    measure_replicates(ctx, "isolation", ("isolation_n", c.isolation_tokens), lambda s: measure_layer(c, s))
+    measure_replicates(ctx, "isolation", ("isolation_n", c.isolation.tokens), lambda s: measure_layer(c, s))
 
 
 def claim_isolation(led: Ledger, r: Result) -> None:
@@ -52,7 +52,7 @@ def claim_isolation(led: Ledger, r: Result) -> None:
     (the alternative: a share that does not depend on the length)."""
     c, d = r.config, r.data
     e = d["isolation_collision_exact"].values  # (n, seed)
-    ns = np.asarray(c.isolation_tokens, dtype=np.float64)
+    ns = np.asarray(c.isolation.tokens, dtype=np.float64)
     law = (
         "softmax_collision_exact",
         float(((1.0 / ns)[:, None] / e).mean()),
@@ -67,7 +67,7 @@ def claim_isolation(led: Ledger, r: Result) -> None:
         f"{SOURCE}, section 10: the law's slope in ln n (-> -1 as n >> e^(s^2))",
     )
     subject = (
-        f"random softmax layer (width {c.isolation_d_model}, fan-in init), n = {list(c.isolation_tokens)} Gaussian "
+        f"random softmax layer (width {c.isolation.d_model}, fan-in init), n = {list(c.isolation.tokens)} Gaussian "
         "tokens, the weight collision sum_j p_ij^2 (the share of the values' energy a row passes on)"
     )
     pairs = (d["isolation_collision"].values, e)

@@ -30,7 +30,7 @@ FIGURE = "sa_jacobian"
 
 def jacobian_model(config: Config, kernel: str, scale: float, seed: int) -> TinyTransformer:
     """The random layer of width ``jacobian_d_model`` with attention ``kernel`` and logit scale ``scale / sqrt(d)``."""
-    d = config.jacobian_d_model
+    d = config.jacobian.d_model
     return random_head(d, kernel, seed, logit_scale=float(scale) / math.sqrt(d))
 
 
@@ -54,7 +54,7 @@ def layer_inputs(config: Config, seed: int) -> tuple[torch.Tensor, int, np.ndarr
     row's unit-scale logit std ``sigma_i`` (rows flattened as :func:`off_diagonal` flattens them)."""
     g = torch.Generator().manual_seed(derived_seed(seed, "jacobian_inputs"))
     x = torch.randn(
-        config.jacobian_batch_size, config.jacobian_keys + 1, config.jacobian_d_model, generator=g, dtype=torch.float64
+        config.jacobian.batch_size, config.jacobian.keys + 1, config.jacobian.d_model, generator=g, dtype=torch.float64
     )
     weights = derived_seed(seed, "jacobian_weights") % MAX_SEED  # one layer per seed: q, k do not depend on s
     sigma = row_logit_std(jacobian_model(config, "softmax", 1.0, weights), x).reshape(-1).numpy()
@@ -65,7 +65,7 @@ def two_key_law(config: Config, lo: float, hi: float) -> tuple[np.ndarray, dict[
     """The two-key law of each kernel on a log grid of effective scales spanning ``[lo, hi]`` (48 points: log-log
     interpolation between them is accurate to 1e-4)."""
     grid = np.geomspace(0.95 * lo, 1.05 * hi, 48)
-    return grid, {k: th.two_key_jacobian_norm(k, grid, config.jacobian_keys) for k in KERNELS}
+    return grid, {k: th.two_key_jacobian_norm(k, grid, config.jacobian.keys) for k in KERNELS}
 
 
 def measure_layer(config: Config, seed: int, law: tuple[np.ndarray, dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
@@ -74,8 +74,8 @@ def measure_layer(config: Config, seed: int, law: tuple[np.ndarray, dict[str, np
     e^{-t})^2`` at ``t = s sigma_i delta_med`` (the median gap's row)."""
     x, weights, sigma = layer_inputs(config, seed)
     grid, values = law
-    gap = th.median_top_gap(config.jacobian_keys)
-    scales = np.asarray(config.jacobian_scales, dtype=np.float64)
+    gap = th.median_top_gap(config.jacobian.keys)
+    scales = np.asarray(config.jacobian.scales, dtype=np.float64)
     out = {f"{k}_{what}": np.empty(len(scales)) for k in KERNELS for what in ("measured", "theory")}
     out["exponential"] = np.empty(len(scales))
     for j, s in enumerate(scales):
@@ -92,11 +92,11 @@ def measure_layer(config: Config, seed: int, law: tuple[np.ndarray, dict[str, np
 
 def measure(ctx: Context) -> None:
     c = ctx.config
-    S = c.jacobian_seeds
+    S = c.jacobian.seeds
     seeds = [replicate_seed(c.seed, i) for i in range(S)]
     sigmas = [layer_inputs(c, seed)[2] for seed in seeds]
-    lo = min(float(sg.min()) for sg in sigmas) * min(c.jacobian_scales)
-    hi = max(float(sg.max()) for sg in sigmas) * max(c.jacobian_scales)
+    lo = min(float(sg.min()) for sg in sigmas) * min(c.jacobian.scales)
+    hi = max(float(sg.max()) for sg in sigmas) * max(c.jacobian.scales)
     law = two_key_law(c, lo, hi)  # one grid for every layer
     got = over_replicates(c.seed, S, lambda s: measure_layer(c, s, law), progress=ctx.progress, desc="kernel Jacobians")
     dims3 = ("jacobian_kernel", "jacobian_scale", "jacobian_seed")
@@ -104,7 +104,7 @@ def measure(ctx: Context) -> None:
     ctx.data["jacobian_norm_theory"] = (dims3, np.stack([got[f"{k}_theory"] for k in KERNELS]))
     ctx.data["jacobian_norm_exponential"] = (("jacobian_scale", "jacobian_seed"), got["exponential"])
     ctx.coords.update(
-        jacobian_kernel=list(KERNELS), jacobian_scale=list(c.jacobian_scales), jacobian_seed=list(range(S))
+        jacobian_kernel=list(KERNELS), jacobian_scale=list(c.jacobian.scales), jacobian_seed=list(range(S))
     )
 
 
@@ -138,7 +138,7 @@ def claim_jacobians(led: Ledger, r: Result) -> None:
             hypothesis=hypothesis,
             why=f"95% t band over {S} independent random layers of each one's mean over the scales of the measured "
             "mean |J|_F (autograd through the zoo's kernel) over its two-key law; the 1 is the ratio's definition",
-            statement=f"{kernel} attention, n = {c.jacobian_keys} keys, logit scale s = {scales}: {law}",
+            statement=f"{kernel} attention, n = {c.jacobian.keys} keys, logit scale s = {scales}: {law}",
         )
 
 

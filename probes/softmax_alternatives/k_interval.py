@@ -34,16 +34,16 @@ def measure_layer(config: Config, seed: int) -> tuple[np.ndarray, np.ndarray]:
     largest ratio of a row's error to its bound ``b/a - 1`` at its own grid step (arrays (modes, K))."""
     g = torch.Generator().manual_seed(derived_seed(seed, "interval_inputs"))
     x = torch.randn(
-        config.interval_batch_size, config.interval_len, config.interval_d_model, generator=g, dtype=torch.float64
+        config.interval.batch_size, config.interval.len, config.interval.d_model, generator=g, dtype=torch.float64
     )
     weights = derived_seed(seed, "interval_weights") % MAX_SEED  # one layer per seed, shared by every kernel
-    exact = head_pattern_and_scores(random_head(config.interval_d_model, "softmax", weights), x)
+    exact = head_pattern_and_scores(random_head(config.interval.d_model, "softmax", weights), x)
     span = (exact[SCORES].amax(-1) - exact[SCORES].amin(-1)).numpy()  # (B, T): M - m per row
-    error = np.empty((len(MODES), len(config.interval_ks)))
+    error = np.empty((len(MODES), len(config.interval.ks)))
     ratio = np.empty_like(error)
     for a, mode in enumerate(MODES):
-        for j, K in enumerate(config.interval_ks):
-            model = random_head(config.interval_d_model, "k_interval", weights, k_interval=K, k_interval_mode=mode)
+        for j, K in enumerate(config.interval.ks):
+            model = random_head(config.interval.d_model, "k_interval", weights, k_interval=K, k_interval_mode=mode)
             rows = (head_pattern_and_scores(model, x)[PATTERN] - exact[PATTERN]).abs().sum(-1).numpy()  # (B, T)
             error[a, j] = rows.mean()
             ratio[a, j] = (rows / th.k_interval_l1_bound(span / K, mode)).max()
@@ -52,8 +52,8 @@ def measure_layer(config: Config, seed: int) -> tuple[np.ndarray, np.ndarray]:
 
 def measure(ctx: Context) -> None:
     c = ctx.config
-    S = c.interval_seeds
-    error = np.empty((len(MODES), len(c.interval_ks), S))
+    S = c.interval.seeds
+    error = np.empty((len(MODES), len(c.interval.ks), S))
     ratio = np.empty_like(error)
     with bar(total=S, progress=ctx.progress, desc="K-interval layers") as steps:
         for i in range(S):
@@ -62,7 +62,7 @@ def measure(ctx: Context) -> None:
     dims = ("interval_mode", "interval_k", "interval_seed")
     ctx.data["interval_error"] = (dims, error)
     ctx.data["interval_bound_ratio"] = (dims, ratio)
-    ctx.coords.update(interval_mode=list(MODES), interval_k=list(c.interval_ks), interval_seed=list(range(S)))
+    ctx.coords.update(interval_mode=list(MODES), interval_k=list(c.interval.ks), interval_seed=list(range(S)))
 
 
 def claim_bounds(led: Ledger, r: Result) -> None:

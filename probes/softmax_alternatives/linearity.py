@@ -40,11 +40,11 @@ def linearity_model(config: Config, seed: int, residual: bool) -> TinyTransforme
     ``linearity_activation``) with its skip connection or without; no norm, no positions, fan-in init. The weights
     depend on ``seed`` only, so the two variants of one seed share them."""
     return random_head(
-        config.linearity_d_model,
+        config.linearity.d_model,
         "uniform",
         seed,
-        d_mlp=config.linearity_d_mlp,
-        activation=config.linearity_activation,
+        d_mlp=config.linearity.d_mlp,
+        activation=config.linearity.activation,
         mlp_residual=residual,
     )
 
@@ -76,33 +76,33 @@ def measure_layer(config: Config, seed: int) -> dict[str, np.ndarray]:
     c = config
     weights = derived_seed(seed, "linearity_weights") % MAX_SEED
     g = torch.Generator().manual_seed(derived_seed(seed, "linearity_inputs") % MAX_SEED)
-    x = torch.randn(c.linearity_batch_size, c.linearity_tokens, c.linearity_d_model, generator=g, dtype=torch.float64)
-    shape = (len(c.linearity_scales), len(KINDS))
+    x = torch.randn(c.linearity.batch_size, c.linearity.tokens, c.linearity.d_model, generator=g, dtype=torch.float64)
+    shape = (len(c.linearity.scales), len(KINDS))
     out = {k: np.empty(shape) for k in ("measured", "exact")}
     for j, residual in enumerate((True, False)):
         model = linearity_model(c, weights, residual)
         mlp = model.blocks[0].mlp
         W_in, W_out = mlp.W_in.weight.detach().numpy(), mlp.W_out.weight.detach().numpy()
-        for i, scale in enumerate(c.linearity_scales):
+        for i, scale in enumerate(c.linearity.scales):
             mid, post = layer_embeddings(model, scale * x)
-            sigma = mlp_input_covariance(model, c.linearity_tokens, scale)
+            sigma = mlp_input_covariance(model, c.linearity.tokens, scale)
             out["measured"][i, j] = th.linearity_unexplained(mid, post)
-            out["exact"][i, j] = th.mlp_linearity(W_in, W_out, sigma, residual, c.linearity_activation)["unexplained"]
+            out["exact"][i, j] = th.mlp_linearity(W_in, W_out, sigma, residual, c.linearity.activation)["unexplained"]
     return out
 
 
 def measure(ctx: Context) -> None:
     c = ctx.config
     got = over_replicates(
-        c.seed, c.linearity_seeds, lambda s: measure_layer(c, s), progress=ctx.progress, desc="MLP sublayers"
+        c.seed, c.linearity.seeds, lambda s: measure_layer(c, s), progress=ctx.progress, desc="MLP sublayers"
     )
     dims = ("linearity_scale", "linearity_kind", "linearity_seed")
     ctx.data["linearity_unexplained"] = (dims, got["measured"])
     ctx.data["linearity_unexplained_exact"] = (dims, got["exact"])
     ctx.coords.update(
-        linearity_scale=list(c.linearity_scales),
+        linearity_scale=list(c.linearity.scales),
         linearity_kind=list(KINDS),
-        linearity_seed=list(range(c.linearity_seeds)),
+        linearity_seed=list(range(c.linearity.seeds)),
     )
 
 
@@ -124,12 +124,12 @@ def claim_linearity(led: Ledger, r: Result) -> None:
             replicates=ratio,
             expected=1.0,
             alternative=float(alt),
-            why=f"95% t band over {c.linearity_seeds} independent layers (replicate seeds) of each one's mean over the "
+            why=f"95% t band over {c.linearity.seeds} independent layers (replicate seeds) of each one's mean over the "
             "input scales of the measured unexplained fraction 1 - score over its exact value (paired: the layer's own "
             "weights); the 1 is the ratio's definition",
-            statement=f"{c.linearity_activation} MLP sublayer {'with' if kind == 'residual' else 'without'} its skip "
-            f"connection, d = {c.linearity_d_model}, {c.linearity_d_mlp} units, Gaussian tokens at scales "
-            f"{list(c.linearity_scales)}: 1 - linearity score is the exact law ("
+            statement=f"{c.linearity.activation} MLP sublayer {'with' if kind == 'residual' else 'without'} its skip "
+            f"connection, d = {c.linearity.d_model}, {c.linearity.d_mlp} units, Gaussian tokens at scales "
+            f"{list(c.linearity.scales)}: 1 - linearity score is the exact law ("
             + ", ".join(f"{v:.3f}" for v in level)
             + ")",
         )

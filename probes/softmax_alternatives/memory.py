@@ -34,11 +34,11 @@ def memory_model(config: Config, activation: str, n: int, seed: int) -> TinyTran
     N(0, std^2 / 2), biases 0), float64. The weights depend on ``seed`` and the shapes only, so the ReLU and the
     softmax memory of one seed and slot count are the same keys and values."""
     cfg = one_head_layer(
-        config.memory_d_model,
+        config.memory.d_model,
         d_mlp=n,
         activation=activation,
         init="gpt2",
-        init_std=config.memory_std,
+        init_std=config.memory.std,
         dtype="float64",
         seed=seed,
     )
@@ -47,29 +47,29 @@ def memory_model(config: Config, activation: str, n: int, seed: int) -> TinyTran
 
 def value_std(config: Config) -> float:
     """The values' std: the zoo's gpt2 rule divides an output projection's std by sqrt(2 L), here L = 1."""
-    return config.memory_std / math.sqrt(2.0)
+    return config.memory.std / math.sqrt(2.0)
 
 
 def sphere_inputs(config: Config, seed: int) -> torch.Tensor:
     """(memory_batch_size, d) float64 inputs uniform on the sphere of radius sqrt(d) (so ``|x|^2 = d`` exactly)."""
     g = torch.Generator().manual_seed(derived_seed(seed, "memory_inputs"))
-    z = torch.randn(config.memory_batch_size, config.memory_d_model, generator=g, dtype=torch.float64)
-    return z * (math.sqrt(config.memory_d_model) / z.norm(dim=-1, keepdim=True))
+    z = torch.randn(config.memory.batch_size, config.memory.d_model, generator=g, dtype=torch.float64)
+    return z * (math.sqrt(config.memory.d_model) / z.norm(dim=-1, keepdim=True))
 
 
 def predicted_moment(config: Config, activation: str) -> np.ndarray:
     """(slots,) ``E|o|^2`` of the memories from :func:`analysis.theory.softmax_alternatives.memory_output_moment`."""
-    d = config.memory_d_model
-    return th.memory_output_moment(activation, config.memory_slots, config.memory_std, value_std(config), d, d)
+    d = config.memory.d_model
+    return th.memory_output_moment(activation, config.memory.slots, config.memory.std, value_std(config), d, d)
 
 
 def _measure_all(c: Config, moment: np.ndarray, steps) -> None:
     """``moment[a, j, i]``: mean ``|o|^2`` over seed i's inputs of its memory with ``slots[j]`` slots and
     activation a (one weight draw per seed and slot count, shared by the activations)."""
-    for i in range(c.memory_seeds):
+    for i in range(c.memory.seeds):
         seed = replicate_seed(c.seed, i)
         x = sphere_inputs(c, seed)
-        for j, n in enumerate(c.memory_slots):
+        for j, n in enumerate(c.memory.slots):
             weights = derived_seed(seed, f"memory_n{n}") % MAX_SEED
             for a, activation in enumerate(ACTIVATIONS):
                 mlp = memory_model(c, activation, n, weights).blocks[0].mlp
@@ -80,15 +80,15 @@ def _measure_all(c: Config, moment: np.ndarray, steps) -> None:
 
 def measure(ctx: Context) -> None:
     c = ctx.config
-    slots, S = c.memory_slots, c.memory_seeds
+    slots, S = c.memory.slots, c.memory.seeds
     moment = np.empty((len(ACTIVATIONS), len(slots), S))
     with bar(total=len(slots) * S, progress=ctx.progress, desc="memories", unit="memory") as steps:
         _measure_all(c, moment, steps)
     ctx.data["memory_moment"] = (("activation", "slots", "memory_seed"), moment)
     ctx.data["memory_theory"] = (("activation", "slots"), np.stack([predicted_moment(c, a) for a in ACTIVATIONS]))
-    ctx.data["memory_uniform"] = (("slots",), value_std(c) ** 2 * c.memory_d_model / np.asarray(slots, np.float64))
+    ctx.data["memory_uniform"] = (("slots",), value_std(c) ** 2 * c.memory.d_model / np.asarray(slots, np.float64))
     ctx.coords.update(activation=list(ACTIVATIONS), slots=list(slots), memory_seed=list(range(S)))
-    ctx.scalars["memory_logit_std"] = c.memory_std * math.sqrt(c.memory_d_model)
+    ctx.scalars["memory_logit_std"] = c.memory.std * math.sqrt(c.memory.d_model)
 
 
 def seed_slopes(r: Result, activation: str) -> np.ndarray:

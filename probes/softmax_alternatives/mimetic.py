@@ -26,7 +26,7 @@ def mimetic_model(config: Config, beta: float, seed: int) -> TinyTransformer:
     """The random softmax layer of width ``mimetic_d_model`` with the zoo's ``init="mimetic"``, ``W_q^T W_k = alpha Z
     + beta I`` (``alpha = mimetic_alpha``); ``W_o W_v`` keeps the zoo's default mimetic pair."""
     return random_head(
-        config.mimetic_d_model, "softmax", seed, init="mimetic", mimetic_qk=(config.mimetic_alpha, float(beta))
+        config.mimetic.d_model, "softmax", seed, init="mimetic", mimetic_qk=(config.mimetic.alpha, float(beta))
     )
 
 
@@ -42,12 +42,12 @@ def measure_layer(config: Config, seed: int) -> dict[str, np.ndarray]:
     """Seed ``seed``: per beta, the mean over rows of the measured self weight, of its exact expectation given each
     row's ``(a_i, s_i)``, of the mean-field value ``1/(1 + (n - 1) e^{s_i^2/2 - a_i})`` and of the exact value with
     the self logit of a random product (``a_i = 0``)."""
-    n = config.mimetic_tokens
+    n = config.mimetic.tokens
     g = torch.Generator().manual_seed(derived_seed(seed, "mimetic_inputs"))
-    x = torch.randn(config.mimetic_batch_size, n, config.mimetic_d_model, generator=g, dtype=torch.float64)
+    x = torch.randn(config.mimetic.batch_size, n, config.mimetic.d_model, generator=g, dtype=torch.float64)
     weights = derived_seed(seed, "mimetic_weights") % MAX_SEED  # one Z per seed, shared by every beta
-    out = {k: np.empty(len(config.mimetic_betas)) for k in NAMES}
-    for j, beta in enumerate(config.mimetic_betas):
+    out = {k: np.empty(len(config.mimetic.betas)) for k in NAMES}
+    for j, beta in enumerate(config.mimetic.betas):
         model = mimetic_model(config, beta, weights)
         p = head_pattern_and_scores(model, x)[PATTERN].diagonal(dim1=-2, dim2=-1).numpy()  # (B, n)
         a, s = row_logits(model, x)
@@ -60,7 +60,7 @@ def measure_layer(config: Config, seed: int) -> dict[str, np.ndarray]:
 
 def measure(ctx: Context) -> None:
     c = ctx.config
-    measure_replicates(ctx, "mimetic", ("mimetic_beta", c.mimetic_betas), lambda s: measure_layer(c, s))
+    measure_replicates(ctx, "mimetic", ("mimetic_beta", c.mimetic.betas), lambda s: measure_layer(c, s))
 
 
 def claim_self_weight(led: Ledger, r: Result) -> None:
@@ -75,10 +75,10 @@ def claim_self_weight(led: Ledger, r: Result) -> None:
         replicates=ratio.mean(axis=0),
         expected=1.0,
         alternative=float(alt.mean()),
-        why=f"95% t band over {c.mimetic_seeds} independent layers (replicate seeds) of each one's mean over beta of "
+        why=f"95% t band over {c.mimetic.seeds} independent layers (replicate seeds) of each one's mean over beta of "
         "the measured mean self weight over its exact expectation (paired: each row's own logits); the 1 is the "
         "ratio's definition",
-        statement=f"mimetic init (alpha {c.mimetic_alpha:g}, beta {list(c.mimetic_betas)}), n = {c.mimetic_tokens} "
+        statement=f"mimetic init (alpha {c.mimetic.alpha:g}, beta {list(c.mimetic.betas)}), n = {c.mimetic.tokens} "
         f"Gaussian tokens: the mean weight of a token on itself is the exact law (mean {float(exact.mean()):.3f}), "
         "not the mean-field formula",
     )

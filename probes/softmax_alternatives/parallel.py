@@ -42,10 +42,10 @@ def parallel_model(config: Config, seed: int) -> TinyTransformer:
     cfg = ModelConfig(
         input="embedded",
         output="none",
-        d_model=c.parallel_d_model,
-        n_layers=c.parallel_depth,
-        n_heads=c.parallel_n_heads,
-        d_mlp=c.parallel_d_mlp,
+        d_model=c.parallel.d_model,
+        n_layers=c.parallel.depth,
+        n_heads=c.parallel.n_heads,
+        d_mlp=c.parallel.d_mlp,
         activation=ACTIVATION,
         norm="pre",
         pos="none",
@@ -77,10 +77,10 @@ def measure_layer(config: Config, seed: int) -> dict[str, np.ndarray]:
     c = config
     model = parallel_model(c, derived_seed(seed, "parallel_weights") % MAX_SEED)
     g = torch.Generator().manual_seed(derived_seed(seed, "parallel_inputs") % MAX_SEED)
-    x = torch.randn(c.parallel_batch_size, c.parallel_tokens, c.parallel_d_model, generator=g, dtype=torch.float64)
+    x = torch.randn(c.parallel.batch_size, c.parallel.tokens, c.parallel.d_model, generator=g, dtype=torch.float64)
     keys = ("parallel_difference", "parallel_difference_exact", "parallel_output", "parallel_output_exact")
-    out = {k: np.empty(c.parallel_depth) for k in keys}
-    d = c.parallel_d_model
+    out = {k: np.empty(c.parallel.depth) for k in keys}
+    d = c.parallel.d_model
     for l, (pre, mid) in enumerate(block_inputs(model, x)):
         block = model.blocks[l]
         with torch.no_grad():
@@ -101,7 +101,7 @@ def measure_layer(config: Config, seed: int) -> dict[str, np.ndarray]:
 def measure(ctx: Context) -> None:
     c = ctx.config
     measure_replicates(
-        ctx, "parallel", ("parallel_layer", list(range(c.parallel_depth))), lambda s: measure_layer(c, s)
+        ctx, "parallel", ("parallel_layer", list(range(c.parallel.depth))), lambda s: measure_layer(c, s)
     )
 
 
@@ -126,11 +126,11 @@ def claim_parallel(led: Ledger, r: Result) -> None:
         f"{SOURCE}, section 16: the law's slope in ln l at each token's measured inputs",
     )
     subject = (
-        f"random pre-LN stacks ({c.parallel_depth} blocks, width {c.parallel_d_model}, {c.parallel_n_heads} causal "
-        f"softmax heads, GELU MLP of {c.parallel_d_mlp}, fan-in init), {c.parallel_tokens} Gaussian tokens, each "
+        f"random pre-LN stacks ({c.parallel.depth} blocks, width {c.parallel.d_model}, {c.parallel.n_heads} causal "
+        f"softmax heads, GELU MLP of {c.parallel.d_mlp}, fan-in init), {c.parallel.tokens} Gaussian tokens, each "
         "block's MLP fed N(x) (parallel) instead of N(x + a) (sequential)"
     )
-    layers = np.arange(1, c.parallel_depth + 1, dtype=np.float64)
+    layers = np.arange(1, c.parallel.depth + 1, dtype=np.float64)
     what = Measured(subject, "l", "squared change of the MLP's output", "stacks", "relative change")
     predict_law_and_slope(led, pairs, layers, law, slope, what, seed=SEED_PARALLEL, figure=FIGURE)
 

@@ -46,15 +46,15 @@ def measure_layer(config: Config, seed: int) -> dict[str, np.ndarray]:
     first ``persistent_rows`` context rows' mean weight on the persistent vectors and the mean of its exact law at
     each row's logit spread."""
     c = config
-    N, r = c.persistent_slots, c.persistent_scale
-    model = random_head(c.persistent_d_model, "softmax", derived_seed(seed, "persistent_weights") % MAX_SEED)
+    N, r = c.persistent.slots, c.persistent.scale
+    model = random_head(c.persistent.d_model, "softmax", derived_seed(seed, "persistent_weights") % MAX_SEED)
     g = torch.Generator().manual_seed(derived_seed(seed, "persistent_inputs") % MAX_SEED)
-    memory = r * torch.randn(N, c.persistent_d_model, generator=g, dtype=torch.float64)
-    out = {k: np.empty(len(c.persistent_context)) for k in ("persistent_share", "persistent_share_exact")}
-    for i, T in enumerate(c.persistent_context):
-        x = torch.randn(c.persistent_batch_size, T + 1, c.persistent_d_model, generator=g, dtype=torch.float64)
-        seq = torch.cat([memory.expand(c.persistent_batch_size, N, -1), x], dim=1)
-        rows = slice(N, N + min(c.persistent_rows, T + 1))
+    memory = r * torch.randn(N, c.persistent.d_model, generator=g, dtype=torch.float64)
+    out = {k: np.empty(len(c.persistent.context)) for k in ("persistent_share", "persistent_share_exact")}
+    for i, T in enumerate(c.persistent.context):
+        x = torch.randn(c.persistent.batch_size, T + 1, c.persistent.d_model, generator=g, dtype=torch.float64)
+        seq = torch.cat([memory.expand(c.persistent.batch_size, N, -1), x], dim=1)
+        rows = slice(N, N + min(c.persistent.rows, T + 1))
         p = head_pattern_and_scores(model, seq, memory_bias(N, T + 1))[PATTERN][:, rows]  # (B, rows, N + T + 1)
         s = row_logits(model, seq[:, rows])[1]
         out["persistent_share"][i] = float(p[..., :N].sum(-1).mean())
@@ -64,7 +64,7 @@ def measure_layer(config: Config, seed: int) -> dict[str, np.ndarray]:
 
 def measure(ctx: Context) -> None:
     c = ctx.config
-    measure_replicates(ctx, "persistent", ("persistent_t", c.persistent_context), lambda s: measure_layer(c, s))
+    measure_replicates(ctx, "persistent", ("persistent_t", c.persistent.context), lambda s: measure_layer(c, s))
 
 
 def claim_persistent(led: Ledger, r: Result) -> None:
@@ -73,8 +73,8 @@ def claim_persistent(led: Ledger, r: Result) -> None:
     contribution, like the feed-forward layer it replaces)."""
     c, d = r.config, r.data
     e = d["persistent_share_exact"].values  # (T, seed)
-    ts = np.asarray(c.persistent_context, dtype=np.float64)
-    N = c.persistent_slots
+    ts = np.asarray(c.persistent.context, dtype=np.float64)
+    N = c.persistent.slots
     law = (
         "persistent_memory_share_exact",
         float((N / (N + ts) / e.mean(axis=1)).mean()),
@@ -88,8 +88,8 @@ def claim_persistent(led: Ledger, r: Result) -> None:
         f"{SOURCE}, section 17: the law's slope in ln T (-> -1: N e^((rs)^2/2) / (T e^(s^2/2)))",
     )
     subject = (
-        f"a random softmax head (width {c.persistent_d_model}, fan-in init) with N = {N} persistent vectors of scale "
-        f"{c.persistent_scale:g} beside T = {list(c.persistent_context)} Gaussian context tokens, the share of a "
+        f"a random softmax head (width {c.persistent.d_model}, fan-in init) with N = {N} persistent vectors of scale "
+        f"{c.persistent.scale:g} beside T = {list(c.persistent.context)} Gaussian context tokens, the share of a "
         "row's weight on the persistent memory"
     )
     pairs = (d["persistent_share"].values, e)

@@ -29,7 +29,7 @@ def stack(config: Config, kernel: str, depth: int, seed: int):
     """A skipless attention-only stack (one head per layer, no norm, no MLP, causal, fan-in value and output weights,
     ``W_q = 0``) of ``depth`` layers with attention ``kernel``; the weights depend on ``seed`` and the shapes only."""
     return random_head(
-        config.shaped_d_model, kernel, seed, n_layers=depth, causal=True, attn_residual=False, zero_query=True
+        config.shaped.d_model, kernel, seed, n_layers=depth, causal=True, attn_residual=False, zero_query=True
     )
 
 
@@ -39,8 +39,8 @@ def measure_layer(config: Config, seed: int) -> dict[str, np.ndarray]:
     largest deviation of any shaped layer's pattern from the identity."""
     c = config
     g = torch.Generator().manual_seed(derived_seed(seed, "shaped_inputs") % MAX_SEED)
-    x = torch.randn(c.shaped_batch_size, c.shaped_tokens, c.shaped_d_model, generator=g, dtype=torch.float64)
-    eye = torch.eye(c.shaped_tokens, dtype=torch.float64)
+    x = torch.randn(c.shaped.batch_size, c.shaped.tokens, c.shaped.d_model, generator=g, dtype=torch.float64)
+    eye = torch.eye(c.shaped.tokens, dtype=torch.float64)
     weights = derived_seed(seed, "shaped_weights") % MAX_SEED
 
     def identity_error(kernel: str, model, y: torch.Tensor, cache) -> dict[str, float]:
@@ -48,15 +48,15 @@ def measure_layer(config: Config, seed: int) -> dict[str, np.ndarray]:
             return {}
         return {"shaped_identity_error": max(float((p - eye).abs().max()) for p in cache.values())}
 
-    return stack_correlations(x, c.shaped_depths, lambda k, L: stack(c, k, L, weights), CORRELATIONS, identity_error)
+    return stack_correlations(x, c.shaped.depths, lambda k, L: stack(c, k, L, weights), CORRELATIONS, identity_error)
 
 
 def measure(ctx: Context) -> None:
     c = ctx.config
-    measure_replicates(ctx, "shaped", ("shaped_depth", c.shaped_depths), lambda s: measure_layer(c, s))
+    measure_replicates(ctx, "shaped", ("shaped_depth", c.shaped.depths), lambda s: measure_layer(c, s))
     ctx.data["shaped_softmax_correlation_law"] = (
         ("shaped_depth",),
-        np.array([th.mean_token_correlation(th.collapse_kernel(c.shaped_tokens, L)) for L in c.shaped_depths]),
+        np.array([th.mean_token_correlation(th.collapse_kernel(c.shaped.tokens, L)) for L in c.shaped.depths]),
     )
 
 
@@ -68,8 +68,8 @@ def claim_shaped(led: Ledger, r: Result) -> None:
     soft = d["shaped_softmax_correlation"].values  # (depth, seed)
     law = d["shaped_softmax_correlation_law"].values  # (depth,)
     shaped = d["shaped_shaped_correlation"].values
-    why = f"95% t band over {c.shaped_seeds} independent stacks (replicate seeds) of each one's "
-    setting = stacks_setting(c.shaped_d_model, c.shaped_tokens, c.shaped_depths, "W_q = 0")
+    why = f"95% t band over {c.shaped.seeds} independent stacks (replicate seeds) of each one's "
+    setting = stacks_setting(c.shaped.d_model, c.shaped.tokens, c.shaped.depths, "W_q = 0")
     statement = f"{setting}: the mean token correlation of the token kernel"
     led.judge(
         "shaped_attention_identity_at_init",
@@ -78,7 +78,7 @@ def claim_shaped(led: Ledger, r: Result) -> None:
         atol=4 * EPS,
         why="softmax at zero logits and C are the same float64 softmax of zeros, so I + P - P rounds to I; a few "
         "eps for the sum's order",
-        statement=f"every shaped layer of the stacks (depths {list(c.shaped_depths)}) has pattern exactly I at init",
+        statement=f"every shaped layer of the stacks (depths {list(c.shaped.depths)}) has pattern exactly I at init",
     )
     replicates, level = paired_with_law(soft, np.broadcast_to(law[:, None], soft.shape))
     led.judge(

@@ -35,11 +35,11 @@ def measure_layer(config: Config, seed: int) -> dict[str, np.ndarray]:
     c = config
     weights = derived_seed(seed, "sigmoid_weights") % MAX_SEED
     g = torch.Generator().manual_seed(derived_seed(seed, "sigmoid_inputs") % MAX_SEED)
-    out = {k: np.empty(len(c.sigmoid_keys)) for k in ("sigmoid_row_mass", "sigmoid_row_mass_exact")}
-    for i, n in enumerate(c.sigmoid_keys):
-        model = random_head(c.sigmoid_d_model, "sigmoid", weights, sigmoid_bias=-math.log(n))
-        x = torch.randn(c.sigmoid_batch_size, n + 1, c.sigmoid_d_model, generator=g, dtype=torch.float64)
-        rows = min(c.sigmoid_rows, n + 1)
+    out = {k: np.empty(len(c.sigmoid.keys)) for k in ("sigmoid_row_mass", "sigmoid_row_mass_exact")}
+    for i, n in enumerate(c.sigmoid.keys):
+        model = random_head(c.sigmoid.d_model, "sigmoid", weights, sigmoid_bias=-math.log(n))
+        x = torch.randn(c.sigmoid.batch_size, n + 1, c.sigmoid.d_model, generator=g, dtype=torch.float64)
+        rows = min(c.sigmoid.rows, n + 1)
         p = head_pattern_and_scores(model, x, planted_bias(n, 0.0))[PATTERN][:, :rows]  # (B, rows, n + 1)
         s = row_logits(model, x[:, :rows])[1].ravel()
         out["sigmoid_row_mass"][i] = float(p.sum(-1).mean())
@@ -49,7 +49,7 @@ def measure_layer(config: Config, seed: int) -> dict[str, np.ndarray]:
 
 def measure(ctx: Context) -> None:
     c = ctx.config
-    measure_replicates(ctx, "sigmoid", ("sigmoid_n", c.sigmoid_keys), lambda s: measure_layer(c, s))
+    measure_replicates(ctx, "sigmoid", ("sigmoid_n", c.sigmoid.keys), lambda s: measure_layer(c, s))
 
 
 def claim_sigmoid_mass(led: Ledger, r: Result) -> None:
@@ -69,13 +69,13 @@ def claim_sigmoid_mass(led: Ledger, r: Result) -> None:
         f"{SOURCE}, section 14: the law's slope in ln n (-> 0 as the mass tends to e^(s^2/2))",
     )
     subject = (
-        f"sigmoid attention with bias -ln n, random head (width {c.sigmoid_d_model}, fan-in init), n = "
-        f"{list(c.sigmoid_keys)} Gaussian keys, a row's weight mass sum_j sigmoid(z_j - ln n)"
+        f"sigmoid attention with bias -ln n, random head (width {c.sigmoid.d_model}, fan-in init), n = "
+        f"{list(c.sigmoid.keys)} Gaussian keys, a row's weight mass sum_j sigmoid(z_j - ln n)"
     )
     pairs = (d["sigmoid_row_mass"].values, d["sigmoid_row_mass_exact"].values)  # (n, seed)
     what = Measured(subject, "n", "mass")
     predict_law_and_slope(
-        led, pairs, c.sigmoid_keys, law, slope, what, paired="difference", seed=SEED_SIGMOID, figure=FIGURE
+        led, pairs, c.sigmoid.keys, law, slope, what, paired="difference", seed=SEED_SIGMOID, figure=FIGURE
     )
 
 

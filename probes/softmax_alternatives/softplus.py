@@ -45,19 +45,19 @@ def measure_layer(config: Config, seed: int) -> dict[str, np.ndarray]:
     per scale, the first ``softplus_rows`` rows' mean measured deficit ``ln n - H``, the mean of its exact law at
     each row's ``s_i`` and the mean of softmax's exact deficit there."""
     c = config
-    n, d = c.softplus_keys, c.softplus_d_model
+    n, d = c.softplus.keys, c.softplus.d_model
     g = torch.Generator().manual_seed(derived_seed(seed, "softplus_inputs") % MAX_SEED)
-    x = torch.randn(c.softplus_batch_size, n + 1, d, generator=g, dtype=torch.float64)
+    x = torch.randn(c.softplus.batch_size, n + 1, d, generator=g, dtype=torch.float64)
     bias = planted_bias(n, 0.0)  # the diagonal hidden, nothing planted
-    rows = min(c.softplus_rows, n + 1)
-    measured, exact, softmax = (np.empty(len(c.softplus_scales)) for _ in range(3))
-    for i, scale in enumerate(c.softplus_scales):
+    rows = min(c.softplus.rows, n + 1)
+    measured, exact, softmax = (np.empty(len(c.softplus.scales)) for _ in range(3))
+    for i, scale in enumerate(c.softplus.scales):
         model = random_head(
             d, "softplus_l1", derived_seed(seed, "softplus_weights") % MAX_SEED, logit_scale=scale / math.sqrt(d)
         )
         p = head_pattern_and_scores(model, x, bias)[PATTERN][:, :rows]  # (B, rows, n + 1), one zero per row
         keep = ~torch.eye(n + 1, dtype=torch.bool)[:rows]  # drop each row's hidden key
-        p = p[:, keep].reshape(c.softplus_batch_size, rows, n)
+        p = p[:, keep].reshape(c.softplus.batch_size, rows, n)
         s = row_logits(model, x[:, :rows])[1].ravel()  # each row's logit std s_i
         measured[i] = float(entropy_deficit(p).mean())
         exact[i] = float(np.mean([th.softplus_l1_entropy_deficit(float(v), n) for v in s]))
@@ -71,7 +71,7 @@ def measure_layer(config: Config, seed: int) -> dict[str, np.ndarray]:
 
 def measure(ctx: Context) -> None:
     c = ctx.config
-    measure_replicates(ctx, "softplus", ("softplus_scale", c.softplus_scales), lambda s: measure_layer(c, s))
+    measure_replicates(ctx, "softplus", ("softplus_scale", c.softplus.scales), lambda s: measure_layer(c, s))
     ctx.scalars["softplus_deficit_limit"] = th.SOFTPLUS_DEFICIT_LIMIT
 
 
@@ -88,8 +88,8 @@ def claim_softplus_deficit(led: Ledger, r: Result) -> None:
         "-> (ln 4 pi - gamma)/2 as sigma grows",
     )
     subject = (
-        f"softplus_l1 attention, random head (width {c.softplus_d_model}), n = {c.softplus_keys} keys, logit scales "
-        f"sigma = {list(c.softplus_scales)}, the entropy deficit ln n - H (-> {th.SOFTPLUS_DEFICIT_LIMIT:.3f} as sigma "
+        f"softplus_l1 attention, random head (width {c.softplus.d_model}), n = {c.softplus.keys} keys, logit scales "
+        f"sigma = {list(c.softplus.scales)}, the entropy deficit ln n - H (-> {th.SOFTPLUS_DEFICIT_LIMIT:.3f} as sigma "
         "grows)"
     )
     pairs = (d["softplus_entropy_deficit"].values, d["softplus_entropy_deficit_exact"].values)  # (scale, seed)

@@ -29,7 +29,7 @@ FIGURE = "sa_sparse_isolation"
 
 def sparse_model(config: Config, kernel: str, seed: int) -> TinyTransformer:
     """The random layer of width ``sparse_d_model`` (:func:`models.random_head`) with attention ``kernel``."""
-    return random_head(config.sparse_d_model, kernel, seed)
+    return random_head(config.sparse.d_model, kernel, seed)
 
 
 def planted_bias(n: int, gap: float) -> torch.Tensor:
@@ -61,8 +61,8 @@ def measure_keys(config: Config, n: int, seed: int) -> dict[str, np.ndarray]:
     logit std and the zoo's sparsemax against the float64 reference (largest absolute difference, in units of
     ``n max|z|``)."""
     g = torch.Generator().manual_seed(derived_seed(seed, f"sparse_inputs_n{n}"))
-    x = torch.randn(config.sparse_batch_size, n + 1, config.sparse_d_model, generator=g, dtype=torch.float64)
-    bias = planted_bias(n, config.sparse_gap)
+    x = torch.randn(config.sparse.batch_size, n + 1, config.sparse.d_model, generator=g, dtype=torch.float64)
+    bias = planted_bias(n, config.sparse.gap)
     weights = derived_seed(seed, "sparse_weights") % MAX_SEED  # one layer per seed, shared by both kernels
     out: dict[str, np.ndarray] = {}
     for kernel in KERNELS:
@@ -77,7 +77,7 @@ def measure_keys(config: Config, n: int, seed: int) -> dict[str, np.ndarray]:
             out["std"] = row_logit_std(model, x)[:, 1:].numpy()
         else:
             out["softmax_weight"] = p[..., 0].numpy()
-            rows = min(config.sparse_rows, n)  # the first rows of each sequence (all rows are alike)
+            rows = min(config.sparse.rows, n)  # the first rows of each sequence (all rows are alike)
             planted = got[SCORES][:, :rows, 0].numpy()  # each row's planted logit, its gap included
             out["irrelevant"] = p[:, :rows, 1:].sum(-1).numpy()  # the distractors' weights (own key hidden: 0)
             out["irrelevant_exact"] = th.distractor_mass(n, planted, out["std"][:, :rows])
@@ -85,16 +85,16 @@ def measure_keys(config: Config, n: int, seed: int) -> dict[str, np.ndarray]:
 
 
 def _measure_all(c: Config, steps) -> dict[str, np.ndarray]:
-    K, S = len(c.sparse_keys), c.sparse_seeds
+    K, S = len(c.sparse.keys), c.sparse.seeds
     iso, soft, pred, irr, irr_exact = (np.empty((K, S)) for _ in range(5))
     worst = 0.0
     for i in range(S):
         seed = replicate_seed(c.seed, i)
-        for j, n in enumerate(c.sparse_keys):
+        for j, n in enumerate(c.sparse.keys):
             m = measure_keys(c, n, seed)
             iso[j, i] = m["isolated"].mean()
             soft[j, i] = m["softmax_weight"].mean()
-            pred[j, i] = th.sparsemax_isolation(n, c.sparse_gap, m["std"]).mean()
+            pred[j, i] = th.sparsemax_isolation(n, c.sparse.gap, m["std"]).mean()
             irr[j, i], irr_exact[j, i] = m["irrelevant"].mean(), m["irrelevant_exact"].mean()
             worst = max(worst, float(m["reference_error"]))
             steps.update()
@@ -103,7 +103,7 @@ def _measure_all(c: Config, steps) -> dict[str, np.ndarray]:
 
 def measure(ctx: Context) -> None:
     c = ctx.config
-    with bar(total=len(c.sparse_keys) * c.sparse_seeds, progress=ctx.progress, desc="planted keys") as steps:
+    with bar(total=len(c.sparse.keys) * c.sparse.seeds, progress=ctx.progress, desc="planted keys") as steps:
         m = _measure_all(c, steps)
     dims = ("keys", "sparse_seed")
     ctx.data["sparse_isolated"] = (dims, m["iso"])
@@ -111,7 +111,7 @@ def measure(ctx: Context) -> None:
     ctx.data["softmax_planted_weight"] = (dims, m["soft"])
     ctx.data["softmax_irrelevant_mass"] = (dims, m["irr"])
     ctx.data["softmax_irrelevant_mass_exact"] = (dims, m["irr_exact"])
-    ctx.coords.update(keys=list(c.sparse_keys), sparse_seed=list(range(c.sparse_seeds)))
+    ctx.coords.update(keys=list(c.sparse.keys), sparse_seed=list(range(c.sparse.seeds)))
     ctx.scalars["sparsemax_reference_error"] = float(m["worst"])
 
 
@@ -133,7 +133,7 @@ def claim_isolation(led: Ledger, r: Result) -> None:
     """000#29: sparse attention can give the relevant key all the weight; with random distractors only as long as it
     exceeds the largest of them by 1, so the isolation probability falls with n, exactly as derived."""
     led = led.given(seed=SEED_SPARSE, figure=FIGURE)
-    d, g = r.data, r.config.sparse_gap
+    d, g = r.data, r.config.sparse.gap
     law = (
         "sparsemax_isolation_vs_keys",
         1.0,
@@ -168,12 +168,12 @@ def claim_irrelevant_mass(led: Ledger, r: Result) -> None:
         f"{SOURCE}, section 4: the law's slope in ln n (-> 1 while the planted key dominates: (n - 1) e^(s^2/2 - a))",
     )
     subject = (
-        f"softmax, planted gap {c.sparse_gap:g}, n = {list(c.sparse_keys)} keys (random layer, width "
-        f"{c.sparse_d_model}), the irrelevant mass 1 - p_planted (the first {c.sparse_rows} rows of each sequence)"
+        f"softmax, planted gap {c.sparse.gap:g}, n = {list(c.sparse.keys)} keys (random layer, width "
+        f"{c.sparse.d_model}), the irrelevant mass 1 - p_planted (the first {c.sparse.rows} rows of each sequence)"
     )
     pairs = (d["softmax_irrelevant_mass"].values, d["softmax_irrelevant_mass_exact"].values)  # (n, seed)
     what = Measured(subject, "n", "irrelevant mass")
-    predict_law_and_slope(led, pairs, c.sparse_keys, law, slope, what, seed=SEED_IRRELEVANT, figure=FIGURE)
+    predict_law_and_slope(led, pairs, c.sparse.keys, law, slope, what, seed=SEED_IRRELEVANT, figure=FIGURE)
 
 
 claims = each_claim(claim_sparsemax_kernel, claim_isolation, claim_irrelevant_mass)

@@ -46,7 +46,7 @@ def discordant_fraction(z: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
 def measure_layer(config: Config, seed: int) -> dict[str, np.ndarray]:
     """Seed ``seed``: per query row over its own keys, the measured discordant fraction and entropy deficit of the
     Taylor weights, their exact values at the row's logit std ``sigma = |q| / sqrt(d)``, and softmax's exact deficit."""
-    d, n, Q = config.taylor_d_head, config.taylor_keys, config.taylor_queries
+    d, n, Q = config.taylor.d_head, config.taylor.keys, config.taylor.queries
     g = torch.Generator().manual_seed(derived_seed(seed, "taylor") % MAX_SEED)
     q = torch.randn(Q, d, generator=g, dtype=torch.float64)
     k = torch.randn(Q, n, d, generator=g, dtype=torch.float64)
@@ -64,7 +64,7 @@ def measure_layer(config: Config, seed: int) -> dict[str, np.ndarray]:
 
 def measure(ctx: Context) -> None:
     c = ctx.config
-    measure_replicates(ctx, "taylor", ("taylor_query", range(c.taylor_queries)), lambda s: measure_layer(c, s))
+    measure_replicates(ctx, "taylor", ("taylor_query", range(c.taylor.queries)), lambda s: measure_layer(c, s))
 
 
 def claim_taylor(led: Ledger, r: Result) -> None:
@@ -75,7 +75,7 @@ def claim_taylor(led: Ledger, r: Result) -> None:
     led = led.given(seed=SEED_TAYLOR, figure=FIGURE)
     c, d = r.config, r.data
     setting = (
-        f"Taylor features, d = {c.taylor_d_head}, n = {c.taylor_keys} Gaussian keys, {c.taylor_queries} query rows"
+        f"Taylor features, d = {c.taylor.d_head}, n = {c.taylor.keys} Gaussian keys, {c.taylor.queries} query rows"
     )
     for var, law, subject, quantity in (
         (

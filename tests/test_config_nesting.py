@@ -1,0 +1,182 @@
+"""Nested part configs (``analysis.core.config``: :class:`PartConfig`, :func:`part`, :func:`switch`): a probe's config
+holds one config per part, code reads ``config.sparse.keys``, and everything that names fields by string (the
+constructor, ``replace``, ``to_dict``/``from_dict``, presets, the command line, error messages) uses the flat names
+generated from the nesting, so that nesting an existing probe's fields moves no stored key."""
+
+from __future__ import annotations
+
+import pickle
+from dataclasses import dataclass
+
+import pytest
+
+import probes
+from analysis.core.config import BaseConfig, PartConfig, param, part, switch
+from analysis.probing import cli
+from analysis.probing.base import ProbeConfig
+
+
+@dataclass(frozen=True)
+class Sparse(PartConfig):
+    PART = "sparse"
+
+    enabled: bool = switch(True, "measure the planted key")
+    keys: tuple[int, ...] = param((16, 64), "keys n per row", minimum=2, formerly="sparse_n")
+    gap: float = param(4.0, "planted logit bias", maximum=50.0, smoke=1.0)
+
+    def validate(self) -> None:
+        super().validate()
+        if self.enabled and len(self.keys) * self.gap > 100:
+            raise ValueError(f"{self.flat('gap')} times the number of keys must be <= 100, got {self.gap}")
+
+
+@dataclass(frozen=True)
+class Memory(PartConfig):
+    PART = "memory"
+
+    slots: int = param(64, "slots n", minimum=1)
+
+
+@dataclass(frozen=True)
+class Toy(ProbeConfig):
+    SMOKE = {"memory_slots": 8}
+
+    seed: int = param(0, "seed", minimum=0)
+    memory: Memory = part(Memory)
+    sparse: Sparse = part(Sparse)
+
+
+def test_flat_names_are_generated_from_the_nesting_in_declaration_order():
+    assert Toy.field_names() == ["preset_name", "device", "seed", "memory_slots", "sparse", "sparse_keys", "sparse_gap"]
+    assert [s.attrs for s in Toy.field_specs()] == [  # the probe's fields, then device
+        ("seed",),
+        ("memory", "slots"),
+        ("sparse", "enabled"),
+        ("sparse", "keys"),
+        ("sparse", "gap"),
+        ("device",),
+    ]
+    assert [s.option for s in Toy.field_specs()][:3] == ["--seed", "--memory-slots", "--sparse"]
+
+
+def test_to_dict_is_flat_and_round_trips():
+    cfg = Toy(seed=3, sparse_keys=(8, 32), sparse=Sparse(gap=2.0))
+    assert cfg.sparse == Sparse(keys=(8, 32), gap=2.0) and cfg.memory == Memory()
+    d = cfg.to_dict()
+    assert d == {
+        "preset_name": "full",
+        "seed": 3,
+        "memory_slots": 64,
+        "sparse": True,
+        "sparse_keys": [8, 32],
+        "sparse_gap": 2.0,
+    }
+    again = Toy.from_dict(d)
+    assert again == cfg and again.digest() == cfg.digest()
+    assert pickle.loads(pickle.dumps(cfg)) == cfg  # sweeps send configs to worker processes
+
+
+def test_flat_and_nested_construction_give_the_same_config():
+    flat = Toy(memory_slots=5, sparse=False, sparse_gap=1.5)
+    nested = Toy(memory=Memory(slots=5), sparse=Sparse(enabled=False, gap=1.5))
+    assert flat == nested and flat.to_dict() == nested.to_dict()
+    assert flat.value_of("sparse") is False and flat.value_of("memory_slots") == 5
+    with pytest.raises(ValueError, match="unknown field 'sparse_nope'"):
+        flat.value_of("sparse_nope")
+
+
+def test_replace_keeps_the_rest_of_a_part():
+    cfg = Toy(sparse_keys=(8, 32), sparse_gap=2.0)
+    off = cfg.replace(sparse=False)  # the switch, by its flat name: the part's other values stay
+    assert off.sparse == Sparse(enabled=False, keys=(8, 32), gap=2.0)
+    assert cfg.replace(sparse_gap=3.0, seed=1).sparse.keys == (8, 32)
+    assert cfg.replace(sparse=Sparse()).sparse == Sparse()  # a part given whole replaces it
+    with pytest.raises(ValueError, match="unknown field 'sparse_nope'"):
+        cfg.replace(sparse_nope=1)
+
+
+def test_presets_take_smoke_values_declared_in_a_part():
+    smoke = Toy.preset("smoke")
+    assert smoke.sparse.gap == 1.0 and smoke.memory.slots == 8 and smoke.preset_name == "smoke"
+    assert Toy.preset("full") == Toy()
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"sparse_keys": (1, 4)}, "sparse_keys[0] must be >= 2, got 1"),
+        ({"sparse_gap": 60.0}, "sparse_gap must be <= 50"),
+        ({"sparse": "yes"}, "sparse must be true or false, got 'yes'"),
+        ({"memory_slots": 0}, "memory_slots must be >= 1, got 0"),
+        ({"sparse_gap": 40.0, "sparse_keys": (2, 3, 4)}, "sparse_gap times the number of keys must be <= 100"),
+    ],
+)
+def test_errors_name_the_flat_field(values, message):
+    with pytest.raises(ValueError) as err:
+        Toy(**values)
+    assert str(err.value).startswith(message), err.value
+    with pytest.raises(ValueError) as again:
+        Toy().replace(**values)
+    assert str(again.value) == str(err.value)
+
+
+def test_a_part_switched_off_skips_its_checks_across_fields():
+    assert Toy(sparse=False, sparse_gap=40.0, sparse_keys=(2, 3, 4)).sparse.gap == 40.0
+
+
+def test_a_former_flat_name_is_refused_naming_the_new_one():
+    for build in (
+        lambda: Toy(sparse_n=(4,)),
+        lambda: Toy().replace(sparse_n=(4,)),
+        lambda: Toy.from_dict({"sparse_n": [4]}),
+    ):
+        with pytest.raises(TypeError, match=r"^Toy: field 'sparse_n' is now 'sparse_keys' \(keys n per row\)$"):
+            build()
+
+
+def test_declaration_mistakes_are_type_errors():
+    with pytest.raises(TypeError, match="set PART"):
+
+        @dataclass(frozen=True)
+        class NoName(PartConfig):
+            x: int = param(1, "x")
+
+    @dataclass(frozen=True)
+    class Misplaced(BaseConfig):
+        other: Sparse = part(Sparse)
+
+    with pytest.raises(TypeError, match="Misplaced.other nests Sparse, whose PART must be 'other'"):
+        Misplaced.field_names()
+
+    @dataclass(frozen=True)
+    class Clash(BaseConfig):
+        sparse_keys: int = param(1, "a field of the config under a nested part's flat name")
+        sparse: Sparse = part(Sparse)
+
+    with pytest.raises(TypeError, match=r"flat field name\(s\) \['sparse_keys'\] given twice"):
+        Clash.field_names()
+
+    @dataclass(frozen=True)
+    class BadSwitch(PartConfig):
+        PART = "bad"
+        on: bool = switch(True, "a switch under another name")
+
+    with pytest.raises(TypeError, match="a switch is a part config's bool field named 'enabled'"):
+        BadSwitch.field_names()
+
+
+def test_the_command_line_spells_nested_fields_flat(tmp_path, capsys, monkeypatch):
+    """softmax_alternatives nests one config per part; its options are the flat names."""
+    Config = probes.get("softmax_alternatives").Config
+    assert any(s.nested for s in Config.field_specs())
+    assert "--sparse-keys" in [s.option for s in Config.field_specs()]
+    monkeypatch.chdir(tmp_path)
+    rc = cli.main(["run", "softmax_alternatives", "--sparse-keys", "1,4", "--save", "r"])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.strip() == "probes: error: probe softmax_alternatives: sparse_keys[0] must be >= 2, got 1", (
+        err
+    )
+    rc = cli.main(["run", "softmax_alternatives", "--sparse-width", "8", "--save", "r"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "--sparse-width is now --sparse-d-model" in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "r").exists()
