@@ -383,7 +383,7 @@ def test_momentum_claims_pass_at_full_size_and_fail_on_the_first_order_picture()
     from analysis.claims.ledger import Ledger
 
     full = ar.Config.preset("full")
-    c = _small(**{f: getattr(full, f) for f in momentum.FIELDS})
+    c = _small(**{f: full.value_of(f) for f in momentum.FIELDS})
     r = ar.run(c, progress=False)
     led = Ledger("associative_recall", preset="full")
     momentum.claims(led, (r,))
@@ -427,7 +427,7 @@ def test_decay_claims_pass_at_full_size_and_fail_without_the_decay():
     from analysis.theory import associative_recall as th
 
     full = ar.Config.preset("full")
-    c = _small(**{f: getattr(full, f) for f in decay.FIELDS})
+    c = _small(**{f: full.value_of(f) for f in decay.FIELDS})
     r = ar.run(c, progress=False)
     led = Ledger("associative_recall", preset="full")
     decay.claims(led, (r,))

@@ -117,13 +117,13 @@ def test_runs_with_seeds_0_and_1_share_no_replicate(patch_in_package):
     to be seed + i, sharing all but one), and replicate 0 keeps the run's seed."""
     used = {}
     for seed in (0, 1):
-        fake = _FakeTrain(ao.Config.preset("smoke").deep_steps)
+        fake = _FakeTrain(ao.Config.preset("smoke").deep.steps)
         patch_in_package(
             ao, "train", fake
         )  # every part that trains calls analysis.training.train.train by its own name
         cfg = ao.Config.preset("smoke", seed=seed)
         ao.run(cfg, progress=False)
-        n = max(cfg.train_seeds, cfg.neighbour_seeds, cfg.matched_seeds, cfg.deep_seeds)
+        n = max(cfg.train_seeds, cfg.neighbour.seeds, cfg.matched.seeds, cfg.deep.seeds)
         assert set(fake.seeds) == set(replicate_seeds(seed, n)), fake.seeds
         assert seed in fake.seeds and len(set(fake.seeds)) == n >= 2
         used[seed] = set(fake.seeds)
@@ -180,7 +180,7 @@ def test_nearest_neighbour_claims_judge_their_numbers(smoke):
 def test_learned_scale_reads_beta_from_the_construction():
     cfg = ao.Config.preset("smoke")
     model = ao.TinyTransformer(ao.nn_model_config(cfg, "full_1x", dtype="float64"))
-    d = cfg.neighbour_d
+    d = cfg.neighbour.d
     attn = model.blocks[0].attn
     import torch
 

@@ -190,7 +190,7 @@ def test_every_declared_design_fits_its_probe_config():
             if not spec.looks:
                 continue
             full = probes.get(name).Config.preset("full")
-            assert getattr(full, spec.replicates) == spec.looks[0], (name, spec.name)
+            assert full.value_of(spec.replicates) == spec.looks[0], (name, spec.name)
             full.replace(**{spec.replicates: spec.budget})  # within the field's bounds (ValueError otherwise)
             checked += 1
     assert checked >= 5

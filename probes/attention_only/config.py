@@ -4,11 +4,109 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from analysis.core.config import PartConfig, part
 from analysis.data.tasks import ConvolutionRegression, Induction, NearestNeighbour
 from analysis.probing.base import MAX_SEED, ProbeConfig, model_param, param
 
 SEED_CONV, SEED_KV, SEED_RANK, SEED_SAN = "004#89", "004#24", "004#72", "004#1"
 SOURCE = "analysis/theory/attention_only.py"
+
+
+@dataclass(frozen=True)
+class Neighbour(PartConfig):
+    """Rank against heads on nearest-neighbour search (004#72): the part ``nearest_neighbour``."""
+
+    PART = "neighbour"
+
+    d: int = param(
+        16,
+        "nearest neighbour: dimension d (a multiple of 4: heads of rank d, d/4 and 1)",
+        minimum=4,
+        maximum=64,
+        smoke=4,
+    )
+    keys: int = param(16, "nearest neighbour: keys N per sequence", minimum=2, maximum=256, smoke=4)
+    keys_short: int = param(2, "nearest neighbour: keys N of the short context (depth)", minimum=2, maximum=256)
+    queries: int = param(8, "nearest neighbour: queries M per sequence", minimum=1, maximum=256)
+    steps: int = param(600, "nearest neighbour: optimiser updates per model", minimum=1, smoke=3)
+    batch_size: int = param(
+        32, "nearest neighbour: sequences per update", minimum=1, maximum=1024, formerly="neighbour_batch"
+    )
+    lr: float = param(0.03, "nearest neighbour: peak learning rate (Adam, cosine)", minimum=1e-6, maximum=1.0)
+    seeds: int = param(5, "nearest neighbour: training seeds per model (replicate_seed(seed, i))", minimum=1, smoke=2)
+    eval: int = param(512, "nearest neighbour: held-out sequences per model", minimum=2, maximum=100_000, smoke=16)
+    theory_sets: int = param(2000, "nearest neighbour: key sets of the theory's Monte Carlo", minimum=8, smoke=64)
+
+
+@dataclass(frozen=True)
+class Matched(PartConfig):
+    """Attention-only networks with matched parameters, and their stable ranks (004#1): the parts ``matched`` and
+    ``stable_ranks``."""
+
+    PART = "matched"
+
+    d_model: int = param(
+        32,
+        "attention-only networks: width d of the matched models",
+        minimum=2,
+        maximum=256,
+        formerly="matched_width",
+        smoke=8,
+    )
+    n_heads: int = param(
+        2, "attention-only networks: heads of the matched models", minimum=1, maximum=8, formerly="matched_heads"
+    )
+    n_layers: int = param(
+        2,
+        "attention-only networks: blocks of the standard model (MLP 4d)",
+        minimum=1,
+        maximum=8,
+        formerly="matched_layers",
+    )
+    seq_len: int = param(
+        64, "attention-only networks: corpus context T of the matched models", minimum=4, maximum=256, smoke=16
+    )
+    steps: int = param(300, "attention-only networks: updates per matched model (probe-LM recipe)", minimum=1, smoke=4)
+    seeds: int = param(
+        5,
+        "attention-only networks: training seeds per matched model (replicate_seed(seed, i))",
+        minimum=1,
+        maximum=16,
+        smoke=2,
+    )
+    eval_batches: int = param(
+        8, "attention-only networks: held-out batches of 16 windows", minimum=1, maximum=64, smoke=1
+    )
+    snapshots: int = param(
+        8, "attention-only networks: checkpoint intervals of the stable ranks (even)", minimum=2, maximum=64, smoke=2
+    )
+
+
+@dataclass(frozen=True)
+class Deep(PartConfig):
+    """Deep attention-only stacks with and without QK-norm (004#1): the part ``deep``."""
+
+    PART = "deep"
+
+    n_layers: int = param(
+        48, "deep stacks: depth of the attention-only stacks", minimum=1, maximum=96, formerly="deep_layers", smoke=3
+    )
+    d_model: int = param(32, "deep stacks: width d", minimum=2, maximum=128, formerly="deep_width", smoke=8)
+    n_heads: int = param(2, "deep stacks: heads", minimum=1, maximum=8, formerly="deep_heads")
+    seq_len: int = param(16, "deep stacks: corpus context T", minimum=4, maximum=128, smoke=8)
+    batch_size: int = param(
+        8, "deep stacks: sequences per update", minimum=1, maximum=256, formerly="deep_batch", smoke=2
+    )
+    steps: int = param(200, "deep stacks: updates (Adam, constant lr, no warm-up, no clipping)", minimum=1, smoke=6)
+    lr: float = param(1e-3, "deep stacks: Adam learning rate (torch's default)", minimum=1e-6, maximum=1.0)
+    seeds: int = param(
+        3,
+        "deep stacks: seeds per QK-norm setting (replicate_seed(seed, i); ~33 s per seed; undecided claims run again "
+        "at 8, then 24: analysis.probing.sequential)",
+        minimum=1,
+        maximum=32,
+        smoke=2,
+    )
 
 
 @dataclass(frozen=True)
@@ -19,25 +117,7 @@ class Config(ProbeConfig):
         "train_seeds": 2,
         "ind_steps": 20,
         "n_eval": 32,
-        "neighbour_d": 4,
-        "neighbour_keys": 4,
-        "neighbour_steps": 3,
-        "neighbour_seeds": 2,
-        "neighbour_eval": 16,
-        "neighbour_theory_sets": 64,
-        "matched_d_model": 8,
-        "matched_seq_len": 16,
-        "matched_steps": 4,
-        "matched_seeds": 2,
-        "matched_eval_batches": 1,
-        "matched_snapshots": 2,
         "trend_widths": (4,),
-        "deep_n_layers": 3,
-        "deep_d_model": 8,
-        "deep_seq_len": 8,
-        "deep_batch_size": 2,
-        "deep_steps": 6,
-        "deep_seeds": 2,
         "spike_window": 2,
     }
 
@@ -67,57 +147,8 @@ class Config(ProbeConfig):
     ind_batch_size: int = param(32, "sequences per update (induction)", minimum=1, maximum=1024, formerly="ind_batch")
     ind_lr: float = param(3e-3, "peak learning rate (induction; Adam, cosine)", minimum=1e-6, maximum=1.0)
     n_eval: int = param(256, "held-out induction sequences per trained model", minimum=1, maximum=100_000)
-    neighbour_d: int = param(
-        16,
-        "nearest neighbour: dimension d (a multiple of 4: heads of rank d, d/4 and 1)",
-        minimum=4,
-        maximum=64,
-    )
-    neighbour_keys: int = param(16, "nearest neighbour: keys N per sequence", minimum=2, maximum=256)
-    neighbour_keys_short: int = param(
-        2, "nearest neighbour: keys N of the short context (depth)", minimum=2, maximum=256
-    )
-    neighbour_queries: int = param(8, "nearest neighbour: queries M per sequence", minimum=1, maximum=256)
-    neighbour_steps: int = param(600, "nearest neighbour: optimiser updates per model", minimum=1)
-    neighbour_batch_size: int = param(
-        32, "nearest neighbour: sequences per update", minimum=1, maximum=1024, formerly="neighbour_batch"
-    )
-    neighbour_lr: float = param(0.03, "nearest neighbour: peak learning rate (Adam, cosine)", minimum=1e-6, maximum=1.0)
-    neighbour_seeds: int = param(5, "nearest neighbour: training seeds per model (replicate_seed(seed, i))", minimum=1)
-    neighbour_eval: int = param(512, "nearest neighbour: held-out sequences per model", minimum=2, maximum=100_000)
-    neighbour_theory_sets: int = param(2000, "nearest neighbour: key sets of the theory's Monte Carlo", minimum=8)
-    matched_d_model: int = param(
-        32, "attention-only networks: width d of the matched models", minimum=2, maximum=256, formerly="matched_width"
-    )
-    matched_n_heads: int = param(
-        2, "attention-only networks: heads of the matched models", minimum=1, maximum=8, formerly="matched_heads"
-    )
-    matched_n_layers: int = param(
-        2,
-        "attention-only networks: blocks of the standard model (MLP 4d)",
-        minimum=1,
-        maximum=8,
-        formerly="matched_layers",
-    )
-    matched_seq_len: int = param(
-        64, "attention-only networks: corpus context T of the matched models", minimum=4, maximum=256
-    )
-    matched_steps: int = param(300, "attention-only networks: updates per matched model (probe-LM recipe)", minimum=1)
-    matched_seeds: int = param(
-        5,
-        "attention-only networks: training seeds per matched model (replicate_seed(seed, i))",
-        minimum=1,
-        maximum=16,
-    )
-    matched_eval_batches: int = param(
-        8, "attention-only networks: held-out batches of 16 windows", minimum=1, maximum=64
-    )
-    matched_snapshots: int = param(
-        8,
-        "attention-only networks: checkpoint intervals of the stable ranks (even)",
-        minimum=2,
-        maximum=64,
-    )
+    neighbour: Neighbour = part(Neighbour)
+    matched: Matched = part(Matched)
     trend_widths: tuple[int, ...] = param(
         (16, 64),
         "attention-only networks: further widths d at which the standard and the matched attention-only model are "
@@ -125,22 +156,7 @@ class Config(ProbeConfig):
         minimum=2,
         maximum=256,
     )
-    deep_n_layers: int = param(
-        48, "deep stacks: depth of the attention-only stacks", minimum=1, maximum=96, formerly="deep_layers"
-    )
-    deep_d_model: int = param(32, "deep stacks: width d", minimum=2, maximum=128, formerly="deep_width")
-    deep_n_heads: int = param(2, "deep stacks: heads", minimum=1, maximum=8, formerly="deep_heads")
-    deep_seq_len: int = param(16, "deep stacks: corpus context T", minimum=4, maximum=128)
-    deep_batch_size: int = param(8, "deep stacks: sequences per update", minimum=1, maximum=256, formerly="deep_batch")
-    deep_steps: int = param(200, "deep stacks: updates (Adam, constant lr, no warm-up, no clipping)", minimum=1)
-    deep_lr: float = param(1e-3, "deep stacks: Adam learning rate (torch's default)", minimum=1e-6, maximum=1.0)
-    deep_seeds: int = param(
-        3,
-        "deep stacks: seeds per QK-norm setting (replicate_seed(seed, i); ~33 s per seed; undecided claims run again "
-        "at 8, then 24: analysis.probing.sequential)",
-        minimum=1,
-        maximum=32,
-    )
+    deep: Deep = part(Deep)
     spike_window: int = param(20, "loss spikes: trailing window of earlier updates", minimum=2, maximum=1000)
     spike_k: float = param(6.0, "loss spikes: threshold in scaled MADs above the window's median", minimum=0.5)
     seed: int = model_param("seed", 0, "weights, data and held-out data (replicate i: replicate_seed(seed, i))")
@@ -151,26 +167,26 @@ class Config(ProbeConfig):
             raise ValueError(
                 f"d_model / n_heads must be even (RoPE in the induction models), got {self.d_model} / {self.n_heads}"
             )
-        if self.neighbour_d % 4:
-            raise ValueError(f"neighbour_d must be a multiple of 4 (heads of rank d / 4), got {self.neighbour_d}")
+        if self.neighbour.d % 4:
+            raise ValueError(f"neighbour_d must be a multiple of 4 (heads of rank d / 4), got {self.neighbour.d}")
         for prefix in ("matched", "deep"):
-            width, heads = getattr(self, f"{prefix}_d_model"), getattr(self, f"{prefix}_n_heads")
+            width, heads = self.value_of(f"{prefix}_d_model"), self.value_of(f"{prefix}_n_heads")
             if width % heads or (width // heads) % 2:
                 raise ValueError(
                     f"{prefix}_d_model / {prefix}_n_heads must be an even integer (RoPE), got {width} / {heads}"
                 )
         for w in self.trend_widths:
-            if w == self.matched_d_model or w % self.matched_n_heads or (w // self.matched_n_heads) % 2:
+            if w == self.matched.d_model or w % self.matched.n_heads or (w // self.matched.n_heads) % 2:
                 raise ValueError(
-                    f"trend_widths must differ from matched_d_model ({self.matched_d_model}) and divide by "
-                    f"matched_n_heads ({self.matched_n_heads}) into an even head size (RoPE), got {w}"
+                    f"trend_widths must differ from matched_d_model ({self.matched.d_model}) and divide by "
+                    f"matched_n_heads ({self.matched.n_heads}) into an even head size (RoPE), got {w}"
                 )
         if len(set(self.trend_widths)) != len(self.trend_widths):
             raise ValueError(f"trend_widths must be distinct, got {list(self.trend_widths)}")
-        if self.matched_snapshots % 2 or self.matched_snapshots > self.matched_steps:
+        if self.matched.snapshots % 2 or self.matched.snapshots > self.matched.steps:
             raise ValueError(
                 f"matched_snapshots must be even (the second half starts at a checkpoint) and <= matched_steps "
-                f"({self.matched_steps}), got {self.matched_snapshots}"
+                f"({self.matched.steps}), got {self.matched.snapshots}"
             )
         if self.conv_len < self.taps:
             raise ValueError(f"conv_len must be >= taps ({self.taps}), got {self.conv_len}")
@@ -184,7 +200,7 @@ class Config(ProbeConfig):
 
     def nn_task(self, short: bool = False) -> NearestNeighbour:
         return NearestNeighbour(
-            self.neighbour_d, self.neighbour_keys_short if short else self.neighbour_keys, self.neighbour_queries
+            self.neighbour.d, self.neighbour.keys_short if short else self.neighbour.keys, self.neighbour.queries
         )
 
     def conv_task(self) -> ConvolutionRegression:

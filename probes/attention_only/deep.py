@@ -121,26 +121,26 @@ def measure_deep(config: Config, progress: bool) -> dict[str, np.ndarray]:
     task = deep_task(config)
     gen = torch.Generator().manual_seed(derived_seed(config.seed, "deep_probe") % MAX_SEED)
     probe_x, _ = task.sample(2, gen)
-    shape = (2, config.deep_seeds)
+    shape = (2, config.deep.seeds)
     traces = ("loss", "max_logit", "bound_ratio", "qk_bound")
-    out = {k: np.full((*shape, config.deep_steps), np.nan) for k in traces}
+    out = {k: np.full((*shape, config.deep.steps), np.nan) for k in traces}
     out["eval_loss"] = np.full(shape, np.nan)
     for qk, s in bar(
-        [(q, s) for q in (0, 1) for s in range(config.deep_seeds)],
+        [(q, s) for q in (0, 1) for s in range(config.deep.seeds)],
         desc="attention_only: deep stacks",
         progress=progress,
     ):
         seed = replicate_seed(config.seed, s)
         tc = TrainConfig(
-            steps=config.deep_steps,
-            batch_size=config.deep_batch_size,
-            lr=config.deep_lr,
+            steps=config.deep.steps,
+            batch_size=config.deep.batch_size,
+            lr=config.deep.lr,
             optimizer="adam",
             schedule="constant",
             warmup_steps=0,
             grad_clip=0.0,
             weight_decay=0.0,
-            eval_every=config.deep_steps,
+            eval_every=config.deep.steps,
             eval_batches=DEEP_EVAL_BATCHES,
             seed=seed,
         )
@@ -172,7 +172,7 @@ def qk_bound_construction(config: Config) -> dict[str, float]:
         attn.q_norm.weight.fill_(QK_GAIN)
         attn.k_norm.weight.fill_(QK_GAIN)
     gen = torch.Generator().manual_seed(derived_seed(config.seed, "qk_construction") % MAX_SEED)
-    x = torch.randint(0, vocab, (4, config.deep_seq_len), generator=gen)
+    x = torch.randint(0, vocab, (4, config.deep.seq_len), generator=gen)
     return {"qk_bound_construction_ratio": float(layer_max_logits(model, x)[0] / qk_bounds(model)[0])}
 
 
@@ -190,8 +190,8 @@ def measure(ctx: Context) -> None:
     deep = measure_deep(config, ctx.progress) if config.training else None
     nan = lambda *shape: np.full(shape, np.nan)  # noqa: E731
     deep = deep or {
-        k: nan(2, config.deep_seeds, config.deep_steps) for k in ("loss", "max_logit", "bound_ratio", "qk_bound")
-    } | {"eval_loss": nan(2, config.deep_seeds)}
+        k: nan(2, config.deep.seeds, config.deep.steps) for k in ("loss", "max_logit", "bound_ratio", "qk_bound")
+    } | {"eval_loss": nan(2, config.deep.seeds)}
     spikes = np.array([[loss_spikes(tr, config.spike_window, config.spike_k) for tr in row] for row in deep["loss"]])
     dims3 = ("qk_norm", "deep_seed", "deep_step")
     ctx.data.update(
@@ -203,7 +203,7 @@ def measure(ctx: Context) -> None:
         deep_eval_loss=(("qk_norm", "deep_seed"), deep["eval_loss"]),
     )
     ctx.coords.update(
-        qk_norm=[False, True], deep_seed=np.arange(config.deep_seeds), deep_step=np.arange(config.deep_steps)
+        qk_norm=[False, True], deep_seed=np.arange(config.deep.seeds), deep_step=np.arange(config.deep.steps)
     )
 
 
@@ -234,7 +234,7 @@ def _claim_loss_spikes(led: Ledger, c: Config, spikes: np.ndarray) -> None:
             expected=expected,
             atol=0.5,
             alternative=float(spiky[1 - qk]),
-            why=f"band: {band} of the {c.deep_seeds} runs ({spike_def}); {c.deep_seeds} seeds: compute (about 33 s "
+            why=f"band: {band} of the {c.deep.seeds} runs ({spike_def}); {c.deep.seeds} seeds: compute (about 33 s "
             "per seed for both QK-norm settings, one thread)",
             statement=statement,
         )
@@ -251,7 +251,7 @@ def claim_deep_qknorm(led: Ledger, r: Result) -> None:
         why="each case: at one update of one seed, the largest ratio over layers of a layer's max |logit| (probe "
         "batch) to the bound of its gains; the claim is the worst case, its tightness that ratio, beside the median "
         "case's",
-        statement=f"{c.deep_n_layers} x {c.deep_d_model} attention-only stacks with QK-norm: every logit within the "
+        statement=f"{c.deep.n_layers} x {c.deep.d_model} attention-only stacks with QK-norm: every logit within the "
         "closed-form bound throughout training",
     )
     ml = d["deep_max_logit"].values  # (qk, seed, step)
@@ -295,7 +295,7 @@ def claim_deep_qknorm(led: Ledger, r: Result) -> None:
         "deep_qknorm_reaches_lower_loss",
         replicates=ev[0] - ev[1],
         why=why,
-        statement=f"held-out loss after {c.deep_steps} updates without QK-norm minus with QK-norm > 0",
+        statement=f"held-out loss after {c.deep.steps} updates without QK-norm minus with QK-norm > 0",
     )
 
 

@@ -103,8 +103,8 @@ def second_half_change(sr: np.ndarray) -> np.ndarray:
 
 def snapshot_steps(config: Config) -> tuple[int, ...]:
     """The ``san_snapshots + 1`` evenly spaced checkpoints 0..matched_steps (the middle one starts the second half)."""
-    n = config.matched_snapshots
-    return tuple(int(round(i * config.matched_steps / n)) for i in range(n + 1))
+    n = config.matched.snapshots
+    return tuple(int(round(i * config.matched.steps / n)) for i in range(n + 1))
 
 
 def measure_san(config: Config, progress: bool) -> dict[str, np.ndarray]:
@@ -113,16 +113,16 @@ def measure_san(config: Config, progress: bool) -> dict[str, np.ndarray]:
     W_O, NaN-padded past a model's depth."""
     task = san_task(config)
     steps = snapshot_steps(config)
-    S, depth = config.matched_seeds, matched_depth(config)["layers"]
-    held_out = list(task.eval_batches(16, max_batches=config.matched_eval_batches))
+    S, depth = config.matched.seeds, matched_depth(config)["layers"]
+    held_out = list(task.eval_batches(16, max_batches=config.matched.eval_batches))
     out = {"loss": np.full((len(SAN_MODELS), S), np.nan), "loss_checkpoint": np.full((2, S, len(steps)), np.nan)}
     for key in ("sr_qk", "sr_o"):
-        out[key] = np.full((2, S, len(steps), max(depth, config.matched_n_layers)), np.nan)
+        out[key] = np.full((2, S, len(steps), max(depth, config.matched.n_layers)), np.nan)
     jobs = [(i, s) for i in range(len(SAN_MODELS)) for s in range(S)]
     for i, s in bar(jobs, desc="attention_only: matched parameters", progress=progress):
         seed = replicate_seed(config.seed, s)
-        tc = probe_lm_train_config(config.matched_steps, seed).replace(
-            eval_every=config.matched_steps, eval_batches=config.matched_eval_batches
+        tc = probe_lm_train_config(config.matched.steps, seed).replace(
+            eval_every=config.matched.steps, eval_batches=config.matched.eval_batches
         )
         snaps = steps if i < 2 else ()
         res = train(
@@ -139,7 +139,7 @@ def measure_san(config: Config, progress: bool) -> dict[str, np.ndarray]:
 
 def trend_widths(config: Config) -> list[int]:
     """The widths of the matched gap's trend, ascending: ``matched_d_model`` and ``trend_widths``."""
-    return sorted({config.matched_d_model, *config.trend_widths})
+    return sorted({config.matched.d_model, *config.trend_widths})
 
 
 def trend_params(config: Config) -> np.ndarray:
@@ -161,17 +161,17 @@ def measure_trend(config: Config, loss: np.ndarray, progress: bool) -> np.ndarra
     attention-only depth matched at each width."""
     widths = trend_widths(config)
     task = san_task(config)
-    out = np.full((len(widths), 2, config.matched_seeds), np.nan)
-    jobs = [(w, i, s) for w in widths for i in range(2) for s in range(config.matched_seeds)]
+    out = np.full((len(widths), 2, config.matched.seeds), np.nan)
+    jobs = [(w, i, s) for w in widths for i in range(2) for s in range(config.matched.seeds)]
     for w, i, s in bar(jobs, desc="attention_only: matched gap over widths", progress=progress):
         k = widths.index(w)
-        if w == config.matched_d_model:
+        if w == config.matched.d_model:
             out[k, i, s] = loss[i, s]
             continue
         seed = replicate_seed(config.seed, s)
         mc = san_model_config(config, SAN_MODELS[i], task.vocab_size, seed, width=w)
-        tc = probe_lm_train_config(config.matched_steps, seed).replace(
-            eval_every=config.matched_steps, eval_batches=config.matched_eval_batches
+        tc = probe_lm_train_config(config.matched.steps, seed).replace(
+            eval_every=config.matched.steps, eval_batches=config.matched.eval_batches
         )
         out[k, i, s] = train(mc, task, tc, progress=False).history["eval_loss"][-1]
     return out
@@ -183,8 +183,8 @@ def measure(ctx: Context) -> None:
     config = ctx.config
     ctx.scalars.update(measure_param_counts(config))
     san = measure_san(config, ctx.progress) if config.training else None
-    S, snaps = config.matched_seeds, snapshot_steps(config)
-    layers = max(matched_depth(config)["layers"], config.matched_n_layers)
+    S, snaps = config.matched.seeds, snapshot_steps(config)
+    layers = max(matched_depth(config)["layers"], config.matched.n_layers)
     nan = lambda *shape: np.full(shape, np.nan)  # noqa: E731
     san = san or {
         "loss": nan(len(SAN_MODELS), S),
@@ -230,11 +230,11 @@ def claim_san_identities(led: Ledger, r: Result) -> None:
         "san_matched_params_residual",
         measured=san - std,
         expected=s["san_residual_theory"],
-        source=f"{SOURCE}, item 5: {c.matched_n_layers} standard blocks hold as many parameters as "
+        source=f"{SOURCE}, item 5: {c.matched.n_layers} standard blocks hold as many parameters as "
         f"{int(s['san_layers_matched'])} attention-only blocks up to one norm's gains per standard block",
         why="integer counts: exact",
         statement=f"attention-only ({int(s['san_layers_matched'])} layers, {san} parameters) minus standard "
-        f"({c.matched_n_layers} layers, {std}): the derived residual ({(san - std) / std:.2%} of the standard's)",
+        f"({c.matched.n_layers} layers, {std}): the derived residual ({(san - std) / std:.2%} of the standard's)",
     )
     led.judge(
         "qk_norm_logit_bound_attained",
@@ -294,12 +294,12 @@ def claim_san_gap(led: Ledger, r: Result) -> None:
         replicates=gap,
         alternative=dl.mean,
         source="004#1: at matched parameters the gap is 0.006 nats; "
-        f"{SOURCE}, item 5: {depth} attention-only blocks match {c.matched_n_layers} standard ones",
+        f"{SOURCE}, item 5: {depth} attention-only blocks match {c.matched.n_layers} standard ones",
         why=f"95% t band over {g.n} seeds of the paired difference (the same replicate seed: data stream and "
         "validation windows)",
-        statement=f"held-out loss, attention-only ({depth} layers) minus standard ({c.matched_n_layers} layers, "
+        statement=f"held-out loss, attention-only ({depth} layers) minus standard ({c.matched.n_layers} layers, "
         f"MLP 4d), "
-        f"width {c.matched_d_model}, equal parameters: 0",
+        f"width {c.matched.d_model}, equal parameters: 0",
         scale=scale,
     )
     led.judge(

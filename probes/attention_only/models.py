@@ -14,14 +14,14 @@ QK_GAIN = 1.5  # the constant QK-norm gain of the float64 bound construction (an
 
 
 def san_task(config: Config) -> CorpusLM:
-    return CorpusLM(seq_len=config.matched_seq_len, corpus=CorpusSpec(encoding="char"))
+    return CorpusLM(seq_len=config.matched.seq_len, corpus=CorpusSpec(encoding="char"))
 
 
 def matched_depth(config: Config, width: int | None = None) -> dict[str, int]:
     """Theory item 5 for the configured standard model (at ``width``, default ``matched_d_model``): the matched
     attention-only depth and the residual."""
-    d, H = width or config.matched_d_model, config.matched_n_heads
-    return th.matched_attention_depth(config.matched_n_layers, d, H, d // H, 4 * d)
+    d, H = width or config.matched.d_model, config.matched.n_heads
+    return th.matched_attention_depth(config.matched.n_layers, d, H, d // H, 4 * d)
 
 
 def san_model_config(
@@ -30,20 +30,20 @@ def san_model_config(
     """Model ``name`` of :data:`SAN_MODELS`: pre-LN, RoPE, width ``width`` (default ``matched_d_model``);
     ``standard`` has ``matched_n_layers`` blocks with MLP 4d, ``attention_only`` the matched depth without MLPs,
     ``mlp_deleted`` the standard's depth without MLPs."""
-    d = width or config.matched_d_model
+    d = width or config.matched.d_model
     layers, mlp = {
-        "standard": (config.matched_n_layers, 4 * d),
+        "standard": (config.matched.n_layers, 4 * d),
         "attention_only": (matched_depth(config, d)["layers"], 0),
-        "mlp_deleted": (config.matched_n_layers, 0),
+        "mlp_deleted": (config.matched.n_layers, 0),
     }[name]
     return ModelConfig(
         vocab_size=vocab,
         d_model=d,
         n_layers=layers,
-        n_heads=config.matched_n_heads,
+        n_heads=config.matched.n_heads,
         d_mlp=mlp,
         pos="rope",
-        max_len=config.matched_seq_len,
+        max_len=config.matched.seq_len,
         dtype=dtype,
         seed=seed,
     )
@@ -70,19 +70,19 @@ def count_params(cfg: ModelConfig) -> int:
 
 
 def deep_task(config: Config) -> CorpusLM:
-    return CorpusLM(seq_len=config.deep_seq_len, corpus=CorpusSpec(encoding="char"))
+    return CorpusLM(seq_len=config.deep.seq_len, corpus=CorpusSpec(encoding="char"))
 
 
 def deep_model_config(config: Config, qk_norm: bool, vocab: int, seed: int = 0, dtype: str = "float32") -> ModelConfig:
     """``deep_n_layers`` x ``deep_d_model`` attention-only stack (pre-LN, RoPE, no MLP), with or without QK-norm."""
     return ModelConfig(
         vocab_size=vocab,
-        d_model=config.deep_d_model,
-        n_layers=config.deep_n_layers,
-        n_heads=config.deep_n_heads,
+        d_model=config.deep.d_model,
+        n_layers=config.deep.n_layers,
+        n_heads=config.deep.n_heads,
         d_mlp=0,
         pos="rope",
-        max_len=config.deep_seq_len,
+        max_len=config.deep.seq_len,
         qk_norm=qk_norm,
         dtype=dtype,
         seed=seed,

@@ -53,7 +53,7 @@ def nn_model_config(config: Config, name: str, seed: int = 0, dtype: str = "floa
     """Model ``name`` of :data:`NN_MODELS`: H heads of size (rank) d / H on the 2d-wide stream (keys in channels
     [:d], queries in [d:]), attention only, no norm, residual on, logit scale 1, linear read-out of width d."""
     heads, layers, _ = NN_MODELS[name]
-    d, H = config.neighbour_d, heads(config.neighbour_d)
+    d, H = config.neighbour.d, heads(config.neighbour.d)
     return ModelConfig(
         input="embedded",
         output="linear",
@@ -73,7 +73,7 @@ def nn_model_config(config: Config, name: str, seed: int = 0, dtype: str = "floa
 
 def nn_eval_batch(config: Config, short: bool, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
     gen = torch.Generator().manual_seed(derived_seed(seed, "nn_eval") % MAX_SEED)
-    return config.nn_task(short).sample(config.neighbour_eval, gen, dtype=torch.float64)
+    return config.nn_task(short).sample(config.neighbour.eval, gen, dtype=torch.float64)
 
 
 def nn_errors(config: Config, model: TinyTransformer, short: bool, seed: int) -> np.ndarray:
@@ -89,7 +89,7 @@ def nn_errors(config: Config, model: TinyTransformer, short: bool, seed: int) ->
 def learned_scale(config: Config, model: TinyTransformer) -> tuple[float, float]:
     """``(beta_eff, anisotropy)`` of a one-layer one-head model: ``M = scale W_q[:, d:]^T W_k[:, :d]`` (the
     query-to-key bilinear form), ``beta_eff = tr M / d`` and ``|M - beta_eff I|_F / |M|_F``."""
-    d = config.neighbour_d
+    d = config.neighbour.d
     attn = model.blocks[0].attn
     wq = attn.W_q.weight.detach().to(torch.float64).numpy()
     wk = attn.W_k.weight.detach().to(torch.float64).numpy()
@@ -100,7 +100,7 @@ def learned_scale(config: Config, model: TinyTransformer) -> tuple[float, float]
 
 def train_nn(config: Config, name: str, seed: int, progress: bool) -> TinyTransformer:
     tc = train_config(
-        config.neighbour_steps, config.neighbour_batch_size, config.neighbour_lr, 50, seed, weight_decay=0.0
+        config.neighbour.steps, config.neighbour.batch_size, config.neighbour.lr, 50, seed, weight_decay=0.0
     )
     short = NN_MODELS[name][2]
     return train(nn_model_config(config, name, seed), config.nn_task(short), tc, progress=progress).model
@@ -109,7 +109,7 @@ def train_nn(config: Config, name: str, seed: int, progress: bool) -> TinyTransf
 def measure_nn_construction(config: Config) -> dict[str, float]:
     """Item 4's full-rank head in float64 at beta = NN_BETA_EXACT: its relative MSE on the held-out batch and the
     mean over queries of the hard-max bound from each query's alignment gap."""
-    d, task = config.neighbour_d, config.nn_task()
+    d, task = config.neighbour.d, config.nn_task()
     model = TinyTransformer(nn_model_config(config, "full_1x", dtype="float64")).eval()
     attn, w = model.blocks[0].attn, th.nn_construction(d, NN_BETA_EXACT)
     weights = {attn.W_q.weight: w["W_q"], attn.W_k.weight: w["W_k"], attn.W_v.weight: w["W_v"]}
@@ -127,14 +127,14 @@ def measure_nn_construction(config: Config) -> dict[str, float]:
 def measure_nn_trained(config: Config, progress: bool) -> dict[str, np.ndarray]:
     """(model, seed) held-out relative MSE and its SE over sequences; (seed,) learned scale of full_1x."""
     names = list(NN_MODELS)
-    shape = (len(names), config.neighbour_seeds)
+    shape = (len(names), config.neighbour.seeds)
     out = {k: np.full(shape, np.nan) for k in ("rel_mse", "rel_mse_se")}
     out["beta_eff"], out["anisotropy"] = (
-        np.full(config.neighbour_seeds, np.nan),
-        np.full(config.neighbour_seeds, np.nan),
+        np.full(config.neighbour.seeds, np.nan),
+        np.full(config.neighbour.seeds, np.nan),
     )
-    seeds = replicate_seeds(config.seed, config.neighbour_seeds)
-    jobs = [(i, s) for i in range(len(names)) for s in range(config.neighbour_seeds)]
+    seeds = replicate_seeds(config.seed, config.neighbour.seeds)
+    jobs = [(i, s) for i in range(len(names)) for s in range(config.neighbour.seeds)]
     for i, s in bar(jobs, desc="attention_only: nearest neighbour", progress=progress):
         model = train_nn(config, names[i], seeds[s], progress=False)
         err = nn_errors(config, model, NN_MODELS[names[i]][2], seeds[s])
@@ -147,12 +147,12 @@ def measure_nn_trained(config: Config, progress: bool) -> dict[str, np.ndarray]:
 def nn_theory(config: Config, beta_eff: np.ndarray | None) -> dict[str, float]:
     """The additive floors A(d/4), A(1) at N keys and A(1) at the short N; the construction's error at the
     trained full head's mean learned scale."""
-    d, S = config.neighbour_d, config.neighbour_theory_sets
+    d, S = config.neighbour.d, config.neighbour.theory_sets
     out: dict[str, float] = {}
     for tag, n, r in (
-        ("quarter", config.neighbour_keys, d // 4),
-        ("rank1", config.neighbour_keys, 1),
-        ("short_rank1", config.neighbour_keys_short, 1),
+        ("quarter", config.neighbour.keys, d // 4),
+        ("rank1", config.neighbour.keys, 1),
+        ("short_rank1", config.neighbour.keys_short, 1),
     ):
         a = th.additive_floor(n, d, r, n_sets=S, seed=derived_seed(config.seed, f"nn_floor_{tag}") % MAX_SEED)
         out[f"floor_{tag}"], out[f"floor_{tag}_se"] = a["floor"], a["floor_se"]
@@ -163,7 +163,7 @@ def nn_theory(config: Config, beta_eff: np.ndarray | None) -> dict[str, float]:
     out["beta_eff"] = beta
     if math.isfinite(beta):
         e, se = th.softmax_nn_error(
-            beta, config.neighbour_keys, d, n_sets=S, seed=derived_seed(config.seed, "nn_beta") % MAX_SEED
+            beta, config.neighbour.keys, d, n_sets=S, seed=derived_seed(config.seed, "nn_beta") % MAX_SEED
         )
     else:
         e, se = math.nan, math.nan
@@ -182,10 +182,10 @@ def measure(ctx: Context) -> None:
     ctx.data.update(
         nn_rel_mse_seed=(("nn_model", "nn_seed"), nn["rel_mse"] if nn else nan_nn),
         nn_rel_mse_se_seed=(("nn_model", "nn_seed"), nn["rel_mse_se"] if nn else nan_nn),
-        nn_heads=(("nn_model",), np.array([NN_MODELS[m][0](config.neighbour_d) for m in nn_names])),
+        nn_heads=(("nn_model",), np.array([NN_MODELS[m][0](config.neighbour.d) for m in nn_names])),
         nn_rank=(
             ("nn_model",),
-            np.array([config.neighbour_d // NN_MODELS[m][0](config.neighbour_d) for m in nn_names]),
+            np.array([config.neighbour.d // NN_MODELS[m][0](config.neighbour.d) for m in nn_names]),
         ),
         nn_layers=(("nn_model",), np.array([NN_MODELS[m][1] for m in nn_names])),
         nn_keys=(("nn_model",), np.array([config.nn_task(NN_MODELS[m][2]).n_keys for m in nn_names])),
@@ -205,8 +205,8 @@ def claim_nn_construction(led: Ledger, r: Result) -> None:
         why="float64: the weights off the nearest key total at most (N - 1) e^(-beta delta) per query (delta its "
         "alignment gap): atol = the mean of (2 (N - 1) e^(-beta delta))^2 over the held-out queries, plus 1e-24 "
         "for rounding (outputs are unit vectors, squared error ~ eps^2 d)",
-        statement=f"one full-rank head (d = {c.neighbour_d}) with a large logit scale outputs the nearest of "
-        f"N = {c.neighbour_keys} keys (relative MSE to rounding and the hard-max bound)",
+        statement=f"one full-rank head (d = {c.neighbour.d}) with a large logit scale outputs the nearest of "
+        f"N = {c.neighbour.keys} keys (relative MSE to rounding and the hard-max bound)",
     )
 
 
@@ -217,7 +217,7 @@ def _nn(r: Result, name: str) -> np.ndarray:
 
 def claim_nn_rank(led: Ledger, r: Result) -> None:
     c, s = r.config, r.scalars
-    d = c.neighbour_d
+    d = c.neighbour.d
     full_seeds = _nn(r, "full_1x")
     full = mean_se(full_seeds)
     n = full.n
@@ -230,7 +230,7 @@ def claim_nn_rank(led: Ledger, r: Result) -> None:
         hypothesis=f"one rank-{d} head does no better than 4 rank-{d // 4} heads can: their additive floor A({d // 4})",
         why=f"band = issue 17's criterion (relative MSE <= {NN_THRESHOLD}); the mean over {n} seeds has SE "
         f"{full.se:.2g} (their spread)",
-        statement=f"one trained rank-{d} head, N = {c.neighbour_keys}: held-out relative MSE <= {NN_THRESHOLD}",
+        statement=f"one trained rank-{d} head, N = {c.neighbour.keys}: held-out relative MSE <= {NN_THRESHOLD}",
     )
     theory, theory_se = s["nn_construction_at_beta_eff"], s["nn_construction_at_beta_eff_se"]
     led.judge(
@@ -241,7 +241,7 @@ def claim_nn_rank(led: Ledger, r: Result) -> None:
         dof=full.dof,
         alternative=s["nn_query_free_long"],
         why=f"95% t band of the hypot of the SE over {n} seeds (their spread) and the theory's Monte Carlo SE "
-        f"({theory_se:.2g}, {c.neighbour_theory_sets} key sets), dof = {n} - 1 (the seeds); beta is the seeds' mean "
+        f"({theory_se:.2g}, {c.neighbour.theory_sets} key sets), dof = {n} - 1 (the seeds); beta is the seeds' mean "
         f"and the trained M is not exactly beta I (|M - beta I| / |M| = {s['nn_anisotropy']:.2f})",
         statement=f"the trained rank-{d} head's error is the construction's at its learned scale "
         f"beta = {s['nn_beta_eff']:.3g}",
@@ -257,7 +257,7 @@ def claim_nn_rank(led: Ledger, r: Result) -> None:
             why=f"the mean over {n} seeds against A(r) by pick-freeze Monte Carlo (SE {s[f'nn_floor_{tag}_se']:.2g}); "
             "it binds heads whose query projections are orthogonal (oblique or overlapping ones are not covered); "
             "tightness = floor / measured",
-            statement=f"{H} trained heads of rank {d // H}: relative MSE >= A({d // H}) (N = {c.neighbour_keys})",
+            statement=f"{H} trained heads of rank {d // H}: relative MSE >= A({d // H}) (N = {c.neighbour.keys})",
         )
         led.judge(
             f"nn_{name}_3x_worse",
@@ -273,10 +273,10 @@ def claim_nn_rank(led: Ledger, r: Result) -> None:
         "nn_short_rank1_above_additive_floor",
         measured=float(one.mean()),
         bound=s["nn_floor_short_rank1"],
-        source=f"{SOURCE}, item 4 at N = {c.neighbour_keys_short}: A(1)",
+        source=f"{SOURCE}, item 4 at N = {c.neighbour.keys_short}: A(1)",
         why=f"the mean over {n} seeds against A(1) by Monte Carlo (SE {s['nn_floor_short_rank1_se']:.2g}), for heads "
         "on orthogonal projections; tightness = floor / measured",
-        statement=f"one layer of {d} rank-1 heads, N = {c.neighbour_keys_short}: relative MSE >= A(1)",
+        statement=f"one layer of {d} rank-1 heads, N = {c.neighbour.keys_short}: relative MSE >= A(1)",
     )
     led.judge(
         "nn_short_two_rank1_layers_close_half_gap",
@@ -286,7 +286,7 @@ def claim_nn_rank(led: Ledger, r: Result) -> None:
         f"(one layer: >= A(1) = {s['nn_floor_short_rank1']:.3f})",
         why=f"95% t band over {n} seeds of the per-seed (e1 - e2) - {NN_HALF:g} (e1 - e_full) (the three models of "
         "one replicate seed share its training data and held-out sequences)",
-        statement=f"N = {c.neighbour_keys_short}: two layers of {d} rank-1 heads close >= {NN_HALF:g} of the gap "
+        statement=f"N = {c.neighbour.keys_short}: two layers of {d} rank-1 heads close >= {NN_HALF:g} of the gap "
         f"between one such layer and one rank-{d} head",
     )
 
