@@ -310,17 +310,17 @@ def bench_icl(steps: int = 200, rounds: int = 3) -> dict:
     anchor = {}
     if skipped is None:
         anchor = icl_jax.Anchor(
-            d=cfg.d, n_context=cfg.n_context, batch=cfg.train_batch_size, lr=cfg.train_lr, steps=cfg.train_steps
+            d=cfg.d, n_context=cfg.n_context, batch=cfg.train.batch_size, lr=cfg.train.lr, steps=cfg.train.steps
         )
         variants["anchor"] = lambda: anchor.updates(steps)
     else:
         print(f"[bench] icl: JAX anchor skipped: {skipped}", file=sys.stderr, flush=True)
     times = _interleaved(variants, rounds)
     out = {
-        "config": f"d={cfg.d} N={cfg.n_context} batch={cfg.train_batch_size} {cfg.x_dist} one LSA layer, Adam, float32",
+        "config": f"d={cfg.d} N={cfg.n_context} batch={cfg.train.batch_size} {cfg.x_dist} one LSA layer, Adam, float32",
         "steps": steps,
         "rounds": rounds,
-        "probe_steps": cfg.train_steps,
+        "probe_steps": cfg.train.steps,
         "device": str(DEVICE),
     }
     for name, v in times.items():
@@ -331,9 +331,9 @@ def bench_icl(steps: int = 200, rounds: int = 3) -> dict:
         out["anchor_ms_per_step"] = out["anchor"]["ms_per_step"]
         out["anchor_compile_s"] = anchor.compile_s
         out["anchor_ms_per_step_with_compile"] = (
-            1000 * anchor.compile_s / cfg.train_steps
-            + out["anchor_ms_per_step"] * (cfg.train_steps - 1) / cfg.train_steps
-        )  # a whole probe-length run (cfg.train_steps updates), compilation included
+            1000 * anchor.compile_s / cfg.train.steps
+            + out["anchor_ms_per_step"] * (cfg.train.steps - 1) / cfg.train.steps
+        )  # a whole probe-length run (cfg.train.steps updates), compilation included
         out["anchor_jax"] = anchor.version
         out["ours_over_anchor"] = out["ms_per_step"] / out["anchor_ms_per_step"]
         out["ours_over_anchor_with_compile"] = out["ms_per_step"] / out["anchor_ms_per_step_with_compile"]
@@ -418,7 +418,7 @@ def bench_train_profile(steps: int = 12) -> dict:
 
     torch.set_num_threads(1)
     cfg = pf.Config.preset("full", n_layers=8, data="corpus", trained=True, train_steps=2000, train_seq_len=128)
-    model_cfg, task = pf.model_config(cfg), pf._task(cfg, cfg.train_seq_len)
+    model_cfg, task = pf.model_config(cfg), pf._task(cfg, cfg.train.seq_len)
     short = pf.train_config(cfg).replace(steps=steps, warmup_steps=2, eval_every=0, checkpoint_every=0)
     gemm, gemm_flops = gemm_peak_variant()
     peak = gemm_flops / timeit(gemm, repeats=5)["median_s"] / 1e9
@@ -438,13 +438,13 @@ def bench_train_profile(steps: int = 12) -> dict:
         elif name.startswith("aten::"):
             classes["other"] += ev.self_cpu_time_total
     total = sum(classes.values())
-    flops = forward_flops(model_cfg, short.batch_size, cfg.train_seq_len)
+    flops = forward_flops(model_cfg, short.batch_size, cfg.train.seq_len)
     step_flops = 3 * flops["total"]
     floor_ms = 1000 * step_flops / (peak * 1e9)
     return {
         "config": (
             f"notebook 03's L=8 corpus training: d={model_cfg.d_model} H={model_cfg.n_heads} "
-            f"batch={short.batch_size}x{cfg.train_seq_len} AdamW, fused attention, 1 thread"
+            f"batch={short.batch_size}x{cfg.train.seq_len} AdamW, fused attention, 1 thread"
         ),
         "ms_per_step": ms,
         "step_gflop": step_flops / 1e9,

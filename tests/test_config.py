@@ -281,7 +281,10 @@ def test_probe_config_dict_is_its_fields_in_order_and_round_trips(name, preset):
     # a field of the config itself under its name, a nested part's under <part>_<field> (its switch: <part>)
     for spec in Config.field_specs(include_preset=True):
         outer, *inner = spec.attrs
-        assert spec.name == (outer if inner in ([], ["enabled"]) else f"{outer}_{inner[0]}"), spec
+        if inner:
+            part_cls = Config.__dataclass_fields__[outer].metadata["part"]
+            is_switch = "switch" in part_cls.__dataclass_fields__[inner[0]].metadata
+        assert spec.name == (outer if not inner or is_switch else f"{outer}_{inner[0]}"), spec
         assert cfg.value_of(spec.name) == functools.reduce(getattr, spec.attrs, cfg)
     assert list(d) == [n for n in Config.field_names() if n not in later]  # each under its one name
     assert list(d)[0] == "preset_name" and d["preset_name"] == preset
@@ -404,16 +407,16 @@ def test_icl_gd_models_are_unchanged():
             _same(icl.model_config(c, n_layers, dtype=dtype, seed=seed), want)
         want = ModelConfig(
             input="vectors",
-            d_in=c.garg_d + 1,
+            d_in=c.garg.d + 1,
             output="linear",
             d_out=1,
-            d_model=c.garg_d_model,
-            n_layers=c.garg_n_layers,
-            n_heads=c.garg_n_heads,
+            d_model=c.garg.d_model,
+            n_layers=c.garg.n_layers,
+            n_heads=c.garg.n_heads,
             norm="pre",
             attention="softmax",
             pos="learned",
-            max_len=2 * c.garg_n_points,
+            max_len=2 * c.garg.n_points,
             causal=True,
             init="gpt2",
             dtype="float32",
@@ -469,7 +472,7 @@ def test_representational_collapse_model_is_unchanged():
             norm=c.norm,
             attention=c.attention,
             pos=c.pos,
-            max_len=max(rc.seq_bound(c), c.sens_len, c.train_seq_len) if c.pos == "learned" else 1024,
+            max_len=max(rc.seq_bound(c), c.sens.len, c.train.seq_len) if c.pos == "learned" else 1024,
             dtype="float32",
             seed=c.seed,
         )

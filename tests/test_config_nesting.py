@@ -35,6 +35,17 @@ class Memory(PartConfig):
     PART = "memory"
 
     slots: int = param(64, "slots n", minimum=1)
+    lr: float = param(0.1, "step size", formerly="lr")  # once the config's flat 'lr'
+
+
+@dataclass(frozen=True)
+class Looped(PartConfig):
+    PART = "looped"
+
+    laws: tuple[str, ...] = switch(
+        ("gaussian",), "laws the part runs on (none: off)", choices=("gaussian", "t"), min_len=0
+    )
+    loops: int = param(4, "loops T", minimum=1)
 
 
 @dataclass(frozen=True)
@@ -44,19 +55,35 @@ class Toy(ProbeConfig):
     seed: int = param(0, "seed", minimum=0)
     memory: Memory = part(Memory)
     sparse: Sparse = part(Sparse)
+    looped: Looped = part(Looped)
 
 
 def test_flat_names_are_generated_from_the_nesting_in_declaration_order():
-    assert Toy.field_names() == ["preset_name", "device", "seed", "memory_slots", "sparse", "sparse_keys", "sparse_gap"]
+    assert Toy.field_names() == [
+        "preset_name",
+        "device",
+        "seed",
+        "memory_slots",
+        "memory_lr",
+        "sparse",
+        "sparse_keys",
+        "sparse_gap",
+        "looped",
+        "looped_loops",
+    ]
     assert [s.attrs for s in Toy.field_specs()] == [  # the probe's fields, then device
         ("seed",),
         ("memory", "slots"),
+        ("memory", "lr"),
         ("sparse", "enabled"),
         ("sparse", "keys"),
         ("sparse", "gap"),
+        ("looped", "laws"),
+        ("looped", "loops"),
         ("device",),
     ]
-    assert [s.option for s in Toy.field_specs()][:3] == ["--seed", "--memory-slots", "--sparse"]
+    options = [s.option for s in Toy.field_specs()]
+    assert options[:4] == ["--seed", "--memory-slots", "--memory-lr", "--sparse"] and "--looped" in options
 
 
 def test_to_dict_is_flat_and_round_trips():
@@ -67,9 +94,12 @@ def test_to_dict_is_flat_and_round_trips():
         "preset_name": "full",
         "seed": 3,
         "memory_slots": 64,
+        "memory_lr": 0.1,
         "sparse": True,
         "sparse_keys": [8, 32],
         "sparse_gap": 2.0,
+        "looped": ["gaussian"],
+        "looped_loops": 4,
     }
     again = Toy.from_dict(d)
     assert again == cfg and again.digest() == cfg.digest()
@@ -134,6 +164,23 @@ def test_a_former_flat_name_is_refused_naming_the_new_one():
             build()
 
 
+def test_a_part_attribute_may_carry_a_former_flat_name():
+    """Memory.lr was the config's flat 'lr' before the nesting: the part's own constructor takes 'lr', the config's
+    refuses it naming 'memory_lr'."""
+    assert Toy(memory_lr=0.5).memory == Memory(lr=0.5)
+    with pytest.raises(TypeError, match=r"^Toy: field 'lr' is now 'memory_lr'"):
+        Toy(lr=0.5)
+
+
+def test_a_selection_switch_is_spelled_as_the_part():
+    cfg = Toy(looped=("t", "gaussian"), looped_loops=2)
+    assert cfg.looped.laws == ("t", "gaussian") and cfg.value_of("looped") == ("t", "gaussian")
+    assert cfg.to_dict()["looped"] == ["t", "gaussian"] and Toy.from_dict(cfg.to_dict()) == cfg
+    assert Toy(looped=()).looped.laws == ()
+    with pytest.raises(ValueError, match=r"^looped\[0\] must be one of \[.gaussian., .t.\], got .cauchy.$"):
+        Toy(looped=("cauchy",))
+
+
 def test_declaration_mistakes_are_type_errors():
     with pytest.raises(TypeError, match="set PART"):
 
@@ -161,8 +208,16 @@ def test_declaration_mistakes_are_type_errors():
         PART = "bad"
         on: bool = switch(True, "a switch under another name")
 
-    with pytest.raises(TypeError, match="a switch is a part config's bool field named 'enabled'"):
+    with pytest.raises(TypeError, match="a switch is a part config's field, its bool one named 'enabled'"):
         BadSwitch.field_names()
+
+    @dataclass(frozen=True)
+    class BadSelection(PartConfig):
+        PART = "bad"
+        enabled: tuple[str, ...] = switch(("a",), "a selection named like a bool switch")
+
+    with pytest.raises(TypeError, match="its bool one named 'enabled'"):
+        BadSelection.field_names()
 
 
 def test_the_command_line_spells_nested_fields_flat(tmp_path, capsys, monkeypatch):

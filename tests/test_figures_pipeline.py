@@ -209,22 +209,29 @@ def test_resume_skips_finished_and_reruns_the_failed(throwaway, first_run):
     assert (figs / "ok_line.png").stat().st_mtime_ns == before
 
 
+def _rerun_after(root: Path, change: str) -> subprocess.CompletedProcess:
+    """01_ok, up to date (the first run made it; every rerun leaves it so), rebuilt after ``change``: ``force`` (the
+    --force flag), ``output`` (its figure edited) or ``sources`` (the library changed). One kernel per test: each
+    of the three reruns is a test of its own (see test_resume_key for what else invalidates a stamp)."""
+    figs = root / "figs"
+    assert "01_ok ... up to date" in make_figures(*_args(root, "--only", "01_ok")).stdout
+    if change == "output":
+        (figs / "ok_line.svg").write_text("<svg/>")
+    elif change == "sources":
+        lib = root / "src" / "lib.py"
+        lib.write_text(f"x = {int(lib.read_text().split('=')[1]) + 1}\n")
+    return make_figures(*_args(root, "--only", "01_ok", *(["--force"] if change == "force" else [])))
+
+
 @pytest.mark.slow
 @pytest.mark.xdist_group("throwaway_notebooks")
-def test_force_an_edited_output_and_changed_sources_rerun(throwaway, first_run):
-    root, figs = throwaway, throwaway / "figs"
+@pytest.mark.parametrize("change", ["force", "output", "sources"])
+def test_force_an_edited_output_or_changed_sources_rerun(throwaway, first_run, change):
     assert first_run.returncode == 1
-    # --force re-runs; so does an edited output (see test_resume_key for what else invalidates a stamp)
-    third = make_figures(*_args(root, "--only", "01_ok", "--force"))
-    assert "01_ok ... ran" in third.stdout, third.stdout + third.stderr
-    (figs / "ok_line.svg").write_text("<svg/>")
-    fourth = make_figures(*_args(root, "--only", "01_ok"))
-    assert "01_ok ... ran" in fourth.stdout
-    assert (figs / "ok_line.svg").read_text() != "<svg/>"
-    # a change in the library sources makes it out of date
-    (root / "src" / "lib.py").write_text("x = 2\n")
-    fifth = make_figures(*_args(root, "--only", "01_ok"))
-    assert "01_ok ... ran" in fifth.stdout
+    rerun = _rerun_after(throwaway, change)
+    assert "01_ok ... ran" in rerun.stdout, rerun.stdout + rerun.stderr
+    if change == "output":
+        assert (throwaway / "figs" / "ok_line.svg").read_text() != "<svg/>"
 
 
 # the notebook's time limit: its kernel (a bare one: the cell imports os and time) writes its pid within a few

@@ -123,6 +123,6 @@ def test_replicate_seeds_of_two_runs_are_disjoint():
     seed 1 share no layer (seed + i would share all but one)."""
     from types import SimpleNamespace
 
-    s0, s1 = (lg.seeds(SimpleNamespace(seed=s, logistic_seeds=5)) for s in (0, 1))
+    s0, s1 = (lg.seeds(SimpleNamespace(seed=s, logistic=SimpleNamespace(seeds=5))) for s in (0, 1))
     assert s0[0] == 0 and s1[0] == 1 and len(set(s0)) == 5 and not set(s0) & set(s1)
     assert lg.model_config(4, s1[3]).seed == s1[3]

@@ -143,7 +143,7 @@ def test_linearisation_head_output_is_the_softmax_average_of_its_tokens():
     model = linearisation.linearisation_head(c)
     A, M = linearisation.head_maps(model)
     xq = linearisation.linearisation_queries(c, A)
-    assert np.allclose(np.linalg.norm(xq @ A.T, axis=-1), c.lin_a_norm)
+    assert np.allclose(np.linalg.norm(xq @ A.T, axis=-1), c.lin.a_norm)
     toks = np.random.default_rng(0).standard_normal((5, 4))
     x = torch.from_numpy(np.concatenate([toks, xq]))[None]
     bias = torch.zeros(8, 8, dtype=torch.float64)
@@ -187,8 +187,8 @@ def test_gated_rnn_items_record_losses_theory_and_accuracies(smoke):
     from analysis.theory import icl_gd
 
     c, s, d = smoke.config, smoke.scalars, smoke.data
-    assert s["gr_loss_star"] == icl_gd.one_step_gd_theory(c.gated_d, c.gated_n, "gaussian", c.gated_noise)["loss_star"]
-    assert s["gr_linear_loss"] == gth.linear_predictor_loss(c.gated_d, c.gated_noise) > s["gr_loss_star"]
+    assert s["gr_loss_star"] == icl_gd.one_step_gd_theory(c.gated.d, c.gated.n, "gaussian", c.gated.noise)["loss_star"]
+    assert s["gr_linear_loss"] == gth.linear_predictor_loss(c.gated.d, c.gated.noise) > s["gr_loss_star"]
     assert d["gr_loss"].dims == ("gr_model", "gr_seed") and (d["gr_loss"] > 0).all()
     assert s["gr_ratio"] == pytest.approx(
         float(d["gr_loss"].sel(gr_model="gated").mean() / d["gr_loss"].sel(gr_model="lsa").mean())
@@ -234,11 +234,11 @@ def test_power_method_items_record_the_power_method_and_the_trained_layers(smoke
 
     c, s, d = smoke.config, smoke.scalars, smoke.data
     assert d["pm_tan"].dims == ("pm_model", "pm_seed", "pm_loop")
-    assert list(d["pm_model"].values) == ["power", "ln", "none"] and d.sizes["pm_loop"] == c.power_eval_loops + 1
+    assert list(d["pm_model"].values) == ["power", "ln", "none"] and d.sizes["pm_loop"] == c.power.eval_loops + 1
     # the expected values are the power method's, recomputed here from the same prompts
-    x, v0 = ar.pm_task(c).law.sample(c.power_eval, np.random.default_rng(derived_seed(c.seed, "pm_eval")))
-    tan = pmt.tan_angle(pmt.power_iterates(x, v0, c.power_eval_loops), pmt.target(x, v0)[None])
-    assert s["pm_rate_power"] == pytest.approx(float(np.median(pmt.per_loop_rate(tan, 1, c.power_eval_loops))))
+    x, v0 = ar.pm_task(c).law.sample(c.power.eval, np.random.default_rng(derived_seed(c.seed, "pm_eval")))
+    tan = pmt.tan_angle(pmt.power_iterates(x, v0, c.power.eval_loops), pmt.target(x, v0)[None])
+    assert s["pm_rate_power"] == pytest.approx(float(np.median(pmt.per_loop_rate(tan, 1, c.power.eval_loops))))
     assert s["pm_tan1_power"] == pytest.approx(float(np.median(tan[1])))
     np.testing.assert_allclose(d["pm_tan"].sel(pm_model="power", pm_seed=0).values, np.median(tan, -1))
     assert s["pm_rate_power"] < s["pm_gap_median"] < 1  # the finite-loop geometric mean is below the limit
@@ -298,9 +298,9 @@ def test_runs_with_seeds_0_and_1_share_no_replicate_seed():
     seeds = [{s for part in parts for s in ar.part_seeds(c, part)} for c in runs]
     assert not seeds[0] & seeds[1]
     for c in runs:
-        assert ar.part_seeds(c, "mqar") == replicate_seeds(c.seed, c.train_seeds)
+        assert ar.part_seeds(c, "mqar") == replicate_seeds(c.seed, c.train.seeds)
         assert all(ar.part_seeds(c, part)[0] == c.seed for part in parts)
-    assert len(ar.part_seeds(runs[0], "mqar")) == runs[0].train_seeds
+    assert len(ar.part_seeds(runs[0], "mqar")) == runs[0].train.seeds
     with pytest.raises(ValueError, match="^part must be one of"):
         ar.part_seeds(runs[0], "memories")
 
@@ -324,7 +324,7 @@ def test_trained_items_train_their_replicate_seeds(monkeypatch, patch_in_package
     ar.run(c, progress=False)
     assert got["trained"] == ar.part_seeds(c, "mqar")
     assert set(got["other"]) == {s for part in ("mqar", "gated", "copying", "power") for s in ar.part_seeds(c, part)}
-    assert len(got["other"]) == c.train_seeds + 2 * c.gated_seeds + 4 * c.copying_seeds + 2 * c.power_seeds
+    assert len(got["other"]) == c.train.seeds + 2 * c.gated.seeds + 4 * c.copying.seeds + 2 * c.power.seeds
 
 
 def _small_trained(**kw):
@@ -359,7 +359,7 @@ def test_claims_take_the_one_band_policy(smoke):
         claim(led, r)
     trained = [x for x in led.claims if x.role == "prediction"]
     assert {x.name for x in trained} >= {"delta_beats_additive_N4", "additive_collapses_past_d_key"}
-    seeds = {"gr": c.gated_seeds, "pm": c.power_seeds}
+    seeds = {"gr": c.gated.seeds, "pm": c.power.seeds}
     for x in trained:
         tol = x.tolerance
         n = seeds["gr"] if x.figure == "ar_gated_rnn" else seeds["pm"] if x.figure == "ar_power_method" else 2
@@ -390,12 +390,12 @@ def test_momentum_claims_pass_at_full_size_and_fail_on_the_first_order_picture()
     for name in [f"momentum_overlap_{regime}" for regime in momentum.REGIMES] + ["momentum_square_error_oscillating"]:
         claim = led[name]
         assert claim.status == "pass", (claim.name, claim.measured, claim.expected, claim.tolerance)
-        assert claim.tolerance["n"] == c.momentum_seeds
+        assert claim.tolerance["n"] == c.momentum.seeds
     t = momentum.check_step(c)
     theory = r.data["momentum_overlap_theory"].values
     assert theory[0, t[0]] < 0 < r.data["momentum_overlap_first_order"].values[0, t[0]]  # the trough is an overshoot
     data = r.data.copy(deep=True)
-    spread = np.linspace(0.999, 1.001, c.momentum_seeds)
+    spread = np.linspace(0.999, 1.001, c.momentum.seeds)
     data["momentum_overlap"].values[:] = data["momentum_overlap_first_order"].values[..., None] * spread
     # the mean-field picture of the squared error: |E_t|^2 = r_t^2 |E_0|^2
     data["momentum_square_error"].values[:] = data["momentum_overlap_theory"].values[..., None] ** 2 * spread
@@ -434,11 +434,11 @@ def test_decay_claims_pass_at_full_size_and_fail_without_the_decay():
     for name in ("decayed_memory_readout_error", "decayed_memory_error_bounded_in_n"):
         claim = led[name]
         assert claim.status == "pass", (claim.name, claim.measured, claim.expected, claim.tolerance)
-        assert claim.tolerance["n"] == c.decay_seeds and claim.seed == "003#2"
+        assert claim.tolerance["n"] == c.decay.seeds and claim.seed == "003#2"
     data = r.data.copy(deep=True)
-    ns = np.asarray(c.decay_pairs, dtype=np.float64)
-    spread = np.linspace(0.999, 1.001, c.decay_seeds)
-    data["decay_error"].values[:] = th.additive_readout_error(ns, c.decay_key)[:, None] * spread
+    ns = np.asarray(c.decay.pairs, dtype=np.float64)
+    spread = np.linspace(0.999, 1.001, c.decay.seeds)
+    data["decay_error"].values[:] = th.additive_readout_error(ns, c.decay.key)[:, None] * spread
     led = Ledger("associative_recall", preset="full")
     decay.claims(led, (dataclasses.replace(r, data=data),))
     assert led["decayed_memory_readout_error"].status == "fail"

@@ -36,10 +36,10 @@ def test_smoke_result_has_the_interface_fields(smoke):
         assert np.all(np.isfinite(r.data[name].values))
     np.testing.assert_array_equal(r.data["n"].values, cfg.ctx_lens)
     assert r.data["planted_weight"].dims == ("kernel", "n_planted")
-    assert int(r.data["n_planted"].max()) == cfg.planted_max_n
-    runs = (len(cfg.qk_norm), len(cfg.train_lrs), cfg.train_seeds)
+    assert int(r.data["n_planted"].max()) == cfg.planted.max_n
+    runs = (len(cfg.qk_norm), len(cfg.train.lrs), cfg.train.seeds)
     for name in ("trace_max_logit", "trace_min_ent_norm"):
-        assert r.data[name].shape == (*runs, cfg.train_steps)
+        assert r.data[name].shape == (*runs, cfg.train.steps)
         assert np.all(np.isfinite(r.data[name].values))
     assert r.data["rep_entropy"].shape == (cfg.replicates, L, H, N)
     np.testing.assert_array_equal(r.data["rep_entropy"].values[0], r.data["entropy"].values)  # replicate 0 = main
@@ -49,7 +49,7 @@ def test_smoke_result_has_the_interface_fields(smoke):
     np.testing.assert_allclose(r.data["entropy_norm"].values, ent / np.log(n), rtol=1e-12)
     assert np.all(r.data["max_weight"].values >= 1 / n - 1e-12)
     assert np.all(r.data["trace_min_ent_norm"].values <= 1 + 1e-9)
-    assert r.data["trace_head_ent_norm"].shape == (*runs, L, H, cfg.train_steps)
+    assert r.data["trace_head_ent_norm"].shape == (*runs, L, H, cfg.train.steps)
     # the run-level traces are the extremes of the per-head ones
     np.testing.assert_allclose(r.data["trace_head_ent_norm"].min(("layer", "head")), r.data["trace_min_ent_norm"])
     np.testing.assert_allclose(r.data["trace_head_max_logit"].max(("layer", "head")), r.data["trace_max_logit"])
@@ -108,7 +108,7 @@ def test_smoke_claims_are_recorded_with_their_roles(smoke):
             assert led[c.diagnosed_by[0]].status != "not_evaluated"
     # the SSMax fading rate is claimed away from the threshold s g = 1 only
     cfg = smoke.config
-    named = {f"ssmax_fade_rate_sg{sg:g}" for sg in cfg.fade_sg if abs(sg - 1) >= cfg.fade_margin}
+    named = {f"ssmax_fade_rate_sg{sg:g}" for sg in cfg.fade.sg if abs(sg - 1) >= cfg.fade.margin}
     assert named and named == {c.name for c in led if c.name.startswith("ssmax_fade_rate_")}
     assert all(led[nm].seed == "000#6" for nm in named)
 
@@ -118,10 +118,10 @@ def _replicates(name: str, cfg) -> int:
     if name.startswith(("entropy_deficit", "entropy_past", "sigmoid_row_total")):
         return cfg.replicates
     if name.startswith(("no_nonlin_", "standard_")):
-        return cfg.nonlin_seeds
+        return cfg.nonlin.seeds
     if name.startswith("ssmax_trained_"):
-        return cfg.retrieval_seeds
-    return cfg.train_seeds  # QK-norm, entropy collapse, trained sigmoid attention
+        return cfg.retrieval.seeds
+    return cfg.train.seeds  # QK-norm, entropy collapse, trained sigmoid attention
 
 
 def _rejudge(result, claim, data=None, scalars=None):
@@ -182,10 +182,10 @@ def test_planted_network_matches_closed_forms_and_detects_a_wrong_kernel():
     ns = np.array([1, 2, 5, 40, 128])
     for kernel in ("softmax", "ssmax", "sigmoid"):
         w = mod.measure_planted(kernel, ns, cfg)
-        expected = th.planted_weight(kernel, ns, cfg.planted_gap, ssmax_s=cfg.ssmax_s, sigmoid_bias=cfg.sigmoid_bias)
+        expected = th.planted_weight(kernel, ns, cfg.planted.gap, ssmax_s=cfg.ssmax_s, sigmoid_bias=cfg.sigmoid_bias)
         np.testing.assert_allclose(w, expected, rtol=1e-13, atol=1e-15)
     # ssmax is not softmax: the check can fail
-    wrong = th.planted_weight_softmax(ns, cfg.planted_gap)
+    wrong = th.planted_weight_softmax(ns, cfg.planted.gap)
     assert np.max(np.abs(mod.measure_planted("ssmax", ns, cfg) - wrong)) > 1e-3
 
 
@@ -282,8 +282,8 @@ def test_ssmax_fading_rate_measurement(untrained):
     # the fitted rates are those of the closed form over the same half-decades (the network is exact)
     n = r.data["n_planted"].values
     for a, v in enumerate(sg):
-        w = th.planted_weight_ssmax(n, cfg.planted_gap, v / cfg.planted_gap)
-        np.testing.assert_allclose([rate[a], lower[a]], mod.fade_fits(n, w, cfg.planted_max_n), atol=1e-9)
+        w = th.planted_weight_ssmax(n, cfg.planted.gap, v / cfg.planted.gap)
+        np.testing.assert_allclose([rate[a], lower[a]], mod.fade_fits(n, w, cfg.planted.max_n), atol=1e-9)
     # the claim's band is the 95% normal multiple of the drift between the two half-decades, within-run (the
     # planted network has no random weights)
     c = r.ledger["ssmax_fade_rate_sg0.5"]
@@ -416,7 +416,7 @@ def test_nonlin_models_differ_only_in_norm_and_activation():
     std, bare = (mod.nonlin_model_config(cfg, v, 64, 3) for v in mod.VARIANTS)
     assert (std.norm, std.activation, bare.norm, bare.activation) == ("pre", "gelu", "none", "identity")
     assert std.replace(norm="none", activation="identity") == bare
-    assert (std.n_layers, std.d_model, std.seed) == (cfg.nonlin_n_layers, cfg.nonlin_d_model, 3)
+    assert (std.n_layers, std.d_model, std.seed) == (cfg.nonlin.n_layers, cfg.nonlin.d_model, 3)
     assert std.use_final_norm and not bare.use_final_norm
     with pytest.raises(ValueError, match="variant"):
         mod.nonlin_model_config(cfg, "post", 64, 0)
@@ -427,11 +427,11 @@ def test_layer_entropy_stats_match_the_pattern_of_a_plain_pass():
     model = TinyTransformer(mod.nonlin_model_config(cfg, "no_nonlin", 64, 0).replace(dtype="float64")).eval()
     tokens = torch.randint(0, 64, (2, 12), generator=torch.Generator().manual_seed(0))
     st = mod.layer_entropy_stats(model, tokens)
-    names = [f"blocks.{la}.attn.hook_{k}" for la in range(cfg.nonlin_n_layers) for k in ("pattern", "attn_scores")]
+    names = [f"blocks.{la}.attn.hook_{k}" for la in range(cfg.nonlin.n_layers) for k in ("pattern", "attn_scores")]
     _, cache = run_with_cache(model, tokens, names=names)
     n = np.arange(2, 13)
     np.testing.assert_array_equal(st["n"], n)
-    for la in range(cfg.nonlin_n_layers):
+    for la in range(cfg.nonlin.n_layers):
         p = cache[f"blocks.{la}.attn.hook_pattern"].numpy()[:, :, 1:]  # (B, H, 11, 12)
         ent = th.entropy(p) / np.log(n)  # (B, H, 11)
         np.testing.assert_allclose(st["ent_norm"][la], ent.transpose(1, 0, 2), atol=1e-10)
@@ -442,24 +442,24 @@ def test_layer_entropy_stats_match_the_pattern_of_a_plain_pass():
 
 def test_nonlin_comparison_in_the_smoke_result(smoke):
     r, cfg = smoke, smoke.config
-    shape = (2, 2, cfg.nonlin_seeds, cfg.nonlin_n_layers, cfg.n_heads)
+    shape = (2, 2, cfg.nonlin.seeds, cfg.nonlin.n_layers, cfg.n_heads)
     for name in ("nonlin_ent_norm", "nonlin_logit_std", "nonlin_theory", "nonlin_theory_rows"):
         assert r.data[name].shape == shape and np.all(np.isfinite(r.data[name].values)), name
     ent = r.data["nonlin_ent_norm"].values
     assert np.all(ent >= 0) and np.all(ent <= 1 + 1e-9)
     assert np.all(np.isfinite(r.data["nonlin_final_loss"].values))
     # the Gaussian prediction at the layer's pooled std, recomputed from the stored std
-    ns = np.arange(2, cfg.train_seq_len + 1)
+    ns = np.arange(2, cfg.train.seq_len + 1)
     s0 = float(r.data["nonlin_logit_std"].values[1, 0, 0, -1, 0])
     assert float(r.data["nonlin_theory"].values[1, 0, 0, -1, 0]) == pytest.approx(
         th.mean_normalised_gaussian_entropy(ns, s0), abs=1e-12
     )
     led = r.ledger
-    early, deep = mod.nonlin_thirds(cfg.nonlin_n_layers)
-    assert early == [0] and deep == [cfg.nonlin_n_layers - 1]
+    early, deep = mod.nonlin_thirds(cfg.nonlin.n_layers)
+    assert early == [0] and deep == [cfg.nonlin.n_layers - 1]
     names = {c.name for c in led if c.seed == "004#30"}
     for state in mod.STATES:
-        for la in range(cfg.nonlin_n_layers):
+        for la in range(cfg.nonlin.n_layers):
             assert {
                 f"no_nonlin_entropy_gaussian_{state}_l{la}",
                 f"no_nonlin_entropy_gaussian_rows_{state}_l{la}",
@@ -491,28 +491,28 @@ SIGMOID_CLAIMS = ("sigmoid_trained_loss_ratio", "sigmoid_trained_bias_lowers_los
 def test_retrieval_and_sigmoid_training_in_the_smoke_result(smoke):
     r, cfg = smoke, smoke.config
     d = r.data
-    shape = (2, cfg.retrieval_seeds, len(cfg.retrieval_factors))
+    shape = (2, cfg.retrieval.seeds, len(cfg.retrieval.factors))
     for name in ("retrieval_weight", "retrieval_theory", "retrieval_accuracy"):
         assert d[name].shape == shape and np.all(np.isfinite(d[name].values)), name
-    np.testing.assert_array_equal(d["retrieval_n"].values, cfg.retrieval_len * np.asarray(cfg.retrieval_factors))
+    np.testing.assert_array_equal(d["retrieval_n"].values, cfg.retrieval.len * np.asarray(cfg.retrieval.factors))
     w = d["retrieval_weight"].values
     assert np.all((w > 0) & (w <= 1))
     # the slopes are the fits of the stored weights
     ns = d["retrieval_n"].values
     assert float(d["retrieval_slope"].values[1, 0]) == pytest.approx(mod.fit_log_slope(ns, w[1, 0]), abs=1e-12)
-    assert d["sigmoid_trained_loss"].shape == (3, cfg.train_seeds)
+    assert d["sigmoid_trained_loss"].shape == (3, cfg.train.seeds)
     np.testing.assert_allclose(
         d["sigmoid_trained_loss"].values, d["sigmoid_trained_trace"].values[..., -20:].mean(-1), rtol=1e-12
     )
     led = r.ledger
-    fmax = cfg.retrieval_factors[-1]
+    fmax = cfg.retrieval.factors[-1]
     for name in (*RETRIEVAL_CLAIMS, f"ssmax_trained_retrieval_{fmax}x"):
         assert led[name].seed == "000#6" and led[name].role == "prediction", led[name].line()
     for name in SIGMOID_CLAIMS:
         assert led[name].seed == "000#17" and led[name].role == "prediction", led[name].line()
     for name in (*RETRIEVAL_CLAIMS, *SIGMOID_CLAIMS, f"ssmax_trained_retrieval_{fmax}x"):
         assert led[name].status == "not_evaluated" and led[name].measured is not None  # requires the full preset
-        n = cfg.retrieval_seeds if name.startswith("ssmax") else cfg.train_seeds  # a t multiple over the seeds
+        n = cfg.retrieval.seeds if name.startswith("ssmax") else cfg.train.seeds  # a t multiple over the seeds
         assert led[name].alternative["hypothesis"]
         assert led[name].tolerance.get("k") == pytest.approx(stats.t.ppf(0.975, n - 1))
 
@@ -566,7 +566,7 @@ def test_retrieval_and_sigmoid_claims_fail_when_the_mechanism_is_broken(smoke):
     top = {"retrieval_n": int(d["retrieval_n"].max())}
     worse["retrieval_accuracy"].loc[{**top, "retrieval_kernel": "softmax"}] = 1.0
     worse["retrieval_accuracy"].loc[{**top, "retrieval_kernel": "ssmax"}] = 0.5 + 0.01 * d["retrieval_seed"]
-    fmax = smoke.config.retrieval_factors[-1]
+    fmax = smoke.config.retrieval.factors[-1]
     assert _rejudge(smoke, mod.claim_retrieval_accuracy, worse)[f"ssmax_trained_retrieval_{fmax}x"].status == "fail"
     # a sigmoid model 50% worse than softmax fails the ratio; b = 0 training better than b = -ln T fails the
     # direction (and a bias that does not matter leaves it inconclusive)

@@ -139,14 +139,14 @@ def test_train_config_one_layer_vs_deep_stacks():
     cfg = P.Config()
     one, deep = P.train_config(cfg, 1), P.train_config(cfg, 3)
     assert (one.steps, one.batch_size, one.lr, one.warmup_steps, one.grad_clip) == (
-        cfg.train_steps,
-        cfg.train_batch_size,
-        cfg.train_lr,
+        cfg.train.steps,
+        cfg.train.batch_size,
+        cfg.train.lr,
         0,
         0.0,
     )
-    assert (deep.steps, deep.batch_size, deep.lr) == (cfg.depth_steps, cfg.depth_batch_size, cfg.depth_lr)
-    assert deep.warmup_steps == cfg.depth_warmup and deep.grad_clip == cfg.depth_clip
+    assert (deep.steps, deep.batch_size, deep.lr) == (cfg.depth.steps, cfg.depth.batch_size, cfg.depth.lr)
+    assert deep.warmup_steps == cfg.depth.warmup and deep.grad_clip == cfg.depth.clip
     assert P.train_config(cfg.replace(depth_steps=5), 2).warmup_steps == 5  # warm-up never longer than the run
 
 
@@ -273,11 +273,11 @@ def test_smoke_interleaved_curves(smoke):
     ds = smoke.data
     assert ds["garg_loss_k"].dims == ("garg_curve", "garg_k")
     assert list(ds["garg_curve"].values) == ["model", *P.GARG_BASELINES]
-    assert list(ds["garg_k"].values) == list(range(cfg.garg_n_points))
+    assert list(ds["garg_k"].values) == list(range(cfg.garg.n_points))
     base0 = ds["garg_loss_k"].values[1:, 0]
     assert np.all(base0 == base0[0])  # the same tasks, the same zero prediction
     # noiseless least squares interpolates once k >= d: zero error up to float64 rounding of pinv
-    ls = ds["garg_loss_k"].sel(garg_curve="least_squares").values[cfg.garg_d :]
+    ls = ds["garg_loss_k"].sel(garg_curve="least_squares").values[cfg.garg.d :]
     assert ls.max() <= 1e6 * EPS * base0[0]
     status = {c.name: c.status for c in smoke.checks}
     assert status["garg_beats_averaging_knn"] == "not_evaluated"
@@ -291,7 +291,7 @@ def test_interleaved_task_and_model_shapes():
     x, y = task.sample(4, torch.Generator().manual_seed(0))
     model = P.TinyTransformer(P.garg_model_config(cfg))
     out = model(x)
-    assert x.shape == (4, 2 * cfg.garg_n_points, cfg.garg_d + 1) and out.shape[:2] == x.shape[:2]
+    assert x.shape == (4, 2 * cfg.garg.n_points, cfg.garg.d + 1) and out.shape[:2] == x.shape[:2]
     assert task.loss(out, y).ndim == 0 and model.config.causal  # causal: y_k is not visible at x_k
 
 
@@ -324,7 +324,7 @@ def test_anisotropic_softmax_variant_runs(tmp_path, monkeypatch):
     r = probes.run_probe("icl_gd", cfg, progress=False)
     assert "garg_loss_k" not in r.data
     j = list(r.data["mk_dist"].values).index("anisotropic")
-    assert r.data["mk_gamma_fit_anisotropic"].shape == (cfg.mahankali_d,) * 2
+    assert r.data["mk_gamma_fit_anisotropic"].shape == (cfg.mahankali.d,) * 2
     assert math.isfinite(float(r.data["mk_gamma_rel_error"].values[j]))
     assert math.isnan(r.scalars["eta_fit_weights"])
     status = {c.name: c.status for c in r.checks}
@@ -413,9 +413,9 @@ def test_mahankali_step_claims_judge_the_fitted_step_matrix_and_rate(smoke):
     s, ds, cfg = dict(smoke.scalars), smoke.data, smoke.config
     j = list(ds["mk_dist"].values).index("relu")
     eta, eta_lin = float(ds["mk_eta_star"].values[j]), float(ds["mk_eta_alt"].values[j])
-    assert eta == pytest.approx(cfg.mahankali_n / (cfg.mahankali_n + 2 * cfg.mahankali_d + 3), rel=1e-12)
-    assert eta_lin == pytest.approx(cfg.mahankali_n / (cfg.mahankali_n + cfg.mahankali_d + 1), rel=1e-12)
-    np.testing.assert_allclose(ds["mk_gamma_star_relu"].values, eta * np.eye(cfg.mahankali_d), rtol=1e-14)
+    assert eta == pytest.approx(cfg.mahankali.n / (cfg.mahankali.n + 2 * cfg.mahankali.d + 3), rel=1e-12)
+    assert eta_lin == pytest.approx(cfg.mahankali.n / (cfg.mahankali.n + cfg.mahankali.d + 1), rel=1e-12)
+    np.testing.assert_allclose(ds["mk_gamma_star_relu"].values, eta * np.eye(cfg.mahankali.d), rtol=1e-14)
 
     def judged(**values):
         planted = ds.copy(deep=True)
@@ -437,7 +437,7 @@ def test_mahankali_step_claims_judge_the_fitted_step_matrix_and_rate(smoke):
     led = Ledger(P.NAME, preset="full")
     P.claims_depth(led, run_of(planted, s, cfg))
     assert led["depth_matches_gdpp"].status == "fail"
-    assert led["depth_matches_gdpp"].tolerance["n"] == cfg.depth_seeds
+    assert led["depth_matches_gdpp"].tolerance["n"] == cfg.depth.seeds
 
 
 def test_eta_claim_uses_the_seed_spread(smoke):
@@ -481,7 +481,7 @@ def test_replicate_seeds_of_two_runs_are_disjoint():
     c0, c1 = P.Config(seed=0), P.Config(seed=1)
     for part in P.SEED_PARTS:
         s0, s1 = P.part_seeds(c0, part), P.part_seeds(c1, part)
-        assert len(s0) == getattr(c0, f"{part}_seeds") and len(set(s0)) == len(s0), part
+        assert len(s0) == c0.value_of(f"{part}_seeds") and len(set(s0)) == len(s0), part
         assert s0[0] == 0 and s1[0] == 1 and not set(s0) & set(s1), part
     assert lg.seeds(c0) == P.part_seeds(c0, "logistic")
     for s in P.part_seeds(c1, "depth"):
@@ -575,8 +575,8 @@ def test_looped_claims_at_smoke(smoke):
         claim = led[name]
         assert claim.seed == "003#50" and claim.status == "not_evaluated"  # trained claims need the full preset
     ds = smoke.data
-    assert ds["looped_err_model"].shape == (1, smoke.config.looped_eval_loops)
-    assert ds["looped_diff_gdpp_seeds"].shape == (1, smoke.config.looped_seeds, smoke.config.looped_eval_loops)
+    assert ds["looped_err_model"].shape == (1, smoke.config.looped.eval_loops)
+    assert ds["looped_diff_gdpp_seeds"].shape == (1, smoke.config.looped.seeds, smoke.config.looped.eval_loops)
     # the paired differences are consistent with the stored means
     np.testing.assert_allclose(
         ds["looped_err_model"].values, ds["looped_err_gdpp"].values + ds["looped_diff_gdpp"].values, rtol=1e-9

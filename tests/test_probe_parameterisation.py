@@ -240,16 +240,16 @@ def test_muon_claims_follow_the_updates_ratio(smoke):
         return {c.name: c for c in led.claims}
 
     by = judged(lambda d: 0.5)
-    for d in smoke.config.muon_widths:
+    for d in smoke.config.muon.widths:
         c = by[f"muon_adamw_updates_ratio_d{d}"]
         assert c.verdict == "agrees", c.line()
         assert c.measured == pytest.approx(0.5, rel=0.02)
     assert by["muon_best_lr_inside_grid"].verdict == "agrees"
     by = judged(lambda d: 1.0)  # no advantage: the alternative
-    assert all(by[f"muon_adamw_updates_ratio_d{d}"].verdict == "disagrees" for d in smoke.config.muon_widths)
+    assert all(by[f"muon_adamw_updates_ratio_d{d}"].verdict == "disagrees" for d in smoke.config.muon.widths)
     by = judged(lambda d: 0.5, edge=True)  # a tuned rate at a grid's end: the comparison is out of scope
     assert by["muon_best_lr_inside_grid"].verdict == "out_of_scope"
-    assert by[f"muon_adamw_updates_ratio_d{smoke.config.muon_widths[0]}"].verdict == "out_of_scope"
+    assert by[f"muon_adamw_updates_ratio_d{smoke.config.muon.widths[0]}"].verdict == "out_of_scope"
 
 
 def test_width_and_rate_sweep_runs_through_the_sweep_path(tmp_path):
@@ -322,5 +322,5 @@ def test_muon_ratio_is_nan_where_adamw_never_improves(smoke):
     assert np.isnan(ratio).all()
     led = Ledger("parameterisation", preset="full")
     muon_vs_adamw.claims(led, (dataclasses.replace(smoke, data=data),))
-    d = smoke.config.muon_widths[0]
+    d = smoke.config.muon.widths[0]
     assert led[f"muon_adamw_updates_ratio_d{d}"].verdict == "undecided"

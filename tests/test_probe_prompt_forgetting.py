@@ -272,7 +272,7 @@ def test_bias_trajectory_claims_judge_the_sign(smoke_run):
     cfg = mod.Config.preset("full", data="markov", trained=True, train_steps=400, train_checkpoints=(0, 4, 40, 400))
 
     def judged(bias_alpha, half=0.02, plain=0.8):
-        steps = np.array(cfg.train_checkpoints)
+        steps = np.array(cfg.train.checkpoints)
         data = r.data.assign(
             alpha_trajectory=("train_step", np.full(4, plain)),
             alpha_bias_trajectory=("train_step", np.array(bias_alpha, dtype=float)),

@@ -32,7 +32,7 @@ def test_smoke_result_has_the_interface_fields():
     assert ns[0] == cfg.min_len and ns[-1] == cfg.max_len and np.all(np.diff(ns) > 0)
     assert list(r.data["dtype"].values) == ["float64", *cfg.dtypes]
     assert r.data["distance"].dims == ("dtype", "n")
-    assert r.data["sensitivity"].shape == (cfg.n_layers, cfg.sens_len)
+    assert r.data["sensitivity"].shape == (cfg.n_layers, cfg.sens.len)
     assert r.data["rank_residual"].shape == (cfg.n_layers + 1,)
     assert r.data["collapse_n"].dims == ("dtype",)
     lo, hi = r.data["slope_ci"].values
@@ -195,7 +195,7 @@ def test_bidirectional_model_is_measured_and_causal_claims_not_evaluated():
     r = run_probe(mod, cfg, model=_zoo(causal=False), progress=False)
     assert r.scalars["causal"] == 0.0
     assert np.all(r.data["distance"].sel(dtype="float64").values > 0)
-    assert r.data["sensitivity"].shape == (2, cfg.sens_len) and np.all(np.isfinite(r.data["sensitivity"].values))
+    assert r.data["sensitivity"].shape == (2, cfg.sens.len) and np.all(np.isfinite(r.data["sensitivity"].values))
     for name in ("slope_matches_prediction", "slope_layer1", "sensitivity_first_exceeds_middle"):
         c = r.ledger[name]
         assert c.status == "not_evaluated" and c.why == mod.BIDIRECTIONAL, c.line()

@@ -155,13 +155,13 @@ def test_runs_with_neighbouring_seeds_share_no_replicate(patch_in_package):
 
         patch_in_package(sp, "train", stop)
         c = sp.Config.preset("smoke", trained=True, seed=seed)
-        for s in range(c.stability_seeds):
+        for s in range(c.stability.seeds):
             with pytest.raises(Stop):
                 sp.stability_run(c, "post", s)
         for s in range(c.curse_seeds):
             with pytest.raises(Stop):
                 sp.curse_measure(c, "pre", s)
-        n = max(c.stability_seeds, c.curse_seeds)
+        n = max(c.stability.seeds, c.curse_seeds)
         assert set(trained[seed]) == set(replicate_seeds(seed, n)), seed
     assert not set(trained[0]) & set(trained[1])
 
@@ -445,7 +445,7 @@ def test_deep_share_against_direct_means():
 
 def test_trained_smoke_records_the_trained_claims(trained_smoke):
     data, cfg = trained_smoke.data, trained_smoke.config
-    assert data["stab_loss"].shape == (2, cfg.stability_seeds, cfg.stability_steps)
+    assert data["stab_loss"].shape == (2, cfg.stability.seeds, cfg.stability.steps)
     assert np.isfinite(data["stab_update"].values).all() and (data["stab_update"].values > 0).all()
     assert list(data.curse_norm.values) == ["pre", "ln_scaling"]
     assert data["curse_ablation"].shape == (2, 4, cfg.curse_seeds)
@@ -479,7 +479,7 @@ def test_trained_claims_are_judged_at_full_and_planted_inputs_flip_them(trained_
     led = _rejudge(trained_smoke, sp.claim_deepnet_stability, swapped)
     assert led["deepnorm_trains_at_depth_without_warmup"].status == "fail"
     # the update ratio: planted at the Theorem's 2 sqrt N with a little noise passes; at 1 it fails
-    N = trained_smoke.config.stability_depth
+    N = trained_smoke.config.stability.depth
     for factor, want in ((float(sp.th.deepnorm_update_ratio(N, "adam")), "pass"), (1.0, "fail")):
         d = data.copy(deep=True)
         dn = np.array([1.0, 1.1])[: d.sizes["stab_seed"]]

@@ -4,7 +4,8 @@ the full preset and fail on planted wrong numbers, and bad configs are refused b
 The full preset takes minutes of one core (``make test-fixtures`` writes it and prints how many), so the fast tier
 reads its result from the committed fixture ``tests/data/softmax_alternatives_full``, judged by today's claims,
 after checking that the fixture's cache key is today's (config and ``VERSION``); the thorough tier runs the full
-preset again and checks the fixture's numbers against the run's."""
+preset again and checks the fixture's numbers against the run's (to float64 rounding: the fixture may have been
+computed on another CPU)."""
 
 from __future__ import annotations
 
@@ -47,6 +48,14 @@ from probes.softmax_alternatives import (
 from tier import TIER
 
 FIXTURE = REPO / "tests" / "data" / "softmax_alternatives_full"
+# The fixture's numbers against a run on another CPU: the same float64 arithmetic, summed in another order by the BLAS
+# kernels that CPU selects. Measured between the fixture (an AMD EPYC) and a full run on an Intel Xeon: 4e-16 relative
+# on the memories' moments (1 ulp of a mean of 512 squares), at most 1e-11 on any untrained quantity (the interval
+# bound's ratio of near-equal numbers), far inside every claim's band and far outside a changed computation's
+# difference. The trained bilinear layer's numbers move by up to 50% (thousands of Adam updates amplify an ulp): across
+# machines they are compared by their claims' verdicts only.
+ACROSS_MACHINES = 1e-10
+TRAINED = ("bilinear_",)
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +82,13 @@ def test_the_committed_full_fixture_is_todays_full_preset(committed, full):
     if full is not committed:
         assert set(full.data.data_vars) == set(committed.data.data_vars)
         for name in committed.data.data_vars:
-            np.testing.assert_array_equal(full.data[name].values, committed.data[name].values, err_msg=name)
+            want = committed.data[name].values
+            if name.startswith(TRAINED):
+                continue  # their verdicts are compared below
+            if want.dtype.kind == "f":
+                np.testing.assert_allclose(full.data[name].values, want, rtol=ACROSS_MACHINES, atol=0, err_msg=name)
+            else:
+                np.testing.assert_array_equal(full.data[name].values, want, err_msg=name)
         assert [(c.name, c.status) for c in full.checks] == [(c.name, c.status) for c in committed.checks]
 
 
@@ -209,22 +224,33 @@ def test_the_memory_is_the_zoos_mlp_with_the_closed_forms_weights():
         torch.testing.assert_close(soft(x), relu.W_out(p), rtol=1e-12, atol=1e-15)
 
 
-def test_same_seed_same_numbers(full, tmp_path, monkeypatch):
-    """The full preset's memories measured again from an empty cache, bit for bit: the whole probe again in the
-    thorough tier, the memory part alone (the part whose numbers are compared) in the fast tier."""
-    monkeypatch.setenv("WORKBENCH_CACHE", str(tmp_path))
-    if TIER.full_runs:
-        again = sa.run(full.config, progress=False).data["memory_moment"].values
-    else:
-        before = torch.get_num_threads()
-        torch.set_num_threads(1)  # as the probe's run does (probe_functions(..., threads=1))
-        try:
-            ctx = Context(config=full.config, progress=False)
+def _memory_moments(config, cache) -> np.ndarray:
+    """The memory part of ``config`` measured alone from the empty cache ``cache``, on one thread as the probe's run
+    does (probe_functions(..., threads=1))."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv("WORKBENCH_CACHE", str(cache))
+            ctx = Context(config=config, progress=False)
             memory.measure(ctx)
-        finally:
-            torch.set_num_threads(before)
-        again = ctx.data["memory_moment"][1]
-    np.testing.assert_array_equal(again, full.data["memory_moment"].values)
+    finally:
+        torch.set_num_threads(before)
+    return ctx.data["memory_moment"][1]
+
+
+def test_same_seed_same_numbers(full, committed, tmp_path):
+    """The full preset's memories measured twice from empty caches, bit for bit on this machine: the whole probe
+    (the thorough tier's full run) or the memory part alone (the fast tier) against the memory part again. The
+    committed fixture may come from another CPU, whose BLAS kernels round differently: it agrees to float64
+    rounding (:data:`ACROSS_MACHINES`), not bit for bit."""
+    again = _memory_moments(full.config, tmp_path / "a")
+    if TIER.full_runs:
+        first = full.data["memory_moment"].values
+    else:
+        first = _memory_moments(full.config, tmp_path / "b")
+    np.testing.assert_array_equal(again, first)
+    np.testing.assert_allclose(again, committed.data["memory_moment"].values, rtol=ACROSS_MACHINES, atol=0)
 
 
 def _judge(part, result, data) -> Ledger:

@@ -158,7 +158,7 @@ def collapse_pair(tmp_path_factory):
 def test_collapse_replicates_drop_the_extension_after_the_first(collapse_pair):
     mod, rep = collapse_pair
     first, second = (r.config for r in rep.results)
-    assert first.extend_dtype == "float32" and second.extend_dtype == "" and second.seed == rep.seeds[1]
+    assert first.extend.dtype == "float32" and second.extend.dtype == "" and second.seed == rep.seeds[1]
     assert second == first.replace(seed=rep.seeds[1], extend_dtype="", extend_lo=0.5, extend_hi=2.0)
     assert "ext_collapse_n" in rep.results[0].scalars and "ext_collapse_n" not in rep.results[1].scalars
 

@@ -48,7 +48,7 @@ def test_signal_propagation_studies_are_the_committed_figures_experiments(figure
     for name in ("init", "trained"):
         [cfg] = study_configs(sp, name, "full")
         assert probes.cache_key(sp, cfg) == sidecar["inputs"][name], name
-    assert study_configs(sp, "init", "full")[0].phase is True
+    assert study_configs(sp, "init", "full")[0].phase.enabled is True
     assert study_configs(sp, "trained", "smoke", {"trained_depth": 8})[0].depths == (4,)  # smoke: depth 4
     with pytest.raises(ValueError, match="^trained_depth must be an integer >= 4"):
         study_configs(sp, "trained", "full", {"trained_depth": 2})
@@ -255,7 +255,7 @@ def _old_notebook_03_designs(
         "markov": dict(train_steps=600, train_seq_len=128) if preset == "full" else {},
     }
     traj_L, traj_data = (4 if preset == "full" else 2), "corpus"
-    traj_steps = base.replace(**TRAINING[traj_data]).train_steps
+    traj_steps = base.replace(**TRAINING[traj_data]).train.steps
     checkpoints = tuple(sorted({0, *(round(f * traj_steps) for f in (0.01, 0.1, 0.3, 0.5, 0.7, 1.0))}))
     training = {}
     for data_ in ("corpus", "markov"):

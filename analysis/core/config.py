@@ -58,9 +58,10 @@ Nested parts. A probe made of parts nests one config per part: a :class:`PartCon
 
 Code reads ``config.sparse.keys``. Everything that names fields by string -- :meth:`BaseConfig.field_specs`,
 :meth:`~BaseConfig.to_dict`, :meth:`~BaseConfig.from_dict`, :meth:`~BaseConfig.replace`, presets, the command line,
-sweeps and error messages -- uses the flat names generated from the nesting: ``sparse_keys`` (``--sparse-keys``)
-and, for the switch, the part's name alone (``sparse``, ``--sparse``). The constructor takes either
-(``Probe(sparse_keys=(8, 32))`` or ``Probe(sparse=Sparse(keys=(8, 32)))``); :meth:`BaseConfig.value_of` reads a
+sweeps and error messages -- uses the flat names generated from the nesting: ``sparse_keys`` (``--sparse-keys``) and,
+for the switch, the part's name alone (``sparse``, ``--sparse``; a part whose switch selects what it runs, ``laws:
+tuple[str, ...] = switch(("gaussian",), ...)``, spells it the same way: ``--looped gaussian``). The constructor takes
+either (``Probe(sparse_keys=(8, 32))`` or ``Probe(sparse=Sparse(keys=(8, 32)))``); :meth:`BaseConfig.value_of` reads a
 value by flat name. ``to_dict()`` is flat, so nesting the fields of an existing config leaves its keys as they were.
 
 Fields added later. A field declared with ``param(..., omit_at_default=True)`` is left out of
@@ -135,8 +136,10 @@ def param(
     return field(default=default, metadata=meta)
 
 
-def switch(default: bool, help: str, **kwargs: Any) -> Any:
-    """The field that turns a part on or off, in a :class:`PartConfig`; its flat name is the part's name."""
+def switch(default: Any, help: str, **kwargs: Any) -> Any:
+    """The field that turns a part on or off, in a :class:`PartConfig`; its flat name is the part's name. Either
+    ``enabled: bool``, or a selection under its own name (``laws: tuple[str, ...]``: the laws the part runs on,
+    none: off)."""
     spec = param(default, help, **kwargs)
     return field(default=default, metadata={**spec.metadata, "switch": True})
 
@@ -156,7 +159,8 @@ def renamed_fields(cls: type) -> dict[str, str]:
 def check_not_renamed(cls: type, names) -> None:
     """``TypeError`` naming the new field if any of ``names`` is a former name of a field of ``cls``."""
     renamed = renamed_fields(cls)
-    old = next((n for n in names if n in renamed), None)
+    current = {f.name for f in dataclasses.fields(cls)}  # a part's attribute may share a former flat name ("lr")
+    old = next((n for n in names if n in renamed and n not in current), None)
     if old is not None:
         spec = next(s for s in field_specs_of(cls) if s.name == renamed[old])
         raise TypeError(f"{cls.__name__}: field {old!r} is now {spec.name!r} ({spec.help})")

@@ -206,10 +206,11 @@ def _resolve_type(cls: type, name: str, tp: Any) -> _Resolved:
 def field_specs_of(cls: type) -> tuple[FieldSpec, ...]:
     """Every field of config class ``cls``, resolved, in declaration order, each under its flat name.
 
-    A field declared with ``metadata["part"]`` holds a nested part config (``analysis.core.config.part``): its
-    fields follow in its place, each named ``<part>_<field>`` (its switch, ``metadata["switch"]``, named ``<part>``
-    alone) with the attribute path to reach it. The fields of a part config class itself (``PART`` set) carry the
-    same flat names, so that its own checks name the field as the command line spells it.
+    A field declared with ``metadata["part"]`` holds a nested part config (``analysis.core.config.part``): its fields
+    follow in its place, each named ``<part>_<field>`` (its switch, ``metadata["switch"]``, named ``<part>`` alone:
+    ``enabled``, or a selection such as the laws the part runs on) with the attribute path to reach it. The fields of a
+    part config class itself (``PART`` set) carry the same flat names, so that its own checks name the field as the
+    command line spells it.
     """
     hints = typing.get_type_hints(cls)
     prefix = getattr(cls, "PART", None)
@@ -227,8 +228,11 @@ def field_specs_of(cls: type) -> tuple[FieldSpec, ...]:
         kind = _resolve_type(cls, f.name, hints[f.name])
         if kind.choices is not None and "choices" in meta:
             raise TypeError(f"{cls.__name__}.{f.name}: give the choices once, as a Literal or as choices=")
-        if meta.get("switch") and (prefix is None or kind.base is not bool or kind.is_seq or f.name != "enabled"):
-            raise TypeError(f"{cls.__name__}.{f.name}: a switch is a part config's bool field named 'enabled'")
+        if meta.get("switch") and (prefix is None or (kind.base is bool and not kind.is_seq) != (f.name == "enabled")):
+            raise TypeError(
+                f"{cls.__name__}.{f.name}: a switch is a part config's field, its bool one named 'enabled' (a "
+                "selection, e.g. the laws the part runs on, has its own name)"
+            )
         name = f.name if prefix is None else prefix if meta.get("switch") else f"{prefix}_{f.name}"
         min_len = kind.length if kind.length is not None else meta.get("min_len", 1)
         specs.append(

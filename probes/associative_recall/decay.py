@@ -42,19 +42,19 @@ def measure_layer(config: Config, seed: int) -> dict[str, np.ndarray]:
     ``decay_batch_size`` memories of unit keys and values (fresh per N), and its exact law's mean over the items."""
     c = config
     g = torch.Generator().manual_seed(derived_seed(seed, "decay_memories") % MAX_SEED)
-    out = {k: np.empty(len(c.decay_pairs)) for k in ("decay_error", "decay_error_exact")}
-    for i, n in enumerate(c.decay_pairs):
-        keys = unit_vectors(g, (c.decay_batch_size, n), c.decay_key)
-        vals = unit_vectors(g, (c.decay_batch_size, n), c.decay_key)
-        read = decayed_readout(keys, vals, c.decay_gamma)
+    out = {k: np.empty(len(c.decay.pairs)) for k in ("decay_error", "decay_error_exact")}
+    for i, n in enumerate(c.decay.pairs):
+        keys = unit_vectors(g, (c.decay.batch_size, n), c.decay.key)
+        vals = unit_vectors(g, (c.decay.batch_size, n), c.decay.key)
+        read = decayed_readout(keys, vals, c.decay.gamma)
         out["decay_error"][i] = float(((read - vals) ** 2).sum(-1).mean())
-        out["decay_error_exact"][i] = float(th.decayed_readout_error(n, c.decay_key, c.decay_gamma).mean())
+        out["decay_error_exact"][i] = float(th.decayed_readout_error(n, c.decay.key, c.decay.gamma).mean())
     return out
 
 
 def measure(ctx: Context) -> None:
     c = ctx.config
-    measure_replicates(ctx, "decay", ("decay_n", c.decay_pairs), lambda s: measure_layer(c, s))
+    measure_replicates(ctx, "decay", ("decay_n", c.decay.pairs), lambda s: measure_layer(c, s))
 
 
 def claim_decay(led: Ledger, r: Result) -> None:
@@ -62,8 +62,8 @@ def claim_decay(led: Ledger, r: Result) -> None:
     alternative: the undecayed (N - 1)/d_k) and grows with N far slower than the undecayed memory's (slope 1)."""
     c, d = r.config, r.data
     e = d["decay_error_exact"].values  # (N, seed)
-    ns = np.asarray(c.decay_pairs, dtype=np.float64)
-    undecayed = th.additive_readout_error(ns, c.decay_key)
+    ns = np.asarray(c.decay.pairs, dtype=np.float64)
+    undecayed = th.additive_readout_error(ns, c.decay.key)
     law = (
         "decayed_memory_readout_error",
         float((undecayed / e.mean(axis=1)).mean()),
@@ -77,8 +77,8 @@ def claim_decay(led: Ledger, r: Result) -> None:
         f"{SOURCE}, item 7: the law's slope in ln N (-> 0: the mean error tends to 1 + 1/(d_k (1 - gamma^2)))",
     )
     subject = (
-        f"additive memories with decay gamma = {c.decay_gamma:g} (d_k = {c.decay_key}, unit keys and values), "
-        f"N = {list(c.decay_pairs)} pairs, read with each stored key, the relative squared read-out error"
+        f"additive memories with decay gamma = {c.decay.gamma:g} (d_k = {c.decay.key}, unit keys and values), "
+        f"N = {list(c.decay.pairs)} pairs, read with each stored key, the relative squared read-out error"
     )
     pairs = (d["decay_error"].values, e)
     what = Measured(subject, "N", "error", "sets of memories")

@@ -24,8 +24,8 @@ FIELDS = ("favor_m", "favor_norm", "favor_keys")
 def favor_vectors(config: Config) -> tuple[np.ndarray, np.ndarray]:
     """q (d,) and keys (favor_keys, d) of norm ``favor_norm``, random directions; the variance check uses keys[0]."""
     rng = np.random.default_rng(derived_seed(config.seed, "favor"))
-    q = config.favor_norm * th.unit_vectors(rng, (), config.d_key)
-    return q, config.favor_norm * th.unit_vectors(rng, (config.favor_keys,), config.d_key)
+    q = config.favor.norm * th.unit_vectors(rng, (), config.d_key)
+    return q, config.favor.norm * th.unit_vectors(rng, (config.favor.keys,), config.d_key)
 
 
 def measure_favor(config: Config) -> dict[str, np.ndarray]:
@@ -34,21 +34,21 @@ def measure_favor(config: Config) -> dict[str, np.ndarray]:
     q, keys = favor_vectors(config)
     qt, kt = torch.from_numpy(q), torch.from_numpy(keys)
     p = torch.softmax(kt @ qt, dim=0)
-    out = {name: np.zeros(len(config.favor_m)) for name in ("var", "var_se", "row_rms")}
+    out = {name: np.zeros(len(config.favor.m)) for name in ("var", "var_se", "row_rms")}
     rows = []
-    for i, m in enumerate(config.favor_m):
+    for i, m in enumerate(config.favor.m):
         seed = derived_seed(config.seed, f"favor{m}") % MAX_SEED
-        z = _favor_terms(qt, kt[0], config.favor_draws * m, seed).view(config.favor_draws, m).mean(1)
+        z = _favor_terms(qt, kt[0], config.favor.draws * m, seed).view(config.favor.draws, m).mean(1)
         dev2 = (z - z.mean()) ** 2
         out["var"][i] = float(dev2.sum() / (z.numel() - 1))
         out["var_se"][i] = mean_se(dev2.numpy()).se  # the SE of the mean of dev2: the fourth moment
         gen = torch.Generator().manual_seed(seed + 1)
-        proj = torch.randn(config.favor_row_draws, m, config.d_key, generator=gen, dtype=torch.float64)
+        proj = torch.randn(config.favor.row_draws, m, config.d_key, generator=gen, dtype=torch.float64)
         a = positive_random_features(kt[None], proj) @ positive_random_features(qt[None, None], proj)[..., 0, :, None]
         est = a[..., 0] / a[..., 0].sum(-1, keepdim=True)  # (R, n)
         rows.append(((est - p) ** 2).sum(-1).numpy())  # (R,) squared row errors
     out["row_rms"] = np.sqrt(np.array([r.mean() for r in rows]))
-    out["slope"], out["slope_se"] = slope_bootstrap(np.array(config.favor_m, dtype=np.float64), rows, config.seed)
+    out["slope"], out["slope_se"] = slope_bootstrap(np.array(config.favor.m, dtype=np.float64), rows, config.seed)
     return out
 
 
@@ -100,7 +100,7 @@ def measure(ctx: Context) -> None:
     config = ctx.config
     fav = measure_favor(config)
     q, keys = favor_vectors(config)
-    ms = np.array(config.favor_m)
+    ms = np.array(config.favor.m)
     ctx.data.update(
         favor_variance=(("m",), fav["var"]),
         favor_variance_se=(("m",), fav["var_se"]),
@@ -109,7 +109,7 @@ def measure(ctx: Context) -> None:
         favor_row_rms=(("m",), fav["row_rms"]),
         favor_row_rms_theory=(("m",), th.favor_row_rms(q, keys, ms)),
     )
-    ctx.coords["m"] = list(config.favor_m)
+    ctx.coords["m"] = list(config.favor.m)
     ctx.scalars.update(favor_row_slope=fav["slope"], favor_row_slope_se=fav["slope_se"])
 
 
@@ -117,17 +117,17 @@ def claim_favor(led: Ledger, r: Result) -> None:
     """FAVOR+ variance at each m (Performer formula; alternative the trigonometric features) and the row
     error's slope in m (-1/2; alternative -1)."""
     d = r.data
-    for m in r.config.favor_m:
+    for m in r.config.favor.m:
         row = d.sel(m=m)
         led.judge(
             f"favor_variance_m{m}",
-            band=mc_numbers(row, "favor_variance", r.config.favor_draws),
+            band=mc_numbers(row, "favor_variance", r.config.favor.draws),
             alternative=float(row["trig_variance_theory"]),
-            why=f"95% t band of the within-run MC SE of the sample variance of {r.config.favor_draws} independent "
+            why=f"95% t band of the within-run MC SE of the sample variance of {r.config.favor.draws} independent "
             "estimators (fourth moment)",
             statement=f"FAVOR+ with m = {m}: Var phi(q).phi(k) = e^(2 q.k) (e^|q+k|^2 - 1) / m",
         )
-    if len(r.config.favor_m) < 2:
+    if len(r.config.favor.m) < 2:
         return
     led.judge(
         "favor_row_error_slope",

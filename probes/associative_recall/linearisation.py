@@ -28,7 +28,7 @@ def linearisation_head(config: Config) -> TinyTransformer:
     """One causal softmax head of width and head size ``lin_d``, float64, no norm, no MLP, seeded weights. It
     stays on the CPU whatever ``device`` says: a float64 measurement against a float64 closed form."""
     cfg = one_head_layer(
-        config.lin_d,
+        config.lin.d,
         norm="none",
         attention="softmax",
         dtype="float64",
@@ -47,8 +47,8 @@ def head_maps(model: TinyTransformer) -> tuple[np.ndarray, np.ndarray]:
 def linearisation_queries(config: Config, A: np.ndarray) -> np.ndarray:
     """(Q, d) random query directions, each scaled so that its logit vector ``A x_q`` has norm ``lin_a_norm``."""
     rng = np.random.default_rng(derived_seed(config.seed, "lin_queries"))
-    x = rng.standard_normal((config.lin_queries, config.lin_d))
-    return x * (config.lin_a_norm / np.linalg.norm(x @ A.T, axis=-1, keepdims=True))
+    x = rng.standard_normal((config.lin.queries, config.lin.d))
+    return x * (config.lin.a_norm / np.linalg.norm(x @ A.T, axis=-1, keepdims=True))
 
 
 def measure_linearisation(config: Config) -> dict[str, np.ndarray]:
@@ -59,9 +59,9 @@ def measure_linearisation(config: Config) -> dict[str, np.ndarray]:
     xq = linearisation_queries(config, A)
     a = xq @ A.T
     lim = th.linearisation_limit(M, a)  # (Q, d)
-    Q, d, R = xq.shape[0], config.lin_d, config.lin_reps
-    err = np.zeros((len(config.lin_ns), R))
-    for i, n in enumerate(config.lin_ns):
+    Q, d, R = xq.shape[0], config.lin.d, config.lin.reps
+    err = np.zeros((len(config.lin.ns), R))
+    for i, n in enumerate(config.lin.ns):
         gen = torch.Generator().manual_seed(derived_seed(config.seed, f"lin{n}") % MAX_SEED)
         T = n + Q
         bias = torch.zeros(T, T, dtype=torch.float64)
@@ -86,7 +86,7 @@ def measure_linearisation(config: Config) -> dict[str, np.ndarray]:
 def linearisation_arrays(config: Config, lin: dict) -> dict[str, tuple]:
     """Per n (``lin_n``): the mean squared distance from the linear limit, its SE over token sets, the theory
     ``mean_q C_q / n`` and the alternative ``|M|_F^2 / n``; per query the theory constant and ``|a|^2``."""
-    ns, err = np.asarray(config.lin_ns, dtype=np.float64), lin["err"]
+    ns, err = np.asarray(config.lin.ns, dtype=np.float64), lin["err"]
     return {
         "lin_mse": (("lin_n",), err.mean(-1)),
         "lin_mse_se": (("lin_n",), np.array([mean_se(e).se for e in err])),
@@ -101,11 +101,11 @@ def measure(ctx: Context) -> None:
     config = ctx.config
     lin = measure_linearisation(config)
     ctx.data.update(linearisation_arrays(config, lin))
-    ctx.coords.update(lin_n=list(config.lin_ns), lin_query=np.arange(config.lin_queries))
-    ns = np.asarray(config.lin_ns, dtype=np.float64)
+    ctx.coords.update(lin_n=list(config.lin.ns), lin_query=np.arange(config.lin.queries))
+    ns = np.asarray(config.lin.ns, dtype=np.float64)
     rms = np.sqrt(lin["err"].mean(-1))
     ctx.scalars["lin_slope_all_n"] = float(np.polyfit(np.log(ns), np.log(rms), 1)[0]) if len(ns) > 1 else math.nan
-    fit = th.linearisation_remainder(config.lin_a_norm, ns) <= th.LINEARISATION_REMAINDER_MAX  # asymptotic n only
+    fit = th.linearisation_remainder(config.lin.a_norm, ns) <= th.LINEARISATION_REMAINDER_MAX  # asymptotic n only
     ctx.scalars["lin_slope_n_min"] = float(ns[fit].min()) if fit.any() else math.nan
     ctx.scalars["lin_slope"], ctx.scalars["lin_slope_se"] = (
         slope_bootstrap(ns[fit], list(lin["err"][fit]), config.seed, purpose="lin")
@@ -118,16 +118,16 @@ def claim_linearisation(led: Ledger, r: Result) -> None:
     """Softmax over Gaussian tokens -> the linear map M a: n E|o - M a|^2 at the largest n against
     e^{|a|^2}(|M|_F^2 + |M a|^2) (alternative |M|_F^2), and the RMS distance's slope in n (-1/2; alternative 0)."""
     c, d = r.config, r.data
-    n = max(c.lin_ns)
+    n = max(c.lin.ns)
     row = d.sel(lin_n=n)
-    tilt = float(np.exp(2.0 * c.lin_a_norm**2) / n)
+    tilt = float(np.exp(2.0 * c.lin.a_norm**2) / n)
     led.judge(
         "linearisation_mse_constant",
-        band=mc_numbers(row, "lin_mse", c.lin_reps, scale=n),
+        band=mc_numbers(row, "lin_mse", c.lin.reps, scale=n),
         alternative=float(n * row["lin_mse_iid"]),
-        why=f"95% t band of the within-run MC SE over {c.lin_reps} independent token sets; the O(1/n^2) "
+        why=f"95% t band of the within-run MC SE over {c.lin.reps} independent token sets; the O(1/n^2) "
         f"remainder is ~ e^(2|a|^2)/n = {tilt:.3f} of the constant",
-        statement=f"one softmax head over n = {n} i.i.d. N(0, I) tokens, |a| = {c.lin_a_norm:g}: "
+        statement=f"one softmax head over n = {n} i.i.d. N(0, I) tokens, |a| = {c.lin.a_norm:g}: "
         "n E|o - W_o W_v a|^2 = e^|a|^2 (|M|_F^2 + |M a|^2), averaged over the queries",
     )
     if not np.isfinite(r.scalars["lin_slope"]):  # fewer than two n where the remainder is small

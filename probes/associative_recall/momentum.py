@@ -25,17 +25,17 @@ REGIMES = ("oscillating", "damped")  # momentum_mus[0], momentum_mus[1]
 
 def step(config: Config) -> float:
     """``b = beta / d``: the mean contraction of one delta-rule write with unit keys (``E[k k^T] = I/d``)."""
-    return config.momentum_beta / config.momentum_d
+    return config.momentum.beta / config.momentum.d
 
 
 def curves(config: Config) -> dict[str, np.ndarray]:
     """Per regime (rows), the exact mean overlap ``r_0..r_T`` and the first-order alternative at ``b / (1 - mu)``."""
-    b, T = step(config), config.momentum_steps
-    beta, d = config.momentum_beta, config.momentum_d
+    b, T = step(config), config.momentum.steps
+    beta, d = config.momentum.beta, config.momentum.d
     return {
-        "theory": np.stack([th.momentum_overlap(b, mu, T) for mu in config.momentum_mus]),
-        "first_order": np.stack([th.first_order_overlap(b / (1.0 - mu), T) for mu in config.momentum_mus]),
-        "square": np.stack([th.momentum_second_moment(beta, d, mu, T) for mu in config.momentum_mus]),
+        "theory": np.stack([th.momentum_overlap(b, mu, T) for mu in config.momentum.mus]),
+        "first_order": np.stack([th.first_order_overlap(b / (1.0 - mu), T) for mu in config.momentum.mus]),
+        "square": np.stack([th.momentum_second_moment(beta, d, mu, T) for mu in config.momentum.mus]),
     }
 
 
@@ -57,14 +57,14 @@ def measure_layer(config: Config, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """Seed ``seed``: per regime and step, the means over ``momentum_batch_size`` sequences of ``<E_0, E_t> / |E_0|^2``
     and of ``|E_t|^2 / |E_0|^2`` for online regression of one Gaussian map ``W`` (``v_t = W k_t``, unit keys), each
     (regimes, T + 1)."""
-    d, T, B = config.momentum_d, config.momentum_steps, config.momentum_batch_size
+    d, T, B = config.momentum.d, config.momentum.steps, config.momentum.batch_size
     gen = torch.Generator().manual_seed(derived_seed(seed, "momentum") % MAX_SEED)
     W = torch.randn(d, d, generator=gen, dtype=torch.float64)
     k = unit_vectors(gen, (B, T), d)  # (B, T, d)
     v = k @ W.T
     overlap, square = np.empty((len(REGIMES), T + 1)), np.empty((len(REGIMES), T + 1))
-    for j, mu in enumerate(config.momentum_mus):  # the same keys for both momenta
-        E = momentum_delta_scan(k, v, beta=config.momentum_beta, mu=mu) - W  # (B, T + 1, d, d)
+    for j, mu in enumerate(config.momentum.mus):  # the same keys for both momenta
+        E = momentum_delta_scan(k, v, beta=config.momentum.beta, mu=mu) - W  # (B, T + 1, d, d)
         overlap[j] = ((E * E[:, :1]).sum((-1, -2)) / (W * W).sum()).mean(0).numpy()
         square[j] = ((E * E).sum((-1, -2)) / (W * W).sum()).mean(0).numpy()
     return overlap, square
@@ -72,7 +72,7 @@ def measure_layer(config: Config, seed: int) -> tuple[np.ndarray, np.ndarray]:
 
 def measure(ctx: Context) -> None:
     c = ctx.config
-    S = c.momentum_seeds
+    S = c.momentum.seeds
     got = over_replicates(
         c.seed,
         S,
@@ -89,7 +89,7 @@ def measure(ctx: Context) -> None:
     ctx.data["momentum_overlap_first_order"] = (("momentum_regime", "momentum_step"), law["first_order"])
     ctx.data["momentum_square_error_theory"] = (("momentum_regime", "momentum_step"), law["square"])
     ctx.coords.update(
-        momentum_regime=list(REGIMES), momentum_step=list(range(c.momentum_steps + 1)), momentum_seed=list(range(S))
+        momentum_regime=list(REGIMES), momentum_step=list(range(c.momentum.steps + 1)), momentum_seed=list(range(S))
     )
 
 
@@ -107,7 +107,7 @@ def claim_overlaps(led: Ledger, r: Result) -> None:
     S = d.sizes["momentum_seed"]
     b = step(c)
     for j, (regime, t) in enumerate(zip(REGIMES, check_step(c), strict=True)):
-        mu = c.momentum_mus[j]
+        mu = c.momentum.mus[j]
         sel = {"momentum_regime": regime, "momentum_step": int(t)}
         roots = th.momentum_roots(b, mu)
         led.judge(
@@ -117,8 +117,8 @@ def claim_overlaps(led: Ledger, r: Result) -> None:
             alternative=float(d["momentum_overlap_first_order"].sel(sel)),
             hypothesis=f"momentum as a larger step: the first-order delta rule at b/(1 - mu) = {b / (1 - mu):.4g}",
             why=f"95% t band over {S} independent memories (replicate seeds: map and keys) of each one's mean over "
-            f"{c.momentum_batch_size} key sequences of <E_0, E_t>/|E_0|^2 at t = {int(t)}, {CHECK_WORDS[regime]}",
-            statement=f"momentum delta rule, d = {c.momentum_d}, beta = {c.momentum_beta:g}, mu = {mu:g} ({regime}: "
+            f"{c.momentum.batch_size} key sequences of <E_0, E_t>/|E_0|^2 at t = {int(t)}, {CHECK_WORDS[regime]}",
+            statement=f"momentum delta rule, d = {c.momentum.d}, beta = {c.momentum.beta:g}, mu = {mu:g} ({regime}: "
             f"{root_words(roots)}): the mean error overlap at step {int(t)} follows the exact second-order recurrence",
         )
 
@@ -128,18 +128,18 @@ def claim_second_moment(led: Ledger, r: Result) -> None:
     memory's squared error follows the exact second-moment map, whose spectral radius can exceed 1."""
     d, c = r.data, r.config
     S = d.sizes["momentum_seed"]
-    T = c.momentum_steps
+    T = c.momentum.steps
     sel = {"momentum_regime": "oscillating", "momentum_step": T}
     exact = float(d["momentum_square_error_theory"].sel(sel))
     mean_field = float(d["momentum_overlap_theory"].sel(sel)) ** 2  # |E[E_T]|^2 / |E_0|^2
-    mu = c.momentum_mus[0]
-    rate = th.momentum_second_moment_rate(c.momentum_beta, c.momentum_d, mu)
+    mu = c.momentum.mus[0]
+    rate = th.momentum_second_moment_rate(c.momentum.beta, c.momentum.d, mu)
     led.judge(
         "momentum_square_error_oscillating",
         replicates=d["momentum_square_error"].sel(sel).values / exact,
         expected=1.0,
         alternative=mean_field / exact,
-        why=f"95% t band over {S} independent memories of each one's mean over {c.momentum_batch_size} key "
+        why=f"95% t band over {S} independent memories of each one's mean over {c.momentum.batch_size} key "
         f"sequences of "
         f"|E_T|^2/|E_0|^2 at T = {T} over the exact second moment; the 1 is the ratio's definition",
         statement=f"momentum delta rule, mu = {mu:g}, beta/d = {step(c):.4g}: the mean converges (modulus "

@@ -114,7 +114,7 @@ def model_config(config: Config, kernel: str, task: AssociativeRecall, seed: int
 def train_one(config: Config, kernel: str, n: int, seed: int, progress: bool) -> dict[str, float]:
     """Train (cached) one model; its held-out accuracy and, for recurrent kernels, the float64 form difference."""
     task = AssociativeRecall(n_pairs=n, n_keys=config.n_keys, n_values=config.n_values)
-    tc = warmup_config(config.train_steps, config.train_batch_size, config.train_lr, seed)
+    tc = warmup_config(config.train.steps, config.train.batch_size, config.train.lr, seed)
     dev = config.torch_device()
     model = train(model_config(config, kernel, task, seed), task, tc, device=dev, progress=progress).model
     x, hits = held_out_hits(task, model, config.n_eval, seed, f"eval{n}", dev)
@@ -131,7 +131,7 @@ def train_one(config: Config, kernel: str, n: int, seed: int, progress: bool) ->
 
 def measure_trained(config: Config, progress: bool) -> dict[str, np.ndarray]:
     """Per kernel, N and replicate seed (:func:`part_seeds`): held-out accuracy and the float64 form difference."""
-    shape = (len(config.kernels), len(config.n_pairs), config.train_seeds)
+    shape = (len(config.kernels), len(config.n_pairs), config.train.seeds)
     seeds = part_seeds(config, "mqar")
     acc, diff, nq = np.full(shape, np.nan), np.full(shape, np.nan), np.zeros(shape)
     jobs = [(i, j, s) for i in range(shape[0]) for j in range(shape[1]) for s in range(shape[2])]
@@ -166,7 +166,7 @@ def claim_trained(led: Ledger, r: Result) -> None:
     if not c.training:
         return
     acc = r.data["accuracy_seed"]  # (kernel, N, seed)
-    S = c.train_seeds
+    S = c.train.seeds
     why = f"95% t band over {S} replicate training seeds (per seed the difference of two held-out accuracies)"
     pairs = [("delta", "additive", "delta_beats_additive"), ("softmax", "delta", "softmax_beats_delta")]
     for a, b, name in pairs:

@@ -30,7 +30,7 @@ PM_BOOT = 300  # bootstrap resamples of the item-8 prompts
 
 
 def pm_task(config: Config) -> PowerMethodTask:
-    return PowerMethodTask(d=config.power_d, n=config.power_n, rho=config.power_rho, radius=config.power_radius)
+    return PowerMethodTask(d=config.power.d, n=config.power.n, rho=config.power.rho, radius=config.power.radius)
 
 
 def pm_model_config(
@@ -41,13 +41,13 @@ def pm_model_config(
     post-LayerNorm (``ln``) or no norm (``none``), applied ``loops`` times with the same weights.
     ``eps`` replaces the norm's epsilon (0 for the exact construction)."""
     return one_layer_config(
-        pmt.width(config.power_d),
+        pmt.width(config.power.d),
         seed,
         dtype,
         norm=PM_NORMS[kind],
         attention="linear",
         causal=False,
-        init_std=config.power_init_std,
+        init_std=config.power.init_std,
         loops=loops,
         **({} if eps is None else {"norm_eps": eps}),
     )
@@ -70,9 +70,9 @@ def pm_construction(config: Config, kind: str = "ln") -> TinyTransformer:
     """The exact power-step layer (theory item 3) in the zoo, float64, norm epsilon 0, looped
     ``pm_eval_loops`` times."""
     model = TinyTransformer(
-        pm_model_config(config, kind, 0, config.power_eval_loops, dtype="float64", eps=0.0 if kind == "ln" else None)
+        pm_model_config(config, kind, 0, config.power.eval_loops, dtype="float64", eps=0.0 if kind == "ln" else None)
     ).eval()
-    W = pmt.construction_weights(config.power_d, config.power_n, config.power_radius)
+    W = pmt.construction_weights(config.power.d, config.power.n, config.power.radius)
     state = model.state_dict()
     for name in ("W_q", "W_k", "W_v", "W_o"):
         state[f"blocks.0.attn.{name}.weight"] = torch.from_numpy(W[name])
@@ -108,7 +108,7 @@ def _seed_combine(means: np.ndarray, ses: np.ndarray) -> tuple[float, float]:
 def pm_trained_iterates(config: Config, task, x: np.ndarray, v0: np.ndarray, progress: bool) -> np.ndarray:
     """(2, S, K, B, d): the iterates of the looped layer trained with LN (0) and without (1), one per seed
     (T = pm_loops loops in training, cached), looped K = pm_eval_loops times in float64 on the shared prompts."""
-    K, T, S = config.power_eval_loops, config.power_loops, config.power_seeds
+    K, T, S = config.power.eval_loops, config.power.loops, config.power.seeds
     iters = np.full((2, S, K, *v0.shape), np.nan)
     seeds = part_seeds(config, "power")
     with one_thread():
@@ -116,18 +116,18 @@ def pm_trained_iterates(config: Config, task, x: np.ndarray, v0: np.ndarray, pro
             for s in bar(range(S), desc=f"associative_recall: PCA ({kind})", disable=not progress):
                 seed = seeds[s]
                 tc = adam_cosine_config(
-                    config.power_steps,
-                    config.power_batch_size,
-                    config.power_lr,
+                    config.power.steps,
+                    config.power.batch_size,
+                    config.power.lr,
                     seed,
-                    warmup_steps=min(50, config.power_steps),
+                    warmup_steps=min(50, config.power.steps),
                 )
                 trained = train(
                     pm_model_config(config, kind, seed, T), task, tc, device=config.torch_device(), progress=False
                 )
                 model = float64_copy(trained.model, pm_model_config(config, kind, seed, K, dtype="float64"))
                 with np.errstate(over="ignore", invalid="ignore"):
-                    iters[i, s] = pm_iterates(model, x, v0, config.power_radius)
+                    iters[i, s] = pm_iterates(model, x, v0, config.power.radius)
     return iters
 
 
@@ -137,11 +137,11 @@ def measure_power_method(config: Config, progress: bool) -> dict:
     method on the same prompts: tan theta_k to s u_1 (medians), the error |v_k - s u_1|^2 (means), the
     per-loop contraction over loops 1..K, the iterate's norm, and the first loop's fit v_1 ~ a v_0 + b S v_0."""
     task = pm_task(config)
-    K, T, S = config.power_eval_loops, config.power_loops, config.power_seeds
-    x, v0 = task.law.sample(config.power_eval, np.random.default_rng(derived_seed(config.seed, "pm_eval")))
+    K, T, S = config.power.eval_loops, config.power.loops, config.power.seeds
+    x, v0 = task.law.sample(config.power.eval, np.random.default_rng(derived_seed(config.seed, "pm_eval")))
     u = pmt.target(x, v0)
     power = pmt.power_iterates(x, v0, K)  # (K + 1, B, d)
-    built = pm_iterates(pm_construction(config), x, v0, config.power_radius)
+    built = pm_iterates(pm_construction(config), x, v0, config.power.radius)
     iters = pm_trained_iterates(config, task, x, v0, progress)  # (2, S, K, B, d)
     with np.errstate(over="ignore", invalid="ignore"):
         tan_power = pmt.tan_angle(power, u[None])  # (K + 1, B)
@@ -160,7 +160,7 @@ def measure_power_method(config: Config, progress: bool) -> dict:
     sc: dict[str, float] = {
         "pm_identity": float(np.abs(built - power[1:]).max()),
         "pm_identity_atol": float(
-            16 * np.finfo(np.float64).eps * (config.power_n + 1 + pmt.width(config.power_d)) * K * amplify.max()
+            16 * np.finfo(np.float64).eps * (config.power.n + 1 + pmt.width(config.power.d)) * K * amplify.max()
         ),
         "pm_gap_median": float(np.median(lam[:, 1] / lam[:, 0])),
         "pm_rate_power": float(rate_power),
@@ -218,8 +218,8 @@ def measure(ctx: Context) -> None:
     ctx.data.update(got["arrays"])
     ctx.coords.update(
         pm_model=list(PM_MODELS),
-        pm_loop=np.arange(config.power_eval_loops + 1),
-        pm_seed=list(range(config.power_seeds)),
+        pm_loop=np.arange(config.power.eval_loops + 1),
+        pm_seed=list(range(config.power.seeds)),
     )
     ctx.scalars.update(got["scalars"])
 
@@ -231,13 +231,13 @@ def claim_power_method(led: Ledger, r: Result) -> None:
     c, s = r.config, r.scalars
     if not c.power_method:
         return
-    L, T, S = c.power_eval_loops, c.power_loops, c.power_seeds
-    shape = f"d = {c.power_d}, n = {c.power_n}, spectrum ratio {c.power_rho:g}"
+    L, T, S = c.power.eval_loops, c.power.loops, c.power.seeds
+    shape = f"d = {c.power.d}, n = {c.power.n}, spectrum ratio {c.power.rho:g}"
     led.judge(
         "power_method_construction_exact",
         measured=s["pm_identity"],
         atol=s["pm_identity_atol"],
-        why=f"float64: per loop a sum over n + 1 = {c.power_n + 1} tokens and a norm over D = {pmt.width(c.power_d)} "
+        why=f"float64: per loop a sum over n + 1 = {c.power.n + 1} tokens and a norm over D = {pmt.width(c.power.d)} "
         "coordinates, relative error <= (n + 1 + D) eps, over the L loops, 16x margin; the norm divides the "
         "query's other slots (rounding level) by |S v| each loop, so the bound carries the largest product over "
         "the prompts of max(1, 1/|S v_(k-1)|) (largest |difference| over the iterates)",
@@ -247,7 +247,7 @@ def claim_power_method(led: Ledger, r: Result) -> None:
     def band(spread: str) -> str:
         return (
             f"95% t band, dof = {S} - 1 (seeds): the SE of the mean over {S} replicate training seeds plus the "
-            f"{spread} over the {c.power_eval} prompts they share"
+            f"{spread} over the {c.power.eval} prompts they share"
         )
 
     led.judge(

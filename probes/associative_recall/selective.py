@@ -32,8 +32,8 @@ def sc_model_config(config: Config, task: SelectiveCopying, decay: str, seed: in
     pre-LN, learned positions; the decay ``gated`` (sigmoid(w . x_t + b)) or ``fixed`` (a scalar per head)."""
     return ModelConfig(
         **model_io(task),
-        d_model=config.copying_d_model,
-        n_layers=config.copying_n_layers,
+        d_model=config.copying.d_model,
+        n_layers=config.copying.n_layers,
         n_heads=2,
         pos="learned",
         attention="recurrent",
@@ -44,23 +44,23 @@ def sc_model_config(config: Config, task: SelectiveCopying, decay: str, seed: in
 
 def measure_selective(config: Config, progress: bool) -> dict[str, np.ndarray]:
     """Item 7: (decay, spacing, seed) held-out accuracy over the go positions, and the number of them."""
-    shape = (len(SC_DECAYS), len(SC_SPACINGS), config.copying_seeds)
+    shape = (len(SC_DECAYS), len(SC_SPACINGS), config.copying.seeds)
     acc, nq = np.zeros(shape), np.zeros(shape)
     jobs = [(i, j, s) for i in range(shape[0]) for j in range(shape[1]) for s in range(shape[2])]
     seeds = part_seeds(config, "copying")
     with one_thread():
         for i, j, s in bar(jobs, desc="associative_recall: selective copying", disable=not progress):
             task = SelectiveCopying(
-                n_copy=config.copying_n_copy,
-                n_values=config.copying_values,
-                length=config.copying_length,
+                n_copy=config.copying.n_copy,
+                n_values=config.copying.values,
+                length=config.copying.length,
                 spacing=SC_SPACINGS[j],
             )
             seed = seeds[s]
-            tc = warmup_config(config.copying_steps, config.copying_batch_size, config.copying_lr, seed)
+            tc = warmup_config(config.copying.steps, config.copying.batch_size, config.copying.lr, seed)
             dev = config.torch_device()
             model = train(sc_model_config(config, task, SC_DECAYS[i], seed), task, tc, device=dev, progress=False).model
-            _, hits = held_out_hits(task, model, config.copying_eval, seed, f"sc_eval_{SC_SPACINGS[j]}", dev)
+            _, hits = held_out_hits(task, model, config.copying.eval, seed, f"sc_eval_{SC_SPACINGS[j]}", dev)
             acc[i, j, s], nq[i, j, s] = float(hits.mean()), float(hits.numel())
     return {"accuracy": acc, "n_queries": nq}
 
@@ -73,15 +73,15 @@ def measure(ctx: Context) -> None:
         sc_accuracy=(("sc_decay", "spacing"), acc.mean(-1)),
         sc_accuracy_se=(("sc_decay", "spacing"), seed_se(acc)),
     )
-    ctx.coords.update(sc_decay=list(SC_DECAYS), spacing=list(SC_SPACINGS), sc_seed=list(range(config.copying_seeds)))
+    ctx.coords.update(sc_decay=list(SC_DECAYS), spacing=list(SC_SPACINGS), sc_seed=list(range(config.copying.seeds)))
     ctx.scalars.update(
         sc_tap_random=gth.fixed_tap_accuracy(
-            config.copying_length, config.copying_n_copy, config.copying_values, "random"
+            config.copying.length, config.copying.n_copy, config.copying.values, "random"
         ),
         sc_tap_fixed=gth.fixed_tap_accuracy(
-            config.copying_length, config.copying_n_copy, config.copying_values, "fixed"
+            config.copying.length, config.copying.n_copy, config.copying.values, "fixed"
         ),
-        sc_chance=1.0 / config.copying_values,
+        sc_chance=1.0 / config.copying.values,
     )
 
 
@@ -89,16 +89,16 @@ def claim_selective(led: Ledger, r: Result) -> None:
     """Item 7 (003#16): selective decay beats time-invariant decay on random spacing; the time-invariant
     model against the one-tap read-out; with fixed spacing both copy exactly."""
     c, s = r.config, r.scalars
-    if not c.gated:
+    if not c.gated.enabled:
         return
     acc = r.data["sc_accuracy_seed"]  # (decay, spacing, seed)
     why = (
-        f"95% t band over {c.copying_seeds} replicate training seeds (each seed's accuracy on its own held-out "
+        f"95% t band over {c.copying.seeds} replicate training seeds (each seed's accuracy on its own held-out "
         "sequences, so their spread holds the binomial noise)"
     )
     shape = (
-        f"{c.copying_n_layers} layers, width {c.copying_d_model}, {c.copying_n_copy} tokens in {c.copying_length}, "
-        f"{c.copying_values} values"
+        f"{c.copying.n_layers} layers, width {c.copying.d_model}, {c.copying.n_copy} tokens in {c.copying.length}, "
+        f"{c.copying.values} values"
     )
     diff = acc.sel(sc_decay="gated", spacing="random").values - acc.sel(sc_decay="fixed", spacing="random").values
     led.judge(

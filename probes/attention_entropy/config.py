@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from analysis.core.config import PartConfig, part, switch
 from analysis.probing.base import ProbeConfig, model_param, param
 
 # Largest values the config accepts: far beyond every preset and notebook, and below where the logits (float32
@@ -16,28 +17,170 @@ MAX_RETRIEVAL_PAIRS = 4096  # longest test context of the retrieval models (a (r
 
 
 @dataclass(frozen=True)
+class Planted(PartConfig):
+    """The planted key: its logit gap and the network's largest context."""
+
+    PART = "planted"
+
+    gap: float = param(
+        2.0, "logit gap g of the planted key (the fading sweep sets s = s g / g)", minimum=MIN_GAP, maximum=MAX_GAP
+    )
+    max_n: int = param(
+        4096,
+        "largest n of the planted-key network (the fading rates are fitted over its top decade)",
+        minimum=20,
+        smoke=1024,
+    )
+
+
+@dataclass(frozen=True)
+class Fade(PartConfig):
+    """SSMax's fading rate d ln w / d ln n of the planted key, fitted per s g."""
+
+    PART = "fade"
+
+    sg: tuple[float, ...] = param(
+        (0.25, 0.5, 0.75, 1.0, 1.5, 2.0),
+        "values of s g whose SSMax fading rate d ln w / d ln n is fitted (s = value / planted_gap)",
+        minimum=0.0,
+        maximum=MAX_GAP,
+    )
+    margin: float = param(
+        0.5,
+        "the fading-rate claims are made at |s g - 1| >= this (near the threshold the "
+        "rate converges too slowly in n to be measured)",
+        minimum=0.0,
+    )
+
+
+@dataclass(frozen=True)
+class Train(PartConfig):
+    """The trained sweep: tiny LMs over learning rates and QK-norm settings (on with ``training``)."""
+
+    PART = "train"
+
+    lrs: tuple[float, ...] = param(
+        (1e-3, 1e-2, 1e-1),
+        "peak learning rates of the trained sweep",
+        minimum=0.0,
+        maximum=MAX_LR,
+        formerly="lr",
+        smoke=(1e-1,),
+    )
+    data: str = param(
+        "corpus",
+        "training data: markov | corpus (character-level docstrings)",
+        choices=("markov", "corpus"),
+        smoke="markov",
+    )
+    steps: int = param(150, "optimiser updates per run", minimum=1, smoke=15)
+    seeds: int = param(
+        5,
+        "training seeds (replicate seeds: seed itself, then analysis.claims.evidence.replicate_seed(seed, t); weights "
+        "and "
+        "data) per lr and QK-norm setting; their spread is the uncertainty of the training claims (95% t band)",
+        minimum=1,
+        smoke=2,
+    )
+    seq_len: int = param(32, "training context length", minimum=4, smoke=32)
+
+
+@dataclass(frozen=True)
+class Nonlin(PartConfig):
+    """Without nonlinearities (004#30): a deeper model with and without LayerNorm and GELU."""
+
+    PART = "nonlin"
+
+    enabled: bool = switch(
+        True,
+        "train a deeper model with and without LayerNorm and GELU (norm none, activation identity) and "
+        "compare per-layer entropies at initialisation and after training",
+    )
+    n_layers: int = param(
+        6, "depth of the nonlinearity comparison's models", minimum=2, formerly="nonlin_layers", smoke=4
+    )
+    d_model: int = param(
+        32, "width of the nonlinearity comparison's models (heads: the config's n_heads)", minimum=2, smoke=16
+    )
+    seeds: int = param(
+        5,
+        "training seeds (replicate seeds, as train_seeds: weights and data) of each variant of the nonlinearity "
+        "comparison; their spread is the uncertainty of its claims (95% t band)",
+        minimum=2,
+        smoke=2,
+    )
+    lr: float = param(
+        1e-3,
+        "peak learning rate of the nonlinearity comparison (the training sweep's schedule); 1e-3, the sweep's "
+        "lowest: at 1e-2 the model without nonlinearities diverges (training losses 1e4 and more)",
+        minimum=0.0,
+        maximum=MAX_LR,
+    )
+
+    def validate(self) -> None:
+        super().validate()
+        if self.lr <= 0:
+            raise ValueError(f"nonlin_lr must be > 0, got {self.lr}")
+
+
+@dataclass(frozen=True)
+class Retrieval(PartConfig):
+    """Trained retrieval at longer contexts (000#6): softmax and SSMax models on planted-key retrieval."""
+
+    PART = "retrieval"
+
+    enabled: bool = switch(
+        True,
+        "train softmax and SSMax models on planted-key retrieval at retrieval_len pairs and test them at "
+        "retrieval_len x retrieval_factors pairs",
+    )
+    len: int = param(
+        64, "training context of the retrieval models: key-value pairs per sequence (one planted)", minimum=2, smoke=16
+    )
+    factors: tuple[int, ...] = param(
+        (1, 2, 4, 8, 16),
+        "test contexts as multiples of retrieval_len, strictly increasing from 1 (the gaps are measured at the "
+        "training length); retrieval_len x the largest <= 4096",
+        minimum=1,
+        maximum=MAX_RETRIEVAL_PAIRS,
+        smoke=(1, 2, 4),
+    )
+    keys: int = param(32, "key ids of the retrieval task (a distractor's key: any but the query's)", minimum=2)
+    values: int = param(8, "value ids of the retrieval task", minimum=2)
+    d_model: int = param(32, "width of the one-layer, one-head, attention-only retrieval models", minimum=1, smoke=16)
+    steps: int = param(600, "optimiser updates per retrieval model (AdamW, cosine, batch 32)", minimum=1, smoke=20)
+    lr: float = param(1e-2, "peak learning rate of the retrieval models", minimum=0.0, maximum=MAX_LR)
+    seeds: int = param(
+        5,
+        "training seeds (replicate seeds, as train_seeds: weights, data and test sequences) per kernel; their "
+        "spread is the uncertainty of the retrieval claims (95% t band)",
+        minimum=2,
+        smoke=2,
+    )
+    eval: int = param(128, "test sequences per context length and model", minimum=2, smoke=16)
+
+    def validate(self) -> None:
+        super().validate()
+        f = list(self.factors)
+        if len(f) < 2 or f[0] != 1 or f != sorted(set(f)):
+            raise ValueError(f"retrieval_factors must be strictly increasing from 1 with at least two values, got {f}")
+        if self.len * f[-1] > MAX_RETRIEVAL_PAIRS:
+            raise ValueError(
+                f"retrieval_factors: retrieval_len x the largest factor must be <= {MAX_RETRIEVAL_PAIRS}, got "
+                f"{self.len} x {f[-1]}"
+            )
+        if self.lr <= 0:
+            raise ValueError(f"retrieval_lr must be > 0, got {self.lr}")
+
+
+@dataclass(frozen=True)
 class Config(ProbeConfig):
     SMOKE = {
         "ctx_lens": (16, 64, 256),
         "sweep_len": 256,
         "scale_factors": (1.0, 8.0),
         "replicates": 3,
-        "planted_max_n": 1024,
         "d_model": 32,
-        "train_lrs": (1e-1,),
-        "train_steps": 15,
-        "train_seeds": 2,
-        "train_seq_len": 32,
-        "train_data": "markov",
-        "nonlin_n_layers": 4,
-        "nonlin_d_model": 16,
-        "nonlin_seeds": 2,
-        "retrieval_len": 16,
-        "retrieval_factors": (1, 2, 4),
-        "retrieval_steps": 20,
-        "retrieval_seeds": 2,
-        "retrieval_eval": 16,
-        "retrieval_d_model": 16,
     }
 
     # --- model ----------------------------------------------------------------------------------
@@ -74,102 +217,19 @@ class Config(ProbeConfig):
     )
     sweep_len: int = param(1024, "context length n of the logit-scale sweep", minimum=2)
     # --- planted key ----------------------------------------------------------------------------
-    planted_gap: float = param(
-        2.0, "logit gap g of the planted key (the fading sweep sets s = s g / g)", minimum=MIN_GAP, maximum=MAX_GAP
-    )
+    planted: Planted = part(Planted)
     ssmax_s: float = model_param(
         "ssmax_s", 0.75, "SSMax s (logits times s ln n); s g >= 1 stops the fading", maximum=MAX_GAP
     )
     sigmoid_bias: float = model_param("sigmoid_bias", 0.0, minimum=-MAX_GAP, maximum=MAX_GAP)
-    fade_sg: tuple[float, ...] = param(
-        (0.25, 0.5, 0.75, 1.0, 1.5, 2.0),
-        "values of s g whose SSMax fading rate d ln w / d ln n is fitted (s = value / planted_gap)",
-        minimum=0.0,
-        maximum=MAX_GAP,
-    )
-    fade_margin: float = param(
-        0.5,
-        "the fading-rate claims are made at |s g - 1| >= this (near the threshold the "
-        "rate converges too slowly in n to be measured)",
-        minimum=0.0,
-    )
-    planted_max_n: int = param(
-        4096, "largest n of the planted-key network (the fading rates are fitted over its top decade)", minimum=20
-    )
-    # --- training -------------------------------------------------------------------------------
+    fade: Fade = part(Fade)
     training: bool = param(True, "train tiny LMs over the train_lrs x qk_norm sweep")
-    train_lrs: tuple[float, ...] = param(
-        (1e-3, 1e-2, 1e-1), "peak learning rates of the trained sweep", minimum=0.0, maximum=MAX_LR, formerly="lr"
-    )
+    train: Train = part(Train)
     qk_norm: tuple[bool, ...] = param((False, True), "QK-norm settings of the trained sweep")
-    train_data: str = param(
-        "corpus", "training data: markov | corpus (character-level docstrings)", choices=("markov", "corpus")
-    )
-    train_steps: int = param(150, "optimiser updates per run", minimum=1)
-    train_seeds: int = param(
-        5,
-        "training seeds (replicate seeds: seed itself, then analysis.claims.evidence.replicate_seed(seed, t); weights "
-        "and "
-        "data) per lr and QK-norm setting; their spread is the uncertainty of the training claims (95% t band)",
-        minimum=1,
-    )
-    train_seq_len: int = param(32, "training context length", minimum=4)
     spike_nats: float = param(0.5, "a loss spike: loss above its running minimum by more than this", minimum=0.0)
-    # --- without nonlinearities (004#30) ------------------------------------------------------------
-    nonlin: bool = param(
-        True,
-        "train a deeper model with and without LayerNorm and GELU (norm none, activation identity) and "
-        "compare per-layer entropies at initialisation and after training",
-    )
-    nonlin_n_layers: int = param(
-        6, "depth of the nonlinearity comparison's models", minimum=2, formerly="nonlin_layers"
-    )
-    nonlin_d_model: int = param(
-        32, "width of the nonlinearity comparison's models (heads: the config's n_heads)", minimum=2
-    )
-    nonlin_seeds: int = param(
-        5,
-        "training seeds (replicate seeds, as train_seeds: weights and data) of each variant of the nonlinearity "
-        "comparison; their spread is the uncertainty of its claims (95% t band)",
-        minimum=2,
-    )
-    nonlin_lr: float = param(
-        1e-3,
-        "peak learning rate of the nonlinearity comparison (the training sweep's schedule); 1e-3, the sweep's "
-        "lowest: at 1e-2 the model without nonlinearities diverges (training losses 1e4 and more)",
-        minimum=0.0,
-        maximum=MAX_LR,
-    )
-    # --- trained retrieval at longer contexts (000#6) and trained sigmoid attention (000#17) ----------
-    retrieval: bool = param(
-        True,
-        "train softmax and SSMax models on planted-key retrieval at retrieval_len pairs and test them at "
-        "retrieval_len x retrieval_factors pairs",
-    )
-    retrieval_len: int = param(
-        64, "training context of the retrieval models: key-value pairs per sequence (one planted)", minimum=2
-    )
-    retrieval_factors: tuple[int, ...] = param(
-        (1, 2, 4, 8, 16),
-        "test contexts as multiples of retrieval_len, strictly increasing from 1 (the gaps are measured at the "
-        "training length); retrieval_len x the largest <= 4096",
-        minimum=1,
-        maximum=MAX_RETRIEVAL_PAIRS,
-    )
-    retrieval_keys: int = param(
-        32, "key ids of the retrieval task (a distractor's key: any but the query's)", minimum=2
-    )
-    retrieval_values: int = param(8, "value ids of the retrieval task", minimum=2)
-    retrieval_d_model: int = param(32, "width of the one-layer, one-head, attention-only retrieval models", minimum=1)
-    retrieval_steps: int = param(600, "optimiser updates per retrieval model (AdamW, cosine, batch 32)", minimum=1)
-    retrieval_lr: float = param(1e-2, "peak learning rate of the retrieval models", minimum=0.0, maximum=MAX_LR)
-    retrieval_seeds: int = param(
-        5,
-        "training seeds (replicate seeds, as train_seeds: weights, data and test sequences) per kernel; their "
-        "spread is the uncertainty of the retrieval claims (95% t band)",
-        minimum=2,
-    )
-    retrieval_eval: int = param(128, "test sequences per context length and model", minimum=2)
+    nonlin: Nonlin = part(Nonlin)
+    retrieval: Retrieval = part(Retrieval)
+    # --- trained sigmoid attention (000#17), on the training sweep's task --------------------------------
     sigmoid_lr: float = param(
         1e-2,
         "learning rate of the trained sigmoid comparison (softmax, sigmoid with b = -ln train_seq_len and b = 0 on "
@@ -180,33 +240,22 @@ class Config(ProbeConfig):
 
     def validate(self) -> None:
         super().validate()
-        f = list(self.retrieval_factors)
-        if len(f) < 2 or f[0] != 1 or f != sorted(set(f)):
-            raise ValueError(f"retrieval_factors must be strictly increasing from 1 with at least two values, got {f}")
-        if self.retrieval_len * f[-1] > MAX_RETRIEVAL_PAIRS:
-            raise ValueError(
-                f"retrieval_factors: retrieval_len x the largest factor must be <= {MAX_RETRIEVAL_PAIRS}, got "
-                f"{self.retrieval_len} x {f[-1]}"
-            )
-        for name in ("retrieval_lr", "sigmoid_lr"):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
+        if self.sigmoid_lr <= 0:
+            raise ValueError(f"sigmoid_lr must be > 0, got {self.sigmoid_lr}")
         if list(self.ctx_lens) != sorted(set(self.ctx_lens)):
             raise ValueError(f"ctx_lens must be strictly increasing, got {list(self.ctx_lens)}")
         if self.rows_per_n > min(self.ctx_lens):
             raise ValueError(f"rows_per_n ({self.rows_per_n}) must be <= the smallest ctx_len ({min(self.ctx_lens)})")
         for name in ("scale_factors", "fade_sg", "train_lrs", "qk_norm"):  # coordinates the claims select by value
-            values = getattr(self, name)
+            values = self.value_of(name)
             if len(set(values)) != len(values):
                 raise ValueError(f"{name} must not repeat, got {list(values)}")
-        if any(lr <= 0 for lr in self.train_lrs):
-            raise ValueError(f"train_lrs values must be > 0, got {list(self.train_lrs)}")
+        if any(lr <= 0 for lr in self.train.lrs):
+            raise ValueError(f"train_lrs values must be > 0, got {list(self.train.lrs)}")
         if any(f <= 0 for f in self.scale_factors):
             raise ValueError(f"scale_factors must be > 0, got {list(self.scale_factors)}")
-        if self.nonlin_lr <= 0:
-            raise ValueError(f"nonlin_lr must be > 0, got {self.nonlin_lr}")
-        if self.nonlin_d_model % self.n_heads:
+        if self.nonlin.d_model % self.n_heads:
             raise ValueError(
-                f"nonlin_d_model must be divisible by n_heads, got nonlin_d_model={self.nonlin_d_model}, "
+                f"nonlin_d_model must be divisible by n_heads, got nonlin_d_model={self.nonlin.d_model}, "
                 f"n_heads={self.n_heads}"
             )

@@ -55,7 +55,7 @@ def planted_inputs(T: int) -> torch.Tensor:
 def measure_planted(kernel: str, ns: np.ndarray, config: Config, ssmax_s: float | None = None) -> np.ndarray:
     """Weight on the planted key in row ``n - 1`` for every n in ``ns`` (float64)."""
     s = config.ssmax_s if ssmax_s is None else ssmax_s
-    model = planted_model(kernel, config.planted_gap, ssmax_s=s, sigmoid_bias=config.sigmoid_bias)
+    model = planted_model(kernel, config.planted.gap, ssmax_s=s, sigmoid_bias=config.sigmoid_bias)
     rows = torch.as_tensor(ns - 1)
     got: dict[str, torch.Tensor] = {}
 
@@ -81,20 +81,20 @@ def fade_fits(n: np.ndarray, w: np.ndarray, top: float) -> tuple[float, float]:
 def measure_fading(config: Config) -> dict[str, np.ndarray]:
     """Planted-key weights of the three kernels at ``config.ssmax_s`` and of SSMax at every ``s g`` in
     ``fade_sg``, with their closed forms and fitted fading rates (upper and lower half of the top decade)."""
-    top = config.planted_max_n
+    top = config.planted.max_n
     n = np.unique(np.geomspace(1, top, 48).round().astype(int))
-    g = config.planted_gap
+    g = config.planted.gap
     kernels = ("softmax", "ssmax", "sigmoid")
     out = {"n": n, "kernels": kernels}
     out["planted"] = np.stack([measure_planted(kn, n, config) for kn in kernels])
     out["planted_theory"] = np.stack(
         [th.planted_weight(kn, n, g, ssmax_s=config.ssmax_s, sigmoid_bias=config.sigmoid_bias) for kn in kernels]
     )
-    out["fade_w"] = np.stack([measure_planted("ssmax", n, config, ssmax_s=sg / g) for sg in config.fade_sg])
-    out["fade_theory"] = np.stack([th.planted_weight_ssmax(n, g, sg / g) for sg in config.fade_sg])
+    out["fade_w"] = np.stack([measure_planted("ssmax", n, config, ssmax_s=sg / g) for sg in config.fade.sg])
+    out["fade_theory"] = np.stack([th.planted_weight_ssmax(n, g, sg / g) for sg in config.fade.sg])
     fits = np.array([fade_fits(n, w, top) for w in out["fade_w"]])  # (S, 2)
     out["rate"], out["rate_lo"] = fits[:, 0], fits[:, 1]
-    out["asym"] = np.array([th.ssmax_fade_rate(sg) for sg in config.fade_sg])
+    out["asym"] = np.array([th.ssmax_fade_rate(sg) for sg in config.fade.sg])
     out["softmax_rate"], out["softmax_rate_lo"] = fade_fits(n, out["planted"][0], top)
     return out
 
@@ -116,12 +116,12 @@ def measure(ctx: Context) -> None:
     config = ctx.config
     fade = measure_fading(config)
     ctx.data.update(fading_arrays(fade))
-    ctx.coords.update(kernel=list(fade["kernels"]), n_planted=fade["n"], fade_sg=np.asarray(config.fade_sg))
+    ctx.coords.update(kernel=list(fade["kernels"]), n_planted=fade["n"], fade_sg=np.asarray(config.fade.sg))
     ctx.scalars.update(
-        planted_gap=config.planted_gap,
-        ssmax_sg=config.ssmax_s * config.planted_gap,
-        fade_window_lo=config.planted_max_n / 10.0,
-        fade_window_hi=float(config.planted_max_n),
+        planted_gap=config.planted.gap,
+        ssmax_sg=config.ssmax_s * config.planted.gap,
+        fade_window_lo=config.planted.max_n / 10.0,
+        fade_window_hi=float(config.planted.max_n),
         softmax_fade_rate=fade["softmax_rate"],
         softmax_fade_rate_lower_half=fade["softmax_rate_lo"],
     )
@@ -156,9 +156,9 @@ def claim_ssmax_fading_rate(led: Ledger, r: Result) -> None:
     within-run uncertainty (the planted network is a fixed construction, no random weights; the declaration's
     within_run, :data:`probes.attention_entropy.shared.FADE_WITHIN_RUN`)."""
     ds, config = r.data, r.config
-    lo_n, hi_n = config.planted_max_n / 10.0, config.planted_max_n
-    for sg in config.fade_sg:
-        if abs(sg - 1.0) < config.fade_margin:
+    lo_n, hi_n = config.planted.max_n / 10.0, config.planted.max_n
+    for sg in config.fade.sg:
+        if abs(sg - 1.0) < config.fade.margin:
             continue
         fades = sg < 1.0
         alt, hyp = (

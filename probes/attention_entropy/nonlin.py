@@ -57,8 +57,8 @@ def nonlin_model_config(config: Config, variant: str, vocab: int, seed: int) -> 
         pos="none",
         attention="softmax",
         logit_scale=None,
-        n_layers=config.nonlin_n_layers,
-        d_model=config.nonlin_d_model,
+        n_layers=config.nonlin.n_layers,
+        d_model=config.nonlin.d_model,
         seed=seed,
     )
     return cfg.replace(norm="none", activation="identity") if variant == "no_nonlin" else cfg
@@ -101,18 +101,18 @@ def nonlin_sweep(config: Config, progress: bool = True) -> dict[str, np.ndarray]
     gen = torch.Generator().manual_seed(config.seed + 104729)  # the probe batch (as the training sweep's)
     probe_x, _ = task.sample(2, gen)
     ns = np.arange(2, probe_x.shape[1] + 1)  # keys seen by the rows with n >= 2
-    shape = (len(VARIANTS), len(STATES), config.nonlin_seeds, config.nonlin_n_layers, config.n_heads)
+    shape = (len(VARIANTS), len(STATES), config.nonlin.seeds, config.nonlin.n_layers, config.n_heads)
     keys = ("ent_norm", "logit_std", "theory", "theory_rows", "kurt_excess")
     out = {k: np.full(shape, np.nan) for k in keys}
-    out["final_loss"] = np.full((len(VARIANTS), config.nonlin_seeds), np.nan)
-    runs = [(v, t) for v in range(len(VARIANTS)) for t in range(config.nonlin_seeds)]
+    out["final_loss"] = np.full((len(VARIANTS), config.nonlin.seeds), np.nan)
+    runs = [(v, t) for v in range(len(VARIANTS)) for t in range(config.nonlin.seeds)]
     for v, t in bar(runs, progress=progress, desc="nonlinearity comparison", leave=False):
         seed = replicate_seed(config.seed, t)  # seed t: both variants' weights and data
         cfg = nonlin_model_config(config, VARIANTS[v], task.vocab_size, seed)
         res = train(
             cfg,
             task,
-            train_config(config, config.nonlin_lr, seed),
+            train_config(config, config.nonlin.lr, seed),
             device=config.torch_device(),
             progress=False,
         )
@@ -140,8 +140,8 @@ def nonlin_arrays(config: Config, nl: dict) -> tuple[dict, dict]:
     coords = {
         "variant": list(VARIANTS),
         "state": list(STATES),
-        "nonlin_seed": np.arange(config.nonlin_seeds),
-        "nonlin_layer": np.arange(config.nonlin_n_layers),
+        "nonlin_seed": np.arange(config.nonlin.seeds),
+        "nonlin_layer": np.arange(config.nonlin.n_layers),
     }
     return data, coords
 
@@ -171,7 +171,7 @@ def claim_nonlin_gaussian(led: Ledger, r: Result) -> None:
     measured logit std (rows claims) and at the layer's pooled std (the brief's per-layer law; a failure there is
     diagnosed by the rows claim: the rows' scales differ and E[H] is convex in s, so the mean lies above)."""
     ds, config = r.data, r.config
-    S = config.nonlin_seeds
+    S = config.nonlin.seeds
     why = (
         f"{band_text(S)}: se is the standard error over seeds of the per-seed residual (measured - predicted, "
         f"mean over heads and the rows of the probe batch; dof {S} - 1)"
@@ -180,8 +180,8 @@ def claim_nonlin_gaussian(led: Ledger, r: Result) -> None:
         "the rows' logit stds differ within a layer and E[H] is convex in s where attention collapses (E[H] ~ 1/s), "
         "so the mean entropy lies above E[H] at the pooled std; at each row's own std the Gaussian law holds"
     )
-    targets = [("no_nonlin", f"_l{la}", [la], f"layer {la}") for la in range(config.nonlin_n_layers)]
-    targets.append(("standard", "", list(range(config.nonlin_n_layers)), "all layers"))
+    targets = [("no_nonlin", f"_l{la}", [la], f"layer {la}") for la in range(config.nonlin.n_layers)]
+    targets.append(("standard", "", list(range(config.nonlin.n_layers)), "all layers"))
     for state in STATES:
         for variant, suffix, layers, where in targets:
             prefix = f"{variant}_entropy_gaussian"
@@ -221,14 +221,14 @@ def claim_nonlin_gaussian(led: Ledger, r: Result) -> None:
 def claim_nonlin_logit_growth(led: Ledger, r: Result) -> None:
     """The mechanism: without LayerNorm the logit std grows with depth faster than with it (seed-paired)."""
     ds, config = r.data, r.config
-    last = config.nonlin_n_layers - 1
+    last = config.nonlin.n_layers - 1
     for state in STATES:
         std = ds["nonlin_logit_std"].sel(state=state).mean("head")  # (variant, seed, layer)
         growth = np.log(std.isel(nonlin_layer=last) / std.isel(nonlin_layer=0))  # (variant, seed)
         led.judge(
             f"no_nonlin_logit_std_grows_with_depth_{state}",
             replicates=growth.sel(variant="no_nonlin").values - growth.sel(variant="standard").values,
-            why=f"{band_text(config.nonlin_seeds)} of the paired difference (each seed initialises both variants)",
+            why=f"{band_text(config.nonlin.seeds)} of the paired difference (each seed initialises both variants)",
             statement=f"{state}: ln(s_last / s_first) without nonlinearities - with them > 0 (s: head-mean logit std)",
         )
 
@@ -237,7 +237,7 @@ def claim_nonlin_thresholds(led: Ledger, r: Result) -> None:
     """Issue 17 on 004#30, trained models: without LayerNorm and GELU the deep layers collapse (H / ln n < 0.2)
     and the early layers overload (H / ln n > 0.9); the alternative is the standard model's value there."""
     ds, config = r.data, r.config
-    early, deep = nonlin_thirds(config.nonlin_n_layers)
+    early, deep = nonlin_thirds(config.nonlin.n_layers)
     tr = ds["nonlin_ent_norm"].sel(state="trained")
     for name, layers, expected, atol, what in (
         ("no_nonlin_deep_layers_collapse", deep, 0.0, COLLAPSED, f"< {COLLAPSED} (entropy collapse)"),
@@ -257,11 +257,11 @@ def claim_nonlin_thresholds(led: Ledger, r: Result) -> None:
             atol=atol,
             alternative=alt,
             scale=f"004#30 reports these failure modes in decoder-only language models pre-trained as LLMs (its "
-            f"abstract); here {config.nonlin_n_layers} layers of width {config.nonlin_d_model}, "
-            f"{config.train_steps} updates on {config.train_data} text of length {config.train_seq_len}; knobs: "
+            f"abstract); here {config.nonlin.n_layers} layers of width {config.nonlin.d_model}, "
+            f"{config.train.steps} updates on {config.train.data} text of length {config.train.seq_len}; knobs: "
             "nonlin_n_layers, nonlin_d_model, train_steps",
             why=f"band = issue 17's threshold (a criterion, not an uncertainty); the measurement's own SE over "
-            f"{config.nonlin_seeds} training seeds is {se:.2g}",
+            f"{config.nonlin.seeds} training seeds is {se:.2g}",
             statement=f"trained, no LayerNorm or GELU, layers {layers}: mean H / ln n {what}",
         )
 

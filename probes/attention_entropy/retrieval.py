@@ -44,7 +44,7 @@ RETRIEVAL_SOURCE = (
 def retrieval_task(config: Config, factor: int = 1) -> PlantedKeyRetrieval:
     """The retrieval task at ``retrieval_len x factor`` pairs (the same keys and values at every length)."""
     return PlantedKeyRetrieval(
-        n_pairs=config.retrieval_len * factor, n_keys=config.retrieval_keys, n_values=config.retrieval_values
+        n_pairs=config.retrieval.len * factor, n_keys=config.retrieval.keys, n_values=config.retrieval.values
     )
 
 
@@ -53,7 +53,7 @@ def retrieval_ssmax_s(config: Config) -> float:
     the training length, so that the logit multiplier ``s ln K`` is 1 there: both kernels compute the same function
     at the training length and train alike (a larger s sharpens the untrained attention and, at s = 0.5-0.75,
     stalled training in trial runs), and they differ only in how the logits scale with the context."""
-    return 1.0 / math.log(config.retrieval_len + 1)
+    return 1.0 / math.log(config.retrieval.len + 1)
 
 
 def retrieval_model_config(config: Config, kernel: str, seed: int) -> ModelConfig:
@@ -62,7 +62,7 @@ def retrieval_model_config(config: Config, kernel: str, seed: int) -> ModelConfi
     task = retrieval_task(config)
     extra = {"ssmax_s": retrieval_ssmax_s(config)} if kernel == "ssmax" else {}
     return one_head_layer(
-        config.retrieval_d_model,
+        config.retrieval.d_model,
         **model_io(task),
         norm="pre",
         pos="none",
@@ -142,16 +142,16 @@ def retrieval_sweep(config: Config, progress: bool = True) -> dict[str, np.ndarr
     length) the mean planted weight, its prediction from the gaps measured at the training length
     (:func:`analysis.theory.attention_entropy.retrieval_weight`) and the accuracy; per (kernel, seed) the
     effective gap and the final training loss."""
-    shape = (len(RETRIEVAL_KERNELS), config.retrieval_seeds, len(config.retrieval_factors))
+    shape = (len(RETRIEVAL_KERNELS), config.retrieval.seeds, len(config.retrieval.factors))
     out = {k: np.full(shape, np.nan) for k in ("weight", "theory", "accuracy")}
     out["gap"] = np.full(shape[:2], np.nan)
     out["final_loss"] = np.full(shape[:2], np.nan)
     task = retrieval_task(config)
-    steps = config.retrieval_steps
+    steps = config.retrieval.steps
     tcfg = TrainConfig(
-        steps=steps, batch_size=RETRIEVAL_BATCH, lr=config.retrieval_lr, warmup_steps=steps // 10, seed=config.seed
+        steps=steps, batch_size=RETRIEVAL_BATCH, lr=config.retrieval.lr, warmup_steps=steps // 10, seed=config.seed
     )
-    runs = [(k, t) for k in range(len(RETRIEVAL_KERNELS)) for t in range(config.retrieval_seeds)]
+    runs = [(k, t) for k in range(len(RETRIEVAL_KERNELS)) for t in range(config.retrieval.seeds)]
     for k, t in bar(runs, progress=progress, desc="retrieval", leave=False):
         kernel, seed = RETRIEVAL_KERNELS[k], replicate_seed(config.seed, t)
         res = train(
@@ -164,10 +164,10 @@ def retrieval_sweep(config: Config, progress: bool = True) -> dict[str, np.ndarr
         out["final_loss"][k, t] = float(np.mean(res.history["loss"][-20:]))
         model = res.model.eval()
         gaps = fixed = None
-        for i, f in enumerate(config.retrieval_factors):
+        for i, f in enumerate(config.retrieval.factors):
             test = retrieval_task(config, f)
             gen = torch.Generator().manual_seed(seed + 15485863 * (i + 1))  # test sequences only
-            rows = retrieval_rows(model, test, config.retrieval_eval, gen)
+            rows = retrieval_rows(model, test, config.retrieval.eval, gen)
             out["weight"][k, t, i] = rows["weight"].mean()
             out["accuracy"][k, t, i] = rows["hit"].mean()
             if i == 0:  # the training length: the gaps that predict every length
@@ -176,7 +176,7 @@ def retrieval_sweep(config: Config, progress: bool = True) -> dict[str, np.ndarr
                 out["gap"][k, t] = float(np.mean([th.effective_gap(g, a0) for g in gaps]))
             a = retrieval_factor(config, kernel, test.n_pairs)
             out["theory"][k, t, i] = predicted_weight(gaps, fixed, test.n_pairs - 1, a)
-    ns = config.retrieval_len * np.asarray(config.retrieval_factors)
+    ns = config.retrieval.len * np.asarray(config.retrieval.factors)
     fit = lambda w: fit_log_slope(ns, w) if np.all(np.isfinite(w) & (w > 0)) else math.nan  # noqa: E731 (diverged)
     out["slope"] = np.apply_along_axis(fit, -1, out["weight"])
     out["slope_theory"] = np.apply_along_axis(fit, -1, out["theory"])
@@ -191,8 +191,8 @@ def retrieval_arrays(config: Config, rt: dict) -> tuple[dict, dict]:
         data[f"retrieval_{k}"] = (dims, rt[k])
     coords = {
         "retrieval_kernel": list(RETRIEVAL_KERNELS),
-        "retrieval_seed": np.arange(config.retrieval_seeds),
-        "retrieval_n": config.retrieval_len * np.asarray(config.retrieval_factors),
+        "retrieval_seed": np.arange(config.retrieval.seeds),
+        "retrieval_n": config.retrieval.len * np.asarray(config.retrieval.factors),
     }
     return data, coords
 
@@ -240,9 +240,9 @@ def claim_retrieval_slopes(led: Ledger, r: Result) -> None:
             band=residual_numbers(meas, pred, mean_se(meas - pred)),
             alternative=alt,
             hypothesis=hyp,
-            why=f"{band_text(config.retrieval_seeds)}: se is the standard error over seeds of the per-seed "
-            f"residual (fitted slope - predicted slope; each seed its own test sequences, {config.retrieval_eval} per "
-            f"length; dof {config.retrieval_seeds} - 1)",
+            why=f"{band_text(config.retrieval.seeds)}: se is the standard error over seeds of the per-seed "
+            f"residual (fitted slope - predicted slope; each seed its own test sequences, {config.retrieval.eval} per "
+            f"length; dof {config.retrieval.seeds} - 1)",
             statement=f"{kernel}, {span}: fitted d ln w / d ln n of the mean planted weight = the slope predicted "
             f"from the gaps measured at n = {int(ns[0])} ({detail})",
         )
@@ -252,7 +252,7 @@ def claim_retrieval_accuracy(led: Ledger, r: Result) -> None:
     """SSMax (000#6): at the longest test length retrieval is better with SSMax than with softmax (seed-paired)."""
     ds, config = r.data, r.config
     top = int(ds["retrieval_n"].values[-1])
-    fmax = config.retrieval_factors[-1]
+    fmax = config.retrieval.factors[-1]
     acc = ds["retrieval_accuracy"].sel(retrieval_n=top)
     soft, ssm = acc.sel(retrieval_kernel="softmax").values, acc.sel(retrieval_kernel="ssmax").values
     if not np.all(np.isfinite(ds["retrieval_weight"].values)):
@@ -264,8 +264,8 @@ def claim_retrieval_accuracy(led: Ledger, r: Result) -> None:
     led.judge(
         f"ssmax_trained_retrieval_{fmax}x",
         replicates=ssm - soft,
-        why=f"{band_text(config.retrieval_seeds)} of the paired difference (both kernels of a seed see the same "
-        f"{config.retrieval_eval} test sequences)",
+        why=f"{band_text(config.retrieval.seeds)} of the paired difference (both kernels of a seed see the same "
+        f"{config.retrieval.eval} test sequences)",
         statement=f"n = {top} pairs ({fmax}x the training length): accuracy SSMax - softmax > 0 (softmax "
         f"{soft.mean():.3f}, SSMax {ssm.mean():.3f})",
     )

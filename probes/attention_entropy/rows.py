@@ -195,7 +195,7 @@ def claim_softmax_dilution_rate(led: Ledger, r: Result) -> None:
         alternative=0.0,
         why="se = drift of the fitted slope between the two half-decades below planted_max_n (as for SSMax); "
         "within-run band: 95% normal multiple (1.96, dof inf) of the drift",
-        statement=f"softmax: fitted d ln w / d ln n at n ~ {config.planted_max_n} = -1 (dilution)",
+        statement=f"softmax: fitted d ln w / d ln n at n ~ {config.planted.max_n} = -1 (dilution)",
     )
 
 

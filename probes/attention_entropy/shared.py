@@ -169,10 +169,10 @@ def band_text(n_seeds: int) -> str:
 def train_config(config: Config, lr: float, seed: int | None = None):
     """AdamW, short warm-up, constant lr, no clipping and no decay: the setting where logit growth shows."""
     return TrainConfig(
-        steps=config.train_steps,
+        steps=config.train.steps,
         batch_size=16,
         lr=lr,
-        warmup_steps=min(20, config.train_steps // 5),
+        warmup_steps=min(20, config.train.steps // 5),
         schedule="constant",
         weight_decay=0.0,
         grad_clip=0.0,
@@ -181,9 +181,9 @@ def train_config(config: Config, lr: float, seed: int | None = None):
 
 
 def training_task(config: Config):
-    if config.train_data == "markov":
-        return MarkovLanguage(vocab_size=64, seq_len=config.train_seq_len, concentration=0.1, seed=config.seed)
-    return CorpusLM(seq_len=config.train_seq_len, corpus=CorpusSpec(encoding="char"))
+    if config.train.data == "markov":
+        return MarkovLanguage(vocab_size=64, seq_len=config.train.seq_len, concentration=0.1, seed=config.seed)
+    return CorpusLM(seq_len=config.train.seq_len, corpus=CorpusSpec(encoding="char"))
 
 
 def fit_log_slope(n: np.ndarray, w: np.ndarray) -> float:

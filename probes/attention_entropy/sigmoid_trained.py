@@ -37,17 +37,17 @@ def sigmoid_trained_sweep(config: Config, tr: dict | None, progress: bool = True
     model, steps, schedule and seeds at ``sigmoid_lr``: per (variant, seed) the training loss trace and the final
     loss (mean of the last 20 updates, as the sweep's). The softmax runs are the sweep's own when it trained
     ``sigmoid_lr`` without QK-norm (``tr``), else trained here."""
-    S, T = config.train_seeds, config.train_steps
+    S, T = config.train.seeds, config.train.steps
     out = {"trace": np.full((len(SIG_VARIANTS), S, T), np.nan)}
     task = training_task(config)
-    biases = {"sigmoid_ln_t": -math.log(config.train_seq_len), "sigmoid_zero": 0.0}
-    shared = tr is not None and config.sigmoid_lr in config.train_lrs and False in config.qk_norm
+    biases = {"sigmoid_ln_t": -math.log(config.train.seq_len), "sigmoid_zero": 0.0}
+    shared = tr is not None and config.sigmoid_lr in config.train.lrs and False in config.qk_norm
     runs = [(v, t) for v in range(len(SIG_VARIANTS)) for t in range(S)]
     for v, t in bar(runs, progress=progress, desc="sigmoid training", leave=False):
         variant, seed = SIG_VARIANTS[v], replicate_seed(config.seed, t)  # the training sweep's seed t
         if variant == "softmax" and shared:
             out["trace"][v, t] = tr["trace_loss"][
-                config.qk_norm.index(False), config.train_lrs.index(config.sigmoid_lr), t
+                config.qk_norm.index(False), config.train.lrs.index(config.sigmoid_lr), t
             ]
             continue
         cfg = model_config(config, vocab=task.vocab_size, qk_norm=False).replace(seed=seed, attention="softmax")
@@ -69,8 +69,8 @@ def sigmoid_trained_arrays(config: Config, st: dict) -> tuple[dict, dict]:
     }
     coords = {
         "sig_variant": list(SIG_VARIANTS),
-        "train_seed": np.arange(config.train_seeds),
-        "step": np.arange(config.train_steps),
+        "train_seed": np.arange(config.train.seeds),
+        "step": np.arange(config.train.steps),
     }
     return data, coords
 
@@ -95,8 +95,8 @@ def claim_sigmoid_trained(led: Ledger, r: Result) -> None:
         return
     soft = loss.sel(sig_variant="softmax").values
     ln_t, zero = loss.sel(sig_variant="sigmoid_ln_t").values, loss.sel(sig_variant="sigmoid_zero").values
-    T, S = config.train_seq_len, config.train_seeds
-    setting = f"{config.train_data}, {config.train_steps} updates at lr {config.sigmoid_lr:g}, T = {T}"
+    T, S = config.train.seq_len, config.train.seeds
+    setting = f"{config.train.data}, {config.train.steps} updates at lr {config.sigmoid_lr:g}, T = {T}"
     led.judge(
         names[0],
         replicates=ln_t / soft,

@@ -74,8 +74,8 @@ def loss_spikes(loss: np.ndarray, nats: float) -> int:
 def train_sweep(config: Config, progress: bool = True) -> dict[str, np.ndarray]:
     """Every (QK-norm, lr, training seed) run: traces (..., step), per-head traces (..., layer, head, step),
     final per-head entropies, loss spikes, and Zhai et al.'s bound on the trained checkpoint (slack, tightness)."""
-    shape = (len(config.qk_norm), len(config.train_lrs), config.train_seeds)
-    T = config.train_steps
+    shape = (len(config.qk_norm), len(config.train.lrs), config.train.seeds)
+    T = config.train.steps
     out = {k: np.full(shape + (T,), np.nan) for k in ("trace_max_logit", "trace_min_ent_norm", "trace_loss")}
     out["final_ent_norm"] = np.full(shape + (config.n_layers, config.n_heads), np.nan)
     for key in ("trace_head_max_logit", "trace_head_ent_norm"):
@@ -97,7 +97,7 @@ def train_sweep(config: Config, progress: bool = True) -> dict[str, np.ndarray]:
         res = train(
             cfg,
             task,
-            train_config(config, config.train_lrs[j], seed),
+            train_config(config, config.train.lrs[j], seed),
             device=config.torch_device(),
             progress=False,
             callback=make_trace_callback(probe_x),
@@ -130,9 +130,9 @@ def training_arrays(config: Config, tr: dict) -> tuple[dict, dict]:
     """``(arrays, coords)`` of the training sweep of :func:`train_sweep`."""
     coords = {
         "qk_norm": list(config.qk_norm),
-        "lr": np.asarray(config.train_lrs),
-        "train_seed": np.arange(config.train_seeds),
-        "step": np.arange(config.train_steps),
+        "lr": np.asarray(config.train.lrs),
+        "train_seed": np.arange(config.train.seeds),
+        "step": np.arange(config.train.steps),
     }
     run_dims = ("qk_norm", "lr", "train_seed")
     data = {}
@@ -210,7 +210,7 @@ def claim_qknorm(led: Ledger, r: Result) -> None:
         led.judge(
             name,
             replicates=replicates,
-            why=f"{band_text(config.train_seeds)} {paired}",
+            why=f"{band_text(config.train.seeds)} {paired}",
             statement=statement,
         )
 
@@ -220,7 +220,7 @@ def claim_entropy_collapse(led: Ledger, r: Result) -> None:
     smallest head entropy falls as the lr rises from the lowest to the highest of the sweep."""
     ds, config = r.data, r.config
     name = "entropy_collapse_grows_with_lr"
-    if False not in config.qk_norm or len(config.train_lrs) < 2:
+    if False not in config.qk_norm or len(config.train.lrs) < 2:
         led.judge(name, reason="needs runs without QK-norm at two or more lrs")
         return
     plain = ds.sel(qk_norm=False)["trace_min_ent_norm"].isel(step=-1)  # (lr, train_seed)
@@ -229,7 +229,7 @@ def claim_entropy_collapse(led: Ledger, r: Result) -> None:
     led.judge(
         name,
         replicates=drop,
-        why=f"{band_text(config.train_seeds)} of the paired difference (each seed trains at both lrs)",
+        why=f"{band_text(config.train.seeds)} of the paired difference (each seed trains at both lrs)",
         statement=f"no QK-norm: final min head H/ln n at lr {lo:g} - at lr {hi:g} > 0",
     )
 

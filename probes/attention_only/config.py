@@ -110,30 +110,64 @@ class Deep(PartConfig):
 
 
 @dataclass(frozen=True)
+class Kernel(PartConfig):
+    """The convolution kernel regressed on."""
+
+    PART = "kernel"
+
+    decay: float = param(1.0, "tap scale ratio c_(k+1)/c_k of the kernel", minimum=0.05, maximum=20.0)
+    seed: int = param(0, "seed of the convolution kernel", minimum=0, maximum=MAX_SEED)
+
+
+@dataclass(frozen=True)
+class Conv(PartConfig):
+    """The convolution regression and its trained layers (004#89)."""
+
+    PART = "conv"
+
+    len: int = param(16, "sequence length T of the convolution regression", minimum=2, maximum=256)
+    steps: int = param(1500, "optimiser updates per trained convolution layer", minimum=1, smoke=20)
+    batch_size: int = param(32, "sequences per update (convolution)", minimum=1, maximum=1024, formerly="conv_batch")
+    lr: float = param(0.03, "peak learning rate (convolution; Adam, cosine)", minimum=1e-6, maximum=1.0)
+
+
+@dataclass(frozen=True)
+class IndTraining(PartConfig):
+    """Training the induction models."""
+
+    PART = "ind"
+
+    steps: int = param(1000, "optimiser updates per induction model", minimum=1, smoke=20)
+    batch_size: int = param(32, "sequences per update (induction)", minimum=1, maximum=1024, formerly="ind_batch")
+    lr: float = param(3e-3, "peak learning rate (induction; Adam, cosine)", minimum=1e-6, maximum=1.0)
+
+
+@dataclass(frozen=True)
+class Spike(PartConfig):
+    """Loss spikes: an update whose loss is far above its trailing window's."""
+
+    PART = "spike"
+
+    window: int = param(20, "loss spikes: trailing window of earlier updates", minimum=2, maximum=1000, smoke=2)
+    k: float = param(6.0, "loss spikes: threshold in scaled MADs above the window's median", minimum=0.5)
+
+
+@dataclass(frozen=True)
 class Config(ProbeConfig):
     SMOKE = {
         "construction_batch_size": 8,
-        "conv_steps": 20,
         "train_seeds": 2,
-        "ind_steps": 20,
         "n_eval": 32,
         "trend_widths": (4,),
-        "spike_window": 2,
     }
 
     d: int = param(4, "channel width d of the convolution (input and output)", minimum=1, maximum=32)
     taps: int = param(4, "taps K of the convolution (the construction uses K heads)", minimum=2, maximum=8)
-    conv_len: int = param(16, "sequence length T of the convolution regression", minimum=2, maximum=256)
-    kernel_decay: float = param(1.0, "tap scale ratio c_(k+1)/c_k of the kernel", minimum=0.05, maximum=20.0)
-    kernel_seed: int = param(0, "seed of the convolution kernel", minimum=0, maximum=MAX_SEED)
+    conv: Conv = part(Conv)
+    kernel: Kernel = part(Kernel)
     construction_batch_size: int = param(
         64, "white sequences through the K-head construction", minimum=1, maximum=4096, formerly="construction_batch"
     )
-    conv_steps: int = param(1500, "optimiser updates per trained convolution layer", minimum=1)
-    conv_batch_size: int = param(
-        32, "sequences per update (convolution)", minimum=1, maximum=1024, formerly="conv_batch"
-    )
-    conv_lr: float = param(0.03, "peak learning rate (convolution; Adam, cosine)", minimum=1e-6, maximum=1.0)
     training: bool = param(True, "train the convolution layers and the induction models")
     train_seeds: int = param(
         5, "training seeds per model: replicate_seed(seed, i), their spread is the uncertainty", minimum=1
@@ -143,9 +177,7 @@ class Config(ProbeConfig):
     segment: int = param(8, "length L of the repeated segment", minimum=2, maximum=128)
     d_model: int = model_param("d_model", 32, maximum=256)
     n_heads: int = model_param("n_heads", 2, maximum=8, formerly="heads")
-    ind_steps: int = param(1000, "optimiser updates per induction model", minimum=1)
-    ind_batch_size: int = param(32, "sequences per update (induction)", minimum=1, maximum=1024, formerly="ind_batch")
-    ind_lr: float = param(3e-3, "peak learning rate (induction; Adam, cosine)", minimum=1e-6, maximum=1.0)
+    ind: IndTraining = part(IndTraining)
     n_eval: int = param(256, "held-out induction sequences per trained model", minimum=1, maximum=100_000)
     neighbour: Neighbour = part(Neighbour)
     matched: Matched = part(Matched)
@@ -157,8 +189,7 @@ class Config(ProbeConfig):
         maximum=256,
     )
     deep: Deep = part(Deep)
-    spike_window: int = param(20, "loss spikes: trailing window of earlier updates", minimum=2, maximum=1000)
-    spike_k: float = param(6.0, "loss spikes: threshold in scaled MADs above the window's median", minimum=0.5)
+    spike: Spike = part(Spike)
     seed: int = model_param("seed", 0, "weights, data and held-out data (replicate i: replicate_seed(seed, i))")
 
     def validate(self) -> None:
@@ -188,8 +219,8 @@ class Config(ProbeConfig):
                 f"matched_snapshots must be even (the second half starts at a checkpoint) and <= matched_steps "
                 f"({self.matched.steps}), got {self.matched.snapshots}"
             )
-        if self.conv_len < self.taps:
-            raise ValueError(f"conv_len must be >= taps ({self.taps}), got {self.conv_len}")
+        if self.conv.len < self.taps:
+            raise ValueError(f"conv_len must be >= taps ({self.taps}), got {self.conv.len}")
         if self.seq_len < 2 * self.segment + 1:
             raise ValueError(f"seq_len must be >= 2 segment + 1 ({2 * self.segment + 1}), got {self.seq_len}")
         if self.vocab_size < self.seq_len - self.segment:
@@ -204,7 +235,7 @@ class Config(ProbeConfig):
         )
 
     def conv_task(self) -> ConvolutionRegression:
-        return ConvolutionRegression(self.d, self.taps, self.conv_len, self.kernel_decay, self.kernel_seed)
+        return ConvolutionRegression(self.d, self.taps, self.conv.len, self.kernel.decay, self.kernel.seed)
 
     def induction_task(self) -> Induction:
         return Induction(self.vocab_size, self.seq_len, self.segment)

@@ -77,7 +77,7 @@ def measure_construction(config: Config) -> dict[str, float]:
     kernel = config.conv_task().kernel
     model = construction_model(config, kernel)
     gen = torch.Generator().manual_seed(derived_seed(config.seed, "construction") % MAX_SEED)
-    x = torch.randn(config.construction_batch_size, config.conv_len, config.d, generator=gen, dtype=torch.float64)
+    x = torch.randn(config.construction_batch_size, config.conv.len, config.d, generator=gen, dtype=torch.float64)
     padded = torch.cat([torch.zeros(x.shape[0], config.taps - 1, config.d, dtype=torch.float64), x], dim=1)
     with torch.no_grad():
         out = model(padded)[:, config.taps - 1 :].numpy()
@@ -111,11 +111,11 @@ def population_error(G: np.ndarray, kernel: np.ndarray) -> np.ndarray:
 
 def train_conv(config: Config, heads: int, seed: int, progress: bool) -> dict[str, float]:
     task = config.conv_task()
-    tc = train_config(config.conv_steps, config.conv_batch_size, config.conv_lr, 20, seed)
+    tc = train_config(config.conv.steps, config.conv.batch_size, config.conv.lr, 20, seed)
     model = train(conv_model_config(config, heads, seed), task, tc, progress=progress).model
-    rows = population_error(impulse_kernels(model, config.conv_len, config.d), task.kernel)
+    rows = population_error(impulse_kernels(model, config.conv.len, config.d), task.kernel)
     table = model.blocks[0].attn.rel_bias.detach().to(torch.float64).numpy()
-    floor = pattern_floor(table, task.kernel, config.conv_len)
+    floor = pattern_floor(table, task.kernel, config.conv.len)
     return {"rel_mse": float(rows.mean()), "rel_mse_worst_row": float(rows.min()), "pattern_floor": floor}
 
 

@@ -192,7 +192,7 @@ def measure(ctx: Context) -> None:
     deep = deep or {
         k: nan(2, config.deep.seeds, config.deep.steps) for k in ("loss", "max_logit", "bound_ratio", "qk_bound")
     } | {"eval_loss": nan(2, config.deep.seeds)}
-    spikes = np.array([[loss_spikes(tr, config.spike_window, config.spike_k) for tr in row] for row in deep["loss"]])
+    spikes = np.array([[loss_spikes(tr, config.spike.window, config.spike.k) for tr in row] for row in deep["loss"]])
     dims3 = ("qk_norm", "deep_seed", "deep_step")
     ctx.data.update(
         deep_loss=(dims3, deep["loss"]),
@@ -211,7 +211,7 @@ def _claim_loss_spikes(led: Ledger, c: Config, spikes: np.ndarray) -> None:
     """Per QK-norm setting (``qk``: its index) the fraction of its runs with a loss spike (``spikes``: qk, seed,
     step), against the other setting's."""
     spiky = spikes.any(-1).mean(-1)  # (qk,) fraction of runs with a spike
-    spike_def = f"a spike: loss > median + {c.spike_k:g} scaled MAD of the previous {c.spike_window} (or non-finite)"
+    spike_def = f"a spike: loss > median + {c.spike.k:g} scaled MAD of the previous {c.spike.window} (or non-finite)"
     for name, qk, expected, band, statement in (
         (
             "deep_no_qknorm_loss_spikes",

@@ -56,7 +56,7 @@ def eval_batch(config: Config, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def train_induction(config: Config, name: str, seed: int, progress: bool) -> TinyTransformer:
-    tc = train_config(config.ind_steps, config.ind_batch_size, config.ind_lr, 50, seed)
+    tc = train_config(config.ind.steps, config.ind.batch_size, config.ind.lr, 50, seed)
     return train(induction_model_config(config, name, seed), config.induction_task(), tc, progress=progress).model
 
 

@@ -29,9 +29,9 @@ SOURCE_GARG = "Garg et al. 2022 Fig. 2 (trained transformer below averaging and 
 def garg_task(cfg: Config) -> LinearRegressionTask:
     """Interleaved in-context regression (x_1, 0), (0, y_1), ...: the prediction of y_k is read at x_k."""
     return LinearRegressionTask(
-        d=cfg.garg_d,
-        n_points=cfg.garg_n_points,
-        x_dist=cfg.garg_x_dist,
+        d=cfg.garg.d,
+        n_points=cfg.garg.n_points,
+        x_dist=cfg.garg.x_dist,
         noise_std=cfg.noise,
         layout="interleaved",
     )
@@ -42,16 +42,16 @@ def garg_model_config(cfg: Config, dtype: str = "float32", seed: int | None = No
     pre-LN, softmax attention, GELU MLP of width 4 d_model, linear read-out of width 1 (GPT-2 init)."""
     return ModelConfig(
         input="vectors",
-        d_in=cfg.garg_d + 1,
+        d_in=cfg.garg.d + 1,
         output="linear",
         d_out=1,
-        d_model=cfg.garg_d_model,
-        n_layers=cfg.garg_n_layers,
-        n_heads=cfg.garg_n_heads,
+        d_model=cfg.garg.d_model,
+        n_layers=cfg.garg.n_layers,
+        n_heads=cfg.garg.n_heads,
         norm="pre",
         attention="softmax",
         pos="learned",
-        max_len=2 * cfg.garg_n_points,
+        max_len=2 * cfg.garg.n_points,
         causal=True,
         init="gpt2",
         dtype=dtype,
@@ -60,9 +60,9 @@ def garg_model_config(cfg: Config, dtype: str = "float32", seed: int | None = No
 
 
 def garg_train_config(cfg: Config, seed: int | None = None) -> TrainConfig:
-    warmup = min(100, cfg.garg_steps // 10)
+    warmup = min(100, cfg.garg.steps // 10)
     seed = cfg.seed if seed is None else seed
-    return adam_cosine(cfg.garg_steps, cfg.garg_batch_size, cfg.garg_lr, seed, grad_clip=1.0, warmup_steps=warmup)
+    return adam_cosine(cfg.garg.steps, cfg.garg.batch_size, cfg.garg.lr, seed, grad_clip=1.0, warmup_steps=warmup)
 
 
 GARG_BASELINES = ("least_squares", "ridge", "knn", "averaging", "gd_star")
@@ -93,7 +93,7 @@ def garg_loss_vs_k(cfg: Config, model: Any, n_tasks: int) -> dict[str, np.ndarra
                 sq[n] = y[:, 0] ** 2
         else:
             xc, yc, xq = x[:, :k], y[:, :k], x[:, k]
-            eta_k = th.one_step_gd_theory(d, k, cfg.garg_x_dist, cfg.noise)["eta_star"]
+            eta_k = th.one_step_gd_theory(d, k, cfg.garg.x_dist, cfg.noise)["eta_star"]
             preds = {
                 "least_squares": th.LeastSquares(),
                 "ridge": ridge,
@@ -133,7 +133,7 @@ def measure(ctx: Context) -> None:
     hold every replicate's (the claims' band)."""
     cfg, data, scalars, coords, progress = ctx.config, ctx.data, ctx.scalars, ctx.coords, ctx.progress
     seeds = part_seeds(cfg, "garg")
-    diff_seeds = np.full((cfg.garg_n_points, len(seeds)), np.nan)
+    diff_seeds = np.full((cfg.garg.n_points, len(seeds)), np.nan)
     excess_seeds = np.full(len(seeds), np.nan)
     cached = []
     for r, seed in enumerate(seeds):
@@ -158,7 +158,7 @@ def measure(ctx: Context) -> None:
             garg_loss_ls_last=float(ls[-1]),
             garg_excess_over_ls=float(excess_seeds[0]),
         )
-        coords.update(garg_k=np.arange(cfg.garg_n_points, dtype=np.int64), garg_curve=np.asarray(names))
+        coords.update(garg_k=np.arange(cfg.garg.n_points, dtype=np.int64), garg_curve=np.asarray(names))
     data["garg_diff_best_simple_seeds"] = (("garg_k", "garg_seed"), diff_seeds)
     data["garg_excess_over_ls_seeds"] = (("garg_seed",), excess_seeds)
     coords["garg_seed"] = np.asarray(seeds, dtype=np.int64)
@@ -178,10 +178,10 @@ def claims_garg(led: Ledger, r: Result) -> None:
             led,
             "garg_beats_averaging_knn",
             diff,
-            kg >= cfg.garg_d,
+            kg >= cfg.garg.d,
             why=f"95% t band over {n} training seeds (n seeds: compute, about 45 s per seed) of the paired "
             "(model - better of averaging, 3-NN) squared-error difference on the same n_eval tasks",
-            statement=f"the interleaved-layout transformer beats averaging and 3-NN at every k >= d = {cfg.garg_d}",
+            statement=f"the interleaved-layout transformer beats averaging and 3-NN at every k >= d = {cfg.garg.d}",
             worst=lambda i: f"worst k = {kg[i]}; {n} seeds, mean",
         )
     excess = mean_se(ds["garg_excess_over_ls_seeds"].values)
@@ -192,9 +192,9 @@ def claims_garg(led: Ledger, r: Result) -> None:
         hi=0.05,
         why=f"their normalised excess over least squares beyond k = d, read off the figure as <= 5% of E y^2; "
         f"measured: the mean over {excess.n} training seeds (their SE {excess.se:.2g})",
-        scale=f"Garg et al. train 12 layers of width 256 for 500k steps; here {cfg.garg_n_layers} layers of width "
-        f"{cfg.garg_d_model} for {cfg.garg_steps} steps; knobs: garg_n_layers, garg_d_model, garg_steps",
-        statement=f"at k = {cfg.garg_n_points - 1} the {cfg.garg_n_layers}-layer width-{cfg.garg_d_model} "
+        scale=f"Garg et al. train 12 layers of width 256 for 500k steps; here {cfg.garg.n_layers} layers of width "
+        f"{cfg.garg.d_model} for {cfg.garg.steps} steps; knobs: garg_n_layers, garg_d_model, garg_steps",
+        statement=f"at k = {cfg.garg.n_points - 1} the {cfg.garg.n_layers}-layer width-{cfg.garg.d_model} "
         f"transformer's "
         f"excess over least squares is within Garg et al.'s range (fraction of E y^2; mean over seeds)",
     )

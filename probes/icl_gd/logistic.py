@@ -43,7 +43,7 @@ CLAIM_LOOPS = (2, 5, 10)  # T = 1 is the alternative's own direction (GD's first
 
 def seeds(c) -> list[int]:
     """The replicate seeds of the ``lg_seeds`` trained layers (:func:`analysis.claims.evidence.replicate_seeds`)."""
-    return replicate_seeds(c.seed, c.logistic_seeds)
+    return replicate_seeds(c.seed, c.logistic.seeds)
 
 
 def model_config(d: int, seed: int, loops: int = 1, dtype: str = "float32") -> ModelConfig:
@@ -73,17 +73,17 @@ def model_config(d: int, seed: int, loops: int = 1, dtype: str = "float32") -> M
 
 def train_config(c, seed: int) -> TrainConfig:
     return adam_cosine(
-        c.logistic_steps,
-        c.logistic_batch_size,
-        c.logistic_lr,
+        c.logistic.steps,
+        c.logistic.batch_size,
+        c.logistic.lr,
         seed,
-        warmup_steps=min(50, c.logistic_steps),
+        warmup_steps=min(50, c.logistic.steps),
         min_lr_ratio=0.01,
     )
 
 
 def task(c) -> OneStepGDTask:
-    return OneStepGDTask(d=c.logistic_d, n=c.logistic_n, eta=c.logistic_eta, w_radius=c.logistic_radius)
+    return OneStepGDTask(d=c.logistic.d, n=c.logistic.n, eta=c.logistic.eta, w_radius=c.logistic.radius)
 
 
 def construction_model(d: int, eta: float, loops: int = 1) -> TinyTransformer:
@@ -111,9 +111,9 @@ def query_w(model: TinyTransformer, Z: np.ndarray, w: np.ndarray) -> np.ndarray:
 
 
 def measure_classification(c, progress: bool, data: dict, scalars: dict, coords: dict, device) -> None:
-    d, n, eta, T = c.logistic_d, c.logistic_n, c.logistic_eta, c.logistic_loops
+    d, n, eta, T = c.logistic.d, c.logistic.n, c.logistic.eta, c.logistic.loops
     rng = np.random.default_rng(derived_seed(c.seed, "lg_eval"))
-    Z, w_star = ClassificationLaw(d, n).sample(c.logistic_eval, rng)
+    Z, w_star = ClassificationLaw(d, n).sample(c.logistic.eval, rng)
     it = th.gd_iterates(Z, eta, T)  # (T + 1, B, d)
     # 1. the construction, one application per GD step
     one = construction_model(d, eta)
@@ -121,7 +121,7 @@ def measure_classification(c, progress: bool, data: dict, scalars: dict, coords:
     bound = np.stack([th.step_rounding_bound(Z, it[t], eta) for t in range(T)])
     scalars.update(lg_construction_err=float(err.max()), lg_construction_ratio=float((err / bound).max()))
     # 2-3. trained layers, looped
-    S = c.logistic_seeds
+    S = c.logistic.seeds
     cos = np.full((S, T), np.nan)
     rel = np.full((S, T), np.nan)
     worst = np.full((S, T), np.nan)
@@ -157,15 +157,15 @@ def claims_classification(led: Ledger, r: Result) -> None:
         atol=1.0,
         why="float64: the per-prompt, per-step rounding bound of step_rounding_bound (the unit of the measurement)",
         statement="one softmax head applied to w_t gives w_(t+1) of normalised GD "
-        f"(d = {c.logistic_d}, n = {c.logistic_n}, eta = {c.logistic_eta:g}, t < {c.logistic_loops}; "
-        f"worst of {c.logistic_eval} prompts, in units of the rounding bound)",
+        f"(d = {c.logistic.d}, n = {c.logistic.n}, eta = {c.logistic.eta:g}, t < {c.logistic.loops}; "
+        f"worst of {c.logistic.eval} prompts, in units of the rounding bound)",
     )
     if "lg_cos" not in ds:
         return
     cos, alt = ds["lg_cos"], ds["lg_alt_cos"]
     S = int(ds.sizes["lg_seed"])
     for T in CLAIM_LOOPS:
-        if T > c.logistic_loops:
+        if T > c.logistic.loops:
             continue
         per_seed = cos.sel(lg_loop=T).values
         led.judge(
@@ -175,7 +175,7 @@ def claims_classification(led: Ledger, r: Result) -> None:
             atol=1.0 - CRITERION,
             alternative=float(alt.sel(lg_loop=T)),
             why=f"band = issue 17's criterion; the worst of {S} training seeds' mean cosine over "
-            f"{c.logistic_eval} prompts",
+            f"{c.logistic.eval} prompts",
             statement=f"a softmax layer trained on one normalised-GD step, looped {T} times from w = 0: "
             f"cos(w_T, T-step GD) >= {CRITERION}",
         )

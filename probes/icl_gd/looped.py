@@ -42,7 +42,7 @@ FIELDS = ("looped", "looped_loops", "looped_eval_loops", "looped_seeds")
 def looped_config(cfg: Config, law: str) -> Config:
     """The probe's config on the looped task: d = looped_d, N = looped_n, inputs of law ``law``, linear
     attention whatever the headline kernel (the looped-GD construction and the weight read-out are linear)."""
-    return linear_task(cfg, cfg.looped_d, cfg.looped_n, law)
+    return linear_task(cfg, cfg.looped.d, cfg.looped.n, law)
 
 
 def train_looped(cfg: Config, law: str, progress: bool, seed: int | None = None) -> tuple:
@@ -53,13 +53,13 @@ def train_looped(cfg: Config, law: str, progress: bool, seed: int | None = None)
     c = looped_config(cfg, law)
     task = NegYReadoutTask(regression_task(c), hide_query=True)
     tc = train_config(c, 2, seed=seed).replace(
-        steps=cfg.looped_steps,
-        batch_size=cfg.looped_batch_size,
-        warmup_steps=min(cfg.depth_warmup, cfg.looped_steps // 4),
+        steps=cfg.looped.steps,
+        batch_size=cfg.looped.batch_size,
+        warmup_steps=min(cfg.depth.warmup, cfg.looped.steps // 4),
     )
     with torch_threads(cfg.threads):
         res = train(
-            model_config(c, 1, seed=seed).replace(loops=cfg.looped_loops),
+            model_config(c, 1, seed=seed).replace(loops=cfg.looped.loops),
             task,
             tc,
             device=cfg.torch_device(),
@@ -99,11 +99,11 @@ def measure_looped_construction(cfg: Config, eta: float, data: dict, scalars: di
     """The one-step GD layer (von Oswald's weights at step ``eta``) looped k = 1..looped_eval_loops times by
     the zoo's weight tying predicts exactly k GD steps (float64), in units of the float64 summation bound
     of :func:`measure_construction` (one layer of sums over N + D terms per loop)."""
-    c = looped_config(cfg, cfg.looped[0] if cfg.looped else "gaussian")
+    c = looped_config(cfg, cfg.looped.laws[0] if cfg.looped.laws else "gaussian")
     N, d = c.n_context, c.d
     b = sample_batch(c, 256, N, "looped_construction")
     base = model_from_lsa_weights(c, [th.gd_lsa_weights(d, eta, N)])
-    K = cfg.looped_eval_loops
+    K = cfg.looped.eval_loops
     w_loops = looped_weight_vectors(with_loops(base, K), b)  # (K, B, d)
     xmax2 = float(max(np.sum(b.x_ctx**2, -1).max(), np.sum(b.x_q**2, -1).max()))
     ratios = []
@@ -181,8 +181,8 @@ def measure_looped(cfg: Config, progress: bool, data: dict, scalars: dict, coord
     ``LOOPED_SCALARS`` are replicate 0's (``seed``); ``<field>_seeds`` hold every replicate's means of
     ``looped_seeds`` (:func:`part_seeds`), on the same prompts: the claims' band. A replicate whose training
     diverged (non-finite weights) is NaN."""
-    laws = list(cfg.looped)
-    K, T = cfg.looped_eval_loops, cfg.looped_loops
+    laws = list(cfg.looped.laws)
+    K, T = cfg.looped.eval_loops, cfg.looped.loops
     loops = np.arange(1, K + 1)
     seeds = part_seeds(cfg, "looped")
     out = {n: np.full((len(laws), K), np.nan) for n in LOOPED_FIELDS}
@@ -193,7 +193,7 @@ def measure_looped(cfg: Config, progress: bool, data: dict, scalars: dict, coord
     for j, law in enumerate(laws):
         c = looped_config(cfg, law)
         N, d = c.n_context, c.d
-        b = sample_batch(c, cfg.looped_n_eval, N, "looped")
+        b = sample_batch(c, cfg.looped.n_eval, N, "looped")
         for r, seed in enumerate(seeds):
             mk, wall, from_cache = train_looped(cfg, law, progress, seed=None if r == 0 else seed)
             cached.append(from_cache)
@@ -247,9 +247,9 @@ def measure_looped(cfg: Config, progress: bool, data: dict, scalars: dict, coord
         looped_seed=np.asarray(seeds, dtype=np.int64),
     )
     if eta_construction is None:  # no law trained: the construction at the MP-optimal step
-        eta_construction = lp.mp_rate(min(cfg.looped_d / cfg.looped_n, 0.5))["eta"]
+        eta_construction = lp.mp_rate(min(cfg.looped.d / cfg.looped.n, 0.5))["eta"]
     measure_looped_construction(cfg, eta_construction, data, scalars)
-    ratio = cfg.looped_d / cfg.looped_n
+    ratio = cfg.looped.d / cfg.looped.n
     scalars.update(
         looped_eta_construction=float(eta_construction),
         looped_mp_rate=lp.mp_rate(ratio)["rate"] if ratio < 1 else math.nan,
@@ -266,7 +266,7 @@ def _claim_looped_construction(led: Ledger, ds: xr.Dataset, s: dict, cfg: Config
         why="max |looped LSA - k-step GD| over 256 prompts in units of the float64 summation bound of k loops "
         "((N + D) eps per loop on the terms' magnitudes): 1 is the bound",
         statement=f"one GD layer (step {s['looped_eta_construction']:.3g}) applied k times by the zoo's weight tying "
-        f"predicts exactly k GD steps, k = 1..{cfg.looped_eval_loops} (worst k)",
+        f"predicts exactly k GD steps, k = 1..{cfg.looped.eval_loops} (worst k)",
     )
 
 
@@ -304,14 +304,14 @@ def claims_looped(led: Ledger, r: Result) -> None:
     if "looped_construction_ratio" not in ds:
         return
     _claim_looped_construction(led, ds, s, cfg)
-    T = cfg.looped_loops
+    T = cfg.looped.loops
     n = int(ds.sizes["looped_seed"])
     seeds_why = f"95% t band over {n} training seeds (n seeds: compute, about 20 s per seed)"
     for j, law in enumerate(ds["looped_law"].values.tolist()):
         v = {n_: ds[f"{n_}_seeds"].values[j] for n_ in LOOPED_SEED_FIELDS}  # (looped_seed, loop) each
         desc = (
             f"{law} inputs (cond {cfg.cond:g})" if law == "anisotropic" else f"{law} inputs"
-        ) + f", d = {cfg.looped_d}, n = {cfg.looped_n}"
+        ) + f", d = {cfg.looped.d}, n = {cfg.looped.n}"
         eta = float(ds["looped_eta_fit"].values[j])
         gdpp = f"looped_{law}_tied_gdpp"
         names = [f"looped_{law}_gd_fitted_step", gdpp, f"looped_{law}_error_falls_every_loop"]
@@ -352,7 +352,7 @@ def claims_looped(led: Ledger, r: Result) -> None:
             statement=f"looped LSAs ({desc}; {n} seeds, mean) have at every loop k <= T = {T} the squared weight "
             f"error of weight-tied GD++ read off their weights' structured blocks (worst k = {i + 1})",
         )
-        if cfg.looped_eval_loops > 1:  # a change from loop k to k + 1 exists
+        if cfg.looped.eval_loops > 1:  # a change from loop k to k + 1 exists
             below_zero_at_worst(
                 led,
                 f"looped_{law}_error_falls_every_loop",
@@ -361,7 +361,7 @@ def claims_looped(led: Ledger, r: Result) -> None:
                 why=f"{seeds_why} of the paired difference of the squared weight errors after k + 1 and k loops on "
                 "the same prompts",
                 statement=f"each extra loop lowers the looped LSAs' squared weight error ({desc}; {n} seeds, mean), "
-                f"k = 1...{cfg.looped_eval_loops}",
+                f"k = 1...{cfg.looped.eval_loops}",
                 worst=lambda i: f"trained with {T}; worst step k = {i + 1} -> {i + 2}",
             )
 

@@ -129,7 +129,7 @@ def measure(ctx: Context) -> None:
     are replicate 0's (``seed``); ``mk_*_seeds`` hold the excess, the step matrix's distance and the rate of
     every replicate of ``mahankali_seeds`` (:func:`part_seeds`), on the same tasks: the claims' band."""
     cfg, data, scalars, coords, progress = ctx.config, ctx.data, ctx.scalars, ctx.coords, ctx.progress
-    dists = list(cfg.mahankali)
+    dists = list(cfg.mahankali.laws)
     out = {n: np.full(len(dists), np.nan) for n in MK_FIELDS}
     seeds = part_seeds(cfg, "mahankali")
     per_seed = {n: np.full((len(dists), len(seeds)), np.nan) for n in MK_SEED_FIELDS}
@@ -138,7 +138,7 @@ def measure(ctx: Context) -> None:
         # Mahankali et al.'s laws at (mahankali_d, mahankali_n); the ReLU law's inputs are isotropic Gaussian, its
         # responses ReLU (the task's link)
         x_dist, link = ("gaussian", "relu") if law == "relu" else (law, "linear")
-        c = linear_task(cfg, cfg.mahankali_d, cfg.mahankali_n, x_dist)
+        c = linear_task(cfg, cfg.mahankali.d, cfg.mahankali.n, x_dist)
         mk, _hist, _wall, from_cache = train_one(c, 1, progress, link=link)
         cached.append(from_cache)
         b = sample_batch(c, cfg.n_eval, c.n_context, "mahankali", link=link)
@@ -246,8 +246,8 @@ def claims_mahankali_loss(led: Ledger, r: dict, law: str, cfg: Config) -> None:
             alternative=r["mk_loss_alt"],
             why=f"95% t band over {n} training seeds of loss* plus each seed's paired (model - optimal step) "
             "squared-error difference on the same n_eval tasks",
-            statement=f"1-layer linear LSAs trained on {MK_LAW_WORDS[law]} (d = {cfg.mahankali_d}, N = "
-            f"{cfg.mahankali_n}; {n} seeds, mean) have the loss of {MK_STEP_WORDS[law]} (closed form)",
+            statement=f"1-layer linear LSAs trained on {MK_LAW_WORDS[law]} (d = {cfg.mahankali.d}, N = "
+            f"{cfg.mahankali.n}; {n} seeds, mean) have the loss of {MK_STEP_WORDS[law]} (closed form)",
         )
     if law == cfg.x_dist and law != "anisotropic" and headline_is_mahankali(cfg):
         return  # the headline's loss_star_mc (claims_eta_star) is this closed form's Monte Carlo check

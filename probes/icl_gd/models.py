@@ -108,10 +108,10 @@ def train_config(cfg: Config, n_layers: int = 1, seed: int | None = None) -> Tra
     deep product) that the cosine decay damps, and 1200 updates end near GD++ loss."""
     seed = cfg.seed if seed is None else seed
     if n_layers == 1:
-        return adam_cosine(cfg.train_steps, cfg.train_batch_size, cfg.train_lr, seed)
-    warmup = min(cfg.depth_warmup, cfg.depth_steps)
+        return adam_cosine(cfg.train.steps, cfg.train.batch_size, cfg.train.lr, seed)
+    warmup = min(cfg.depth.warmup, cfg.depth.steps)
     return adam_cosine(
-        cfg.depth_steps, cfg.depth_batch_size, cfg.depth_lr, seed, grad_clip=cfg.depth_clip, warmup_steps=warmup
+        cfg.depth.steps, cfg.depth.batch_size, cfg.depth.lr, seed, grad_clip=cfg.depth.clip, warmup_steps=warmup
     )
 
 

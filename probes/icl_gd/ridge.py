@@ -96,11 +96,11 @@ def measure_ridge_mc(cfg: Config, data: dict, scalars: dict, coords: dict) -> No
     """Gaussian inputs, d = ridge_mc_d, sigma = ridge_mc_noise, k = 1..3d: Bayes ridge by Monte Carlo
     (Rao-Blackwellised) beside its Marchenko-Pastur limit, and least squares by Monte Carlo at k = 2d
     beside its exact inverse-Wishart risk (the claim) and its asymptotic limit (the alternative)."""
-    d, sig = cfg.ridge_mc_d, cfg.ridge_mc_noise
+    d, sig = cfg.ridge_mc.d, cfg.ridge_mc.noise
     rng = rng_for(cfg, "ridge_mc")
     k_r = np.arange(1, 3 * d + 1)
     mc = [
-        th.expected_loss_mc(th.Ridge.bayes_optimal(sig), d, int(k), "gaussian", sig, rng, n_tasks=cfg.ridge_mc_tasks)
+        th.expected_loss_mc(th.Ridge.bayes_optimal(sig), d, int(k), "gaussian", sig, rng, n_tasks=cfg.ridge_mc.tasks)
         for k in k_r
     ]
     data["ridge_mc_loss"] = (("ridge_k",), np.array([m["loss"] for m in mc]))
@@ -112,7 +112,7 @@ def measure_ridge_mc(cfg: Config, data: dict, scalars: dict, coords: dict) -> No
     )
     coords["ridge_k"] = k_r.astype(np.int64)
     k_ls = 2 * d
-    ls = th.expected_loss_mc(th.LeastSquares(), d, k_ls, "gaussian", sig, rng, n_tasks=cfg.ridge_mc_tasks)
+    ls = th.expected_loss_mc(th.LeastSquares(), d, k_ls, "gaussian", sig, rng, n_tasks=cfg.ridge_mc.tasks)
     scalars.update(
         ridge_mc_d=d,
         ridge_mc_noise=sig,

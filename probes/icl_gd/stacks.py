@@ -367,9 +367,9 @@ def headline_is_mahankali(cfg: Config) -> bool:
     """Whether the headline one-layer model is one of Mahankali et al.'s runs (same law, d, N, kernel): its
     loss and closed form are then claimed once, by :func:`claims_mahankali`."""
     return (
-        cfg.x_dist in cfg.mahankali
+        cfg.x_dist in cfg.mahankali.laws
         and cfg.attention == "linear"
-        and (cfg.d, cfg.n_context) == (cfg.mahankali_d, cfg.mahankali_n)
+        and (cfg.d, cfg.n_context) == (cfg.mahankali.d, cfg.mahankali.n)
     )
 
 

@@ -46,15 +46,15 @@ SCALE = (
 
 def shapes(c: Config) -> list[tuple[int, int]]:
     """``(d_model, n_layers)`` of every shape, shallow-wide first."""
-    return list(zip(c.aspect_widths, c.aspect_depths, strict=True))
+    return list(zip(c.aspect.widths, c.aspect.depths, strict=True))
 
 
 def configs(c: Config, variant: str, d: int, n_layers: int, seed: int, vocab_size: int):
     """The model and training of one run."""
     model = lm_model(c, d, n_layers, seed, vocab_size, **ASPECT_VARIANTS[variant])
     training = TrainConfig(
-        steps=c.aspect_steps, batch_size=c.aspect_batch_size, lr=c.aspect_lr, warmup_steps=c.aspect_steps // 10,
-        schedule="cosine", weight_decay=0.0, grad_clip=1.0, seed=seed, eval_every=c.aspect_steps, eval_batches=8,
+        steps=c.aspect.steps, batch_size=c.aspect.batch_size, lr=c.aspect.lr, warmup_steps=c.aspect.steps // 10,
+        schedule="cosine", weight_decay=0.0, grad_clip=1.0, seed=seed, eval_every=c.aspect.steps, eval_batches=8,
     )  # fmt: skip
     return model, training
 
@@ -63,21 +63,21 @@ def measure(ctx: Context) -> None:
     """``aspect_loss`` (variant, shape, seed): the held-out loss after the last update (NaN: diverged)."""
     c = ctx.config
     lm = task()
-    seeds = [c.seed + 1000 * (s + 1) for s in range(c.aspect_seeds)]
-    loss = np.full((len(c.aspect_variants), len(c.aspect_widths), c.aspect_seeds), np.nan)
+    seeds = [c.seed + 1000 * (s + 1) for s in range(c.aspect.seeds)]
+    loss = np.full((len(c.aspect.variants), len(c.aspect.widths), c.aspect.seeds), np.nan)
     with bar(total=loss.size, progress=ctx.progress, desc="aspect-ratio trainings") as bars:
-        for v, variant in enumerate(c.aspect_variants):
+        for v, variant in enumerate(c.aspect.variants):
             for k, (d, n_layers) in enumerate(shapes(c)):
                 for s, seed in enumerate(seeds):
                     model_cfg, train_cfg = configs(c, variant, d, n_layers, seed, lm.vocab_size)
                     loss[v, k, s] = train(model_cfg, lm, train_cfg, progress=False).final_loss
                     bars.update()
     ctx.data["aspect_loss"] = (("aspect_variant", "aspect_shape", "aspect_seed"), loss)
-    ctx.data["aspect_width"] = (("aspect_shape",), np.asarray(c.aspect_widths))
-    ctx.data["aspect_depth"] = (("aspect_shape",), np.asarray(c.aspect_depths))
+    ctx.data["aspect_width"] = (("aspect_shape",), np.asarray(c.aspect.widths))
+    ctx.data["aspect_depth"] = (("aspect_shape",), np.asarray(c.aspect.depths))
     ctx.coords.update(
-        aspect_variant=list(c.aspect_variants), aspect_shape=list(range(len(c.aspect_widths))),
-        aspect_seed=list(range(c.aspect_seeds)),
+        aspect_variant=list(c.aspect.variants), aspect_shape=list(range(len(c.aspect.widths))),
+        aspect_seed=list(range(c.aspect.seeds)),
     )  # fmt: skip
 
 
@@ -90,19 +90,19 @@ def deepest_step(r: Result, variant: str) -> np.ndarray:
 def claim_aspect(led: Ledger, r: Result) -> None:
     c = r.config
     (d1, l1), (d0, l0) = shapes(c)[-1], shapes(c)[-2]
-    scale = SCALE.format(size=f"{12 * l1 * d1 * d1:,}", steps=c.aspect_steps)
+    scale = SCALE.format(size=f"{12 * l1 * d1 * d1:,}", steps=c.aspect.steps)
     step = f"from d = {d0}, L = {l0} to d = {d1}, L = {l1} (fixed non-embedding size)"
-    for variant in c.aspect_variants:
+    for variant in c.aspect.variants:
         delta = deepest_step(r, variant)
         led.judge(
             f"aspect_{variant}_deeper_narrower",
             replicates=delta,
             why=f"per-seed change of the held-out loss {step}: {np.round(delta, 4).tolist()}",
-            statement=f"{SAID[variant][0]}, a character LM trained {c.aspect_steps} updates: the held-out loss "
+            statement=f"{SAID[variant][0]}, a character LM trained {c.aspect.steps} updates: the held-out loss "
             f"{SAID[variant][1]} {step}",
             scale=scale,
         )
-    if {"pre_ln", "attnres"} <= set(c.aspect_variants):
+    if {"pre_ln", "attnres"} <= set(c.aspect.variants):
         loss = r.data["aspect_loss"]
         gap = loss.sel(aspect_variant="attnres").values[-1] - loss.sel(aspect_variant="pre_ln").values[-1]
         led.judge(
@@ -110,7 +110,7 @@ def claim_aspect(led: Ledger, r: Result) -> None:
             replicates=gap,
             why=f"per-seed held-out loss of Full AttnRes minus Pre-LN at d = {d1}, L = {l1}: "
             f"{np.round(gap, 4).tolist()}",
-            statement=f"a character LM trained {c.aspect_steps} updates at the deepest shape (d = {d1}, L = {l1}): "
+            statement=f"a character LM trained {c.aspect.steps} updates at the deepest shape (d = {d1}, L = {l1}): "
             "Full AttnRes's held-out loss is below Pre-LN's",
             scale=scale,
         )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from analysis.core.config import PartConfig, part, switch
 from analysis.probing.base import MAX_SEED, ProbeConfig, param, replicates_param
 
 MIXERS = ("softmax", "gated_delta")
@@ -41,29 +42,184 @@ def _increasing(name: str, values: tuple) -> None:
 
 
 @dataclass(frozen=True)
+class Trajectory(PartConfig):
+    """The coordinate-check figure: activation sizes over the first Adam steps."""
+
+    PART = "trajectory"
+
+    widths: tuple[int, ...] = param(
+        (32, 64, 128, 256, 512), "widths of the figure's curves (increasing)", minimum=8, maximum=2048, smoke=(32, 128)
+    )
+    steps: int = param(10, "Adam steps the figure follows", minimum=1, maximum=200, smoke=3)
+    lr: float = param(0.01, "Adam's learning rate of the figure (at the base width)", minimum=1e-8, maximum=MAX_LR)
+    batch_size: int = param(
+        8, "sequences of length seq_len x 8 per step", minimum=1, maximum=256, formerly="trajectory_batch"
+    )
+
+
+@dataclass(frozen=True)
+class Depth(PartConfig):
+    """The depth check's models (the depths themselves are ``depths``)."""
+
+    PART = "depth"
+
+    d_model: int = param(64, "width of the depth check's models", minimum=8, maximum=1024)
+    lr: float = param(
+        1e-4,
+        "Adam's learning rate of the depth check (small: the stream's change is linear)",
+        minimum=1e-8,
+        maximum=MAX_LR,
+    )
+    seeds: int = replicates_param("models and sequences per depth")
+
+
+@dataclass(frozen=True)
+class Transfer(PartConfig):
+    """Learning-rate transfer: a tiny character LM per width and learning rate, standard and muP."""
+
+    PART = "transfer"
+
+    enabled: bool = switch(True, "train the learning-rate transfer grid (the part's gate)")
+    runs: tuple[str, ...] = param(
+        ("softmax:adam", "gated_delta:adam", "gated_delta:sgd"),
+        "mixer:optimizer pairs of the transfer grid",
+        choices=TRANSFER_RUNS,
+        smoke=("softmax:adam",),
+    )
+    widths: tuple[int, ...] = param(
+        (16, 32, 64),
+        "widths of the transfer grid, strictly increasing, at least two",
+        minimum=8,
+        maximum=512,
+        min_len=2,
+        smoke=(16, 32),
+    )
+    adam_lrs: tuple[float, ...] = param(
+        (0.001, 0.004, 0.016, 0.064, 0.256),
+        "Adam's rates (at the base width), strictly increasing, at least 3",
+        minimum=1e-6,
+        maximum=MAX_LR,
+        min_len=3,
+        smoke=(0.004, 0.016, 0.064),
+    )
+    sgd_lrs: tuple[float, ...] = param(
+        (0.25, 0.5, 1.0, 2.0, 4.0, 8.0),
+        "SGD's rates (at the base width), strictly increasing, at least 3",
+        minimum=1e-6,
+        maximum=100.0,
+        min_len=3,
+        smoke=(0.5, 1.0, 2.0),
+    )
+    steps: int = param(150, "updates per training (10% warm-up, cosine)", minimum=1, maximum=100_000, smoke=10)
+    batch_size: int = param(
+        16, "sequences of 32 characters per update", minimum=1, maximum=1024, formerly="transfer_batch", smoke=4
+    )
+    seeds: int = replicates_param("models and data streams per width and learning rate", default=3)
+
+
+@dataclass(frozen=True)
+class Muon(PartConfig):
+    """Muon against AdamW: updates to a target loss, each optimiser's rate tuned, at every width (on with
+    ``muon_vs_adamw``)."""
+
+    PART = "muon"
+
+    widths: tuple[int, ...] = param(
+        (32, 64, 128),
+        "widths of the Muon-against-AdamW comparison, strictly increasing",
+        minimum=8,
+        maximum=512,
+        smoke=(16, 32),
+    )
+    adamw_lrs: tuple[float, ...] = param(
+        (0.001, 0.002, 0.004, 0.008, 0.016),
+        "AdamW's rates tuned over, strictly increasing, at least 3",
+        minimum=1e-6,
+        maximum=MAX_LR,
+        min_len=3,
+        smoke=(0.004, 0.008, 0.016),
+    )
+    lrs: tuple[float, ...] = param(
+        (0.005, 0.01, 0.02, 0.04, 0.08),
+        "Muon's matrix rates tuned over, strictly increasing, at least 3",
+        minimum=1e-6,
+        maximum=MAX_LR,
+        min_len=3,
+        smoke=(0.01, 0.02, 0.04),
+    )
+    steps: int = param(300, "updates per training (10% warm-up, then constant)", minimum=20, maximum=100_000, smoke=20)
+    batch_size: int = param(
+        16, "sequences of 32 characters per update", minimum=1, maximum=1024, formerly="muon_batch", smoke=4
+    )
+    seeds: int = replicates_param("models and data streams per width (the rates are tuned on the first)", default=3)
+
+
+@dataclass(frozen=True)
+class Aspect(PartConfig):
+    """The width-depth aspect ratio at a fixed size (000#69; on with ``aspect_ratio``)."""
+
+    PART = "aspect"
+
+    widths: tuple[int, ...] = param(
+        (128, 64, 32),
+        "widths of the shapes, shallow-wide first (strictly decreasing, at least two)",
+        minimum=8,
+        maximum=1024,
+        min_len=2,
+        smoke=(32, 16),
+    )
+    depths: tuple[int, ...] = param(
+        (1, 4, 16),
+        "depths of the shapes, one per width, with n_layers x d_model^2 the same for every shape",
+        minimum=1,
+        maximum=128,
+        min_len=2,
+        smoke=(1, 4),
+    )
+    variants: tuple[str, ...] = param(
+        tuple(ASPECT_VARIANTS), "architectures: Pre-LN, LayerNorm Scaling, Full AttnRes", choices=tuple(ASPECT_VARIANTS)
+    )
+    lr: float = param(0.004, "AdamW's rate, one for every shape (the fixed recipe)", minimum=1e-6, maximum=MAX_LR)
+    steps: int = param(200, "updates per training (10% warm-up, cosine)", minimum=1, maximum=100_000, smoke=10)
+    batch_size: int = param(
+        16, "sequences of 32 characters per update", minimum=1, maximum=1024, formerly="aspect_batch", smoke=4
+    )
+    seeds: int = replicates_param("models and data streams per shape and architecture", default=5)
+
+    def validate(self) -> None:
+        """The shapes: one depth per width, shallow-wide to deep-narrow, all of one size."""
+        super().validate()
+        widths, depths = self.widths, self.depths
+        if len(widths) != len(depths):
+            raise ValueError(f"aspect_depths must give one depth per width of aspect_widths, got {list(depths)}")
+        _increasing("aspect_depths", depths)
+        if any(b >= a for a, b in zip(widths, widths[1:], strict=False)):
+            raise ValueError(f"aspect_widths must be strictly decreasing (shallow-wide first), got {list(widths)}")
+        sizes = {n * d * d for d, n in zip(widths, depths, strict=True)}
+        if len(sizes) > 1:
+            raise ValueError(
+                f"aspect_depths x aspect_widths^2 must be one size for every shape (fixed size), got {sorted(sizes)}"
+            )
+
+
+@dataclass(frozen=True)
+class NewtonSchulz(PartConfig):
+    """Muon's Newton-Schulz map."""
+
+    PART = "ns"
+
+    sizes: tuple[int, ...] = param(
+        (64, 256), "matrix sizes of the Newton-Schulz check: every (rows, cols) pair of them", minimum=2, maximum=2048
+    )
+    draws: int = param(16, "Gaussian matrices per shape", minimum=1, maximum=1000, smoke=4)
+
+
+@dataclass(frozen=True)
 class Config(ProbeConfig):
     SMOKE = {
         "widths": (32, 64, 128),
         "mixers": ("softmax",),
-        "trajectory_widths": (32, 128),
-        "trajectory_steps": 3,
         "depths": (2, 4, 8),
-        "ns_draws": 4,
-        "transfer_runs": ("softmax:adam",),
-        "transfer_widths": (16, 32),
-        "transfer_adam_lrs": (0.004, 0.016, 0.064),
-        "transfer_sgd_lrs": (0.5, 1.0, 2.0),
-        "transfer_steps": 10,
-        "transfer_batch_size": 4,
-        "muon_widths": (16, 32),
-        "muon_adamw_lrs": (0.004, 0.008, 0.016),
-        "muon_lrs": (0.01, 0.02, 0.04),
-        "muon_steps": 20,
-        "muon_batch_size": 4,
-        "aspect_widths": (32, 16),
-        "aspect_depths": (1, 4),
-        "aspect_steps": 10,
-        "aspect_batch_size": 4,
     }
 
     # --- the width check (coordinate check) ----------------------------------------------------------------------
@@ -79,102 +235,31 @@ class Config(ProbeConfig):
     n_heads: int = param(4, "heads per layer (must divide every width and base_d_model)", minimum=1, maximum=16)
     vocab_size: int = param(64, "token vocabulary", minimum=2, maximum=4096)
     seq_len: int = param(
-        4, "positions of the one sequence the first update is taken on (few: the exponents are asymptotic)", minimum=2,
+        4,
+        "positions of the one sequence the first update is taken on (few: the exponents are asymptotic)",
+        minimum=2,
         maximum=256,
-    )  # fmt: skip
+    )
     mixers: tuple[str, ...] = param(MIXERS, "token mixers checked", choices=MIXERS)
     adam_lr: float = param(1e-3, "Adam's learning rate (at the base width)", minimum=1e-8, maximum=MAX_LR)
     sgd_lr: float = param(0.1, "SGD's learning rate (at the base width)", minimum=1e-8, maximum=MAX_LR)
     width_seeds: int = replicates_param("models and sequences per width")
-    # --- the coordinate-check figure: activation sizes over the first Adam steps -----------------------------------
-    trajectory_widths: tuple[int, ...] = param(
-        (32, 64, 128, 256, 512), "widths of the figure's curves (increasing)", minimum=8, maximum=2048
-    )
-    trajectory_steps: int = param(10, "Adam steps the figure follows", minimum=1, maximum=200)
-    trajectory_lr: float = param(0.01, "Adam's learning rate of the figure (at the base width)", minimum=1e-8,
-                                 maximum=MAX_LR)  # fmt: skip
-    trajectory_batch_size: int = param(
-        8, "sequences of length seq_len x 8 per step", minimum=1, maximum=256, formerly="trajectory_batch"
-    )
+    trajectory: Trajectory = part(Trajectory)
     # --- the depth check -------------------------------------------------------------------------------------------
     depths: tuple[int, ...] = param(
-        (2, 4, 8, 16, 32), "depths n_layers of the depth check, strictly increasing, at least two", minimum=1,
-        maximum=128, min_len=2,
-    )  # fmt: skip
-    depth_d_model: int = param(64, "width of the depth check's models", minimum=8, maximum=1024)
-    depth_lr: float = param(1e-4, "Adam's learning rate of the depth check (small: the stream's change is linear)",
-                            minimum=1e-8, maximum=MAX_LR)  # fmt: skip
-    depth_seeds: int = replicates_param("models and sequences per depth")
-    # --- learning-rate transfer: a tiny character LM per width and learning rate, standard and muP ------------------
-    transfer: bool = param(True, "train the learning-rate transfer grid (the part's gate)")
-    transfer_runs: tuple[str, ...] = param(
-        ("softmax:adam", "gated_delta:adam", "gated_delta:sgd"), "mixer:optimizer pairs of the transfer grid",
-        choices=TRANSFER_RUNS,
-    )  # fmt: skip
-    transfer_widths: tuple[int, ...] = param(
-        (16, 32, 64),
-        "widths of the transfer grid, strictly increasing, at least two",
-        minimum=8,
-        maximum=512,
+        (2, 4, 8, 16, 32),
+        "depths n_layers of the depth check, strictly increasing, at least two",
+        minimum=1,
+        maximum=128,
         min_len=2,
     )
-    transfer_adam_lrs: tuple[float, ...] = param(
-        (0.001, 0.004, 0.016, 0.064, 0.256), "Adam's rates (at the base width), strictly increasing, at least 3",
-        minimum=1e-6, maximum=MAX_LR, min_len=3,
-    )  # fmt: skip
-    transfer_sgd_lrs: tuple[float, ...] = param(
-        (0.25, 0.5, 1.0, 2.0, 4.0, 8.0), "SGD's rates (at the base width), strictly increasing, at least 3",
-        minimum=1e-6, maximum=100.0, min_len=3,
-    )  # fmt: skip
-    transfer_steps: int = param(150, "updates per training (10% warm-up, cosine)", minimum=1, maximum=100_000)
-    transfer_batch_size: int = param(
-        16, "sequences of 32 characters per update", minimum=1, maximum=1024, formerly="transfer_batch"
-    )
-    transfer_seeds: int = replicates_param("models and data streams per width and learning rate", default=3)
-    # --- Muon against AdamW: updates to a target loss, each optimiser's rate tuned, at every width ----------------
+    depth: Depth = part(Depth)
+    transfer: Transfer = part(Transfer)
     muon_vs_adamw: bool = param(True, "train Muon against AdamW (the part's gate)")
-    muon_widths: tuple[int, ...] = param(
-        (32, 64, 128), "widths of the Muon-against-AdamW comparison, strictly increasing", minimum=8, maximum=512
-    )
-    muon_adamw_lrs: tuple[float, ...] = param(
-        (0.001, 0.002, 0.004, 0.008, 0.016), "AdamW's rates tuned over, strictly increasing, at least 3",
-        minimum=1e-6, maximum=MAX_LR, min_len=3,
-    )  # fmt: skip
-    muon_lrs: tuple[float, ...] = param(
-        (0.005, 0.01, 0.02, 0.04, 0.08), "Muon's matrix rates tuned over, strictly increasing, at least 3",
-        minimum=1e-6, maximum=MAX_LR, min_len=3,
-    )  # fmt: skip
-    muon_steps: int = param(300, "updates per training (10% warm-up, then constant)", minimum=20, maximum=100_000)
-    muon_batch_size: int = param(
-        16, "sequences of 32 characters per update", minimum=1, maximum=1024, formerly="muon_batch"
-    )
-    muon_seeds: int = replicates_param("models and data streams per width (the rates are tuned on the first)",
-                                       default=3)  # fmt: skip
-    # --- the width-depth aspect ratio at a fixed size (000#69) ----------------------------------------------------
+    muon: Muon = part(Muon)
     aspect_ratio: bool = param(True, "train the aspect-ratio sweep (the part's gate)")
-    aspect_widths: tuple[int, ...] = param(
-        (128, 64, 32), "widths of the shapes, shallow-wide first (strictly decreasing, at least two)", minimum=8,
-        maximum=1024, min_len=2,
-    )  # fmt: skip
-    aspect_depths: tuple[int, ...] = param(
-        (1, 4, 16), "depths of the shapes, one per width, with n_layers x d_model^2 the same for every shape",
-        minimum=1, maximum=128, min_len=2,
-    )  # fmt: skip
-    aspect_variants: tuple[str, ...] = param(
-        tuple(ASPECT_VARIANTS), "architectures: Pre-LN, LayerNorm Scaling, Full AttnRes", choices=tuple(ASPECT_VARIANTS)
-    )
-    aspect_lr: float = param(0.004, "AdamW's rate, one for every shape (the fixed recipe)", minimum=1e-6,
-                             maximum=MAX_LR)  # fmt: skip
-    aspect_steps: int = param(200, "updates per training (10% warm-up, cosine)", minimum=1, maximum=100_000)
-    aspect_batch_size: int = param(
-        16, "sequences of 32 characters per update", minimum=1, maximum=1024, formerly="aspect_batch"
-    )
-    aspect_seeds: int = replicates_param("models and data streams per shape and architecture", default=5)
-    # --- Muon's Newton-Schulz map ---------------------------------------------------------------------------------
-    ns_sizes: tuple[int, ...] = param(
-        (64, 256), "matrix sizes of the Newton-Schulz check: every (rows, cols) pair of them", minimum=2, maximum=2048
-    )
-    ns_draws: int = param(16, "Gaussian matrices per shape", minimum=1, maximum=1000)
+    aspect: Aspect = part(Aspect)
+    ns: NewtonSchulz = part(NewtonSchulz)
     seed: int = param(
         0,
         "seed of the models, sequences and matrices (replicate i: replicate_seed(seed, i))",
@@ -195,39 +280,24 @@ class Config(ProbeConfig):
             "muon_adamw_lrs",
             "muon_lrs",
         ):
-            _increasing(name, getattr(self, name))
-        self._validate_aspect()
+            _increasing(name, self.value_of(name))
         for name in ("widths", "trajectory_widths", "transfer_widths", "muon_widths", "aspect_widths"):
-            for d in (*getattr(self, name), self.base_d_model):
+            for d in (*self.value_of(name), self.base_d_model):
                 if d % self.n_heads:
                     raise ValueError(f"n_heads must divide every width in {name} and base_d_model, got {d}")
         # the trained parts' character LMs use RoPE: an even head size at every width they train
         rope = [
-            ("transfer", "transfer_widths", self.transfer_widths),
+            ("transfer", "transfer_widths", self.transfer.widths),
             ("transfer", "base_d_model", (self.base_d_model,)),
-            ("muon_vs_adamw", "muon_widths", self.muon_widths),
-            ("aspect_ratio", "aspect_widths", self.aspect_widths),
+            ("muon_vs_adamw", "muon_widths", self.muon.widths),
+            ("aspect_ratio", "aspect_widths", self.aspect.widths),
         ]
         for gate, name, widths in rope:
             odd = [d for d in widths if (d // self.n_heads) % 2]
-            if getattr(self, gate) and odd:
+            if self.value_of(gate) and odd:
                 raise ValueError(
                     f"{name} must give an even head size d / n_heads (RoPE) with {gate} on, got {odd[0]} / "
                     f"{self.n_heads}"
                 )
-        if self.depth_d_model % self.n_heads:
-            raise ValueError(f"n_heads must divide depth_d_model, got {self.depth_d_model}")
-
-    def _validate_aspect(self) -> None:
-        """The aspect-ratio shapes: one depth per width, shallow-wide to deep-narrow, all of one size."""
-        widths, depths = self.aspect_widths, self.aspect_depths
-        if len(widths) != len(depths):
-            raise ValueError(f"aspect_depths must give one depth per width of aspect_widths, got {list(depths)}")
-        _increasing("aspect_depths", depths)
-        if any(b >= a for a, b in zip(widths, widths[1:], strict=False)):
-            raise ValueError(f"aspect_widths must be strictly decreasing (shallow-wide first), got {list(widths)}")
-        sizes = {n * d * d for d, n in zip(widths, depths, strict=True)}
-        if len(sizes) > 1:
-            raise ValueError(
-                f"aspect_depths x aspect_widths^2 must be one size for every shape (fixed size), got {sorted(sizes)}"
-            )
+        if self.depth.d_model % self.n_heads:
+            raise ValueError(f"n_heads must divide depth_d_model, got {self.depth.d_model}")

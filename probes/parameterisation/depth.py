@@ -33,10 +33,10 @@ def depth_config(c: Config, run: str, n_layers: int, seed: int) -> ModelConfig:
     extra = {}
     if parameterisation == "depth_mup":
         extra = dict(
-            parameterisation="depth_mup", base_d_model=c.depth_d_model, base_n_layers=c.depths[0], depth_alpha=alpha
+            parameterisation="depth_mup", base_d_model=c.depth.d_model, base_n_layers=c.depths[0], depth_alpha=alpha
         )
     return ModelConfig(
-        vocab_size=c.vocab_size, d_model=c.depth_d_model, n_layers=n_layers, n_heads=c.n_heads, seed=seed,
+        vocab_size=c.vocab_size, d_model=c.depth.d_model, n_layers=n_layers, n_heads=c.n_heads, seed=seed,
         **MIXER["softmax"], **extra,
     )  # fmt: skip
 
@@ -52,7 +52,7 @@ def measure_one(c: Config, run: str, n_layers: int, seed: int) -> dict[str, floa
     """The three quantities of one model (module docstring)."""
     tokens, targets = sequence(c.vocab_size, c.seq_len, seed)
     cfg = depth_config(c, run, n_layers, seed)
-    r = first_update(cfg, "adam", c.depth_lr, tokens, targets, keep=True)
+    r = first_update(cfg, "adam", c.depth.lr, tokens, targets, keep=True)
     before, after = r["models"]
     x0, xl = _final_stream(before, tokens)
     _, xl1 = _final_stream(after, tokens)
@@ -75,11 +75,11 @@ def measure(ctx: Context) -> None:
                 out[i, :, j] = [got[q] for q in QUANTITIES]
         return {"depth_size": out}
 
-    got = over_replicates(c.seed, c.depth_seeds, one_seed, progress=ctx.progress, desc="depth replicates")
+    got = over_replicates(c.seed, c.depth.seeds, one_seed, progress=ctx.progress, desc="depth replicates")
     ctx.data["depth_size"] = (("depth_run", "depth_quantity", "depth", "depth_seed"), got["depth_size"])
     ctx.coords.update(
         depth_run=list(DEPTH_RUNS), depth_quantity=list(QUANTITIES), depth=list(c.depths),
-        depth_seed=list(range(c.depth_seeds)),
+        depth_seed=list(range(c.depth.seeds)),
     )  # fmt: skip
 
 
@@ -125,8 +125,8 @@ def claim_depth_exponents(led: Ledger, r: Result) -> None:
                     f"fitted over L = {list(c.depths)}; per-seed slopes {np.round(slopes, 3).tolist()}"
                 ),
                 statement=(
-                    f"{run}: ln({q.replace('_', ' ')}) against ln L (width {c.depth_d_model}, Adam lr {c.depth_lr:g} "
-                    f"at the first update, {c.depth_seeds} seeds): slope {e:+g} ({SOURCE})"
+                    f"{run}: ln({q.replace('_', ' ')}) against ln L (width {c.depth.d_model}, Adam lr {c.depth.lr:g} "
+                    f"at the first update, {c.depth.seeds} seeds): slope {e:+g} ({SOURCE})"
                 ),
             )
 

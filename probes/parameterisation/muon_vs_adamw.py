@@ -51,8 +51,8 @@ def configs(c: Config, d: int, optimiser: str, lr: float, adamw_lr: float, seed:
     model = lm_model(c, d, 2, seed, vocab_size, attention="softmax")
     rates = {"lr": lr} if optimiser == "adamw" else {"lr": adamw_lr, "muon_lr": lr}
     training = TrainConfig(
-        steps=c.muon_steps, batch_size=c.muon_batch_size, optimizer=optimiser, warmup_steps=c.muon_steps // 10,
-        schedule="constant", weight_decay=0.0, grad_clip=0.0, seed=seed, eval_every=max(c.muon_steps // EVALS, 1),
+        steps=c.muon.steps, batch_size=c.muon.batch_size, optimizer=optimiser, warmup_steps=c.muon.steps // 10,
+        schedule="constant", weight_decay=0.0, grad_clip=0.0, seed=seed, eval_every=max(c.muon.steps // EVALS, 1),
         eval_batches=8, **rates,
     )  # fmt: skip
     return model, training
@@ -85,14 +85,14 @@ def measure(ctx: Context) -> None:
     rate; ``muon_curve``: every seed's held-out loss curve at the chosen rates, at ``muon_eval_step``."""
     c = ctx.config
     lm = task()
-    seeds = [c.seed + 1000 * (s + 1) for s in range(c.muon_seeds)]
-    grids = {"adamw": c.muon_adamw_lrs, "muon": c.muon_lrs}
+    seeds = [c.seed + 1000 * (s + 1) for s in range(c.muon.seeds)]
+    grids = {"adamw": c.muon.adamw_lrs, "muon": c.muon.lrs}
     n_lr = max(len(g) for g in grids.values())
-    tune = np.full((len(OPTIMISERS), len(c.muon_widths), n_lr), np.nan)
-    best = np.zeros((len(OPTIMISERS), len(c.muon_widths)), dtype=np.int64)
+    tune = np.full((len(OPTIMISERS), len(c.muon.widths), n_lr), np.nan)
+    best = np.zeros((len(OPTIMISERS), len(c.muon.widths)), dtype=np.int64)
     curves: dict[tuple[int, int, int], np.ndarray] = {}  # (optimiser, width, seed) -> held-out losses
     eval_steps = np.zeros(0)  # every run evaluates at the same updates
-    total = len(c.muon_widths) * (len(c.muon_adamw_lrs) + len(c.muon_lrs) + 2 * (c.muon_seeds - 1))
+    total = len(c.muon.widths) * (len(c.muon.adamw_lrs) + len(c.muon.lrs) + 2 * (c.muon.seeds - 1))
     with bar(total=total, progress=ctx.progress, desc="muon against adamw") as bars:
 
         def run(d: int, opt: str, lr: float, adamw_lr: float, seed: int) -> np.ndarray:
@@ -103,7 +103,7 @@ def measure(ctx: Context) -> None:
             eval_steps = np.asarray(r.history["eval_step"], dtype=np.float64)
             return np.asarray(r.history["eval_loss"], dtype=np.float64)
 
-        for w, d in enumerate(c.muon_widths):
+        for w, d in enumerate(c.muon.widths):
             chosen: dict[str, float] = {}
             for k, opt in enumerate(OPTIMISERS):  # AdamW first: Muon's AdamW part trains at AdamW's chosen rate
                 tuned = [run(d, opt, lr, chosen.get("adamw", 0.0), seeds[0]) for lr in grids[opt]]
@@ -113,9 +113,9 @@ def measure(ctx: Context) -> None:
                 chosen[opt] = grids[opt][best[k, w]]
                 curves[(k, w, 0)] = tuned[best[k, w]]
             for k, opt in enumerate(OPTIMISERS):
-                for s in range(1, c.muon_seeds):
+                for s in range(1, c.muon.seeds):
                     curves[(k, w, s)] = run(d, opt, chosen[opt], chosen["adamw"], seeds[s])
-    curve = np.full((len(OPTIMISERS), len(c.muon_widths), c.muon_seeds, len(eval_steps)), np.nan)
+    curve = np.full((len(OPTIMISERS), len(c.muon.widths), c.muon.seeds, len(eval_steps)), np.nan)
     for (k, w, s), v in curves.items():
         curve[k, w, s] = v
     lrs = np.full((len(OPTIMISERS), n_lr), np.nan)
@@ -127,8 +127,8 @@ def measure(ctx: Context) -> None:
     ctx.data["muon_curve"] = (("muon_optimiser", "muon_width", "muon_seed", "muon_eval"), curve)
     ctx.data["muon_eval_step"] = (("muon_eval",), eval_steps)
     ctx.coords.update(
-        muon_optimiser=list(OPTIMISERS), muon_width=list(c.muon_widths), muon_lr_index=list(range(n_lr)),
-        muon_seed=list(range(c.muon_seeds)), muon_eval=list(range(len(eval_steps))),
+        muon_optimiser=list(OPTIMISERS), muon_width=list(c.muon.widths), muon_lr_index=list(range(n_lr)),
+        muon_seed=list(range(c.muon.seeds)), muon_eval=list(range(len(eval_steps))),
     )  # fmt: skip
 
 
@@ -179,7 +179,7 @@ def claim_muon(led: Ledger, r: Result) -> None:
     )
     ratio, reached = ratios(r)
     lo, hi = PAPER_RATIO
-    for w, d in enumerate(c.muon_widths):
+    for w, d in enumerate(c.muon.widths):
         missed = int((~reached[w]).sum())
         led.judge(
             f"muon_adamw_updates_ratio_d{d}",
@@ -189,9 +189,9 @@ def claim_muon(led: Ledger, r: Result) -> None:
             why=f"per-seed ratios {np.round(ratio[w], 3).tolist()}"
             + (f"; Muon did not reach the target in {missed} seed(s), counted at the budget" if missed else ""),
             statement=f"«Muon reaches the target loss with 48-52% of the training calculated by AdamW»: a 2-layer "
-            f"character LM of width {d}, {c.muon_steps} updates of {c.muon_batch_size} x {SEQ_LEN} tokens, each "
+            f"character LM of width {d}, {c.muon.steps} updates of {c.muon.batch_size} x {SEQ_LEN} tokens, each "
             f"optimiser's rate tuned: Muon's updates to AdamW's final loss over AdamW's are 0.5",
-            scale=f"the paper trains decoders of 30M-200M parameters; here width {d}, 2 layers, {c.muon_steps} "
+            scale=f"the paper trains decoders of 30M-200M parameters; here width {d}, 2 layers, {c.muon.steps} "
             "updates (muon_widths and muon_steps reach further)",
         )
 

@@ -34,8 +34,8 @@ def measure(ctx: Context) -> None:
     rng = np.random.default_rng(derived_seed(c.seed, "newton_schulz") % MAX_SEED)
     s_in, s_out, matrix = [], [], []
     k = 0
-    for rows, cols in shapes(c.ns_sizes):
-        for _ in range(c.ns_draws):
+    for rows, cols in shapes(c.ns.sizes):
+        for _ in range(c.ns.draws):
             g = rng.standard_normal((rows, cols))
             x = mt.newton_schulz(g, eps=EPS)
             s_in.append(np.linalg.svd(g, compute_uv=False) / (np.sqrt((g**2).sum()) + EPS))

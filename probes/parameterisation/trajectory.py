@@ -22,19 +22,19 @@ FIELDS = ("trajectory_widths", "trajectory_steps", "trajectory_lr", "trajectory_
 
 def measure(ctx: Context) -> None:
     c = ctx.config
-    steps = c.trajectory_steps
-    size = np.empty((len(WIDTH_PARAMETERISATIONS), len(TRAJECTORY), len(c.trajectory_widths), steps + 1))
+    steps = c.trajectory.steps
+    size = np.empty((len(WIDTH_PARAMETERISATIONS), len(TRAJECTORY), len(c.trajectory.widths), steps + 1))
     change = np.empty_like(size)
     seq = 8 * c.seq_len
 
     def batch(t: int) -> tuple[torch.Tensor, torch.Tensor]:
         g = torch.Generator().manual_seed(derived_seed(c.seed, f"trajectory_batch_{t}") % MAX_SEED)
-        tokens = torch.randint(0, c.vocab_size, (c.trajectory_batch_size, seq + 1), generator=g)
+        tokens = torch.randint(0, c.vocab_size, (c.trajectory.batch_size, seq + 1), generator=g)
         return tokens[:, :-1], tokens[:, 1:]
 
     for i, p in enumerate(WIDTH_PARAMETERISATIONS):
-        for w, d in enumerate(c.trajectory_widths):
-            got = trajectory(model_config(c, "softmax", p, d, c.seed), "adam", c.trajectory_lr, batch, steps)
+        for w, d in enumerate(c.trajectory.widths):
+            got = trajectory(model_config(c, "softmax", p, d, c.seed), "adam", c.trajectory.lr, batch, steps)
             for k, name in enumerate(TRAJECTORY):
                 size[i, k, w] = got[f"size_{name}"]
                 change[i, k, w] = got[f"change_{name}"]
@@ -43,5 +43,5 @@ def measure(ctx: Context) -> None:
     ctx.data["trajectory_change"] = (dims, change)
     ctx.coords.update(
         parameterisation=list(WIDTH_PARAMETERISATIONS), activation=list(TRAJECTORY),
-        trajectory_width=list(c.trajectory_widths), step=list(range(steps + 1)),
+        trajectory_width=list(c.trajectory.widths), step=list(range(steps + 1)),
     )  # fmt: skip

@@ -40,7 +40,7 @@ def run_name(run: str) -> str:
 
 
 def grid(c: Config, optimizer: str) -> tuple[float, ...]:
-    return c.transfer_adam_lrs if optimizer == "adam" else c.transfer_sgd_lrs
+    return c.transfer.adam_lrs if optimizer == "adam" else c.transfer.sgd_lrs
 
 
 def lm_model(c: Config, d: int, n_layers: int, seed: int, vocab_size: int, **fields) -> ModelConfig:
@@ -64,9 +64,9 @@ def configs(
     extra = {} if parameterisation == "standard" else {"parameterisation": "mup", "base_d_model": c.base_d_model}
     model = lm_model(c, d, 2, seed, vocab_size, **{k: v for k, v in MIXER[mixer].items() if k != "causal"}, **extra)
     training = TrainConfig(
-        steps=c.transfer_steps, batch_size=c.transfer_batch_size, lr=lr, optimizer=optimizer,
-        warmup_steps=c.transfer_steps // 10, schedule="cosine", weight_decay=0.0, grad_clip=0.0, seed=seed,
-        eval_every=c.transfer_steps, eval_batches=4,
+        steps=c.transfer.steps, batch_size=c.transfer.batch_size, lr=lr, optimizer=optimizer,
+        warmup_steps=c.transfer.steps // 10, schedule="cosine", weight_decay=0.0, grad_clip=0.0, seed=seed,
+        eval_every=c.transfer.steps, eval_batches=4,
     )  # fmt: skip
     return model, training
 
@@ -92,19 +92,19 @@ def optimal_lr(lrs, losses) -> tuple[float, bool]:
 
 def measure(ctx: Context) -> None:
     c = ctx.config
-    n_lr = max(len(c.transfer_adam_lrs), len(c.transfer_sgd_lrs))
-    shape = (len(c.transfer_runs), len(WIDTH_PARAMETERISATIONS), len(c.transfer_widths), n_lr, c.transfer_seeds)
+    n_lr = max(len(c.transfer.adam_lrs), len(c.transfer.sgd_lrs))
+    shape = (len(c.transfer.runs), len(WIDTH_PARAMETERISATIONS), len(c.transfer.widths), n_lr, c.transfer.seeds)
     loss = np.full(shape, np.nan)
-    lrs = np.full((len(c.transfer_runs), n_lr), np.nan)
-    seeds = [c.seed + 1000 * (s + 1) for s in range(c.transfer_seeds)]
-    total = int(np.prod(shape[:3])) * c.transfer_seeds * n_lr
+    lrs = np.full((len(c.transfer.runs), n_lr), np.nan)
+    seeds = [c.seed + 1000 * (s + 1) for s in range(c.transfer.seeds)]
+    total = int(np.prod(shape[:3])) * c.transfer.seeds * n_lr
     lm = task()
     with bar(total=total, progress=ctx.progress, desc="transfer trainings") as steps:
-        for i, run in enumerate(c.transfer_runs):
+        for i, run in enumerate(c.transfer.runs):
             g = grid(c, run.split(":")[1])
             lrs[i, : len(g)] = g
             for k, p in enumerate(WIDTH_PARAMETERISATIONS):
-                for w, d in enumerate(c.transfer_widths):
+                for w, d in enumerate(c.transfer.widths):
                     for j, lr in enumerate(g):
                         for s, seed in enumerate(seeds):
                             model_cfg, train_cfg = configs(c, run, p, d, lr, seed, lm.vocab_size)
@@ -116,9 +116,9 @@ def measure(ctx: Context) -> None:
     )
     ctx.data["transfer_lr"] = (("transfer_run", "transfer_lr_index"), lrs)
     ctx.coords.update(
-        transfer_run=list(c.transfer_runs), parameterisation=list(WIDTH_PARAMETERISATIONS),
-        transfer_width=list(c.transfer_widths), transfer_lr_index=list(range(n_lr)),
-        transfer_seed=list(range(c.transfer_seeds)),
+        transfer_run=list(c.transfer.runs), parameterisation=list(WIDTH_PARAMETERISATIONS),
+        transfer_width=list(c.transfer.widths), transfer_lr_index=list(range(n_lr)),
+        transfer_seed=list(range(c.transfer.seeds)),
     )  # fmt: skip
 
 
@@ -135,7 +135,7 @@ def optima(r: Result, run: str, parameterisation: str) -> tuple[np.ndarray, np.n
 def drifts(r: Result, run: str, parameterisation: str) -> np.ndarray:
     """Per seed, the least-squares slope of log2 lr* on log2 width."""
     log_lr, _ = optima(r, run, parameterisation)
-    x = np.log2(np.asarray(r.config.transfer_widths, dtype=np.float64))
+    x = np.log2(np.asarray(r.config.transfer.widths, dtype=np.float64))
     x = x - x.mean()
     return (x[:, None] * (log_lr - log_lr.mean(axis=0))).sum(axis=0) / (x * x).sum()
 
@@ -144,11 +144,11 @@ def claim_transfer(led: Ledger, r: Result) -> None:
     """Per mixer:optimizer: the optimum inside the grid (scope), muP's drift 0 against the standard's derived -1, and
     the standard parameterisation's drift below 0 against 0."""
     c = r.config
-    for run in c.transfer_runs:
+    for run in c.transfer.runs:
         mixer, optimizer = run.split(":")
         name = run_name(run)
         edges = sum(int(optima(r, run, p)[1].sum()) for p in WIDTH_PARAMETERISATIONS)
-        cells = len(WIDTH_PARAMETERISATIONS) * len(c.transfer_widths) * c.transfer_seeds
+        cells = len(WIDTH_PARAMETERISATIONS) * len(c.transfer.widths) * c.transfer.seeds
         led.judge(
             f"lr_transfer_{name}_optimum_inside_grid",
             measured=float(edges),
@@ -158,8 +158,8 @@ def claim_transfer(led: Ledger, r: Result) -> None:
             statement=f"{run}: every loss-optimal learning rate lies inside the grid {list(grid(c, optimizer))}",
         )
         setting = (
-            f"{run}, 2-layer character LM, widths {list(c.transfer_widths)} (base {c.base_d_model}), "
-            f"{c.transfer_steps} updates, {c.transfer_seeds} seeds"
+            f"{run}, 2-layer character LM, widths {list(c.transfer.widths)} (base {c.base_d_model}), "
+            f"{c.transfer.steps} updates, {c.transfer.seeds} seeds"
         )
         mup = drifts(r, run, "mup")
         led.judge(

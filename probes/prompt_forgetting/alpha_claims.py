@@ -122,7 +122,7 @@ def claim_seed_range(led: Ledger, rs: tuple[Result, ...]) -> None:
 
 def _seed_scale(config: Config) -> str:
     """How the seed's models are larger than this run's, and the knobs that move toward them."""
-    trained = f", trained {config.train_steps} updates on {config.data}" if config.trained else ", untrained"
+    trained = f", trained {config.train.steps} updates on {config.data}" if config.trained else ", untrained"
     return (
         f"the seed measures large language models (many layers, wide, long contexts); here L = {config.n_layers}, "
         f"d = {config.d_model}{trained}, T = {config.cont_len}; knob: n_layers/d_model/train_steps/cont_len"
@@ -165,16 +165,16 @@ def claim_bias_trajectory(led: Ledger, rs: tuple[Result, ...]) -> None:
             ci = tuple(float(x) for x in data["alpha_bias_trajectory_ci"].values[i])
             band = dict(measured=float(data["alpha_bias_trajectory"].values[i]), ci=ci, coverage=0.95)
             plain = float(data["alpha_trajectory"].values[i])
-        if s <= EARLY * config.train_steps:
+        if s <= EARLY * config.train.steps:
             led.judge(
                 f"bias_stops_decay_step{s}",
                 expected=0.0,
                 band=band,
                 alternative=plain,
                 why=why,
-                statement=f"{arch}, after {s} of {config.train_steps} updates: with the cancelling bias alpha = 0",
+                statement=f"{arch}, after {s} of {config.train.steps} updates: with the cancelling bias alpha = 0",
             )
-        elif s == config.train_steps:
+        elif s == config.train.steps:
             claim_bias_reverses(
                 led,
                 "bias_reverses_decay_trained",

@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from analysis.core.config import PartConfig, part
 from analysis.probing.base import ProbeConfig, model_param, param
 
 NAME = "prompt_forgetting"
@@ -19,6 +20,24 @@ NORM_EPS = 1e-5
 
 
 @dataclass(frozen=True)
+class Train(PartConfig):
+    """Training the model on its corpus (on with ``trained``)."""
+
+    PART = "train"
+
+    steps: int = param(400, "optimiser updates when trained", minimum=1, smoke=30)
+    seq_len: int = param(256, "training context length", minimum=2, smoke=64)
+    checkpoints: tuple[int, ...] = param(
+        (),
+        "optimiser steps (0..train_steps) at which, with trained=true, "
+        "alpha is measured with and without the cancelling bias "
+        "(arrays over train_step)",
+        minimum=0,
+        min_len=0,
+    )
+
+
+@dataclass(frozen=True)
 class Config(ProbeConfig):
     SMOKE = {
         "cont_len": 192,
@@ -27,8 +46,6 @@ class Config(ProbeConfig):
         "d_mlp": 64,
         "n_boot": 200,
         "fit_lo": 24.0,
-        "train_steps": 30,
-        "train_seq_len": 64,
     }
 
     # --- model ----------------------------------------------------------------------------------
@@ -53,16 +70,7 @@ class Config(ProbeConfig):
         "random", "token source of prompts and continuation (and training)", choices=("random", "markov", "corpus")
     )
     trained: bool = param(False, "train the model on `data` first (markov or corpus) through analysis.training.train")
-    train_steps: int = param(400, "optimiser updates when trained", minimum=1)
-    train_seq_len: int = param(256, "training context length", minimum=2)
-    train_checkpoints: tuple[int, ...] = param(
-        (),
-        "optimiser steps (0..train_steps) at which, with trained=true, "
-        "alpha is measured with and without the cancelling bias "
-        "(arrays over train_step)",
-        minimum=0,
-        min_len=0,
-    )
+    train: Train = part(Train)
     # --- protocol -------------------------------------------------------------------------------
     prompt_len: int = param(16, "prompt length P", minimum=1)
     cont_len: int = param(4096, "continuation length T", minimum=8)
@@ -93,16 +101,16 @@ class Config(ProbeConfig):
         super().validate()
         if self.trained and self.data == "random":
             raise ValueError("trained=true needs data 'markov' or 'corpus' (random tokens teach nothing)")
-        if self.train_checkpoints and not self.trained:
+        if self.train.checkpoints and not self.trained:
             raise ValueError("train_checkpoints needs trained=true (they are steps of the training run)")
-        if list(self.train_checkpoints) != sorted(set(self.train_checkpoints)):
+        if list(self.train.checkpoints) != sorted(set(self.train.checkpoints)):
             raise ValueError(
-                f"train_checkpoints must be increasing without repeats, got {list(self.train_checkpoints)}"
+                f"train_checkpoints must be increasing without repeats, got {list(self.train.checkpoints)}"
             )
-        if self.train_checkpoints and self.train_checkpoints[-1] > self.train_steps:
+        if self.train.checkpoints and self.train.checkpoints[-1] > self.train.steps:
             raise ValueError(
-                f"train_checkpoints must lie in [0, train_steps = {self.train_steps}], got "
-                f"{list(self.train_checkpoints)}"
+                f"train_checkpoints must lie in [0, train_steps = {self.train.steps}], got "
+                f"{list(self.train.checkpoints)}"
             )
         if self.fit_lo <= self.prompt_len or self.fit_lo >= self.prompt_len + self.cont_len / 2:
             raise ValueError(

@@ -119,7 +119,7 @@ def trained_vs_untrained_claims(untrained, trained) -> Ledger:
     diffs = [t.scalars["alpha"] - u.scalars["alpha"] for u, t in zip(un, tr, strict=True)]
     scale = (
         f"the seed's trained models are large LMs trained to convergence; here L = {cfg.n_layers}, "
-        f"d = {cfg.d_model}, {cfg.train_steps} updates on {cfg.data}; knob: train_steps/n_layers/d_model"
+        f"d = {cfg.d_model}, {cfg.train.steps} updates on {cfg.data}; knob: train_steps/n_layers/d_model"
     )
     statement = f"alpha_trained - alpha_untrained > 0 at equal depth L = {cfg.n_layers} ({cfg.data} data)"
     if len(diffs) >= 2:

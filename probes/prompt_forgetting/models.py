@@ -36,7 +36,7 @@ def _task(config: Config, seq_len: int):
 
 
 def train_config(config: Config):
-    return probe_lm_train_config(config.train_steps, config.seed)
+    return probe_lm_train_config(config.train.steps, config.seed)
 
 
 def weight_seeds(seed: int, n: int) -> list[int]:
@@ -67,15 +67,15 @@ def build_model(config: Config, progress: bool = True):
         return TinyTransformer(cfg, device=config.torch_device()).eval(), {}
     res = train(
         cfg,
-        _task(config, config.train_seq_len),
+        _task(config, config.train.seq_len),
         train_config(config),
         device=config.torch_device(),
         progress=progress,
-        snapshots=config.train_checkpoints,
+        snapshots=config.train.checkpoints,
     )
     info = {"train_loss": res.final_loss, "checkpoint": res.key, "from_cache": res.from_cache}
-    if config.train_checkpoints:
-        info["snapshots"] = {s: res.snapshot_model(s) for s in config.train_checkpoints}
+    if config.train.checkpoints:
+        info["snapshots"] = {s: res.snapshot_model(s) for s in config.train.checkpoints}
     return res.model, info
 
 
@@ -94,7 +94,7 @@ def language_losses(config: Config, models: dict) -> dict[str, float]:
     entropy is its entropy rate (the Bayes loss: no model can beat it) and its unigram entropy is
     ``H(pi)``.
     """
-    task = _task(config, config.train_seq_len)
+    task = _task(config, config.train.seq_len)
     if config.data == "corpus":
         batches = list(task.eval_batches(16, max_batches=HELDOUT_BATCHES))
         train_tok, val_tok = task.data.train_tokens, task.data.val_tokens

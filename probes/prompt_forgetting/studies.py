@@ -161,7 +161,7 @@ def kernel_designs(preset: str, base: Config) -> dict[str, dict]:
 def trajectory_checkpoints(preset: str, base: Config) -> tuple[int, ...]:
     """The updates at which the trajectory run measures alpha (0 and :data:`TRAJECTORY_FRACTIONS` of its steps)."""
     data, _ = TRAJECTORY[preset]
-    steps = base.replace(**TRAINING[preset][data]).train_steps
+    steps = base.replace(**TRAINING[preset][data]).train.steps
     return tuple(sorted({0, *(round(f * steps) for f in TRAJECTORY_FRACTIONS)}))
 
 

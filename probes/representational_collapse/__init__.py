@@ -140,7 +140,7 @@ def check_replicates(results) -> tuple[Result, ...]:
     rs = tuple(results)
     if not rs:
         raise ValueError("results must hold at least one result")
-    ext = {f: getattr(rs[0].config, f) for f in EXTENSION_FIELDS}
+    ext = {f: rs[0].config.value_of(f) for f in EXTENSION_FIELDS}
     design = rs[0].config.replace(seed=0, **ext)
     for i, r in enumerate(rs[1:], start=1):
         if r.probe != NAME or r.config.replace(seed=0, **ext) != design:
@@ -154,7 +154,7 @@ def replicate_config(config: Config, index: int) -> Config:
     """Replicate ``index`` of ``config`` (:mod:`analysis.probing.replicates`): its own seed; the extension beyond
     ``max_len`` is measured on replicate 0 only (its claim checks that model's collapse against its own fit)."""
     default = Config()
-    ext = {f: getattr(default, f) for f in EXTENSION_FIELDS}
+    ext = {f: default.value_of(f) for f in EXTENSION_FIELDS}
     return config.replace(seed=replicate_seed(config.seed, index), **ext)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from analysis.core.config import PartConfig, part
 from analysis.probing.base import ProbeConfig, model_param, param
 from analysis.theory import representational_collapse as th
 
@@ -18,6 +19,43 @@ EXTENSION_FIELDS = ("extend_dtype", "extend_lo", "extend_hi", "extend_lengths", 
 
 
 @dataclass(frozen=True)
+class Sensitivity(PartConfig):
+    """The over-squashing sensitivity (on with ``sensitivity``)."""
+
+    PART = "sens"
+
+    len: int = param(256, "sequence length of the over-squashing sensitivity", minimum=4, smoke=32)
+    bases: int = param(
+        4, "random bases of the sensitivity (the first/middle ratio's SE is over them)", minimum=2, smoke=3
+    )
+
+
+@dataclass(frozen=True)
+class Extend(PartConfig):
+    """The extension: the protocol again on a grid of longer lengths, at one dtype (none: off)."""
+
+    PART = "extend"
+
+    dtype: str = param(
+        "", "measure this format's collapse on lengths beyond the main grid ('' = not)", choices=("",) + LOW_DTYPES
+    )
+    lo: float = param(0.5, "extension: shortest length, in units of max_len", minimum=0.01)
+    hi: float = param(2.0, "extension: longest length, in units of max_len", minimum=0.02)
+    lengths: int = param(5, "extension: lengths on a log grid (like n_lengths)", minimum=3)
+    bases: int = param(0, "extension: samples per length (0 = n_bases; else like n_bases, >= 2)", minimum=0)
+
+
+@dataclass(frozen=True)
+class Train(PartConfig):
+    """Training the model (on with ``trained``)."""
+
+    PART = "train"
+
+    steps: int = param(400, "optimiser updates when trained", minimum=1, smoke=30)
+    seq_len: int = param(256, "training context length", minimum=2, smoke=64)
+
+
+@dataclass(frozen=True)
 class Config(ProbeConfig):
     SMOKE = {
         "max_len": 128,
@@ -25,12 +63,8 @@ class Config(ProbeConfig):
         "n_bases": 3,
         "d_model": 32,
         "d_mlp": 64,
-        "sens_len": 32,
         "n_boot": 100,
         "fit_lo": 8.0,
-        "train_steps": 30,
-        "train_seq_len": 64,
-        "sens_bases": 3,
     }
 
     # --- protocol -------------------------------------------------------------------------------
@@ -42,17 +76,10 @@ class Config(ProbeConfig):
     early_position: int = param(0, "early_token: 0-based position of the changed token", minimum=0)
     separator_every: int = param(0, "insert a separator after every this many tokens (0 = none)", minimum=0)
     dtypes: tuple[str, ...] = param(LOW_DTYPES, "dtypes to run besides the float64 reference", choices=LOW_DTYPES)
-    sens_len: int = param(256, "sequence length of the over-squashing sensitivity", minimum=4)
+    sens: Sensitivity = part(Sensitivity)
     sensitivity: bool = param(True, "measure the sensitivity (one backward pass per model coordinate and layer)")
-    sens_bases: int = param(4, "random bases of the sensitivity (the first/middle ratio's SE is over them)", minimum=2)
     # --- collapse beyond max_len ----------------------------------------------------------------
-    extend_dtype: str = param(
-        "", "measure this format's collapse on lengths beyond the main grid ('' = not)", choices=("",) + LOW_DTYPES
-    )
-    extend_lo: float = param(0.5, "extension: shortest length, in units of max_len", minimum=0.01)
-    extend_hi: float = param(2.0, "extension: longest length, in units of max_len", minimum=0.02)
-    extend_lengths: int = param(5, "extension: lengths on a log grid (like n_lengths)", minimum=3)
-    extend_bases: int = param(0, "extension: samples per length (0 = n_bases; else like n_bases, >= 2)", minimum=0)
+    extend: Extend = part(Extend)
     # --- model ----------------------------------------------------------------------------------
     n_layers: int = model_param("n_layers", 2, formerly="layers")
     d_model: int = model_param("d_model", 64)
@@ -71,8 +98,7 @@ class Config(ProbeConfig):
     )
     # --- training -------------------------------------------------------------------------------
     trained: bool = param(False, "train the model on a Markov language first (analysis.training.train, cached)")
-    train_steps: int = param(400, "optimiser updates when trained", minimum=1)
-    train_seq_len: int = param(256, "training context length", minimum=2)
+    train: Train = part(Train)
     # --- fit ------------------------------------------------------------------------------------
     fit_lo: float = param(16.0, "first n of the power-law window (last: max_len)", minimum=2.0)
     n_boot: int = param(1000, "bootstrap replicates over samples", minimum=10)
@@ -88,26 +114,26 @@ class Config(ProbeConfig):
             )
         if self.family == "early_token" and self.early_position >= self.min_len - 1:
             raise ValueError(f"early_position must be below min_len - 1 = {self.min_len - 1}")
-        if self.extend_dtype and not self.extend_hi >= 2 * self.extend_lo:
-            raise ValueError(f"extend_hi must be at least 2 extend_lo, got {self.extend_lo}, {self.extend_hi}")
-        if self.extend_dtype and self.pos == "learned":
+        if self.extend.dtype and not self.extend.hi >= 2 * self.extend.lo:
+            raise ValueError(f"extend_hi must be at least 2 extend_lo, got {self.extend.lo}, {self.extend.hi}")
+        if self.extend.dtype and self.pos == "learned":
             raise ValueError("extend_dtype needs a model without learned positions (the extension reuses the model)")
         if self.separator_every >= self.max_len:
             raise ValueError(
                 f"separator_every must be 0 (none) or below max_len = {self.max_len} (a separator must fall "
                 f"inside the sequences), got {self.separator_every}"
             )
-        if self.extend_dtype and self.extend_dtype not in self.dtypes:
+        if self.extend.dtype and self.extend.dtype not in self.dtypes:
             raise ValueError(
                 f"extend_dtype must be one of dtypes {list(self.dtypes)} (its collapse length is predicted "
-                f"from the main run's {self.extend_dtype} resolution), got {self.extend_dtype!r}"
+                f"from the main run's {self.extend.dtype} resolution), got {self.extend.dtype!r}"
             )
-        if self.extend_dtype:  # the extension runs the protocol again on its own grid: the same rules apply
+        if self.extend.dtype:  # the extension runs the protocol again on its own grid: the same rules apply
             lo, hi = extension_lengths(self)
             if hi < 8:
                 raise ValueError(
                     f"extend_hi * max_len must be >= 8 (the extension's longest length, like max_len), "
-                    f"got {self.extend_hi} * {self.max_len} = {hi}"
+                    f"got {self.extend.hi} * {self.max_len} = {hi}"
                 )
             if 2 * lo > hi:
                 raise ValueError(
@@ -119,7 +145,7 @@ class Config(ProbeConfig):
                     f"early_position must be below extend_lo * max_len - 1 = {lo - 1} (the extension's "
                     f"shortest length), got {self.early_position}"
                 )
-            if self.extend_bases == 1:
+            if self.extend.bases == 1:
                 raise ValueError("extend_bases must be 0 (= n_bases) or >= 2, got 1")
         if len(set(self.dtypes)) != len(self.dtypes):
             raise ValueError(f"dtypes must not repeat, got {self.dtypes}")
@@ -127,4 +153,4 @@ class Config(ProbeConfig):
 
 def extension_lengths(config: Config) -> tuple[int, int]:
     """Shortest and longest length of the ``extend_dtype`` grid: ``extend_lo``, ``extend_hi`` times ``max_len``."""
-    return max(2, round(config.extend_lo * config.max_len)), round(config.extend_hi * config.max_len)
+    return max(2, round(config.extend.lo * config.max_len)), round(config.extend.hi * config.max_len)

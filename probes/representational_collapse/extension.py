@@ -26,15 +26,15 @@ FIELDS = EXTENSION_FIELDS
 def measure_extension(config: Config, models: dict, model, vocab: int, progress: bool) -> dict:
     """The collapse of ``extend_dtype`` on lengths ``extend_lo .. extend_hi`` x ``max_len`` (new bases):
     float64 and that format's distances, the resolution, the first collapsed length and the outputs after it."""
-    dt = config.extend_dtype
+    dt = config.extend.dtype
     lo, hi = extension_lengths(config)
     sub = config.replace(
         dtypes=(dt,),
         max_len=hi,
         min_len=lo,
-        n_lengths=config.extend_lengths,
+        n_lengths=config.extend.lengths,
         fit_lo=float(lo),
-        n_bases=config.extend_bases or config.n_bases,
+        n_bases=config.extend.bases or config.n_bases,
         sensitivity=False,
         extend_dtype="",
     )
@@ -88,7 +88,7 @@ def measure(ctx: Context) -> None:
     config = ctx.config
     shared = ctx.get(Models)
     ext = measure_extension(config, shared.models, ctx.model, shared.vocab, ctx.progress)
-    ctx.coords.update(n_ext=ext["n"], ext_dtype=["float64", config.extend_dtype])
+    ctx.coords.update(n_ext=ext["n"], ext_dtype=["float64", config.extend.dtype])
     ctx.data.update(
         ext_distance=(("ext_dtype", "n_ext"), ext["distance"]),
         ext_resolution=(("n_ext",), ext["resolution"]),
@@ -106,7 +106,7 @@ def claim_collapse_length(led: Ledger, r: Result) -> None:
     """Barbero et al. with the float64 power law: the format collapses where the fitted law meets eps|h|,
     measured on the extension beyond max_len against the interval the main fit predicts."""
     config, s = r.config, r.scalars
-    dt = config.extend_dtype
+    dt = config.extend.dtype
     if not dt:
         return
     name = f"collapse_length_{dt}"

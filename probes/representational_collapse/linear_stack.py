@@ -51,7 +51,7 @@ def measure(ctx: Context) -> None:
         return
     config = ctx.config
     mats = uniform_matrices(ctx.get(Models).models["float64"])
-    R = th.linear_stack_sensitivity(config.sens_len, mats)
+    R = th.linear_stack_sensitivity(config.sens.len, mats)
     sens_exact = np.sqrt((R**2).sum(axis=(1, 2)))
     ctx.data["sensitivity_exact"] = (("position",), sens_exact)
     ctx.scalars["uniform_stack_error"] = uniform_stack_error(ctx.get(Distances).m, mats)
@@ -76,7 +76,7 @@ def claim_exact_uniform(led: Ledger, rs: tuple[Result, ...]) -> None:
     if "uniform_stack_error" not in s:
         return
     T = int(r.data["n"].values[-1]) + 2
-    tol = 8.0 * L * max(T, config.sens_len) * math.sqrt(config.d_model) * th.EPS["float64"]
+    tol = 8.0 * L * max(T, config.sens.len) * math.sqrt(config.d_model) * th.EPS["float64"]
     every = f" (worst of {len(rs)} seeds)" if len(rs) > 1 else ""
     _worst_identity(
         led,

@@ -32,12 +32,12 @@ def model_config(config: Config) -> ModelConfig:
         input="tokens",
         output="lm",
         dtype="float32",
-        max_len=max(seq_bound(config), config.sens_len, config.train_seq_len) if config.pos == "learned" else 1024,
+        max_len=max(seq_bound(config), config.sens.len, config.train.seq_len) if config.pos == "learned" else 1024,
     )
 
 
 def train_config(config: Config):
-    return probe_lm_train_config(config.train_steps, config.seed)
+    return probe_lm_train_config(config.train.steps, config.seed)
 
 
 def build_models(config: Config, model=None, progress: bool = True) -> tuple[dict, dict]:
@@ -52,7 +52,7 @@ def build_models(config: Config, model=None, progress: bool = True) -> tuple[dic
         cfg = model_config(config)
         return {dt: TinyTransformer(cfg.replace(dtype=dt), device=config.torch_device()).eval() for dt in names}, info
     if model is None:
-        task = tasks.MarkovLanguage(vocab_size=config.vocab_size, seq_len=config.train_seq_len, seed=config.seed)
+        task = tasks.MarkovLanguage(vocab_size=config.vocab_size, seq_len=config.train.seq_len, seed=config.seed)
         res = train(model_config(config), task, train_config(config), device=config.torch_device(), progress=progress)
         model = res.model
         info = {"train_loss": res.final_loss, "checkpoint": res.key, "from_cache": res.from_cache}
@@ -70,7 +70,7 @@ def check_length(config: Config, model) -> None:
             f"max_len={config.max_len} builds sequences of {n} tokens but the model has {limit} positions; "
             f"use max_len <= {config.max_len - (n - limit)}"
         )
-    protocol.check_length(model, config.sens_len, "sens_len")
+    protocol.check_length(model, config.sens.len, "sens_len")
 
 
 def model_vocab(config: Config, model=None) -> int:

@@ -43,8 +43,8 @@ def sensitivity(model, config: Config, vocab: int | None = None, chunk: int = 64
     sequence per coordinate, ``chunk`` coordinates at a time (the squared norms add over chunks).
     """
     gen = torch.Generator().manual_seed(config.seed + 15485863)  # sensitivity bases only
-    T = config.sens_len
-    seqs = torch.randint(0, (vocab or config.vocab_size) - 1, (config.sens_bases, T), generator=gen)
+    T = config.sens.len
+    seqs = torch.randint(0, (vocab or config.vocab_size) - 1, (config.sens.bases, T), generator=gen)
     dev = model_device(model)
     resid = resid_names(model.n_layers)
     names = ["hook_embed"] + resid
@@ -52,7 +52,7 @@ def sensitivity(model, config: Config, vocab: int | None = None, chunk: int = 64
     with torch.no_grad():
         _, cache = run_with_cache(model, seqs[:1].to(dev), names=["hook_embed"])
     d = cache["hook_embed"].shape[-1]
-    sq = np.zeros((config.sens_bases, len(resid), T))
+    sq = np.zeros((config.sens.bases, len(resid), T))
     with torch.enable_grad():
         for b, seq in enumerate(seqs):
             for c0 in range(0, d, chunk):
@@ -74,11 +74,11 @@ def measure(ctx: Context) -> None:
     Puts the :class:`Sensitivity` for the linear-stack part."""
     config, shared = ctx.config, ctx.get(Models)
     ref = shared.models["float64"]
-    L, B = ref.n_layers, config.sens_bases
-    sens_b = sensitivity(ref, config, shared.vocab) if config.sensitivity else np.full((B, L, config.sens_len), np.nan)
+    L, B = ref.n_layers, config.sens.bases
+    sens_b = sensitivity(ref, config, shared.vocab) if config.sensitivity else np.full((B, L, config.sens.len), np.nan)
     ctx.put(Sensitivity(sens_b))
     sens = np.exp(np.log(sens_b).mean(0))  # (L, T) geometric mean over bases
-    path = th.path_sensitivity(config.sens_len, L) * math.sqrt(int(protocol_width(ref)))  # A = I: |I|_F = sqrt(d)
+    path = th.path_sensitivity(config.sens.len, L) * math.sqrt(int(protocol_width(ref)))  # A = I: |I|_F = sqrt(d)
     # rank residual of the longest first sample's float64 states (sequence a)
     seq = make_pair(config, draw_samples(config, shared.vocab), 0, int(lengths(config)[-1]))[0]
     names = resid_names(L, "depth")
@@ -87,7 +87,7 @@ def measure(ctx: Context) -> None:
     rr = np.array([float(rank_residual(cache[k][0].cpu())) for k in names])
     ctx.coords.update(
         layer=np.arange(1, L + 1),
-        position=np.arange(1, config.sens_len + 1),
+        position=np.arange(1, config.sens.len + 1),
         depth=np.arange(L + 1),
         sens_base=np.arange(B),
     )
@@ -97,7 +97,7 @@ def measure(ctx: Context) -> None:
         path_count=(("position",), path),
         rank_residual=(("depth",), rr),
     )
-    mid = config.sens_len // 2
+    mid = config.sens.len // 2
     ctx.scalars["sens_first_over_middle"] = float(np.exp(np.log(sens_b[:, -1, 0] / sens_b[:, -1, mid]).mean()))
 
 
@@ -108,7 +108,7 @@ def claims(led: Ledger, rs: tuple[Result, ...]) -> None:
 def _sensitivity_ratio(r: Result) -> np.ndarray:
     """Per sensitivity base: ln(|dh_last/dx_1| / |dh_last/dx_(T/2)|) at the last layer."""
     S = r.data["sensitivity_samples"].sel(layer=int(r.data["layer"].size)).values  # (bases, T)
-    return np.log(S[:, 0] / S[:, r.config.sens_len // 2])
+    return np.log(S[:, 0] / S[:, r.config.sens.len // 2])
 
 
 def claim_sensitivity(led: Ledger, rs: tuple[Result, ...]) -> None:

@@ -214,6 +214,6 @@ def _curse_scale(cfg: Config) -> str:
     """How the Curse of Depth's (000#50) trained setting is larger than a trained run here, and the knobs."""
     return (
         f"000#50 pre-trains LLMs of 130M to 1B parameters; here L = {max(cfg.depths)}, d = {cfg.d_model}, "
-        f"{cfg.train_steps} updates on a Markov language of {cfg.vocab_size} tokens; knobs toward it: train_steps, "
+        f"{cfg.train.steps} updates on a Markov language of {cfg.vocab_size} tokens; knobs toward it: train_steps, "
         "d_model (at most 128), depths (none reaches it)"
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from analysis.core.config import PartConfig, part, switch
 from analysis.probing.base import ProbeConfig, model_param, param
 from analysis.zoo.model import ATTENTION_KERNELS
 from probes.signal_propagation import phase
@@ -87,6 +88,72 @@ JACOBIAN_BATCHES = 2  # a passed model (run_model): data batches with Jacobians 
 
 
 @dataclass(frozen=True)
+class Train(PartConfig):
+    """Training on the Markov language (on with ``trained``)."""
+
+    PART = "train"
+
+    steps: int = param(300, "optimiser updates when trained", minimum=1, smoke=20)
+
+
+@dataclass(frozen=True)
+class Stability(PartConfig):
+    """Trained runs: the Post-LN / DeepNorm stability runs (no warm-up)."""
+
+    PART = "stability"
+
+    depth: int = param(
+        48, "trained runs: depth of the Post-LN / DeepNorm stability runs (no warm-up)", minimum=2, maximum=256, smoke=4
+    )
+    steps: int = param(150, "trained runs: optimiser updates of each stability run", minimum=2, smoke=10)
+    seeds: int = param(
+        5,
+        "trained runs: weight seeds (replicate_seed(seed, i)) of the stability runs (about 37 s per seed for a "
+        "Post-LN and a DeepNorm run; at 3 seeds the failed-fraction claim's band exceeds its range)",
+        minimum=2,
+        smoke=2,
+    )
+
+
+@dataclass(frozen=True)
+class Phase(PartConfig):
+    """The attention phase diagram at initialisation (probes.signal_propagation.phase); a field left None takes the
+    preset's design (phase.DESIGN)."""
+
+    PART = "phase"
+
+    enabled: bool = switch(
+        False,
+        "also measure the attention phase diagram at initialisation (embedded tokens of cosine p, post-LN, "
+        "ReLU MLP, one head, logits beta sqrt(ln T) q.k / sqrt(d_h)): entropy, participation and token cosine",
+        omit_at_default=True,
+    )
+    betas: tuple[float, ...] | None = param(
+        None, "phase: inverse temperatures beta (None: the preset's)", minimum=0.0, maximum=50.0, omit_at_default=True
+    )
+    cosines: tuple[float, ...] | None = param(
+        None, "phase: pairwise token cosines p (None: the preset's)", minimum=0.0, maximum=0.99, omit_at_default=True
+    )
+    tokens: int | None = param(
+        None, "phase: tokens per sequence T (None: the preset's)", minimum=2, maximum=2048, omit_at_default=True
+    )
+    d_model: int | None = param(
+        None,
+        "phase: model width d, >= T + 1 (None: the preset's)",
+        minimum=3,
+        maximum=4096,
+        omit_at_default=True,
+        formerly="phase_width",
+    )
+    depth: int | None = param(
+        None, "phase: post-LN blocks (None: the preset's)", minimum=1, maximum=64, omit_at_default=True
+    )
+    seeds: int | None = param(
+        None, "phase: independent seeds (weights and tokens; None: the preset's)", minimum=2, omit_at_default=True
+    )
+
+
+@dataclass(frozen=True)
 class Config(ProbeConfig):
     SMOKE = {
         "norms": ("pre", "post", "peri"),
@@ -95,10 +162,6 @@ class Config(ProbeConfig):
         "seq_len": 8,
         "batch_size": 4,
         "collapse_depth": 5,
-        "train_steps": 20,
-        "stability_depth": 4,
-        "stability_steps": 10,
-        "stability_seeds": 2,
         "curse_seeds": 2,
     }
 
@@ -129,19 +192,10 @@ class Config(ProbeConfig):
         "vocabulary of the Markov language (data corpus: the zoo's models embed at least the 256 byte ids)",
     )
     trained: bool = param(False, "measure after training on the Markov language (cached)")
-    train_steps: int = param(300, "optimiser updates when trained", minimum=1)
+    train: Train = part(Train)
     jacobian: bool = param(True, "exact block Jacobians (d backward passes per batch; the costliest statistic)")
     collapse_depth: int = param(12, "depth of the rank-collapse sweep (at initialisation)", minimum=2)
-    stability_depth: int = param(
-        48, "trained runs: depth of the Post-LN / DeepNorm stability runs (no warm-up)", minimum=2, maximum=256
-    )
-    stability_steps: int = param(150, "trained runs: optimiser updates of each stability run", minimum=2)
-    stability_seeds: int = param(
-        5,
-        "trained runs: weight seeds (replicate_seed(seed, i)) of the stability runs (about 37 s per seed for a "
-        "Post-LN and a DeepNorm run; at 3 seeds the failed-fraction claim's band exceeds its range)",
-        minimum=2,
-    )
+    stability: Stability = part(Stability)
     curse_seeds: int = param(
         5,
         "trained runs: weight seeds (replicate_seed(seed, i)) of the Pre-LN / LayerNorm-scaling models whose "
@@ -155,36 +209,7 @@ class Config(ProbeConfig):
         "weight seed of the first initialisation (replicate 0; the others are hashed from it); also "
         "seeds the Markov language and the token batches",
     )
-    # the attention phase diagram (probes.signal_propagation.phase); None: the preset's design (phase.DESIGN)
-    phase: bool = param(
-        False,
-        "also measure the attention phase diagram at initialisation (embedded tokens of cosine p, post-LN, "
-        "ReLU MLP, one head, logits beta sqrt(ln T) q.k / sqrt(d_h)): entropy, participation and token cosine",
-        omit_at_default=True,
-    )
-    phase_betas: tuple[float, ...] | None = param(
-        None, "phase: inverse temperatures beta (None: the preset's)", minimum=0.0, maximum=50.0, omit_at_default=True
-    )
-    phase_cosines: tuple[float, ...] | None = param(
-        None, "phase: pairwise token cosines p (None: the preset's)", minimum=0.0, maximum=0.99, omit_at_default=True
-    )
-    phase_tokens: int | None = param(
-        None, "phase: tokens per sequence T (None: the preset's)", minimum=2, maximum=2048, omit_at_default=True
-    )
-    phase_d_model: int | None = param(
-        None,
-        "phase: model width d, >= T + 1 (None: the preset's)",
-        minimum=3,
-        maximum=4096,
-        omit_at_default=True,
-        formerly="phase_width",
-    )
-    phase_depth: int | None = param(
-        None, "phase: post-LN blocks (None: the preset's)", minimum=1, maximum=64, omit_at_default=True
-    )
-    phase_seeds: int | None = param(
-        None, "phase: independent seeds (weights and tokens; None: the preset's)", minimum=2, omit_at_default=True
-    )
+    phase: Phase = part(Phase)
 
     def validate(self) -> None:
         super().validate()
@@ -194,6 +219,6 @@ class Config(ProbeConfig):
             raise ValueError(f"depths must not repeat, got {list(self.depths)}")
         if self.data == "corpus" and self.trained:
             raise ValueError("data='corpus' needs trained=false (the zoo's models train on the Markov language)")
-        if self.phase and self.trained:
+        if self.phase.enabled and self.trained:
             raise ValueError("phase needs trained=false (the phase diagram is measured at initialisation)")
         phase.check_design(self)

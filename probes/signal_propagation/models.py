@@ -54,10 +54,10 @@ def task(cfg: Config) -> MarkovLanguage:
 
 def train_config(cfg: Config):
     return TrainConfig(
-        steps=cfg.train_steps,
+        steps=cfg.train.steps,
         batch_size=32,
         lr=3e-3,
-        warmup_steps=min(30, cfg.train_steps),
+        warmup_steps=min(30, cfg.train.steps),
         weight_decay=0.0,
         seed=cfg.seed,
     )

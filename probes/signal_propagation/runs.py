@@ -203,7 +203,7 @@ def run_model(config: Config, model, progress: bool = True) -> Result:
     the zoo sweep's claims are not evaluated.
     """
     cfg = config
-    if cfg.phase:
+    if cfg.phase.enabled:
         raise ValueError("phase needs the zoo sweep (no passed model): the phase diagram builds its own models")
     protocol.describe(model)  # a ProbeModel, or a ValueError naming what is missing
     if model.input_kind != "tokens":

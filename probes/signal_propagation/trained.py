@@ -39,7 +39,7 @@ def stability_train_config(cfg: Config) -> TrainConfig:
     """The probe's training recipe (:func:`train_config`: AdamW without weight decay, i.e. Adam, peak rate 3e-3,
     cosine decay, clipping at 1) with the warm-up removed, ``stability_steps`` updates of ``STABILITY_BATCH``."""
     return TrainConfig(
-        steps=cfg.stability_steps,
+        steps=cfg.stability.steps,
         batch_size=STABILITY_BATCH,
         lr=train_config(cfg).lr,
         warmup_steps=0,
@@ -54,10 +54,10 @@ def stability_run(cfg: Config, norm: str, sample: int) -> tuple[np.ndarray, floa
     ``|x_L(theta_1) - x_L(theta_0)| / |x_L(theta_0)|`` on the sample's batch (the one-step model update of
     theory section 10 at the training rate)."""
     seed = replicate_seed(cfg.seed, sample)
-    mcfg = dataclasses.replace(model_config(cfg, norm, cfg.stability_depth, seed), dtype=STABILITY_DTYPE)
+    mcfg = dataclasses.replace(model_config(cfg, norm, cfg.stability.depth, seed), dtype=STABILITY_DTYPE)
     res = train(mcfg, task(cfg), stability_train_config(cfg), device=cfg.torch_device(), progress=False, snapshots=(1,))
     inputs = batch(cfg, sample)[0].to(cfg.torch_device())
-    name = resid_names(cfg.stability_depth)[-1]
+    name = resid_names(cfg.stability.depth)[-1]
     with torch.no_grad():
         x0 = run_with_cache(TinyTransformer(mcfg, device=cfg.torch_device()), inputs, names=[name])[1][name].double()
         x1 = run_with_cache(res.snapshot_model(1), inputs, names=[name])[1][name].double()
@@ -140,15 +140,15 @@ def deep_share(increase: np.ndarray) -> float:
 
 def _trained_extras(cfg: Config, data: xr.Dataset) -> None:
     """The trained run's stability runs and Curse-of-Depth measurements, added to ``data`` in place."""
-    S = cfg.stability_seeds
-    loss = np.full((len(STABILITY_NORMS), S, cfg.stability_steps), np.nan)
+    S = cfg.stability.seeds
+    loss = np.full((len(STABILITY_NORMS), S, cfg.stability.steps), np.nan)
     upd = np.full((len(STABILITY_NORMS), S), np.nan)
     for i, norm in enumerate(STABILITY_NORMS):
         for s in range(S):
             loss[i, s], upd[i, s] = stability_run(cfg, norm, s)
     sc = {"stab_norm": list(STABILITY_NORMS), "stab_seed": np.arange(S)}
     data["stab_loss"] = xr.DataArray(
-        loss, dims=("stab_norm", "stab_seed", "stab_step"), coords=sc | {"stab_step": np.arange(cfg.stability_steps)}
+        loss, dims=("stab_norm", "stab_seed", "stab_step"), coords=sc | {"stab_step": np.arange(cfg.stability.steps)}
     )
     data["stab_update"] = xr.DataArray(upd, dims=("stab_norm", "stab_seed"), coords=sc)
     data.attrs["unigram_entropy"] = task(cfg).unigram_entropy
