@@ -80,7 +80,7 @@ def explore_relay(preset: str | None = None, static: bool | None = None) -> ex.E
         return fig, f"relay α over [{2 * P}, {T}] at L = {L}: {a:.3f} (cached run: {result.config.preset_name} preset)"
 
     controls = [
-        ex.Slider("L", "depth L", 1, 8, 1, min(2, result.config.n_layers), integer=True),
+        ex.Slider("L", "depth L", 1, 8, 1, min(2, result.config.model.n_layers), integer=True),
         ex.Slider("P", "prompt length P", 1, 64, 1, P0, integer=True),
         ex.Slider("T", "continuation T", 256, 8192, 256, max(256, 256 * math.ceil((P0 + cont) / 256)), integer=True),
     ]

@@ -278,13 +278,17 @@ def test_probe_config_dict_is_its_fields_in_order_and_round_trips(name, preset):
     # their defaults, so every stored key is as it was; present once set
     later = [s.name for s in Config.field_specs(include_preset=True) if s.omit_at_default]
     assert "device" in later
-    # a field of the config itself under its name, a nested part's under <part>_<field> (its switch: <part>)
+    # a field of the config itself under its name, a nested part's under <part>_<field> (its switch: <part>), the
+    # model part's (config.model) under the model's own names
     for spec in Config.field_specs(include_preset=True):
         outer, *inner = spec.attrs
-        if inner:
+        if not inner:
+            want = outer
+        else:
             part_cls = Config.__dataclass_fields__[outer].metadata["part"]
             is_switch = "switch" in part_cls.__dataclass_fields__[inner[0]].metadata
-        assert spec.name == (outer if not inner or is_switch else f"{outer}_{inner[0]}"), spec
+            want = inner[0] if part_cls.FLAT else outer if is_switch else f"{outer}_{inner[0]}"
+        assert spec.name == want, spec
         assert cfg.value_of(spec.name) == functools.reduce(getattr, spec.attrs, cfg)
     assert list(d) == [n for n in Config.field_names() if n not in later]  # each under its one name
     assert list(d)[0] == "preset_name" and d["preset_name"] == preset
@@ -365,15 +369,15 @@ def test_attention_entropy_model_is_unchanged():
                 input="tokens",
                 vocab_size=vocab,
                 output="lm",
-                d_model=c.d_model,
-                n_layers=c.n_layers,
-                n_heads=c.n_heads,
+                d_model=c.model.d_model,
+                n_layers=c.model.n_layers,
+                n_heads=c.model.n_heads,
                 norm="pre",
-                attention=att or c.attention,
-                logit_scale=scale if scale is not None else c.logit_scale,
+                attention=att or c.model.attention,
+                logit_scale=scale if scale is not None else c.model.logit_scale,
                 qk_norm=qk,
-                ssmax_s=c.ssmax_s,
-                sigmoid_bias=c.sigmoid_bias,
+                ssmax_s=c.model.ssmax_s,
+                sigmoid_bias=c.model.sigmoid_bias,
                 pos="none",
                 seed=c.seed if seed is None else seed,
             )
@@ -396,13 +400,13 @@ def test_icl_gd_models_are_unchanged():
                 d_head=D,
                 d_mlp=0,
                 norm="none",
-                attention=c.attention,
-                logit_scale=1.0 if c.attention == "linear" else None,
+                attention=c.model.attention,
+                logit_scale=1.0 if c.model.attention == "linear" else None,
                 causal=False,
                 dtype=dtype,
                 seed=c.seed if seed is None else seed,
                 init="gpt2",
-                init_std=c.init_std,
+                init_std=c.model.init_std,
             )
             _same(icl.model_config(c, n_layers, dtype=dtype, seed=seed), want)
         want = ModelConfig(
@@ -436,19 +440,19 @@ def test_prompt_forgetting_model_is_unchanged():
     for c in _configs("prompt_forgetting", *variants):
         want = ModelConfig(
             input="tokens",
-            vocab_size=256 if c.data == "corpus" else c.vocab_size,
+            vocab_size=256 if c.data == "corpus" else c.model.vocab_size,
             output="lm",
-            d_model=c.d_model,
-            n_layers=c.n_layers,
-            n_heads=c.n_heads,
-            d_mlp=c.d_mlp,
-            norm=c.norm,
-            norm_type=c.norm_type,
-            attention=c.attention,
-            pos=c.pos,
-            dtype=c.dtype,
+            d_model=c.model.d_model,
+            n_layers=c.model.n_layers,
+            n_heads=c.model.n_heads,
+            d_mlp=c.model.d_mlp,
+            norm=c.model.norm,
+            norm_type=c.model.norm_type,
+            attention=c.model.attention,
+            pos=c.model.pos,
+            dtype=c.model.dtype,
             seed=c.seed,
-            logit_scale=None if c.logit_gain == 1.0 else c.logit_gain / math.sqrt(c.d_model // c.n_heads),
+            logit_scale=None if c.logit_gain == 1.0 else c.logit_gain / math.sqrt(c.model.d_model // c.model.n_heads),
         )
         _same(pf.model_config(c), want)
 
@@ -463,16 +467,16 @@ def test_representational_collapse_model_is_unchanged():
     for c in _configs("representational_collapse", *variants):
         want = ModelConfig(
             input="tokens",
-            vocab_size=c.vocab_size,
+            vocab_size=c.model.vocab_size,
             output="lm",
-            d_model=c.d_model,
-            n_layers=c.n_layers,
-            n_heads=c.n_heads,
-            d_mlp=c.d_mlp,
-            norm=c.norm,
-            attention=c.attention,
-            pos=c.pos,
-            max_len=max(rc.seq_bound(c), c.sens.len, c.train.seq_len) if c.pos == "learned" else 1024,
+            d_model=c.model.d_model,
+            n_layers=c.model.n_layers,
+            n_heads=c.model.n_heads,
+            d_mlp=c.model.d_mlp,
+            norm=c.model.norm,
+            attention=c.model.attention,
+            pos=c.model.pos,
+            max_len=max(rc.seq_bound(c), c.sens.len, c.train.seq_len) if c.model.pos == "learned" else 1024,
             dtype="float32",
             seed=c.seed,
         )
@@ -492,11 +496,11 @@ def test_signal_propagation_models_are_unchanged(monkeypatch):
                 input="tokens",
                 vocab_size=sp.model_vocab(c),
                 output="lm",
-                d_model=c.d_model,
+                d_model=c.model.d_model,
                 n_layers=3,
-                n_heads=c.n_heads,
+                n_heads=c.model.n_heads,
                 d_mlp=0 if c.attn_only else None,
-                attention=c.attention,
+                attention=c.model.attention,
                 causal=c.mask == "causal",
                 attn_residual=c.skip,
                 mlp_residual=c.skip,
@@ -514,12 +518,12 @@ def test_signal_propagation_models_are_unchanged(monkeypatch):
                 sp.collapse_curve(c, variant, "full", 2)
             want = ModelConfig(
                 input="tokens",
-                vocab_size=c.vocab_size,
+                vocab_size=c.model.vocab_size,
                 output="none",
-                d_model=c.d_model,
+                d_model=c.model.d_model,
                 n_layers=c.collapse_depth,
-                n_heads=c.n_heads,
-                attention=c.attention,
+                n_heads=c.model.n_heads,
+                attention=c.model.attention,
                 causal=False,
                 dtype="float64",
                 seed=replicate_seed(c.seed, 2),  # replicate 2 of the run

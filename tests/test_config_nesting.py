@@ -13,7 +13,7 @@ import pytest
 import probes
 from analysis.core.config import BaseConfig, PartConfig, param, part, switch
 from analysis.probing import cli
-from analysis.probing.base import ProbeConfig
+from analysis.probing.base import ModelPart, ProbeConfig, model_param
 
 
 @dataclass(frozen=True)
@@ -235,3 +235,53 @@ def test_the_command_line_spells_nested_fields_flat(tmp_path, capsys, monkeypatc
     err = capsys.readouterr().err
     assert rc == 2 and "--sparse-width is now --sparse-d-model" in err and len(err.strip().splitlines()) == 1, err
     assert not (tmp_path / "r").exists()
+
+
+@dataclass(frozen=True)
+class ToyModel(ModelPart):
+    n_layers: int = model_param("n_layers", 2, maximum=4, smoke=1)
+    d_model: int = model_param("d_model", 32)
+
+
+@dataclass(frozen=True)
+class WithModel(ProbeConfig):
+    model: ToyModel = part(ToyModel)
+    seed: int = model_param("seed", 0)
+    sparse: Sparse = part(Sparse)
+
+
+def test_a_model_part_keeps_the_model_configs_names():
+    """config.model.n_layers is spelled n_layers (--n-layers) and sets ModelConfig.n_layers; seed stays the
+    probe's own and sets the model's too."""
+    assert WithModel.field_names()[2:5] == ["n_layers", "d_model", "seed"]
+    assert WithModel.model_fields() == ("n_layers", "d_model", "seed")
+    cfg = WithModel(n_layers=3, seed=7)
+    assert cfg.model == ToyModel(n_layers=3) and cfg.value_of("n_layers") == 3
+    assert cfg.to_dict()["n_layers"] == 3 and "model_n_layers" not in cfg.to_dict()
+    mc = cfg.model_config(vocab_size=16)
+    assert (mc.n_layers, mc.d_model, mc.seed) == (3, 32, 7)
+    assert WithModel.preset("smoke").model.n_layers == 1
+    with pytest.raises(ValueError, match=r"^n_layers must be <= 4"):
+        WithModel(n_layers=5)
+    assert "--n-layers" in [s.option for s in WithModel.field_specs()]
+
+
+def test_model_fields_belong_in_a_model_part():
+    @dataclass(frozen=True)
+    class Loose(PartConfig):
+        PART = "loose"
+        n_heads: int = model_param("n_heads", 2)
+
+    @dataclass(frozen=True)
+    class Holder(ProbeConfig):
+        loose: Loose = part(Loose)
+
+    with pytest.raises(TypeError, match="model_param fields belong in a ModelPart"):
+        Holder.model_fields()
+
+    @dataclass(frozen=True)
+    class Switched(ModelPart):
+        enabled: bool = switch(True, "a model part has no switch")
+
+    with pytest.raises(TypeError, match="a switch is a part config's field"):
+        Switched.field_names()

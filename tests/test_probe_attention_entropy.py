@@ -30,7 +30,7 @@ def smoke(smoke_result):
 
 def test_smoke_result_has_the_interface_fields(smoke):
     r, cfg = smoke, smoke.config
-    L, H, N = cfg.n_layers, cfg.n_heads, len(cfg.ctx_lens)
+    L, H, N = cfg.model.n_layers, cfg.model.n_heads, len(cfg.ctx_lens)
     for name in ("entropy", "entropy_norm", "max_weight", "logit_std", "theory_entropy"):
         assert r.data[name].dims == ("layer", "head", "n") and r.data[name].shape == (L, H, N)
         assert np.all(np.isfinite(r.data[name].values))
@@ -182,7 +182,9 @@ def test_planted_network_matches_closed_forms_and_detects_a_wrong_kernel():
     ns = np.array([1, 2, 5, 40, 128])
     for kernel in ("softmax", "ssmax", "sigmoid"):
         w = mod.measure_planted(kernel, ns, cfg)
-        expected = th.planted_weight(kernel, ns, cfg.planted.gap, ssmax_s=cfg.ssmax_s, sigmoid_bias=cfg.sigmoid_bias)
+        expected = th.planted_weight(
+            kernel, ns, cfg.planted.gap, ssmax_s=cfg.model.ssmax_s, sigmoid_bias=cfg.model.sigmoid_bias
+        )
         np.testing.assert_allclose(w, expected, rtol=1e-13, atol=1e-15)
     # ssmax is not softmax: the check can fail
     wrong = th.planted_weight_softmax(ns, cfg.planted.gap)
@@ -231,7 +233,7 @@ def test_bidirectional_model_matches_a_direct_computation_per_context_length():
     r = run_probe(mod, cfg, model=model, progress=False)
     assert r.scalars["causal"] is False and r.ledger.ok, r.ledger.report()
     tokens = mod.distinct_tokens(max(cfg.ctx_lens), cfg.seed, vocab=300)
-    names = [f"blocks.{la}.attn.hook_pattern" for la in range(cfg.n_layers)]
+    names = [f"blocks.{la}.attn.hook_pattern" for la in range(cfg.model.n_layers)]
     for i, n in enumerate(cfg.ctx_lens):
         _, cache = run_with_cache(model, tokens[:, :n], names=names)
         p = np.stack([cache[nm][0].double().numpy() for nm in names])  # (L, H, n, n)
@@ -442,7 +444,7 @@ def test_layer_entropy_stats_match_the_pattern_of_a_plain_pass():
 
 def test_nonlin_comparison_in_the_smoke_result(smoke):
     r, cfg = smoke, smoke.config
-    shape = (2, 2, cfg.nonlin.seeds, cfg.nonlin.n_layers, cfg.n_heads)
+    shape = (2, 2, cfg.nonlin.seeds, cfg.nonlin.n_layers, cfg.model.n_heads)
     for name in ("nonlin_ent_norm", "nonlin_logit_std", "nonlin_theory", "nonlin_theory_rows"):
         assert r.data[name].shape == shape and np.all(np.isfinite(r.data[name].values)), name
     ent = r.data["nonlin_ent_norm"].values

@@ -34,7 +34,7 @@ def _run(**over):
 def test_smoke_result_has_the_interface_fields():
     r = _run()
     cfg = r.config
-    L, T = cfg.n_layers, cfg.cont_len
+    L, T = cfg.model.n_layers, cfg.cont_len
     assert r.data["distance"].shape == (L, T)
     np.testing.assert_array_equal(r.data["t"].values, np.arange(cfg.prompt_len + 1, cfg.prompt_len + T + 1))
     for name in ("alpha", "alpha_ci", "alpha_local", "bound_ratio", "relay", "prompt_share"):
@@ -176,7 +176,7 @@ class _NoOptionalHooks(TinyTransformer):
 
 def _external(cfg, **over):
     """A zoo model standing in for a passed-in one: learned positions, a larger vocabulary than cfg's."""
-    changes = dict(pos="learned", max_len=cfg.prompt_len + cfg.cont_len, vocab_size=2 * cfg.vocab_size, seed=5)
+    changes = dict(pos="learned", max_len=cfg.prompt_len + cfg.cont_len, vocab_size=2 * cfg.model.vocab_size, seed=5)
     return mod.model_config(cfg).replace(**{**changes, **over})
 
 
@@ -185,8 +185,8 @@ def test_passed_model_with_learned_positions_and_its_own_vocabulary():
     model = TinyTransformer(_external(cfg)).eval()
     a, b, c = mod.draw_pairs(cfg, model)
     # ids are drawn from the model's vocabulary (2x the config's), not the config's
-    assert int(torch.cat([a, b, c], dim=1).max()) >= cfg.vocab_size
-    assert int(torch.cat([a, b, c], dim=1).max()) < 2 * cfg.vocab_size
+    assert int(torch.cat([a, b, c], dim=1).max()) >= cfg.model.vocab_size
+    assert int(torch.cat([a, b, c], dim=1).max()) < 2 * cfg.model.vocab_size
     r = run_probe(mod, cfg, model=model, progress=False)
     assert r.data["distance"].shape == (model.n_layers, cfg.cont_len)
     assert np.isfinite(r.scalars["alpha"]) and r.ledger.ok
@@ -194,12 +194,12 @@ def test_passed_model_with_learned_positions_and_its_own_vocabulary():
     seed_range = r.ledger["alpha_seed_range"]
     assert seed_range.role == "paper" and seed_range.status == "not_evaluated"  # trained or not: unknown to the probe
     assert "alpha_matches_relay" not in r.ledger  # the relay prediction is for the probe's own untrained model
-    assert r.meta["model_vocab_size"] == 2 * cfg.vocab_size
+    assert r.meta["model_vocab_size"] == 2 * cfg.model.vocab_size
     # P + T beyond the model's positions, and a Markov language larger than the model's vocabulary
     short = TinyTransformer(_external(cfg, max_len=cfg.prompt_len + cfg.cont_len - 1)).eval()
     with pytest.raises(ValueError, match="prompt_len \\+ cont_len"):
         run_probe(mod, cfg, model=short, progress=False)
-    small_vocab = TinyTransformer(_external(cfg, vocab_size=cfg.vocab_size // 2)).eval()
+    small_vocab = TinyTransformer(_external(cfg, vocab_size=cfg.model.vocab_size // 2)).eval()
     with pytest.raises(ValueError, match="vocab"):
         run_probe(mod, cfg.replace(data="markov"), model=small_vocab, progress=False)
     # a bidirectional encoder is refused before anything runs
@@ -382,7 +382,7 @@ def _planted(r, preset="smoke", **scalars):
 def test_relay_prediction_fails_on_a_planted_alpha(smoke_run):
     r = smoke_run
     relay = mod.th.relay_alpha_window(
-        r.config.prompt_len, r.config.n_layers, r.scalars["fit_lo"], int(r.scalars["fit_hi"])
+        r.config.prompt_len, r.config.model.n_layers, r.scalars["fit_lo"], int(r.scalars["fit_hi"])
     )
     good = _planted(r, alpha=relay, alpha_ci_lo=relay - 0.01, alpha_ci_hi=relay + 0.01)["alpha_matches_relay"]
     assert good.status == "pass" and good.alternative["consistent"] is False
@@ -395,7 +395,7 @@ def test_relay_prediction_fails_on_a_planted_alpha(smoke_run):
 def test_seed_range_deviates_only_when_the_relay_claim_passes(smoke_run):
     r = smoke_run
     relay = mod.th.relay_alpha_window(
-        r.config.prompt_len, r.config.n_layers, r.scalars["fit_lo"], int(r.scalars["fit_hi"])
+        r.config.prompt_len, r.config.model.n_layers, r.scalars["fit_lo"], int(r.scalars["fit_hi"])
     )
     led = _planted(r, "full", alpha=relay, alpha_ci_lo=relay - 0.01, alpha_ci_hi=relay + 0.01)
     claim = led["alpha_untrained_seed_range"]
@@ -439,7 +439,7 @@ def test_the_bounds_extremal_case_meets_its_finite_window_form(P):
     converges (at P = 64 by about 2% per octave). Measured growing exactly as the relay model does, the bound is
     attained (agrees); growing twice as fast, it is contradicted."""
     cfg = mod.Config.preset("smoke", prompt_len=P, fit_lo=float(P + 8), cont_len=1024)
-    L, N = cfg.n_layers, P + cfg.cont_len
+    L, N = cfg.model.n_layers, P + cfg.cont_len
     t = np.arange(P + 1, N + 1, dtype=np.float64)
     relay = np.stack([pf_theory.relay_offsets(P, k, N)[P:] for k in range(1, L + 1)])
     shape = np.stack([pf_theory.bound_shape(P, k, t) for k in range(1, L + 1)])
@@ -597,7 +597,7 @@ def test_logit_gain_scales_the_default_logit_scale_and_leaves_gain_1_unchanged()
     assert plain.logit_scale is None  # gain 1: the same model config, so the same checkpoint keys as before
     cfg = mod.Config.preset("smoke", logit_gain=0.25)
     scaled = mod.model_config(cfg)
-    assert scaled.logit_scale == 0.25 / math.sqrt(cfg.d_model // cfg.n_heads)
+    assert scaled.logit_scale == 0.25 / math.sqrt(cfg.model.d_model // cfg.model.n_heads)
     assert scaled.replace(logit_scale=None) == plain
     with pytest.raises(ValueError, match="logit_gain"):
         mod.Config.preset("smoke", logit_gain=0.0)

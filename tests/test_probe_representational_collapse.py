@@ -32,8 +32,8 @@ def test_smoke_result_has_the_interface_fields():
     assert ns[0] == cfg.min_len and ns[-1] == cfg.max_len and np.all(np.diff(ns) > 0)
     assert list(r.data["dtype"].values) == ["float64", *cfg.dtypes]
     assert r.data["distance"].dims == ("dtype", "n")
-    assert r.data["sensitivity"].shape == (cfg.n_layers, cfg.sens.len)
-    assert r.data["rank_residual"].shape == (cfg.n_layers + 1,)
+    assert r.data["sensitivity"].shape == (cfg.model.n_layers, cfg.sens.len)
+    assert r.data["rank_residual"].shape == (cfg.model.n_layers + 1,)
     assert r.data["collapse_n"].dims == ("dtype",)
     lo, hi = r.data["slope_ci"].values
     assert lo <= r.scalars["slope"] <= hi

@@ -176,7 +176,7 @@ def test_update_pieces_decompose_the_step():
     assert u <= effect.sum() * (1 + 1e-3)
     model = sp.TinyTransformer(sp.model_config(cfg, "post", 3, cfg.seed))
     inputs, targets = sp.batch(cfg, 0)
-    loss, _ = sp.fixed_loss(model(inputs), targets, cfg.vocab_size, cfg.seed)
+    loss, _ = sp.fixed_loss(model(inputs), targets, cfg.model.vocab_size, cfg.seed)
     loss.backward()
     g = dict(model.named_parameters())
     attn0 = math.sqrt(
@@ -200,7 +200,7 @@ def test_jacobian_gap_is_exact_for_one_block():
     inputs, _ = sp.batch(cfg, 0)
     gaps, spectral = sp.block_jacobians(model, inputs[:1])
     np.testing.assert_array_equal(gaps, sp.jacobian_identity_gaps(model, inputs[:1]))
-    d = cfg.d_model
+    d = cfg.model.d_model
     x = model.embed_inputs(inputs[:1]).detach()  # (1, T, d)
     for layer in range(2):
         block = model.blocks[layer]
@@ -550,7 +550,7 @@ def test_the_markov_language_is_built_once_and_batches_are_unchanged():
     assert sp.task(cfg) is sp.task(cfg)
     for vocab in (None, 7):
         got = sp.batch(cfg, 1, vocab=vocab)
-        fresh = MarkovLanguage(vocab_size=vocab or cfg.vocab_size, seq_len=cfg.seq_len, seed=cfg.seed)
+        fresh = MarkovLanguage(vocab_size=vocab or cfg.model.vocab_size, seq_len=cfg.seq_len, seed=cfg.seed)
         want = fresh.sample(cfg.batch_size, torch.Generator().manual_seed(cfg.seed * 1_000_003 + 1 + 17))
         assert all(torch.equal(a, b) for a, b in zip(got, want, strict=True))
     assert sp.language(7, cfg.seq_len, cfg.seed) is sp.language(7, cfg.seq_len, cfg.seed)

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 import torch
 
+from analysis.claims.evidence import replicate_seed
 from analysis.claims.ledger import Ledger
 from analysis.core.paths import REPO
 from analysis.probing.base import MAX_SEED, Result, cache_key, judged, run_probe
@@ -720,3 +721,28 @@ def test_persistent_rows_see_the_memory_and_the_other_context_tokens():
     assert torch.count_nonzero(p.diagonal(dim1=-2, dim2=-1)[:, N:]) == 0  # no context row sees itself
     assert int((p[0, N + 2] > 0).sum()) == N + T
     np.testing.assert_allclose(th.persistent_share(N, T, np.array([0.4, 1.7]), 1.0), N / (N + T), rtol=1e-9)
+
+
+def test_rows_with_almost_no_logit_spread_get_the_law_near_scale_zero():
+    """A layer of width 1 can give its rows almost no logit spread (replicate 1 of seed 711: sigma from 2e-6 to 9e-5;
+    found by the property test, where the two-key law's quadrature returned 0 there and the claims' alternative
+    became infinite). The law is finite and positive at every row and, at such scales, the one at scale 0 (1/2 for
+    softmax, 1/sqrt 2 for SA-Softmax), which the layer measures."""
+    c = sa.Config.preset(
+        "smoke",
+        seed=711,
+        jacobian_scales=(1.0,),
+        jacobian_d_model=1,
+        jacobian_keys=2,
+        jacobian_batch_size=1,
+        jacobian_seeds=3,
+    )
+    assert jacobian.layer_inputs(c, replicate_seed(c.seed, 1))[2].max() < 1e-4
+    ctx = Context(config=c, progress=False)
+    jacobian.measure(ctx)
+    theory, measured = ctx.data["jacobian_norm_theory"][1], ctx.data["jacobian_norm"][1]
+    assert np.isfinite(theory).all() and (theory > 0).all()
+    at_zero = [th.two_key_jacobian_norm(k, 0.0, 2) for k in jacobian.KERNELS]
+    # SA-Softmax's law moves off 1/sqrt 2 in first order of s sigma (<= 9e-5 here), softmax's in second
+    np.testing.assert_allclose(theory[:, 0, 1], at_zero, rtol=1e-4)
+    np.testing.assert_allclose(measured[:, 0, 1], at_zero, rtol=1e-4)

@@ -921,7 +921,7 @@ def test_regression_spectral_bound_of_diverged_weights():
     with torch.no_grad():
         model.blocks[0].attn.W_q.weight.fill_(math.nan)
     bound = ae.spectral_bound_rows(model, ae.distinct_tokens(16, 0, vocab=32))
-    assert bound.shape == (config.n_layers, config.n_heads, 16)
+    assert bound.shape == (config.model.n_layers, config.model.n_heads, 16)
     assert np.isnan(bound[0]).all()  # layer 0's weights; the NaN stream then reaches every later layer too
 
 

@@ -56,11 +56,11 @@ def test_signal_propagation_studies_are_the_committed_figures_experiments(figure
 
 def test_depth_sweep_study_gives_one_replicate_set_per_depth(cache):
     res = run_study(pf, "depth_sweep", "smoke", progress=False)
-    assert [r.config.n_layers for r in res.combined] == list(pf.DEPTH_SWEEP_LAYERS["smoke"])
+    assert [r.config.model.n_layers for r in res.combined] == list(pf.DEPTH_SWEEP_LAYERS["smoke"])
     base = pf.sweep_base("smoke")
     for rep in res.combined:  # the replicates probes.replicated_run gives that design, in its order
         want = probes.replicated_run(
-            pf, base.replace(n_layers=rep.config.n_layers), pf.REPLICATES["smoke"], progress=False
+            pf, base.replace(n_layers=rep.config.model.n_layers), pf.REPLICATES["smoke"], progress=False
         )
         assert rep.keys == want.keys
     assert [c.name for c in res.ledger.claims] == [c.name for c in pf.depth_sweep_claims(res.combined).claims]
@@ -78,13 +78,13 @@ def test_a_study_of_designs_keeps_each_designs_ledger_tagged(cache):
     tags = {c.context for c in res.ledger.claims}
     assert tags == {f"prompt_forgetting[L{L}]" for L in pf.REGIME_LAYERS["smoke"]}
     for rep in res.combined:
-        mine = [c for c in res.ledger.claims if c.context == f"prompt_forgetting[L{rep.config.n_layers}]"]
+        mine = [c for c in res.ledger.claims if c.context == f"prompt_forgetting[L{rep.config.model.n_layers}]"]
         assert [(c.name, c.status) for c in mine] == [(c.name, c.status) for c in rep.ledger.claims]
 
 
 def test_study_configs_follow_the_parameters():
     cfgs = study_configs(pf, "depth_law", "smoke", {"seed": 3, "prompt_len": 8})
-    assert [c.n_layers for c in cfgs] == [
+    assert [c.model.n_layers for c in cfgs] == [
         L for L in pf.DEPTH_LAW_LAYERS["smoke"] for _ in range(pf.REPLICATES["smoke"])
     ]
     assert sorted({c.seed for c in cfgs}) == sorted(pf.weight_seeds(3, pf.REPLICATES["smoke"]))
@@ -117,8 +117,8 @@ def test_bad_input_names_the_parameter():
         study_configs(pf, "depth_law", "medium")
     # from Python a parameter the grid varies takes the grid's values (a notebook passes all its parameters to
     # each of its studies); the command line refuses it (test_command_line_lists_runs_and_refuses_bad_input)
-    grid_layers = {c.n_layers for c in study_configs(pf, "depth_law", "smoke")}
-    assert {c.n_layers for c in study_configs(pf, "depth_law", "smoke", {"n_layers": 3})} == grid_layers
+    grid_layers = {c.model.n_layers for c in study_configs(pf, "depth_law", "smoke")}
+    assert {c.model.n_layers for c in study_configs(pf, "depth_law", "smoke", {"n_layers": 3})} == grid_layers
     without = [n for n in probes.available() if not hasattr(probes.get(n), "STUDIES")]
     assert without and all(studies(n) == {} for n in without)  # a probe that declares none has none
 
@@ -321,7 +321,7 @@ def test_replicates_by_groups_a_grid_per_design_in_order():
         for s in (0, 7)
     ]
     groups = replicates_by(runs, "n_layers")
-    assert [g.config.n_layers for g in groups] == [3, 1] and [g.seeds for g in groups] == [[0, 7], [0, 7]]
+    assert [g.config.model.n_layers for g in groups] == [3, 1] and [g.seeds for g in groups] == [[0, 7], [0, 7]]
     assert all(g.module is pf for g in groups)
     with pytest.raises(ValueError, match="runs must hold at least one result"):
         replicates_by([], "n_layers")

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+import torch
 from scipy import integrate
 
 from analysis.theory import softmax_alternatives as th
@@ -177,7 +178,7 @@ def test_k_interval_l1_bound_holds_and_is_the_ratio_range(mode):
         (lambda: th.mimetic_self_weight(0, 1.0, 1.0), "n"),
         (lambda: th.mimetic_self_weight(8, 1.0, -1.0), "s must lie in"),
         (lambda: th.two_key_jacobian_norm("sparsemax", 8.0, 8), "kernel must be one of"),
-        (lambda: th.two_key_jacobian_norm("softmax", 0.0, 8), "scale must be > 0"),
+        (lambda: th.two_key_jacobian_norm("softmax", -1.0, 8), "scale must be >= 0"),
         (lambda: th.jacobian_limit("softmax", 1), "n"),
         (lambda: th.feature_of("relu", np.zeros(2)), "kind must be one of"),
         (lambda: th.feature_entropy_deficit("elu1", np.array([1.0, -1.0]), 8), "positive coefficients"),
@@ -260,6 +261,20 @@ def test_two_key_law_matches_monte_carlo_at_large_scale(scale):
         law = float(th.two_key_jacobian_norm(kernel, scale, 16))
         se = v.std() / math.sqrt(v.size)
         assert law == pytest.approx(v.mean(), abs=4 * se + 0.005 * law), kernel  # + the neglected third keys
+
+
+def test_two_key_law_at_scale_zero_is_the_kernels_jacobian_at_equal_logits():
+    """At scale 0 every logit is 0: for n = 2 the two-key law is exact, the Jacobian of softmax (diag(p) - p p^T) and
+    of z * softmax(z) (diag(p)) at z = 0 by autograd; the law is continuous there."""
+    z = torch.zeros(2, dtype=torch.float64)
+    jac = {
+        "softmax": torch.autograd.functional.jacobian(lambda v: torch.softmax(v, -1), z),
+        "sa_softmax": torch.autograd.functional.jacobian(lambda v: v * torch.softmax(v, -1), z),
+    }
+    for kernel, J in jac.items():
+        at_zero = float(th.two_key_jacobian_norm(kernel, 0.0, 2))
+        assert at_zero == pytest.approx(float(J.norm()), rel=1e-15), kernel
+        assert float(th.two_key_jacobian_norm(kernel, 1e-4, 2)) == pytest.approx(at_zero, rel=1e-3), kernel
 
 
 def test_two_key_law_tends_to_its_limits():

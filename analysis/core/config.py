@@ -63,6 +63,8 @@ for the switch, the part's name alone (``sparse``, ``--sparse``; a part whose sw
 tuple[str, ...] = switch(("gaussian",), ...)``, spells it the same way: ``--looped gaussian``). The constructor takes
 either (``Probe(sparse_keys=(8, 32))`` or ``Probe(sparse=Sparse(keys=(8, 32)))``); :meth:`BaseConfig.value_of` reads a
 value by flat name. ``to_dict()`` is flat, so nesting the fields of an existing config leaves its keys as they were.
+A part with ``FLAT = True`` keeps its fields' own names (a probe's model fields, ``config.model.n_layers``, spelled
+``n_layers`` and ``--n-layers`` as the model config's field).
 
 Fields added later. A field declared with ``param(..., omit_at_default=True)`` is left out of
 :meth:`BaseConfig.to_dict` while it holds its default, and :meth:`BaseConfig.from_dict` fills it in
@@ -301,15 +303,18 @@ class PartConfig(BaseConfig):
     checks (``validate``) name fields by their flat names (:meth:`flat`), as the command line spells them."""
 
     PART: ClassVar[str] = ""
+    # True: the part's fields keep their own names on the command line and in to_dict() (a probe's model fields,
+    # named as the ModelConfig's: config.model.n_layers is --n-layers)
+    FLAT: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        if not cls.__dict__.get("PART"):
+        if not getattr(cls, "PART", ""):
             raise TypeError(f"{cls.__qualname__}: set PART, the name of the part (the field that nests it)")
 
     @classmethod
     def flat(cls, attr: str) -> str:
-        """The flat name of field ``attr``: ``<part>_<attr>``, or ``<part>`` for the switch."""
+        """The flat name of field ``attr``: ``<part>_<attr>``, ``<part>`` for the switch, ``attr`` with ``FLAT``."""
         return next(s.name for s in field_specs_of(cls) if s.attrs == (attr,))
 
 

@@ -210,10 +210,12 @@ def field_specs_of(cls: type) -> tuple[FieldSpec, ...]:
     follow in its place, each named ``<part>_<field>`` (its switch, ``metadata["switch"]``, named ``<part>`` alone:
     ``enabled``, or a selection such as the laws the part runs on) with the attribute path to reach it. The fields of a
     part config class itself (``PART`` set) carry the same flat names, so that its own checks name the field as the
-    command line spells it.
+    command line spells it. The fields of a part with ``FLAT = True`` (a probe's model: ``n_layers``) keep their own
+    names; it has no switch.
     """
     hints = typing.get_type_hints(cls)
     prefix = getattr(cls, "PART", None)
+    keep_names = getattr(cls, "FLAT", False)  # a part whose fields keep their own names (the model's: n_layers)
     specs = []
     for f in dataclasses.fields(cls):
         if f.default is dataclasses.MISSING:
@@ -228,12 +230,14 @@ def field_specs_of(cls: type) -> tuple[FieldSpec, ...]:
         kind = _resolve_type(cls, f.name, hints[f.name])
         if kind.choices is not None and "choices" in meta:
             raise TypeError(f"{cls.__name__}.{f.name}: give the choices once, as a Literal or as choices=")
-        if meta.get("switch") and (prefix is None or (kind.base is bool and not kind.is_seq) != (f.name == "enabled")):
+        if meta.get("switch") and (
+            prefix is None or keep_names or (kind.base is bool and not kind.is_seq) != (f.name == "enabled")
+        ):
             raise TypeError(
                 f"{cls.__name__}.{f.name}: a switch is a part config's field, its bool one named 'enabled' (a "
                 "selection, e.g. the laws the part runs on, has its own name)"
             )
-        name = f.name if prefix is None else prefix if meta.get("switch") else f"{prefix}_{f.name}"
+        name = f.name if prefix is None or keep_names else prefix if meta.get("switch") else f"{prefix}_{f.name}"
         min_len = kind.length if kind.length is not None else meta.get("min_len", 1)
         specs.append(
             FieldSpec(

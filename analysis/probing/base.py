@@ -82,6 +82,7 @@ from analysis.probing import registry  # noqa: F401
 from analysis.probing.config import (  # noqa: F401
     MAX_SEED,
     MODEL_FIELDS,
+    ModelPart,
     ProbeConfig,
     _model_fields_of,
     model_param,

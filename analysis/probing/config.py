@@ -19,7 +19,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from analysis.claims.ledger import PRESETS as PRESET_NAMES
-from analysis.core.config import BaseConfig, FieldSpec, field_specs_of, param
+from analysis.core.config import BaseConfig, FieldSpec, PartConfig, field_specs_of, param
 from analysis.core.devices import DEVICES, resolve_device
 from analysis.core.fields import NO_SMOKE
 from analysis.core.io import content_hash
@@ -92,16 +92,42 @@ def replicates_param(what: str, default: int = 5) -> Any:
 
 @cache
 def _model_fields_of(cls: type) -> tuple[str, ...]:
-    """The fields of ``cls`` declared with :func:`model_param` (each named as its ModelConfig field)."""
+    """The fields of ``cls`` declared with :func:`model_param` (each named as its ModelConfig field), its own and
+    those of its model part (:class:`ModelPart`, ``config.model``), in declaration order."""
     out = []
     for f in dataclasses.fields(cls):
-        if "model_field" in f.metadata:
+        if "part" in f.metadata:
+            part_cls = f.metadata["part"]
+            inner = _model_fields_of(part_cls)
+            if inner and not part_cls.FLAT:
+                raise TypeError(f"{part_cls.__qualname__}: model_param fields belong in a ModelPart (FLAT names)")
+            out.extend(inner)
+        elif "model_field" in f.metadata:
             if f.metadata["model_field"] != f.name:
                 raise TypeError(
                     f"{cls.__qualname__}.{f.name} is declared as model_param({f.metadata['model_field']!r}, ...)"
                 )
             out.append(f.name)
     return tuple(out)
+
+
+@dataclass(frozen=True)
+class ModelPart(PartConfig):
+    """The fields of a probe that describe the model it builds, nested as ``config.model`` and spelled as the
+    :class:`~analysis.zoo.model.ModelConfig` fields they set (``n_layers``, ``--n-layers``: ``FLAT``). A probe
+    subclasses it with its :func:`model_param` fields (their defaults and bounds are the probe's)::
+
+        @dataclass(frozen=True)
+        class Model(ModelPart):
+            PART = "model"
+            n_layers: int = model_param("n_layers", 2, maximum=4)
+            d_model: int = model_param("d_model", 64)
+
+    :meth:`ProbeConfig.model_config` builds the ModelConfig from them (and from ``seed``, which stays the probe's
+    own: it seeds the data and the replicates too)."""
+
+    PART = "model"
+    FLAT = True
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -164,7 +190,7 @@ class ProbeConfig(BaseConfig):
         """
         from analysis.zoo.model import ModelConfig  # late import: torch is needed only with a model
 
-        fields = {name: getattr(self, name) for name in self.model_fields()}
+        fields = {name: self.value_of(name) for name in self.model_fields()}
         return ModelConfig(**{**fields, **self.model_settings(), **overrides})
 
     # ------------------------------------------------------------------ construction

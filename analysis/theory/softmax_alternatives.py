@@ -569,21 +569,29 @@ def _legendre(lo: float, hi: float, rule) -> tuple[np.ndarray, np.ndarray]:
 
 def two_key_jacobian_norm(kernel: str, scale, n: int) -> np.ndarray:
     """``E |J|_F`` of ``kernel`` (softmax or sa_softmax, ``z * softmax(z)``) on ``scale * u``, u n i.i.d. N(0, 1)
-    logits, in the two-key approximation of section 5 (exact as ``scale -> oo``), for every scale (> 0)."""
+    logits, in the two-key approximation of section 5 (exact as ``scale -> oo``), for every scale (>= 0).
+
+    At scale 0 every logit is 0 and the two keys weigh 1/2 each: ``|J|_F = 2 p1 p2 = 1/2`` for softmax and
+    ``sqrt(p1^2 + p2^2) = 1/sqrt(2)`` for sa_softmax (its Jacobian at z = 0 is diag(p)), the limits as scale -> 0."""
     if kernel not in JACOBIAN_KERNELS:
         raise ValueError(f"kernel must be one of {JACOBIAN_KERNELS}, got {kernel!r}")
     check_int("n", n, minimum=2)
     scale = np.asarray(scale, dtype=np.float64)
-    if scale.size and scale.min() <= 0:
-        raise ValueError(f"scale must be > 0, got {scale.min():g}")
+    if scale.size and not scale.min() >= 0:
+        raise ValueError(f"scale must be >= 0, got {scale.min():g}")
 
     u, wu = _legendre(-7.0, 9.0, _GU)  # the top of n >= 2 Gaussians
     out = np.empty(scale.shape, dtype=np.float64)
     for idx in np.ndindex(scale.shape):
         s = float(scale[idx])
+        if s == 0.0:
+            out[idx] = 0.5 if kernel == "softmax" else math.sqrt(0.5)
+            continue
         total = 0.0
         # delta = t / s: the near-tie region t in [0, 60] (where p_2 matters), then the rest of the gap out to 12
-        for lo, hi in ((0.0, 60.0 / s), (60.0 / s, max(12.0, 120.0 / s))):
+        # (the top-two gap of Gaussians exceeds 12 with probability < 1e-30); below s = 5 the whole gap is near-tie
+        tie = 60.0 / s
+        for lo, hi in ((0.0, tie), (tie, max(12.0, 120.0 / s))) if tie <= 12.0 else ((0.0, 12.0),):
             d, wd = _legendre(lo, hi, _GT)
             U, D = u[:, None], d[None, :]
             dens = n * (n - 1) * stats.norm.pdf(U) * stats.norm.pdf(U - D) * stats.norm.cdf(U - D) ** (n - 2)

@@ -10,7 +10,7 @@ import numpy as np
 
 from analysis.claims.evidence import mean_se, replicate_seeds
 from analysis.core.config import PartConfig, part, switch
-from analysis.probing.base import ProbeConfig, model_param, param, replicates_param
+from analysis.probing.base import ModelPart, ProbeConfig, model_param, param, replicates_param
 from analysis.theory import associative_recall as amt
 from analysis.theory import power_method as pmt
 
@@ -285,6 +285,15 @@ class Decay(PartConfig):
 
 
 @dataclass(frozen=True)
+class Model(ModelPart):
+    """The trained MQAR models (the untrained memories' key dimension is ``d_key``)."""
+
+    n_layers: int = model_param("n_layers", 2, maximum=4, formerly="layers")
+    d_model: int = model_param("d_model", 64, maximum=256)
+    n_heads: int = model_param("n_heads", 1, maximum=8, formerly="heads")
+
+
+@dataclass(frozen=True)
 class Config(ProbeConfig):
     SMOKE = {
         "n_pairs": (4, 8),
@@ -298,9 +307,7 @@ class Config(ProbeConfig):
     draws: int = param(4000, "independent untrained memories per kernel and N", minimum=16, maximum=100_000)
     favor: Favor = part(Favor)
     training: bool = param(True, "train a model per kernel and N on MQAR")
-    n_layers: int = model_param("n_layers", 2, maximum=4, formerly="layers")
-    d_model: int = model_param("d_model", 64, maximum=256)
-    n_heads: int = model_param("n_heads", 1, maximum=8, formerly="heads")
+    model: Model = part(Model)
     n_keys: int = param(64, "key vocabulary of the MQAR task (>= the largest N)", minimum=1, maximum=512)
     n_values: int = param(64, "value vocabulary of the MQAR task", minimum=2, maximum=512)
     train: Train = part(Train)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from analysis.core.config import PartConfig, part, switch
-from analysis.probing.base import ProbeConfig, model_param, param
+from analysis.probing.base import ModelPart, ProbeConfig, model_param, param
 
 # Largest values the config accepts: far beyond every preset and notebook, and below where the logits (float32
 # models: q.k times the scale, or times s ln n for SSMax) or the planted closed forms (exp(-g), n^(-s g)) overflow.
@@ -174,23 +174,33 @@ class Retrieval(PartConfig):
 
 
 @dataclass(frozen=True)
-class Config(ProbeConfig):
-    SMOKE = {
-        "ctx_lens": (16, 64, 256),
-        "sweep_len": 256,
-        "scale_factors": (1.0, 8.0),
-        "replicates": 3,
-        "d_model": 32,
-    }
+class Model(ModelPart):
+    """The measured models (untrained and trained sweep)."""
 
-    # --- model ----------------------------------------------------------------------------------
     attention: str = model_param(
         "attention", "softmax", "attention kernel of the measured models", choices=("softmax", "ssmax", "sigmoid")
     )
     logit_scale: float | None = model_param("logit_scale", None, minimum=0.0, maximum=MAX_SCALE)
     n_layers: int = model_param("n_layers", 2, formerly="layers")
     n_heads: int = model_param("n_heads", 2, formerly="heads")
-    d_model: int = model_param("d_model", 64)
+    d_model: int = model_param("d_model", 64, smoke=32)
+    ssmax_s: float = model_param(
+        "ssmax_s", 0.75, "SSMax s (logits times s ln n); s g >= 1 stops the fading", maximum=MAX_GAP
+    )
+    sigmoid_bias: float = model_param("sigmoid_bias", 0.0, minimum=-MAX_GAP, maximum=MAX_GAP)
+
+
+@dataclass(frozen=True)
+class Config(ProbeConfig):
+    SMOKE = {
+        "ctx_lens": (16, 64, 256),
+        "sweep_len": 256,
+        "scale_factors": (1.0, 8.0),
+        "replicates": 3,
+    }
+
+    # --- model ----------------------------------------------------------------------------------
+    model: Model = part(Model)
     seed: int = model_param("seed", 0, "model weights, tokens and training data")
     # --- untrained measurement --------------------------------------------------------------------
     ctx_lens: tuple[int, ...] = param((16, 64, 256, 1024, 4096), "context lengths n (keys visible to a row)", minimum=2)
@@ -218,10 +228,6 @@ class Config(ProbeConfig):
     sweep_len: int = param(1024, "context length n of the logit-scale sweep", minimum=2)
     # --- planted key ----------------------------------------------------------------------------
     planted: Planted = part(Planted)
-    ssmax_s: float = model_param(
-        "ssmax_s", 0.75, "SSMax s (logits times s ln n); s g >= 1 stops the fading", maximum=MAX_GAP
-    )
-    sigmoid_bias: float = model_param("sigmoid_bias", 0.0, minimum=-MAX_GAP, maximum=MAX_GAP)
     fade: Fade = part(Fade)
     training: bool = param(True, "train tiny LMs over the train_lrs x qk_norm sweep")
     train: Train = part(Train)
@@ -254,8 +260,8 @@ class Config(ProbeConfig):
             raise ValueError(f"train_lrs values must be > 0, got {list(self.train.lrs)}")
         if any(f <= 0 for f in self.scale_factors):
             raise ValueError(f"scale_factors must be > 0, got {list(self.scale_factors)}")
-        if self.nonlin.d_model % self.n_heads:
+        if self.nonlin.d_model % self.model.n_heads:
             raise ValueError(
                 f"nonlin_d_model must be divisible by n_heads, got nonlin_d_model={self.nonlin.d_model}, "
-                f"n_heads={self.n_heads}"
+                f"n_heads={self.model.n_heads}"
             )

@@ -54,8 +54,8 @@ def planted_inputs(T: int) -> torch.Tensor:
 
 def measure_planted(kernel: str, ns: np.ndarray, config: Config, ssmax_s: float | None = None) -> np.ndarray:
     """Weight on the planted key in row ``n - 1`` for every n in ``ns`` (float64)."""
-    s = config.ssmax_s if ssmax_s is None else ssmax_s
-    model = planted_model(kernel, config.planted.gap, ssmax_s=s, sigmoid_bias=config.sigmoid_bias)
+    s = config.model.ssmax_s if ssmax_s is None else ssmax_s
+    model = planted_model(kernel, config.planted.gap, ssmax_s=s, sigmoid_bias=config.model.sigmoid_bias)
     rows = torch.as_tensor(ns - 1)
     got: dict[str, torch.Tensor] = {}
 
@@ -79,7 +79,7 @@ def fade_fits(n: np.ndarray, w: np.ndarray, top: float) -> tuple[float, float]:
 
 
 def measure_fading(config: Config) -> dict[str, np.ndarray]:
-    """Planted-key weights of the three kernels at ``config.ssmax_s`` and of SSMax at every ``s g`` in
+    """Planted-key weights of the three kernels at ``config.model.ssmax_s`` and of SSMax at every ``s g`` in
     ``fade_sg``, with their closed forms and fitted fading rates (upper and lower half of the top decade)."""
     top = config.planted.max_n
     n = np.unique(np.geomspace(1, top, 48).round().astype(int))
@@ -88,7 +88,10 @@ def measure_fading(config: Config) -> dict[str, np.ndarray]:
     out = {"n": n, "kernels": kernels}
     out["planted"] = np.stack([measure_planted(kn, n, config) for kn in kernels])
     out["planted_theory"] = np.stack(
-        [th.planted_weight(kn, n, g, ssmax_s=config.ssmax_s, sigmoid_bias=config.sigmoid_bias) for kn in kernels]
+        [
+            th.planted_weight(kn, n, g, ssmax_s=config.model.ssmax_s, sigmoid_bias=config.model.sigmoid_bias)
+            for kn in kernels
+        ]
     )
     out["fade_w"] = np.stack([measure_planted("ssmax", n, config, ssmax_s=sg / g) for sg in config.fade.sg])
     out["fade_theory"] = np.stack([th.planted_weight_ssmax(n, g, sg / g) for sg in config.fade.sg])
@@ -119,7 +122,7 @@ def measure(ctx: Context) -> None:
     ctx.coords.update(kernel=list(fade["kernels"]), n_planted=fade["n"], fade_sg=np.asarray(config.fade.sg))
     ctx.scalars.update(
         planted_gap=config.planted.gap,
-        ssmax_sg=config.ssmax_s * config.planted.gap,
+        ssmax_sg=config.model.ssmax_s * config.planted.gap,
         fade_window_lo=config.planted.max_n / 10.0,
         fade_window_hi=float(config.planted.max_n),
         softmax_fade_rate=fade["softmax_rate"],

@@ -100,6 +100,6 @@ def prepare(ctx: Context) -> None:
     else:
         net = ctx.model
     check_length(net, T, "max(ctx_lens)")
-    normalised = config.attention in ("softmax", "ssmax")
+    normalised = config.model.attention in ("softmax", "ssmax")
     tokens = measured_tokens(config, net, T)
     ctx.put(MeasuredModel(ns=ns, T=T, normalised=normalised, net=net, causal=bool(net.causal), tokens=tokens))

@@ -101,7 +101,7 @@ def nonlin_sweep(config: Config, progress: bool = True) -> dict[str, np.ndarray]
     gen = torch.Generator().manual_seed(config.seed + 104729)  # the probe batch (as the training sweep's)
     probe_x, _ = task.sample(2, gen)
     ns = np.arange(2, probe_x.shape[1] + 1)  # keys seen by the rows with n >= 2
-    shape = (len(VARIANTS), len(STATES), config.nonlin.seeds, config.nonlin.n_layers, config.n_heads)
+    shape = (len(VARIANTS), len(STATES), config.nonlin.seeds, config.nonlin.n_layers, config.model.n_heads)
     keys = ("ent_norm", "logit_std", "theory", "theory_rows", "kurt_excess")
     out = {k: np.full(shape, np.nan) for k in keys}
     out["final_loss"] = np.full((len(VARIANTS), config.nonlin.seeds), np.nan)

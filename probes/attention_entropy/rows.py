@@ -100,8 +100,8 @@ def measure_sweep(config: Config, progress: bool = False) -> dict[str, np.ndarra
     """Logit-scale sweep at ``n = sweep_len``: entropy and logit std (scale_factor, replicate, layer, head), the
     two Gaussian laws at layer 0's measured std, and the dilution-bound slack/tightness over every row."""
     n_, k = config.sweep_len, config.rows_per_n
-    dh = config.d_model // config.n_heads
-    shape = (len(config.scale_factors), config.replicates, config.n_layers, config.n_heads)
+    dh = config.model.d_model // config.model.n_heads
+    shape = (len(config.scale_factors), config.replicates, config.model.n_layers, config.model.n_heads)
     out = {key: np.full(shape, np.nan) for key in ("ent", "std")}
     slack, tight = math.inf, 0.0
     grid = [(a, f, r) for a, f in enumerate(config.scale_factors) for r in range(config.replicates)]

@@ -57,7 +57,7 @@ def measure_sigmoid_totals(config: Config) -> dict[str, np.ndarray]:
     n_ = config.sweep_len
     k = min(config.rows_per_n, n_)  # rows_per_n is checked against ctx_lens, not against sweep_len
     biases = np.array([0.0, -math.log(n_)])
-    shape = (len(biases), config.replicates, config.n_layers, config.n_heads, k)
+    shape = (len(biases), config.replicates, config.model.n_layers, config.model.n_heads, k)
     total, std = np.full(shape, np.nan), np.full(shape, np.nan)
     for a, b in enumerate(biases):
         for r in range(config.replicates):

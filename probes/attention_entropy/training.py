@@ -77,9 +77,9 @@ def train_sweep(config: Config, progress: bool = True) -> dict[str, np.ndarray]:
     shape = (len(config.qk_norm), len(config.train.lrs), config.train.seeds)
     T = config.train.steps
     out = {k: np.full(shape + (T,), np.nan) for k in ("trace_max_logit", "trace_min_ent_norm", "trace_loss")}
-    out["final_ent_norm"] = np.full(shape + (config.n_layers, config.n_heads), np.nan)
+    out["final_ent_norm"] = np.full(shape + (config.model.n_layers, config.model.n_heads), np.nan)
     for key in ("trace_head_max_logit", "trace_head_ent_norm"):
-        out[key] = np.full(shape + (config.n_layers, config.n_heads, T), np.nan)
+        out[key] = np.full(shape + (config.model.n_layers, config.model.n_heads, T), np.nan)
     out["spectral_slack"] = np.full(shape, np.nan)  # min over rows of H - spectral bound (trained weights)
     out["spectral_tightness"] = np.full(shape, np.nan)  # max over rows of spectral bound / H
     out["spectral_min_bound"] = np.full(shape, np.nan)  # smallest spectral bound / ln n over rows with n >= 2
@@ -108,10 +108,11 @@ def train_sweep(config: Config, progress: bool = True) -> dict[str, np.ndarray]:
         out["trace_min_ent_norm"][i, j, t] = h["min_ent_norm"]
         out["trace_loss"][i, j, t] = h["loss"]
         out["final_ent_norm"][i, j, t] = [
-            [h[f"ent_norm_l{la}_h{hd}"][-1] for hd in range(config.n_heads)] for la in range(config.n_layers)
+            [h[f"ent_norm_l{la}_h{hd}"][-1] for hd in range(config.model.n_heads)]
+            for la in range(config.model.n_layers)
         ]
-        for la in range(config.n_layers):
-            for hd in range(config.n_heads):
+        for la in range(config.model.n_layers):
+            for hd in range(config.model.n_heads):
                 out["trace_head_ent_norm"][i, j, t, la, hd] = h[f"ent_norm_l{la}_h{hd}"]
                 out["trace_head_max_logit"][i, j, t, la, hd] = h[f"max_logit_l{la}_h{hd}"]
         # Zhai et al.'s bound on the trained checkpoint (None with QK-norm: the bound does not apply)

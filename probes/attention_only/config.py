@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from analysis.core.config import PartConfig, part
 from analysis.data.tasks import ConvolutionRegression, Induction, NearestNeighbour
-from analysis.probing.base import MAX_SEED, ProbeConfig, model_param, param
+from analysis.probing.base import MAX_SEED, ModelPart, ProbeConfig, model_param, param
 
 SEED_CONV, SEED_KV, SEED_RANK, SEED_SAN = "004#89", "004#24", "004#72", "004#1"
 SOURCE = "analysis/theory/attention_only.py"
@@ -153,6 +153,15 @@ class Spike(PartConfig):
 
 
 @dataclass(frozen=True)
+class Model(ModelPart):
+    """The induction models."""
+
+    vocab_size: int = model_param("vocab_size", 32, maximum=512)
+    d_model: int = model_param("d_model", 32, maximum=256)
+    n_heads: int = model_param("n_heads", 2, maximum=8, formerly="heads")
+
+
+@dataclass(frozen=True)
 class Config(ProbeConfig):
     SMOKE = {
         "construction_batch_size": 8,
@@ -172,11 +181,9 @@ class Config(ProbeConfig):
     train_seeds: int = param(
         5, "training seeds per model: replicate_seed(seed, i), their spread is the uncertainty", minimum=1
     )
-    vocab_size: int = model_param("vocab_size", 32, maximum=512)
+    model: Model = part(Model)
     seq_len: int = param(24, "induction sequence length T", minimum=4, maximum=256)
     segment: int = param(8, "length L of the repeated segment", minimum=2, maximum=128)
-    d_model: int = model_param("d_model", 32, maximum=256)
-    n_heads: int = model_param("n_heads", 2, maximum=8, formerly="heads")
     ind: IndTraining = part(IndTraining)
     n_eval: int = param(256, "held-out induction sequences per trained model", minimum=1, maximum=100_000)
     neighbour: Neighbour = part(Neighbour)
@@ -194,10 +201,9 @@ class Config(ProbeConfig):
 
     def validate(self) -> None:
         super().validate()
-        if (self.d_model // self.n_heads) % 2:
-            raise ValueError(
-                f"d_model / n_heads must be even (RoPE in the induction models), got {self.d_model} / {self.n_heads}"
-            )
+        width, heads = self.model.d_model, self.model.n_heads
+        if (width // heads) % 2:
+            raise ValueError(f"d_model / n_heads must be even (RoPE in the induction models), got {width} / {heads}")
         if self.neighbour.d % 4:
             raise ValueError(f"neighbour_d must be a multiple of 4 (heads of rank d / 4), got {self.neighbour.d}")
         for prefix in ("matched", "deep"):
@@ -223,10 +229,10 @@ class Config(ProbeConfig):
             raise ValueError(f"conv_len must be >= taps ({self.taps}), got {self.conv.len}")
         if self.seq_len < 2 * self.segment + 1:
             raise ValueError(f"seq_len must be >= 2 segment + 1 ({2 * self.segment + 1}), got {self.seq_len}")
-        if self.vocab_size < self.seq_len - self.segment:
+        if self.model.vocab_size < self.seq_len - self.segment:
             raise ValueError(
                 f"vocab_size must be >= seq_len - segment ({self.seq_len - self.segment}) "
-                f"(the prefix has distinct tokens), got {self.vocab_size}"
+                f"(the prefix has distinct tokens), got {self.model.vocab_size}"
             )
 
     def nn_task(self, short: bool = False) -> NearestNeighbour:
@@ -238,4 +244,4 @@ class Config(ProbeConfig):
         return ConvolutionRegression(self.d, self.taps, self.conv.len, self.kernel.decay, self.kernel.seed)
 
     def induction_task(self) -> Induction:
-        return Induction(self.vocab_size, self.seq_len, self.segment)
+        return Induction(self.model.vocab_size, self.seq_len, self.segment)

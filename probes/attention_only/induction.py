@@ -95,7 +95,7 @@ def kv_shift_off_difference(config: Config, model: TinyTransformer, x: torch.Ten
 def constructed_induction(config: Config, shift: bool = True) -> float:
     """Held-out accuracy of the hand-built one-layer KV-shift induction model (theory item 3); ``shift=False``
     sets its shift to (1, 0): plain attention with the same weights."""
-    V = config.vocab_size
+    V = config.model.vocab_size
     cfg = ModelConfig(
         vocab_size=V,
         d_model=2 * V,

@@ -8,7 +8,7 @@ import numpy as np
 
 from analysis.claims.evidence import replicate_seeds
 from analysis.core.config import PartConfig, part, switch
-from analysis.probing.base import ProbeConfig, model_param, param
+from analysis.probing.base import ModelPart, ProbeConfig, model_param, param
 from analysis.theory import icl_gd as th
 
 EPS = float(np.finfo(np.float64).eps)
@@ -259,6 +259,21 @@ class Logistic(PartConfig):
 
 
 @dataclass(frozen=True)
+class Model(ModelPart):
+    """The trained linear self-attention stacks."""
+
+    attention: str = model_param(
+        "attention", "linear", "attention kernel of the trained models", choices=("linear", "softmax")
+    )
+    init_std: float = model_param(
+        "init_std",
+        0.02,
+        "std of the initial weights (small: deep LSA stacks blow up from fan-in init)",
+        maximum=MAX_INIT_STD,
+    )
+
+
+@dataclass(frozen=True)
 class Config(ProbeConfig):
     SMOKE = {
         "d": 4,
@@ -282,18 +297,10 @@ class Config(ProbeConfig):
     depths: tuple[int, ...] = param(
         (1, 2, 3, 4), "depths K of the trained LSA stacks (first = headline)", minimum=1, maximum=8, formerly="layers"
     )
-    attention: str = model_param(
-        "attention", "linear", "attention kernel of the trained models", choices=("linear", "softmax")
-    )
+    model: Model = part(Model)
     hide_query: bool = param(True, "train and evaluate with the query hidden as a key (von Oswald's architecture)")
     train: Train = part(Train)
     depth: Depth = part(Depth)
-    init_std: float = model_param(
-        "init_std",
-        0.02,
-        "std of the initial weights (small: deep LSA stacks blow up from fan-in init)",
-        maximum=MAX_INIT_STD,
-    )
     seed: int = model_param("seed", 0, "seed of the weights, the data stream and the evaluation draws")
     n_eval: int = param(20000, "evaluation tasks per context length", minimum=16)
     n_mc: int = param(200000, "Monte Carlo tasks for the eta* / loss* checks", minimum=16)

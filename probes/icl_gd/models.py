@@ -88,7 +88,7 @@ def model_config(cfg: Config, n_layers: int, dtype: str = "float32", seed: int |
         d_head=D,
         d_mlp=0,
         norm="none",
-        logit_scale=1.0 if cfg.attention == "linear" else None,
+        logit_scale=1.0 if cfg.model.attention == "linear" else None,
         causal=False,
         dtype=dtype,
         init="gpt2",

@@ -368,7 +368,7 @@ def headline_is_mahankali(cfg: Config) -> bool:
     loss and closed form are then claimed once, by :func:`claims_mahankali`."""
     return (
         cfg.x_dist in cfg.mahankali.laws
-        and cfg.attention == "linear"
+        and cfg.model.attention == "linear"
         and (cfg.d, cfg.n_context) == (cfg.mahankali.d, cfg.mahankali.n)
     )
 

@@ -27,7 +27,7 @@ def unpack(rs: tuple[Result, ...]) -> tuple[Config, xr.Dataset, dict, bool, tupl
 
 
 def float_eps(config: Config) -> float:
-    return float(torch.finfo(torch.float64 if config.dtype == "float64" else torch.float32).eps)
+    return float(torch.finfo(torch.float64 if config.model.dtype == "float64" else torch.float32).eps)
 
 
 def n_total(data: xr.Dataset) -> int:
@@ -123,9 +123,10 @@ def claim_seed_range(led: Ledger, rs: tuple[Result, ...]) -> None:
 def _seed_scale(config: Config) -> str:
     """How the seed's models are larger than this run's, and the knobs that move toward them."""
     trained = f", trained {config.train.steps} updates on {config.data}" if config.trained else ", untrained"
+    m = config.model
     return (
-        f"the seed measures large language models (many layers, wide, long contexts); here L = {config.n_layers}, "
-        f"d = {config.d_model}{trained}, T = {config.cont_len}; knob: n_layers/d_model/train_steps/cont_len"
+        f"the seed measures large language models (many layers, wide, long contexts); here L = {m.n_layers}, "
+        f"d = {m.d_model}{trained}, T = {config.cont_len}; knob: n_layers/d_model/train_steps/cont_len"
     )
 
 
@@ -154,7 +155,7 @@ def claim_bias_trajectory(led: Ledger, rs: tuple[Result, ...]) -> None:
         "95% percentile bootstrap CI over prompt pairs of the biased last-layer alpha at this checkpoint; "
         + TRAINED_ONE_SEED
     )
-    arch = f"L = {config.n_layers}, {config.data} data"
+    arch = f"L = {config.model.n_layers}, {config.data} data"
     if many:
         why = over_seeds(many, "biased last-layer alpha at this checkpoint")
     for i, s in enumerate(steps):
@@ -185,7 +186,7 @@ def claim_bias_trajectory(led: Ledger, rs: tuple[Result, ...]) -> None:
 
 
 def _untrained_diagnosis(config: Config, scalars: dict) -> str:
-    L, N = config.n_layers, config.prompt_len + config.cont_len
+    L, N = config.model.n_layers, config.prompt_len + config.cont_len
     relay = scalars["alpha_relay_window"]
     return (
         f"the measured alpha matches the relay model of this depth L = {L} over the window ending at t = {N} "

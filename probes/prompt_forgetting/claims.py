@@ -38,9 +38,9 @@ def claims(rs: tuple[Result, ...]) -> Ledger:
     claim_relay_identities(led, rs)
     claim_cancel_bias_identities(led, rs)
     claim_bias_trajectory(led, rs)
-    if config.attention == "softmax" and config.logit_bias == "none":
+    if config.model.attention == "softmax" and config.logit_bias == "none":
         claim_conditions(led, rs)
-        if config.norm == "pre" or not built_from_config(rs[0]):
+        if config.model.norm == "pre" or not built_from_config(rs[0]):
             claim_bound_ratio(led, rs)
             claim_relay_exponent(led, rs)
             claim_seed_range(led, rs)
@@ -86,7 +86,7 @@ def claim_relay_identities(led: Ledger, rs: tuple[Result, ...]) -> None:
         "uniform_equals_matrix_relay",
         measured=dev / scalars["norm_max"],
         expected=0.0,
-        atol=4.0 * L * N * math.sqrt(config.d_model) * eps,
+        atol=4.0 * L * N * math.sqrt(config.model.d_model) * eps,
         why="summation error of N-term running means over L layers in the model dtype",
         statement="uniform/no-norm/no-MLP network offsets equal the matrix relay model's, every pair "
         "(max |D - D_relay| / max|h|)",
@@ -98,7 +98,7 @@ def claim_relay_identities(led: Ledger, rs: tuple[Result, ...]) -> None:
         "uniform_layer1_bound_ratio_is_limit",
         measured=float(np.max(np.abs(ratio - 1.0))),
         expected=0.0,
-        atol=4.0 * (N + config.d_model) * eps,
+        atol=4.0 * (N + config.model.d_model) * eps,
         why="relative rounding of an N-term running mean plus a d-term matrix product",
         statement="uniform network, layer 1: D t / P equals its limit |A_1 sum delta| / P at every t",
     )
@@ -116,7 +116,7 @@ def claim_relay_identities(led: Ledger, rs: tuple[Result, ...]) -> None:
 def claim_cancel_bias_identities(led: Ledger, rs: tuple[Result, ...]) -> None:
     """Uniform attention with the bias ln(t - P): constant prompt share; for the relay network, constant offset."""
     config, data, scalars, own_model, many = unpack(rs)
-    if not (config.attention == "uniform" and config.logit_bias == "cancel" and own_model):
+    if not (config.model.attention == "uniform" and config.logit_bias == "cancel" and own_model):
         return
     P, L, N, eps = config.prompt_len, data.sizes["layer"], n_total(data), float_eps(config)
     dev = float(np.nanmax(np.abs(data["prompt_share"].values - th.default_share(P))))
@@ -128,7 +128,7 @@ def claim_cancel_bias_identities(led: Ledger, rs: tuple[Result, ...]) -> None:
         why="softmax of P equal logits and t-P equal logits: a few roundings per row",
         statement="uniform attention with the cancelling bias: prompt share = P/(P+1) at every t",
     )
-    if config.norm == "none" and config.d_mlp == 0:
+    if config.model.norm == "none" and config.model.d_mlp == 0:
         # every prompt key weighs 1/(P+1) and every continuation key 1/((P+1)(t-P)) at every t > P: layer 1's
         # offset is A_1 sum_s delta_s / (P+1) at every t, and each later layer averages constant offsets
         D = data["distance_pairs"].values  # (n, L, T)
@@ -176,7 +176,7 @@ def claim_conditions(led: Ledger, rs: tuple[Result, ...]) -> None:
             why="P e^(2B) < T - P: the dilution bound on the prompt share drops below 1/2 within the window",
             statement="max |attention logit| B < ln(T/P)/2 (the window reaches the dilution regime)",
         )
-    if not (config.norm == "pre" or not own_model):
+    if not (config.model.norm == "pre" or not own_model):
         return
     if not np.isfinite(min_rms):
         led.judge(

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from analysis.core.config import PartConfig, part
-from analysis.probing.base import ProbeConfig, model_param, param
+from analysis.probing.base import ModelPart, ProbeConfig, model_param, param
 
 NAME = "prompt_forgetting"
 
@@ -38,33 +38,38 @@ class Train(PartConfig):
 
 
 @dataclass(frozen=True)
+class Model(ModelPart):
+    """The model whose forgetting of its prompt is measured."""
+
+    n_layers: int = model_param("n_layers", 2, formerly="layers")
+    d_model: int = model_param("d_model", 64, smoke=32)
+    n_heads: int = model_param("n_heads", 2, formerly="heads")
+    attention: str = model_param("attention", "softmax", choices=("softmax", "uniform", "ssmax", "sigmoid", "linear"))
+    norm: str = model_param("norm", "pre", choices=("pre", "post", "peri", "mix", "none"))
+    norm_type: str = model_param("norm_type", "layernorm", choices=("layernorm", "rmsnorm"))
+    d_mlp: int = model_param("d_mlp", 256, formerly="mlp", smoke=64)
+    pos: str = model_param("pos", "none", "positions (exist at every t)", choices=("none", "rope"))
+    dtype: str = model_param("dtype", "float32", choices=("float32", "float64"))
+    vocab_size: int = model_param("vocab_size", 64, "vocabulary of random and Markov tokens (corpus: 256 bytes)")
+
+
+@dataclass(frozen=True)
 class Config(ProbeConfig):
     SMOKE = {
         "cont_len": 192,
         "n_pairs": 3,
-        "d_model": 32,
-        "d_mlp": 64,
         "n_boot": 200,
         "fit_lo": 24.0,
     }
 
     # --- model ----------------------------------------------------------------------------------
-    n_layers: int = model_param("n_layers", 2, formerly="layers")
-    d_model: int = model_param("d_model", 64)
-    n_heads: int = model_param("n_heads", 2, formerly="heads")
-    attention: str = model_param("attention", "softmax", choices=("softmax", "uniform", "ssmax", "sigmoid", "linear"))
-    norm: str = model_param("norm", "pre", choices=("pre", "post", "peri", "mix", "none"))
-    norm_type: str = model_param("norm_type", "layernorm", choices=("layernorm", "rmsnorm"))
-    d_mlp: int = model_param("d_mlp", 256, formerly="mlp")
-    pos: str = model_param("pos", "none", "positions (exist at every t)", choices=("none", "rope"))
-    dtype: str = model_param("dtype", "float32", choices=("float32", "float64"))
+    model: Model = part(Model)
     logit_gain: float = param(
         1.0,
         "multiplies the attention logits' default scale 1/sqrt(d_head); below 1 it brings "
         "the logits inside the theorem's bounded-logit regime",
         minimum=1e-6,
     )
-    vocab_size: int = model_param("vocab_size", 64, "vocabulary of random and Markov tokens (corpus: 256 bytes)")
     # --- data and training ------------------------------------------------------------------------
     data: str = param(
         "random", "token source of prompts and continuation (and training)", choices=("random", "markov", "corpus")
@@ -88,13 +93,13 @@ class Config(ProbeConfig):
         ``logit_gain`` (gain 1 leaves ``logit_scale`` at its default, so trained checkpoints' keys are as without
         the field)."""
         # d_model / n_heads: the head size when n_heads divides d_model (the model refuses it otherwise, naming both)
-        scale = None if self.logit_gain == 1.0 else self.logit_gain / math.sqrt(self.d_model / self.n_heads)
+        scale = None if self.logit_gain == 1.0 else self.logit_gain / math.sqrt(self.model.d_model / self.model.n_heads)
         if scale is not None and not math.isfinite(scale):
             raise ValueError(
                 "logit_gain must keep the logit scale logit_gain / sqrt(d_model / n_heads) finite, got "
                 f"{self.logit_gain}"
             )
-        vocab = 256 if self.data == "corpus" else self.vocab_size
+        vocab = 256 if self.data == "corpus" else self.model.vocab_size
         return {"input": "tokens", "vocab_size": vocab, "output": "lm", "logit_scale": scale}
 
     def validate(self) -> None:

@@ -61,7 +61,7 @@ def bias_claims(plain, biased) -> Ledger:
     cfg = biased.config
     if cfg.logit_bias != "cancel" or plain.config.logit_bias != "none":
         raise ValueError("bias_claims needs an unbiased run and its cancel-bias twin")
-    if cfg.attention == "uniform" and cfg.norm == "none" and cfg.d_mlp == 0:
+    if cfg.model.attention == "uniform" and cfg.model.norm == "none" and cfg.model.d_mlp == 0:
         raise ValueError(
             "the relay network's bias claim is exact: uniform_bias_offset_constant in the biased run's own ledger"
         )
@@ -93,7 +93,7 @@ def bias_claims(plain, biased) -> Ledger:
             band=band,
             alternative=unbiased,
             why=why,
-            statement=f"untrained {cfg.attention} model with the cancelling bias: alpha{note} = 0",
+            statement=f"untrained {cfg.model.attention} model with the cancelling bias: alpha{note} = 0",
         )
     return led
 
@@ -118,10 +118,10 @@ def trained_vs_untrained_claims(untrained, trained) -> Ledger:
     led = Ledger(NAME, preset=cfg.preset_name)
     diffs = [t.scalars["alpha"] - u.scalars["alpha"] for u, t in zip(un, tr, strict=True)]
     scale = (
-        f"the seed's trained models are large LMs trained to convergence; here L = {cfg.n_layers}, "
-        f"d = {cfg.d_model}, {cfg.train.steps} updates on {cfg.data}; knob: train_steps/n_layers/d_model"
+        f"the seed's trained models are large LMs trained to convergence; here L = {cfg.model.n_layers}, "
+        f"d = {cfg.model.d_model}, {cfg.train.steps} updates on {cfg.data}; knob: train_steps/n_layers/d_model"
     )
-    statement = f"alpha_trained - alpha_untrained > 0 at equal depth L = {cfg.n_layers} ({cfg.data} data)"
+    statement = f"alpha_trained - alpha_untrained > 0 at equal depth L = {cfg.model.n_layers} ({cfg.data} data)"
     if len(diffs) >= 2:
         led.judge(
             "trained_forgets_faster",
@@ -161,7 +161,7 @@ def depth_sweep_claims(results: list) -> Ledger:
         raise ValueError("depth_sweep_claims needs runs at two depths at least")
     for r in results[1:]:
         _check_pair(results[0], r, {"n_layers"})
-    Ls = np.array([r.config.n_layers for r in results], dtype=np.float64)
+    Ls = np.array([r.config.model.n_layers for r in results], dtype=np.float64)
     if len(set(Ls)) != len(Ls):
         raise ValueError(f"depths must differ, got {Ls}")
     w = (Ls - Ls.mean()) / ((Ls - Ls.mean()) ** 2).sum()
@@ -169,7 +169,9 @@ def depth_sweep_claims(results: list) -> Ledger:
     se = float(np.sqrt(np.sum(w**2 * np.array([_alpha_se(r) for r in results]) ** 2)))
     relay = np.array(
         [
-            th.relay_alpha_window(r.config.prompt_len, r.config.n_layers, r.scalars["fit_lo"], int(r.scalars["fit_hi"]))
+            th.relay_alpha_window(
+                r.config.prompt_len, r.config.model.n_layers, r.scalars["fit_lo"], int(r.scalars["fit_hi"])
+            )
             for r in results
         ]
     )
@@ -211,9 +213,9 @@ def depth_law(runs: list[Result]) -> xr.Dataset:
         raise ValueError("depth_law needs runs")
     for r in runs[1:]:
         _check_pair(runs[0], r, {"n_layers", "seed"})
-    Ls = sorted({r.config.n_layers for r in runs})
+    Ls = sorted({r.config.model.n_layers for r in runs})
     seeds = sorted({r.config.seed for r in runs})
-    by = {(r.config.n_layers, r.config.seed): r for r in runs}
+    by = {(r.config.model.n_layers, r.config.seed): r for r in runs}
     missing = [(L, s) for L in Ls for s in seeds if (L, s) not in by]
     if missing or len(seeds) < 2:
         raise ValueError(f"depth_law needs every depth at the same >= 2 seeds; missing (n_layers, seed): {missing}")

@@ -222,7 +222,12 @@ def measure(ctx: Context) -> None:
     m = measure_offsets(model, a, b, c, attn_bias=prep.bias, progress=ctx.progress)
     law = offset_laws(config, m, P, N)
     ctx.put(FitWindow(law["window"]))
-    exact_relay = ctx.own_model and config.attention == "uniform" and config.norm == "none" and config.d_mlp == 0
+    exact_relay = (
+        ctx.own_model
+        and config.model.attention == "uniform"
+        and config.model.norm == "none"
+        and config.model.d_mlp == 0
+    )
     relay_pred = limit = None
     if exact_relay and config.logit_bias == "none":
         relay_pred = relay_prediction(model, m["embed_delta"], N)[:, :, P:]  # (n, L, T) per pair

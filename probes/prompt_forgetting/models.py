@@ -31,7 +31,7 @@ def model_config(config: Config) -> ModelConfig:
 
 def _task(config: Config, seq_len: int):
     if config.data == "markov":
-        return MarkovLanguage(vocab_size=config.vocab_size, seq_len=seq_len, seed=config.seed)
+        return MarkovLanguage(vocab_size=config.model.vocab_size, seq_len=seq_len, seed=config.seed)
     return CorpusLM(seq_len=seq_len)
 
 
@@ -144,9 +144,9 @@ def draw_pairs(config: Config, model=None) -> tuple[torch.Tensor, torch.Tensor, 
     if config.data == "random":
         draw = lambda k, m: torch.randint(0, vocab, (k, m), generator=gen)  # noqa: E731
     elif config.data == "markov":
-        if vocab < config.vocab_size:
+        if vocab < config.model.vocab_size:
             raise ModelIncompatibleError(
-                f"data 'markov' draws ids below vocab_size={config.vocab_size}, but the model's "
+                f"data 'markov' draws ids below vocab_size={config.model.vocab_size}, but the model's "
                 f"vocab is {vocab}; set vocab_size <= {vocab}"
             )
         lang = _task(config, 1)

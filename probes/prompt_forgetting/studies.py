@@ -104,9 +104,9 @@ regime_grid = depths_x_seeds(REGIME_LAYERS)
 def layers_ledger(designs: list[Replicates]) -> Ledger:
     """Each design's own ledger (judged over its seeds), tagged ``L<n_layers>``: the claims of a study whose
     designs differ in depth and make no cross-design claim."""
-    tagged = {f"L{r.config.n_layers}": r.ledger for r in designs}
+    tagged = {f"L{r.config.model.n_layers}": r.ledger for r in designs}
     if len(tagged) != len(designs):
-        raise ValueError(f"designs must differ in layers, got {[r.config.n_layers for r in designs]}")
+        raise ValueError(f"designs must differ in layers, got {[r.config.model.n_layers for r in designs]}")
     return tagged_ledger(tagged)
 
 

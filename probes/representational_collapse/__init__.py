@@ -49,7 +49,7 @@ separator); sequences longer than ``max_positions(model)`` are refused; only the
 (``hook_embed``, ``blocks.{l}.hook_resid_pre/post``) are used. A bidirectional model is measured the same
 way (padding keys hidden by a ``-inf`` attention bias), but the claims derived for causal softmax
 (predicted slopes, depth rates, path counting) are recorded as not evaluated. The positional encoding
-of a passed model is taken as learned absolute when it has a position limit, else ``config.pos``.
+of a passed model is taken as learned absolute when it has a position limit, else ``config.model.pos``.
 
 The probe is a package of parts (:mod:`analysis.probing.parts`), one module each, in the order of their claims:
 ``linear_stack`` (the exact uniform stack), ``distances`` (the decay rate per layer), ``oversquashing``

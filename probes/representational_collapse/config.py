@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from analysis.core.config import PartConfig, part
-from analysis.probing.base import ProbeConfig, model_param, param
+from analysis.probing.base import ModelPart, ProbeConfig, model_param, param
 from analysis.theory import representational_collapse as th
 
 BIDIRECTIONAL = "bidirectional model: the causal derivation does not apply"
@@ -56,13 +56,32 @@ class Train(PartConfig):
 
 
 @dataclass(frozen=True)
+class Model(ModelPart):
+    """The model whose representations are measured."""
+
+    n_layers: int = model_param("n_layers", 2, formerly="layers")
+    d_model: int = model_param("d_model", 64, smoke=32)
+    n_heads: int = model_param("n_heads", 2, formerly="heads")
+    attention: str = model_param("attention", "softmax", choices=("softmax", "uniform"))
+    norm: str = model_param("norm", "pre", choices=("pre", "post", "none"))
+    d_mlp: int = model_param("d_mlp", 256, formerly="mlp", smoke=64)
+    pos: str = model_param(
+        "pos",
+        "none",
+        "positional encoding (a passed model without a position limit: the one it uses)",
+        choices=("none", "rope", "learned"),
+    )
+    vocab_size: int = model_param(
+        "vocab_size", 64, "vocabulary (the last id is the separator; a passed model's own is used)", minimum=4
+    )
+
+
+@dataclass(frozen=True)
 class Config(ProbeConfig):
     SMOKE = {
         "max_len": 128,
         "n_lengths": 8,
         "n_bases": 3,
-        "d_model": 32,
-        "d_mlp": 64,
         "n_boot": 100,
         "fit_lo": 8.0,
     }
@@ -81,21 +100,7 @@ class Config(ProbeConfig):
     # --- collapse beyond max_len ----------------------------------------------------------------
     extend: Extend = part(Extend)
     # --- model ----------------------------------------------------------------------------------
-    n_layers: int = model_param("n_layers", 2, formerly="layers")
-    d_model: int = model_param("d_model", 64)
-    n_heads: int = model_param("n_heads", 2, formerly="heads")
-    attention: str = model_param("attention", "softmax", choices=("softmax", "uniform"))
-    norm: str = model_param("norm", "pre", choices=("pre", "post", "none"))
-    d_mlp: int = model_param("d_mlp", 256, formerly="mlp")
-    pos: str = model_param(
-        "pos",
-        "none",
-        "positional encoding (a passed model without a position limit: the one it uses)",
-        choices=("none", "rope", "learned"),
-    )
-    vocab_size: int = model_param(
-        "vocab_size", 64, "vocabulary (the last id is the separator; a passed model's own is used)", minimum=4
-    )
+    model: Model = part(Model)
     # --- training -------------------------------------------------------------------------------
     trained: bool = param(False, "train the model on a Markov language first (analysis.training.train, cached)")
     train: Train = part(Train)
@@ -116,7 +121,7 @@ class Config(ProbeConfig):
             raise ValueError(f"early_position must be below min_len - 1 = {self.min_len - 1}")
         if self.extend.dtype and not self.extend.hi >= 2 * self.extend.lo:
             raise ValueError(f"extend_hi must be at least 2 extend_lo, got {self.extend.lo}, {self.extend.hi}")
-        if self.extend.dtype and self.pos == "learned":
+        if self.extend.dtype and self.model.pos == "learned":
             raise ValueError("extend_dtype needs a model without learned positions (the extension reuses the model)")
         if self.separator_every >= self.max_len:
             raise ValueError(

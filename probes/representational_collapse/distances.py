@@ -128,7 +128,7 @@ def measure(ctx: Context) -> None:
     per = m["per_dtype"]
     norm = np.exp(np.log(per["float64"]["norm"]).mean(0))  # (N,) geometric mean |h|
     dist = np.stack([gmean(per[dt]["distance"]) for dt in dts])  # (dtype, N)
-    attention = config.attention if ctx.own_model else "softmax"
+    attention = config.model.attention if ctx.own_model else "softmax"
     predicted = th.predicted_slope(
         config.family, shared.pos, separators=config.separator_every > 0, attention=attention
     )
@@ -262,9 +262,9 @@ def claim_rate(led: Ledger, rs: tuple[Result, ...]) -> None:
     if not math.isfinite(s["predicted_slope"]):
         return  # learned positions: claim_learned_positions
     own = r.meta.get("own_model", True)
-    attention = config.attention if own else "softmax"
-    pos = r.meta.get("pos_assumed", config.pos)
-    requires_full = config.attention != "uniform" or not own  # the softmax rates are asymptotic: the long window
+    attention = config.model.attention if own else "softmax"
+    pos = r.meta.get("pos_assumed", config.model.pos)
+    requires_full = config.model.attention != "uniform" or not own  # the softmax rates are asymptotic: the long window
     _slope_claim(led, rs, names[0], L, rate_alternative(config, pos, attention, L), requires_full)
     if L >= 2:
         _slope_claim(led, rs, names[1], 1, rate_alternative(config, pos, attention, 1), requires_full)
@@ -274,13 +274,13 @@ def claim_learned_positions(led: Ledger, rs: tuple[Result, ...]) -> None:
     """Learned absolute positions: the read-out position differs between the two sequences: no decay."""
     r = rs[0]
     config, s = r.config, r.scalars
-    pos = r.meta.get("pos_assumed", config.pos)
+    pos = r.meta.get("pos_assumed", config.model.pos)
     slopes = [x.scalars["slope"] for x in rs]
     if not (s["causal"] and pos == "learned" and config.family != "early_token"):
         return
     if not all(math.isfinite(v) for v in slopes):
         return
-    free = th.predicted_slope(config.family, "none", config.separator_every > 0, config.attention)
+    free = th.predicted_slope(config.family, "none", config.separator_every > 0, config.model.attention)
     led.judge(
         "learned_positions_no_collapse",
         expected=0.0,

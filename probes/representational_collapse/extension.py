@@ -116,7 +116,10 @@ def claim_collapse_length(led: Ledger, r: Result) -> None:
     p = collapse_prediction(r, dt, grid_ratio=s["ext_grid_ratio"])
     own = r.meta.get("own_model", True)
     alt_slope, alt_h = rate_alternative(
-        config, r.meta.get("pos_assumed", config.pos), config.attention if own else "softmax", int(r.data["layer"].size)
+        config,
+        r.meta.get("pos_assumed", config.model.pos),
+        config.model.attention if own else "softmax",
+        int(r.data["layer"].size),
     )
     if alt_slope > 0:
         alt = float(th.extrapolated_collapse(p["n_a"], p["ratio"], alt_slope))

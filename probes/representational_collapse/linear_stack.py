@@ -40,7 +40,7 @@ def uniform_stack_error(m: dict, mats: list[np.ndarray]) -> float:
 def exact_uniform(ctx: Context) -> bool:
     """Whether the run's model is exactly a linear stack: an own model with uniform attention, no norm, no MLP."""
     c = ctx.config
-    return c.attention == "uniform" and c.norm == "none" and c.d_mlp == 0 and ctx.own_model
+    return c.model.attention == "uniform" and c.model.norm == "none" and c.model.d_mlp == 0 and ctx.own_model
 
 
 def measure(ctx: Context) -> None:
@@ -76,7 +76,7 @@ def claim_exact_uniform(led: Ledger, rs: tuple[Result, ...]) -> None:
     if "uniform_stack_error" not in s:
         return
     T = int(r.data["n"].values[-1]) + 2
-    tol = 8.0 * L * max(T, config.sens.len) * math.sqrt(config.d_model) * th.EPS["float64"]
+    tol = 8.0 * L * max(T, config.sens.len) * math.sqrt(config.model.d_model) * th.EPS["float64"]
     every = f" (worst of {len(rs)} seeds)" if len(rs) > 1 else ""
     _worst_identity(
         led,

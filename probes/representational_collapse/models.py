@@ -32,7 +32,9 @@ def model_config(config: Config) -> ModelConfig:
         input="tokens",
         output="lm",
         dtype="float32",
-        max_len=max(seq_bound(config), config.sens.len, config.train.seq_len) if config.pos == "learned" else 1024,
+        max_len=max(seq_bound(config), config.sens.len, config.train.seq_len)
+        if config.model.pos == "learned"
+        else 1024,
     )
 
 
@@ -52,7 +54,7 @@ def build_models(config: Config, model=None, progress: bool = True) -> tuple[dic
         cfg = model_config(config)
         return {dt: TinyTransformer(cfg.replace(dtype=dt), device=config.torch_device()).eval() for dt in names}, info
     if model is None:
-        task = tasks.MarkovLanguage(vocab_size=config.vocab_size, seq_len=config.train.seq_len, seed=config.seed)
+        task = tasks.MarkovLanguage(vocab_size=config.model.vocab_size, seq_len=config.train.seq_len, seed=config.seed)
         res = train(model_config(config), task, train_config(config), device=config.torch_device(), progress=progress)
         model = res.model
         info = {"train_loss": res.final_loss, "checkpoint": res.key, "from_cache": res.from_cache}
@@ -74,19 +76,19 @@ def check_length(config: Config, model) -> None:
 
 
 def model_vocab(config: Config, model=None) -> int:
-    """Token ids the pairs draw from: ``config.vocab_size`` for own models, else the model's own."""
-    v = protocol.vocab_size(model) if model is not None else config.vocab_size
+    """Token ids the pairs draw from: ``config.model.vocab_size`` for own models, else the model's own."""
+    v = protocol.vocab_size(model) if model is not None else config.model.vocab_size
     if not isinstance(v, int) or v < 4:
         raise ModelIncompatibleError(f"the model must embed at least 4 token ids, got vocab_size={v}")
     return v
 
 
 def model_pos(config: Config, model=None) -> str:
-    """Positional encoding the predictions use: ``config.pos`` for own models; a passed model with a
-    position limit has learned absolute positions, one without is taken to use ``config.pos``."""
+    """Positional encoding the predictions use: ``config.model.pos`` for own models; a passed model with a
+    position limit has learned absolute positions, one without is taken to use ``config.model.pos``."""
     if model is not None and protocol.max_positions(model) is not None:
         return "learned"
-    return config.pos
+    return config.model.pos
 
 
 def protocol_width(model) -> int:

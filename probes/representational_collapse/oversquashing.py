@@ -44,7 +44,7 @@ def sensitivity(model, config: Config, vocab: int | None = None, chunk: int = 64
     """
     gen = torch.Generator().manual_seed(config.seed + 15485863)  # sensitivity bases only
     T = config.sens.len
-    seqs = torch.randint(0, (vocab or config.vocab_size) - 1, (config.sens.bases, T), generator=gen)
+    seqs = torch.randint(0, (vocab or config.model.vocab_size) - 1, (config.sens.bases, T), generator=gen)
     dev = model_device(model)
     resid = resid_names(model.n_layers)
     names = ["hook_embed"] + resid

@@ -22,9 +22,9 @@ def lengths(config: Config) -> np.ndarray:
 def draw_samples(config: Config, vocab: int | None = None) -> dict[str, torch.Tensor]:
     """Per sample: a random base of ``max_len`` tokens (prefixes give every n), (one, zero) and a replacement.
 
-    Ids lie in ``[0, vocab - 1)`` (``vocab`` defaults to ``config.vocab_size``; the last id is the separator)."""
+    Ids lie in ``[0, vocab - 1)`` (``vocab`` defaults to ``config.model.vocab_size``; the last id is the separator)."""
     gen = torch.Generator().manual_seed(config.seed + 7919)  # data only
-    V = (vocab or config.vocab_size) - 1  # the last id is reserved for separators
+    V = (vocab or config.model.vocab_size) - 1  # the last id is reserved for separators
     S = config.n_bases
     base = torch.randint(0, V, (S, config.max_len), generator=gen)
     one = torch.randint(0, V, (S,), generator=gen)
@@ -45,7 +45,10 @@ def make_pair(config: Config, samples: dict, s: int, n: int) -> tuple[torch.Tens
         pair = pairs.early_token_pair(samples["base"][s, :n], config.early_position, int(samples["replacement"][s]))
     if config.separator_every:
         pair = pairs.apply_to_pair(
-            pair, pairs.with_separators, int(samples.get("separator", config.vocab_size - 1)), config.separator_every
+            pair,
+            pairs.with_separators,
+            int(samples.get("separator", config.model.vocab_size - 1)),
+            config.separator_every,
         )
     return pair
 

@@ -212,8 +212,9 @@ def claim_last_layer_gradient(led: Ledger, r: Result) -> None:
 
 def _curse_scale(cfg: Config) -> str:
     """How the Curse of Depth's (000#50) trained setting is larger than a trained run here, and the knobs."""
+    m = cfg.model
     return (
-        f"000#50 pre-trains LLMs of 130M to 1B parameters; here L = {max(cfg.depths)}, d = {cfg.d_model}, "
-        f"{cfg.train.steps} updates on a Markov language of {cfg.vocab_size} tokens; knobs toward it: train_steps, "
+        f"000#50 pre-trains LLMs of 130M to 1B parameters; here L = {max(cfg.depths)}, d = {m.d_model}, "
+        f"{cfg.train.steps} updates on a Markov language of {m.vocab_size} tokens; knobs toward it: train_steps, "
         "d_model (at most 128), depths (none reaches it)"
     )

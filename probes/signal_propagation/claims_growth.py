@@ -245,7 +245,7 @@ def claim_no_norm_growth(led: Ledger, r: Result) -> None:
         "over the deep half minus (1 + kappa) 3/2 at that seed's own mean kappa (the law is linear in kappa, so "
         "the mean prediction is the law at the mean kappa)",
         regime=["none_variance_sum_rule"],  # the growth law is the sum rule's increment a_l + G at large q
-        scale=f"the law is the mean-field limit d -> inf (theory section 8); here d_model = {cfg.d_model}: the "
+        scale=f"the law is the mean-field limit d -> inf (theory section 8); here d_model = {cfg.model.d_model}: the "
         "per-block ratios m_{l+1}/m_l fluctuate (sd of their log about 0.3 at d = 32, 0.14 at d = 128) and exp(slope), "
         "their geometric mean, lies below their mean by about half that variance; knob: d_model",
         statement=f"none, L={L}: per-block growth factor of m_l in the deep half = (1 + kappa) 3/2",

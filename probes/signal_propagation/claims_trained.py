@@ -54,7 +54,7 @@ def claim_deepnet_stability(led: Ledger, r: Result) -> None:
         sc[f"{n}_L{N}_no_warmup_final_loss"] = float(np.mean(final[n]))
     sc["stability_stall_threshold"] = floor - margin
     rule = (
-        f"L = {N}, d = {cfg.d_model}, T = {cfg.seq_len}, {cfg.stability.steps} Adam updates at the probe's rate "
+        f"L = {N}, d = {cfg.model.d_model}, T = {cfg.seq_len}, {cfg.stability.steps} Adam updates at the probe's rate "
         f"{stability_train_config(cfg).lr:g} without warm-up, {S} seeds"
     )
     cost = f"{S} independent seeds (about 37 s per seed for a Post-LN and a DeepNorm run, one thread)"

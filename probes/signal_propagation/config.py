@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 
 from analysis.core.config import PartConfig, part, switch
-from analysis.probing.base import ProbeConfig, model_param, param
+from analysis.probing.base import ModelPart, ProbeConfig, model_param, param
 from analysis.zoo.model import ATTENTION_KERNELS
 from probes.signal_propagation import phase
 
@@ -154,6 +154,20 @@ class Phase(PartConfig):
 
 
 @dataclass(frozen=True)
+class Model(ModelPart):
+    """The stacks whose signal propagation is measured (their depths and norms are the sweep's)."""
+
+    d_model: int = model_param("d_model", 32, maximum=128)
+    n_heads: int = model_param("n_heads", 4, formerly="heads")
+    attention: str = model_param("attention", "softmax", choices=ATTENTION_KERNELS)
+    vocab_size: int = model_param(
+        "vocab_size",
+        64,
+        "vocabulary of the Markov language (data corpus: the zoo's models embed at least the 256 byte ids)",
+    )
+
+
+@dataclass(frozen=True)
 class Config(ProbeConfig):
     SMOKE = {
         "norms": ("pre", "post", "peri"),
@@ -167,12 +181,10 @@ class Config(ProbeConfig):
 
     norms: tuple[str, ...] = param(tuple(NORM_VARIANTS), "norm variants to measure", choices=tuple(NORM_VARIANTS))
     depths: tuple[int, ...] = param((1, 2, 4, 8, 16, 32, 48), "numbers of blocks L", minimum=1, maximum=256)
-    d_model: int = model_param("d_model", 32, maximum=128)
-    n_heads: int = model_param("n_heads", 4, formerly="heads")
+    model: Model = part(Model)
     attn_only: bool = param(
         False, "blocks without MLPs (false: each block has a GELU MLP of width 4 d)", formerly="mlp"
     )
-    attention: str = model_param("attention", "softmax", choices=ATTENTION_KERNELS)
     skip: bool = param(True, "skip connections around both sublayers")
     mask: str = param("causal", "attention mask of the depth sweep", choices=MASKS)
     seq_len: int = param(16, "tokens per sequence T", minimum=2)
@@ -185,11 +197,6 @@ class Config(ProbeConfig):
     batch_size: int = param(8, "sequences per measurement batch", minimum=1)
     n_samples: int = param(
         6, "initialisations (weight seeds replicate_seed(seed, i), i < n_samples) per (norm, depth)", minimum=2
-    )
-    vocab_size: int = model_param(
-        "vocab_size",
-        64,
-        "vocabulary of the Markov language (data corpus: the zoo's models embed at least the 256 byte ids)",
     )
     trained: bool = param(False, "measure after training on the Markov language (cached)")
     train: Train = part(Train)

@@ -37,7 +37,7 @@ def model_config(cfg: Config, norm: str, depth: int, seed: int) -> ModelConfig:
 def model_vocab(cfg: Config) -> int:
     """Vocabulary of the zoo's LM models: the Markov language's; with ``data="corpus"`` at least 256, so that
     the corpus text is encoded as UTF-8 bytes (:func:`analysis.zoo.protocol.encode_text`)."""
-    return max(cfg.vocab_size, 256) if cfg.data == "corpus" else cfg.vocab_size
+    return max(cfg.model.vocab_size, 256) if cfg.data == "corpus" else cfg.model.vocab_size
 
 
 @functools.lru_cache(maxsize=2)  # a V = 4096 language holds 128 MB of transition matrix
@@ -49,7 +49,7 @@ def language(vocab_size: int, seq_len: int, seed: int) -> MarkovLanguage:
 
 
 def task(cfg: Config) -> MarkovLanguage:
-    return language(cfg.vocab_size, cfg.seq_len, cfg.seed)
+    return language(cfg.model.vocab_size, cfg.seq_len, cfg.seed)
 
 
 def train_config(cfg: Config):
@@ -78,7 +78,7 @@ def batch(cfg: Config, sample: int, vocab: int | None = None) -> tuple[torch.Ten
     ``vocab`` (a passed model's vocabulary) caps the Markov language at ``min(vocab_size, vocab)`` ids.
     """
     gen = torch.Generator().manual_seed(cfg.seed * 1_000_003 + sample + 17)
-    if vocab is None or vocab >= cfg.vocab_size:
+    if vocab is None or vocab >= cfg.model.vocab_size:
         return task(cfg).sample(cfg.batch_size, gen)
     return language(vocab, cfg.seq_len, cfg.seed).sample(cfg.batch_size, gen)
 
