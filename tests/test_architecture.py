@@ -227,7 +227,6 @@ def test_claims_are_recorded_with_judge_except_where_allowed():
 MAX_MODULE_LINES = 400
 SUBPACKAGES = ("core", "zoo", "data", "training", "claims", "notebook", "probing", "theory", "figures")
 LONG_MODULES_TO_SPLIT: set[str] = {
-    "bench/run.py",  # the benchmarks, their machine record and their report in one file
     "probes/softmax_alternatives/config.py",  # 17 part configs: one module per group of parts
     # the claim declarations of a probe, one table: one module per part
     "probes/associative_recall/declarations.py",
