@@ -37,12 +37,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # make_figures.py, beside this file
-
-import make_figures  # noqa: E402
-
-from analysis.claims import scorecard  # noqa: E402
-from analysis.core.paths import BUILD, NOTEBOOKS, REPO  # noqa: E402
+from analysis.claims import scorecard
+from analysis.core.paths import BUILD, NOTEBOOKS, REPO
+from analysis.figures import execution, gallery
 
 THEME = REPO / "book" / "theme"
 TITLE = "Transformer theory workbench"
@@ -82,23 +79,23 @@ def ref(kind: str, name: str, targets: set[str]) -> str:
 # What make figures left
 def load(figures: Path) -> dict[str, Any]:
     """The gallery: ``papers`` (papers.json), ``names`` (notebooks with a ledger or a figure), and
-    :func:`make_figures.collect`'s ``figures`` (sidecars per notebook) and ``ledgers``; ``figure_of`` maps a claim's
-    ``(context, name)`` to the figure that shows it."""
+    :func:`analysis.figures.gallery.collect`'s ``figures`` (sidecars per notebook) and ``ledgers``; ``figure_of``
+    maps a claim's ``(context, name)`` to the figure that shows it."""
     path = figures / "papers.json"
     if not path.is_file():
-        raise BookError(f"no {make_figures._display(path)}: run make figures first")
+        raise BookError(f"no {execution._display(path)}: run make figures first")
     try:
         papers = json.loads(path.read_text())
     except ValueError as e:
-        raise BookError(f"{make_figures._display(path)} is not JSON ({e}): run make figures again") from None
+        raise BookError(f"{execution._display(path)} is not JSON ({e}): run make figures again") from None
     names = {p.name[: -len(".claims.json")] for p in figures.glob("*.claims.json")}
     for sidecar in figures.glob("*.json"):
-        meta = make_figures._read_json(sidecar)
+        meta = execution._read_json(sidecar)
         if meta.get("kind") == "figure" and meta.get("notebook"):
             names.add(meta["notebook"])
     try:
-        collected = make_figures.collect([Path(n) for n in sorted(names)], figures)
-    except make_figures.LedgerError as e:
+        collected = gallery.collect([Path(n) for n in sorted(names)], figures)
+    except gallery.LedgerError as e:
         raise BookError(str(e)) from None
     shown = {m["figure"] for figs in collected["figures"].values() for m in figs}
     claims = [c for led in collected["ledgers"].values() if led is not None for c in led.claims]
@@ -184,7 +181,7 @@ def papers_page(book: dict[str, Any]) -> str:
 
 
 def claims_table(claims: list[Any], keys: set[str]) -> list[str]:
-    """make_figures' claims table (same columns), escaped for MyST, each paper linking to its section."""
+    """The gallery's claims table (same columns), escaped for MyST, each paper linking to its section."""
     rows = ["| verdict | tests | claim | statement | why this verdict | paper |", "|---|---|---|---|---|---|"]
     for c in claims:
         paper = ref("paper", c.paper, keys) if c.paper else ""
@@ -232,7 +229,7 @@ def figures_page(name: str, book: dict[str, Any]) -> str:
             lines += [f":::{{figure}} ../assets/{image}", f":alt: {md(fig)}", md(meta.get("caption") or fig), ":::", ""]
         lines += [*provenance(meta, name, book), ""]
         if mine:
-            lines += [f"Claims it checks ({make_figures.verdict_counts(mine)}):", "", *claims_table(mine, book["keys"])]
+            lines += [f"Claims it checks ({gallery.verdict_counts(mine)}):", "", *claims_table(mine, book["keys"])]
         lines += ["" if mine else "No claim checks this figure.", ""]
     rest = [c for c in claims if c.figure not in {m["figure"] for m in figs}]
     if rest:
@@ -358,7 +355,7 @@ def build(out: Path, timeout: float = 600.0) -> tuple[str | None, list[str]]:
     if proc.returncode:
         return f"exit code {proc.returncode}: {(problems or log.strip().splitlines() or [''])[-1]}", problems
     if missing:
-        return f"no {make_figures._display(missing[0])} was written", problems
+        return f"no {execution._display(missing[0])} was written", problems
     return None, problems
 
 
@@ -378,7 +375,7 @@ def main(argv: list[str] | None = None) -> int:
     except BookError as e:
         print(f"make_book.py: error: {e}", file=sys.stderr)
         return 2
-    out = make_figures._display(args.out.resolve())
+    out = execution._display(args.out.resolve())
     if book["missing"]:
         missing = f"{len(book['missing'])} notebook(s) not executed since the checkout ({', '.join(book['missing'])})"
         print(f"book: {missing}: their pages show the committed figures; make figures executes them")

@@ -1,25 +1,28 @@
-"""bench/run.py's bookkeeping: what it reads from a figure run's cache and how it reports a training profile.
+"""The benchmarks' bookkeeping (bench/): what it reads from a figure run's cache and how it reports a training profile.
 
 The benchmarks' numbers are measured by ``make bench``, never asserted here; these tests check the arithmetic
 and the records around them."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
+from types import SimpleNamespace
 
 import pytest
-
-from analysis.core.paths import REPO
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("bench_run", REPO / "bench" / "run.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """The benchmarks' modules (bench/: speed, runs, report), one namespace."""
+    from bench import report, speed
+
+    return SimpleNamespace(
+        checkpoint_training=speed.checkpoint_training,
+        bench_train_profile=speed.bench_train_profile,
+        bench_hooks=speed.bench_hooks,
+        _headline=report._headline,
+    )
 
 
 def _checkpoint(root, key, wall, layers):

@@ -449,12 +449,11 @@ for name in ("tiny_a", "tiny_b"):
     save_figure(fig, name, notebook="01_tiny", params={"preset": preset}, ledger=led)
 save_ledger(led, notebook="01_tiny")"""
 
-# make_figures.py whose third promoted file hangs half-written in its temporary file
+# make_figures whose third promoted file hangs half-written in its temporary file (argv[1]: the script, unused: the
+# pipeline is analysis.figures, whose promotion writes through execution.atomic_write_bytes)
 KILLABLE_MAKE_FIGURES = """\
-import importlib.util, os, sys, time
-spec = importlib.util.spec_from_file_location("make_figures", sys.argv[1])
-mf = sys.modules["make_figures"] = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(mf)
+import os, sys, time
+from analysis.figures import cli, execution as mf
 from analysis.core.io import atomic_write
 real, calls = mf.atomic_write_bytes, []
 def atomic_write_bytes(path, data):
@@ -468,7 +467,7 @@ def atomic_write_bytes(path, data):
         time.sleep(600)
     return atomic_write(path, half)
 mf.atomic_write_bytes = atomic_write_bytes
-sys.exit(mf.main(sys.argv[2:]))
+sys.exit(cli.main(sys.argv[2:]))
 """
 
 

@@ -1,4 +1,5 @@
-"""`scripts/make_figures.py` end to end: rendering, failing claims, failing cells, resume, timeouts.
+"""The figure pipeline (`analysis/figures/`, run as `scripts/make_figures.py`) end to end: rendering, failing claims,
+failing cells, resume, timeouts.
 
 Every run writes into pytest's temporary folders (``--out`` and ``--build``); the committed
 ``figures/`` folder is never touched.
@@ -6,7 +7,6 @@ Every run writes into pytest's temporary folders (``--out`` and ``--build``); th
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -18,7 +18,9 @@ import nbformat
 import pytest
 
 from analysis.claims.ledger import Ledger
+from analysis.core.io import content_hash
 from analysis.core.paths import REPO
+from analysis.figures import execution, options
 
 from tier import TIER
 
@@ -380,26 +382,13 @@ def test_bad_command_line(args, tmp_path):
     assert not (tmp_path / "build").exists()
 
 
-@pytest.fixture(scope="module")
-def script():
-    """scripts/make_figures.py imported as a module (it is not part of a package)."""
-    spec = importlib.util.spec_from_file_location("make_figures_under_test", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up here
-    try:
-        spec.loader.exec_module(module)
-        yield module
-    finally:
-        sys.modules.pop(spec.name, None)
-
-
-def test_resume_key(script, tmp_path):
+def test_resume_key(tmp_path):
     """The key changes with the notebook, the parameters, the preset, the sources and the output folder."""
     nb = write_notebook(tmp_path / "01_a.ipynb", PARAMS, "x = 1")
 
     def key(params=None, out=tmp_path / "figs", source="src", threads=1):
-        inputs = script.stamp_inputs(nb, params or {"preset": "smoke"}, out, source, threads)
-        return script.content_hash(inputs, length=64)
+        inputs = execution.stamp_inputs(nb, params or {"preset": "smoke"}, out, source, threads)
+        return content_hash(inputs, length=64)
 
     k = key()
     assert key() == k
@@ -412,8 +401,8 @@ def test_resume_key(script, tmp_path):
     assert key() != k
 
 
-def test_parameter_values_are_typed(script):
-    parse = script.parse_value
+def test_parameter_values_are_typed():
+    parse = options.parse_value
     assert parse("3") == 3 and isinstance(parse("3"), int)
     assert parse("0.5") == 0.5
     assert parse("true") is True and parse("False") is False and parse("None") is None
@@ -421,43 +410,43 @@ def test_parameter_values_are_typed(script):
     assert parse("softmax") == "softmax"
 
 
-def test_smoke_figures_never_land_in_the_committed_gallery(script, monkeypatch):
+def test_smoke_figures_never_land_in_the_committed_gallery(monkeypatch):
     monkeypatch.delenv("WORKBENCH_FIGURES", raising=False)
-    assert script.parse_args(["--preset", "smoke"]).out == (REPO / "build" / "figures-smoke").resolve()
-    assert script.parse_args(["--preset", "full"]).out == (REPO / "figures").resolve()
-    assert script.parse_args(["--preset", "smoke", "--out", "x"]).out == Path("x").resolve()
+    assert options.parse_args(["--preset", "smoke"]).out == (REPO / "build" / "figures-smoke").resolve()
+    assert options.parse_args(["--preset", "full"]).out == (REPO / "figures").resolve()
+    assert options.parse_args(["--preset", "smoke", "--out", "x"]).out == Path("x").resolve()
     monkeypatch.setenv("WORKBENCH_FIGURES", str(REPO / "build" / "elsewhere"))
-    assert script.parse_args(["--preset", "smoke"]).out == (REPO / "build" / "elsewhere").resolve()
+    assert options.parse_args(["--preset", "smoke"]).out == (REPO / "build" / "elsewhere").resolve()
 
 
-def test_plan_threads_and_order(script, tmp_path, monkeypatch):
+def test_plan_threads_and_order(tmp_path, monkeypatch):
     """Kernels never oversubscribe the cores; the selection does not change the thread count; the longest
     notebook (by its last stamp, else by the recorded figures benchmark of the same preset) starts first,
     unknown ones before it."""
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
-    monkeypatch.setattr(script, "usable_cores", lambda: 4)
+    monkeypatch.setattr(execution, "usable_cores", lambda: 4)
     nbs = [tmp_path / f"0{i}_n.ipynb" for i in range(1, 5)]
     stamps = tmp_path / "build" / "stamps"
     stamps.mkdir(parents=True)
     for nb, wall in zip(nbs[:3], (5.0, 50.0, 20.0), strict=True):
         (stamps / f"{nb.stem}.json").write_text(json.dumps({"wall_s": wall}))
     none = lambda name: {}  # noqa: E731  (no figures benchmark recorded)
-    jobs, threads, order = script.plan(nbs, None, tmp_path / "build", recorded=none)
+    jobs, threads, order = execution.plan(nbs, None, tmp_path / "build", recorded=none)
     assert (jobs, threads) == (4, 1)
     assert [nb.stem for nb in order] == ["04_n", "02_n", "03_n", "01_n"]
     # without a stamp, the preset's time in the newest figures benchmark orders it; a stamp comes first
     bench = {"04_n": {"full": 30.0, "smoke": 100.0}, "01_n": {"full": 1000.0}}
-    order = script.plan(nbs, None, tmp_path / "build", "full", recorded=lambda name: bench.get(name, {}))[2]
+    order = execution.plan(nbs, None, tmp_path / "build", "full", recorded=lambda name: bench.get(name, {}))[2]
     assert [nb.stem for nb in order] == ["02_n", "04_n", "03_n", "01_n"]
-    order = script.plan(nbs, None, tmp_path / "build", "smoke", recorded=lambda name: bench.get(name, {}))[2]
+    order = execution.plan(nbs, None, tmp_path / "build", "smoke", recorded=lambda name: bench.get(name, {}))[2]
     assert [nb.stem for nb in order] == ["04_n", "02_n", "03_n", "01_n"]
-    assert script.plan(nbs[:1], None, tmp_path / "build")[:2] == (1, 1)  # --only: same threads
-    assert script.plan(nbs, 2, tmp_path / "build")[:2] == (2, 2)
-    jobs, threads, order = script.plan(nbs, 1, tmp_path / "build")
+    assert execution.plan(nbs[:1], None, tmp_path / "build")[:2] == (1, 1)  # --only: same threads
+    assert execution.plan(nbs, 2, tmp_path / "build")[:2] == (2, 2)
+    jobs, threads, order = execution.plan(nbs, 1, tmp_path / "build")
     assert (jobs, threads, order) == (1, 4, nbs)  # serial: notebook order
     monkeypatch.setenv("OMP_NUM_THREADS", "3")
-    assert script.plan(nbs, None, tmp_path / "build")[1] == 3
-    assert script.kernel_env(tmp_path, 1)["OMP_NUM_THREADS"] == "3"  # the caller's setting wins
+    assert execution.plan(nbs, None, tmp_path / "build")[1] == 3
+    assert execution.kernel_env(tmp_path, 1)["OMP_NUM_THREADS"] == "3"  # the caller's setting wins
 
 
 SLEEPER = """\

@@ -12,12 +12,10 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -170,12 +168,10 @@ def test_readme_is_the_tour():
 
 
 def test_smoke_figures_go_where_the_readme_says(monkeypatch, tmp_path):
-    spec = importlib.util.spec_from_file_location("make_figures_for_readme", REPO / "scripts" / "make_figures.py")
-    make_figures = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, spec.name, make_figures)  # dataclasses look their module up here
-    spec.loader.exec_module(make_figures)
+    from analysis.figures.options import parse_args
+
     monkeypatch.delenv("WORKBENCH_FIGURES", raising=False)
-    args = make_figures.parse_args(["--preset", "smoke", "--prepare-only", str(tmp_path)])
+    args = parse_args(["--preset", "smoke", "--prepare-only", str(tmp_path)])
     folder = args.out.relative_to(REPO.resolve()).as_posix()
     assert folder == "build/figures-smoke"
     assert f"`{folder}/`" in TEXT[README]

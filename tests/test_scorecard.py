@@ -115,18 +115,10 @@ def test_claims_paper_prints_the_committed_scorecard(capsys):
 
 def test_the_gallery_has_the_scorecard_table_and_a_section_per_paper(ledger):
     """The figures' README: the per-paper table, then each paper's line, statements and figure links."""
-    import importlib.util
-    import sys
+    from analysis.figures.gallery import _paper_sections
 
-    spec = importlib.util.spec_from_file_location("make_figures_for_scorecard", REPO / "scripts" / "make_figures.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    try:
-        spec.loader.exec_module(module)
-        doc = scorecard.scorecard(ledger.claims, lambda c: specs.spec_for(c.context, c.name))
-        text = "\n".join(module._paper_sections(doc))
-    finally:
-        sys.modules.pop(spec.name, None)
+    doc = scorecard.scorecard(ledger.claims, lambda c: specs.spec_for(c.context, c.name))
+    text = "\n".join(_paper_sections(doc))
     assert text.startswith("### `000#1` The prompt-forgetting")
     assert f"- **agrees** (derivation; 3 claims): {STATEMENT} — agrees at tiny scale in 2 of 3 claims" in text
     assert "### `dong2021` Dong et al. 2021" in text
