@@ -22,6 +22,7 @@ import probes
 from analysis.claims.evidence import replicate_seed
 from analysis.core.config import BaseConfig, param, renamed_fields
 from analysis.core.io import content_hash
+from analysis.core.validation import check_distinct, check_increasing
 from analysis.probing import cli
 from analysis.probing.base import FieldSpec, ProbeConfig, model_param
 from analysis.training.train import TrainConfig, probe_lm_train_config
@@ -668,3 +669,43 @@ def test_probe_fields_speak_the_model_and_trainer_vocabulary(name):
     old = [f for f in fields if f.split("_")[-1] in OLD_SUFFIXES and not f.endswith(("n_layers", "n_heads", "d_mlp"))]
     assert not old, f"{name}: name these after the ModelConfig/TrainConfig field they set (n_layers, n_heads, "
     f"d_mlp, d_model, batch_size): {old}"
+
+
+@pytest.mark.parametrize(
+    ("values", "at_least", "match"),
+    [
+        ((1, 1), 0, r"^grid must be strictly increasing, got \[1, 1\]$"),
+        ((2, 1), 0, r"^grid must be strictly increasing, got \[2, 1\]$"),
+        ((1, 2), 3, r"^grid must be strictly increasing with at least 3 values, got \[1, 2\]$"),
+    ],
+)
+def test_an_increasing_grid_is_checked_with_one_message(values, at_least, match):
+    with pytest.raises(ValueError, match=match):
+        check_increasing("grid", values, at_least=at_least)
+    check_increasing("grid", (1, 2, 3), at_least=at_least)  # a valid grid passes
+    check_increasing("grid", ())  # an empty grid is increasing
+
+
+def test_a_repeated_coordinate_is_refused_naming_it():
+    with pytest.raises(ValueError, match=r"^dtypes must not repeat, got \['float32', 'float32'\]$"):
+        check_distinct("dtypes", ("float32", "float32"))
+    check_distinct("dtypes", ("float64", "float32"))  # any order
+
+
+TRAINED_MARKOV = {"trained": True, "data": "markov"}
+
+
+@pytest.mark.parametrize(
+    ("name", "over", "match"),
+    [
+        ("softmax_alternatives", {"memory_slots": (16, 64)}, "memory_slots must be strictly increasing with at least"),
+        ("associative_recall", {"lin_ns": (8, 8)}, "lin_ns must be strictly increasing"),
+        ("prompt_forgetting", {**TRAINED_MARKOV, "train_checkpoints": (4, 2)}, "train_checkpoints must be strictly"),
+        ("signal_propagation", {"depths": (2, 2)}, "depths must not repeat"),
+        ("representational_collapse", {"dtypes": ("float32", "float32")}, "dtypes must not repeat"),
+    ],
+)
+def test_probe_grids_use_the_shared_checks(name, over, match):
+    """The probes' grids go through the one check of analysis/core/validation.py, so every message reads alike."""
+    with pytest.raises(ValueError, match=f"^{match}"):
+        probes.get(name).Config(**over)

@@ -115,7 +115,7 @@ def test_config_refuses_repeats_and_too_few_keys():
         ar.Config(n_pairs=(4, 4))
     with pytest.raises(ValueError, match="^n_keys must be >= the largest n_pairs"):
         ar.Config(n_pairs=(4, 40), n_keys=32)
-    with pytest.raises(ValueError, match="^favor_m must be increasing"):
+    with pytest.raises(ValueError, match="^favor_m must be strictly increasing"):
         ar.Config(favor_m=(64, 16))
 
 

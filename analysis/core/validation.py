@@ -72,6 +72,22 @@ def check_sequence(
         raise ValueError(f"{field} must not contain duplicates, got {list(value)!r}")
 
 
+def check_distinct(field: str, values: Sequence[Any]) -> None:
+    """Raise ``ValueError`` if ``values`` repeat (a coordinate that claims and plots select by value)."""
+    values = list(values)
+    if len(set(values)) != len(values):
+        raise ValueError(f"{field} must not repeat, got {values}")
+
+
+def check_increasing(field: str, values: Sequence[Any], *, at_least: int = 0) -> None:
+    """Raise ``ValueError`` unless ``values`` strictly increase (a grid read as a curve) and, with ``at_least``,
+    number at least that many."""
+    values = list(values)
+    if len(values) < at_least or any(b <= a for a, b in zip(values, values[1:], strict=False)):
+        more = f" with at least {at_least} values" if at_least else ""
+        raise ValueError(f"{field} must be strictly increasing{more}, got {values}")
+
+
 def _check_range(field: str, value: float, minimum: float | None, maximum: float | None) -> None:
     if minimum is not None and value < minimum:
         raise ValueError(f"{field} must be >= {minimum}, got {value!r}")

@@ -15,7 +15,7 @@
                               [--scheduler none|local|tcp://HOST:PORT] [--workers N] [--no-progress]
     python -m probes claims [NAME]             # the committed claims (per probe, or NAME's: verdict, statement, paper)
                               [--status S] [--role R] [--verdict V] [--source] [--json PATH|-]
-    python -m probes claims NAME --declared    # NAME's declared claims (probes/NAME/declarations.py; nothing runs)
+    python -m probes claims NAME --declared    # NAME's declared claims (probes/NAME/declarations; nothing runs)
     python -m probes claims --paper KEY        # one paper's scorecard: its statements, their claims and verdicts
     python -m probes claims --folder DIR       # the same for a folder of your own claims
     (analysis.claims.own.Study.save)

@@ -10,6 +10,7 @@ import numpy as np
 
 from analysis.claims.evidence import mean_se, replicate_seeds
 from analysis.core.config import PartConfig, part, switch
+from analysis.core.validation import check_distinct, check_increasing
 from analysis.probing.base import ModelPart, ProbeConfig, model_param, param, replicates_param
 from analysis.theory import associative_recall as amt
 from analysis.theory import power_method as pmt
@@ -38,22 +39,6 @@ PM_NORMS = {"ln": "post", "none": "none"}
 PM_BOOT = 300  # bootstrap resamples of the item-8 prompts
 
 
-def _check_distinct(config, name: str) -> None:
-    """``ValueError`` naming field ``name`` (flat) of ``config`` if its values repeat."""
-    values = config.value_of(name)
-    if len(set(values)) != len(values):
-        raise ValueError(f"{name} must not repeat, got {list(values)}")
-
-
-def _check_increasing(part: PartConfig, attr: str) -> None:
-    """``ValueError`` naming the field unless the tuple field ``attr`` of ``part`` has distinct, increasing values."""
-    name = part.flat(attr)
-    _check_distinct(part, name)
-    values = getattr(part, attr)
-    if list(values) != sorted(values):
-        raise ValueError(f"{name} must be increasing, got {list(values)}")
-
-
 @dataclass(frozen=True)
 class Favor(PartConfig):
     """FAVOR+ random features against exact softmax attention (the part ``favor``)."""
@@ -74,7 +59,7 @@ class Favor(PartConfig):
 
     def validate(self) -> None:
         super().validate()
-        _check_increasing(self, "m")
+        check_increasing(self.flat("m"), self.m)
 
 
 @dataclass(frozen=True)
@@ -113,7 +98,7 @@ class Lin(PartConfig):
 
     def validate(self) -> None:
         super().validate()
-        _check_increasing(self, "ns")
+        check_increasing(self.flat("ns"), self.ns)
 
 
 @dataclass(frozen=True)
@@ -280,8 +265,8 @@ class Decay(PartConfig):
 
     def validate(self) -> None:
         super().validate()
-        if self.enabled and any(b <= a for a, b in zip(self.pairs, self.pairs[1:], strict=False)):
-            raise ValueError(f"decay_pairs must be strictly increasing, got {list(self.pairs)}")
+        if self.enabled:
+            check_increasing("decay_pairs", self.pairs)
 
 
 @dataclass(frozen=True)
@@ -330,7 +315,7 @@ class Config(ProbeConfig):
     def validate(self) -> None:
         super().validate()
         for name in ("kernels", "n_pairs"):
-            _check_distinct(self, name)
+            check_distinct(name, self.value_of(name))
         if max(self.n_pairs) > self.n_keys:
             raise ValueError(f"n_keys must be >= the largest n_pairs ({max(self.n_pairs)}), got {self.n_keys}")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from analysis.core.config import PartConfig, part, switch
+from analysis.core.validation import check_distinct, check_increasing
 from analysis.probing.base import ModelPart, ProbeConfig, model_param, param
 
 # Largest values the config accepts: far beyond every preset and notebook, and below where the logits (float32
@@ -248,14 +249,11 @@ class Config(ProbeConfig):
         super().validate()
         if self.sigmoid_lr <= 0:
             raise ValueError(f"sigmoid_lr must be > 0, got {self.sigmoid_lr}")
-        if list(self.ctx_lens) != sorted(set(self.ctx_lens)):
-            raise ValueError(f"ctx_lens must be strictly increasing, got {list(self.ctx_lens)}")
+        check_increasing("ctx_lens", self.ctx_lens)
         if self.rows_per_n > min(self.ctx_lens):
             raise ValueError(f"rows_per_n ({self.rows_per_n}) must be <= the smallest ctx_len ({min(self.ctx_lens)})")
         for name in ("scale_factors", "fade_sg", "train_lrs", "qk_norm"):  # coordinates the claims select by value
-            values = self.value_of(name)
-            if len(set(values)) != len(values):
-                raise ValueError(f"{name} must not repeat, got {list(values)}")
+            check_distinct(name, self.value_of(name))
         if any(lr <= 0 for lr in self.train.lrs):
             raise ValueError(f"train_lrs values must be > 0, got {list(self.train.lrs)}")
         if any(f <= 0 for f in self.scale_factors):

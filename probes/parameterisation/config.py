@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from analysis.core.config import PartConfig, part, switch
+from analysis.core.validation import check_increasing
 from analysis.probing.base import MAX_SEED, ProbeConfig, param, replicates_param
 
 MIXERS = ("softmax", "gated_delta")
@@ -34,11 +35,6 @@ ASPECT_VARIANTS = {  # ModelConfig fields of each architecture of the aspect-rat
 SOURCE = "analysis/theory/width.py"
 MUON_SOURCE = "analysis/theory/muon.py"
 MAX_LR = 10.0
-
-
-def _increasing(name: str, values: tuple) -> None:
-    if any(b <= a for a, b in zip(values, values[1:], strict=False)):
-        raise ValueError(f"{name} must be strictly increasing, got {list(values)}")
 
 
 @dataclass(frozen=True)
@@ -192,7 +188,7 @@ class Aspect(PartConfig):
         widths, depths = self.widths, self.depths
         if len(widths) != len(depths):
             raise ValueError(f"aspect_depths must give one depth per width of aspect_widths, got {list(depths)}")
-        _increasing("aspect_depths", depths)
+        check_increasing("aspect_depths", depths)
         if any(b >= a for a, b in zip(widths, widths[1:], strict=False)):
             raise ValueError(f"aspect_widths must be strictly decreasing (shallow-wide first), got {list(widths)}")
         sizes = {n * d * d for d, n in zip(widths, depths, strict=True)}
@@ -280,7 +276,7 @@ class Config(ProbeConfig):
             "muon_adamw_lrs",
             "muon_lrs",
         ):
-            _increasing(name, self.value_of(name))
+            check_increasing(name, self.value_of(name))
         for name in ("widths", "trajectory_widths", "transfer_widths", "muon_widths", "aspect_widths"):
             for d in (*self.value_of(name), self.base_d_model):
                 if d % self.n_heads:

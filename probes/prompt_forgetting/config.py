@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from analysis.core.config import PartConfig, part
+from analysis.core.validation import check_increasing
 from analysis.probing.base import ModelPart, ProbeConfig, model_param, param
 
 NAME = "prompt_forgetting"
@@ -108,10 +109,7 @@ class Config(ProbeConfig):
             raise ValueError("trained=true needs data 'markov' or 'corpus' (random tokens teach nothing)")
         if self.train.checkpoints and not self.trained:
             raise ValueError("train_checkpoints needs trained=true (they are steps of the training run)")
-        if list(self.train.checkpoints) != sorted(set(self.train.checkpoints)):
-            raise ValueError(
-                f"train_checkpoints must be increasing without repeats, got {list(self.train.checkpoints)}"
-            )
+        check_increasing("train_checkpoints", self.train.checkpoints)
         if self.train.checkpoints and self.train.checkpoints[-1] > self.train.steps:
             raise ValueError(
                 f"train_checkpoints must lie in [0, train_steps = {self.train.steps}], got "

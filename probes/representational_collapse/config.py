@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from analysis.core.config import PartConfig, part
+from analysis.core.validation import check_distinct
 from analysis.probing.base import ModelPart, ProbeConfig, model_param, param
 from analysis.theory import representational_collapse as th
 
@@ -152,8 +153,7 @@ class Config(ProbeConfig):
                 )
             if self.extend.bases == 1:
                 raise ValueError("extend_bases must be 0 (= n_bases) or >= 2, got 1")
-        if len(set(self.dtypes)) != len(self.dtypes):
-            raise ValueError(f"dtypes must not repeat, got {self.dtypes}")
+        check_distinct("dtypes", self.dtypes)
 
 
 def extension_lengths(config: Config) -> tuple[int, int]:

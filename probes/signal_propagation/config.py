@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass
 
 from analysis.core.config import PartConfig, part, switch
+from analysis.core.validation import check_distinct
 from analysis.probing.base import ModelPart, ProbeConfig, model_param, param
 from analysis.zoo.model import ATTENTION_KERNELS
 from probes.signal_propagation import phase
@@ -220,10 +221,8 @@ class Config(ProbeConfig):
 
     def validate(self) -> None:
         super().validate()
-        if len(set(self.norms)) != len(self.norms):
-            raise ValueError(f"norms must not repeat, got {list(self.norms)}")
-        if len(set(self.depths)) != len(self.depths):
-            raise ValueError(f"depths must not repeat, got {list(self.depths)}")
+        check_distinct("norms", self.norms)
+        check_distinct("depths", self.depths)
         if self.data == "corpus" and self.trained:
             raise ValueError("data='corpus' needs trained=false (the zoo's models train on the Markov language)")
         if self.phase.enabled and self.trained:

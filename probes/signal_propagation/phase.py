@@ -40,6 +40,7 @@ import xarray as xr
 
 from analysis.claims.evidence import replicate_seed
 from analysis.core.progress import bar
+from analysis.core.validation import check_distinct
 from analysis.theory import attention_phase as ap
 from analysis.zoo.hooks import run_with_cache
 from analysis.zoo.model import ModelConfig, TinyTransformer
@@ -82,8 +83,7 @@ def check_design(cfg) -> None:
             f"orthonormal directions), got {d['d_model']}"
         )
     for name in ("betas", "cosines"):
-        if len(set(d[name])) != len(d[name]):
-            raise ValueError(f"phase_{name} must not repeat, got {list(d[name])}")
+        check_distinct(f"phase_{name}", d[name])
 
 
 def tag(p: float) -> str:
