@@ -3,8 +3,23 @@
 
 from analysis.claims.specs import ClaimSpec
 from probes.associative_recall.config import GSOURCE, SOURCE
-from probes.associative_recall.declarations.common import MQAR_COMPARISON, MQAR_SCOPE
 from probes.icl_gd.declarations.common import ONE_LAYER_OPTIMUM
+
+# the MQAR seeds: an undecided comparison of mixers at 5 seeds runs again at 10, then 20 (analysis.probing.sequential)
+_MQAR_LOOKS = (5, 10, 20)
+# what the two trained-MQAR comparisons of mixers share: seeds, the sequential design, the figure
+_MQAR_COMPARISON = dict(
+    replicates="train_seeds",
+    looks=_MQAR_LOOKS,
+    hypothesis="no difference between the two mixers' recall accuracy",
+    sign=1,
+    figure="ar_capacity",
+    full=True,
+)
+_MQAR_SCOPE = (
+    "not checked: the paper's recall comparisons are of language models at scale; the run trains 2-layer, d_model 64, "
+    "attention-only models for 600 steps on MQAR (paired layout), 5 replicate seeds"
+)
 
 SPECS = (
     # --- item 4: trained MQAR ------------------------------------------------------------------------------------
@@ -14,10 +29,10 @@ SPECS = (
         comparison="sign",
         paper="000#66",
         statement="the delta rule is «more effective at associative recall» than the additive linear-attention update",
-        scope=MQAR_SCOPE,
+        scope=_MQAR_SCOPE,
         quantity="per-seed difference of held-out MQAR accuracies, delta minus additive",
         source="003#30: the delta rule is more effective at associative recall than the additive update",
-        **MQAR_COMPARISON,
+        **_MQAR_COMPARISON,
     ),
     ClaimSpec(
         name="softmax_beats_delta_N{n}",
@@ -27,10 +42,10 @@ SPECS = (
         statement="DeltaNet paper: linear-time models still underperform softmax transformers on in-context "
         "retrieval, a gap the delta rule narrows (its hybrids add attention layers): softmax attention recalls better "
         "than the delta rule",
-        scope=MQAR_SCOPE,
+        scope=_MQAR_SCOPE,
         quantity="per-seed difference of held-out MQAR accuracies, softmax minus delta",
         source="000#66: linear-time models still underperform softmax transformers on in-context retrieval",
-        **MQAR_COMPARISON,
+        **_MQAR_COMPARISON,
     ),
     ClaimSpec(
         name="additive_collapses_past_d_key",

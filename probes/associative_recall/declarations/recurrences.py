@@ -3,7 +3,13 @@ and the decaying memory (items 7-10)."""
 
 from analysis.claims.specs import ClaimSpec
 from probes.associative_recall.config import GSOURCE, PSOURCE, SOURCE
-from probes.associative_recall.declarations.common import MEMORY_SCOPE, PCA_SCOPE
+from probes.associative_recall.declarations.common import MEMORY_SCOPE
+
+_PCA_SCOPE = (
+    "not checked: the paper's result is about its trained looped transformer at convergence; the run trains one "
+    "weight-tied linear-attention layer (d = 4, n = 32, T = 3 loops) for 1200 Adam steps, so a shortfall of "
+    "training reads as a miss"
+)
 
 SPECS = (
     # --- item 7: selective copying ---------------------------------------------------------------------------------
@@ -77,7 +83,7 @@ SPECS = (
         paper="000#45",
         statement="«converges to a solution that implements the power method, with each self-attention layer "
         "performing one power iteration»: the trained LN layer's first loop is one power iteration",
-        scope=PCA_SCOPE,
+        scope=_PCA_SCOPE,
         quantity="median tan theta_1 to s u_1 after one loop",
         source=f"{PSOURCE}, items 1 and 3: one loop of the LN layer is one power iteration",
         hypothesis="the loop does not step towards u_1 (tan theta_1 = tan theta_0 of the start vector)",
@@ -91,7 +97,7 @@ SPECS = (
         paper="000#45",
         statement="«converges to a solution that implements the power method, with each self-attention layer "
         "performing one power iteration»: per loop the trained LN layer contracts tan theta as the power method",
-        scope=PCA_SCOPE + "; the contraction is read over loops 1..8, beyond the 3 trained",
+        scope=_PCA_SCOPE + "; the contraction is read over loops 1..8, beyond the 3 trained",
         quantity="median per-loop contraction of tan theta over loops 1..K",
         hypothesis="the looped layer does not converge: tan theta stops contracting beyond the trained loops",
         figure="ar_power_method",
@@ -104,7 +110,7 @@ SPECS = (
         paper="000#45",
         statement="«converges to a solution that implements the power method, with each self-attention layer "
         "performing one power iteration»: after its T trained loops the LN layer's error is T power iterations'",
-        scope=PCA_SCOPE,
+        scope=_PCA_SCOPE,
         quantity="mean |v_T - s u_1|^2 after the T trained loops",
         source=f"{PSOURCE}, items 1 and 3: T loops of the LN layer are T power iterations",
         hypothesis="the norm does not matter: the LN layer is no closer to the power method than the one without",
@@ -118,7 +124,7 @@ SPECS = (
         paper="000#45",
         statement="«a transformer without LN cannot exactly learn the power method, whereas the corresponding "
         "transformer with LN can»",
-        scope=PCA_SCOPE,
+        scope=_PCA_SCOPE,
         quantity="mean |v_T - s u_1|^2 of the no-LN layer minus the power method's or the LN layer's, paired",
         source=f"000#45: a transformer without LN cannot exactly learn the power method; {PSOURCE}, item 3 "
         "(the self-cancellation holds only on the unit sphere, which nothing keeps the iterate on)",

@@ -2,18 +2,25 @@
 Gaussian-logit entropy and sigmoid attention."""
 
 from analysis.claims.specs import ClaimSpec
-from probes.attention_entropy.declarations.common import (
-    DILUTION_SOURCE,
-    MARGIN,
-    PLANTED,
-    Q_FLATTEN,
-    Q_SIGMOID_NORMS,
-    Q_SSMAX,
-    ROW_BOUND,
-    SPECTRAL,
-)
+from probes.attention_entropy.declarations.common import Q_SIGMOID_NORMS, SPECTRAL
 from probes.attention_entropy.shared import FADE_WITHIN_RUN
 from probes.attention_entropy.sigmoid import SIGMOID_SOURCE
+
+_Q_SSMAX = (
+    "«The maximum element of the vector output by the Softmax function approaches zero as the input vector size "
+    "increases»"
+)
+_Q_FLATTEN = "«causing the attention distribution to flatten as the context size grows»"
+_PLANTED = (
+    "by construction: the float64 planted-key network has exactly one logit g on key 0 and zero on the n - 1 others, "
+    "the closed form's setting"
+)
+_MARGIN = "; the rate is claimed only at |s g - 1| >= fade_margin, where the finite-n correction is small"
+_ROW_BOUND = (
+    "by construction: the bound's only hypothesis is read off each row itself (its measured logit range or largest "
+    "|logit|), so every softmax row of any model measured meets it"
+)
+_DILUTION_SOURCE = "derivation: |x_j| <= M gives max p <= e^M / (e^M + (n-1) e^{-M}) (<= e^{2M} / n)"
 
 SPECS = (
     # ---------------------------------------------------------------------------------- planted key and fading (000#6)
@@ -33,7 +40,7 @@ SPECS = (
         paper="000#6",
         statement="our derivation for SSMax (logits times s ln n): a planted key with gap g keeps weight "
         "1/(1 + (n-1) n^{-sg}), which fades like n^{min(sg-1, 0)}: the fading stops iff s g >= 1",
-        scope=PLANTED + MARGIN,
+        scope=_PLANTED + _MARGIN,
         quantity="fitted d ln w / d ln n over the top half-decade below planted_max_n (dimensionless)",
         source="derivation: w = 1/(1 + (n-1) n^{-sg}) ~ n^{min(sg-1, 0)}; fading stops iff s g >= 1",
         figure="ae_ssmax_rate",
@@ -44,9 +51,9 @@ SPECS = (
         tests="derivation",
         comparison="law",
         paper="000#6",
-        statement="our derivation for " + Q_SSMAX + ": a softmax key with a fixed logit gap g keeps weight "
+        statement="our derivation for " + _Q_SSMAX + ": a softmax key with a fixed logit gap g keeps weight "
         "e^g/(e^g + n - 1), whose log-log slope tends to -1 (correction e^g/n)",
-        scope=PLANTED,
+        scope=_PLANTED,
         quantity="fitted d ln w / d ln n over the top half-decade below planted_max_n (dimensionless)",
         source="derivation: softmax planted weight e^g/(e^g + n - 1) ~ e^g / n",
         hypothesis="no dilution: a key with a fixed logit gap keeps its weight as n grows",
@@ -61,7 +68,7 @@ SPECS = (
         paper="zhai2023",
         statement="our derivation (the step under Zhai et al.'s entropy bound): a softmax row whose logits span a "
         "range R has H >= -ln max p >= ln(1 + (n-1) e^{-R})",
-        scope=ROW_BOUND,
+        scope=_ROW_BOUND,
         quantity="smallest H - ln(1 + (n-1) e^{-R}) over every row (nats)",
         source="derivation: H >= -ln max p >= ln(1 + (n-1) e^{-R})",
         relation=">=",
@@ -83,11 +90,11 @@ SPECS = (
         tests="derivation",
         comparison="bound",
         paper="000#6",
-        statement="our derivation for " + Q_SSMAX + ": with every logit in [-M, M] the largest weight is at most "
+        statement="our derivation for " + _Q_SSMAX + ": with every logit in [-M, M] the largest weight is at most "
         "e^M/(e^M + (n-1) e^{-M}) <= e^{2M}/n",
-        scope=ROW_BOUND,
+        scope=_ROW_BOUND,
         quantity="smallest e^M/(e^M + (n-1)e^{-M}) - max p over every row (dimensionless)",
-        source=DILUTION_SOURCE,
+        source=_DILUTION_SOURCE,
         relation=">=",
         figure="ae_entropy_vs_n",
     ),
@@ -96,11 +103,11 @@ SPECS = (
         tests="derivation",
         comparison="bound",
         paper="000#6",
-        statement="our derivation for " + Q_SSMAX + ": with every logit in [-M, M] the largest weight is at most "
+        statement="our derivation for " + _Q_SSMAX + ": with every logit in [-M, M] the largest weight is at most "
         "e^M/(e^M + (n-1) e^{-M}), at every logit scale of the sweep",
-        scope=ROW_BOUND,
+        scope=_ROW_BOUND,
         quantity="smallest bound - max p over every row of every sweep model (dimensionless)",
-        source=DILUTION_SOURCE,
+        source=_DILUTION_SOURCE,
         relation=">=",
     ),
     # ---------------------------------------------------------------------------------------- Gaussian-logit entropy
@@ -109,7 +116,7 @@ SPECS = (
         tests="derivation",
         comparison="prediction",
         paper="000#6",
-        statement="our derivation for " + Q_FLATTEN + ": n i.i.d. N(0, s^2) logits give E[ln n - H] by exact "
+        statement="our derivation for " + _Q_FLATTEN + ": n i.i.d. N(0, s^2) logits give E[ln n - H] by exact "
         "quadrature (s^2/2 while (e^{s^2}-1)/n << 1), a fixed deficit, so H / ln n -> 1 as n grows",
         scope="by construction in part: recorded only for own untrained causal models on distinct tokens without "
         "positions (not_evaluated otherwise), whose layer-0 logits are i.i.d. over keys; not checked: their Gaussian "

@@ -1,8 +1,22 @@
 """The declared claims of ``attention_entropy``: the models without LayerNorm and GELU (004#30)."""
 
 from analysis.claims.specs import ClaimSpec
-from probes.attention_entropy.declarations.common import NONLIN_INIT, NONLIN_STANDARD, NONLIN_TRAINED, POOLED, Q_NONLIN
 from probes.attention_entropy.nonlin import COLLAPSED, NONLIN_SOURCE, OVERLOADED, UNIFORM_HYP
+
+_Q_NONLIN = (
+    "«{\\em entropy collapse} in deeper layers that destabilizes training, and {\\em entropic overload} in earlier "
+    "layers»"
+)
+_NONLIN_INIT = (
+    "not checked: the law assumes each row's logits i.i.d. N(0, s^2), which corpus text (repeated tokens share keys) "
+    "and deeper layers need not give; the kurtosis excess is measured, not checked"
+)
+_NONLIN_TRAINED = (
+    "not checked: the law assumes each row's logits i.i.d. N(0, s^2), which trained weights need not give; the claim "
+    "asks whether it still describes trained rows at their measured std"
+)
+_POOLED = "; the pooled form also assumes one logit std for every row of a layer, which the rows do not share"
+_NONLIN_STANDARD = "removing LayerNorm and GELU leaves these layers' entropy as in the standard (Pre-LN, GELU) model"
 
 SPECS = (
     # ------------------------------------------------------------------------------- without nonlinearities (004#30)
@@ -13,7 +27,7 @@ SPECS = (
         paper="004#30",
         statement="our derivation for the paper's models without LayerNorm and GELU, at initialisation: a layer's mean "
         "H / ln n is the mean over rows of E[H](n, s_row) / ln n for i.i.d. N(0, s_row^2) logits at each row's std",
-        scope=NONLIN_INIT,
+        scope=_NONLIN_INIT,
         quantity="mean H / ln n of one layer over heads, seeds and probe rows (dimensionless)",
         source=NONLIN_SOURCE,
         hypothesis=UNIFORM_HYP,
@@ -26,7 +40,7 @@ SPECS = (
         paper="004#30",
         statement="our derivation for the paper's models without LayerNorm and GELU, at initialisation: a layer's mean "
         "H / ln n is the mean over n of E[H](n, s_l) / ln n for i.i.d. N(0, s_l^2) logits at the layer's pooled std",
-        scope=NONLIN_INIT + POOLED,
+        scope=_NONLIN_INIT + _POOLED,
         quantity="mean H / ln n of one layer over heads, seeds and probe rows (dimensionless)",
         source=NONLIN_SOURCE,
         hypothesis=UNIFORM_HYP,
@@ -39,7 +53,7 @@ SPECS = (
         paper="004#30",
         statement="our derivation for the paper's models without LayerNorm and GELU, trained: a layer's mean H / ln n "
         "is the mean over rows of E[H](n, s_row) / ln n for i.i.d. N(0, s_row^2) logits at each row's std",
-        scope=NONLIN_TRAINED,
+        scope=_NONLIN_TRAINED,
         quantity="mean H / ln n of one layer over heads, seeds and probe rows (dimensionless)",
         source=NONLIN_SOURCE,
         hypothesis=UNIFORM_HYP,
@@ -52,7 +66,7 @@ SPECS = (
         paper="004#30",
         statement="our derivation for the paper's models without LayerNorm and GELU, trained: a layer's mean H / ln n "
         "is the mean over n of E[H](n, s_l) / ln n for i.i.d. N(0, s_l^2) logits at the layer's pooled std",
-        scope=NONLIN_TRAINED + POOLED,
+        scope=_NONLIN_TRAINED + _POOLED,
         quantity="mean H / ln n of one layer over heads, seeds and probe rows (dimensionless)",
         source=NONLIN_SOURCE,
         hypothesis=UNIFORM_HYP,
@@ -65,7 +79,7 @@ SPECS = (
         paper="004#30",
         statement="our derivation for the paper's standard model (Pre-LN, GELU), at initialisation: the mean H / ln n "
         "over all layers is the mean over rows of E[H](n, s_row) / ln n for i.i.d. N(0, s_row^2) logits",
-        scope=NONLIN_INIT,
+        scope=_NONLIN_INIT,
         quantity="mean H / ln n over layers, heads, seeds and probe rows (dimensionless)",
         source=NONLIN_SOURCE,
         hypothesis=UNIFORM_HYP,
@@ -78,7 +92,7 @@ SPECS = (
         paper="004#30",
         statement="our derivation for the paper's standard model (Pre-LN, GELU), at initialisation: the mean H / ln n "
         "over all layers is the mean over n of E[H](n, s_l) / ln n at each layer's pooled logit std",
-        scope=NONLIN_INIT + POOLED,
+        scope=_NONLIN_INIT + _POOLED,
         quantity="mean H / ln n over layers, heads, seeds and probe rows (dimensionless)",
         source=NONLIN_SOURCE,
         hypothesis=UNIFORM_HYP,
@@ -91,7 +105,7 @@ SPECS = (
         paper="004#30",
         statement="our derivation for the paper's standard model (Pre-LN, GELU), trained: the mean H / ln n over all "
         "layers is the mean over rows of E[H](n, s_row) / ln n for i.i.d. N(0, s_row^2) logits",
-        scope=NONLIN_TRAINED,
+        scope=_NONLIN_TRAINED,
         quantity="mean H / ln n over layers, heads, seeds and probe rows (dimensionless)",
         source=NONLIN_SOURCE,
         hypothesis=UNIFORM_HYP,
@@ -104,7 +118,7 @@ SPECS = (
         paper="004#30",
         statement="our derivation for the paper's standard model (Pre-LN, GELU), trained: the mean H / ln n over all "
         "layers is the mean over n of E[H](n, s_l) / ln n at each layer's pooled logit std",
-        scope=NONLIN_TRAINED + POOLED,
+        scope=_NONLIN_TRAINED + _POOLED,
         quantity="mean H / ln n over layers, heads, seeds and probe rows (dimensionless)",
         source=NONLIN_SOURCE,
         hypothesis=UNIFORM_HYP,
@@ -115,7 +129,7 @@ SPECS = (
         tests="derivation",
         comparison="sign",
         paper="004#30",
-        statement="our mechanism for " + Q_NONLIN + ": without LayerNorm each block adds linear maps of the residual "
+        statement="our mechanism for " + _Q_NONLIN + ": without LayerNorm each block adds linear maps of the residual "
         "stream to it, so its norm and the logit std grow with depth faster than under Pre-LN",
         scope="by construction at initialisation: both variants share seeds, width and depth and differ only in "
         "LayerNorm and activation; not checked after training: that training keeps the residual growth the "
@@ -132,13 +146,13 @@ SPECS = (
         tests="paper",
         comparison="prediction",
         paper="004#30",
-        statement="removing nonlinearities triggers " + Q_NONLIN + "; here the deep third of the layers, with "
+        statement="removing nonlinearities triggers " + _Q_NONLIN + "; here the deep third of the layers, with "
         "issue 17's threshold H / ln n < 0.2 for collapse",
         scope="not checked: the paper reports these failure modes in decoder-only language models pre-trained as "
         "LLMs; here 6 narrow layers trained briefly on short text, and the 0.2 threshold is ours, not the paper's",
         quantity="mean H / ln n of the trained deep layers without LayerNorm or GELU (dimensionless)",
         source=f"issue 17 on 004#30: < {COLLAPSED} (entropy collapse)",
-        hypothesis=NONLIN_STANDARD,
+        hypothesis=_NONLIN_STANDARD,
         figure="ae_nonlin",
         full=True,
     ),
@@ -147,13 +161,13 @@ SPECS = (
         tests="paper",
         comparison="prediction",
         paper="004#30",
-        statement="removing nonlinearities triggers " + Q_NONLIN + "; here the early third of the layers, with "
+        statement="removing nonlinearities triggers " + _Q_NONLIN + "; here the early third of the layers, with "
         "issue 17's threshold H / ln n > 0.9 for overload",
         scope="not checked: the paper reports these failure modes in decoder-only language models pre-trained as "
         "LLMs; here 6 narrow layers trained briefly on short text, and the 0.9 threshold is ours, not the paper's",
         quantity="mean H / ln n of the trained early layers without LayerNorm or GELU (dimensionless)",
         source=f"issue 17 on 004#30: > {OVERLOADED} (entropic overload)",
-        hypothesis=NONLIN_STANDARD,
+        hypothesis=_NONLIN_STANDARD,
         figure="ae_nonlin",
         full=True,
     ),

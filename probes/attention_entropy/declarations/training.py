@@ -1,7 +1,9 @@
 """The declared claims of ``attention_entropy``: the trained models' entropy."""
 
 from analysis.claims.specs import ClaimSpec
-from probes.attention_entropy.declarations.common import SPECTRAL, WORTSMAN
+from probes.attention_entropy.declarations.common import SPECTRAL
+
+_WORTSMAN = "Wortsman et al. 2023, Small-scale proxies for large-scale Transformer training instabilities"
 
 SPECS = (
     # ----------------------------------------------------------------------------------------------------- training
@@ -29,7 +31,7 @@ SPECS = (
         "here tiny LMs at the sweep's highest lr for train_steps updates, and the run does not check that the plain "
         "model's logits diverge",
         quantity="ln(max |logit| over training without QK-norm / with QK-norm), per seed (dimensionless)",
-        source=WORTSMAN,
+        source=_WORTSMAN,
         hypothesis="QK-norm leaves the attention logits' growth unchanged (log ratio 0)",
         sign=1,
         figure="ae_training",
@@ -46,7 +48,7 @@ SPECS = (
         "here tiny LMs at the sweep's highest lr for train_steps updates, and the run does not check that the plain "
         "model collapses",
         quantity="final min head H / ln n with QK-norm - without, per seed (dimensionless)",
-        source=WORTSMAN,
+        source=_WORTSMAN,
         hypothesis="QK-norm does not change the smallest head entropy",
         sign=1,
         figure="ae_training",

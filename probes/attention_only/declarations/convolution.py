@@ -2,7 +2,13 @@
 
 from analysis.claims.specs import ClaimSpec
 from probes.attention_only.config import SOURCE
-from probes.attention_only.declarations.common import CONV_LAYER, Q_CONV
+
+_Q_CONV = "«a single ViT layer with image patches as the input can perform any convolution operation constructively»"
+_CONV_LAYER = (
+    "by construction: the trained layers are content-free (uniform kernel plus a relative-position bias, no norm, "
+    "no residual, no MLP: linear) and the error is their exact population error on white Gaussian inputs over the "
+    "rows t >= K - 1, as the derivation assumes"
+)
 
 SPECS = (
     # ---------------------------------------------------------------------------------------- convolution (004#89)
@@ -25,7 +31,7 @@ SPECS = (
         statement="our derivation for the paper's construction (its lower bound on heads, 1-D causal): H content-free "
         "heads computing a K-tap convolution have relative MSE >= sum_(i>H) s_i^2 / sum s_i^2, Eckart-Young on the "
         "unfolded kernel",
-        scope=CONV_LAYER,
+        scope=_CONV_LAYER,
         quantity="population relative MSE of the best row and seed (dimensionless)",
         source=f"{SOURCE}, item 2: yhat_t = sum_s A_t[s] M, rank <= H; Eckart-Young on the unfolded kernel",
         relation=">=",
@@ -39,7 +45,7 @@ SPECS = (
         paper="004#89",
         statement="our derivation: with its softmax patterns fixed, a content-free layer's best maps are a "
         "least-squares fit, so K trained heads' relative MSE >= the floor their (finite-bias) patterns leave",
-        scope=CONV_LAYER,
+        scope=_CONV_LAYER,
         quantity="mean over seeds of the population relative MSE (dimensionless)",
         source=f"{SOURCE}, item 2 with the trained patterns fixed: the best maps M_h are a least-squares fit",
         relation=">=",
@@ -51,7 +57,7 @@ SPECS = (
         tests="toy_model",
         comparison="prediction",
         paper="004#89",
-        statement=f"the paper's construction: {Q_CONV}; K trained content-free heads reach it (relative MSE -> 0)",
+        statement=f"the paper's construction: {_Q_CONV}; K trained content-free heads reach it (relative MSE -> 0)",
         scope="by construction: K content-free relative-position heads on white inputs, the construction's "
         "architecture; not met: the exact construction needs -inf biases (one-hot patterns), out of reach of "
         "finite trained softmax biases",

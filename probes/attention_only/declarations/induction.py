@@ -2,8 +2,12 @@
 
 from analysis.claims.specs import ClaimSpec
 from probes.attention_only.config import SOURCE
-from probes.attention_only.declarations.common import Q_IND
 from probes.attention_only.induction import FAILS
+
+_Q_IND = (
+    "«induction heads mechanism, which requires at least two layers attention»; «KV shifting attention reducing the "
+    "model's requirements for the depth and width of the induction heads mechanism»"
+)
 
 SPECS = (
     # ------------------------------------------------------------------------------------------ induction (004#24)
@@ -49,7 +53,7 @@ SPECS = (
         tests="paper",
         comparison="prediction",
         paper="004#24",
-        statement=f"{Q_IND}: one KV-shift layer, or two vanilla layers, solve induction (issue 17: accuracy >= 0.9)",
+        statement=f"{_Q_IND}: one KV-shift layer, or two vanilla layers, solve induction (issue 17: accuracy >= 0.9)",
         scope="by construction: one KV-shift layer without positions, or two vanilla layers with RoPE, attention "
         "only, trained on a synthetic induction task; not checked: the paper's trained language models at scale",
         quantity="held-out accuracy at the repeated positions, mean over seeds (fraction)",
@@ -62,7 +66,7 @@ SPECS = (
         tests="paper",
         comparison="sign",
         paper="004#24",
-        statement=f"{Q_IND}: KV shifting, or a second layer, supplies the previous token the induction key needs",
+        statement=f"{_Q_IND}: KV shifting, or a second layer, supplies the previous token the induction key needs",
         scope="by construction: paired models of one and two layers, with and without KV shift, attention only, on "
         "the same synthetic induction data; not checked: the paper's trained language models at scale",
         quantity="paired difference of held-out induction accuracy, per seed (fraction)",

@@ -2,8 +2,17 @@
 
 from analysis.claims.specs import ClaimSpec
 from probes.attention_only.config import SOURCE
-from probes.attention_only.declarations.common import NN_FLOOR, Q_RANK
 from probes.attention_only.nearest_neighbour import NN_BETA_EXACT, NN_THRESHOLD
+
+_Q_RANK = (
+    "«a simple and natural target function that can be represented using a single full-rank attention head for any "
+    "context length, but that cannot be approximated by low-rank attention unless the number of heads is exponential "
+    "in the embedding dimension»"
+)
+_NN_FLOOR = (
+    "not checked: A(r) binds H heads of rank r whose query projections are orthogonal (H r = d); the trained heads' "
+    "projections are free (they may overlap or be oblique) and the run does not measure them"
+)
 
 SPECS = (
     # ----------------------------------------------------------------------------------- nearest neighbour (004#72)
@@ -23,7 +32,7 @@ SPECS = (
         tests="paper",
         comparison="prediction",
         paper="004#72",
-        statement=f"{Q_RANK}; trained: relative MSE <= 0.1 (issue 17)",
+        statement=f"{_Q_RANK}; trained: relative MSE <= 0.1 (issue 17)",
         scope="by construction: one head of rank d (QK of full rank) on the nearest-neighbour task (unit keys, "
         "Gaussian queries), trained; the paper's statement is one of representation, not of training",
         quantity="held-out relative MSE, mean over seeds (dimensionless)",
@@ -54,7 +63,7 @@ SPECS = (
         statement="our derivation for the paper's low-rank heads: H heads of rank r on orthogonal query projections "
         "compute an additive function of the query's blocks, whose least relative MSE is the first-order Hoeffding "
         "residual A(r)",
-        scope=NN_FLOOR,
+        scope=_NN_FLOOR,
         quantity="held-out relative MSE, mean over seeds (dimensionless)",
         source=f"{SOURCE}, item 4: H heads of rank r compute sum_h g_h(A_h^T q, K); on orthogonal projections "
         "no additive function beats the first-order Hoeffding residual A(r)",
@@ -67,7 +76,7 @@ SPECS = (
         tests="paper",
         comparison="sign",
         paper="004#72",
-        statement=f"{Q_RANK}; H r = d low-rank heads: >= 3x worse (issue 17)",
+        statement=f"{_Q_RANK}; H r = d low-rank heads: >= 3x worse (issue 17)",
         scope="not checked: the paper's separation is asymptotic (heads exponential in d); the run tests one "
         "finite d = 16 with N = 16 keys and H r = d heads",
         quantity="per-seed relative MSE of the low-rank heads minus 3x the full head's (dimensionless)",

@@ -2,7 +2,26 @@
 
 from analysis.claims.specs import ClaimSpec
 from probes.attention_only.config import SOURCE
-from probes.attention_only.declarations.common import DEEP_LOOKS, Q_QKNORM, Q_SR, SAN_SCALE, STABLE_RANK
+
+_Q_SR = (
+    "«routing matrices (Q/K) crystallize early, content matrices accumulate rank slowly, and removing feed-forward "
+    "layers relocates this accumulation to the attention output projection»"
+)
+_Q_QKNORM = (
+    "«QK-normalization, not feed-forward layers or residual gating, keeps 48-layer attention-only stacks trainable»"
+)
+# the deep stacks' seeds: an undecided growth or loss claim at 3 seeds runs again at 8, then 24
+# (analysis.probing.sequential)
+_DEEP_LOOKS = (3, 8, 24)
+_SAN_SCALE = (
+    "not checked: the paper's regime (6M-87M parameters, up to 105B tokens of web text) is not the run's; here "
+    "width-32 models (16 and 64 for the trend with width) trained 300 updates on a character corpus, the matched "
+    "depth derived from the parameter count"
+)
+_STABLE_RANK = (
+    "not checked: the paper reads weight spectra of models pretrained at scale; here the stable rank of width-32 "
+    "models over 300 updates on a character corpus, from mid-training to the end"
+)
 
 SPECS = (
     # ----------------------------------------------------------------------- attention-only networks (004#1)
@@ -45,7 +64,7 @@ SPECS = (
         paper="004#1",
         statement="reallocating the deleted feed-forward budget into attention depth closes the gap: at matched "
         "parameters «0.006 nats (0.27 percent of loss)»",
-        scope=SAN_SCALE,
+        scope=_SAN_SCALE,
         quantity="paired held-out loss, attention-only minus standard, per seed (nats)",
         figure="ao_san_matched",
         full=True,
@@ -60,7 +79,7 @@ SPECS = (
         statement="the matched gap «0.006 nats (0.27 percent of loss)» is measured at 6M-87M parameters: re-run on "
         "tiny models, the finding is approached only if the gap falls as the models grow (its trend over the widths "
         "the zoo reaches)",
-        scope=SAN_SCALE,
+        scope=_SAN_SCALE,
         quantity="per-seed least-squares slope of the matched held-out loss gap in log2 width (nats per doubling)",
         source="004#1: at 6M-87M parameters the matched gap is 0.006 nats; "
         f"{SOURCE}, item 5: the attention-only depth matched at each width",
@@ -76,7 +95,7 @@ SPECS = (
         paper="004#1",
         statement="at matched parameters «0.006 nats (0.27 percent of loss)»; predicted «0.02 to 0.05 nat gap» on "
         "knowledge-dense text, measured «0.040»: |gap| <= 0.05 nats",
-        scope=SAN_SCALE,
+        scope=_SAN_SCALE,
         quantity="mean over seeds of the held-out loss gap (nats)",
         source="004#1 / issue 17: a standard and an attention-only model with equal parameters differ by <= 0.05 "
         "nats (0.006 at matched parameters, 0.040 measured on fineweb-edu)",
@@ -90,7 +109,7 @@ SPECS = (
         paper="004#1",
         statement="deleting feed-forward layers in place costs «0.47 nats at matched depth and 0.26 nats at matched "
         "FLOPs»",
-        scope=SAN_SCALE,
+        scope=_SAN_SCALE,
         quantity="paired held-out loss, MLP-deleted minus standard, per seed (nats)",
         source="004#1: deleting feed-forward layers in place costs 0.47 nats at matched depth",
         hypothesis="the MLPs add nothing at matched depth",
@@ -120,7 +139,7 @@ SPECS = (
         "instability QK-layernorm mitigates",
         quantity="per-seed ln(max |logit| over the last 10% of updates / at init), without QK-norm",
         replicates="deep_seeds",
-        looks=DEEP_LOOKS,
+        looks=_DEEP_LOOKS,
         sign=1,
         figure="ao_deep_qknorm",
         full=True,
@@ -133,7 +152,7 @@ SPECS = (
         statement="QK-layernorm mitigates attention logit growth: the max logit grows more without it",
         quantity="per-seed ln-growth of the max |logit| without minus with QK-norm",
         replicates="deep_seeds",
-        looks=DEEP_LOOKS,
+        looks=_DEEP_LOOKS,
         sign=1,
         figure="ao_deep_qknorm",
         full=True,
@@ -143,7 +162,7 @@ SPECS = (
         tests="paper",
         comparison="prediction",
         paper="004#1",
-        statement=f"{Q_QKNORM}: without QK-norm the deep stack does not train stably (issue 17: loss spikes in "
+        statement=f"{_Q_QKNORM}: without QK-norm the deep stack does not train stably (issue 17: loss spikes in "
         "most runs)",
         scope=("deep_no_qknorm_max_logit_grows",),
         quantity="fraction of runs without QK-norm with a loss spike",
@@ -158,7 +177,7 @@ SPECS = (
         tests="paper",
         comparison="prediction",
         paper="004#1",
-        statement=f"{Q_QKNORM}: with QK-norm the 48-layer stack trains (loss spikes in fewer than half the runs)",
+        statement=f"{_Q_QKNORM}: with QK-norm the 48-layer stack trains (loss spikes in fewer than half the runs)",
         scope=("deep_qknorm_max_logit_below_bound",),
         quantity="fraction of runs with QK-norm with a loss spike",
         source="004#1: with QK-norm the 48-layer stack trains",
@@ -171,11 +190,11 @@ SPECS = (
         tests="paper",
         comparison="sign",
         paper="004#1",
-        statement=f"{Q_QKNORM}: after the same updates the stack with QK-norm reaches a lower held-out loss",
+        statement=f"{_Q_QKNORM}: after the same updates the stack with QK-norm reaches a lower held-out loss",
         scope=("deep_max_logit_grows_more_without_qknorm",),
         quantity="paired held-out loss without minus with QK-norm, per seed (nats)",
         replicates="deep_seeds",
-        looks=DEEP_LOOKS,
+        looks=_DEEP_LOOKS,
         source="004#1: without QK-norm the 48-layer stack does not train, with it it does",
         hypothesis="QK-norm makes no difference to the loss reached",
         sign=1,
@@ -187,8 +206,8 @@ SPECS = (
         tests="paper",
         comparison="sign",
         paper="004#1",
-        statement=f"{Q_SR}: W_O's stable rank still grows in the second half of training",
-        scope=STABLE_RANK,
+        statement=f"{_Q_SR}: W_O's stable rank still grows in the second half of training",
+        scope=_STABLE_RANK,
         quantity="per-seed relative change of W_O's stable rank, mid to end of training (mean over layers)",
         source="004#1: content matrices accumulate rank slowly; without FFNs in the attention output projection",
         hypothesis="W_O's stable rank has settled by mid-training",
@@ -201,8 +220,8 @@ SPECS = (
         tests="paper",
         comparison="sign",
         paper="004#1",
-        statement=f"{Q_SR}: in the second half W_O's stable rank moves more than that of W_q,h^T W_k,h",
-        scope=STABLE_RANK,
+        statement=f"{_Q_SR}: in the second half W_O's stable rank moves more than that of W_q,h^T W_k,h",
+        scope=_STABLE_RANK,
         quantity="per-seed change of W_O's stable rank minus |that of W_q,h^T W_k,h| (relative, mean over layers)",
         source="004#1: routing matrices (Q/K) crystallize early",
         hypothesis="the routing (W_q^T W_k) stable rank moves as much as W_O's in the second half",
@@ -215,8 +234,8 @@ SPECS = (
         tests="paper",
         comparison="sign",
         paper="004#1",
-        statement=f"{Q_SR}: W_O's stable rank grows more in the attention-only model than in the standard one",
-        scope=STABLE_RANK,
+        statement=f"{_Q_SR}: W_O's stable rank grows more in the attention-only model than in the standard one",
+        scope=_STABLE_RANK,
         quantity="per-seed relative change of W_O's stable rank, attention-only minus standard (mean over layers)",
         source="004#1: removing feed-forward layers relocates this accumulation to the attention output projection",
         hypothesis="removing the MLPs does not move rank accumulation to W_O",

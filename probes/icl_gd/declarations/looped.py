@@ -2,9 +2,24 @@
 
 from analysis.claims.specs import ClaimSpec
 from probes.icl_gd.bands import SOURCE_LOOPED
-from probes.icl_gd.declarations.common import CHEN, LG_LOOP, LOOPED
 from probes.icl_gd.logistic import CRITERION as LG_CRITERION
 from probes.icl_gd.logistic import SOURCE as LG_SOURCE
+
+# Chen et al. (003#50) and the looped softmax paper (000#33), quoted from ../shared/SEED_CATALOGUE.md
+_CHEN = (
+    "«as long as the input data has a constant condition number, e.g., n = O(d), the linear looped Transformers can "
+    "achieve a small error by multi-step gradient descent»"
+)
+_LG_LOOP = (
+    "«(i) training a single self-attention layer supervised by one-step gradient descent, and (ii) recurrently "
+    "applying the trained layer to obtain a looped model»; «each layer exactly performing one step of normalized "
+    "gradient descent on an in-context loss»"
+)
+_LOOPED = (
+    "by construction: a weight-tied one-layer linear LSA (query hidden as a key) trained with T loops at n = 4 d "
+    "(n = O(d)) on Gaussian inputs, isotropic or of constant condition number cond; the GD it is read against "
+    "uses the step read off its own weights"
+)
 
 SPECS = (
     # ---- looped LSAs (Chen et al., 003#50)
@@ -23,8 +38,8 @@ SPECS = (
         tests="toy_model",
         comparison="prediction",
         paper="003#50",
-        statement=CHEN,
-        scope=LOOPED,
+        statement=_CHEN,
+        scope=_LOOPED,
         quantity="ln(model squared weight error after T loops / exact T-step GD error at its fitted step), per seed",
         source=SOURCE_LOOPED,
         hypothesis="no gain after the first loop: the one-step error of GD at the fitted step, repeated",
@@ -37,7 +52,7 @@ SPECS = (
         paper="vonoswald2023",
         statement="von Oswald et al. 2023 Sec. 3: a trained LSA implements GD++ (a GD step on w plus a "
         "transformation of the inputs); weight-tied, each loop one GD++ step read off the layer's structured blocks",
-        scope=LOOPED,
+        scope=_LOOPED,
         quantity="squared weight error at the worst loop k <= T, mean over seeds (units of |w|^2)",
         source="von Oswald et al. 2023 Sec. 3 (GD++), weight-tied; derivation: analysis.theory.looped.looped_lsa_maps",
         hypothesis="plain (preconditioned) GD at the fitted step: the same weights without their input writes",
@@ -48,8 +63,8 @@ SPECS = (
         tests="paper",
         comparison="sign",
         paper="003#50",
-        statement=CHEN,
-        scope=LOOPED + "; loops past the trained T extrapolate beyond the training",
+        statement=_CHEN,
+        scope=_LOOPED + "; loops past the trained T extrapolate beyond the training",
         quantity="paired change of the squared weight error from loop k to k + 1, worst k, mean over seeds",
         source=SOURCE_LOOPED,
         hypothesis="an extra loop does not lower the weight error (no gain past one step, or past the trained loop "
@@ -74,7 +89,7 @@ SPECS = (
         tests="paper",
         comparison="prediction",
         paper="000#33",
-        statement=LG_LOOP,
+        statement=_LG_LOOP,
         scope="by construction: a one-head softmax layer trained on one normalised-GD step (iterates |w| up to "
         "lg_radius, covering the loops) and looped from w = 0; not checked: the in-context loss is our "
         "log-mean-exp margin loss (analysis/theory/logistic_icl.py), our reading of the paper's",

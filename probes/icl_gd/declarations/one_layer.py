@@ -3,7 +3,14 @@ et al. 2023)."""
 
 from analysis.claims.specs import ClaimSpec
 from probes.icl_gd.bands import HYP_INF, MC_NO_MODEL, SOURCE_ETA, SOURCE_VO
-from probes.icl_gd.declarations.common import HYP_UNTUNED, MC, ONE_LAYER, ONE_LAYER_OPTIMUM
+from probes.icl_gd.declarations.common import MC, ONE_LAYER_OPTIMUM
+
+_ONE_LAYER = (
+    "by construction: one linear self-attention layer (no norm, no MLP, the query hidden as a key: von Oswald et "
+    "al.'s architecture) trained on in-context linear regression; not checked: that training reached the loss "
+    "minimiser (the band over seeds holds optimiser noise only)"
+)
+_HYP_UNTUNED = "the layer implements one GD step at the untuned rate 1/v (no finite-N correction)"
 
 SPECS = (
     # ---- construction: software identities
@@ -70,10 +77,10 @@ SPECS = (
         comparison="prediction",
         paper="000#26",
         statement=ONE_LAYER_OPTIMUM,
-        scope=ONE_LAYER,
+        scope=_ONE_LAYER,
         quantity="MSE of trained 1-layer LSAs, mean over seeds (units of y^2)",
         source=SOURCE_VO,
-        hypothesis=HYP_UNTUNED,
+        hypothesis=_HYP_UNTUNED,
         full=True,
     ),
     ClaimSpec(
@@ -83,10 +90,10 @@ SPECS = (
         paper="000#26",
         statement="our closed form: the optimal one-layer LSA is one GD step at eta* (with its finite-N "
         "correction), so the rate fitted to trained layers' predictions is eta*, not the untuned 1/v",
-        scope=ONE_LAYER,
+        scope=_ONE_LAYER,
         quantity="learning rate fitted to the predictions, mean over seeds (dimensionless)",
         source=SOURCE_ETA,
-        hypothesis=HYP_UNTUNED,
+        hypothesis=_HYP_UNTUNED,
         full=True,
     ),
     ClaimSpec(
@@ -110,7 +117,8 @@ SPECS = (
         paper="vonoswald2023",
         statement="our derivation from von Oswald et al.'s construction: the trained layer's 1/N is fixed in its "
         "weights, so with k context examples it is one GD step at eta_fit k/N and has that step's closed-form loss",
-        scope=ONE_LAYER + "; the layer is evaluated at k examples, off its training length N, as the statement intends",
+        scope=_ONE_LAYER + "; the layer is evaluated at k examples, off its training length N, as the statement "
+        "intends",
         quantity="MSE at the smallest k, mean over seeds (units of y^2)",
         source=SOURCE_ETA,
         full=True,

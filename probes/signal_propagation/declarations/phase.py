@@ -1,8 +1,15 @@
 """The declared claims of ``signal_propagation``: the attention phase diagram at initialisation."""
 
 from analysis.claims.specs import ClaimSpec
-from probes.signal_propagation.declarations.common import PHASE_DEPTH, PHASE_ROWS
+from probes.signal_propagation.phase import SOURCE as PHASE_SOURCE
 from probes.signal_propagation.phase_claims import FIGURE as PHASE_FIGURE
+
+# the phase diagram's theory: the layer-1 row statistics and the block map of the token cosine
+_PHASE_ROWS = (
+    f"{PHASE_SOURCE}, sections 1-3: a row is softmax over T i.i.d. Gaussian logits of spread "
+    "sigma_i = scale sqrt(1 - p) |W_k^T q_i|"
+)
+_PHASE_DEPTH = f"{PHASE_SOURCE}, sections 4-5: the post-LN block map of the token cosine at finite T"
 
 SPECS = (
     # ---------------------------------------------------------------- phase_claims: the attention phase diagram
@@ -29,7 +36,7 @@ SPECS = (
         scope="by construction: embedded tokens of exact pairwise cosine p, one head with fan-in Gaussian W_q, W_k "
         "and the random-energy logit scale, float64, as the derivation assumes",
         quantity="layer-1 row entropy H / ln T minus its finite-T yardstick (worst beta of the family)",
-        source=PHASE_ROWS,
+        source=_PHASE_ROWS,
         figure=PHASE_FIGURE,
         full=True,
     ),
@@ -44,7 +51,7 @@ SPECS = (
         scope="by construction: embedded tokens of exact pairwise cosine p, one head with fan-in Gaussian W_q, W_k "
         "and the random-energy logit scale, float64, as the derivation assumes",
         quantity="layer-1 participation sum_j a_ij^2 minus its finite-T yardstick (worst beta of the family)",
-        source=PHASE_ROWS,
+        source=_PHASE_ROWS,
         figure=PHASE_FIGURE,
         full=True,
     ),
@@ -59,7 +66,7 @@ SPECS = (
         scope="by construction the zoo block is the map's (post-LN, one head, ReLU MLP, unit skips, no biases, "
         "var_v = var_w = 1); not checked: the map is a d -> inf mean-field law, run at the design's finite width",
         quantity="token cosine after block k minus the finite-T block map (worst beta of the family)",
-        source=PHASE_DEPTH,
+        source=_PHASE_DEPTH,
         figure=PHASE_FIGURE,
         full=True,
     ),

@@ -2,8 +2,12 @@
 parallel sublayers and persistent memory vectors (items 12-17)."""
 
 from analysis.claims.specs import ClaimSpec
-from probes.softmax_alternatives.declarations.common import ZERO_QUERY
 from probes.softmax_alternatives.references import SOURCE
+
+_ZERO_QUERY = (
+    "by construction: W_q = 0 (the zoo's zero_query) makes every causal softmax layer exactly the uniform average C "
+    "and the tokens are i.i.d. N(0, I), as the law assumes; the paper's training-speed claim is not tested"
+)
 
 SPECS = (
     # --- 12. softplus over the l1 norm (000#85) -------------------------------------------------------------
@@ -39,7 +43,7 @@ SPECS = (
         statement="004#82 removes skip connections «with no loss of training speed» by shaping attention. Our exact "
         "law for a skipless causal softmax stack at W_q = 0: every layer is the uniform average C, so E[X_L X_L^T] "
         "= tr(W^T W) C^L (C^L)^T (tokens collapse).",
-        scope=ZERO_QUERY,
+        scope=_ZERO_QUERY,
         quantity="mean token correlation of the token kernel, paired with its law, mean over depths",
         source=f"{SOURCE}, section 13: E[X_L X_L^T] = tr(W^T W) C^L (C^L)^T given the weights",
         hypothesis="the stack keeps the token kernel (independent tokens stay uncorrelated, as with shaped attention)",
@@ -53,7 +57,7 @@ SPECS = (
         paper="004#82",
         statement="Our law for 004#82's shaped attention, which starts at the identity: a skipless shaped stack at "
         "init maps X to X W, so E[X_L X_L^T] = tr(W^T W) I and independent tokens stay uncorrelated at every depth.",
-        scope=ZERO_QUERY,
+        scope=_ZERO_QUERY,
         quantity="mean token correlation of the token kernel, mean over depths (0 expected)",
         source=f"{SOURCE}, section 13: the shaped stack maps X to X W, E[X_L X_L^T] = tr(W^T W) I",
         hypothesis="shaped attention collapses the kernel like softmax's uniform average: the C^L law's mean",
