@@ -150,8 +150,29 @@ def test_errors_name_the_flat_field(values, message):
     assert str(again.value) == str(err.value)
 
 
-def test_a_part_switched_off_skips_its_checks_across_fields():
-    assert Toy(sparse=False, sparse_gap=40.0, sparse_keys=(2, 3, 4)).sparse.gap == 40.0
+def test_a_switched_off_part_keeps_its_values_for_its_own_validate_to_read():
+    """The library always runs a part's validate and keeps a switched-off part's values; the pattern the probes
+    follow (``if self.enabled``) leaves an off part's checks across fields unasked."""
+    off = Toy(sparse=False, sparse_gap=40.0, sparse_keys=(2, 3, 4))
+    assert not off.sparse.enabled and off.sparse.gap == 40.0 and off.value_of("sparse_keys") == (2, 3, 4)
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (
+            lambda: Toy(memory={"slots": 3}),
+            r"^memory must be a Memory config \(or set its fields by their flat names\), "
+            r"got \{'slots': 3\}$",
+        ),
+        (lambda: Toy().replace(memory=5), r"^memory must be a Memory config"),
+        (lambda: Toy(memory=Sparse()), r"^memory must be a Memory config .*got Sparse\("),
+    ],
+)
+def test_a_part_given_whole_must_be_its_own_config(build, message):
+    with pytest.raises(ValueError, match=message):
+        build()
+    assert Toy(memory=Memory(slots=3)).value_of("memory_slots") == 3  # the part's own config, given whole
 
 
 def test_a_former_flat_name_is_refused_naming_the_new_one():

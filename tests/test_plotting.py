@@ -179,6 +179,7 @@ def test_an_exploring_run_never_writes_the_committed_gallery_and_says_where_it_w
         ({"params": {"preset": "smoke", "f": object()}}, "params"),
         ({"inputs": {"checkpoint": 3}}, "inputs"),
         ({"formats": ("png", "jpg")}, "formats"),
+        ({"formats": ("png", "png")}, "formats must not repeat"),
         ({"caption": None}, "caption"),
     ],
 )

@@ -237,6 +237,13 @@ class BaseConfig(metaclass=_ConfigType):
         for spec in field_specs_of(type(self)):
             if not spec.nested:
                 spec.check(getattr(self, spec.attrs[0]))
+        for name, part_cls in _parts_of(type(self)).items():  # a part given whole is the part's own config
+            value = getattr(self, name)
+            if not isinstance(value, part_cls):
+                raise ValueError(
+                    f"{name} must be a {part_cls.__name__} config (or set its fields by their flat names), "
+                    f"got {value!r}"
+                )
 
     @classmethod
     def field_specs(cls) -> tuple[FieldSpec, ...]:

@@ -39,7 +39,7 @@ class FieldSpec:
     omit_at_default: bool = False  # left out of to_dict() while at its default (a field added later)
     formerly: tuple[str, ...] = ()  # names it had until the last release: refused, with a message naming this one
     path: tuple[str, ...] = ()  # attributes from the config to the value: ("sparse", "keys") in a nested part
-    smoke: Any = None  # the value in a probe's smoke preset where declared (param(..., smoke=...)), else NO_SMOKE
+    smoke: Any = NO_SMOKE  # the value in a probe's smoke preset where declared (param(..., smoke=...))
 
     @property
     def attrs(self) -> tuple[str, ...]:

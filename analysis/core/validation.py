@@ -68,8 +68,8 @@ def check_sequence(
     if item_check is not None:
         for i, item in enumerate(value):
             item_check(f"{field}[{i}]", item)
-    if unique and len(set(value)) != len(value):
-        raise ValueError(f"{field} must not contain duplicates, got {list(value)!r}")
+    if unique:
+        check_distinct(field, value)
 
 
 def check_distinct(field: str, values: Sequence[Any]) -> None:

@@ -266,7 +266,7 @@ class Decay(PartConfig):
     def validate(self) -> None:
         super().validate()
         if self.enabled:
-            check_increasing("decay_pairs", self.pairs)
+            check_increasing(self.flat("pairs"), self.pairs)
 
 
 @dataclass(frozen=True)
@@ -314,8 +314,8 @@ class Config(ProbeConfig):
 
     def validate(self) -> None:
         super().validate()
-        for name in ("kernels", "n_pairs"):
-            check_distinct(name, self.value_of(name))
+        check_distinct("kernels", self.kernels)
+        check_distinct("n_pairs", self.n_pairs)
         if max(self.n_pairs) > self.n_keys:
             raise ValueError(f"n_keys must be >= the largest n_pairs ({max(self.n_pairs)}), got {self.n_keys}")
 

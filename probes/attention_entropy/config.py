@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from analysis.core.config import PartConfig, part, switch
-from analysis.core.validation import check_distinct, check_increasing
+from analysis.core.validation import check_distinct, check_float, check_increasing
 from analysis.probing.base import ModelPart, ProbeConfig, model_param, param
 
 # Largest values the config accepts: far beyond every preset and notebook, and below where the logits (float32
@@ -120,8 +120,7 @@ class Nonlin(PartConfig):
 
     def validate(self) -> None:
         super().validate()
-        if self.lr <= 0:
-            raise ValueError(f"nonlin_lr must be > 0, got {self.lr}")
+        check_float(self.flat("lr"), self.lr, minimum=0.0, strict_minimum=True)
 
 
 @dataclass(frozen=True)
@@ -170,8 +169,7 @@ class Retrieval(PartConfig):
                 f"retrieval_factors: retrieval_len x the largest factor must be <= {MAX_RETRIEVAL_PAIRS}, got "
                 f"{self.len} x {f[-1]}"
             )
-        if self.lr <= 0:
-            raise ValueError(f"retrieval_lr must be > 0, got {self.lr}")
+        check_float(self.flat("lr"), self.lr, minimum=0.0, strict_minimum=True)
 
 
 @dataclass(frozen=True)
@@ -247,8 +245,7 @@ class Config(ProbeConfig):
 
     def validate(self) -> None:
         super().validate()
-        if self.sigmoid_lr <= 0:
-            raise ValueError(f"sigmoid_lr must be > 0, got {self.sigmoid_lr}")
+        check_float("sigmoid_lr", self.sigmoid_lr, minimum=0.0, strict_minimum=True)
         check_increasing("ctx_lens", self.ctx_lens)
         if self.rows_per_n > min(self.ctx_lens):
             raise ValueError(f"rows_per_n ({self.rows_per_n}) must be <= the smallest ctx_len ({min(self.ctx_lens)})")

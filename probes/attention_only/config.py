@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from analysis.core.config import PartConfig, part
+from analysis.core.validation import check_distinct
 from analysis.data.tasks import ConvolutionRegression, Induction, NearestNeighbour
 from analysis.probing.base import MAX_SEED, ModelPart, ProbeConfig, model_param, param
 
@@ -218,8 +219,7 @@ class Config(ProbeConfig):
                     f"trend_widths must differ from matched_d_model ({self.matched.d_model}) and divide by "
                     f"matched_n_heads ({self.matched.n_heads}) into an even head size (RoPE), got {w}"
                 )
-        if len(set(self.trend_widths)) != len(self.trend_widths):
-            raise ValueError(f"trend_widths must be distinct, got {list(self.trend_widths)}")
+        check_distinct("trend_widths", self.trend_widths)
         if self.matched.snapshots % 2 or self.matched.snapshots > self.matched.steps:
             raise ValueError(
                 f"matched_snapshots must be even (the second half starts at a checkpoint) and <= matched_steps "

@@ -8,6 +8,7 @@ import numpy as np
 
 from analysis.claims.evidence import replicate_seeds
 from analysis.core.config import PartConfig, part, switch
+from analysis.core.validation import check_float
 from analysis.probing.base import ModelPart, ProbeConfig, model_param, param
 from analysis.theory import icl_gd as th
 
@@ -37,12 +38,6 @@ PRECONDITIONER_CRITERION = 0.05  # issue 17: learned Gamma within 5% (Frobenius)
 ETA_CRITERION = 0.01  # issue 17: learned eta within 1% of the loss-optimal one-step GD
 
 
-def _check_positive_lr(part: PartConfig) -> None:
-    """``ValueError`` naming the field unless the part's ``lr`` is > 0 (analysis.training.train needs it)."""
-    if part.lr <= 0:
-        raise ValueError(f"{part.flat('lr')} must be > 0, got {part.lr}")
-
-
 @dataclass(frozen=True)
 class Train(PartConfig):
     """Training the one-layer models (the headline depth K = 1)."""
@@ -57,7 +52,7 @@ class Train(PartConfig):
 
     def validate(self) -> None:
         super().validate()
-        _check_positive_lr(self)
+        check_float(self.flat("lr"), self.lr, minimum=0.0, strict_minimum=True)  # Adam needs lr > 0
 
 
 @dataclass(frozen=True)
@@ -98,7 +93,7 @@ class Depth(PartConfig):
 
     def validate(self) -> None:
         super().validate()
-        _check_positive_lr(self)
+        check_float(self.flat("lr"), self.lr, minimum=0.0, strict_minimum=True)  # Adam needs lr > 0
 
 
 @dataclass(frozen=True)
@@ -137,7 +132,7 @@ class Garg(PartConfig):
 
     def validate(self) -> None:
         super().validate()
-        _check_positive_lr(self)
+        check_float(self.flat("lr"), self.lr, minimum=0.0, strict_minimum=True)  # Adam needs lr > 0
         if self.d_model % self.n_heads:  # the interleaved model's own fields (not model fields)
             raise ValueError(f"garg_n_heads must divide garg_d_model={self.d_model}, got garg_n_heads={self.n_heads}")
 

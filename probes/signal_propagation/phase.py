@@ -68,7 +68,7 @@ def design(cfg) -> dict:
     """The phase design of ``cfg``: its preset's :data:`DESIGN` with every ``phase_*`` field that is set."""
     out = dict(DESIGN[cfg.preset_name])
     for k in out:
-        v = cfg.value_of(f"phase_{k}")
+        v = getattr(cfg.phase, k)
         if v is not None:
             out[k] = tuple(v) if isinstance(v, tuple) else v
     return out
