@@ -20,7 +20,7 @@ DEVICE = torch.device("cpu")  # --device: where forward, train and icl run (GPU 
 DEVICE_BENCHES = ("forward", "train", "icl")
 
 
-def _synced(fn: Callable[[], object]) -> Callable[[], object]:
+def synced(fn: Callable[[], object]) -> Callable[[], object]:
     """``fn`` followed by a wait for the device's queued kernels (so wall times are the work's own on a GPU)."""
 
     def wrapped():
@@ -67,10 +67,10 @@ def timeit(fn: Callable[[], object], repeats: int = 7, warmup: int = 2) -> dict:
         t0 = time.perf_counter()
         fn()
         times.append(time.perf_counter() - t0)
-    return {"median_s": statistics.median(times), "min_s": min(times), "max_s": max(times), "repeats": repeats}
+    return summary(times)
 
 
-def _interleaved(variants: dict[str, Callable[[], object]], rounds: int) -> dict[str, list[float]]:
+def interleaved(variants: dict[str, Callable[[], object]], rounds: int) -> dict[str, list[float]]:
     """Wall times of each variant, run round by round in turn (a drift in machine load hits all alike)."""
     for fn in variants.values():
         fn()  # warm-up
@@ -83,14 +83,14 @@ def _interleaved(variants: dict[str, Callable[[], object]], rounds: int) -> dict
     return times
 
 
-def _summary(v: list[float]) -> dict:
+def summary(v: list[float]) -> dict:
     return {"median_s": statistics.median(v), "min_s": min(v), "max_s": max(v), "repeats": len(v)}
 
 
 def gemm_peak_variant(n: int = 2048) -> tuple[Callable[[], object], float]:
     """A float32 (n x n) @ (n x n) product with torch's threads and its FLOPs: the machine's GEMM peak."""
     a, b = (torch.randn(n, n, generator=torch.Generator().manual_seed(s)).to(DEVICE) for s in (1, 2))
-    return _synced(lambda: torch.mm(a, b)), 2.0 * n**3
+    return synced(lambda: torch.mm(a, b)), 2.0 * n**3
 
 
 def forward_flops(cfg: ModelConfig, B: int, T: int) -> dict:

@@ -1,6 +1,6 @@
 """Benchmarks: speed and memory are measured here, never in timed tests.
 
-    make bench                      # all benchmarks, results in bench/results/<machine>.json + common.RESULTS.md
+    make bench                      # all benchmarks, results in bench/results/<machine>.json + RESULTS.md
     python bench/run.py --only forward hooks
     python bench/run.py --only icl --steps 100 --no-record   # one JSON object (ms_per_step, anchor_ms_per_step)
 

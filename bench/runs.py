@@ -14,8 +14,9 @@ from pathlib import Path
 
 import torch
 
+from analysis.core.paths import REPO
 from analysis.zoo.hooks import run_with_cache
-from bench.common import timeit
+from bench.common import interleaved, summary, timeit
 from bench.speed import checkpoint_training
 
 
@@ -24,7 +25,6 @@ def _figures(preset: str) -> dict:
     (every model is trained, every probe computed), plus the per-notebook times of its manifest."""
     import tempfile
 
-    repo = Path(__file__).resolve().parent.parent
     with tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ, "WORKBENCH_CACHE": str(Path(tmp) / "cache"), "TQDM_DISABLE": "1"}
         t0 = time.perf_counter()
@@ -41,7 +41,7 @@ def _figures(preset: str) -> dict:
                 "--force",
             ],
             env=env,
-            cwd=repo,
+            cwd=REPO,
             capture_output=True,
             text=True,
         )
@@ -77,15 +77,14 @@ def _test_tier(tier: str) -> dict:
     output goes to ``build/bench-<target>.log`` as it comes (its ``--durations`` table included)."""
     import resource
 
-    repo = Path(__file__).resolve().parent.parent
     target = {"fast": "test", "thorough": "test-thorough"}[tier]
     env = {**os.environ, "TQDM_DISABLE": "1", "MPLBACKEND": "agg"}
-    log = repo / "build" / f"bench-{target}.log"
+    log = REPO / "build" / f"bench-{target}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     with open(log, "w", encoding="utf-8") as out:
-        proc = subprocess.run(["make", "-s", target], env=env, cwd=repo, stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.run(["make", "-s", target], env=env, cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -98,7 +97,7 @@ def _test_tier(tier: str) -> dict:
         "cpu_s": cpu,
         "exit_code": proc.returncode,
         "summary": summaries,
-        "log": str(log.relative_to(repo)),
+        "log": str(log.relative_to(REPO)),
     }
 
 
@@ -133,19 +132,11 @@ def bench_hf() -> dict:
         "transformers_eager": lambda: stock["eager"](input_ids=x),
         "transformers_sdpa": lambda: stock["sdpa"](input_ids=x),
     }
-    times: dict[str, list[float]] = {k: [] for k in variants}
     with torch.no_grad():
-        for fn in variants.values():
-            fn()
-        for _ in range(7):
-            for name, fn in variants.items():
-                t0 = time.perf_counter()
-                fn()
-                times[name].append(time.perf_counter() - t0)
+        times = interleaved(variants, 7)
     out = {"config": "all-MiniLM-L6-v2, T=512 B=4 float32"}
     for name, v in times.items():
-        med = statistics.median(v)
-        out[name] = {"median_s": med, "min_s": min(v), "max_s": max(v), "tokens_per_s": x.numel() / med}
+        out[name] = {**summary(v), "tokens_per_s": x.numel() / statistics.median(v)}
     return out
 
 
@@ -191,12 +182,10 @@ def _parallel_capacity() -> dict:
 def _sweep_run(label: str, cmd: list[str], tmp: Path) -> dict:
     """One sweep in a fresh process with a fresh, empty cache: wall time of the whole command (start-up,
     imports, cluster start and shutdown included) and the sweep's own wall time as it reports it."""
-    import re
-
     env = {**os.environ, "WORKBENCH_CACHE": str(tmp / f"cache-{label}"), "TQDM_DISABLE": "1"}
     load = os.getloadavg()[0]
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, env=env, cwd=Path(__file__).resolve().parent.parent, capture_output=True, text=True)
+    proc = subprocess.run(cmd, env=env, cwd=REPO, capture_output=True, text=True)
     wall = time.perf_counter() - t0
     if proc.returncode:
         raise RuntimeError(f"sweep {label} failed: {proc.stderr.strip().splitlines()[-1:]}")

@@ -16,11 +16,12 @@ from pathlib import Path
 import torch
 
 from analysis.core.devices import synchronize
+from analysis.core.paths import REPO
 from analysis.zoo.allocator import kept_limit
 from analysis.zoo.hooks import run_with_cache
 from analysis.zoo.model import ModelConfig, TinyTransformer
 from bench import common
-from bench.common import _interleaved, _summary, _synced, forward_flops, gemm_peak_variant, timeit
+from bench.common import forward_flops, gemm_peak_variant, interleaved, summary, synced, timeit
 
 
 def bench_forward(rounds: int = 5) -> dict:
@@ -38,7 +39,7 @@ def bench_forward(rounds: int = 5) -> dict:
             model.allow_fused = fused
             return model(x) if names is None else run_with_cache(model, x, names=names)
 
-        return _synced(fn)
+        return synced(fn)
 
     variants = {
         "materialised": run(False),
@@ -47,17 +48,17 @@ def bench_forward(rounds: int = 5) -> dict:
         "gemm_peak": gemm,
     }
     with torch.no_grad():
-        times = _interleaved(variants, rounds)
+        times = interleaved(variants, rounds)
     model.allow_fused = False
     flops = forward_flops(cfg, B, T)
     peak = gemm_flops / statistics.median(times["gemm_peak"]) / 1e9
     out = {"config": f"L=4 d=256 H=4 T={T} B={B} float32 rope, {rounds} interleaved rounds", "flops": flops}
     out["device"] = str(common.DEVICE)
-    out["gemm_peak"] = {**_summary(times["gemm_peak"]), "gflops": peak, "config": "2048^3 float32 torch.mm"}
+    out["gemm_peak"] = {**summary(times["gemm_peak"]), "gflops": peak, "config": "2048^3 float32 torch.mm"}
     for name in ("materialised", "materialised_cache_patterns", "fused"):
         med = statistics.median(times[name])
         gflops = flops["total"] / med / 1e9
-        out[name] = {**_summary(times[name]), "tokens_per_s": B * T / med, "gflops": gflops, "of_peak": gflops / peak}
+        out[name] = {**summary(times[name]), "tokens_per_s": B * T / med, "gflops": gflops, "of_peak": gflops / peak}
     return out
 
 
@@ -211,7 +212,7 @@ def bench_icl(steps: int = 200, rounds: int = 3) -> dict:
         variants["anchor"] = lambda: anchor.updates(steps)
     else:
         print(f"[bench] icl: JAX anchor skipped: {skipped}", file=sys.stderr, flush=True)
-    times = _interleaved(variants, rounds)
+    times = interleaved(variants, rounds)
     out = {
         "config": f"d={cfg.d} N={cfg.n_context} batch={cfg.train.batch_size} {cfg.x_dist} one LSA layer, Adam, float32",
         "steps": steps,
@@ -220,7 +221,7 @@ def bench_icl(steps: int = 200, rounds: int = 3) -> dict:
         "device": str(common.DEVICE),
     }
     for name, v in times.items():
-        out[name] = {**_summary(v), "ms_per_step": 1000 * statistics.median(v) / steps}
+        out[name] = {**summary(v), "ms_per_step": 1000 * statistics.median(v) / steps}
     out["ms_per_step"] = out["ours"]["ms_per_step"]
     out["extrapolated_5000_steps_s"] = 5 * out["ms_per_step"]
     if skipped is None:
@@ -257,12 +258,11 @@ def bench_long_continuation() -> dict:
     """`python -m probes run prompt_forgetting --cont-len T` at L = 2, d = 64 (full preset: 8 pairs), each
     T in a fresh process (peak resident memory of that process), T = 4096, 8192, 16384. Attention runs
     in blocks of query rows, so memory should grow linearly in T (goal at 16384: < 5 min, < 4 GB)."""
-    repo = Path(__file__).resolve().parent.parent
     env = {**os.environ, "TQDM_DISABLE": "1"}
     out = {"config": "prompt_forgetting full preset, L=2, d=64, 8 pairs, float32"}
     for T in (4096, 8192, 16384):
         proc = subprocess.run(
-            [sys.executable, "-c", _LONG_RUN, str(T)], env=env, cwd=repo, capture_output=True, text=True
+            [sys.executable, "-c", _LONG_RUN, str(T)], env=env, cwd=REPO, capture_output=True, text=True
         )
         if proc.returncode:
             raise RuntimeError(f"long-continuation run at T={T} failed: {proc.stderr.strip().splitlines()[-1:]}")

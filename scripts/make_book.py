@@ -83,14 +83,14 @@ def load(figures: Path) -> dict[str, Any]:
     maps a claim's ``(context, name)`` to the figure that shows it."""
     path = figures / "papers.json"
     if not path.is_file():
-        raise BookError(f"no {execution._display(path)}: run make figures first")
+        raise BookError(f"no {execution.display_path(path)}: run make figures first")
     try:
         papers = json.loads(path.read_text())
     except ValueError as e:
-        raise BookError(f"{execution._display(path)} is not JSON ({e}): run make figures again") from None
+        raise BookError(f"{execution.display_path(path)} is not JSON ({e}): run make figures again") from None
     names = {p.name[: -len(".claims.json")] for p in figures.glob("*.claims.json")}
     for sidecar in figures.glob("*.json"):
-        meta = execution._read_json(sidecar)
+        meta = execution.read_json_object(sidecar)
         if meta.get("kind") == "figure" and meta.get("notebook"):
             names.add(meta["notebook"])
     try:
@@ -355,7 +355,7 @@ def build(out: Path, timeout: float = 600.0) -> tuple[str | None, list[str]]:
     if proc.returncode:
         return f"exit code {proc.returncode}: {(problems or log.strip().splitlines() or [''])[-1]}", problems
     if missing:
-        return f"no {execution._display(missing[0])} was written", problems
+        return f"no {execution.display_path(missing[0])} was written", problems
     return None, problems
 
 
@@ -375,7 +375,7 @@ def main(argv: list[str] | None = None) -> int:
     except BookError as e:
         print(f"make_book.py: error: {e}", file=sys.stderr)
         return 2
-    out = execution._display(args.out.resolve())
+    out = execution.display_path(args.out.resolve())
     if book["missing"]:
         missing = f"{len(book['missing'])} notebook(s) not executed since the checkout ({', '.join(book['missing'])})"
         print(f"book: {missing}: their pages show the committed figures; make figures executes them")

@@ -449,8 +449,8 @@ for name in ("tiny_a", "tiny_b"):
     save_figure(fig, name, notebook="01_tiny", params={"preset": preset}, ledger=led)
 save_ledger(led, notebook="01_tiny")"""
 
-# make_figures whose third promoted file hangs half-written in its temporary file (argv[1]: the script, unused: the
-# pipeline is analysis.figures, whose promotion writes through execution.atomic_write_bytes)
+# make_figures whose third promoted file hangs half-written in its temporary file (the pipeline is analysis.figures,
+# whose promotion writes through execution.atomic_write_bytes)
 KILLABLE_MAKE_FIGURES = """\
 import os, sys, time
 from analysis.figures import cli, execution as mf
@@ -467,7 +467,7 @@ def atomic_write_bytes(path, data):
         time.sleep(600)
     return atomic_write(path, half)
 mf.atomic_write_bytes = atomic_write_bytes
-sys.exit(cli.main(sys.argv[2:]))
+sys.exit(cli.main(sys.argv[1:]))
 """
 
 
@@ -495,7 +495,7 @@ def test_sigkill_of_make_figures_leaves_no_half_written_figure(tmp_path):
     env = {**os.environ, "WORKBENCH_CACHE": str(tmp_path / "cache"), "OMP_NUM_THREADS": "1"}
 
     proc = subprocess.Popen(
-        [sys.executable, "-c", KILLABLE_MAKE_FIGURES, str(script), *args],
+        [sys.executable, "-c", KILLABLE_MAKE_FIGURES, *args],
         cwd=REPO,
         env=env,
         stdout=subprocess.PIPE,

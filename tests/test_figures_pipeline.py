@@ -18,7 +18,6 @@ import nbformat
 import pytest
 
 from analysis.claims.ledger import Ledger
-from analysis.core.io import content_hash
 from analysis.core.paths import REPO
 from analysis.figures import execution, options
 
@@ -387,8 +386,7 @@ def test_resume_key(tmp_path):
     nb = write_notebook(tmp_path / "01_a.ipynb", PARAMS, "x = 1")
 
     def key(params=None, out=tmp_path / "figs", source="src", threads=1):
-        inputs = execution.stamp_inputs(nb, params or {"preset": "smoke"}, out, source, threads)
-        return content_hash(inputs, length=64)
+        return execution.resume_key(execution.stamp_inputs(nb, params or {"preset": "smoke"}, out, source, threads))
 
     k = key()
     assert key() == k

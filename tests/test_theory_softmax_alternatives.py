@@ -274,7 +274,8 @@ def test_two_key_law_at_scale_zero_is_the_kernels_jacobian_at_equal_logits():
     for kernel, J in jac.items():
         at_zero = float(th.two_key_jacobian_norm(kernel, 0.0, 2))
         assert at_zero == pytest.approx(float(J.norm()), rel=1e-15), kernel
-        assert float(th.two_key_jacobian_norm(kernel, 1e-4, 2)) == pytest.approx(at_zero, rel=1e-3), kernel
+        # continuous and even in s: 0.5 s^2 (softmax) and 0.69 s^2 (SA-Softmax) off the value at 0, 7e-9 at 1e-4
+        assert float(th.two_key_jacobian_norm(kernel, 1e-4, 2)) == pytest.approx(at_zero, rel=1e-7), kernel
 
 
 def test_two_key_law_tends_to_its_limits():

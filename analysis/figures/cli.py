@@ -18,7 +18,7 @@ from analysis.core.io import (
     atomic_write_json,
 )
 from analysis.core.provenance import tree_hash
-from analysis.figures.execution import _display, kill_running, plan, remove_stale_temporaries, run_notebook
+from analysis.figures.execution import display_path, kill_running, plan, remove_stale_temporaries, run_notebook
 from analysis.figures.gallery import LedgerError, write_collection
 from analysis.figures.options import NotebookRun, discover, parse_args
 
@@ -113,7 +113,7 @@ def _main(argv: list[str] | None) -> int:
         "failing_claims": [f"{c.context}/{c.name}" for c in failing],
     }
     atomic_write_json(args.build / "manifest.json", manifest)
-    print(f"wall time {total:.1f} s; manifest {_display(args.build / 'manifest.json')}")
+    print(f"wall time {total:.1f} s; manifest {display_path(args.build / 'manifest.json')}")
     return _report_failures(runs, failing, strict=args.strict)
 
 

@@ -111,7 +111,7 @@ def plan(
         return n, threads, list(notebooks)
 
     def last_wall(nb: Path) -> float:
-        stamp = _read_json(build / "stamps" / f"{nb.stem}.json")
+        stamp = read_json_object(build / "stamps" / f"{nb.stem}.json")
         wall = stamp.get("wall_s", recorded(nb.stem).get(preset))
         return float(wall) if isinstance(wall, (int, float)) else float("inf")
 
@@ -246,7 +246,7 @@ def describe_failure(nb: Path, executed: Path, log: Path, timed_out: float | Non
         what = f"timed out after {timed_out:g} s" + (" while running it" if where else "")
     if what is None:
         what = _log_tail(log)
-    rel = _display(nb)
+    rel = display_path(nb)
     return f"{rel} {where}: {what}" if where else f"{rel}: {what}"
 
 
@@ -255,10 +255,11 @@ def _log_tail(log: Path) -> str:
         lines = [ln.strip() for ln in log.read_text(errors="replace").splitlines() if ln.strip()]
     except OSError:
         return "failed (no log)"
-    return (lines[-1] if lines else "failed (empty log)") + f" (log: {_display(log)})"
+    return (lines[-1] if lines else "failed (empty log)") + f" (log: {display_path(log)})"
 
 
-def _display(path: Path) -> str:
+def display_path(path: Path) -> str:
+    """``path`` relative to the repository where it lies inside it (how the pipeline prints and records paths)."""
     try:
         return str(path.resolve().relative_to(REPO))
     except ValueError:
@@ -274,8 +275,8 @@ def promote(name: str, staging: Path, out: Path) -> list[str]:
     produced = sorted(p.name for p in staging.iterdir() if p.is_file())
     for fname in produced:
         if fname.endswith(".json") and not fname.endswith(".claims.json"):
-            mine = _read_json(staging / fname)
-            theirs = _read_json(out / fname)
+            mine = read_json_object(staging / fname)
+            theirs = read_json_object(out / fname)
             if mine.get("kind") == "figure" and mine.get("notebook") != name:
                 raise RuntimeError(f"{name} wrote figure {fname!r} for notebook {mine.get('notebook')!r}")
             if theirs.get("kind") == "figure" and theirs.get("notebook") not in (None, name):
@@ -284,7 +285,7 @@ def promote(name: str, staging: Path, out: Path) -> list[str]:
             raise RuntimeError(f"{name} saved its ledger as {fname!r}; use save_ledger(led, notebook={name!r})")
     # stale files: figures this notebook wrote before but not now
     for sidecar in sorted(out.glob("*.json")):
-        meta = _read_json(sidecar)
+        meta = read_json_object(sidecar)
         if meta.get("kind") == "figure" and meta.get("notebook") == name and sidecar.name not in produced:
             for entry in meta.get("files", {}).values():
                 (out / entry["path"]).unlink(missing_ok=True)
@@ -305,12 +306,19 @@ def remove_stale_temporaries(out: Path) -> list[str]:
     return stale
 
 
-def _read_json(path: Path) -> dict[str, Any]:
+def read_json_object(path: Path) -> dict[str, Any]:
+    """The JSON object in ``path``; ``{}`` where it is missing, unreadable or not an object."""
     try:
         value = json.loads(path.read_text())
     except (OSError, json.JSONDecodeError, UnicodeDecodeError):
         return {}
     return value if isinstance(value, dict) else {}
+
+
+def resume_key(inputs: dict[str, Any]) -> str:
+    """The key of a notebook's run from its :func:`stamp_inputs`: a stamp with this key and its outputs in place is
+    up to date."""
+    return content_hash(inputs, length=64)
 
 
 _PROMOTE = threading.Lock()  # concurrent notebooks promote into the output folder one at a time
@@ -321,9 +329,9 @@ def run_notebook(
 ) -> NotebookRun:
     name = nb.stem
     check_name("notebook", name)
-    run = NotebookRun(name=name, path=_display(nb))
+    run = NotebookRun(name=name, path=display_path(nb))
     inputs = stamp_inputs(nb, params, args.out, source_hash, threads)
-    run.key = content_hash(inputs, length=64)
+    run.key = resume_key(inputs)
     stamp_path = args.build / "stamps" / f"{name}.json"
     if not args.force and (stamp := up_to_date(stamp_path, run.key, args.out)) is not None:
         run.status, run.wall_s, run.outputs = "up to date", stamp.get("wall_s"), sorted(stamp["outputs"])
@@ -335,7 +343,7 @@ def run_notebook(
     executed.parent.mkdir(parents=True, exist_ok=True)
     executed.unlink(missing_ok=True)
     log = args.build / "logs" / f"{name}.log"
-    run.executed, run.log = _display(executed), _display(log)
+    run.executed, run.log = display_path(executed), display_path(log)
     cmd = papermill_command(nb, executed, params)
     rc, run.wall_s = execute(cmd, kernel_env(staging, threads), log, args.timeout)
     if rc != 0:
@@ -346,7 +354,7 @@ def run_notebook(
         try:
             run.outputs = promote(name, staging, args.out)
         except RuntimeError as err:
-            run.status, run.error = "failed", f"{_display(nb)}: {err}"
+            run.status, run.error = "failed", f"{display_path(nb)}: {err}"
             return run
         outputs = {f: sha256_file(args.out / f) for f in run.outputs}
     shutil.rmtree(staging, ignore_errors=True)
